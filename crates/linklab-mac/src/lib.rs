@@ -1,0 +1,2 @@
+//! linklab-mac: a software Ethernet MAC for microcontrollers.
+#![no_std]

@@ -1,0 +1,9 @@
+//! linklab-perf: sans-IO measurement apps — an iperf3-compatible client and server, HTTP
+//! download, echo — with thin adapters to smoltcp sockets (feature `smoltcp`, device side) and
+//! std::net (feature `std`, host side). `#![no_std]` without `alloc`.
+#![no_std]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod payload;

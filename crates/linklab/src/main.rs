@@ -1,0 +1,58 @@
+//! `linklab`: the command-line front end of the linklab toolkit.
+//!
+//! Each subcommand lives in its own module with an `Args` (clap) and a `run` function.
+//! Errors end the process with one line on stderr and a non-zero exit code.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod iperf;
+mod report;
+mod rtt;
+mod serve;
+mod sweep;
+
+/// The linklab command line.
+#[derive(Parser)]
+#[command(name = "linklab", version, about = "A software NIC stack for microcontrollers and the bench that proves its numbers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run seed 000's experiment (pings + HTTP downloads) on a simulated link.
+    Bench(bench::Args),
+    /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
+    Serve(serve::Args),
+    /// iperf3-compatible client and server.
+    Iperf(iperf::Args),
+    /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
+    Sweep(sweep::Args),
+    /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
+    Rtt(rtt::Args),
+    /// Render JSON results into a self-contained HTML report.
+    Report(report::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Iperf(args) => iperf::run(args),
+        Command::Sweep(args) => sweep::run(args),
+        Command::Rtt(args) => rtt::run(args),
+        Command::Report(args) => report::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("linklab: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Shared helpers for the integration tests: network namespaces the test creates and deletes,
+//! veth pairs between them, and child processes that are killed when the test ends.
+//!
+//! Every address used lives in 198.18.0.0/15 (RFC 2544) inside a namespace; nothing leaves it.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The `linklab` binary built for these tests.
+pub fn linklab_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_linklab"))
+}
+
+/// Runs a command to completion and panics with its output when it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A network namespace created for one test and deleted (with its interfaces) on drop.
+pub struct Netns {
+    /// The namespace name, as `ip netns` knows it.
+    pub name: String,
+}
+
+impl Netns {
+    /// Creates a fresh namespace with a unique name and brings its loopback up.
+    pub fn new(tag: &str) -> Netns {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("ll-{tag}-{}-{n}", std::process::id());
+        run_ok(Command::new("ip").args(["netns", "add", &name]));
+        let ns = Netns { name };
+        ns.run(&["ip", "link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// A command that runs `argv` inside this namespace.
+    pub fn command(&self, argv: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.name]).args(argv);
+        cmd
+    }
+
+    /// Runs `argv` inside this namespace and panics if it fails.
+    pub fn run(&self, argv: &[&str]) -> Output {
+        run_ok(&mut self.command(argv))
+    }
+
+    /// Starts `argv` inside this namespace in the background; it is killed on drop.
+    pub fn spawn(&self, argv: &[&str]) -> ChildGuard {
+        let child = self
+            .command(argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
+        ChildGuard(Some(child))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+    }
+}
+
+/// Joins two namespaces with a veth pair; `a_addr` and `b_addr` are `ADDR/PREFIX`.
+pub fn veth_pair(a: &Netns, a_addr: &str, b: &Netns, b_addr: &str) {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let (ia, ib) = (format!("va{}x{n}", std::process::id() % 100000), format!("vb{}x{n}", std::process::id() % 100000));
+    a.run(&["ip", "link", "add", &ia, "type", "veth", "peer", "name", &ib]);
+    a.run(&["ip", "link", "set", &ib, "netns", &b.name]);
+    a.run(&["ip", "addr", "add", a_addr, "dev", &ia]);
+    b.run(&["ip", "addr", "add", b_addr, "dev", &ib]);
+    a.run(&["ip", "link", "set", &ia, "up"]);
+    b.run(&["ip", "link", "set", &ib, "up"]);
+}
+
+/// A background child process that is killed (and reaped) when dropped.
+pub struct ChildGuard(pub Option<Child>);
+
+impl ChildGuard {
+    /// Sends SIGINT and waits up to `timeout` for the process to exit; returns its output.
+    pub fn interrupt(mut self, timeout: Duration) -> Output {
+        let mut child = self.0.take().expect("child present");
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGINT);
+        }
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if child.try_wait().expect("try_wait").is_some() {
+                return child.wait_with_output().expect("wait_with_output");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("wait_with_output");
+        panic!(
+            "process did not exit within {timeout:?} of SIGINT\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Polls `f` every 20 ms until it returns true or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
