@@ -6,4 +6,7 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+pub mod echo;
+pub mod http;
+pub mod iperf;
 pub mod payload;
