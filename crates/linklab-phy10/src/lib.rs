@@ -1,2 +1,35 @@
-//! linklab-phy10: the 10BASE-T line code (Manchester, link pulses, clock recovery).
-#![no_std]
+//! linklab-phy10: the software 10BASE-T PHY line code, `no_std` and without `alloc`.
+//!
+//! - [`encode`]: on-wire bytes -> Manchester samples for a GPIO/PIO/SPI/I2S shifter at 2x..8x
+//!   oversampling (fast table paths for 2x = 20 MHz and 4x = 40 MHz), ending with TP_IDL.
+//! - [`link_pulse`]: normal link pulses with a timer, fast link pulse bursts (10BASE-T
+//!   half/full duplex advertisement).
+//! - [`decode`]: oversampled capture -> bytes written straight into the caller's buffer (a MAC
+//!   RX grant), with DPLL clock recovery, polarity detection and one [`RxOutcome`] per capture.
+//!
+//! Samples are bit-packed LSB first in `u32` words, `1` = line high. Bits are sent LSB first;
+//! a `1` bit is low then high (rising mid-bit edge), as in 802.3 clause 14.
+// Unit tests use std (the sample wire); every real build is no_std.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod capture;
+pub mod decode;
+pub mod encode;
+pub mod link_pulse;
+pub mod oversample;
+mod tables;
+
+pub use capture::{Capture, MAX_CAPTURE_SAMPLES};
+pub use decode::{Decoder, RxOutcome};
+pub use encode::{encode_frame, samples_for_frame, words_for_frame, EncodeError};
+pub use link_pulse::{encode_link_pulse, LinkCodeWord, LinkPulseTimer};
+pub use oversample::Oversample;
+
+#[cfg(test)]
+extern crate self as linklab_phy10;
+#[cfg(test)]
+#[path = "../../linklab-sim/src/sample_wire.rs"]
+#[allow(dead_code)]
+mod sample_wire_for_tests;

@@ -1,10 +1,559 @@
-//! `linklab bench` (under construction).
+//! `linklab bench`: seed 000's experiment — 10 pings, then 5 HTTP GETs of each bench file —
+//! on a simulated link (linklab-sim), printed in the seed's format, with a summary against
+//! the link's theoretical TCP goodput limit.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use linklab_perf::payload::{BenchFile, BENCH_FILES};
+use linklab_sim::limit::tcp_goodput_limit;
+use linklab_sim::profile::Profile;
+use linklab_sim::sample_wire::SampleWireConfig;
+use linklab_sim::sim::{self, mac_counter_fields, PhyPath, SimConfig, SimReport, HOST_IP};
+use linklab_sim::wire::{Duplex, Impairments, LinkConfig, Rate};
+use serde_json::json;
+
+/// How frames cross the simulated wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PhyArg {
+    /// Byte images of the transmissions (fast).
+    Bytes,
+    /// Manchester samples through linklab-phy10 (drift, jitter, noise).
+    Samples,
+}
 
 /// Options of `linklab bench`.
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Device profile: cost model of the MCU.
+    #[arg(long, value_enum, default_value_t = Profile::NiccleOptimized)]
+    pub profile: Profile,
+    /// Full-size frames the device's RX queue holds (2..=16).
+    #[arg(long, default_value_t = 9)]
+    pub rx_frames: usize,
+    /// Device TCP receive window: `auto` (linklab-mac's window for the queue) or bytes
+    /// (536..=65535).
+    #[arg(long, default_value = "auto")]
+    pub tcp_window: String,
+    /// Line rate: 10M, 100M or 1G.
+    #[arg(long, default_value = "10M")]
+    pub rate: String,
+    /// Duplex mode.
+    #[arg(long, value_enum, default_value_t = Duplex::Half)]
+    pub duplex: Duplex,
+    /// Probability that a transmission is lost (0 <= P < 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Bit error rate (0 <= P <= 0.001).
+    #[arg(long, default_value_t = 0.0)]
+    pub ber: f64,
+    /// Probability that a transmission is cut short (0 <= P < 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub truncate: f64,
+    /// RNG seed: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Files to download, comma-separated: 10kB,100kB,1MB,3MB (or their paths).
+    #[arg(long, default_value = "10kB,100kB,1MB,3MB")]
+    pub sizes: String,
+    /// Pings before the downloads (0..=1000).
+    #[arg(long, default_value_t = 10)]
+    pub pings: u16,
+    /// GETs per file (1..=100).
+    #[arg(long, default_value_t = 5)]
+    pub gets: u32,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write every frame on the wire (with FCS) to a pcap FILE.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Wire model: byte images, or Manchester samples through linklab-phy10.
+    #[arg(long, value_enum, default_value_t = PhyArg::Bytes)]
+    pub phy: PhyArg,
+    /// `--phy samples`: receiver samples per bit time (2..=8).
+    #[arg(long, default_value_t = 4)]
+    pub oversample: u8,
+    /// `--phy samples`: transmitter clock offset in ppm (-20000..=20000).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub drift: i32,
+    /// `--phy samples`: peak edge jitter in samples (0..=oversample).
+    #[arg(long, default_value_t = 0)]
+    pub jitter: u8,
+    /// `--phy samples`: probability that a sample is flipped (0..=1).
+    #[arg(long, default_value_t = 0.0)]
+    pub noise: f64,
+    /// Override the profile's one fitted parameter, the main loop's fixed cost per
+    /// iteration, in µs (0..=100000); used to fit it (see linklab-sim's README).
+    #[arg(long, value_name = "US")]
+    pub main_fixed_us: Option<f64>,
+    /// Watchdog: stop after this many seconds of virtual time (1..=86400).
+    #[arg(long, default_value_t = 7200.0)]
+    pub max_virtual_s: f64,
+    /// Watchdog: stop after this many seconds of wall time (1..=86400).
+    #[arg(long, default_value_t = 600.0)]
+    pub max_wall_s: f64,
+    /// Watchdog: stop when the application made no progress for this many virtual seconds
+    /// (1..=86400).
+    #[arg(long, default_value_t = 300.0)]
+    pub max_stall_s: f64,
+}
+
+/// One-way propagation delay: about 2 m of cable.
+const PROPAGATION_NS: u64 = 10;
+/// The MSS of a 1500-byte Ethernet MTU.
+const MSS: u64 = 1460;
+
+/// Checks that `value` lies in `range`, naming the option.
+fn check_range(
+    option: &str,
+    value: f64,
+    lo: f64,
+    hi: f64,
+    hi_inclusive: bool,
+    what: &str,
+) -> anyhow::Result<()> {
+    let ok = value.is_finite()
+        && value >= lo
+        && if hi_inclusive {
+            value <= hi
+        } else {
+            value < hi
+        };
+    if !ok {
+        let close = if hi_inclusive { "]" } else { ")" };
+        bail!("{option} must be in [{lo}, {hi}{close} ({what}), got {value}");
+    }
+    Ok(())
+}
+
+/// Parses `--sizes`.
+fn parse_sizes(list: &str) -> anyhow::Result<Vec<BenchFile>> {
+    let names: Vec<String> = BENCH_FILES
+        .iter()
+        .map(|f| {
+            f.path
+                .trim_start_matches('/')
+                .trim_end_matches(".txt")
+                .to_string()
+        })
+        .collect();
+    let mut files = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let found = BENCH_FILES.iter().copied().find(|f| {
+            f.path == item
+                || f.path.trim_start_matches('/') == item
+                || f.path.trim_start_matches('/').trim_end_matches(".txt") == item
+        });
+        match found {
+            Some(f) => files.push(f),
+            None => bail!(
+                "--sizes: unknown file {item:?} (accepted: {})",
+                names.join(", ")
+            ),
+        }
+    }
+    if files.is_empty() {
+        bail!("--sizes must name at least one of {}", names.join(", "));
+    }
+    Ok(files)
+}
+
+/// Turns the options into a simulator configuration, rejecting bad values.
+pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
+    let rate = Rate::parse(&args.rate)
+        .with_context(|| format!("--rate must be 10M, 100M or 1G, got {:?}", args.rate))?;
+    let range = linklab_sim::device::RX_FRAMES_RANGE;
+    if !range.contains(&args.rx_frames) {
+        bail!(
+            "--rx-frames must be in {}..={}, got {}",
+            range.start(),
+            range.end(),
+            args.rx_frames
+        );
+    }
+    let tcp_window = match args.tcp_window.as_str() {
+        "auto" => None,
+        s => match s.parse::<usize>() {
+            Ok(w) if (536..=65_535).contains(&w) => Some(w),
+            _ => bail!("--tcp-window must be `auto` or a byte count in 536..=65535, got {s:?}"),
+        },
+    };
+    check_range(
+        "--loss",
+        args.loss,
+        0.0,
+        1.0,
+        false,
+        "a probability per transmission",
+    )?;
+    check_range("--ber", args.ber, 0.0, 1e-3, true, "a probability per bit")?;
+    check_range(
+        "--truncate",
+        args.truncate,
+        0.0,
+        1.0,
+        false,
+        "a probability per transmission",
+    )?;
+    if args.pings > 1000 {
+        bail!("--pings must be in 0..=1000, got {}", args.pings);
+    }
+    if !(1..=100).contains(&args.gets) {
+        bail!("--gets must be in 1..=100, got {}", args.gets);
+    }
+    check_range(
+        "--max-virtual-s",
+        args.max_virtual_s,
+        1.0,
+        86_400.0,
+        true,
+        "seconds",
+    )?;
+    check_range(
+        "--max-wall-s",
+        args.max_wall_s,
+        1.0,
+        86_400.0,
+        true,
+        "seconds",
+    )?;
+    check_range(
+        "--max-stall-s",
+        args.max_stall_s,
+        1.0,
+        86_400.0,
+        true,
+        "seconds",
+    )?;
+    let phy_path = match args.phy {
+        PhyArg::Bytes => PhyPath::Bytes,
+        PhyArg::Samples => {
+            if rate != Rate::M10 {
+                bail!("--phy samples models 10BASE-T only: use it with --rate 10M");
+            }
+            if !(2..=8).contains(&args.oversample) {
+                bail!("--oversample must be in 2..=8, got {}", args.oversample);
+            }
+            let max = linklab_sim::sample_wire::MAX_DRIFT_PPM;
+            if !(-max..=max).contains(&args.drift) {
+                bail!("--drift must be in -{max}..={max} ppm, got {}", args.drift);
+            }
+            if args.jitter > args.oversample {
+                bail!(
+                    "--jitter must be in 0..={} (the oversampling factor), got {}",
+                    args.oversample,
+                    args.jitter
+                );
+            }
+            check_range(
+                "--noise",
+                args.noise,
+                0.0,
+                1.0,
+                true,
+                "a probability per sample",
+            )?;
+            let cfg = SampleWireConfig {
+                oversample: args.oversample,
+                drift_ppm: args.drift,
+                jitter_samples: args.jitter,
+                noise: args.noise,
+            };
+            linklab_sim::sample_wire::SampleWire::new(cfg)
+                .map_err(|e| anyhow::anyhow!("--phy samples: {e}"))?;
+            PhyPath::Samples(cfg)
+        }
+    };
+    let mut cost = args.profile.cost();
+    // A bit-banged PHY must enter its interrupt before the preamble (56 bit times) has
+    // passed; at 100M/1G Niccle's 750 ns latency is longer than that, so nothing is ever
+    // received: refuse instead of running into the watchdog.
+    let preamble_ns = 56 * rate.bit_ps() / 1000;
+    if cost.phy == linklab_sim::profile::PhyKind::BitBanged && cost.irq_latency_ns >= preamble_ns {
+        bail!(
+            "--rate {}: profile {} has a bit-banged PHY whose {} ns interrupt latency exceeds the {} ns preamble at this rate (accepted: --rate 10M, or --profile ideal)",
+            args.rate,
+            args.profile,
+            cost.irq_latency_ns,
+            preamble_ns
+        );
+    }
+    if let Some(us) = args.main_fixed_us {
+        check_range("--main-fixed-us", us, 0.0, 100_000.0, true, "microseconds")?;
+        cost.main_fixed_ns = (us * 1000.0).round() as u64;
+    }
+    Ok(SimConfig {
+        profile: args.profile,
+        cost,
+        rx_frames: args.rx_frames,
+        tcp_window,
+        link: LinkConfig {
+            rate,
+            duplex: args.duplex,
+            propagation_ns: PROPAGATION_NS,
+        },
+        impairments: Impairments {
+            loss: args.loss,
+            ber: args.ber,
+            truncate: args.truncate,
+        },
+        seed: args.seed,
+        pings: args.pings,
+        files: parse_sizes(&args.sizes)?,
+        gets: args.gets,
+        pcap: args.pcap.is_some(),
+        phy_path,
+        max_virtual_ns: (args.max_virtual_s * 1e9) as u64,
+        max_wall_s: args.max_wall_s,
+        max_stall_ns: (args.max_stall_s * 1e9) as u64,
+    })
+}
 
 /// Runs `linklab bench`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`linklab bench` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = config(&args)?;
+    let report = sim::run(cfg.clone()).map_err(|e| anyhow::anyhow!(e))?;
+    print_report(&cfg, &args, &report);
+    if let Some(path) = &args.json {
+        let f = File::create(path)
+            .with_context(|| format!("--json: cannot create {}", path.display()))?;
+        serde_json::to_writer_pretty(BufWriter::new(f), &to_json(&cfg, &args, &report))
+            .with_context(|| format!("--json: cannot write {}", path.display()))?;
+    }
+    if let (Some(path), Some(pcap)) = (&args.pcap, &report.pcap) {
+        let f = File::create(path)
+            .with_context(|| format!("--pcap: cannot create {}", path.display()))?;
+        pcap.write_to(BufWriter::new(f))
+            .with_context(|| format!("--pcap: cannot write {}", path.display()))?;
+    }
+    if let Some(why) = &report.stopped {
+        bail!("{why}");
+    }
+    if let Err(e) = report.check_conservation(cfg.cost.phy) {
+        bail!("counters do not conserve: {e}");
+    }
+    let bad = report
+        .downloads
+        .iter()
+        .filter(|d| d.error.is_some() || d.crc32 != d.expected_crc32)
+        .count();
+    if bad > 0 {
+        bail!(
+            "{bad} of {} downloads failed or had a wrong CRC32",
+            report.downloads.len()
+        );
+    }
+    Ok(())
+}
+
+/// The theoretical limit for this configuration (payload bytes per second).
+fn limit(cfg: &SimConfig) -> f64 {
+    tcp_goodput_limit(cfg.link.rate, cfg.link.duplex, MSS)
+}
+
+fn window_text(cfg: &SimConfig, r: &SimReport) -> String {
+    match cfg.tcp_window {
+        None => format!("{} (auto)", r.tcp_window),
+        Some(w) => format!("{w} (auto would be {})", r.auto_window),
+    }
+}
+
+fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
+    let duplex = match cfg.link.duplex {
+        Duplex::Half => "half",
+        Duplex::Full => "full",
+    };
+    println!(
+        "=== linklab bench: profile {}, {} {duplex} duplex, RX queue {} frames ({} bytes), TCP window {}, seed {}",
+        cfg.profile,
+        cfg.link.rate.name(),
+        r.queue_frames,
+        r.queue_capacity,
+        window_text(cfg, r),
+        cfg.seed
+    );
+    if !r.pings.is_empty() {
+        for p in &r.pings {
+            match p.rtt_ms {
+                Some(ms) => println!(
+                    "{} bytes from {HOST_IP}: icmp_seq={}, time={ms:.1} ms",
+                    linklab_sim::app::PING_DATA_LEN,
+                    p.seq
+                ),
+                None => println!("no reply from {HOST_IP}: icmp_seq={}", p.seq),
+            }
+        }
+        let received = r.pings.iter().filter(|p| p.rtt_ms.is_some()).count();
+        let sent = r.pings.len();
+        println!("--- {HOST_IP} ping statistics ---");
+        println!(
+            "{sent} packets transmitted, {received} received, {}% packet loss",
+            (sent - received) * 100 / sent.max(1)
+        );
+        println!();
+    }
+    for file in &cfg.files {
+        let stats = r.file_stats.iter().find(|s| s.path == file.path);
+        let downloads: Vec<_> = r.downloads.iter().filter(|d| d.path == file.path).collect();
+        if stats.is_none() && downloads.is_empty() {
+            continue;
+        }
+        println!(
+            "=== Issuing {} HTTP GET requests for {}",
+            args.gets, file.path
+        );
+        for d in downloads {
+            match &d.error {
+                None => {
+                    let verdict = if d.crc32 == d.expected_crc32 {
+                        "ok".to_string()
+                    } else {
+                        format!("MISMATCH, expected {}", d.expected_crc32)
+                    };
+                    println!(
+                        "Received {} bytes over {:.3} s ({:.1} kB/sec) with CRC32 {} ({verdict})",
+                        d.bytes,
+                        d.seconds,
+                        d.bytes_per_s / 1000.0,
+                        d.crc32
+                    );
+                }
+                Some(e) => println!("FAILED after {:.3} s and {} bytes: {e}", d.seconds, d.bytes),
+            }
+        }
+        let (p, m) = match stats {
+            Some(s) => (&s.phy, &s.mac),
+            None => (&r.phy, &r.mac),
+        };
+        println!(
+            "--- Stats ---{}",
+            if stats.is_none() {
+                " (run stopped)"
+            } else {
+                ""
+            }
+        );
+        println!("PHY TX: Packets: {}, LTPs: {}", p.tx_packets, p.tx_ltps);
+        println!(
+            "PHY RX: Packets: {}, trunc: {}, LTPs: {}, queue full: {}",
+            p.rx_packets, p.rx_truncated, p.rx_ltps, p.rx_queue_full
+        );
+        println!(
+            "MAC RX: Packets: {}, invalid SFD: {}, invalid CRC: {}, invalid length: {}",
+            m.rx_dequeued,
+            m.rx_frame_errors,
+            m.rx_crc_errors,
+            m.rx_length_errors()
+        );
+        println!("Valid: {}", m.rx_packets);
+        println!();
+    }
+    let lim = limit(cfg);
+    println!("=== Summary");
+    println!(
+        "Theoretical TCP goodput limit ({} {duplex} duplex, MSS {MSS}): {:.1} kB/s",
+        cfg.link.rate.name(),
+        lim / 1000.0
+    );
+    for file in &cfg.files {
+        let ok: Vec<_> = r
+            .downloads
+            .iter()
+            .filter(|d| d.path == file.path && d.error.is_none() && d.seconds > 0.0)
+            .collect();
+        if ok.is_empty() {
+            println!("{:<11} no successful download", file.path);
+            continue;
+        }
+        let goodputs: Vec<f64> = ok.iter().map(|d| d.body_bytes as f64 / d.seconds).collect();
+        let mean = goodputs.iter().sum::<f64>() / goodputs.len() as f64;
+        let min = goodputs.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = goodputs.iter().copied().fold(0.0, f64::max);
+        println!(
+            "{:<11} goodput mean {:.1} kB/s (min {:.1}, max {:.1}) = {:.1} % of the limit",
+            file.path,
+            mean / 1000.0,
+            min / 1000.0,
+            max / 1000.0,
+            mean / lim * 100.0
+        );
+    }
+    let m = &r.mac;
+    let bad = m.rx_frame_errors + m.rx_crc_errors + m.rx_length_errors() + m.rx_missed_errors;
+    let total = m.rx_transmissions.max(1);
+    println!(
+        "Device RX: {} transmissions, {} bad or missed ({:.1} %), {} truncated by a busy CPU, {} queue full",
+        m.rx_transmissions,
+        bad,
+        bad as f64 * 100.0 / total as f64,
+        r.phy.rx_truncated,
+        r.phy.rx_queue_full
+    );
+    println!(
+        "Virtual time {:.3} s, {} events",
+        r.virtual_ns as f64 / 1e9,
+        r.events
+    );
+    if let Some(why) = &r.stopped {
+        println!("WATCHDOG: {why}");
+    }
+    match r.check_conservation(cfg.cost.phy) {
+        Ok(()) => println!("Counters conserve: every transmission is accounted for"),
+        Err(e) => println!("COUNTERS DO NOT CONSERVE: {e}"),
+    }
+}
+
+fn to_json(cfg: &SimConfig, args: &Args, r: &SimReport) -> serde_json::Value {
+    let counters: serde_json::Map<String, serde_json::Value> = mac_counter_fields(&r.mac)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    let file_stats: Vec<_> = r
+        .file_stats
+        .iter()
+        .map(|s| {
+            let c: serde_json::Map<String, serde_json::Value> = mac_counter_fields(&s.mac)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            json!({ "path": s.path, "phy": s.phy, "counters": c })
+        })
+        .collect();
+    let phy = match cfg.phy_path {
+        PhyPath::Bytes => json!({ "model": "bytes" }),
+        PhyPath::Samples(c) => {
+            json!({ "model": "samples", "oversample": c.oversample, "drift_ppm": c.drift_ppm, "jitter_samples": c.jitter_samples, "noise": c.noise })
+        }
+    };
+    json!({
+        "profile": cfg.profile,
+        "cost_model": cfg.cost,
+        "link": { "rate": cfg.link.rate.name(), "rate_bps": cfg.link.rate.bits_per_s(), "duplex": cfg.link.duplex, "propagation_ns": cfg.link.propagation_ns, "phy": phy },
+        "impairments": cfg.impairments,
+        "seed": cfg.seed,
+        "rx_frames": r.queue_frames,
+        "rx_queue_bytes": r.queue_capacity,
+        "tcp_window": r.tcp_window,
+        "tcp_window_auto": r.auto_window,
+        "tcp_window_option": args.tcp_window,
+        "limit_bytes_per_s": limit(cfg),
+        "pings": r.pings,
+        "downloads": r.downloads,
+        "file_stats": file_stats,
+        "counters": counters,
+        "phy_counters": r.phy,
+        "host_counters": r.host,
+        "impairment_counters": { "to_device": r.to_device, "to_host": r.to_host },
+        "virtual_seconds": r.virtual_ns as f64 / 1e9,
+        "events": r.events,
+        "stopped": r.stopped,
+        "conservation": match r.check_conservation(cfg.cost.phy) {
+            Ok(()) => "ok".to_string(),
+            Err(e) => e,
+        },
+        "pcap_frames": r.pcap.as_ref().map(|p| p.frames()),
+    })
 }

@@ -1,10 +1,70 @@
-//! `linklab report` (under construction).
+//! `linklab report`: renders `sweep`, `rtt` and `bench` JSON results into one self-contained
+//! HTML page with inline SVG charts (no scripts or fonts fetched from anywhere).
+
+mod bench_section;
+mod page;
+mod rtt_section;
+mod svg;
+mod sweep_section;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+
+use crate::rtt::RttReport;
+use crate::sweep::SweepReport;
 
 /// Options of `linklab report`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// JSON results from `linklab sweep --json`, `linklab rtt --json` or `linklab bench --json`.
+    #[arg(value_name = "FILE.json", required = true)]
+    inputs: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(short = 'o', long, value_name = "FILE", default_value = "report.html")]
+    output: PathBuf,
+}
 
 /// Runs `linklab report`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`linklab report` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut sections = Vec::new();
+    let mut sources = Vec::new();
+    for (i, path) in args.inputs.iter().enumerate() {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
+        sections.push(render_result(&text, &name, i)?);
+        sources.push(name);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let html = page::page(&sections, &sources, &page::utc_time(now));
+    std::fs::write(&args.output, html)
+        .with_context(|| format!("-o: cannot write {}", args.output.display()))?;
+    println!(
+        "linklab report: wrote {} ({} result{})",
+        args.output.display(),
+        sections.len(),
+        if sections.len() == 1 { "" } else { "s" }
+    );
+    Ok(())
+}
+
+/// Renders one JSON result (any known kind) as an HTML section.
+fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String> {
+    let v: Value = serde_json::from_str(text).with_context(|| format!("{name}: not valid JSON"))?;
+    match v.get("kind").and_then(Value::as_str) {
+        Some("sweep") => {
+            let r: SweepReport =
+                serde_json::from_value(v).with_context(|| format!("{name}: malformed sweep result"))?;
+            Ok(sweep_section::render(&r, name, index))
+        }
+        Some("rtt") => {
+            let r: RttReport = serde_json::from_value(v).with_context(|| format!("{name}: malformed rtt result"))?;
+            Ok(rtt_section::render(&r, name, index))
+        }
+        _ if bench_section::is_bench(&v) => Ok(bench_section::render(&v, name, index)),
+        _ => bail!("{name}: not a linklab sweep, rtt or bench result (no \"kind\" field, no downloads and counters)"),
+    }
 }

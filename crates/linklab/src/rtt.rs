@@ -1,10 +1,279 @@
-//! `linklab rtt` (under construction).
+//! `linklab rtt`: round-trip and inter-arrival histograms per packet size against an echo
+//! endpoint (seed 004's link tests), and `linklab rtt -s`, the echo server.
+//!
+//! For every size the client sends `-n` probes paced every `--interval` µs. Each reply gives a
+//! round-trip time (from the send time carried in the probe) and an inter-arrival time (since
+//! the previous reply). Per size it reports both distributions (min, p50, p90, p99, p99.9, max,
+//! mean, stddev from an HDR histogram), the loss, and the realized bandwidth of the returning
+//! stream.
+
+mod client;
+mod probe;
+mod server;
+pub mod stats;
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+
+use client::{Connection, RunConfig, Transport};
+use probe::HEADER_LEN;
+use stats::Distribution;
 
 /// Options of `linklab rtt`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Run the echo server (UDP and TCP) instead of measuring.
+    #[arg(short = 's', long, conflicts_with = "client")]
+    server: bool,
+    /// Echo endpoint to measure (a host running `linklab rtt -s`, or the soft NIC).
+    #[arg(short = 'c', long, value_name = "HOST")]
+    client: Option<String>,
+    /// Echo port (RFC 862 uses 7).
+    #[arg(short = 'p', long, default_value_t = 7)]
+    port: u16,
+    /// Server: address to listen on.
+    #[arg(short = 'B', long, value_name = "ADDR", default_value = "0.0.0.0")]
+    bind: IpAddr,
+    /// Probe over UDP, one probe per datagram (the default).
+    #[arg(long, conflicts_with = "tcp")]
+    udp: bool,
+    /// Probe over one TCP connection per size.
+    #[arg(long)]
+    tcp: bool,
+    /// Probe sizes in bytes (UDP payload or TCP frame), comma separated; 16..=65507 (UDP).
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "32,64,128,256,512,768,1024,1472"
+    )]
+    sizes: String,
+    /// Probes per size.
+    #[arg(short = 'n', long, value_name = "COUNT", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(2..=10_000_000))]
+    count: u32,
+    /// Send spacing in microseconds (0 = back to back).
+    #[arg(long, value_name = "US", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    interval: u64,
+    /// How long to wait for late replies after the last probe, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    timeout: u64,
+    /// Also write the results as JSON to FILE (input of `linklab report`).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// The JSON of one `linklab rtt` run (`"kind": "rtt"`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RttReport {
+    /// Always `"rtt"`: tells `linklab report` what this file is.
+    pub kind: String,
+    /// The echo endpoint as given.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// `"udp"` or `"tcp"`.
+    pub protocol: String,
+    /// Probes per size.
+    pub count: u32,
+    /// Send spacing in microseconds (0 = back to back).
+    pub interval_us: u64,
+    /// One entry per probe size, in the order measured.
+    pub sizes: Vec<SizeReport>,
+}
+
+/// The results for one probe size.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SizeReport {
+    /// Probe size in bytes.
+    pub size: usize,
+    /// Probes sent.
+    pub sent: u64,
+    /// Distinct valid replies.
+    pub received: u64,
+    /// Probes without a reply.
+    pub lost: u64,
+    /// `lost / sent` in percent.
+    pub loss_pct: f64,
+    /// Extra copies of replies already received.
+    pub duplicates: u64,
+    /// Replies with wrong length or altered payload.
+    pub corrupt: u64,
+    /// Rate the client offered (`size * 8 / interval`), bit/s; `None` when sent back to back.
+    pub offered_bps: Option<f64>,
+    /// Payload bit rate of the returning stream: `(received - 1) * size * 8` over the time
+    /// from the first to the last reply, bit/s.
+    pub realized_bps: f64,
+    /// Round-trip times.
+    pub rtt: Distribution,
+    /// Times between successive replies.
+    pub interarrival: Distribution,
+}
 
 /// Runs `linklab rtt`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`linklab rtt` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.server {
+        return server::serve(SocketAddr::new(args.bind, args.port));
+    }
+    let Some(host) = args.client.clone() else {
+        bail!("give -c HOST to measure an echo endpoint, or -s to run the echo server");
+    };
+    let transport = if args.tcp {
+        Transport::Tcp
+    } else {
+        Transport::Udp
+    };
+    let max_size = if args.tcp { 1 << 20 } else { 65507 };
+    let sizes = parse_sizes(&args.sizes, max_size)?;
+    let peer = (host.as_str(), args.port)
+        .to_socket_addrs()
+        .with_context(|| format!("-c: cannot resolve {host:?}"))?
+        .next()
+        .with_context(|| format!("-c: {host:?} has no address"))?;
+
+    let protocol = if args.tcp { "tcp" } else { "udp" };
+    println!(
+        "linklab rtt: {peer} {protocol}, {} probes per size, every {} µs",
+        args.count, args.interval
+    );
+    let epoch = Instant::now();
+    let mut report = RttReport {
+        kind: "rtt".into(),
+        host,
+        port: args.port,
+        protocol: protocol.into(),
+        count: args.count,
+        interval_us: args.interval,
+        sizes: Vec::new(),
+    };
+    for (i, &size) in sizes.iter().enumerate() {
+        let mut conn = Connection::open(peer, transport, Duration::from_secs(3))?;
+        conn.check_echo(epoch, 3, Duration::from_secs(1))?;
+        let cfg = RunConfig {
+            size,
+            count: args.count,
+            interval: Duration::from_micros(args.interval),
+            drain: Duration::from_millis(args.timeout),
+            run: i as u16,
+        };
+        let r = conn.measure(epoch, &cfg)?;
+        let lost = r.sent.saturating_sub(r.received);
+        let realized_bps = match r.arrivals {
+            Some((first, last)) if last > first => {
+                (r.received - 1) as f64 * size as f64 * 8.0 / ((last - first) as f64 * 1e-9)
+            }
+            _ => 0.0,
+        };
+        report.sizes.push(SizeReport {
+            size,
+            sent: r.sent,
+            received: r.received,
+            lost,
+            loss_pct: if r.sent == 0 {
+                0.0
+            } else {
+                lost as f64 * 100.0 / r.sent as f64
+            },
+            duplicates: r.duplicates,
+            corrupt: r.corrupt,
+            offered_bps: (args.interval > 0)
+                .then(|| size as f64 * 8.0 * 1e6 / args.interval as f64),
+            realized_bps,
+            rtt: Distribution::from_histogram(&r.rtt),
+            interarrival: Distribution::from_histogram(&r.gaps),
+        });
+    }
+    print!("{}", render_text(&report));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).expect("report serializes");
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("--json: cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Parses `--sizes`: comma-separated byte counts in `HEADER_LEN..=max`.
+fn parse_sizes(list: &str, max: usize) -> anyhow::Result<Vec<usize>> {
+    let mut sizes = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        match item.parse::<usize>() {
+            Ok(n) if (HEADER_LEN..=max).contains(&n) => sizes.push(n),
+            _ => bail!(
+                "--sizes: {item:?} is not a probe size (accepted: whole bytes, {HEADER_LEN}..={max}, comma separated)"
+            ),
+        }
+    }
+    Ok(sizes)
+}
+
+/// The human-readable tables: round trips, then inter-arrival times, one row per size.
+fn render_text(r: &RttReport) -> String {
+    let mut s = String::new();
+    for (title, pick) in [
+        (
+            "round-trip time (µs)",
+            (|x: &SizeReport| &x.rtt) as fn(&SizeReport) -> &Distribution,
+        ),
+        (
+            "inter-arrival time of the replies (µs)",
+            |x: &SizeReport| &x.interarrival,
+        ),
+    ] {
+        let _ = writeln!(s, "\n{title}");
+        let _ = writeln!(
+            s,
+            "{:>6} {:>7} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+            "size",
+            "sent",
+            "recv",
+            "loss%",
+            "min",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "mean",
+            "stddev",
+            "Mbit/s"
+        );
+        for x in &r.sizes {
+            let d = pick(x);
+            let _ =
+                writeln!(
+                s,
+                "{:>6} {:>7} {:>7} {:>7.2} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.3}",
+                x.size, x.sent, x.received, x.loss_pct, d.min_us, d.p50_us, d.p90_us, d.p99_us, d.p999_us, d.max_us,
+                d.mean_us, d.stddev_us, x.realized_bps / 1e6
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_reject() {
+        assert_eq!(
+            parse_sizes("32, 64,1472", 65507).unwrap(),
+            vec![32, 64, 1472]
+        );
+        let e = parse_sizes("32,abc", 65507).unwrap_err().to_string();
+        assert!(
+            e.contains("--sizes") && e.contains("\"abc\"") && e.contains("16..=65507"),
+            "{e}"
+        );
+        assert!(parse_sizes("8", 65507).is_err());
+        assert!(parse_sizes("70000", 65507).is_err());
+        assert!(parse_sizes("", 65507).is_err());
+    }
 }

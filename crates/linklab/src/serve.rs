@@ -1,10 +1,192 @@
-//! `linklab serve` (under construction).
+//! `linklab serve`: the soft NIC on a Linux TAP. linklab-mac (aligned RX without FCS, the
+//! zero-copy RX queue and its counters, plain TX) carries smoltcp, which runs linklab-perf's
+//! apps: iperf3 server (TCP/UDP 5201), HTTP bench files and `GET /stats` (TCP 80), echo
+//! (UDP/TCP 7), and ICMP echo. Stock ping, curl and iperf3 on the kernel side are the peers.
+//!
+//! The main loop has the shape firmware has: move what the "PHY" received into the RX
+//! queue, poll smoltcp, run the apps, then sleep until the TAP is readable, a signal
+//! arrives, or smoltcp's `poll_at` is due. It never spins.
 
-/// Options of `linklab serve`.
-#[derive(clap::Args)]
-pub struct Args {}
+mod apps;
+mod config;
+mod nic;
+mod signals;
+mod stats;
+mod tap;
 
-/// Runs `linklab serve`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`linklab serve` is not built yet")
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use anyhow::Context;
+use linklab_perf::http;
+use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
+use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
+
+use apps::{Apps, StatsRoute};
+use config::{Config, TcpWindow};
+use nic::{FixedCaps, TapPhy};
+use signals::StopSignals;
+use stats::Snapshot;
+use tap::Tap;
+
+/// Options of `linklab serve` (validated by hand so that a bad value gets one line naming
+/// the option and what it accepts).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// TAP interface to create (removed again at exit) or attach to.
+    #[arg(long, value_name = "NAME")]
+    tap: Option<String>,
+    /// The soft NIC's IPv4 address and prefix, e.g. 198.18.0.2/24.
+    #[arg(long, value_name = "ADDR/PREFIX")]
+    ip: Option<String>,
+    /// The soft NIC's MAC address [default: 02:4c:4c:00:00:01].
+    #[arg(long, value_name = "MAC")]
+    mac: Option<String>,
+    /// RX queue capacity in full-size frames: 4, 8, 16, 32, 64, 128 or 256 [default: 32].
+    #[arg(long, value_name = "N")]
+    rx_frames: Option<String>,
+    /// TCP receive window: `auto` (derived from the RX queue so a peer cannot overrun it)
+    /// or a number of bytes [default: auto].
+    #[arg(long, value_name = "auto|BYTES")]
+    tcp_window: Option<String>,
+    /// Print the counters every S seconds (they are always printed at exit).
+    #[arg(long, value_name = "S")]
+    stats_interval: Option<String>,
+}
+
+impl Args {
+    /// Validates every option into a [`Config`].
+    fn config(&self) -> anyhow::Result<Config> {
+        let tap = self.tap.as_deref().context("--tap: required (the TAP interface name)")?;
+        let ip = self.ip.as_deref().context("--ip: required (ADDR/PREFIX, e.g. 198.18.0.2/24)")?;
+        let (ip, prefix) = config::parse_ip(ip)?;
+        Ok(Config {
+            tap: config::parse_tap(tap)?,
+            ip,
+            prefix,
+            mac: self.mac.as_deref().map(config::parse_mac).transpose()?.unwrap_or(config::DEFAULT_MAC),
+            rx_frames: self.rx_frames.as_deref().map(config::parse_rx_frames).transpose()?.unwrap_or(config::DEFAULT_RX_FRAMES),
+            tcp_window: self.tcp_window.as_deref().map(config::parse_tcp_window).transpose()?.unwrap_or(TcpWindow::Auto),
+            stats_interval: self.stats_interval.as_deref().map(config::parse_stats_interval).transpose()?,
+        })
+    }
+}
+
+/// Runs `linklab serve` until SIGINT or SIGTERM.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
+    let tap = Tap::open(&config.tap).with_context(|| format!("--tap {}: cannot open the TAP interface (needs CAP_NET_ADMIN)", config.tap))?;
+
+    /// Runs the loop on a static RX queue of `$bytes` bytes.
+    macro_rules! with_queue {
+        ($bytes:literal) => {{
+            static QUEUE: RxQueue<$bytes> = RxQueue::new();
+            serve_on(&QUEUE, &config, &tap, &signals)
+        }};
+    }
+    // The ring sizes of nic::QUEUE_SIZES (a test checks the two lists agree).
+    match config.rx_frames {
+        4 => with_queue!(7624),
+        8 => with_queue!(13688),
+        16 => with_queue!(25816),
+        32 => with_queue!(50072),
+        64 => with_queue!(98584),
+        128 => with_queue!(195608),
+        256 => with_queue!(389656),
+        other => anyhow::bail!("--rx-frames: no queue of {other} frames"),
+    }
+}
+
+/// The firmware-shaped main loop over an RX queue of `N` bytes.
+fn serve_on<const N: usize>(queue: &'static RxQueue<N>, config: &Config, tap: &Tap, signals: &StopSignals) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let (producer, consumer) = queue.split();
+    let mut mac = Mac::new(consumer, TapPhy::new(tap), NoClock, MacConfig::tap(MacAddr(config.mac)));
+    let (window, auto) = match config.tcp_window {
+        TcpWindow::Auto => (mac.tcp_rx_window(), true),
+        TcpWindow::Bytes(bytes) => (bytes, false),
+    };
+
+    let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
+    iface_config.random_seed = started.elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
+    let caps = nic::capabilities_for(&mac, auto);
+    let mut iface = Interface::new(iface_config, &mut FixedCaps::new(&mut mac, &caps), Instant::now());
+    let mut added = true;
+    iface.update_ip_addrs(|addrs| added = addrs.push(IpCidr::new(IpAddress::Ipv4(config.ip), config.prefix)).is_ok());
+    anyhow::ensure!(added, "--ip: smoltcp refused the address");
+
+    let mut sockets = SocketSet::new(vec![]);
+    let mut apps = Apps::new(&mut sockets, window);
+    let mut scratch = vec![0u8; RX_GRANT_LEN];
+    let snapshot = |mac: &Mac<'_, N, TapPhy<'_>, NoClock>, apps: &Apps, sockets: &SocketSet<'_>| Snapshot {
+        uptime_s: started.elapsed().as_secs_f64(),
+        mac: mac.counters(),
+        tap_tx_refused: mac.phy().refused,
+        tap_tx_errors: mac.phy().errors,
+        queue_frames: config.rx_frames,
+        queue_bytes: N,
+        tcp_window: window,
+        tcp_window_auto: auto,
+        apps: apps.counters(),
+        tcp: stats::tcp_figures(sockets),
+        tcp_omitted: 0,
+    };
+
+    println!(
+        "linklab serve: {} {}/{} mac {} | rx queue {} frames ({} bytes) | tcp window {} bytes{} | {}",
+        tap.name(),
+        config.ip,
+        config.prefix,
+        EthernetAddress(config.mac),
+        config.rx_frames,
+        N,
+        window,
+        if auto { " (auto)" } else { "" },
+        if tap.created() { "TAP created" } else { "TAP existed" }
+    );
+
+    let mut next_stats = config.stats_interval.map(|i| started + i);
+    let stop = loop {
+        if let Some(signal) = signals.take() {
+            break signal;
+        }
+        nic::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
+        let now = Instant::now();
+        iface.poll(now, &mut FixedCaps::new(&mut mac, &caps), &mut sockets);
+
+        let stats_json = apps.http_request_pending(&sockets).then(|| snapshot(&mac, &apps, &sockets).to_json_within(http::MAX_HEAD));
+        apps.poll(&mut sockets, &mut StatsRoute::new(stats_json.as_deref()), now);
+
+        if let (Some(at), Some(interval)) = (next_stats, config.stats_interval) {
+            if std::time::Instant::now() >= at {
+                println!("{}", snapshot(&mac, &apps, &sockets).to_text());
+                next_stats = Some(at + interval);
+            }
+        }
+
+        let now = Instant::now();
+        let deadlines = [iface.poll_at(now, &sockets), apps.poll_at()];
+        let mut timeout = deadlines.into_iter().flatten().map(|at| until(at, now)).min();
+        if let Some(at) = next_stats {
+            let left = at.saturating_duration_since(std::time::Instant::now());
+            timeout = Some(timeout.map_or(left, |t| t.min(left)));
+        }
+        if timeout == Some(Duration::ZERO) {
+            continue;
+        }
+        signals::wait_readable(&[tap.as_raw_fd(), signals.as_raw_fd()], timeout).context("waiting for the TAP")?;
+    };
+
+    let last = snapshot(&mac, &apps, &sockets);
+    println!("linklab serve: stopped by signal {stop} after {:.1} s", last.uptime_s);
+    println!("{}", last.to_text());
+    Ok(())
+}
+
+/// Time from `now` until `at` (zero if `at` has passed).
+fn until(at: Instant, now: Instant) -> Duration {
+    Duration::from_micros((at.total_micros() - now.total_micros()).max(0) as u64)
 }

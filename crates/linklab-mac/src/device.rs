@@ -1,0 +1,87 @@
+//! `smoltcp::phy::Device` for [`Mac`] (feature `smoltcp`).
+//!
+//! The RxToken holds the frame in place in the RX queue and lends it to smoltcp; the
+//! TxToken builds the frame in place in the MAC's TX buffer. While a frame is deferred
+//! (inter-packet gap or a received PAUSE), the device hands out no tokens: call
+//! [`Mac::poll`] at [`Mac::poll_at_ns`] to let it go.
+
+use smoltcp::phy::{Device, DeviceCapabilities, Medium};
+use smoltcp::time::Instant;
+
+use crate::frame::MAX_FRAME_LEN;
+use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
+use crate::timing::Clock;
+
+/// A received frame lent to smoltcp (released when consumed or dropped).
+pub struct MacRxToken<'q, const N: usize> {
+    frame: RxFrame<'q, N>,
+}
+
+/// Permission to build one frame in place in the MAC's TX buffer.
+pub struct MacTxToken<'a, T: PhyTx, C: Clock> {
+    tx: &'a mut TxSide<T, C>,
+}
+
+impl<const N: usize> smoltcp::phy::RxToken for MacRxToken<'_, N> {
+    fn consume<R, F>(self, f: F) -> R
+    where
+        F: FnOnce(&[u8]) -> R,
+    {
+        f(&self.frame)
+    }
+}
+
+impl<T: PhyTx, C: Clock> smoltcp::phy::TxToken for MacTxToken<'_, T, C> {
+    fn consume<R, F>(self, len: usize, f: F) -> R
+    where
+        F: FnOnce(&mut [u8]) -> R,
+    {
+        self.tx.count_request();
+        self.tx.send(len, f)
+    }
+}
+
+impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
+    /// The device capabilities: Ethernet, MTU 1514, and a burst size derived from the RX
+    /// queue so that smoltcp's window cap (`max_burst_size × (1514 − 40)`) never exceeds
+    /// [`crate::window::tcp_rx_window`].
+    pub fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = MAX_FRAME_LEN;
+        caps.max_burst_size = Some(self.max_burst_size());
+        caps
+    }
+}
+
+impl<'q, const N: usize, T: PhyTx, C: Clock> Device for Mac<'q, N, T, C> {
+    type RxToken<'a>
+        = MacRxToken<'q, N>
+    where
+        Self: 'a;
+    type TxToken<'a>
+        = MacTxToken<'a, T, C>
+    where
+        Self: 'a;
+
+    fn receive(&mut self, _timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        self.poll();
+        if self.tx_side().has_deferred() {
+            return None;
+        }
+        let frame = Mac::receive(self)?;
+        Some((MacRxToken { frame }, MacTxToken { tx: self.tx_side() }))
+    }
+
+    fn transmit(&mut self, _timestamp: Instant) -> Option<Self::TxToken<'_>> {
+        self.poll();
+        if self.tx_side().has_deferred() {
+            return None;
+        }
+        Some(MacTxToken { tx: self.tx_side() })
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        Mac::capabilities(self)
+    }
+}

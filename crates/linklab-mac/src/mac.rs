@@ -1,0 +1,519 @@
+//! The MAC: consumer side of the RX queue plus the transmitter, with counters, the address
+//! filter, the inter-packet gap and 802.3x PAUSE.
+
+use core::cell::Cell;
+use core::ops::{Deref, DerefMut, Range};
+
+use crate::counters::{Counters, Widen};
+use crate::deframe::{deframe, RxError, RxFormat};
+use crate::filter::AddressFilter;
+use crate::frame::{self, MacAddr, ETHERTYPE_MAC_CONTROL, FCS_LEN, MAX_WIRE_LEN, MIN_FRAME_LEN};
+use crate::pause::{self, MacControl, PAUSE_DESTINATION, PAUSE_FRAME_LEN};
+use crate::queue::{RxConsumer, RxRead};
+use crate::timing::{bits_ns, ipg_ns, Clock};
+use crate::tx::{build, TxError, TxFormat};
+
+/// Where the MAC hands finished transmissions: the PHY (or a simulator's wire, or a TAP).
+pub trait PhyTx {
+    /// Sends one transmission; `wire` is exactly what goes out in the configured
+    /// [`TxFormat`] (with preamble and FCS for [`TxFormat::Wire`]).
+    fn transmit(&mut self, wire: &[u8]);
+}
+
+impl<F: FnMut(&[u8])> PhyTx for F {
+    fn transmit(&mut self, wire: &[u8]) {
+        self(wire)
+    }
+}
+
+/// Optional RX flow control: send PAUSE when the RX queue fills (off by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PauseWatermarks {
+    /// Send PAUSE(`quanta`) when the queue holds at least this many bytes.
+    pub high_bytes: usize,
+    /// Send PAUSE(0) (resume) when it has drained to at most this many bytes.
+    pub low_bytes: usize,
+    /// Pause time requested, in units of 512 bit times; refreshed at half time while the
+    /// queue stays above `low_bytes`.
+    pub quanta: u16,
+}
+
+/// Configuration of a [`Mac`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MacConfig {
+    /// Our unicast address (filter and PAUSE source).
+    pub address: MacAddr,
+    /// What the PHY puts into the RX queue.
+    pub rx_format: RxFormat,
+    /// What the PHY expects on transmit.
+    pub tx_format: TxFormat,
+    /// Line rate in bit/s for the inter-packet gap and PAUSE timing; 0 = no timing.
+    pub line_rate_bps: u64,
+    /// Send PAUSE on RX queue watermarks (None = off, the default).
+    pub flow_control: Option<PauseWatermarks>,
+}
+
+impl MacConfig {
+    /// A sampling PHY: raw RX captures, wire-format TX, timing at `line_rate_bps`.
+    pub const fn raw_phy(address: MacAddr, line_rate_bps: u64) -> Self {
+        MacConfig {
+            address,
+            rx_format: RxFormat::Raw,
+            tx_format: TxFormat::Wire,
+            line_rate_bps,
+            flow_control: None,
+        }
+    }
+
+    /// A Linux TAP: aligned frames without FCS both ways, no line timing.
+    pub const fn tap(address: MacAddr) -> Self {
+        MacConfig {
+            address,
+            rx_format: RxFormat::Aligned { fcs: false },
+            tx_format: TxFormat::Plain,
+            line_rate_bps: 0,
+            flow_control: None,
+        }
+    }
+}
+
+/// A good frame for the stack, read in place from the RX queue (destination..payload,
+/// without FCS). Dropping it releases the queue space.
+pub struct RxFrame<'q, const N: usize> {
+    read: RxRead<'q, N>,
+    range: Range<usize>,
+}
+
+impl<const N: usize> Deref for RxFrame<'_, N> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.read.bytes().get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
+impl<const N: usize> DerefMut for RxFrame<'_, N> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let r = self.range.clone();
+        self.read.buf().get_mut(r).unwrap_or(&mut [])
+    }
+}
+
+/// What the MAC did with one dequeued transmission.
+enum Outcome {
+    Deliver(Range<usize>),
+    Pause(u16),
+    Filtered,
+    Error(RxError),
+}
+
+/// Receive half of the MAC (private; a separate struct so the smoltcp tokens can borrow
+/// the transmit half while a frame is held).
+struct RxSide<'q, const N: usize> {
+    consumer: RxConsumer<'q, N>,
+    format: RxFormat,
+    filter: AddressFilter,
+    packets: u64,
+    bytes: u64,
+    pause_frames: u64,
+    filtered: u64,
+    frame_errors: u64,
+    crc_errors: u64,
+    short_errors: u64,
+    long_errors: u64,
+}
+
+/// Transmit half of the MAC.
+pub(crate) struct TxSide<T: PhyTx, C: Clock> {
+    phy: T,
+    clock: C,
+    format: TxFormat,
+    line_rate_bps: u64,
+    address: MacAddr,
+    buf: [u8; MAX_WIRE_LEN],
+    /// (bytes to hand over, frame length) of a built frame waiting for the gap/PAUSE.
+    deferred: Option<(usize, usize)>,
+    /// Earliest start of the next transmission (end of the last one plus the gap).
+    gap_end_ns: u64,
+    /// End of a PAUSE received from the peer.
+    paused_until_ns: u64,
+    flow: Option<PauseWatermarks>,
+    /// PAUSE (quanta) waiting for the gap.
+    pause_pending: Option<u16>,
+    /// We told the peer to pause and have not yet sent the resume.
+    pause_asserted: bool,
+    pause_refresh_ns: u64,
+    requests: u64,
+    packets: u64,
+    bytes: u64,
+    dropped: u64,
+    pause_frames: u64,
+}
+
+/// The software MAC over an RX queue of `N` bytes, a PHY transmit sink `T` and a clock `C`.
+///
+/// * [`Mac::receive`] takes the next good frame out of the queue in place (realigning,
+///   checking FCS, length and address, consuming PAUSE), counting every transmission.
+/// * [`Mac::transmit`] builds a frame in place through a closure and hands it to the PHY
+///   once the inter-packet gap and any received PAUSE have passed.
+/// * With the `smoltcp` feature, `Mac` is a `smoltcp::phy::Device`.
+///
+/// A frame that cannot leave yet (gap or PAUSE) is kept built in the MAC ("deferred");
+/// call [`Mac::poll`] at [`Mac::poll_at_ns`] to send it. While one is deferred,
+/// [`Mac::transmit`] answers [`TxError::NotReady`] and the smoltcp `Device` hands out no
+/// tokens.
+pub struct Mac<'q, const N: usize, T: PhyTx, C: Clock> {
+    rx: RxSide<'q, N>,
+    tx: TxSide<T, C>,
+    committed: Cell<Widen>,
+    missed: Cell<Widen>,
+    cancelled: Cell<Widen>,
+    dequeued: Cell<Widen>,
+}
+
+impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
+    /// A MAC reading from `consumer`, sending through `phy`, timed by `clock`.
+    pub fn new(consumer: RxConsumer<'q, N>, phy: T, clock: C, config: MacConfig) -> Self {
+        Mac {
+            rx: RxSide {
+                consumer,
+                format: config.rx_format,
+                filter: AddressFilter::new(config.address),
+                packets: 0,
+                bytes: 0,
+                pause_frames: 0,
+                filtered: 0,
+                frame_errors: 0,
+                crc_errors: 0,
+                short_errors: 0,
+                long_errors: 0,
+            },
+            tx: TxSide {
+                phy,
+                clock,
+                format: config.tx_format,
+                line_rate_bps: config.line_rate_bps,
+                address: config.address,
+                buf: [0; MAX_WIRE_LEN],
+                deferred: None,
+                gap_end_ns: 0,
+                paused_until_ns: 0,
+                flow: config.flow_control,
+                pause_pending: None,
+                pause_asserted: false,
+                pause_refresh_ns: 0,
+                requests: 0,
+                packets: 0,
+                bytes: 0,
+                dropped: 0,
+                pause_frames: 0,
+            },
+            committed: Cell::new(Widen::default()),
+            missed: Cell::new(Widen::default()),
+            cancelled: Cell::new(Widen::default()),
+            dequeued: Cell::new(Widen::default()),
+        }
+    }
+
+    /// The destination address filter.
+    pub fn filter(&self) -> &AddressFilter {
+        &self.rx.filter
+    }
+
+    /// The destination address filter, to add multicast groups or go promiscuous.
+    pub fn filter_mut(&mut self) -> &mut AddressFilter {
+        &mut self.rx.filter
+    }
+
+    /// Our unicast address.
+    pub fn address(&self) -> MacAddr {
+        self.tx.address
+    }
+
+    /// The PHY transmit sink (e.g. to inspect a test sink).
+    pub fn phy(&self) -> &T {
+        &self.tx.phy
+    }
+
+    /// The PHY transmit sink, mutably.
+    pub fn phy_mut(&mut self) -> &mut T {
+        &mut self.tx.phy
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C {
+        &self.tx.clock
+    }
+
+    /// The next good frame for the stack, in place; None when the queue holds no good
+    /// frame. Bad, filtered and PAUSE frames on the way are counted and released.
+    pub fn receive(&mut self) -> Option<RxFrame<'q, N>> {
+        self.poll();
+        loop {
+            let mut read = self.rx.consumer.read()?;
+            match self.rx.classify(read.buf()) {
+                Outcome::Deliver(range) => {
+                    self.rx.packets += 1;
+                    self.rx.bytes += range.len() as u64;
+                    return Some(RxFrame { read, range });
+                }
+                Outcome::Pause(quanta) => {
+                    self.rx.pause_frames += 1;
+                    self.tx.apply_received_pause(quanta);
+                }
+                Outcome::Filtered => self.rx.filtered += 1,
+                Outcome::Error(RxError::NoSfd) => self.rx.frame_errors += 1,
+                Outcome::Error(RxError::Crc) => self.rx.crc_errors += 1,
+                Outcome::Error(RxError::TooShort) => self.rx.short_errors += 1,
+                Outcome::Error(RxError::TooLong) => self.rx.long_errors += 1,
+            }
+        }
+    }
+
+    /// Builds a `len`-byte frame in place (`fill` writes destination..payload) and hands it
+    /// to the PHY, or keeps it deferred until the gap/PAUSE is over.
+    ///
+    /// Returns [`TxError::NotReady`] without calling `fill` while an earlier frame is still
+    /// deferred, and [`TxError::TooLong`] (counted in `tx_dropped`) above 1518 bytes.
+    pub fn transmit<R>(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, TxError> {
+        self.poll();
+        if self.tx.deferred.is_some() {
+            return Err(TxError::NotReady {
+                ready_at_ns: self.tx.ready_at_ns(),
+            });
+        }
+        self.tx.requests += 1;
+        if len > frame::MAX_VLAN_FRAME_LEN {
+            self.tx.dropped += 1;
+            return Err(TxError::TooLong);
+        }
+        Ok(self.tx.send(len, fill))
+    }
+
+    /// Does the time-driven work: sends a deferred frame whose gap/PAUSE is over, and sends
+    /// PAUSE/resume frames for the RX watermarks. Called by `receive` and `transmit`.
+    pub fn poll(&mut self) {
+        let occupancy = self.rx.consumer.queue().occupancy();
+        self.tx.service(occupancy);
+    }
+
+    /// When [`Mac::poll`] next has work (a deferred frame or PAUSE to send), in clock ns.
+    pub fn poll_at_ns(&self) -> Option<u64> {
+        let mut at = None;
+        if self.tx.deferred.is_some() {
+            at = Some(self.tx.ready_at_ns());
+        }
+        if self.tx.pause_pending.is_some() {
+            let p = self.tx.gap_end_ns;
+            at = Some(at.map_or(p, |a: u64| a.min(p)));
+        } else if self.tx.pause_asserted {
+            let p = self.tx.pause_refresh_ns;
+            at = Some(at.map_or(p, |a: u64| a.min(p)));
+        }
+        at
+    }
+
+    /// The TCP receive window (bytes) that keeps a peer sending full-size segments from
+    /// overrunning this MAC's RX queue: [`crate::window::tcp_rx_window`] with MSS 1460.
+    pub fn tcp_rx_window(&self) -> usize {
+        crate::window::tcp_rx_window(N, self.rx.format, crate::window::ETHERNET_MSS)
+    }
+
+    /// The smoltcp `max_burst_size` for this queue
+    /// ([`crate::window::smoltcp_max_burst_size`]).
+    pub fn max_burst_size(&self) -> usize {
+        crate::window::smoltcp_max_burst_size(N, self.rx.format)
+    }
+
+    /// True if a frame is built and waiting for the gap or a PAUSE to end.
+    pub fn tx_deferred(&self) -> bool {
+        self.tx.deferred.is_some()
+    }
+
+    /// Clock time (ns) until which a PAUSE received from the peer holds our transmitter.
+    pub fn paused_until_ns(&self) -> u64 {
+        self.tx.paused_until_ns
+    }
+
+    /// A snapshot of all counters (see [`crate::counters`] for the conservation law).
+    pub fn counters(&self) -> Counters {
+        let q = self.rx.consumer.queue();
+        let pc = &q.producer_counters;
+        let sample = |cell: &Cell<Widen>, a: &core::sync::atomic::AtomicU32| {
+            let mut w = cell.get();
+            let v = w.sample(a);
+            cell.set(w);
+            v
+        };
+        // Dequeued is sampled before committed: a commit racing in between can only make
+        // pending larger, never negative.
+        let rx_dequeued = sample(&self.dequeued, &q.dequeued);
+        let rx_missed_errors = sample(&self.missed, &pc.missed);
+        let rx_committed = sample(&self.committed, &pc.committed);
+        let rx_cancelled = sample(&self.cancelled, &pc.cancelled);
+        Counters {
+            rx_transmissions: rx_committed + rx_missed_errors,
+            rx_committed,
+            rx_dequeued,
+            rx_cancelled,
+            rx_packets: self.rx.packets,
+            rx_bytes: self.rx.bytes,
+            rx_pause_frames: self.rx.pause_frames,
+            rx_filtered: self.rx.filtered,
+            rx_frame_errors: self.rx.frame_errors,
+            rx_crc_errors: self.rx.crc_errors,
+            rx_short_length_errors: self.rx.short_errors,
+            rx_long_length_errors: self.rx.long_errors,
+            rx_missed_errors,
+            tx_requests: self.tx.requests,
+            tx_packets: self.tx.packets,
+            tx_bytes: self.tx.bytes,
+            tx_dropped: self.tx.dropped,
+            tx_deferred: self.tx.deferred.is_some() as u64,
+            tx_pause_frames: self.tx.pause_frames,
+        }
+    }
+
+    /// Splits into the pieces the smoltcp tokens need.
+    #[cfg(feature = "smoltcp")]
+    pub(crate) fn tx_side(&mut self) -> &mut TxSide<T, C> {
+        &mut self.tx
+    }
+}
+
+impl<const N: usize> RxSide<'_, N> {
+    fn classify(&self, buf: &mut [u8]) -> Outcome {
+        let range = match deframe(buf, self.format) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Error(e),
+        };
+        let frame = buf.get(range.clone()).unwrap_or(&[]);
+        let dst = match frame::destination(frame) {
+            Some(d) => d,
+            None => return Outcome::Error(RxError::TooShort),
+        };
+        if frame::ethertype(frame) == Some(ETHERTYPE_MAC_CONTROL) {
+            // MAC Control frames are for the MAC, never for the stack.
+            if dst != PAUSE_DESTINATION && dst != self.filter.address {
+                return Outcome::Filtered;
+            }
+            return match pause::parse(frame) {
+                Some(MacControl::Pause { quanta }) => Outcome::Pause(quanta),
+                _ => Outcome::Filtered,
+            };
+        }
+        if self.filter.accepts(dst) {
+            Outcome::Deliver(range)
+        } else {
+            Outcome::Filtered
+        }
+    }
+}
+
+impl<T: PhyTx, C: Clock> TxSide<T, C> {
+    /// Start of the next data transmission: after the gap and after any received PAUSE.
+    fn ready_at_ns(&self) -> u64 {
+        self.gap_end_ns.max(self.paused_until_ns)
+    }
+
+    fn apply_received_pause(&mut self, quanta: u16) {
+        let now = self.clock.now_ns();
+        self.paused_until_ns = now + pause::quanta_ns(quanta, self.line_rate_bps);
+    }
+
+    /// Nanoseconds a transmission of a `frame_len`-byte frame occupies the line.
+    fn line_ns(&self, frame_len: usize) -> u64 {
+        let bytes = frame::PREAMBLE_SFD_LEN + frame_len.max(MIN_FRAME_LEN) + FCS_LEN;
+        bits_ns(8 * bytes as u64, self.line_rate_bps)
+    }
+
+    /// Hands `buf[..wire_len]` to the PHY now and starts the gap.
+    fn emit(&mut self, wire_len: usize, frame_len: usize, now: u64) {
+        self.phy.transmit(self.buf.get(..wire_len).unwrap_or(&[]));
+        self.gap_end_ns = now + self.line_ns(frame_len) + ipg_ns(self.line_rate_bps);
+        self.packets += 1;
+        self.bytes += frame_len as u64;
+    }
+
+    /// Builds a frame (the caller has checked there is no deferred frame and counted the
+    /// request) and sends it now or defers it. Always calls `fill`.
+    pub(crate) fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> R {
+        let len = len.min(frame::MAX_VLAN_FRAME_LEN);
+        let (wire_len, r) = match build(&mut self.buf, self.format, len, fill) {
+            Ok(x) => x,
+            // Unreachable: len is capped and the buffer holds MAX_WIRE_LEN.
+            Err(_) => unreachable_tx(),
+        };
+        let now = self.clock.now_ns();
+        if now >= self.ready_at_ns() {
+            self.emit(wire_len, len, now);
+        } else {
+            self.deferred = Some((wire_len, len));
+        }
+        r
+    }
+
+    #[cfg_attr(not(feature = "smoltcp"), allow(dead_code))]
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+
+    #[cfg_attr(not(feature = "smoltcp"), allow(dead_code))]
+    pub(crate) fn count_request(&mut self) {
+        self.requests += 1;
+    }
+
+    /// Sends what time allows: PAUSE frames first (they ignore a received PAUSE), then a
+    /// deferred data frame.
+    fn service(&mut self, occupancy: usize) {
+        let now = self.clock.now_ns();
+        if let Some(wm) = self.flow {
+            if self.pause_pending.is_none() {
+                if !self.pause_asserted && occupancy >= wm.high_bytes {
+                    self.pause_pending = Some(wm.quanta);
+                } else if self.pause_asserted && occupancy <= wm.low_bytes {
+                    self.pause_pending = Some(0);
+                } else if self.pause_asserted && now >= self.pause_refresh_ns {
+                    self.pause_pending = Some(wm.quanta);
+                }
+            }
+        }
+        if let Some(quanta) = self.pause_pending {
+            if now >= self.gap_end_ns {
+                self.send_pause(quanta, now);
+            }
+        }
+        if let Some((wire_len, frame_len)) = self.deferred {
+            let now = self.clock.now_ns();
+            if now >= self.ready_at_ns() {
+                self.deferred = None;
+                self.emit(wire_len, frame_len, now);
+            }
+        }
+    }
+
+    fn send_pause(&mut self, quanta: u16, now: u64) {
+        let mut out = [0u8; frame::PREAMBLE_SFD_LEN + PAUSE_FRAME_LEN + FCS_LEN];
+        let src = self.address;
+        let built = build(&mut out, self.format, PAUSE_FRAME_LEN, |f| {
+            pause::build_pause(f, src, quanta)
+        });
+        if let Ok((n, _)) = built {
+            self.phy.transmit(out.get(..n).unwrap_or(&[]));
+            self.gap_end_ns =
+                now + self.line_ns(PAUSE_FRAME_LEN) + ipg_ns(self.line_rate_bps);
+            self.pause_frames += 1;
+        }
+        self.pause_pending = None;
+        self.pause_asserted = quanta != 0;
+        self.pause_refresh_ns = now + pause::quanta_ns(quanta, self.line_rate_bps) / 2;
+    }
+}
+
+#[cold]
+fn unreachable_tx() -> ! {
+    unreachable!("TX buffer holds every capped frame")
+}

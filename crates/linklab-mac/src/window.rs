@@ -1,0 +1,80 @@
+//! The TCP receive window that keeps a peer from overrunning the RX queue.
+//!
+//! Niccle found by trial that a TCP receive window of `(9 - 2) * 1460` bytes was the
+//! sweet spot for a MAC queue of 9 full frames: large enough to keep the line busy, small
+//! enough that a burst never overflows the queue. The formula behind it:
+//!
+//! ```text
+//! window = (F - RESERVED_FRAMES) * MSS
+//! F      = guaranteed_frames(capacity, stored length of one full-size TCP segment)
+//! ```
+//!
+//! * `F` is the number of full-size frames the queue accepts in a row from *any* drained
+//!   position ([`crate::queue::guaranteed_frames`], exact for bbqueue's wrap rule): a
+//!   peer sending a whole window back to back while the main loop is busy lands `window /
+//!   MSS` frames in the queue.
+//! * The stored length of a segment is `14 + 20 + 20 + MSS` (Ethernet, IPv4, TCP headers)
+//!   plus what the PHY hands over around it ([`stored_len`]): preamble, FCS and a shift
+//!   byte in raw mode, the FCS in aligned mode.
+//! * `RESERVED_FRAMES = 2` full slots stay free for frames that arrive in the same burst
+//!   but carry no new window data: one for traffic outside the connection (ARP, a
+//!   broadcast, the peer's pure ACK for data we send) and one for a retransmission that
+//!   duplicates a segment still queued (Niccle's capture shows exactly such a redundant
+//!   retransmission).
+//!
+//! Assumption: the peer fills the window with full-size segments (bulk transfer, Nagle).
+//! Smaller segments carry fewer data bytes per queue slot; a peer sending tiny segments
+//! can still overrun the queue, which the counters then show as `rx_missed_errors`.
+
+use crate::deframe::RxFormat;
+use crate::frame::{FCS_LEN, HEADER_LEN, PREAMBLE_SFD_LEN};
+use crate::queue::guaranteed_frames;
+
+/// Full-size queue slots kept free for frames that are not new window data.
+pub const RESERVED_FRAMES: usize = 2;
+/// smoltcp's notion of a maximum segment for `max_burst_size`: MTU 1514 minus IPv4 and
+/// TCP headers (it does not subtract the Ethernet header).
+pub const SMOLTCP_BURST_SEGMENT: usize = crate::frame::MAX_FRAME_LEN - IP_TCP_HEADERS;
+
+/// IPv4 plus TCP header bytes without options.
+pub const IP_TCP_HEADERS: usize = 40;
+/// The usual Ethernet MSS (1500 − 40).
+pub const ETHERNET_MSS: usize = 1460;
+
+/// Bytes the PHY commits to the queue for a frame of `frame_len` bytes (without FCS).
+pub const fn stored_len(format: RxFormat, frame_len: usize) -> usize {
+    match format {
+        // Preamble+SFD, FCS, one byte of bit shift.
+        RxFormat::Raw => PREAMBLE_SFD_LEN + frame_len + FCS_LEN + 1,
+        RxFormat::Aligned { fcs: true } => frame_len + FCS_LEN,
+        RxFormat::Aligned { fcs: false } => frame_len,
+    }
+}
+
+/// Full-size TCP segments of `mss` payload bytes a queue of `capacity` bytes always holds.
+pub const fn queue_frames(capacity: usize, format: RxFormat, mss: usize) -> usize {
+    guaranteed_frames(capacity, stored_len(format, HEADER_LEN + IP_TCP_HEADERS + mss))
+}
+
+/// The TCP receive window (bytes) for a queue of `capacity` bytes: `(F − 2) × MSS`
+/// (module documentation). Use it as the smoltcp TCP socket's RX buffer size.
+pub const fn tcp_rx_window(capacity: usize, format: RxFormat, mss: usize) -> usize {
+    queue_frames(capacity, format, mss).saturating_sub(RESERVED_FRAMES) * mss
+}
+
+/// `max_burst_size` for smoltcp: the frames the queue always holds, less the reserve.
+pub const fn max_burst_frames(capacity: usize, format: RxFormat, mss: usize) -> usize {
+    queue_frames(capacity, format, mss).saturating_sub(RESERVED_FRAMES)
+}
+
+/// The `max_burst_size` to give smoltcp: smoltcp caps the advertised window at
+/// `max_burst_size × 1474` ([`SMOLTCP_BURST_SEGMENT`]), so this is the largest burst
+/// whose cap stays within [`tcp_rx_window`] (at least 1).
+pub const fn smoltcp_max_burst_size(capacity: usize, format: RxFormat) -> usize {
+    let b = tcp_rx_window(capacity, format, ETHERNET_MSS) / SMOLTCP_BURST_SEGMENT;
+    if b == 0 {
+        1
+    } else {
+        b
+    }
+}

@@ -1,0 +1,142 @@
+//! Loopback TCP throughput of our host iperf3 server against stock `iperf3 -c`, side by side
+//! with stock `iperf3 -s` against the same client, in one run; prints both and their ratio.
+//!
+//! `cargo bench -p linklab-perf --bench iperf_loopback` (env `IPERF_BENCH_SECONDS`, default 3,
+//! `IPERF_BENCH_ROUNDS`, default 5, `IPERF_BENCH_ARGS`, extra iperf3 -c flags, e.g. "-P 4").
+//! Rounds alternate between the two servers so drift in machine load hits both alike; the
+//! figure per server is the median over rounds of the receiver's bit rate.
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linklab_perf::iperf::host::Server;
+
+const IPERF3: &str = "/usr/bin/iperf3";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let needle = format!(":{port:04X}");
+    while Instant::now() < deadline {
+        let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
+            + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+        if t.lines().any(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            c.len() > 3 && c[1].ends_with(&needle) && c[3] == "0A"
+        }) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("nothing listens on {port}");
+}
+
+/// Runs stock `iperf3 -c` against `port`; returns the receiver's bit/s.
+fn client(port: u16, secs: u32, extra: &[String]) -> f64 {
+    let out = Command::new(IPERF3)
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-J",
+            "-t",
+            &secs.to_string(),
+        ])
+        .args(extra)
+        .stderr(Stdio::null())
+        .output()
+        .expect("iperf3 runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J output");
+    if let Some(e) = v.get("error") {
+        panic!("iperf3: {e}");
+    }
+    v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .expect("receiver rate")
+}
+
+fn ours(secs: u32, extra: &[String]) -> f64 {
+    let mut server = Server::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = server.local_addr().unwrap().port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let t = std::thread::spawn(move || server.serve_one_until(&stop2).unwrap().map(|o| o.is_ok()));
+    let bps = client(port, secs, extra);
+    stop.store(true, Ordering::Relaxed);
+    assert_eq!(t.join().unwrap(), Some(true), "our server's test failed");
+    bps
+}
+
+fn stock(secs: u32, extra: &[String]) -> f64 {
+    let port = free_port();
+    let mut child = Command::new(IPERF3)
+        .args(["-s", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 -s runs");
+    wait_listening(port);
+    let bps = client(port, secs, extra);
+    let _ = child.wait();
+    bps
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo test --benches` runs bench binaries with no work to do quickly.
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        return;
+    }
+    let env = |k: &str, d: u32| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let secs = env("IPERF_BENCH_SECONDS", 3);
+    let rounds = env("IPERF_BENCH_ROUNDS", 5).max(1);
+    let extra: Vec<String> = std::env::var("IPERF_BENCH_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        let (x, y) = if r % 2 == 0 {
+            (ours(secs, &extra), stock(secs, &extra))
+        } else {
+            let y = stock(secs, &extra);
+            (ours(secs, &extra), y)
+        };
+        println!(
+            "round {r}: linklab -s {:.2} Gbit/s, iperf3 -s {:.2} Gbit/s",
+            x / 1e9,
+            y / 1e9
+        );
+        a.push(x);
+        b.push(y);
+    }
+    let (ma, mb) = (median(&mut a), median(&mut b));
+    println!(
+        "loopback TCP, stock iperf3 -c -t {secs} {}: linklab server {:.2} Gbit/s, iperf3 server {:.2} Gbit/s, ratio {:.3} (median of {rounds})",
+        extra.join(" "),
+        ma / 1e9,
+        mb / 1e9,
+        ma / mb
+    );
+}

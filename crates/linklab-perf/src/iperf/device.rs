@@ -1,0 +1,394 @@
+//! smoltcp adapter (feature `smoltcp`): an iperf3 server for a device, over sockets the
+//! caller owns in a `smoltcp::iface::SocketSet`. No heap; data moves zero-copy through the
+//! sockets' own buffers (received TCP bytes are counted and dropped in place, sent TCP
+//! bytes are claimed in the transmit ring without copying).
+//!
+//! # What it needs
+//! - `N >= 3` TCP sockets (handles in `tcp`), all of which the server makes listen on the
+//!   port: one carries the control connection, one stays listening so a second client can
+//!   be answered ACCESS_DENIED, the rest carry TCP data streams. A test with `-P p` needs
+//!   `p` data sockets (`2p` with `--bidir`), so `N = 2 + 2p` covers everything up to `p`.
+//!   At most [`MAX_TCP_SOCKETS`]. Give data sockets large buffers (the TCP window is the
+//!   receive buffer), control sockets can be small (1 KiB rx / 1 KiB tx is plenty... but the
+//!   sockets are interchangeable, so size all alike).
+//! - One UDP socket (handle `udp`), bound by the server to the port: UDP streams are told
+//!   apart by the peer's address. Its packet buffers bound the UDP burst it absorbs.
+//! - Two JSON buffers for the [`Session`] (`rx` >= 8 KiB accepts any parameter document;
+//!   `tx` >= 4 KiB holds results for 16 streams).
+//!
+//! # Main loop
+//! ```ignore
+//! let mut server = IperfServer::new(&tcp_handles, udp_handle, 5201, &mut rx, &mut tx);
+//! loop {
+//!     iface.poll(now, &mut device, &mut sockets);
+//!     server.poll(&mut sockets, now);
+//!     let wake = [iface.poll_at(now, &sockets), server.poll_at()].into_iter().flatten().min();
+//!     // sleep until `wake` or the next packet
+//! }
+//! ```
+
+use smoltcp::iface::{SocketHandle, SocketSet};
+use smoltcp::socket::{tcp, udp};
+use smoltcp::time::Instant;
+use smoltcp::wire::IpEndpoint;
+
+use super::json::Protocol;
+use super::report::TestReport;
+use super::session::{Failure, Phase, Session};
+use super::stream::Micros;
+use super::wire::{self, COOKIE_SIZE, MAX_STREAMS};
+
+/// Most TCP sockets the server can manage.
+pub const MAX_TCP_SOCKETS: usize = 2 + MAX_STREAMS;
+/// How long a new connection may take to present its cookie.
+const COOKIE_TIMEOUT_US: Micros = 5_000_000;
+
+/// What a TCP socket of the pool is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// Listening (or about to).
+    Listening,
+    /// Connected, reading the 37-byte cookie of a would-be data stream.
+    Pending { got: usize, since: Micros },
+    /// The control connection of the current test.
+    Control,
+    /// Data stream `idx` of the current test.
+    Data(usize),
+    /// Being answered ACCESS_DENIED.
+    Denying,
+    /// Closing; re-listens once closed.
+    Closing,
+}
+
+/// Counters of a device server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerCounters {
+    /// Tests that completed normally.
+    pub tests_done: u32,
+    /// Tests that ended with a failure.
+    pub tests_failed: u32,
+    /// Connections answered with ACCESS_DENIED.
+    pub denied: u32,
+}
+
+/// An iperf3 server over smoltcp sockets (see the module docs for what it needs).
+pub struct IperfServer<'a> {
+    session: Session<'a>,
+    tcp: &'a [SocketHandle],
+    udp: SocketHandle,
+    port: u16,
+    slots: [Slot; MAX_TCP_SOCKETS],
+    cookies: [[u8; COOKIE_SIZE]; MAX_TCP_SOCKETS],
+    udp_peers: [Option<IpEndpoint>; MAX_STREAMS],
+    counters: ServerCounters,
+    last: Option<Result<TestReport, Failure>>,
+    now: Micros,
+}
+
+fn micros(t: Instant) -> Micros {
+    t.total_micros().max(0) as Micros
+}
+
+impl<'a> IperfServer<'a> {
+    /// A server on `port` over the TCP sockets `tcp` (3..=[`MAX_TCP_SOCKETS`]; extra
+    /// handles are ignored) and the UDP socket `udp`, with JSON buffers `rx` and `tx`.
+    pub fn new(
+        tcp: &'a [SocketHandle],
+        udp: SocketHandle,
+        port: u16,
+        rx: &'a mut [u8],
+        tx: &'a mut [u8],
+    ) -> Self {
+        let n = tcp.len().min(MAX_TCP_SOCKETS);
+        Self {
+            session: Session::server(rx, tx),
+            tcp: &tcp[..n],
+            udp,
+            port,
+            slots: [Slot::Listening; MAX_TCP_SOCKETS],
+            cookies: [[0; COOKIE_SIZE]; MAX_TCP_SOCKETS],
+            udp_peers: [None; MAX_STREAMS],
+            counters: ServerCounters::default(),
+            last: None,
+            now: 0,
+        }
+    }
+
+    /// The test session (phase, parameters, live counters).
+    pub fn session(&self) -> &Session<'a> {
+        &self.session
+    }
+
+    /// Tests done, failed, connections denied.
+    pub fn counters(&self) -> ServerCounters {
+        self.counters
+    }
+
+    /// Takes the outcome of the last finished test, if any is new.
+    pub fn take_outcome(&mut self) -> Option<Result<TestReport, Failure>> {
+        self.last.take()
+    }
+
+    /// Number of TCP sockets currently carrying data streams (0 between tests).
+    pub fn open_streams(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Data(_)))
+            .count()
+    }
+
+    /// When the server next needs [`poll`](Self::poll) even without network activity.
+    pub fn poll_at(&self) -> Option<Instant> {
+        let pending = self.slots.iter().any(|s| matches!(s, Slot::Pending { .. }));
+        let t = self.session.poll_at();
+        let t = if pending {
+            Some(t.unwrap_or(u64::MAX).min(self.now + COOKIE_TIMEOUT_US))
+        } else {
+            t
+        };
+        t.map(|t| Instant::from_micros(t.min(i64::MAX as u64) as i64))
+    }
+
+    /// Does all pending work: accepts, reads and writes control and data, runs timers.
+    /// Call after every `Interface::poll`.
+    pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
+        let now = micros(now);
+        self.now = now;
+        self.bind_udp(sockets);
+        for i in 0..self.tcp.len() {
+            self.service_slot(sockets, i, now);
+        }
+        self.service_udp(sockets, now);
+        // Send what the data streams may send after the control turn.
+        for i in 0..self.tcp.len() {
+            if let Slot::Data(idx) = self.slots[i] {
+                self.send_tcp(sockets, i, idx, now);
+            }
+        }
+        self.session.poll(now);
+        self.flush_control(sockets);
+        self.after_phase(sockets);
+    }
+
+    fn bind_udp(&mut self, sockets: &mut SocketSet<'_>) {
+        let s = sockets.get_mut::<udp::Socket>(self.udp);
+        if !s.is_open() {
+            let _ = s.bind(self.port);
+        }
+    }
+
+    fn service_slot(&mut self, sockets: &mut SocketSet<'_>, i: usize, now: Micros) {
+        let handle = self.tcp[i];
+        let sock = sockets.get_mut::<tcp::Socket>(handle);
+        match self.slots[i] {
+            Slot::Listening => {
+                if !sock.is_open() {
+                    let _ = sock.listen(self.port);
+                    return;
+                }
+                if sock.state() == tcp::State::Listen || sock.state() == tcp::State::SynReceived {
+                    return;
+                }
+                // A connection was established on this socket.
+                if !self.session.is_busy() {
+                    self.session.accept_control(now);
+                    self.udp_peers = [None; MAX_STREAMS];
+                    self.slots[i] = Slot::Control;
+                } else if self.session.phase() == Phase::CreateStreams
+                    && self.session.params().protocol == Protocol::Tcp
+                {
+                    self.slots[i] = Slot::Pending { got: 0, since: now };
+                } else {
+                    self.slots[i] = Slot::Denying;
+                }
+                self.service_slot(sockets, i, now);
+            }
+            Slot::Control => {
+                let session = &mut self.session;
+                while sock.can_recv() && !session.is_finished() {
+                    let r = sock.recv(|buf| {
+                        let n = session.control_input(buf, now);
+                        (n, n)
+                    });
+                    if !matches!(r, Ok(n) if n > 0) {
+                        break;
+                    }
+                }
+                if !sock.may_recv() && !session.is_finished() {
+                    session.control_closed(now);
+                }
+            }
+            Slot::Pending { got, since } => {
+                let cookie = &mut self.cookies[i];
+                let got = got + sock.recv_slice(&mut cookie[got..]).unwrap_or(0);
+                if got == COOKIE_SIZE {
+                    match self.session.accept_tcp_stream(cookie, now) {
+                        Some(idx) => self.slots[i] = Slot::Data(idx),
+                        None => {
+                            self.slots[i] = Slot::Denying;
+                            self.service_slot(sockets, i, now);
+                        }
+                    }
+                } else if !sock.may_recv() || now.saturating_sub(since) > COOKIE_TIMEOUT_US {
+                    sock.abort();
+                    self.slots[i] = Slot::Closing;
+                } else {
+                    self.slots[i] = Slot::Pending { got, since };
+                }
+            }
+            Slot::Data(idx) => {
+                if self.session.should_read() {
+                    let session = &mut self.session;
+                    while sock.can_recv() {
+                        let r = sock.recv(|buf| (buf.len(), buf.len()));
+                        match r {
+                            Ok(n) if n > 0 => session.on_tcp_received(idx, n, now),
+                            _ => break,
+                        }
+                    }
+                }
+                if !sock.is_active() {
+                    self.session.stream_failed(now);
+                }
+            }
+            Slot::Denying => {
+                if sock.can_send() {
+                    let _ = sock.send_slice(&[wire::state::ACCESS_DENIED as u8]);
+                    sock.close();
+                    self.counters.denied += 1;
+                    self.slots[i] = Slot::Closing;
+                } else if !sock.may_send() {
+                    sock.abort();
+                    self.slots[i] = Slot::Closing;
+                }
+            }
+            Slot::Closing => match sock.state() {
+                // Closed, or the peer has acknowledged our FIN and all data: nothing is
+                // left to deliver, so free the socket now instead of waiting for the peer.
+                tcp::State::Closed | tcp::State::TimeWait | tcp::State::FinWait2 => {
+                    sock.abort();
+                    let _ = sock.listen(self.port);
+                    self.slots[i] = Slot::Listening;
+                }
+                tcp::State::CloseWait => sock.close(),
+                _ => {}
+            },
+        }
+    }
+
+    fn send_tcp(&mut self, sockets: &mut SocketSet<'_>, i: usize, idx: usize, now: Micros) {
+        let sock = sockets.get_mut::<tcp::Socket>(self.tcp[i]);
+        while sock.can_send() {
+            let budget = self.session.tcp_send_budget(idx, now);
+            if budget == 0 {
+                break;
+            }
+            // Claim transmit-ring space without copying: the payload content is irrelevant
+            // to iperf3 (it never checks it), only its length counts.
+            let r = sock.send(|buf| {
+                let n = buf.len().min(budget);
+                (n, n)
+            });
+            match r {
+                Ok(n) if n > 0 => self.session.on_tcp_sent(idx, n, now),
+                _ => break,
+            }
+        }
+    }
+
+    fn service_udp(&mut self, sockets: &mut SocketSet<'_>, now: Micros) {
+        let sock = sockets.get_mut::<udp::Socket>(self.udp);
+        let reading = self.session.should_read();
+        while let Ok((data, meta)) = sock.recv() {
+            let from = meta.endpoint;
+            if let Some(idx) = self.udp_peers.iter().position(|p| *p == Some(from)) {
+                if reading {
+                    self.session.on_udp_received(idx, data, now);
+                }
+                continue;
+            }
+            if self.session.phase() == Phase::CreateStreams {
+                if let Some(idx) = self.session.accept_udp_stream(data, now) {
+                    if let Some(p) = self.udp_peers.get_mut(idx) {
+                        *p = Some(from);
+                    }
+                    let _ = sock.send_slice(&wire::udp_hello_reply(), from);
+                }
+            }
+        }
+        if self.session.params().protocol != Protocol::Udp {
+            return;
+        }
+        let len = self.session.params().len as usize;
+        for idx in 0..self.session.streams().len() {
+            let Some(peer) = self.udp_peers.get(idx).copied().flatten() else {
+                continue;
+            };
+            while self.session.may_send(idx, now) {
+                let Ok(buf) = sock.send(len, peer) else { break };
+                match self.session.udp_next(idx, now, buf) {
+                    Some(n) => self.session.on_udp_sent(idx, n, now),
+                    // Cannot happen (may_send was true and buf has len bytes); the queued
+                    // datagram then goes out with a zero header, counted as garbage.
+                    None => break,
+                }
+            }
+        }
+    }
+
+    fn flush_control(&mut self, sockets: &mut SocketSet<'_>) {
+        let Some(i) = self.slots.iter().position(|s| *s == Slot::Control) else {
+            return;
+        };
+        let sock = sockets.get_mut::<tcp::Socket>(self.tcp[i]);
+        while !self.session.control_output().is_empty() && sock.can_send() {
+            match sock.send_slice(self.session.control_output()) {
+                Ok(n) if n > 0 => self.session.control_sent(n),
+                _ => break,
+            }
+        }
+    }
+
+    /// Closes data streams after the test and everything after a finished test.
+    fn after_phase(&mut self, sockets: &mut SocketSet<'_>) {
+        let finished = self.session.is_finished();
+        let streams_over =
+            !self.session.should_read() && self.session.phase() != Phase::CreateStreams;
+        for i in 0..self.tcp.len() {
+            let sock = sockets.get_mut::<tcp::Socket>(self.tcp[i]);
+            match self.slots[i] {
+                Slot::Data(_) if streams_over || finished => {
+                    sock.close();
+                    self.slots[i] = Slot::Closing;
+                }
+                Slot::Pending { .. } if finished => {
+                    sock.abort();
+                    self.slots[i] = Slot::Closing;
+                }
+                // Close the control connection once our last bytes are queued.
+                Slot::Control
+                    if finished
+                        && (self.session.control_output().is_empty() || !sock.may_send()) =>
+                {
+                    sock.close();
+                    self.slots[i] = Slot::Closing;
+                }
+                _ => {}
+            }
+        }
+        if finished && !self.slots.contains(&Slot::Control) {
+            match self.session.phase() {
+                Phase::Failed(f) => {
+                    self.counters.tests_failed += 1;
+                    self.last = Some(Err(f));
+                }
+                _ => {
+                    self.counters.tests_done += 1;
+                    self.last = Some(Ok(self.session.report()));
+                }
+            }
+            self.session.reset();
+            self.udp_peers = [None; MAX_STREAMS];
+        }
+    }
+}

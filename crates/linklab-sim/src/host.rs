@@ -1,0 +1,198 @@
+//! The host node: a second smoltcp stack that plays the PC — an HTTP/1.1 server with the
+//! bench files (linklab-perf's server) and ICMP echo (smoltcp's automatic echo reply).
+//!
+//! Its TCP uses CUBIC congestion control like a Linux PC; its retransmission timer is
+//! smoltcp's (RFC 6298 with a 1 s minimum, Linux uses 200 ms), which matters only when the
+//! device loses frames (`niccle-initial`).
+//!
+//! The host is a PC with a hardware NIC: it costs no simulated time, frames it receives are
+//! checked by linklab-mac's deframer (SFD, length, FCS) and frames it sends are framed by
+//! linklab-mac's TX path (preamble, SFD, padding, FCS).
+
+use std::collections::VecDeque;
+
+use linklab_mac::deframe::{deframe, RxError, RxFormat};
+use linklab_mac::tx::{build, TxFormat};
+use linklab_perf::http::{serve_tcp, NoRoutes, Server, HTTP_PORT};
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
+use smoltcp::socket::tcp;
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpCidr, Ipv4Address};
+
+/// Listening sockets, so that a new connection finds one while the last one closes.
+const SERVER_SOCKETS: usize = 4;
+
+/// Host socket buffers: like a PC, far larger than any window the device offers.
+const HOST_TCP_BUFFER: usize = 64 * 1024;
+
+/// What the host's NIC saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HostCounters {
+    /// Frames received with a good FCS.
+    pub rx_packets: u64,
+    /// No SFD found.
+    pub rx_frame_errors: u64,
+    /// FCS mismatch.
+    pub rx_crc_errors: u64,
+    /// Too short or too long.
+    pub rx_length_errors: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// HTTP responses completed.
+    pub http_responses: u64,
+}
+
+/// The host NIC as a smoltcp device: received frames in, wire images out.
+#[derive(Default)]
+struct HostNic {
+    rx: VecDeque<Vec<u8>>,
+    tx: VecDeque<Vec<u8>>,
+}
+
+struct HostRx(Vec<u8>);
+struct HostTx<'a>(&'a mut VecDeque<Vec<u8>>);
+
+impl RxToken for HostRx {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+impl TxToken for HostTx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut wire = vec![0u8; TxFormat::Wire.wire_len(len)];
+        let mut f = Some(f);
+        let mut result = None;
+        let built = build(&mut wire, TxFormat::Wire, len, |frame| {
+            if let Some(f) = f.take() {
+                result = Some(f(frame));
+            }
+        });
+        if let Ok((n, ())) = built {
+            wire.truncate(n);
+            self.0.push_back(wire);
+        }
+        match (result, f) {
+            (Some(r), _) => r,
+            // smoltcp never asks for more than the MTU we report; if it did, the frame is
+            // dropped but `f` must still run.
+            (None, Some(f)) => f(&mut vec![0u8; len]),
+            (None, None) => unreachable!("the closure ran and stored its result"),
+        }
+    }
+}
+
+impl Device for HostNic {
+    type RxToken<'a> = HostRx;
+    type TxToken<'a> = HostTx<'a>;
+
+    fn receive(&mut self, _t: Instant) -> Option<(HostRx, HostTx<'_>)> {
+        let frame = self.rx.pop_front()?;
+        Some((HostRx(frame), HostTx(&mut self.tx)))
+    }
+
+    fn transmit(&mut self, _t: Instant) -> Option<HostTx<'_>> {
+        Some(HostTx(&mut self.tx))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = linklab_mac::frame::MAX_FRAME_LEN;
+        caps
+    }
+}
+
+/// The host: interface, sockets, HTTP servers.
+pub struct Host {
+    nic: HostNic,
+    iface: Interface,
+    sockets: SocketSet<'static>,
+    servers: Vec<(SocketHandle, Server)>,
+    counters: HostCounters,
+}
+
+impl Host {
+    /// A host with `mac`/`ip` (a /24), listening on port 80.
+    pub fn new(mac: [u8; 6], ip: Ipv4Address, random_seed: u64, now: Instant) -> Host {
+        let mut nic = HostNic::default();
+        let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
+        config.random_seed = random_seed;
+        let mut iface = Interface::new(config, &mut nic, now);
+        iface.update_ip_addrs(|a| {
+            let _ = a.push(IpCidr::new(ip.into(), 24));
+        });
+        let mut sockets = SocketSet::new(Vec::new());
+        let mut servers = Vec::new();
+        for _ in 0..SERVER_SOCKETS {
+            let rx = tcp::SocketBuffer::new(vec![0; HOST_TCP_BUFFER]);
+            let tx = tcp::SocketBuffer::new(vec![0; HOST_TCP_BUFFER]);
+            let mut s = tcp::Socket::new(rx, tx);
+            s.set_nagle_enabled(true);
+            // A PC's TCP has congestion control (Linux: CUBIC): after a timeout it
+            // restarts from one segment instead of resending the whole window.
+            s.set_congestion_control(tcp::CongestionControl::Cubic);
+            let _ = s.listen(HTTP_PORT);
+            servers.push((sockets.add(s), Server::new()));
+        }
+        Host {
+            nic,
+            iface,
+            sockets,
+            servers,
+            counters: HostCounters::default(),
+        }
+    }
+
+    /// A transmission arrived (after the wire's impairments): check it like a NIC does.
+    pub fn receive(&mut self, wire: &[u8]) {
+        let mut buf = wire.to_vec();
+        match deframe(&mut buf, RxFormat::Raw) {
+            Ok(range) => {
+                self.counters.rx_packets += 1;
+                self.nic
+                    .rx
+                    .push_back(buf.get(range).unwrap_or(&[]).to_vec());
+            }
+            Err(RxError::NoSfd) => self.counters.rx_frame_errors += 1,
+            Err(RxError::Crc) => self.counters.rx_crc_errors += 1,
+            Err(RxError::TooShort | RxError::TooLong) => self.counters.rx_length_errors += 1,
+        }
+    }
+
+    /// Runs the stack and the servers at `now` until nothing changes.
+    pub fn poll(&mut self, now: Instant) {
+        for _ in 0..16 {
+            self.iface.poll(now, &mut self.nic, &mut self.sockets);
+            let mut progress = false;
+            for (handle, server) in self.servers.iter_mut() {
+                let socket = self.sockets.get_mut::<tcp::Socket>(*handle);
+                let before = (socket.send_queue(), socket.recv_queue(), socket.state());
+                if serve_tcp(socket, server, HTTP_PORT, &mut NoRoutes) {
+                    self.counters.http_responses += 1;
+                }
+                progress |= before != (socket.send_queue(), socket.recv_queue(), socket.state());
+            }
+            if !progress {
+                break;
+            }
+        }
+    }
+
+    /// Wire images waiting to be sent.
+    pub fn take_tx(&mut self, out: &mut VecDeque<Vec<u8>>) {
+        self.counters.tx_packets += self.nic.tx.len() as u64;
+        out.extend(self.nic.tx.drain(..));
+    }
+
+    /// When the stack next wants to be polled.
+    pub fn poll_at(&mut self, now: Instant) -> Option<Instant> {
+        self.iface.poll_at(now, &self.sockets)
+    }
+
+    /// The host's counters.
+    pub fn counters(&self) -> HostCounters {
+        self.counters
+    }
+}

@@ -1,0 +1,277 @@
+//! The sample-level wire: frames go through the real 10BASE-T line code, sample by sample.
+//!
+//! `transfer` Manchester-encodes the on-wire bytes with `linklab_phy10` (the transmitter's
+//! sample clock), moves every edge as a real wire and a free-running receiver clock would
+//! (frequency offset, random sampling phase, edge jitter), re-samples the line at the
+//! receiver's clock, flips samples at random (noise), and decodes the capture with the
+//! `linklab_phy10` decoder straight into the caller's buffer.
+//!
+//! Impairment model, per frame:
+//! - the receiver's first sample falls at a uniformly random phase in [0, 1) sample;
+//! - an edge at transmitter sample `p` reaches the receiver at `p * 1e6 / (1e6 + drift_ppm)`
+//!   receiver samples (a positive drift is a transmitter clock running fast);
+//! - each edge then moves by an independent uniform offset in [-jitter, +jitter] samples
+//!   (edges never pass each other);
+//! - the receiver's sample `s` shows the level after every edge at time <= `s`;
+//! - each sample is then flipped with probability `noise`.
+
+use linklab_phy10::{encode_frame, encode_link_pulse, Capture, Decoder, Oversample, RxOutcome};
+
+/// Largest accepted |drift|: 2 % (200x the 802.3 tolerance), the decoder's tracking range.
+pub const MAX_DRIFT_PPM: i32 = 20_000;
+
+/// Idle bit times the receiver keeps sampling after the transmission, so it can see the end.
+const IDLE_TAIL_BITS: usize = 16;
+
+/// How the sample-level wire distorts the line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleWireConfig {
+    /// Receiver samples per 100 ns bit time, 2..=8 (4 = a 40 MHz sampler). The transmitter
+    /// uses the same factor.
+    pub oversample: u8,
+    /// Transmitter clock offset relative to the receiver, parts per million,
+    /// -20_000..=20_000. +5000 means the transmitter runs 0.5 % fast.
+    pub drift_ppm: i32,
+    /// Peak edge jitter in receiver sample periods, 0..=oversample: every edge moves by a
+    /// uniform random amount in [-jitter, +jitter] samples.
+    pub jitter_samples: u8,
+    /// Probability, per receiver sample, that the sample is flipped (0.0..=1.0).
+    pub noise: f64,
+}
+
+/// What the receiving PHY reported for one transfer (mirrors `linklab_phy10::RxOutcome`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleOutcome {
+    /// A whole frame: `len` bytes after the SFD (destination address through FCS) in `out`.
+    Frame {
+        /// Bytes written to `out`.
+        len: usize,
+    },
+    /// A link pulse (only from [`SampleWire::link_pulse`] or a wire too short to lock).
+    LinkPulse,
+    /// The frame was cut short (lost lock, capture or buffer end); `len` bytes in `out`.
+    Truncated {
+        /// Bytes written to `out`.
+        len: usize,
+    },
+    /// The receiver saw activity it could not lock on.
+    Noise,
+}
+
+impl From<RxOutcome> for SampleOutcome {
+    fn from(outcome: RxOutcome) -> SampleOutcome {
+        match outcome {
+            RxOutcome::Frame { len } => SampleOutcome::Frame { len },
+            RxOutcome::LinkPulse => SampleOutcome::LinkPulse,
+            RxOutcome::Truncated { len } => SampleOutcome::Truncated { len },
+            RxOutcome::Noise => SampleOutcome::Noise,
+        }
+    }
+}
+
+/// Encoder, impaired line and decoder, with scratch buffers reused across transfers.
+#[derive(Debug)]
+pub struct SampleWire {
+    cfg: SampleWireConfig,
+    os: Oversample,
+    jitter: f64,
+    decoder: Decoder,
+    /// Transmitter samples.
+    tx: Vec<u32>,
+    /// Receiver samples.
+    rx: Vec<u32>,
+    /// Number of valid samples in `rx`.
+    rx_len: usize,
+}
+
+impl SampleWire {
+    /// A wire with `cfg`, or a one-line message naming the parameter out of range.
+    pub fn new(cfg: SampleWireConfig) -> Result<SampleWire, String> {
+        let os = Oversample::new(cfg.oversample).ok_or_else(|| {
+            format!(
+                "oversample {} out of range (accepted: {}..={})",
+                cfg.oversample,
+                Oversample::MIN,
+                Oversample::MAX
+            )
+        })?;
+        if !(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM).contains(&cfg.drift_ppm) {
+            return Err(format!(
+                "drift {} ppm out of range (accepted: -{MAX_DRIFT_PPM}..={MAX_DRIFT_PPM})",
+                cfg.drift_ppm
+            ));
+        }
+        if cfg.jitter_samples > cfg.oversample {
+            return Err(format!(
+                "jitter {} samples out of range (accepted: 0..={}, the oversampling factor)",
+                cfg.jitter_samples, cfg.oversample
+            ));
+        }
+        if !(0.0..=1.0).contains(&cfg.noise) {
+            return Err(format!(
+                "noise {} out of range (accepted: 0.0..=1.0, probability per sample)",
+                cfg.noise
+            ));
+        }
+        Ok(SampleWire {
+            cfg,
+            os,
+            jitter: cfg.jitter_samples as f64,
+            decoder: Decoder::new(os),
+            tx: Vec::new(),
+            rx: Vec::new(),
+            rx_len: 0,
+        })
+    }
+
+    /// The configuration the wire was built with.
+    pub fn config(&self) -> SampleWireConfig {
+        self.cfg
+    }
+
+    /// Sets a fractional peak jitter (samples, 0.0..=oversample) for sweeps finer than the
+    /// whole samples `SampleWireConfig::jitter_samples` takes.
+    pub fn set_jitter(&mut self, jitter_samples: f64) -> Result<(), String> {
+        if !(0.0..=self.cfg.oversample as f64).contains(&jitter_samples) {
+            return Err(format!(
+                "jitter {jitter_samples} samples out of range (accepted: 0.0..={})",
+                self.cfg.oversample
+            ));
+        }
+        self.jitter = jitter_samples;
+        Ok(())
+    }
+
+    /// Encodes `wire` (preamble, SFD, frame, FCS) to samples, applies drift, jitter and noise
+    /// with `rng`, and decodes into `out` (bytes after the SFD).
+    pub fn transfer(
+        &mut self,
+        wire: &[u8],
+        rng: &mut dyn rand::RngCore,
+        out: &mut [u8],
+    ) -> SampleOutcome {
+        let words = linklab_phy10::words_for_frame(wire.len(), self.os);
+        self.tx.clear();
+        self.tx.resize(words, 0);
+        let samples = match encode_frame(wire, self.os, &mut self.tx) {
+            Ok(samples) => samples,
+            // Cannot happen: the buffer was sized with words_for_frame.
+            Err(_) => return SampleOutcome::Noise,
+        };
+        self.impair_and_decode(samples, rng, out)
+    }
+
+    /// Sends one normal link pulse through the same impaired line and decodes it.
+    pub fn link_pulse(&mut self, rng: &mut dyn rand::RngCore) -> SampleOutcome {
+        self.tx.clear();
+        self.tx.resize(1, 0);
+        if encode_link_pulse(self.os, &mut self.tx).is_err() {
+            return SampleOutcome::Noise;
+        }
+        // The pulse and the idle rest of its word.
+        self.impair_and_decode(32, rng, &mut [])
+    }
+
+    /// The receiver's samples of the last transfer and how many there are: what the decoder
+    /// saw, for diagnostics and for saving failing cases.
+    pub fn last_capture(&self) -> (&[u32], usize) {
+        (&self.rx, self.rx_len)
+    }
+
+    fn impair_and_decode(
+        &mut self,
+        tx_samples: usize,
+        rng: &mut dyn rand::RngCore,
+        out: &mut [u8],
+    ) -> SampleOutcome {
+        let rx_samples = self.impair(tx_samples, rng);
+        self.rx_len = rx_samples;
+        let capture = Capture::new(&self.rx, rx_samples);
+        self.decoder.decode(&capture, out).into()
+    }
+
+    /// Renders the receiver's samples from `self.tx`; returns how many there are.
+    fn impair(&mut self, tx_samples: usize, rng: &mut dyn rand::RngCore) -> usize {
+        let n = self.os.samples_per_bit();
+        let scale = 1e6 / (1e6 + self.cfg.drift_ppm as f64);
+        let phase = unit(rng);
+        let rx_samples =
+            (phase + tx_samples as f64 * scale).ceil() as usize + IDLE_TAIL_BITS * n + 1;
+        self.rx.clear();
+        self.rx.resize(rx_samples.div_ceil(32), 0);
+
+        let tx = Capture::new(&self.tx, tx_samples);
+        let mut level = tx.sample(0);
+        let mut run_start = 0usize; // first receiver sample of the current level
+        let mut last_time = f64::MIN;
+        let mut pos = 0usize;
+        while let Some(edge) = tx.next_edge(pos) {
+            pos = edge;
+            let jitter = self.jitter * (2.0 * unit(rng) - 1.0);
+            let time = (phase + edge as f64 * scale + jitter).max(last_time);
+            last_time = time;
+            let first_new = (time.ceil().max(0.0) as usize).clamp(run_start, rx_samples);
+            if level == 1 {
+                set_range(&mut self.rx, run_start, first_new);
+            }
+            run_start = first_new;
+            level ^= 1;
+        }
+        if level == 1 {
+            set_range(&mut self.rx, run_start, rx_samples);
+        }
+        if self.cfg.noise > 0.0 {
+            flip_random(&mut self.rx, rx_samples, self.cfg.noise, rng);
+        }
+        rx_samples
+    }
+}
+
+/// A uniform random number in [0, 1).
+fn unit(rng: &mut dyn rand::RngCore) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Sets samples `start..end` to 1.
+fn set_range(words: &mut [u32], start: usize, end: usize) {
+    let mut i = start;
+    while i < end {
+        let shift = i & 31;
+        let take = (32 - shift).min(end - i);
+        let mask = if take == 32 {
+            u32::MAX
+        } else {
+            ((1u32 << take) - 1) << shift
+        };
+        if let Some(word) = words.get_mut(i >> 5) {
+            *word |= mask;
+        }
+        i += take;
+    }
+}
+
+/// Flips each of the first `len` samples with probability `p`, skipping geometrically
+/// distributed gaps between flips so the cost follows the number of flips.
+fn flip_random(words: &mut [u32], len: usize, p: f64, rng: &mut dyn rand::RngCore) {
+    if p >= 1.0 {
+        for i in 0..len {
+            words[i >> 5] ^= 1 << (i & 31);
+        }
+        return;
+    }
+    let log_keep = (1.0 - p).ln();
+    let mut i = 0usize;
+    loop {
+        let u = 1.0 - unit(rng); // (0, 1]
+        let gap = (u.ln() / log_keep).floor();
+        if !gap.is_finite() || gap >= (len - i) as f64 {
+            return;
+        }
+        i += gap as usize;
+        words[i >> 5] ^= 1 << (i & 31);
+        i += 1;
+        if i >= len {
+            return;
+        }
+    }
+}

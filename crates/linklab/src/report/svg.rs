@@ -1,0 +1,592 @@
+//! Inline SVG charts: axes with round ticks and labels, lines, points, bars, markers, a legend,
+//! and an optional second y axis. Every data element carries `class="data"`; every chart is an
+//! `<svg data-chart="...">` so a headless browser can count what it drew.
+
+use std::fmt::Write as _;
+
+/// Escapes text for HTML and SVG.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Formats a number compactly for tick labels and tables (no trailing zeros).
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    let digits = if a == 0.0 || a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        // Three significant digits for small values: 0.125, 0.05, 0.0001.
+        ((-a.log10()).ceil() as usize + 2).min(9)
+    };
+    let s = format!("{v:.digits$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// One axis: its label (with unit), range and ticks.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// Axis title, with the unit, e.g. `offered (Mbit/s)`.
+    pub label: String,
+    /// Lowest value shown.
+    pub lo: f64,
+    /// Highest value shown.
+    pub hi: f64,
+    /// Tick positions and their labels.
+    pub ticks: Vec<(f64, String)>,
+    /// Logarithmic scale (for quantities spanning decades, such as latency tails).
+    pub log: bool,
+}
+
+impl Axis {
+    /// An axis covering `lo..=hi`, widened to round tick values (about six ticks).
+    pub fn new(label: &str, lo: f64, hi: f64) -> Axis {
+        let (lo, hi) = if hi > lo {
+            (lo, hi)
+        } else if lo == 0.0 {
+            (0.0, 1.0)
+        } else {
+            (lo - lo.abs() * 0.1, lo + lo.abs() * 0.1)
+        };
+        let step = nice_step((hi - lo) / 5.0);
+        let lo = (lo / step).floor() * step;
+        let hi = (hi / step).ceil() * step;
+        let n = ((hi - lo) / step).round() as usize;
+        let ticks = (0..=n)
+            .map(|i| lo + step * i as f64)
+            .map(|t| (t, num(t)))
+            .collect();
+        Axis {
+            label: label.to_string(),
+            lo,
+            hi,
+            ticks,
+            log: false,
+        }
+    }
+
+    /// A logarithmic axis covering `lo..=hi` (both > 0), widened to whole decades; ticks at
+    /// 1, 2 and 5 times powers of ten (only powers of ten when it spans many decades).
+    pub fn log(label: &str, lo: f64, hi: f64) -> Axis {
+        let lo = if lo > 0.0 && lo.is_finite() { lo } else { 1e-3 };
+        let hi = if hi > lo && hi.is_finite() {
+            hi
+        } else {
+            lo * 10.0
+        };
+        let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+        let d1 = d1.max(d0 + 1);
+        let steps: &[f64] = if d1 - d0 > 3 {
+            &[1.0]
+        } else {
+            &[1.0, 2.0, 5.0]
+        };
+        let mut ticks = Vec::new();
+        for d in d0..=d1 {
+            for &m in steps {
+                let t = m * 10f64.powi(d);
+                if t <= 10f64.powi(d1) * 1.0001 {
+                    ticks.push((t, num(t)));
+                }
+            }
+        }
+        Axis {
+            label: label.to_string(),
+            lo: 10f64.powi(d0),
+            hi: 10f64.powi(d1),
+            ticks,
+            log: true,
+        }
+    }
+
+    /// An axis from 0 to the largest of `values` (at least `min_hi`).
+    pub fn from_zero(label: &str, values: impl IntoIterator<Item = f64>, min_hi: f64) -> Axis {
+        let hi = values
+            .into_iter()
+            .filter(|v| v.is_finite())
+            .fold(min_hi, f64::max);
+        Axis::new(label, 0.0, hi)
+    }
+
+    /// A categorical axis: one slot per name at positions 1, 2, ...
+    pub fn categories(label: &str, names: &[String]) -> Axis {
+        Axis {
+            label: label.to_string(),
+            lo: 0.5,
+            hi: names.len() as f64 + 0.5,
+            ticks: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| ((i + 1) as f64, n.clone()))
+                .collect(),
+            log: false,
+        }
+    }
+
+    fn frac(&self, v: f64) -> f64 {
+        if self.log {
+            if v <= 0.0 {
+                return 0.0;
+            }
+            return ((v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())).clamp(0.0, 1.0);
+        }
+        ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+    }
+}
+
+/// A round step (1, 2, 2.5 or 5 times a power of ten) near `raw`.
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 {
+        1.0
+    } else if f <= 2.0 {
+        2.0
+    } else if f <= 2.5 {
+        2.5
+    } else if f <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * mag
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy)]
+pub enum Mark {
+    /// A polyline (dashed or solid).
+    Line {
+        /// Dashed stroke for references (ideal lines, equivalents).
+        dashed: bool,
+    },
+    /// A polyline with a dot on every point.
+    LinePoints,
+    /// Dots of radius `r`.
+    Points {
+        /// Radius in pixels.
+        r: f64,
+    },
+    /// Vertical bars of `width` data units centred on x.
+    Bars {
+        /// Bar width in x units.
+        width: f64,
+    },
+    /// Vertical bars of log-uniform bins: the bar at geometric centre x spans
+    /// `x / sqrt(ratio) ..= x * sqrt(ratio)` (for a logarithmic x axis).
+    LogBars {
+        /// Ratio between a bin's upper and lower edge.
+        ratio: f64,
+    },
+}
+
+/// One data series.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// CSS colour.
+    pub color: &'static str,
+    /// How it is drawn.
+    pub mark: Mark,
+    /// Plotted against the second (right) y axis.
+    pub right: bool,
+    /// `(x, y)` points in data units.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A labelled vertical marker line (knee, collapse, percentiles).
+#[derive(Debug, Clone)]
+pub struct VLine {
+    /// Position in x units.
+    pub x: f64,
+    /// Text drawn at the top of the line.
+    pub label: String,
+    /// CSS colour.
+    pub color: &'static str,
+}
+
+/// A chart; [`Chart::render`] makes the SVG.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Value of `data-chart`, names the chart for checks.
+    pub id: String,
+    /// Title drawn above the plot.
+    pub title: String,
+    /// A smaller second line under the title (may be empty).
+    pub subtitle: String,
+    /// Pixel size.
+    pub width: f64,
+    /// Pixel size.
+    pub height: f64,
+    /// Horizontal axis.
+    pub x: Axis,
+    /// Left vertical axis.
+    pub y: Axis,
+    /// Right vertical axis, for series with `right`.
+    pub y2: Option<Axis>,
+    /// Data.
+    pub series: Vec<Series>,
+    /// Markers.
+    pub vlines: Vec<VLine>,
+    /// Draw a legend row (above the plot) for the named series.
+    pub legend: bool,
+}
+
+impl Chart {
+    /// A chart of the given size with no data yet.
+    pub fn new(id: &str, title: &str, width: f64, height: f64, x: Axis, y: Axis) -> Chart {
+        Chart {
+            id: id.to_string(),
+            title: title.to_string(),
+            subtitle: String::new(),
+            width,
+            height,
+            x,
+            y,
+            y2: None,
+            series: Vec::new(),
+            vlines: Vec::new(),
+            legend: true,
+        }
+    }
+
+    /// The SVG element.
+    pub fn render(&self) -> String {
+        let (w, h) = (self.width, self.height);
+        let named: Vec<&Series> = self.series.iter().filter(|x| !x.name.is_empty()).collect();
+        let show_legend = self.legend && !named.is_empty();
+        let mut top = 34.0;
+        if !self.subtitle.is_empty() {
+            top += 16.0;
+        }
+        let legend_y = top + 6.0;
+        if show_legend {
+            top += 22.0;
+        }
+        let (left, right, bottom) = (66.0, if self.y2.is_some() { 66.0 } else { 22.0 }, 50.0);
+        let (pw, ph) = (w - left - right, h - top - bottom);
+        let px = |v: f64| left + self.x.frac(v) * pw;
+        let py = |a: &Axis, v: f64| top + (1.0 - a.frac(v)) * ph;
+        let mut s = String::new();
+        let points: usize = self.series.iter().map(|x| x.points.len()).sum();
+        let _ = write!(
+            s,
+            r#"<svg class="chart" data-chart="{}" data-points="{points}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{}">"#,
+            esc(&self.id),
+            esc(&self.title)
+        );
+        let _ = write!(
+            s,
+            r#"<text class="title" x="14" y="22">{}</text>"#,
+            esc(&self.title)
+        );
+        if !self.subtitle.is_empty() {
+            let _ = write!(
+                s,
+                r#"<text class="subtitle" x="14" y="40">{}</text>"#,
+                esc(&self.subtitle)
+            );
+        }
+        // Grid and ticks.
+        for (t, label) in &self.y.ticks {
+            let y = py(&self.y, *t);
+            let _ = write!(
+                s,
+                r#"<line class="grid" x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}"/>"#,
+                left + pw
+            );
+            let _ = write!(
+                s,
+                r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+                left - 6.0,
+                y + 4.0,
+                esc(label)
+            );
+        }
+        if let Some(a2) = &self.y2 {
+            for (t, label) in &a2.ticks {
+                let y = py(a2, *t);
+                let _ = write!(
+                    s,
+                    r#"<text class="tick right" x="{}" y="{:.1}">{}</text>"#,
+                    left + pw + 6.0,
+                    y + 4.0,
+                    esc(label)
+                );
+            }
+        }
+        let max_x_ticks = (pw / 46.0).max(2.0) as usize;
+        let every = self.x.ticks.len().div_ceil(max_x_ticks).max(1);
+        for (t, label) in self.x.ticks.iter().step_by(every) {
+            let x = px(*t);
+            let _ = write!(
+                s,
+                r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{}"/>"#,
+                top + ph
+            );
+            let _ = write!(
+                s,
+                r#"<text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                top + ph + 16.0,
+                esc(label)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<rect class="frame" x="{left}" y="{top}" width="{pw}" height="{ph}"/>"#
+        );
+        // Axis labels.
+        let _ = write!(
+            s,
+            r#"<text class="label" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            left + pw / 2.0,
+            h - 10.0,
+            esc(&self.x.label)
+        );
+        let _ = write!(
+            s,
+            r#"<text class="label" transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            top + ph / 2.0,
+            esc(&self.y.label)
+        );
+        if let Some(a2) = &self.y2 {
+            let _ = write!(
+                s,
+                r#"<text class="label" transform="translate({:.1} {:.1}) rotate(90)" text-anchor="middle">{}</text>"#,
+                w - 14.0,
+                top + ph / 2.0,
+                esc(&a2.label)
+            );
+        }
+        // Data.
+        for series in &self.series {
+            let axis = if series.right {
+                self.y2.as_ref().unwrap_or(&self.y)
+            } else {
+                &self.y
+            };
+            let c = series.color;
+            let name = esc(&series.name);
+            match series.mark {
+                Mark::Bars { .. } | Mark::LogBars { .. } => {
+                    let base = py(axis, axis.lo.max(0.0));
+                    for &(x, y) in &series.points {
+                        let (x0, x1) = match series.mark {
+                            Mark::LogBars { ratio } => (px(x / ratio.sqrt()), px(x * ratio.sqrt())),
+                            Mark::Bars { width } => (px(x - width / 2.0), px(x + width / 2.0)),
+                            _ => unreachable!("bars only"),
+                        };
+                        let yt = py(axis, y);
+                        let bw = (x1 - x0 - 1.0).max(1.0);
+                        let _ = write!(
+                            s,
+                            r#"<rect class="data" x="{:.1}" y="{yt:.1}" width="{bw:.1}" height="{:.1}" fill="{c}"><title>{name}: {} → {}</title></rect>"#,
+                            x0 + 0.5,
+                            (base - yt).max(0.0),
+                            num(x),
+                            num(y)
+                        );
+                    }
+                }
+                Mark::Line { .. } | Mark::LinePoints => {
+                    if !series.points.is_empty() {
+                        let d: Vec<String> = series
+                            .points
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &(x, y))| {
+                                format!(
+                                    "{}{:.1},{:.1}",
+                                    if i == 0 { 'M' } else { 'L' },
+                                    px(x),
+                                    py(axis, y)
+                                )
+                            })
+                            .collect();
+                        let dash = if matches!(series.mark, Mark::Line { dashed: true }) {
+                            r#" stroke-dasharray="6 4""#
+                        } else {
+                            ""
+                        };
+                        let _ = write!(
+                            s,
+                            r#"<path class="data" d="{}" stroke="{c}"{dash} fill="none" stroke-width="2.2"/>"#,
+                            d.join("")
+                        );
+                    }
+                    if matches!(series.mark, Mark::LinePoints) {
+                        for &(x, y) in &series.points {
+                            let _ = write!(
+                                s,
+                                r#"<circle class="data" cx="{:.1}" cy="{:.1}" r="3.2" fill="{c}"><title>{name}: {} → {}</title></circle>"#,
+                                px(x),
+                                py(axis, y),
+                                num(x),
+                                num(y)
+                            );
+                        }
+                    }
+                }
+                Mark::Points { r } => {
+                    for &(x, y) in &series.points {
+                        let _ = write!(
+                            s,
+                            r##"<circle class="data" cx="{:.1}" cy="{:.1}" r="{r}" fill="{c}" stroke="#fff" stroke-width="1.5"><title>{name}: {} → {}</title></circle>"##,
+                            px(x),
+                            py(axis, y),
+                            num(x),
+                            num(y)
+                        );
+                    }
+                }
+            }
+        }
+        // Markers.
+        for (i, m) in self.vlines.iter().enumerate() {
+            let x = px(m.x);
+            let ty = top + 14.0 + 15.0 * i as f64;
+            let anchor = if x > left + pw * 0.7 {
+                ("end", -5.0)
+            } else {
+                ("start", 5.0)
+            };
+            let _ = write!(
+                s,
+                r#"<line class="marker" x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{}" stroke="{}"/><text class="marker-label" x="{:.1}" y="{ty:.1}" text-anchor="{}" fill="{}">{}</text>"#,
+                top + ph,
+                m.color,
+                x + anchor.1,
+                anchor.0,
+                m.color,
+                esc(&m.label)
+            );
+        }
+        // Legend: one row above the plot, never over the data.
+        if show_legend {
+            let mut lx = left;
+            for series in &named {
+                let dash = if matches!(series.mark, Mark::Line { dashed: true }) {
+                    r#" stroke-dasharray="6 4""#
+                } else {
+                    ""
+                };
+                let thick = if matches!(
+                    series.mark,
+                    Mark::Bars { .. } | Mark::LogBars { .. } | Mark::Points { .. }
+                ) {
+                    8
+                } else {
+                    3
+                };
+                let _ = write!(
+                    s,
+                    r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{thick}"{dash}/><text class="legend-text" x="{:.1}" y="{:.1}">{}</text>"#,
+                    lx + 18.0,
+                    legend_y - 4.0,
+                    legend_y - 4.0,
+                    series.color,
+                    lx + 23.0,
+                    legend_y,
+                    esc(&series.name)
+                );
+                lx += 23.0 + series.name.chars().count() as f64 * 6.8 + 18.0;
+            }
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        let a = Axis::new("x", 0.0, 437.0);
+        assert_eq!(a.lo, 0.0);
+        assert!(a.hi >= 437.0 && a.hi <= 500.0, "{}", a.hi);
+        assert!(
+            a.ticks.iter().all(|(t, _)| (t / 100.0).fract() == 0.0),
+            "{:?}",
+            a.ticks
+        );
+        let b = Axis::new("y", 1.93, 2.11);
+        assert!(b.lo <= 1.93 && b.hi >= 2.11 && b.ticks.len() >= 3);
+        let flat = Axis::new("z", 5.0, 5.0);
+        assert!(flat.hi > flat.lo);
+    }
+
+    #[test]
+    fn renders_every_mark_with_escaping() {
+        let mut c = Chart::new(
+            "t",
+            "a < b",
+            400.0,
+            300.0,
+            Axis::new("x", 0.0, 10.0),
+            Axis::new("y", 0.0, 10.0),
+        );
+        c.y2 = Some(Axis::new("y2", 0.0, 1.0));
+        c.series.push(Series {
+            name: "l".into(),
+            color: "#000",
+            mark: Mark::LinePoints,
+            right: false,
+            points: vec![(1.0, 1.0), (2.0, 4.0)],
+        });
+        c.series.push(Series {
+            name: "b".into(),
+            color: "#111",
+            mark: Mark::Bars { width: 1.0 },
+            right: true,
+            points: vec![(5.0, 0.5)],
+        });
+        c.vlines.push(VLine {
+            x: 3.0,
+            label: "knee".into(),
+            color: "#0a0",
+        });
+        let svg = c.render();
+        assert!(svg.contains("a &lt; b"));
+        assert_eq!(svg.matches(r#"class="data""#).count(), 4);
+        assert!(svg.contains(r#"data-chart="t""#) && svg.contains(r#"data-points="3""#));
+        assert!(svg.contains(">knee<"));
+    }
+
+    #[test]
+    fn log_axis_spans_decades() {
+        let a = Axis::log("rtt", 12.0, 2300.0);
+        assert_eq!((a.lo, a.hi), (10.0, 10000.0));
+        assert!(a.ticks.iter().any(|t| t.1 == "100") && a.ticks.iter().any(|t| t.1 == "2000"));
+        assert!((a.frac(100.0) - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(a.frac(0.0), 0.0);
+        let wide = Axis::log("x", 1.0, 1e6);
+        assert_eq!(wide.ticks.len(), 7);
+    }
+
+    #[test]
+    fn numbers_are_compact() {
+        assert_eq!(num(200.0), "200");
+        assert_eq!(num(2.5), "2.5");
+        assert_eq!(num(0.125), "0.125");
+        assert_eq!(num(12.0), "12");
+        assert_eq!(num(0.0001), "0.0001");
+        assert_eq!(num(0.05), "0.05");
+        assert_eq!(num(-3.5), "-3.5");
+    }
+}

@@ -1,0 +1,266 @@
+//! The report section of a `linklab sweep` result: offered vs received with loss on a second
+//! axis, the knee and the collapse marked, and the step table.
+
+use std::fmt::Write as _;
+
+use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
+use crate::sweep::rate::format_rate;
+use crate::sweep::SweepReport;
+
+/// Renders one sweep as a `<section>`.
+pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
+    let tcp = r.protocol == "tcp";
+    let mbit = |b: f64| b / 1e6;
+    let mut s = String::new();
+    let direction = if r.reverse {
+        "server → client (-R)"
+    } else {
+        "client → server"
+    };
+    let _ = write!(
+        s,
+        r#"<section class="card sweep"><h2>Offered-rate sweep · {} {}</h2><p class="source">{} · {}:{} · {} · {} s per step{}</p>"#,
+        r.protocol.to_uppercase(),
+        esc(direction),
+        esc(source),
+        esc(&r.host),
+        r.port,
+        esc(direction),
+        r.duration_s,
+        r.length
+            .map_or(String::new(), |l| format!(" · {l} B per write"))
+    );
+
+    // Key facts.
+    s.push_str(r#"<div class="facts">"#);
+    fact(
+        &mut s,
+        "good",
+        &r.knee_bps.map_or("none".into(), format_rate),
+        &format!("knee ({})", crate::sweep::knee_rule(tcp)),
+    );
+    if let Some(p) = r.peak {
+        fact(
+            &mut s,
+            "",
+            &format_rate(p.received_bps),
+            &format!("peak received, at {} offered", format_rate(p.offered_bps)),
+        );
+    }
+    match r.collapse {
+        Some(c) => fact(
+            &mut s,
+            "bad",
+            &format!("−{:.0} %", c.drop_pct),
+            &format!(
+                "collapse: {} at {} offered",
+                format_rate(c.received_bps),
+                format_rate(c.offered_bps)
+            ),
+        ),
+        None => fact(
+            &mut s,
+            "good",
+            "none",
+            "collapse (received falls past the peak)",
+        ),
+    }
+    let max_loss = r.steps.iter().map(|x| x.loss_pct).fold(0.0, f64::max);
+    if !tcp {
+        fact(
+            &mut s,
+            if max_loss > 1.0 { "bad" } else { "" },
+            &format!("{} %", num(max_loss)),
+            "highest loss",
+        );
+    }
+    s.push_str("</div>");
+
+    // The chart.
+    let max_rate = r
+        .steps
+        .iter()
+        .map(|x| mbit(x.offered_bps.max(x.received_bps)))
+        .fold(1.0, f64::max);
+    let x = Axis::new("offered rate (Mbit/s)", 0.0, max_rate);
+    let y = Axis::new(
+        if tcp {
+            "goodput (Mbit/s)"
+        } else {
+            "received (Mbit/s)"
+        },
+        0.0,
+        max_rate,
+    );
+    let mut c = Chart::new(
+        &format!("sweep-{index}"),
+        "Received vs offered rate",
+        1080.0,
+        440.0,
+        x.clone(),
+        y,
+    );
+    c.subtitle = if tcp {
+        "sender retransmits on the right axis".into()
+    } else {
+        "datagram loss on the right axis".into()
+    };
+    c.series.push(Series {
+        name: "received = offered".into(),
+        color: "#9ca3af",
+        mark: Mark::Line { dashed: true },
+        right: false,
+        points: vec![(0.0, 0.0), (x.hi, x.hi)],
+    });
+    c.series.push(Series {
+        name: if tcp {
+            "goodput".into()
+        } else {
+            "received".into()
+        },
+        color: "#2563eb",
+        mark: Mark::LinePoints,
+        right: false,
+        points: r
+            .steps
+            .iter()
+            .map(|st| (mbit(st.offered_bps), mbit(st.received_bps)))
+            .collect(),
+    });
+    if tcp {
+        let retr: Vec<(f64, f64)> = r
+            .steps
+            .iter()
+            .map(|st| (mbit(st.offered_bps), st.retransmits.unwrap_or(0) as f64))
+            .collect();
+        c.y2 = Some(Axis::from_zero(
+            "retransmits",
+            retr.iter().map(|p| p.1),
+            10.0,
+        ));
+        c.series.push(Series {
+            name: "retransmits".into(),
+            color: "#dc2626",
+            mark: Mark::LinePoints,
+            right: true,
+            points: retr,
+        });
+    } else {
+        c.y2 = Some(Axis::from_zero(
+            "loss (%)",
+            r.steps.iter().map(|st| st.loss_pct),
+            1.0,
+        ));
+        c.series.push(Series {
+            name: "loss".into(),
+            color: "#dc2626",
+            mark: Mark::LinePoints,
+            right: true,
+            points: r
+                .steps
+                .iter()
+                .map(|st| (mbit(st.offered_bps), st.loss_pct))
+                .collect(),
+        });
+    }
+    if let Some(p) = r.peak {
+        c.series.push(Series {
+            name: "peak".into(),
+            color: "#7c3aed",
+            mark: Mark::Points { r: 6.5 },
+            right: false,
+            points: vec![(mbit(p.offered_bps), mbit(p.received_bps))],
+        });
+    }
+    if let Some(k) = r.knee_bps {
+        c.vlines.push(VLine {
+            x: mbit(k),
+            label: format!("knee {}", format_rate(k)),
+            color: "#15803d",
+        });
+    }
+    if let Some(col) = r.collapse {
+        c.vlines.push(VLine {
+            x: mbit(col.offered_bps),
+            label: format!("collapse −{:.0} %", col.drop_pct),
+            color: "#ea580c",
+        });
+    }
+    s.push_str(r#"<div class="charts">"#);
+    s.push_str(&c.render());
+    s.push_str("</div>");
+
+    // The table.
+    s.push_str(r#"<h3>Steps</h3><div class="tablewrap"><table><tr>"#);
+    let heads: &[&str] = if tcp {
+        &["offered", "sent", "goodput", "retransmits"]
+    } else {
+        &[
+            "offered",
+            "sent",
+            "received",
+            "loss %",
+            "lost / datagrams",
+            "jitter (ms)",
+            "out of order",
+        ]
+    };
+    for h in heads {
+        let _ = write!(s, "<th>{h}</th>");
+    }
+    s.push_str("</tr>");
+    for st in &r.steps {
+        let _ = write!(
+            s,
+            r#"<tr{}>"#,
+            if st.refined {
+                r#" class="refined""#
+            } else {
+                ""
+            }
+        );
+        let _ = write!(
+            s,
+            "<td>{}{}</td><td>{}</td><td>{}</td>",
+            format_rate(st.offered_bps),
+            if st.refined { " (refine)" } else { "" },
+            format_rate(st.sent_bps),
+            format_rate(st.received_bps)
+        );
+        if tcp {
+            let _ = write!(
+                s,
+                "<td>{}</td>",
+                st.retransmits.map_or("–".into(), |x| x.to_string())
+            );
+        } else {
+            let cls = if !crate::sweep::analysis::below_knee(st, false) {
+                "warn"
+            } else {
+                "ok"
+            };
+            let _ = write!(
+                s,
+                r#"<td class="{cls}">{:.3}</td><td>{} / {}</td><td>{:.3}</td><td>{}</td>"#,
+                st.loss_pct,
+                st.lost,
+                st.packets,
+                st.jitter_ms,
+                st.out_of_order.map_or("–".into(), |n| n.to_string())
+            );
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></div></section>");
+    s
+}
+
+/// One key figure in a box.
+pub fn fact(s: &mut String, class: &str, value: &str, what: &str) {
+    let _ = write!(
+        s,
+        r#"<div class="fact {class}"><b>{}</b><span>{}</span></div>"#,
+        esc(value),
+        esc(what)
+    );
+}

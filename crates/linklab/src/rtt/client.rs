@@ -1,0 +1,355 @@
+//! The rtt client: sends a paced stream of probes to an echo endpoint and timestamps the replies.
+//!
+//! One sender thread paces probes on a fixed schedule (`start + seq * interval`, so delays never
+//! accumulate); the calling thread receives replies, takes the round trip from the send time the
+//! probe carries, and the inter-arrival time from the previous reply. Any number of probes may be
+//! in flight, so the same run yields round-trip and paced inter-arrival histograms.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use hdrhistogram::Histogram;
+
+use super::probe::{Probe, ProbeError, HEADER_LEN};
+use super::stats::new_histogram;
+
+/// How replies are carried: one probe per UDP datagram, or probes back to back on a TCP stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// One probe per datagram; replies may be lost, duplicated or reordered.
+    Udp,
+    /// Probes as fixed-size frames on one TCP connection (with TCP_NODELAY).
+    Tcp,
+}
+
+/// What one run measures: `count` probes of `size` bytes, one every `interval`.
+#[derive(Debug, Clone, Copy)]
+pub struct RunConfig {
+    /// Probe size in bytes (UDP payload, or TCP frame), at least [`HEADER_LEN`].
+    pub size: usize,
+    /// Number of probes.
+    pub count: u32,
+    /// Send spacing; zero sends back to back.
+    pub interval: Duration,
+    /// How long to wait for replies after the last probe was sent.
+    pub drain: Duration,
+    /// Run number written into every probe.
+    pub run: u16,
+}
+
+/// The raw outcome of one run.
+pub struct RunResult {
+    /// Probes sent.
+    pub sent: u64,
+    /// Distinct valid replies received.
+    pub received: u64,
+    /// Replies for a sequence number already received.
+    pub duplicates: u64,
+    /// Replies of this run whose length, magic or fill bytes were wrong.
+    pub corrupt: u64,
+    /// Round-trip times in nanoseconds.
+    pub rtt: Histogram<u64>,
+    /// Times between successive replies in nanoseconds.
+    pub gaps: Histogram<u64>,
+    /// Arrival of the first and the last valid reply (ns since the client's start).
+    pub arrivals: Option<(u64, u64)>,
+    /// Send time of the first and the last probe (ns since the client's start).
+    pub sends: Option<(u64, u64)>,
+}
+
+/// A connection to the echo endpoint, split into a send half and a receive half.
+pub struct Connection {
+    tx: Half,
+    rx: Half,
+    buf: Vec<u8>,
+    filled: usize,
+    peer: SocketAddr,
+}
+
+enum Half {
+    Udp(UdpSocket),
+    Tcp(TcpStream),
+}
+
+/// Receive timeout of one poll; bounds how late the receiver notices that a run is over.
+const POLL: Duration = Duration::from_millis(20);
+
+impl Connection {
+    /// Opens a connection to `peer` (a connected UDP socket, or a TCP connection).
+    pub fn open(
+        peer: SocketAddr,
+        transport: Transport,
+        connect_timeout: Duration,
+    ) -> anyhow::Result<Connection> {
+        let (tx, rx) = match transport {
+            Transport::Udp => {
+                let local: SocketAddr = if peer.is_ipv4() {
+                    "0.0.0.0:0"
+                } else {
+                    "[::]:0"
+                }
+                .parse()
+                .expect("literal");
+                let sock = UdpSocket::bind(local).context("could not open a UDP socket")?;
+                sock.connect(peer)
+                    .with_context(|| format!("{peer}: could not connect the UDP socket"))?;
+                let rx = sock.try_clone().context("could not clone the UDP socket")?;
+                (Half::Udp(sock), Half::Udp(rx))
+            }
+            Transport::Tcp => {
+                let stream = TcpStream::connect_timeout(&peer, connect_timeout)
+                    .map_err(describe)
+                    .with_context(|| format!("could not connect to {peer} (TCP)"))?;
+                stream
+                    .set_nodelay(true)
+                    .context("could not set TCP_NODELAY")?;
+                let rx = stream
+                    .try_clone()
+                    .context("could not clone the TCP stream")?;
+                (Half::Tcp(stream), Half::Tcp(rx))
+            }
+        };
+        match &rx {
+            Half::Udp(s) => s.set_read_timeout(Some(POLL)),
+            Half::Tcp(s) => s.set_read_timeout(Some(POLL)),
+        }
+        .context("could not set the receive timeout")?;
+        Ok(Connection {
+            tx,
+            rx,
+            buf: vec![0; 65536],
+            filled: 0,
+            peer,
+        })
+    }
+
+    /// Checks that the endpoint echoes: sends a header-only probe up to `tries` times, waiting
+    /// `wait` for each reply. Fails with one clear sentence when nothing comes back.
+    pub fn check_echo(&mut self, epoch: Instant, tries: u32, wait: Duration) -> anyhow::Result<()> {
+        let peer = self.peer;
+        let mut probe = [0u8; HEADER_LEN];
+        for seq in 0..tries {
+            Probe {
+                run: u16::MAX,
+                seq,
+                sent_ns: nanos_since(epoch),
+            }
+            .write(&mut probe);
+            self.tx
+                .send(&probe)
+                .map_err(describe)
+                .with_context(|| format!("{peer}: could not send a probe"))?;
+            let deadline = Instant::now() + wait;
+            while Instant::now() < deadline {
+                match self.recv(HEADER_LEN) {
+                    Ok(Some(frame)) => {
+                        if matches!(Probe::read(frame, HEADER_LEN), Ok(p) if p.run == u16::MAX) {
+                            return Ok(());
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(describe(e)).with_context(|| format!("{peer}")),
+                }
+            }
+        }
+        bail!(
+            "no echo reply from {peer} within {:.1} s: host unreachable or no echo server (try `linklab rtt -s` there)",
+            (wait * tries).as_secs_f64()
+        )
+    }
+
+    /// Waits up to [`POLL`] for one reply of `size` bytes (a datagram of any length for UDP).
+    fn recv(&mut self, size: usize) -> io::Result<Option<&[u8]>> {
+        let result = match &mut self.rx {
+            Half::Udp(s) => s.recv(&mut self.buf).map(Some),
+            Half::Tcp(s) => match s.read(&mut self.buf[self.filled..size]) {
+                Ok(0) => Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the echo server closed the connection",
+                )),
+                Ok(n) => {
+                    self.filled += n;
+                    if self.filled == size {
+                        self.filled = 0;
+                        Ok(Some(size))
+                    } else {
+                        Ok(None)
+                    }
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(Some(n)) => Ok(Some(&self.buf[..n])),
+            Ok(None) => Ok(None),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs one measurement: paced probes out, replies timed in.
+    pub fn measure(&mut self, epoch: Instant, cfg: &RunConfig) -> anyhow::Result<RunResult> {
+        assert!(
+            cfg.size >= HEADER_LEN && cfg.size <= self.buf.len(),
+            "probe size checked by the caller"
+        );
+        const NOT_DONE: u64 = u64::MAX;
+        let sender_done = AtomicU64::new(NOT_DONE);
+        let stop = AtomicBool::new(false);
+        let peer = self.peer;
+        let mut tx = self.tx.try_clone().context("could not clone the socket")?;
+        let drain_ns = cfg.drain.as_nanos() as u64;
+
+        let mut out = RunResult {
+            sent: 0,
+            received: 0,
+            duplicates: 0,
+            corrupt: 0,
+            rtt: new_histogram(),
+            gaps: new_histogram(),
+            arrivals: None,
+            sends: None,
+        };
+        let mut seen = vec![false; cfg.count as usize];
+
+        let sender_result = std::thread::scope(|scope| {
+            let sender = scope.spawn(|| -> io::Result<(u64, Option<(u64, u64)>)> {
+                let mut buf = vec![0u8; cfg.size];
+                let start = Instant::now();
+                let mut sends = None::<(u64, u64)>;
+                let mut sent = 0u64;
+                let result = (|| {
+                    for seq in 0..cfg.count {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        pace_until(start + cfg.interval * seq);
+                        let now = nanos_since(epoch);
+                        Probe {
+                            run: cfg.run,
+                            seq,
+                            sent_ns: now,
+                        }
+                        .write(&mut buf);
+                        tx.send(&buf)?;
+                        sent += 1;
+                        sends = Some((sends.map_or(now, |s| s.0), now));
+                    }
+                    Ok(())
+                })();
+                sender_done.store(nanos_since(epoch), Ordering::Release);
+                result.map(|()| (sent, sends))
+            });
+
+            let mut last_arrival = None::<u64>;
+            let receive_result = loop {
+                if out.received == u64::from(cfg.count) {
+                    break Ok(());
+                }
+                let done_at = sender_done.load(Ordering::Acquire);
+                if done_at != NOT_DONE && nanos_since(epoch) >= done_at.saturating_add(drain_ns) {
+                    break Ok(());
+                }
+                let frame = match self.recv(cfg.size) {
+                    Ok(Some(frame)) => frame,
+                    Ok(None) => continue,
+                    Err(e) => break Err(e),
+                };
+                let now = nanos_since(epoch);
+                match Probe::read(frame, cfg.size) {
+                    Ok(p) if p.run == cfg.run && (p.seq as usize) < seen.len() => {
+                        if seen[p.seq as usize] {
+                            out.duplicates += 1;
+                            continue;
+                        }
+                        seen[p.seq as usize] = true;
+                        out.received += 1;
+                        out.rtt.saturating_record(now.saturating_sub(p.sent_ns));
+                        if let Some(prev) = last_arrival {
+                            out.gaps.saturating_record(now - prev);
+                        }
+                        last_arrival = Some(now);
+                        out.arrivals = Some((out.arrivals.map_or(now, |a| a.0), now));
+                    }
+                    Ok(_) => {} // a late reply from an earlier run or the echo check
+                    Err(ProbeError::Magic) => {}
+                    Err(ProbeError::Length | ProbeError::Fill) => out.corrupt += 1,
+                }
+            };
+            stop.store(true, Ordering::Relaxed);
+            let sender_result = sender.join().expect("sender thread does not panic");
+            receive_result
+                .map_err(describe)
+                .with_context(|| format!("{peer}: receiving replies"))?;
+            sender_result
+                .map_err(describe)
+                .with_context(|| format!("{peer}: sending probes"))
+        })?;
+        out.sent = sender_result.0;
+        out.sends = sender_result.1;
+        Ok(out)
+    }
+}
+
+impl Half {
+    fn try_clone(&self) -> io::Result<Half> {
+        Ok(match self {
+            Half::Udp(s) => Half::Udp(s.try_clone()?),
+            Half::Tcp(s) => Half::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn send(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Half::Udp(s) => s.send(buf).map(|_| ()),
+            Half::Tcp(s) => s.write_all(buf),
+        }
+    }
+}
+
+/// Nanoseconds since `epoch`.
+fn nanos_since(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64
+}
+
+/// Waits until `due`: sleeps while far away, then yields in a short spin for precision.
+fn pace_until(due: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return;
+        }
+        let left = due - now;
+        if left > Duration::from_micros(300) {
+            std::thread::sleep(left - Duration::from_micros(200));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Turns the socket errors people meet into plain words.
+fn describe(e: io::Error) -> anyhow::Error {
+    let what = match e.raw_os_error() {
+        Some(libc::ECONNREFUSED) => {
+            "connection refused: no echo server listening on that port".to_string()
+        }
+        Some(libc::EHOSTUNREACH) => "host unreachable".to_string(),
+        Some(libc::ENETUNREACH) => "network unreachable".to_string(),
+        _ if e.kind() == io::ErrorKind::TimedOut => "timed out".to_string(),
+        _ => e.to_string(),
+    };
+    anyhow::anyhow!("{what}")
+}

@@ -1,0 +1,146 @@
+//! The soft NIC on a TAP: the TAP plays the PHY for linklab-mac. Its "interrupt" side moves
+//! each frame the kernel hands over into a grant of the MAC's RX queue (or counts it missed
+//! when the queue is full); its transmit side writes the MAC's plain frames back to the TAP.
+
+use std::io;
+
+use linklab_mac::{PhyTx, RxProducer};
+use smoltcp::phy::{Device, DeviceCapabilities};
+use smoltcp::time::Instant;
+
+use super::tap::Tap;
+
+/// RX queue sizes `--rx-frames` offers: (full-size frames the queue always holds, ring
+/// bytes). Each ring size is the smallest for which linklab-mac's
+/// `window::queue_frames(bytes, aligned without FCS, 1460)` equals the frame count (checked
+/// by a test), because the queue's storage size is a compile-time constant.
+pub const QUEUE_SIZES: [(usize, usize); 7] =
+    [(4, 7624), (8, 13688), (16, 25816), (32, 50072), (64, 98584), (128, 195608), (256, 389656)];
+
+/// Most frames moved from the TAP per round, so a flood cannot starve the main loop (the
+/// kernel keeps the rest in the TAP's own queue, like a NIC's FIFO).
+pub const MAX_FRAMES_PER_ROUND: usize = 256;
+
+/// The TAP as the MAC's transmit PHY; counts what the kernel refused.
+#[derive(Debug)]
+pub struct TapPhy<'t> {
+    tap: &'t Tap,
+    /// Frames the kernel refused (TAP queue full or interface down).
+    pub refused: u64,
+    /// Frames that failed with another error.
+    pub errors: u64,
+}
+
+impl<'t> TapPhy<'t> {
+    /// A transmit PHY writing to `tap`.
+    pub fn new(tap: &'t Tap) -> TapPhy<'t> {
+        TapPhy { tap, refused: 0, errors: 0 }
+    }
+}
+
+impl PhyTx for TapPhy<'_> {
+    fn transmit(&mut self, wire: &[u8]) {
+        match self.tap.send(wire) {
+            Ok(true) => {}
+            Ok(false) => self.refused += 1,
+            Err(_) => self.errors += 1,
+        }
+    }
+}
+
+/// Moves the frames waiting in the TAP into the RX queue, as a PHY interrupt would: grant,
+/// let the "hardware" (read(2)) write into it, commit the length. When the queue has no
+/// room, the frame is still taken off the wire and counted missed (`rx_missed_errors`), so
+/// overruns are real. Returns the frames committed.
+pub fn pump_rx<const N: usize>(tap: &Tap, producer: &RxProducer<'_, N>, scratch: &mut [u8]) -> io::Result<usize> {
+    let mut committed = 0;
+    for _ in 0..MAX_FRAMES_PER_ROUND {
+        match producer.grant() {
+            Ok(mut grant) => match tap.recv(grant.buf())? {
+                Some(len) => {
+                    grant.commit(len);
+                    committed += 1;
+                }
+                // A wake-up without a frame: the grant goes back (`rx_cancelled`).
+                None => {
+                    grant.cancel();
+                    break;
+                }
+            },
+            Err(_) => match tap.recv(scratch)? {
+                Some(_) => producer.record_missed(),
+                None => break,
+            },
+        }
+    }
+    Ok(committed)
+}
+
+/// A `Device` middleware over the MAC that hands smoltcp fixed capabilities computed once:
+///
+/// * with an explicit `--tcp-window` the MAC's burst cap (which would quietly shrink the
+///   window back to what the queue holds) is lifted, so the window on the wire is the one
+///   asked for;
+/// * smoltcp asks for the capabilities on every egress pass (and ignores the answer), while
+///   the MAC derives its burst size from the queue geometry each time; answering from a
+///   copy keeps that work out of the per-packet path.
+pub struct FixedCaps<'d, D: Device> {
+    inner: &'d mut D,
+    caps: &'d DeviceCapabilities,
+}
+
+impl<'d, D: Device> FixedCaps<'d, D> {
+    /// Wraps `inner`, answering `caps` (from [`capabilities_for`]).
+    pub fn new(inner: &'d mut D, caps: &'d DeviceCapabilities) -> Self {
+        FixedCaps { inner, caps }
+    }
+}
+
+/// The capabilities the soft NIC gives smoltcp: the device's own, without the burst cap
+/// unless `keep_burst_cap` (the `auto` window).
+pub fn capabilities_for<D: Device>(device: &D, keep_burst_cap: bool) -> DeviceCapabilities {
+    let mut caps = device.capabilities();
+    if !keep_burst_cap {
+        caps.max_burst_size = None;
+    }
+    caps
+}
+
+impl<D: Device> Device for FixedCaps<'_, D> {
+    type RxToken<'a>
+        = D::RxToken<'a>
+    where
+        Self: 'a;
+    type TxToken<'a>
+        = D::TxToken<'a>
+    where
+        Self: 'a;
+
+    fn receive(&mut self, timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        self.inner.receive(timestamp)
+    }
+
+    fn transmit(&mut self, timestamp: Instant) -> Option<Self::TxToken<'_>> {
+        self.inner.transmit(timestamp)
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        self.caps.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linklab_mac::deframe::RxFormat;
+    use linklab_mac::window::{queue_frames, ETHERNET_MSS};
+
+    #[test]
+    fn queue_sizes_hold_exactly_their_frame_count() {
+        let tap = RxFormat::Aligned { fcs: false };
+        for (frames, bytes) in QUEUE_SIZES {
+            assert_eq!(queue_frames(bytes, tap, ETHERNET_MSS), frames, "{bytes} bytes");
+            assert!(queue_frames(bytes - 4, tap, ETHERNET_MSS) < frames, "{bytes} bytes is not the smallest");
+        }
+    }
+}

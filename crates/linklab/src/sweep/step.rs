@@ -1,0 +1,91 @@
+//! One sweep step: an iperf3 test at a fixed offered rate, run by our own client
+//! (`linklab_perf::iperf::host::run_client`) against any iperf3 server.
+
+use std::time::Duration;
+
+use linklab_perf::iperf::host::{run_client, ClientConfig, Error};
+use linklab_perf::iperf::json::{Params, Protocol};
+use linklab_perf::iperf::Failure;
+
+use super::Step;
+
+/// What every step shares: the server and the test shape.
+pub struct StepConfig {
+    /// iperf3 server host.
+    pub host: String,
+    /// iperf3 server port.
+    pub port: u16,
+    /// TCP instead of UDP.
+    pub tcp: bool,
+    /// Server sends (iperf3 -R).
+    pub reverse: bool,
+    /// Test length in seconds.
+    pub seconds: u32,
+    /// Datagram / write length (`None`: iperf3's default).
+    pub length: Option<u32>,
+}
+
+/// The server refused the test because it is running another one (iperf3 ACCESS_DENIED).
+#[derive(Debug)]
+pub struct Busy(pub String);
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Busy {}
+
+/// Runs one iperf3 test at `offered` bit/s and condenses its results into a [`Step`].
+pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
+    let mut client = ClientConfig::new(&cfg.host);
+    client.port = cfg.port;
+    client.connect_timeout = Duration::from_secs(3);
+    client.watchdog = Duration::from_secs(u64::from(cfg.seconds) + 10);
+    client.params = Params {
+        protocol: if cfg.tcp {
+            Protocol::Tcp
+        } else {
+            Protocol::Udp
+        },
+        duration_s: cfg.seconds,
+        reverse: cfg.reverse,
+        len: cfg.length.unwrap_or(0),
+        rate_bps: offered.round() as u64,
+        ..Params::default()
+    };
+    let report = run_client(&client).map_err(|e| {
+        let busy = matches!(e, Error::Test(Failure::AccessDenied));
+        let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
+        if busy {
+            anyhow::Error::new(Busy(message))
+        } else {
+            anyhow::anyhow!(message)
+        }
+    })?;
+    let dir = if cfg.reverse {
+        report.reverse
+    } else {
+        report.forward
+    };
+    let d = dir.ok_or_else(|| {
+        anyhow::anyhow!(
+            "iperf3 server {}:{}: the test reported no data for this direction",
+            cfg.host,
+            cfg.port
+        )
+    })?;
+    Ok(Step {
+        offered_bps: offered,
+        sent_bps: d.bits_per_second_sent,
+        received_bps: d.bits_per_second_received,
+        loss_pct: d.lost_percent,
+        lost: d.lost,
+        packets: d.packets,
+        jitter_ms: d.jitter_ms,
+        out_of_order: d.out_of_order,
+        retransmits: d.retransmits,
+        refined: false,
+    })
+}

@@ -1,0 +1,199 @@
+//! `linklab iperf` end to end on loopback against stock iperf3 3.12: the client's `-J`
+//! document in iperf3's schema, the server with `-1`, and bad options answered with one
+//! clear line and a non-zero exit.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{linklab_bin, wait_until, ChildGuard};
+
+fn free_port() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+fn listening(port: u16) -> bool {
+    let needle = format!(":{port:04X}");
+    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
+        + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+    t.lines().any(|l| {
+        let c: Vec<&str> = l.split_whitespace().collect();
+        c.len() > 3 && c[1].ends_with(&needle) && c[3] == "0A"
+    })
+}
+
+fn spawn(cmd: &mut Command) -> ChildGuard {
+    ChildGuard(Some(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn"),
+    ))
+}
+
+fn stock_server(port: u16) -> ChildGuard {
+    let g = spawn(Command::new("iperf3").args(["-s", "-1", "-J", "-p", &port.to_string()]));
+    assert!(wait_until(Duration::from_secs(5), || listening(port)));
+    g
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn wait_output(g: ChildGuard) -> std::process::Output {
+    let mut g = g;
+    let child = g.0.take().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn client_json_matches_a_stock_server() {
+    let port = free_port();
+    let server = stock_server(port);
+    let out = Command::new(linklab_bin())
+        .args([
+            "iperf",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-i",
+            "0.5",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let ours = json_of(&out);
+    let theirs = json_of(&wait_output(server));
+    assert_eq!(ours["start"]["test_start"]["protocol"], "TCP");
+    assert!(
+        ours["intervals"].as_array().unwrap().len() >= 2,
+        "{}",
+        ours["intervals"]
+    );
+    let received = ours["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert_eq!(
+        received,
+        theirs["end"]["sum_received"]["bytes"].as_u64().unwrap()
+    );
+    assert!(received > 0 && received <= ours["end"]["sum_sent"]["bytes"].as_u64().unwrap());
+    assert_eq!(ours["end"]["streams"].as_array().unwrap().len(), 1);
+    assert!(ours["end"]["sum_sent"]["bits_per_second"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn client_udp_json_has_loss_and_jitter() {
+    let port = free_port();
+    let server = stock_server(port);
+    let out = Command::new(linklab_bin())
+        .args([
+            "iperf",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-u",
+            "-b",
+            "10M",
+            "-t",
+            "1",
+            "-l",
+            "1200",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let ours = json_of(&out);
+    let theirs = json_of(&wait_output(server));
+    let sum = &ours["end"]["sum"];
+    for k in [
+        "jitter_ms",
+        "lost_packets",
+        "lost_percent",
+        "packets",
+        "bytes",
+    ] {
+        assert!(sum[k].is_number(), "end.sum.{k} missing: {sum}");
+    }
+    assert_eq!(sum["lost_packets"], theirs["end"]["sum"]["lost_packets"]);
+    assert_eq!(sum["packets"], theirs["end"]["sum"]["packets"]);
+    assert!(sum["lost_percent"].as_f64().unwrap() < 1.0, "{sum}");
+}
+
+#[test]
+fn server_one_off_serves_stock_client() {
+    let port = free_port();
+    let server =
+        spawn(Command::new(linklab_bin()).args(["iperf", "-s", "-1", "-p", &port.to_string()]));
+    assert!(wait_until(Duration::from_secs(5), || listening(port)));
+    let out = Command::new("iperf3")
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-R",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let theirs = json_of(&out);
+    assert!(theirs["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    let srv = wait_output(server);
+    assert!(srv.status.success());
+    let text = String::from_utf8_lossy(&srv.stdout);
+    assert!(
+        text.contains("Server listening on") && text.contains("receiver"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_options_get_one_clear_line() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["-c", "127.0.0.1", "-P", "9"], "-P/--parallel"),
+        (&["-c", "127.0.0.1", "-b", "fast"], "-b/--bitrate"),
+        (&["-c", "127.0.0.1", "-l", "0"], "-l/--length"),
+        (&["-c", "127.0.0.1", "-u", "-l", "70000"], "-l/--length"),
+        (&["-c", "127.0.0.1", "-i", "100"], "-i/--interval"),
+        (&["-c", "127.0.0.1", "-t", "0"], "-t/--time"),
+        (&["-c", "127.0.0.1", "-p", "70000"], "-p/--port"),
+    ];
+    for (args, name) in cases {
+        let out = Command::new(linklab_bin())
+            .arg("iperf")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(name) && err.contains(".."), "{args:?}: {err}");
+    }
+    let out = Command::new(linklab_bin())
+        .args(["iperf"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-c HOST"));
+}

@@ -1,0 +1,268 @@
+//! `linklab report` on real `sweep` and `rtt` results (measured here, in a namespace, against
+//! stock iperf3 and our echo server) and a `bench` sample: the page renders in headless
+//! Chromium, every chart draws data, and a screenshot is saved for people to look at.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{linklab_bin, run_ok, wait_until, Netns};
+
+fn out_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `cmd` with a deadline; kills it and panics when the deadline passes.
+fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let pid = child.id();
+    let deadline = Instant::now() + limit;
+    let waiter = std::thread::spawn(move || child.wait_with_output().expect("wait"));
+    while !waiter.is_finished() {
+        if Instant::now() > deadline {
+            // SAFETY: plain kill(2) of our own child.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            let _ = waiter.join();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    waiter.join().unwrap()
+}
+
+/// Headless Chromium with a fresh profile, no network services; `extra` picks the output.
+fn chromium(page: &Path, extra: &[&str]) -> Output {
+    let profile = out_dir().join(format!(
+        "chromium-profile-{}-{}",
+        std::process::id(),
+        extra.len()
+    ));
+    let _ = std::fs::remove_dir_all(&profile);
+    let mut cmd = Command::new("/usr/bin/chromium");
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(extra)
+    .arg(format!("file://{}", page.display()));
+    let out = run_bounded(&mut cmd, Duration::from_secs(90));
+    let _ = std::fs::remove_dir_all(&profile);
+    out
+}
+
+/// Measures a small sweep and an rtt run on loopback inside a fresh namespace.
+fn measure_inputs(dir: &Path) -> (PathBuf, PathBuf) {
+    let ns = Netns::new("rep");
+    let bin = linklab_bin();
+    let bin = bin.to_str().unwrap();
+    let _iperf = ns.spawn(&["iperf3", "-s", "-p", "5201"]);
+    let _echo = ns.spawn(&[bin, "rtt", "-s", "-p", "7007"]);
+    let up = wait_until(Duration::from_secs(5), || {
+        let t = ns
+            .command(&["ss", "-Hltn", "sport", "= :5201"])
+            .output()
+            .unwrap();
+        let u = ns
+            .command(&["ss", "-Hlnu", "sport", "= :7007"])
+            .output()
+            .unwrap();
+        !t.stdout.is_empty() && !u.stdout.is_empty()
+    });
+    assert!(up, "servers did not start");
+    let sweep = dir.join("sweep.json");
+    let rtt = dir.join("rtt.json");
+    ns.run(&[
+        bin,
+        "sweep",
+        "-c",
+        "127.0.0.1",
+        "--from",
+        "100M",
+        "--to",
+        "300M",
+        "--step",
+        "100M",
+        "-t",
+        "1",
+        "--refine",
+        "0",
+        "--json",
+        sweep.to_str().unwrap(),
+    ]);
+    ns.run(&[
+        bin,
+        "rtt",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        "7007",
+        "-n",
+        "300",
+        "--interval",
+        "200",
+        "--json",
+        rtt.to_str().unwrap(),
+    ]);
+    (sweep, rtt)
+}
+
+/// `(data-chart, data-points, data-drawn)` of every chart in a dumped DOM.
+fn charts(dom: &str) -> Vec<(String, usize, usize)> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[start..].split('"').next()?.to_string())
+    };
+    dom.match_indices("<svg ")
+        .filter_map(|(i, _)| {
+            let tag = &dom[i..i + dom[i..].find('>')?];
+            let id = attr(tag, "data-chart")?;
+            let points = attr(tag, "data-points")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let drawn = attr(tag, "data-drawn")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            Some((id, points, drawn))
+        })
+        .collect()
+}
+
+#[test]
+fn report_renders_every_chart_in_chromium() {
+    let dir = out_dir();
+    let (sweep, rtt) = measure_inputs(&dir);
+    // A bench result with only the fields the report relies on, and a real one.
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bench_sample.json");
+    let bench = dir.join("bench.json");
+    run_ok(
+        Command::new(linklab_bin())
+            .args(["bench", "--sizes", "10kB,100kB", "--gets", "2"])
+            .args(["--pings", "5", "--json", bench.to_str().unwrap()]),
+    );
+    let html = dir.join("report.html");
+    run_ok(
+        Command::new(linklab_bin())
+            .args(["report", "-o"])
+            .arg(&html)
+            .args([&sweep, &rtt, &sample, &bench]),
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        !page.contains("<link") && !page.contains("src=\"http") && !page.contains("url("),
+        "self-contained"
+    );
+
+    let dom = chromium(&html, &["--dump-dom"]);
+    assert!(
+        dom.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+    let charts = charts(&dom);
+    // sweep: 1; rtt: bandwidth + latency + 8 round-trip + 8 inter-arrival histograms; bench: 2
+    // each.
+    assert_eq!(charts.len(), 23, "{charts:?}");
+    for prefix in [
+        "sweep-0",
+        "rtt-1-bandwidth",
+        "rtt-1-latency",
+        "rtt-1-hist-1472",
+        "rtt-1-gaps-32",
+        "bench-2-pings",
+        "bench-2-downloads",
+        "bench-3-pings",
+        "bench-3-downloads",
+    ] {
+        assert!(
+            charts.iter().any(|c| c.0 == prefix),
+            "chart {prefix} missing: {charts:?}"
+        );
+    }
+    for (id, points, drawn) in &charts {
+        assert!(*points > 0, "chart {id} has no data points");
+        assert!(*drawn > 0, "chart {id}: the browser drew no data element");
+    }
+    // The bench tables made it too.
+    assert!(
+        dom.contains("rx_missed_errors") && dom.contains("/64k.bin"),
+        "bench tables"
+    );
+
+    let png = dir.join("report.png");
+    let _ = std::fs::remove_file(&png);
+    let shot = chromium(
+        &html,
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1280,5600",
+        ],
+    );
+    assert!(
+        shot.status.success(),
+        "chromium screenshot failed: {}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 50_000,
+        "a real PNG"
+    );
+    eprintln!("report: {} screenshot: {}", html.display(), png.display());
+}
+
+/// The error contract: non-zero exit, one line `linklab: error: ...` on stderr, no panic.
+fn assert_one_line_error(out: &Output, must_contain: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure; stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {stderr}");
+    assert!(
+        lines[0].starts_with("linklab: error: ") && lines[0].contains(must_contain),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bad_inputs_are_one_clear_line() {
+    let dir = out_dir();
+    let not_json = dir.join("not.json");
+    std::fs::write(&not_json, "{ nope").unwrap();
+    let other = dir.join("other.json");
+    std::fs::write(&other, r#"{"hello": 1}"#).unwrap();
+    let bad_sweep = dir.join("bad_sweep.json");
+    std::fs::write(&bad_sweep, r#"{"kind": "sweep", "steps": "many"}"#).unwrap();
+    let html = dir.join("never.html");
+    for (input, what) in [
+        (dir.join("missing.json"), "cannot read"),
+        (not_json, "not valid JSON"),
+        (other, "not a linklab sweep, rtt or bench result"),
+        (bad_sweep, "malformed sweep result"),
+    ] {
+        let out = Command::new(linklab_bin())
+            .arg("report")
+            .arg(&input)
+            .arg("-o")
+            .arg(&html)
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, what);
+    }
+    assert!(!html.exists(), "no page is written when an input is bad");
+}

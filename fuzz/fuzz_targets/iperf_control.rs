@@ -1,0 +1,66 @@
+//! Fuzzes the iperf3 control path: arbitrary bytes into a server session (cookie, length-
+//! prefixed JSON, state bytes) and a client session, split at fuzzer-chosen points, plus the
+//! parameter and results JSON parsers directly. Nothing may panic; outputs stay bounded.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use linklab_perf::iperf::{ClientOptions, Params, Results, Session};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = Params::from_json(data);
+    let _ = Results::from_json(data);
+
+    let split = data.first().map_or(1, |b| usize::from(*b % 7) + 1);
+    let (mut rx, mut tx) = ([0u8; 8192], [0u8; 8192]);
+    let mut server = Session::server(&mut rx, &mut tx);
+    server.accept_control(0);
+    let mut now = 0;
+    for chunk in data.chunks(split) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let n = server.control_input(rest, now);
+            if n == 0 {
+                break;
+            }
+            rest = &rest[n..];
+        }
+        // Whatever the server offers (streams, data), exercise it too.
+        let _ = server.accept_tcp_stream(server.cookie().clone().as_slice(), now);
+        let _ = server.accept_udp_stream(&chunk[..chunk.len().min(4)], now);
+        server.on_udp_received(0, chunk, now);
+        let _ = server.tcp_send_budget(0, now);
+        let out = server.control_output().len();
+        assert!(out <= 8192);
+        server.control_sent(out);
+        now += 1000;
+        server.poll(now);
+    }
+    let _ = server.report();
+
+    let (mut rx2, mut tx2) = ([0u8; 8192], [0u8; 8192]);
+    let opts = ClientOptions {
+        params: Params::default(),
+        interval_us: 1000,
+        cookie_seed: 1,
+    };
+    let mut client = Session::client(&opts, &mut rx2, &mut tx2, 0);
+    let mut now = 0;
+    for chunk in data.chunks(split) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let n = client.control_input(rest, now);
+            if n == 0 {
+                break;
+            }
+            rest = &rest[n..];
+        }
+        let _ = client.client_stream_opened(now);
+        client.on_tcp_received(0, chunk.len(), now);
+        let out = client.control_output().len();
+        client.control_sent(out);
+        now += 1000;
+        client.poll(now);
+        let _ = client.take_interval();
+    }
+    let _ = client.report();
+});
