@@ -21,11 +21,19 @@ struct Netns(String);
 impl Netns {
     fn new() -> Option<Netns> {
         let name = format!("llp-iperf-{}", std::process::id());
-        let ok = Command::new("ip").args(["netns", "add", &name]).status().ok()?.success();
+        let ok = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .ok()?
+            .success();
         ok.then_some(Netns(name))
     }
     fn run(&self, argv: &[&str]) -> Output {
-        Command::new("ip").args(["netns", "exec", &self.0]).args(argv).output().expect("ip netns exec")
+        Command::new("ip")
+            .args(["netns", "exec", &self.0])
+            .args(argv)
+            .output()
+            .expect("ip netns exec")
     }
 }
 
@@ -36,23 +44,51 @@ impl Drop for Netns {
 }
 
 /// Runs the device server on tap0 inside `ns` until `stop`; sends each outcome.
-fn device_thread(ns: String, stop: Arc<AtomicBool>, ready: mpsc::Sender<()>, done: mpsc::Sender<bool>) {
+fn device_thread(
+    ns: String,
+    stop: Arc<AtomicBool>,
+    ready: mpsc::Sender<()>,
+    done: mpsc::Sender<bool>,
+) {
     let f = std::fs::File::open(format!("/var/run/netns/{ns}")).expect("netns file");
     // SAFETY: setns on this thread only, with a valid namespace fd.
-    assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns");
+    assert_eq!(
+        unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) },
+        0,
+        "setns"
+    );
     let mut dev = TunTapInterface::new("tap0", Medium::Ethernet).expect("tap0");
-    for cmd in [&["ip", "link", "set", "tap0", "up"][..], &["ip", "addr", "add", "198.18.0.1/24", "dev", "tap0"], &["ip", "link", "set", "lo", "up"]] {
-        assert!(Command::new(cmd[0]).args(&cmd[1..]).status().unwrap().success(), "{cmd:?}");
+    for cmd in [
+        &["ip", "link", "set", "tap0", "up"][..],
+        &["ip", "addr", "add", "198.18.0.1/24", "dev", "tap0"],
+        &["ip", "link", "set", "lo", "up"],
+    ] {
+        assert!(
+            Command::new(cmd[0])
+                .args(&cmd[1..])
+                .status()
+                .unwrap()
+                .success(),
+            "{cmd:?}"
+        );
     }
     let mut cfg = Config::new(EthernetAddress([0x02, 0, 0, 0, 0, 0x02]).into());
     cfg.random_seed = 7;
     let start = Instant::now();
     let now = || smoltcp::time::Instant::from_micros(start.elapsed().as_micros() as i64);
     let mut iface = Interface::new(cfg, &mut dev, now());
-    iface.update_ip_addrs(|a| a.push(IpCidr::new(IpAddress::v4(198, 18, 0, 2), 24)).unwrap());
+    iface.update_ip_addrs(|a| {
+        a.push(IpCidr::new(IpAddress::v4(198, 18, 0, 2), 24))
+            .unwrap()
+    });
     let mut sockets = SocketSet::new(Vec::<SocketStorage>::new());
     let tcp: Vec<SocketHandle> = (0..6)
-        .map(|_| sockets.add(tcp::Socket::new(tcp::SocketBuffer::new(vec![0; 65535]), tcp::SocketBuffer::new(vec![0; 65535]))))
+        .map(|_| {
+            sockets.add(tcp::Socket::new(
+                tcp::SocketBuffer::new(vec![0; 65535]),
+                tcp::SocketBuffer::new(vec![0; 65535]),
+            ))
+        })
         .collect();
     let meta = || vec![udp::PacketMetadata::EMPTY; 128];
     let udp = sockets.add(udp::Socket::new(
@@ -70,12 +106,21 @@ fn device_thread(ns: String, stop: Arc<AtomicBool>, ready: mpsc::Sender<()>, don
         if let Some(o) = server.take_outcome() {
             let _ = done.send(o.is_ok());
         }
-        let wake = [iface.poll_delay(t, &sockets), server.poll_at().map(|w| if w > t { w - t } else { smoltcp::time::Duration::ZERO })]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(smoltcp::time::Duration::from_millis(50))
-            .min(smoltcp::time::Duration::from_millis(50));
+        let wake = [
+            iface.poll_delay(t, &sockets),
+            server.poll_at().map(|w| {
+                if w > t {
+                    w - t
+                } else {
+                    smoltcp::time::Duration::ZERO
+                }
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(smoltcp::time::Duration::from_millis(50))
+        .min(smoltcp::time::Duration::from_millis(50));
         let _ = smoltcp::phy::wait(dev.as_raw_fd(), Some(wake));
     }
     assert_eq!(server.open_streams(), 0);
@@ -93,19 +138,38 @@ fn stock_iperf3_against_the_smoltcp_device_server_over_tap() {
     let name = ns.0.clone();
     let stop2 = stop.clone();
     let th = std::thread::spawn(move || device_thread(name, stop2, ready_tx, done_tx));
-    ready_rx.recv_timeout(Duration::from_secs(5)).expect("device thread up");
-    let runs: [&[&str]; 5] = [&["-t", "1"], &["-t", "1", "-R"], &["-t", "1", "-u", "-b", "5M"], &["-t", "1", "-u", "-R", "-b", "5M"], &["-t", "1", "--bidir"]];
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("device thread up");
+    let runs: [&[&str]; 5] = [
+        &["-t", "1"],
+        &["-t", "1", "-R"],
+        &["-t", "1", "-u", "-b", "5M"],
+        &["-t", "1", "-u", "-R", "-b", "5M"],
+        &["-t", "1", "--bidir"],
+    ];
     let mut failures = Vec::new();
     for args in runs {
-        let mut argv = vec!["iperf3", "-c", "198.18.0.2", "-J", "--connect-timeout", "3000"];
+        let mut argv = vec![
+            "iperf3",
+            "-c",
+            "198.18.0.2",
+            "-J",
+            "--connect-timeout",
+            "3000",
+        ];
         argv.extend_from_slice(args);
         let out = ns.run(&argv);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
         let received = v["end"]["sum_received"]["bytes"].as_f64().unwrap_or(0.0);
-        let server_ok = done_rx.recv_timeout(Duration::from_secs(10)).unwrap_or(false);
+        let server_ok = done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or(false);
         if !out.status.success() || v.get("error").is_some() || received <= 0.0 || !server_ok {
-            failures.push(format!("{args:?}: server_ok={server_ok} received={received}\n{text}"));
+            failures.push(format!(
+                "{args:?}: server_ok={server_ok} received={received}\n{text}"
+            ));
         }
         if args.contains(&"-u") {
             let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap_or(100.0);

@@ -360,9 +360,22 @@ fn udp_bidir_our_client_stock_server() {
 #[test]
 fn more_modes_stock_client_our_server() {
     // --udp-counters-64bit: the 16-byte header both ways.
-    let (j, r) = stock_client_vs_our_server(&["-u", "-b", "10M", "-t", "1", "-l", "1000", "--udp-counters-64bit", "--bidir"]);
+    let (j, r) = stock_client_vs_our_server(&[
+        "-u",
+        "-b",
+        "10M",
+        "-t",
+        "1",
+        "-l",
+        "1000",
+        "--udp-counters-64bit",
+        "--bidir",
+    ]);
     let (f, b) = (r.forward.unwrap(), r.reverse.unwrap());
-    assert!(f.packets > 100 && f.lost == 0 && b.packets > 100 && b.lost == 0, "{f:?} {b:?}");
+    assert!(
+        f.packets > 100 && f.lost == 0 && b.packets > 100 && b.lost == 0,
+        "{f:?} {b:?}"
+    );
     assert_eq!(num(&j, "end.sum_received.packets") as u64, f.packets);
     // -k: exactly 200 blocks of -l 10000.
     let (j, r) = stock_client_vs_our_server(&["-k", "200", "-l", "10000"]);
@@ -372,8 +385,15 @@ fn more_modes_stock_client_our_server() {
     let (j, r) = stock_client_vs_our_server(&["-t", "1", "-O", "1", "-b", "200M"]);
     let f = r.forward.unwrap();
     check_tcp_sums(&j, &f, "end.sum_sent.bytes", "end.sum_received.bytes");
-    assert!((0.9..1.3).contains(&r.seconds), "counted seconds {}", r.seconds);
-    assert!((150e6..250e6).contains(&f.bits_per_second_received), "{f:?}");
+    assert!(
+        (0.9..1.3).contains(&r.seconds),
+        "counted seconds {}",
+        r.seconds
+    );
+    assert!(
+        (150e6..250e6).contains(&f.bits_per_second_received),
+        "{f:?}"
+    );
 }
 
 #[test]
@@ -384,9 +404,18 @@ fn pacing_intervals_and_omit_our_client_stock_server() {
     let mut cfg = ClientConfig::new("127.0.0.1");
     cfg.port = port;
     cfg.interval = Duration::from_millis(500);
-    cfg.params = Params { protocol: Protocol::Tcp, duration_s: 2, omit_s: 1, rate_bps: 100_000_000, len: 0, ..Params::default() };
+    cfg.params = Params {
+        protocol: Protocol::Tcp,
+        duration_s: 2,
+        omit_s: 1,
+        rate_bps: 100_000_000,
+        len: 0,
+        ..Params::default()
+    };
     let mut intervals = Vec::new();
-    let report = linklab_perf::iperf::host::run_client_with(&cfg, &mut |iv| intervals.push(iv.clone())).unwrap();
+    let report =
+        linklab_perf::iperf::host::run_client_with(&cfg, &mut |iv| intervals.push(iv.clone()))
+            .unwrap();
     let (ok, out) = server.finish(LIMIT);
     assert!(ok, "{out}");
     let j = parse_json(&out);
@@ -398,6 +427,10 @@ fn pacing_intervals_and_omit_our_client_stock_server() {
     let omitted = intervals.iter().filter(|i| i.omitted).count();
     let counted = intervals.iter().filter(|i| !i.omitted).count();
     assert_eq!((omitted, counted), (2, 4), "{intervals:?}");
-    let counted_bytes: u64 = intervals.iter().filter(|i| !i.omitted).map(|i| i.streams[0].bytes).sum();
+    let counted_bytes: u64 = intervals
+        .iter()
+        .filter(|i| !i.omitted)
+        .map(|i| i.streams[0].bytes)
+        .sum();
     assert_eq!(counted_bytes, f.bytes_sent);
 }

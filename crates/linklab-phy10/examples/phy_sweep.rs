@@ -23,8 +23,12 @@ fn wire_frame(frame: &[u8]) -> Vec<u8> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let frames: u32 = args.next().map_or(10_000, |a| a.parse().expect("FRAMES: a count"));
-    let frame_len: usize = args.next().map_or(1514, |a| a.parse().expect("FRAME_LEN: bytes"));
+    let frames: u32 = args
+        .next()
+        .map_or(10_000, |a| a.parse().expect("FRAMES: a count"));
+    let frame_len: usize = args
+        .next()
+        .map_or(1514, |a| a.parse().expect("FRAME_LEN: bytes"));
     let set = args.next().unwrap_or_else(|| "accept".to_string());
     let points: &[(u8, i32, f64)] = match set.as_str() {
         // The lock requirement: +-0.5 % at 4x with and without jitter, and +-1 sample at 8x.
@@ -71,7 +75,12 @@ fn main() {
     let mut frame = vec![0u8; frame_len];
     let mut out = vec![0u8; 1600];
     for &(oversample, drift_ppm, jitter) in points {
-        let cfg = SampleWireConfig { oversample, drift_ppm, jitter_samples: 0, noise: 0.0 };
+        let cfg = SampleWireConfig {
+            oversample,
+            drift_ppm,
+            jitter_samples: 0,
+            noise: 0.0,
+        };
         let mut wire = SampleWire::new(cfg).expect("valid config");
         wire.set_jitter(jitter).expect("valid jitter");
         let mut ok = 0u32;

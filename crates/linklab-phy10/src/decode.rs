@@ -109,13 +109,8 @@ impl Dpll {
     /// prediction, summed over the bits, fixed point).
     #[inline(always)]
     fn advance(&mut self, bits: u32, error: i32) {
-        // Rounded away from zero so that even a tiny offset pulls the prediction back.
-        let round = (1i32 << self.alpha_shift) - 1;
-        let phase_step = if error >= 0 {
-            (error + round) >> self.alpha_shift
-        } else {
-            -((round - error) >> self.alpha_shift)
-        };
+        // Flooring costs at most 1/4096 sample per step; the loop takes it out.
+        let phase_step = error >> self.alpha_shift;
         self.t = self
             .t
             .wrapping_add(self.period.wrapping_mul(bits))
@@ -142,8 +137,11 @@ impl Dpll {
     /// Starts from a measured period (clamped to the tracking range).
     fn set_period(&mut self, period: u32) {
         let offset = period as i32 - self.nominal as i32;
-        self.integral = (offset << self.beta_shift).clamp(-self.integral_limit, self.integral_limit);
-        self.period = self.nominal.wrapping_add_signed(self.integral >> self.beta_shift);
+        self.integral =
+            (offset << self.beta_shift).clamp(-self.integral_limit, self.integral_limit);
+        self.period = self
+            .nominal
+            .wrapping_add_signed(self.integral >> self.beta_shift);
     }
 
     /// The sample that should be the first to show the new level: `ceil(t)`.
@@ -485,7 +483,9 @@ fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
     }
     // Edge k is measured at c + 4k - 1/2 and predicted at t + k * period. The offset is
     // linear in k, so checking the last edge against the limit covers them all.
-    let first = ((c as u32) << FRAC).wrapping_sub(ONE / 2).wrapping_sub(dpll.t) as i32;
+    let first = ((c as u32) << FRAC)
+        .wrapping_sub(ONE / 2)
+        .wrapping_sub(dpll.t) as i32;
     let slip = (4 * ONE).wrapping_sub(dpll.period) as i32;
     let last = first + 7 * slip;
     if last.unsigned_abs() >= ONE {

@@ -9,8 +9,7 @@
 //!
 //! Samples are bit-packed LSB first in `u32` words, `1` = line high. Bits are sent LSB first;
 //! a `1` bit is low then high (rising mid-bit edge), as in 802.3 clause 14.
-// Unit tests use std (the sample wire); every real build is no_std.
-#![cfg_attr(not(test), no_std)]
+#![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -26,10 +25,3 @@ pub use decode::{Decoder, RxOutcome};
 pub use encode::{encode_frame, samples_for_frame, words_for_frame, EncodeError};
 pub use link_pulse::{encode_link_pulse, LinkCodeWord, LinkPulseTimer};
 pub use oversample::Oversample;
-
-#[cfg(test)]
-extern crate self as linklab_phy10;
-#[cfg(test)]
-#[path = "../../linklab-sim/src/sample_wire.rs"]
-#[allow(dead_code)]
-mod sample_wire_for_tests;

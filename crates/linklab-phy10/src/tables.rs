@@ -37,7 +37,11 @@ const fn build_encode_x4() -> [u32; 256] {
         let mut samples = 0u32;
         let mut bit = 0;
         while bit < 8 {
-            let cell = if (byte >> bit) & 1 == 1 { 0b1100 } else { 0b0011 };
+            let cell = if (byte >> bit) & 1 == 1 {
+                0b1100
+            } else {
+                0b0011
+            };
             samples |= cell << (4 * bit);
             bit += 1;
         }

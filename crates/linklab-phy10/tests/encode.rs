@@ -32,7 +32,11 @@ fn every_factor_encodes_cells_and_tp_idl() {
                 let cell = encode_bit(value, os);
                 for s in 0..spb {
                     let i = (byte_index * 8 + bit) * spb + s;
-                    assert_eq!(sample(&words, i), (cell >> s) & 1, "os {n} byte {byte_index} bit {bit} sample {s}");
+                    assert_eq!(
+                        sample(&words, i),
+                        (cell >> s) & 1,
+                        "os {n} byte {byte_index} bit {bit} sample {s}"
+                    );
                 }
                 // Mid-bit transition in the right direction, first half longer if odd.
                 assert_eq!(cell & 1, !value as u32);
@@ -44,8 +48,15 @@ fn every_factor_encodes_cells_and_tp_idl() {
         let high = os.samples_for_ns(250);
         assert!((end..end + high).all(|i| sample(&words, i) == 1), "os {n}");
         let last_word_end = words_for_frame(wire.len(), os) * 32;
-        assert!((samples..last_word_end).all(|i| sample(&words, i) == 0), "os {n}");
-        assert_eq!(*words.last().unwrap(), 0xDEAD_BEEF, "words past the frame untouched");
+        assert!(
+            (samples..last_word_end).all(|i| sample(&words, i) == 0),
+            "os {n}"
+        );
+        assert_eq!(
+            *words.last().unwrap(),
+            0xDEAD_BEEF,
+            "words past the frame untouched"
+        );
     }
 }
 
@@ -55,7 +66,9 @@ fn short_buffer_is_refused() {
     let mut words = vec![0u32; words_for_frame(64, os) - 1];
     assert_eq!(
         encode_frame(&[0u8; 64], os, &mut words),
-        Err(EncodeError::BufferTooSmall { needed_words: words_for_frame(64, os) })
+        Err(EncodeError::BufferTooSmall {
+            needed_words: words_for_frame(64, os)
+        })
     );
 }
 

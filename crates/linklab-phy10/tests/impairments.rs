@@ -2,10 +2,10 @@
 //! so phy10 can test it before the simulator exposes it): drift, jitter and noise. The
 //! 10 000-frame sweep is `examples/phy_sweep.rs`; these are the always-on cuts of it.
 
+mod common;
 #[path = "../../linklab-sim/src/sample_wire.rs"]
 #[allow(dead_code)]
 mod sample_wire;
-mod common;
 
 use common::{after_sfd, wire_frame};
 use proptest::prelude::*;
@@ -14,7 +14,12 @@ use rand_chacha::ChaCha8Rng;
 use sample_wire::{SampleOutcome, SampleWire, SampleWireConfig};
 
 fn config(oversample: u8, drift_ppm: i32, jitter_samples: u8, noise: f64) -> SampleWireConfig {
-    SampleWireConfig { oversample, drift_ppm, jitter_samples, noise }
+    SampleWireConfig {
+        oversample,
+        drift_ppm,
+        jitter_samples,
+        noise,
+    }
 }
 
 /// Sends `frames` random full-length frames; returns how many arrived bit-exact.
@@ -57,7 +62,11 @@ fn holds_lock_at_half_a_percent_and_quarter_sample_jitter_at_4x() {
         let mut wire = SampleWire::new(config(4, drift, 0, 0.0)).unwrap();
         wire.set_jitter(0.25).unwrap();
         let frames = 60;
-        assert_eq!(delivered(&mut wire, frames, drift as u64), frames, "drift {drift}");
+        assert_eq!(
+            delivered(&mut wire, frames, drift as u64),
+            frames,
+            "drift {drift}"
+        );
     }
 }
 
@@ -66,7 +75,11 @@ fn holds_lock_at_half_a_percent_and_one_sample_jitter_at_8x() {
     for drift in [5000, -5000] {
         let mut wire = SampleWire::new(config(8, drift, 1, 0.0)).unwrap();
         let frames = 40;
-        assert_eq!(delivered(&mut wire, frames, drift as u64), frames, "drift {drift}");
+        assert_eq!(
+            delivered(&mut wire, frames, drift as u64),
+            frames,
+            "drift {drift}"
+        );
     }
 }
 
@@ -94,7 +107,10 @@ fn noise_never_panics_and_every_transfer_has_one_outcome() {
                 assert!(len <= out.len());
             }
         }
-        assert!(matches!(wire.link_pulse(&mut rng), SampleOutcome::LinkPulse | SampleOutcome::Noise));
+        assert!(matches!(
+            wire.link_pulse(&mut rng),
+            SampleOutcome::LinkPulse | SampleOutcome::Noise
+        ));
     }
 }
 
@@ -104,7 +120,11 @@ fn link_pulses_cross_the_wire() {
     for oversample in 2..=8 {
         let mut wire = SampleWire::new(config(oversample, 5000, 0, 0.0)).unwrap();
         for _ in 0..20 {
-            assert_eq!(wire.link_pulse(&mut rng), SampleOutcome::LinkPulse, "oversample {oversample}");
+            assert_eq!(
+                wire.link_pulse(&mut rng),
+                SampleOutcome::LinkPulse,
+                "oversample {oversample}"
+            );
         }
     }
 }

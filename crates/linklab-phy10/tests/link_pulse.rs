@@ -45,7 +45,10 @@ fn activity_gaps(start_us: u32, duration_us: u32, poll_us: u32, tx_at: &[u32]) -
 fn idle_link_pulses_every_16_ms_within_8_to_24() {
     let gaps = activity_gaps(0, 10_000_000, 100, &[]);
     assert_eq!(gaps.len(), 625, "10 s / 16 ms");
-    assert!(gaps.iter().all(|&gap| gap == NLP_INTERVAL_NOMINAL_US), "{gaps:?}");
+    assert!(
+        gaps.iter().all(|&gap| gap == NLP_INTERVAL_NOMINAL_US),
+        "{gaps:?}"
+    );
 }
 
 #[test]
@@ -54,7 +57,10 @@ fn late_polling_stays_inside_24_ms() {
     let gaps = activity_gaps(0, 1_000_000, 7_000, &[]);
     assert!(!gaps.is_empty());
     for gap in gaps {
-        assert!((NLP_INTERVAL_MIN_US..=NLP_INTERVAL_MAX_US).contains(&gap), "{gap}");
+        assert!(
+            (NLP_INTERVAL_MIN_US..=NLP_INTERVAL_MAX_US).contains(&gap),
+            "{gap}"
+        );
     }
 }
 
@@ -65,7 +71,10 @@ fn frames_restart_the_interval_and_the_clock_may_wrap() {
     let start = u32::MAX - 50_000;
     let gaps = activity_gaps(start, 200_000, 100, &tx);
     assert!(gaps[..20].iter().all(|&gap| gap == 5_000), "{gaps:?}");
-    assert!(gaps[20..].iter().all(|&gap| gap == NLP_INTERVAL_NOMINAL_US), "{gaps:?}");
+    assert!(
+        gaps[20..].iter().all(|&gap| gap == NLP_INTERVAL_NOMINAL_US),
+        "{gaps:?}"
+    );
     let timer = LinkPulseTimer::new(NLP_INTERVAL_NOMINAL_US, start).unwrap();
     assert_eq!(timer.due_in_us(start.wrapping_add(6_000)), 10_000);
     assert_eq!(timer.due_in_us(start.wrapping_add(20_000)), 0);
@@ -96,10 +105,16 @@ fn too_wide_or_too_close_pulses_are_noise() {
     let mut out = [0u8; 8];
     // 300 ns pulse.
     let wide = [0x0000_0FFF_u32 << 8, 0, 0];
-    assert_eq!(Decoder::new(os).decode(&Capture::from_words(&wide), &mut out), RxOutcome::Noise);
+    assert_eq!(
+        Decoder::new(os).decode(&Capture::from_words(&wide), &mut out),
+        RxOutcome::Noise
+    );
     // Two 100 ns pulses 200 ns apart: not link pulses (and too short to be a frame).
     let close = [0x0000_F00F_u32 << 8, 0, 0];
-    assert_eq!(Decoder::new(os).decode(&Capture::from_words(&close), &mut out), RxOutcome::Noise);
+    assert_eq!(
+        Decoder::new(os).decode(&Capture::from_words(&close), &mut out),
+        RxOutcome::Noise
+    );
 }
 
 #[test]
@@ -116,7 +131,11 @@ fn flp_burst_advertises_10base_t_half_and_full() {
     assert!(clocks.iter().all(|c| pulses.contains(c)));
     for bit in 0..16u32 {
         let data = bit * FLP_CLOCK_PERIOD_NS + FLP_DATA_OFFSET_NS;
-        assert_eq!(pulses.contains(&data), (full.0 >> bit) & 1 == 1, "bit {bit}");
+        assert_eq!(
+            pulses.contains(&data),
+            (full.0 >> bit) & 1 == 1,
+            "bit {bit}"
+        );
     }
     // The burst lasts 2 ms.
     assert_eq!(*pulses.last().unwrap(), 2_000_000);

@@ -128,8 +128,14 @@ fn preamble_only_is_truncated_at_zero() {
 fn empty_and_idle_captures_are_noise() {
     let mut out = [0u8; 16];
     let mut decoder = Decoder::new(Oversample::X4);
-    assert_eq!(decoder.decode(&Capture::new(&[], 0), &mut out), RxOutcome::Noise);
-    assert_eq!(decoder.decode(&Capture::from_words(&[0; 8]), &mut out), RxOutcome::Noise);
+    assert_eq!(
+        decoder.decode(&Capture::new(&[], 0), &mut out),
+        RxOutcome::Noise
+    );
+    assert_eq!(
+        decoder.decode(&Capture::from_words(&[0; 8]), &mut out),
+        RxOutcome::Noise
+    );
     assert_eq!(
         decoder.decode(&Capture::from_words(&[u32::MAX; 8]), &mut out),
         RxOutcome::Noise

@@ -12,6 +12,8 @@
 //! * [`pcap`]: the capture of the wire.
 //! * [`sample_wire`]: linklab-phy10's sample-level line (`--phy samples`).
 
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod device;
 pub mod host;

@@ -122,6 +122,8 @@ pub struct PhyCounters {
     pub rx_sample_truncated: u64,
     /// Device transmissions the sample-level wire did not deliver to the host.
     pub tx_sample_errors: u64,
+    /// Device transmissions the sample-level wire delivered to the host cut short.
+    pub tx_sample_truncated: u64,
     /// Transmissions the interrupt entered too late to see at all (idle line, grant
     /// cancelled).
     pub rx_idle_line: u64,
@@ -648,8 +650,11 @@ impl Sim<'_> {
                 return None;
             }
         };
-        if truncated && to == Node::Device {
-            self.phy.rx_sample_truncated += 1;
+        if truncated {
+            match to {
+                Node::Device => self.phy.rx_sample_truncated += 1,
+                Node::Host => self.phy.tx_sample_truncated += 1,
+            }
         }
         // The decoder hands over the bytes after the SFD; the receiving sampler sees the
         // preamble and SFD in front of them.

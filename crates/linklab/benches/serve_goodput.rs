@@ -5,9 +5,12 @@
 //!     same socket buffers, same firmware-shaped loop, no linklab-mac in the path;
 //! (b) the kernel ceiling: `iperf3 -s` on the far end of a veth pair.
 //!
+//! Besides goodput it reports the device's CPU time per megabyte moved (from
+//! /proc/PID/stat), which a busy shared machine disturbs far less than goodput.
+//!
 //! Needs root (namespaces, TAP). Run: `cargo bench -p linklab --bench serve_goodput`.
 //! `LINKLAB_BENCH_SECS` sets the iperf3 duration (default 3 s), `LINKLAB_BENCH_REPS` the runs
-//! per setup (default 3; the median is reported).
+//! per setup (default 3, alternating soft NIC and baseline; medians are reported).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -17,20 +20,43 @@ mod baseline;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{linklab_bin, veth_pair, ChildGuard, Netns};
+use common::{linklab_bin, veth_pair, Netns};
 use serde_json::Value;
 
-/// One measured direction: goodput in Mbit/s as the receiving end saw it.
-fn goodput(ns: &Netns, server: &str, secs: u32, reverse: bool) -> f64 {
+/// One iperf3 run: goodput at the receiver and the device's CPU cost per MB moved.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    mbps: f64,
+    cpu_us_per_mb: f64,
+}
+
+/// CPU time (user + system) in clock ticks from a `/proc/.../stat` file.
+fn cpu_ticks(stat_path: &str) -> u64 {
+    let stat = std::fs::read_to_string(stat_path).unwrap_or_default();
+    let Some(close) = stat.rfind(')') else { return 0 };
+    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    field(11) + field(12)
+}
+
+/// Runs stock `iperf3 -c` against `server`; `stat_path` is the device's /proc stat file
+/// (empty: no CPU figure).
+fn iperf3(ns: &Netns, server: &str, secs: u32, reverse: bool, stat_path: &str) -> Run {
     let secs = secs.to_string();
     let mut argv = vec!["timeout", "60", "iperf3", "-c", server, "-t", &secs, "-J", "--connect-timeout", "5000"];
     if reverse {
         argv.push("-R");
     }
+    let before = cpu_ticks(stat_path);
     let out = ns.command(&argv).output().expect("run iperf3");
+    let ticks = cpu_ticks(stat_path) - before;
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("iperf3 JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert!(report.get("error").is_none(), "iperf3 failed: {}", report["error"]);
-    report["end"]["sum_received"]["bits_per_second"].as_f64().expect("bits_per_second") / 1e6
+    let sum = &report["end"]["sum_received"];
+    let bytes = sum["bytes"].as_f64().expect("bytes");
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Run { mbps: sum["bits_per_second"].as_f64().expect("bits_per_second") / 1e6, cpu_us_per_mb: ticks as f64 * 1e6 / hz / (bytes / 1e6) }
 }
 
 /// Puts the kernel side of `tap` at 198.18.0.1/24 once the TAP exists.
@@ -43,52 +69,82 @@ fn configure_host_side(ns: &Netns, tap: &str, device_ip: &str) {
     assert!(ok, "{device_ip} does not answer ping");
 }
 
-/// The soft NIC: `linklab serve` with the given window and queue.
-fn soft_nic(secs: u32, rx_frames: &str, window: &str) -> (f64, f64) {
+/// The soft NIC: `linklab serve` with the given queue and window; (forward, reverse).
+fn soft_nic(secs: u32, rx_frames: &str, window: &str) -> (Run, Run) {
     let ns = Netns::new("bsoft");
     let bin = linklab_bin();
-    let child: ChildGuard = ns.spawn(&[bin.to_str().unwrap(), "serve", "--tap", "ll0", "--ip", "198.18.0.2/24", "--rx-frames", rx_frames, "--tcp-window", window]);
+    let child = ns.spawn(&[bin.to_str().unwrap(), "serve", "--tap", "ll0", "--ip", "198.18.0.2/24", "--rx-frames", rx_frames, "--tcp-window", window]);
     configure_host_side(&ns, "ll0", "198.18.0.2");
-    let fwd = goodput(&ns, "198.18.0.2", secs, false);
-    let rev = goodput(&ns, "198.18.0.2", secs, true);
+    let stat = format!("/proc/{}/stat", child.0.as_ref().expect("child").id());
+    let fwd = iperf3(&ns, "198.18.0.2", secs, false, &stat);
+    let rev = iperf3(&ns, "198.18.0.2", secs, true, &stat);
     let out = child.interrupt(Duration::from_secs(10));
     let text = String::from_utf8_lossy(&out.stdout);
     let missed = text.split_whitespace().find_map(|w| w.strip_prefix("rx_missed_errors=")).unwrap_or("?");
-    eprintln!("soft NIC --rx-frames {rx_frames} --tcp-window {window}: rx_missed_errors={missed}, conservation {}", if text.contains("conservation=ok") { "ok" } else { "BROKEN" });
+    let law = if text.contains("conservation=ok") { "ok" } else { "BROKEN" };
+    eprintln!("  soft NIC --rx-frames {rx_frames} --tcp-window {window}: rx_missed_errors={missed}, conservation {law}");
     (fwd, rev)
 }
 
 /// The bare smoltcp baseline on smoltcp's TunTapInterface, same app and window.
-fn smoltcp_baseline(secs: u32, window: usize) -> (f64, f64) {
+fn smoltcp_baseline(secs: u32, window: usize) -> (Run, Run) {
     let ns = Netns::new("bbase");
     let server = baseline::start(&ns.name, "ll0", window);
     configure_host_side(&ns, "ll0", "198.18.0.2");
-    let fwd = goodput(&ns, "198.18.0.2", secs, false);
-    let rev = goodput(&ns, "198.18.0.2", secs, true);
+    let stat = format!("/proc/{}/task/{}/stat", std::process::id(), server.tid());
+    let fwd = iperf3(&ns, "198.18.0.2", secs, false, &stat);
+    let rev = iperf3(&ns, "198.18.0.2", secs, true, &stat);
     server.stop();
     (fwd, rev)
 }
 
-/// The kernel ceiling: iperf3 -s at the far end of a veth pair.
-fn kernel_ceiling(secs: u32) -> (f64, f64) {
+/// The kernel ceiling: iperf3 -s at the far end of a veth pair (CPU of the iperf3 server).
+fn kernel_ceiling(secs: u32) -> (Run, Run) {
     let client = Netns::new("bkc");
     let far = Netns::new("bks");
     veth_pair(&client, "198.18.1.1/24", &far, "198.18.1.2/24");
-    let _server = far.spawn(&["iperf3", "-s"]);
+    let server = far.spawn(&["iperf3", "-s"]);
     let ready = common::wait_until(Duration::from_secs(5), || far.command(&["ss", "-ltn", "sport = :5201"]).output().map(|o| String::from_utf8_lossy(&o.stdout).contains("5201")).unwrap_or(false));
     assert!(ready, "iperf3 -s did not start");
-    (goodput(&client, "198.18.1.2", secs, false), goodput(&client, "198.18.1.2", secs, true))
+    let stat = format!("/proc/{}/stat", server.0.as_ref().expect("child").id());
+    (iperf3(&client, "198.18.1.2", secs, false, &stat), iperf3(&client, "198.18.1.2", secs, true, &stat))
 }
 
-/// The median of a few runs (the machine is shared, single runs are noisy).
-fn median(mut runs: Vec<f64>) -> f64 {
-    runs.sort_by(|a, b| a.total_cmp(b));
-    runs[runs.len() / 2]
+/// Medians of goodput and CPU cost over runs, per direction.
+struct Summary {
+    runs: Vec<(Run, Run)>,
 }
 
-/// Formats runs as `a / b / c`.
-fn list(runs: &[f64]) -> String {
-    runs.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(" / ")
+impl Summary {
+    fn median(&self, pick: impl Fn(&(Run, Run)) -> f64) -> f64 {
+        let mut v: Vec<f64> = self.runs.iter().map(pick).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    }
+    fn fwd(&self) -> f64 {
+        self.median(|r| r.0.mbps)
+    }
+    fn rev(&self) -> f64 {
+        self.median(|r| r.1.mbps)
+    }
+    fn fwd_cpu(&self) -> f64 {
+        self.median(|r| r.0.cpu_us_per_mb)
+    }
+    fn rev_cpu(&self) -> f64 {
+        self.median(|r| r.1.cpu_us_per_mb)
+    }
+    fn row(&self, name: &str) {
+        let list = |f: fn(&(Run, Run)) -> f64| self.runs.iter().map(|r| format!("{:.0}", f(r))).collect::<Vec<_>>().join("/");
+        println!(
+            "{name:<46} {:>7.0} {:>7.0} {:>9.0} {:>9.0}   runs -c {} -R {}",
+            self.fwd(),
+            self.rev(),
+            self.fwd_cpu(),
+            self.rev_cpu(),
+            list(|r| r.0.mbps),
+            list(|r| r.1.mbps)
+        );
+    }
 }
 
 fn main() {
@@ -100,36 +156,30 @@ fn main() {
     let env = |name: &str, default: u32| std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
     let secs = env("LINKLAB_BENCH_SECS", 3);
     let reps = env("LINKLAB_BENCH_REPS", 3).max(1);
-    let iperf3 = Command::new("iperf3").arg("--version").output().expect("iperf3 installed");
-    println!("client: {}", String::from_utf8_lossy(&iperf3.stdout).lines().next().unwrap_or("?"));
-    println!("iperf3 -t {secs}, TCP goodput at the receiver in Mbit/s, median of {reps} alternating runs\n");
+    let iperf = Command::new("iperf3").arg("--version").output().expect("iperf3 installed");
+    println!("client: {}", String::from_utf8_lossy(&iperf.stdout).lines().next().unwrap_or("?"));
+    println!("iperf3 -t {secs}; goodput at the receiver (Mbit/s) and device CPU per MB (us/MB); medians of {reps} alternating runs\n");
+    println!("{:<46} {:>7} {:>7} {:>9} {:>9}", "setup", "-c", "-c -R", "cpu -c", "cpu -R");
 
-    let mut kernel = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        let (f, r) = kernel_ceiling(secs);
-        kernel.0.push(f);
-        kernel.1.push(r);
-    }
-    let kernel_med = (median(kernel.0.clone()), median(kernel.1.clone()));
-    let row = |name: &str, runs: &(Vec<f64>, Vec<f64>)| {
-        println!("{name:<50} {:>8.0} {:>8.0}   runs -c: {}; -R: {}", median(runs.0.clone()), median(runs.1.clone()), list(&runs.0), list(&runs.1));
-    };
-    println!("{:<50} {:>8} {:>8}", "setup", "-c", "-c -R");
-    row("kernel ceiling (iperf3 -s over veth)", &kernel);
+    let kernel = Summary { runs: (0..reps).map(|_| kernel_ceiling(secs)).collect() };
+    kernel.row("kernel ceiling (iperf3 -s over veth)");
     for (frames, window) in [("32", 43_800usize), ("256", 65_535usize)] {
-        let (mut base, mut soft) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+        let mut base = Summary { runs: Vec::new() };
+        let mut soft = Summary { runs: Vec::new() };
         for _ in 0..reps {
-            let b = smoltcp_baseline(secs, window);
-            base.0.push(b.0);
-            base.1.push(b.1);
-            let s = soft_nic(secs, frames, &window.to_string());
-            soft.0.push(s.0);
-            soft.1.push(s.1);
+            base.runs.push(smoltcp_baseline(secs, window));
+            soft.runs.push(soft_nic(secs, frames, &window.to_string()));
         }
-        row(&format!("smoltcp TunTapInterface, window {window}"), &base);
-        row(&format!("linklab serve --rx-frames {frames} --tcp-window {window}"), &soft);
-        let (sf, sr) = (median(soft.0.clone()), median(soft.1.clone()));
-        println!("{:<50} {:>8.2} {:>8.2}", "  soft NIC / smoltcp baseline", sf / median(base.0.clone()), sr / median(base.1.clone()));
-        println!("{:<50} {:>8.3} {:>8.3}", "  soft NIC / kernel ceiling", sf / kernel_med.0, sr / kernel_med.1);
+        base.row(&format!("smoltcp TunTapInterface, window {window}"));
+        soft.row(&format!("linklab serve --rx-frames {frames} --tcp-window {window}"));
+        println!(
+            "{:<46} {:>7.2} {:>7.2} {:>9.2} {:>9.2}",
+            "  soft NIC / smoltcp baseline",
+            soft.fwd() / base.fwd(),
+            soft.rev() / base.rev(),
+            soft.fwd_cpu() / base.fwd_cpu(),
+            soft.rev_cpu() / base.rev_cpu()
+        );
+        println!("{:<46} {:>7.3} {:>7.3}", "  soft NIC / kernel ceiling", soft.fwd() / kernel.fwd(), soft.rev() / kernel.rev());
     }
 }

@@ -350,10 +350,12 @@ fn print_summary(rep: &TestReport, client_view: bool) {
     for (is_forward, dir) in [(true, rep.forward), (false, rep.reverse)] {
         let Some(d) = dir else { continue };
         // --bidir: tag lines from the client's side (server: the mirror image).
-        let tag = match (both, is_forward == client_view) {
-            (true, true) => "[TX-C]",
-            (true, false) => "[RX-C]",
-            _ => "",
+        let tag = match (both, is_forward, client_view) {
+            (false, _, _) => "",
+            (true, true, true) => "[TX-C]",
+            (true, false, true) => "[RX-C]",
+            (true, true, false) => "[RX-S]",
+            (true, false, false) => "[TX-S]",
         };
         for (id, _, sd) in rep.streams.iter().filter(|(_, f, _)| *f == is_forward) {
             println!("{}", line(id.to_string(), tag, sd.bytes_sent, sd, "sender"));

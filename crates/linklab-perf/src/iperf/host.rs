@@ -571,7 +571,13 @@ fn tcp_retransmits(t: &TcpStream) -> Option<u64> {
     let mut info: libc::tcp_info = unsafe { core::mem::zeroed() };
     let mut len = core::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     let r = unsafe {
-        libc::getsockopt(t.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut len)
+        libc::getsockopt(
+            t.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
     };
     (r == 0).then_some(u64::from(info.tcpi_total_retrans))
 }

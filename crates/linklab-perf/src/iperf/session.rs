@@ -1016,8 +1016,19 @@ mod tests {
     #[test]
     fn client_and_server_sessions_talk() {
         let (mut a, mut b, mut c, mut d) = ([0u8; 8192], [0u8; 8192], [0u8; 8192], [0u8; 8192]);
-        let params = Params { parallel: 2, reverse: true, duration_s: 0, bytes: 100_000, len: 1000, ..Params::default() };
-        let opts = ClientOptions { params, interval_us: 0, cookie_seed: 5 };
+        let params = Params {
+            parallel: 2,
+            reverse: true,
+            duration_s: 0,
+            bytes: 100_000,
+            len: 1000,
+            ..Params::default()
+        };
+        let opts = ClientOptions {
+            params,
+            interval_us: 0,
+            cookie_seed: 5,
+        };
         let mut cl = Session::client(&opts, &mut a, &mut b, 0);
         let mut sv = Session::server(&mut c, &mut d);
         sv.accept_control(0);
@@ -1058,8 +1069,17 @@ mod tests {
         let (rc, rs) = (cl.report(), sv.report());
         let (dc, ds) = (rc.reverse.unwrap(), rs.reverse.unwrap());
         assert_eq!(dc.bytes_sent, 100_000);
-        assert_eq!((dc.bytes_sent, dc.bytes_received), (ds.bytes_sent, ds.bytes_received));
-        assert_eq!(sv.streams().iter().map(|s| s.id).collect::<std::vec::Vec<_>>(), [1, 3]);
+        assert_eq!(
+            (dc.bytes_sent, dc.bytes_received),
+            (ds.bytes_sent, ds.bytes_received)
+        );
+        assert_eq!(
+            sv.streams()
+                .iter()
+                .map(|s| s.id)
+                .collect::<std::vec::Vec<_>>(),
+            [1, 3]
+        );
         assert!(rc.forward.is_none() && rs.forward.is_none());
     }
 

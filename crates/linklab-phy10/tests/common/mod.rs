@@ -20,12 +20,22 @@ pub fn after_sfd(wire: &[u8]) -> &[u8] {
 
 /// Copies `len` samples of `words` starting at sample `skip` into a new buffer, optionally
 /// inverted, followed by `idle` idle samples (0, or 1 when inverted).
-pub fn reshape(words: &[u32], len: usize, skip: usize, invert: bool, idle: usize) -> (Vec<u32>, usize) {
+pub fn reshape(
+    words: &[u32],
+    len: usize,
+    skip: usize,
+    invert: bool,
+    idle: usize,
+) -> (Vec<u32>, usize) {
     let total = len - skip + idle;
     let mut out = vec![0u32; total.div_ceil(32) + 1];
     for i in 0..total {
         let src = skip + i;
-        let mut bit = if src < len { (words[src >> 5] >> (src & 31)) & 1 } else { 0 };
+        let mut bit = if src < len {
+            (words[src >> 5] >> (src & 31)) & 1
+        } else {
+            0
+        };
         if invert {
             bit ^= 1;
         }

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -25,10 +25,16 @@ const UDP_BYTES: usize = UDP_PACKETS * 1500;
 /// A running baseline server; [`Baseline::stop`] ends it.
 pub struct Baseline {
     stop: Arc<AtomicBool>,
+    tid: Arc<AtomicI32>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Baseline {
+    /// The server thread's id (for /proc/PID/task/TID/stat).
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Ordering::SeqCst)
+    }
+
     /// Stops the server thread and waits for it (the TAP goes away with it).
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
@@ -43,14 +49,17 @@ impl Baseline {
 /// the wire is the buffer, as with `linklab serve --tcp-window BYTES`.
 pub fn start(ns: &str, tap: &str, window: usize) -> Baseline {
     let stop = Arc::new(AtomicBool::new(false));
-    let (ns, tap, flag) = (format!("/run/netns/{ns}"), tap.to_string(), stop.clone());
+    let tid = Arc::new(AtomicI32::new(0));
+    let (ns, tap, flag, tid_out) = (format!("/run/netns/{ns}"), tap.to_string(), stop.clone(), tid.clone());
     let thread = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tid_out.store(unsafe { libc::gettid() }, Ordering::SeqCst);
         let netns = File::open(&ns).expect("open netns");
         // SAFETY: setns(2) moves only this thread into the namespace.
         assert_eq!(unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns");
         run(&tap, window, &flag);
     });
-    Baseline { stop, thread: Some(thread) }
+    Baseline { stop, tid, thread: Some(thread) }
 }
 
 fn run(tap: &str, window: usize, stop: &AtomicBool) {
