@@ -37,9 +37,7 @@ fn bench_fcs(c: &mut Criterion) {
             b.iter(|| fcs::crc32fast(black_box(d)))
         });
         g.bench_with_input(BenchmarkId::new("crc-fast", size), &data, |b, d| {
-            b.iter(|| {
-                crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, black_box(d)) as u32
-            })
+            b.iter(|| crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, black_box(d)) as u32)
         });
         g.bench_with_input(BenchmarkId::new("fcs-api", size), &data, |b, d| {
             b.iter(|| fcs::fcs(black_box(d)))

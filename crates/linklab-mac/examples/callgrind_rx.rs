@@ -85,7 +85,9 @@ fn main() {
             "fcs-crc32fast" => work_fcs_crc32fast(&data, n) as u64,
             "rx-raw" => work_rx_path(&wire[..w], RxFormat::Raw, n) as u64,
             "rx-raw-shift3-inverted" => work_rx_path(&shifted[..m], RxFormat::Raw, n) as u64,
-            "rx-aligned-fcs" => work_rx_path(&wire[8..w], RxFormat::Aligned { fcs: true }, n) as u64,
+            "rx-aligned-fcs" => {
+                work_rx_path(&wire[8..w], RxFormat::Aligned { fcs: true }, n) as u64
+            }
             _ => return None,
         })
     };
@@ -98,7 +100,11 @@ fn main() {
         "rx-raw-shift3-inverted",
         "rx-aligned-fcs",
     ];
-    let chosen: Vec<&str> = if workload == "all" { names.to_vec() } else { vec![workload] };
+    let chosen: Vec<&str> = if workload == "all" {
+        names.to_vec()
+    } else {
+        vec![workload]
+    };
     for name in chosen {
         match run(name) {
             Some(v) => println!("{name} size {size} iterations {n}: result {v}"),

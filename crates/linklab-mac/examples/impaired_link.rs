@@ -53,7 +53,11 @@ fn parse_args() -> Result<(u64, usize, usize), String> {
     while let Some(a) = args.next() {
         let v = args.next().ok_or(format!("{a} needs a value"))?;
         match a.as_str() {
-            "--seed" => seed = v.parse().map_err(|_| format!("--seed: not a number: {v}"))?,
+            "--seed" => {
+                seed = v
+                    .parse()
+                    .map_err(|_| format!("--seed: not a number: {v}"))?
+            }
             "--frames" => {
                 frames = v
                     .parse()
@@ -68,7 +72,11 @@ fn parse_args() -> Result<(u64, usize, usize), String> {
                     .filter(|n| (1..=1000).contains(n))
                     .ok_or(format!("--drain-every must be 1..=1000, got {v}"))?
             }
-            _ => return Err(format!("unknown option {a} (use --seed, --frames, --drain-every)")),
+            _ => {
+                return Err(format!(
+                    "unknown option {a} (use --seed, --frames, --drain-every)"
+                ))
+            }
         }
     }
     Ok((seed, frames, drain_every))
@@ -93,15 +101,26 @@ fn main() -> ExitCode {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
 
     let tx_queue: RxQueue<4096> = RxQueue::new(); // the sender's own RX side, unused
-    let mut sender = Mac::new(tx_queue.consumer(), LastWire::default(), NoClock, MacConfig::raw_phy(PEER, 0));
+    let mut sender = Mac::new(
+        tx_queue.consumer(),
+        LastWire::default(),
+        NoClock,
+        MacConfig::raw_phy(PEER, 0),
+    );
     static RX: RxQueue<16384> = RxQueue::new();
     let producer = RX.producer();
-    let mut receiver = Mac::new(RX.consumer(), LastWire::default(), NoClock, MacConfig::raw_phy(ME, 0));
+    let mut receiver = Mac::new(
+        RX.consumer(),
+        LastWire::default(),
+        NoClock,
+        MacConfig::raw_phy(ME, 0),
+    );
 
     // Frames that may be delivered: (sequence, payload, must be delivered). A frame whose
     // only damage is in the preamble may still arrive (or be misaligned by a false SFD).
     let mut candidates: std::collections::VecDeque<(u64, Vec<u8>, bool)> = Default::default();
-    let (mut lost, mut clean, mut delivered, mut mismatched, mut missing) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut lost, mut clean, mut delivered, mut mismatched, mut missing) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut raw = vec![0u8; 1700];
     for i in 0..frames as u64 {
         let len = rng.gen_range(0..=1492usize); // + 8 bytes of sequence number = 0..=1500

@@ -204,7 +204,10 @@ impl core::fmt::Display for ConservationError {
             ConservationError::Rx {
                 transmissions,
                 accounted,
-            } => write!(f, "rx transmissions {transmissions} != accounted {accounted}"),
+            } => write!(
+                f,
+                "rx transmissions {transmissions} != accounted {accounted}"
+            ),
             ConservationError::Tx {
                 requests,
                 accounted,

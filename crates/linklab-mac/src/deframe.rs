@@ -255,13 +255,19 @@ mod tests {
     fn aligned_modes() {
         let mut wire = [0u8; 100];
         let (n, ()) = build(&mut wire, TxFormat::Fcs, 60, |f| f.fill(1)).unwrap();
-        assert_eq!(deframe(&mut wire[..n], RxFormat::Aligned { fcs: true }), Ok(0..60));
+        assert_eq!(
+            deframe(&mut wire[..n], RxFormat::Aligned { fcs: true }),
+            Ok(0..60)
+        );
         wire[5] ^= 1;
         assert_eq!(
             deframe(&mut wire[..n], RxFormat::Aligned { fcs: true }),
             Err(RxError::Crc)
         );
-        assert_eq!(deframe(&mut wire[..42], RxFormat::Aligned { fcs: false }), Ok(0..42));
+        assert_eq!(
+            deframe(&mut wire[..42], RxFormat::Aligned { fcs: false }),
+            Ok(0..42)
+        );
         assert_eq!(
             deframe(&mut wire[..13], RxFormat::Aligned { fcs: false }),
             Err(RxError::TooShort)

@@ -42,7 +42,10 @@ impl AddressFilter {
         if self.multicast().contains(&addr) {
             return Ok(());
         }
-        let slot = self.multicast.get_mut(self.multicast_len).ok_or(FilterFull)?;
+        let slot = self
+            .multicast
+            .get_mut(self.multicast_len)
+            .ok_or(FilterFull)?;
         *slot = addr;
         self.multicast_len += 1;
         Ok(())
@@ -106,6 +109,9 @@ mod tests {
         for i in 0..MAX_MULTICAST {
             f.add_multicast(MacAddr([1, 0, 0, 0, 0, i as u8])).unwrap();
         }
-        assert_eq!(f.add_multicast(MacAddr([1, 0, 0, 0, 1, 0])), Err(FilterFull));
+        assert_eq!(
+            f.add_multicast(MacAddr([1, 0, 0, 0, 1, 0])),
+            Err(FilterFull)
+        );
     }
 }

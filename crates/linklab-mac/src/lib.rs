@@ -94,6 +94,8 @@ pub use deframe::{deframe, RxError, RxFormat};
 pub use filter::AddressFilter;
 pub use frame::MacAddr;
 pub use mac::{Mac, MacConfig, PauseWatermarks, PhyTx, RxFrame};
-pub use queue::{RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, MIN_QUEUE_CAPACITY, RX_GRANT_LEN};
+pub use queue::{
+    RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
+};
 pub use timing::{Clock, FnClock, NoClock};
 pub use tx::{TxError, TxFormat};

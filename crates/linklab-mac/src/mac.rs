@@ -503,8 +503,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         });
         if let Ok((n, _)) = built {
             self.phy.transmit(out.get(..n).unwrap_or(&[]));
-            self.gap_end_ns =
-                now + self.line_ns(PAUSE_FRAME_LEN) + ipg_ns(self.line_rate_bps);
+            self.gap_end_ns = now + self.line_ns(PAUSE_FRAME_LEN) + ipg_ns(self.line_rate_bps);
             self.pause_frames += 1;
         }
         self.pause_pending = None;

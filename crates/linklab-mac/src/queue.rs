@@ -273,13 +273,17 @@ pub struct RxConsumer<'q, const N: usize> {
 
 impl<'q, const N: usize> RxConsumer<'q, N> {
     /// The oldest committed transmission, in place, or None if the queue is empty.
-    /// It is released when the returned [`RxRead`] is dropped.
+    /// It counts as dequeued from now on, and its space is released when the returned
+    /// [`RxRead`] is dropped.
     pub fn read(&self) -> Option<RxRead<'q, N>> {
         match self.inner.read() {
-            Ok(g) => Some(RxRead {
-                inner: Some(g),
-                queue: self.queue,
-            }),
+            Ok(g) => {
+                self.queue.dequeued.fetch_add(1, Ordering::Release);
+                Some(RxRead {
+                    inner: Some(g),
+                    queue: self.queue,
+                })
+            }
             Err(_) => None,
         }
     }
@@ -291,7 +295,7 @@ impl<'q, const N: usize> RxConsumer<'q, N> {
 }
 
 /// One transmission read from the queue, in place and writable (for realignment).
-/// Dropping it releases the space and counts it as dequeued.
+/// Dropping it releases the space.
 pub struct RxRead<'q, const N: usize> {
     inner: Option<FramedGrantR<&'q Bbq<N>>>,
     queue: &'q RxQueue<N>,
@@ -323,7 +327,6 @@ impl<const N: usize> Drop for RxRead<'_, N> {
         if let Some(g) = self.inner.take() {
             let len = g.len() + FRAME_HEADER_LEN;
             g.release();
-            self.queue.dequeued.fetch_add(1, Ordering::Release);
             self.queue
                 .released_bytes
                 .fetch_add(len as u32, Ordering::Release);

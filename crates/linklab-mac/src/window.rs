@@ -53,7 +53,10 @@ pub const fn stored_len(format: RxFormat, frame_len: usize) -> usize {
 
 /// Full-size TCP segments of `mss` payload bytes a queue of `capacity` bytes always holds.
 pub const fn queue_frames(capacity: usize, format: RxFormat, mss: usize) -> usize {
-    guaranteed_frames(capacity, stored_len(format, HEADER_LEN + IP_TCP_HEADERS + mss))
+    guaranteed_frames(
+        capacity,
+        stored_len(format, HEADER_LEN + IP_TCP_HEADERS + mss),
+    )
 }
 
 /// The TCP receive window (bytes) for a queue of `capacity` bytes: `(F − 2) × MSS`

@@ -26,13 +26,20 @@ fn wire_frame(dst: MacAddr, payload: &[u8]) -> Vec<u8> {
 fn address_filter_in_the_mac() {
     let q: RxQueue<16384> = RxQueue::new();
     let p = q.producer();
-    let mut mac = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
+    let mut mac = Mac::new(
+        q.consumer(),
+        Recorder::default(),
+        NoClock,
+        MacConfig::raw_phy(ME, 0),
+    );
     let group = MacAddr([0x01, 0x00, 0x5E, 0x00, 0x00, 0x07]);
     for dst in [ME, PEER, MacAddr::BROADCAST, group] {
         assert!(p.push(&wire_frame(dst, b"x")));
     }
     let mut got = Vec::new();
     while let Some(f) = mac.receive() {
+        // The law holds while the stack still holds the frame.
+        mac.counters().check_conservation().unwrap();
         got.push(MacAddr(f[0..6].try_into().unwrap()));
     }
     assert_eq!(got, vec![ME, MacAddr::BROADCAST]);
@@ -54,7 +61,12 @@ fn inter_packet_gap_is_96_bit_times_after_the_end() {
     let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
     let rec = Recorder::default();
     let clock = ManualClock::default();
-    let mut mac = Mac::new(q.consumer(), rec.clone(), clock.clone(), MacConfig::raw_phy(ME, 10_000_000));
+    let mut mac = Mac::new(
+        q.consumer(),
+        rec.clone(),
+        clock.clone(),
+        MacConfig::raw_phy(ME, 10_000_000),
+    );
     clock.set(1_000_000);
     mac.transmit(60, |f| fill_frame(f, PEER, ME, b"")).unwrap();
     assert_eq!(rec.take().len(), 1);
@@ -90,9 +102,17 @@ fn received_pause_holds_transmitter_for_the_quanta() {
     let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
     let rec = Recorder::default();
     let clock = ManualClock::default();
-    let mut mac = Mac::new(q.consumer(), rec.clone(), clock.clone(), MacConfig::raw_phy(ME, 10_000_000));
+    let mut mac = Mac::new(
+        q.consumer(),
+        rec.clone(),
+        clock.clone(),
+        MacConfig::raw_phy(ME, 10_000_000),
+    );
     let mut buf = [0u8; 80];
-    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| pause::build_pause(f, PEER, 100)).unwrap();
+    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 100)
+    })
+    .unwrap();
     assert!(q.producer().push(&buf[..n]));
     clock.set(5_000);
     assert!(mac.receive().is_none()); // consumed by the MAC
@@ -110,10 +130,16 @@ fn received_pause_holds_transmitter_for_the_quanta() {
     assert_eq!(rec.take().len(), 1);
 
     // A PAUSE with zero quanta resumes at once.
-    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| pause::build_pause(f, PEER, 0xFFFF)).unwrap();
+    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 0xFFFF)
+    })
+    .unwrap();
     assert!(q.producer().push(&buf[..n]));
     assert!(mac.receive().is_none());
-    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| pause::build_pause(f, PEER, 0)).unwrap();
+    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 0)
+    })
+    .unwrap();
     assert!(q.producer().push(&buf[..n]));
     clock.advance(1_000_000);
     assert!(mac.receive().is_none());
@@ -166,7 +192,12 @@ fn rx_watermarks_send_pause_and_resume() {
     // Off by default: the same fill sends nothing.
     let q2: RxQueue<16384> = RxQueue::new();
     let rec2 = Recorder::default();
-    let mut quiet = Mac::new(q2.consumer(), rec2.clone(), NoClock, MacConfig::raw_phy(ME, 10_000_000));
+    let mut quiet = Mac::new(
+        q2.consumer(),
+        rec2.clone(),
+        NoClock,
+        MacConfig::raw_phy(ME, 10_000_000),
+    );
     for _ in 0..5 {
         assert!(q2.producer().push(&frame));
     }
@@ -200,9 +231,19 @@ fn tap_mode_plain_frames_both_ways() {
 #[test]
 fn vlan_tagged_frames_may_be_1522_bytes() {
     let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
-    let mut mac = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
+    let mut mac = Mac::new(
+        q.consumer(),
+        Recorder::default(),
+        NoClock,
+        MacConfig::raw_phy(ME, 0),
+    );
     let mut buf = vec![0u8; 1600];
-    for (len, tagged, ok) in [(1518, true, true), (1519, true, false), (1514, false, true), (1515, false, false)] {
+    for (len, tagged, ok) in [
+        (1518, true, true),
+        (1519, true, false),
+        (1514, false, true),
+        (1515, false, false),
+    ] {
         let (n, ()) = build(&mut buf, TxFormat::Wire, len.min(1518), |f| {
             f.fill(0x11);
             f[0..6].copy_from_slice(&ME.0);
@@ -280,7 +321,12 @@ fn a_full_window_burst_never_overruns() {
     for start in (0..N).step_by(61) {
         let q: RxQueue<N> = RxQueue::new();
         let p = q.producer();
-        let mut mac = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
+        let mut mac = Mac::new(
+            q.consumer(),
+            Recorder::default(),
+            NoClock,
+            MacConfig::raw_phy(ME, 0),
+        );
         // Move the pointers to `start`, drained.
         let mut moved = 0;
         while moved + 1540 < start {

@@ -4,7 +4,7 @@
 mod support;
 
 use bbqueue::nicknames::Churrasco;
-use linklab_mac::queue::{frames_from, guaranteed_frames, GRANT_FOOTPRINT, FRAME_HEADER_LEN};
+use linklab_mac::queue::{frames_from, guaranteed_frames, FRAME_HEADER_LEN, GRANT_FOOTPRINT};
 use linklab_mac::{Mac, MacConfig, NoClock, RxQueue, MIN_QUEUE_CAPACITY, RX_GRANT_LEN};
 use proptest::prelude::*;
 use support::*;
@@ -21,7 +21,9 @@ fn park_at<const N: usize>(q: &RxQueue<N>, w: usize) -> bool {
         return false;
     }
     let k = before.div_ceil(GRANT_FOOTPRINT);
-    let mut steps: Vec<usize> = (0..k).map(|i| before / k + usize::from(i < before % k)).collect();
+    let mut steps: Vec<usize> = (0..k)
+        .map(|i| before / k + usize::from(i < before % k))
+        .collect();
     if w > 0 {
         steps.push(last);
     }
@@ -59,7 +61,10 @@ fn check_every_position<const N: usize>(frame_lens: &[usize]) {
                 g.commit(f);
                 n += 1;
             }
-            assert!(n >= 1, "liveness: max grant failed on a drained queue at w={w}");
+            assert!(
+                n >= 1,
+                "liveness: max grant failed on a drained queue at w={w}"
+            );
             assert_eq!(n, frames_from(N, w, f), "N {N} w {w} f {f}");
             min_seen = min_seen.min(n);
         }
@@ -228,7 +233,7 @@ proptest! {
             prop_assert_eq!(c.check_conservation(), Ok(()));
             let mut c2 = c;
             c2.rx_bytes = 0;
-            prop_assert_eq!(c2, want.clone());
+            prop_assert_eq!(c2, want);
         }
     }
 }
@@ -261,7 +266,12 @@ fn two_threads_static_queue() {
         }
         sent_good
     });
-    let mut mac = Mac::new(Q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
+    let mut mac = Mac::new(
+        Q.consumer(),
+        Recorder::default(),
+        NoClock,
+        MacConfig::raw_phy(ME, 0),
+    );
     let mut got = 0u64;
     loop {
         if let Some(f) = mac.receive() {

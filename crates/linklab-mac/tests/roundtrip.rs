@@ -13,7 +13,12 @@ const Q: usize = 8192;
 fn wire_for(payload: &[u8]) -> Vec<u8> {
     let q: RxQueue<Q> = RxQueue::new();
     let rec = Recorder::default();
-    let mut tx = Mac::new(q.consumer(), rec.clone(), NoClock, MacConfig::raw_phy(PEER, 0));
+    let mut tx = Mac::new(
+        q.consumer(),
+        rec.clone(),
+        NoClock,
+        MacConfig::raw_phy(PEER, 0),
+    );
     tx.transmit(14 + payload.len(), |f| fill_frame(f, ME, PEER, payload))
         .unwrap();
     let mut w = rec.take();

@@ -38,11 +38,8 @@ fn iface_for<D: Device>(dev: &mut D, mac: [u8; 6], ip: [u8; 4]) -> Interface {
     let cfg = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
     let mut iface = Interface::new(cfg, dev, Instant::from_micros(0));
     iface.update_ip_addrs(|a| {
-        a.push(IpCidr::new(
-            IpAddress::v4(ip[0], ip[1], ip[2], ip[3]),
-            24,
-        ))
-        .unwrap();
+        a.push(IpCidr::new(IpAddress::v4(ip[0], ip[1], ip[2], ip[3]), 24))
+            .unwrap();
     });
     iface
 }
@@ -54,13 +51,19 @@ fn tcp_bulk_transfer_without_overrun() {
     let clock = ManualClock::default();
     let mut a = Mac::new(
         qa.consumer(),
-        ToPeer { peer: qb.producer(), sent: 0 },
+        ToPeer {
+            peer: qb.producer(),
+            sent: 0,
+        },
         clock.clone(),
         MacConfig::raw_phy(PEER, RATE),
     );
     let mut b = Mac::new(
         qb.consumer(),
-        ToPeer { peer: qa.producer(), sent: 3 },
+        ToPeer {
+            peer: qa.producer(),
+            sent: 3,
+        },
         clock.clone(),
         MacConfig::raw_phy(ME, RATE),
     );

@@ -115,7 +115,12 @@ mod adapter {
         /// Serves echo on the given UDP and TCP sockets (they are bound/listened on port 7 on
         /// the first poll).
         pub fn new(udp: SocketHandle, tcp: SocketHandle) -> SmoltcpEcho {
-            SmoltcpEcho { udp, tcp, tcp_was_active: false, core: Echo::new() }
+            SmoltcpEcho {
+                udp,
+                tcp,
+                tcp_was_active: false,
+                core: Echo::new(),
+            }
         }
 
         /// The counters so far.
@@ -207,7 +212,10 @@ mod tests {
         assert_eq!(echo.datagram(b"hello", &mut out), Some(5));
         assert_eq!(&out[..5], b"hello");
         let c = echo.counters();
-        assert_eq!((c.udp_rx_datagrams, c.udp_tx_datagrams, c.udp_dropped), (1, 1, 0));
+        assert_eq!(
+            (c.udp_rx_datagrams, c.udp_tx_datagrams, c.udp_dropped),
+            (1, 1, 0)
+        );
     }
 
     #[test]

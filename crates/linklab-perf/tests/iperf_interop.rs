@@ -434,3 +434,26 @@ fn pacing_intervals_and_omit_our_client_stock_server() {
         .sum();
     assert_eq!(counted_bytes, f.bytes_sent);
 }
+
+#[test]
+fn reverse_counted_tests_end_our_client_stock_server() {
+    // -R -k (UDP) and -R -n (TCP): the receiving client ends the test by count.
+    let started = std::time::Instant::now();
+    let (j, r) = our_client_vs_stock_server(params(Protocol::Udp, |p| {
+        p.duration_s = 0;
+        p.blocks = 500;
+        p.reverse = true;
+        p.rate_bps = 20_000_000;
+        p.len = 1400;
+    }));
+    let d = r.reverse.unwrap();
+    assert!(d.packets >= 500 && d.lost == 0, "{d:?}");
+    assert_eq!(num(&j, "end.sum_sent.bytes") as u64, d.bytes_sent);
+    let (_, r) = our_client_vs_stock_server(params(Protocol::Tcp, |p| {
+        p.duration_s = 0;
+        p.bytes = 20 << 20;
+        p.reverse = true;
+    }));
+    assert!(r.reverse.unwrap().bytes_received >= 20 << 20);
+    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+}

@@ -44,6 +44,10 @@ fn main() {
         // and every other factor.
         "grid" => &[
             (4, 0, 0.0),
+            (4, 100, 0.0),
+            (4, -346, 0.0),
+            (4, 933, 0.0),
+            (4, -2419, 0.0),
             (4, 100, 0.25),
             (4, -100, 0.25),
             (4, 1000, 0.25),
@@ -67,7 +71,8 @@ fn main() {
             (8, 100, 1.0),
             (8, 5000, 1.5),
         ],
-        other => panic!("SET: accept or grid, not {other}"),
+        "quick" => &[(4, 5000, 0.25), (4, 100, 0.25), (4, -2419, 0.0), (4, 346, 0.0)],
+        other => panic!("SET: accept, grid or quick, not {other}"),
     };
     println!("frames/point {frames}, frame {frame_len} B + FCS");
     println!("oversample drift_ppm jitter_samples  sent  ok  errors  FER");

@@ -150,15 +150,15 @@ impl SampleWire {
         rng: &mut dyn rand::RngCore,
         out: &mut [u8],
     ) -> SampleOutcome {
-        let words = linklab_phy10::words_for_frame(wire.len(), self.os);
+        // One extra word of idle after TP_IDL, so its falling edge is on the line.
+        let words = linklab_phy10::words_for_frame(wire.len(), self.os) + 1;
         self.tx.clear();
         self.tx.resize(words, 0);
-        let samples = match encode_frame(wire, self.os, &mut self.tx) {
-            Ok(samples) => samples,
+        if encode_frame(wire, self.os, &mut self.tx).is_err() {
             // Cannot happen: the buffer was sized with words_for_frame.
-            Err(_) => return SampleOutcome::Noise,
-        };
-        self.impair_and_decode(samples, rng, out)
+            return SampleOutcome::Noise;
+        }
+        self.impair_and_decode(words * 32, rng, out)
     }
 
     /// Sends one normal link pulse through the same impaired line and decodes it.

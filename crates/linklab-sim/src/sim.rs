@@ -517,6 +517,7 @@ impl Sim<'_> {
                 if self.dev_wake_at == Some(self.now) {
                     self.dev_wake_at = None;
                 }
+                self.service_mac();
                 self.kick_main();
             }
             Ev::HostWake => {
@@ -614,15 +615,7 @@ impl Sim<'_> {
         self.transmitting[i] = false;
         self.last_tx_end[i] = self.now;
         if n == Node::Device {
-            // The MAC may hold a frame back for the gap; let it go when due.
-            if let Some(at) = self.port.mac_poll_at_ns() {
-                if at <= self.now {
-                    self.port.mac_poll();
-                } else {
-                    self.set_dev_wake(at);
-                }
-            }
-            self.port.take_tx(&mut self.tx_queue[i]);
+            self.service_mac();
         }
         if !self.tx_queue[i].is_empty() {
             self.request_attempt(n, self.now);
@@ -821,6 +814,24 @@ impl Sim<'_> {
         self.schedule(at, Ev::DevWake);
     }
 
+    /// The MAC may hold a frame back for the inter-packet gap: let it go when due (part of
+    /// the transmit call, no main-loop iteration), or wake up then.
+    fn service_mac(&mut self) {
+        let dev = idx(Node::Device);
+        match self.port.mac_poll_at_ns() {
+            Some(at) if at <= self.now => {
+                self.port.mac_poll();
+                let before = self.tx_queue[dev].len();
+                self.port.take_tx(&mut self.tx_queue[dev]);
+                if self.tx_queue[dev].len() > before {
+                    self.request_attempt(Node::Device, self.now);
+                }
+            }
+            Some(at) => self.set_dev_wake(at),
+            None => {}
+        }
+    }
+
     /// The earliest time the device's stack, MAC or app wants to run.
     fn device_timer(&mut self) -> Option<u64> {
         let stack = self
@@ -842,6 +853,11 @@ impl Sim<'_> {
             && (self.transmitting[dev] || !self.tx_queue[dev].is_empty())
         {
             return; // Blocked in the transmit call.
+        }
+        if let Some(at) = self.port.mac_poll_at_ns().filter(|&at| at > self.now) {
+            // The MAC holds a frame back for the gap and hands smoltcp no tokens until then.
+            self.set_dev_wake(at);
+            return;
         }
         let (rx, len) = match self.committed.front() {
             Some(&len) => (true, len),

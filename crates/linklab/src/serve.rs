@@ -18,8 +18,8 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use anyhow::Context;
-use linklab_perf::http;
 use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
+use linklab_perf::http;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
@@ -59,17 +59,42 @@ pub struct Args {
 impl Args {
     /// Validates every option into a [`Config`].
     fn config(&self) -> anyhow::Result<Config> {
-        let tap = self.tap.as_deref().context("--tap: required (the TAP interface name)")?;
-        let ip = self.ip.as_deref().context("--ip: required (ADDR/PREFIX, e.g. 198.18.0.2/24)")?;
+        let tap = self
+            .tap
+            .as_deref()
+            .context("--tap: required (the TAP interface name)")?;
+        let ip = self
+            .ip
+            .as_deref()
+            .context("--ip: required (ADDR/PREFIX, e.g. 198.18.0.2/24)")?;
         let (ip, prefix) = config::parse_ip(ip)?;
         Ok(Config {
             tap: config::parse_tap(tap)?,
             ip,
             prefix,
-            mac: self.mac.as_deref().map(config::parse_mac).transpose()?.unwrap_or(config::DEFAULT_MAC),
-            rx_frames: self.rx_frames.as_deref().map(config::parse_rx_frames).transpose()?.unwrap_or(config::DEFAULT_RX_FRAMES),
-            tcp_window: self.tcp_window.as_deref().map(config::parse_tcp_window).transpose()?.unwrap_or(TcpWindow::Auto),
-            stats_interval: self.stats_interval.as_deref().map(config::parse_stats_interval).transpose()?,
+            mac: self
+                .mac
+                .as_deref()
+                .map(config::parse_mac)
+                .transpose()?
+                .unwrap_or(config::DEFAULT_MAC),
+            rx_frames: self
+                .rx_frames
+                .as_deref()
+                .map(config::parse_rx_frames)
+                .transpose()?
+                .unwrap_or(config::DEFAULT_RX_FRAMES),
+            tcp_window: self
+                .tcp_window
+                .as_deref()
+                .map(config::parse_tcp_window)
+                .transpose()?
+                .unwrap_or(TcpWindow::Auto),
+            stats_interval: self
+                .stats_interval
+                .as_deref()
+                .map(config::parse_stats_interval)
+                .transpose()?,
         })
     }
 }
@@ -78,7 +103,12 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let config = args.config()?;
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let tap = Tap::open(&config.tap).with_context(|| format!("--tap {}: cannot open the TAP interface (needs CAP_NET_ADMIN)", config.tap))?;
+    let tap = Tap::open(&config.tap).with_context(|| {
+        format!(
+            "--tap {}: cannot open the TAP interface (needs CAP_NET_ADMIN)",
+            config.tap
+        )
+    })?;
 
     /// Runs the loop on a static RX queue of `$bytes` bytes.
     macro_rules! with_queue {
@@ -101,10 +131,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// The firmware-shaped main loop over an RX queue of `N` bytes.
-fn serve_on<const N: usize>(queue: &'static RxQueue<N>, config: &Config, tap: &Tap, signals: &StopSignals) -> anyhow::Result<()> {
+fn serve_on<const N: usize>(
+    queue: &'static RxQueue<N>,
+    config: &Config,
+    tap: &Tap,
+    signals: &StopSignals,
+) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let (producer, consumer) = queue.split();
-    let mut mac = Mac::new(consumer, TapPhy::new(tap), NoClock, MacConfig::tap(MacAddr(config.mac)));
+    let mut mac = Mac::new(
+        consumer,
+        TapPhy::new(tap),
+        NoClock,
+        MacConfig::tap(MacAddr(config.mac)),
+    );
     let (window, auto) = match config.tcp_window {
         TcpWindow::Auto => (mac.tcp_rx_window(), true),
         TcpWindow::Bytes(bytes) => (bytes, false),
@@ -113,27 +153,36 @@ fn serve_on<const N: usize>(queue: &'static RxQueue<N>, config: &Config, tap: &T
     let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
     iface_config.random_seed = started.elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
     let caps = nic::capabilities_for(&mac, auto);
-    let mut iface = Interface::new(iface_config, &mut FixedCaps::new(&mut mac, &caps), Instant::now());
+    let mut iface = Interface::new(
+        iface_config,
+        &mut FixedCaps::new(&mut mac, &caps),
+        Instant::now(),
+    );
     let mut added = true;
-    iface.update_ip_addrs(|addrs| added = addrs.push(IpCidr::new(IpAddress::Ipv4(config.ip), config.prefix)).is_ok());
+    iface.update_ip_addrs(|addrs| {
+        added = addrs
+            .push(IpCidr::new(IpAddress::Ipv4(config.ip), config.prefix))
+            .is_ok()
+    });
     anyhow::ensure!(added, "--ip: smoltcp refused the address");
 
     let mut sockets = SocketSet::new(vec![]);
     let mut apps = Apps::new(&mut sockets, window);
     let mut scratch = vec![0u8; RX_GRANT_LEN];
-    let snapshot = |mac: &Mac<'_, N, TapPhy<'_>, NoClock>, apps: &Apps, sockets: &SocketSet<'_>| Snapshot {
-        uptime_s: started.elapsed().as_secs_f64(),
-        mac: mac.counters(),
-        tap_tx_refused: mac.phy().refused,
-        tap_tx_errors: mac.phy().errors,
-        queue_frames: config.rx_frames,
-        queue_bytes: N,
-        tcp_window: window,
-        tcp_window_auto: auto,
-        apps: apps.counters(),
-        tcp: stats::tcp_figures(sockets),
-        tcp_omitted: 0,
-    };
+    let snapshot =
+        |mac: &Mac<'_, N, TapPhy<'_>, NoClock>, apps: &Apps, sockets: &SocketSet<'_>| Snapshot {
+            uptime_s: started.elapsed().as_secs_f64(),
+            mac: mac.counters(),
+            tap_tx_refused: mac.phy().refused,
+            tap_tx_errors: mac.phy().errors,
+            queue_frames: config.rx_frames,
+            queue_bytes: N,
+            tcp_window: window,
+            tcp_window_auto: auto,
+            apps: apps.counters(),
+            tcp: stats::tcp_figures(sockets),
+            tcp_omitted: 0,
+        };
 
     println!(
         "linklab serve: {} {}/{} mac {} | rx queue {} frames ({} bytes) | tcp window {} bytes{} | {}",
@@ -157,8 +206,14 @@ fn serve_on<const N: usize>(queue: &'static RxQueue<N>, config: &Config, tap: &T
         let now = Instant::now();
         iface.poll(now, &mut FixedCaps::new(&mut mac, &caps), &mut sockets);
 
-        let stats_json = apps.http_request_pending(&sockets).then(|| snapshot(&mac, &apps, &sockets).to_json_within(http::MAX_HEAD));
-        apps.poll(&mut sockets, &mut StatsRoute::new(stats_json.as_deref()), now);
+        let stats_json = apps
+            .http_request_pending(&sockets)
+            .then(|| snapshot(&mac, &apps, &sockets).to_json_within(http::MAX_HEAD));
+        apps.poll(
+            &mut sockets,
+            &mut StatsRoute::new(stats_json.as_deref()),
+            now,
+        );
 
         if let (Some(at), Some(interval)) = (next_stats, config.stats_interval) {
             if std::time::Instant::now() >= at {
@@ -169,7 +224,11 @@ fn serve_on<const N: usize>(queue: &'static RxQueue<N>, config: &Config, tap: &T
 
         let now = Instant::now();
         let deadlines = [iface.poll_at(now, &sockets), apps.poll_at()];
-        let mut timeout = deadlines.into_iter().flatten().map(|at| until(at, now)).min();
+        let mut timeout = deadlines
+            .into_iter()
+            .flatten()
+            .map(|at| until(at, now))
+            .min();
         if let Some(at) = next_stats {
             let left = at.saturating_duration_since(std::time::Instant::now());
             timeout = Some(timeout.map_or(left, |t| t.min(left)));
@@ -177,11 +236,15 @@ fn serve_on<const N: usize>(queue: &'static RxQueue<N>, config: &Config, tap: &T
         if timeout == Some(Duration::ZERO) {
             continue;
         }
-        signals::wait_readable(&[tap.as_raw_fd(), signals.as_raw_fd()], timeout).context("waiting for the TAP")?;
+        signals::wait_readable(&[tap.as_raw_fd(), signals.as_raw_fd()], timeout)
+            .context("waiting for the TAP")?;
     };
 
     let last = snapshot(&mac, &apps, &sockets);
-    println!("linklab serve: stopped by signal {stop} after {:.1} s", last.uptime_s);
+    println!(
+        "linklab serve: stopped by signal {stop} after {:.1} s",
+        last.uptime_s
+    );
     println!("{}", last.to_text());
     Ok(())
 }

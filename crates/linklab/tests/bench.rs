@@ -278,6 +278,20 @@ fn watchdog_reports_where_a_run_stalled() {
 }
 
 #[test]
+fn sample_level_wire_delivers_the_files() {
+    let (json, _) = bench_json(
+        "samples-clean",
+        &[
+            "--phy", "samples", "--sizes", "10kB", "--gets", "2", "--pings", "2",
+        ],
+    );
+    assert_eq!(assert_downloads_ok(&json), 2);
+    assert_eq!(json["link"]["phy"]["model"], "samples");
+    assert_eq!(json["conservation"], "ok");
+}
+
+/// Issue 7's acceptance run: a transmitter clock 0.5 % fast and one sample of edge jitter.
+#[test]
 fn sample_level_wire_with_drift_and_jitter_delivers_the_files() {
     let (json, _) = bench_json(
         "samples",

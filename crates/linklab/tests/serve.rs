@@ -38,24 +38,58 @@ struct Served {
 impl Served {
     /// Starts `linklab serve` with `extra` options and waits until the device answers ARP.
     fn start(tag: &str, extra: &[&str]) -> Served {
-        let turn = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Served::start_with(tag, extra, |_| {})
+    }
+
+    /// Like [`Served::start`], running `prepare` in the fresh namespace first.
+    fn start_with(tag: &str, extra: &[&str], prepare: impl FnOnce(&Netns)) -> Served {
+        let turn = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let ns = Netns::new(tag);
+        prepare(&ns);
         let bin = linklab_bin();
-        let mut argv = vec![bin.to_str().unwrap(), "serve", "--tap", TAP, "--ip", "198.18.0.2/24"];
+        let mut argv = vec![
+            bin.to_str().unwrap(),
+            "serve",
+            "--tap",
+            TAP,
+            "--ip",
+            "198.18.0.2/24",
+        ];
         argv.extend_from_slice(extra);
         let child = ns.spawn(&argv);
         let up = common::wait_until(Duration::from_secs(10), || {
-            ns.command(&["ip", "link", "show", TAP]).output().map(|o| o.status.success()).unwrap_or(false)
+            ns.command(&["ip", "link", "show", TAP])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
         });
-        let mut served = Served { child: Some(child), ns, _turn: turn };
+        let mut served = Served {
+            child: Some(child),
+            ns,
+            _turn: turn,
+        };
         if !up {
-            let out = served.child.take().unwrap().interrupt(Duration::from_secs(5));
-            panic!("TAP never appeared; serve said: {}", String::from_utf8_lossy(&out.stderr));
+            let out = served
+                .child
+                .take()
+                .unwrap()
+                .interrupt(Duration::from_secs(5));
+            panic!(
+                "TAP never appeared; serve said: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         served.ns.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP]);
         served.ns.run(&["ip", "link", "set", TAP, "up"]);
         let answered = common::wait_until(Duration::from_secs(10), || {
-            served.ns.command(&["ping", "-c", "1", "-W", "1", DEVICE_IP]).output().map(|o| o.status.success()).unwrap_or(false)
+            served
+                .ns
+                .command(&["ping", "-c", "1", "-W", "1", DEVICE_IP])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
         });
         assert!(answered, "the soft NIC never answered a ping");
         served
@@ -68,25 +102,66 @@ impl Served {
 
     /// GET /stats as JSON.
     fn stats(&self) -> Value {
-        let body = self.run(&["curl", "-sS", "--max-time", "10", &format!("http://{DEVICE_IP}/stats")]);
-        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("/stats is not JSON ({e}): {}", String::from_utf8_lossy(&body)))
+        let body = self.run(&[
+            "curl",
+            "-sS",
+            "--max-time",
+            "10",
+            &format!("http://{DEVICE_IP}/stats"),
+        ]);
+        serde_json::from_slice(&body).unwrap_or_else(|e| {
+            panic!(
+                "/stats is not JSON ({e}): {}",
+                String::from_utf8_lossy(&body)
+            )
+        })
     }
 
     /// Runs stock `iperf3 -c DEVICE -t 2 -J` with `extra` options and returns its report.
     fn iperf3(&self, extra: &[&str]) -> Value {
-        let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-t", "2", "-J", "--connect-timeout", "5000"];
+        let mut argv = vec![
+            "iperf3",
+            "-c",
+            DEVICE_IP,
+            "-t",
+            "2",
+            "-J",
+            "--connect-timeout",
+            "5000",
+        ];
         argv.extend_from_slice(extra);
-        let out = self.ns.command(&["timeout", "30"]).args(&argv).output().expect("run iperf3");
-        let report: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("iperf3 {extra:?} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
-        assert!(out.status.success() && report.get("error").is_none(), "iperf3 {extra:?} failed: {report}");
+        let out = self
+            .ns
+            .command(&["timeout", "30"])
+            .args(&argv)
+            .output()
+            .expect("run iperf3");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "iperf3 {extra:?} printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert!(
+            out.status.success() && report.get("error").is_none(),
+            "iperf3 {extra:?} failed: {report}"
+        );
         report
     }
 
     /// Stops the server with SIGINT and returns what it printed on stdout.
     fn stop(mut self) -> String {
-        let out = self.child.take().unwrap().interrupt(Duration::from_secs(10));
-        assert!(out.status.success(), "serve exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+        let out = self
+            .child
+            .take()
+            .unwrap()
+            .interrupt(Duration::from_secs(10));
+        assert!(
+            out.status.success(),
+            "serve exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).expect("utf-8 output")
     }
 
@@ -95,19 +170,32 @@ impl Served {
         let mut child = self.child.take().unwrap().0.take().unwrap();
         // SAFETY: kill(2) on the pid of our own child (`ip netns exec` has exec'd serve).
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let exited = common::wait_until(Duration::from_secs(10), || child.try_wait().map(|s| s.is_some()).unwrap_or(false));
+        let exited = common::wait_until(Duration::from_secs(10), || {
+            child.try_wait().map(|s| s.is_some()).unwrap_or(false)
+        });
         if !exited {
             let _ = child.kill();
         }
         let out = child.wait_with_output().expect("wait for serve");
-        assert!(exited && out.status.success(), "serve did not exit cleanly on SIGTERM ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            exited && out.status.success(),
+            "serve did not exit cleanly on SIGTERM ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).expect("utf-8 output")
     }
 
     /// CPU time (user + system, in clock ticks) the server process has used so far.
     fn cpu_ticks(&self) -> u64 {
-        let pid = self.child.as_ref().and_then(|c| c.0.as_ref()).expect("running").id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/PID/stat");
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(|c| c.0.as_ref())
+            .expect("running")
+            .id();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc/PID/stat");
         // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
         let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
         let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -131,13 +219,19 @@ fn in_netns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'stati
 
 /// A counter from the `mac` section of /stats.
 fn mac_counter(stats: &Value, name: &str) -> u64 {
-    stats["mac"][name].as_u64().unwrap_or_else(|| panic!("no mac.{name} in {stats}"))
+    stats["mac"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no mac.{name} in {stats}"))
 }
 
 /// Asserts the RX conservation law on /stats, recomputed here from the counters: every
 /// frame the TAP delivered ends in exactly one bucket (and the device agrees).
 fn assert_conserved(stats: &Value) {
-    assert_eq!(stats["conservation"]["holds"], Value::Bool(true), "device reports a broken law: {stats}");
+    assert_eq!(
+        stats["conservation"]["holds"],
+        Value::Bool(true),
+        "device reports a broken law: {stats}"
+    );
     let buckets = [
         "rx_packets",
         "rx_pause_frames",
@@ -150,9 +244,21 @@ fn assert_conserved(stats: &Value) {
         "rx_pending",
     ];
     let accounted: u64 = buckets.iter().map(|b| mac_counter(stats, b)).sum();
-    assert_eq!(mac_counter(stats, "rx_transmissions"), accounted, "buckets do not add up: {stats}");
-    assert_eq!(mac_counter(stats, "rx_committed") + mac_counter(stats, "rx_missed_errors"), mac_counter(stats, "rx_transmissions"));
-    assert_eq!(mac_counter(stats, "tx_requests"), mac_counter(stats, "tx_packets") + mac_counter(stats, "tx_dropped") + mac_counter(stats, "tx_deferred"));
+    assert_eq!(
+        mac_counter(stats, "rx_transmissions"),
+        accounted,
+        "buckets do not add up: {stats}"
+    );
+    assert_eq!(
+        mac_counter(stats, "rx_committed") + mac_counter(stats, "rx_missed_errors"),
+        mac_counter(stats, "rx_transmissions")
+    );
+    assert_eq!(
+        mac_counter(stats, "tx_requests"),
+        mac_counter(stats, "tx_packets")
+            + mac_counter(stats, "tx_dropped")
+            + mac_counter(stats, "tx_deferred")
+    );
 }
 
 #[test]
@@ -161,16 +267,46 @@ fn bad_options_get_one_line_naming_the_option() {
         (&["--ip", "198.18.0.2/24"], "--tap"),
         (&["--tap", "ll0"], "--ip"),
         (&["--tap", "ll0", "--ip", "198.18.0.2/33"], "--ip"),
-        (&["--tap", "ll0", "--ip", "198.18.0.2/24", "--rx-frames", "0"], "--rx-frames"),
-        (&["--tap", "ll0", "--ip", "198.18.0.2/24", "--tcp-window", "huge"], "--tcp-window"),
-        (&["--tap", "ll0", "--ip", "198.18.0.2/24", "--mac", "01:00:5e:00:00:01"], "--mac"),
+        (
+            &["--tap", "ll0", "--ip", "198.18.0.2/24", "--rx-frames", "0"],
+            "--rx-frames",
+        ),
+        (
+            &[
+                "--tap",
+                "ll0",
+                "--ip",
+                "198.18.0.2/24",
+                "--tcp-window",
+                "huge",
+            ],
+            "--tcp-window",
+        ),
+        (
+            &[
+                "--tap",
+                "ll0",
+                "--ip",
+                "198.18.0.2/24",
+                "--mac",
+                "01:00:5e:00:00:01",
+            ],
+            "--mac",
+        ),
     ];
     for (args, option) in cases {
-        let out = Command::new(linklab_bin()).arg("serve").args(args).output().expect("run linklab");
+        let out = Command::new(linklab_bin())
+            .arg("serve")
+            .args(args)
+            .output()
+            .expect("run linklab");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-        assert!(stderr.starts_with("linklab: error: ") && stderr.contains(option), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("linklab: error: ") && stderr.contains(option),
+            "{args:?}: {stderr}"
+        );
     }
 }
 
@@ -185,19 +321,51 @@ fn ping_curl_echo_stats_and_clean_exit() {
     let idle = served.cpu_ticks() - before;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    assert!(idle * 10 <= hz, "serve used {idle} of {hz} ticks in an idle second: it spins");
+    assert!(
+        idle * 10 <= hz,
+        "serve used {idle} of {hz} ticks in an idle second: it spins"
+    );
 
-    let ping = String::from_utf8(served.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP])).unwrap();
-    assert!(ping.contains("20 packets transmitted, 20 received, 0% packet loss"), "{ping}");
+    let ping =
+        String::from_utf8(served.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
+            .unwrap();
+    assert!(
+        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
+        "{ping}"
+    );
 
     for file in linklab_perf::payload::BENCH_FILES {
-        let body = served.run(&["curl", "-sS", "--fail", "--max-time", "60", &format!("http://{DEVICE_IP}{}", file.path)]);
+        let body = served.run(&[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "60",
+            &format!("http://{DEVICE_IP}{}", file.path),
+        ]);
         let mut expected = vec![0u8; file.len as usize];
         linklab_perf::payload::fill(0, &mut expected);
         assert_eq!(body.len(), expected.len(), "{}: length", file.path);
-        assert_eq!(crc32fast::hash(&body), crc32fast::hash(&expected), "{}: CRC32", file.path);
+        assert_eq!(
+            crc32fast::hash(&body),
+            crc32fast::hash(&expected),
+            "{}: CRC32",
+            file.path
+        );
     }
-    let missing = served.ns.command(&["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", &format!("http://{DEVICE_IP}/nope.txt")]).output().unwrap();
+    let missing = served
+        .ns
+        .command(&[
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &format!("http://{DEVICE_IP}/nope.txt"),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&missing.stdout), "404");
 
     let (udp_reply, tcp_reply) = in_netns(&served.ns, || {
@@ -224,30 +392,60 @@ fn ping_curl_echo_stats_and_clean_exit() {
     });
     let expected_udp: Vec<u8> = (0..5u8).flat_map(|i| [i; 100]).collect();
     assert_eq!(udp_reply, expected_udp, "UDP echo");
-    assert_eq!(tcp_reply, (0..50_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>(), "TCP echo");
+    assert_eq!(
+        tcp_reply,
+        (0..50_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>(),
+        "TCP echo"
+    );
 
     let stats = served.stats();
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
     assert!(mac_counter(&stats, "tx_packets") > 100, "{stats}");
     assert_eq!(stats["echo"]["udp_tx_datagrams"], 5, "{stats}");
-    assert!(stats["echo"]["tcp_bytes"].as_u64().unwrap() >= 50_000, "{stats}");
+    assert!(
+        stats["echo"]["tcp_bytes"].as_u64().unwrap() >= 50_000,
+        "{stats}"
+    );
 
-    let tap_created = served.ns.command(&["ip", "link", "show", TAP]).output().unwrap().status.success();
+    let tap_created = served
+        .ns
+        .command(&["ip", "link", "show", TAP])
+        .output()
+        .unwrap()
+        .status
+        .success();
     assert!(tap_created);
     let ns_name = served.ns.name.clone();
     let stdout = served.stop();
-    assert!(stdout.contains("rx_packets"), "no counters printed at exit: {stdout}");
-    assert!(stdout.matches("rx_packets").count() >= 2, "no periodic counters with --stats-interval 1: {stdout}");
-    let gone = !Command::new("ip").args(["netns", "exec", &ns_name, "ip", "link", "show", TAP]).output().unwrap().status.success();
+    assert!(
+        stdout.contains("rx_packets"),
+        "no counters printed at exit: {stdout}"
+    );
+    assert!(
+        stdout.matches("rx_packets").count() >= 2,
+        "no periodic counters with --stats-interval 1: {stdout}"
+    );
+    let gone = !Command::new("ip")
+        .args(["netns", "exec", &ns_name, "ip", "link", "show", TAP])
+        .output()
+        .unwrap()
+        .status
+        .success();
     assert!(gone, "the TAP serve created is still there after exit");
 }
 
 /// Bytes an iperf3 -J report says were received, checked for sanity.
 fn received_bytes(report: &Value, what: &str) -> u64 {
     let end = &report["end"];
-    let sum = if end["sum_received"].is_object() { &end["sum_received"] } else { &end["sum"] };
-    let bytes = sum["bytes"].as_u64().unwrap_or_else(|| panic!("{what}: no byte count: {end}"));
+    let sum = if end["sum_received"].is_object() {
+        &end["sum_received"]
+    } else {
+        &end["sum"]
+    };
+    let bytes = sum["bytes"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{what}: no byte count: {end}"));
     let secs = sum["seconds"].as_f64().unwrap_or(0.0);
     assert!(bytes > 0 && secs > 1.0, "{what}: nothing moved: {end}");
     bytes
@@ -266,11 +464,20 @@ fn stock_iperf3_tcp_and_udp() {
 
     let bidir = served.iperf3(&["--bidir"]);
     let end = &bidir["end"];
-    assert!(end["sum_received"]["bytes"].as_u64().unwrap() > 100_000, "{end}");
-    assert!(end["sum_received_bidir_reverse"]["bytes"].as_u64().unwrap() > 100_000, "{end}");
+    assert!(
+        end["sum_received"]["bytes"].as_u64().unwrap() > 100_000,
+        "{end}"
+    );
+    assert!(
+        end["sum_received_bidir_reverse"]["bytes"].as_u64().unwrap() > 100_000,
+        "{end}"
+    );
 
     let parallel = served.iperf3(&["-P", "4"]);
-    assert_eq!(parallel["end"]["streams"].as_array().map(|s| s.len()), Some(4));
+    assert_eq!(
+        parallel["end"]["streams"].as_array().map(|s| s.len()),
+        Some(4)
+    );
     assert!(received_bytes(&parallel, "TCP -P 4") > 1_000_000);
 
     for extra in [&["-u", "-b", "50M"][..], &["-u", "-R", "-b", "50M"][..]] {
@@ -282,7 +489,10 @@ fn stock_iperf3_tcp_and_udp() {
         assert!(packets > 4000, "{extra:?}: {sum}");
         assert!(lost * 20 < packets, "{extra:?}: more than 5% lost: {sum}");
         let mbps = sum["bits_per_second"].as_f64().unwrap() / 1e6;
-        assert!((25.0..60.0).contains(&mbps), "{extra:?}: {mbps} Mbit/s for -b 50M");
+        assert!(
+            (25.0..60.0).contains(&mbps),
+            "{extra:?}: {mbps} Mbit/s for -b 50M"
+        );
     }
 
     let stats = served.stats();
@@ -298,7 +508,11 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
     let stats = served.stats();
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
-    assert_eq!(mac_counter(&stats, "rx_missed_errors"), 0, "queue-full drops with the auto window: {stats}");
+    assert_eq!(
+        mac_counter(&stats, "rx_missed_errors"),
+        0,
+        "queue-full drops with the auto window: {stats}"
+    );
     served.stop();
 
     let served = Served::start("big", &["--rx-frames", "4", "--tcp-window", "262144"]);
@@ -306,7 +520,35 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
     received_bytes(&report, "TCP, window far above the queue");
     let stats = served.stats();
     assert_conserved(&stats);
-    assert!(mac_counter(&stats, "rx_missed_errors") > 0, "no queue-full drops with a 256 KiB window over 4 frames: {stats}");
+    assert!(
+        mac_counter(&stats, "rx_missed_errors") > 0,
+        "no queue-full drops with a 256 KiB window over 4 frames: {stats}"
+    );
     let stdout = served.terminate();
-    assert!(stdout.contains("stopped by signal 15") && stdout.contains("rx_missed_errors="), "{stdout}");
+    assert!(
+        stdout.contains("stopped by signal 15") && stdout.contains("rx_missed_errors="),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_existing_tap_is_used_and_left_in_place() {
+    let served = Served::start_with("old", &[], |ns| {
+        ns.run(&["ip", "tuntap", "add", "dev", TAP, "mode", "tap"]);
+    });
+    let ping =
+        String::from_utf8(served.run(&["ping", "-c", "3", "-i", "0.05", "-W", "2", DEVICE_IP]))
+            .unwrap();
+    assert!(ping.contains("3 received"), "{ping}");
+    let ns_name = served.ns.name.clone();
+    let stdout = served.stop();
+    assert!(stdout.contains("TAP existed"), "{stdout}");
+    let kept = Command::new("ip")
+        .args(["netns", "exec", &ns_name, "ip", "link", "show", TAP])
+        .output()
+        .unwrap();
+    assert!(
+        kept.status.success(),
+        "serve removed a TAP it did not create"
+    );
 }

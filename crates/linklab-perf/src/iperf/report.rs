@@ -74,18 +74,19 @@ impl DirectionReport {
 
     /// Adds another stream of the same direction.
     pub fn add(&mut self, o: &DirectionReport) {
-        self.streams += o.streams;
-        self.bytes_sent += o.bytes_sent;
-        self.bytes_received += o.bytes_received;
-        self.packets += o.packets;
-        self.lost += o.lost;
+        // Peer-reported figures can be anything: saturate instead of overflowing.
+        self.streams = self.streams.saturating_add(o.streams);
+        self.bytes_sent = self.bytes_sent.saturating_add(o.bytes_sent);
+        self.bytes_received = self.bytes_received.saturating_add(o.bytes_received);
+        self.packets = self.packets.saturating_add(o.packets);
+        self.lost = self.lost.saturating_add(o.lost);
         self.jitter_ms += o.jitter_ms;
         self.out_of_order = match (self.out_of_order, o.out_of_order) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
             _ => None,
         };
         self.retransmits = match (self.retransmits, o.retransmits) {
-            (Some(a), Some(b)) => Some(a + b),
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
             _ => None,
         };
     }

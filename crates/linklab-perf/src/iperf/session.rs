@@ -88,6 +88,8 @@ pub mod server_error {
 
 /// How long a test may sit without any activity before the watchdog ends it.
 pub const DEFAULT_WATCHDOG_US: Micros = 10_000_000;
+/// A receiving-only client of a `-n`/`-k` test ends after the sender is quiet this long.
+pub const QUIET_END_US: Micros = 1_000_000;
 /// Grace after `-t` + `-O` before the server gives up on a client (iperf3 uses 5 s).
 pub const SERVER_GRACE_US: Micros = 5_000_000;
 
@@ -96,7 +98,7 @@ pub const SERVER_GRACE_US: Micros = 5_000_000;
 pub struct ClientOptions {
     /// The test parameters announced to the server.
     pub params: Params,
-    /// Reporting interval (`-i`) in microseconds, 0 for none.
+    /// Reporting interval (`-i`) in microseconds, 0 for none (at least 10 ms).
     pub interval_us: Micros,
     /// Seed for the cookie (make it differ per test).
     pub cookie_seed: u64,
@@ -131,6 +133,10 @@ pub struct Session<'a> {
     test_bytes_sent: u64,
     test_blocks_sent: u64,
     test_bytes_received: u64,
+    /// Datagrams (UDP) received since the omitted period, for `-R -k`.
+    test_datagrams_received: u64,
+    /// When counted data last arrived.
+    last_rx: Option<Micros>,
     peer_cpu: [f64; 3],
     peer_has_retransmits: i64,
     have_peer_results: bool,
@@ -163,6 +169,8 @@ impl<'a> Session<'a> {
             test_bytes_sent: 0,
             test_blocks_sent: 0,
             test_bytes_received: 0,
+            test_datagrams_received: 0,
+            last_rx: None,
             peer_cpu: [0.0; 3],
             peer_has_retransmits: -1,
             have_peer_results: false,
@@ -181,7 +189,12 @@ impl<'a> Session<'a> {
     pub fn client(opts: &ClientOptions, rx: &'a mut [u8], tx: &'a mut [u8], now: Micros) -> Self {
         let mut s = Self::new(Role::Client, rx, tx, now);
         s.params = opts.params;
-        s.interval_us = opts.interval_us;
+        // Intervals shorter than 10 ms would only flood the caller; 0 means none.
+        s.interval_us = if opts.interval_us == 0 {
+            0
+        } else {
+            opts.interval_us.max(10_000)
+        };
         s.cookie = wire::make_cookie(opts.cookie_seed);
         s.phase = Phase::ParamExchange;
         s.reader.expect(Expect::State);
@@ -330,6 +343,8 @@ impl<'a> Session<'a> {
         self.test_bytes_sent = 0;
         self.test_blocks_sent = 0;
         self.test_bytes_received = 0;
+        self.test_datagrams_received = 0;
+        self.last_rx = None;
         self.peer_cpu = [0.0; 3];
         self.peer_has_retransmits = -1;
         self.have_peer_results = false;
@@ -551,7 +566,7 @@ impl<'a> Session<'a> {
             self.omit_end = Some(now + u64::from(self.params.omit_s) * 1_000_000);
         }
         if self.interval_us > 0 {
-            self.next_interval = Some(now + self.interval_us);
+            self.next_interval = Some(now.saturating_add(self.interval_us));
         }
     }
 
@@ -592,7 +607,10 @@ impl<'a> Session<'a> {
     }
 
     fn add_stream(&mut self, now: Micros) -> Option<usize> {
-        if self.phase != Phase::CreateStreams || self.nstreams >= self.streams_wanted() {
+        if self.phase != Phase::CreateStreams
+            || self.nstreams >= self.streams_wanted()
+            || self.nstreams >= MAX_STREAMS
+        {
             return None;
         }
         let idx = self.nstreams;
@@ -669,6 +687,7 @@ impl<'a> Session<'a> {
             if !s.sender {
                 s.bytes_received = s.bytes_received.saturating_add(n as u64);
                 self.test_bytes_received = self.test_bytes_received.saturating_add(n as u64);
+                self.last_rx = Some(now);
             }
         }
     }
@@ -687,6 +706,8 @@ impl<'a> Session<'a> {
                 self.test_bytes_received = self
                     .test_bytes_received
                     .saturating_add(datagram.len() as u64);
+                self.test_datagrams_received += 1;
+                self.last_rx = Some(now);
             }
         }
     }
@@ -802,7 +823,7 @@ impl<'a> Session<'a> {
         if self.end.is_none() {
             while let Some(t) = self.next_interval.filter(|t| now >= *t) {
                 self.emit_interval(t, false);
-                self.next_interval = Some(t + self.interval_us);
+                self.next_interval = Some(t.saturating_add(self.interval_us.max(1)));
             }
         }
         if self.omitting && self.omit_end.is_some_and(|t| now >= t) {
@@ -810,12 +831,14 @@ impl<'a> Session<'a> {
             self.test_bytes_sent = 0;
             self.test_blocks_sent = 0;
             self.test_bytes_received = 0;
+            self.test_datagrams_received = 0;
+            self.last_rx = None;
             for s in &mut self.streams[..self.nstreams] {
                 s.reset_after_omit();
             }
             self.interval_start = now;
             if self.interval_us > 0 {
-                self.next_interval = Some(now + self.interval_us);
+                self.next_interval = Some(now.saturating_add(self.interval_us));
             }
         }
         if self.role == Role::Client && self.phase == Phase::Running && self.client_done(now) {
@@ -824,15 +847,23 @@ impl<'a> Session<'a> {
             self.phase = Phase::Ending;
         }
         if self.role == Role::Server && self.phase == Phase::Running && self.params.duration_s > 0 {
-            let limit = u64::from(self.params.duration_s + self.params.omit_s) * 1_000_000
-                + SERVER_GRACE_US;
-            if self.start.is_some_and(|s| now >= s + limit) {
+            let limit = self.timed_us().saturating_add(SERVER_GRACE_US);
+            if self.start.is_some_and(|s| now >= s.saturating_add(limit)) {
                 self.fail(Failure::Timeout);
             }
         }
         if now.saturating_sub(self.last_activity) >= self.watchdog_us && !self.is_finished() {
             self.fail(Failure::Timeout);
         }
+    }
+
+    /// `-t` plus `-O` in microseconds (0 if the test is not timed).
+    fn timed_us(&self) -> Micros {
+        let p = &self.params;
+        if p.duration_s == 0 {
+            return 0;
+        }
+        (u64::from(p.duration_s) + u64::from(p.omit_s)).saturating_mul(1_000_000)
     }
 
     fn client_done(&self, now: Micros) -> bool {
@@ -843,14 +874,34 @@ impl<'a> Session<'a> {
         let timed = p.duration_s != 0
             && self
                 .start
-                .is_some_and(|s| now >= s + u64::from(p.duration_s + p.omit_s) * 1_000_000);
+                .is_some_and(|s| now >= s.saturating_add(self.timed_us()));
         let sends = self.streams().iter().any(|s| s.sender);
-        let transferred = if sends {
-            self.test_bytes_sent
-        } else {
-            self.test_bytes_received
+        if sends {
+            return timed || self.sender_done();
+        }
+        // Receiving only (-R) with -n/-k: done when that much arrived (TCP blocks are
+        // `len` bytes), or when the sender has been quiet for QUIET_END_US after sending
+        // something (lost datagrams would otherwise keep the test open forever).
+        let blocks_received = match p.protocol {
+            Protocol::Udp => self.test_datagrams_received,
+            Protocol::Tcp => self.test_bytes_received / u64::from(p.len.max(1)),
         };
-        timed || (p.bytes != 0 && transferred >= p.bytes) || (sends && self.sender_done())
+        let counted = p.bytes != 0 || p.blocks != 0;
+        timed
+            || (p.bytes != 0 && self.test_bytes_received >= p.bytes)
+            || (p.blocks != 0 && blocks_received >= p.blocks)
+            || (counted && self.quiet_end().is_some_and(|t| now >= t))
+    }
+
+    /// Receiving-only count-based test: when the sender's silence ends it.
+    fn quiet_end(&self) -> Option<Micros> {
+        let p = &self.params;
+        let receiving_only = self.role == Role::Client && !self.streams().iter().any(|s| s.sender);
+        if receiving_only && (p.bytes != 0 || p.blocks != 0) {
+            self.last_rx.map(|t| t + QUIET_END_US)
+        } else {
+            None
+        }
     }
 
     /// When [`poll`](Self::poll) next has something to do (or a paced stream may send);
@@ -873,20 +924,19 @@ impl<'a> Session<'a> {
             if let Some(start) = self.start {
                 let p = &self.params;
                 if p.duration_s > 0 {
-                    let d = u64::from(p.duration_s + p.omit_s) * 1_000_000;
-                    take(Some(
-                        start
-                            + if self.role == Role::Client {
-                                d
-                            } else {
-                                d + SERVER_GRACE_US
-                            },
-                    ));
+                    let d = self.timed_us();
+                    let grace = if self.role == Role::Client {
+                        0
+                    } else {
+                        SERVER_GRACE_US
+                    };
+                    take(Some(start.saturating_add(d).saturating_add(grace)));
                 }
             }
             for s in self.streams().iter().filter(|s| s.sender) {
                 take(self.paced_until(s).filter(|x| *x > self.now));
             }
+            take(self.quiet_end());
         }
         Some(t)
     }

@@ -204,6 +204,8 @@ pub enum ControlMsg {
 pub enum ControlError {
     /// The announced JSON length exceeds the limit or the buffer.
     JsonTooLong(u32),
+    /// The reader's buffer cannot hold a cookie or a length prefix.
+    BufferTooSmall,
 }
 
 /// Incremental reader of the control byte stream: cookie, state bytes, length-prefixed
@@ -274,6 +276,9 @@ impl<'a> ControlReader<'a> {
                         8
                     };
                     let n = self.fill(rest, want);
+                    if n == 0 {
+                        return Err(ControlError::BufferTooSmall);
+                    }
                     used += n;
                     if self.filled == want {
                         self.filled = 0;
@@ -292,6 +297,9 @@ impl<'a> ControlReader<'a> {
                 Expect::Json => match self.json_len {
                     None => {
                         let n = self.fill(rest, 4);
+                        if n == 0 {
+                            return Err(ControlError::BufferTooSmall);
+                        }
                         used += n;
                         if self.filled == 4 {
                             let b = &self.buf[..4];
@@ -308,6 +316,9 @@ impl<'a> ControlReader<'a> {
                     }
                     Some(len) => {
                         let n = self.fill(rest, len);
+                        if n == 0 {
+                            return Err(ControlError::BufferTooSmall);
+                        }
                         used += n;
                         if self.filled == len {
                             return Ok((used, Some(self.finish_json(len))));
@@ -413,5 +424,10 @@ mod tests {
         assert_eq!(r.push(&[9]).unwrap(), (1, Some(ControlMsg::State(9))));
         r.expect(Expect::Json);
         assert_eq!(r.push(&[0, 0, 1, 0]), Err(ControlError::JsonTooLong(256)));
+        // A buffer too small for a cookie is an error, not a stall.
+        let mut tiny = [0u8; 8];
+        let mut r = ControlReader::new(&mut tiny, 8);
+        r.expect(Expect::Cookie);
+        assert_eq!(r.push(&[b'a'; 40]), Err(ControlError::BufferTooSmall));
     }
 }

@@ -1,7 +1,8 @@
 //! The bare smoltcp baseline: smoltcp's own `TunTapInterface` (no linklab-mac, no RX queue)
-//! running linklab-perf's iperf3 server with the same sockets and buffers as `linklab serve`,
-//! in the loop shape of smoltcp's examples/benchmark.rs (poll, serve, `phy::wait` until
-//! `poll_at`). It runs on a thread that has entered the bench's network namespace.
+//! running the same apps as `linklab serve` on the same sockets and buffers (linklab-perf's
+//! iperf3 server, echo, and the HTTP sockets, which cost a socket-set walk per poll even when
+//! idle), in the loop shape of smoltcp's examples/benchmark.rs (poll, serve, `phy::wait` until
+//! `poll_at`). So the only difference to the soft NIC is the device under smoltcp.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -9,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use linklab_perf::echo::SmoltcpEcho;
+use linklab_perf::http::{self, NoRoutes};
 use linklab_perf::iperf::device::{IperfServer, MAX_TCP_SOCKETS};
 use linklab_perf::iperf::wire::{DEFAULT_PORT, MAX_JSON_LEN};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
@@ -21,6 +24,12 @@ use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 const TCP_TX_BUFFER: usize = 64 * 1024;
 const UDP_PACKETS: usize = 128;
 const UDP_BYTES: usize = UDP_PACKETS * 1500;
+const HTTP_SOCKETS: usize = 2;
+const HTTP_RX_BUFFER: usize = 2 * 1024;
+const HTTP_TX_BUFFER: usize = 32 * 1024;
+const ECHO_TX_BUFFER: usize = 16 * 1024;
+const ECHO_UDP_PACKETS: usize = 16;
+const ECHO_UDP_BYTES: usize = 16 * 1024;
 
 /// A running baseline server; [`Baseline::stop`] ends it.
 pub struct Baseline {
@@ -50,16 +59,52 @@ impl Baseline {
 pub fn start(ns: &str, tap: &str, window: usize) -> Baseline {
     let stop = Arc::new(AtomicBool::new(false));
     let tid = Arc::new(AtomicI32::new(0));
-    let (ns, tap, flag, tid_out) = (format!("/run/netns/{ns}"), tap.to_string(), stop.clone(), tid.clone());
+    let (ns, tap, flag, tid_out) = (
+        format!("/run/netns/{ns}"),
+        tap.to_string(),
+        stop.clone(),
+        tid.clone(),
+    );
     let thread = std::thread::spawn(move || {
         // SAFETY: gettid has no preconditions.
         tid_out.store(unsafe { libc::gettid() }, Ordering::SeqCst);
         let netns = File::open(&ns).expect("open netns");
         // SAFETY: setns(2) moves only this thread into the namespace.
-        assert_eq!(unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) }, 0, "setns");
+        assert_eq!(
+            unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) },
+            0,
+            "setns"
+        );
         run(&tap, window, &flag);
     });
-    Baseline { stop, tid, thread: Some(thread) }
+    Baseline {
+        stop,
+        tid,
+        thread: Some(thread),
+    }
+}
+
+/// Set by SIGINT in [`serve_until_sigint`].
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Runs the baseline on the calling thread inside namespace `ns` until SIGINT (the bench
+/// re-runs itself this way under callgrind to count the baseline's instructions).
+pub fn serve_until_sigint(ns: &str, tap: &str, window: usize) {
+    let netns = File::open(format!("/run/netns/{ns}")).expect("open netns");
+    // SAFETY: setns(2) on this (the only) thread; the handler only stores an atomic.
+    unsafe {
+        assert_eq!(
+            libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET),
+            0,
+            "setns"
+        );
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+    run(tap, window, &INTERRUPTED);
 }
 
 fn run(tap: &str, window: usize, stop: &AtomicBool) {
@@ -68,16 +113,40 @@ fn run(tap: &str, window: usize, stop: &AtomicBool) {
     let mut config = Config::new(EthernetAddress([0x02, 0x4c, 0x4c, 0, 0, 2]).into());
     config.random_seed = 0x5eed;
     let mut iface = Interface::new(config, &mut device, Instant::now());
-    iface.update_ip_addrs(|a| a.push(IpCidr::new(IpAddress::v4(198, 18, 0, 2), 24)).expect("address"));
+    iface.update_ip_addrs(|a| {
+        a.push(IpCidr::new(IpAddress::v4(198, 18, 0, 2), 24))
+            .expect("address")
+    });
 
+    let tcp_socket = |rx: usize, tx: usize| {
+        tcp::Socket::new(
+            tcp::SocketBuffer::new(vec![0; rx]),
+            tcp::SocketBuffer::new(vec![0; tx]),
+        )
+    };
+    let udp_socket = |packets: usize, bytes: usize| {
+        udp::Socket::new(
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
+            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
+        )
+    };
     let mut sockets = SocketSet::new(vec![]);
-    let tcp: Vec<SocketHandle> = (0..MAX_TCP_SOCKETS)
-        .map(|_| sockets.add(tcp::Socket::new(tcp::SocketBuffer::new(vec![0; window]), tcp::SocketBuffer::new(vec![0; TCP_TX_BUFFER]))))
+    // Same order as linklab serve: echo, HTTP, iperf3.
+    let echo_udp = sockets.add(udp_socket(ECHO_UDP_PACKETS, ECHO_UDP_BYTES));
+    let echo_tcp = sockets.add(tcp_socket(window, ECHO_TX_BUFFER));
+    let mut echo = SmoltcpEcho::new(echo_udp, echo_tcp);
+    let mut http_servers: Vec<(SocketHandle, http::Server)> = (0..HTTP_SOCKETS)
+        .map(|_| {
+            (
+                sockets.add(tcp_socket(HTTP_RX_BUFFER, HTTP_TX_BUFFER)),
+                http::Server::new(),
+            )
+        })
         .collect();
-    let udp = sockets.add(udp::Socket::new(
-        udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; UDP_PACKETS], vec![0; UDP_BYTES]),
-        udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; UDP_PACKETS], vec![0; UDP_BYTES]),
-    ));
+    let tcp: Vec<SocketHandle> = (0..MAX_TCP_SOCKETS)
+        .map(|_| sockets.add(tcp_socket(window, TCP_TX_BUFFER)))
+        .collect();
+    let udp = sockets.add(udp_socket(UDP_PACKETS, UDP_BYTES));
     let (mut rx, mut tx) = (vec![0; MAX_JSON_LEN], vec![0; MAX_JSON_LEN]);
     let mut server = IperfServer::new(&tcp, udp, DEFAULT_PORT, &mut rx, &mut tx);
 
@@ -86,7 +155,19 @@ fn run(tap: &str, window: usize, stop: &AtomicBool) {
         iface.poll(now, &mut device, &mut sockets);
         server.poll(&mut sockets, now);
         let _ = server.take_outcome();
-        let wake = [iface.poll_at(now, &sockets), server.poll_at()].into_iter().flatten().min();
+        echo.poll(&mut sockets);
+        for (handle, http_server) in &mut http_servers {
+            http::serve_tcp(
+                sockets.get_mut::<tcp::Socket>(*handle),
+                http_server,
+                http::HTTP_PORT,
+                &mut NoRoutes,
+            );
+        }
+        let wake = [iface.poll_at(now, &sockets), server.poll_at()]
+            .into_iter()
+            .flatten()
+            .min();
         // Bounded so the stop flag is seen within 100 ms.
         let limit = Duration::from_millis(100);
         let timeout = match wake {

@@ -46,7 +46,10 @@ impl Routes for StatsRoute<'_> {
         // A body larger than the lent buffer would be cut into invalid JSON: refuse instead.
         let dst = out.get_mut(..body.len())?;
         dst.copy_from_slice(body);
-        Some(RouteBody { len: body.len(), content_type: "application/json" })
+        Some(RouteBody {
+            len: body.len(),
+            content_type: "application/json",
+        })
     }
 }
 
@@ -59,7 +62,10 @@ pub struct Apps {
 }
 
 fn tcp_socket(rx: usize, tx: usize) -> tcp::Socket<'static> {
-    tcp::Socket::new(tcp::SocketBuffer::new(vec![0; rx]), tcp::SocketBuffer::new(vec![0; tx]))
+    tcp::Socket::new(
+        tcp::SocketBuffer::new(vec![0; rx]),
+        tcp::SocketBuffer::new(vec![0; tx]),
+    )
 }
 
 impl Apps {
@@ -67,21 +73,40 @@ impl Apps {
     /// receive buffer of `tcp_window` bytes (smoltcp advertises its free space as window).
     pub fn new(sockets: &mut SocketSet<'static>, tcp_window: usize) -> Apps {
         let udp = udp::Socket::new(
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; ECHO_UDP_PACKETS], vec![0; ECHO_UDP_BYTES]),
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; ECHO_UDP_PACKETS], vec![0; ECHO_UDP_BYTES]),
+            udp::PacketBuffer::new(
+                vec![udp::PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+                vec![0; ECHO_UDP_BYTES],
+            ),
+            udp::PacketBuffer::new(
+                vec![udp::PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+                vec![0; ECHO_UDP_BYTES],
+            ),
         );
         let udp = sockets.add(udp);
         let tcp = sockets.add(tcp_socket(tcp_window, ECHO_TX_BUFFER));
         let echo = SmoltcpEcho::new(udp, tcp);
         let http = (0..HTTP_SOCKETS)
-            .map(|_| (sockets.add(tcp_socket(HTTP_RX_BUFFER, HTTP_TX_BUFFER)), http::Server::new()))
+            .map(|_| {
+                (
+                    sockets.add(tcp_socket(HTTP_RX_BUFFER, HTTP_TX_BUFFER)),
+                    http::Server::new(),
+                )
+            })
             .collect();
         // The iperf3 server borrows its socket list and JSON buffers for the whole run, as
         // firmware would keep them in statics: leaked once, never freed.
-        let iperf_tcp: Vec<SocketHandle> = (0..MAX_TCP_SOCKETS).map(|_| sockets.add(tcp_socket(tcp_window, IPERF_TCP_TX_BUFFER))).collect();
+        let iperf_tcp: Vec<SocketHandle> = (0..MAX_TCP_SOCKETS)
+            .map(|_| sockets.add(tcp_socket(tcp_window, IPERF_TCP_TX_BUFFER)))
+            .collect();
         let iperf_udp = sockets.add(udp::Socket::new(
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS], vec![0; IPERF_UDP_BYTES]),
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS], vec![0; IPERF_UDP_BYTES]),
+            udp::PacketBuffer::new(
+                vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS],
+                vec![0; IPERF_UDP_BYTES],
+            ),
+            udp::PacketBuffer::new(
+                vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS],
+                vec![0; IPERF_UDP_BYTES],
+            ),
         ));
         let iperf = IperfServer::new(
             iperf_tcp.leak(),
@@ -90,12 +115,19 @@ impl Apps {
             vec![0; MAX_JSON_LEN].leak(),
             vec![0; MAX_JSON_LEN].leak(),
         );
-        Apps { echo, http, http_responses: 0, iperf }
+        Apps {
+            echo,
+            http,
+            http_responses: 0,
+            iperf,
+        }
     }
 
     /// True when an HTTP socket holds request bytes, i.e. `/stats` may be asked for now.
     pub fn http_request_pending(&self, sockets: &SocketSet<'_>) -> bool {
-        self.http.iter().any(|(h, _)| sockets.get::<tcp::Socket>(*h).can_recv())
+        self.http
+            .iter()
+            .any(|(h, _)| sockets.get::<tcp::Socket>(*h).can_recv())
     }
 
     /// Runs every app once over the sockets; call after each `Interface::poll`.
@@ -104,7 +136,12 @@ impl Apps {
         let _ = self.iperf.take_outcome();
         self.echo.poll(sockets);
         for (handle, server) in &mut self.http {
-            if http::serve_tcp(sockets.get_mut::<tcp::Socket>(*handle), server, http::HTTP_PORT, stats) {
+            if http::serve_tcp(
+                sockets.get_mut::<tcp::Socket>(*handle),
+                server,
+                http::HTTP_PORT,
+                stats,
+            ) {
                 self.http_responses += 1;
             }
         }

@@ -51,7 +51,8 @@ pub fn parse_tap(s: &str) -> anyhow::Result<String> {
         && s.len() <= 15
         && s != "."
         && s != ".."
-        && s.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+        && s.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
     if !ok {
         bail!("--tap: expected an interface name of 1 to 15 printable characters without '/' or ':', got {s:?}");
     }
@@ -61,9 +62,18 @@ pub fn parse_tap(s: &str) -> anyhow::Result<String> {
 /// Parses `--ip ADDR/PREFIX`: a unicast IPv4 address with a prefix length of 1 to 30.
 pub fn parse_ip(s: &str) -> anyhow::Result<(Ipv4Addr, u8)> {
     let what = "--ip: expected ADDR/PREFIX with a unicast IPv4 address and a prefix of 1..=30";
-    let (addr, prefix) = s.split_once('/').with_context(|| format!("{what}, got {s:?}"))?;
-    let addr: Ipv4Addr = addr.parse().ok().with_context(|| format!("{what}, got {s:?}"))?;
-    let prefix: u8 = prefix.parse().ok().filter(|p| (1..=30).contains(p)).with_context(|| format!("{what}, got {s:?}"))?;
+    let (addr, prefix) = s
+        .split_once('/')
+        .with_context(|| format!("{what}, got {s:?}"))?;
+    let addr: Ipv4Addr = addr
+        .parse()
+        .ok()
+        .with_context(|| format!("{what}, got {s:?}"))?;
+    let prefix: u8 = prefix
+        .parse()
+        .ok()
+        .filter(|p| (1..=30).contains(p))
+        .with_context(|| format!("{what}, got {s:?}"))?;
     if addr.is_unspecified() || addr.is_broadcast() || addr.is_multicast() || addr.is_loopback() {
         bail!("{what}, got {s:?}");
     }
@@ -81,8 +91,13 @@ pub fn parse_mac(s: &str) -> anyhow::Result<[u8; 6]> {
     let mut mac = [0u8; 6];
     let mut parts = s.split(':');
     for octet in mac.iter_mut() {
-        let part = parts.next().filter(|p| p.len() == 2).with_context(|| format!("{what}, got {s:?}"))?;
-        *octet = u8::from_str_radix(part, 16).ok().with_context(|| format!("{what}, got {s:?}"))?;
+        let part = parts
+            .next()
+            .filter(|p| p.len() == 2)
+            .with_context(|| format!("{what}, got {s:?}"))?;
+        *octet = u8::from_str_radix(part, 16)
+            .ok()
+            .with_context(|| format!("{what}, got {s:?}"))?;
     }
     if parts.next().is_some() || mac[0] & 1 == 1 || mac == [0; 6] {
         bail!("{what}, got {s:?}");
@@ -93,11 +108,19 @@ pub fn parse_mac(s: &str) -> anyhow::Result<[u8; 6]> {
 /// Parses `--rx-frames N`: one of the queue sizes in [`QUEUE_SIZES`] (the ring's storage is
 /// sized at compile time).
 pub fn parse_rx_frames(s: &str) -> anyhow::Result<usize> {
-    let offered: Vec<String> = QUEUE_SIZES.iter().map(|(frames, _)| frames.to_string()).collect();
+    let offered: Vec<String> = QUEUE_SIZES
+        .iter()
+        .map(|(frames, _)| frames.to_string())
+        .collect();
     s.parse::<usize>()
         .ok()
         .filter(|n| QUEUE_SIZES.iter().any(|(frames, _)| frames == n))
-        .with_context(|| format!("--rx-frames: expected one of {} (full-size frames), got {s:?}", offered.join(", ")))
+        .with_context(|| {
+            format!(
+                "--rx-frames: expected one of {} (full-size frames), got {s:?}",
+                offered.join(", ")
+            )
+        })
 }
 
 /// Parses `--tcp-window auto|BYTES` (BYTES within [`TCP_WINDOW`]).
@@ -110,7 +133,9 @@ pub fn parse_tcp_window(s: &str) -> anyhow::Result<TcpWindow> {
         .ok()
         .filter(|n| (lo..=hi).contains(n))
         .map(TcpWindow::Bytes)
-        .with_context(|| format!("--tcp-window: expected 'auto' or a number of bytes in {lo}..={hi}, got {s:?}"))
+        .with_context(|| {
+            format!("--tcp-window: expected 'auto' or a number of bytes in {lo}..={hi}, got {s:?}")
+        })
 }
 
 /// Parses `--stats-interval S` within [`STATS_INTERVAL`] seconds.
@@ -120,7 +145,9 @@ pub fn parse_stats_interval(s: &str) -> anyhow::Result<Duration> {
         .ok()
         .filter(|n| (lo..=hi).contains(n))
         .map(Duration::from_secs)
-        .with_context(|| format!("--stats-interval: expected whole seconds in {lo}..={hi}, got {s:?}"))
+        .with_context(|| {
+            format!("--stats-interval: expected whole seconds in {lo}..={hi}, got {s:?}")
+        })
 }
 
 #[cfg(test)]
@@ -134,7 +161,10 @@ mod tests {
     #[test]
     fn good_values_parse() {
         assert_eq!(parse_tap("tap0").unwrap(), "tap0");
-        assert_eq!(parse_ip("198.18.0.2/24").unwrap(), (Ipv4Addr::new(198, 18, 0, 2), 24));
+        assert_eq!(
+            parse_ip("198.18.0.2/24").unwrap(),
+            (Ipv4Addr::new(198, 18, 0, 2), 24)
+        );
         assert_eq!(parse_mac("02:4c:4c:00:00:01").unwrap(), DEFAULT_MAC);
         assert_eq!(parse_rx_frames("4").unwrap(), 4);
         assert_eq!(parse_tcp_window("auto").unwrap(), TcpWindow::Auto);
@@ -147,10 +177,26 @@ mod tests {
         assert!(err(parse_tap("")).starts_with("--tap:"));
         assert!(err(parse_tap("a-very-long-name-x")).starts_with("--tap:"));
         assert!(err(parse_tap("a/b")).starts_with("--tap:"));
-        for bad in ["198.18.0.2", "198.18.0.2/0", "198.18.0.2/31", "198.18.0.0/24", "198.18.0.255/24", "224.0.0.1/4", "x/24", "1.2.3.4/x"] {
+        for bad in [
+            "198.18.0.2",
+            "198.18.0.2/0",
+            "198.18.0.2/31",
+            "198.18.0.0/24",
+            "198.18.0.255/24",
+            "224.0.0.1/4",
+            "x/24",
+            "1.2.3.4/x",
+        ] {
             assert!(err(parse_ip(bad)).starts_with("--ip:"), "{bad}");
         }
-        for bad in ["01:00:00:00:00:01", "00:00:00:00:00:00", "02:4c:4c:00:00", "02:4c:4c:00:00:01:02", "02:4c:4c:0:00:01", "zz:4c:4c:00:00:01"] {
+        for bad in [
+            "01:00:00:00:00:01",
+            "00:00:00:00:00:00",
+            "02:4c:4c:00:00",
+            "02:4c:4c:00:00:01:02",
+            "02:4c:4c:0:00:01",
+            "zz:4c:4c:00:00:01",
+        ] {
             assert!(err(parse_mac(bad)).starts_with("--mac:"), "{bad}");
         }
         assert!(err(parse_rx_frames("5")).contains("one of 4, 8, 16, 32, 64, 128, 256"));

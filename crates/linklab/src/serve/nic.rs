@@ -14,8 +14,15 @@ use super::tap::Tap;
 /// bytes). Each ring size is the smallest for which linklab-mac's
 /// `window::queue_frames(bytes, aligned without FCS, 1460)` equals the frame count (checked
 /// by a test), because the queue's storage size is a compile-time constant.
-pub const QUEUE_SIZES: [(usize, usize); 7] =
-    [(4, 7624), (8, 13688), (16, 25816), (32, 50072), (64, 98584), (128, 195608), (256, 389656)];
+pub const QUEUE_SIZES: [(usize, usize); 7] = [
+    (4, 7624),
+    (8, 13688),
+    (16, 25816),
+    (32, 50072),
+    (64, 98584),
+    (128, 195608),
+    (256, 389656),
+];
 
 /// Most frames moved from the TAP per round, so a flood cannot starve the main loop (the
 /// kernel keeps the rest in the TAP's own queue, like a NIC's FIFO).
@@ -34,7 +41,11 @@ pub struct TapPhy<'t> {
 impl<'t> TapPhy<'t> {
     /// A transmit PHY writing to `tap`.
     pub fn new(tap: &'t Tap) -> TapPhy<'t> {
-        TapPhy { tap, refused: 0, errors: 0 }
+        TapPhy {
+            tap,
+            refused: 0,
+            errors: 0,
+        }
     }
 }
 
@@ -52,7 +63,11 @@ impl PhyTx for TapPhy<'_> {
 /// let the "hardware" (read(2)) write into it, commit the length. When the queue has no
 /// room, the frame is still taken off the wire and counted missed (`rx_missed_errors`), so
 /// overruns are real. Returns the frames committed.
-pub fn pump_rx<const N: usize>(tap: &Tap, producer: &RxProducer<'_, N>, scratch: &mut [u8]) -> io::Result<usize> {
+pub fn pump_rx<const N: usize>(
+    tap: &Tap,
+    producer: &RxProducer<'_, N>,
+    scratch: &mut [u8],
+) -> io::Result<usize> {
     let mut committed = 0;
     for _ in 0..MAX_FRAMES_PER_ROUND {
         match producer.grant() {
@@ -139,8 +154,15 @@ mod tests {
     fn queue_sizes_hold_exactly_their_frame_count() {
         let tap = RxFormat::Aligned { fcs: false };
         for (frames, bytes) in QUEUE_SIZES {
-            assert_eq!(queue_frames(bytes, tap, ETHERNET_MSS), frames, "{bytes} bytes");
-            assert!(queue_frames(bytes - 4, tap, ETHERNET_MSS) < frames, "{bytes} bytes is not the smallest");
+            assert_eq!(
+                queue_frames(bytes, tap, ETHERNET_MSS),
+                frames,
+                "{bytes} bytes"
+            );
+            assert!(
+                queue_frames(bytes - 4, tap, ETHERNET_MSS) < frames,
+                "{bytes} bytes is not the smallest"
+            );
         }
     }
 }

@@ -27,7 +27,9 @@ impl StopSignals {
             if raw < 0 {
                 return Err(io::Error::last_os_error());
             }
-            Ok(StopSignals { fd: OwnedFd::from_raw_fd(raw) })
+            Ok(StopSignals {
+                fd: OwnedFd::from_raw_fd(raw),
+            })
         }
     }
 
@@ -36,7 +38,13 @@ impl StopSignals {
         // SAFETY: signalfd_siginfo is plain old data; read(2) fills at most its size.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+        let n = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
         (n as usize == size).then_some(info.ssi_signo as i32)
     }
 }
@@ -49,10 +57,18 @@ impl AsRawFd for StopSignals {
 
 /// Sleeps until one of `fds` is readable or `timeout` has passed (`None`: no time limit).
 pub fn wait_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<()> {
-    let mut polls = [libc::pollfd { fd: -1, events: 0, revents: 0 }; 4];
+    let mut polls = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; 4];
     let count = fds.len().min(polls.len());
     for (p, fd) in polls.iter_mut().zip(fds) {
-        *p = libc::pollfd { fd: *fd, events: libc::POLLIN, revents: 0 };
+        *p = libc::pollfd {
+            fd: *fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
     }
     // ppoll(2) takes nanoseconds: pacing deadlines a fraction of a millisecond away (iperf3
     // -b) are kept, not rounded up to poll(2)'s milliseconds.
@@ -60,11 +76,20 @@ pub fn wait_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<()>
         tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: libc::c_long::from(t.subsec_nanos() as i32),
     });
-    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: ppoll(2) on a local array of `count` pollfd entries and an optional local
     // timespec; a null signal mask keeps the current one (SIGINT/SIGTERM blocked, read from
     // their signalfd instead).
-    let n = unsafe { libc::ppoll(polls.as_mut_ptr(), count as libc::nfds_t, ts_ptr, std::ptr::null()) };
+    let n = unsafe {
+        libc::ppoll(
+            polls.as_mut_ptr(),
+            count as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
     if n < 0 {
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {

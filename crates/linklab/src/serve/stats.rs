@@ -55,13 +55,15 @@ pub fn tcp_figures(sockets: &SocketSet<'_>) -> Vec<TcpFigures> {
     sockets
         .iter()
         .filter_map(|(_, socket)| match socket {
-            Socket::Tcp(s) if !matches!(s.state(), tcp::State::Listen | tcp::State::Closed) => Some(TcpFigures {
-                port: s.local_endpoint().map_or(0, |e| e.port),
-                state: s.state().to_string(),
-                rx_queue: s.recv_queue(),
-                tx_queue: s.send_queue(),
-                rx_capacity: s.recv_capacity(),
-            }),
+            Socket::Tcp(s) if !matches!(s.state(), tcp::State::Listen | tcp::State::Closed) => {
+                Some(TcpFigures {
+                    port: s.local_endpoint().map_or(0, |e| e.port),
+                    state: s.state().to_string(),
+                    rx_queue: s.recv_queue(),
+                    tx_queue: s.send_queue(),
+                    rx_capacity: s.recv_capacity(),
+                })
+            }
             _ => None,
         })
         .collect()
@@ -111,7 +113,10 @@ impl Snapshot {
 
     /// `GET /stats`: compact JSON.
     pub fn to_json(&self) -> Vec<u8> {
-        let mac: Map<String, Value> = mac_fields(&self.mac).iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        let mac: Map<String, Value> = mac_fields(&self.mac)
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
         let law = match self.mac.check_conservation() {
             Ok(()) => json!({"holds": true}),
             Err(e) => json!({"holds": false, "error": e.to_string()}),
@@ -131,7 +136,10 @@ impl Snapshot {
             root["tcp_omitted"] = json!(self.tcp_omitted);
         }
         for (app, fields) in &self.apps {
-            let m: Map<String, Value> = fields.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+            let m: Map<String, Value> = fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
             root[*app] = Value::Object(m);
         }
         serde_json::to_vec(&root).unwrap_or_default()
@@ -149,7 +157,11 @@ impl Snapshot {
                 let _ = write!(out, " conservation=BROKEN({e})");
             }
         }
-        let _ = write!(out, "\ntap: tx_refused={} tx_errors={}", self.tap_tx_refused, self.tap_tx_errors);
+        let _ = write!(
+            out,
+            "\ntap: tx_refused={} tx_errors={}",
+            self.tap_tx_refused, self.tap_tx_errors
+        );
         for (app, fields) in &self.apps {
             let _ = write!(out, " | {app}:");
             for (k, v) in fields {
@@ -165,7 +177,15 @@ mod tests {
     use super::*;
 
     fn snapshot() -> Snapshot {
-        let mac = Counters { rx_transmissions: 10, rx_committed: 9, rx_dequeued: 9, rx_packets: 8, rx_filtered: 1, rx_missed_errors: 1, ..Counters::default() };
+        let mac = Counters {
+            rx_transmissions: 10,
+            rx_committed: 9,
+            rx_dequeued: 9,
+            rx_packets: 8,
+            rx_filtered: 1,
+            rx_missed_errors: 1,
+            ..Counters::default()
+        };
         Snapshot {
             uptime_s: 1.25,
             mac,
@@ -176,7 +196,16 @@ mod tests {
             tcp_window: 2920,
             tcp_window_auto: true,
             apps: vec![("echo", vec![("udp_rx_datagrams", 3)])],
-            tcp: vec![TcpFigures { port: 5201, state: "ESTABLISHED".into(), rx_queue: 1, tx_queue: 2, rx_capacity: 2920 }; 20],
+            tcp: vec![
+                TcpFigures {
+                    port: 5201,
+                    state: "ESTABLISHED".into(),
+                    rx_queue: 1,
+                    tx_queue: 2,
+                    rx_capacity: 2920
+                };
+                20
+            ],
             tcp_omitted: 0,
         }
     }
@@ -198,7 +227,10 @@ mod tests {
         assert!(small.len() < full.len());
         let v: Value = serde_json::from_slice(&small).unwrap();
         assert!(v["tcp_omitted"].as_u64().unwrap() >= 1);
-        assert_eq!(v["tcp"].as_array().unwrap().len() + v["tcp_omitted"].as_u64().unwrap() as usize, 20);
+        assert_eq!(
+            v["tcp"].as_array().unwrap().len() + v["tcp_omitted"].as_u64().unwrap() as usize,
+            20
+        );
     }
 
     #[test]

@@ -23,7 +23,10 @@ impl Tap {
         let existed = Path::new("/sys/class/net").join(name).exists();
         // SAFETY: plain open(2) of a constant, NUL-terminated path.
         let raw = unsafe {
-            libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            libc::open(
+                c"/dev/net/tun".as_ptr(),
+                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            )
         };
         if raw < 0 {
             return Err(io::Error::last_os_error());
@@ -36,7 +39,11 @@ impl Tap {
         if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Tap { fd, name: name.to_string(), created: !existed })
+        Ok(Tap {
+            fd,
+            name: name.to_string(),
+            created: !existed,
+        })
     }
 
     /// The interface name.
@@ -98,7 +105,10 @@ fn ifreq_named(name: &str) -> io::Result<libc::ifreq> {
     // SAFETY: `ifreq` is plain old data; all-zero is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     if name.is_empty() || name.len() >= req.ifr_name.len() || name.contains('\0') {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "bad interface name",
+        ));
     }
     for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes()) {
         *dst = src as libc::c_char;
