@@ -26,7 +26,10 @@ fuzz_target!(|data: &[u8]| {
         rounds += 1;
     }
     if data.len() >= linklab_perf::http::MAX_HEAD {
-        assert!(server.status().is_some(), "an oversized request always gets a status");
+        assert!(
+            server.status().is_some(),
+            "an oversized request always gets a status"
+        );
     }
 
     if let Ok(mut client) = Client::new("198.18.0.1", "/10kB.txt") {

@@ -4,7 +4,7 @@
 //!
 //! * [`fcs`]: the CRC-32 frame check sequence (portable slicing-by-8; crc32fast on hosts).
 //! * [`tx`]: TX framing in place (preamble, SFD, padding, FCS) through a closure.
-//! * [`deframe`]: RX deframing of raw PHY captures (SFD at any bit offset, either
+//! * [`mod@deframe`]: RX deframing of raw PHY captures (SFD at any bit offset, either
 //!   polarity, realigned in place) or aligned frames with/without FCS.
 //! * [`queue`]: the zero-copy RX queue (bbqueue framed): the PHY's interrupt grants,
 //!   writes, commits or cancels; the main loop reads in place and releases.

@@ -347,3 +347,46 @@ fn a_full_window_burst_never_overruns() {
         c.check_conservation().unwrap();
     }
 }
+
+#[test]
+fn mac_control_other_than_pause_is_filtered_and_too_long_tx_dropped() {
+    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let rec = Recorder::default();
+    let mut mac = Mac::new(
+        q.consumer(),
+        rec.clone(),
+        NoClock,
+        MacConfig::raw_phy(ME, 0),
+    );
+    let mut buf = [0u8; 80];
+    // PAUSE addressed to our unicast address is honoured like the multicast one.
+    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 1);
+        f[0..6].copy_from_slice(&ME.0);
+    })
+    .unwrap();
+    assert!(q.producer().push(&buf[..n]));
+    // A PFC frame (opcode 0x0101) and a PAUSE to a third station are dropped.
+    let (n2, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 1);
+        f[14..16].copy_from_slice(&[0x01, 0x01]);
+    })
+    .unwrap();
+    let pfc = buf[..n2].to_vec();
+    let (n3, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 1);
+        f[0..6].copy_from_slice(&[2, 7, 7, 7, 7, 7]);
+    })
+    .unwrap();
+    assert!(q.producer().push(&pfc));
+    assert!(q.producer().push(&buf[..n3]));
+    assert!(mac.receive().is_none());
+    let c = mac.counters();
+    assert_eq!((c.rx_pause_frames, c.rx_filtered, c.rx_packets), (1, 2, 0));
+    // TX: a frame above 1518 bytes is refused and counted.
+    assert_eq!(mac.transmit(1519, |_| ()), Err(TxError::TooLong));
+    assert!(rec.take().is_empty());
+    let c = mac.counters();
+    assert_eq!((c.tx_requests, c.tx_dropped, c.tx_packets), (1, 1, 0));
+    c.check_conservation().unwrap();
+}

@@ -377,6 +377,9 @@ fn more_modes_stock_client_our_server() {
         "{f:?} {b:?}"
     );
     assert_eq!(num(&j, "end.sum_received.packets") as u64, f.packets);
+    // iperf3's own UDP default length (the control connection's MSS: 32 KiB on loopback).
+    let (j, r) = stock_client_vs_our_server(&["-u", "-b", "50M", "-t", "1"]);
+    check_udp(&j, &r.forward.unwrap());
     // -k: exactly 200 blocks of -l 10000.
     let (j, r) = stock_client_vs_our_server(&["-k", "200", "-l", "10000"]);
     assert_eq!(r.forward.unwrap().bytes_sent, 2_000_000);

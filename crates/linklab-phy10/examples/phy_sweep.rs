@@ -71,7 +71,12 @@ fn main() {
             (8, 100, 1.0),
             (8, 5000, 1.5),
         ],
-        "quick" => &[(4, 5000, 0.25), (4, 100, 0.25), (4, -2419, 0.0), (4, 346, 0.0)],
+        "quick" => &[
+            (4, 5000, 0.25),
+            (4, 100, 0.25),
+            (4, -2419, 0.0),
+            (4, 346, 0.0),
+        ],
         other => panic!("SET: accept, grid or quick, not {other}"),
     };
     println!("frames/point {frames}, frame {frame_len} B + FCS");

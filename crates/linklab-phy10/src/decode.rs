@@ -171,8 +171,6 @@ pub struct Decoder {
     inverted: bool,
     /// At 2x/3x the preferred direction (+1/-1 sample) to re-align after a clock slip.
     slip_direction: i32,
-    /// The last bit read, in line polarity (breaks ties, see `read_cell`).
-    previous: u32,
 }
 
 /// Where [`read_cell`] looks for a mid-bit edge.
@@ -208,7 +206,6 @@ impl Decoder {
             },
             inverted: false,
             slip_direction: 1,
-            previous: 0,
         }
     }
 
@@ -230,7 +227,6 @@ impl Decoder {
         let Some((mut dpll, last_bit)) = self.acquire(capture) else {
             return classify_unlocked(capture, self.os);
         };
-        self.previous = last_bit;
         match self.hunt_sfd(capture, &mut dpll, last_bit) {
             Ok(inverted) => self.inverted = inverted,
             Err(outcome) => return outcome,
@@ -326,7 +322,6 @@ impl Decoder {
             }
             if fast_x4 {
                 if let Some(byte) = byte_x4(cap, dpll) {
-                    self.previous = byte >> 7;
                     *slot = (byte ^ flip) as u8;
                     len += 1;
                     continue;
@@ -352,10 +347,7 @@ impl Decoder {
     /// mid-bit edge, the search has no reach; a missing edge is first tried as a one-sample
     /// clock slip (with three good cells after it) before it counts as a violation.
     fn next_bit(&mut self, cap: &Capture<'_>, dpll: &mut Dpll) -> Cell {
-        let cell = read_cell(cap, self.search, dpll, self.previous);
-        if let Cell::Bit { value, .. } = cell {
-            self.previous = value;
-        }
+        let cell = read_cell(cap, self.search, dpll);
         if cell != Cell::Violation || self.search.reach != 0 {
             return cell;
         }
@@ -364,14 +356,10 @@ impl Decoder {
         for direction in [preferred, -preferred] {
             let mut trial = *dpll;
             trial.t = trial.t.wrapping_add_signed(direction * ONE as i32);
-            if slip_fits(cap, self.search, trial, self.previous) {
+            if slip_fits(cap, self.search, trial) {
                 self.slip_direction = direction;
                 *dpll = trial;
-                let cell = read_cell(cap, self.search, dpll, self.previous);
-                if let Cell::Bit { value, .. } = cell {
-                    self.previous = value;
-                }
-                return cell;
+                return read_cell(cap, self.search, dpll);
             }
         }
         Cell::Violation
@@ -379,13 +367,10 @@ impl Decoder {
 }
 
 /// True if three bit cells starting at `trial` all have their mid-bit transition.
-fn slip_fits(cap: &Capture<'_>, search: Search, mut trial: Dpll, mut previous: u32) -> bool {
+fn slip_fits(cap: &Capture<'_>, search: Search, mut trial: Dpll) -> bool {
     for _ in 0..3 {
-        match read_cell(cap, search, &trial, previous) {
-            Cell::Bit { value, error } => {
-                previous = value;
-                trial.advance(1, error);
-            }
+        match read_cell(cap, search, &trial) {
+            Cell::Bit { error, .. } => trial.advance(1, error),
             _ => return false,
         }
     }
@@ -393,9 +378,9 @@ fn slip_fits(cap: &Capture<'_>, search: Search, mut trial: Dpll, mut previous: u
 }
 
 /// Finds the mid-bit edge `dpll` predicts: the transition within `reach` samples of
-/// `ceil(t)` that is nearest to `t`. `previous` is the last bit read (line polarity).
+/// `ceil(t)` that is nearest to `t`.
 #[inline]
-fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll, previous: u32) -> Cell {
+fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll) -> Cell {
     let reach = search.reach;
     let c = dpll.first_new();
     if c < reach + 1 || c + reach >= cap.len() {
@@ -428,20 +413,9 @@ fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll, previous: u32) -> C
         if d2 - distance < ONE / 8 {
             let (sum1, runs1) = mid_bit_phase_error(cap, k, n);
             let (sum2, runs2) = mid_bit_phase_error(cap, k2, n);
-            // A long run next to a candidate makes it a mid-bit edge. Else, if the clock
-            // clearly drifts, the edge moved with it (ties happen where an edge crosses a
-            // sample). Else compare the mean distances to the grid ahead (sum2 / runs2 <
-            // sum1 / runs1). Else keep the previous bit's value: equal bits are what make the
-            // ambiguity last.
-            let drift = dpll.period as i32 - dpll.nominal as i32;
-            let clear_drift = (dpll.nominal / 2048) as i32;
-            let better = if drift.abs() >= clear_drift {
-                (k2 > k) == (drift > 0)
-            } else if runs1 > 0 && runs2 > 0 && sum2 * runs1 != sum1 * runs2 {
-                sum2 * runs1 < sum1 * runs2
-            } else {
-                cap.sample(k2) == previous && cap.sample(k) != previous
-            };
+            // Compare the mean distances to the grid ahead (sum2 / runs2 < sum1 / runs1);
+            // without long runs ahead keep the nearest.
+            let better = runs1 > 0 && runs2 > 0 && sum2 * runs1 < sum1 * runs2;
             if better {
                 (distance, k) = (d2, k2);
             }
@@ -463,19 +437,6 @@ fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll, previous: u32) -> C
         value: cap.sample(k),
         error,
     }
-}
-
-/// True if a run longer than 3/4 bit ends or starts at the transition at `k` (first sample
-/// of the new level): such runs lie between two mid-bit edges, so `k` is one.
-fn next_to_long_run(cap: &Capture<'_>, k: usize, n: usize) -> bool {
-    let after = cap.next_edge(k).map_or(0, |next| next - k);
-    let level_before = cap.sample(k - 1);
-    let mut before = 1;
-    while before < 2 * n && before < k && cap.sample(k - 1 - before) == level_before {
-        before += 1;
-    }
-    let long = |run: usize| 4 * run > 3 * n && run <= 2 * n;
-    long(after) || long(before)
 }
 
 /// How well the transition at `k` fits the mid-bit edge grid that the data ahead shows: the

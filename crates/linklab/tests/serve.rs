@@ -149,8 +149,9 @@ impl Served {
         report
     }
 
-    /// Stops the server with SIGINT and returns what it printed on stdout.
-    fn stop(mut self) -> String {
+    /// Stops the server with SIGINT and returns what it printed on stdout (the namespace
+    /// stays until `self` is dropped).
+    fn stop(&mut self) -> String {
         let out = self
             .child
             .take()
@@ -165,8 +166,9 @@ impl Served {
         String::from_utf8(out.stdout).expect("utf-8 output")
     }
 
-    /// Stops the server with SIGTERM and returns what it printed on stdout.
-    fn terminate(mut self) -> String {
+    /// Stops the server with SIGTERM and returns what it printed on stdout (the namespace
+    /// stays until `self` is dropped).
+    fn terminate(&mut self) -> String {
         let mut child = self.child.take().unwrap().0.take().unwrap();
         // SAFETY: kill(2) on the pid of our own child (`ip netns exec` has exec'd serve).
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
@@ -312,7 +314,7 @@ fn bad_options_get_one_line_naming_the_option() {
 
 #[test]
 fn ping_curl_echo_stats_and_clean_exit() {
-    let served = Served::start("srv", &["--stats-interval", "1"]);
+    let mut served = Served::start("srv", &["--stats-interval", "1"]);
 
     // Idle, the main loop sleeps in ppoll(2) on the TAP: a spinning loop would burn the whole
     // second (100 ticks at the usual 100 Hz); allow a tenth of that.
@@ -416,7 +418,6 @@ fn ping_curl_echo_stats_and_clean_exit() {
         .status
         .success();
     assert!(tap_created);
-    let ns_name = served.ns.name.clone();
     let stdout = served.stop();
     assert!(
         stdout.contains("rx_packets"),
@@ -426,13 +427,12 @@ fn ping_curl_echo_stats_and_clean_exit() {
         stdout.matches("rx_packets").count() >= 2,
         "no periodic counters with --stats-interval 1: {stdout}"
     );
-    let gone = !Command::new("ip")
-        .args(["netns", "exec", &ns_name, "ip", "link", "show", TAP])
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(gone, "the TAP serve created is still there after exit");
+    // The namespace still exists (`run` fails otherwise); only the TAP is gone.
+    let links = String::from_utf8(served.run(&["ip", "-o", "link", "show"])).unwrap();
+    assert!(
+        !links.contains(&format!(" {TAP}:")),
+        "the TAP serve created is still there after exit: {links}"
+    );
 }
 
 /// Bytes an iperf3 -J report says were received, checked for sanity.
@@ -453,7 +453,7 @@ fn received_bytes(report: &Value, what: &str) -> u64 {
 
 #[test]
 fn stock_iperf3_tcp_and_udp() {
-    let served = Served::start("ipf", &[]);
+    let mut served = Served::start("ipf", &[]);
 
     let tcp = served.iperf3(&[]);
     let bytes = received_bytes(&tcp, "TCP");
@@ -502,7 +502,7 @@ fn stock_iperf3_tcp_and_udp() {
 
 #[test]
 fn auto_window_keeps_a_small_queue_from_overflowing() {
-    let served = Served::start("win", &["--rx-frames", "4", "--tcp-window", "auto"]);
+    let mut served = Served::start("win", &["--rx-frames", "4", "--tcp-window", "auto"]);
     let report = served.iperf3(&[]);
     assert!(received_bytes(&report, "TCP, auto window") > 100_000);
     let stats = served.stats();
@@ -515,7 +515,7 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
     );
     served.stop();
 
-    let served = Served::start("big", &["--rx-frames", "4", "--tcp-window", "262144"]);
+    let mut served = Served::start("big", &["--rx-frames", "4", "--tcp-window", "262144"]);
     let report = served.iperf3(&[]);
     received_bytes(&report, "TCP, window far above the queue");
     let stats = served.stats();
@@ -533,22 +533,18 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
 
 #[test]
 fn an_existing_tap_is_used_and_left_in_place() {
-    let served = Served::start_with("old", &[], |ns| {
+    let mut served = Served::start_with("old", &[], |ns| {
         ns.run(&["ip", "tuntap", "add", "dev", TAP, "mode", "tap"]);
     });
     let ping =
         String::from_utf8(served.run(&["ping", "-c", "3", "-i", "0.05", "-W", "2", DEVICE_IP]))
             .unwrap();
     assert!(ping.contains("3 received"), "{ping}");
-    let ns_name = served.ns.name.clone();
     let stdout = served.stop();
     assert!(stdout.contains("TAP existed"), "{stdout}");
-    let kept = Command::new("ip")
-        .args(["netns", "exec", &ns_name, "ip", "link", "show", TAP])
-        .output()
-        .unwrap();
+    let links = String::from_utf8(served.run(&["ip", "-o", "link", "show"])).unwrap();
     assert!(
-        kept.status.success(),
-        "serve removed a TAP it did not create"
+        links.contains(&format!(" {TAP}:")),
+        "serve removed a TAP it did not create: {links}"
     );
 }
