@@ -71,7 +71,8 @@ pub struct Counters {
     pub tx_packets: u64,
     /// Bytes of transmitted frames, header included, padding and FCS excluded.
     pub tx_bytes: u64,
-    /// Frames that could not be sent (too long, TX slot busy).
+    /// Frames that could not be sent (longer than 1518 bytes). A request refused with
+    /// `TxError::NotReady` is not counted: the caller still holds the frame.
     pub tx_dropped: u64,
     /// 1 while a built frame waits for the gap or a PAUSE to end *(linklab)*.
     pub tx_deferred: u64,

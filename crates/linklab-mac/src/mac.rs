@@ -421,7 +421,8 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
 
     fn apply_received_pause(&mut self, quanta: u16) {
         let now = self.clock.now_ns();
-        self.paused_until_ns = now + pause::quanta_ns(quanta, self.line_rate_bps);
+        // Saturating: the quanta come from the wire and the clock from the user.
+        self.paused_until_ns = now.saturating_add(pause::quanta_ns(quanta, self.line_rate_bps));
     }
 
     /// Nanoseconds a transmission of a `frame_len`-byte frame occupies the line.
@@ -430,10 +431,17 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         bits_ns(8 * bytes as u64, self.line_rate_bps)
     }
 
+    /// End of the gap after a `frame_len`-byte frame that starts at `now`: its time on the
+    /// line plus 96 bit times.
+    fn gap_after(&self, frame_len: usize, now: u64) -> u64 {
+        now.saturating_add(self.line_ns(frame_len))
+            .saturating_add(ipg_ns(self.line_rate_bps))
+    }
+
     /// Hands `buf[..wire_len]` to the PHY now and starts the gap.
     fn emit(&mut self, wire_len: usize, frame_len: usize, now: u64) {
         self.phy.transmit(self.buf.get(..wire_len).unwrap_or(&[]));
-        self.gap_end_ns = now + self.line_ns(frame_len) + ipg_ns(self.line_rate_bps);
+        self.gap_end_ns = self.gap_after(frame_len, now);
         self.packets += 1;
         self.bytes += frame_len as u64;
     }
@@ -503,12 +511,13 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         });
         if let Ok((n, _)) = built {
             self.phy.transmit(out.get(..n).unwrap_or(&[]));
-            self.gap_end_ns = now + self.line_ns(PAUSE_FRAME_LEN) + ipg_ns(self.line_rate_bps);
+            self.gap_end_ns = self.gap_after(PAUSE_FRAME_LEN, now);
             self.pause_frames += 1;
         }
         self.pause_pending = None;
         self.pause_asserted = quanta != 0;
-        self.pause_refresh_ns = now + pause::quanta_ns(quanta, self.line_rate_bps) / 2;
+        self.pause_refresh_ns =
+            now.saturating_add(pause::quanta_ns(quanta, self.line_rate_bps) / 2);
     }
 }
 

@@ -16,8 +16,8 @@
 //! bbqueue places a grant either after the write pointer or, wrapping, strictly before
 //! the read pointer. With a drained queue both pointers sit at the same position `w`; if
 //! `w + g > N` and `g >= w` for grant footprint `g`, no grant can ever succeed, because
-//! only a successful grant moves the pointers: a permanent stall. Such `w` exist
-//! exactly when `2g > N + 1`. This queue therefore requires
+//! only a successful grant moves the pointers: a permanent stall. Such `w` (the range
+//! `N - g < w <= g`) exist exactly when `2g > N`. This queue therefore requires
 //!
 //! ```text
 //! N >= MIN_QUEUE_CAPACITY = 2 * (RX_GRANT_LEN + 2)

@@ -5,6 +5,7 @@ mod support;
 
 use linklab_mac::deframe::RxFormat;
 use linklab_mac::pause::{self, MacControl, PAUSE_DESTINATION};
+use linklab_mac::queue::{FRAME_HEADER_LEN, GRANT_FOOTPRINT};
 use linklab_mac::tx::{build, TxFormat};
 use linklab_mac::window::{queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES};
 use linklab_mac::{
@@ -148,6 +149,32 @@ fn received_pause_holds_transmitter_for_the_quanta() {
     let c = mac.counters();
     assert_eq!(c.rx_pause_frames, 3);
     c.check_conservation().unwrap();
+}
+
+/// A PAUSE from the wire near the end of the clock's range saturates instead of
+/// overflowing (the quanta are wire input, the clock is the user's).
+#[test]
+fn received_pause_at_the_end_of_time_does_not_overflow() {
+    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let clock = ManualClock::default();
+    let mut mac = Mac::new(
+        q.consumer(),
+        Recorder::default(),
+        clock.clone(),
+        MacConfig::raw_phy(ME, 1),
+    );
+    let mut buf = [0u8; 80];
+    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 0xFFFF)
+    })
+    .unwrap();
+    assert!(q.producer().push(&buf[..n]));
+    clock.set(u64::MAX - 10);
+    assert!(mac.receive().is_none());
+    assert_eq!(mac.paused_until_ns(), u64::MAX);
+    mac.transmit(60, |f| fill_frame(f, PEER, ME, b"")).unwrap();
+    assert!(mac.tx_deferred());
+    mac.counters().check_conservation().unwrap();
 }
 
 #[test]
@@ -327,13 +354,26 @@ fn a_full_window_burst_never_overruns() {
             NoClock,
             MacConfig::raw_phy(ME, 0),
         );
-        // Move the pointers to `start`, drained.
+        // Move the pointers to `start`, drained: steps of at most one grant footprint
+        // (the last one as large as possible so it never wraps), none shorter than 3 bytes
+        // (2 of header, 1 of data).
         let mut moved = 0;
-        while moved + 1540 < start {
-            assert!(p.push(&[0u8; 1000]));
-            moved += 1002;
+        while moved < start {
+            let left = start - moved;
+            let step = if left <= GRANT_FOOTPRINT {
+                left
+            } else {
+                (left - GRANT_FOOTPRINT).clamp(3, GRANT_FOOTPRINT)
+            };
+            if step < 3 {
+                break; // 1 or 2 bytes short: not reachable with whole frames
+            }
+            assert!(p.push(&vec![0u8; step - FRAME_HEADER_LEN]));
+            moved += step;
             while mac.receive().is_some() {}
         }
+        assert!(start - moved < 3, "parked at {moved}, wanted {start}");
+        assert!(q.occupancy() == 0 && mac.counters().rx_pending() == 0);
         for _ in 0..segments + RESERVED_FRAMES {
             assert!(p.push(&capture[..n]), "overrun at start {start}");
         }

@@ -458,5 +458,9 @@ fn reverse_counted_tests_end_our_client_stock_server() {
         p.reverse = true;
     }));
     assert!(r.reverse.unwrap().bytes_received >= 20 << 20);
-    assert!(started.elapsed() < Duration::from_secs(8), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
 }

@@ -783,15 +783,15 @@ impl Sim<'_> {
         }
         self.isr_granted = false;
         if let MainState::Working {
-            gen,
             remaining,
             resumed_at: None,
             rx,
+            ..
         } = self.main
         {
+            // A new generation: the MainDone scheduled before the preemption is stale.
             self.main_gen += 1;
             let g = self.main_gen;
-            let _ = gen;
             self.main = MainState::Working {
                 gen: g,
                 remaining,

@@ -45,7 +45,8 @@ pub struct Args {
     /// Probe over one TCP connection per size.
     #[arg(long)]
     tcp: bool,
-    /// Probe sizes in bytes (UDP payload or TCP frame), comma separated; 16..=65507 (UDP).
+    /// Probe sizes in bytes (UDP payload or TCP frame), comma separated; 16..=65507 (UDP),
+    /// 16..=65536 (TCP).
     #[arg(
         long,
         value_name = "LIST",
@@ -129,7 +130,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Transport::Udp
     };
-    let max_size = if args.tcp { 1 << 20 } else { 65507 };
+    let max_size = if args.tcp {
+        client::MAX_PROBE_LEN
+    } else {
+        65507
+    };
     let sizes = parse_sizes(&args.sizes, max_size)?;
     let peer = (host.as_str(), args.port)
         .to_socket_addrs()

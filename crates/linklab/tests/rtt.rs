@@ -219,6 +219,13 @@ fn bad_sizes_are_one_clear_line() {
         .output()
         .unwrap();
     assert_one_line_error(&out, "16..=65507");
+    // TCP probes are capped at the client's receive buffer: a larger size is refused up
+    // front, not a panic later.
+    let out = Command::new(linklab_bin())
+        .args(["rtt", "-c", "127.0.0.1", "--tcp", "--sizes", "70000"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "16..=65536");
 }
 
 /// A fresh directory under the cargo target dir for this test's files.

@@ -209,6 +209,7 @@ fn open_client_streams(
                 .parse()
                 .expect("literal");
                 let s = UdpSocket::bind(local)?;
+                grow_rcvbuf(&s);
                 s.connect(addr)?;
                 s.set_read_timeout(Some(Duration::from_millis(500)))?;
                 let mut buf = [0u8; 64];
@@ -588,6 +589,22 @@ fn tcp_retransmits(_t: &TcpStream) -> Option<u64> {
     None
 }
 
+/// Asks for a 4 MiB UDP receive buffer (the kernel caps it at `net.core.rmem_max`) so a
+/// scheduling hiccup of the receiving loop does not turn into datagram loss.
+fn grow_rcvbuf(s: &UdpSocket) {
+    let size: libc::c_int = 4 << 20;
+    // SAFETY: setsockopt reads `size` (a c_int) for the given length; failure is harmless.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
     libc::pollfd {
         fd,
@@ -666,6 +683,7 @@ impl Server {
         let listener = TcpListener::bind(addr)?;
         let local = listener.local_addr()?;
         let udp = UdpSocket::bind(local)?;
+        grow_rcvbuf(&udp);
         listener.set_nonblocking(true)?;
         udp.set_nonblocking(true)?;
         Ok(Self {

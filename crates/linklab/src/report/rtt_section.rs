@@ -33,12 +33,7 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
     let sent: u64 = r.sizes.iter().map(|x| x.sent).sum();
     let lost: u64 = r.sizes.iter().map(|x| x.lost).sum();
     let best_bw = r.sizes.iter().map(|x| x.realized_bps).fold(0.0, f64::max);
-    let min_rtt = r
-        .sizes
-        .iter()
-        .filter(|x| x.rtt.count > 0)
-        .map(|x| x.rtt.p50_us)
-        .fold(f64::INFINITY, f64::min);
+    let min_rtt = lowest_rtt_p50(r);
     s.push_str(r#"<div class="facts">"#);
     if min_rtt.is_finite() {
         fact(
@@ -111,12 +106,7 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
 
     // Latency vs size.
     let max_us = r.sizes.iter().map(|x| x.rtt.p99_us).fold(0.0, f64::max);
-    let min_p50 = r
-        .sizes
-        .iter()
-        .filter(|x| x.rtt.count > 0)
-        .map(|x| x.rtt.p50_us)
-        .fold(f64::INFINITY, f64::min);
+    let min_p50 = lowest_rtt_p50(r);
     let (unit, div) = time_unit(max_us);
     let mut c = Chart::new(
         &format!("rtt-{index}-latency"),
@@ -229,6 +219,15 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
     }
     s.push_str("</table></div></section>");
     s
+}
+
+/// The lowest round-trip median over the sizes that got replies (infinity if none did).
+fn lowest_rtt_p50(r: &RttReport) -> f64 {
+    r.sizes
+        .iter()
+        .filter(|x| x.rtt.count > 0)
+        .map(|x| x.rtt.p50_us)
+        .fold(f64::INFINITY, f64::min)
 }
 
 /// Picks µs or ms for times up to `max_us`: the label and the divisor from µs.

@@ -77,6 +77,9 @@ enum Half {
 /// Receive timeout of one poll; bounds how late the receiver notices that a run is over.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Largest probe the client can receive (its receive buffer); TCP probe sizes are capped to it.
+pub const MAX_PROBE_LEN: usize = 65536;
+
 impl Connection {
     /// Opens a connection to `peer` (a connected UDP socket, or a TCP connection).
     pub fn open(
@@ -120,7 +123,7 @@ impl Connection {
         Ok(Connection {
             tx,
             rx,
-            buf: vec![0; 65536],
+            buf: vec![0; MAX_PROBE_LEN],
             filled: 0,
             peer,
         })
@@ -128,7 +131,14 @@ impl Connection {
 
     /// Checks that the endpoint echoes: sends a header-only probe up to `tries` times, waiting
     /// `wait` for each reply. Fails with one clear sentence when nothing comes back.
+    ///
+    /// Over TCP one probe waits the whole `tries * wait`: TCP retransmits by itself, and a second
+    /// probe's echo would stay in the stream and shift every frame of the measurement after it.
     pub fn check_echo(&mut self, epoch: Instant, tries: u32, wait: Duration) -> anyhow::Result<()> {
+        let (tries, wait) = match self.rx {
+            Half::Udp(_) => (tries, wait),
+            Half::Tcp(_) => (1, wait * tries),
+        };
         let peer = self.peer;
         let mut probe = [0u8; HEADER_LEN];
         for seq in 0..tries {
