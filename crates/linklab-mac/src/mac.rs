@@ -34,7 +34,8 @@ pub struct PauseWatermarks {
     /// Send PAUSE(0) (resume) when it has drained to at most this many bytes.
     pub low_bytes: usize,
     /// Pause time requested, in units of 512 bit times; refreshed at half time while the
-    /// queue stays above `low_bytes`.
+    /// queue stays above `low_bytes` (with a line rate; at rate 0 the time is unknown and
+    /// PAUSE is sent only when the queue crosses `high_bytes`).
     pub quanta: u16,
 }
 
@@ -309,7 +310,7 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
         if self.tx.pause_pending.is_some() {
             let p = self.tx.gap_end_ns;
             at = Some(at.map_or(p, |a: u64| a.min(p)));
-        } else if self.tx.pause_asserted {
+        } else if self.tx.pause_asserted && self.tx.pause_refresh_ns != NEVER {
             let p = self.tx.pause_refresh_ns;
             at = Some(at.map_or(p, |a: u64| a.min(p)));
         }
@@ -484,7 +485,10 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
                     self.pause_pending = Some(wm.quanta);
                 } else if self.pause_asserted && occupancy <= wm.low_bytes {
                     self.pause_pending = Some(0);
-                } else if self.pause_asserted && now >= self.pause_refresh_ns {
+                } else if self.pause_asserted
+                    && self.pause_refresh_ns != NEVER
+                    && now >= self.pause_refresh_ns
+                {
                     self.pause_pending = Some(wm.quanta);
                 }
             }
@@ -516,10 +520,19 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         }
         self.pause_pending = None;
         self.pause_asserted = quanta != 0;
-        self.pause_refresh_ns =
-            now.saturating_add(pause::quanta_ns(quanta, self.line_rate_bps) / 2);
+        // Refresh at half the pause time. Without line timing (rate 0) that time is unknown
+        // (it would be 0, a PAUSE on every poll): no refresh, only the watermark crossings.
+        let hold_ns = pause::quanta_ns(quanta, self.line_rate_bps);
+        self.pause_refresh_ns = if hold_ns == 0 {
+            NEVER
+        } else {
+            now.saturating_add(hold_ns / 2)
+        };
     }
 }
+
+/// A clock time that never comes (no PAUSE refresh scheduled).
+const NEVER: u64 = u64::MAX;
 
 #[cold]
 fn unreachable_tx() -> ! {

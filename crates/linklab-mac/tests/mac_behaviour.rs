@@ -232,6 +232,45 @@ fn rx_watermarks_send_pause_and_resume() {
     assert!(rec2.take().is_empty());
 }
 
+/// Without line timing (rate 0, a TAP) the pause time is unknown: PAUSE goes out once when
+/// the queue crosses the high watermark, not on every poll.
+#[test]
+fn watermark_pause_without_line_timing_is_not_repeated_every_poll() {
+    let q: RxQueue<16384> = RxQueue::new();
+    let rec = Recorder::default();
+    let mut cfg = MacConfig::tap(ME);
+    cfg.flow_control = Some(PauseWatermarks {
+        high_bytes: 6000,
+        low_bytes: 2000,
+        quanta: 1000,
+    });
+    let mut mac = Mac::new(q.consumer(), rec.clone(), NoClock, cfg);
+    let mut frame = vec![0u8; 1400];
+    frame[..6].copy_from_slice(&ME.0);
+    for _ in 0..5 {
+        assert!(q.producer().push(&frame));
+    }
+    for _ in 0..10 {
+        mac.poll();
+    }
+    let sent = rec.take();
+    assert_eq!(sent.len(), 1, "one PAUSE, not one per poll");
+    assert_eq!(
+        pause::parse(&sent[0]),
+        Some(MacControl::Pause { quanta: 1000 })
+    );
+    assert_eq!(mac.poll_at_ns(), None, "no refresh to wait for");
+    while mac.receive().is_some() {}
+    mac.poll();
+    let sent = rec.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        pause::parse(&sent[0]),
+        Some(MacControl::Pause { quanta: 0 })
+    );
+    assert_eq!(mac.counters().tx_pause_frames, 2);
+}
+
 #[test]
 fn tap_mode_plain_frames_both_ways() {
     let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();

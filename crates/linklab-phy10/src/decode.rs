@@ -49,6 +49,9 @@ const PERIOD_RANGE_1024THS: u32 = 20;
 pub const LOCK_INTERVALS: u32 = 8;
 /// Edges the preamble fit takes at most (a preamble has 56): keeps its sums small.
 const MAX_FIT_EDGES: u32 = 128;
+/// Below this many edges the fit is too noisy to predict from (quantization alone moves a
+/// two-point slope by half a sample per bit): only the distance to the last edge counts.
+const EARLY_FIT_EDGES: u32 = 8;
 /// Preamble bits decoded after lock without finding the SFD before giving up.
 const SFD_HUNT_MAX_BITS: u32 = 160;
 
@@ -320,7 +323,7 @@ impl Decoder {
             if len == PULL_IN_BYTES {
                 dpll.set_gains(FRAME_GAINS);
             }
-            if fast_x4 {
+            if fast_x4 && len >= PULL_IN_BYTES {
                 if let Some(byte) = byte_x4(cap, dpll) {
                     *slot = (byte ^ flip) as u8;
                     len += 1;
@@ -435,8 +438,23 @@ fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll) -> Cell {
     let error = centre.wrapping_sub(dpll.t) as i32;
     Cell::Bit {
         value: cap.sample(k),
-        error,
+        error: dead_zone(error),
     }
+}
+
+/// Half-width of the phase detector's dead zone, fixed point: half a sample.
+const DEAD_ZONE: i32 = (ONE * 3 / 32) as i32;
+
+/// The part of an edge offset beyond half a sample. A quantized edge lies on a sample
+/// boundary, half a sample from the centre of its interval, so an edge whose true position
+/// jitters across a sample boundary shows up at two centres one sample apart. A plain
+/// (linear) phase detector settles on their mean, which sits next to the more frequent one
+/// and leaves the rare one a sample away from the prediction, as near as a boundary edge.
+/// With the dead zone the loop settles between the two (the midrange), half a sample from
+/// either, and only moves when an edge falls outside it.
+#[inline(always)]
+fn dead_zone(error: i32) -> i32 {
+    error - error.clamp(-DEAD_ZONE, DEAD_ZONE)
 }
 
 /// How well the transition at `k` fits the mid-bit edge grid that the data ahead shows: the
@@ -461,10 +479,12 @@ fn mid_bit_phase_error(cap: &Capture<'_>, k: usize, n: usize) -> (usize, usize) 
     (sum, runs)
 }
 
-/// 4x fast path: if all eight mid-bit edges of the next byte are exactly where predicted
-/// (between samples `c - 1` and `c` of each cell, `c = ceil(t)`), decodes the byte from one
-/// 32-sample window and advances the DPLL; otherwise returns `None` with the DPLL untouched,
-/// and the caller goes bit by bit.
+/// 4x fast path: decodes the next byte from one 32-sample window when every cell has exactly
+/// one transition among the three samples around its prediction (first new level at
+/// `c - 1`, `c` or `c + 1` of each cell, `c = ceil(t)`), which is what `read_cell` accepts
+/// when no boundary edge is in reach; otherwise returns `None` with the DPLL untouched, and
+/// the caller goes bit by bit. The DPLL moves by the dead-zoned edge offsets of the eight
+/// cells (each taken at the byte's middle phase, a small approximation at large drift).
 #[inline]
 fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
     let c = dpll.first_new();
@@ -472,29 +492,44 @@ fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
     if base + 32 > cap.len() {
         return None;
     }
-    let w = cap.window32(base);
-    // Phase j of cell k is sample base + 4k + j: phase 1 = c - 1 (old), phase 2 = c (new).
-    let r = TRANSPOSE_X4[(w & 0xFF) as usize]
-        | TRANSPOSE_X4[((w >> 8) & 0xFF) as usize] << 2
-        | TRANSPOSE_X4[((w >> 16) & 0xFF) as usize] << 4
-        | TRANSPOSE_X4[(w >> 24) as usize] << 6;
-    let before = (r >> 8) & 0xFF;
-    let after = (r >> 16) & 0xFF;
-    if before ^ after != 0xFF {
-        return None;
-    }
-    // Edge k is measured at c + 4k - 1/2 and predicted at t + k * period. The offset is
-    // linear in k, so checking the last edge against the limit covers them all.
+    // Offset of the predicted edge from the centre of slot `c` at the first and last cell;
+    // all eight cells must keep the same slots (`ceil(t)` four samples apart).
     let first = ((c as u32) << FRAC)
         .wrapping_sub(ONE / 2)
         .wrapping_sub(dpll.t) as i32;
     let slip = (4 * ONE).wrapping_sub(dpll.period) as i32;
     let last = first + 7 * slip;
-    if last.unsigned_abs() >= ONE {
+    if (last + (ONE / 2) as i32) as u32 >= ONE {
         return None;
     }
-    dpll.advance(8, 8 * first + 28 * slip);
-    Some(after)
+    let w = cap.window32(base);
+    // Phase j of cell k is sample base + 4k + j: phases 0..3 = c - 2 ..= c + 1.
+    let r = TRANSPOSE_X4[(w & 0xFF) as usize]
+        | TRANSPOSE_X4[((w >> 8) & 0xFF) as usize] << 2
+        | TRANSPOSE_X4[((w >> 16) & 0xFF) as usize] << 4
+        | TRANSPOSE_X4[(w >> 24) as usize] << 6;
+    let p0 = r & 0xFF;
+    let p1 = (r >> 8) & 0xFF;
+    let p2 = (r >> 16) & 0xFF;
+    let p3 = r >> 24;
+    // One transition per cell: first and last sample differ (one or three transitions),
+    // and not three.
+    let early = p0 ^ p1;
+    let on_time = p1 ^ p2;
+    if p0 ^ p3 != 0xFF || early & on_time != 0 {
+        return None;
+    }
+    let late = p2 ^ p3;
+    let n_early = early.count_ones() as i32;
+    let n_late = late.count_ones() as i32;
+    let n_on_time = 8 - n_early - n_late;
+    // Offsets: on time `g`, early `g - 1`, late `g + 1` (samples), at the byte's middle.
+    let g = (first + last) / 2;
+    let error = (n_early + n_late) * g
+        + (n_late - n_early) * (ONE as i32 - DEAD_ZONE)
+        + n_on_time * dead_zone(g);
+    dpll.advance(8, error);
+    Some(p3)
 }
 
 /// True if the line stays put for at least 3/4 of a bit after `edge` (or to the end of the
@@ -512,6 +547,7 @@ struct LineFit {
     count: u32,
     /// Bit index the next point gets (ahead of `count` after skipped outliers).
     next_index: u32,
+
     last: usize,
     sum_i: i64,
     sum_ii: i64,
@@ -532,11 +568,13 @@ impl LineFit {
         }
     }
 
-    /// True if `edge` continues the line: one bit time (+-1/4) after a single edge, or less
-    /// than 9/32 bit from the fitted prediction (quantization and jitter). The SFD's boundary
-    /// edge, half a bit early, fails this.
+
+    /// True if `edge` continues the line: one bit time (+-1/4) after the last edge while the
+    /// fit has fewer than [`EARLY_FIT_EDGES`] edges, then less than 9/32 bit from the fitted
+    /// prediction (quantization and jitter). The SFD's boundary edge, half a bit early, fails
+    /// this.
     fn accepts(&self, edge: usize, n: usize) -> bool {
-        if self.count == 1 {
+        if self.count < EARLY_FIT_EDGES {
             let interval = edge.saturating_sub(self.last);
             return 4 * interval >= 3 * n && 4 * interval <= 5 * n;
         }
@@ -626,4 +664,10 @@ fn classify_unlocked(cap: &Capture<'_>, os: Oversample) -> RxOutcome {
     } else {
         RxOutcome::Noise
     }
+}
+
+#[doc(hidden)]
+pub fn debug_acquire(os: Oversample, cap: &Capture<'_>) -> Option<(u32, u32)> {
+    let d = Decoder::new(os);
+    d.acquire(cap).map(|(p, _)| (p.t, p.period))
 }

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
-use linklab_perf::http;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
@@ -110,23 +109,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         )
     })?;
 
-    /// Runs the loop on a static RX queue of `$bytes` bytes.
+    /// Runs the loop on a static RX queue sized by entry `$i` of `nic::QUEUE_SIZES`.
     macro_rules! with_queue {
-        ($bytes:literal) => {{
-            static QUEUE: RxQueue<$bytes> = RxQueue::new();
+        ($i:literal) => {{
+            static QUEUE: RxQueue<{ nic::QUEUE_SIZES[$i].1 }> = RxQueue::new();
             serve_on(&QUEUE, &config, &tap, &signals)
         }};
     }
-    // The ring sizes of nic::QUEUE_SIZES (a test checks the two lists agree).
-    match config.rx_frames {
-        4 => with_queue!(7624),
-        8 => with_queue!(13688),
-        16 => with_queue!(25816),
-        32 => with_queue!(50072),
-        64 => with_queue!(98584),
-        128 => with_queue!(195608),
-        256 => with_queue!(389656),
-        other => anyhow::bail!("--rx-frames: no queue of {other} frames"),
+    match nic::QUEUE_SIZES
+        .iter()
+        .position(|(frames, _)| *frames == config.rx_frames)
+    {
+        Some(0) => with_queue!(0),
+        Some(1) => with_queue!(1),
+        Some(2) => with_queue!(2),
+        Some(3) => with_queue!(3),
+        Some(4) => with_queue!(4),
+        Some(5) => with_queue!(5),
+        Some(6) => with_queue!(6),
+        _ => anyhow::bail!("--rx-frames: no queue of {} frames", config.rx_frames),
     }
 }
 
@@ -151,7 +152,10 @@ fn serve_on<const N: usize>(
     };
 
     let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
-    iface_config.random_seed = started.elapsed().as_nanos() as u64 ^ u64::from(std::process::id());
+    // Seeds smoltcp's TCP initial sequence numbers and ports: differ per run.
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    iface_config.random_seed =
+        wall.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id());
     let caps = nic::capabilities_for(&mac, auto);
     let mut iface = Interface::new(
         iface_config,
@@ -206,14 +210,11 @@ fn serve_on<const N: usize>(
         let now = Instant::now();
         iface.poll(now, &mut FixedCaps::new(&mut mac, &caps), &mut sockets);
 
-        let stats_json = apps
+        // Only when a request may ask for it: a snapshot walks every counter and socket.
+        let taken = apps
             .http_request_pending(&sockets)
-            .then(|| snapshot(&mac, &apps, &sockets).to_json_within(http::MAX_HEAD));
-        apps.poll(
-            &mut sockets,
-            &mut StatsRoute::new(stats_json.as_deref()),
-            now,
-        );
+            .then(|| snapshot(&mac, &apps, &sockets));
+        apps.poll(&mut sockets, &mut StatsRoute::new(taken.as_ref()), now);
 
         if let (Some(at), Some(interval)) = (next_stats, config.stats_interval) {
             if std::time::Instant::now() >= at {

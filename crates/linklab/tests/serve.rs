@@ -403,6 +403,22 @@ fn ping_curl_echo_stats_and_clean_exit() {
     let stats = served.stats();
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
+    let body = served.run(&[
+        "curl",
+        "-sS",
+        "--fail",
+        "--max-time",
+        "10",
+        &format!("http://{DEVICE_IP}/stats/tcp"),
+    ]);
+    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
+    // The request's own connection is one of the sockets listed.
+    let own = tcp["sockets"]
+        .as_array()
+        .expect("sockets")
+        .iter()
+        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
+    assert!(own, "{tcp}");
     assert!(mac_counter(&stats, "tx_packets") > 100, "{stats}");
     assert_eq!(stats["echo"]["udp_tx_datagrams"], 5, "{stats}");
     assert!(
@@ -508,12 +524,29 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
     let stats = served.stats();
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
+    let body = served.run(&[
+        "curl",
+        "-sS",
+        "--fail",
+        "--max-time",
+        "10",
+        &format!("http://{DEVICE_IP}/stats/tcp"),
+    ]);
+    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
+    // The request's own connection is one of the sockets listed.
+    let own = tcp["sockets"]
+        .as_array()
+        .expect("sockets")
+        .iter()
+        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
+    assert!(own, "{tcp}");
     assert_eq!(
         mac_counter(&stats, "rx_missed_errors"),
         0,
         "queue-full drops with the auto window: {stats}"
     );
     served.stop();
+    drop(served); // frees the namespace and the turn before the next soft NIC starts
 
     let mut served = Served::start("big", &["--rx-frames", "4", "--tcp-window", "262144"]);
     let report = served.iperf3(&[]);

@@ -30,8 +30,9 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
         r.count,
         esc(&pacing)
     );
-    let sent: u64 = r.sizes.iter().map(|x| x.sent).sum();
-    let lost: u64 = r.sizes.iter().map(|x| x.lost).sum();
+    // Saturating: the counts come from a JSON file and may be anything.
+    let sent = r.sizes.iter().fold(0u64, |a, x| a.saturating_add(x.sent));
+    let lost = r.sizes.iter().fold(0u64, |a, x| a.saturating_add(x.lost));
     let best_bw = r.sizes.iter().map(|x| x.realized_bps).fold(0.0, f64::max);
     let min_rtt = lowest_rtt_p50(r);
     s.push_str(r#"<div class="facts">"#);
@@ -261,7 +262,8 @@ fn histogram_chart(
         let ratio = (hi / lo).powf(1.0 / BINS as f64);
         for &(v, n) in &d.histogram {
             let i = ((v.max(lo) / lo).ln() / ratio.ln()) as usize;
-            counts[i.min(BINS - 1)] += n;
+            let c = &mut counts[i.min(BINS - 1)];
+            *c = c.saturating_add(n);
         }
         (unit, div) = time_unit(d.p50_us);
         x = Axis::log(&format!("{what} ({unit}, log scale)"), lo / div, hi / div);
@@ -275,9 +277,10 @@ fn histogram_chart(
         let width = (hi - lo) / BINS as f64;
         for &(v, n) in &d.histogram {
             if v > hi {
-                above += n;
+                above = above.saturating_add(n);
             } else {
-                counts[(((v - lo) / width) as usize).min(BINS - 1)] += n;
+                let c = &mut counts[(((v - lo) / width) as usize).min(BINS - 1)];
+                *c = c.saturating_add(n);
             }
         }
         (unit, div) = time_unit(hi);
@@ -359,6 +362,7 @@ fn histogram_chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rtt::SizeReport;
 
     fn dist(histogram: Vec<(f64, u64)>, p50: f64, p999: f64) -> Distribution {
         Distribution {
@@ -399,5 +403,40 @@ mod tests {
         let bars: f64 = c.series[0].points.iter().map(|p| p.1).sum();
         assert_eq!(bars, 6.0);
         assert!(c.render().matches(r#"class="data""#).count() >= 4);
+    }
+
+    /// Counts read from a JSON file may sum past u64::MAX: the chart saturates, never panics.
+    #[test]
+    fn huge_counts_from_a_file_saturate() {
+        let mut d = dist(vec![(10.0, 1), (12.0, 1), (500.0, 1)], 12.0, 20.0);
+        d.histogram = vec![(10.0, u64::MAX), (10.0, u64::MAX), (500.0, u64::MAX)];
+        let (c, _) = histogram_chart("h", "t", "rtt", &d, None);
+        assert!(c.series[0].points.iter().all(|p| p.1 == u64::MAX as f64));
+        d.max_us = 20.0; // tight: the 500 µs bucket lies beyond the axis
+        let (_, above) = histogram_chart("h", "t", "rtt", &d, None);
+        assert_eq!(above, u64::MAX);
+        let size = |sent| SizeReport {
+            size: 64,
+            sent,
+            received: 0,
+            lost: sent,
+            loss_pct: 100.0,
+            duplicates: 0,
+            corrupt: 0,
+            offered_bps: None,
+            realized_bps: 0.0,
+            rtt: d.clone(),
+            interarrival: d.clone(),
+        };
+        let r = RttReport {
+            kind: "rtt".into(),
+            host: "h".into(),
+            port: 7,
+            protocol: "udp".into(),
+            count: 1,
+            interval_us: 0,
+            sizes: vec![size(u64::MAX), size(u64::MAX)],
+        };
+        assert!(render(&r, "f.json", 0).contains(&u64::MAX.to_string()));
     }
 }

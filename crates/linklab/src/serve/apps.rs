@@ -10,6 +10,8 @@ use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 
+use super::stats::Snapshot;
+
 /// HTTP connections served at once (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
 /// Send buffer of each HTTP socket: a few segments are enough for a bench download.
@@ -28,24 +30,31 @@ pub const IPERF_UDP_PACKETS: usize = 128;
 /// Payload bytes of the iperf3 UDP socket's buffers, each way.
 pub const IPERF_UDP_BYTES: usize = IPERF_UDP_PACKETS * 1500;
 
-/// `GET /stats`: serves a JSON body rendered just before the HTTP sockets were polled.
+/// `GET /stats` (counters, laws, apps, and as many TCP sockets as fit) and `GET /stats/tcp`
+/// (every connected TCP socket, compact rows), rendered from a snapshot taken just before the
+/// HTTP sockets were polled, into the buffer the HTTP server lends.
 pub struct StatsRoute<'a> {
-    body: Option<&'a [u8]>,
+    snapshot: Option<&'a Snapshot>,
 }
 
 impl<'a> StatsRoute<'a> {
-    /// A `/stats` route answering `body` (None: the route is not ready, 404).
-    pub fn new(body: Option<&'a [u8]>) -> Self {
-        StatsRoute { body }
+    /// The routes answering from `snapshot` (None: not taken, so 404).
+    pub fn new(snapshot: Option<&'a Snapshot>) -> Self {
+        StatsRoute { snapshot }
     }
 }
 
 impl Routes for StatsRoute<'_> {
     fn get(&mut self, path: &str, out: &mut [u8]) -> Option<RouteBody> {
-        let body = self.body.filter(|_| path == "/stats")?;
+        let snapshot = self.snapshot?;
+        let body = match path {
+            "/stats" => snapshot.to_json_within(out.len()),
+            "/stats/tcp" => snapshot.tcp_json_within(out.len()),
+            _ => return None,
+        };
         // A body larger than the lent buffer would be cut into invalid JSON: refuse instead.
         let dst = out.get_mut(..body.len())?;
-        dst.copy_from_slice(body);
+        dst.copy_from_slice(&body);
         Some(RouteBody {
             len: body.len(),
             content_type: "application/json",

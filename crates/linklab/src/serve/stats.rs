@@ -111,6 +111,30 @@ impl Snapshot {
         }
     }
 
+    /// `GET /stats/tcp`: every connected TCP socket as a compact row, at most `limit` bytes
+    /// (rows that do not fit are counted in `omitted`).
+    pub fn tcp_json_within(&self, limit: usize) -> Vec<u8> {
+        let mut rows: Vec<Value> = self
+            .tcp
+            .iter()
+            .map(|t| json!([t.port, t.state, t.rx_queue, t.tx_queue, t.rx_capacity]))
+            .collect();
+        let mut omitted = self.tcp_omitted;
+        loop {
+            let doc = json!({
+                "fields": ["port", "state", "rx_queue", "tx_queue", "rx_capacity"],
+                "sockets": rows,
+                "omitted": omitted,
+            });
+            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+            if bytes.len() <= limit || rows.is_empty() {
+                return bytes;
+            }
+            rows.pop();
+            omitted += 1;
+        }
+    }
+
     /// `GET /stats`: compact JSON.
     pub fn to_json(&self) -> Vec<u8> {
         let mac: Map<String, Value> = mac_fields(&self.mac)
@@ -229,6 +253,20 @@ mod tests {
         assert!(v["tcp_omitted"].as_u64().unwrap() >= 1);
         assert_eq!(
             v["tcp"].as_array().unwrap().len() + v["tcp_omitted"].as_u64().unwrap() as usize,
+            20
+        );
+    }
+
+    #[test]
+    fn tcp_rows_fit_where_full_objects_do_not() {
+        let s = snapshot();
+        let v: Value = serde_json::from_slice(&s.tcp_json_within(1024)).unwrap();
+        assert_eq!(v["sockets"].as_array().unwrap().len(), 20);
+        assert_eq!(v["sockets"][0][0], 5201);
+        assert_eq!(v["omitted"], 0);
+        let v: Value = serde_json::from_slice(&s.tcp_json_within(200)).unwrap();
+        assert_eq!(
+            v["sockets"].as_array().unwrap().len() + v["omitted"].as_u64().unwrap() as usize,
             20
         );
     }
