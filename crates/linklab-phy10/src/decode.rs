@@ -26,7 +26,7 @@
 
 use crate::capture::Capture;
 use crate::oversample::Oversample;
-use crate::tables::TRANSPOSE_X4;
+use crate::tables::{BIT_COUNT, TRANSPOSE_X4};
 
 /// Fractional bits of the DPLL's fixed-point sample positions.
 const FRAC: u32 = 12;
@@ -118,10 +118,12 @@ impl Dpll {
             .t
             .wrapping_add(self.period.wrapping_mul(bits))
             .wrapping_add_signed(phase_step);
+        // Clamped by hand: `clamp` was not inlined into the fast path.
         self.integral = self
             .integral
             .saturating_add(error)
-            .clamp(-self.integral_limit, self.integral_limit);
+            .min(self.integral_limit)
+            .max(-self.integral_limit);
         self.period = self
             .nominal
             .wrapping_add_signed(self.integral >> self.beta_shift);
@@ -313,6 +315,27 @@ impl Decoder {
         let fast_x4 = self.os.get() == 4;
         let mut len = 0;
         loop {
+            if len == PULL_IN_BYTES {
+                dpll.set_gains(FRAME_GAINS);
+            }
+            if fast_x4 {
+                // Bytes on the fast path up to the gain switch or the end of the buffer.
+                let end = if len < PULL_IN_BYTES {
+                    PULL_IN_BYTES.min(out.len())
+                } else {
+                    out.len()
+                };
+                for slot in out.get_mut(len..end).unwrap_or_default() {
+                    let Some(byte) = byte_x4(cap, dpll) else {
+                        break;
+                    };
+                    *slot = (byte ^ flip) as u8;
+                    len += 1;
+                }
+                if len == PULL_IN_BYTES {
+                    dpll.set_gains(FRAME_GAINS);
+                }
+            }
             let Some(slot) = out.get_mut(len) else {
                 // Buffer full: a clean end right here is still a whole frame.
                 return match self.next_bit(cap, dpll) {
@@ -320,16 +343,6 @@ impl Decoder {
                     _ => RxOutcome::Truncated { len },
                 };
             };
-            if len == PULL_IN_BYTES {
-                dpll.set_gains(FRAME_GAINS);
-            }
-            if fast_x4 && len >= PULL_IN_BYTES {
-                if let Some(byte) = byte_x4(cap, dpll) {
-                    *slot = (byte ^ flip) as u8;
-                    len += 1;
-                    continue;
-                }
-            }
             let mut byte = 0;
             for k in 0..8 {
                 match self.next_bit(cap, dpll) {
@@ -454,7 +467,7 @@ const DEAD_ZONE: i32 = (ONE * 3 / 32) as i32;
 /// either, and only moves when an edge falls outside it.
 #[inline(always)]
 fn dead_zone(error: i32) -> i32 {
-    error - error.clamp(-DEAD_ZONE, DEAD_ZONE)
+    (error - DEAD_ZONE).max(0) + (error + DEAD_ZONE).min(0)
 }
 
 /// How well the transition at `k` fits the mid-bit edge grid that the data ahead shows: the
@@ -479,11 +492,12 @@ fn mid_bit_phase_error(cap: &Capture<'_>, k: usize, n: usize) -> (usize, usize) 
     (sum, runs)
 }
 
-/// 4x fast path: decodes the next byte from one 32-sample window when every cell has exactly
-/// one transition among the three samples around its prediction (first new level at
-/// `c - 1`, `c` or `c + 1` of each cell, `c = ceil(t)`), which is what `read_cell` accepts
-/// when no boundary edge is in reach; otherwise returns `None` with the DPLL untouched, and
-/// the caller goes bit by bit. The DPLL moves by the dead-zoned edge offsets of the eight
+/// 4x fast path: decodes the next byte from one 32-sample window, looking at the three
+/// samples where each cell's mid-bit edge may show (first new level at `c - 1`, `c` or
+/// `c + 1`, `c = ceil(t)`: the window `read_cell` searches), and picking in each cell the
+/// transition nearest the prediction as `read_cell` does. Returns `None` with the DPLL
+/// untouched (the caller goes bit by bit) when a cell has no transition there, or a near tie
+/// that `read_cell` settles by looking ahead. The DPLL moves by the dead-zoned edge offsets of the eight
 /// cells (each taken at the byte's middle phase, a small approximation at large drift).
 #[inline]
 fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
@@ -512,24 +526,43 @@ fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
     let p1 = (r >> 8) & 0xFF;
     let p2 = (r >> 16) & 0xFF;
     let p3 = r >> 24;
-    // One transition per cell: first and last sample differ (one or three transitions),
-    // and not three.
+    // Transitions into slot c - 1 (early), c (on time), c + 1 (late), one bit per cell.
     let early = p0 ^ p1;
     let on_time = p1 ^ p2;
-    if p0 ^ p3 != 0xFF || early & on_time != 0 {
+    let late = p2 ^ p3;
+    if early | on_time | late != 0xFF || early & on_time & late != 0 {
         return None;
     }
-    let late = p2 ^ p3;
-    let n_early = early.count_ones() as i32;
-    let n_late = late.count_ones() as i32;
+    // A cell with two transitions holds the mid-bit edge and a boundary edge: the one nearer
+    // the prediction is the mid-bit edge, as in `read_cell`. Near ties `read_cell` looks at
+    // the data ahead: leave those to it.
+    let g = (first + last) >> 1;
+    let two = (early | late) & on_time | early & late;
+    if two != 0 {
+        // u = t - (c - 1) in (0, 1]: on time is nearer than early unless u < 1/16, nearer
+        // than late unless u > 15/16; early and late tie around u = 1/2.
+        let u = (ONE / 2) as i32 - g;
+        let tie = u < (ONE / 16) as i32
+            || u > (ONE * 15 / 16) as i32
+            || (early & late != 0 && (u - (ONE / 2) as i32).abs() < (ONE / 16) as i32);
+        if tie {
+            return None;
+        }
+    }
+    let late_wins = if g < 0 { 0xFF } else { 0 };
+    let late = late & !on_time & (late_wins | !early);
+    let early = early & !on_time & !late;
+    let value = (p2 & on_time) | (p3 & late) | (p1 & early);
+    // A table instead of `count_ones`: RV32IMAC (and baseline x86-64) have no popcount.
+    let n_early = BIT_COUNT[early as usize & 0xFF] as i32;
+    let n_late = BIT_COUNT[late as usize & 0xFF] as i32;
     let n_on_time = 8 - n_early - n_late;
-    // Offsets: on time `g`, early `g - 1`, late `g + 1` (samples), at the byte's middle.
-    let g = (first + last) / 2;
+    // Offsets at the byte's middle phase: on time `g`, early `g - 1`, late `g + 1` samples.
     let error = (n_early + n_late) * g
         + (n_late - n_early) * (ONE as i32 - DEAD_ZONE)
         + n_on_time * dead_zone(g);
     dpll.advance(8, error);
-    Some(p3)
+    Some(value)
 }
 
 /// True if the line stays put for at least 3/4 of a bit after `edge` (or to the end of the
