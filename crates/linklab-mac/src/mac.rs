@@ -169,6 +169,9 @@ pub struct Mac<'q, const N: usize, T: PhyTx, C: Clock> {
     missed: Cell<Widen>,
     cancelled: Cell<Widen>,
     dequeued: Cell<Widen>,
+    /// smoltcp's `max_burst_size` for this queue, derived once (smoltcp asks for the
+    /// capabilities on every egress pass).
+    max_burst: usize,
 }
 
 impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
@@ -212,6 +215,7 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
             missed: Cell::new(Widen::default()),
             cancelled: Cell::new(Widen::default()),
             dequeued: Cell::new(Widen::default()),
+            max_burst: crate::window::smoltcp_max_burst_size(N, config.rx_format),
         }
     }
 
@@ -326,7 +330,7 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
     /// The smoltcp `max_burst_size` for this queue
     /// ([`crate::window::smoltcp_max_burst_size`]).
     pub fn max_burst_size(&self) -> usize {
-        crate::window::smoltcp_max_burst_size(N, self.rx.format)
+        self.max_burst
     }
 
     /// True if a frame is built and waiting for the gap or a PAUSE to end.

@@ -318,23 +318,10 @@ impl Decoder {
             if len == PULL_IN_BYTES {
                 dpll.set_gains(FRAME_GAINS);
             }
-            if fast_x4 {
-                // Bytes on the fast path up to the gain switch or the end of the buffer.
-                let end = if len < PULL_IN_BYTES {
-                    PULL_IN_BYTES.min(out.len())
-                } else {
-                    out.len()
-                };
-                for slot in out.get_mut(len..end).unwrap_or_default() {
-                    let Some(byte) = byte_x4(cap, dpll) else {
-                        break;
-                    };
-                    *slot = (byte ^ flip) as u8;
-                    len += 1;
-                }
-                if len == PULL_IN_BYTES {
-                    dpll.set_gains(FRAME_GAINS);
-                }
+            if fast_x4 && len >= PULL_IN_BYTES {
+                // As many bytes as the fast path takes (the pull-in goes bit by bit: a whole
+                // byte per update is too coarse for the fast gains).
+                len += fast_bytes_x4(cap, dpll, out.get_mut(len..).unwrap_or_default(), flip);
             }
             let Some(slot) = out.get_mut(len) else {
                 // Buffer full: a clean end right here is still a whole frame.
@@ -492,32 +479,88 @@ fn mid_bit_phase_error(cap: &Capture<'_>, k: usize, n: usize) -> (usize, usize) 
     (sum, runs)
 }
 
-/// 4x fast path: decodes the next byte from one 32-sample window, looking at the three
-/// samples where each cell's mid-bit edge may show (first new level at `c - 1`, `c` or
-/// `c + 1`, `c = ceil(t)`: the window `read_cell` searches), and picking in each cell the
-/// transition nearest the prediction as `read_cell` does. Returns `None` with the DPLL
-/// untouched (the caller goes bit by bit) when a cell has no transition there, or a near tie
-/// that `read_cell` settles by looking ahead. The DPLL moves by the dead-zoned edge offsets of the eight
-/// cells (each taken at the byte's middle phase, a small approximation at large drift).
-#[inline]
-fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
-    let c = dpll.first_new();
-    let base = c.checked_sub(2)?;
-    if base + 32 > cap.len() {
-        return None;
+/// 4x fast path: decodes bytes into `out` (XOR `flip`) for as long as each comes out of one
+/// 32-sample window (see [`byte_x4`]), with the DPLL state held in locals; returns the bytes
+/// written and leaves the DPLL at the first byte it could not take.
+fn fast_bytes_x4(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8], flip: u32) -> usize {
+    let words = cap.words();
+    let samples = cap.len();
+    let (alpha, beta) = (dpll.alpha_shift, dpll.beta_shift);
+    let (nominal, limit) = (dpll.nominal, dpll.integral_limit);
+    let (mut t, mut period, mut integral) = (dpll.t, dpll.period, dpll.integral);
+    let mut written = 0;
+    for slot in out.iter_mut() {
+        let c = (t.wrapping_add(ONE - 1) >> FRAC) as usize;
+        let Some(base) = c.checked_sub(2) else {
+            break;
+        };
+        if base + 32 > samples {
+            break;
+        }
+        // Offset of the predicted edge from the centre of slot `c` at the first and last
+        // cell; all eight cells must keep the same slots (`ceil(t)` four samples apart).
+        let first = ((c as u32) << FRAC).wrapping_sub(ONE / 2).wrapping_sub(t) as i32;
+        let slip = (4 * ONE).wrapping_sub(period) as i32;
+        let last = first + 7 * slip;
+        if (last + (ONE / 2) as i32) as u32 >= ONE {
+            break;
+        }
+        let shift = (base & 31) as u32;
+        let lo = words.get(base >> 5).copied().unwrap_or(0);
+        let hi = words.get((base >> 5) + 1).copied().unwrap_or(0);
+        let w = (lo >> shift) | ((hi << 1) << (31 - shift));
+        let g = (first + last) >> 1;
+        // The common case on a clean line: every edge in its predicted slot (each cell's
+        // samples `c - 2, c - 1 | c, c + 1` read `aa|bb` with a != b) and the prediction
+        // inside the dead zone, so the DPLL only moves on by eight bit periods.
+        if (w ^ (w >> 1)) & 0x5555_5555 == 0
+            && (w ^ (w >> 2)) & 0x1111_1111 == 0x1111_1111
+            && dead_zone(g) == 0
+        {
+            *slot = (gather_nibble_bit2(w) ^ flip) as u8;
+            written += 1;
+            t = t.wrapping_add(period.wrapping_mul(8));
+            continue;
+        }
+        let Some((value, error)) = byte_x4(w, g) else {
+            break;
+        };
+        *slot = (value ^ flip) as u8;
+        written += 1;
+        // `Dpll::advance(8, error)` with the state in registers.
+        let phase_step = (error + (1 << alpha >> 1)) >> alpha;
+        t = t
+            .wrapping_add(period.wrapping_mul(8))
+            .wrapping_add_signed(phase_step);
+        integral = integral.saturating_add(error).min(limit).max(-limit);
+        period = nominal.wrapping_add_signed(integral >> beta);
     }
-    // Offset of the predicted edge from the centre of slot `c` at the first and last cell;
-    // all eight cells must keep the same slots (`ceil(t)` four samples apart).
-    let first = ((c as u32) << FRAC)
-        .wrapping_sub(ONE / 2)
-        .wrapping_sub(dpll.t) as i32;
-    let slip = (4 * ONE).wrapping_sub(dpll.period) as i32;
-    let last = first + 7 * slip;
-    if (last + (ONE / 2) as i32) as u32 >= ONE {
-        return None;
-    }
-    let w = cap.window32(base);
-    // Phase j of cell k is sample base + 4k + j: phases 0..3 = c - 2 ..= c + 1.
+    dpll.t = t;
+    dpll.period = period;
+    dpll.integral = integral;
+    written
+}
+
+/// Bit 2 of each nibble of `w` (the sample after the predicted edge of each 4x cell), packed
+/// into a byte: nibble k gives bit k.
+#[inline(always)]
+fn gather_nibble_bit2(w: u32) -> u32 {
+    let x = (w >> 2) & 0x1111_1111;
+    let x = (x | (x >> 3)) & 0x0303_0303;
+    let x = (x | (x >> 6)) & 0x000F_000F;
+    (x | (x >> 12)) & 0xFF
+}
+
+/// Decodes one byte at 4x from 32 samples `w` that start two samples before the first
+/// cell's predicted edge (`g`: the prediction's offset from the centre of slot `c` at the
+/// byte's middle, fixed point). Looks at the three samples where each cell's mid-bit edge may
+/// show (first new level at `c - 1`, `c` or `c + 1`: the window `read_cell` searches) and
+/// picks in each cell the transition nearest the prediction, as `read_cell` does. Returns the
+/// byte (line polarity) and the summed dead-zoned edge offsets, or `None` when a cell has no
+/// transition there or a near tie that `read_cell` settles by looking ahead.
+#[inline(always)]
+fn byte_x4(w: u32, g: i32) -> Option<(u32, i32)> {
+    // Phase j of cell k is sample 4k + j of the window: phases 0..3 = c - 2 ..= c + 1.
     let r = TRANSPOSE_X4[(w & 0xFF) as usize]
         | TRANSPOSE_X4[((w >> 8) & 0xFF) as usize] << 2
         | TRANSPOSE_X4[((w >> 16) & 0xFF) as usize] << 4
@@ -536,7 +579,6 @@ fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
     // A cell with two transitions holds the mid-bit edge and a boundary edge: the one nearer
     // the prediction is the mid-bit edge, as in `read_cell`. Near ties `read_cell` looks at
     // the data ahead: leave those to it.
-    let g = (first + last) >> 1;
     let two = (early | late) & on_time | early & late;
     if two != 0 {
         // u = t - (c - 1) in (0, 1]: on time is nearer than early unless u < 1/16, nearer
@@ -561,8 +603,7 @@ fn byte_x4(cap: &Capture<'_>, dpll: &mut Dpll) -> Option<u32> {
     let error = (n_early + n_late) * g
         + (n_late - n_early) * (ONE as i32 - DEAD_ZONE)
         + n_on_time * dead_zone(g);
-    dpll.advance(8, error);
-    Some(value)
+    Some((value, error))
 }
 
 /// True if the line stays put for at least 3/4 of a bit after `edge` (or to the end of the

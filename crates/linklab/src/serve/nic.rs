@@ -91,14 +91,9 @@ pub fn pump_rx<const N: usize>(
     Ok(committed)
 }
 
-/// A `Device` middleware over the MAC that hands smoltcp fixed capabilities computed once:
-///
-/// * with an explicit `--tcp-window` the MAC's burst cap (which would quietly shrink the
-///   window back to what the queue holds) is lifted, so the window on the wire is the one
-///   asked for;
-/// * smoltcp asks for the capabilities on every egress pass (and ignores the answer), while
-///   the MAC derives its burst size from the queue geometry each time; answering from a
-///   copy keeps that work out of the per-packet path.
+/// A `Device` middleware over the MAC that hands smoltcp fixed capabilities: with an explicit
+/// `--tcp-window` the MAC's burst cap (which would quietly shrink the window back to what the
+/// queue holds) is lifted, so the window on the wire is the one asked for.
 pub struct FixedCaps<'d, D: Device> {
     inner: &'d mut D,
     caps: &'d DeviceCapabilities,
