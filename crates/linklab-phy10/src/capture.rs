@@ -58,19 +58,6 @@ impl<'a> Capture<'a> {
         }
     }
 
-    /// 32 samples starting at sample `start` (sample `start` in bit 0). The caller checks
-    /// that `start + 32 <= len`; words past the slice read as 0.
-    #[inline(always)]
-    pub(crate) fn window32(&self, start: usize) -> u32 {
-        let idx = start >> 5;
-        let shift = (start & 31) as u32;
-        let lo = self.words.get(idx).copied().unwrap_or(0);
-        let hi = self.words.get(idx + 1).copied().unwrap_or(0);
-        // `(hi << 1) << (31 - shift)` is `hi << (32 - shift)` without the undefined 32-bit
-        // shift when `shift == 0`.
-        (lo >> shift) | ((hi << 1) << (31 - shift))
-    }
-
     /// Index of the first sample after `from` whose level differs from sample `from`, if any.
     pub fn next_edge(&self, from: usize) -> Option<usize> {
         if from >= self.len {
