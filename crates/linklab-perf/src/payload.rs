@@ -13,10 +13,22 @@ pub struct BenchFile {
 
 /// The files seed 000 downloaded, by the sizes the bench uses.
 pub const BENCH_FILES: [BenchFile; 4] = [
-    BenchFile { path: "/10kB.txt", len: 10_000 },
-    BenchFile { path: "/100kB.txt", len: 100_000 },
-    BenchFile { path: "/1MB.txt", len: 1_000_000 },
-    BenchFile { path: "/3MB.txt", len: 3_000_000 },
+    BenchFile {
+        path: "/10kB.txt",
+        len: 10_000,
+    },
+    BenchFile {
+        path: "/100kB.txt",
+        len: 100_000,
+    },
+    BenchFile {
+        path: "/1MB.txt",
+        len: 1_000_000,
+    },
+    BenchFile {
+        path: "/3MB.txt",
+        len: 3_000_000,
+    },
 ];
 
 /// Looks up a bench file by its URL path.

@@ -26,7 +26,7 @@
 
 use crate::capture::Capture;
 use crate::oversample::Oversample;
-use crate::tables::{BIT_COUNT, TRANSPOSE_X4};
+use crate::tables::TRANSPOSE_X4;
 
 /// Fractional bits of the DPLL's fixed-point sample positions.
 const FRAC: u32 = 12;
@@ -51,7 +51,7 @@ pub const LOCK_INTERVALS: u32 = 8;
 const MAX_FIT_EDGES: u32 = 128;
 /// Below this many edges the fit is too noisy to predict from (quantization alone moves a
 /// two-point slope by half a sample per bit): only the distance to the last edge counts.
-const EARLY_FIT_EDGES: u32 = 24;
+const EARLY_FIT_EDGES: u32 = 40;
 /// Preamble bits decoded after lock without finding the SFD before giving up.
 const SFD_HUNT_MAX_BITS: u32 = 160;
 
@@ -91,6 +91,7 @@ struct Dpll {
     integral_limit: i32,
     alpha_shift: u32,
     beta_shift: u32,
+    fit_edges: u32,
 }
 
 impl Dpll {
@@ -105,6 +106,7 @@ impl Dpll {
             integral_limit: (range << gains.1) as i32,
             alpha_shift: gains.0,
             beta_shift: gains.1,
+            fit_edges: 0,
         }
     }
 
@@ -276,6 +278,7 @@ impl Decoder {
                 let mut dpll = Dpll::new(last.checked_sub(ONE / 2)?, self.os, HUNT_GAINS);
                 dpll.set_period(period);
                 dpll.advance(1, 0);
+                dpll.fit_edges = fit.count;
                 return Some((dpll, cap.sample(prev)));
             }
             prev = next;
@@ -438,12 +441,22 @@ fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll) -> Cell {
     let error = centre.wrapping_sub(dpll.t) as i32;
     Cell::Bit {
         value: cap.sample(k),
-        error: dead_zone(error),
+        error: if search.samples_per_bit == 4 {
+            dead_zone(error)
+        } else {
+            error
+        },
     }
 }
 
 /// Half-width of the phase detector's dead zone, fixed point: half a sample.
 const DEAD_ZONE: i32 = (ONE * 3 / 32) as i32;
+
+/// True if `dead_zone(error)` is 0.
+#[inline(always)]
+fn in_dead_zone(error: i32) -> bool {
+    error.wrapping_add(DEAD_ZONE) as u32 <= 2 * DEAD_ZONE as u32
+}
 
 /// The part of an edge offset beyond half a sample. A quantized edge lies on a sample
 /// boundary, half a sample from the centre of its interval, so an edge whose true position
@@ -454,7 +467,7 @@ const DEAD_ZONE: i32 = (ONE * 3 / 32) as i32;
 /// either, and only moves when an edge falls outside it.
 #[inline(always)]
 fn dead_zone(error: i32) -> i32 {
-    (error - DEAD_ZONE).max(0) + (error + DEAD_ZONE).min(0)
+    error.saturating_sub(DEAD_ZONE).max(0) + error.saturating_add(DEAD_ZONE).min(0)
 }
 
 /// How well the transition at `k` fits the mid-bit edge grid that the data ahead shows: the
@@ -484,62 +497,105 @@ fn mid_bit_phase_error(cap: &Capture<'_>, k: usize, n: usize) -> (usize, usize) 
 /// written and leaves the DPLL at the first byte it could not take.
 fn fast_bytes_x4(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8], flip: u32) -> usize {
     let words = cap.words();
-    let samples = cap.len();
+    // Last sample a 32-sample window may start at.
+    let Some(last_start) = cap.len().checked_sub(32) else {
+        return 0;
+    };
     let (alpha, beta) = (dpll.alpha_shift, dpll.beta_shift);
     let (nominal, limit) = (dpll.nominal, dpll.integral_limit);
     let (mut t, mut period, mut integral) = (dpll.t, dpll.period, dpll.integral);
+    // Eight bit periods, and how far the prediction moves off the sample grid over seven
+    // and over fifteen cells (all change only with the period).
+    let mut byte_period = period.wrapping_mul(8);
+    let mut cell_slip = (4 * ONE).wrapping_sub(period) as i32;
     let mut written = 0;
-    for slot in out.iter_mut() {
-        let c = (t.wrapping_add(ONE - 1) >> FRAC) as usize;
-        let Some(base) = c.checked_sub(2) else {
-            break;
-        };
-        if base + 32 > samples {
+    loop {
+        // c = ceil(t); the window starts at c - 2 (wraps to a huge value below 2).
+        let up = t.wrapping_add(ONE - 1);
+        let base = ((up >> FRAC) as usize).wrapping_sub(2);
+        if base > last_start {
             break;
         }
-        // Offset of the predicted edge from the centre of slot `c` at the first and last
-        // cell (-1/2..1/2 sample at the first). The cells keep the first one's slots
-        // (four samples apart) while the prediction stays within 3/4 sample of the centre
-        // slot: drift moves it by up to 7 x 0.02 sample over a byte at 0.5 %.
-        let first = ((c as u32) << FRAC).wrapping_sub(ONE / 2).wrapping_sub(t) as i32;
-        let slip = (4 * ONE).wrapping_sub(period) as i32;
-        let last = first + 7 * slip;
+        // Offset of the predicted edge from the centre of slot `c` at the first cell
+        // (-1/2..1/2 sample). Later cells keep the first one's slots (four samples apart)
+        // while their prediction stays within 3/4 sample of the centre slot: drift moves it
+        // by up to 0.02 sample per cell at 0.5 %.
+        let first = (up & !(ONE - 1)).wrapping_sub(ONE / 2).wrapping_sub(t) as i32;
+        let idx = base >> 5;
+        let shift = (base & 31) as u32;
+        // Two bytes at once, the common case on a clean line: every edge in its predicted
+        // slot (each cell's samples `c - 2, c - 1 | c, c + 1` read `aa|bb` with a != b)
+        // and every offset inside the dead zone (they are linear in the cell, so the first
+        // and the last cell tell), so the DPLL only moves on by sixteen bit periods: what
+        // `read_cell` and `Dpll::advance` would do bit by bit.
+        if base + 32 <= last_start
+            && in_dead_zone(first)
+            && in_dead_zone(first + 15 * cell_slip)
+        {
+            if let (Some(&[w0, w1, w2]), Some(pair)) = (
+                words.get(idx..idx + 3),
+                out.get_mut(written..written + 2),
+            ) {
+                let a = (w0 >> shift) | ((w1 << 1) << (31 - shift));
+                let b = (w1 >> shift) | ((w2 << 1) << (31 - shift));
+                if ((a ^ (a >> 1)) | (b ^ (b >> 1))) & 0x5555_5555 == 0
+                    && (a ^ (a >> 2)) & (b ^ (b >> 2)) & 0x1111_1111 == 0x1111_1111
+                {
+                    pair[0] = (gather_nibble_bit2(a) ^ flip) as u8;
+                    pair[1] = (gather_nibble_bit2(b) ^ flip) as u8;
+                    written += 2;
+                    t = t.wrapping_add(byte_period).wrapping_add(byte_period);
+                    continue;
+                }
+            }
+        }
+        let Some(slot) = out.get_mut(written) else {
+            break;
+        };
+        let last = first + 7 * cell_slip;
         if (last + (ONE * 3 / 4) as i32) as u32 >= ONE * 3 / 2 {
             break;
         }
         // The two words holding the window (one bounds check; at the very end of the words
         // the bit-by-bit path takes over).
-        let idx = base >> 5;
         let Some(&[lo, hi]) = words.get(idx..idx + 2) else {
             break;
         };
-        let shift = (base & 31) as u32;
         let w = (lo >> shift) | ((hi << 1) << (31 - shift));
-        let g = (first + last) >> 1;
-        // The common case on a clean line: every edge in its predicted slot (each cell's
-        // samples `c - 2, c - 1 | c, c + 1` read `aa|bb` with a != b) and the prediction
-        // inside the dead zone, so the DPLL only moves on by eight bit periods.
         if (w ^ (w >> 1)) & 0x5555_5555 == 0
             && (w ^ (w >> 2)) & 0x1111_1111 == 0x1111_1111
-            && dead_zone(g) == 0
+            && in_dead_zone(first)
+            && in_dead_zone(last)
         {
+            // The same for one byte.
             *slot = (gather_nibble_bit2(w) ^ flip) as u8;
             written += 1;
-            t = t.wrapping_add(period.wrapping_mul(8));
+            t = t.wrapping_add(byte_period);
             continue;
         }
-        let Some((value, error)) = byte_x4(w, g) else {
+        let Some((value, early, late)) = byte_x4(w, (first + last) >> 1) else {
             break;
         };
         *slot = (value ^ flip) as u8;
         written += 1;
-        // `Dpll::advance(8, error)` with the state in registers.
-        let phase_step = (error + (1 << alpha >> 1)) >> alpha;
-        t = t
-            .wrapping_add(period.wrapping_mul(8))
-            .wrapping_add_signed(phase_step);
-        integral = integral.saturating_add(error).min(limit).max(-limit);
-        period = nominal.wrapping_add_signed(integral >> beta);
+        // The DPLL moves bit by bit as `read_cell` and `Dpll::advance` would move it: each
+        // cell's edge offset from its own prediction, dead-zoned.
+        let mut centre = (up & !(ONE - 1)).wrapping_sub(ONE / 2);
+        for k in 0..8 {
+            let slot_offset = ((late >> k) & 1) as i32 - ((early >> k) & 1) as i32;
+            let error = dead_zone(
+                centre
+                    .wrapping_add_signed(slot_offset * ONE as i32)
+                    .wrapping_sub(t) as i32,
+            );
+            let phase_step = (error + (1 << alpha >> 1)) >> alpha;
+            t = t.wrapping_add(period).wrapping_add_signed(phase_step);
+            integral = integral.saturating_add(error).min(limit).max(-limit);
+            period = nominal.wrapping_add_signed(integral >> beta);
+            centre = centre.wrapping_add(4 * ONE);
+        }
+        byte_period = period.wrapping_mul(8);
+        cell_slip = (4 * ONE).wrapping_sub(period) as i32;
     }
     dpll.t = t;
     dpll.period = period;
@@ -565,7 +621,7 @@ fn gather_nibble_bit2(w: u32) -> u32 {
 /// byte (line polarity) and the summed dead-zoned edge offsets, or `None` when a cell has no
 /// transition there or a near tie that `read_cell` settles by looking ahead.
 #[inline(always)]
-fn byte_x4(w: u32, g: i32) -> Option<(u32, i32)> {
+fn byte_x4(w: u32, g: i32) -> Option<(u32, u32, u32)> {
     // Phase j of cell k is sample 4k + j of the window: phases 0..3 = c - 2 ..= c + 1.
     let r = TRANSPOSE_X4[(w & 0xFF) as usize]
         | TRANSPOSE_X4[((w >> 8) & 0xFF) as usize] << 2
@@ -599,15 +655,7 @@ fn byte_x4(w: u32, g: i32) -> Option<(u32, i32)> {
     let late = late & !on_time & (late_wins | !early);
     let early = early & !on_time & !late;
     let value = (p2 & on_time) | (p3 & late) | (p1 & early);
-    // A table instead of `count_ones`: RV32IMAC (and baseline x86-64) have no popcount.
-    let n_early = BIT_COUNT[early as usize & 0xFF] as i32;
-    let n_late = BIT_COUNT[late as usize & 0xFF] as i32;
-    let n_on_time = 8 - n_early - n_late;
-    // Offsets at the byte's middle phase: on time `g`, early `g - 1`, late `g + 1` samples.
-    let error = (n_early + n_late) * g
-        + (n_late - n_early) * (ONE as i32 - DEAD_ZONE)
-        + n_on_time * dead_zone(g);
-    Some((value, error))
+    Some((value, early, late))
 }
 
 /// True if the line stays put for at least 3/4 of a bit after `edge` (or to the end of the
@@ -743,3 +791,9 @@ fn classify_unlocked(cap: &Capture<'_>, os: Oversample) -> RxOutcome {
     }
 }
 
+
+#[doc(hidden)]
+pub fn debug_acquire(os: Oversample, cap: &Capture<'_>) -> Option<(u32, u32, u32)> {
+    let d = Decoder::new(os);
+    d.acquire(cap).map(|(p, _)| (p.t, p.period, p.fit_edges))
+}

@@ -16,7 +16,11 @@ mod sweep;
 
 /// The linklab command line.
 #[derive(Parser)]
-#[command(name = "linklab", version, about = "A software NIC stack for microcontrollers and the bench that proves its numbers")]
+#[command(
+    name = "linklab",
+    version,
+    about = "A software NIC stack for microcontrollers and the bench that proves its numbers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -16,7 +16,9 @@ pub fn linklab_bin() -> PathBuf {
 
 /// Runs a command to completion and panics with its output when it fails.
 pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
@@ -71,7 +73,9 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
     }
 }
 
@@ -79,8 +83,13 @@ impl Drop for Netns {
 pub fn veth_pair(a: &Netns, a_addr: &str, b: &Netns, b_addr: &str) {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let (ia, ib) = (format!("va{}x{n}", std::process::id() % 100000), format!("vb{}x{n}", std::process::id() % 100000));
-    a.run(&["ip", "link", "add", &ia, "type", "veth", "peer", "name", &ib]);
+    let (ia, ib) = (
+        format!("va{}x{n}", std::process::id() % 100000),
+        format!("vb{}x{n}", std::process::id() % 100000),
+    );
+    a.run(&[
+        "ip", "link", "add", &ia, "type", "veth", "peer", "name", &ib,
+    ]);
     a.run(&["ip", "link", "set", &ib, "netns", &b.name]);
     a.run(&["ip", "addr", "add", a_addr, "dev", &ia]);
     b.run(&["ip", "addr", "add", b_addr, "dev", &ib]);
