@@ -20,13 +20,20 @@
 //! follows. The preamble fit gives the loop its starting phase and period, so the loop can be
 //! slow (averaging quantization and jitter) without losing the start of the frame.
 //!
-//! At 4x a fast path decodes a whole byte from one 32-sample window when every edge is exactly
-//! where predicted (a table transpose splits the window into its four sample phases), and
-//! falls back to bit-by-bit tracking otherwise.
+//! At 4x the phase detector has a small dead zone (1/32 sample): a plain one settles on
+//! the mean of the quantized edges, which sits next to the more frequent of two neighbouring
+//! samples when the edges straddle a sample boundary, and leaves the rare one nearly as far
+//! from the prediction as a boundary edge. The dead zone moves the loop towards the middle.
+//!
+//! At 4x a fast path decodes bytes from 32-sample windows: two bytes at a time when every
+//! edge is in its predicted slot and the prediction inside the dead zone (the DPLL only moves
+//! on), else one byte with a table transpose into the four sample phases that accepts edges
+//! a sample early or late (one DPLL update per byte, offsets taken at the byte's middle
+//! cell). It falls back to bit-by-bit tracking on near ties and missing edges.
 
 use crate::capture::Capture;
 use crate::oversample::Oversample;
-use crate::tables::TRANSPOSE_X4;
+use crate::tables::{BIT_COUNT, TRANSPOSE_X4};
 
 /// Fractional bits of the DPLL's fixed-point sample positions.
 const FRAC: u32 = 12;
@@ -51,7 +58,7 @@ pub const LOCK_INTERVALS: u32 = 8;
 const MAX_FIT_EDGES: u32 = 128;
 /// Below this many edges the fit is too noisy to predict from (quantization alone moves a
 /// two-point slope by half a sample per bit): only the distance to the last edge counts.
-const EARLY_FIT_EDGES: u32 = 40;
+const EARLY_FIT_EDGES: u32 = 8;
 /// Preamble bits decoded after lock without finding the SFD before giving up.
 const SFD_HUNT_MAX_BITS: u32 = 160;
 
@@ -91,7 +98,6 @@ struct Dpll {
     integral_limit: i32,
     alpha_shift: u32,
     beta_shift: u32,
-    fit_edges: u32,
 }
 
 impl Dpll {
@@ -106,7 +112,6 @@ impl Dpll {
             integral_limit: (range << gains.1) as i32,
             alpha_shift: gains.0,
             beta_shift: gains.1,
-            fit_edges: 0,
         }
     }
 
@@ -278,7 +283,6 @@ impl Decoder {
                 let mut dpll = Dpll::new(last.checked_sub(ONE / 2)?, self.os, HUNT_GAINS);
                 dpll.set_period(period);
                 dpll.advance(1, 0);
-                dpll.fit_edges = fit.count;
                 return Some((dpll, cap.sample(prev)));
             }
             prev = next;
@@ -449,22 +453,20 @@ fn read_cell(cap: &Capture<'_>, search: Search, dpll: &Dpll) -> Cell {
     }
 }
 
-/// Half-width of the phase detector's dead zone, fixed point: half a sample.
-const DEAD_ZONE: i32 = (ONE * 3 / 32) as i32;
+/// Half-width of the 4x phase detector's dead zone, fixed point: 1/32 sample. Tuned with the
+/// sample wire (README): 3/32 and 1/16 did as well or better with jitter but lost clean
+/// frames at some drifts near -50 ppm (the loop then rests anywhere inside the zone), and
+/// 1/4 and more let the loop lag behind drift.
+const DEAD_ZONE: i32 = (ONE / 32) as i32;
 
-/// True if `dead_zone(error)` is 0.
-#[inline(always)]
-fn in_dead_zone(error: i32) -> bool {
-    error.wrapping_add(DEAD_ZONE) as u32 <= 2 * DEAD_ZONE as u32
-}
-
-/// The part of an edge offset beyond half a sample. A quantized edge lies on a sample
+/// The part of an edge offset beyond [`DEAD_ZONE`]. A quantized edge lies on a sample
 /// boundary, half a sample from the centre of its interval, so an edge whose true position
 /// jitters across a sample boundary shows up at two centres one sample apart. A plain
 /// (linear) phase detector settles on their mean, which sits next to the more frequent one
-/// and leaves the rare one a sample away from the prediction, as near as a boundary edge.
-/// With the dead zone the loop settles between the two (the midrange), half a sample from
-/// either, and only moves when an edge falls outside it.
+/// and leaves the rare one almost a sample from the prediction, as near as a boundary edge
+/// on the other side. With the dead zone the frequent centre stops pulling once the
+/// prediction is within `DEAD_ZONE` of it, so the rare one pulls the loop further towards
+/// the middle.
 #[inline(always)]
 fn dead_zone(error: i32) -> i32 {
     error.saturating_sub(DEAD_ZONE).max(0) + error.saturating_add(DEAD_ZONE).min(0)
@@ -492,9 +494,11 @@ fn mid_bit_phase_error(cap: &Capture<'_>, k: usize, n: usize) -> (usize, usize) 
     (sum, runs)
 }
 
-/// 4x fast path: decodes bytes into `out` (XOR `flip`) for as long as each comes out of one
-/// 32-sample window (see [`byte_x4`]), with the DPLL state held in locals; returns the bytes
-/// written and leaves the DPLL at the first byte it could not take.
+/// 4x fast path: decodes bytes into `out` (XOR `flip`) for as long as each comes out of a
+/// 32-sample window (two bytes at once when every edge is on time, else [`byte_x4`]), with
+/// the DPLL state held in locals and one slice bounds check per window (no `unsafe`).
+/// Returns the bytes written and leaves the DPLL at the first byte it could not take, for
+/// the bit-by-bit path.
 fn fast_bytes_x4(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8], flip: u32) -> usize {
     let words = cap.words();
     // Last sample a 32-sample window may start at.
@@ -504,8 +508,8 @@ fn fast_bytes_x4(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8], flip: u32) 
     let (alpha, beta) = (dpll.alpha_shift, dpll.beta_shift);
     let (nominal, limit) = (dpll.nominal, dpll.integral_limit);
     let (mut t, mut period, mut integral) = (dpll.t, dpll.period, dpll.integral);
-    // Eight bit periods, and how far the prediction moves off the sample grid over seven
-    // and over fifteen cells (all change only with the period).
+    // Eight bit periods, and how far the prediction moves off the sample grid per cell
+    // (both change only with the period).
     let mut byte_period = period.wrapping_mul(8);
     let mut cell_slip = (4 * ONE).wrapping_sub(period) as i32;
     let mut written = 0;
@@ -525,17 +529,15 @@ fn fast_bytes_x4(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8], flip: u32) 
         let shift = (base & 31) as u32;
         // Two bytes at once, the common case on a clean line: every edge in its predicted
         // slot (each cell's samples `c - 2, c - 1 | c, c + 1` read `aa|bb` with a != b)
-        // and every offset inside the dead zone (they are linear in the cell, so the first
-        // and the last cell tell), so the DPLL only moves on by sixteen bit periods: what
-        // `read_cell` and `Dpll::advance` would do bit by bit.
-        if base + 32 <= last_start
-            && in_dead_zone(first)
-            && in_dead_zone(first + 15 * cell_slip)
-        {
-            if let (Some(&[w0, w1, w2]), Some(pair)) = (
-                words.get(idx..idx + 3),
-                out.get_mut(written..written + 2),
-            ) {
+        // and the prediction at the middle cell inside the dead zone (`dead_zone(g) == 0`),
+        // so the DPLL only moves on by sixteen bit periods. (The outer cells' offsets differ
+        // from the middle one by up to 7.5 x 0.02 sample at 0.5 %; bit by bit they would
+        // nudge the loop by that much.)
+        let g = first + ((15 * cell_slip) >> 1);
+        if base + 32 <= last_start && (g + DEAD_ZONE) as u32 <= 2 * DEAD_ZONE as u32 {
+            if let (Some(&[w0, w1, w2]), Some(pair)) =
+                (words.get(idx..idx + 3), out.get_mut(written..written + 2))
+            {
                 let a = (w0 >> shift) | ((w1 << 1) << (31 - shift));
                 let b = (w1 >> shift) | ((w2 << 1) << (31 - shift));
                 if ((a ^ (a >> 1)) | (b ^ (b >> 1))) & 0x5555_5555 == 0
@@ -562,38 +564,16 @@ fn fast_bytes_x4(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8], flip: u32) 
             break;
         };
         let w = (lo >> shift) | ((hi << 1) << (31 - shift));
-        if (w ^ (w >> 1)) & 0x5555_5555 == 0
-            && (w ^ (w >> 2)) & 0x1111_1111 == 0x1111_1111
-            && in_dead_zone(first)
-            && in_dead_zone(last)
-        {
-            // The same for one byte.
-            *slot = (gather_nibble_bit2(w) ^ flip) as u8;
-            written += 1;
-            t = t.wrapping_add(byte_period);
-            continue;
-        }
-        let Some((value, early, late)) = byte_x4(w, (first + last) >> 1) else {
+        let Some((value, error)) = byte_x4(w, (first + last) >> 1) else {
             break;
         };
         *slot = (value ^ flip) as u8;
         written += 1;
-        // The DPLL moves bit by bit as `read_cell` and `Dpll::advance` would move it: each
-        // cell's edge offset from its own prediction, dead-zoned.
-        let mut centre = (up & !(ONE - 1)).wrapping_sub(ONE / 2);
-        for k in 0..8 {
-            let slot_offset = ((late >> k) & 1) as i32 - ((early >> k) & 1) as i32;
-            let error = dead_zone(
-                centre
-                    .wrapping_add_signed(slot_offset * ONE as i32)
-                    .wrapping_sub(t) as i32,
-            );
-            let phase_step = (error + (1 << alpha >> 1)) >> alpha;
-            t = t.wrapping_add(period).wrapping_add_signed(phase_step);
-            integral = integral.saturating_add(error).min(limit).max(-limit);
-            period = nominal.wrapping_add_signed(integral >> beta);
-            centre = centre.wrapping_add(4 * ONE);
-        }
+        // `Dpll::advance(8, error)` with the state in registers.
+        let phase_step = (error + (1 << alpha >> 1)) >> alpha;
+        t = t.wrapping_add(byte_period).wrapping_add_signed(phase_step);
+        integral = integral.saturating_add(error).min(limit).max(-limit);
+        period = nominal.wrapping_add_signed(integral >> beta);
         byte_period = period.wrapping_mul(8);
         cell_slip = (4 * ONE).wrapping_sub(period) as i32;
     }
@@ -621,7 +601,7 @@ fn gather_nibble_bit2(w: u32) -> u32 {
 /// byte (line polarity) and the summed dead-zoned edge offsets, or `None` when a cell has no
 /// transition there or a near tie that `read_cell` settles by looking ahead.
 #[inline(always)]
-fn byte_x4(w: u32, g: i32) -> Option<(u32, u32, u32)> {
+fn byte_x4(w: u32, g: i32) -> Option<(u32, i32)> {
     // Phase j of cell k is sample 4k + j of the window: phases 0..3 = c - 2 ..= c + 1.
     let r = TRANSPOSE_X4[(w & 0xFF) as usize]
         | TRANSPOSE_X4[((w >> 8) & 0xFF) as usize] << 2
@@ -655,7 +635,15 @@ fn byte_x4(w: u32, g: i32) -> Option<(u32, u32, u32)> {
     let late = late & !on_time & (late_wins | !early);
     let early = early & !on_time & !late;
     let value = (p2 & on_time) | (p3 & late) | (p1 & early);
-    Some((value, early, late))
+    // A table instead of `count_ones`: RV32IMAC (and baseline x86-64) have no popcount.
+    let n_early = BIT_COUNT[early as usize & 0xFF] as i32;
+    let n_late = BIT_COUNT[late as usize & 0xFF] as i32;
+    let n_on_time = 8 - n_early - n_late;
+    // Offsets at the byte's middle phase: on time `g`, early `g - 1`, late `g + 1` samples.
+    let error = (n_early + n_late) * g
+        + (n_late - n_early) * (ONE as i32 - DEAD_ZONE)
+        + n_on_time * dead_zone(g);
+    Some((value, error))
 }
 
 /// True if the line stays put for at least 3/4 of a bit after `edge` (or to the end of the
@@ -789,11 +777,4 @@ fn classify_unlocked(cap: &Capture<'_>, os: Oversample) -> RxOutcome {
     } else {
         RxOutcome::Noise
     }
-}
-
-
-#[doc(hidden)]
-pub fn debug_acquire(os: Oversample, cap: &Capture<'_>) -> Option<(u32, u32, u32)> {
-    let d = Decoder::new(os);
-    d.acquire(cap).map(|(p, _)| (p.t, p.period, p.fit_edges))
 }

@@ -12,7 +12,8 @@ pub(crate) static ENCODE_X4: [u32; 256] = build_encode_x4();
 /// `j` in 0..4, the two cells' phase-`j` samples in bits `8j` and `8j + 1`.
 pub(crate) static TRANSPOSE_X4: [u32; 256] = build_transpose_x4();
 
-/// Number of set bits of a byte (the 4x fast path counts early and late edges with it).
+/// Number of set bits of a byte: the 4x fast path counts early and late edges with it
+/// (RV32IMAC, like baseline x86-64, has no popcount instruction).
 pub(crate) static BIT_COUNT: [u8; 256] = build_bit_count();
 
 const fn build_bit_count() -> [u8; 256] {
