@@ -73,8 +73,11 @@ pub struct Args {
     /// Wire model: byte images, or Manchester samples through linklab-phy10.
     #[arg(long, value_enum, default_value_t = PhyArg::Bytes)]
     pub phy: PhyArg,
-    /// `--phy samples`: receiver samples per bit time (2..=8).
-    #[arg(long, default_value_t = 4)]
+    /// `--phy samples`: receiver samples per bit time (2..=8). The default, 8, decodes ±1
+    /// sample of edge jitter (±12.5 ns, inside 802.3's ±13.5 ns); at 4x a half bit is only 2
+    /// samples and ±1 sample of jitter makes different bit patterns identical (see
+    /// linklab-phy10's README).
+    #[arg(long, default_value_t = 8)]
     pub oversample: u8,
     /// `--phy samples`: transmitter clock offset in ppm (-20000..=20000).
     #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
