@@ -122,6 +122,35 @@ impl Counters {
         self.rx_committed.saturating_sub(self.rx_dequeued)
     }
 
+    /// Every counter by its netdev/ethtool name (or linklab's, where Linux has none), the
+    /// derived sums included, in a fixed order: one list for JSON, logs and `/stats`.
+    pub fn fields(&self) -> [(&'static str, u64); 22] {
+        [
+            ("rx_transmissions", self.rx_transmissions),
+            ("rx_committed", self.rx_committed),
+            ("rx_dequeued", self.rx_dequeued),
+            ("rx_pending", self.rx_pending()),
+            ("rx_cancelled", self.rx_cancelled),
+            ("rx_packets", self.rx_packets),
+            ("rx_bytes", self.rx_bytes),
+            ("rx_pause_frames", self.rx_pause_frames),
+            ("rx_filtered", self.rx_filtered),
+            ("rx_frame_errors", self.rx_frame_errors),
+            ("rx_crc_errors", self.rx_crc_errors),
+            ("rx_length_errors", self.rx_length_errors()),
+            ("rx_short_length_errors", self.rx_short_length_errors),
+            ("rx_long_length_errors", self.rx_long_length_errors),
+            ("rx_missed_errors", self.rx_missed_errors),
+            ("rx_errors", self.rx_errors()),
+            ("tx_requests", self.tx_requests),
+            ("tx_packets", self.tx_packets),
+            ("tx_bytes", self.tx_bytes),
+            ("tx_dropped", self.tx_dropped),
+            ("tx_deferred", self.tx_deferred),
+            ("tx_pause_frames", self.tx_pause_frames),
+        ]
+    }
+
     /// Checks both conservation laws (module documentation).
     pub fn check_conservation(&self) -> Result<(), ConservationError> {
         if self.rx_dequeued > self.rx_committed {

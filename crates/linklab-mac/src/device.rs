@@ -44,12 +44,12 @@ impl<T: PhyTx, C: Clock> smoltcp::phy::TxToken for MacTxToken<'_, T, C> {
 impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
     /// The device capabilities: Ethernet, MTU 1514, and a burst size derived from the RX
     /// queue so that smoltcp's window cap (`max_burst_size × (1514 − 40)`) never exceeds
-    /// [`crate::window::tcp_rx_window`].
+    /// [`crate::window::tcp_rx_window`] (none after [`Mac::set_burst_cap`]`(false)`).
     pub fn capabilities(&self) -> DeviceCapabilities {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = MAX_FRAME_LEN;
-        caps.max_burst_size = Some(self.max_burst_size());
+        caps.max_burst_size = self.max_burst_size();
         caps
     }
 }

@@ -169,9 +169,9 @@ pub struct Mac<'q, const N: usize, T: PhyTx, C: Clock> {
     missed: Cell<Widen>,
     cancelled: Cell<Widen>,
     dequeued: Cell<Widen>,
-    /// smoltcp's `max_burst_size` for this queue, derived once (smoltcp asks for the
-    /// capabilities on every egress pass).
-    max_burst: usize,
+    /// smoltcp's `max_burst_size`: derived from the queue once (smoltcp asks for the
+    /// capabilities on every egress pass), or lifted with [`Mac::set_burst_cap`].
+    max_burst: Option<usize>,
 }
 
 impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
@@ -215,7 +215,7 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
             missed: Cell::new(Widen::default()),
             cancelled: Cell::new(Widen::default()),
             dequeued: Cell::new(Widen::default()),
-            max_burst: crate::window::smoltcp_max_burst_size(N, config.rx_format),
+            max_burst: Some(crate::window::smoltcp_max_burst_size(N, config.rx_format)),
         }
     }
 
@@ -327,10 +327,17 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
         crate::window::tcp_rx_window(N, self.rx.format, crate::window::ETHERNET_MSS)
     }
 
-    /// The smoltcp `max_burst_size` for this queue
-    /// ([`crate::window::smoltcp_max_burst_size`]).
-    pub fn max_burst_size(&self) -> usize {
+    /// The smoltcp `max_burst_size` the MAC reports: by default the queue's
+    /// ([`crate::window::smoltcp_max_burst_size`]), `None` once the cap is lifted.
+    pub fn max_burst_size(&self) -> Option<usize> {
         self.max_burst
+    }
+
+    /// Keeps (`true`, the default) or lifts (`false`) the burst cap smoltcp applies to the
+    /// advertised TCP window. Lift it only to advertise a window larger than the queue on
+    /// purpose: to show, or measure, the overruns that cap prevents.
+    pub fn set_burst_cap(&mut self, keep: bool) {
+        self.max_burst = keep.then(|| crate::window::smoltcp_max_burst_size(N, self.rx.format));
     }
 
     /// True if a frame is built and waiting for the gap or a PAUSE to end.

@@ -71,7 +71,13 @@ fn tcp_bulk_transfer_without_overrun() {
     assert!(window >= 3 * 1460, "window {window}");
     let caps = b.capabilities();
     assert_eq!(caps.max_transmission_unit, 1514);
-    assert!(caps.max_burst_size.unwrap() * 1474 <= window);
+    let burst = caps.max_burst_size.expect("a burst cap by default");
+    assert!(burst * 1474 <= window);
+    // Lifting the cap (to advertise a larger window on purpose) and restoring it.
+    b.set_burst_cap(false);
+    assert_eq!(b.capabilities().max_burst_size, None);
+    b.set_burst_cap(true);
+    assert_eq!(b.capabilities().max_burst_size, Some(burst));
 
     let mut ia = iface_for(&mut a, PEER.0, [198, 18, 0, 1]);
     let mut ib = iface_for(&mut b, ME.0, [198, 18, 0, 2]);

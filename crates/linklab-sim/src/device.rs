@@ -18,7 +18,6 @@ use linklab_mac::{
     Clock, Counters, Mac, MacAddr, MacConfig, PhyTx, RxGrant, RxProducer, RxQueue, RX_GRANT_LEN,
 };
 use smoltcp::iface::{Interface, SocketSet};
-use smoltcp::phy::{Device, DeviceCapabilities};
 use smoltcp::time::Instant;
 
 /// Queue sizes `--rx-frames` accepts.
@@ -48,36 +47,6 @@ pub struct TxSink(pub VecDeque<Vec<u8>>);
 impl PhyTx for TxSink {
     fn transmit(&mut self, wire: &[u8]) {
         self.0.push_back(wire.to_vec());
-    }
-}
-
-/// smoltcp sees the MAC through this wrapper, which only drops the MAC's `max_burst_size`
-/// so that the TCP window is what the socket buffer says (`--tcp-window`), even when that
-/// is larger than the queue (the experiment that shows why it must not be).
-struct Uncapped<'a, D: Device>(&'a mut D);
-
-impl<D: Device> Device for Uncapped<'_, D> {
-    type RxToken<'b>
-        = D::RxToken<'b>
-    where
-        Self: 'b;
-    type TxToken<'b>
-        = D::TxToken<'b>
-    where
-        Self: 'b;
-
-    fn receive(&mut self, t: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        self.0.receive(t)
-    }
-
-    fn transmit(&mut self, t: Instant) -> Option<Self::TxToken<'_>> {
-        self.0.transmit(t)
-    }
-
-    fn capabilities(&self) -> DeviceCapabilities {
-        let mut caps = self.0.capabilities();
-        caps.max_burst_size = None;
-        caps
     }
 }
 
@@ -129,10 +98,14 @@ impl<'q, const N: usize> MacPort<'q, N> {
     ) -> Self {
         let (producer, consumer) = queue.split();
         let config = MacConfig::raw_phy(address, line_rate_bps);
+        let mut mac = Mac::new(consumer, TxSink::default(), clock, config);
+        // The TCP window is what the socket buffer says (`--tcp-window`), even when that is
+        // larger than the queue: the experiment that shows why it must not be.
+        mac.set_burst_cap(false);
         MacPort {
             producer,
             grant: None,
-            mac: Mac::new(consumer, TxSink::default(), clock, config),
+            mac,
         }
     }
 }
@@ -164,15 +137,15 @@ impl<const N: usize> DevicePort for MacPort<'_, N> {
     }
 
     fn interface(&mut self, config: smoltcp::iface::Config, now: Instant) -> Interface {
-        Interface::new(config, &mut Uncapped(&mut self.mac), now)
+        Interface::new(config, &mut self.mac, now)
     }
 
     fn ingress_one(&mut self, iface: &mut Interface, sockets: &mut SocketSet<'_>, now: Instant) {
-        iface.poll_ingress_single(now, &mut Uncapped(&mut self.mac), sockets);
+        iface.poll_ingress_single(now, &mut self.mac, sockets);
     }
 
     fn egress(&mut self, iface: &mut Interface, sockets: &mut SocketSet<'_>, now: Instant) {
-        iface.poll_egress(now, &mut Uncapped(&mut self.mac), sockets);
+        iface.poll_egress(now, &mut self.mac, sockets);
     }
 
     fn mac_poll(&mut self) {

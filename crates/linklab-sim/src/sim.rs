@@ -968,31 +968,3 @@ impl Sim<'_> {
         }
     }
 }
-
-/// The device MAC counters by their netdev names (linklab-mac's field names), in a fixed
-/// order, for JSON and text output.
-pub fn mac_counter_fields(c: &Counters) -> Vec<(&'static str, u64)> {
-    vec![
-        ("rx_transmissions", c.rx_transmissions),
-        ("rx_committed", c.rx_committed),
-        ("rx_dequeued", c.rx_dequeued),
-        ("rx_cancelled", c.rx_cancelled),
-        ("rx_packets", c.rx_packets),
-        ("rx_bytes", c.rx_bytes),
-        ("rx_pause_frames", c.rx_pause_frames),
-        ("rx_filtered", c.rx_filtered),
-        ("rx_frame_errors", c.rx_frame_errors),
-        ("rx_crc_errors", c.rx_crc_errors),
-        ("rx_length_errors", c.rx_length_errors()),
-        ("rx_short_length_errors", c.rx_short_length_errors),
-        ("rx_long_length_errors", c.rx_long_length_errors),
-        ("rx_missed_errors", c.rx_missed_errors),
-        ("rx_errors", c.rx_errors()),
-        ("tx_requests", c.tx_requests),
-        ("tx_packets", c.tx_packets),
-        ("tx_bytes", c.tx_bytes),
-        ("tx_dropped", c.tx_dropped),
-        ("tx_deferred", c.tx_deferred),
-        ("tx_pause_frames", c.tx_pause_frames),
-    ]
-}

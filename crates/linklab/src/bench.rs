@@ -11,7 +11,7 @@ use linklab_perf::payload::{BenchFile, BENCH_FILES};
 use linklab_sim::limit::tcp_goodput_limit;
 use linklab_sim::profile::Profile;
 use linklab_sim::sample_wire::SampleWireConfig;
-use linklab_sim::sim::{self, mac_counter_fields, PhyPath, SimConfig, SimReport, HOST_IP};
+use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
 use linklab_sim::wire::{Duplex, Impairments, LinkConfig, Rate};
 use serde_json::json;
 
@@ -510,7 +510,9 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
 }
 
 fn to_json(cfg: &SimConfig, args: &Args, r: &SimReport) -> serde_json::Value {
-    let counters: serde_json::Map<String, serde_json::Value> = mac_counter_fields(&r.mac)
+    let counters: serde_json::Map<String, serde_json::Value> = r
+        .mac
+        .fields()
         .into_iter()
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
@@ -518,7 +520,9 @@ fn to_json(cfg: &SimConfig, args: &Args, r: &SimReport) -> serde_json::Value {
         .file_stats
         .iter()
         .map(|s| {
-            let c: serde_json::Map<String, serde_json::Value> = mac_counter_fields(&s.mac)
+            let c: serde_json::Map<String, serde_json::Value> = s
+                .mac
+                .fields()
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), json!(v)))
                 .collect();

@@ -25,7 +25,7 @@ use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
 use apps::{Apps, StatsRoute};
 use config::{Config, TcpWindow};
-use nic::{FixedCaps, TapPhy};
+use nic::TapPhy;
 use signals::StopSignals;
 use stats::Snapshot;
 use tap::Tap;
@@ -156,12 +156,10 @@ fn serve_on<const N: usize>(
     let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     iface_config.random_seed =
         wall.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id());
-    let caps = nic::capabilities_for(&mac, auto);
-    let mut iface = Interface::new(
-        iface_config,
-        &mut FixedCaps::new(&mut mac, &caps),
-        Instant::now(),
-    );
+    // With an explicit --tcp-window the burst cap (which would quietly shrink the window back
+    // to what the queue holds) is lifted, so the window on the wire is the one asked for.
+    mac.set_burst_cap(auto);
+    let mut iface = Interface::new(iface_config, &mut mac, Instant::now());
     let mut added = true;
     iface.update_ip_addrs(|addrs| {
         added = addrs
@@ -208,7 +206,7 @@ fn serve_on<const N: usize>(
         }
         nic::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
         let now = Instant::now();
-        iface.poll(now, &mut FixedCaps::new(&mut mac, &caps), &mut sockets);
+        iface.poll(now, &mut mac, &mut sockets);
 
         // Only when a request may ask for it: a snapshot walks every counter and socket.
         let taken = apps

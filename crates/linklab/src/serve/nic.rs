@@ -5,8 +5,6 @@
 use std::io;
 
 use linklab_mac::{PhyTx, RxProducer};
-use smoltcp::phy::{Device, DeviceCapabilities};
-use smoltcp::time::Instant;
 
 use super::tap::Tap;
 
@@ -89,54 +87,6 @@ pub fn pump_rx<const N: usize>(
         }
     }
     Ok(committed)
-}
-
-/// A `Device` middleware over the MAC that hands smoltcp fixed capabilities: with an explicit
-/// `--tcp-window` the MAC's burst cap (which would quietly shrink the window back to what the
-/// queue holds) is lifted, so the window on the wire is the one asked for.
-pub struct FixedCaps<'d, D: Device> {
-    inner: &'d mut D,
-    caps: &'d DeviceCapabilities,
-}
-
-impl<'d, D: Device> FixedCaps<'d, D> {
-    /// Wraps `inner`, answering `caps` (from [`capabilities_for`]).
-    pub fn new(inner: &'d mut D, caps: &'d DeviceCapabilities) -> Self {
-        FixedCaps { inner, caps }
-    }
-}
-
-/// The capabilities the soft NIC gives smoltcp: the device's own, without the burst cap
-/// unless `keep_burst_cap` (the `auto` window).
-pub fn capabilities_for<D: Device>(device: &D, keep_burst_cap: bool) -> DeviceCapabilities {
-    let mut caps = device.capabilities();
-    if !keep_burst_cap {
-        caps.max_burst_size = None;
-    }
-    caps
-}
-
-impl<D: Device> Device for FixedCaps<'_, D> {
-    type RxToken<'a>
-        = D::RxToken<'a>
-    where
-        Self: 'a;
-    type TxToken<'a>
-        = D::TxToken<'a>
-    where
-        Self: 'a;
-
-    fn receive(&mut self, timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        self.inner.receive(timestamp)
-    }
-
-    fn transmit(&mut self, timestamp: Instant) -> Option<Self::TxToken<'_>> {
-        self.inner.transmit(timestamp)
-    }
-
-    fn capabilities(&self) -> DeviceCapabilities {
-        self.caps.clone()
-    }
 }
 
 #[cfg(test)]

@@ -9,32 +9,6 @@ use serde_json::{json, Map, Value};
 use smoltcp::iface::SocketSet;
 use smoltcp::socket::{tcp, Socket};
 
-/// The MAC counters by their netdev/ethtool names, in a fixed order.
-pub fn mac_fields(c: &Counters) -> [(&'static str, u64); 20] {
-    [
-        ("rx_transmissions", c.rx_transmissions),
-        ("rx_committed", c.rx_committed),
-        ("rx_dequeued", c.rx_dequeued),
-        ("rx_cancelled", c.rx_cancelled),
-        ("rx_packets", c.rx_packets),
-        ("rx_bytes", c.rx_bytes),
-        ("rx_pause_frames", c.rx_pause_frames),
-        ("rx_filtered", c.rx_filtered),
-        ("rx_frame_errors", c.rx_frame_errors),
-        ("rx_crc_errors", c.rx_crc_errors),
-        ("rx_short_length_errors", c.rx_short_length_errors),
-        ("rx_long_length_errors", c.rx_long_length_errors),
-        ("rx_missed_errors", c.rx_missed_errors),
-        ("rx_pending", c.rx_pending()),
-        ("tx_requests", c.tx_requests),
-        ("tx_packets", c.tx_packets),
-        ("tx_bytes", c.tx_bytes),
-        ("tx_dropped", c.tx_dropped),
-        ("tx_deferred", c.tx_deferred),
-        ("tx_pause_frames", c.tx_pause_frames),
-    ]
-}
-
 /// One TCP connection's figures (listening and closed sockets are left out).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TcpFigures {
@@ -137,7 +111,9 @@ impl Snapshot {
 
     /// `GET /stats`: compact JSON.
     pub fn to_json(&self) -> Vec<u8> {
-        let mac: Map<String, Value> = mac_fields(&self.mac)
+        let mac: Map<String, Value> = self
+            .mac
+            .fields()
             .iter()
             .map(|(k, v)| (k.to_string(), json!(v)))
             .collect();
@@ -172,7 +148,7 @@ impl Snapshot {
     /// The console form: one `name=value` line for the MAC, one for the rest.
     pub fn to_text(&self) -> String {
         let mut out = String::from("mac:");
-        for (k, v) in mac_fields(&self.mac) {
+        for (k, v) in self.mac.fields() {
             let _ = write!(out, " {k}={v}");
         }
         match self.mac.check_conservation() {
