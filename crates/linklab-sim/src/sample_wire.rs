@@ -15,7 +15,7 @@
 //! - the receiver's sample `s` shows the level after every edge at time <= `s`;
 //! - each sample is then flipped with probability `noise`.
 
-use linklab_phy10::{encode_frame, encode_link_pulse, Capture, Decoder, Oversample, RxOutcome};
+use linklab_phy10::{encode_frame, encode_link_pulse, Capture, Decoder, Oversample};
 
 /// Largest accepted |drift|: 2 % (200x the 802.3 tolerance), the decoder's tracking range.
 pub const MAX_DRIFT_PPM: i32 = 20_000;
@@ -39,35 +39,8 @@ pub struct SampleWireConfig {
     pub noise: f64,
 }
 
-/// What the receiving PHY reported for one transfer (mirrors `linklab_phy10::RxOutcome`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SampleOutcome {
-    /// A whole frame: `len` bytes after the SFD (destination address through FCS) in `out`.
-    Frame {
-        /// Bytes written to `out`.
-        len: usize,
-    },
-    /// A link pulse (only from [`SampleWire::link_pulse`] or a wire too short to lock).
-    LinkPulse,
-    /// The frame was cut short (lost lock, capture or buffer end); `len` bytes in `out`.
-    Truncated {
-        /// Bytes written to `out`.
-        len: usize,
-    },
-    /// The receiver saw activity it could not lock on.
-    Noise,
-}
-
-impl From<RxOutcome> for SampleOutcome {
-    fn from(outcome: RxOutcome) -> SampleOutcome {
-        match outcome {
-            RxOutcome::Frame { len } => SampleOutcome::Frame { len },
-            RxOutcome::LinkPulse => SampleOutcome::LinkPulse,
-            RxOutcome::Truncated { len } => SampleOutcome::Truncated { len },
-            RxOutcome::Noise => SampleOutcome::Noise,
-        }
-    }
-}
+/// What the receiving PHY reported for one transfer: linklab-phy10's own outcome.
+pub use linklab_phy10::RxOutcome as SampleOutcome;
 
 /// Encoder, impaired line and decoder, with scratch buffers reused across transfers.
 #[derive(Debug)]
@@ -187,7 +160,7 @@ impl SampleWire {
         let rx_samples = self.impair(tx_samples, rng);
         self.rx_len = rx_samples;
         let capture = Capture::new(&self.rx, rx_samples);
-        self.decoder.decode(&capture, out).into()
+        self.decoder.decode(&capture, out)
     }
 
     /// Renders the receiver's samples from `self.tx`; returns how many there are.
