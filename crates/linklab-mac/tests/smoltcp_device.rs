@@ -93,6 +93,11 @@ fn tcp_bulk_transfer_without_overrun() {
         tcp::SocketBuffer::new(vec![0; 1024]),
     ));
     sb.get_mut::<tcp::Socket>(hb).listen(5001).unwrap();
+    // The sender fills whatever window it is given: no congestion control, whichever one
+    // smoltcp would default to under the workspace's unified features (CUBIC, when another
+    // crate enables it, backs off and never fills the queue).
+    sa.get_mut::<tcp::Socket>(ha)
+        .set_congestion_control(tcp::CongestionControl::None);
     sa.get_mut::<tcp::Socket>(ha)
         .connect(ia.context(), (IpAddress::v4(198, 18, 0, 2), 5001), 49152)
         .unwrap();
