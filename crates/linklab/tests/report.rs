@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{linklab_bin, run_ok, wait_until, Netns};
+use common::{assert_one_line_error, linklab_bin, run_ok, wait_until, Netns};
 
 fn out_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
@@ -225,18 +225,6 @@ fn report_renders_every_chart_in_chromium() {
         "a real PNG"
     );
     eprintln!("report: {} screenshot: {}", html.display(), png.display());
-}
-
-/// The error contract: non-zero exit, one line `linklab: error: ...` on stderr, no panic.
-fn assert_one_line_error(out: &Output, must_contain: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "expected failure; stderr: {stderr}");
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {stderr}");
-    assert!(
-        lines[0].starts_with("linklab: error: ") && lines[0].contains(must_contain),
-        "{stderr}"
-    );
 }
 
 #[test]

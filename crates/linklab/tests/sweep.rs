@@ -3,10 +3,13 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{linklab_bin, veth_pair, wait_until, ChildGuard, Netns};
+use common::{
+    assert_one_line_error, linklab_bin, linklab_in, tempdir, veth_pair, wait_until, ChildGuard,
+    Netns,
+};
 use serde_json::Value;
 
 /// The interface of `ns` that carries `addr`.
@@ -58,40 +61,6 @@ fn iperf_path(tag: &str) -> Path {
         r,
         _server: server,
     }
-}
-
-fn linklab_in(ns: &Netns, args: &[&str]) -> Output {
-    let bin = linklab_bin();
-    let mut argv = vec![bin.to_str().unwrap()];
-    argv.extend_from_slice(args);
-    ns.command(&argv).output().expect("run linklab")
-}
-
-/// The error contract: non-zero exit, one line `linklab: error: ...` on stderr, no panic.
-fn assert_one_line_error(out: &Output, must_contain: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "expected failure, got success; stderr: {stderr}"
-    );
-    let lines: Vec<&str> = stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {stderr}");
-    assert!(lines[0].starts_with("linklab: error: "), "{stderr}");
-    assert!(
-        lines[0].contains(must_contain),
-        "expected {must_contain:?} in: {stderr}"
-    );
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("backtrace"),
-        "{stderr}"
-    );
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs a sweep and returns its JSON.

@@ -144,3 +144,40 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// Runs `linklab ARGS` inside `ns` to completion.
+pub fn linklab_in(ns: &Netns, args: &[&str]) -> Output {
+    let bin = linklab_bin();
+    let mut argv = vec![bin.to_str().expect("utf-8 path")];
+    argv.extend_from_slice(args);
+    ns.command(&argv).output().expect("run linklab")
+}
+
+/// The CLI's error contract: non-zero exit, one line `linklab: error: ...` on stderr that
+/// contains `must_contain`, no panic or backtrace.
+pub fn assert_one_line_error(out: &Output, must_contain: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {stderr}"
+    );
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got: {stderr}");
+    assert!(lines[0].starts_with("linklab: error: "), "{stderr}");
+    assert!(
+        lines[0].contains(must_contain),
+        "expected {must_contain:?} in: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+}
+
+/// A fresh directory under the cargo target dir for one test's files.
+pub fn tempdir(name: &str) -> PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create the test directory");
+    dir
+}
