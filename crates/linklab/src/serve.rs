@@ -159,7 +159,7 @@ fn serve_on<const N: usize>(
     // With an explicit --tcp-window the burst cap (which would quietly shrink the window back
     // to what the queue holds) is lifted, so the window on the wire is the one asked for.
     mac.set_burst_cap(auto);
-    let mut iface = Interface::new(iface_config, &mut mac, Instant::now());
+    let mut iface = Interface::new(iface_config, &mut mac, device_now(started));
     let mut added = true;
     iface.update_ip_addrs(|addrs| {
         added = addrs
@@ -205,7 +205,7 @@ fn serve_on<const N: usize>(
             break signal;
         }
         nic::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
-        let now = Instant::now();
+        let now = device_now(started);
         iface.poll(now, &mut mac, &mut sockets);
 
         // Only when a request may ask for it: a snapshot walks every counter and socket.
@@ -221,7 +221,7 @@ fn serve_on<const N: usize>(
             }
         }
 
-        let now = Instant::now();
+        let now = device_now(started);
         let deadlines = [iface.poll_at(now, &sockets), apps.poll_at()];
         let mut timeout = deadlines
             .into_iter()
@@ -248,7 +248,34 @@ fn serve_on<const N: usize>(
     Ok(())
 }
 
+/// The device's time: microseconds since `started` on the monotonic clock. smoltcp's
+/// `Instant::now()` reads the wall clock, which NTP or an admin may step; a step back would
+/// stall every TCP and iperf3 timer for its length, a step forward would fire them at once
+/// (and fail a running iperf3 test on its watchdog).
+fn device_now(started: std::time::Instant) -> Instant {
+    Instant::from_micros(i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX))
+}
+
 /// Time from `now` until `at` (zero if `at` has passed).
 fn until(at: Instant, now: Instant) -> Duration {
     Duration::from_micros((at.total_micros() - now.total_micros()).max(0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_clock_counts_from_start_not_from_the_wall_clock_epoch() {
+        let started = std::time::Instant::now();
+        let a = device_now(started);
+        // smoltcp's `Instant::now()` (the wall clock) is ~1.7e9 s here and fails this.
+        assert!(a >= Instant::ZERO && a < Instant::from_secs(60), "{a}");
+        std::thread::sleep(Duration::from_millis(2));
+        let b = device_now(started);
+        assert!(
+            b - a >= smoltcp::time::Duration::from_millis(2),
+            "{a} then {b}"
+        );
+    }
 }

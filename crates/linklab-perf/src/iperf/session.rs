@@ -563,7 +563,7 @@ impl<'a> Session<'a> {
         self.interval_start = now;
         if self.params.omit_s > 0 {
             self.omitting = true;
-            self.omit_end = Some(now + u64::from(self.params.omit_s) * 1_000_000);
+            self.omit_end = Some(now.saturating_add(u64::from(self.params.omit_s) * 1_000_000));
         }
         if self.interval_us > 0 {
             self.next_interval = Some(now.saturating_add(self.interval_us));
@@ -821,9 +821,15 @@ impl<'a> Session<'a> {
             return;
         }
         if self.end.is_none() {
+            let step = self.interval_us.max(1);
             while let Some(t) = self.next_interval.filter(|t| now >= *t) {
                 self.emit_interval(t, false);
-                self.next_interval = Some(t.saturating_add(self.interval_us.max(1)));
+                // A late poll (clock jump, stalled caller) must not emit one interval per
+                // missed period: only 2 are kept, so the ones holding the data would be
+                // pushed out by empty ones, and a big jump would loop for ages. The next
+                // interval spans the whole gap up to the last boundary not after `now`.
+                let periods = ((now - t) / step).max(1);
+                self.next_interval = t.checked_add(periods.saturating_mul(step));
             }
         }
         if self.omitting && self.omit_end.is_some_and(|t| now >= t) {
@@ -898,7 +904,7 @@ impl<'a> Session<'a> {
         let p = &self.params;
         let receiving_only = self.role == Role::Client && !self.streams().iter().any(|s| s.sender);
         if receiving_only && (p.bytes != 0 || p.blocks != 0) {
-            self.last_rx.map(|t| t + QUIET_END_US)
+            self.last_rx.map(|t| t.saturating_add(QUIET_END_US))
         } else {
             None
         }
@@ -1152,6 +1158,69 @@ mod tests {
         assert_eq!(sv.control_input(&[1, 2, 3], 0), 0);
         sv.reset();
         assert_eq!(sv.phase(), Phase::Idle);
+    }
+
+    /// A client receiving with `-R` and `-i 10 ms`, running since `start`.
+    fn running_receiver(
+        rx: &'static mut [u8],
+        tx: &'static mut [u8],
+        start: Micros,
+    ) -> Session<'static> {
+        let opts = ClientOptions {
+            params: Params {
+                reverse: true,
+                omit_s: 1,
+                ..Params::default()
+            },
+            interval_us: 10_000,
+            cookie_seed: 3,
+        };
+        let mut cl = Session::client(&opts, rx, tx, start);
+        feed(
+            &mut cl,
+            &[state::PARAM_EXCHANGE as u8, state::CREATE_STREAMS as u8],
+            start,
+        );
+        cl.client_stream_opened(start).unwrap();
+        feed(
+            &mut cl,
+            &[state::TEST_START as u8, state::TEST_RUNNING as u8],
+            start,
+        );
+        assert_eq!(cl.phase(), Phase::Running);
+        cl
+    }
+
+    #[test]
+    fn a_late_poll_keeps_the_interval_that_holds_the_data() {
+        let mut cl = running_receiver(std::vec![0; 8192].leak(), std::vec![0; 8192].leak(), 0);
+        // End the omitted period on time, then receive, then poll 100 intervals late.
+        cl.poll(1_000_000);
+        while cl.take_interval().is_some() {}
+        cl.on_tcp_received(0, 5000, 1_005_000);
+        cl.poll(1_000_000 + 100 * 10_000 + 5_000);
+        let mut bytes = 0;
+        let mut taken = 0;
+        while let Some(iv) = cl.take_interval() {
+            bytes += iv.streams.iter().map(|s| s.bytes).sum::<u64>();
+            taken += 1;
+        }
+        assert_eq!(
+            bytes, 5000,
+            "the received bytes must be in a reported interval"
+        );
+        assert!(taken <= 2);
+    }
+
+    #[test]
+    fn clock_values_near_the_end_of_time_do_not_overflow() {
+        let start = u64::MAX - 1_000;
+        let mut cl = running_receiver(std::vec![0; 8192].leak(), std::vec![0; 8192].leak(), start);
+        cl.poll(u64::MAX);
+        cl.on_tcp_received(0, 10, u64::MAX);
+        let _ = cl.poll_at();
+        cl.poll(u64::MAX);
+        let _ = cl.report();
     }
 
     #[test]
