@@ -1,10 +1,17 @@
 //! Fuzzes the iperf3 control path: arbitrary bytes into a server session (cookie, length-
 //! prefixed JSON, state bytes) and a client session, split at fuzzer-chosen points, plus the
-//! parameter and results JSON parsers directly. Nothing may panic; outputs stay bounded.
+//! parameter and results JSON parsers directly. The clock advances by a fuzzer-chosen step
+//! per chunk, from 1 µs to jumps near the end of time (late polls, clock steps). Nothing may
+//! panic; outputs stay bounded.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use linklab_perf::iperf::{ClientOptions, Params, Results, Session};
+
+/// The clock step after `chunk`: 2^k µs with k from its last byte, up to 2^63.
+fn step(chunk: &[u8]) -> u64 {
+    chunk.last().map_or(1000, |b| 1u64 << (b % 64))
+}
 
 fuzz_target!(|data: &[u8]| {
     let _ = Params::from_json(data);
@@ -32,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
         let out = server.control_output().len();
         assert!(out <= 8192);
         server.control_sent(out);
-        now += 1000;
+        now = now.saturating_add(step(chunk));
         server.poll(now);
     }
     let _ = server.report();
@@ -58,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
         client.on_tcp_received(0, chunk.len(), now);
         let out = client.control_output().len();
         client.control_sent(out);
-        now += 1000;
+        now = now.saturating_add(step(chunk));
         client.poll(now);
         let _ = client.take_interval();
     }
