@@ -138,9 +138,10 @@ fn to_uint(v: f64, max: u64) -> u64 {
     }
 }
 
-/// Largest nesting of `{`/`[` outside strings; `usize::MAX` on unbalanced input.
-pub fn nesting_depth(json: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+/// Walks the brackets of `json` that stand outside strings: `f(byte, depth)` for each
+/// `{`/`[` with the depth it opens. Returns false at a closer without an opener.
+fn walk_brackets(json: &[u8], mut f: impl FnMut(u8, usize)) -> bool {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
     for &b in json {
         if in_str {
             if esc {
@@ -156,16 +157,26 @@ pub fn nesting_depth(json: &[u8]) -> usize {
             b'"' => in_str = true,
             b'{' | b'[' => {
                 depth += 1;
-                max = max.max(depth);
+                f(b, depth);
             }
             b'}' | b']' => match depth.checked_sub(1) {
                 Some(d) => depth = d,
-                None => return usize::MAX,
+                None => return false,
             },
             _ => {}
         }
     }
-    max
+    true
+}
+
+/// Largest nesting of `{`/`[` outside strings; `usize::MAX` on unbalanced input.
+pub fn nesting_depth(json: &[u8]) -> usize {
+    let mut max = 0;
+    if walk_brackets(json, |_, depth| max = max.max(depth)) {
+        max
+    } else {
+        usize::MAX
+    }
 }
 
 fn parse<'de, T: Deserialize<'de>>(json: &'de [u8]) -> Result<T, JsonError> {
@@ -404,32 +415,15 @@ impl Results {
 }
 
 /// Counts `{` at depth 2 inside the top-level object (the stream entries), for a precise
-/// error when a peer reports more streams than we hold.
+/// error when a peer reports more streams than we hold. Callers check balance first
+/// ([`nesting_depth`]).
 fn count_stream_objects(json: &[u8]) -> usize {
-    let (mut depth, mut n, mut in_str, mut esc) = (0usize, 0usize, false, false);
-    for &b in json {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
+    let mut n = 0;
+    walk_brackets(json, |b, depth| {
+        if b == b'{' && depth == 3 {
+            n += 1;
         }
-        match b {
-            b'"' => in_str = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if b == b'{' && depth == 3 {
-                    n += 1;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
+    });
     n
 }
 
