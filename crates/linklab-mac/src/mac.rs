@@ -66,6 +66,19 @@ impl MacConfig {
         }
     }
 
+    /// An Ethernet controller that hands over aligned frames with their FCS (the MAC checks
+    /// it on the consumer side) and transmits plain frames, adding preamble and FCS itself
+    /// (e.g. a LAN9118). Line timing is the controller's, so none here.
+    pub const fn aligned_fcs(address: MacAddr) -> Self {
+        MacConfig {
+            address,
+            rx_format: RxFormat::Aligned { fcs: true },
+            tx_format: TxFormat::Plain,
+            line_rate_bps: 0,
+            flow_control: None,
+        }
+    }
+
     /// A Linux TAP: aligned frames without FCS both ways, no line timing.
     pub const fn tap(address: MacAddr) -> Self {
         MacConfig {

@@ -49,6 +49,7 @@
 use core::fmt::Write as _;
 
 use crate::payload::{self, BenchFile};
+use crate::slice_writer::SliceWriter;
 
 /// The TCP port the bench server listens on.
 pub const HTTP_PORT: u16 = 80;
@@ -83,22 +84,6 @@ pub struct NoRoutes;
 impl Routes for NoRoutes {
     fn get(&mut self, _path: &str, _body: &mut [u8]) -> Option<RouteBody> {
         None
-    }
-}
-
-/// A writer into a byte slice that fails instead of overflowing.
-struct SliceWriter<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl core::fmt::Write for SliceWriter<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
-        let dst = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
     }
 }
 
@@ -349,15 +334,12 @@ impl Server {
 
     /// Writes the response head; falls back to a bare 500 if it does not fit.
     fn start_response(&mut self, status: u16, reason: &str, content_type: &str, len: u64) {
-        let mut w = SliceWriter {
-            buf: &mut self.head,
-            len: 0,
-        };
+        let mut w = SliceWriter::new(&mut self.head);
         let ok = write!(
             w,
             "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
         );
-        self.head_len = w.len;
+        self.head_len = w.len();
         self.status = Some(status);
         if ok.is_err() {
             const FALLBACK: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
@@ -555,16 +537,13 @@ impl Client {
             return Err(ClientError::BadRequest);
         }
         let mut request = [0u8; MAX_REQUEST + 64];
-        let mut w = SliceWriter {
-            buf: &mut request,
-            len: 0,
-        };
+        let mut w = SliceWriter::new(&mut request);
         write!(
             w,
             "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
         )
         .map_err(|_| ClientError::BadRequest)?;
-        let request_len = w.len;
+        let request_len = w.len();
         Ok(Client {
             request,
             request_len,

@@ -6,7 +6,11 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "smoltcp")]
+pub mod apps;
+pub mod device_config;
 pub mod echo;
 pub mod http;
 pub mod iperf;
 pub mod payload;
+pub mod slice_writer;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod emu;
 mod iperf;
 mod report;
 mod rtt;
@@ -32,6 +33,8 @@ enum Command {
     Bench(bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
     Serve(serve::Args),
+    /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
+    Emu(emu::Args),
     /// iperf3-compatible client and server.
     Iperf(iperf::Args),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Emu(args) => emu::run(args),
         Command::Iperf(args) => iperf::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Rtt(args) => rtt::run(args),

@@ -26,9 +26,12 @@ use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 use apps::{Apps, StatsRoute};
 use config::{Config, TcpWindow};
 use nic::TapPhy;
-use signals::StopSignals;
+
 use stats::Snapshot;
 use tap::Tap;
+
+pub use config::{parse_ip, parse_mac, parse_tap};
+pub use signals::{wait_readable, StopSignals};
 
 /// Options of `linklab serve` (validated by hand so that a bad value gets one line naming
 /// the option and what it accepts).

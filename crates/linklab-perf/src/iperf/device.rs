@@ -74,7 +74,7 @@ pub struct ServerCounters {
 /// An iperf3 server over smoltcp sockets (see the module docs for what it needs).
 pub struct IperfServer<'a> {
     session: Session<'a>,
-    tcp: &'a [SocketHandle],
+    tcp: heapless::Vec<SocketHandle, MAX_TCP_SOCKETS>,
     udp: SocketHandle,
     port: u16,
     slots: [Slot; MAX_TCP_SOCKETS],
@@ -93,7 +93,7 @@ impl<'a> IperfServer<'a> {
     /// A server on `port` over the TCP sockets `tcp` (3..=[`MAX_TCP_SOCKETS`]; extra
     /// handles are ignored) and the UDP socket `udp`, with JSON buffers `rx` and `tx`.
     pub fn new(
-        tcp: &'a [SocketHandle],
+        tcp: &[SocketHandle],
         udp: SocketHandle,
         port: u16,
         rx: &'a mut [u8],
@@ -102,7 +102,7 @@ impl<'a> IperfServer<'a> {
         let n = tcp.len().min(MAX_TCP_SOCKETS);
         Self {
             session: Session::server(rx, tx),
-            tcp: &tcp[..n],
+            tcp: heapless::Vec::from_slice(&tcp[..n]).unwrap_or_default(),
             udp,
             port,
             slots: [Slot::Listening; MAX_TCP_SOCKETS],

@@ -1,19 +1,16 @@
-//! The apps the soft NIC runs over smoltcp, as firmware would: echo (UDP/TCP 7), the HTTP
-//! bench-file server with `GET /stats` (TCP 80) and the iperf3 server (TCP/UDP 5201), all
-//! from linklab-perf's smoltcp adapters on one `SocketSet`.
+//! The apps the soft NIC runs: linklab-perf's [`DeviceApps`] — the same code the firmware
+//! images run — with host-sized buffers, plus the `GET /stats` route of the soft NIC.
 
-use linklab_perf::echo::SmoltcpEcho;
-use linklab_perf::http::{self, RouteBody, Routes};
-use linklab_perf::iperf::device::{IperfServer, MAX_TCP_SOCKETS};
-use linklab_perf::iperf::wire::{DEFAULT_PORT as IPERF_PORT, MAX_JSON_LEN};
-use smoltcp::iface::{SocketHandle, SocketSet};
-use smoltcp::socket::{tcp, udp};
+use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::iperf::device::MAX_TCP_SOCKETS;
+use linklab_perf::iperf::wire::MAX_JSON_LEN;
+use smoltcp::iface::SocketSet;
+use smoltcp::socket::udp;
 use smoltcp::time::Instant;
 
 use super::stats::Snapshot;
 
-/// HTTP connections served at once (each one its own listening socket).
-pub const HTTP_SOCKETS: usize = 2;
 /// Send buffer of each HTTP socket: a few segments are enough for a bench download.
 const HTTP_TX_BUFFER: usize = 32 * 1024;
 /// Receive buffer of each HTTP socket: requests are one short head.
@@ -62,130 +59,78 @@ impl Routes for StatsRoute<'_> {
     }
 }
 
-/// The apps and the sockets they own.
+/// The apps, with buffers sized for a host.
 pub struct Apps {
-    echo: SmoltcpEcho,
-    http: Vec<(SocketHandle, http::Server)>,
-    http_responses: u64,
-    iperf: IperfServer<'static>,
+    inner: DeviceApps<'static>,
 }
 
-fn tcp_socket(rx: usize, tx: usize) -> tcp::Socket<'static> {
-    tcp::Socket::new(
-        tcp::SocketBuffer::new(vec![0; rx]),
-        tcp::SocketBuffer::new(vec![0; tx]),
-    )
+/// A buffer of `len` zero bytes that lives as long as the process: the sockets borrow their
+/// buffers for the whole run, as firmware keeps them in statics.
+fn leaked(len: usize) -> &'static mut [u8] {
+    vec![0; len].leak()
+}
+
+fn udp_buffers(packets: usize, bytes: usize) -> UdpBuffers<'static> {
+    UdpBuffers {
+        rx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
+        rx: leaked(bytes),
+        tx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
+        tx: leaked(bytes),
+    }
+}
+
+fn tcp_buffers(rx: usize, tx: usize) -> TcpBuffers<'static> {
+    TcpBuffers {
+        rx: leaked(rx),
+        tx: leaked(tx),
+    }
 }
 
 impl Apps {
     /// Creates every app's sockets in `sockets`; TCP sockets that receive bulk data get a
     /// receive buffer of `tcp_window` bytes (smoltcp advertises its free space as window).
     pub fn new(sockets: &mut SocketSet<'static>, tcp_window: usize) -> Apps {
-        let udp = udp::Socket::new(
-            udp::PacketBuffer::new(
-                vec![udp::PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
-                vec![0; ECHO_UDP_BYTES],
-            ),
-            udp::PacketBuffer::new(
-                vec![udp::PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
-                vec![0; ECHO_UDP_BYTES],
-            ),
-        );
-        let udp = sockets.add(udp);
-        let tcp = sockets.add(tcp_socket(tcp_window, ECHO_TX_BUFFER));
-        let echo = SmoltcpEcho::new(udp, tcp);
-        let http = (0..HTTP_SOCKETS)
-            .map(|_| {
-                (
-                    sockets.add(tcp_socket(HTTP_RX_BUFFER, HTTP_TX_BUFFER)),
-                    http::Server::new(),
-                )
-            })
-            .collect();
-        // The iperf3 server borrows its socket list and JSON buffers for the whole run, as
-        // firmware would keep them in statics: leaked once, never freed.
-        let iperf_tcp: Vec<SocketHandle> = (0..MAX_TCP_SOCKETS)
-            .map(|_| sockets.add(tcp_socket(tcp_window, IPERF_TCP_TX_BUFFER)))
-            .collect();
-        let iperf_udp = sockets.add(udp::Socket::new(
-            udp::PacketBuffer::new(
-                vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS],
-                vec![0; IPERF_UDP_BYTES],
-            ),
-            udp::PacketBuffer::new(
-                vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS],
-                vec![0; IPERF_UDP_BYTES],
-            ),
-        ));
-        let iperf = IperfServer::new(
-            iperf_tcp.leak(),
-            iperf_udp,
-            IPERF_PORT,
-            vec![0; MAX_JSON_LEN].leak(),
-            vec![0; MAX_JSON_LEN].leak(),
-        );
+        let buffers = AppBuffers {
+            echo_udp: udp_buffers(ECHO_UDP_PACKETS, ECHO_UDP_BYTES),
+            echo_tcp: tcp_buffers(tcp_window, ECHO_TX_BUFFER),
+            http: [
+                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
+                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
+            ],
+            iperf_tcp: (0..MAX_TCP_SOCKETS).map(|_| tcp_buffers(tcp_window, IPERF_TCP_TX_BUFFER)),
+            iperf_udp: udp_buffers(IPERF_UDP_PACKETS, IPERF_UDP_BYTES),
+            iperf_json_rx: leaked(MAX_JSON_LEN),
+            iperf_json_tx: leaked(MAX_JSON_LEN),
+        };
         Apps {
-            echo,
-            http,
-            http_responses: 0,
-            iperf,
+            inner: DeviceApps::new(sockets, buffers),
         }
     }
 
     /// True when an HTTP socket holds request bytes, i.e. `/stats` may be asked for now.
     pub fn http_request_pending(&self, sockets: &SocketSet<'_>) -> bool {
-        self.http
-            .iter()
-            .any(|(h, _)| sockets.get::<tcp::Socket>(*h).can_recv())
+        self.inner.http_request_pending(sockets)
     }
 
     /// Runs every app once over the sockets; call after each `Interface::poll`.
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, stats: &mut StatsRoute<'_>, now: Instant) {
-        self.iperf.poll(sockets, now);
-        let _ = self.iperf.take_outcome();
-        self.echo.poll(sockets);
-        for (handle, server) in &mut self.http {
-            if http::serve_tcp(
-                sockets.get_mut::<tcp::Socket>(*handle),
-                server,
-                http::HTTP_PORT,
-                stats,
-            ) {
-                self.http_responses += 1;
-            }
-        }
+        self.inner.poll(sockets, stats, now);
     }
 
     /// When the apps next need a poll regardless of traffic (pacing timers), if ever.
     pub fn poll_at(&self) -> Option<Instant> {
-        self.iperf.poll_at()
+        self.inner.poll_at()
     }
 
-    /// Counters of every app, for `/stats` and the console.
+    /// Counters of every app, grouped by app, for `/stats` and the console.
     pub fn counters(&self) -> Vec<(&'static str, Vec<(&'static str, u64)>)> {
-        let e = self.echo.counters();
-        let i = self.iperf.counters();
-        vec![
-            (
-                "echo",
-                vec![
-                    ("udp_rx_datagrams", e.udp_rx_datagrams),
-                    ("udp_tx_datagrams", e.udp_tx_datagrams),
-                    ("udp_dropped", e.udp_dropped),
-                    ("tcp_connections", e.tcp_connections),
-                    ("tcp_bytes", e.tcp_bytes),
-                ],
-            ),
-            ("http", vec![("responses", self.http_responses)]),
-            (
-                "iperf",
-                vec![
-                    ("tests_done", u64::from(i.tests_done)),
-                    ("tests_failed", u64::from(i.tests_failed)),
-                    ("denied", u64::from(i.denied)),
-                    ("open_streams", self.iperf.open_streams() as u64),
-                ],
-            ),
-        ]
+        let mut grouped: Vec<(&'static str, Vec<(&'static str, u64)>)> = Vec::new();
+        for (app, name, value) in self.inner.counters() {
+            match grouped.last_mut() {
+                Some((last, fields)) if *last == app => fields.push((name, value)),
+                _ => grouped.push((app, vec![(name, value)])),
+            }
+        }
+        grouped
     }
 }

@@ -1,0 +1,141 @@
+//! A private lab for measuring firmware: a network namespace of our own (198.18.0.0/24), QEMU
+//! running the image inside it with the NIC's TAP configured on the kernel side, and the
+//! stock tools (curl, iperf3, ping) run in the namespace against the device. Everything is
+//! removed when the lab is dropped.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use linklab_perf::device_config::DeviceConfig;
+use serde_json::Value;
+
+use super::board::Board;
+use super::qemu::{on_path, Boot, Qemu};
+
+/// The device's address in a lab.
+pub const DEVICE_IP: &str = "198.18.0.2";
+/// The kernel side of the TAP.
+const HOST_CIDR: &str = "198.18.0.1/24";
+/// The TAP's name inside the namespace.
+const TAP: &str = "llemu0";
+
+/// A booted image in its own namespace.
+pub struct Lab {
+    qemu: Option<Qemu>,
+    ns: String,
+    blob: std::path::PathBuf,
+}
+
+impl Lab {
+    /// Boots `image` of `board` with `icount` (None: free-running) in a new namespace and
+    /// waits until the device answers ping.
+    pub fn boot(board: &Board, image: &Path, icount: Option<String>) -> anyhow::Result<Lab> {
+        for (tool, package) in [
+            ("ip", "iproute2"),
+            ("iperf3", "iperf3"),
+            ("curl", "curl"),
+            ("ping", "iputils-ping"),
+        ] {
+            if !on_path(tool) {
+                bail!("{tool} not found: install Debian's {package} package");
+            }
+        }
+        let ns = format!("llemu{}", std::process::id());
+        let blob = std::env::temp_dir().join(format!("{ns}.cfg"));
+        let config = DeviceConfig {
+            ip: [198, 18, 0, 2],
+            prefix: 24,
+            mac: DeviceConfig::DEFAULT.mac,
+        };
+        std::fs::write(&blob, config.to_bytes()).context("cannot write the config blob")?;
+        let status = Command::new("ip").args(["netns", "add", &ns]).status();
+        if !matches!(status, Ok(s) if s.success()) {
+            let _ = std::fs::remove_file(&blob);
+            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
+        }
+        let mut lab = Lab {
+            qemu: None,
+            ns,
+            blob,
+        };
+        let mut qemu = Qemu::start(&Boot {
+            board,
+            image,
+            config_blob: &lab.blob,
+            tap: TAP,
+            icount,
+            netns: Some(&lab.ns),
+            echo_console: false,
+        })?;
+        qemu.wait_for_boot(Duration::from_secs(60))?;
+        lab.qemu = Some(qemu);
+        lab.run(&["ip", "link", "set", "lo", "up"])?;
+        lab.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP])?;
+        lab.run(&["ip", "link", "set", TAP, "up"])?;
+        for _ in 0..30 {
+            if lab
+                .command(&["ping", "-c", "1", "-W", "1", DEVICE_IP])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {
+                return Ok(lab);
+            }
+        }
+        bail!("the device booted but never answered ping");
+    }
+
+    /// A command to run inside the namespace.
+    pub fn command(&self, argv: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns]).args(argv);
+        c
+    }
+
+    /// Runs `argv` in the namespace; an error with its stderr if it fails.
+    pub fn run(&self, argv: &[&str]) -> anyhow::Result<Output> {
+        let out = self
+            .command(argv)
+            .output()
+            .with_context(|| format!("cannot run {}", argv[0]))?;
+        if !out.status.success() {
+            bail!(
+                "{} failed: {}",
+                argv.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(out)
+    }
+
+    /// The device's `/stats`.
+    pub fn stats(&self) -> anyhow::Result<Value> {
+        let url = format!("http://{DEVICE_IP}/stats");
+        let out = self.run(&["curl", "-sS", "--max-time", "20", &url])?;
+        serde_json::from_slice(&out.stdout).context("/stats is not JSON")
+    }
+
+    /// Stock `iperf3 -c DEVICE -J` with `extra` options; its JSON report.
+    pub fn iperf3(&self, extra: &[&str]) -> anyhow::Result<Value> {
+        let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-J", "--connect-timeout", "5000"];
+        argv.extend_from_slice(extra);
+        let out = self.command(&argv).output().context("cannot run iperf3")?;
+        let report: Value =
+            serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
+        if let Some(e) = report.get("error") {
+            bail!("iperf3 {}: {e}", extra.join(" "));
+        }
+        Ok(report)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Some(mut q) = self.qemu.take() {
+            q.stop();
+        }
+        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
+        let _ = std::fs::remove_file(&self.blob);
+    }
+}

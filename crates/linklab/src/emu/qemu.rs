@@ -1,0 +1,229 @@
+//! One QEMU process running a firmware image: its console captured line by line (echoed or
+//! kept), the boot line awaited, and stopped for good when dropped.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+use super::board::Board;
+
+/// Console lines kept for an error message.
+const KEPT_LINES: usize = 8;
+/// What the firmware prints once its network is up (firmware/common's `run`).
+const BOOT_LINE: &str = "linklab firmware: ";
+/// How long QEMU gets to exit after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// How to boot.
+pub struct Boot<'a> {
+    /// The board.
+    pub board: &'a Board,
+    /// The ELF image.
+    pub image: &'a Path,
+    /// The configuration blob file, loaded at the board's config address.
+    pub config_blob: &'a Path,
+    /// The TAP QEMU creates for the NIC.
+    pub tap: &'a str,
+    /// `-icount` options (e.g. `shift=0`), or None to run free.
+    pub icount: Option<String>,
+    /// Run QEMU inside this network namespace (`ip netns exec`).
+    pub netns: Option<&'a str>,
+    /// Echo the console to our stdout.
+    pub echo_console: bool,
+}
+
+/// A running QEMU.
+pub struct Qemu {
+    child: Option<Child>,
+    lines: Receiver<String>,
+    kept: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// Is `program` on PATH?
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+impl Qemu {
+    /// Starts QEMU (in its own process group, so a terminal's Ctrl-C reaches us, and we stop
+    /// it in order).
+    pub fn start(boot: &Boot<'_>) -> anyhow::Result<Qemu> {
+        let b = boot.board;
+        if !on_path(b.qemu) {
+            bail!(
+                "{} not found: install Debian's {} package (apt-get install {})",
+                b.qemu,
+                b.qemu_package,
+                b.qemu_package
+            );
+        }
+        let mut argv: Vec<String> = Vec::new();
+        if let Some(ns) = boot.netns {
+            argv.extend(["ip", "netns", "exec", ns].map(String::from));
+        }
+        argv.push(b.qemu.into());
+        argv.extend(b.machine.iter().map(|s| s.to_string()));
+        argv.extend(
+            [
+                "-display", "none", "-monitor", "none", "-serial", "stdio", "-kernel",
+            ]
+            .map(String::from),
+        );
+        argv.push(boot.image.display().to_string());
+        argv.push("-device".into());
+        argv.push(format!(
+            "loader,file={},addr={:#x},force-raw=on",
+            boot.config_blob.display(),
+            b.config_addr
+        ));
+        argv.extend(b.nic_args(boot.tap));
+        if let Some(icount) = &boot.icount {
+            argv.push("-icount".into());
+            argv.push(icount.clone());
+        }
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec: unblock the signals a
+        // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM.
+        unsafe {
+            cmd.pre_exec(|| {
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {}", argv[0]))?;
+        let kept = Arc::new(Mutex::new(VecDeque::new()));
+        let (tx, lines) = mpsc::channel();
+        for (stream, echo) in [
+            (
+                child
+                    .stdout
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+                boot.echo_console,
+            ),
+            (
+                child
+                    .stderr
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+                false,
+            ),
+        ] {
+            let Some(stream) = stream else { continue };
+            let kept = Arc::clone(&kept);
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    if echo {
+                        println!("{line}");
+                    }
+                    if let Ok(mut k) = kept.lock() {
+                        if k.len() == KEPT_LINES {
+                            k.pop_front();
+                        }
+                        k.push_back(line.clone());
+                    }
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        Ok(Qemu {
+            child: Some(child),
+            lines,
+            kept,
+        })
+    }
+
+    /// Waits for the firmware's boot line; on timeout or an early exit, an error with the
+    /// console's last lines (QEMU is then stopped).
+    pub fn wait_for_boot(&mut self, timeout: Duration) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
+                Ok(line) if line.starts_with(BOOT_LINE) && line.contains(" up") => return Ok(line),
+                Ok(_) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+            if let Some(status) = self.exited() {
+                let last = self.last_lines();
+                self.stop();
+                bail!("QEMU exited ({status}) before the firmware came up; its last lines: {last}");
+            }
+            if Instant::now() >= deadline {
+                let last = self.last_lines();
+                self.stop();
+                bail!(
+                    "the image did not boot within {} s; the console's last lines: {last}",
+                    timeout.as_secs()
+                );
+            }
+        }
+    }
+
+    /// The exit status, if QEMU has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// The console's last lines, joined on one line.
+    pub fn last_lines(&self) -> String {
+        let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
+        if kept.is_empty() {
+            return "(nothing)".into();
+        }
+        kept.into_iter().collect::<Vec<_>>().join(" | ")
+    }
+
+    /// Stops QEMU: SIGTERM to its process group, SIGKILL after a grace period; waits.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pgid = child.id() as libc::pid_t;
+        // SAFETY: signals to the process group we created for QEMU.
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,266 @@
+//! linklab-firmware: the board-independent part of every linklab firmware image. A board
+//! brings up its clocks, console, timer and NIC, starts the NIC's RX interrupt (which moves
+//! each frame into a grant of [`RX_QUEUE`]), reads its
+//! [`DeviceConfig`](linklab_perf::device_config::DeviceConfig) and calls [`run`]: smoltcp over
+//! `linklab_mac::Mac` as its `Device`, running linklab-perf's [`DeviceApps`] (iperf3 5201,
+//! HTTP 80 with the bench files and `/stats`, echo 7, ICMP) — the same apps `linklab serve`
+//! runs on a TAP.
+//!
+//! `#![no_std]`, no heap: every buffer is a static ([`memory`]).
+#![no_std]
+#![deny(missing_docs)]
+
+mod board;
+pub mod memory;
+mod stack;
+pub mod stats;
+
+pub use board::Board;
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, TxFormat};
+use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::device_config::{ConfigError, DeviceConfig, CONFIG_LEN};
+use linklab_perf::iperf::device::MAX_TCP_SOCKETS;
+use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet, SocketStorage};
+use smoltcp::socket::udp::PacketMetadata;
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
+
+use memory::*;
+use stats::{CpuFigures, Rendered, Snapshot};
+
+/// The RX queue: the board's NIC interrupt owns its producer (`RX_QUEUE.producer()`),
+/// [`run`] its consumer.
+pub static RX_QUEUE: RxQueue<QUEUE_BYTES> = RxQueue::new();
+
+/// The socket buffers, in one static so the RAM figure of the image shows them all.
+struct Buffers {
+    sockets: [SocketStorage<'static>; SOCKETS],
+    echo_udp_rx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
+    echo_udp_rx: [u8; ECHO_UDP],
+    echo_udp_tx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
+    echo_udp_tx: [u8; ECHO_UDP],
+    echo_tcp_rx: [u8; ECHO_TCP],
+    echo_tcp_tx: [u8; ECHO_TCP],
+    http_rx: [[u8; HTTP_RX]; 2],
+    http_tx: [[u8; HTTP_TX]; 2],
+    iperf_rx: [[u8; TCP_WINDOW]; IPERF_TCP_SOCKETS],
+    iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    iperf_udp_rx_meta: [PacketMetadata; IPERF_UDP_RX_PACKETS],
+    iperf_udp_rx: [u8; IPERF_UDP_RX],
+    iperf_udp_tx_meta: [PacketMetadata; IPERF_UDP_TX_PACKETS],
+    iperf_udp_tx: [u8; IPERF_UDP_TX],
+    json_rx: [u8; IPERF_JSON],
+    json_tx: [u8; IPERF_JSON],
+}
+
+static mut BUFFERS: Buffers = Buffers {
+    sockets: [SocketStorage::EMPTY; SOCKETS],
+    echo_udp_rx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+    echo_udp_rx: [0; ECHO_UDP],
+    echo_udp_tx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+    echo_udp_tx: [0; ECHO_UDP],
+    echo_tcp_rx: [0; ECHO_TCP],
+    echo_tcp_tx: [0; ECHO_TCP],
+    http_rx: [[0; HTTP_RX]; 2],
+    http_tx: [[0; HTTP_TX]; 2],
+    iperf_rx: [[0; TCP_WINDOW]; IPERF_TCP_SOCKETS],
+    iperf_tx: [[0; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
+    iperf_udp_rx: [0; IPERF_UDP_RX],
+    iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
+    iperf_udp_tx: [0; IPERF_UDP_TX],
+    json_rx: [0; IPERF_JSON],
+    json_tx: [0; IPERF_JSON],
+};
+
+/// Set once the buffers have been handed out.
+static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The buffers, the first time only (None after).
+fn take_buffers() -> Option<&'static mut Buffers> {
+    if TAKEN.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // SAFETY: TAKEN guarantees this unique reference is created at most once.
+    Some(unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) })
+}
+
+/// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
+/// loader) with volatile reads, so the compiler cannot assume the RAM is still zero.
+///
+/// # Safety
+/// `addr..addr + CONFIG_LEN` must be readable memory.
+pub unsafe fn read_config(addr: usize) -> Result<DeviceConfig, ConfigError> {
+    let mut blob = [0u8; CONFIG_LEN];
+    for (i, b) in blob.iter_mut().enumerate() {
+        // SAFETY: the caller guarantees the range is readable.
+        *b = unsafe { core::ptr::read_volatile((addr + i) as *const u8) };
+    }
+    DeviceConfig::parse(&blob)
+}
+
+/// The configuration at `addr`, or the default with a console line saying why.
+///
+/// # Safety
+/// As [`read_config`].
+pub unsafe fn config_or_default<B: Board>(board: &mut B, addr: usize) -> DeviceConfig {
+    // SAFETY: forwarded from the caller.
+    match unsafe { read_config(addr) } {
+        Ok(c) => c,
+        Err(e) => {
+            let why = match e {
+                ConfigError::NoBlob => "no config blob",
+                ConfigError::Version(_) => "config blob of an unknown version",
+                ConfigError::Crc => "config blob with a bad CRC",
+                ConfigError::Invalid => "config blob with an invalid prefix or MAC",
+            };
+            board.console("linklab firmware: ");
+            board.console(why);
+            board.console(", using 198.18.0.2/24\n");
+            DeviceConfig::DEFAULT
+        }
+    }
+}
+
+/// Runs the device forever over [`RX_QUEUE`] (filled by the board's NIC interrupt with
+/// aligned frames in `rx_format`: with FCS for a controller that passes it on, like the
+/// LAN9118, without for virtio-net) and the NIC's transmit side `phy`, which takes plain
+/// frames (the controller adds preamble and FCS).
+pub fn run<B: Board, T: PhyTx>(
+    mut board: B,
+    phy: T,
+    rx_format: RxFormat,
+    config: DeviceConfig,
+) -> ! {
+    let stack = stack::paint(board.stack_limit());
+    let Some(buf) = take_buffers() else {
+        board.console("linklab firmware: run() called twice\n");
+        loop {
+            board.sleep_until(None);
+        }
+    };
+    let mut mac = Mac::new(
+        RX_QUEUE.consumer(),
+        phy,
+        NoClock,
+        MacConfig {
+            rx_format,
+            tx_format: TxFormat::Plain,
+            ..MacConfig::aligned_fcs(MacAddr(config.mac))
+        },
+    );
+    let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
+    let m = config.mac;
+    iface_config.random_seed =
+        board.now_ns() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
+    let mut iface = Interface::new(iface_config, &mut mac, now(&mut board));
+    let [a, b, c, d] = config.ip;
+    iface.update_ip_addrs(|addrs| {
+        let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
+    });
+
+    let mut sockets = SocketSet::new(&mut buf.sockets[..]);
+    let [h0, h1] = &mut buf.http_rx;
+    let [t0, t1] = &mut buf.http_tx;
+    let iperf_tcp = buf
+        .iperf_rx
+        .iter_mut()
+        .zip(buf.iperf_tx.iter_mut())
+        .take(MAX_TCP_SOCKETS)
+        .map(|(rx, tx)| TcpBuffers {
+            rx: &mut rx[..],
+            tx: &mut tx[..],
+        });
+    let buffers = AppBuffers {
+        echo_udp: UdpBuffers {
+            rx_meta: &mut buf.echo_udp_rx_meta,
+            rx: &mut buf.echo_udp_rx,
+            tx_meta: &mut buf.echo_udp_tx_meta,
+            tx: &mut buf.echo_udp_tx,
+        },
+        echo_tcp: TcpBuffers {
+            rx: &mut buf.echo_tcp_rx,
+            tx: &mut buf.echo_tcp_tx,
+        },
+        http: [TcpBuffers { rx: h0, tx: t0 }, TcpBuffers { rx: h1, tx: t1 }],
+        iperf_tcp,
+        iperf_udp: UdpBuffers {
+            rx_meta: &mut buf.iperf_udp_rx_meta,
+            rx: &mut buf.iperf_udp_rx,
+            tx_meta: &mut buf.iperf_udp_tx_meta,
+            tx: &mut buf.iperf_udp_tx,
+        },
+        iperf_json_rx: &mut buf.json_rx,
+        iperf_json_tx: &mut buf.json_tx,
+    };
+    let mut apps = DeviceApps::new(&mut sockets, buffers);
+
+    let mut line = [0u8; 96];
+    let mut w = linklab_perf::slice_writer::SliceWriter::new(&mut line);
+    let _ = core::fmt::Write::write_fmt(
+        &mut w,
+        format_args!(
+            "linklab firmware: {} up, {}.{}.{}.{}/{}, {} frame RX queue, tcp window {}\n",
+            B::NAME,
+            a,
+            b,
+            c,
+            d,
+            config.prefix,
+            QUEUE_FRAMES,
+            TCP_WINDOW
+        ),
+    );
+    let n = w.len();
+    board.console(core::str::from_utf8(&line[..n]).unwrap_or("linklab firmware: up\n"));
+
+    let mut idle_ns = 0u64;
+    loop {
+        let t = now(&mut board);
+        iface.poll(t, &mut mac, &mut sockets);
+        let snapshot = if apps.http_request_pending(&sockets) {
+            let cpu = CpuFigures {
+                uptime_ns: board.now_ns(),
+                idle_ns,
+                instructions: board.instructions(),
+                stack_peak_bytes: stack.peak(),
+                stack_size_bytes: stack.size(),
+            };
+            Some((mac.counters(), cpu, board.link_up()))
+        } else {
+            None
+        };
+        let mut body = [0u8; linklab_perf::http::MAX_HEAD];
+        let len = snapshot.and_then(|(mac_counters, cpu, link_up)| {
+            Snapshot {
+                board: B::NAME,
+                mac: mac_counters,
+                apps: apps.counters(),
+                cpu,
+                link_up,
+                sockets: &sockets,
+            }
+            .write_json(&mut body)
+        });
+        apps.poll(&mut sockets, &mut Rendered { body: &body, len }, t);
+        let t = now(&mut board);
+        let deadline = [iface.poll_at(t, &sockets), apps.poll_at()]
+            .into_iter()
+            .flatten()
+            .min();
+        if deadline.is_some_and(|d| d <= t) {
+            continue;
+        }
+        let before = board.now_ns();
+        board.sleep_until(deadline.map(|d| d.total_micros().max(0) as u64 * 1000));
+        idle_ns += board.now_ns().saturating_sub(before);
+    }
+}
+
+/// The board's time as smoltcp's.
+fn now<B: Board>(board: &mut B) -> Instant {
+    Instant::from_micros((board.now_ns() / 1000) as i64)
+}

@@ -1,0 +1,61 @@
+//! Every buffer the firmware owns, as statics sized for a small MCU: the 9-frame RX queue
+//! and the apps' socket buffers. One place to read the RAM budget from.
+
+use linklab_mac::window::{tcp_rx_window, ETHERNET_MSS};
+use linklab_mac::RxFormat;
+
+/// RX queue ring bytes: the smallest ring that always holds 9 full-size frames with or
+/// without FCS (checked by a test), as in Niccle's MAC write-up.
+pub const QUEUE_BYTES: usize = 15_236;
+/// Full-size frames the RX queue always holds.
+pub const QUEUE_FRAMES: usize = 9;
+/// The TCP receive window derived from the queue: (9 − 2) × 1460 = 10 220 bytes. Using the
+/// FCS format (4 bytes more per frame) makes it safe for either format.
+pub const TCP_WINDOW: usize =
+    tcp_rx_window(QUEUE_BYTES, RxFormat::Aligned { fcs: true }, ETHERNET_MSS);
+
+/// iperf3 TCP sockets: control, one left listening (to deny a second client), and two data
+/// streams: enough for `-P 2` or `--bidir`.
+pub const IPERF_TCP_SOCKETS: usize = 4;
+/// Send buffer of each iperf3 TCP socket: two full segments in flight for `-R`.
+pub const IPERF_TCP_TX: usize = 2 * ETHERNET_MSS;
+/// iperf3 UDP socket: datagrams and payload bytes received; sent.
+pub const IPERF_UDP_RX_PACKETS: usize = 4;
+/// Payload bytes of the iperf3 UDP receive side.
+pub const IPERF_UDP_RX: usize = 4 * 1500;
+/// Datagrams of the iperf3 UDP send side (`-u -R`).
+pub const IPERF_UDP_TX_PACKETS: usize = 2;
+/// Payload bytes of the iperf3 UDP send side.
+pub const IPERF_UDP_TX: usize = 2 * 1500;
+/// iperf3 control JSON each way: a stock client's parameters are ~300 bytes, the results
+/// for two streams ~700.
+pub const IPERF_JSON: usize = 2048;
+/// HTTP: request buffer (a head; what does not fit is refused by the server) and send buffer.
+pub const HTTP_RX: usize = 1024;
+/// Send buffer of each HTTP socket.
+pub const HTTP_TX: usize = 2 * ETHERNET_MSS;
+/// TCP echo buffers.
+pub const ECHO_TCP: usize = 1024;
+/// UDP echo: datagrams and payload bytes each way.
+pub const ECHO_UDP_PACKETS: usize = 2;
+/// Payload bytes of UDP echo, each way.
+pub const ECHO_UDP: usize = 1500;
+/// Sockets in the set: echo UDP + TCP, 2 HTTP, the iperf3 TCP sockets and its UDP socket.
+pub const SOCKETS: usize = 4 + 1 + IPERF_TCP_SOCKETS;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linklab_mac::window::queue_frames;
+
+    #[test]
+    fn the_queue_holds_nine_frames_and_is_the_smallest_that_does() {
+        for fcs in [true, false] {
+            let f = RxFormat::Aligned { fcs };
+            assert_eq!(queue_frames(QUEUE_BYTES, f, ETHERNET_MSS), QUEUE_FRAMES);
+        }
+        let f = RxFormat::Aligned { fcs: true };
+        assert!(queue_frames(QUEUE_BYTES - 4, f, ETHERNET_MSS) < QUEUE_FRAMES);
+        assert_eq!(TCP_WINDOW, 7 * 1460);
+    }
+}

@@ -1,0 +1,49 @@
+//! Stack painting: at start the free stack below the current frame is filled with a pattern;
+//! the deepest word no longer holding it is the stack's peak use since.
+
+/// The pattern painted into the unused stack.
+const PAINT: u32 = 0x5AC3_5AC3;
+/// Bytes below the current frame left unpainted (the painting loop's own frame).
+const MARGIN: usize = 256;
+
+/// The painted region: from `limit` (lowest) to `top` (the stack pointer at paint time).
+pub struct Stack {
+    limit: usize,
+    top: usize,
+}
+
+/// Paints the stack from `limit` (word aligned up) to just below the caller's frame.
+pub fn paint(limit: usize) -> Stack {
+    let marker = 0u32;
+    let top = core::ptr::addr_of!(marker) as usize;
+    let limit = (limit + 3) & !3;
+    let end = top.saturating_sub(MARGIN) & !3;
+    let mut p = limit;
+    while p < end {
+        // SAFETY: [limit, end) lies between the end of the statics and the live stack, which
+        // nothing uses (the board says where the stack may grow to); word aligned.
+        unsafe { core::ptr::write_volatile(p as *mut u32, PAINT) };
+        p += 4;
+    }
+    Stack { limit, top }
+}
+
+impl Stack {
+    /// Deepest stack use since painting, in bytes below the painting frame.
+    pub fn peak(&self) -> usize {
+        let mut p = self.limit;
+        while p < self.top {
+            // SAFETY: as in `paint`; reading our own painted, aligned words.
+            if unsafe { core::ptr::read_volatile(p as *const u32) } != PAINT {
+                break;
+            }
+            p += 4;
+        }
+        self.top.saturating_sub(p)
+    }
+
+    /// Bytes of stack available below the painting frame.
+    pub fn size(&self) -> usize {
+        self.top.saturating_sub(self.limit)
+    }
+}

@@ -1,0 +1,170 @@
+//! `GET /stats` on firmware: the MAC counters with the conservation law, the RX queue and TCP
+//! window, the apps' counters, the CPU's busy time and instructions, the stack's peak, and the
+//! connected TCP sockets, as compact JSON written into the buffer the HTTP server lends (no
+//! heap). Keys match `linklab serve`'s `/stats` where the figure is the same.
+
+use core::fmt::Write;
+
+use linklab_mac::Counters;
+use linklab_perf::apps::AppCounter;
+use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::slice_writer::SliceWriter;
+use smoltcp::iface::SocketSet;
+use smoltcp::socket::{tcp, Socket};
+
+use crate::memory::{QUEUE_BYTES, QUEUE_FRAMES, TCP_WINDOW};
+
+/// What the CPU did since boot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuFigures {
+    /// Nanoseconds since boot.
+    pub uptime_ns: u64,
+    /// Nanoseconds spent asleep in WFI (the rest was work).
+    pub idle_ns: u64,
+    /// Instructions retired, where the CPU counts them.
+    pub instructions: Option<u64>,
+    /// Deepest stack use seen (bytes), from stack painting.
+    pub stack_peak_bytes: usize,
+    /// Bytes the stack may use.
+    pub stack_size_bytes: usize,
+}
+
+/// Everything `/stats` shows, gathered just before the HTTP sockets are polled.
+pub struct Snapshot<'a, 's> {
+    /// The board's name.
+    pub board: &'static str,
+    /// MAC counters.
+    pub mac: Counters,
+    /// The apps' counters.
+    pub apps: [AppCounter; linklab_perf::apps::APP_COUNTERS],
+    /// CPU and memory figures.
+    pub cpu: CpuFigures,
+    /// The controller's link bit.
+    pub link_up: bool,
+    /// The sockets, for the per-connection list.
+    pub sockets: &'a SocketSet<'s>,
+}
+
+/// The `/stats` route answering with a body rendered beforehand (the apps poll the socket
+/// set mutably, so the socket list is rendered just before they do); 404 when none was.
+pub struct Rendered<'b> {
+    /// The rendered JSON.
+    pub body: &'b [u8],
+    /// Its length, or None when nothing was rendered.
+    pub len: Option<usize>,
+}
+
+impl Routes for Rendered<'_> {
+    fn get(&mut self, path: &str, out: &mut [u8]) -> Option<RouteBody> {
+        if path != "/stats" {
+            return None;
+        }
+        let body = self.body.get(..self.len?)?;
+        out.get_mut(..body.len())?.copy_from_slice(body);
+        Some(RouteBody {
+            len: body.len(),
+            content_type: "application/json",
+        })
+    }
+}
+
+impl Snapshot<'_, '_> {
+    /// Writes the JSON into `out`; the TCP list is cut (and the cut counted in
+    /// `tcp_omitted`) rather than the JSON. None if even the fixed part does not fit.
+    pub fn write_json(&self, out: &mut [u8]) -> Option<usize> {
+        let mut w = SliceWriter::new(out);
+        self.write_fixed(&mut w).ok()?;
+        // Keep room for the longest tail: `],"tcp_omitted":N}`.
+        const TAIL: usize = 40;
+        w.write_str(",\"tcp\":[").ok()?;
+        let mut written = 0usize;
+        let mut omitted = 0usize;
+        for (_, socket) in self.sockets.iter() {
+            let Socket::Tcp(s) = socket else { continue };
+            if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
+                continue;
+            }
+            let mark = w.len();
+            let r = write!(
+                w,
+                "{}{{\"port\":{},\"state\":\"{}\",\"rx_queue\":{},\"tx_queue\":{},\"rx_capacity\":{}}}",
+                if written > 0 { "," } else { "" },
+                s.local_endpoint().map_or(0, |e| e.port),
+                s.state(),
+                s.recv_queue(),
+                s.send_queue(),
+                s.recv_capacity()
+            );
+            if r.is_err() || w.remaining() < TAIL {
+                w.truncate(mark);
+                omitted += 1;
+            } else {
+                written += 1;
+            }
+        }
+        w.write_str("]").ok()?;
+        if omitted > 0 {
+            write!(w, ",\"tcp_omitted\":{omitted}").ok()?;
+        }
+        w.write_str("}").ok()?;
+        Some(w.len())
+    }
+
+    fn write_fixed(&self, w: &mut SliceWriter<'_>) -> core::fmt::Result {
+        let uptime_ds = self.cpu.uptime_ns / 100_000_000;
+        write!(
+            w,
+            "{{\"board\":\"{}\",\"uptime_s\":{}.{},\"link_up\":{},\"mac\":{{",
+            self.board,
+            uptime_ds / 10,
+            uptime_ds % 10,
+            self.link_up
+        )?;
+        for (i, (k, v)) in self.mac.fields().iter().enumerate() {
+            write!(w, "{}\"{k}\":{v}", if i > 0 { "," } else { "" })?;
+        }
+        match self.mac.check_conservation() {
+            Ok(()) => w.write_str("},\"conservation\":{\"holds\":true}")?,
+            Err(e) => write!(
+                w,
+                "}},\"conservation\":{{\"holds\":false,\"error\":\"{e}\"}}"
+            )?,
+        }
+        write!(
+            w,
+            ",\"rx_queue\":{{\"frames\":{QUEUE_FRAMES},\"bytes\":{QUEUE_BYTES}}},\"tcp_window\":{{\"bytes\":{TCP_WINDOW},\"auto\":true}}"
+        )?;
+        let c = &self.cpu;
+        write!(
+            w,
+            ",\"cpu\":{{\"uptime_ns\":{},\"idle_ns\":{},\"busy_ns\":{},\"instructions\":",
+            c.uptime_ns,
+            c.idle_ns,
+            c.uptime_ns.saturating_sub(c.idle_ns)
+        )?;
+        match c.instructions {
+            Some(n) => write!(w, "{n}")?,
+            None => w.write_str("null")?,
+        }
+        write!(
+            w,
+            "}},\"memory\":{{\"stack_peak_bytes\":{},\"stack_size_bytes\":{}}}",
+            c.stack_peak_bytes, c.stack_size_bytes
+        )?;
+        let mut app = "";
+        for (name, counter, value) in self.apps {
+            if name != app {
+                let open = if app.is_empty() { "" } else { "}" };
+                write!(w, "{open},\"{name}\":{{")?;
+                app = name;
+            } else {
+                w.write_str(",")?;
+            }
+            write!(w, "\"{counter}\":{value}")?;
+        }
+        if !app.is_empty() {
+            w.write_str("}")?;
+        }
+        Ok(())
+    }
+}
