@@ -85,6 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.json.is_some() && !(args.cost || args.throughput) {
         bail!("--json: only with --cost or --throughput");
     }
+    qemu::require(&board)?;
     if args.cost || args.throughput {
         let image = image::find_or_build(&board, args.image.as_deref())?;
         let result = if args.cost {

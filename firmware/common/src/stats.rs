@@ -168,3 +168,63 @@ impl Snapshot<'_, '_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use smoltcp::iface::SocketStorage;
+    use std::vec;
+
+    fn render(out_len: usize, sockets: &SocketSet<'_>) -> Option<serde_json::Value> {
+        let mac = Counters {
+            rx_transmissions: 10,
+            rx_committed: 10,
+            rx_dequeued: 10,
+            rx_packets: 10,
+            ..Counters::default()
+        };
+        let s = Snapshot {
+            board: "test-board",
+            mac,
+            apps: [("echo", "udp_rx_datagrams", 3); linklab_perf::apps::APP_COUNTERS],
+            cpu: CpuFigures {
+                uptime_ns: 12_345_000_000,
+                idle_ns: 2_000_000_000,
+                instructions: None,
+                stack_peak_bytes: 4096,
+                stack_size_bytes: 65536,
+            },
+            link_up: true,
+            sockets,
+        };
+        let mut out = vec![0u8; out_len];
+        let n = s.write_json(&mut out)?;
+        Some(serde_json::from_slice(&out[..n]).expect("valid JSON"))
+    }
+
+    #[test]
+    fn json_has_the_figures_and_the_law() {
+        let mut storage: [SocketStorage<'_>; 1] = Default::default();
+        let sockets = SocketSet::new(&mut storage[..]);
+        let v = render(2048, &sockets).unwrap();
+        assert_eq!(v["board"], "test-board");
+        assert_eq!(v["uptime_s"], 12.3);
+        assert_eq!(v["mac"]["rx_packets"], 10);
+        assert_eq!(v["conservation"]["holds"], true);
+        assert_eq!(v["cpu"]["busy_ns"], 10_345_000_000u64);
+        assert!(v["cpu"]["instructions"].is_null());
+        assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
+        assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
+        assert_eq!(v["tcp"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_buffer_too_small_gives_nothing_not_cut_json() {
+        let mut storage: [SocketStorage<'_>; 1] = Default::default();
+        let sockets = SocketSet::new(&mut storage[..]);
+        for len in [0, 10, 200, 600] {
+            assert!(render(len, &sockets).is_none(), "{len}");
+        }
+    }
+}

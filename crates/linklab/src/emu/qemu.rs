@@ -52,19 +52,25 @@ pub fn on_path(program: &str) -> bool {
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
+/// One line naming the package when the board's QEMU is missing.
+pub fn require(board: &Board) -> anyhow::Result<()> {
+    if !on_path(board.qemu) {
+        bail!(
+            "{} not found: install Debian's {} package (apt-get install {})",
+            board.qemu,
+            board.qemu_package,
+            board.qemu_package
+        );
+    }
+    Ok(())
+}
+
 impl Qemu {
     /// Starts QEMU (in its own process group, so a terminal's Ctrl-C reaches us, and we stop
     /// it in order).
     pub fn start(boot: &Boot<'_>) -> anyhow::Result<Qemu> {
         let b = boot.board;
-        if !on_path(b.qemu) {
-            bail!(
-                "{} not found: install Debian's {} package (apt-get install {})",
-                b.qemu,
-                b.qemu_package,
-                b.qemu_package
-            );
-        }
+        require(b)?;
         let mut argv: Vec<String> = Vec::new();
         if let Some(ns) = boot.netns {
             argv.extend(["ip", "netns", "exec", ns].map(String::from));

@@ -4,10 +4,14 @@
 //! Every address used lives in 198.18.0.0/15 (RFC 2544) inside a namespace; nothing leaves it.
 #![allow(dead_code)]
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 /// The `linklab` binary built for these tests.
 pub fn linklab_bin() -> PathBuf {
@@ -180,4 +184,62 @@ pub fn tempdir(name: &str) -> PathBuf {
         .join(format!("{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("create the test directory");
     dir
+}
+
+/// Runs `f` on a thread that has entered the namespace `ns`, so std sockets reach the device.
+pub fn in_netns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/run/netns/{}", ns.name);
+    std::thread::spawn(move || {
+        let file = File::open(&path).expect("open netns");
+        // SAFETY: setns(2) moves only this thread into the namespace.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .expect("netns thread")
+}
+
+/// A counter from the `mac` section of /stats.
+pub fn mac_counter(stats: &Value, name: &str) -> u64 {
+    stats["mac"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no mac.{name} in {stats}"))
+}
+
+/// Asserts the RX conservation law on /stats, recomputed here from the counters: every
+/// frame the TAP delivered ends in exactly one bucket (and the device agrees).
+pub fn assert_conserved(stats: &Value) {
+    assert_eq!(
+        stats["conservation"]["holds"],
+        Value::Bool(true),
+        "device reports a broken law: {stats}"
+    );
+    let buckets = [
+        "rx_packets",
+        "rx_pause_frames",
+        "rx_filtered",
+        "rx_frame_errors",
+        "rx_crc_errors",
+        "rx_short_length_errors",
+        "rx_long_length_errors",
+        "rx_missed_errors",
+        "rx_pending",
+    ];
+    let accounted: u64 = buckets.iter().map(|b| mac_counter(stats, b)).sum();
+    assert_eq!(
+        mac_counter(stats, "rx_transmissions"),
+        accounted,
+        "buckets do not add up: {stats}"
+    );
+    assert_eq!(
+        mac_counter(stats, "rx_committed") + mac_counter(stats, "rx_missed_errors"),
+        mac_counter(stats, "rx_transmissions")
+    );
+    assert_eq!(
+        mac_counter(stats, "tx_requests"),
+        mac_counter(stats, "tx_packets")
+            + mac_counter(stats, "tx_dropped")
+            + mac_counter(stats, "tx_deferred")
+    );
 }

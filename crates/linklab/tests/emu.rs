@@ -1,0 +1,373 @@
+//! linklab's firmware on emulated MCUs, against real peers: `linklab emu` boots each board's
+//! image in QEMU (mps2-an385 with its LAN9118, riscv32 virt with virtio-net) inside a network
+//! namespace the test creates; stock ping, curl and iperf3 3.12 measure it from the kernel
+//! side of the TAP. Addresses come from 198.18.0.0/15; nothing leaves the namespace.
+//!
+//! These tests need root, QEMU (Debian's qemu-system-arm and qemu-system-misc) and the images
+//! (scripts/check builds them first; `linklab emu` builds them when missing).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use common::{
+    assert_conserved, assert_one_line_error, in_netns, linklab_bin, linklab_in, mac_counter,
+    ChildGuard, Netns,
+};
+use serde_json::Value;
+
+/// The device's address.
+const DEVICE_IP: &str = "198.18.0.2";
+/// The kernel side of the TAP.
+const HOST_CIDR: &str = "198.18.0.1/24";
+/// The TAP name inside each test's namespace.
+const TAP: &str = "llfw0";
+
+/// One emulator at a time: each is CPU-bound and the machine has two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A board booted by `linklab emu` in its own namespace, host side configured.
+struct Emulated {
+    child: Option<ChildGuard>,
+    ns: Netns,
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl Emulated {
+    fn boot(board: &str) -> Emulated {
+        let turn = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let ns = Netns::new(&board[..4]);
+        let bin = linklab_bin();
+        let child = ns.spawn(&[
+            bin.to_str().unwrap(),
+            "emu",
+            "--board",
+            board,
+            "--tap",
+            TAP,
+            "--ip",
+            "198.18.0.2/24",
+        ]);
+        let mut emu = Emulated {
+            child: Some(child),
+            ns,
+            _turn: turn,
+        };
+        let up = common::wait_until(Duration::from_secs(120), || {
+            emu.ns
+                .command(&["ip", "link", "show", TAP])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        });
+        if !up {
+            let out = emu.child.take().unwrap().interrupt(Duration::from_secs(10));
+            panic!(
+                "the TAP never appeared; emu said: {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        emu.ns.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP]);
+        emu.ns.run(&["ip", "link", "set", TAP, "up"]);
+        let answered = common::wait_until(Duration::from_secs(60), || {
+            emu.ns
+                .command(&["ping", "-c", "1", "-W", "1", DEVICE_IP])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        });
+        if !answered {
+            let out = emu.child.take().unwrap().interrupt(Duration::from_secs(10));
+            panic!(
+                "{board} never answered a ping; emu said: {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        emu
+    }
+
+    fn run(&self, argv: &[&str]) -> Vec<u8> {
+        self.ns.run(argv).stdout
+    }
+
+    fn stats(&self) -> Value {
+        let body = self.run(&[
+            "curl",
+            "-sS",
+            "--max-time",
+            "20",
+            &format!("http://{DEVICE_IP}/stats"),
+        ]);
+        serde_json::from_slice(&body).unwrap_or_else(|e| {
+            panic!(
+                "/stats is not JSON ({e}): {}",
+                String::from_utf8_lossy(&body)
+            )
+        })
+    }
+
+    /// Stock `iperf3 -c DEVICE -J` with `extra`; the report, checked for an error.
+    fn iperf3(&self, extra: &[&str]) -> Value {
+        let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-J", "--connect-timeout", "5000"];
+        argv.extend_from_slice(extra);
+        let out = self.ns.command(&argv).output().expect("run iperf3");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "iperf3 {extra:?}: no JSON ({e}): {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
+        report
+    }
+
+    /// Stops `linklab emu` with SIGINT; its stdout.
+    fn stop(&mut self) -> String {
+        let out = self
+            .child
+            .take()
+            .expect("running")
+            .interrupt(Duration::from_secs(15));
+        assert!(
+            out.status.success(),
+            "emu exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
+fn end_bytes(report: &Value, key: &str) -> u64 {
+    report["end"][key]["bytes"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
+}
+
+fn end_to_end(board: &str) {
+    let mut emu = Emulated::boot(board);
+
+    let ping =
+        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
+            .unwrap();
+    assert!(
+        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
+        "{ping}"
+    );
+
+    for file in linklab_perf::payload::BENCH_FILES {
+        let body = emu.run(&[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "120",
+            &format!("http://{DEVICE_IP}{}", file.path),
+        ]);
+        assert_eq!(body.len() as u64, file.len, "{}: length", file.path);
+        assert_eq!(
+            crc32fast::hash(&body),
+            linklab_perf::http::expected_crc32(file),
+            "{}: CRC32",
+            file.path
+        );
+    }
+
+    // TCP to the device, from it, both at once, UDP at 5 Mbit/s, two parallel streams.
+    let tcp = emu.iperf3(&["-t", "2"]);
+    assert!(end_bytes(&tcp, "sum_received") > 100_000, "{}", tcp["end"]);
+    let reverse = emu.iperf3(&["-t", "2", "-R"]);
+    assert!(
+        end_bytes(&reverse, "sum_received") > 100_000,
+        "{}",
+        reverse["end"]
+    );
+    let bidir = emu.iperf3(&["-t", "2", "--bidir"]);
+    assert!(
+        end_bytes(&bidir, "sum_received") > 10_000
+            && end_bytes(&bidir, "sum_received_bidir_reverse") > 10_000,
+        "{}",
+        bidir["end"]
+    );
+    let udp = emu.iperf3(&["-t", "2", "-u", "-b", "5M"]);
+    let sum = &udp["end"]["sum"];
+    assert!(sum["bytes"].as_u64().unwrap_or(0) > 1_000_000, "{sum}");
+    assert!(
+        sum["lost_percent"].as_f64().unwrap_or(100.0) < 5.0,
+        "UDP at 5 Mbit/s lost too much: {sum}"
+    );
+    let parallel = emu.iperf3(&["-t", "2", "-P", "2"]);
+    assert_eq!(
+        parallel["end"]["streams"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        parallel["end"]
+    );
+    assert!(
+        end_bytes(&parallel, "sum_received") > 100_000,
+        "{}",
+        parallel["end"]
+    );
+
+    // Garbage on the control port must not wedge the server.
+    in_netns(&emu.ns, || {
+        let device: SocketAddr = format!("{DEVICE_IP}:5201").parse().unwrap();
+        for round in 0..3u8 {
+            let mut s = TcpStream::connect_timeout(&device, Duration::from_secs(5)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let junk: Vec<u8> = (0..600u32)
+                .map(|i| (i * 31 + u32::from(round)) as u8)
+                .collect();
+            let _ = s.write_all(&junk);
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        }
+    });
+
+    // 20 back-to-back tests, then the device still answers.
+    for _ in 0..20 {
+        let r = emu.iperf3(&["-n", "200K"]);
+        assert!(end_bytes(&r, "sum_received") >= 200_000, "{}", r["end"]);
+    }
+    let ping = String::from_utf8(emu.run(&["ping", "-c", "3", "-i", "0.2", "-W", "2", DEVICE_IP]))
+        .unwrap();
+    assert!(ping.contains(" 0% packet loss"), "{ping}");
+
+    let stats = emu.stats();
+    assert_eq!(stats["board"], board, "{stats}");
+    assert_conserved(&stats);
+    assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
+    assert_eq!(mac_counter(&stats, "rx_crc_errors"), 0, "{stats}");
+    assert!(
+        stats["iperf"]["tests_done"].as_u64().unwrap() >= 25,
+        "{stats}"
+    );
+    assert!(
+        stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+
+    let stdout = emu.stop();
+    assert!(stdout.contains("stopped by signal"), "{stdout}");
+    let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
+    assert!(
+        !links.contains(&format!(" {TAP}:")),
+        "the TAP is still there after emu stopped: {links}"
+    );
+}
+
+#[test]
+fn riscv32_virt_serves_ping_http_iperf3() {
+    end_to_end("riscv32-virt");
+}
+
+#[test]
+fn mps2_an385_serves_ping_http_iperf3() {
+    end_to_end("mps2-an385");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_leaves_nothing_behind() {
+    let emu = |args: &[&str]| {
+        Command::new(linklab_bin())
+            .arg("emu")
+            .args(args)
+            .output()
+            .expect("run linklab")
+    };
+    assert_one_line_error(
+        &emu(&["--board", "esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
+        "--board: unknown board \"esp32\"",
+    );
+    assert_one_line_error(
+        &emu(&["--board", "mps2-an385", "--tap", "t0", "--ip", "nope"]),
+        "--ip",
+    );
+    assert_one_line_error(
+        &emu(&[
+            "--board",
+            "mps2-an385",
+            "--tap",
+            "t0",
+            "--ip",
+            "198.18.0.2/24",
+            "--icount",
+            "99",
+        ]),
+        "--icount",
+    );
+
+    // A TAP that exists and is not ours.
+    let ns = Netns::new("emubad");
+    ns.run(&["ip", "tuntap", "add", "dev", "taken0", "mode", "tap"]);
+    let out = linklab_in(
+        &ns,
+        &[
+            "emu",
+            "--board",
+            "riscv32-virt",
+            "--tap",
+            "taken0",
+            "--ip",
+            "198.18.0.2/24",
+        ],
+    );
+    assert_one_line_error(&out, "already exists");
+    ns.run(&["ip", "link", "show", "taken0"]);
+
+    // No QEMU on PATH: the package to install.
+    let out = Command::new(linklab_bin())
+        .args([
+            "emu",
+            "--board",
+            "riscv32-virt",
+            "--tap",
+            "llq0",
+            "--ip",
+            "198.18.0.2/24",
+        ])
+        .env("PATH", "/nonexistent")
+        .output()
+        .expect("run linklab");
+    assert_one_line_error(&out, "install Debian's qemu-system-misc package");
+
+    // An image that does not boot (the riscv image on the ARM board): a timeout with the
+    // console's last lines, and no TAP left behind.
+    let image = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../firmware/target/riscv32imac-unknown-none-elf/release/fw-riscv32-virt");
+    if image.is_file() {
+        let out = linklab_in(
+            &ns,
+            &[
+                "emu",
+                "--board",
+                "mps2-an385",
+                "--tap",
+                "llbad0",
+                "--ip",
+                "198.18.0.2/24",
+                "--image",
+                image.to_str().unwrap(),
+                "--boot-timeout",
+                "3",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("did not boot within 3 s") || stderr.contains("QEMU exited"),
+            "{stderr}"
+        );
+        let links = String::from_utf8(ns.run(&["ip", "-o", "link", "show"]).stdout).unwrap();
+        assert!(!links.contains(" llbad0:"), "{links}");
+    }
+}
