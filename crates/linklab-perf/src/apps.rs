@@ -8,12 +8,13 @@
 
 use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, udp};
-use smoltcp::time::Instant;
+use smoltcp::time::{Duration, Instant};
 
 use crate::echo::SmoltcpEcho;
 use crate::http::{self, Routes};
 use crate::iperf::device::IperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
+use crate::lifetime::{IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_TIMEOUT};
 
 /// HTTP connections served at once (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
@@ -61,18 +62,26 @@ pub struct AppBuffers<'a, I> {
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of counters [`DeviceApps::counters`] reports.
-pub const APP_COUNTERS: usize = 10;
+pub const APP_COUNTERS: usize = 13;
 
 /// The apps and the handles of the sockets they own.
 pub struct DeviceApps<'a> {
     echo: SmoltcpEcho,
-    http: [(SocketHandle, http::Server); HTTP_SOCKETS],
+    echo_tcp: SocketHandle,
+    echo_watch: IdleWatch,
+    echo_idle_closed: u64,
+    http: [(SocketHandle, http::Server, IdleWatch); HTTP_SOCKETS],
     http_responses: u64,
+    http_idle_closed: u64,
+    idle_timeout: Duration,
     iperf: IperfServer<'a>,
 }
 
+/// A TCP socket over `b` with the apps' lifetime rule ([`TCP_TIMEOUT`]).
 fn tcp_socket(b: TcpBuffers<'_>) -> tcp::Socket<'_> {
-    tcp::Socket::new(tcp::SocketBuffer::new(b.rx), tcp::SocketBuffer::new(b.tx))
+    let mut s = tcp::Socket::new(tcp::SocketBuffer::new(b.rx), tcp::SocketBuffer::new(b.tx));
+    s.set_timeout(Some(TCP_TIMEOUT));
+    s
 }
 
 fn udp_socket(b: UdpBuffers<'_>) -> udp::Socket<'_> {
@@ -93,8 +102,16 @@ impl<'a> DeviceApps<'a> {
         let tcp = sockets.add(tcp_socket(buffers.echo_tcp));
         let [h0, h1] = buffers.http;
         let http = [
-            (sockets.add(tcp_socket(h0)), http::Server::new()),
-            (sockets.add(tcp_socket(h1)), http::Server::new()),
+            (
+                sockets.add(tcp_socket(h0)),
+                http::Server::new(),
+                IdleWatch::new(),
+            ),
+            (
+                sockets.add(tcp_socket(h1)),
+                http::Server::new(),
+                IdleWatch::new(),
+            ),
         ];
         let mut iperf_tcp: heapless::Vec<SocketHandle, { crate::iperf::device::MAX_TCP_SOCKETS }> =
             heapless::Vec::new();
@@ -114,10 +131,22 @@ impl<'a> DeviceApps<'a> {
         );
         DeviceApps {
             echo: SmoltcpEcho::new(udp, tcp),
+            echo_tcp: tcp,
+            echo_watch: IdleWatch::new(),
+            echo_idle_closed: 0,
             http,
             http_responses: 0,
+            http_idle_closed: 0,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             iperf,
         }
+    }
+
+    /// Sets the application idle timeout of HTTP and TCP echo connections (default
+    /// [`DEFAULT_IDLE_TIMEOUT`]): a connection on which nothing moved for this long is reset,
+    /// so idle or stalled peers cannot hold the fixed pool of sockets.
+    pub fn set_idle_timeout(&mut self, timeout: Duration) {
+        self.idle_timeout = timeout;
     }
 
     /// True when an HTTP socket holds request bytes, i.e. a route such as `/stats` may be
@@ -125,7 +154,7 @@ impl<'a> DeviceApps<'a> {
     pub fn http_request_pending(&self, sockets: &SocketSet<'_>) -> bool {
         self.http
             .iter()
-            .any(|(h, _)| sockets.get::<tcp::Socket>(*h).can_recv())
+            .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).can_recv())
     }
 
     /// Runs every app once over the sockets, answering HTTP paths other than the bench files
@@ -133,22 +162,37 @@ impl<'a> DeviceApps<'a> {
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, routes: &mut dyn Routes, now: Instant) {
         self.iperf.poll(sockets, now);
         let _ = self.iperf.take_outcome();
-        self.echo.poll(sockets);
-        for (handle, server) in &mut self.http {
-            if http::serve_tcp(
-                sockets.get_mut::<tcp::Socket>(*handle),
-                server,
-                http::HTTP_PORT,
-                routes,
-            ) {
+        self.echo.poll(sockets, now);
+        let echo = sockets.get_mut::<tcp::Socket>(self.echo_tcp);
+        if self.echo_watch.expired(echo, false, now, self.idle_timeout) {
+            echo.abort();
+            self.echo_idle_closed += 1;
+        }
+        for (handle, server, watch) in &mut self.http {
+            let socket = sockets.get_mut::<tcp::Socket>(*handle);
+            let completed = http::serve_tcp(socket, server, http::HTTP_PORT, routes);
+            if completed {
                 self.http_responses += 1;
+            }
+            if watch.expired(socket, completed, now, self.idle_timeout) {
+                socket.abort();
+                self.http_idle_closed += 1;
             }
         }
     }
 
-    /// When the apps next need a poll regardless of traffic (pacing timers), if ever.
+    /// When the apps next need a poll regardless of traffic (pacing timers, idle timeouts),
+    /// if ever.
     pub fn poll_at(&self) -> Option<Instant> {
-        self.iperf.poll_at()
+        let t = self.idle_timeout;
+        let idle = self
+            .http
+            .iter()
+            .map(|(_, _, w)| w.deadline(t))
+            .chain([self.echo_watch.deadline(t)])
+            .flatten()
+            .min();
+        [self.iperf.poll_at(), idle].into_iter().flatten().min()
     }
 
     /// Every app's counters, for `/stats` and the console.
@@ -161,11 +205,84 @@ impl<'a> DeviceApps<'a> {
             ("echo", "udp_dropped", e.udp_dropped),
             ("echo", "tcp_connections", e.tcp_connections),
             ("echo", "tcp_bytes", e.tcp_bytes),
+            ("echo", "udp_unsent_resets", e.udp_unsent_resets),
+            ("echo", "tcp_idle_closed", self.echo_idle_closed),
             ("http", "responses", self.http_responses),
+            ("http", "idle_closed", self.http_idle_closed),
             ("iperf", "tests_done", u64::from(i.tests_done)),
             ("iperf", "tests_failed", u64::from(i.tests_failed)),
             ("iperf", "denied", u64::from(i.denied)),
             ("iperf", "open_streams", self.iperf.open_streams() as u64),
         ]
+    }
+}
+
+/// Buffers sized for a host (the TAP soft NIC and its baseline bench), leaked once: the
+/// sockets borrow them for the whole run, as firmware keeps its buffers in statics.
+#[cfg(feature = "std")]
+pub mod host {
+    use std::vec;
+    use std::vec::Vec;
+
+    use smoltcp::socket::udp;
+
+    use super::{AppBuffers, TcpBuffers, UdpBuffers};
+    use crate::iperf::device::MAX_TCP_SOCKETS;
+    use crate::iperf::wire::MAX_JSON_LEN;
+
+    /// Send buffer of each HTTP socket: a few segments are enough for a bench download.
+    pub const HTTP_TX_BUFFER: usize = 32 * 1024;
+    /// Receive buffer of each HTTP socket: requests are one short head.
+    pub const HTTP_RX_BUFFER: usize = 2 * 1024;
+    /// Send buffer of the TCP echo socket (its receive side is the TCP window).
+    pub const ECHO_TX_BUFFER: usize = 16 * 1024;
+    /// UDP echo: datagrams buffered each way.
+    pub const ECHO_UDP_PACKETS: usize = 16;
+    /// UDP echo: payload bytes buffered each way.
+    pub const ECHO_UDP_BYTES: usize = 16 * 1024;
+    /// Send buffer of each iperf3 TCP socket (what `-R` keeps in flight).
+    pub const IPERF_TCP_TX_BUFFER: usize = 64 * 1024;
+    /// iperf3 UDP socket: datagrams buffered each way (a `-b 50M` burst).
+    pub const IPERF_UDP_PACKETS: usize = 128;
+    /// Payload bytes of the iperf3 UDP socket's buffers, each way.
+    pub const IPERF_UDP_BYTES: usize = IPERF_UDP_PACKETS * 1500;
+
+    fn leaked(len: usize) -> &'static mut [u8] {
+        vec![0; len].leak()
+    }
+
+    fn udp_buffers(packets: usize, bytes: usize) -> UdpBuffers<'static> {
+        UdpBuffers {
+            rx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
+            rx: leaked(bytes),
+            tx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
+            tx: leaked(bytes),
+        }
+    }
+
+    fn tcp_buffers(rx: usize, tx: usize) -> TcpBuffers<'static> {
+        TcpBuffers {
+            rx: leaked(rx),
+            tx: leaked(tx),
+        }
+    }
+
+    /// Every buffer for the apps; TCP sockets that receive bulk data get a receive buffer
+    /// of `tcp_window` bytes (smoltcp advertises its free space as the window).
+    pub fn host_buffers(tcp_window: usize) -> AppBuffers<'static, Vec<TcpBuffers<'static>>> {
+        AppBuffers {
+            echo_udp: udp_buffers(ECHO_UDP_PACKETS, ECHO_UDP_BYTES),
+            echo_tcp: tcp_buffers(tcp_window, ECHO_TX_BUFFER),
+            http: [
+                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
+                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
+            ],
+            iperf_tcp: (0..MAX_TCP_SOCKETS)
+                .map(|_| tcp_buffers(tcp_window, IPERF_TCP_TX_BUFFER))
+                .collect(),
+            iperf_udp: udp_buffers(IPERF_UDP_PACKETS, IPERF_UDP_BYTES),
+            iperf_json_rx: leaked(MAX_JSON_LEN),
+            iperf_json_tx: leaked(MAX_JSON_LEN),
+        }
     }
 }

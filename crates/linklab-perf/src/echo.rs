@@ -22,6 +22,10 @@ pub struct EchoCounters {
     pub tcp_connections: u64,
     /// TCP payload bytes echoed back.
     pub tcp_bytes: u64,
+    /// Times the queued UDP replies were dropped because they could not leave (their
+    /// destination never answered ARP); those replies are in `udp_tx_datagrams` but never
+    /// reached the wire.
+    pub udp_unsent_resets: u64,
 }
 
 /// The sans-IO echo core: stateless apart from its counters.
@@ -40,6 +44,7 @@ impl Echo {
                 udp_dropped: 0,
                 tcp_connections: 0,
                 tcp_bytes: 0,
+                udp_unsent_resets: 0,
             },
         }
     }
@@ -95,11 +100,16 @@ mod adapter {
     use super::{Echo, EchoCounters, ECHO_PORT};
     use smoltcp::iface::{SocketHandle, SocketSet};
     use smoltcp::socket::{tcp, udp};
+    use smoltcp::time::{Duration, Instant};
 
     /// Largest stream chunk moved per step (bytes on the stack, not the heap).
     const CHUNK: usize = 1024;
     /// Largest datagram echoed; bigger ones are counted as dropped.
     const MAX_DATAGRAM: usize = 2048;
+    /// Replies that have not left for this long are waiting for an ARP answer that will not
+    /// come (a spoofed or vanished requester): they are dropped so they cannot block the
+    /// socket's send buffer for everyone else.
+    const STUCK_REPLY: Duration = Duration::from_secs(1);
 
     /// Echo on UDP and TCP port 7 over two smoltcp sockets the caller created (and so owns
     /// the buffers of); call [`SmoltcpEcho::poll`] after every `Interface::poll`.
@@ -108,6 +118,8 @@ mod adapter {
         udp: SocketHandle,
         tcp: SocketHandle,
         tcp_was_active: bool,
+        /// Since when the UDP send queue has held the same bytes, and how many.
+        udp_stuck: Option<(Instant, usize)>,
         core: Echo,
     }
 
@@ -119,6 +131,7 @@ mod adapter {
                 udp,
                 tcp,
                 tcp_was_active: false,
+                udp_stuck: None,
                 core: Echo::new(),
             }
         }
@@ -129,12 +142,12 @@ mod adapter {
         }
 
         /// Moves whatever the sockets received back out; bounded work per call.
-        pub fn poll(&mut self, sockets: &mut SocketSet<'_>) {
-            self.poll_udp(sockets.get_mut::<udp::Socket>(self.udp));
+        pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
+            self.poll_udp(sockets.get_mut::<udp::Socket>(self.udp), now);
             self.poll_tcp(sockets.get_mut::<tcp::Socket>(self.tcp));
         }
 
-        fn poll_udp(&mut self, socket: &mut udp::Socket<'_>) {
+        fn poll_udp(&mut self, socket: &mut udp::Socket<'_>, now: Instant) {
             if !socket.is_open() && socket.bind(ECHO_PORT).is_err() {
                 return;
             }
@@ -155,6 +168,25 @@ mod adapter {
                 if socket.send_slice(&reply[..n], meta).is_err() {
                     self.core.datagram_dropped_after_echo();
                 }
+            }
+            self.drop_stuck_replies(socket, now);
+        }
+
+        /// Drops replies that have waited [`STUCK_REPLY`] without leaving (the receive side
+        /// was just drained, so only the stuck replies are lost).
+        fn drop_stuck_replies(&mut self, socket: &mut udp::Socket<'_>, now: Instant) {
+            let queued = socket.send_queue();
+            match self.udp_stuck {
+                _ if queued == 0 => self.udp_stuck = None,
+                Some((since, n)) if n == queued => {
+                    if now >= since + STUCK_REPLY {
+                        socket.close();
+                        let _ = socket.bind(ECHO_PORT);
+                        self.core.replies_dropped_unsent();
+                        self.udp_stuck = None;
+                    }
+                }
+                _ => self.udp_stuck = Some((now, queued)),
             }
         }
 
@@ -195,6 +227,10 @@ mod adapter {
 impl Echo {
     /// Undoes the "echoed" count of a reply the socket then refused (its send buffer was
     /// full): the datagram ends up counted as dropped, once.
+    fn replies_dropped_unsent(&mut self) {
+        self.counters.udp_unsent_resets += 1;
+    }
+
     fn datagram_dropped_after_echo(&mut self) {
         self.counters.udp_tx_datagrams = self.counters.udp_tx_datagrams.saturating_sub(1);
         self.counters.udp_dropped += 1;

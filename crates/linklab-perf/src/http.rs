@@ -763,6 +763,15 @@ mod smoltcp_adapter {
                 break;
             }
         }
+        // A request body (or anything after the head) is never used: read and drop it, so the
+        // window stays open, the response can close, and the peer's FIN can arrive.
+        if !server.wants_request() {
+            while socket.can_recv() {
+                if !matches!(socket.recv(|buf| (buf.len(), buf.len())), Ok(n) if n > 0) {
+                    break;
+                }
+            }
+        }
         while socket.can_send() && !server.is_done() && !server.wants_request() {
             let sent = socket.send(|buf| {
                 let n = server.transmit(buf);

@@ -12,5 +12,7 @@ pub mod device_config;
 pub mod echo;
 pub mod http;
 pub mod iperf;
+#[cfg(feature = "smoltcp")]
+pub mod lifetime;
 pub mod payload;
 pub mod slice_writer;

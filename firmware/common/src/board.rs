@@ -25,6 +25,16 @@ pub trait Board {
     /// `None` where it does not (Cortex-M3: no DWT cycle counter in QEMU).
     fn instructions(&mut self) -> Option<u64>;
 
+    /// A counter of the CPU's work for per-layer costs: [`Board::instructions`] where the CPU
+    /// counts them, else [`Board::now_ns`] (under QEMU's `-icount shift=0` one nanosecond is
+    /// one instruction; while awake, time is work).
+    fn work_counter(&mut self) -> u64 {
+        match self.instructions() {
+            Some(n) => n,
+            None => self.now_ns(),
+        }
+    }
+
     /// The controller's link state (PHY link bit).
     fn link_up(&mut self) -> bool;
 

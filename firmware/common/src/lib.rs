@@ -17,7 +17,7 @@ pub mod stats;
 
 pub use board::Board;
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, TxFormat};
 use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
@@ -34,6 +34,16 @@ use stats::{CpuFigures, Rendered, Snapshot};
 /// The RX queue: the board's NIC interrupt owns its producer (`RX_QUEUE.producer()`),
 /// [`run`] its consumer.
 pub static RX_QUEUE: RxQueue<QUEUE_BYTES> = RxQueue::new();
+
+/// Work done in the NIC's interrupt handler, in the unit of [`Board::work_counter`]
+/// (instructions where the CPU counts them, else nanoseconds awake), wrapping: the board's
+/// handler adds what each run took, so `/stats` can say what the driver's RX costs.
+pub static ISR_WORK: AtomicU32 = AtomicU32::new(0);
+
+/// Adds one interrupt handler run's work to [`ISR_WORK`].
+pub fn add_isr_work(work: u64) {
+    ISR_WORK.fetch_add(work as u32, Ordering::Relaxed);
+}
 
 /// The socket buffers, in one static so the RAM figure of the image shows them all.
 struct Buffers {
@@ -218,9 +228,13 @@ pub fn run<B: Board, T: PhyTx>(
     board.console(core::str::from_utf8(&line[..n]).unwrap_or("linklab firmware: up\n"));
 
     let mut idle_ns = 0u64;
+    let mut work = stats::LayerWork::default();
     loop {
         let t = now(&mut board);
+        let w0 = board.work_counter();
         iface.poll(t, &mut mac, &mut sockets);
+        let w1 = board.work_counter();
+        work.stack = work.stack.wrapping_add(w1.wrapping_sub(w0));
         let snapshot = if apps.http_request_pending(&sockets) {
             let cpu = CpuFigures {
                 uptime_ns: board.now_ns(),
@@ -228,6 +242,10 @@ pub fn run<B: Board, T: PhyTx>(
                 instructions: board.instructions(),
                 stack_peak_bytes: stack.peak(),
                 stack_size_bytes: stack.size(),
+                work: stats::LayerWork {
+                    isr: ISR_WORK.load(Ordering::Relaxed),
+                    ..work
+                },
             };
             Some((mac.counters(), cpu, board.link_up()))
         } else {
@@ -245,7 +263,11 @@ pub fn run<B: Board, T: PhyTx>(
             }
             .write_json(&mut body)
         });
+        let w2 = board.work_counter();
         apps.poll(&mut sockets, &mut Rendered { body: &body, len }, t);
+        work.apps = work
+            .apps
+            .wrapping_add(board.work_counter().wrapping_sub(w2));
         let t = now(&mut board);
         let deadline = [iface.poll_at(t, &sockets), apps.poll_at()]
             .into_iter()

@@ -14,6 +14,17 @@ use smoltcp::socket::{tcp, Socket};
 
 use crate::memory::{QUEUE_BYTES, QUEUE_FRAMES, TCP_WINDOW};
 
+/// Work per layer since boot, in the unit of `Board::work_counter`, wrapping.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LayerWork {
+    /// The NIC's interrupt handler: the driver moving frames into RX grants.
+    pub isr: u32,
+    /// `Interface::poll`: MAC dequeue and checks, smoltcp, and the driver's transmit.
+    pub stack: u64,
+    /// The apps' poll: iperf3, HTTP, echo (their socket reads and writes).
+    pub apps: u64,
+}
+
 /// What the CPU did since boot.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuFigures {
@@ -27,6 +38,8 @@ pub struct CpuFigures {
     pub stack_peak_bytes: usize,
     /// Bytes the stack may use.
     pub stack_size_bytes: usize,
+    /// Work per layer.
+    pub work: LayerWork,
 }
 
 /// Everything `/stats` shows, gathered just before the HTTP sockets are polled.
@@ -148,6 +161,11 @@ impl Snapshot<'_, '_> {
         }
         write!(
             w,
+            ",\"work\":{{\"isr\":{},\"stack\":{},\"apps\":{}}}",
+            c.work.isr, c.work.stack, c.work.apps
+        )?;
+        write!(
+            w,
             "}},\"memory\":{{\"stack_peak_bytes\":{},\"stack_size_bytes\":{}}}",
             c.stack_peak_bytes, c.stack_size_bytes
         )?;
@@ -194,6 +212,11 @@ mod tests {
                 instructions: None,
                 stack_peak_bytes: 4096,
                 stack_size_bytes: 65536,
+                work: LayerWork {
+                    isr: 1,
+                    stack: 2,
+                    apps: 3,
+                },
             },
             link_up: true,
             sockets,
@@ -214,6 +237,7 @@ mod tests {
         assert_eq!(v["conservation"]["holds"], true);
         assert_eq!(v["cpu"]["busy_ns"], 10_345_000_000u64);
         assert!(v["cpu"]["instructions"].is_null());
+        assert_eq!(v["cpu"]["work"]["apps"], 3);
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
         assert_eq!(v["tcp"].as_array().unwrap().len(), 0);

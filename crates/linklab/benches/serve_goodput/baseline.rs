@@ -1,7 +1,6 @@
 //! The bare smoltcp baseline: smoltcp's own `TunTapInterface` (no linklab-mac, no RX queue)
 //! running the same apps as `linklab serve` on the same sockets and buffers (linklab-perf's
-//! iperf3 server, echo, and the HTTP sockets, which cost a socket-set walk per poll even when
-//! idle), in the loop shape of smoltcp's examples/benchmark.rs (poll, serve, `phy::wait` until
+//! `DeviceApps` with `host_buffers`), in the loop shape of smoltcp's examples/benchmark.rs (poll, serve, `phy::wait` until
 //! `poll_at`). So the only difference to the soft NIC is the device under smoltcp.
 
 use std::fs::File;
@@ -10,26 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use linklab_perf::echo::SmoltcpEcho;
-use linklab_perf::http::{self, NoRoutes};
-use linklab_perf::iperf::device::{IperfServer, MAX_TCP_SOCKETS};
-use linklab_perf::iperf::wire::{DEFAULT_PORT, MAX_JSON_LEN};
-use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use linklab_perf::apps::host::host_buffers;
+use linklab_perf::apps::DeviceApps;
+use linklab_perf::http::NoRoutes;
+use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::{wait as phy_wait, Medium, TunTapInterface};
-use smoltcp::socket::{tcp, udp};
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
-
-/// Same as `linklab serve` (crates/linklab/src/serve/apps.rs).
-const TCP_TX_BUFFER: usize = 64 * 1024;
-const UDP_PACKETS: usize = 128;
-const UDP_BYTES: usize = UDP_PACKETS * 1500;
-const HTTP_SOCKETS: usize = 2;
-const HTTP_RX_BUFFER: usize = 2 * 1024;
-const HTTP_TX_BUFFER: usize = 32 * 1024;
-const ECHO_TX_BUFFER: usize = 16 * 1024;
-const ECHO_UDP_PACKETS: usize = 16;
-const ECHO_UDP_BYTES: usize = 16 * 1024;
 
 /// A running baseline server; [`Baseline::stop`] ends it.
 pub struct Baseline {
@@ -118,53 +104,15 @@ fn run(tap: &str, window: usize, stop: &AtomicBool) {
             .expect("address")
     });
 
-    let tcp_socket = |rx: usize, tx: usize| {
-        tcp::Socket::new(
-            tcp::SocketBuffer::new(vec![0; rx]),
-            tcp::SocketBuffer::new(vec![0; tx]),
-        )
-    };
-    let udp_socket = |packets: usize, bytes: usize| {
-        udp::Socket::new(
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
-            udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; packets], vec![0; bytes]),
-        )
-    };
     let mut sockets = SocketSet::new(vec![]);
-    // Same order as linklab serve: echo, HTTP, iperf3.
-    let echo_udp = sockets.add(udp_socket(ECHO_UDP_PACKETS, ECHO_UDP_BYTES));
-    let echo_tcp = sockets.add(tcp_socket(window, ECHO_TX_BUFFER));
-    let mut echo = SmoltcpEcho::new(echo_udp, echo_tcp);
-    let mut http_servers: Vec<(SocketHandle, http::Server)> = (0..HTTP_SOCKETS)
-        .map(|_| {
-            (
-                sockets.add(tcp_socket(HTTP_RX_BUFFER, HTTP_TX_BUFFER)),
-                http::Server::new(),
-            )
-        })
-        .collect();
-    let tcp: Vec<SocketHandle> = (0..MAX_TCP_SOCKETS)
-        .map(|_| sockets.add(tcp_socket(window, TCP_TX_BUFFER)))
-        .collect();
-    let udp = sockets.add(udp_socket(UDP_PACKETS, UDP_BYTES));
-    let (mut rx, mut tx) = (vec![0; MAX_JSON_LEN], vec![0; MAX_JSON_LEN]);
-    let mut server = IperfServer::new(&tcp, udp, DEFAULT_PORT, &mut rx, &mut tx);
+    // The same apps and buffers as linklab serve.
+    let mut apps = DeviceApps::new(&mut sockets, host_buffers(window));
 
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         iface.poll(now, &mut device, &mut sockets);
-        server.poll(&mut sockets, now);
-        let _ = server.take_outcome();
-        echo.poll(&mut sockets);
-        for (handle, http_server) in &mut http_servers {
-            http::serve_tcp(
-                sockets.get_mut::<tcp::Socket>(*handle),
-                http_server,
-                http::HTTP_PORT,
-                &mut NoRoutes,
-            );
-        }
-        let wake = [iface.poll_at(now, &sockets), server.poll_at()]
+        apps.poll(&mut sockets, &mut NoRoutes, now);
+        let wake = [iface.poll_at(now, &sockets), apps.poll_at()]
             .into_iter()
             .flatten()
             .min();

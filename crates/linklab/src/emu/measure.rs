@@ -34,6 +34,30 @@ fn instructions(stats: &Value) -> anyhow::Result<(u64, &'static str)> {
     Ok((busy, "awake time on the board timer under -icount shift=0"))
 }
 
+/// Per-layer instructions per byte between two `/stats`: the driver's interrupt handler,
+/// `Interface::poll` (MAC, smoltcp and the driver's transmit), the apps, and the rest (the
+/// main loop, timers, `/stats` itself).
+fn layers(before: &Value, after: &Value, total: u64, bytes: u64) -> Value {
+    let w = |v: &Value, k: &str| v["cpu"]["work"][k].as_u64().unwrap_or(0);
+    let isr = (w(after, "isr") as u32).wrapping_sub(w(before, "isr") as u32) as u64;
+    let stack = w(after, "stack").wrapping_sub(w(before, "stack"));
+    let apps = w(after, "apps").wrapping_sub(w(before, "apps"));
+    let other = total.saturating_sub(isr + stack + apps);
+    let per = |i: u64| {
+        if bytes == 0 {
+            0.0
+        } else {
+            (i as f64 / bytes as f64 * 100.0).round() / 100.0
+        }
+    };
+    json!({
+        "driver_isr": per(isr),
+        "mac_smoltcp_driver_tx": per(stack),
+        "apps": per(apps),
+        "other": per(other),
+    })
+}
+
 fn payload_bytes(report: &Value, key: &str) -> anyhow::Result<u64> {
     report["end"][key]["bytes"]
         .as_u64()
@@ -66,6 +90,8 @@ pub fn cost(board: &Board, image: &Path) -> anyhow::Result<Value> {
         .saturating_sub(instructions(&s2)?.0)
         .saturating_sub(fetch);
 
+    let rx_layers = layers(&s1, &s2, rx_instr, rx_bytes);
+    let tx_layers = layers(&s2, &s3, tx_instr, tx_bytes);
     let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
     let law = s3["conservation"]["holds"].as_bool().unwrap_or(false);
     let per_byte = |i: u64, b: u64| {
@@ -81,6 +107,8 @@ pub fn cost(board: &Board, image: &Path) -> anyhow::Result<Value> {
         "method": method,
         "rx_instr_per_byte": per_byte(rx_instr, rx_bytes),
         "tx_instr_per_byte": per_byte(tx_instr, tx_bytes),
+        "rx_layers": rx_layers,
+        "tx_layers": tx_layers,
         "rx_bytes": rx_bytes,
         "tx_bytes": tx_bytes,
         "rx_instructions": rx_instr,

@@ -1,31 +1,13 @@
 //! The apps the soft NIC runs: linklab-perf's [`DeviceApps`] — the same code the firmware
 //! images run — with host-sized buffers, plus the `GET /stats` route of the soft NIC.
 
-use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::apps::host::host_buffers;
+use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::{RouteBody, Routes};
-use linklab_perf::iperf::device::MAX_TCP_SOCKETS;
-use linklab_perf::iperf::wire::MAX_JSON_LEN;
 use smoltcp::iface::SocketSet;
-use smoltcp::socket::udp;
 use smoltcp::time::Instant;
 
 use super::stats::Snapshot;
-
-/// Send buffer of each HTTP socket: a few segments are enough for a bench download.
-const HTTP_TX_BUFFER: usize = 32 * 1024;
-/// Receive buffer of each HTTP socket: requests are one short head.
-const HTTP_RX_BUFFER: usize = 2 * 1024;
-/// Buffers of the TCP echo socket (its receive side is subject to `--tcp-window` too).
-const ECHO_TX_BUFFER: usize = 16 * 1024;
-/// UDP echo: datagrams and payload bytes buffered each way.
-const ECHO_UDP_PACKETS: usize = 16;
-const ECHO_UDP_BYTES: usize = 16 * 1024;
-/// Send buffer of each iperf3 TCP socket (what `-R` keeps in flight).
-pub const IPERF_TCP_TX_BUFFER: usize = 64 * 1024;
-/// iperf3 UDP socket: datagrams and payload bytes buffered each way (a `-b 50M` burst).
-pub const IPERF_UDP_PACKETS: usize = 128;
-/// Payload bytes of the iperf3 UDP socket's buffers, each way.
-pub const IPERF_UDP_BYTES: usize = IPERF_UDP_PACKETS * 1500;
 
 /// `GET /stats` (counters, laws, apps, and as many TCP sockets as fit) and `GET /stats/tcp`
 /// (every connected TCP socket, compact rows), rendered from a snapshot taken just before the
@@ -64,46 +46,12 @@ pub struct Apps {
     inner: DeviceApps<'static>,
 }
 
-/// A buffer of `len` zero bytes that lives as long as the process: the sockets borrow their
-/// buffers for the whole run, as firmware keeps them in statics.
-fn leaked(len: usize) -> &'static mut [u8] {
-    vec![0; len].leak()
-}
-
-fn udp_buffers(packets: usize, bytes: usize) -> UdpBuffers<'static> {
-    UdpBuffers {
-        rx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
-        rx: leaked(bytes),
-        tx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
-        tx: leaked(bytes),
-    }
-}
-
-fn tcp_buffers(rx: usize, tx: usize) -> TcpBuffers<'static> {
-    TcpBuffers {
-        rx: leaked(rx),
-        tx: leaked(tx),
-    }
-}
-
 impl Apps {
     /// Creates every app's sockets in `sockets`; TCP sockets that receive bulk data get a
     /// receive buffer of `tcp_window` bytes (smoltcp advertises its free space as window).
     pub fn new(sockets: &mut SocketSet<'static>, tcp_window: usize) -> Apps {
-        let buffers = AppBuffers {
-            echo_udp: udp_buffers(ECHO_UDP_PACKETS, ECHO_UDP_BYTES),
-            echo_tcp: tcp_buffers(tcp_window, ECHO_TX_BUFFER),
-            http: [
-                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
-                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
-            ],
-            iperf_tcp: (0..MAX_TCP_SOCKETS).map(|_| tcp_buffers(tcp_window, IPERF_TCP_TX_BUFFER)),
-            iperf_udp: udp_buffers(IPERF_UDP_PACKETS, IPERF_UDP_BYTES),
-            iperf_json_rx: leaked(MAX_JSON_LEN),
-            iperf_json_tx: leaked(MAX_JSON_LEN),
-        };
         Apps {
-            inner: DeviceApps::new(sockets, buffers),
+            inner: DeviceApps::new(sockets, host_buffers(tcp_window)),
         }
     }
 
