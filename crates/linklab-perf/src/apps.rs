@@ -14,7 +14,7 @@ use crate::echo::SmoltcpEcho;
 use crate::http::{self, Routes};
 use crate::iperf::device::IperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
-use crate::lifetime::{IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_TIMEOUT};
+use crate::lifetime::{IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_KEEP_ALIVE, TCP_TIMEOUT};
 
 /// HTTP connections served at once (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
@@ -77,10 +77,12 @@ pub struct DeviceApps<'a> {
     iperf: IperfServer<'a>,
 }
 
-/// A TCP socket over `b` with the apps' lifetime rule ([`TCP_TIMEOUT`]).
+/// A TCP socket over `b` with the apps' lifetime rules ([`TCP_TIMEOUT`],
+/// [`TCP_KEEP_ALIVE`]).
 fn tcp_socket(b: TcpBuffers<'_>) -> tcp::Socket<'_> {
     let mut s = tcp::Socket::new(tcp::SocketBuffer::new(b.rx), tcp::SocketBuffer::new(b.tx));
     s.set_timeout(Some(TCP_TIMEOUT));
+    s.set_keep_alive(Some(TCP_KEEP_ALIVE));
     s
 }
 
@@ -177,6 +179,18 @@ impl<'a> DeviceApps<'a> {
             if watch.expired(socket, completed, now, self.idle_timeout) {
                 socket.abort();
                 self.http_idle_closed += 1;
+            }
+        }
+    }
+
+    /// Resets every open TCP connection of the apps (a device going down: the RSTs leave on
+    /// the next `Interface::poll`, so no peer waits forever).
+    pub fn abort_all(&mut self, sockets: &mut SocketSet<'_>) {
+        for (_, socket) in sockets.iter_mut() {
+            if let smoltcp::socket::Socket::Tcp(s) = socket {
+                if s.is_active() {
+                    s.abort();
+                }
             }
         }
     }

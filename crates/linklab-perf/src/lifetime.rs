@@ -13,6 +13,12 @@ use smoltcp::time::{Duration, Instant};
 /// FIN-WAIT) is aborted.
 pub const TCP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Keep-alive interval of every TCP socket of the apps: a live but quiet peer answers the
+/// probes, so [`TCP_TIMEOUT`] only ends connections to peers that are gone (smoltcp counts
+/// its timeout from the last segment received, whatever the state), and quiet live ones
+/// are left to the application idle timeout, which resets them.
+pub const TCP_KEEP_ALIVE: Duration = Duration::from_secs(3);
+
 /// The default application idle timeout of HTTP and TCP echo connections.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 

@@ -188,6 +188,13 @@ fn client_config(a: &Args, host: String, port: u16) -> anyhow::Result<ClientConf
 }
 
 fn run_server(port: u16, one_off: bool) -> anyhow::Result<()> {
+    // A server started from a script may inherit SIGINT ignored (SIG_IGN survives exec); stop
+    // on SIGINT and SIGTERM alike, as iperf3 does.
+    // SAFETY: restoring the default disposition of two signals; no handler is installed.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
     let addr = format!("0.0.0.0:{port}").parse().expect("literal address");
     let mut server = Server::bind(addr).with_context(|| format!("cannot listen on port {port}"))?;
     println!("-----------------------------------------------------------");

@@ -105,11 +105,15 @@ impl Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let config = args.config()?;
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let tap = Tap::open(&config.tap).with_context(|| {
-        format!(
-            "--tap {}: cannot open the TAP interface (needs CAP_NET_ADMIN)",
-            config.tap
-        )
+    let tap = Tap::open(&config.tap).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            anyhow::anyhow!("--tap {}: the TAP is in use by another process", config.tap)
+        } else {
+            anyhow::anyhow!(
+                "--tap {}: cannot open the TAP interface (needs CAP_NET_ADMIN): {e}",
+                config.tap
+            )
+        }
     })?;
 
     /// Runs the loop on a static RX queue sized by entry `$i` of `nic::QUEUE_SIZES`.
@@ -242,6 +246,9 @@ fn serve_on<const N: usize>(
             .context("waiting for the TAP")?;
     };
 
+    // Every open connection gets a RST before we go, so no peer is left hanging.
+    apps.abort_all(&mut sockets);
+    iface.poll(device_now(started), &mut mac, &mut sockets);
     let last = snapshot(&mac, &apps, &sockets);
     println!(
         "linklab serve: stopped by signal {stop} after {:.1} s",

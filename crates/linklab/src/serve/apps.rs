@@ -65,6 +65,11 @@ impl Apps {
         self.inner.poll(sockets, stats, now);
     }
 
+    /// Resets every open TCP connection (the RSTs leave on the next interface poll).
+    pub fn abort_all(&mut self, sockets: &mut SocketSet<'_>) {
+        self.inner.abort_all(sockets);
+    }
+
     /// When the apps next need a poll regardless of traffic (pacing timers), if ever.
     pub fn poll_at(&self) -> Option<Instant> {
         self.inner.poll_at()
