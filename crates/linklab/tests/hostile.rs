@@ -129,7 +129,7 @@ impl Served {
 
     /// Stops serve with SIGTERM; its stdout.
     fn terminate(&mut self) -> String {
-        let mut child = self.child.take().unwrap().0.take().unwrap();
+        let child = self.child.take().unwrap().0.take().unwrap();
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
         let out = child.wait_with_output().unwrap();
@@ -412,5 +412,6 @@ fn iperf_server_stops_on_sigint_even_when_started_ignoring_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("linklab iperf -s ignored SIGINT");
 }
