@@ -262,6 +262,14 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
         &self.tx.clock
     }
 
+    /// Lends the next queued transmission to `f` as the PHY committed it, without receiving
+    /// it (nothing is counted or released): lets a device look at what comes next, e.g. to
+    /// make room for a TCP SYN before the stack answers it. With an aligned RX format this is
+    /// the frame itself (plus FCS if the PHY passes it on); with a raw one, the capture.
+    pub fn peek<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.rx.consumer.peek(f)
+    }
+
     /// The next good frame for the stack, in place; None when the queue holds no good
     /// frame. Bad, filtered and PAUSE frames on the way are counted and released.
     pub fn receive(&mut self) -> Option<RxFrame<'q, N>> {

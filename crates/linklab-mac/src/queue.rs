@@ -288,6 +288,13 @@ impl<'q, const N: usize> RxConsumer<'q, N> {
         }
     }
 
+    /// Lends the oldest committed transmission to `f` without taking it out of the queue (it
+    /// is neither counted as dequeued nor released), or None if the queue is empty.
+    pub fn peek<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        // bbqueue keeps a read grant's bytes when the grant is dropped unreleased.
+        self.inner.read().ok().map(|g| f(&g))
+    }
+
     /// The queue this consumer reads from.
     pub fn queue(&self) -> &'q RxQueue<N> {
         self.queue
@@ -355,6 +362,22 @@ mod tests {
         p.grant().unwrap().cancel();
         assert!(c.read().is_none());
         assert_eq!(q.producer_counters.cancelled.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn peek_leaves_the_transmission_in_the_queue() {
+        let q: RxQueue<4096> = RxQueue::new();
+        let (p, c) = q.split();
+        assert_eq!(c.peek(|b| b.len()), None);
+        assert!(p.push(&[7, 8, 9]));
+        assert_eq!(
+            c.peek(|b| <[u8; 3]>::try_from(b).ok()),
+            Some(Some([7, 8, 9]))
+        );
+        assert_eq!(c.peek(|b| b.len()), Some(3));
+        assert_eq!(q.dequeued.load(Ordering::Relaxed), 0);
+        assert_eq!(c.read().unwrap().bytes(), &[7, 8, 9]);
+        assert!(c.peek(|_| ()).is_none());
     }
 
     #[test]

@@ -6,15 +6,19 @@
 //! No heap: the caller lends every socket buffer ([`AppBuffers`]) — statics on an MCU,
 //! leaked vectors on a host — and owns the `SocketSet`.
 
-use smoltcp::iface::{SocketHandle, SocketSet};
+use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketHandle, SocketSet};
+use smoltcp::phy::Device;
 use smoltcp::socket::{tcp, udp};
 use smoltcp::time::{Duration, Instant};
 
 use crate::echo::SmoltcpEcho;
+use crate::echo::ECHO_PORT;
 use crate::http::{self, Routes};
 use crate::iperf::device::IperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
-use crate::lifetime::{IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_KEEP_ALIVE, TCP_TIMEOUT};
+use crate::lifetime::{
+    reclaimable, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_KEEP_ALIVE, TCP_TIMEOUT,
+};
 
 /// HTTP connections served at once (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
@@ -62,7 +66,7 @@ pub struct AppBuffers<'a, I> {
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of counters [`DeviceApps::counters`] reports.
-pub const APP_COUNTERS: usize = 13;
+pub const APP_COUNTERS: usize = 16;
 
 /// The apps and the handles of the sockets they own.
 pub struct DeviceApps<'a> {
@@ -73,6 +77,8 @@ pub struct DeviceApps<'a> {
     http: [(SocketHandle, http::Server, IdleWatch); HTTP_SOCKETS],
     http_responses: u64,
     http_idle_closed: u64,
+    http_reclaimed: u64,
+    echo_reclaimed: u64,
     idle_timeout: Duration,
     iperf: IperfServer<'a>,
 }
@@ -139,6 +145,8 @@ impl<'a> DeviceApps<'a> {
             http,
             http_responses: 0,
             http_idle_closed: 0,
+            http_reclaimed: 0,
+            echo_reclaimed: 0,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             iperf,
         }
@@ -183,6 +191,68 @@ impl<'a> DeviceApps<'a> {
         }
     }
 
+    /// Runs the interface: ingress one frame at a time, and before each frame that opens a
+    /// TCP connection (see [`crate::lifetime::syn_port`]) to a service whose sockets are all
+    /// busy, frees the oldest half-open or closing one for it — lwIP's rule, so spoofed SYNs
+    /// from hosts that never answer cannot lock real clients out. Then egress. Use instead
+    /// of `Interface::poll`; `next_syn_port` peeks at the device's next frame (for a
+    /// linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
+    pub fn poll_interface<D: Device + ?Sized>(
+        &mut self,
+        iface: &mut Interface,
+        device: &mut D,
+        sockets: &mut SocketSet<'_>,
+        now: Instant,
+        mut next_syn_port: impl FnMut(&D) -> Option<u16>,
+    ) {
+        iface.poll_maintenance(now);
+        loop {
+            if let Some(port) = next_syn_port(device) {
+                self.make_room(port, sockets, now);
+            }
+            if iface.poll_ingress_single(now, device, sockets) == PollIngressSingleResult::None {
+                break;
+            }
+        }
+        while iface.poll_egress(now, device, sockets) != PollResult::None {}
+    }
+
+    /// Frees a socket for a new connection to `port` when none of its sockets listens.
+    fn make_room(&mut self, port: u16, sockets: &mut SocketSet<'_>, now: Instant) {
+        match port {
+            http::HTTP_PORT => {
+                let listening = self
+                    .http
+                    .iter()
+                    .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).state() == tcp::State::Listen);
+                if listening {
+                    return;
+                }
+                let oldest = self
+                    .http
+                    .iter_mut()
+                    .filter(|(h, _, _)| reclaimable(sockets.get::<tcp::Socket>(*h).state()))
+                    .min_by_key(|(_, _, w)| w.since());
+                if let Some((h, server, watch)) = oldest {
+                    *h = relisten(sockets, *h, http::HTTP_PORT);
+                    server.reset();
+                    watch.reset();
+                    self.http_reclaimed += 1;
+                }
+            }
+            ECHO_PORT => {
+                let socket = sockets.get_mut::<tcp::Socket>(self.echo_tcp);
+                if reclaimable(socket.state()) {
+                    self.echo_tcp = relisten(sockets, self.echo_tcp, ECHO_PORT);
+                    self.echo.forget_tcp(self.echo_tcp);
+                    self.echo_watch.reset();
+                    self.echo_reclaimed += 1;
+                }
+            }
+            _ => self.iperf.make_room(port, sockets, now),
+        }
+    }
+
     /// Resets every open TCP connection of the apps (a device going down: the RSTs leave on
     /// the next `Interface::poll`, so no peer waits forever).
     pub fn abort_all(&mut self, sockets: &mut SocketSet<'_>) {
@@ -221,12 +291,15 @@ impl<'a> DeviceApps<'a> {
             ("echo", "tcp_bytes", e.tcp_bytes),
             ("echo", "udp_unsent_resets", e.udp_unsent_resets),
             ("echo", "tcp_idle_closed", self.echo_idle_closed),
+            ("echo", "tcp_reclaimed", self.echo_reclaimed),
             ("http", "responses", self.http_responses),
             ("http", "idle_closed", self.http_idle_closed),
+            ("http", "reclaimed", self.http_reclaimed),
             ("iperf", "tests_done", u64::from(i.tests_done)),
             ("iperf", "tests_failed", u64::from(i.tests_failed)),
             ("iperf", "denied", u64::from(i.denied)),
             ("iperf", "open_streams", self.iperf.open_streams() as u64),
+            ("iperf", "reclaimed", u64::from(i.reclaimed)),
         ]
     }
 }

@@ -141,6 +141,13 @@ mod adapter {
             self.core.counters()
         }
 
+        /// Forgets the TCP connection: its socket was reclaimed for a new one, now at
+        /// `handle`.
+        pub fn forget_tcp(&mut self, handle: SocketHandle) {
+            self.tcp = handle;
+            self.tcp_was_active = false;
+        }
+
         /// Moves whatever the sockets received back out; bounded work per call.
         pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
             self.poll_udp(sockets.get_mut::<udp::Socket>(self.udp), now);

@@ -5,7 +5,8 @@
 //! timeout closes connections on which nothing moved for a while (idle clients, stalled
 //! request heads, zero-window readers).
 
-use smoltcp::socket::tcp;
+use smoltcp::iface::{SocketHandle, SocketSet};
+use smoltcp::socket::{tcp, Socket};
 use smoltcp::time::{Duration, Instant};
 
 /// smoltcp's per-socket timeout for every TCP socket of the apps: a connection whose peer
@@ -69,10 +70,74 @@ impl IdleWatch {
         now >= self.since + timeout
     }
 
+    /// When the watched connection last showed activity.
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
+    /// Forgets the connection (its socket was reclaimed for a new one).
+    pub fn reset(&mut self) {
+        self.seen = None;
+    }
+
     /// When this watch would expire if nothing moves (None when not watching a connection).
     pub fn deadline(&self, timeout: Duration) -> Option<Instant> {
         self.seen.map(|_| self.since + timeout)
     }
+}
+
+/// Resets the TCP socket behind `handle` and makes it listen on `port` again, with fresh
+/// interface bookkeeping: smoltcp remembers, per socket-set slot, a neighbour it is waiting
+/// for (a spoofed peer that never answers ARP, or one without a route), and a socket reused in
+/// place would stay silent — its next SYN-ACK unsent — until that wait runs out. Removing it
+/// from the set and adding it back clears that. Returns the socket's (possibly new) handle.
+pub fn relisten(sockets: &mut SocketSet<'_>, handle: SocketHandle, port: u16) -> SocketHandle {
+    match sockets.remove(handle) {
+        Socket::Tcp(mut s) => {
+            s.abort();
+            let _ = s.listen(port);
+            sockets.add(s)
+        }
+        other => sockets.add(other),
+    }
+}
+
+/// A socket state that may be reclaimed for a new connection when every socket of a
+/// service is busy: half-open, or closing (our side or the peer's), never ESTABLISHED.
+pub fn reclaimable(state: tcp::State) -> bool {
+    use tcp::State::*;
+    matches!(
+        state,
+        SynReceived | SynSent | FinWait1 | FinWait2 | Closing | LastAck | TimeWait | CloseWait
+    )
+}
+
+/// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a
+/// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
+/// may be wrong; nothing panics.
+pub fn syn_port(frame: &[u8]) -> Option<u16> {
+    const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
+    const TCP: u8 = 6;
+    if frame.get(12..14)? != ETHERTYPE_IPV4 {
+        return None;
+    }
+    let ip = frame.get(14..)?;
+    let version_ihl = *ip.first()?;
+    if version_ihl >> 4 != 4 {
+        return None;
+    }
+    let ihl = usize::from(version_ihl & 0x0f) * 4;
+    let fragment_offset = u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]) & 0x1fff;
+    if ihl < 20 || *ip.get(9)? != TCP || fragment_offset != 0 {
+        return None;
+    }
+    let tcp = ip.get(ihl..)?;
+    let flags = *tcp.get(13)?;
+    let (syn, rst, ack) = (flags & 0x02 != 0, flags & 0x04 != 0, flags & 0x10 != 0);
+    if !syn || rst || ack {
+        return None;
+    }
+    Some(u16::from_be_bytes([*tcp.get(2)?, *tcp.get(3)?]))
 }
 
 #[cfg(test)]
@@ -93,5 +158,32 @@ mod tests {
         s.listen(80).unwrap();
         assert!(!w.expired(&s, false, Instant::from_secs(1000), t));
         assert_eq!(w.deadline(t), None);
+    }
+
+    fn segment(flags: u8, port: u16) -> [u8; 54] {
+        let mut f = [0u8; 54];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[23] = 6;
+        f[36..38].copy_from_slice(&port.to_be_bytes());
+        f[47] = flags;
+        f
+    }
+
+    #[test]
+    fn only_a_connection_opening_syn_names_its_port() {
+        assert_eq!(syn_port(&segment(0x02, 80)), Some(80));
+        assert_eq!(syn_port(&segment(0x12, 80)), None); // SYN-ACK
+        assert_eq!(syn_port(&segment(0x10, 80)), None); // ACK
+        assert_eq!(syn_port(&segment(0x06, 80)), None); // SYN+RST
+        let mut udp = segment(0x02, 80);
+        udp[23] = 17;
+        assert_eq!(syn_port(&udp), None);
+        let mut frag = segment(0x02, 80);
+        frag[21] = 1;
+        assert_eq!(syn_port(&frag), None);
+        for len in 0..48 {
+            assert_eq!(syn_port(&segment(0x02, 80)[..len]), None, "{len}");
+        }
     }
 }

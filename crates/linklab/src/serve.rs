@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
+use linklab_perf::lifetime::syn_port;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
@@ -213,7 +214,9 @@ fn serve_on<const N: usize>(
         }
         nic::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
         let now = device_now(started);
-        iface.poll(now, &mut mac, &mut sockets);
+        apps.poll_interface(&mut iface, &mut mac, &mut sockets, now, |mac| {
+            mac.peek(syn_port).flatten()
+        });
 
         // Only when a request may ask for it: a snapshot walks every counter and socket.
         let taken = apps

@@ -23,6 +23,7 @@ use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, Tx
 use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::device_config::{ConfigError, DeviceConfig, CONFIG_LEN};
 use linklab_perf::iperf::device::MAX_TCP_SOCKETS;
+use linklab_perf::lifetime::syn_port;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet, SocketStorage};
 use smoltcp::socket::udp::PacketMetadata;
 use smoltcp::time::Instant;
@@ -232,7 +233,9 @@ pub fn run<B: Board, T: PhyTx>(
     loop {
         let t = now(&mut board);
         let w0 = board.work_counter();
-        iface.poll(t, &mut mac, &mut sockets);
+        apps.poll_interface(&mut iface, &mut mac, &mut sockets, t, |mac| {
+            mac.peek(syn_port).flatten()
+        });
         let w1 = board.work_counter();
         work.stack = work.stack.wrapping_add(w1.wrapping_sub(w0));
         let snapshot = if apps.http_request_pending(&sockets) {

@@ -69,6 +69,8 @@ pub struct ServerCounters {
     pub tests_failed: u32,
     /// Connections answered with ACCESS_DENIED.
     pub denied: u32,
+    /// Half-open sockets reset to make room for a new connection.
+    pub reclaimed: u32,
 }
 
 /// An iperf3 server over smoltcp sockets (see the module docs for what it needs).
@@ -147,6 +149,31 @@ impl<'a> IperfServer<'a> {
             t
         };
         t.map(|t| Instant::from_micros(t.min(i64::MAX as u64) as i64))
+    }
+
+    /// Called before the stack sees a SYN for `port`: when it is this server's port and no
+    /// socket listens, a half-open socket (SYN-RECEIVED, its slot still listening) is reset
+    /// and listens again, so the SYN finds a listener.
+    pub fn make_room(&mut self, port: u16, sockets: &mut SocketSet<'_>, _now: Instant) {
+        if port != self.port {
+            return;
+        }
+        let listening = self
+            .tcp
+            .iter()
+            .any(|h| sockets.get::<tcp::Socket>(*h).state() == tcp::State::Listen);
+        if listening {
+            return;
+        }
+        for i in 0..self.tcp.len() {
+            let h = self.tcp[i];
+            let half_open = sockets.get::<tcp::Socket>(h).state() == tcp::State::SynReceived;
+            if self.slots[i] == Slot::Listening && half_open {
+                self.tcp[i] = crate::lifetime::relisten(sockets, h, self.port);
+                self.counters.reclaimed += 1;
+                return;
+            }
+        }
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.

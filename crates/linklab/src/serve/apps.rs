@@ -4,7 +4,8 @@
 use linklab_perf::apps::host::host_buffers;
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::{RouteBody, Routes};
-use smoltcp::iface::SocketSet;
+use smoltcp::iface::{Interface, SocketSet};
+use smoltcp::phy::Device;
 use smoltcp::time::Instant;
 
 use super::stats::Snapshot;
@@ -63,6 +64,19 @@ impl Apps {
     /// Runs every app once over the sockets; call after each `Interface::poll`.
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, stats: &mut StatsRoute<'_>, now: Instant) {
         self.inner.poll(sockets, stats, now);
+    }
+
+    /// Runs the interface, making room for SYNs first (see `DeviceApps::poll_interface`).
+    pub fn poll_interface<D: Device + ?Sized>(
+        &mut self,
+        iface: &mut Interface,
+        device: &mut D,
+        sockets: &mut SocketSet<'_>,
+        now: Instant,
+        next_syn_port: impl FnMut(&D) -> Option<u16>,
+    ) {
+        self.inner
+            .poll_interface(iface, device, sockets, now, next_syn_port);
     }
 
     /// Resets every open TCP connection (the RSTs leave on the next interface poll).
