@@ -29,7 +29,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run seed 000's experiment (pings + HTTP downloads) on a simulated link.
+    /// Run the experiment of Niccle's MAC write-up (pings + HTTP downloads) on a simulated link.
     Bench(bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
     Serve(serve::Args),
