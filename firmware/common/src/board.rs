@@ -13,9 +13,10 @@ pub trait Board {
     fn now_ns(&mut self) -> u64;
 
     /// Sleeps (WFI) until an interrupt arrives or `deadline_ns` (absolute, [`Board::now_ns`]
-    /// time) passes; `None` sleeps until an interrupt. Returns at once if an interrupt is
-    /// already pending: a frame the NIC's interrupt committed just before the call must not
-    /// wait for the next timer tick.
+    /// time) passes; `None` sleeps until an interrupt. Must mask interrupts, then return at
+    /// once if an interrupt is pending or [`crate::work_pending`] is true (a frame the NIC's
+    /// interrupt committed after the main loop's last poll), else WFI, then unmask: otherwise
+    /// that frame waits for the next, unrelated, interrupt.
     fn sleep_until(&mut self, deadline_ns: Option<u64>);
 
     /// Writes text to the console (the board's UART).

@@ -41,6 +41,13 @@ pub static RX_QUEUE: RxQueue<QUEUE_BYTES> = RxQueue::new();
 /// handler adds what each run took, so `/stats` can say what the driver's RX costs.
 pub static ISR_WORK: AtomicU32 = AtomicU32::new(0);
 
+/// True when the NIC's interrupt has committed frames the main loop has not read yet. A
+/// board's `sleep_until` checks it with interrupts masked, right before WFI: a frame committed
+/// after the main loop's last poll must not wait for the next interrupt.
+pub fn work_pending() -> bool {
+    RX_QUEUE.occupancy() > 0
+}
+
 /// Adds one interrupt handler run's work to [`ISR_WORK`].
 pub fn add_isr_work(work: u64) {
     ISR_WORK.fetch_add(work as u32, Ordering::Relaxed);

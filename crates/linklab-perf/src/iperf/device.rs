@@ -182,8 +182,18 @@ impl<'a> IperfServer<'a> {
         let now = micros(now);
         self.now = now;
         self.bind_udp(sockets);
+        // Data first: bytes that arrived before the client's TEST_END still count (reading the
+        // control connection first would end the test with them unread, as a short `-n` test
+        // shows).
         for i in 0..self.tcp.len() {
-            self.service_slot(sockets, i, now);
+            if matches!(self.slots[i], Slot::Data(_)) {
+                self.service_slot(sockets, i, now);
+            }
+        }
+        for i in 0..self.tcp.len() {
+            if !matches!(self.slots[i], Slot::Data(_)) {
+                self.service_slot(sockets, i, now);
+            }
         }
         self.service_udp(sockets, now);
         // Send what the data streams may send after the control turn.

@@ -1,0 +1,10 @@
+//! Puts the linker script where the linker finds it, for this crate only.
+use std::path::PathBuf;
+
+fn main() {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    std::fs::copy("link.x", out.join("link.x")).expect("copy link.x");
+    println!("cargo:rustc-link-search={}", out.display());
+    println!("cargo:rustc-link-arg=-Tlink.x");
+    println!("cargo:rerun-if-changed=link.x");
+}
