@@ -237,58 +237,82 @@ pub fn run<B: Board, T: PhyTx>(
 
     let mut idle_ns = 0u64;
     let mut work = stats::LayerWork::default();
+    // The rendered /stats body (only written when a request may ask for it).
+    let mut body = [0u8; linklab_perf::http::MAX_HEAD];
     loop {
+        let awake = Mark::now(&mut board);
         let t = now(&mut board);
-        let w0 = board.work_counter();
+        let m = Mark::now(&mut board);
         apps.poll_interface(&mut iface, &mut mac, &mut sockets, t, |mac| {
             mac.peek(syn_port).flatten()
         });
-        let w1 = board.work_counter();
-        work.stack = work.stack.wrapping_add(w1.wrapping_sub(w0));
-        let snapshot = if apps.http_request_pending(&sockets) {
+        work.stack = work.stack.wrapping_add(m.net(&mut board));
+        let len = if apps.http_request_pending(&sockets) {
             let cpu = CpuFigures {
                 uptime_ns: board.now_ns(),
                 idle_ns,
-                instructions: board.instructions(),
                 stack_peak_bytes: stack.peak(),
                 stack_size_bytes: stack.size(),
                 work: stats::LayerWork {
-                    isr: ISR_WORK.load(Ordering::Relaxed),
+                    isr: u64::from(ISR_WORK.load(Ordering::Relaxed)),
                     ..work
                 },
+                work_unit: if board.instructions().is_some() {
+                    "instructions"
+                } else {
+                    "ns awake"
+                },
             };
-            Some((mac.counters(), cpu, board.link_up()))
-        } else {
-            None
-        };
-        let mut body = [0u8; linklab_perf::http::MAX_HEAD];
-        let len = snapshot.and_then(|(mac_counters, cpu, link_up)| {
             Snapshot {
                 board: B::NAME,
-                mac: mac_counters,
+                mac: mac.counters(),
                 apps: apps.counters(),
                 cpu,
-                link_up,
+                link_up: board.link_up(),
                 sockets: &sockets,
             }
             .write_json(&mut body)
-        });
-        let w2 = board.work_counter();
+        } else {
+            None
+        };
+        let m = Mark::now(&mut board);
         apps.poll(&mut sockets, &mut Rendered { body: &body, len }, t);
-        work.apps = work
-            .apps
-            .wrapping_add(board.work_counter().wrapping_sub(w2));
+        work.apps = work.apps.wrapping_add(m.net(&mut board));
         let t = now(&mut board);
         let deadline = [iface.poll_at(t, &sockets), apps.poll_at()]
             .into_iter()
             .flatten()
             .min();
+        work.main = work.main.wrapping_add(awake.net(&mut board));
         if deadline.is_some_and(|d| d <= t) {
             continue;
         }
         let before = board.now_ns();
         board.sleep_until(deadline.map(|d| d.total_micros().max(0) as u64 * 1000));
         idle_ns += board.now_ns().saturating_sub(before);
+    }
+}
+
+/// A point in the CPU's work, to measure what a stretch of the main loop cost without the
+/// interrupt handler runs that fell into it (those are counted in [`ISR_WORK`]).
+struct Mark {
+    work: u64,
+    isr: u32,
+}
+
+impl Mark {
+    fn now<B: Board>(board: &mut B) -> Mark {
+        Mark {
+            isr: ISR_WORK.load(Ordering::Relaxed),
+            work: board.work_counter(),
+        }
+    }
+
+    /// Work since the mark, less the interrupt handler's.
+    fn net<B: Board>(&self, board: &mut B) -> u64 {
+        let all = board.work_counter().wrapping_sub(self.work);
+        let isr = ISR_WORK.load(Ordering::Relaxed).wrapping_sub(self.isr);
+        all.saturating_sub(u64::from(isr))
     }
 }
 

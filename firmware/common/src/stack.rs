@@ -5,6 +5,9 @@
 const PAINT: u32 = 0x5AC3_5AC3;
 /// Bytes below the current frame left unpainted (the painting loop's own frame).
 const MARGIN: usize = 256;
+/// Untouched words in a row that end the scan for the deepest use (4 KiB: every buffer the
+/// firmware puts on its stack is initialised, so a used region has no longer clean hole).
+const CLEAN_RUN: usize = 1024;
 
 /// The painted region: from `limit` (lowest) to `top` (the stack pointer at paint time).
 pub struct Stack {
@@ -12,10 +15,13 @@ pub struct Stack {
     top: usize,
 }
 
-/// Paints the stack from `limit` (word aligned up) to just below the caller's frame.
+/// Paints the stack from `limit` (word aligned up) to just below this function's own frame.
+/// Never inlined: its frame then lies below the whole frame of its caller, whose locals a
+/// painting marker inside the caller's (large) frame could not be trusted to bound.
+#[inline(never)]
 pub fn paint(limit: usize) -> Stack {
     let marker = 0u32;
-    let top = core::ptr::addr_of!(marker) as usize;
+    let top = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
     let limit = (limit + 3) & !3;
     let end = top.saturating_sub(MARGIN) & !3;
     let mut p = limit;
@@ -29,17 +35,24 @@ pub fn paint(limit: usize) -> Stack {
 }
 
 impl Stack {
-    /// Deepest stack use since painting, in bytes below the painting frame.
+    /// Deepest stack use since painting, in bytes below the painting frame. Scans down from
+    /// the frame and stops after [`CLEAN_RUN`] untouched words in a row, so its cost is
+    /// proportional to the stack used, not to the (possibly megabytes of) stack available.
     pub fn peak(&self) -> usize {
-        let mut p = self.limit;
-        while p < self.top {
+        let mut p = self.top & !3;
+        let mut lowest_used = p;
+        let mut clean = 0;
+        while p > self.limit && clean < CLEAN_RUN {
+            p -= 4;
             // SAFETY: as in `paint`; reading our own painted, aligned words.
-            if unsafe { core::ptr::read_volatile(p as *const u32) } != PAINT {
-                break;
+            if unsafe { core::ptr::read_volatile(p as *const u32) } == PAINT {
+                clean += 1;
+            } else {
+                lowest_used = p;
+                clean = 0;
             }
-            p += 4;
         }
-        self.top.saturating_sub(p)
+        self.top.saturating_sub(lowest_used)
     }
 
     /// Bytes of stack available below the painting frame.

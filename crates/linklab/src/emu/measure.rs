@@ -2,11 +2,12 @@
 //! and what stock iperf3 measures against it.
 //!
 //! Instructions: QEMU's `-icount shift=0` runs one guest instruction per nanosecond of virtual
-//! time. On riscv32 the firmware reports `minstret` (exact); on the Cortex-M3 it reports the
-//! nanoseconds it was awake (between wake-up and WFI) on its 25 MHz timer, which under
-//! `shift=0` are instructions (40 per tick). Each figure is the difference of `/stats` before
-//! and after a stock iperf3 transfer, less the cost of fetching `/stats` itself, divided by
-//! the payload bytes iperf3 reports.
+//! time. The firmware counts its awake work per layer (`/stats` `cpu.work`): on riscv32 with
+//! `minstret` deltas taken only across code that does not sleep (asleep, icount advances the
+//! clock and `minstret` with it), on the Cortex-M3 in nanoseconds awake on its 25 MHz timer,
+//! which under `shift=0` are instructions (40 per tick). Each figure is the difference of
+//! `/stats` before and after a stock iperf3 transfer, less the cost of one `/stats` fetch,
+//! divided by the payload bytes iperf3 sent.
 
 use std::path::Path;
 
@@ -22,46 +23,73 @@ const COST_BYTES: &str = "4M";
 /// Seconds of each throughput run.
 const THROUGHPUT_SECONDS: &str = "5";
 
-/// The instructions the device has executed, by the best counter it has.
-fn instructions(stats: &Value) -> anyhow::Result<(u64, &'static str)> {
-    let cpu = &stats["cpu"];
-    if let Some(n) = cpu["instructions"].as_u64() {
-        return Ok((n, "minstret"));
+/// The device's awake work since boot: the main loop plus the interrupt handler (the ISR
+/// counter wraps at 32 bits; differences below are taken modulo that).
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    isr: u32,
+    stack: u64,
+    apps: u64,
+    main: u64,
+}
+
+impl Work {
+    fn of(stats: &Value) -> anyhow::Result<Work> {
+        let w = &stats["cpu"]["work"];
+        let get = |k: &str| {
+            w[k].as_u64()
+                .with_context(|| format!("/stats has no cpu.work.{k}"))
+        };
+        Ok(Work {
+            isr: get("isr")? as u32,
+            stack: get("stack")?,
+            apps: get("apps")?,
+            main: get("main")?,
+        })
     }
-    let busy = cpu["busy_ns"]
-        .as_u64()
-        .context("/stats has no cpu.busy_ns")?;
-    Ok((busy, "awake time on the board timer under -icount shift=0"))
-}
 
-/// Per-layer instructions per byte between two `/stats`: the driver's interrupt handler,
-/// `Interface::poll` (MAC, smoltcp and the driver's transmit), the apps, and the rest (the
-/// main loop, timers, `/stats` itself).
-fn layers(before: &Value, after: &Value, total: u64, bytes: u64) -> Value {
-    let w = |v: &Value, k: &str| v["cpu"]["work"][k].as_u64().unwrap_or(0);
-    let isr = (w(after, "isr") as u32).wrapping_sub(w(before, "isr") as u32) as u64;
-    let stack = w(after, "stack").wrapping_sub(w(before, "stack"));
-    let apps = w(after, "apps").wrapping_sub(w(before, "apps"));
-    let other = total.saturating_sub(isr + stack + apps);
-    let per = |i: u64| {
-        if bytes == 0 {
-            0.0
-        } else {
-            (i as f64 / bytes as f64 * 100.0).round() / 100.0
+    /// What happened between `self` and `later`, less `overhead` (what fetching /stats costs).
+    fn until(&self, later: &Work) -> Work {
+        Work {
+            isr: later.isr.wrapping_sub(self.isr),
+            stack: later.stack.wrapping_sub(self.stack),
+            apps: later.apps.wrapping_sub(self.apps),
+            main: later.main.wrapping_sub(self.main),
         }
-    };
-    json!({
-        "driver_isr": per(isr),
-        "mac_smoltcp_driver_tx": per(stack),
-        "apps": per(apps),
-        "other": per(other),
-    })
+    }
+
+    fn total(&self) -> u64 {
+        self.main + u64::from(self.isr)
+    }
 }
 
-fn payload_bytes(report: &Value, key: &str) -> anyhow::Result<u64> {
-    report["end"][key]["bytes"]
+fn per_byte(work: u64, bytes: u64) -> f64 {
+    if bytes == 0 {
+        return 0.0;
+    }
+    (work as f64 / bytes as f64 * 100.0).round() / 100.0
+}
+
+/// Instructions per byte of one transfer, whole and per layer, with what one /stats fetch
+/// costs (`fetch`) taken off the main loop's share.
+fn breakdown(w: &Work, fetch: &Work, bytes: u64) -> (f64, Value) {
+    let main = w.main.saturating_sub(fetch.main);
+    let isr = u64::from(w.isr.saturating_sub(fetch.isr));
+    let stack = w.stack.saturating_sub(fetch.stack);
+    let apps = w.apps.saturating_sub(fetch.apps);
+    let layers = json!({
+        "driver_isr": per_byte(isr, bytes),
+        "mac_smoltcp_driver_tx": per_byte(stack, bytes),
+        "apps": per_byte(apps, bytes),
+        "main_loop_rest": per_byte(main.saturating_sub(stack + apps), bytes),
+    });
+    (per_byte(main + isr, bytes), layers)
+}
+
+fn sent_bytes(report: &Value) -> anyhow::Result<u64> {
+    report["end"]["sum_sent"]["bytes"]
         .as_u64()
-        .with_context(|| format!("iperf3 report has no end.{key}.bytes"))
+        .context("iperf3 report has no end.sum_sent.bytes")
 }
 
 /// Instructions per payload byte both ways, flash, RAM and stack.
@@ -70,55 +98,41 @@ pub fn cost(board: &Board, image: &Path) -> anyhow::Result<Value> {
     let lab = Lab::boot(board, image, Some("shift=0".into()))?;
     let s0 = lab.stats()?;
     let s1 = lab.stats()?;
-    let (i0, method) = instructions(&s0)?;
-    let (i1, _) = instructions(&s1)?;
-    let fetch = i1.saturating_sub(i0);
+    let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
 
+    // Every byte the client sent reaches the device and is processed, including what was
+    // still in flight when the client ended the test; so count the sender's bytes.
     let rx_report = lab.iperf3(&["-n", COST_BYTES])?;
     let s2 = lab.stats()?;
-    let rx_bytes = payload_bytes(&rx_report, "sum_received")?;
-    let rx_instr = instructions(&s2)?
-        .0
-        .saturating_sub(i1)
-        .saturating_sub(fetch);
+    let rx_bytes = sent_bytes(&rx_report)?;
+    let rx = Work::of(&s1)?.until(&Work::of(&s2)?);
 
     let tx_report = lab.iperf3(&["-n", COST_BYTES, "-R"])?;
     let s3 = lab.stats()?;
-    let tx_bytes = payload_bytes(&tx_report, "sum_sent")?;
-    let tx_instr = instructions(&s3)?
-        .0
-        .saturating_sub(instructions(&s2)?.0)
-        .saturating_sub(fetch);
+    let tx_bytes = sent_bytes(&tx_report)?;
+    let tx = Work::of(&s2)?.until(&Work::of(&s3)?);
 
-    let rx_layers = layers(&s1, &s2, rx_instr, rx_bytes);
-    let tx_layers = layers(&s2, &s3, tx_instr, tx_bytes);
+    let (rx_per_byte, rx_layers) = breakdown(&rx, &fetch, rx_bytes);
+    let (tx_per_byte, tx_layers) = breakdown(&tx, &fetch, tx_bytes);
     let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
-    let law = s3["conservation"]["holds"].as_bool().unwrap_or(false);
-    let per_byte = |i: u64, b: u64| {
-        if b == 0 {
-            0.0
-        } else {
-            (i as f64 / b as f64 * 100.0).round() / 100.0
-        }
-    };
     Ok(json!({
         "board": board.name,
         "isa": board.isa,
-        "method": method,
-        "rx_instr_per_byte": per_byte(rx_instr, rx_bytes),
-        "tx_instr_per_byte": per_byte(tx_instr, tx_bytes),
+        "unit": s3["cpu"]["work_unit"],
+        "rx_instr_per_byte": rx_per_byte,
+        "tx_instr_per_byte": tx_per_byte,
         "rx_layers": rx_layers,
         "tx_layers": tx_layers,
         "rx_bytes": rx_bytes,
         "tx_bytes": tx_bytes,
-        "rx_instructions": rx_instr,
-        "tx_instructions": tx_instr,
-        "stats_fetch_instructions": fetch,
+        "rx_work": rx.total(),
+        "tx_work": tx.total(),
+        "stats_fetch_work": fetch.total(),
         "flash_bytes": size.flash_bytes,
         "static_ram_bytes": size.static_ram_bytes,
         "stack_peak_bytes": stack_peak,
         "ram_bytes": size.static_ram_bytes + stack_peak,
-        "conservation_holds": law,
+        "conservation_holds": s3["conservation"]["holds"].as_bool().unwrap_or(false),
     }))
 }
 
