@@ -100,15 +100,31 @@ impl DeviceConfig {
     }
 }
 
+/// CRC-32 (IEEE, reflected), bit by bit: 28 bytes once at boot do not justify a 16 KiB table
+/// in a firmware image (crc32fast's), which is what linking crc32fast here cost.
 fn crc32(bytes: &[u8]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(bytes);
-    h.finalize()
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_crc_is_the_ieee_one() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
 
     #[test]
     fn round_trip() {

@@ -53,12 +53,10 @@ pub fn add_isr_work(work: u64) {
     ISR_WORK.fetch_add(work as u32, Ordering::Relaxed);
 }
 
-/// The socket buffers, in one static so the RAM figure of the image shows them all.
-struct Buffers {
-    sockets: [SocketStorage<'static>; SOCKETS],
-    echo_udp_rx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
+/// The socket buffers' bytes, in one static so the RAM figure of the image shows them all;
+/// all zero, so it lives in `.bss` and costs no flash.
+struct Bytes {
     echo_udp_rx: [u8; ECHO_UDP],
-    echo_udp_tx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
     echo_udp_tx: [u8; ECHO_UDP],
     echo_tcp_rx: [u8; ECHO_TCP],
     echo_tcp_tx: [u8; ECHO_TCP],
@@ -66,19 +64,23 @@ struct Buffers {
     http_tx: [[u8; HTTP_TX]; 2],
     iperf_rx: [[u8; TCP_WINDOW]; IPERF_TCP_SOCKETS],
     iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
-    iperf_udp_rx_meta: [PacketMetadata; IPERF_UDP_RX_PACKETS],
     iperf_udp_rx: [u8; IPERF_UDP_RX],
-    iperf_udp_tx_meta: [PacketMetadata; IPERF_UDP_TX_PACKETS],
     iperf_udp_tx: [u8; IPERF_UDP_TX],
     json_rx: [u8; IPERF_JSON],
     json_tx: [u8; IPERF_JSON],
 }
 
-static mut BUFFERS: Buffers = Buffers {
-    sockets: [SocketStorage::EMPTY; SOCKETS],
-    echo_udp_rx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+/// The socket set's slots and the UDP sockets' packet records (not all zero: `.data`, small).
+struct Slots {
+    sockets: [SocketStorage<'static>; SOCKETS],
+    echo_udp_rx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
+    echo_udp_tx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
+    iperf_udp_rx_meta: [PacketMetadata; IPERF_UDP_RX_PACKETS],
+    iperf_udp_tx_meta: [PacketMetadata; IPERF_UDP_TX_PACKETS],
+}
+
+static mut BYTES: Bytes = Bytes {
     echo_udp_rx: [0; ECHO_UDP],
-    echo_udp_tx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
     echo_udp_tx: [0; ECHO_UDP],
     echo_tcp_rx: [0; ECHO_TCP],
     echo_tcp_tx: [0; ECHO_TCP],
@@ -86,24 +88,35 @@ static mut BUFFERS: Buffers = Buffers {
     http_tx: [[0; HTTP_TX]; 2],
     iperf_rx: [[0; TCP_WINDOW]; IPERF_TCP_SOCKETS],
     iperf_tx: [[0; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
-    iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
     iperf_udp_rx: [0; IPERF_UDP_RX],
-    iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
     iperf_udp_tx: [0; IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],
     json_tx: [0; IPERF_JSON],
+};
+
+static mut SLOTS: Slots = Slots {
+    sockets: [SocketStorage::EMPTY; SOCKETS],
+    echo_udp_rx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+    echo_udp_tx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
+    iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
+    iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
 };
 
 /// Set once the buffers have been handed out.
 static TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// The buffers, the first time only (None after).
-fn take_buffers() -> Option<&'static mut Buffers> {
+fn take_buffers() -> Option<(&'static mut Bytes, &'static mut Slots)> {
     if TAKEN.swap(true, Ordering::AcqRel) {
         return None;
     }
-    // SAFETY: TAKEN guarantees this unique reference is created at most once.
-    Some(unsafe { &mut *core::ptr::addr_of_mut!(BUFFERS) })
+    // SAFETY: TAKEN guarantees these unique references are created at most once.
+    Some(unsafe {
+        (
+            &mut *core::ptr::addr_of_mut!(BYTES),
+            &mut *core::ptr::addr_of_mut!(SLOTS),
+        )
+    })
 }
 
 /// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
@@ -154,7 +167,7 @@ pub fn run<B: Board, T: PhyTx>(
     config: DeviceConfig,
 ) -> ! {
     let stack = stack::paint(board.stack_limit());
-    let Some(buf) = take_buffers() else {
+    let Some((buf, slots)) = take_buffers() else {
         board.console("linklab firmware: run() called twice\n");
         loop {
             board.sleep_until(None);
@@ -180,7 +193,7 @@ pub fn run<B: Board, T: PhyTx>(
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
 
-    let mut sockets = SocketSet::new(&mut buf.sockets[..]);
+    let mut sockets = SocketSet::new(&mut slots.sockets[..]);
     let [h0, h1] = &mut buf.http_rx;
     let [t0, t1] = &mut buf.http_tx;
     let iperf_tcp = buf
@@ -194,9 +207,9 @@ pub fn run<B: Board, T: PhyTx>(
         });
     let buffers = AppBuffers {
         echo_udp: UdpBuffers {
-            rx_meta: &mut buf.echo_udp_rx_meta,
+            rx_meta: &mut slots.echo_udp_rx_meta,
             rx: &mut buf.echo_udp_rx,
-            tx_meta: &mut buf.echo_udp_tx_meta,
+            tx_meta: &mut slots.echo_udp_tx_meta,
             tx: &mut buf.echo_udp_tx,
         },
         echo_tcp: TcpBuffers {
@@ -206,9 +219,9 @@ pub fn run<B: Board, T: PhyTx>(
         http: [TcpBuffers { rx: h0, tx: t0 }, TcpBuffers { rx: h1, tx: t1 }],
         iperf_tcp,
         iperf_udp: UdpBuffers {
-            rx_meta: &mut buf.iperf_udp_rx_meta,
+            rx_meta: &mut slots.iperf_udp_rx_meta,
             rx: &mut buf.iperf_udp_rx,
-            tx_meta: &mut buf.iperf_udp_tx_meta,
+            tx_meta: &mut slots.iperf_udp_tx_meta,
             tx: &mut buf.iperf_udp_tx,
         },
         iperf_json_rx: &mut buf.json_rx,
