@@ -256,6 +256,21 @@ fn wait(mut done: impl FnMut() -> bool) -> Result<(), InitError> {
     Err(InitError::Timeout)
 }
 
+/// Reads `dst.len()` bytes of the current frame from the RX data FIFO, a word at a time
+/// (little endian): whole words straight into place, the last partial word byte by byte.
+fn read_words<R: Registers>(regs: &R, dst: &mut [u8]) {
+    let mut words = dst.chunks_exact_mut(4);
+    for w in &mut words {
+        w.copy_from_slice(&regs.read(reg::RX_DATA_FIFO).to_le_bytes());
+    }
+    let rest = words.into_remainder();
+    if !rest.is_empty() {
+        let last = regs.read(reg::RX_DATA_FIFO).to_le_bytes();
+        let n = rest.len();
+        rest.copy_from_slice(&last[..n]);
+    }
+}
+
 /// What the receive half saw that the MAC does not (frames it never committed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RxCounters {
@@ -314,13 +329,7 @@ impl<R: Registers> Lan9118Rx<R> {
             };
             match producer.grant() {
                 Ok(mut grant) if keep > 0 && len <= RX_GRANT_LEN => {
-                    let buf = grant.buf();
-                    for i in 0..words {
-                        let word = self.regs.read(reg::RX_DATA_FIFO).to_le_bytes();
-                        let at = i * 4;
-                        let n = (len - at).min(4);
-                        buf[at..at + n].copy_from_slice(&word[..n]);
-                    }
+                    read_words(&self.regs, &mut grant.buf()[..len]);
                     grant.commit(keep);
                     self.counters.frames += 1;
                     committed += 1;
