@@ -15,6 +15,8 @@ use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
 use linklab_sim::wire::{Duplex, Impairments, LinkConfig, Rate};
 use serde_json::json;
 
+use crate::values::{self, TcpWindow};
+
 /// How frames cross the simulated wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PhyArg {
@@ -35,8 +37,8 @@ pub struct Args {
     pub rx_frames: usize,
     /// Device TCP receive window: `auto` (linklab-mac's window for the queue) or bytes
     /// (536..=65535).
-    #[arg(long, default_value = "auto")]
-    pub tcp_window: String,
+    #[arg(long, default_value = "auto", value_parser = values::tcp_window(536, 65_535))]
+    pub tcp_window: TcpWindow,
     /// Line rate: 10M, 100M or 1G.
     #[arg(long, default_value = "10M")]
     pub rate: String,
@@ -177,12 +179,9 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
             args.rx_frames
         );
     }
-    let tcp_window = match args.tcp_window.as_str() {
-        "auto" => None,
-        s => match s.parse::<usize>() {
-            Ok(w) if (536..=65_535).contains(&w) => Some(w),
-            _ => bail!("--tcp-window must be `auto` or a byte count in 536..=65535, got {s:?}"),
-        },
+    let tcp_window = match args.tcp_window {
+        TcpWindow::Auto => None,
+        TcpWindow::Bytes(w) => Some(w),
     };
     check_range(
         "--loss",
@@ -545,7 +544,7 @@ fn to_json(cfg: &SimConfig, args: &Args, r: &SimReport) -> serde_json::Value {
         "rx_queue_bytes": r.queue_capacity,
         "tcp_window": r.tcp_window,
         "tcp_window_auto": r.auto_window,
-        "tcp_window_option": args.tcp_window,
+        "tcp_window_option": args.tcp_window.to_string(),
         "limit_bytes_per_s": limit(cfg),
         "pings": r.pings,
         "downloads": r.downloads,

@@ -13,13 +13,15 @@ mod lab;
 mod measure;
 mod qemu;
 
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use linklab_perf::device_config::DeviceConfig;
 
-use crate::serve::{parse_ip, parse_mac, parse_tap, StopSignals};
+use crate::serve::StopSignals;
+use crate::values::{self, bail_usage};
 use board::Board;
 use qemu::{Boot, Qemu};
 
@@ -28,26 +30,28 @@ use qemu::{Boot, Qemu};
 pub struct Args {
     /// The emulated board: mps2-an385 (Cortex-M3, LAN9118) or riscv32-virt (riscv32imac,
     /// virtio-net).
-    #[arg(long, value_name = "BOARD")]
-    board: String,
+    #[arg(long, value_name = "BOARD", value_parser = Board::by_name)]
+    board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = values::interface_name,
+          required_unless_present_any = ["cost", "throughput"])]
     tap: Option<String>,
     /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
-    #[arg(long, value_name = "ADDR/PREFIX")]
-    ip: Option<String>,
+    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix,
+          required_unless_present_any = ["cost", "throughput"])]
+    ip: Option<(Ipv4Addr, u8)>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
-    #[arg(long, value_name = "MAC")]
-    mac: Option<String>,
+    #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
+    mac: Option<[u8; 6]>,
     /// Use this firmware image instead of building it from linklab's firmware/ folder.
     #[arg(long, value_name = "ELF")]
     image: Option<PathBuf>,
-    /// Run QEMU with `-icount shift=N` (one instruction per 2^N ns of virtual time).
-    #[arg(long, value_name = "N")]
-    icount: Option<String>,
-    /// Seconds to wait for the firmware's boot line [default: 30].
-    #[arg(long, value_name = "S")]
-    boot_timeout: Option<String>,
+    /// Run QEMU with `-icount shift=N` (one instruction per 2^N ns of virtual time), 0..=10.
+    #[arg(long, value_name = "N", value_parser = values::ranged(0u32, 10))]
+    icount: Option<u32>,
+    /// Seconds to wait for the firmware's boot line, 1..=600.
+    #[arg(long, value_name = "S", default_value_t = 30, value_parser = values::ranged(1u64, 600))]
+    boot_timeout: u64,
     /// Measure instructions per payload byte each way (QEMU -icount shift=0, stock iperf3),
     /// flash, RAM and peak stack, in a network namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput"])]
@@ -61,29 +65,13 @@ pub struct Args {
     json: Option<PathBuf>,
 }
 
-/// Parses `--icount N`: 0..=10.
-fn parse_shift(s: &str) -> anyhow::Result<u32> {
-    s.parse::<u32>()
-        .ok()
-        .filter(|n| *n <= 10)
-        .with_context(|| format!("--icount: expected a shift of 0..=10, got {s:?}"))
-}
-
 /// Runs `linklab emu`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let board = Board::by_name(&args.board)?;
-    let shift = args.icount.as_deref().map(parse_shift).transpose()?;
-    let timeout = match args.boot_timeout.as_deref() {
-        None => Duration::from_secs(30),
-        Some(s) => s
-            .parse::<u64>()
-            .ok()
-            .filter(|n| (1..=600).contains(n))
-            .map(Duration::from_secs)
-            .with_context(|| format!("--boot-timeout: expected 1..=600 seconds, got {s:?}"))?,
-    };
+    let board = args.board;
+    let shift = args.icount;
+    let timeout = Duration::from_secs(args.boot_timeout);
     if args.json.is_some() && !(args.cost || args.throughput) {
-        bail!("--json: only with --cost or --throughput");
+        bail_usage!("--json: only with --cost or --throughput");
     }
     qemu::require(&board)?;
     if args.cost || args.throughput {
@@ -101,22 +89,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
 
-    let tap = parse_tap(
-        args.tap
-            .as_deref()
-            .context("--tap: required (the TAP interface name)")?,
-    )?;
-    let (ip, prefix) = parse_ip(
-        args.ip
-            .as_deref()
-            .context("--ip: required (ADDR/PREFIX, e.g. 198.18.0.2/24)")?,
-    )?;
-    let mac = args
-        .mac
-        .as_deref()
-        .map(parse_mac)
-        .transpose()?
-        .unwrap_or(DeviceConfig::DEFAULT.mac);
+    // clap requires both unless --cost or --throughput, which returned above.
+    let (Some(tap), Some((ip, prefix))) = (args.tap, args.ip) else {
+        bail_usage!("--tap and --ip are required");
+    };
+    let mac = args.mac.unwrap_or(DeviceConfig::DEFAULT.mac);
     if std::path::Path::new("/sys/class/net").join(&tap).exists() {
         bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
     }

@@ -11,6 +11,8 @@ use linklab_perf::iperf::wire::{DEFAULT_UDP_RATE, MAX_BLOCK_LEN, MAX_PARALLEL, M
 use linklab_perf::iperf::{DirectionReport, Interval, Params, Protocol, TestReport};
 use serde_json::{json, Value};
 
+use crate::values;
+
 /// Options of `linklab iperf` (the iperf3 flags with the same meaning).
 #[derive(clap::Args)]
 pub struct Args {
@@ -36,16 +38,18 @@ pub struct Args {
     #[arg(short = 't', long, value_name = "S")]
     time: Option<String>,
     /// Bytes to transmit instead of a time, K/M/G suffix.
-    #[arg(short = 'n', long = "bytes", value_name = "BYTES", conflicts_with_all = ["time", "blockcount"])]
-    bytes: Option<String>,
+    #[arg(short = 'n', long = "bytes", value_name = "BYTES", conflicts_with_all = ["time", "blockcount"],
+          value_parser = values::byte_count(1, u64::MAX / 2))]
+    bytes: Option<u64>,
     /// Blocks (writes / datagrams) to transmit instead of a time, K/M/G suffix.
     #[arg(
         short = 'k',
         long = "blockcount",
         value_name = "BLOCKS",
-        conflicts_with = "time"
+        conflicts_with = "time",
+        value_parser = values::byte_count(1, u64::MAX / 2)
     )]
-    blockcount: Option<String>,
+    blockcount: Option<u64>,
     /// Block length: bytes per write (TCP, default 128K) or datagram size (UDP, default 1460).
     #[arg(short = 'l', long = "length", value_name = "LEN")]
     length: Option<String>,
@@ -119,18 +123,8 @@ fn client_config(a: &Args, host: String, port: u16) -> anyhow::Result<ClientConf
     let protocol = if a.udp { Protocol::Udp } else { Protocol::Tcp };
     let parallel = parse_int("-P/--parallel", &a.parallel, 1, MAX_PARALLEL as u64, 1)? as u8;
     let omit = parse_int("-O/--omit", &a.omit, 0, 60, 1)? as u32;
-    let bytes = a
-        .bytes
-        .as_deref()
-        .map(|s| parse_int("-n/--bytes", s, 1, u64::MAX / 2, 1024))
-        .transpose()?
-        .unwrap_or(0);
-    let blocks = a
-        .blockcount
-        .as_deref()
-        .map(|s| parse_int("-k/--blockcount", s, 1, u64::MAX / 2, 1024))
-        .transpose()?
-        .unwrap_or(0);
+    let bytes = a.bytes.unwrap_or(0);
+    let blocks = a.blockcount.unwrap_or(0);
     let time = match &a.time {
         Some(s) => parse_int("-t/--time", s, 1, 86_400, 1)? as u32,
         None if bytes != 0 || blocks != 0 => 0,

@@ -1,7 +1,9 @@
 //! `linklab`: the command-line front end of the linklab toolkit.
 //!
 //! Each subcommand lives in its own module with an `Args` (clap) and a `run` function.
-//! Errors end the process with one line on stderr and a non-zero exit code.
+//! Every error ends the process with one line `linklab: error: …` on stderr: exit code 2 for
+//! a usage error (clap's, or a [`values::Usage`] from a subcommand), 1 for a failure while
+//! running. `--help` and `--version` behave as clap makes them.
 
 use std::process::ExitCode;
 
@@ -14,6 +16,7 @@ mod report;
 mod rtt;
 mod serve;
 mod sweep;
+mod values;
 
 /// The linklab command line.
 #[derive(Parser)]
@@ -46,7 +49,25 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                err.exit();
+            }
+            eprintln!(
+                "linklab: error: {}",
+                values::one_line(&err.render().to_string())
+            );
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
@@ -60,7 +81,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("linklab: error: {err:#}");
-            ExitCode::FAILURE
+            if err.downcast_ref::<values::Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -17,12 +17,17 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use client::{Connection, RunConfig, Transport};
 use probe::HEADER_LEN;
 use stats::Distribution;
+
+use crate::values::{self, bail_usage};
+
+/// The largest UDP probe: a UDP datagram's largest payload over IPv4.
+const MAX_UDP_PROBE_LEN: usize = 65_507;
 
 /// Options of `linklab rtt`.
 #[derive(clap::Args)]
@@ -50,9 +55,11 @@ pub struct Args {
     #[arg(
         long,
         value_name = "LIST",
-        default_value = "32,64,128,256,512,768,1024,1472"
+        default_value = "32,64,128,256,512,768,1024,1472",
+        value_delimiter = ',',
+        value_parser = values::ranged(HEADER_LEN, client::MAX_PROBE_LEN)
     )]
-    sizes: String,
+    sizes: Vec<usize>,
     /// Probes per size.
     #[arg(short = 'n', long, value_name = "COUNT", default_value_t = 1000,
           value_parser = clap::value_parser!(u32).range(2..=10_000_000))]
@@ -123,19 +130,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return server::serve(SocketAddr::new(args.bind, args.port));
     }
     let Some(host) = args.client.clone() else {
-        bail!("give -c HOST to measure an echo endpoint, or -s to run the echo server");
+        bail_usage!("give -c HOST to measure an echo endpoint, or -s to run the echo server");
     };
     let transport = if args.tcp {
         Transport::Tcp
     } else {
         Transport::Udp
     };
-    let max_size = if args.tcp {
-        client::MAX_PROBE_LEN
-    } else {
-        65507
-    };
-    let sizes = parse_sizes(&args.sizes, max_size)?;
+    let sizes = args.sizes;
+    if let Some(big) = sizes.iter().find(|&&n| !args.tcp && n > MAX_UDP_PROBE_LEN) {
+        bail_usage!("--sizes: {big} is larger than a UDP datagram's payload ({MAX_UDP_PROBE_LEN})");
+    }
     let peer = (host.as_str(), args.port)
         .to_socket_addrs()
         .with_context(|| format!("-c: cannot resolve {host:?}"))?
@@ -203,20 +208,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses `--sizes`: comma-separated byte counts in `HEADER_LEN..=max`.
-fn parse_sizes(list: &str, max: usize) -> anyhow::Result<Vec<usize>> {
-    let mut sizes = Vec::new();
-    for item in list.split(',').map(str::trim) {
-        match item.parse::<usize>() {
-            Ok(n) if (HEADER_LEN..=max).contains(&n) => sizes.push(n),
-            _ => bail!(
-                "--sizes: {item:?} is not a probe size (accepted: whole bytes, {HEADER_LEN}..={max}, comma separated)"
-            ),
-        }
-    }
-    Ok(sizes)
-}
-
 /// The human-readable tables: round trips, then inter-arrival times, one row per size.
 fn render_text(r: &RttReport) -> String {
     let mut s = String::new();
@@ -260,25 +251,4 @@ fn render_text(r: &RttReport) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_and_reject() {
-        assert_eq!(
-            parse_sizes("32, 64,1472", 65507).unwrap(),
-            vec![32, 64, 1472]
-        );
-        let e = parse_sizes("32,abc", 65507).unwrap_err().to_string();
-        assert!(
-            e.contains("--sizes") && e.contains("\"abc\"") && e.contains("16..=65507"),
-            "{e}"
-        );
-        assert!(parse_sizes("8", 65507).is_err());
-        assert!(parse_sizes("70000", 65507).is_err());
-        assert!(parse_sizes("", 65507).is_err());
-    }
 }

@@ -31,7 +31,6 @@ use nic::TapPhy;
 use stats::Snapshot;
 use tap::Tap;
 
-pub use config::{parse_ip, parse_mac, parse_tap};
 pub use signals::{wait_readable, StopSignals};
 
 /// Options of `linklab serve` (validated by hand so that a bad value gets one line naming

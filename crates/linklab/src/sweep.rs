@@ -9,7 +9,6 @@
 
 pub mod analysis;
 mod progress;
-pub mod rate;
 mod step;
 
 use std::fmt::Write as _;
@@ -17,11 +16,16 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::values::{self, bail_usage, format_rate};
 use analysis::{Collapse, Peak};
-use rate::{format_rate, parse_rate};
+
+/// Lowest offered rate accepted, bit/s.
+const MIN_BPS: f64 = 1e3;
+/// Highest offered rate accepted, bit/s.
+const MAX_BPS: f64 = 100e9;
 
 /// How often a step is retried when the server is busy mid-sweep (1 s apart).
 const BUSY_RETRIES: u32 = 3;
@@ -36,14 +40,14 @@ pub struct Args {
     #[arg(short = 'p', long, default_value_t = 5201)]
     port: u16,
     /// First offered rate (bit/s, k/M/G suffix).
-    #[arg(long, value_name = "RATE", default_value = "50M")]
-    from: String,
+    #[arg(long, value_name = "RATE", default_value = "50M", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
+    from: f64,
     /// Last offered rate (bit/s, k/M/G suffix).
-    #[arg(long, value_name = "RATE", default_value = "1G")]
-    to: String,
+    #[arg(long, value_name = "RATE", default_value = "1G", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
+    to: f64,
     /// Rate increment between steps (bit/s, k/M/G suffix).
-    #[arg(long, value_name = "RATE", default_value = "50M")]
-    step: String,
+    #[arg(long, value_name = "RATE", default_value = "50M", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
+    step: f64,
     /// Seconds per step.
     #[arg(short = 't', long, value_name = "SECONDS", default_value_t = 2,
           value_parser = clap::value_parser!(u32).range(1..=3600))]
@@ -123,11 +127,9 @@ pub struct Step {
 
 /// Runs `linklab sweep`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let from = parse_rate("--from", &args.from)?;
-    let to = parse_rate("--to", &args.to)?;
-    let step = parse_rate("--step", &args.step)?;
+    let (from, to, step) = (args.from, args.to, args.step);
     if from > to {
-        bail!(
+        bail_usage!(
             "--from ({}) is above --to ({})",
             format_rate(from),
             format_rate(to)
@@ -240,7 +242,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn step_rates(from: f64, to: f64, step: f64) -> anyhow::Result<Vec<f64>> {
     let n = ((to - from) / step + 1e-9).floor() as u64 + 1;
     if n > 1000 {
-        bail!(
+        bail_usage!(
             "--step: {} from {} to {} makes {n} steps (accepted: at most 1000)",
             format_rate(step),
             format_rate(from),

@@ -188,12 +188,18 @@ fn bad_sizes_are_one_clear_line() {
         .args(["rtt", "-c", "127.0.0.1", "--sizes", "64,lots"])
         .output()
         .unwrap();
-    assert_one_line_error(&out, "--sizes: \"lots\"");
+    assert_one_line_error(&out, "invalid value 'lots' for '--sizes <LIST>'");
+    assert_eq!(out.status.code(), Some(2), "a usage error exits with 2");
     let out = Command::new(linklab_bin())
         .args(["rtt", "-c", "127.0.0.1", "--sizes", "8"])
         .output()
         .unwrap();
-    assert_one_line_error(&out, "16..=65507");
+    assert_one_line_error(&out, "16..=65536");
+    let out = Command::new(linklab_bin())
+        .args(["rtt", "-c", "127.0.0.1", "--udp", "--sizes", "65508"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "UDP datagram's payload (65507)");
     // TCP probes are capped at the client's receive buffer: a larger size is refused up
     // front, not a panic later.
     let out = Command::new(linklab_bin())

@@ -276,7 +276,8 @@ fn rates_that_do_not_parse_are_one_clear_line() {
             .args(["sweep", "-c", "127.0.0.1", &arg])
             .output()
             .unwrap();
-        assert_one_line_error(&out, &format!("{flag}: \"{bad}\" is not a rate"));
+        assert_one_line_error(&out, &format!("invalid value '{bad}' for '{flag} <RATE>'"));
+        assert_eq!(out.status.code(), Some(2), "a usage error exits with 2");
     }
     let out = Command::new(linklab_bin())
         .args(["sweep", "-c", "127.0.0.1", "--from", "2G", "--to", "1G"])

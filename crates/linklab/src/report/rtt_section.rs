@@ -7,7 +7,7 @@ use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
 use super::sweep_section::fact;
 use crate::rtt::stats::Distribution;
 use crate::rtt::RttReport;
-use crate::sweep::rate::format_rate;
+use crate::values::format_rate;
 
 /// Bars per histogram.
 const BINS: usize = 40;

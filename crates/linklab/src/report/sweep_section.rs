@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use crate::sweep::rate::format_rate;
 use crate::sweep::SweepReport;
+use crate::values::format_rate;
 
 /// Renders one sweep as a `<section>`.
 pub fn render(r: &SweepReport, source: &str, index: usize) -> String {

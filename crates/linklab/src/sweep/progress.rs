@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::rate::format_rate;
+use crate::values::format_rate;
 
 /// The sweep's progress bar; does nothing when `enabled` is false (output piped or redirected).
 pub struct Progress {
