@@ -1,0 +1,98 @@
+//! The smoltcp adapters: a [`Server`] on a listening TCP socket, a [`Client`] on a
+//! connected one.
+
+use super::{Client, ClientError, Download, Routes, Server};
+use smoltcp::socket::tcp::{Socket, State};
+
+/// Runs `server` over a TCP socket listening on `port`: listens (again) when the socket
+/// is closed, feeds it the request, sends the response, closes after it. Call after every
+/// `Interface::poll`. Returns true when a response was completed during this call.
+pub fn serve_tcp(
+    socket: &mut Socket<'_>,
+    server: &mut Server,
+    port: u16,
+    routes: &mut dyn Routes,
+) -> bool {
+    if !socket.is_open() {
+        server.reset();
+        // Only fails for port 0 or an open socket; neither happens here.
+        let _ = socket.listen(port);
+        return false;
+    }
+    if socket.state() == State::Listen || socket.state() == State::SynReceived {
+        return false;
+    }
+    let was_done = server.is_done();
+    while socket.can_recv() && server.wants_request() {
+        let taken = socket.recv(|buf| {
+            let n = server.receive(buf, routes);
+            (n, n)
+        });
+        if !matches!(taken, Ok(n) if n > 0) {
+            break;
+        }
+    }
+    // A request body (or anything after the head) is never used: read and drop it, so the
+    // window stays open, the response can close, and the peer's FIN can arrive.
+    if !server.wants_request() {
+        while socket.can_recv() {
+            if !matches!(socket.recv(|buf| (buf.len(), buf.len())), Ok(n) if n > 0) {
+                break;
+            }
+        }
+    }
+    while socket.can_send() && !server.is_done() && !server.wants_request() {
+        let sent = socket.send(|buf| {
+            let n = server.transmit(buf);
+            (n, n)
+        });
+        if !matches!(sent, Ok(n) if n > 0) {
+            break;
+        }
+    }
+    if server.is_done() || (!socket.may_recv() && server.wants_request()) {
+        socket.close();
+    }
+    !was_done && server.is_done()
+}
+
+/// Runs `client` over a TCP socket the caller connected: sends the request, feeds the
+/// response. Returns `Ok(Some(download))` when the body is complete (the socket is then
+/// closed), `Ok(None)` while in progress, an error when the response is bad or cut short.
+pub fn fetch_tcp(
+    socket: &mut Socket<'_>,
+    client: &mut Client,
+) -> Result<Option<Download>, ClientError> {
+    while socket.can_send() && !client.request_sent() {
+        let sent = socket.send(|buf| {
+            let n = client.transmit(buf);
+            (n, n)
+        });
+        if !matches!(sent, Ok(n) if n > 0) {
+            break;
+        }
+    }
+    let mut result = Ok(());
+    while socket.can_recv() && result.is_ok() {
+        let got = socket.recv(|buf| (buf.len(), client.receive(buf)));
+        match got {
+            Ok(r) => result = r,
+            Err(_) => break,
+        }
+    }
+    result?;
+    if let Some(download) = client.download() {
+        socket.close();
+        return Ok(Some(download));
+    }
+    let closed_by_peer = matches!(
+        socket.state(),
+        State::CloseWait | State::LastAck | State::Closed | State::TimeWait | State::Closing
+    );
+    if closed_by_peer && !socket.can_recv() && client.request_sent() {
+        let download = client.finish()?;
+        socket.close();
+        return Ok(Some(download));
+    }
+    Ok(None)
+}
