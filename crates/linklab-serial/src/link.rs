@@ -113,6 +113,8 @@ struct Core<const W: usize> {
     synack_due: bool,
     next_syn_at: u64,
     probe_at: Option<u64>,
+    /// Interval to the next zero-window probe: the timeout, doubled per probe.
+    probe_interval: u64,
     echoed_bytes: u64,
     out: Output,
     counters: Counters,
@@ -186,6 +188,7 @@ impl<const W: usize> Link<W> {
                 synack_due: false,
                 next_syn_at: 0,
                 probe_at: None,
+                probe_interval: 0,
                 echoed_bytes: 0,
                 out: Output {
                     wire: [0; MAX_WIRE],
@@ -514,9 +517,13 @@ impl<const W: usize> Core<W> {
         }
         // Zero window: probe for credits at the retransmission timeout.
         if self.tx.unsent() > 0 && self.tx.unacked() == 0 && window == 0 {
-            let at = *self.probe_at.get_or_insert(now + self.rto.timeout());
-            if now >= at {
-                self.probe_at = Some(now + self.rto.timeout());
+            if self.probe_at.is_none() {
+                self.probe_interval = self.rto.timeout();
+                self.probe_at = Some(now + self.probe_interval);
+            }
+            if self.probe_at.is_some_and(|at| now >= at) {
+                self.probe_interval = (2 * self.probe_interval).min(self.config.rto_max_us);
+                self.probe_at = Some(now + self.probe_interval);
                 self.counters.tx_window_probes += 1;
                 return self.control(Kind::Ack, FLAG_POLL);
             }
