@@ -12,6 +12,7 @@ mod emu;
 mod iperf;
 mod report;
 mod rtt;
+mod serial;
 mod serve;
 mod sweep;
 
@@ -33,6 +34,8 @@ enum Command {
     Bench(bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
     Serve(serve::Args),
+    /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
+    Serial(serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
     Emu(emu::Args),
     /// iperf3-compatible client and server.
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Serial(args) => serial::run(args),
         Command::Emu(args) => emu::run(args),
         Command::Iperf(args) => iperf::run(args),
         Command::Sweep(args) => sweep::run(args),
@@ -60,7 +64,23 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("linklab: error: {err:#}");
-            ExitCode::FAILURE
+            if err.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }
+
+/// A bad option value or combination (exit code 2; run-time failures exit 1).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
