@@ -107,6 +107,7 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
         .expect("run selftest");
     staller.join().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
     assert!(
         out.status.success(),
         "{stdout}\n{}",
@@ -197,6 +198,7 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
         let out = ns.run(&argv);
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         let bytes = iperf3_bytes(&report, "sum_received");
+        eprintln!("iperf3 {extra:?}: {bytes} bytes in 2 s");
         // At least a third of the line's rate over the 2 s.
         assert!(bytes > MBAUD3 * 2 / 3, "{extra:?}: {bytes} bytes");
     }
