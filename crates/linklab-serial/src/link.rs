@@ -36,6 +36,10 @@ pub struct Config {
     pub syn_interval_us: u64,
     /// Largest payload the application may send (at most [`MAX_PAYLOAD`]).
     pub mtu: usize,
+    /// The line's byte rate, if known (0: unknown). Bytes handed over wait in the driver's
+    /// and the UART's buffers; with the rate the link knows when a frame's last byte really
+    /// leaves, and starts its retransmission timer then, not when it was queued.
+    pub line_bytes_per_s: u64,
 }
 
 impl Config {
@@ -55,6 +59,7 @@ impl Config {
             rto_max_us: max(2_000_000, 32 * frame_us),
             syn_interval_us: max(50_000, 2 * frame_us),
             mtu: MAX_PAYLOAD,
+            line_bytes_per_s: bytes_per_second,
         }
     }
 }
@@ -94,6 +99,10 @@ struct Output {
     data: Option<(u8, u32)>,
     /// Nothing was sent since the last frame ended: lead the next one with a delimiter.
     idle: bool,
+    /// When the line will have sent every byte handed over so far (with a known rate).
+    line_free_at: u64,
+    /// The frame in `wire` was wholly handed over and accounted for.
+    finished: bool,
 }
 
 /// Everything but the deframer, so the deframer's callback can borrow it.
@@ -196,6 +205,8 @@ impl<const W: usize> Link<W> {
                     pos: 0,
                     data: None,
                     idle: true,
+                    line_free_at: 0,
+                    finished: true,
                 },
                 counters: Counters {
                     rx_bytes: 0,
@@ -464,6 +475,9 @@ impl<const W: usize> Core<W> {
         while n < out.len() {
             if self.out.pos == self.out.len {
                 self.finish_frame(now);
+                if self.paced_until(now).is_some() {
+                    break;
+                }
                 if !self.next_frame(now) {
                     self.out.idle = true;
                     break;
@@ -481,10 +495,37 @@ impl<const W: usize> Core<W> {
         n
     }
 
-    /// The frame in the output buffer is wholly on the line: a DATA frame's timer starts.
+    /// With a known line rate, frames are handed over no more than one largest frame's line
+    /// time ahead of the line: the rest wait here, where ACKs can still overtake them and
+    /// every frame leaves with the newest ACK state (instead of a second of frames queued in
+    /// driver buffers). Returns when the next frame may start, if not now.
+    fn paced_until(&self, now: u64) -> Option<u64> {
+        let rate = self.config.line_bytes_per_s;
+        if rate == 0 {
+            return None;
+        }
+        let ahead = MAX_WIRE as u64 * 1_000_000 / rate;
+        let resume = self.out.line_free_at.saturating_sub(ahead);
+        (resume > now).then_some(resume)
+    }
+
+    /// The frame in the output buffer is wholly handed over: a DATA frame's timer starts when
+    /// its last byte leaves the line (at the line's rate behind what was handed over before).
     fn finish_frame(&mut self, now: u64) {
+        if self.out.finished {
+            return;
+        }
+        self.out.finished = true;
+        let rate = self.config.line_bytes_per_s;
+        let mut left = now;
+        if rate > 0 {
+            let bytes = self.out.len as u64;
+            let start = self.out.line_free_at.max(now.saturating_sub(bytes * 1_000_000 / rate));
+            self.out.line_free_at = start + bytes * 1_000_000 / rate;
+            left = self.out.line_free_at.max(now);
+        }
         if let Some((seq, tx_no)) = self.out.data.take() {
-            self.tx.mark_sent(seq, tx_no, now);
+            self.tx.mark_sent(seq, tx_no, left);
         }
     }
 
@@ -555,33 +596,42 @@ impl<const W: usize> Core<W> {
         let out = self.tx.transmit(seq);
         header.flags = out.flags;
         let len = wire::seal(out.frame, &header, out.payload_len);
-        let repeat = out.repeat;
-        let tx_no = out.tx_no;
-        let lead = self.out.idle;
-        self.out.len = framing::encode(&out.frame[..len], lead, &mut self.out.wire);
-        self.out.pos = 0;
-        self.out.idle = false;
-        self.out.data = Some((seq, tx_no));
+        let (repeat, tx_no) = (out.repeat, out.tx_no);
+        self.out.len = framing::encode(&out.frame[..len], self.out.idle, &mut self.out.wire);
+        self.loaded(Some((seq, tx_no)), header.credits);
         self.counters.tx_packets += 1;
         if repeat {
             self.counters.tx_retransmissions += 1;
         }
-        self.advertised = header.credits;
-        self.ack_due = false;
         true
     }
 
     fn load(&mut self, frame: &[u8], data: Option<(u8, u32)>, credits: u8) {
         self.out.len = framing::encode(frame, self.out.idle, &mut self.out.wire);
+        self.loaded(data, credits);
+    }
+
+    /// A frame was encoded into the output buffer: it carries the current ACK state.
+    fn loaded(&mut self, data: Option<(u8, u32)>, credits: u8) {
         self.out.pos = 0;
         self.out.idle = false;
+        self.out.finished = false;
         self.out.data = data;
         self.advertised = credits;
         self.ack_due = false;
     }
 
     fn poll_at(&self, now: u64) -> Option<u64> {
-        if self.out.pos < self.out.len || self.synack_due {
+        if self.out.pos < self.out.len {
+            return Some(now);
+        }
+        let due = self.due_at(now)?;
+        Some(self.paced_until(now).map_or(due, |p| p.max(due)))
+    }
+
+    /// When the next frame is due, ignoring pacing.
+    fn due_at(&self, now: u64) -> Option<u64> {
+        if self.synack_due {
             return Some(now);
         }
         if self.state == State::Connecting {

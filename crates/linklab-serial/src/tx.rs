@@ -18,6 +18,8 @@ struct Slot {
     transmissions: u16,
     /// Number of its latest transmission (all DATA transmissions are numbered in order).
     tx_no: u32,
+    /// Number of its first transmission.
+    first_tx_no: u32,
     /// When its latest transmission was fully handed to the line; `None` before that.
     sent_at: Option<u64>,
     sacked: bool,
@@ -30,6 +32,7 @@ const EMPTY: Slot = Slot {
     flags: 0,
     transmissions: 0,
     tx_no: 0,
+    first_tx_no: 0,
     sent_at: None,
     sacked: false,
     lost: false,
@@ -191,16 +194,16 @@ impl<const W: usize> TxStore<W> {
             return None;
         }
         let mut out = Acked::default();
-        // The latest transmission known to have arrived. For a repeated frame this assumes
-        // its latest transmission arrived; if an earlier one did (a spurious timeout), the
-        // worst outcome is a needless retransmission, which the peer drops as a duplicate.
+        // The latest transmission known to have arrived. For a repeated frame only its
+        // first transmission is certain to have been sent before the one that arrived, so
+        // that one counts: a spurious timeout must not declare the whole window lost.
         let mut arrived: Option<u32> = None;
         for i in 0..advance {
             let slot = self.slot(self.una.wrapping_add(i));
             out.frames += 1;
             out.bytes += u64::from(slot.payload_len);
             if slot.sent_at.is_some() && !slot.sacked {
-                arrived = arrived.max(Some(slot.tx_no));
+                arrived = arrived.max(Some(slot.first_tx_no));
             }
             // Karn's rule: only a frame sent once gives an unambiguous round trip.
             if slot.transmissions == 1 {
@@ -217,7 +220,7 @@ impl<const W: usize> TxStore<W> {
             }
             let slot = self.slot_mut(seq);
             if !slot.sacked && slot.sent_at.is_some() {
-                arrived = arrived.max(Some(slot.tx_no));
+                arrived = arrived.max(Some(slot.first_tx_no));
             }
             slot.sacked = true;
         }
@@ -274,6 +277,9 @@ impl<const W: usize> TxStore<W> {
         let slot = self.slot_mut(seq);
         slot.transmissions = slot.transmissions.saturating_add(1);
         slot.tx_no = tx_no;
+        if slot.transmissions == 1 {
+            slot.first_tx_no = tx_no;
+        }
         slot.sent_at = None;
         slot.lost = false;
         Outgoing {
@@ -285,7 +291,8 @@ impl<const W: usize> TxStore<W> {
         }
     }
 
-    /// The transmission `tx_no` of `seq` has been handed to the line at `now`: its timer runs.
+    /// The transmission `tx_no` of `seq` has left (or will have left) the line at `now`: its
+    /// timer runs from then.
     pub fn mark_sent(&mut self, seq: u8, tx_no: u32, now: u64) {
         if (seq.wrapping_sub(self.una) as usize) < self.unacked() {
             let slot = self.slot_mut(seq);

@@ -92,41 +92,62 @@ impl Drop for Relay {
     }
 }
 
-/// One direction: a byte-rate budget, the impairer, bytes read but not yet written.
+/// One direction: a UART model. Bytes are read from the writer's pty only when the line
+/// is (nearly) free, in chunks of about a millisecond of line time, and handed to the far
+/// pty when their last byte would have arrived at the line's rate.
 struct Direction {
-    budget: f64,
     impairer: Impairer,
-    pending: Vec<u8>,
+    /// When the line finishes sending what was read so far.
+    line_free_at: Instant,
+    /// Impaired chunks with the time they have fully arrived.
+    queue: std::collections::VecDeque<(Instant, Vec<u8>)>,
 }
 
 impl Direction {
-    fn pump(&mut self, from: &OwnedFd, to: &OwnedFd, rate: f64, dt: f64, stalled: bool, moved: &AtomicU64) {
-        // Write what is pending first; the far side's input buffer may be full.
-        if !self.pending.is_empty() {
-            // SAFETY: write(2) from our buffer.
-            let n = unsafe {
-                libc::write(to.as_raw_fd(), self.pending.as_ptr().cast(), self.pending.len())
-            };
-            if n > 0 {
-                self.pending.drain(..n as usize);
-            }
+    fn new(impairer: Impairer) -> Direction {
+        Direction {
+            impairer,
+            line_free_at: Instant::now(),
+            queue: Default::default(),
         }
-        self.budget = (self.budget + rate * dt).min(rate * 0.005 + 64.0);
-        if stalled || !self.pending.is_empty() || self.budget < 1.0 {
+    }
+
+    fn pump(&mut self, from: &OwnedFd, to: &OwnedFd, rate: f64, stalled: bool, moved: &AtomicU64) {
+        let now = Instant::now();
+        // Deliver what has arrived; the far side's input buffer may take only part.
+        while let Some((at, bytes)) = self.queue.front_mut() {
+            if *at > now {
+                break;
+            }
+            // SAFETY: write(2) from our buffer.
+            let n = unsafe { libc::write(to.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
+            if n <= 0 {
+                break;
+            }
+            bytes.drain(..n as usize);
+            if !bytes.is_empty() {
+                break;
+            }
+            self.queue.pop_front();
+        }
+        let horizon = now + Duration::from_millis(1);
+        if stalled || self.line_free_at > horizon || self.queue.len() > 64 {
             return;
         }
         let mut buf = [0u8; 8192];
-        let want = (self.budget as usize).min(buf.len());
+        let want = ((rate / 1000.0) as usize).clamp(1, buf.len());
         // SAFETY: read(2) into our buffer, bounded.
         let n = unsafe { libc::read(from.as_raw_fd(), buf.as_mut_ptr().cast(), want) };
         if n <= 0 {
             return;
         }
         let n = n as usize;
-        self.budget -= n as f64;
         moved.fetch_add(n as u64, Ordering::Relaxed);
-        let pending = &mut self.pending;
-        self.impairer.apply(&buf[..n], |b| pending.push(b));
+        let start = self.line_free_at.max(now);
+        self.line_free_at = start + Duration::from_secs_f64(n as f64 / rate);
+        let mut out = Vec::with_capacity(n);
+        self.impairer.apply(&buf[..n], |b| out.push(b));
+        self.queue.push_back((self.line_free_at, out));
     }
 }
 
@@ -137,25 +158,13 @@ pub fn start(rate: u64, impairment: Impairment, seed: u64) -> Relay {
     let (a, b) = (pa.path.clone(), pb.path.clone());
     let c = control.clone();
     let thread = std::thread::spawn(move || {
-        let mut ab = Direction {
-            budget: 0.0,
-            impairer: Impairer::new(impairment, seed),
-            pending: Vec::new(),
-        };
-        let mut ba = Direction {
-            budget: 0.0,
-            impairer: Impairer::new(impairment, seed ^ 0x55),
-            pending: Vec::new(),
-        };
-        let mut last = Instant::now();
+        let mut ab = Direction::new(Impairer::new(impairment, seed));
+        let mut ba = Direction::new(Impairer::new(impairment, seed ^ 0x55));
+        let rate = rate as f64;
         while !c.stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_micros(500));
-            let now = Instant::now();
-            let dt = (now - last).as_secs_f64();
-            last = now;
-            let rate = rate as f64;
-            ab.pump(&pa.master, &pb.master, rate, dt, c.stall_ab.load(Ordering::Relaxed), &c.moved[0]);
-            ba.pump(&pb.master, &pa.master, rate, dt, c.stall_ba.load(Ordering::Relaxed), &c.moved[1]);
+            std::thread::sleep(Duration::from_micros(200));
+            ab.pump(&pa.master, &pb.master, rate, c.stall_ab.load(Ordering::Relaxed), &c.moved[0]);
+            ba.pump(&pb.master, &pa.master, rate, c.stall_ba.load(Ordering::Relaxed), &c.moved[1]);
         }
     });
     Relay {
