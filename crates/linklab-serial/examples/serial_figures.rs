@@ -179,6 +179,11 @@ fn rtt_histogram() {
 }
 
 fn main() {
+    println!(
+        "Link<8> holds {} bytes (all buffers inline), Link<16> {}\n",
+        std::mem::size_of::<linklab_serial::Link<8>>(),
+        std::mem::size_of::<linklab_serial::Link<16>>()
+    );
     efficiency();
     recovery();
     rtt_histogram();

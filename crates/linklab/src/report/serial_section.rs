@@ -27,9 +27,10 @@ pub fn render(r: &SerialReport, source: &str, index: usize) -> String {
     let lost = r.sizes.iter().fold(0u64, |a, x| a.saturating_add(x.lost));
     let sent = r.sizes.iter().fold(0u64, |a, x| a.saturating_add(x.sent));
     let retx = r
-        .sizes
+        .counters
         .iter()
-        .fold(0u64, |a, x| a.saturating_add(x.retransmissions));
+        .find(|(k, _)| k == "tx_retransmissions")
+        .map_or(0, |(_, v)| *v);
     let best = r.sizes.iter().map(|x| x.efficiency).fold(0.0, f64::max);
     s.push_str(r#"<div class="facts">"#);
     fact(
@@ -44,7 +45,7 @@ pub fn render(r: &SerialReport, source: &str, index: usize) -> String {
         &format!("{lost} / {sent}"),
         "frames lost after recovery",
     );
-    fact(&mut s, "", &retx.to_string(), "retransmissions (this end)");
+    fact(&mut s, "", &retx.to_string(), "retransmissions by this end");
     fact(
         &mut s,
         if r.conservation == "ok" { "good" } else { "bad" },
