@@ -16,7 +16,10 @@ fn epoch_of(link: &mut Link) -> u16 {
     let n = link.poll_output(0, &mut out);
     let mut epoch = 1;
     Deframer::new().push(&out[..n], |c| {
-        if let Ok((h, _)) = c.map_err(|_| ()).and_then(|f| wire::open(f).map_err(|_| ())) {
+        if let Ok((h, _)) = c
+            .map_err(|_| ())
+            .and_then(|f| wire::open(f).map_err(|_| ()))
+        {
             epoch = h.src_epoch;
         }
     });
@@ -36,7 +39,9 @@ fuzz_target!(|data: &[u8]| {
         match op % 6 {
             0 => {
                 // Raw bytes: a length, then that many.
-                let Some((&n, rest)) = ops.split_first() else { break };
+                let Some((&n, rest)) = ops.split_first() else {
+                    break;
+                };
                 let n = (n as usize).min(rest.len());
                 link.handle_input(now, &rest[..n]);
                 ops = &rest[n..];
@@ -60,7 +65,11 @@ fuzz_target!(|data: &[u8]| {
                     ack: f[2],
                     credits: f[3],
                     sack: u16::from_le_bytes([f[4], f[5]]),
-                    src_epoch: if f[6] & 1 == 0 { peer } else { u16::from(f[7]) | 1 },
+                    src_epoch: if f[6] & 1 == 0 {
+                        peer
+                    } else {
+                        u16::from(f[7]) | 1
+                    },
                     dst_epoch: if f[6] & 2 == 0 { mine } else { u16::from(f[7]) },
                 };
                 let len = if kind == Kind::Data {
@@ -76,12 +85,16 @@ fuzz_target!(|data: &[u8]| {
                 ops = &rest[len..];
             }
             2 => {
-                let Some((&dt, rest)) = ops.split_first() else { break };
+                let Some((&dt, rest)) = ops.split_first() else {
+                    break;
+                };
                 now += u64::from(dt) * 1000;
                 ops = rest;
             }
             3 => {
-                let Some((&len, rest)) = ops.split_first() else { break };
+                let Some((&len, rest)) = ops.split_first() else {
+                    break;
+                };
                 let _ = link.send(len as usize * 6, |b| b.fill(len));
                 ops = rest;
             }

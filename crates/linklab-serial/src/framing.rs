@@ -95,8 +95,8 @@ pub fn encode(frame: &[u8], lead: bool, out: &mut [u8; MAX_WIRE]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::vec::Vec;
     use std::vec;
+    use std::vec::Vec;
 
     fn collect(d: &mut Deframer, bytes: &[u8]) -> Vec<Result<Vec<u8>, FrameError>> {
         let mut v = Vec::new();

@@ -186,11 +186,7 @@ impl<const W: usize> Link<W> {
                 peer_epoch: None,
                 tx: TxStore::new(),
                 rx: RxStore::new(),
-                rto: Rto::new(
-                    config.rto_initial_us,
-                    config.rto_min_us,
-                    config.rto_max_us,
-                ),
+                rto: Rto::new(config.rto_initial_us, config.rto_min_us, config.rto_max_us),
                 peer_credits: 0,
                 advertised: 0,
                 ack_due: false,
@@ -249,8 +245,7 @@ impl<const W: usize> Link<W> {
     pub fn handle_input(&mut self, now: u64, bytes: &[u8]) {
         let core = &mut self.core;
         core.counters.rx_bytes += bytes.len() as u64;
-        self.deframer
-            .push(bytes, |chunk| core.on_chunk(chunk, now));
+        self.deframer.push(bytes, |chunk| core.on_chunk(chunk, now));
         self.core.service();
     }
 
@@ -272,7 +267,11 @@ impl<const W: usize> Link<W> {
     }
 
     /// Queues a frame of `len` bytes, written in place by `fill`.
-    pub fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> Result<R, SendError> {
+    pub fn send<R>(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R, SendError> {
         self.send_flagged(0, len, fill)
     }
 
@@ -516,12 +515,13 @@ impl<const W: usize> Core<W> {
             return;
         }
         self.out.finished = true;
-        let rate = self.config.line_bytes_per_s;
         let mut left = now;
-        if rate > 0 {
-            let bytes = self.out.len as u64;
-            let start = self.out.line_free_at.max(now.saturating_sub(bytes * 1_000_000 / rate));
-            self.out.line_free_at = start + bytes * 1_000_000 / rate;
+        if let Some(line_us) =
+            (self.out.len as u64 * 1_000_000).checked_div(self.config.line_bytes_per_s)
+        {
+            // Its bytes were handed over during the last `line_us` at the latest.
+            let start = self.out.line_free_at.max(now.saturating_sub(line_us));
+            self.out.line_free_at = start + line_us;
             left = self.out.line_free_at.max(now);
         }
         if let Some((seq, tx_no)) = self.out.data.take() {
@@ -638,7 +638,10 @@ impl<const W: usize> Core<W> {
             return Some(self.next_syn_at);
         }
         if self.ack_due
-            || self.tx.next(self.peer_credits as usize, 0, u64::MAX).is_some()
+            || self
+                .tx
+                .next(self.peer_credits as usize, 0, u64::MAX)
+                .is_some()
             || ((self.advertised as usize) < W.div_ceil(2) && self.rx.credits() > self.advertised)
         {
             return Some(now);
@@ -648,8 +651,7 @@ impl<const W: usize> Core<W> {
             .flatten()
             .min()
             .or_else(|| {
-                (self.tx.unsent() > 0 && self.peer_credits == 0)
-                    .then(|| now + self.rto.timeout())
+                (self.tx.unsent() > 0 && self.peer_credits == 0).then(|| now + self.rto.timeout())
             })
     }
 }

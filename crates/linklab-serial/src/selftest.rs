@@ -90,6 +90,7 @@ impl Phase {
 
 /// What [`Tester::poll`] reports.
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::large_enum_variant)] // no heap to box the phase into; events are passed by value once
 pub enum Event {
     /// A reply with the right content.
     Reply(Sample),

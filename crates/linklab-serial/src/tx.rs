@@ -155,7 +155,12 @@ impl<const W: usize> TxStore<W> {
     }
 
     /// Queues a frame of `len` payload bytes written by `fill`; `None` when full.
-    pub fn push<R>(&mut self, flags: u8, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+    pub fn push<R>(
+        &mut self,
+        flags: u8,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
         if self.is_full() || len > MAX_FRAME - HEADER_LEN - crate::wire::CRC_LEN {
             return None;
         }

@@ -87,7 +87,12 @@ fn ten_thousand_frames_each_way_under_1e_4_ber_and_1_percent_dropped_bytes() {
         ba.pump(&mut sim.b, &mut sim.a);
         sim.advance(200, 100_000);
         steps += 1;
-        assert!(steps < 2_000_000, "no progress: {} / {}", ab.expected, ba.expected);
+        assert!(
+            steps < 2_000_000,
+            "no progress: {} / {}",
+            ab.expected,
+            ba.expected
+        );
     }
     // Let the last ACKs through so both transmit stores drain.
     for _ in 0..2_000 {
@@ -105,7 +110,10 @@ fn ten_thousand_frames_each_way_under_1e_4_ber_and_1_percent_dropped_bytes() {
         assert_eq!(peer.rx_delivered, 10_000, "{name}'s peer");
         // The impairments really happened and were repaired.
         assert!(c.tx_retransmissions > 1_000, "{name}: {c:#?}");
-        assert!(peer.rx_crc_errors + peer.rx_frame_errors > 1_000, "{name}'s peer: {peer:#?}");
+        assert!(
+            peer.rx_crc_errors + peer.rx_frame_errors > 1_000,
+            "{name}'s peer: {peer:#?}"
+        );
         assert!(peer.rx_duplicates > 0, "{name}'s peer");
         assert_eq!(c.resets, 0, "{name}");
     }
@@ -146,10 +154,16 @@ fn clean_link_carries_1500_byte_frames_at_over_95_percent_of_the_byte_rate() {
     // delimiters, COBS, header, CRC included).
     let efficiency = payload as f64 / a.tx_bytes as f64;
     assert!(efficiency >= 0.95, "efficiency {efficiency:.4}: {a:#?}");
-    assert_eq!(a.tx_retransmissions, 0, "a clean line needs no retransmission");
+    assert_eq!(
+        a.tx_retransmissions, 0,
+        "a clean line needs no retransmission"
+    );
     // And in time: the line ran at its rate (payload rate over elapsed virtual time).
     let goodput = payload as f64 / (sim.now as f64 / 1e6);
-    assert!(goodput >= 0.95 * BAUD115200 as f64, "goodput {goodput:.0} B/s");
+    assert!(
+        goodput >= 0.95 * BAUD115200 as f64,
+        "goodput {goodput:.0} B/s"
+    );
 }
 
 #[test]
@@ -208,10 +222,18 @@ fn garbage_bursts_cost_frames_but_the_link_resynchronises() {
         ba.pump(&mut sim.b, &mut sim.a);
         sim.advance(200, 100_000);
         steps += 1;
-        assert!(steps < 1_000_000, "stuck at {} / {}", ab.expected, ba.expected);
+        assert!(
+            steps < 1_000_000,
+            "stuck at {} / {}",
+            ab.expected,
+            ba.expected
+        );
     }
     let b = sim.b.counters();
-    assert!(b.rx_crc_errors + b.rx_frame_errors + b.rx_length_errors > 50, "{b:#?}");
+    assert!(
+        b.rx_crc_errors + b.rx_frame_errors + b.rx_length_errors > 50,
+        "{b:#?}"
+    );
     conserve("A", &sim.a.counters());
     conserve("B", &b);
 }
@@ -230,7 +252,7 @@ fn a_restarted_peer_is_detected_the_old_session_discarded_and_a_new_one_runs() {
         sim.a.send(100, |b| b.fill(i as u8)).unwrap();
     }
     sim.step(300); // some bytes leave
-    sim.b = Box::new(Link::new(Config::for_line_rate(MBAUD3), 0xFEED));
+    *sim.b = Link::new(Config::for_line_rate(MBAUD3), 0xFEED);
     let mut ab = Stream::new(100, 500);
     let mut steps = 0;
     while !ab.done() {

@@ -18,15 +18,24 @@ use linklab_serial::impair::Impairment;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let baud: u64 = args.get(1).and_then(|b| b.parse().ok()).unwrap_or(115_200);
-    let json = args.get(2).cloned().unwrap_or_else(|| "serial-selftest.json".into());
-    let sizes = args.get(3).cloned().unwrap_or_else(|| "16,64,256,1024,1514".into());
+    let json = args
+        .get(2)
+        .cloned()
+        .unwrap_or_else(|| "serial-selftest.json".into());
+    let sizes = args
+        .get(3)
+        .cloned()
+        .unwrap_or_else(|| "16,64,256,1024,1514".into());
     let bin = std::env::current_exe()
         .expect("own path")
         .parent()
         .and_then(|p| p.parent())
         .expect("target dir")
         .join("linklab");
-    assert!(bin.exists(), "build the CLI first: cargo build --release -p linklab");
+    assert!(
+        bin.exists(),
+        "build the CLI first: cargo build --release -p linklab"
+    );
     let relay = pty_relay::start(baud / 10, Impairment::default(), 1);
     let baud_s = baud.to_string();
     let mut serve = Command::new(&bin)
@@ -37,7 +46,14 @@ fn main() {
         .expect("start --serve");
     let status = Command::new(&bin)
         .args(["serial", "--dev", &relay.a, "--baud", &baud_s, "--selftest"])
-        .args(["--sizes", &sizes, "--rtt-frames", "100", "--stream-frames", "50"])
+        .args([
+            "--sizes",
+            &sizes,
+            "--rtt-frames",
+            "100",
+            "--stream-frames",
+            "50",
+        ])
         .args(["--json", &json])
         .status()
         .expect("run --selftest");

@@ -46,22 +46,46 @@ fn bad_input_gets_one_line() {
     let relay = pty_relay::start(MBAUD3, Impairment::default(), 1);
     let dev = relay.a.as_str();
     // Usage errors: exit 2.
-    one_line_error(&["--dev", dev, "--baud", "12345", "--selftest"], 2, "--baud");
+    one_line_error(
+        &["--dev", dev, "--baud", "12345", "--selftest"],
+        2,
+        "--baud",
+    );
     one_line_error(&["--dev", dev, "--baud", "fast", "--selftest"], 2, "--baud");
     one_line_error(&["--selftest"], 2, "--dev");
     one_line_error(&["--dev", dev], 2, "--selftest");
     one_line_error(&["--dev", dev, "--serve", "--selftest"], 2, "exactly one");
     one_line_error(&["--dev", dev, "--serve"], 2, "--ip");
-    one_line_error(&["--dev", dev, "--serve", "--ip", "198.18.0.2/40"], 2, "--ip");
+    one_line_error(
+        &["--dev", dev, "--serve", "--ip", "198.18.0.2/40"],
+        2,
+        "--ip",
+    );
     one_line_error(&["--dev", dev, "--selftest", "--sizes", "8"], 2, "--sizes");
-    one_line_error(&["--dev", dev, "--tap", "a/b", "--ip", "198.18.0.1/24"], 2, "--tap");
+    one_line_error(
+        &["--dev", dev, "--tap", "a/b", "--ip", "198.18.0.1/24"],
+        2,
+        "--tap",
+    );
     // Run-time errors: exit 1.
-    one_line_error(&["--dev", "/dev/ttyNOPE9", "--selftest"], 1, "/dev/ttyNOPE9");
-    one_line_error(&["--dev", "/dev/null", "--selftest"], 1, "not a serial port");
+    one_line_error(
+        &["--dev", "/dev/ttyNOPE9", "--selftest"],
+        1,
+        "/dev/ttyNOPE9",
+    );
+    one_line_error(
+        &["--dev", "/dev/null", "--selftest"],
+        1,
+        "not a serial port",
+    );
     let dir = tempdir("serial-bad");
     let file = dir.join("plain");
     std::fs::write(&file, b"x").unwrap();
-    one_line_error(&["--dev", file.to_str().unwrap(), "--selftest"], 1, "not a serial port");
+    one_line_error(
+        &["--dev", file.to_str().unwrap(), "--selftest"],
+        1,
+        "not a serial port",
+    );
 }
 
 #[test]
@@ -74,7 +98,14 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
     };
     let relay = pty_relay::start(MBAUD3, impairment, 7);
     let serve = linklab(&[
-        "serial", "--dev", &relay.b, "--baud", "3000000", "--serve", "--ip", "198.18.9.2/24",
+        "serial",
+        "--dev",
+        &relay.b,
+        "--baud",
+        "3000000",
+        "--serve",
+        "--ip",
+        "198.18.9.2/24",
     ]);
     let dir = tempdir("serial-selftest");
     let json = dir.join("selftest.json");
@@ -82,9 +113,13 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
     let control = relay.control.clone();
     let staller = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1500));
-        control.stall_ab.store(true, std::sync::atomic::Ordering::Relaxed);
+        control
+            .stall_ab
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(1500));
-        control.stall_ab.store(false, std::sync::atomic::Ordering::Relaxed);
+        control
+            .stall_ab
+            .store(false, std::sync::atomic::Ordering::Relaxed);
     });
     let out = Command::new(linklab_bin())
         .args([
@@ -122,7 +157,10 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
     for s in sizes {
         assert_eq!(s["sent"], 80, "{s}");
         assert_eq!(s["received"], 80, "{s}");
-        assert_eq!((s["lost"].as_u64(), s["corrupt"].as_u64()), (Some(0), Some(0)));
+        assert_eq!(
+            (s["lost"].as_u64(), s["corrupt"].as_u64()),
+            (Some(0), Some(0))
+        );
         assert_eq!(s["rtt"]["count"], 20, "{s}");
         assert!(s["interarrival"]["count"].as_u64().unwrap() >= 59, "{s}");
         assert!(s["goodput_bytes_per_s"].as_f64().unwrap() > 0.0);
@@ -140,12 +178,24 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
     // linklab report renders it.
     let html = dir.join("report.html");
     let out = Command::new(linklab_bin())
-        .args(["report", json.to_str().unwrap(), "-o", html.to_str().unwrap()])
+        .args([
+            "report",
+            json.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("Serial link self-test"), "report section missing");
+    assert!(
+        page.contains("Serial link self-test"),
+        "report section missing"
+    );
     assert!(page.matches("<svg").count() >= 9, "charts missing");
 }
 
@@ -158,7 +208,14 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
     let relay = pty_relay::start(MBAUD3, Impairment::default(), 3);
     let ns = Netns::new("serial");
     let serve = linklab(&[
-        "serial", "--dev", &relay.b, "--baud", "3000000", "--serve", "--ip", "198.18.9.2/24",
+        "serial",
+        "--dev",
+        &relay.b,
+        "--baud",
+        "3000000",
+        "--serve",
+        "--ip",
+        "198.18.9.2/24",
     ]);
     let bin = linklab_bin();
     let bridge = ns.spawn(&[
@@ -185,7 +242,13 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
     assert!(text.contains(" 0% packet loss"), "{text}");
 
     // curl a bench file and the link's counters.
-    let body = ns.run(&["curl", "-sf", "--max-time", "20", "http://198.18.9.2/100kB.txt"]);
+    let body = ns.run(&[
+        "curl",
+        "-sf",
+        "--max-time",
+        "20",
+        "http://198.18.9.2/100kB.txt",
+    ]);
     assert_eq!(body.stdout.len(), 100_000);
     let stats = ns.run(&["curl", "-sf", "--max-time", "10", "http://198.18.9.2/stats"]);
     let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();

@@ -48,7 +48,11 @@ pub fn render(r: &SerialReport, source: &str, index: usize) -> String {
     fact(&mut s, "", &retx.to_string(), "retransmissions by this end");
     fact(
         &mut s,
-        if r.conservation == "ok" { "good" } else { "bad" },
+        if r.conservation == "ok" {
+            "good"
+        } else {
+            "bad"
+        },
         &esc(&r.conservation),
         "counter conservation",
     );

@@ -56,6 +56,11 @@ fn stats_json(port: &Port) -> String {
     .to_string()
 }
 
+/// Time from `now` until `at` (zero if `at` has passed).
+fn until(at: Instant, now: Instant) -> Duration {
+    Duration::from_micros((at.total_micros() - now.total_micros()).max(0) as u64)
+}
+
 fn now_of(port: &Port) -> Instant {
     Instant::from_micros(port.now() as i64)
 }
@@ -96,11 +101,8 @@ pub fn run(
         port.write()?;
         let now = now_of(port);
         let timeout = [
-            iface
-                .poll_at(now, &sockets)
-                .map(|at| Duration::from_micros((at - now).total_micros().max(0) as u64)),
-            apps.poll_at()
-                .map(|at| Duration::from_micros((at - now).total_micros().max(0) as u64)),
+            iface.poll_at(now, &sockets).map(|at| until(at, now)),
+            apps.poll_at().map(|at| until(at, now)),
             port.timeout(),
         ]
         .into_iter()

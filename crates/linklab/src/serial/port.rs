@@ -51,7 +51,11 @@ impl Port {
     pub fn read(&mut self) -> anyhow::Result<()> {
         let mut buf = [0u8; 4096];
         loop {
-            let n = self.tty.read(&mut buf).map_err(hangup).context("reading --dev")?;
+            let n = self
+                .tty
+                .read(&mut buf)
+                .map_err(hangup)
+                .context("reading --dev")?;
             if n == 0 {
                 return Ok(());
             }

@@ -32,7 +32,9 @@ fn count(opt: &str, s: Option<&str>, default: u32) -> anyhow::Result<u32> {
         None => Ok(default),
         Some(s) => match s.parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => Ok(n),
-            _ => Err(usage(format!("{opt} {s:?}: not a frame count (1..=100000)"))),
+            _ => Err(usage(format!(
+                "{opt} {s:?}: not a frame count (1..=100000)"
+            ))),
         },
     }
 }
@@ -141,7 +143,11 @@ pub fn run(
                 ..g.result
             })
             .collect(),
-        counters: c.fields().iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        counters: c
+            .fields()
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         conservation: match c.check_conservation() {
             Ok(()) => "ok".into(),
             Err(e) => e.to_string(),
@@ -161,9 +167,9 @@ pub fn run(
 fn step(port: &mut Port, signals: &StopSignals) -> anyhow::Result<()> {
     port.read()?;
     port.write()?;
-    let timeout = port
-        .timeout()
-        .map_or(Duration::from_millis(50), |t| t.min(Duration::from_millis(50)));
+    let timeout = port.timeout().map_or(Duration::from_millis(50), |t| {
+        t.min(Duration::from_millis(50))
+    });
     port.wait(&[signals.as_raw_fd()], Some(timeout))?;
     port.read()
 }

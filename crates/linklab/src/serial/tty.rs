@@ -96,7 +96,9 @@ impl Tty {
             return Ok(n as usize);
         }
         match io::Error::last_os_error() {
-            e if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {
+            e if e.kind() == io::ErrorKind::WouldBlock
+                || e.kind() == io::ErrorKind::Interrupted =>
+            {
                 Ok(0)
             }
             e => Err(e),
@@ -111,7 +113,9 @@ impl Tty {
             return Ok(n as usize);
         }
         match io::Error::last_os_error() {
-            e if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => {
+            e if e.kind() == io::ErrorKind::WouldBlock
+                || e.kind() == io::ErrorKind::Interrupted =>
+            {
                 Ok(0)
             }
             e => Err(e),

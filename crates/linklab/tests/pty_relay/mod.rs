@@ -28,15 +28,7 @@ fn open_pty() -> Pty {
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
     unsafe { libc::cfmakeraw(&mut t) };
     // SAFETY: openpty writes two descriptors; the name buffer is not used (null).
-    let r = unsafe {
-        libc::openpty(
-            &mut m,
-            &mut s,
-            std::ptr::null_mut(),
-            &t,
-            std::ptr::null(),
-        )
-    };
+    let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), &t, std::ptr::null()) };
     assert_eq!(r, 0, "openpty: {}", std::io::Error::last_os_error());
     // SAFETY: fresh descriptors we own.
     let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
@@ -163,8 +155,20 @@ pub fn start(rate: u64, impairment: Impairment, seed: u64) -> Relay {
         let rate = rate as f64;
         while !c.stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_micros(200));
-            ab.pump(&pa.master, &pb.master, rate, c.stall_ab.load(Ordering::Relaxed), &c.moved[0]);
-            ba.pump(&pb.master, &pa.master, rate, c.stall_ba.load(Ordering::Relaxed), &c.moved[1]);
+            ab.pump(
+                &pa.master,
+                &pb.master,
+                rate,
+                c.stall_ab.load(Ordering::Relaxed),
+                &c.moved[0],
+            );
+            ba.pump(
+                &pb.master,
+                &pa.master,
+                rate,
+                c.stall_ba.load(Ordering::Relaxed),
+                &c.moved[1],
+            );
         }
     });
     Relay {
