@@ -72,6 +72,6 @@ fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String>
             Ok(rtt_section::render(&r, name, index))
         }
         _ if bench_section::is_bench(&v) => Ok(bench_section::render(&v, name, index)),
-        _ => bail!("{name}: not a linklab sweep, rtt, serial self-test or bench result (no \"kind\" field, no downloads and counters)"),
+        _ => bail!("{name}: not a linklab sweep, rtt or bench result or serial self-test (no \"kind\" field, no downloads and counters)"),
     }
 }
