@@ -300,6 +300,12 @@ impl<const W: usize> Link<W> {
         })
     }
 
+    /// True when a frame waits for [`Link::receive`] (cheap: for a main loop that skips its
+    /// stack when only part of a frame arrived).
+    pub fn has_received(&self) -> bool {
+        self.core.rx.head().is_some()
+    }
+
     /// The counters, with the held and pending gauges filled in.
     pub fn counters(&self) -> Counters {
         let c = &self.core;

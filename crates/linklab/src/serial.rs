@@ -159,10 +159,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
     let mut port = Port::new(tty, u64::from(baud) / 10);
     match mode {
-        Mode::Tap { name, ip, prefix } => bridge::run(&mut port, &name, ip, prefix, &signals),
+        Mode::Tap { name, ip, prefix } => {
+            bridge::run(&mut port, &name, Some((ip, prefix)), &signals)
+        }
         Mode::Serve { ip, prefix, mac } => device::run(&mut port, ip, prefix, mac, &signals),
         Mode::SelfTest(options) => selftest::run(&mut port, dev, baud, &options, &signals),
     }
+}
+
+/// Bridges the link on pseudo-terminal `pty` (a serial image in QEMU) to TAP `tap`, left
+/// unaddressed for the caller to configure, until a signal. The link runs at the rate the
+/// firmware assumes, `linklab_firmware::serial::SERIAL_BAUD` (4 Mbaud).
+pub fn bridge_pty(pty: &str, tap: &str, signals: &StopSignals) -> anyhow::Result<()> {
+    const FIRMWARE_BAUD: u32 = 4_000_000;
+    let tty = Tty::open(pty, FIRMWARE_BAUD)?;
+    let mut port = Port::new(tty, u64::from(FIRMWARE_BAUD) / 10);
+    bridge::run(&mut port, tap, None, signals)
 }
 
 /// The link's counters as `name value` pairs on one line, with the conservation verdict.

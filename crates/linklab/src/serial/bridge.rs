@@ -18,16 +18,21 @@ use crate::serve::StopSignals;
 pub fn run(
     port: &mut Port,
     name: &str,
-    ip: Ipv4Addr,
-    prefix: u8,
+    address: Option<(Ipv4Addr, u8)>,
     signals: &StopSignals,
 ) -> anyhow::Result<()> {
     let tap = Tap::open(name).map_err(|e| {
         anyhow::anyhow!("--tap {name}: cannot open the TAP interface (needs CAP_NET_ADMIN): {e}")
     })?;
-    ifaddr::configure(name, ip, prefix)
-        .with_context(|| format!("--tap {name}: cannot set {ip}/{prefix} and bring it up"))?;
-    println!("linklab serial: bridging {name} ({ip}/{prefix}) to the link");
+    match address {
+        Some((ip, prefix)) => {
+            ifaddr::configure(name, ip, prefix).with_context(|| {
+                format!("--tap {name}: cannot set {ip}/{prefix} and bring it up")
+            })?;
+            println!("linklab serial: bridging {name} ({ip}/{prefix}) to the link");
+        }
+        None => println!("linklab serial: bridging {name} to the link"),
+    }
     let mut frame = vec![0u8; 65536];
     let (mut tap_refused, mut too_long) = (0u64, 0u64);
     let stop = loop {
