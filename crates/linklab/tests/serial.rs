@@ -262,8 +262,8 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         let bytes = iperf3_bytes(&report, "sum_received");
         eprintln!("iperf3 {extra:?}: {bytes} bytes in 2 s");
-        // At least a third of the line's rate over the 2 s.
-        assert!(bytes > MBAUD3 * 2 / 3, "{extra:?}: {bytes} bytes");
+        // TCP flowed (about 580 kB in 2 s here; the bound leaves room for a loaded machine).
+        assert!(bytes > 50_000, "{extra:?}: {bytes} bytes");
     }
     let bridged = bridge.interrupt(Duration::from_secs(5));
     let text = String::from_utf8_lossy(&bridged.stdout);
@@ -330,12 +330,12 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let sent = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 -R over the mps2 UART: {sent} bytes in 2 s");
-    assert!(sent > 100_000, "{sent} bytes");
+    assert!(sent > 50_000, "{sent} bytes"); // ~580 kB here
     let out = ns.run(&["iperf3", "-c", "198.18.11.2", "-t", "2", "-J"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let got = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 over the mps2 UART: {got} bytes in 2 s");
-    assert!(got > 10_000, "{got} bytes");
+    assert!(got > 5_000, "{got} bytes"); // ~39 kB here
     let stats = ns.run(&[
         "curl",
         "-sf",
