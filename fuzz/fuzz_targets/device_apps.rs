@@ -12,8 +12,8 @@ use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::http::NoRoutes;
 use linklab_perf::lifetime::syn_port;
 use smoltcp::iface::{Config, Interface, SocketSet};
-use smoltcp::socket::udp::PacketMetadata;
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
+use smoltcp::socket::udp::PacketMetadata;
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
@@ -99,7 +99,10 @@ fn frame(host: u8, protocol: u8, mut l4: Vec<u8>, csum_at: usize) -> Vec<u8> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut wire = Wire { rx: VecDeque::new(), sent: 0 };
+    let mut wire = Wire {
+        rx: VecDeque::new(),
+        sent: 0,
+    };
     let mut now = Instant::from_secs(1);
     let mut config = Config::new(EthernetAddress(DEVICE_MAC).into());
     config.random_seed = 1;
@@ -117,12 +120,38 @@ fuzz_target!(|data: &[u8]| {
     let (json_rx, json_tx) = json.split_at_mut(8192);
     let mut chunks = tcp_bytes.chunks_mut(4096);
     let mut next = || chunks.next().unwrap_or_default();
-    let echo_udp = UdpBuffers { rx_meta: m0, rx: next(), tx_meta: m1, tx: next() };
-    let iperf_udp = UdpBuffers { rx_meta: m2, rx: next(), tx_meta: m3, tx: next() };
-    let echo_tcp = TcpBuffers { rx: next(), tx: next() };
-    let http = [TcpBuffers { rx: next(), tx: next() }, TcpBuffers { rx: next(), tx: next() }];
-    let iperf_tcp: Vec<TcpBuffers<'_>> =
-        (0..3).map(|_| TcpBuffers { rx: next(), tx: next() }).collect();
+    let echo_udp = UdpBuffers {
+        rx_meta: m0,
+        rx: next(),
+        tx_meta: m1,
+        tx: next(),
+    };
+    let iperf_udp = UdpBuffers {
+        rx_meta: m2,
+        rx: next(),
+        tx_meta: m3,
+        tx: next(),
+    };
+    let echo_tcp = TcpBuffers {
+        rx: next(),
+        tx: next(),
+    };
+    let http = [
+        TcpBuffers {
+            rx: next(),
+            tx: next(),
+        },
+        TcpBuffers {
+            rx: next(),
+            tx: next(),
+        },
+    ];
+    let iperf_tcp: Vec<TcpBuffers<'_>> = (0..3)
+        .map(|_| TcpBuffers {
+            rx: next(),
+            tx: next(),
+        })
+        .collect();
     let buffers = AppBuffers {
         echo_udp,
         echo_tcp,

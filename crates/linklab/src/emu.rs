@@ -60,6 +60,11 @@ pub struct Args {
     /// instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
     throughput: bool,
+    /// Boot the serial image instead (mps2-an385): no NIC; the network runs over
+    /// linklab-serial's link on the board's UART1, which QEMU puts on a pseudo-terminal, and
+    /// this process bridges the link to the TAP (as `linklab serial --tap` does).
+    #[arg(long, conflicts_with_all = ["cost", "throughput"])]
+    serial: bool,
     /// Write the measurement as JSON to FILE (with --cost or --throughput).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -97,7 +102,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if std::path::Path::new("/sys/class/net").join(&tap).exists() {
         bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
     }
-    let image = image::find_or_build(&board, args.image.as_deref())?;
+    let image = if args.serial {
+        image::find_or_build_serial(&board, args.image.as_deref())?
+    } else {
+        image::find_or_build(&board, args.image.as_deref())?
+    };
     let config = DeviceConfig {
         ip: ip.octets(),
         prefix,
@@ -116,8 +125,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         icount: shift.map(|n| format!("shift={n}")),
         netns: None,
         echo_console: true,
+        serial: args.serial,
     })?;
     qemu.wait_for_boot(timeout)?;
+    if args.serial {
+        return bridge_serial(&mut qemu, &board, &tap, ip, prefix, &signals);
+    }
     println!(
         "linklab emu: {} on TAP {tap}, device {ip}/{prefix}; Ctrl-C stops it",
         board.name
@@ -139,6 +152,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Some(Duration::from_millis(200)),
         )?;
     }
+}
+
+/// The serial image is up: bridge its UART's pseudo-terminal to the TAP until a signal.
+fn bridge_serial(
+    qemu: &mut Qemu,
+    board: &Board,
+    tap: &str,
+    ip: std::net::Ipv4Addr,
+    prefix: u8,
+    signals: &StopSignals,
+) -> anyhow::Result<()> {
+    let pty = qemu
+        .serial_pty()
+        .context("QEMU did not say which pseudo-terminal it gave the UART")?;
+    println!(
+        "linklab emu: {} (serial image) on {pty}, device {ip}/{prefix}, bridged to TAP {tap}; Ctrl-C stops it",
+        board.name
+    );
+    let result = crate::serial::bridge_pty(&pty, tap, signals);
+    qemu.stop();
+    result
 }
 
 /// Removes a file when dropped.

@@ -14,6 +14,7 @@ mod emu;
 mod iperf;
 mod report;
 mod rtt;
+mod serial;
 mod serve;
 mod sweep;
 mod values;
@@ -36,6 +37,8 @@ enum Command {
     Bench(bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
     Serve(serve::Args),
+    /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
+    Serial(serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
     Emu(emu::Args),
     /// iperf3-compatible client and server.
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Serial(args) => serial::run(args),
         Command::Emu(args) => emu::run(args),
         Command::Iperf(args) => iperf::run(args),
         Command::Sweep(args) => sweep::run(args),

@@ -1,9 +1,10 @@
-//! `linklab report`: renders `sweep`, `rtt` and `bench` JSON results into one self-contained
+//! `linklab report`: renders `sweep`, `rtt`, `serial --selftest` and `bench` JSON results into one self-contained
 //! HTML page with inline SVG charts (no scripts or fonts fetched from anywhere).
 
 mod bench_section;
 mod page;
 mod rtt_section;
+mod serial_section;
 mod svg;
 mod sweep_section;
 
@@ -18,7 +19,8 @@ use crate::sweep::SweepReport;
 /// Options of `linklab report`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// JSON results from `linklab sweep --json`, `linklab rtt --json` or `linklab bench --json`.
+    /// JSON results from `linklab sweep --json`, `linklab rtt --json`, `linklab serial
+    /// --selftest --json` or `linklab bench --json`.
     #[arg(value_name = "FILE.json", required = true)]
     inputs: Vec<PathBuf>,
     /// The HTML file to write.
@@ -60,11 +62,16 @@ fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String>
                 serde_json::from_value(v).with_context(|| format!("{name}: malformed sweep result"))?;
             Ok(sweep_section::render(&r, name, index))
         }
+        Some("serial-selftest") => {
+            let r: crate::serial::report::SerialReport = serde_json::from_value(v)
+                .with_context(|| format!("{name}: malformed serial self-test result"))?;
+            Ok(serial_section::render(&r, name, index))
+        }
         Some("rtt") => {
             let r: RttReport = serde_json::from_value(v).with_context(|| format!("{name}: malformed rtt result"))?;
             Ok(rtt_section::render(&r, name, index))
         }
         _ if bench_section::is_bench(&v) => Ok(bench_section::render(&v, name, index)),
-        _ => bail!("{name}: not a linklab sweep, rtt or bench result (no \"kind\" field, no downloads and counters)"),
+        _ => bail!("{name}: not a linklab sweep, rtt or bench result or serial self-test (no \"kind\" field, no downloads and counters)"),
     }
 }

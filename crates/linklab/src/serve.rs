@@ -7,12 +7,12 @@
 //! queue, poll smoltcp, run the apps, then sleep until the TAP is readable, a signal
 //! arrives, or smoltcp's `poll_at` is due. It never spins.
 
-mod apps;
+pub(crate) mod apps;
 mod config;
 mod nic;
 mod signals;
 mod stats;
-mod tap;
+pub(crate) mod tap;
 
 use std::os::fd::AsRawFd;
 use std::time::Duration;

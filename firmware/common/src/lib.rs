@@ -12,6 +12,8 @@
 
 mod board;
 pub mod memory;
+#[cfg(feature = "serial")]
+pub mod serial;
 mod stack;
 pub mod stats;
 
@@ -45,6 +47,10 @@ pub static ISR_WORK: AtomicU32 = AtomicU32::new(0);
 /// board's `sleep_until` checks it with interrupts masked, right before WFI: a frame committed
 /// after the main loop's last poll must not wait for the next interrupt.
 pub fn work_pending() -> bool {
+    #[cfg(feature = "serial")]
+    if !serial::SERIAL_RX.is_empty() {
+        return true;
+    }
     RX_QUEUE.occupancy() > 0
 }
 
@@ -117,6 +123,49 @@ fn take_buffers() -> Option<(&'static mut Bytes, &'static mut Slots)> {
             &mut *core::ptr::addr_of_mut!(SLOTS),
         )
     })
+}
+
+/// The socket set and the apps over the static buffers (both device flavours use it).
+fn device_apps(
+    buf: &'static mut Bytes,
+    slots: &'static mut Slots,
+) -> (SocketSet<'static>, DeviceApps<'static>) {
+    let mut sockets = SocketSet::new(&mut slots.sockets[..]);
+    let [h0, h1] = &mut buf.http_rx;
+    let [t0, t1] = &mut buf.http_tx;
+    let iperf_tcp = buf
+        .iperf_rx
+        .iter_mut()
+        .zip(buf.iperf_tx.iter_mut())
+        .take(MAX_TCP_SOCKETS)
+        .map(|(rx, tx)| TcpBuffers {
+            rx: &mut rx[..],
+            tx: &mut tx[..],
+        });
+    let buffers = AppBuffers {
+        echo_udp: UdpBuffers {
+            rx_meta: &mut slots.echo_udp_rx_meta,
+            rx: &mut buf.echo_udp_rx,
+            tx_meta: &mut slots.echo_udp_tx_meta,
+            tx: &mut buf.echo_udp_tx,
+        },
+        echo_tcp: TcpBuffers {
+            rx: &mut buf.echo_tcp_rx,
+            tx: &mut buf.echo_tcp_tx,
+        },
+        http: [TcpBuffers { rx: h0, tx: t0 }, TcpBuffers { rx: h1, tx: t1 }],
+        iperf_tcp,
+        iperf_udp: UdpBuffers {
+            rx_meta: &mut slots.iperf_udp_rx_meta,
+            rx: &mut buf.iperf_udp_rx,
+            tx_meta: &mut slots.iperf_udp_tx_meta,
+            tx: &mut buf.iperf_udp_tx,
+        },
+        iperf_json_rx: &mut buf.json_rx,
+        iperf_json_tx: &mut buf.json_tx,
+    };
+    let apps = DeviceApps::new(&mut sockets, buffers);
+    (sockets, apps)
 }
 
 /// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
@@ -193,41 +242,7 @@ pub fn run<B: Board, T: PhyTx>(
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
 
-    let mut sockets = SocketSet::new(&mut slots.sockets[..]);
-    let [h0, h1] = &mut buf.http_rx;
-    let [t0, t1] = &mut buf.http_tx;
-    let iperf_tcp = buf
-        .iperf_rx
-        .iter_mut()
-        .zip(buf.iperf_tx.iter_mut())
-        .take(MAX_TCP_SOCKETS)
-        .map(|(rx, tx)| TcpBuffers {
-            rx: &mut rx[..],
-            tx: &mut tx[..],
-        });
-    let buffers = AppBuffers {
-        echo_udp: UdpBuffers {
-            rx_meta: &mut slots.echo_udp_rx_meta,
-            rx: &mut buf.echo_udp_rx,
-            tx_meta: &mut slots.echo_udp_tx_meta,
-            tx: &mut buf.echo_udp_tx,
-        },
-        echo_tcp: TcpBuffers {
-            rx: &mut buf.echo_tcp_rx,
-            tx: &mut buf.echo_tcp_tx,
-        },
-        http: [TcpBuffers { rx: h0, tx: t0 }, TcpBuffers { rx: h1, tx: t1 }],
-        iperf_tcp,
-        iperf_udp: UdpBuffers {
-            rx_meta: &mut slots.iperf_udp_rx_meta,
-            rx: &mut buf.iperf_udp_rx,
-            tx_meta: &mut slots.iperf_udp_tx_meta,
-            tx: &mut buf.iperf_udp_tx,
-        },
-        iperf_json_rx: &mut buf.json_rx,
-        iperf_json_tx: &mut buf.json_tx,
-    };
-    let mut apps = DeviceApps::new(&mut sockets, buffers);
+    let (mut sockets, mut apps) = device_apps(buf, slots);
 
     let mut line = [0u8; 96];
     let mut w = linklab_perf::slice_writer::SliceWriter::new(&mut line);

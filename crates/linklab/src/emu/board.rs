@@ -20,6 +20,10 @@ pub struct Board {
     pub config_addr: u64,
     /// The instruction set, for reports.
     pub isa: &'static str,
+    /// The binary of the serial flavour (built with `--features serial`): the network over
+    /// linklab-serial's link on the board's second UART instead of the NIC. None where the
+    /// machine has a single UART (the console).
+    pub serial_bin: Option<&'static str>,
 }
 
 /// Every board.
@@ -33,6 +37,7 @@ pub const BOARDS: [Board; 2] = [
         machine: &["-M", "mps2-an385"],
         config_addr: 0x203F_FF00,
         isa: "ARMv7-M (Cortex-M3)",
+        serial_bin: Some("fw-mps2-an385-serial"),
     },
     Board {
         name: "riscv32-virt",
@@ -43,6 +48,7 @@ pub const BOARDS: [Board; 2] = [
         machine: &["-M", "virt", "-bios", "none", "-m", "16M"],
         config_addr: 0x803F_FF00,
         isa: "riscv32imac",
+        serial_bin: None,
     },
 ];
 

@@ -20,6 +20,22 @@ pub fn firmware_dir() -> PathBuf {
 /// The image of `board`: `image` if given, else built (cargo is a no-op when it is up to
 /// date) from the firmware workspace.
 pub fn find_or_build(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
+    build(board, image, None)
+}
+
+/// The serial flavour of `board`'s image (see [`Board::serial_bin`]).
+pub fn find_or_build_serial(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let Some(bin) = board.serial_bin else {
+        bail!(
+            "--serial: {} has no serial image (QEMU's machine has one UART, the console)",
+            board.name
+        );
+    };
+    build(board, image, Some(bin))
+}
+
+/// Finds or builds the NIC image, or with `serial_bin` the serial one.
+fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyhow::Result<PathBuf> {
     if let Some(path) = image {
         if !path.is_file() {
             bail!("--image: {} is not a file", path.display());
@@ -31,7 +47,7 @@ pub fn find_or_build(board: &Board, image: Option<&Path>) -> anyhow::Result<Path
         .join("target")
         .join(board.target)
         .join("release")
-        .join(board.package);
+        .join(serial_bin.unwrap_or(board.package));
     if !dir.join("Cargo.toml").is_file() {
         if built.is_file() {
             return Ok(built);
@@ -53,17 +69,20 @@ pub fn find_or_build(board: &Board, image: Option<&Path>) -> anyhow::Result<Path
             );
         }
     }
-    let out = Command::new("cargo")
-        .current_dir(&dir)
-        .args([
-            "build",
-            "--release",
-            "-q",
-            "-p",
-            board.package,
-            "--target",
-            board.target,
-        ])
+    let mut cargo = Command::new("cargo");
+    cargo.current_dir(&dir).args([
+        "build",
+        "--release",
+        "-q",
+        "-p",
+        board.package,
+        "--target",
+        board.target,
+    ]);
+    if let Some(bin) = serial_bin {
+        cargo.args(["--features", "serial", "--bin", bin]);
+    }
+    let out = cargo
         .output()
         .context("cannot run cargo to build the firmware image")?;
     if !out.status.success() {

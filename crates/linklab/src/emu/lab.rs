@@ -68,6 +68,7 @@ impl Lab {
             icount,
             netns: Some(&lab.ns),
             echo_console: false,
+            serial: false,
         })?;
         qemu.wait_for_boot(Duration::from_secs(60))?;
         lab.qemu = Some(qemu);

@@ -37,6 +37,9 @@ pub struct Boot<'a> {
     pub netns: Option<&'a str>,
     /// Echo the console to our stdout.
     pub echo_console: bool,
+    /// The serial image: no NIC, the board's second UART on a pseudo-terminal
+    /// ([`Qemu::serial_pty`]).
+    pub serial: bool,
 }
 
 /// A running QEMU.
@@ -90,7 +93,11 @@ impl Qemu {
             boot.config_blob.display(),
             b.config_addr
         ));
-        argv.extend(b.nic_args(boot.tap));
+        if boot.serial {
+            argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
+        } else {
+            argv.extend(b.nic_args(boot.tap));
+        }
         if let Some(icount) = &boot.icount {
             argv.push("-icount".into());
             argv.push(icount.clone());
@@ -189,6 +196,16 @@ impl Qemu {
                 );
             }
         }
+    }
+
+    /// The pseudo-terminal QEMU opened for the second UART (`-serial pty` prints "char
+    /// device redirected to /dev/pts/N (label serial1)"), once booted.
+    pub fn serial_pty(&self) -> Option<String> {
+        let kept = self.kept.lock().ok()?;
+        kept.iter().find_map(|l| {
+            let rest = l.split("char device redirected to ").nth(1)?;
+            Some(rest.split_whitespace().next()?.to_string())
+        })
     }
 
     /// The exit status, if QEMU has exited.

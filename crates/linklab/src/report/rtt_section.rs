@@ -245,7 +245,7 @@ fn time_unit(max_us: f64) -> (&'static str, f64) {
 /// than four times the median) gets log-uniform bins over min..max on a logarithmic axis, so the
 /// bulk and the tail both show. With `size`, overlays the equivalent bandwidth `size * 8 / gap`
 /// on a second axis (seed 004's plots). Returns the chart and the samples beyond its axis.
-fn histogram_chart(
+pub(super) fn histogram_chart(
     id: &str,
     title: &str,
     what: &str,

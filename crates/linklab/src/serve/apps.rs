@@ -61,9 +61,11 @@ impl Apps {
         self.inner.http_request_pending(sockets)
     }
 
-    /// Runs every app once over the sockets; call after each `Interface::poll`.
-    pub fn poll(&mut self, sockets: &mut SocketSet<'_>, stats: &mut StatsRoute<'_>, now: Instant) {
-        self.inner.poll(sockets, stats, now);
+    /// Runs every app once over the sockets, answering extra HTTP paths from `routes` (the
+    /// soft NIC's [`StatsRoute`], the serial link's counters); call after each
+    /// `Interface::poll`.
+    pub fn poll(&mut self, sockets: &mut SocketSet<'_>, routes: &mut dyn Routes, now: Instant) {
+        self.inner.poll(sockets, routes, now);
     }
 
     /// Runs the interface, making room for SYNs first (see `DeviceApps::poll_interface`).

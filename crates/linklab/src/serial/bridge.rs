@@ -1,0 +1,69 @@
+//! `--tap`: the link bridged to a TAP. Frames the kernel sends to the TAP go over the link;
+//! frames from the link go to the kernel. The TAP is read only while the link has a free
+//! transmit slot, so a slow line pushes back into the kernel's TAP queue instead of losing
+//! frames here.
+
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+
+use anyhow::Context;
+use linklab_serial::MAX_PAYLOAD;
+
+use super::port::Port;
+use super::{counters_line, ifaddr};
+use crate::serve::tap::Tap;
+use crate::serve::StopSignals;
+
+/// Runs the bridge until SIGINT or SIGTERM.
+pub fn run(
+    port: &mut Port,
+    name: &str,
+    address: Option<(Ipv4Addr, u8)>,
+    signals: &StopSignals,
+) -> anyhow::Result<()> {
+    let tap = Tap::open(name).map_err(|e| {
+        anyhow::anyhow!("--tap {name}: cannot open the TAP interface (needs CAP_NET_ADMIN): {e}")
+    })?;
+    match address {
+        Some((ip, prefix)) => {
+            ifaddr::configure(name, ip, prefix).with_context(|| {
+                format!("--tap {name}: cannot set {ip}/{prefix} and bring it up")
+            })?;
+            println!("linklab serial: bridging {name} ({ip}/{prefix}) to the link");
+        }
+        None => println!("linklab serial: bridging {name} to the link"),
+    }
+    let mut frame = vec![0u8; 65536];
+    let (mut tap_refused, mut too_long) = (0u64, 0u64);
+    let stop = loop {
+        if let Some(signal) = signals.take() {
+            break signal;
+        }
+        port.read()?;
+        while let Some(f) = port.link.receive() {
+            if !f.is_echo_reply() && !tap.send(f.payload()).context("writing the TAP")? {
+                tap_refused += 1;
+            }
+        }
+        while port.link.can_send() {
+            let Some(n) = tap.recv(&mut frame).context("reading the TAP")? else {
+                break;
+            };
+            if n > MAX_PAYLOAD {
+                too_long += 1; // only with a TAP MTU above 1500
+                continue;
+            }
+            let _ = port.link.send(n, |dst| dst.copy_from_slice(&frame[..n]));
+        }
+        port.write()?;
+        let mut fds = vec![signals.as_raw_fd()];
+        if port.link.can_send() {
+            fds.push(tap.as_raw_fd());
+        }
+        port.wait(&fds, port.timeout())?;
+    };
+    println!("linklab serial: stopped by signal {stop}");
+    println!("{}", counters_line(port));
+    println!("tap: refused {tap_refused} too_long {too_long}");
+    Ok(())
+}
