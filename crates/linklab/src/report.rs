@@ -58,9 +58,11 @@ fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String>
     let v: Value = serde_json::from_str(text).with_context(|| format!("{name}: not valid JSON"))?;
     match v.get("kind").and_then(Value::as_str) {
         Some("sweep") => {
-            let r: SweepReport =
+            let mut r: SweepReport =
                 serde_json::from_value(v).with_context(|| format!("{name}: malformed sweep result"))?;
-            Ok(sweep_section::render(&r, name, index))
+            // Files written before the sweep named limits get their knee recomputed, and say so.
+            let note = r.upgrade();
+            Ok(sweep_section::render(&r, note.as_deref(), name, index))
         }
         Some("serial-selftest") => {
             let r: crate::serial::report::SerialReport = serde_json::from_value(v)

@@ -1,11 +1,14 @@
-//! `linklab sweep`: an offered-rate sweep against any iperf3 server (seed 002's `bwtest.sh`).
+//! `linklab sweep`: an offered-rate sweep against any iperf3 server (the i.MX6 FEC iperf
+//! study's `bwtest.sh`).
 //!
 //! Each step is one iperf3 test run by our own client (`linklab_perf::iperf::host`) at a fixed
-//! offered rate. The sweep reports per step the offered and received rate, loss, jitter and
-//! out-of-order datagrams (TCP: goodput and retransmits), then the knee (highest offered rate with
-//! loss below 0.1 %), the peak received rate, and a collapse when received throughput falls while
-//! the offered rate rises. After the coarse steps, `--refine` bisects between the knee and the
-//! next (lossy) step to place the knee more precisely.
+//! offered rate. The sweep reports per step the offered, sent and received rate, loss, jitter
+//! and out-of-order datagrams (TCP: goodput and retransmits) and which limit the step hit
+//! (receiver loss, a sender that could not keep up, a received rate that stopped tracking);
+//! then the knee (the highest offered rate that hit none), what limited the link above it, the
+//! peak received rate, and a collapse when received throughput falls while the offered rate
+//! rises. After the coarse steps, `--refine` bisects between the knee and the next step to
+//! place the knee more precisely.
 
 pub mod analysis;
 mod progress;
@@ -20,7 +23,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::values::{self, bail_usage, format_rate};
-use analysis::{Collapse, Peak};
+use analysis::{Collapse, KneeRule, Limit, Peak};
 
 /// Lowest offered rate accepted, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -61,6 +64,11 @@ pub struct Args {
     /// Sweep TCP (paced at the offered rate) instead of UDP.
     #[arg(long)]
     tcp: bool,
+    /// A step tracks its offered rate while the received rate is within PCT percent of it
+    /// (and loss stays below 0.1 %); the knee is the highest offered rate that tracks.
+    #[arg(long, value_name = "PCT", default_value_t = analysis::DEFAULT_TOLERANCE_PCT,
+          value_parser = values::ranged(0.5, 50.0))]
+    tolerance: f64,
     /// Extra bisection steps between the knee and the next step (0 = none).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
     refine: u32,
@@ -91,8 +99,16 @@ pub struct SweepReport {
     pub length: Option<u32>,
     /// All steps, sorted by offered rate (refinement steps included).
     pub steps: Vec<Step>,
-    /// Highest offered rate with loss below 0.1 %, bit/s.
+    /// The thresholds the limits and the knee were judged by. Absent in files written before
+    /// the sweep named limits (their knee was loss alone); `linklab report` recomputes those.
+    #[serde(default)]
+    pub knee_rule: Option<KneeRule>,
+    /// Highest offered rate at which no limit was hit, bit/s.
     pub knee_bps: Option<f64>,
+    /// The first step above the knee and what limited it; `None` when no step above the knee
+    /// was measured (the link kept up with every offered rate).
+    #[serde(default)]
+    pub limited_at: Option<LimitedAt>,
     /// Highest received rate.
     pub peak: Option<Peak>,
     /// Received throughput falling past the peak, if it does.
@@ -123,6 +139,67 @@ pub struct Step {
     pub retransmits: Option<u64>,
     /// True for a bisection step added by `--refine`.
     pub refined: bool,
+    /// The limits this step hit (empty: it tracked its offered rate).
+    #[serde(default)]
+    pub limits: Vec<Limit>,
+}
+
+/// The step that shows what stopped the link: the first one above the knee (the lowest step
+/// when no step tracked).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitedAt {
+    /// Its offered rate, bit/s.
+    pub offered_bps: f64,
+    /// What it hit.
+    pub limits: Vec<Limit>,
+}
+
+impl SweepReport {
+    /// The knee rule as stored (the defaults for files written before it was stored).
+    pub fn rule(&self) -> KneeRule {
+        self.knee_rule.unwrap_or_default()
+    }
+
+    /// True for a TCP sweep.
+    pub fn tcp(&self) -> bool {
+        self.protocol == "tcp"
+    }
+
+    /// Brings a file written before the sweep named limits up to date: classifies its steps and
+    /// recomputes the knee with the default rule. Returns a note for people saying so, or `None`
+    /// when the file is current.
+    pub fn upgrade(&mut self) -> Option<String> {
+        if self.knee_rule.is_some() {
+            return None;
+        }
+        let old = self.knee_bps;
+        let rule = KneeRule::default();
+        let tcp = self.tcp();
+        for s in &mut self.steps {
+            s.limits = rule.limits(s, tcp);
+        }
+        self.knee_rule = Some(rule);
+        self.knee_bps = analysis::knee(&self.steps, &rule, tcp);
+        self.limited_at = limited_at(&self.steps, self.knee_bps);
+        Some(format!(
+            "written before linklab sweep named limits: its knee ({}, by {} alone) is recomputed \
+             from its steps by the current rule",
+            old.map_or("none".into(), format_rate),
+            if tcp {
+                "goodput within 1 % of offered"
+            } else {
+                "loss < 0.1 %"
+            }
+        ))
+    }
+}
+
+/// The first step above the knee and its limits.
+fn limited_at(steps: &[Step], knee: Option<f64>) -> Option<LimitedAt> {
+    analysis::first_limited(steps, knee).map(|s| LimitedAt {
+        offered_bps: s.offered_bps,
+        limits: s.limits.clone(),
+    })
 }
 
 /// Runs `linklab sweep`.
@@ -153,6 +230,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         format_rate(from),
         format_rate(to)
     );
+    let rule = KneeRule {
+        loss_pct: analysis::KNEE_LOSS_PCT,
+        tolerance_pct: args.tolerance,
+    };
     println!("{}", header_line(args.tcp));
 
     let cfg = step::StepConfig {
@@ -186,6 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         let mut s = result.with_context(|| format!("step at {}", format_rate(offered)))?;
         s.refined = refined;
+        s.limits = rule.limits(&s, args.tcp);
         bar.clear();
         println!("{}", row_line(&s, args.tcp));
         steps.push(s);
@@ -197,7 +279,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Bisect between the knee and the next step above it, where loss began.
     for _ in 0..args.refine {
         steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
-        let Some(k) = analysis::knee(&steps, args.tcp) else {
+        let Some(k) = analysis::knee(&steps, &rule, args.tcp) else {
             break;
         };
         let Some(above) = steps
@@ -216,6 +298,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     bar.clear();
     steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
 
+    let knee_bps = analysis::knee(&steps, &rule, args.tcp);
     let report = SweepReport {
         kind: "sweep".into(),
         host: args.client.clone(),
@@ -224,7 +307,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         reverse: args.reverse,
         duration_s: args.time,
         length: args.length,
-        knee_bps: analysis::knee(&steps, args.tcp),
+        knee_rule: Some(rule),
+        knee_bps,
+        limited_at: limited_at(&steps, knee_bps),
         peak: analysis::peak(&steps),
         collapse: analysis::collapse(&steps),
         steps,
@@ -255,23 +340,24 @@ fn step_rates(from: f64, to: f64, step: f64) -> anyhow::Result<Vec<f64>> {
 fn header_line(tcp: bool) -> String {
     if tcp {
         format!(
-            "{:>14} {:>14} {:>14} {:>12}",
-            "offered", "sent", "goodput", "retransmits"
+            "{:>14} {:>14} {:>14} {:>12}  {}",
+            "offered", "sent", "goodput", "retransmits", "limit"
         )
     } else {
         format!(
-            "{:>14} {:>14} {:>14} {:>8} {:>17} {:>10} {:>6}",
-            "offered", "sent", "received", "loss%", "lost/packets", "jitter ms", "ooo"
+            "{:>14} {:>14} {:>14} {:>8} {:>17} {:>10} {:>6}  {}",
+            "offered", "sent", "received", "loss%", "lost/packets", "jitter ms", "ooo", "limit"
         )
     }
 }
 
 fn row_line(s: &Step, tcp: bool) -> String {
     let mark = if s.refined { " (refine)" } else { "" };
+    let limit = analysis::describe_all(&s.limits);
     if tcp {
         let retr = s.retransmits.map_or("-".to_string(), |r| r.to_string());
         format!(
-            "{:>14} {:>14} {:>14} {:>12}{mark}",
+            "{:>14} {:>14} {:>14} {:>12}  {limit}{mark}",
             format_rate(s.offered_bps),
             format_rate(s.sent_bps),
             format_rate(s.received_bps),
@@ -279,7 +365,7 @@ fn row_line(s: &Step, tcp: bool) -> String {
         )
     } else {
         format!(
-            "{:>14} {:>14} {:>14} {:>8.3} {:>17} {:>10.3} {:>6}{mark}",
+            "{:>14} {:>14} {:>14} {:>8.3} {:>17} {:>10.3} {:>6}  {limit}{mark}",
             format_rate(s.offered_bps),
             format_rate(s.sent_bps),
             format_rate(s.received_bps),
@@ -291,22 +377,41 @@ fn row_line(s: &Step, tcp: bool) -> String {
     }
 }
 
-/// What the knee means for the protocol, for people.
-pub fn knee_rule(tcp: bool) -> String {
-    if tcp {
-        format!(
-            "goodput within {} % of offered",
-            analysis::TCP_SHORTFALL_PCT
-        )
-    } else {
-        format!("loss < {} %", analysis::KNEE_LOSS_PCT)
-    }
+/// The limit line: what stopped the link above the knee, with that step's figures.
+pub fn limit_line(r: &SweepReport) -> String {
+    let Some(at) = &r.limited_at else {
+        let top = r.steps.iter().map(|s| s.offered_bps).fold(0.0, f64::max);
+        return format!(
+            "none reached: every step up to {} tracked, the knee is at or above it",
+            format_rate(top)
+        );
+    };
+    let figures = r
+        .steps
+        .iter()
+        .find(|s| s.offered_bps == at.offered_bps)
+        .map_or(String::new(), |s| {
+            let mut f = format!(
+                " (sent {}, received {}",
+                format_rate(s.sent_bps),
+                format_rate(s.received_bps)
+            );
+            if !r.tcp() {
+                let _ = write!(f, ", loss {:.3} %", s.loss_pct);
+            }
+            f + ")"
+        });
+    format!(
+        "{} at {} offered{figures}",
+        analysis::describe_all(&at.limits),
+        format_rate(at.offered_bps)
+    )
 }
 
-/// The closing lines: knee, peak, collapse.
+/// The closing lines: knee, limit, peak, collapse.
 fn summary(r: &SweepReport) -> String {
     let mut s = String::new();
-    let rule = knee_rule(r.protocol == "tcp");
+    let rule = r.rule().describe(r.tcp());
     let _ = match r.knee_bps {
         Some(k) => writeln!(
             s,
@@ -315,6 +420,7 @@ fn summary(r: &SweepReport) -> String {
         ),
         None => writeln!(s, "knee: none (no step with {rule})"),
     };
+    let _ = writeln!(s, "limit: {}", limit_line(r));
     if let Some(p) = r.peak {
         let _ = writeln!(
             s,
@@ -352,5 +458,65 @@ mod tests {
         assert!((r[7] - 400e6).abs() < 1.0);
         assert_eq!(step_rates(1e6, 1e6, 1e6).unwrap(), vec![1e6]);
         assert!(step_rates(1e3, 100e9, 1e3).is_err());
+    }
+
+    /// A file written before the limits existed (issue 13's sender-side shaper, knee 300 by
+    /// loss alone) is classified and its knee recomputed once; a current file is left alone.
+    #[test]
+    fn older_files_are_upgraded_once() {
+        let text = include_str!("../tests/data/sweep_before_limits.json");
+        let mut r: SweepReport = serde_json::from_str(text).unwrap();
+        assert_eq!(r.knee_bps, Some(300e6));
+        let note = r.upgrade().expect("an older file");
+        assert!(note.contains("300 Mbit/s, by loss < 0.1 % alone"), "{note}");
+        assert_eq!(r.knee_bps, Some(150e6));
+        assert_eq!(r.knee_rule, Some(KneeRule::default()));
+        let at = r.limited_at.clone().unwrap();
+        assert_eq!(at.offered_bps, 200e6);
+        assert!(at.limits.contains(&Limit::Sender));
+        assert!(r.steps[..3].iter().all(|s| s.limits.is_empty()));
+        assert!(r.steps[3..]
+            .iter()
+            .all(|s| s.limits.contains(&Limit::Sender)));
+        // Written again, it is a current file.
+        let again: SweepReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        let mut again = again;
+        assert_eq!(again.upgrade(), None);
+        assert_eq!(again.knee_bps, Some(150e6));
+        let text = summary(&again);
+        assert!(text.contains("knee: 150 Mbit/s (highest offered rate with received within 5 % of offered and loss < 0.1 %)"), "{text}");
+        assert!(
+            text.contains("limit: receiver loss + sender could not keep up at 200 Mbit/s offered (sent 146 Mbit/s, received 146 Mbit/s, loss 0.168 %)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_limit_reached_says_so() {
+        let step = |mbit: f64| Step {
+            offered_bps: mbit * 1e6,
+            sent_bps: mbit * 1e6,
+            received_bps: mbit * 1e6,
+            ..Step::default()
+        };
+        let r = SweepReport {
+            kind: "sweep".into(),
+            host: "h".into(),
+            port: 5201,
+            protocol: "udp".into(),
+            reverse: false,
+            duration_s: 1,
+            length: None,
+            steps: vec![step(10.0), step(20.0)],
+            knee_rule: Some(KneeRule::default()),
+            knee_bps: Some(20e6),
+            limited_at: None,
+            peak: None,
+            collapse: None,
+        };
+        assert_eq!(
+            limit_line(&r),
+            "none reached: every step up to 20.0 Mbit/s tracked, the knee is at or above it"
+        );
     }
 }

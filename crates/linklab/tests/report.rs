@@ -155,12 +155,14 @@ fn report_renders_every_chart_in_chromium() {
             .args(["bench", "--sizes", "10kB,100kB", "--gets", "2"])
             .args(["--pings", "5", "--json", bench.to_str().unwrap()]),
     );
+    // A sweep file written before the sweep named limits (issue 13's sender-side shaper).
+    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweep_before_limits.json");
     let html = dir.join("report.html");
     run_ok(
         Command::new(linklab_bin())
             .args(["report", "-o"])
             .arg(&html)
-            .args([&sweep, &rtt, &sample, &bench]),
+            .args([&sweep, &rtt, &sample, &bench, &older]),
     );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
@@ -176,11 +178,12 @@ fn report_renders_every_chart_in_chromium() {
     );
     let dom = String::from_utf8_lossy(&dom.stdout).to_string();
     let charts = charts(&dom);
-    // sweep: 1; rtt: bandwidth + latency + 8 round-trip + 8 inter-arrival histograms; bench: 2
-    // each.
-    assert_eq!(charts.len(), 23, "{charts:?}");
+    // sweep: 1 each; rtt: bandwidth + latency + 8 round-trip + 8 inter-arrival histograms;
+    // bench: 2 each.
+    assert_eq!(charts.len(), 24, "{charts:?}");
     for prefix in [
         "sweep-0",
+        "sweep-4",
         "rtt-1-bandwidth",
         "rtt-1-latency",
         "rtt-1-hist-1472",
@@ -225,6 +228,43 @@ fn report_renders_every_chart_in_chromium() {
         "a real PNG"
     );
     eprintln!("report: {} screenshot: {}", html.display(), png.display());
+}
+
+/// A sweep file from before the limits existed still renders: its steps are classified and its
+/// knee recomputed by the current rule, and the page says so. The file is issue 13's case: a
+/// shaper at 150 Mbit/s on the sender's own interface, every step loss-free, knee 300 by loss.
+#[test]
+fn older_sweep_files_render_with_the_knee_recomputed() {
+    let dir = out_dir();
+    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweep_before_limits.json");
+    let text = std::fs::read_to_string(&older).unwrap();
+    assert!(!text.contains("limits") && text.contains(r#""knee_bps": 300000000.0"#));
+    let html = dir.join("older.html");
+    run_ok(
+        Command::new(linklab_bin())
+            .args(["report", "-o"])
+            .arg(&html)
+            .arg(&older),
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("written before linklab sweep named limits: its knee (300 Mbit/s, by loss &lt; 0.1 % alone) is recomputed"),
+        "the page says the knee was recomputed"
+    );
+    assert!(
+        page.contains("<b>150 Mbit/s</b><span>knee"),
+        "recomputed knee"
+    );
+    assert!(
+        page.contains("<b>receiver loss + sender could not keep up</b><span>limit above the knee, at 200 Mbit/s offered"),
+        "limit above the knee"
+    );
+    // Sender-limited steps are drawn and tabled apart: 200, 250 and 300 Mbit/s.
+    assert_eq!(page.matches(r#"<tr class="sender">"#).count(), 3);
+    assert!(
+        page.contains("sender could not keep up: 300 → 147"),
+        "chart marker"
+    );
 }
 
 #[test]

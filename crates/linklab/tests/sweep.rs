@@ -1,9 +1,11 @@
-//! `linklab sweep` with our iperf3 client against stock `iperf3 -s`, over a veth shaped to
-//! 200 Mbit/s with tbf, and its answers to bad input.
+//! `linklab sweep` with our iperf3 client against stock `iperf3 -s` between namespaces, with a
+//! tbf bottleneck on the router (receiver loss) or on the sender's own interface (a sender that
+//! cannot keep up), in both directions; and its answers to bad input.
 
 mod common;
 
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::{
@@ -24,9 +26,9 @@ fn iface_with(ns: &Netns, addr: &str) -> String {
 }
 
 /// Stock `iperf3 -s` in `a` (198.18.1.1), the client side `b` (198.18.2.2), and a router `r`
-/// between them (198.18.1.254 / 198.18.2.254) where a bottleneck can be shaped. Shaping on the
-/// router, not on the sender's own interface, matters: a local qdisc pushes back on the
-/// sending socket, so the sender would slow down instead of losing datagrams on the way.
+/// between them (198.18.1.254 / 198.18.2.254). A bottleneck on the router loses the excess on
+/// the way; one on the sender's own interface pushes back on the sending socket instead, so the
+/// sender slows down and nothing is lost. The sweep must find the knee either way.
 struct Path {
     a: Netns,
     b: Netns,
@@ -63,8 +65,22 @@ fn iperf_path(tag: &str) -> Path {
     }
 }
 
-/// Runs a sweep and returns its JSON.
-fn sweep(b: &Netns, args: &[&str], json: &std::path::Path) -> Value {
+/// One heavy sweep at a time: on a 2-core machine two sweeps at hundreds of Mbit/s starve each
+/// other's sender and receiver, and the knee found would be the host's, not the link's.
+static HEAVY: Mutex<()> = Mutex::new(());
+
+fn heavy() -> MutexGuard<'static, ()> {
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A sweep's JSON and its text output.
+struct Sweep {
+    json: Value,
+    stdout: String,
+}
+
+/// Runs a sweep from `b` against the server in `a`.
+fn sweep(b: &Netns, args: &[&str], json: &std::path::Path) -> Sweep {
     // Real-time priority for the sender too, so a stall on a loaded machine does not turn
     // into a catch-up burst that a sub-knee step loses.
     let bin = linklab_bin();
@@ -80,7 +96,7 @@ fn sweep(b: &Netns, args: &[&str], json: &std::path::Path) -> Value {
     argv.extend_from_slice(args);
     argv.extend_from_slice(&["--json", json.to_str().unwrap()]);
     let out = b.command(&argv).output().expect("run linklab");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "sweep failed: {stderr}\n{stdout}");
     eprintln!("{stdout}");
@@ -88,96 +104,219 @@ fn sweep(b: &Netns, args: &[&str], json: &std::path::Path) -> Value {
         !stderr.contains('\r'),
         "no progress bar when stderr is not a terminal: {stderr:?}"
     );
-    serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap()
+    Sweep {
+        json: serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap(),
+        stdout,
+    }
 }
 
-fn steps(v: &Value) -> Vec<(f64, f64, f64)> {
+/// One step of the JSON: offered, sent, received (bit/s), limits.
+#[derive(Debug)]
+struct StepFig {
+    offered: f64,
+    sent: f64,
+    received: f64,
+    limits: Vec<String>,
+}
+
+fn steps(v: &Value) -> Vec<StepFig> {
     v["steps"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| {
-            (
-                s["offered_bps"].as_f64().unwrap(),
-                s["received_bps"].as_f64().unwrap(),
-                s["loss_pct"].as_f64().unwrap(),
-            )
+        .map(|s| StepFig {
+            offered: s["offered_bps"].as_f64().unwrap(),
+            sent: s["sent_bps"].as_f64().unwrap(),
+            received: s["received_bps"].as_f64().unwrap(),
+            limits: s["limits"]
+                .as_array()
+                .expect("every step names its limits")
+                .iter()
+                .map(|l| l.as_str().unwrap().to_string())
+                .collect(),
         })
         .collect()
 }
 
-/// Checks a sweep over a 200 Mbit/s bottleneck: knee within ±15 %, loss rising above it, and
-/// received throughput capped near the shaped rate.
-fn check_knee(v: &Value, loss_from: f64) {
-    let knee = v["knee_bps"].as_f64().expect("a knee was found");
-    assert!(
-        (170e6..=230e6).contains(&knee),
-        "knee {knee} not within ±15 % of 200 Mbit/s"
-    );
-    let steps = steps(v);
-    let above: Vec<_> = steps.iter().filter(|s| s.0 >= loss_from).collect();
-    assert!(!above.is_empty());
-    for s in &above {
-        assert!(
-            s.2 > 1.0,
-            "offered {} should lose more than 1 %: {}",
-            s.0,
-            s.2
-        );
-        assert!(s.1 < 230e6, "received {} above the 200 Mbit/s shaping", s.1);
-    }
-    for w in above.windows(2) {
-        assert!(
-            w[1].2 > w[0].2,
-            "loss rises with the offered rate above the knee: {w:?}"
-        );
-    }
-    // Well below the knee the link carries everything; a scheduling stall on a loaded machine
-    // can still cost a handful of datagrams, hence 1 % rather than the knee's 0.1 %.
-    for s in steps.iter().filter(|s| s.0 <= 150e6) {
-        assert!(
-            s.2 < 1.0,
-            "well below the knee almost nothing is lost: {s:?}"
-        );
-    }
-    let peak = v["peak"]["received_bps"].as_f64().unwrap();
-    assert!((170e6..=230e6).contains(&peak), "peak {peak}");
+/// The limit a bottleneck must be named as: its JSON name and its words in the text output.
+#[derive(Clone, Copy)]
+enum Expect {
+    ReceiverLoss,
+    Sender,
 }
 
-#[test]
-fn knee_of_a_200_mbit_tbf_link_both_directions() {
-    let p = iperf_path("swk");
-    // The bottleneck: the router's egress toward the server (forward) and toward the client (-R).
-    for addr in ["198.18.1.254", "198.18.2.254"] {
-        let dev = iface_with(&p.r, addr);
-        p.r.run(&[
-            "tc", "qdisc", "add", "dev", &dev, "root", "tbf", "rate", "200mbit", "burst", "256kb",
-            "latency", "20ms",
-        ]);
+impl Expect {
+    fn json(self) -> &'static str {
+        match self {
+            Expect::ReceiverLoss => "receiver_loss",
+            Expect::Sender => "sender",
+        }
     }
-    let dir = tempdir("sweep-tbf");
-    let fwd = sweep(
-        &p.b,
-        &[
-            "--from", "50M", "--to", "400M", "--step", "50M", "-t", "1", "--refine", "3",
-        ],
-        &dir.join("fwd.json"),
+    fn words(self) -> &'static str {
+        match self {
+            Expect::ReceiverLoss => "receiver loss",
+            Expect::Sender => "sender could not keep up",
+        }
+    }
+}
+
+/// What a sweep over a bottleneck of `limit_bps` must show, whatever the noise of a loaded
+/// machine (no ordering of noisy figures is assumed): the knee within ±15 % of the limit; every
+/// step above the knee naming a limit; every step offered 20 % or more above the limit capped
+/// near it and naming `expected` where the physics demands it (a shaper on the sender holds
+/// the sender back at every such step; a shaper on the way loses what a sender sent past it —
+/// a sender stalled by a busy host is rightly named instead); the limit named in the text; the
+/// peak near the limit. Returns the knee and whether any step named `expected`.
+fn check_knee(sw: &Sweep, limit_bps: f64, expected: Expect) -> (f64, bool) {
+    let v = &sw.json;
+    let (lo, hi) = (limit_bps * 0.85, limit_bps * 1.15);
+    let knee = v["knee_bps"].as_f64().expect("a knee was found");
+    assert!(
+        (lo..=hi).contains(&knee),
+        "knee {knee} not within ±15 % of {limit_bps}"
     );
-    assert_eq!(fwd["kind"], "sweep");
-    assert_eq!(fwd["reverse"], false);
-    check_knee(&fwd, 250e6);
+    assert_eq!(v["knee_rule"]["tolerance_pct"], 5.0);
+    assert_eq!(v["knee_rule"]["loss_pct"], 0.1);
+    let steps = steps(v);
+    for s in steps.iter().filter(|s| s.offered > knee) {
+        assert!(!s.limits.is_empty(), "above the knee, a limit: {s:?}");
+    }
+    let saturated: Vec<_> = steps
+        .iter()
+        .filter(|s| s.offered >= limit_bps * 1.2)
+        .collect();
+    assert!(!saturated.is_empty(), "the sweep goes past the limit");
+    for s in &saturated {
+        let must = match expected {
+            Expect::Sender => true,
+            Expect::ReceiverLoss => s.sent > limit_bps * 1.1,
+        };
+        assert!(
+            !must || s.limits.iter().any(|l| l == expected.json()),
+            "offered {} should name {}: {s:?}",
+            s.offered,
+            expected.json()
+        );
+        assert!(s.received < hi, "received above the limit: {s:?}");
+        if let Expect::Sender = expected {
+            // Nothing beyond the limit left the sender: it was held back, not dropped later.
+            assert!(s.sent < hi, "the sender sent past its own shaper: {s:?}");
+        }
+    }
+    let at = &v["limited_at"];
+    assert!(at["offered_bps"].as_f64().unwrap() > knee, "{at}");
+    assert!(!at["limits"].as_array().unwrap().is_empty(), "{at}");
+    let limit_line = sw
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("limit: "))
+        .expect("a limit line");
+    assert!(
+        !limit_line.contains("none reached"),
+        "the sweep reached the limit: {limit_line}"
+    );
+    let named = steps
+        .iter()
+        .any(|s| s.limits.iter().any(|l| l == expected.json()));
+    assert_eq!(
+        named,
+        sw.stdout.contains(expected.words()),
+        "{:?} named in the text output as in the JSON",
+        expected.words()
+    );
+    let peak = v["peak"]["received_bps"].as_f64().unwrap();
+    assert!((lo..=hi).contains(&peak), "peak {peak}");
+    eprintln!(
+        "knee {:.1} Mbit/s for a {:.0} Mbit/s limit ({}, {})",
+        knee / 1e6,
+        limit_bps / 1e6,
+        expected.words(),
+        if v["reverse"] == true {
+            "-R"
+        } else {
+            "forward"
+        }
+    );
+    (knee, named)
+}
+
+/// Shapes the egress of `ns`'s interface that carries `addr` with tbf.
+fn tbf(ns: &Netns, addr: &str, args: &[&str]) {
+    let dev = iface_with(ns, addr);
+    let mut argv = vec!["tc", "qdisc", "add", "dev", &dev, "root", "tbf"];
+    argv.extend_from_slice(args);
+    ns.run(&argv);
+}
+
+// The grids put two or three coarse steps inside the ±15 % band around each limit (170, 190 and
+// 210 for 200; 130 and 150 for 150) besides the refinement steps, so a step spoilt by a loaded
+// machine (a stall, a burst of a few dozen lost datagrams: 0.1 % of a 1 s step is 12 of them)
+// cannot move the knee out of it; and two steps 20 % or more above each limit, where the limit
+// must be named.
+
+/// Sweeps `rates` forward, then with -R (1 s steps, 3 refinement steps), one sweep at a time.
+fn sweep_both_ways(p: &Path, tag: &str, rates: &[&str]) -> [Sweep; 2] {
+    let dir = tempdir(tag);
+    let common = ["-t", "1", "--refine", "3", "--pause", "100"];
+    let _one = heavy();
+    let fwd = sweep(&p.b, &[rates, &common].concat(), &dir.join("fwd.json"));
+    assert_eq!(fwd.json["kind"], "sweep");
+    assert_eq!(fwd.json["reverse"], false);
     let rev = sweep(
         &p.b,
-        &[
-            "-R", "--from", "100M", "--to", "300M", "--step", "100M", "-t", "1", "--refine", "3",
-        ],
+        &[&["-R"], rates, &common].concat(),
         &dir.join("rev.json"),
     );
-    assert_eq!(rev["reverse"], true);
-    check_knee(&rev, 250e6);
+    assert_eq!(rev.json["reverse"], true);
+    [fwd, rev]
+}
+
+/// A bottleneck on the way (the router), receiver side: the excess is lost there, and the
+/// receiver counts it.
+#[test]
+fn knee_of_a_200_mbit_tbf_on_the_router_both_directions() {
+    let p = iperf_path("swk");
+    // The router's egress toward the server (forward) and toward the client (-R).
+    for addr in ["198.18.1.254", "198.18.2.254"] {
+        tbf(
+            &p.r,
+            addr,
+            &["rate", "200mbit", "burst", "256kb", "latency", "50ms"],
+        );
+    }
+    let [fwd, rev] = sweep_both_ways(
+        &p,
+        "sweep-tbf",
+        &["--from", "150M", "--to", "270M", "--step", "20M"],
+    );
+    let (_, fwd_loss) = check_knee(&fwd, 200e6, Expect::ReceiverLoss);
+    let (_, rev_loss) = check_knee(&rev, 200e6, Expect::ReceiverLoss);
+    assert!(
+        fwd_loss || rev_loss,
+        "the router's loss was named in at least one direction"
+    );
     // Out-of-order is known when we receive (-R).
-    assert!(rev["steps"][0]["out_of_order"].is_u64());
+    assert!(rev.json["steps"][0]["out_of_order"].is_u64());
     drop(p.a);
+}
+
+/// A bottleneck on the sender's own interface (issue 13's case, its very tbf): the local qdisc
+/// pushes back on the socket, so nothing is lost and the loss-only knee was the top rate.
+/// Forward the sender is our client; with -R it is stock `iperf3 -s`.
+#[test]
+fn knee_of_a_150_mbit_tbf_on_the_senders_own_interface_both_directions() {
+    let p = iperf_path("sws");
+    let shaper = ["rate", "150mbit", "burst", "32kbit", "latency", "50ms"];
+    tbf(&p.b, "198.18.2.2", &shaper);
+    tbf(&p.a, "198.18.1.1", &shaper);
+    // The loss-only rule put the knee at the top offered rate (210); the band excludes it.
+    let [fwd, rev] = sweep_both_ways(
+        &p,
+        "sweep-own",
+        &["--from", "110M", "--to", "210M", "--step", "20M"],
+    );
+    assert!(check_knee(&fwd, 150e6, Expect::Sender).1);
+    assert!(check_knee(&rev, 150e6, Expect::Sender).1);
 }
 
 #[test]
@@ -199,7 +338,9 @@ fn progress_bar_only_on_a_terminal() {
         tty.contains("\r[") && tty.contains("step 1/"),
         "no progress bar on a terminal: {tty:?}"
     );
-    assert!(tty.contains("knee: 20.0 Mbit/s"), "{tty}");
+    // The summary follows the bar (the knee itself is not this test's business: this sender is
+    // not real-time and may stall on a busy machine, which the sweep rightly names).
+    assert!(tty.contains("knee: ") && tty.contains("\nlimit: "), "{tty}");
     // Piped: no bar (checked in every `sweep` run of the other tests, and here).
     let piped = linklab_in(
         &p.b,
@@ -223,7 +364,9 @@ fn progress_bar_only_on_a_terminal() {
 #[test]
 fn busy_server_is_one_clear_line() {
     let p = iperf_path("swb");
-    let _busy = p.b.spawn(&["iperf3", "-c", "198.18.1.1", "-t", "8"]);
+    // Paced low, so it does not load the machine while other tests sweep.
+    let _busy =
+        p.b.spawn(&["iperf3", "-c", "198.18.1.1", "-t", "8", "-b", "1M"]);
     std::thread::sleep(Duration::from_millis(700));
     let out = linklab_in(
         &p.b,
@@ -270,13 +413,15 @@ fn rates_that_do_not_parse_are_one_clear_line() {
         ("--to", "1.5Q"),
         ("--step", "-5M"),
         ("--step", "0"),
+        ("--tolerance", "0"),
+        ("--tolerance", "five"),
     ] {
         let arg = format!("{flag}={bad}");
         let out = Command::new(linklab_bin())
             .args(["sweep", "-c", "127.0.0.1", &arg])
             .output()
             .unwrap();
-        assert_one_line_error(&out, &format!("invalid value '{bad}' for '{flag} <RATE>'"));
+        assert_one_line_error(&out, &format!("invalid value '{bad}' for '{flag} <"));
         assert_eq!(out.status.code(), Some(2), "a usage error exits with 2");
     }
     let out = Command::new(linklab_bin())

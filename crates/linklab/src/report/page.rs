@@ -34,6 +34,8 @@ td.l, th.l { text-align: left; }
 tr.refined td { color: var(--muted); font-style: italic; }
 td.warn { color: #b91c1c; font-weight: 600; }
 td.ok { color: #15803d; }
+tr.sender td { background: #fffbeb; }
+td.sender { color: #b45309; font-weight: 600; }
 .tablewrap { overflow-x: auto; }
 .tables { display: flex; flex-wrap: wrap; gap: 6px 28px; align-items: flex-start; }
 .note { color: var(--muted); font-size: 12.5px; margin: 4px 0; }

@@ -1,15 +1,31 @@
-//! The report section of a `linklab sweep` result: offered vs received with loss on a second
-//! axis, the knee and the collapse marked, and the step table.
+//! The report section of a `linklab sweep` result: offered vs sent and received with loss on a
+//! second axis, each step's limit marked (a sender that could not keep up drawn apart from
+//! receiver loss), the knee and the collapse, and the step table.
 
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use crate::sweep::SweepReport;
+use crate::sweep::analysis::{describe_all, Limit};
+use crate::sweep::{limit_line, SweepReport};
 use crate::values::format_rate;
 
-/// Renders one sweep as a `<section>`.
-pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
-    let tcp = r.protocol == "tcp";
+/// How each limit is drawn on the chart: legend text, colour, dot radius. The sender's ring is
+/// the largest so a step limited at both ends shows both.
+const LIMIT_MARKS: [(Limit, &str, &str, f64); 3] = [
+    (Limit::Sender, "sender could not keep up", "#f59e0b", 8.0),
+    (Limit::ReceiverLoss, "receiver loss", "#dc2626", 4.5),
+    (
+        Limit::NotTracking,
+        "received rate stopped tracking",
+        "#0891b2",
+        4.5,
+    ),
+];
+
+/// Renders one sweep as a `<section>`; `note` (from [`SweepReport::upgrade`]) says when the
+/// file predates the limits and its knee was recomputed.
+pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -> String {
+    let tcp = r.tcp();
     let mbit = |b: f64| b / 1e6;
     let mut s = String::new();
     let direction = if r.reverse {
@@ -30,6 +46,9 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
         r.length
             .map_or(String::new(), |l| format!(" · {l} B per write"))
     );
+    if let Some(n) = note {
+        let _ = write!(s, r#"<p class="note">{}</p>"#, esc(n));
+    }
 
     // Key facts.
     s.push_str(r#"<div class="facts">"#);
@@ -37,8 +56,23 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
         &mut s,
         "good",
         &r.knee_bps.map_or("none".into(), format_rate),
-        &format!("knee ({})", crate::sweep::knee_rule(tcp)),
+        &format!(
+            "knee (highest offered rate with {})",
+            r.rule().describe(tcp)
+        ),
     );
+    match &r.limited_at {
+        Some(at) => fact(
+            &mut s,
+            "bad",
+            &describe_all(&at.limits),
+            &format!(
+                "limit above the knee, at {} offered",
+                format_rate(at.offered_bps)
+            ),
+        ),
+        None => fact(&mut s, "", "none reached", &limit_line(r)),
+    }
     if let Some(p) = r.peak {
         fact(
             &mut s,
@@ -113,6 +147,17 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
         points: vec![(0.0, 0.0), (x.hi, x.hi)],
     });
     c.series.push(Series {
+        name: "sent".into(),
+        color: "#a16207",
+        mark: Mark::Line { dashed: false },
+        right: false,
+        points: r
+            .steps
+            .iter()
+            .map(|st| (mbit(st.offered_bps), mbit(st.sent_bps)))
+            .collect(),
+    });
+    c.series.push(Series {
         name: if tcp {
             "goodput".into()
         } else {
@@ -163,6 +208,23 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
                 .collect(),
         });
     }
+    for (limit, name, color, radius) in LIMIT_MARKS {
+        let points: Vec<(f64, f64)> = r
+            .steps
+            .iter()
+            .filter(|st| st.limits.contains(&limit))
+            .map(|st| (mbit(st.offered_bps), mbit(st.received_bps)))
+            .collect();
+        if !points.is_empty() {
+            c.series.push(Series {
+                name: name.into(),
+                color,
+                mark: Mark::Points { r: radius },
+                right: false,
+                points,
+            });
+        }
+    }
     if let Some(p) = r.peak {
         c.series.push(Series {
             name: "peak".into(),
@@ -193,7 +255,7 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
     // The table.
     s.push_str(r#"<h3>Steps</h3><div class="tablewrap"><table><tr>"#);
     let heads: &[&str] = if tcp {
-        &["offered", "sent", "goodput", "retransmits"]
+        &["offered", "sent", "goodput", "retransmits", "limit"]
     } else {
         &[
             "offered",
@@ -203,22 +265,27 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
             "lost / datagrams",
             "jitter (ms)",
             "out of order",
+            "limit",
         ]
     };
     for h in heads {
-        let _ = write!(s, "<th>{h}</th>");
+        let class = if *h == "limit" { r#" class="l""# } else { "" };
+        let _ = write!(s, "<th{class}>{h}</th>");
     }
     s.push_str("</tr>");
     for st in &r.steps {
-        let _ = write!(
-            s,
-            r#"<tr{}>"#,
-            if st.refined {
-                r#" class="refined""#
-            } else {
-                ""
-            }
-        );
+        let mut classes = Vec::new();
+        if st.refined {
+            classes.push("refined");
+        }
+        if st.limits.contains(&Limit::Sender) {
+            classes.push("sender");
+        }
+        if classes.is_empty() {
+            s.push_str("<tr>");
+        } else {
+            let _ = write!(s, r#"<tr class="{}">"#, classes.join(" "));
+        }
         let _ = write!(
             s,
             "<td>{}{}</td><td>{}</td><td>{}</td>",
@@ -234,7 +301,7 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
                 st.retransmits.map_or("–".into(), |x| x.to_string())
             );
         } else {
-            let cls = if !crate::sweep::analysis::below_knee(st, false) {
+            let cls = if st.limits.contains(&Limit::ReceiverLoss) {
                 "warn"
             } else {
                 "ok"
@@ -249,9 +316,33 @@ pub fn render(r: &SweepReport, source: &str, index: usize) -> String {
                 st.out_of_order.map_or("–".into(), |n| n.to_string())
             );
         }
-        s.push_str("</tr>");
+        let limit_class = match st.limits.first() {
+            None => "ok",
+            Some(Limit::Sender) => "sender",
+            Some(_) => "warn",
+        };
+        let _ = write!(
+            s,
+            r#"<td class="l {limit_class}">{}</td></tr>"#,
+            if st.limits.is_empty() {
+                "tracks".into()
+            } else {
+                esc(&describe_all(&st.limits))
+            }
+        );
     }
-    s.push_str("</table></div></section>");
+    s.push_str("</table></div>");
+    let _ = write!(
+        s,
+        r#"<p class="note">limit: <b>receiver loss</b> = loss ≥ {loss} %; <b>sender could not keep up</b> (rows shaded) = sent below {keep} % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); <b>received rate stopped tracking</b> = received below {keep} % of offered with neither to explain it{tcp_note}.</p></section>"#,
+        loss = r.rule().loss_pct,
+        keep = 100.0 - r.rule().tolerance_pct,
+        tcp_note = if tcp {
+            " (TCP slows its sender whoever the bottleneck is, so a TCP step is only ever this)"
+        } else {
+            ""
+        }
+    );
     s
 }
 

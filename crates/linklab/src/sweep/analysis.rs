@@ -1,14 +1,135 @@
-//! What a sweep means: the knee, the peak and the collapse (seed 002's figure).
+//! What a sweep means: which limit each step hit, the knee, the peak and the collapse (the
+//! i.MX6 FEC iperf study's figure).
+//!
+//! A bottleneck shows up in one of three ways, and the sweep names each ([`Limit`]): the
+//! receiver counts lost datagrams; the sender cannot put the offered rate on the wire (its NIC,
+//! its qdisc, its CPU — a shaper on the sender's own interface pushes back on the socket, so
+//! nothing is lost, it is never sent); or the received rate falls short of the offered rate with
+//! neither to explain it (a queue holding the tail of the test, TCP backing off). The knee is
+//! the highest offered rate at which none of them shows.
 
 use serde::{Deserialize, Serialize};
 
 use super::Step;
 
-/// Loss below this (in percent) counts as loss-free for the knee.
+/// Loss at or above this (in percent) is the receiver-loss limit.
 pub const KNEE_LOSS_PCT: f64 = 0.1;
+
+/// The received rate tracks the offered rate while it stays within this many percent of it.
+/// 5 % lets a step at a link's line rate count as tracking (the headers below the iperf3
+/// payload cost 3–4 % with full-size datagrams) while any real shortfall does not.
+pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
 
 /// Received throughput this far (fraction) below the peak at a higher offered rate is a collapse.
 pub const COLLAPSE_DROP: f64 = 0.10;
+
+/// What stopped a step from tracking its offered rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The receiver counted lost datagrams (UDP loss at or above the threshold).
+    ReceiverLoss,
+    /// The sender did not send the offered rate (UDP): its NIC, qdisc, socket or CPU is the
+    /// limit, whatever the link could carry.
+    Sender,
+    /// The received rate fell short of the offered rate with neither counted loss nor a sender
+    /// shortfall to explain it (TCP: always, since TCP slows its sender down whoever the
+    /// bottleneck is).
+    NotTracking,
+}
+
+impl Limit {
+    /// The limit in words, as the text output and the report name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Limit::ReceiverLoss => "receiver loss",
+            Limit::Sender => "sender could not keep up",
+            Limit::NotTracking => "received rate stopped tracking",
+        }
+    }
+}
+
+/// The limits of a step in words, joined by ` + ` (`-` for none).
+pub fn describe_all(limits: &[Limit]) -> String {
+    if limits.is_empty() {
+        return "-".into();
+    }
+    limits
+        .iter()
+        .map(|l| l.describe())
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// The thresholds a sweep was judged by; stored in its JSON so a reader knows the rule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KneeRule {
+    /// Loss at or above this many percent is receiver loss (UDP).
+    pub loss_pct: f64,
+    /// Received (and sent) rates within this many percent of the offered rate track it.
+    pub tolerance_pct: f64,
+}
+
+impl Default for KneeRule {
+    fn default() -> KneeRule {
+        KneeRule {
+            loss_pct: KNEE_LOSS_PCT,
+            tolerance_pct: DEFAULT_TOLERANCE_PCT,
+        }
+    }
+}
+
+impl KneeRule {
+    /// The limits step `s` hit; empty when it tracked its offered rate.
+    pub fn limits(&self, s: &Step, tcp: bool) -> Vec<Limit> {
+        let keep = 1.0 - self.tolerance_pct / 100.0;
+        let floor = s.offered_bps * keep;
+        let short = s.received_bps < floor;
+        let mut limits = Vec::new();
+        if !tcp && s.loss_pct >= self.loss_pct {
+            limits.push(Limit::ReceiverLoss);
+        }
+        if !tcp && short && s.sent_bps < floor {
+            limits.push(Limit::Sender);
+        }
+        if short && limits.is_empty() {
+            limits.push(Limit::NotTracking);
+        }
+        limits
+    }
+
+    /// The rule for people.
+    pub fn describe(&self, tcp: bool) -> String {
+        if tcp {
+            format!("goodput within {} % of offered", self.tolerance_pct)
+        } else {
+            format!(
+                "received within {} % of offered and loss < {} %",
+                self.tolerance_pct, self.loss_pct
+            )
+        }
+    }
+}
+
+/// The knee: the highest offered rate at which a step hit no limit (see [`KneeRule::limits`]).
+/// A noisy step below it that hit a limit does not move it.
+pub fn knee(steps: &[Step], rule: &KneeRule, tcp: bool) -> Option<f64> {
+    steps
+        .iter()
+        .filter(|s| rule.limits(s, tcp).is_empty())
+        .map(|s| s.offered_bps)
+        .reduce(f64::max)
+}
+
+/// The step that shows what stopped the link: the lowest offered rate above the knee (or the
+/// lowest step of all when there is no knee). `None` when every step above the knee tracked,
+/// i.e. the sweep never reached a limit.
+pub fn first_limited(steps: &[Step], knee: Option<f64>) -> Option<&Step> {
+    steps
+        .iter()
+        .filter(|s| knee.is_none_or(|k| s.offered_bps > k))
+        .min_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps))
+}
 
 /// The highest received rate of the sweep and the offered rate that produced it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -28,29 +149,6 @@ pub struct Collapse {
     pub received_bps: f64,
     /// How far below the peak it is, percent.
     pub drop_pct: f64,
-}
-
-/// TCP does not lose, it slows down: a TCP step is below the knee while its goodput stays
-/// within this many percent of the offered rate.
-pub const TCP_SHORTFALL_PCT: f64 = 1.0;
-
-/// The knee: the highest offered rate whose loss stays below [`KNEE_LOSS_PCT`] (UDP), or whose
-/// goodput stays within [`TCP_SHORTFALL_PCT`] of the offered rate (TCP).
-pub fn knee(steps: &[Step], tcp: bool) -> Option<f64> {
-    steps
-        .iter()
-        .filter(|s| below_knee(s, tcp))
-        .map(|s| s.offered_bps)
-        .reduce(f64::max)
-}
-
-/// True when a step shows no sign of the bottleneck (see [`knee`]).
-pub fn below_knee(s: &Step, tcp: bool) -> bool {
-    if tcp {
-        s.offered_bps > 0.0 && (1.0 - s.received_bps / s.offered_bps) * 100.0 < TCP_SHORTFALL_PCT
-    } else {
-        s.loss_pct < KNEE_LOSS_PCT
-    }
 }
 
 /// The step with the highest received rate (the lowest offered rate on ties).
@@ -94,17 +192,27 @@ pub fn collapse(steps: &[Step]) -> Option<Collapse> {
 mod tests {
     use super::*;
 
+    /// A step in Mbit/s where the sender sent what was offered.
     fn step(offered_mbit: f64, received_mbit: f64, loss_pct: f64) -> Step {
+        sent_step(offered_mbit, offered_mbit, received_mbit, loss_pct)
+    }
+
+    fn sent_step(offered: f64, sent: f64, received: f64, loss_pct: f64) -> Step {
         Step {
-            offered_bps: offered_mbit * 1e6,
-            received_bps: received_mbit * 1e6,
+            offered_bps: offered * 1e6,
+            sent_bps: sent * 1e6,
+            received_bps: received * 1e6,
             loss_pct,
             ..Step::default()
         }
     }
 
-    /// Seed 002's receive column (bwtest.sh, 50..450 Mbit/s, then the 1 Gbit/s run).
-    fn seed_002() -> Vec<Step> {
+    const UDP: bool = false;
+    const TCP: bool = true;
+
+    /// The i.MX6 FEC iperf study's receive column (bwtest.sh, 50..450 Mbit/s, then 1 Gbit/s;
+    /// the 1 Gbit/s step's sender managed 453 Mbit/s).
+    fn imx6_receive() -> Vec<Step> {
         vec![
             step(50.0, 50.0, 0.0),
             step(100.0, 100.0, 0.023),
@@ -115,14 +223,23 @@ mod tests {
             step(350.0, 355.0, 1.4),
             step(400.0, 379.0, 6.7),
             step(450.0, 415.0, 8.3),
-            step(1000.0, 254.0, 67.0),
+            sent_step(1000.0, 453.0, 254.0, 67.0),
         ]
     }
 
     #[test]
-    fn seed_002_knee_peak_collapse() {
-        let s = seed_002();
-        assert_eq!(knee(&s, false), Some(300e6));
+    fn imx6_knee_peak_collapse_and_limits() {
+        let s = imx6_receive();
+        let rule = KneeRule::default();
+        assert_eq!(knee(&s, &rule, UDP), Some(300e6));
+        let above = first_limited(&s, Some(300e6)).unwrap();
+        assert_eq!(above.offered_bps, 350e6);
+        assert_eq!(rule.limits(above, UDP), vec![Limit::ReceiverLoss]);
+        // At 1 Gbit/s both ends were the limit: the sender managed 453, the receiver lost 67 %.
+        assert_eq!(
+            rule.limits(&s[9], UDP),
+            vec![Limit::ReceiverLoss, Limit::Sender]
+        );
         assert_eq!(
             peak(&s),
             Some(Peak {
@@ -130,9 +247,71 @@ mod tests {
                 received_bps: 415e6
             })
         );
-        let c = collapse(&s).expect("seed 002 collapses at 1 Gbit/s");
+        let c = collapse(&s).expect("the i.MX6 collapses at 1 Gbit/s");
         assert_eq!(c.offered_bps, 1000e6);
         assert!((c.drop_pct - (1.0 - 254.0 / 415.0) * 100.0).abs() < 1e-9);
+    }
+
+    /// The i.MX6 study's transmit side: at 400 Mbit/s offered the board sent 143 Mbit/s and the
+    /// peer lost nothing. Loss alone would call that step clean.
+    #[test]
+    fn a_sender_that_cannot_keep_up_is_a_limit_without_loss() {
+        let rule = KneeRule::default();
+        let s = sent_step(400.0, 143.0, 143.0, 0.0);
+        assert_eq!(rule.limits(&s, UDP), vec![Limit::Sender]);
+    }
+
+    /// A shaper on the sender's own interface (issue 13): every step from 150 Mbit/s sends and
+    /// receives ~147 Mbit/s with no loss; the knee is 150, not the top offered rate.
+    #[test]
+    fn sender_side_shaper_knee_is_where_sent_stops_following() {
+        let s = vec![
+            step(50.0, 50.0, 0.0),
+            step(100.0, 100.0, 0.0),
+            sent_step(150.0, 146.5, 146.4, 0.0),
+            sent_step(200.0, 146.0, 145.7, 0.168),
+            sent_step(250.0, 146.2, 146.2, 0.0),
+            sent_step(300.0, 147.0, 147.0, 0.0),
+        ];
+        let rule = KneeRule::default();
+        assert_eq!(knee(&s, &rule, UDP), Some(150e6));
+        assert_eq!(
+            rule.limits(&s[3], UDP),
+            vec![Limit::ReceiverLoss, Limit::Sender]
+        );
+        assert_eq!(rule.limits(&s[5], UDP), vec![Limit::Sender]);
+        assert_eq!(first_limited(&s, Some(150e6)).unwrap().offered_bps, 200e6);
+        // A tighter tolerance puts 146.4 of 150 outside it.
+        let tight = KneeRule {
+            tolerance_pct: 1.0,
+            ..rule
+        };
+        assert_eq!(knee(&s, &tight, UDP), Some(100e6));
+    }
+
+    /// Everything sent, nothing counted lost, yet less received: a queue held the tail.
+    #[test]
+    fn unexplained_shortfall_is_not_tracking() {
+        let rule = KneeRule::default();
+        let s = sent_step(300.0, 300.0, 200.0, 0.0);
+        assert_eq!(rule.limits(&s, UDP), vec![Limit::NotTracking]);
+        // Counted loss names the limit, however much of the shortfall it covers (the sender's
+        // and the receiver's counting windows differ by a few per cent on a busy host).
+        let s = sent_step(300.0, 300.0, 200.0, 0.5);
+        assert_eq!(rule.limits(&s, UDP), vec![Limit::ReceiverLoss]);
+        let s = sent_step(300.0, 300.0, 200.0, 33.0);
+        assert_eq!(rule.limits(&s, UDP), vec![Limit::ReceiverLoss]);
+        // A sender shortfall names the sender.
+        let s = sent_step(300.0, 250.0, 200.0, 0.0);
+        assert_eq!(rule.limits(&s, UDP), vec![Limit::Sender]);
+    }
+
+    #[test]
+    fn loss_without_shortfall_still_counts() {
+        let rule = KneeRule::default();
+        let s = step(100.0, 99.8, 0.2);
+        assert_eq!(rule.limits(&s, UDP), vec![Limit::ReceiverLoss]);
+        assert!(rule.limits(&step(100.0, 99.0, 0.05), UDP).is_empty());
     }
 
     #[test]
@@ -143,7 +322,7 @@ mod tests {
             step(300.0, 193.0, 35.0),
             step(400.0, 190.0, 52.0),
         ];
-        assert_eq!(knee(&s, false), Some(100e6));
+        assert_eq!(knee(&s, &KneeRule::default(), UDP), Some(100e6));
         assert_eq!(collapse(&s), None);
     }
 
@@ -151,19 +330,41 @@ mod tests {
     fn tcp_knee_is_where_goodput_falls_short() {
         let s = vec![
             step(100.0, 100.0, 0.0),
-            step(200.0, 194.0, 0.0),
-            step(300.0, 194.0, 0.0),
+            sent_step(200.0, 188.0, 186.0, 0.0),
+            sent_step(300.0, 188.0, 186.0, 0.0),
         ];
-        assert_eq!(knee(&s, true), Some(100e6));
-        assert_eq!(knee(&s, false), Some(300e6));
+        let rule = KneeRule::default();
+        assert_eq!(knee(&s, &rule, TCP), Some(100e6));
+        // TCP slows its sender whoever the bottleneck is: not the sender's fault.
+        assert_eq!(rule.limits(&s[2], TCP), vec![Limit::NotTracking]);
     }
 
     #[test]
-    fn all_lossy_has_no_knee() {
+    fn no_knee_and_no_limit_reached() {
+        let rule = KneeRule::default();
         let s = vec![step(100.0, 50.0, 50.0)];
-        assert_eq!(knee(&s, false), None);
-        assert_eq!(knee(&[], false), None);
+        assert_eq!(knee(&s, &rule, UDP), None);
+        assert_eq!(first_limited(&s, None).unwrap().offered_bps, 100e6);
+        assert_eq!(knee(&[], &rule, UDP), None);
         assert_eq!(peak(&[]), None);
         assert_eq!(collapse(&s), None);
+        // Every step tracked: the knee is the top step, and no limit was reached.
+        let s = vec![step(100.0, 100.0, 0.0), step(200.0, 199.0, 0.0)];
+        assert_eq!(knee(&s, &rule, UDP), Some(200e6));
+        assert!(first_limited(&s, Some(200e6)).is_none());
+    }
+
+    #[test]
+    fn limits_in_words_and_json() {
+        assert_eq!(describe_all(&[]), "-");
+        assert_eq!(
+            describe_all(&[Limit::ReceiverLoss, Limit::Sender]),
+            "receiver loss + sender could not keep up"
+        );
+        assert_eq!(
+            serde_json::to_string(&[Limit::ReceiverLoss, Limit::Sender, Limit::NotTracking])
+                .unwrap(),
+            r#"["receiver_loss","sender","not_tracking"]"#
+        );
     }
 }

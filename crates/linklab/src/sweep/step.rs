@@ -87,5 +87,6 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
         out_of_order: d.out_of_order,
         retransmits: d.retransmits,
         refined: false,
+        limits: Vec::new(),
     })
 }
