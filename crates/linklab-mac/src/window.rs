@@ -28,7 +28,7 @@
 
 use crate::deframe::RxFormat;
 use crate::frame::{FCS_LEN, HEADER_LEN, PREAMBLE_SFD_LEN};
-use crate::queue::guaranteed_frames;
+use crate::queue::{guaranteed_frames, FRAME_HEADER_LEN, MIN_QUEUE_CAPACITY};
 
 /// Full-size queue slots kept free for frames that are not new window data.
 pub const RESERVED_FRAMES: usize = 2;
@@ -79,5 +79,51 @@ pub const fn smoltcp_max_burst_size(capacity: usize, format: RxFormat) -> usize 
         1
     } else {
         b
+    }
+}
+
+/// The smallest queue capacity (bytes) that always holds `frames` full-size TCP segments
+/// (MSS 1460) in `format`: [`queue_frames`] of the result is `frames` (for `frames >= 1`),
+/// and one byte less holds fewer. The first frame takes a whole grant's worth of the
+/// capacity rule, every further one its stored length plus the 2-byte header.
+pub const fn capacity_for_frames(frames: usize, format: RxFormat) -> usize {
+    let segment = stored_len(format, HEADER_LEN + IP_TCP_HEADERS + ETHERNET_MSS);
+    MIN_QUEUE_CAPACITY + frames.saturating_sub(1) * (segment + FRAME_HEADER_LEN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORMATS: [RxFormat; 3] = [
+        RxFormat::Raw,
+        RxFormat::Aligned { fcs: true },
+        RxFormat::Aligned { fcs: false },
+    ];
+
+    #[test]
+    fn capacity_for_frames_is_the_smallest_that_holds_them() {
+        for format in FORMATS {
+            for frames in 1..=1024 {
+                let c = capacity_for_frames(frames, format);
+                assert_eq!(queue_frames(c, format, ETHERNET_MSS), frames, "{format:?}");
+                assert!(
+                    queue_frames(c - 1, format, ETHERNET_MSS) < frames,
+                    "{format:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn niccle_queue_gives_niccle_window() {
+        for format in FORMATS {
+            let c = capacity_for_frames(9, format);
+            assert_eq!(tcp_rx_window(c, format, ETHERNET_MSS), (9 - 2) * 1460);
+        }
+        assert_eq!(
+            capacity_for_frames(9, RxFormat::Aligned { fcs: true }),
+            15_236
+        );
     }
 }
