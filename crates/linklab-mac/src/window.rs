@@ -22,6 +22,9 @@
 //!   duplicates a segment still queued (Niccle's capture shows exactly such a redundant
 //!   retransmission).
 //!
+//! A queue of 1 or 2 frames gets a window of one segment all the same (zero would stall
+//! TCP), and with it less than the full reserve.
+//!
 //! Assumption: the peer fills the window with full-size segments (bulk transfer, Nagle).
 //! Smaller segments carry fewer data bytes per queue slot; a peer sending tiny segments
 //! can still overrun the queue, which the counters then show as `rx_missed_errors`.
@@ -60,14 +63,24 @@ pub const fn queue_frames(capacity: usize, format: RxFormat, mss: usize) -> usiz
 }
 
 /// The TCP receive window (bytes) for a queue of `capacity` bytes: `(F − 2) × MSS`
-/// (module documentation). Use it as the smoltcp TCP socket's RX buffer size.
+/// (module documentation), but at least one segment when the queue holds any: a window
+/// below one segment stalls TCP, so a queue of 1 or 2 frames keeps less than the full
+/// reserve. Use it as the smoltcp TCP socket's RX buffer size.
 pub const fn tcp_rx_window(capacity: usize, format: RxFormat, mss: usize) -> usize {
-    queue_frames(capacity, format, mss).saturating_sub(RESERVED_FRAMES) * mss
+    max_burst_frames(capacity, format, mss) * mss
 }
 
-/// `max_burst_size` for smoltcp: the frames the queue always holds, less the reserve.
+/// Full-size segments a peer may send in one burst: the frames the queue always holds,
+/// less the reserve, but at least 1 when it holds any (see [`tcp_rx_window`]).
 pub const fn max_burst_frames(capacity: usize, format: RxFormat, mss: usize) -> usize {
-    queue_frames(capacity, format, mss).saturating_sub(RESERVED_FRAMES)
+    let f = queue_frames(capacity, format, mss);
+    if f > RESERVED_FRAMES {
+        f - RESERVED_FRAMES
+    } else if f > 0 {
+        1
+    } else {
+        0
+    }
 }
 
 /// The `max_burst_size` to give smoltcp: smoltcp caps the advertised window at

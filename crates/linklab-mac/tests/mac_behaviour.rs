@@ -7,7 +7,9 @@ use linklab_mac::deframe::RxFormat;
 use linklab_mac::pause::{self, MacControl, PAUSE_DESTINATION};
 use linklab_mac::queue::{FRAME_HEADER_LEN, GRANT_FOOTPRINT};
 use linklab_mac::tx::{build, TxFormat};
-use linklab_mac::window::{queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES};
+use linklab_mac::window::{
+    capacity_for_frames, queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES,
+};
 use linklab_mac::{
     Inline, Mac, MacAddr, MacConfig, NoClock, PauseWatermarks, RxQueue, TxError, MIN_QUEUE_CAPACITY,
 };
@@ -360,8 +362,13 @@ fn tcp_window_formula() {
         .find(|&n| queue_frames(n, RxFormat::Raw, 1460) == 9)
         .unwrap();
     assert_eq!(tcp_rx_window(n, RxFormat::Raw, 1460), (9 - 2) * 1460);
-    // Monotonic in capacity, zero when the queue holds no more than the reserve.
-    assert_eq!(tcp_rx_window(MIN_QUEUE_CAPACITY, RxFormat::Raw, 1460), 0);
+    // Monotonic in capacity; one segment (not zero, which would stall TCP) when the queue
+    // holds no more than the reserve.
+    assert_eq!(tcp_rx_window(MIN_QUEUE_CAPACITY, RxFormat::Raw, 1460), 1460);
+    assert_eq!(
+        tcp_rx_window(capacity_for_frames(3, RxFormat::Raw), RxFormat::Raw, 1460),
+        1460
+    );
     let mut last = 0;
     for cap in (MIN_QUEUE_CAPACITY..40_000).step_by(97) {
         let w = tcp_rx_window(cap, RxFormat::Raw, 1460);

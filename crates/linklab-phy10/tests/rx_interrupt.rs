@@ -6,8 +6,8 @@ mod common;
 
 use common::{after_sfd, reshape, wire_frame};
 use linklab_phy10::{
-    encode_frame, encode_link_pulse, words_for_frame, Capture, Oversample, RxCounters,
-    RxInterrupt, RxOutcome,
+    encode_frame, encode_link_pulse, words_for_frame, Capture, Oversample, RxCounters, RxInterrupt,
+    RxOutcome,
 };
 
 const OS: Oversample = Oversample::X4;
@@ -70,7 +70,10 @@ fn an_interrupt_entering_after_the_preamble_commits_nothing_good() {
         "{:?}",
         isr.last_outcome()
     );
-    assert_eq!(c.frames + c.truncated + c.empty + c.noise + c.link_pulses, 1);
+    assert_eq!(
+        c.frames + c.truncated + c.empty + c.noise + c.link_pulses,
+        1
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod app;
 pub mod device;
 pub mod host;
 pub mod limit;
+pub mod name;
 pub mod pcap;
 pub mod profile;
 pub mod sample_wire;
