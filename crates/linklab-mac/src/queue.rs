@@ -14,7 +14,7 @@
 //!
 //! The ring's bytes are a bbqueue [`Storage`]: [`Inline`]`<N>` (an array inside the queue, for
 //! a `static` on a microcontroller: [`RxQueue::new`] is `const`) or, with the `alloc` feature,
-//! [`BoxedSlice`] (a heap slice of any size chosen at run time: [`RxQueue::boxed`]). The code
+//! `BoxedSlice` (a heap slice of any size chosen at run time: `RxQueue::boxed`). The code
 //! that runs per frame is the same for both.
 //!
 //! # Capacity rule (bbqueue issue #129)
@@ -31,7 +31,7 @@
 //! ```
 //!
 //! checked at compile time by [`RxQueue::new`] and at run time by [`RxQueue::with_storage`]
-//! (and [`RxQueue::boxed`]). Under this rule, once the consumer has drained the queue (a read
+//! (and `RxQueue::boxed`). Under this rule, once the consumer has drained the queue (a read
 //! returned nothing), a maximum-size grant always succeeds (tests/queue_liveness.rs drives
 //! bbqueue to every reachable pointer position, for compile-time and run-time sizes).
 //!
@@ -131,7 +131,7 @@ pub const fn guaranteed_frames(capacity: usize, frame_len: usize) -> usize {
 }
 
 /// The storage handed to [`RxQueue::with_storage`] (or the size given to
-/// [`RxQueue::boxed`]) is below [`MIN_QUEUE_CAPACITY`]: such a ring can stall for good (see
+/// `RxQueue::boxed`) is below [`MIN_QUEUE_CAPACITY`]: such a ring can stall for good (see
 /// the capacity rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueTooSmall {

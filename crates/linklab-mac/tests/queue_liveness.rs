@@ -6,10 +6,8 @@ mod support;
 
 use bbqueue::nicknames::Churrasco;
 use linklab_mac::queue::{frames_from, guaranteed_frames, FRAME_HEADER_LEN, GRANT_FOOTPRINT};
-use linklab_mac::window::{capacity_for_frames, stored_len};
 use linklab_mac::{
-    Inline, Mac, MacConfig, NoClock, QueueTooSmall, RxFormat, RxQueue, Storage, MIN_QUEUE_CAPACITY,
-    RX_GRANT_LEN,
+    Inline, Mac, MacConfig, NoClock, RxQueue, Storage, MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
 };
 use proptest::prelude::*;
 use support::*;
@@ -116,59 +114,75 @@ fn liveness_and_exact_counts_niccle_sized() {
     check_every_position(RxQueue::<Inline<{ 10 * 1528 }>>::new, &[1527]);
 }
 
-/// Queues sized at run time, as `linklab bench` and `linklab serve` build them from
-/// `--rx-frames`, and at sizes no frame count gives: the same liveness, position by position.
-/// (Heap storage needs feature `alloc`: on in `cargo test --workspace`, or
-/// `cargo test -p linklab-mac --features alloc`.)
+/// Queues sized at run time (heap storage, feature `alloc`: on in `cargo test --workspace`,
+/// or `cargo test -p linklab-mac --features alloc`).
 #[cfg(feature = "alloc")]
-#[test]
-fn liveness_and_exact_counts_at_run_time_sizes() {
-    let sizes = [
-        MIN_QUEUE_CAPACITY,
-        MIN_QUEUE_CAPACITY + 1,
-        capacity_for_frames(2, RxFormat::Raw),
-        capacity_for_frames(3, RxFormat::Aligned { fcs: true }),
-        capacity_for_frames(9, RxFormat::Aligned { fcs: false }),
-        9_999,
-    ];
-    for capacity in sizes {
-        check_every_position(
-            || RxQueue::boxed(capacity).expect("within the rule"),
-            &[RX_GRANT_LEN, 1518, 64],
-        );
-    }
-}
+mod run_time_sizes {
+    use super::*;
+    use linklab_mac::window::{capacity_for_frames, stored_len};
+    use linklab_mac::{QueueTooSmall, RxFormat};
 
-/// The largest queue the CLI builds (`--rx-frames 1024`, 1.5 MB): every position is too many
-/// to park at one by one, so the ends, the points where the wrap rule changes, and random
-/// positions between them.
-#[cfg(feature = "alloc")]
-#[test]
-fn liveness_and_exact_counts_at_1024_frames() {
-    let capacity = capacity_for_frames(1024, RxFormat::Raw);
-    let new_queue = || RxQueue::boxed(capacity).expect("within the rule");
-    let g = GRANT_FOOTPRINT;
-    let p = capacity - g;
-    let mut positions = vec![0, 1, 3, g - 1, g, g + 1, p - 1, p, p + 1, capacity];
-    let mut x: usize = 12345;
-    for _ in 0..40 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        positions.push((x >> 16) % (capacity + 1));
-    }
-    // A full-size segment as a raw capture stores 1527 bytes: the size the ring was made for.
-    let full = stored_len(RxFormat::Raw, 1514);
-    assert_eq!(guaranteed_frames(capacity, full), 1024);
-    for f in [RX_GRANT_LEN, full, 64] {
-        let guaranteed = guaranteed_frames(capacity, f);
-        for &w in &positions {
-            let Some(n) = frames_after_parking(&new_queue, w, f) else {
-                continue;
-            };
-            assert_eq!(n, frames_from(capacity, w, f), "w {w} f {f}");
-            assert!(n >= guaranteed, "w {w} f {f}");
+    /// Queues sized at run time, as `linklab bench` and `linklab serve` build them from
+    /// `--rx-frames`, and at sizes no frame count gives: the same liveness, position by position.
+    #[test]
+    fn liveness_and_exact_counts_at_run_time_sizes() {
+        let sizes = [
+            MIN_QUEUE_CAPACITY,
+            MIN_QUEUE_CAPACITY + 1,
+            capacity_for_frames(2, RxFormat::Raw),
+            capacity_for_frames(3, RxFormat::Aligned { fcs: true }),
+            capacity_for_frames(9, RxFormat::Aligned { fcs: false }),
+            9_999,
+        ];
+        for capacity in sizes {
+            check_every_position(
+                || RxQueue::boxed(capacity).expect("within the rule"),
+                &[RX_GRANT_LEN, 1518, 64],
+            );
         }
+    }
+
+    /// The largest queue the CLI builds (`--rx-frames 1024`, 1.5 MB): every position is too many
+    /// to park at one by one, so the ends, the points where the wrap rule changes, and random
+    /// positions between them.
+    #[test]
+    fn liveness_and_exact_counts_at_1024_frames() {
+        let capacity = capacity_for_frames(1024, RxFormat::Raw);
+        let new_queue = || RxQueue::boxed(capacity).expect("within the rule");
+        let g = GRANT_FOOTPRINT;
+        let p = capacity - g;
+        let mut positions = vec![0, 1, 3, g - 1, g, g + 1, p - 1, p, p + 1, capacity];
+        let mut x: usize = 12345;
+        for _ in 0..40 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            positions.push((x >> 16) % (capacity + 1));
+        }
+        // A full-size segment as a raw capture stores 1527 bytes: the size the ring was made for.
+        let full = stored_len(RxFormat::Raw, 1514);
+        assert_eq!(guaranteed_frames(capacity, full), 1024);
+        for f in [RX_GRANT_LEN, full, 64] {
+            let guaranteed = guaranteed_frames(capacity, f);
+            for &w in &positions {
+                let Some(n) = frames_after_parking(&new_queue, w, f) else {
+                    continue;
+                };
+                assert_eq!(n, frames_from(capacity, w, f), "w {w} f {f}");
+                assert!(n >= guaranteed, "w {w} f {f}");
+            }
+        }
+    }
+
+    #[test]
+    fn run_time_sizes_below_the_rule_are_refused() {
+        for capacity in [0, 1, GRANT_FOOTPRINT, MIN_QUEUE_CAPACITY - 1] {
+            assert_eq!(
+                RxQueue::boxed(capacity).err(),
+                Some(QueueTooSmall { capacity })
+            );
+        }
+        assert!(RxQueue::boxed(MIN_QUEUE_CAPACITY).is_ok());
     }
 }
 
@@ -210,18 +224,6 @@ proptest! {
             min_over_positions(capacity, frame_len)
         );
     }
-}
-
-#[cfg(feature = "alloc")]
-#[test]
-fn run_time_sizes_below_the_rule_are_refused() {
-    for capacity in [0, 1, GRANT_FOOTPRINT, MIN_QUEUE_CAPACITY - 1] {
-        assert_eq!(
-            RxQueue::boxed(capacity).err(),
-            Some(QueueTooSmall { capacity })
-        );
-    }
-    assert!(RxQueue::boxed(MIN_QUEUE_CAPACITY).is_ok());
 }
 
 /// The trap the capacity rule avoids (bbqueue issue #129): with a ring just under two

@@ -1,5 +1,5 @@
 //! The device's MCU cost model and the four profiles (`ideal`, `niccle-initial`, `niccle-memcpy`,
-//! `niccle-optimized`), with every Niccle figure quoted from seed 000 next to the parameter
+//! `niccle-optimized`), with every figure quoted from Niccle's MAC write-up next to the parameter
 //! it sets.
 //!
 //! The device CPU is one resource. An interrupt preempts the main loop; the main loop

@@ -25,7 +25,7 @@ pub struct PhyCounters {
     pub rx_truncated: u64,
     /// Link test pulses that woke the RX interrupt (grant cancelled).
     pub rx_ltps: u64,
-    /// Transmissions lost because the queue had no room for a grant (seed's "OOM").
+    /// Transmissions lost because the queue had no room for a grant (the write-up's "OOM").
     pub rx_queue_full: u64,
     /// Byte wire: captures delivered at a bit offset other than 0.
     pub rx_bit_offset: u64,
