@@ -26,7 +26,7 @@
 #![no_std]
 #![deny(missing_docs)]
 
-use linklab_mac::{PhyTx, RxProducer, RX_GRANT_LEN};
+use linklab_mac::{PhyTx, RxProducer, Storage, RX_GRANT_LEN};
 
 /// Register offsets (bytes from the base), from the LAN9118 register map.
 pub mod reg {
@@ -302,7 +302,7 @@ impl<R: Registers> Lan9118Rx<R> {
     ///
     /// The interrupt is acknowledged *before* the FIFO is drained, so a frame arriving while
     /// this runs raises it again instead of waiting unnoticed.
-    pub fn on_interrupt<const N: usize>(&mut self, producer: &RxProducer<'_, N>) -> usize {
+    pub fn on_interrupt<S: Storage>(&mut self, producer: &RxProducer<'_, S>) -> usize {
         self.regs.write(reg::INT_STS, INT_RSFL);
         let mut committed = 0;
         // Bounded: the status FIFO never holds more frames than it can (176 on QEMU).

@@ -7,7 +7,7 @@ use core::cell::RefCell;
 use std::collections::VecDeque;
 use std::vec::Vec;
 
-use linklab_mac::{RxQueue, MIN_QUEUE_CAPACITY};
+use linklab_mac::{Inline, RxQueue, MIN_QUEUE_CAPACITY};
 
 use super::*;
 
@@ -132,7 +132,7 @@ fn a_wrong_chip_is_refused() {
 
 #[test]
 fn received_frames_land_in_grants_with_their_fcs() {
-    static Q: RxQueue<{ 2 * MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    static Q: RxQueue<Inline<{ 2 * MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let model = Model::default();
     let nic = Lan9118::new(&model);
     let (mut rx, _tx) = nic.split();
@@ -155,7 +155,7 @@ fn received_frames_land_in_grants_with_their_fcs() {
 
 #[test]
 fn flagged_frames_are_dropped_unless_the_mac_checks_the_fcs() {
-    static Q: RxQueue<{ 2 * MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    static Q: RxQueue<Inline<{ 2 * MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let model = Model::default();
     let (mut rx, _tx) = Lan9118::new(&model).split();
     model.receive(&[3u8; 64]);
@@ -167,7 +167,7 @@ fn flagged_frames_are_dropped_unless_the_mac_checks_the_fcs() {
 
 #[test]
 fn a_full_queue_drops_in_the_controller_and_counts_missed() {
-    static Q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    static Q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let model = Model::default();
     let (mut rx, _tx) = Lan9118::new(&model).split();
     let producer = Q.producer();
@@ -185,7 +185,7 @@ fn a_full_queue_drops_in_the_controller_and_counts_missed() {
 
 #[test]
 fn an_impossible_length_is_dropped_not_trusted() {
-    static Q: RxQueue<{ 2 * MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    static Q: RxQueue<Inline<{ 2 * MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let model = Model::default();
     let (mut rx, _tx) = Lan9118::new(&model).split();
     model

@@ -8,7 +8,7 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use linklab_mac::impair::shift_into;
 use linklab_mac::tx::{build, TxFormat};
-use linklab_mac::{fcs, Mac, MacAddr, MacConfig, NoClock, RxFormat, RxQueue};
+use linklab_mac::{fcs, Inline, Mac, MacAddr, MacConfig, NoClock, RxFormat, RxQueue};
 
 const ME: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
 
@@ -81,7 +81,7 @@ fn bench_rx_path(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(size as u64));
         for (name, format, offset, invert) in cases {
             let cap = capture(size, format, offset, invert);
-            let q: RxQueue<16384> = RxQueue::new();
+            let q: RxQueue<Inline<16384>> = RxQueue::new();
             let p = q.producer();
             let mut cfg = MacConfig::raw_phy(ME, 0);
             cfg.rx_format = format;

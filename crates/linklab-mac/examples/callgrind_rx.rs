@@ -11,11 +11,13 @@
 //!
 //! With `--toggle-collect` the `I refs` total counts only the workload function (and what
 //! it calls), so instructions per byte = I refs / (iterations × frame size). Without the `std`
-//! feature the `fcs` API is the portable slicing-by-8 (what a microcontroller runs).
+//! feature the `fcs` API is the portable slicing-by-8 (what a microcontroller runs). With
+//! `--features alloc`, `rx-raw-boxed` runs `rx-raw` over a queue sized at run time (heap
+//! storage) instead of an inline one.
 
 use linklab_mac::impair::shift_into;
 use linklab_mac::tx::{build, TxFormat};
-use linklab_mac::{fcs, Mac, MacAddr, MacConfig, NoClock, RxFormat, RxQueue};
+use linklab_mac::{fcs, Inline, Mac, MacAddr, MacConfig, NoClock, RxFormat, RxQueue, Storage};
 use std::hint::black_box;
 
 const ME: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
@@ -43,7 +45,19 @@ fn work_fcs_crc32fast(d: &[u8], n: usize) -> u32 {
 /// The RX path as in the criterion bench: grant + copy + commit, receive, release.
 #[inline(never)]
 fn work_rx_path(cap: &[u8], format: RxFormat, n: usize) -> usize {
-    let q: RxQueue<16384> = RxQueue::new();
+    let q: RxQueue<Inline<16384>> = RxQueue::new();
+    rx_path(&q, cap, format, n)
+}
+
+/// The same over a queue sized at run time (heap storage, feature `alloc`).
+#[cfg(feature = "alloc")]
+#[inline(never)]
+fn work_rx_path_boxed(cap: &[u8], format: RxFormat, n: usize) -> usize {
+    let q = RxQueue::boxed(16384).expect("above the minimum");
+    rx_path(&q, cap, format, n)
+}
+
+fn rx_path<S: Storage>(q: &RxQueue<S>, cap: &[u8], format: RxFormat, n: usize) -> usize {
     let p = q.producer();
     let mut cfg = MacConfig::raw_phy(ME, 0);
     cfg.rx_format = format;
@@ -88,6 +102,8 @@ fn main() {
             "rx-aligned-fcs" => {
                 work_rx_path(&wire[8..w], RxFormat::Aligned { fcs: true }, n) as u64
             }
+            #[cfg(feature = "alloc")]
+            "rx-raw-boxed" => work_rx_path_boxed(&wire[..w], RxFormat::Raw, n) as u64,
             _ => return None,
         })
     };

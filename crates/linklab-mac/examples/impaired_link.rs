@@ -16,7 +16,7 @@
 use std::process::ExitCode;
 
 use linklab_mac::impair::shift_into;
-use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, PhyTx, RxQueue};
+use linklab_mac::{Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxQueue};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -100,14 +100,14 @@ fn main() -> ExitCode {
     };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
 
-    let tx_queue: RxQueue<4096> = RxQueue::new(); // the sender's own RX side, unused
+    let tx_queue: RxQueue<Inline<4096>> = RxQueue::new(); // the sender's own RX side, unused
     let mut sender = Mac::new(
         tx_queue.consumer(),
         LastWire::default(),
         NoClock,
         MacConfig::raw_phy(PEER, 0),
     );
-    static RX: RxQueue<16384> = RxQueue::new();
+    static RX: RxQueue<Inline<16384>> = RxQueue::new();
     let producer = RX.producer();
     let mut receiver = Mac::new(
         RX.consumer(),

@@ -26,10 +26,13 @@ use crate::frame::{
 pub enum RxFormat {
     /// Raw samples: part of the preamble, SFD at any bit offset, either polarity, FCS.
     Raw,
-    /// Byte-aligned frames that start at the destination address.
+    /// Byte-aligned frames that start at the destination address: what an Ethernet
+    /// controller, a PHY that decodes the line itself (linklab-phy10's decoder writes the
+    /// bytes after the SFD) or a Linux TAP hands over.
     Aligned {
-        /// True if the last four bytes are the FCS (checked and stripped); false for a
-        /// Linux TAP, which delivers neither preamble nor FCS.
+        /// True if the last four bytes are the FCS (checked and stripped): a controller that
+        /// passes it on, a decoding PHY; false for a Linux TAP, which delivers neither
+        /// preamble nor FCS.
         fcs: bool,
     },
 }

@@ -10,11 +10,12 @@ use smoltcp::time::Instant;
 
 use crate::frame::MAX_FRAME_LEN;
 use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
+use crate::queue::Storage;
 use crate::timing::Clock;
 
 /// A received frame lent to smoltcp (released when consumed or dropped).
-pub struct MacRxToken<'q, const N: usize> {
-    frame: RxFrame<'q, N>,
+pub struct MacRxToken<'q, S: Storage> {
+    frame: RxFrame<'q, S>,
 }
 
 /// Permission to build one frame in place in the MAC's TX buffer.
@@ -22,7 +23,7 @@ pub struct MacTxToken<'a, T: PhyTx, C: Clock> {
     tx: &'a mut TxSide<T, C>,
 }
 
-impl<const N: usize> smoltcp::phy::RxToken for MacRxToken<'_, N> {
+impl<S: Storage> smoltcp::phy::RxToken for MacRxToken<'_, S> {
     fn consume<R, F>(self, f: F) -> R
     where
         F: FnOnce(&[u8]) -> R,
@@ -41,7 +42,7 @@ impl<T: PhyTx, C: Clock> smoltcp::phy::TxToken for MacTxToken<'_, T, C> {
     }
 }
 
-impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
+impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     /// The device capabilities: Ethernet, MTU 1514, and a burst size derived from the RX
     /// queue so that smoltcp's window cap (`max_burst_size × (1514 − 40)`) never exceeds
     /// [`crate::window::tcp_rx_window`] (none after [`Mac::set_burst_cap`]`(false)`).
@@ -54,9 +55,9 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
     }
 }
 
-impl<'q, const N: usize, T: PhyTx, C: Clock> Device for Mac<'q, N, T, C> {
+impl<'q, S: Storage, T: PhyTx, C: Clock> Device for Mac<'q, S, T, C> {
     type RxToken<'a>
-        = MacRxToken<'q, N>
+        = MacRxToken<'q, S>
     where
         Self: 'a;
     type TxToken<'a>

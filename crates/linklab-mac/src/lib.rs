@@ -7,7 +7,9 @@
 //! * [`mod@deframe`]: RX deframing of raw PHY captures (SFD at any bit offset, either
 //!   polarity, realigned in place) or aligned frames with/without FCS.
 //! * [`queue`]: the zero-copy RX queue (bbqueue framed): the PHY's interrupt grants,
-//!   writes, commits or cancels; the main loop reads in place and releases.
+//!   writes, commits or cancels; the main loop reads in place and releases. Its ring is an
+//!   inline array (a `static` on a microcontroller) or, with feature `alloc`, a heap slice
+//!   of any size chosen at run time.
 //! * [`Mac`]: the consumer side plus the transmitter: counters with a conservation law
 //!   ([`counters`]), address filter ([`filter`]), inter-packet gap ([`timing`]), 802.3x
 //!   PAUSE ([`pause`]); with feature `smoltcp` a `smoltcp::phy::Device`.
@@ -16,7 +18,7 @@
 //! # Usage
 //!
 //! ```
-//! use linklab_mac::{impair, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxQueue};
+//! use linklab_mac::{impair, Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxQueue};
 //!
 //! /// The PHY transmit sink: anything implementing `PhyTx` (a closure works too).
 //! struct Wire(Vec<Vec<u8>>);
@@ -26,8 +28,9 @@
 //!     }
 //! }
 //!
-//! // The queue lives in a static (or a local); the PHY's interrupt owns the producer.
-//! static RX: RxQueue<8192> = RxQueue::new();
+//! // The queue lives in a static (or a local); the PHY's interrupt owns the producer. On a
+//! // host, `RxQueue::boxed(bytes)` (feature `alloc`) takes a size chosen at run time.
+//! static RX: RxQueue<Inline<8192>> = RxQueue::new();
 //! let (producer, consumer) = RX.split();
 //!
 //! let me = MacAddr([0x02, 0, 0, 0, 0, 1]);
@@ -67,7 +70,9 @@
 //! ```
 //!
 //! For a Linux TAP use [`MacConfig::tap`] (aligned frames without FCS in, plain frames out)
-//! and [`RxProducer::push`] to copy each frame read from the TAP into the queue.
+//! and [`RxProducer::push`] to copy each frame read from the TAP into the queue. For a soft
+//! PHY that decodes the line itself (linklab-phy10) use [`MacConfig::decoding_phy`]: its
+//! interrupt decodes straight into the grant, FCS included, and the MAC checks it here.
 #![no_std]
 #![deny(missing_docs)]
 
@@ -94,8 +99,11 @@ pub use deframe::{deframe, RxError, RxFormat};
 pub use filter::AddressFilter;
 pub use frame::MacAddr;
 pub use mac::{Mac, MacConfig, PauseWatermarks, PhyTx, RxFrame};
+#[cfg(feature = "alloc")]
+pub use queue::BoxedSlice;
 pub use queue::{
-    RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
+    Inline, QueueTooSmall, RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, Storage,
+    MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
 };
 pub use timing::{Clock, FnClock, NoClock};
 pub use tx::{TxError, TxFormat};

@@ -9,7 +9,7 @@ use crate::deframe::{deframe, RxError, RxFormat};
 use crate::filter::AddressFilter;
 use crate::frame::{self, MacAddr, ETHERTYPE_MAC_CONTROL, FCS_LEN, MAX_WIRE_LEN, MIN_FRAME_LEN};
 use crate::pause::{self, MacControl, PAUSE_DESTINATION, PAUSE_FRAME_LEN};
-use crate::queue::{RxConsumer, RxRead};
+use crate::queue::{RxConsumer, RxRead, Storage};
 use crate::timing::{bits_ns, ipg_ns, Clock};
 use crate::tx::{build, TxError, TxFormat};
 
@@ -66,6 +66,20 @@ impl MacConfig {
         }
     }
 
+    /// A soft PHY that decodes the line itself (linklab-phy10): its interrupt writes the bytes
+    /// after the SFD, FCS included, straight into the grant, and the MAC checks the FCS on
+    /// the consumer side; wire-format TX (the PHY encodes what it gets), timing at
+    /// `line_rate_bps`.
+    pub const fn decoding_phy(address: MacAddr, line_rate_bps: u64) -> Self {
+        MacConfig {
+            address,
+            rx_format: RxFormat::Aligned { fcs: true },
+            tx_format: TxFormat::Wire,
+            line_rate_bps,
+            flow_control: None,
+        }
+    }
+
     /// An Ethernet controller that hands over aligned frames with their FCS (the MAC checks
     /// it on the consumer side) and transmits plain frames, adding preamble and FCS itself
     /// (e.g. a LAN9118). Line timing is the controller's, so none here.
@@ -93,19 +107,19 @@ impl MacConfig {
 
 /// A good frame for the stack, read in place from the RX queue (destination..payload,
 /// without FCS). Dropping it releases the queue space.
-pub struct RxFrame<'q, const N: usize> {
-    read: RxRead<'q, N>,
+pub struct RxFrame<'q, S: Storage> {
+    read: RxRead<'q, S>,
     range: Range<usize>,
 }
 
-impl<const N: usize> Deref for RxFrame<'_, N> {
+impl<S: Storage> Deref for RxFrame<'_, S> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         self.read.bytes().get(self.range.clone()).unwrap_or(&[])
     }
 }
 
-impl<const N: usize> DerefMut for RxFrame<'_, N> {
+impl<S: Storage> DerefMut for RxFrame<'_, S> {
     fn deref_mut(&mut self) -> &mut [u8] {
         let r = self.range.clone();
         self.read.buf().get_mut(r).unwrap_or(&mut [])
@@ -122,8 +136,8 @@ enum Outcome {
 
 /// Receive half of the MAC (private; a separate struct so the smoltcp tokens can borrow
 /// the transmit half while a frame is held).
-struct RxSide<'q, const N: usize> {
-    consumer: RxConsumer<'q, N>,
+struct RxSide<'q, S: Storage> {
+    consumer: RxConsumer<'q, S>,
     format: RxFormat,
     filter: AddressFilter,
     packets: u64,
@@ -163,7 +177,8 @@ pub(crate) struct TxSide<T: PhyTx, C: Clock> {
     pause_frames: u64,
 }
 
-/// The software MAC over an RX queue of `N` bytes, a PHY transmit sink `T` and a clock `C`.
+/// The software MAC over an RX queue with storage `S`, a PHY transmit sink `T` and a clock
+/// `C`.
 ///
 /// * [`Mac::receive`] takes the next good frame out of the queue in place (realigning,
 ///   checking FCS, length and address, consuming PAUSE), counting every transmission.
@@ -175,8 +190,8 @@ pub(crate) struct TxSide<T: PhyTx, C: Clock> {
 /// call [`Mac::poll`] at [`Mac::poll_at_ns`] to send it. While one is deferred,
 /// [`Mac::transmit`] answers [`TxError::NotReady`] and the smoltcp `Device` hands out no
 /// tokens.
-pub struct Mac<'q, const N: usize, T: PhyTx, C: Clock> {
-    rx: RxSide<'q, N>,
+pub struct Mac<'q, S: Storage, T: PhyTx, C: Clock> {
+    rx: RxSide<'q, S>,
     tx: TxSide<T, C>,
     committed: Cell<Widen>,
     missed: Cell<Widen>,
@@ -187,9 +202,10 @@ pub struct Mac<'q, const N: usize, T: PhyTx, C: Clock> {
     max_burst: Option<usize>,
 }
 
-impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
+impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     /// A MAC reading from `consumer`, sending through `phy`, timed by `clock`.
-    pub fn new(consumer: RxConsumer<'q, N>, phy: T, clock: C, config: MacConfig) -> Self {
+    pub fn new(consumer: RxConsumer<'q, S>, phy: T, clock: C, config: MacConfig) -> Self {
+        let capacity = consumer.queue().capacity();
         Mac {
             rx: RxSide {
                 consumer,
@@ -228,7 +244,10 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
             missed: Cell::new(Widen::default()),
             cancelled: Cell::new(Widen::default()),
             dequeued: Cell::new(Widen::default()),
-            max_burst: Some(crate::window::smoltcp_max_burst_size(N, config.rx_format)),
+            max_burst: Some(crate::window::smoltcp_max_burst_size(
+                capacity,
+                config.rx_format,
+            )),
         }
     }
 
@@ -272,7 +291,7 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
 
     /// The next good frame for the stack, in place; None when the queue holds no good
     /// frame. Bad, filtered and PAUSE frames on the way are counted and released.
-    pub fn receive(&mut self) -> Option<RxFrame<'q, N>> {
+    pub fn receive(&mut self) -> Option<RxFrame<'q, S>> {
         self.poll();
         loop {
             let mut read = self.rx.consumer.read()?;
@@ -345,7 +364,11 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
     /// The TCP receive window (bytes) that keeps a peer sending full-size segments from
     /// overrunning this MAC's RX queue: [`crate::window::tcp_rx_window`] with MSS 1460.
     pub fn tcp_rx_window(&self) -> usize {
-        crate::window::tcp_rx_window(N, self.rx.format, crate::window::ETHERNET_MSS)
+        crate::window::tcp_rx_window(
+            self.rx.consumer.queue().capacity(),
+            self.rx.format,
+            crate::window::ETHERNET_MSS,
+        )
     }
 
     /// The smoltcp `max_burst_size` the MAC reports: by default the queue's
@@ -358,7 +381,9 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
     /// advertised TCP window. Lift it only to advertise a window larger than the queue on
     /// purpose: to show, or measure, the overruns that cap prevents.
     pub fn set_burst_cap(&mut self, keep: bool) {
-        self.max_burst = keep.then(|| crate::window::smoltcp_max_burst_size(N, self.rx.format));
+        let capacity = self.rx.consumer.queue().capacity();
+        self.max_burst =
+            keep.then(|| crate::window::smoltcp_max_burst_size(capacity, self.rx.format));
     }
 
     /// True if a frame is built and waiting for the gap or a PAUSE to end.
@@ -417,7 +442,7 @@ impl<'q, const N: usize, T: PhyTx, C: Clock> Mac<'q, N, T, C> {
     }
 }
 
-impl<const N: usize> RxSide<'_, N> {
+impl<S: Storage> RxSide<'_, S> {
     fn classify(&self, buf: &mut [u8]) -> Outcome {
         let range = match deframe(buf, self.format) {
             Ok(r) => r,

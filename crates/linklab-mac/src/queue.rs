@@ -7,8 +7,15 @@
 //! and releases it. SFD search, realignment and the FCS check happen on the consumer side
 //! ([`crate::Mac::receive`]); the producer does no per-byte work at all.
 //!
-//! Lock-free and interrupt-safe: bbqueue's `Churrasco` flavour (inline storage, CAS
-//! atomics, polling), which needs neither a critical section nor `alloc`.
+//! Lock-free and interrupt-safe: bbqueue's atomic coordination with polling, which needs
+//! neither a critical section nor `alloc`.
+//!
+//! # Storage
+//!
+//! The ring's bytes are a bbqueue [`Storage`]: [`Inline`]`<N>` (an array inside the queue, for
+//! a `static` on a microcontroller: [`RxQueue::new`] is `const`) or, with the `alloc` feature,
+//! `BoxedSlice` (a heap slice of any size chosen at run time: `RxQueue::boxed`). The code
+//! that runs per frame is the same for both.
 //!
 //! # Capacity rule (bbqueue issue #129)
 //!
@@ -23,16 +30,24 @@
 //! N >= MIN_QUEUE_CAPACITY = 2 * (RX_GRANT_LEN + 2)
 //! ```
 //!
-//! checked at compile time by [`RxQueue::new`]. Under this rule, once the consumer has
-//! drained the queue (a read returned nothing), a maximum-size grant always succeeds
-//! (tests/queue_liveness.rs drives bbqueue to every reachable pointer position).
+//! checked at compile time by [`RxQueue::new`] and at run time by [`RxQueue::with_storage`]
+//! (and `RxQueue::boxed`). Under this rule, once the consumer has drained the queue (a read
+//! returned nothing), a maximum-size grant always succeeds (tests/queue_liveness.rs drives
+//! bbqueue to every reachable pointer position, for compile-time and run-time sizes).
 //!
 //! How many frames a queue is guaranteed to hold, from any drained position, is
-//! [`guaranteed_frames`]; [`crate::window`] turns that into a TCP receive window.
+//! [`guaranteed_frames`]; [`crate::window`] turns that into a TCP receive window and back
+//! into a capacity ([`crate::window::capacity_for_frames`]).
 
-use bbqueue::nicknames::Churrasco;
 use bbqueue::prod_cons::framed::{FramedConsumer, FramedGrantR, FramedGrantW, FramedProducer};
+use bbqueue::traits::coordination::cas::AtomicCoord;
+use bbqueue::traits::notifier::polling::Polling;
+use bbqueue::BBQueue;
 use core::sync::atomic::{AtomicU32, Ordering};
+
+#[cfg(feature = "alloc")]
+pub use bbqueue::traits::storage::BoxedSlice;
+pub use bbqueue::traits::storage::{Inline, Storage};
 
 use crate::counters::ProducerCounters;
 
@@ -46,7 +61,20 @@ pub const GRANT_FOOTPRINT: usize = RX_GRANT_LEN + FRAME_HEADER_LEN;
 /// Smallest allowed queue capacity (see the capacity rule above).
 pub const MIN_QUEUE_CAPACITY: usize = 2 * GRANT_FOOTPRINT;
 
-type Bbq<const N: usize> = Churrasco<N>;
+type Bbq<S> = BBQueue<S, AtomicCoord, Polling>;
+
+/// Ring bytes one stored frame of `frame_len` bytes takes (capped to 1..=`RX_GRANT_LEN`, as a
+/// commit is), header included.
+const fn slot_len(frame_len: usize) -> usize {
+    let f = if frame_len == 0 {
+        1
+    } else if frame_len > RX_GRANT_LEN {
+        RX_GRANT_LEN
+    } else {
+        frame_len
+    };
+    f + FRAME_HEADER_LEN
+}
 
 /// Number of frames of `frame_len` stored bytes a drained queue whose read and write
 /// pointers both sit at byte `w` accepts in a row, when the producer always grants
@@ -57,14 +85,7 @@ type Bbq<const N: usize> = Churrasco<N>;
 /// catch up with the read pointer), with `s = frame_len + 2` and `g = RX_GRANT_LEN + 2`.
 pub const fn frames_from(capacity: usize, w: usize, frame_len: usize) -> usize {
     let g = GRANT_FOOTPRINT;
-    let f = if frame_len == 0 {
-        1
-    } else if frame_len > RX_GRANT_LEN {
-        RX_GRANT_LEN
-    } else {
-        frame_len
-    };
-    let s = f + FRAME_HEADER_LEN;
+    let s = slot_len(frame_len);
     let before_wrap = if w + g <= capacity {
         (capacity - g - w) / s + 1
     } else {
@@ -76,37 +97,80 @@ pub const fn frames_from(capacity: usize, w: usize, frame_len: usize) -> usize {
 
 /// Number of frames of `frame_len` stored bytes the queue is guaranteed to accept in a
 /// row from a drained queue at *any* pointer position: the minimum of [`frames_from`]
-/// over all positions `0..=capacity`.
+/// over all positions `0..=capacity`, in closed form (constant time, so a queue sized at run
+/// time costs nothing to ask; tests/queue_liveness.rs checks it against the minimum taken
+/// position by position).
+///
+/// [`frames_from`] is `B(w) + A(w)`: `B` (frames before the wrap) falls with `w` and is 0
+/// past `p = N − g`; `A` (frames after the wrap) rises with `w` and is 0 up to `g`.
+/// * `N < 2g`: the positions `p < w <= g` have neither: 0 (the capacity rule's stall).
+/// * Where only one counts (`w <= g` or `w > p`), its smallest value is at `w = g` or
+///   `w = p + 1`, both `⌊(N − 2g)/s⌋ + 1`.
+/// * Where both count (`g < w <= p`), with `x = p − w`, `y = w − 1 − g`, `x + y = T =
+///   N − 2g − 1`: `⌊x/s⌋ + ⌊y/s⌋ + 2`, whose minimum is `⌊T/s⌋ + 2`, less 1 if some `x`
+///   has a larger remainder mod `s` than `T` has (exactly when `T mod s < s − 1` and
+///   `T >= s`).
 pub const fn guaranteed_frames(capacity: usize, frame_len: usize) -> usize {
-    let mut best = usize::MAX;
-    let mut w = 0;
-    while w <= capacity {
-        let n = frames_from(capacity, w, frame_len);
-        if n < best {
-            best = n;
-        }
-        w += 1;
+    let g = GRANT_FOOTPRINT;
+    let s = slot_len(frame_len);
+    if capacity < 2 * g {
+        return 0;
     }
-    best
+    let one_side = (capacity - 2 * g) / s + 1;
+    if capacity == 2 * g {
+        return one_side; // No position has both.
+    }
+    let t = capacity - 2 * g - 1;
+    let r = t % s;
+    let both = t / s + 2 - if r + 1 < s && t >= s { 1 } else { 0 };
+    if both < one_side {
+        both
+    } else {
+        one_side
+    }
 }
 
-/// The RX queue: `N` bytes of ring storage plus counters. Put it in a `static` (or a
-/// local) and hand out one producer and one consumer.
-pub struct RxQueue<const N: usize> {
-    bbq: Bbq<N>,
+/// The storage handed to [`RxQueue::with_storage`] (or the size given to
+/// `RxQueue::boxed`) is below [`MIN_QUEUE_CAPACITY`]: such a ring can stall for good (see
+/// the capacity rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueTooSmall {
+    /// The capacity asked for, in bytes.
+    pub capacity: usize,
+}
+
+impl core::fmt::Display for QueueTooSmall {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "an RX queue of {} bytes is below the minimum of {MIN_QUEUE_CAPACITY} (two grants of {RX_GRANT_LEN} bytes plus headers)",
+            self.capacity
+        )
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for QueueTooSmall {}
+
+/// The RX queue: a ring of bytes in storage `S` plus counters. Use
+/// `RxQueue<Inline<N>>` in a `static` (or a local) on a microcontroller, and
+/// `RxQueue<BoxedSlice>` for a size chosen at run time; then hand out one producer and one
+/// consumer.
+pub struct RxQueue<S: Storage> {
+    bbq: Bbq<S>,
     pub(crate) producer_counters: ProducerCounters,
     pub(crate) dequeued: AtomicU32,
     pub(crate) released_bytes: AtomicU32,
 }
 
-impl<const N: usize> Default for RxQueue<N> {
+impl<const N: usize> Default for RxQueue<Inline<N>> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const N: usize> RxQueue<N> {
-    /// A new, empty queue. Fails to compile if `N < MIN_QUEUE_CAPACITY`.
+impl<const N: usize> RxQueue<Inline<N>> {
+    /// A new, empty queue of `N` bytes inline. Fails to compile if `N < MIN_QUEUE_CAPACITY`.
     pub const fn new() -> Self {
         const {
             assert!(
@@ -121,9 +185,39 @@ impl<const N: usize> RxQueue<N> {
             released_bytes: AtomicU32::new(0),
         }
     }
+}
+
+#[cfg(feature = "alloc")]
+impl RxQueue<BoxedSlice> {
+    /// A new, empty queue of `capacity` bytes on the heap, or [`QueueTooSmall`] below
+    /// [`MIN_QUEUE_CAPACITY`] (checked before allocating).
+    pub fn boxed(capacity: usize) -> Result<Self, QueueTooSmall> {
+        if capacity < MIN_QUEUE_CAPACITY {
+            return Err(QueueTooSmall { capacity });
+        }
+        Self::with_storage(BoxedSlice::new(capacity))
+    }
+}
+
+impl<S: Storage> RxQueue<S> {
+    /// A new, empty queue over `storage`, or [`QueueTooSmall`] if it holds fewer than
+    /// [`MIN_QUEUE_CAPACITY`] bytes.
+    pub fn with_storage(storage: S) -> Result<Self, QueueTooSmall> {
+        let bbq = Bbq::new_with_storage(storage);
+        let capacity = bbq.capacity();
+        if capacity < MIN_QUEUE_CAPACITY {
+            return Err(QueueTooSmall { capacity });
+        }
+        Ok(RxQueue {
+            bbq,
+            producer_counters: ProducerCounters::new(),
+            dequeued: AtomicU32::new(0),
+            released_bytes: AtomicU32::new(0),
+        })
+    }
 
     /// The producer half (the PHY's interrupt). Use one producer per queue.
-    pub const fn producer(&self) -> RxProducer<'_, N> {
+    pub const fn producer(&self) -> RxProducer<'_, S> {
         RxProducer {
             inner: self.bbq.framed_producer(),
             queue: self,
@@ -132,7 +226,7 @@ impl<const N: usize> RxQueue<N> {
 
     /// The consumer half (the main loop, usually inside a [`crate::Mac`]). Use one
     /// consumer per queue.
-    pub const fn consumer(&self) -> RxConsumer<'_, N> {
+    pub const fn consumer(&self) -> RxConsumer<'_, S> {
         RxConsumer {
             inner: self.bbq.framed_consumer(),
             queue: self,
@@ -140,13 +234,13 @@ impl<const N: usize> RxQueue<N> {
     }
 
     /// Both halves at once.
-    pub const fn split(&self) -> (RxProducer<'_, N>, RxConsumer<'_, N>) {
+    pub const fn split(&self) -> (RxProducer<'_, S>, RxConsumer<'_, S>) {
         (self.producer(), self.consumer())
     }
 
     /// Ring capacity in bytes.
-    pub const fn capacity(&self) -> usize {
-        N
+    pub fn capacity(&self) -> usize {
+        self.bbq.capacity()
     }
 
     /// Bytes committed and not yet released (headers included): the fill level used by
@@ -161,8 +255,8 @@ impl<const N: usize> RxQueue<N> {
     }
 
     /// [`guaranteed_frames`] for this queue.
-    pub const fn guaranteed_frames(&self, frame_len: usize) -> usize {
-        guaranteed_frames(N, frame_len)
+    pub fn guaranteed_frames(&self, frame_len: usize) -> usize {
+        guaranteed_frames(self.capacity(), frame_len)
     }
 }
 
@@ -171,17 +265,17 @@ impl<const N: usize> RxQueue<N> {
 pub struct QueueFull;
 
 /// Producer half of an [`RxQueue`]: used by the PHY, typically in an interrupt.
-pub struct RxProducer<'q, const N: usize> {
-    inner: FramedProducer<&'q Bbq<N>>,
-    queue: &'q RxQueue<N>,
+pub struct RxProducer<'q, S: Storage> {
+    inner: FramedProducer<&'q Bbq<S>>,
+    queue: &'q RxQueue<S>,
 }
 
-impl<'q, const N: usize> RxProducer<'q, N> {
+impl<'q, S: Storage> RxProducer<'q, S> {
     /// Takes a grant of [`RX_GRANT_LEN`] bytes for the PHY to write into.
     ///
     /// Failing is not counted by itself (the wake-up may be a link pulse): if a
     /// transmission is then lost, call [`RxProducer::record_missed`].
-    pub fn grant(&self) -> Result<RxGrant<'q, N>, QueueFull> {
+    pub fn grant(&self) -> Result<RxGrant<'q, S>, QueueFull> {
         match self.inner.grant(RX_GRANT_LEN as u16) {
             Ok(g) => Ok(RxGrant {
                 inner: Some(g),
@@ -221,12 +315,12 @@ impl<'q, const N: usize> RxProducer<'q, N> {
 
 /// An open producer grant of [`RX_GRANT_LEN`] bytes. Commit the used length, or cancel;
 /// dropping it cancels.
-pub struct RxGrant<'q, const N: usize> {
-    inner: Option<FramedGrantW<&'q Bbq<N>>>,
-    queue: &'q RxQueue<N>,
+pub struct RxGrant<'q, S: Storage> {
+    inner: Option<FramedGrantW<&'q Bbq<S>>>,
+    queue: &'q RxQueue<S>,
 }
 
-impl<const N: usize> RxGrant<'_, N> {
+impl<S: Storage> RxGrant<'_, S> {
     /// The granted bytes, for the PHY to write into.
     pub fn buf(&mut self) -> &mut [u8] {
         match self.inner.as_mut() {
@@ -256,7 +350,7 @@ impl<const N: usize> RxGrant<'_, N> {
     pub fn cancel(self) {}
 }
 
-impl<const N: usize> Drop for RxGrant<'_, N> {
+impl<S: Storage> Drop for RxGrant<'_, S> {
     fn drop(&mut self) {
         if let Some(g) = self.inner.take() {
             ProducerCounters::bump(&self.queue.producer_counters.cancelled, 1);
@@ -266,16 +360,16 @@ impl<const N: usize> Drop for RxGrant<'_, N> {
 }
 
 /// Consumer half of an [`RxQueue`].
-pub struct RxConsumer<'q, const N: usize> {
-    inner: FramedConsumer<&'q Bbq<N>>,
-    queue: &'q RxQueue<N>,
+pub struct RxConsumer<'q, S: Storage> {
+    inner: FramedConsumer<&'q Bbq<S>>,
+    queue: &'q RxQueue<S>,
 }
 
-impl<'q, const N: usize> RxConsumer<'q, N> {
+impl<'q, S: Storage> RxConsumer<'q, S> {
     /// The oldest committed transmission, in place, or None if the queue is empty.
     /// It counts as dequeued from now on, and its space is released when the returned
     /// [`RxRead`] is dropped.
-    pub fn read(&self) -> Option<RxRead<'q, N>> {
+    pub fn read(&self) -> Option<RxRead<'q, S>> {
         match self.inner.read() {
             Ok(g) => {
                 self.queue.dequeued.fetch_add(1, Ordering::Release);
@@ -296,19 +390,19 @@ impl<'q, const N: usize> RxConsumer<'q, N> {
     }
 
     /// The queue this consumer reads from.
-    pub fn queue(&self) -> &'q RxQueue<N> {
+    pub fn queue(&self) -> &'q RxQueue<S> {
         self.queue
     }
 }
 
 /// One transmission read from the queue, in place and writable (for realignment).
 /// Dropping it releases the space.
-pub struct RxRead<'q, const N: usize> {
-    inner: Option<FramedGrantR<&'q Bbq<N>>>,
-    queue: &'q RxQueue<N>,
+pub struct RxRead<'q, S: Storage> {
+    inner: Option<FramedGrantR<&'q Bbq<S>>>,
+    queue: &'q RxQueue<S>,
 }
 
-impl<const N: usize> RxRead<'_, N> {
+impl<S: Storage> RxRead<'_, S> {
     /// The transmission's bytes as committed by the producer.
     pub fn buf(&mut self) -> &mut [u8] {
         match self.inner.as_mut() {
@@ -329,7 +423,7 @@ impl<const N: usize> RxRead<'_, N> {
     pub fn release(self) {}
 }
 
-impl<const N: usize> Drop for RxRead<'_, N> {
+impl<S: Storage> Drop for RxRead<'_, S> {
     fn drop(&mut self) {
         if let Some(g) = self.inner.take() {
             let len = g.len() + FRAME_HEADER_LEN;
@@ -347,7 +441,7 @@ mod tests {
 
     #[test]
     fn grant_commit_read_release() {
-        let q: RxQueue<4096> = RxQueue::new();
+        let q: RxQueue<Inline<4096>> = RxQueue::new();
         let (p, c) = q.split();
         let mut g = p.grant().unwrap();
         assert_eq!(g.buf().len(), RX_GRANT_LEN);
@@ -366,7 +460,7 @@ mod tests {
 
     #[test]
     fn peek_leaves_the_transmission_in_the_queue() {
-        let q: RxQueue<4096> = RxQueue::new();
+        let q: RxQueue<Inline<4096>> = RxQueue::new();
         let (p, c) = q.split();
         assert_eq!(c.peek(|b| b.len()), None);
         assert!(p.push(&[7, 8, 9]));
@@ -382,11 +476,26 @@ mod tests {
 
     #[test]
     fn works_from_a_static() {
-        static Q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
-        static P: RxProducer<'static, { MIN_QUEUE_CAPACITY }> = Q.producer();
+        static Q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
+        static P: RxProducer<'static, Inline<{ MIN_QUEUE_CAPACITY }>> = Q.producer();
         assert!(P.push(&[9; 100]));
         let c = Q.consumer();
         assert_eq!(c.read().unwrap().bytes().len(), 100);
+        assert_eq!(Q.capacity(), MIN_QUEUE_CAPACITY);
+    }
+
+    #[test]
+    fn storage_below_the_rule_is_refused() {
+        let small = RxQueue::with_storage(Inline::<{ MIN_QUEUE_CAPACITY - 1 }>::new());
+        assert_eq!(
+            small.err(),
+            Some(QueueTooSmall {
+                capacity: MIN_QUEUE_CAPACITY - 1
+            })
+        );
+        let q = RxQueue::with_storage(Inline::<{ MIN_QUEUE_CAPACITY }>::new()).unwrap();
+        assert_eq!(q.capacity(), MIN_QUEUE_CAPACITY);
+        assert!(q.producer().push(&[1; 60]));
     }
 
     #[test]
@@ -395,5 +504,6 @@ mod tests {
         let n = 10 * (1526 + 2);
         assert!(guaranteed_frames(n, 1526) >= 8);
         assert_eq!(guaranteed_frames(MIN_QUEUE_CAPACITY, RX_GRANT_LEN), 1);
+        assert_eq!(guaranteed_frames(MIN_QUEUE_CAPACITY - 1, 64), 0);
     }
 }

@@ -22,13 +22,16 @@
 //!   duplicates a segment still queued (Niccle's capture shows exactly such a redundant
 //!   retransmission).
 //!
+//! A queue of 1 or 2 frames gets a window of one segment all the same (zero would stall
+//! TCP), and with it less than the full reserve.
+//!
 //! Assumption: the peer fills the window with full-size segments (bulk transfer, Nagle).
 //! Smaller segments carry fewer data bytes per queue slot; a peer sending tiny segments
 //! can still overrun the queue, which the counters then show as `rx_missed_errors`.
 
 use crate::deframe::RxFormat;
 use crate::frame::{FCS_LEN, HEADER_LEN, PREAMBLE_SFD_LEN};
-use crate::queue::guaranteed_frames;
+use crate::queue::{guaranteed_frames, FRAME_HEADER_LEN, MIN_QUEUE_CAPACITY};
 
 /// Full-size queue slots kept free for frames that are not new window data.
 pub const RESERVED_FRAMES: usize = 2;
@@ -60,14 +63,24 @@ pub const fn queue_frames(capacity: usize, format: RxFormat, mss: usize) -> usiz
 }
 
 /// The TCP receive window (bytes) for a queue of `capacity` bytes: `(F − 2) × MSS`
-/// (module documentation). Use it as the smoltcp TCP socket's RX buffer size.
+/// (module documentation), but at least one segment when the queue holds any: a window
+/// below one segment stalls TCP, so a queue of 1 or 2 frames keeps less than the full
+/// reserve. Use it as the smoltcp TCP socket's RX buffer size.
 pub const fn tcp_rx_window(capacity: usize, format: RxFormat, mss: usize) -> usize {
-    queue_frames(capacity, format, mss).saturating_sub(RESERVED_FRAMES) * mss
+    max_burst_frames(capacity, format, mss) * mss
 }
 
-/// `max_burst_size` for smoltcp: the frames the queue always holds, less the reserve.
+/// Full-size segments a peer may send in one burst: the frames the queue always holds,
+/// less the reserve, but at least 1 when it holds any (see [`tcp_rx_window`]).
 pub const fn max_burst_frames(capacity: usize, format: RxFormat, mss: usize) -> usize {
-    queue_frames(capacity, format, mss).saturating_sub(RESERVED_FRAMES)
+    let f = queue_frames(capacity, format, mss);
+    if f > RESERVED_FRAMES {
+        f - RESERVED_FRAMES
+    } else if f > 0 {
+        1
+    } else {
+        0
+    }
 }
 
 /// The `max_burst_size` to give smoltcp: smoltcp caps the advertised window at
@@ -79,5 +92,51 @@ pub const fn smoltcp_max_burst_size(capacity: usize, format: RxFormat) -> usize 
         1
     } else {
         b
+    }
+}
+
+/// The smallest queue capacity (bytes) that always holds `frames` full-size TCP segments
+/// (MSS 1460) in `format`: [`queue_frames`] of the result is `frames` (for `frames >= 1`),
+/// and one byte less holds fewer. The first frame takes a whole grant's worth of the
+/// capacity rule, every further one its stored length plus the 2-byte header.
+pub const fn capacity_for_frames(frames: usize, format: RxFormat) -> usize {
+    let segment = stored_len(format, HEADER_LEN + IP_TCP_HEADERS + ETHERNET_MSS);
+    MIN_QUEUE_CAPACITY + frames.saturating_sub(1) * (segment + FRAME_HEADER_LEN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORMATS: [RxFormat; 3] = [
+        RxFormat::Raw,
+        RxFormat::Aligned { fcs: true },
+        RxFormat::Aligned { fcs: false },
+    ];
+
+    #[test]
+    fn capacity_for_frames_is_the_smallest_that_holds_them() {
+        for format in FORMATS {
+            for frames in 1..=1024 {
+                let c = capacity_for_frames(frames, format);
+                assert_eq!(queue_frames(c, format, ETHERNET_MSS), frames, "{format:?}");
+                assert!(
+                    queue_frames(c - 1, format, ETHERNET_MSS) < frames,
+                    "{format:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn niccle_queue_gives_niccle_window() {
+        for format in FORMATS {
+            let c = capacity_for_frames(9, format);
+            assert_eq!(tcp_rx_window(c, format, ETHERNET_MSS), (9 - 2) * 1460);
+        }
+        assert_eq!(
+            capacity_for_frames(9, RxFormat::Aligned { fcs: true }),
+            15_236
+        );
     }
 }

@@ -7,9 +7,11 @@ use linklab_mac::deframe::RxFormat;
 use linklab_mac::pause::{self, MacControl, PAUSE_DESTINATION};
 use linklab_mac::queue::{FRAME_HEADER_LEN, GRANT_FOOTPRINT};
 use linklab_mac::tx::{build, TxFormat};
-use linklab_mac::window::{queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES};
+use linklab_mac::window::{
+    capacity_for_frames, queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES,
+};
 use linklab_mac::{
-    Mac, MacAddr, MacConfig, NoClock, PauseWatermarks, RxQueue, TxError, MIN_QUEUE_CAPACITY,
+    Inline, Mac, MacAddr, MacConfig, NoClock, PauseWatermarks, RxQueue, TxError, MIN_QUEUE_CAPACITY,
 };
 use support::*;
 
@@ -25,7 +27,7 @@ fn wire_frame(dst: MacAddr, payload: &[u8]) -> Vec<u8> {
 
 #[test]
 fn address_filter_in_the_mac() {
-    let q: RxQueue<16384> = RxQueue::new();
+    let q: RxQueue<Inline<16384>> = RxQueue::new();
     let p = q.producer();
     let mut mac = Mac::new(
         q.consumer(),
@@ -59,7 +61,7 @@ fn address_filter_in_the_mac() {
 
 #[test]
 fn inter_packet_gap_is_96_bit_times_after_the_end() {
-    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();
     let clock = ManualClock::default();
     let mut mac = Mac::new(
@@ -100,7 +102,7 @@ fn inter_packet_gap_is_96_bit_times_after_the_end() {
 
 #[test]
 fn received_pause_holds_transmitter_for_the_quanta() {
-    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();
     let clock = ManualClock::default();
     let mut mac = Mac::new(
@@ -155,7 +157,7 @@ fn received_pause_holds_transmitter_for_the_quanta() {
 /// overflowing (the quanta are wire input, the clock is the user's).
 #[test]
 fn received_pause_at_the_end_of_time_does_not_overflow() {
-    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let clock = ManualClock::default();
     let mut mac = Mac::new(
         q.consumer(),
@@ -179,7 +181,7 @@ fn received_pause_at_the_end_of_time_does_not_overflow() {
 
 #[test]
 fn rx_watermarks_send_pause_and_resume() {
-    let q: RxQueue<16384> = RxQueue::new();
+    let q: RxQueue<Inline<16384>> = RxQueue::new();
     let p = q.producer();
     let rec = Recorder::default();
     let clock = ManualClock::default();
@@ -217,7 +219,7 @@ fn rx_watermarks_send_pause_and_resume() {
     assert_eq!(pause::parse(f), Some(MacControl::Pause { quanta: 0 }));
     assert_eq!(mac.counters().tx_pause_frames, 2);
     // Off by default: the same fill sends nothing.
-    let q2: RxQueue<16384> = RxQueue::new();
+    let q2: RxQueue<Inline<16384>> = RxQueue::new();
     let rec2 = Recorder::default();
     let mut quiet = Mac::new(
         q2.consumer(),
@@ -236,7 +238,7 @@ fn rx_watermarks_send_pause_and_resume() {
 /// the queue crosses the high watermark, not on every poll.
 #[test]
 fn watermark_pause_without_line_timing_is_not_repeated_every_poll() {
-    let q: RxQueue<16384> = RxQueue::new();
+    let q: RxQueue<Inline<16384>> = RxQueue::new();
     let rec = Recorder::default();
     let mut cfg = MacConfig::tap(ME);
     cfg.flow_control = Some(PauseWatermarks {
@@ -273,7 +275,7 @@ fn watermark_pause_without_line_timing_is_not_repeated_every_poll() {
 
 #[test]
 fn tap_mode_plain_frames_both_ways() {
-    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();
     let mut mac = Mac::new(q.consumer(), rec.clone(), NoClock, MacConfig::tap(ME));
     // An ARP-sized frame as a TAP delivers it: 42 bytes, no padding, no FCS.
@@ -296,7 +298,7 @@ fn tap_mode_plain_frames_both_ways() {
 
 #[test]
 fn vlan_tagged_frames_may_be_1522_bytes() {
-    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let mut mac = Mac::new(
         q.consumer(),
         Recorder::default(),
@@ -360,8 +362,13 @@ fn tcp_window_formula() {
         .find(|&n| queue_frames(n, RxFormat::Raw, 1460) == 9)
         .unwrap();
     assert_eq!(tcp_rx_window(n, RxFormat::Raw, 1460), (9 - 2) * 1460);
-    // Monotonic in capacity, zero when the queue holds no more than the reserve.
-    assert_eq!(tcp_rx_window(MIN_QUEUE_CAPACITY, RxFormat::Raw, 1460), 0);
+    // Monotonic in capacity; one segment (not zero, which would stall TCP) when the queue
+    // holds no more than the reserve.
+    assert_eq!(tcp_rx_window(MIN_QUEUE_CAPACITY, RxFormat::Raw, 1460), 1460);
+    assert_eq!(
+        tcp_rx_window(capacity_for_frames(3, RxFormat::Raw), RxFormat::Raw, 1460),
+        1460
+    );
     let mut last = 0;
     for cap in (MIN_QUEUE_CAPACITY..40_000).step_by(97) {
         let w = tcp_rx_window(cap, RxFormat::Raw, 1460);
@@ -385,7 +392,7 @@ fn a_full_window_burst_never_overruns() {
     let n = linklab_mac::impair::shift_into(&mut capture, &seg, 5, false);
     assert_eq!(n, stored_len(RxFormat::Raw, 1514));
     for start in (0..N).step_by(61) {
-        let q: RxQueue<N> = RxQueue::new();
+        let q: RxQueue<Inline<N>> = RxQueue::new();
         let p = q.producer();
         let mut mac = Mac::new(
             q.consumer(),
@@ -429,7 +436,7 @@ fn a_full_window_burst_never_overruns() {
 
 #[test]
 fn mac_control_other_than_pause_is_filtered_and_too_long_tx_dropped() {
-    let q: RxQueue<{ MIN_QUEUE_CAPACITY }> = RxQueue::new();
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();
     let mut mac = Mac::new(
         q.consumer(),

@@ -1,18 +1,21 @@
 //! The RX queue over bbqueue: capacity rule, liveness after drain, exact frame counts, and
-//! the conservation law under any sequence of grants, commits, cancels and reads.
+//! the conservation law under any sequence of grants, commits, cancels and reads; for queues
+//! sized at compile time (inline storage) and at run time (heap storage).
 
 mod support;
 
 use bbqueue::nicknames::Churrasco;
 use linklab_mac::queue::{frames_from, guaranteed_frames, FRAME_HEADER_LEN, GRANT_FOOTPRINT};
-use linklab_mac::{Mac, MacConfig, NoClock, RxQueue, MIN_QUEUE_CAPACITY, RX_GRANT_LEN};
+use linklab_mac::{
+    Inline, Mac, MacConfig, NoClock, RxQueue, Storage, MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
+};
 use proptest::prelude::*;
 use support::*;
 
 /// Moves a fresh queue's pointers to byte `w` (frames committed and drained); false if `w`
 /// cannot be reached this way (every frame takes 3..=GRANT_FOOTPRINT bytes, and a frame
 /// only lands at the write pointer while a whole grant fits behind it).
-fn park_at<const N: usize>(q: &RxQueue<N>, w: usize) -> bool {
+fn park_at<S: Storage>(q: &RxQueue<S>, w: usize) -> bool {
     // Last frame as large as possible so it starts early enough (start + g <= N); the
     // bytes before it in even steps of at most g.
     let last = w.min(GRANT_FOOTPRINT);
@@ -30,7 +33,10 @@ fn park_at<const N: usize>(q: &RxQueue<N>, w: usize) -> bool {
     let (p, c) = q.split();
     let mut pos = 0;
     for step in steps {
-        assert!(pos + GRANT_FOOTPRINT <= N, "would wrap while parking");
+        assert!(
+            pos + GRANT_FOOTPRINT <= q.capacity(),
+            "would wrap while parking"
+        );
         let g = p.grant().expect("grant while parking");
         g.commit(step - FRAME_HEADER_LEN);
         c.read().expect("parked frame").release();
@@ -41,54 +47,183 @@ fn park_at<const N: usize>(q: &RxQueue<N>, w: usize) -> bool {
     true
 }
 
+/// Parks a fresh queue from `new_queue` at `w`, then grants and commits `frame_len`-byte frames
+/// until the queue refuses: None if `w` cannot be parked at, else the frames accepted.
+fn frames_after_parking<S: Storage>(
+    new_queue: &impl Fn() -> RxQueue<S>,
+    w: usize,
+    frame_len: usize,
+) -> Option<usize> {
+    let q = new_queue();
+    if !park_at(&q, w) {
+        return None;
+    }
+    let p = q.producer();
+    let mut n = 0;
+    while let Ok(g) = p.grant() {
+        g.commit(frame_len);
+        n += 1;
+    }
+    Some(n)
+}
+
 /// After a drain at every reachable position: a max-size grant succeeds, and the number
-/// of frames accepted in a row is exactly `frames_from`, never below `guaranteed_frames`.
-fn check_every_position<const N: usize>(frame_lens: &[usize]) {
+/// of frames accepted in a row is exactly `frames_from`, never below `guaranteed_frames`,
+/// which some position attains.
+fn check_every_position<S: Storage>(new_queue: impl Fn() -> RxQueue<S>, frame_lens: &[usize]) {
+    let capacity = new_queue().capacity();
     for &f in frame_lens {
-        let guaranteed = guaranteed_frames(N, f);
-        assert!(guaranteed >= 1, "N {N} f {f}");
+        let guaranteed = guaranteed_frames(capacity, f);
+        assert!(guaranteed >= 1, "N {capacity} f {f}");
         let mut min_seen = usize::MAX;
         let mut parked = 0;
-        for w in 0..=N {
-            let q: RxQueue<N> = RxQueue::new();
-            if !park_at(&q, w) {
+        for w in 0..=capacity {
+            let Some(n) = frames_after_parking(&new_queue, w, f) else {
                 continue;
-            }
+            };
             parked += 1;
-            let p = q.producer();
-            let mut n = 0;
-            while let Ok(g) = p.grant() {
-                g.commit(f);
-                n += 1;
-            }
             assert!(
                 n >= 1,
                 "liveness: max grant failed on a drained queue at w={w}"
             );
-            assert_eq!(n, frames_from(N, w, f), "N {N} w {w} f {f}");
+            assert_eq!(n, frames_from(capacity, w, f), "N {capacity} w {w} f {f}");
             min_seen = min_seen.min(n);
         }
-        assert!(parked >= N - 8, "parked at only {parked} positions");
-        assert!(min_seen >= guaranteed);
+        assert!(parked >= capacity - 8, "parked at only {parked} positions");
         // A few positions cannot be parked at; the bound is attained at a parked one.
-        assert_eq!(min_seen, guaranteed, "N {N} f {f}");
+        assert_eq!(min_seen, guaranteed, "N {capacity} f {f}");
     }
 }
 
 #[test]
 fn liveness_and_exact_counts_at_minimum_capacity() {
-    check_every_position::<MIN_QUEUE_CAPACITY>(&[RX_GRANT_LEN, 1527, 64]);
+    check_every_position(
+        RxQueue::<Inline<MIN_QUEUE_CAPACITY>>::new,
+        &[RX_GRANT_LEN, 1527, 64],
+    );
 }
 
 #[test]
 fn liveness_and_exact_counts_at_8k() {
-    check_every_position::<8192>(&[RX_GRANT_LEN, 1527, 72]);
+    check_every_position(RxQueue::<Inline<8192>>::new, &[RX_GRANT_LEN, 1527, 72]);
 }
 
 #[test]
 fn liveness_and_exact_counts_niccle_sized() {
     // Niccle's queue: room for ten 1526-byte frames plus headers.
-    check_every_position::<{ 10 * 1528 }>(&[1527]);
+    check_every_position(RxQueue::<Inline<{ 10 * 1528 }>>::new, &[1527]);
+}
+
+/// Queues sized at run time (heap storage, feature `alloc`: on in `cargo test --workspace`,
+/// or `cargo test -p linklab-mac --features alloc`).
+#[cfg(feature = "alloc")]
+mod run_time_sizes {
+    use super::*;
+    use linklab_mac::window::{capacity_for_frames, stored_len};
+    use linklab_mac::{QueueTooSmall, RxFormat};
+
+    /// Queues sized at run time, as `linklab bench` and `linklab serve` build them from
+    /// `--rx-frames`, and at sizes no frame count gives: the same liveness, position by position.
+    #[test]
+    fn liveness_and_exact_counts_at_run_time_sizes() {
+        let sizes = [
+            MIN_QUEUE_CAPACITY,
+            MIN_QUEUE_CAPACITY + 1,
+            capacity_for_frames(2, RxFormat::Raw),
+            capacity_for_frames(3, RxFormat::Aligned { fcs: true }),
+            capacity_for_frames(9, RxFormat::Aligned { fcs: false }),
+            9_999,
+        ];
+        for capacity in sizes {
+            check_every_position(
+                || RxQueue::boxed(capacity).expect("within the rule"),
+                &[RX_GRANT_LEN, 1518, 64],
+            );
+        }
+    }
+
+    /// The largest queue the CLI builds (`--rx-frames 1024`, 1.5 MB): every position is too many
+    /// to park at one by one, so the ends, the points where the wrap rule changes, and random
+    /// positions between them.
+    #[test]
+    fn liveness_and_exact_counts_at_1024_frames() {
+        let capacity = capacity_for_frames(1024, RxFormat::Raw);
+        let new_queue = || RxQueue::boxed(capacity).expect("within the rule");
+        let g = GRANT_FOOTPRINT;
+        let p = capacity - g;
+        let mut positions = vec![0, 1, 3, g - 1, g, g + 1, p - 1, p, p + 1, capacity];
+        let mut x: usize = 12345;
+        for _ in 0..40 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            positions.push((x >> 16) % (capacity + 1));
+        }
+        // A full-size segment as a raw capture stores 1527 bytes: the size the ring was made for.
+        let full = stored_len(RxFormat::Raw, 1514);
+        assert_eq!(guaranteed_frames(capacity, full), 1024);
+        for f in [RX_GRANT_LEN, full, 64] {
+            let guaranteed = guaranteed_frames(capacity, f);
+            for &w in &positions {
+                let Some(n) = frames_after_parking(&new_queue, w, f) else {
+                    continue;
+                };
+                assert_eq!(n, frames_from(capacity, w, f), "w {w} f {f}");
+                assert!(n >= guaranteed, "w {w} f {f}");
+            }
+        }
+    }
+
+    #[test]
+    fn run_time_sizes_below_the_rule_are_refused() {
+        for capacity in [0, 1, GRANT_FOOTPRINT, MIN_QUEUE_CAPACITY - 1] {
+            assert_eq!(
+                RxQueue::boxed(capacity).err(),
+                Some(QueueTooSmall { capacity })
+            );
+        }
+        assert!(RxQueue::boxed(MIN_QUEUE_CAPACITY).is_ok());
+    }
+}
+
+/// The minimum of `frames_from` over every position, the definition `guaranteed_frames`
+/// computes in closed form.
+fn min_over_positions(capacity: usize, frame_len: usize) -> usize {
+    (0..=capacity)
+        .map(|w| frames_from(capacity, w, frame_len))
+        .min()
+        .unwrap_or(0)
+}
+
+#[test]
+fn closed_form_equals_the_minimum_over_every_position() {
+    // Every capacity up to three minimum queues (including those below the rule), for frame
+    // lengths at the edges of the slot arithmetic.
+    for frame_len in [0, 1, 64, 1000, 1518, RX_GRANT_LEN, RX_GRANT_LEN + 1] {
+        for capacity in 0..=3 * MIN_QUEUE_CAPACITY {
+            assert_eq!(
+                guaranteed_frames(capacity, frame_len),
+                min_over_positions(capacity, frame_len),
+                "N {capacity} f {frame_len}"
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The same for large run-time capacities (up to the 1024-frame queue).
+    #[test]
+    fn closed_form_equals_the_minimum_for_large_queues(
+        capacity in MIN_QUEUE_CAPACITY..=1_600_000usize,
+        frame_len in 0usize..=1600,
+    ) {
+        prop_assert_eq!(
+            guaranteed_frames(capacity, frame_len),
+            min_over_positions(capacity, frame_len)
+        );
+    }
 }
 
 /// The trap the capacity rule avoids (bbqueue issue #129): with a ring just under two
@@ -108,10 +243,16 @@ fn undersized_ring_stalls_forever_when_empty() {
     for _ in 0..10 {
         assert!(p.grant(RX_GRANT_LEN as u16).is_err(), "stall expected");
     }
-    // With the rule's capacity the same position is fine.
-    let q: RxQueue<{ 2 * GRANT_FOOTPRINT }> = RxQueue::new();
+    // With the rule's capacity the same position is fine, sized at compile or run time.
+    let q: RxQueue<Inline<{ 2 * GRANT_FOOTPRINT }>> = RxQueue::new();
     assert!(park_at(&q, w));
     assert!(q.producer().grant().is_ok());
+    #[cfg(feature = "alloc")]
+    {
+        let q = RxQueue::boxed(2 * GRANT_FOOTPRINT).unwrap();
+        assert!(park_at(&q, w));
+        assert!(q.producer().grant().is_ok());
+    }
 }
 
 /// What a test transmission is, so the model knows which bucket it must land in.
@@ -181,7 +322,7 @@ proptest! {
     /// and every bucket equals what the model predicts.
     #[test]
     fn conservation_under_any_sequence(ops in proptest::collection::vec(op(), 1..80)) {
-        let q: RxQueue<8192> = RxQueue::new();
+        let q: RxQueue<Inline<8192>> = RxQueue::new();
         let p = q.producer();
         let mut mac = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
         let mut want = linklab_mac::Counters::default();
@@ -242,7 +383,7 @@ proptest! {
 /// counted, and the law holds at the end.
 #[test]
 fn two_threads_static_queue() {
-    static Q: RxQueue<16384> = RxQueue::new();
+    static Q: RxQueue<Inline<16384>> = RxQueue::new();
     const FRAMES: usize = 20_000;
     let producer = std::thread::spawn(|| {
         let p = Q.producer();

@@ -3,7 +3,7 @@
 mod support;
 
 use linklab_mac::impair::shift_into;
-use linklab_mac::{Mac, MacConfig, NoClock, RxQueue};
+use linklab_mac::{Inline, Mac, MacConfig, NoClock, RxQueue};
 use proptest::prelude::*;
 use support::*;
 
@@ -11,7 +11,7 @@ const Q: usize = 8192;
 
 /// Builds the wire image of a frame to ME carrying `payload`, via the MAC's own TX path.
 fn wire_for(payload: &[u8]) -> Vec<u8> {
-    let q: RxQueue<Q> = RxQueue::new();
+    let q: RxQueue<Inline<Q>> = RxQueue::new();
     let rec = Recorder::default();
     let mut tx = Mac::new(
         q.consumer(),
@@ -46,7 +46,7 @@ proptest! {
     ) {
         let wire = wire_for(&payload);
         for offset in 0..8 {
-            let q: RxQueue<Q> = RxQueue::new();
+            let q: RxQueue<Inline<Q>> = RxQueue::new();
             let mut rx = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
             let raw = capture(&wire, skip, offset, invert);
             prop_assert!(q.producer().push(&raw));
@@ -81,7 +81,7 @@ proptest! {
         let bit = first + which.index(last - first);
         let mut bad = raw.clone();
         bad[bit / 8] ^= 1 << (bit % 8);
-        let q: RxQueue<Q> = RxQueue::new();
+        let q: RxQueue<Inline<Q>> = RxQueue::new();
         let mut rx = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
         prop_assert!(q.producer().push(&bad));
         prop_assert!(rx.receive().is_none());
@@ -103,7 +103,7 @@ proptest! {
         let wire = wire_for(&payload);
         let raw = capture(&wire, 0, offset, invert);
         let len = 1 + cut.index(raw.len() - 1); // 1..raw.len()
-        let q: RxQueue<Q> = RxQueue::new();
+        let q: RxQueue<Inline<Q>> = RxQueue::new();
         let mut rx = Mac::new(q.consumer(), Recorder::default(), NoClock, MacConfig::raw_phy(ME, 0));
         prop_assert!(q.producer().push(&raw[..len]));
         prop_assert!(rx.receive().is_none());
@@ -125,7 +125,7 @@ fn exhaustive_single_bit_errors_small_frame() {
             for bit in 0..8 * raw.len() {
                 let mut bad = raw.clone();
                 bad[bit / 8] ^= 1 << (bit % 8);
-                let q: RxQueue<Q> = RxQueue::new();
+                let q: RxQueue<Inline<Q>> = RxQueue::new();
                 let mut rx = Mac::new(
                     q.consumer(),
                     Recorder::default(),

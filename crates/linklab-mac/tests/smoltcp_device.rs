@@ -7,7 +7,7 @@ mod support;
 
 use linklab_mac::impair::shift_into;
 use linklab_mac::queue::RxProducer;
-use linklab_mac::{Mac, MacConfig, PhyTx, RxQueue};
+use linklab_mac::{Inline, Mac, MacConfig, PhyTx, RxQueue};
 use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::Device;
 use smoltcp::socket::tcp;
@@ -21,7 +21,7 @@ const RATE: u64 = 10_000_000;
 /// The wire: each transmission lands in the peer's RX queue as a raw capture, shifted by a
 /// varying number of bits, on an inverted pair.
 struct ToPeer<'q> {
-    peer: RxProducer<'q, N>,
+    peer: RxProducer<'q, Inline<N>>,
     sent: usize,
 }
 
@@ -46,8 +46,8 @@ fn iface_for<D: Device>(dev: &mut D, mac: [u8; 6], ip: [u8; 4]) -> Interface {
 
 #[test]
 fn tcp_bulk_transfer_without_overrun() {
-    let qa: RxQueue<N> = RxQueue::new();
-    let qb: RxQueue<N> = RxQueue::new();
+    let qa: RxQueue<Inline<N>> = RxQueue::new();
+    let qb: RxQueue<Inline<N>> = RxQueue::new();
     let clock = ManualClock::default();
     let mut a = Mac::new(
         qa.consumer(),

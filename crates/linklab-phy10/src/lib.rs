@@ -6,6 +6,8 @@
 //!   half/full duplex advertisement).
 //! - [`decode`]: oversampled capture -> bytes written straight into the caller's buffer (a MAC
 //!   RX grant), with DPLL clock recovery, polarity detection and one [`RxOutcome`] per capture.
+//! - [`rx_interrupt`]: the seam a board's receive interrupt calls: decode straight into the
+//!   MAC's RX grant and say what to commit ([`RxInterrupt`]).
 //!
 //! Samples are bit-packed LSB first in `u32` words, `1` = line high. Bits are sent LSB first;
 //! a `1` bit is low then high (rising mid-bit edge), as in 802.3 clause 14.
@@ -18,6 +20,7 @@ pub mod decode;
 pub mod encode;
 pub mod link_pulse;
 pub mod oversample;
+pub mod rx_interrupt;
 mod tables;
 
 pub use capture::{Capture, MAX_CAPTURE_SAMPLES};
@@ -25,3 +28,4 @@ pub use decode::{Decoder, RxOutcome};
 pub use encode::{encode_frame, samples_for_frame, words_for_frame, EncodeError};
 pub use link_pulse::{encode_link_pulse, LinkCodeWord, LinkPulseTimer};
 pub use oversample::Oversample;
+pub use rx_interrupt::{RxCounters, RxInterrupt};

@@ -49,7 +49,7 @@ fn config_ranges_are_enforced_with_one_clear_line() {
         (config(4, 0, 0, 1.5), "noise"),
         (config(4, 0, 0, f64::NAN), "noise"),
     ] {
-        let err = SampleWire::new(cfg).unwrap_err();
+        let err = SampleWire::new(cfg).unwrap_err().to_string();
         assert!(err.contains(word) && err.contains("accepted"), "{err}");
         assert!(!err.contains('\n'));
     }

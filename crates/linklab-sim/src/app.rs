@@ -1,5 +1,6 @@
-//! The device's application, as seed 000 ran it: 10 pings (`smoltcp_ping`), then a number
-//! of HTTP GETs of each bench file (`smoltcp_http_get`), one connection per GET.
+//! The device's application, as Niccle's MAC write-up ran it: 10 pings (`smoltcp_ping`),
+//! then a number of HTTP GETs of each bench file (`smoltcp_http_get`), one connection per
+//! GET.
 
 use linklab_perf::http::{expected_crc32, fetch_tcp, Client, HTTP_PORT};
 use linklab_perf::payload::BenchFile;
@@ -30,13 +31,13 @@ pub struct PingResult {
 pub struct DownloadResult {
     /// URL path.
     pub path: String,
-    /// Response bytes received, head + body (seed's "Received N bytes").
+    /// Response bytes received, head + body (the write-up's "Received N bytes").
     pub bytes: u64,
     /// Body bytes.
     pub body_bytes: u64,
     /// From `connect` to the last body byte, in seconds of virtual time.
     pub seconds: f64,
-    /// `bytes / seconds` (seed's kB/sec × 1000).
+    /// `bytes / seconds` (the write-up's kB/sec × 1000).
     pub bytes_per_s: f64,
     /// CRC32 of the body.
     pub crc32: u32,

@@ -146,9 +146,11 @@ impl Host {
     }
 
     /// A transmission arrived (after the wire's impairments): check it like a NIC does.
-    pub fn receive(&mut self, wire: &[u8]) {
-        let mut buf = wire.to_vec();
-        match deframe(&mut buf, RxFormat::Raw) {
+    /// `format` says what its PHY handed over: the wire image (`Raw`) or the bytes a
+    /// decoding PHY found after the SFD (`Aligned { fcs: true }`).
+    pub fn receive(&mut self, bytes: &[u8], format: RxFormat) {
+        let mut buf = bytes.to_vec();
+        match deframe(&mut buf, format) {
             Ok(range) => {
                 self.counters.rx_packets += 1;
                 self.nic

@@ -1,16 +1,20 @@
-//! linklab-sim: a deterministic virtual-time link simulator with an MCU cost model — seed
-//! 000's experiment (a bit-banged 10BASE-T NIC on an ESP32-C6 running smoltcp, pinged and
-//! downloading over HTTP from a PC) end to end, without hardware.
+//! linklab-sim: a deterministic virtual-time link simulator with an MCU cost model — the
+//! experiment of Niccle's MAC write-up (a bit-banged 10BASE-T NIC on an ESP32-C6 running
+//! smoltcp, pinged and downloading over HTTP from a PC) end to end, without hardware.
 //!
 //! * [`wire`]: line rate, preamble, gap, propagation, duplex, impairments.
 //! * [`profile`]: the device's cost model and the `ideal` / `niccle-*` profiles.
-//! * [`device`]: the device's MAC (linklab-mac's queue, `Mac`, smoltcp `Device`).
+//! * [`device`]: the device's MAC (linklab-mac's queue sized at run time, `Mac`, smoltcp
+//!   `Device`).
 //! * [`host`]: the PC (smoltcp + linklab-perf's HTTP server + ICMP echo).
 //! * [`app`]: the device application (pings, GETs) with linklab-perf's HTTP client.
-//! * [`sim`]: the event loop that ties them together ([`sim::run`]).
+//! * [`sim`]: the event loop that ties them together ([`sim::run`]), including the device's
+//!   receive interrupt (on the sample path, linklab-phy10's `RxInterrupt` decoding into the
+//!   MAC's grant).
 //! * [`limit`]: the theoretical TCP goodput limit of the link.
 //! * [`pcap`]: the capture of the wire.
 //! * [`sample_wire`]: linklab-phy10's sample-level line (`--phy samples`).
+//! * [`name`]: the error of the `FromStr` impls for named values (profiles, rates, duplex).
 
 #![warn(missing_docs)]
 
@@ -18,6 +22,7 @@ pub mod app;
 pub mod device;
 pub mod host;
 pub mod limit;
+pub mod name;
 pub mod pcap;
 pub mod profile;
 pub mod sample_wire;

@@ -1,5 +1,5 @@
 //! The device's MCU cost model and the four profiles (`ideal`, `niccle-initial`, `niccle-memcpy`,
-//! `niccle-optimized`), with every Niccle figure quoted from seed 000 next to the parameter
+//! `niccle-optimized`), with every figure quoted from Niccle's MAC write-up next to the parameter
 //! it sets.
 //!
 //! The device CPU is one resource. An interrupt preempts the main loop; the main loop
@@ -9,6 +9,8 @@
 //! time; a DMA PHY does neither.
 
 use std::fmt;
+
+use crate::name::UnknownName;
 
 /// How the PHY moves bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -51,8 +53,9 @@ impl CostModel {
     }
 }
 
-/// A named device profile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+/// A named device profile (`FromStr`/`Display` use the kebab-case names, e.g.
+/// `niccle-optimized`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Profile {
     /// Zero cost: a DMA PHY, no interrupt latency, no CPU time anywhere. Shows the limit
@@ -67,14 +70,50 @@ pub enum Profile {
     NiccleOptimized,
 }
 
-impl fmt::Display for Profile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Profile {
+    /// Every profile, from the cheapest to Niccle's last.
+    pub const ALL: [Profile; 4] = [
+        Profile::Ideal,
+        Profile::NiccleInitial,
+        Profile::NiccleMemcpy,
+        Profile::NiccleOptimized,
+    ];
+
+    /// The profile's name, as `FromStr` accepts it.
+    pub const fn name(self) -> &'static str {
+        match self {
             Profile::Ideal => "ideal",
             Profile::NiccleInitial => "niccle-initial",
             Profile::NiccleMemcpy => "niccle-memcpy",
             Profile::NiccleOptimized => "niccle-optimized",
-        })
+        }
+    }
+
+    /// One sentence on what the profile models (for help texts).
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Profile::Ideal => "Zero cost: a DMA PHY, no interrupt latency, no CPU time anywhere. Shows the limit that the protocol and the link set by themselves",
+            Profile::NiccleInitial => "Niccle's first MAC: alignment, FCS check and a copy inside the RX interrupt",
+            Profile::NiccleMemcpy => "Niccle's intermediate MAC: validation moved out of the interrupt, memcpy in RAM, but still one copy of the frame in the interrupt",
+            Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM",
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Profile, UnknownName> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| UnknownName::new("profile", s, Profile::ALL.map(Profile::name)))
     }
 }
 
@@ -161,6 +200,18 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_ones_say_what_is_accepted() {
+        for p in Profile::ALL {
+            assert_eq!(p.to_string().parse::<Profile>(), Ok(p));
+        }
+        let e = "fast".parse::<Profile>().unwrap_err().to_string();
+        assert!(
+            e.contains("\"fast\"") && e.contains("niccle-optimized"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn initial_isr_is_1050_us_for_a_full_packet() {

@@ -1,10 +1,13 @@
 //! The sample-level wire: frames go through the real 10BASE-T line code, sample by sample.
 //!
-//! `transfer` Manchester-encodes the on-wire bytes with `linklab_phy10` (the transmitter's
-//! sample clock), moves every edge as a real wire and a free-running receiver clock would
-//! (frequency offset, random sampling phase, edge jitter), re-samples the line at the
-//! receiver's clock, flips samples at random (noise), and decodes the capture with the
-//! `linklab_phy10` decoder straight into the caller's buffer.
+//! [`SampleWire::capture`] Manchester-encodes the on-wire bytes with `linklab_phy10` (the
+//! transmitter's sample clock), moves every edge as a real wire and a free-running receiver
+//! clock would (frequency offset, random sampling phase, edge jitter), re-samples the line at
+//! the receiver's clock from the sample the receiver starts at (a late interrupt has lost the
+//! samples before), flips samples at random (noise), and hands out the receiver's capture
+//! for a decoder (the simulated device's receive interrupt decodes it straight into its MAC
+//! grant). [`SampleWire::transfer`] does the same from the first sample and decodes into the
+//! caller's buffer with its own decoder.
 //!
 //! Impairment model, per frame:
 //! - the receiver's first sample falls at a uniformly random phase in [0, 1) sample;
@@ -22,6 +25,54 @@ pub const MAX_DRIFT_PPM: i32 = 20_000;
 
 /// Idle bit times the receiver keeps sampling after the transmission, so it can see the end.
 const IDLE_TAIL_BITS: usize = 16;
+
+/// A [`SampleWireConfig`] value out of range (each names the parameter and what it accepts).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SampleWireError {
+    /// The oversampling factor is outside 2..=8.
+    Oversample(u8),
+    /// The drift is outside ±[`MAX_DRIFT_PPM`].
+    Drift(i32),
+    /// The peak jitter is above the oversampling factor (samples).
+    Jitter {
+        /// The jitter asked for.
+        samples: f64,
+        /// The oversampling factor, its upper bound.
+        oversample: u8,
+    },
+    /// The noise probability is outside 0..=1 (or not a number).
+    Noise(f64),
+}
+
+impl std::fmt::Display for SampleWireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            SampleWireError::Oversample(n) => write!(
+                f,
+                "oversample {n} out of range (accepted: {}..={})",
+                Oversample::MIN,
+                Oversample::MAX
+            ),
+            SampleWireError::Drift(ppm) => write!(
+                f,
+                "drift {ppm} ppm out of range (accepted: -{MAX_DRIFT_PPM}..={MAX_DRIFT_PPM})"
+            ),
+            SampleWireError::Jitter {
+                samples,
+                oversample,
+            } => write!(
+                f,
+                "jitter {samples} samples out of range (accepted: 0..={oversample}, the oversampling factor)"
+            ),
+            SampleWireError::Noise(p) => write!(
+                f,
+                "noise {p} out of range (accepted: 0.0..=1.0, probability per sample)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SampleWireError {}
 
 /// How the sample-level wire distorts the line.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,33 +109,21 @@ pub struct SampleWire {
 }
 
 impl SampleWire {
-    /// A wire with `cfg`, or a one-line message naming the parameter out of range.
-    pub fn new(cfg: SampleWireConfig) -> Result<SampleWire, String> {
-        let os = Oversample::new(cfg.oversample).ok_or_else(|| {
-            format!(
-                "oversample {} out of range (accepted: {}..={})",
-                cfg.oversample,
-                Oversample::MIN,
-                Oversample::MAX
-            )
-        })?;
+    /// A wire with `cfg`, or the parameter out of range.
+    pub fn new(cfg: SampleWireConfig) -> Result<SampleWire, SampleWireError> {
+        let os =
+            Oversample::new(cfg.oversample).ok_or(SampleWireError::Oversample(cfg.oversample))?;
         if !(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM).contains(&cfg.drift_ppm) {
-            return Err(format!(
-                "drift {} ppm out of range (accepted: -{MAX_DRIFT_PPM}..={MAX_DRIFT_PPM})",
-                cfg.drift_ppm
-            ));
+            return Err(SampleWireError::Drift(cfg.drift_ppm));
         }
         if cfg.jitter_samples > cfg.oversample {
-            return Err(format!(
-                "jitter {} samples out of range (accepted: 0..={}, the oversampling factor)",
-                cfg.jitter_samples, cfg.oversample
-            ));
+            return Err(SampleWireError::Jitter {
+                samples: cfg.jitter_samples as f64,
+                oversample: cfg.oversample,
+            });
         }
         if !(0.0..=1.0).contains(&cfg.noise) {
-            return Err(format!(
-                "noise {} out of range (accepted: 0.0..=1.0, probability per sample)",
-                cfg.noise
-            ));
+            return Err(SampleWireError::Noise(cfg.noise));
         }
         Ok(SampleWire {
             cfg,
@@ -104,15 +143,20 @@ impl SampleWire {
 
     /// Sets a fractional peak jitter (samples, 0.0..=oversample) for sweeps finer than the
     /// whole samples `SampleWireConfig::jitter_samples` takes.
-    pub fn set_jitter(&mut self, jitter_samples: f64) -> Result<(), String> {
+    pub fn set_jitter(&mut self, jitter_samples: f64) -> Result<(), SampleWireError> {
         if !(0.0..=self.cfg.oversample as f64).contains(&jitter_samples) {
-            return Err(format!(
-                "jitter {jitter_samples} samples out of range (accepted: 0.0..={})",
-                self.cfg.oversample
-            ));
+            return Err(SampleWireError::Jitter {
+                samples: jitter_samples,
+                oversample: self.cfg.oversample,
+            });
         }
         self.jitter = jitter_samples;
         Ok(())
+    }
+
+    /// The oversampling factor of the transmitter and the receiver.
+    pub fn oversample(&self) -> Oversample {
+        self.os
     }
 
     /// Encodes `wire` (preamble, SFD, frame, FCS) to samples, applies drift, jitter and noise
@@ -123,15 +167,38 @@ impl SampleWire {
         rng: &mut dyn rand::RngCore,
         out: &mut [u8],
     ) -> SampleOutcome {
-        // One extra word of idle after TP_IDL, so its falling edge is on the line.
+        if !self.encode(wire) {
+            return SampleOutcome::Noise;
+        }
+        self.impair_and_decode(self.tx.len() * 32, rng, out)
+    }
+
+    /// Encodes `wire` to samples, applies drift, jitter and noise with `rng`, and returns what
+    /// a receiver that starts sampling at its sample `first_sample` records (sample 0 sees
+    /// the transmission's first edge, give or take the random sampling phase): the samples
+    /// before are lost, as to a receive interrupt that entered late.
+    pub fn capture(
+        &mut self,
+        wire: &[u8],
+        first_sample: usize,
+        rng: &mut dyn rand::RngCore,
+    ) -> Capture<'_> {
+        if !self.encode(wire) {
+            self.rx_len = 0;
+            return Capture::new(&self.rx, 0);
+        }
+        self.rx_len = self.impair(self.tx.len() * 32, first_sample, rng);
+        Capture::new(&self.rx, self.rx_len)
+    }
+
+    /// Encodes `wire` into `self.tx`, with one extra word of idle after TP_IDL so that its
+    /// falling edge is on the line. False only if the encoder refused (it cannot: the buffer
+    /// is sized with `words_for_frame`).
+    fn encode(&mut self, wire: &[u8]) -> bool {
         let words = linklab_phy10::words_for_frame(wire.len(), self.os) + 1;
         self.tx.clear();
         self.tx.resize(words, 0);
-        if encode_frame(wire, self.os, &mut self.tx).is_err() {
-            // Cannot happen: the buffer was sized with words_for_frame.
-            return SampleOutcome::Noise;
-        }
-        self.impair_and_decode(words * 32, rng, out)
+        encode_frame(wire, self.os, &mut self.tx).is_ok()
     }
 
     /// Sends one normal link pulse through the same impaired line and decodes it.
@@ -157,19 +224,21 @@ impl SampleWire {
         rng: &mut dyn rand::RngCore,
         out: &mut [u8],
     ) -> SampleOutcome {
-        let rx_samples = self.impair(tx_samples, rng);
+        let rx_samples = self.impair(tx_samples, 0, rng);
         self.rx_len = rx_samples;
         let capture = Capture::new(&self.rx, rx_samples);
         self.decoder.decode(&capture, out)
     }
 
-    /// Renders the receiver's samples from `self.tx`; returns how many there are.
-    fn impair(&mut self, tx_samples: usize, rng: &mut dyn rand::RngCore) -> usize {
+    /// Renders the receiver's samples from `self.tx`, dropping the first `first` of them
+    /// (the rest start at sample 0 of `self.rx`); returns how many there are.
+    fn impair(&mut self, tx_samples: usize, first: usize, rng: &mut dyn rand::RngCore) -> usize {
         let n = self.os.samples_per_bit();
         let scale = 1e6 / (1e6 + self.cfg.drift_ppm as f64);
         let phase = unit(rng);
-        let rx_samples =
+        let all_samples =
             (phase + tx_samples as f64 * scale).ceil() as usize + IDLE_TAIL_BITS * n + 1;
+        let rx_samples = all_samples.saturating_sub(first);
         self.rx.clear();
         self.rx.resize(rx_samples.div_ceil(32), 0);
 
@@ -183,15 +252,19 @@ impl SampleWire {
             let jitter = self.jitter * (2.0 * unit(rng) - 1.0);
             let time = (phase + edge as f64 * scale + jitter).max(last_time);
             last_time = time;
-            let first_new = (time.ceil().max(0.0) as usize).clamp(run_start, rx_samples);
+            let first_new = (time.ceil().max(0.0) as usize).clamp(run_start, all_samples);
             if level == 1 {
-                set_range(&mut self.rx, run_start, first_new);
+                set_range(
+                    &mut self.rx,
+                    run_start.saturating_sub(first),
+                    first_new.saturating_sub(first),
+                );
             }
             run_start = first_new;
             level ^= 1;
         }
         if level == 1 {
-            set_range(&mut self.rx, run_start, rx_samples);
+            set_range(&mut self.rx, run_start.saturating_sub(first), rx_samples);
         }
         if self.cfg.noise > 0.0 {
             flip_random(&mut self.rx, rx_samples, self.cfg.noise, rng);

@@ -1,7 +1,12 @@
 //! The wire: line rate, preamble + SFD, inter-packet gap, propagation delay, half or full
 //! duplex, and the impairments applied to each transmission (each one counted).
 
+use std::fmt;
+use std::str::FromStr;
+
 use rand::Rng;
+
+use crate::name::UnknownName;
 
 /// Line rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -15,15 +20,8 @@ pub enum Rate {
 }
 
 impl Rate {
-    /// Parses `10M`, `100M` or `1G`.
-    pub fn parse(s: &str) -> Option<Rate> {
-        match s {
-            "10M" => Some(Rate::M10),
-            "100M" => Some(Rate::M100),
-            "1G" => Some(Rate::G1),
-            _ => None,
-        }
-    }
+    /// Every rate, slowest first.
+    pub const ALL: [Rate; 3] = [Rate::M10, Rate::M100, Rate::G1];
 
     /// Bits per second.
     pub fn bits_per_s(self) -> u64 {
@@ -44,7 +42,7 @@ impl Rate {
         (bytes as u64 * 8 * self.bit_ps()).div_ceil(1000)
     }
 
-    /// Name as given on the command line.
+    /// The rate's name: `10M`, `100M` or `1G` (what `FromStr` accepts).
     pub fn name(self) -> &'static str {
         match self {
             Rate::M10 => "10M",
@@ -54,14 +52,69 @@ impl Rate {
     }
 }
 
-/// Duplex mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Rate {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Rate, UnknownName> {
+        Rate::ALL
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| UnknownName::new("rate", s, Rate::ALL.map(Rate::name)))
+    }
+}
+
+/// Duplex mode (`FromStr`/`Display`: `half`, `full`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Duplex {
     /// One talker at a time (carrier sense, defer); Niccle's negotiated mode.
     Half,
     /// Each direction has its own medium.
     Full,
+}
+
+impl Duplex {
+    /// Both modes.
+    pub const ALL: [Duplex; 2] = [Duplex::Half, Duplex::Full];
+
+    /// The mode's name: `half` or `full`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Duplex::Half => "half",
+            Duplex::Full => "full",
+        }
+    }
+
+    /// One sentence on what the mode means (for help texts).
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Duplex::Half => "One talker at a time (carrier sense, defer); Niccle's negotiated mode",
+            Duplex::Full => "Each direction has its own medium",
+        }
+    }
+}
+
+impl fmt::Display for Duplex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Duplex {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Duplex, UnknownName> {
+        Duplex::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| UnknownName::new("duplex mode", s, Duplex::ALL.map(Duplex::name)))
+    }
 }
 
 /// Inter-packet gap in bit times (IEEE 802.3).
@@ -185,6 +238,19 @@ pub fn flip_bits(buf: &mut [u8], p: f64, rng: &mut impl Rng) -> u64 {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn names_round_trip() {
+        for r in Rate::ALL {
+            assert_eq!(r.to_string().parse::<Rate>(), Ok(r));
+        }
+        for d in Duplex::ALL {
+            assert_eq!(d.to_string().parse::<Duplex>(), Ok(d));
+        }
+        let e = "5M".parse::<Rate>().unwrap_err().to_string();
+        assert_eq!(e, "unknown rate \"5M\" (accepted: 10M, 100M, 1G)");
+        assert!("quarter".parse::<Duplex>().is_err());
+    }
 
     #[test]
     fn ten_megabit_timing() {

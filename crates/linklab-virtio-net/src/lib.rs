@@ -22,7 +22,7 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use linklab_mac::{PhyTx, RxProducer};
+use linklab_mac::{PhyTx, RxProducer, Storage};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
 use virtio_drivers::transport::{DeviceType, Transport};
@@ -202,7 +202,7 @@ impl VirtioNet {
     /// The interrupt handler's work: acknowledges the interrupt and moves every received
     /// frame into a grant of `producer` (or counts it missed), re-posting each buffer.
     /// Returns the frames committed.
-    pub fn on_interrupt<const N: usize>(&mut self, producer: &RxProducer<'_, N>) -> usize {
+    pub fn on_interrupt<S: Storage>(&mut self, producer: &RxProducer<'_, S>) -> usize {
         let _ = self.raw.ack_interrupt();
         let mut committed = 0;
         while let Some(token) = self.raw.poll_receive() {

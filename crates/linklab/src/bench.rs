@@ -26,13 +26,35 @@ pub enum PhyArg {
     Samples,
 }
 
+/// A clap value parser for one of linklab-sim's named values: `values` (name, summary) are
+/// the possible values `--help` lists, and the type's `FromStr` parses the one given.
+fn named_values<T>(
+    values: impl IntoIterator<Item = (&'static str, &'static str)>,
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        values
+            .into_iter()
+            .map(|(name, help)| PossibleValue::new(name).help(help)),
+    )
+    .try_map(|s| s.parse::<T>())
+}
+
 /// Options of `linklab bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Device profile: cost model of the MCU.
-    #[arg(long, value_enum, default_value_t = Profile::NiccleOptimized)]
+    #[arg(
+        long,
+        default_value_t = Profile::NiccleOptimized,
+        value_parser = named_values::<Profile>(Profile::ALL.map(|p| (p.name(), p.summary())))
+    )]
     pub profile: Profile,
-    /// Full-size frames the device's RX queue holds (2..=16).
+    /// Full-size frames the device's RX queue holds (2..=1024).
     #[arg(long, default_value_t = 9)]
     pub rx_frames: usize,
     /// Device TCP receive window: `auto` (linklab-mac's window for the queue) or bytes
@@ -43,7 +65,11 @@ pub struct Args {
     #[arg(long, default_value = "10M")]
     pub rate: String,
     /// Duplex mode.
-    #[arg(long, value_enum, default_value_t = Duplex::Half)]
+    #[arg(
+        long,
+        default_value_t = Duplex::Half,
+        value_parser = named_values::<Duplex>(Duplex::ALL.map(|d| (d.name(), d.summary())))
+    )]
     pub duplex: Duplex,
     /// Probability that a transmission is lost (0 <= P < 1).
     #[arg(long, default_value_t = 0.0)]
@@ -168,7 +194,10 @@ fn parse_sizes(list: &str) -> anyhow::Result<Vec<BenchFile>> {
 
 /// Turns the options into a simulator configuration, rejecting bad values.
 pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
-    let rate = Rate::parse(&args.rate)
+    let rate: Rate = args
+        .rate
+        .parse()
+        .ok()
         .with_context(|| format!("--rate must be 10M, 100M or 1G, got {:?}", args.rate))?;
     let range = linklab_sim::device::RX_FRAMES_RANGE;
     if !range.contains(&args.rx_frames) {
@@ -317,7 +346,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
 /// Runs `linklab bench`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let cfg = config(&args)?;
-    let report = sim::run(cfg.clone()).map_err(|e| anyhow::anyhow!(e))?;
+    let report = sim::run(cfg.clone())?;
     print_report(&cfg, &args, &report);
     if let Some(path) = &args.json {
         let f = File::create(path)
@@ -558,7 +587,7 @@ fn to_json(cfg: &SimConfig, args: &Args, r: &SimReport) -> serde_json::Value {
         "stopped": r.stopped,
         "conservation": match r.check_conservation(cfg.cost.phy) {
             Ok(()) => "ok".to_string(),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         },
         "pcap_frames": r.pcap.as_ref().map(|p| p.frames()),
     })

@@ -18,7 +18,8 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use anyhow::Context;
-use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
+use linklab_mac::window::capacity_for_frames;
+use linklab_mac::{BoxedSlice, Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
 use linklab_perf::lifetime::syn_port;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::time::Instant;
@@ -46,7 +47,7 @@ pub struct Args {
     /// The soft NIC's MAC address [default: 02:4c:4c:00:00:01].
     #[arg(long, value_name = "MAC")]
     mac: Option<String>,
-    /// RX queue capacity in full-size frames: 4, 8, 16, 32, 64, 128 or 256 [default: 32].
+    /// RX queue capacity in full-size frames, 2..=1024 [default: 32].
     #[arg(long, value_name = "N")]
     rx_frames: Option<String>,
     /// TCP receive window: `auto` (derived from the RX queue so a peer cannot overrun it)
@@ -116,31 +117,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     })?;
 
-    /// Runs the loop on a static RX queue sized by entry `$i` of `nic::QUEUE_SIZES`.
-    macro_rules! with_queue {
-        ($i:literal) => {{
-            static QUEUE: RxQueue<{ nic::QUEUE_SIZES[$i].1 }> = RxQueue::new();
-            serve_on(&QUEUE, &config, &tap, &signals)
-        }};
-    }
-    match nic::QUEUE_SIZES
-        .iter()
-        .position(|(frames, _)| *frames == config.rx_frames)
-    {
-        Some(0) => with_queue!(0),
-        Some(1) => with_queue!(1),
-        Some(2) => with_queue!(2),
-        Some(3) => with_queue!(3),
-        Some(4) => with_queue!(4),
-        Some(5) => with_queue!(5),
-        Some(6) => with_queue!(6),
-        _ => anyhow::bail!("--rx-frames: no queue of {} frames", config.rx_frames),
-    }
+    // The smallest ring that always holds the frames the TAP hands over (no FCS).
+    let format = MacConfig::tap(MacAddr(config.mac)).rx_format;
+    let queue = RxQueue::boxed(capacity_for_frames(config.rx_frames, format))
+        .map_err(|e| anyhow::anyhow!("--rx-frames {}: {e}", config.rx_frames))?;
+    serve_on(&queue, &config, &tap, &signals)
 }
 
-/// The firmware-shaped main loop over an RX queue of `N` bytes.
-fn serve_on<const N: usize>(
-    queue: &'static RxQueue<N>,
+/// The firmware-shaped main loop over `queue`.
+fn serve_on(
+    queue: &RxQueue<BoxedSlice>,
     config: &Config,
     tap: &Tap,
     signals: &StopSignals,
@@ -178,20 +164,21 @@ fn serve_on<const N: usize>(
     let mut sockets = SocketSet::new(vec![]);
     let mut apps = Apps::new(&mut sockets, window);
     let mut scratch = vec![0u8; RX_GRANT_LEN];
-    let snapshot =
-        |mac: &Mac<'_, N, TapPhy<'_>, NoClock>, apps: &Apps, sockets: &SocketSet<'_>| Snapshot {
-            uptime_s: started.elapsed().as_secs_f64(),
-            mac: mac.counters(),
-            tap_tx_refused: mac.phy().refused,
-            tap_tx_errors: mac.phy().errors,
-            queue_frames: config.rx_frames,
-            queue_bytes: N,
-            tcp_window: window,
-            tcp_window_auto: auto,
-            apps: apps.counters(),
-            tcp: stats::tcp_figures(sockets),
-            tcp_omitted: 0,
-        };
+    let snapshot = |mac: &Mac<'_, BoxedSlice, TapPhy<'_>, NoClock>,
+                    apps: &Apps,
+                    sockets: &SocketSet<'_>| Snapshot {
+        uptime_s: started.elapsed().as_secs_f64(),
+        mac: mac.counters(),
+        tap_tx_refused: mac.phy().refused,
+        tap_tx_errors: mac.phy().errors,
+        queue_frames: config.rx_frames,
+        queue_bytes: queue.capacity(),
+        tcp_window: window,
+        tcp_window_auto: auto,
+        apps: apps.counters(),
+        tcp: stats::tcp_figures(sockets),
+        tcp_omitted: 0,
+    };
 
     println!(
         "linklab serve: {} {}/{} mac {} | rx queue {} frames ({} bytes) | tcp window {} bytes{} | {}",
@@ -200,7 +187,7 @@ fn serve_on<const N: usize>(
         config.prefix,
         EthernetAddress(config.mac),
         config.rx_frames,
-        N,
+        queue.capacity(),
         window,
         if auto { " (auto)" } else { "" },
         if tap.created() { "TAP created" } else { "TAP existed" }

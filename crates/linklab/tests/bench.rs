@@ -230,12 +230,37 @@ fn auto_window_never_overruns_the_queue_but_a_larger_window_does() {
     assert_eq!(json["conservation"], "ok");
 }
 
+/// The queue is sized at run time: both ends of 2..=1024 run, on both wire models.
+#[test]
+fn any_queue_size_from_2_to_1024_frames_runs() {
+    for frames in ["2", "1024"] {
+        for phy in ["bytes", "samples"] {
+            let args = [
+                "--rx-frames",
+                frames,
+                "--phy",
+                phy,
+                "--sizes",
+                "10kB",
+                "--gets",
+                "1",
+                "--pings",
+                "1",
+            ];
+            let (json, _) = bench_json(&format!("q{frames}-{phy}"), &args);
+            assert_downloads_ok(&json);
+            assert_eq!(json["rx_frames"].to_string(), frames, "{phy}");
+            assert_eq!(json["conservation"], "ok");
+        }
+    }
+}
+
 #[test]
 fn bad_options_name_the_option_and_the_range() {
     let cases: [(&[&str], &str); 8] = [
         (&["--loss", "2"], "--loss"),
         (&["--ber", "0.5"], "--ber"),
-        (&["--rx-frames", "99"], "--rx-frames"),
+        (&["--rx-frames", "1025"], "--rx-frames"),
         (&["--tcp-window", "12"], "--tcp-window"),
         (&["--rate", "5M"], "--rate"),
         (&["--sizes", "7GB"], "--sizes"),

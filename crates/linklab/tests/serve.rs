@@ -504,6 +504,36 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
     );
 }
 
+/// The queue is sized at run time: any `--rx-frames` in 2..=1024 serves (not only a table of
+/// compile-time sizes), with the ring and the auto window linklab-mac computes for it.
+#[test]
+fn any_queue_size_from_2_to_1024_frames_serves() {
+    for (frames, bytes) in [(2, 4592), (5, 9140), (1024, 1_553_944)] {
+        let mut served =
+            Served::start(&format!("q{frames}"), &["--rx-frames", &frames.to_string()]);
+        let body = served.run(&[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "20",
+            &format!("http://{DEVICE_IP}/100kB.txt"),
+        ]);
+        assert_eq!(body.len(), 100_000, "{frames} frames");
+        let stats = served.stats();
+        assert_conserved(&stats);
+        assert_eq!(stats["rx_queue"]["frames"], frames, "{stats}");
+        assert_eq!(stats["rx_queue"]["bytes"], bytes, "{stats}");
+        let window = (frames - 2).max(1) * 1460;
+        assert_eq!(stats["tcp_window"]["bytes"], window, "{stats}");
+        let stdout = served.stop();
+        assert!(
+            stdout.contains(&format!("rx queue {frames} frames ({bytes} bytes)")),
+            "{stdout}"
+        );
+    }
+}
+
 #[test]
 fn an_existing_tap_is_used_and_left_in_place() {
     let mut served = Served::start_with("old", &[], |ns| {

@@ -21,7 +21,7 @@ pub use board::Board;
 
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use linklab_mac::{Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, TxFormat};
+use linklab_mac::{Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, TxFormat};
 use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::device_config::{ConfigError, DeviceConfig, CONFIG_LEN};
 use linklab_perf::iperf::device::MAX_TCP_SOCKETS;
@@ -36,7 +36,7 @@ use stats::{CpuFigures, Rendered, Snapshot};
 
 /// The RX queue: the board's NIC interrupt owns its producer (`RX_QUEUE.producer()`),
 /// [`run`] its consumer.
-pub static RX_QUEUE: RxQueue<QUEUE_BYTES> = RxQueue::new();
+pub static RX_QUEUE: RxQueue<Inline<QUEUE_BYTES>> = RxQueue::new();
 
 /// Work done in the NIC's interrupt handler, in the unit of [`Board::work_counter`]
 /// (instructions where the CPU counts them, else nanoseconds awake), wrapping: the board's

@@ -1,14 +1,14 @@
 //! Every buffer the firmware owns, as statics sized for a small MCU: the 9-frame RX queue
 //! and the apps' socket buffers. One place to read the RAM budget from.
 
-use linklab_mac::window::{tcp_rx_window, ETHERNET_MSS};
+use linklab_mac::window::{capacity_for_frames, tcp_rx_window, ETHERNET_MSS};
 use linklab_mac::RxFormat;
 
-/// RX queue ring bytes: the smallest ring that always holds 9 full-size frames with or
-/// without FCS (checked by a test), as in Niccle's MAC write-up.
-pub const QUEUE_BYTES: usize = 15_236;
-/// Full-size frames the RX queue always holds.
+/// Full-size frames the RX queue always holds, as in Niccle's MAC write-up.
 pub const QUEUE_FRAMES: usize = 9;
+/// RX queue ring bytes (15 236): the smallest ring that always holds 9 full-size frames with
+/// their FCS, so also without (checked by a test).
+pub const QUEUE_BYTES: usize = capacity_for_frames(QUEUE_FRAMES, RxFormat::Aligned { fcs: true });
 /// The TCP receive window derived from the queue: (9 − 2) × 1460 = 10 220 bytes. Using the
 /// FCS format (4 bytes more per frame) makes it safe for either format.
 pub const TCP_WINDOW: usize =
@@ -57,5 +57,6 @@ mod tests {
         let f = RxFormat::Aligned { fcs: true };
         assert!(queue_frames(QUEUE_BYTES - 4, f, ETHERNET_MSS) < QUEUE_FRAMES);
         assert_eq!(TCP_WINDOW, 7 * 1460);
+        assert_eq!(QUEUE_BYTES, 15_236);
     }
 }

@@ -5,8 +5,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-
-use super::nic::QUEUE_SIZES;
+use linklab_sim::device::RX_FRAMES_RANGE;
 
 /// Default RX queue size in frames.
 pub const DEFAULT_RX_FRAMES: usize = 32;
@@ -105,20 +104,17 @@ pub fn parse_mac(s: &str) -> anyhow::Result<[u8; 6]> {
     Ok(mac)
 }
 
-/// Parses `--rx-frames N`: one of the queue sizes in [`QUEUE_SIZES`] (the ring's storage is
-/// sized at compile time).
+/// Parses `--rx-frames N`: full-size frames in 2..=1024 (the queue is sized at run time,
+/// as in `linklab bench`).
 pub fn parse_rx_frames(s: &str) -> anyhow::Result<usize> {
-    let offered: Vec<String> = QUEUE_SIZES
-        .iter()
-        .map(|(frames, _)| frames.to_string())
-        .collect();
     s.parse::<usize>()
         .ok()
-        .filter(|n| QUEUE_SIZES.iter().any(|(frames, _)| frames == n))
+        .filter(|n| RX_FRAMES_RANGE.contains(n))
         .with_context(|| {
             format!(
-                "--rx-frames: expected one of {} (full-size frames), got {s:?}",
-                offered.join(", ")
+                "--rx-frames: expected full-size frames in {}..={}, got {s:?}",
+                RX_FRAMES_RANGE.start(),
+                RX_FRAMES_RANGE.end()
             )
         })
 }
@@ -166,7 +162,9 @@ mod tests {
             (Ipv4Addr::new(198, 18, 0, 2), 24)
         );
         assert_eq!(parse_mac("02:4c:4c:00:00:01").unwrap(), DEFAULT_MAC);
-        assert_eq!(parse_rx_frames("4").unwrap(), 4);
+        for n in [2, 5, 99, 1024] {
+            assert_eq!(parse_rx_frames(&n.to_string()).unwrap(), n);
+        }
         assert_eq!(parse_tcp_window("auto").unwrap(), TcpWindow::Auto);
         assert_eq!(parse_tcp_window("65535").unwrap(), TcpWindow::Bytes(65535));
         assert_eq!(parse_stats_interval("5").unwrap(), Duration::from_secs(5));
@@ -199,8 +197,9 @@ mod tests {
         ] {
             assert!(err(parse_mac(bad)).starts_with("--mac:"), "{bad}");
         }
-        assert!(err(parse_rx_frames("5")).contains("one of 4, 8, 16, 32, 64, 128, 256"));
-        assert!(err(parse_rx_frames("-3")).starts_with("--rx-frames:"));
+        for bad in ["0", "1", "1025", "-3", "x"] {
+            assert!(err(parse_rx_frames(bad)).contains("2..=1024"), "{bad}");
+        }
         assert!(err(parse_tcp_window("100")).contains("536..=1048576"));
         assert!(err(parse_stats_interval("0")).starts_with("--stats-interval:"));
     }

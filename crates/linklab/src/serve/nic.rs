@@ -4,23 +4,9 @@
 
 use std::io;
 
-use linklab_mac::{PhyTx, RxProducer};
+use linklab_mac::{PhyTx, RxProducer, Storage};
 
 use super::tap::Tap;
-
-/// RX queue sizes `--rx-frames` offers: (full-size frames the queue always holds, ring
-/// bytes). Each ring size is the smallest for which linklab-mac's
-/// `window::queue_frames(bytes, aligned without FCS, 1460)` equals the frame count (checked
-/// by a test), because the queue's storage size is a compile-time constant.
-pub const QUEUE_SIZES: [(usize, usize); 7] = [
-    (4, 7624),
-    (8, 13688),
-    (16, 25816),
-    (32, 50072),
-    (64, 98584),
-    (128, 195608),
-    (256, 389656),
-];
 
 /// Most frames moved from the TAP per round, so a flood cannot starve the main loop (the
 /// kernel keeps the rest in the TAP's own queue, like a NIC's FIFO).
@@ -61,9 +47,9 @@ impl PhyTx for TapPhy<'_> {
 /// let the "hardware" (read(2)) write into it, commit the length. When the queue has no
 /// room, the frame is still taken off the wire and counted missed (`rx_missed_errors`), so
 /// overruns are real. Returns the frames committed.
-pub fn pump_rx<const N: usize>(
+pub fn pump_rx<S: Storage>(
     tap: &Tap,
-    producer: &RxProducer<'_, N>,
+    producer: &RxProducer<'_, S>,
     scratch: &mut [u8],
 ) -> io::Result<usize> {
     let mut committed = 0;
@@ -87,27 +73,4 @@ pub fn pump_rx<const N: usize>(
         }
     }
     Ok(committed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use linklab_mac::deframe::RxFormat;
-    use linklab_mac::window::{queue_frames, ETHERNET_MSS};
-
-    #[test]
-    fn queue_sizes_hold_exactly_their_frame_count() {
-        let tap = RxFormat::Aligned { fcs: false };
-        for (frames, bytes) in QUEUE_SIZES {
-            assert_eq!(
-                queue_frames(bytes, tap, ETHERNET_MSS),
-                frames,
-                "{bytes} bytes"
-            );
-            assert!(
-                queue_frames(bytes - 4, tap, ETHERNET_MSS) < frames,
-                "{bytes} bytes is not the smallest"
-            );
-        }
-    }
 }

@@ -1,0 +1,140 @@
+//! What a run is given: the configuration, the nodes' addresses, and what can be wrong with a
+//! configuration.
+
+use std::fmt;
+
+use linklab_mac::RxFormat;
+use linklab_perf::payload::{BenchFile, BENCH_FILES};
+use smoltcp::wire::Ipv4Address;
+
+use crate::device::RX_FRAMES_RANGE;
+use crate::profile::{CostModel, Profile};
+use crate::sample_wire::{SampleWireConfig, SampleWireError};
+use crate::wire::{Duplex, Impairments, LinkConfig, Rate};
+
+/// Device MAC address (locally administered).
+pub const DEVICE_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x02];
+/// Host MAC address (locally administered).
+pub const HOST_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+/// Host address (RFC 2544 benchmarking range).
+pub const HOST_IP: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
+/// Device address.
+pub const DEVICE_IP: Ipv4Address = Ipv4Address::new(198, 18, 0, 2);
+
+/// How the frames cross the wire.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PhyPath {
+    /// The wire image's bytes are delivered as they are (after impairments); the device's
+    /// PHY captures them at a random bit offset and polarity and the MAC finds the SFD.
+    Bytes,
+    /// Through linklab-phy10's sample-level line (Manchester, drift, jitter, noise); the
+    /// device's receive interrupt decodes its capture straight into the MAC's grant.
+    Samples(SampleWireConfig),
+}
+
+impl PhyPath {
+    /// What the device's PHY commits to the MAC's queue on this path.
+    pub fn rx_format(self) -> RxFormat {
+        match self {
+            PhyPath::Bytes => RxFormat::Raw,
+            PhyPath::Samples(_) => RxFormat::Aligned { fcs: true },
+        }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Device profile (cost model).
+    pub profile: Profile,
+    /// The cost model (normally `profile.cost()`).
+    pub cost: CostModel,
+    /// Full-size frames the device RX queue holds ([`RX_FRAMES_RANGE`]).
+    pub rx_frames: usize,
+    /// TCP receive window (socket buffer) in bytes; `None` = linklab-mac's safe window.
+    pub tcp_window: Option<usize>,
+    /// Link parameters.
+    pub link: LinkConfig,
+    /// Impairments.
+    pub impairments: Impairments,
+    /// RNG seed.
+    pub seed: u64,
+    /// Pings before the downloads.
+    pub pings: u16,
+    /// Files to download.
+    pub files: Vec<BenchFile>,
+    /// GETs per file.
+    pub gets: u32,
+    /// Record a pcap.
+    pub pcap: bool,
+    /// Wire model.
+    pub phy_path: PhyPath,
+    /// Watchdog: give up after this much virtual time (ns).
+    pub max_virtual_ns: u64,
+    /// Watchdog: give up after this much wall time (s).
+    pub max_wall_s: f64,
+    /// Watchdog: give up when the application made no progress for this long (ns).
+    pub max_stall_ns: u64,
+}
+
+impl Default for SimConfig {
+    /// The experiment of Niccle's MAC write-up as `linklab bench` runs it by default:
+    /// `niccle-optimized`, a 9-frame queue, linklab-mac's window, 10 Mbit/s half duplex over
+    /// 2 m of cable, no impairments, seed 1, 10 pings and 5 GETs of every bench file, the
+    /// byte wire.
+    fn default() -> SimConfig {
+        let profile = Profile::NiccleOptimized;
+        SimConfig {
+            profile,
+            cost: profile.cost(),
+            rx_frames: 9,
+            tcp_window: None,
+            link: LinkConfig {
+                rate: Rate::M10,
+                duplex: Duplex::Half,
+                propagation_ns: 10,
+            },
+            impairments: Impairments::default(),
+            seed: 1,
+            pings: 10,
+            files: BENCH_FILES.to_vec(),
+            gets: 5,
+            pcap: false,
+            phy_path: PhyPath::Bytes,
+            max_virtual_ns: 7_200_000_000_000,
+            max_wall_s: 600.0,
+            max_stall_ns: 300_000_000_000,
+        }
+    }
+}
+
+/// A configuration the simulator cannot run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SimError {
+    /// [`SimConfig::rx_frames`] is outside [`RX_FRAMES_RANGE`].
+    RxFrames(usize),
+    /// The sample-level wire's configuration is out of range.
+    SampleWire(SampleWireError),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::RxFrames(n) => write!(
+                f,
+                "an RX queue of {n} frames is outside {}..={}",
+                RX_FRAMES_RANGE.start(),
+                RX_FRAMES_RANGE.end()
+            ),
+            SimError::SampleWire(e) => write!(f, "sample-level wire: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<SampleWireError> for SimError {
+    fn from(e: SampleWireError) -> SimError {
+        SimError::SampleWire(e)
+    }
+}

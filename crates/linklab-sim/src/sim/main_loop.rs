@@ -1,0 +1,175 @@
+//! The device's main loop: smoltcp, the MAC and the application, run as preemptible work on
+//! the CPU between interrupts. One iteration per received transmission (or due timer), each
+//! costing the profile's fixed + per-byte time; its effects (the stack reading the frame,
+//! replies handed to the PHY) happen when the iteration completes.
+
+use super::events::{Ev, Node};
+use super::{instant, Sim};
+use crate::app::AppEvent;
+use crate::profile::PhyKind;
+use crate::sim::report::FileStats;
+
+/// The main loop's state on the CPU.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum MainState {
+    Idle,
+    /// Running or preempted: `remaining` ns left, running since `resumed_at` if Some.
+    Working {
+        gen: u64,
+        remaining: u64,
+        resumed_at: Option<u64>,
+        rx: bool,
+    },
+}
+
+impl Sim<'_> {
+    fn set_dev_wake(&mut self, at: u64) {
+        if self.dev_wake_at.is_some_and(|w| w <= at && w >= self.now) {
+            return;
+        }
+        self.dev_wake_at = Some(at);
+        self.schedule(at, Ev::DevWake);
+    }
+
+    /// Moves the wire images the MAC produced to the device's transmit queue; true if there
+    /// were any.
+    fn take_mac_tx(&mut self) -> bool {
+        let out = &mut self.tx_queue[Node::Device.idx()];
+        let before = out.len();
+        out.extend(self.mac.phy_mut().0.drain(..));
+        out.len() > before
+    }
+
+    /// The MAC may hold a frame back for the inter-packet gap: let it go when due (part of
+    /// the transmit call, no main-loop iteration), or wake up then.
+    pub(super) fn service_mac(&mut self) {
+        match self.mac.poll_at_ns() {
+            Some(at) if at <= self.now => {
+                self.mac.poll();
+                if self.take_mac_tx() {
+                    self.request_attempt(Node::Device, self.now);
+                }
+            }
+            Some(at) => self.set_dev_wake(at),
+            None => {}
+        }
+    }
+
+    /// The earliest time the device's stack, MAC or app wants to run.
+    fn device_timer(&mut self) -> Option<u64> {
+        let stack = self
+            .iface
+            .poll_at(instant(self.now), &self.sockets)
+            .map(|i| i.total_micros().max(0) as u64 * 1000);
+        [stack, self.mac.poll_at_ns(), self.app.next_timer_ns()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Starts a main-loop iteration if the CPU is free and there is work: a committed
+    /// transmission, or a due timer.
+    pub(super) fn kick_main(&mut self) {
+        if !matches!(self.main, MainState::Idle) || self.isr_active {
+            return;
+        }
+        let dev = Node::Device.idx();
+        if self.cfg.cost.phy == PhyKind::BitBanged
+            && (self.transmitting[dev] || !self.tx_queue[dev].is_empty())
+        {
+            return; // Blocked in the transmit call.
+        }
+        if let Some(at) = self.mac.poll_at_ns().filter(|&at| at > self.now) {
+            // The MAC holds a frame back for the gap and hands smoltcp no tokens until then.
+            self.set_dev_wake(at);
+            return;
+        }
+        let (rx, len) = match self.committed.front() {
+            Some(&len) => (true, len),
+            None => {
+                let due = self.device_timer();
+                match due {
+                    Some(t) if t.max(self.no_poll_before) <= self.now => (false, 0),
+                    Some(t) => {
+                        self.set_dev_wake(t.max(self.no_poll_before));
+                        return;
+                    }
+                    None => return,
+                }
+            }
+        };
+        let cost = if rx {
+            self.cfg.cost.main_ns(len)
+        } else {
+            self.cfg.cost.main_ns(0)
+        };
+        self.main_gen += 1;
+        let gen = self.main_gen;
+        self.main = MainState::Working {
+            gen,
+            remaining: cost,
+            resumed_at: Some(self.now),
+            rx,
+        };
+        self.schedule(self.now + cost, Ev::MainDone(gen));
+    }
+
+    /// A main-loop iteration completes: smoltcp ingress of one frame (if it was started for
+    /// one), the application, smoltcp egress, and the MAC's transmissions to the wire.
+    pub(super) fn main_done(&mut self, gen: u64) {
+        let MainState::Working {
+            gen: g,
+            resumed_at: Some(_),
+            rx,
+            ..
+        } = self.main
+        else {
+            return;
+        };
+        if g != gen {
+            return;
+        }
+        self.main = MainState::Idle;
+        let now = instant(self.now);
+        if rx {
+            self.iface
+                .poll_ingress_single(now, &mut self.mac, &mut self.sockets);
+            let dequeued = self.mac.counters().rx_dequeued;
+            for _ in self.dequeued_seen..dequeued {
+                self.committed.pop_front();
+            }
+            self.dequeued_seen = dequeued;
+        }
+        let events = self.app.step(self.now, &mut self.iface, &mut self.sockets);
+        self.iface
+            .poll_egress(now, &mut self.mac, &mut self.sockets);
+        let sent = self.take_mac_tx();
+        if !rx && !sent && events.is_empty() {
+            // A timer poll that did nothing: do not spin at the same instant.
+            self.no_poll_before = self.now + 1_000;
+        }
+        for e in events {
+            self.record(e);
+        }
+        if sent {
+            self.request_attempt(Node::Device, self.now);
+        }
+        self.kick_main();
+    }
+
+    fn record(&mut self, e: AppEvent) {
+        match e {
+            AppEvent::Ping(p) => self.pings.push(p),
+            AppEvent::Download(d) => self.downloads.push(d),
+            AppEvent::FileDone(f) => {
+                let mac = self.mac.counters();
+                self.file_stats.push(FileStats {
+                    path: f.path.to_string(),
+                    phy: self.phy,
+                    mac,
+                });
+            }
+            AppEvent::Finished => {}
+        }
+    }
+}
