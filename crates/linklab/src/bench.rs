@@ -1,5 +1,5 @@
-//! `linklab bench`: seed 000's experiment — 10 pings, then 5 HTTP GETs of each bench file —
-//! on a simulated link (linklab-sim), printed in the seed's format, with a summary against
+//! `linklab bench`: the experiment of Niccle's MAC write-up — 10 pings, then 5 HTTP GETs of
+//! each bench file — on a simulated link (linklab-sim), printed in the write-up's format, with a summary against
 //! the link's theoretical TCP goodput limit.
 
 use std::fs::File;
@@ -8,14 +8,15 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use linklab_perf::payload::{BenchFile, BENCH_FILES};
+use linklab_sim::device::RX_FRAMES_RANGE;
 use linklab_sim::limit::tcp_goodput_limit;
 use linklab_sim::profile::Profile;
-use linklab_sim::sample_wire::SampleWireConfig;
+use linklab_sim::sample_wire::{SampleWireConfig, MAX_DRIFT_PPM};
 use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
 use linklab_sim::wire::{Duplex, Impairments, LinkConfig, Rate};
 use serde_json::json;
 
-use crate::values::{self, TcpWindow};
+use crate::values::{self, bail_usage, TcpWindow};
 
 /// How frames cross the simulated wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -55,15 +56,15 @@ pub struct Args {
     )]
     pub profile: Profile,
     /// Full-size frames the device's RX queue holds (2..=1024).
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = 9, value_parser = values::ranged(*RX_FRAMES_RANGE.start(), *RX_FRAMES_RANGE.end()))]
     pub rx_frames: usize,
     /// Device TCP receive window: `auto` (linklab-mac's window for the queue) or bytes
     /// (536..=65535).
     #[arg(long, default_value = "auto", value_parser = values::tcp_window(536, 65_535))]
     pub tcp_window: TcpWindow,
     /// Line rate: 10M, 100M or 1G.
-    #[arg(long, default_value = "10M")]
-    pub rate: String,
+    #[arg(long, default_value_t = Rate::M10, value_parser = |s: &str| s.parse::<Rate>())]
+    pub rate: Rate,
     /// Duplex mode.
     #[arg(
         long,
@@ -72,25 +73,25 @@ pub struct Args {
     )]
     pub duplex: Duplex,
     /// Probability that a transmission is lost (0 <= P < 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = values::fraction_below(1.0))]
     pub loss: f64,
     /// Bit error rate (0 <= P <= 0.001).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = values::ranged(0.0, 1e-3))]
     pub ber: f64,
     /// Probability that a transmission is cut short (0 <= P < 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = values::fraction_below(1.0))]
     pub truncate: f64,
     /// RNG seed: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Files to download, comma-separated: 10kB,100kB,1MB,3MB (or their paths).
-    #[arg(long, default_value = "10kB,100kB,1MB,3MB")]
-    pub sizes: String,
+    #[arg(long, default_value = "10kB,100kB,1MB,3MB", value_delimiter = ',', value_parser = bench_file)]
+    pub sizes: Vec<BenchFile>,
     /// Pings before the downloads (0..=1000).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = values::ranged(0u16, 1000))]
     pub pings: u16,
     /// GETs per file (1..=100).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = values::ranged(1u32, 100))]
     pub gets: u32,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -105,30 +106,31 @@ pub struct Args {
     /// sample of edge jitter (±12.5 ns, inside 802.3's ±13.5 ns); at 4x a half bit is only 2
     /// samples and ±1 sample of jitter makes different bit patterns identical (see
     /// linklab-phy10's README).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = values::ranged(2u8, 8))]
     pub oversample: u8,
     /// `--phy samples`: transmitter clock offset in ppm (-20000..=20000).
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true,
+          value_parser = values::ranged(-MAX_DRIFT_PPM, MAX_DRIFT_PPM))]
     pub drift: i32,
     /// `--phy samples`: peak edge jitter in samples (0..=oversample).
     #[arg(long, default_value_t = 0)]
     pub jitter: u8,
     /// `--phy samples`: probability that a sample is flipped (0..=1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = values::ranged(0.0, 1.0))]
     pub noise: f64,
     /// Override the profile's one fitted parameter, the main loop's fixed cost per
     /// iteration, in µs (0..=100000); used to fit it (see linklab-sim's README).
-    #[arg(long, value_name = "US")]
+    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
     pub main_fixed_us: Option<f64>,
     /// Watchdog: stop after this many seconds of virtual time (1..=86400).
-    #[arg(long, default_value_t = 7200.0)]
+    #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_virtual_s: f64,
     /// Watchdog: stop after this many seconds of wall time (1..=86400).
-    #[arg(long, default_value_t = 600.0)]
+    #[arg(long, default_value_t = 600.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_wall_s: f64,
     /// Watchdog: stop when the application made no progress for this many virtual seconds
     /// (1..=86400).
-    #[arg(long, default_value_t = 300.0)]
+    #[arg(long, default_value_t = 300.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_stall_s: f64,
 }
 
@@ -137,156 +139,40 @@ const PROPAGATION_NS: u64 = 10;
 /// The MSS of a 1500-byte Ethernet MTU.
 const MSS: u64 = 1460;
 
-/// Checks that `value` lies in `range`, naming the option.
-fn check_range(
-    option: &str,
-    value: f64,
-    lo: f64,
-    hi: f64,
-    hi_inclusive: bool,
-    what: &str,
-) -> anyhow::Result<()> {
-    let ok = value.is_finite()
-        && value >= lo
-        && if hi_inclusive {
-            value <= hi
-        } else {
-            value < hi
-        };
-    if !ok {
-        let close = if hi_inclusive { "]" } else { ")" };
-        bail!("{option} must be in [{lo}, {hi}{close} ({what}), got {value}");
-    }
-    Ok(())
-}
-
-/// Parses `--sizes`.
-fn parse_sizes(list: &str) -> anyhow::Result<Vec<BenchFile>> {
-    let names: Vec<String> = BENCH_FILES
+/// One `--sizes` item: a bench file by size (`1MB`) or path (`1MB.txt`, `/1MB.txt`).
+fn bench_file(item: &str) -> Result<BenchFile, String> {
+    let name = |f: &BenchFile| f.path.trim_start_matches('/').trim_end_matches(".txt");
+    let item = item.trim();
+    BENCH_FILES
         .iter()
-        .map(|f| {
-            f.path
-                .trim_start_matches('/')
-                .trim_end_matches(".txt")
-                .to_string()
+        .copied()
+        .find(|f| f.path == item || f.path.trim_start_matches('/') == item || name(f) == item)
+        .ok_or_else(|| {
+            let names: Vec<&str> = BENCH_FILES.iter().map(name).collect();
+            format!("expected one of {}", names.join(", "))
         })
-        .collect();
-    let mut files = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let found = BENCH_FILES.iter().copied().find(|f| {
-            f.path == item
-                || f.path.trim_start_matches('/') == item
-                || f.path.trim_start_matches('/').trim_end_matches(".txt") == item
-        });
-        match found {
-            Some(f) => files.push(f),
-            None => bail!(
-                "--sizes: unknown file {item:?} (accepted: {})",
-                names.join(", ")
-            ),
-        }
-    }
-    if files.is_empty() {
-        bail!("--sizes must name at least one of {}", names.join(", "));
-    }
-    Ok(files)
 }
 
 /// Turns the options into a simulator configuration, rejecting bad values.
 pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
-    let rate: Rate = args
-        .rate
-        .parse()
-        .ok()
-        .with_context(|| format!("--rate must be 10M, 100M or 1G, got {:?}", args.rate))?;
-    let range = linklab_sim::device::RX_FRAMES_RANGE;
-    if !range.contains(&args.rx_frames) {
-        bail!(
-            "--rx-frames must be in {}..={}, got {}",
-            range.start(),
-            range.end(),
-            args.rx_frames
-        );
-    }
+    let rate = args.rate;
     let tcp_window = match args.tcp_window {
         TcpWindow::Auto => None,
         TcpWindow::Bytes(w) => Some(w),
     };
-    check_range(
-        "--loss",
-        args.loss,
-        0.0,
-        1.0,
-        false,
-        "a probability per transmission",
-    )?;
-    check_range("--ber", args.ber, 0.0, 1e-3, true, "a probability per bit")?;
-    check_range(
-        "--truncate",
-        args.truncate,
-        0.0,
-        1.0,
-        false,
-        "a probability per transmission",
-    )?;
-    if args.pings > 1000 {
-        bail!("--pings must be in 0..=1000, got {}", args.pings);
-    }
-    if !(1..=100).contains(&args.gets) {
-        bail!("--gets must be in 1..=100, got {}", args.gets);
-    }
-    check_range(
-        "--max-virtual-s",
-        args.max_virtual_s,
-        1.0,
-        86_400.0,
-        true,
-        "seconds",
-    )?;
-    check_range(
-        "--max-wall-s",
-        args.max_wall_s,
-        1.0,
-        86_400.0,
-        true,
-        "seconds",
-    )?;
-    check_range(
-        "--max-stall-s",
-        args.max_stall_s,
-        1.0,
-        86_400.0,
-        true,
-        "seconds",
-    )?;
     let phy_path = match args.phy {
         PhyArg::Bytes => PhyPath::Bytes,
         PhyArg::Samples => {
             if rate != Rate::M10 {
-                bail!("--phy samples models 10BASE-T only: use it with --rate 10M");
-            }
-            if !(2..=8).contains(&args.oversample) {
-                bail!("--oversample must be in 2..=8, got {}", args.oversample);
-            }
-            let max = linklab_sim::sample_wire::MAX_DRIFT_PPM;
-            if !(-max..=max).contains(&args.drift) {
-                bail!("--drift must be in -{max}..={max} ppm, got {}", args.drift);
+                bail_usage!("--phy samples models 10BASE-T only: use it with --rate 10M");
             }
             if args.jitter > args.oversample {
-                bail!(
+                bail_usage!(
                     "--jitter must be in 0..={} (the oversampling factor), got {}",
                     args.oversample,
                     args.jitter
                 );
             }
-            check_range(
-                "--noise",
-                args.noise,
-                0.0,
-                1.0,
-                true,
-                "a probability per sample",
-            )?;
             let cfg = SampleWireConfig {
                 oversample: args.oversample,
                 drift_ppm: args.drift,
@@ -304,7 +190,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
     // received: refuse instead of running into the watchdog.
     let preamble_ns = 56 * rate.bit_ps() / 1000;
     if cost.phy == linklab_sim::profile::PhyKind::BitBanged && cost.irq_latency_ns >= preamble_ns {
-        bail!(
+        bail_usage!(
             "--rate {}: profile {} has a bit-banged PHY whose {} ns interrupt latency exceeds the {} ns preamble at this rate (accepted: --rate 10M, or --profile ideal)",
             args.rate,
             args.profile,
@@ -313,7 +199,6 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         );
     }
     if let Some(us) = args.main_fixed_us {
-        check_range("--main-fixed-us", us, 0.0, 100_000.0, true, "microseconds")?;
         cost.main_fixed_ns = (us * 1000.0).round() as u64;
     }
     Ok(SimConfig {
@@ -333,7 +218,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         },
         seed: args.seed,
         pings: args.pings,
-        files: parse_sizes(&args.sizes)?,
+        files: args.sizes.clone(),
         gets: args.gets,
         pcap: args.pcap.is_some(),
         phy_path,

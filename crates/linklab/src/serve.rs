@@ -14,6 +14,7 @@ mod signals;
 mod stats;
 pub(crate) mod tap;
 
+use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
@@ -21,12 +22,14 @@ use anyhow::Context;
 use linklab_mac::window::capacity_for_frames;
 use linklab_mac::{BoxedSlice, Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
 use linklab_perf::lifetime::syn_port;
+use linklab_sim::device::RX_FRAMES_RANGE;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
+use crate::values::{self, TcpWindow};
 use apps::{Apps, StatsRoute};
-use config::{Config, TcpWindow};
+use config::Config;
 use nic::TapPhy;
 
 use stats::Snapshot;
@@ -34,77 +37,54 @@ use tap::Tap;
 
 pub use signals::{wait_readable, StopSignals};
 
-/// Options of `linklab serve` (validated by hand so that a bad value gets one line naming
-/// the option and what it accepts).
+/// Options of `linklab serve`; every value is checked by a typed parser, so a bad one gets
+/// one line naming the option and what it accepts (exit 2).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// TAP interface to create (removed again at exit) or attach to.
-    #[arg(long, value_name = "NAME")]
-    tap: Option<String>,
+    #[arg(long, value_name = "NAME", value_parser = values::interface_name)]
+    tap: String,
     /// The soft NIC's IPv4 address and prefix, e.g. 198.18.0.2/24.
-    #[arg(long, value_name = "ADDR/PREFIX")]
-    ip: Option<String>,
-    /// The soft NIC's MAC address [default: 02:4c:4c:00:00:01].
-    #[arg(long, value_name = "MAC")]
-    mac: Option<String>,
-    /// RX queue capacity in full-size frames, 2..=1024 [default: 32].
-    #[arg(long, value_name = "N")]
-    rx_frames: Option<String>,
+    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix)]
+    ip: (Ipv4Addr, u8),
+    /// The soft NIC's MAC address.
+    #[arg(long, value_name = "MAC", default_value = "02:4c:4c:00:00:01",
+          value_parser = values::mac_address)]
+    mac: [u8; 6],
+    /// RX queue capacity in full-size frames (2..=1024).
+    #[arg(long, value_name = "N", default_value_t = config::DEFAULT_RX_FRAMES,
+          value_parser = values::ranged(*RX_FRAMES_RANGE.start(), *RX_FRAMES_RANGE.end()))]
+    rx_frames: usize,
     /// TCP receive window: `auto` (derived from the RX queue so a peer cannot overrun it)
-    /// or a number of bytes [default: auto].
-    #[arg(long, value_name = "auto|BYTES")]
-    tcp_window: Option<String>,
-    /// Print the counters every S seconds (they are always printed at exit).
-    #[arg(long, value_name = "S")]
-    stats_interval: Option<String>,
+    /// or a number of bytes (536..=1048576).
+    #[arg(long, value_name = "auto|BYTES", default_value = "auto",
+          value_parser = values::tcp_window(config::TCP_WINDOW.0, config::TCP_WINDOW.1))]
+    tcp_window: TcpWindow,
+    /// Print the counters every S seconds, 1..=3600 (they are always printed at exit).
+    #[arg(long, value_name = "S",
+          value_parser = values::ranged(config::STATS_INTERVAL.0, config::STATS_INTERVAL.1))]
+    stats_interval: Option<u64>,
 }
 
 impl Args {
-    /// Validates every option into a [`Config`].
-    fn config(&self) -> anyhow::Result<Config> {
-        let tap = self
-            .tap
-            .as_deref()
-            .context("--tap: required (the TAP interface name)")?;
-        let ip = self
-            .ip
-            .as_deref()
-            .context("--ip: required (ADDR/PREFIX, e.g. 198.18.0.2/24)")?;
-        let (ip, prefix) = config::parse_ip(ip)?;
-        Ok(Config {
-            tap: config::parse_tap(tap)?,
+    /// The configuration these (already validated) options describe.
+    fn config(&self) -> Config {
+        let (ip, prefix) = self.ip;
+        Config {
+            tap: self.tap.clone(),
             ip,
             prefix,
-            mac: self
-                .mac
-                .as_deref()
-                .map(config::parse_mac)
-                .transpose()?
-                .unwrap_or(config::DEFAULT_MAC),
-            rx_frames: self
-                .rx_frames
-                .as_deref()
-                .map(config::parse_rx_frames)
-                .transpose()?
-                .unwrap_or(config::DEFAULT_RX_FRAMES),
-            tcp_window: self
-                .tcp_window
-                .as_deref()
-                .map(config::parse_tcp_window)
-                .transpose()?
-                .unwrap_or(TcpWindow::Auto),
-            stats_interval: self
-                .stats_interval
-                .as_deref()
-                .map(config::parse_stats_interval)
-                .transpose()?,
-        })
+            mac: self.mac,
+            rx_frames: self.rx_frames,
+            tcp_window: self.tcp_window,
+            stats_interval: self.stats_interval.map(Duration::from_secs),
+        }
     }
 }
 
 /// Runs `linklab serve` until SIGINT or SIGTERM.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = args.config()?;
+    let config = args.config();
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
     let tap = Tap::open(&config.tap).map_err(|e| {
         if e.raw_os_error() == Some(libc::EBUSY) {

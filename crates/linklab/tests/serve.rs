@@ -243,7 +243,7 @@ fn bad_options_get_one_line_naming_the_option() {
             .output()
             .expect("run linklab");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(
             stderr.starts_with("linklab: error: ") && stderr.contains(option),
