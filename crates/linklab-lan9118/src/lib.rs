@@ -24,7 +24,6 @@
 //! Registers are reached through [`Registers`], so the logic is tested on the host against a
 //! model of the controller.
 #![no_std]
-#![deny(missing_docs)]
 
 use linklab_mac::{PhyTx, RxProducer, Storage, RX_GRANT_LEN};
 

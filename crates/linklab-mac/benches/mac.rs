@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench -p linklab-mac --features std --bench mac
 //! ```
+#![allow(missing_docs)] // criterion_group! defines an undocumented public function
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use linklab_mac::impair::shift_into;

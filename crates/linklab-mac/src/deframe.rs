@@ -17,9 +17,7 @@
 use core::ops::Range;
 
 use crate::fcs;
-use crate::frame::{
-    ETHERTYPE_VLAN, FCS_LEN, HEADER_LEN, MAX_FRAME_LEN, MAX_VLAN_FRAME_LEN, MIN_FRAME_LEN,
-};
+use crate::frame::{max_len_for, FCS_LEN, HEADER_LEN, MIN_FRAME_LEN};
 
 /// How the PHY delivers received transmissions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,21 +153,13 @@ fn check_with_fcs(frame: &[u8]) -> Result<usize, RxError> {
         return Err(RxError::TooShort);
     }
     let body = n - FCS_LEN;
-    if body > max_len(frame) {
+    if body > max_len_for(frame) {
         return Err(RxError::TooLong);
     }
     if !fcs::check(frame) {
         return Err(RxError::Crc);
     }
     Ok(body)
-}
-
-/// Largest frame length (without FCS) allowed for this frame's EtherType.
-fn max_len(frame: &[u8]) -> usize {
-    match frame.get(12..14) {
-        Some(t) if u16::from_be_bytes([t[0], t[1]]) == ETHERTYPE_VLAN => MAX_VLAN_FRAME_LEN,
-        _ => MAX_FRAME_LEN,
-    }
 }
 
 /// Deframes one received transmission in place.
@@ -199,7 +189,7 @@ pub fn deframe(buf: &mut [u8], format: RxFormat) -> Result<Range<usize>, RxError
             if n < HEADER_LEN {
                 return Err(RxError::TooShort);
             }
-            if n > max_len(buf) {
+            if n > max_len_for(buf) {
                 return Err(RxError::TooLong);
             }
             Ok(0..n)

@@ -74,7 +74,6 @@
 //! PHY that decodes the line itself (linklab-phy10) use [`MacConfig::decoding_phy`]: its
 //! interrupt decodes straight into the grant, FCS included, and the MAC checks it here.
 #![no_std]
-#![deny(missing_docs)]
 
 #[cfg(feature = "std")]
 extern crate std;

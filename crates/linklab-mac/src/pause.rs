@@ -1,7 +1,7 @@
 //! IEEE 802.3x PAUSE: MAC Control frames (EtherType 0x8808, opcode 0x0001) that ask the
 //! peer to stop transmitting for `quanta` × 512 bit times (0 = resume).
 
-use crate::frame::{MacAddr, ETHERTYPE_MAC_CONTROL, HEADER_LEN, MIN_FRAME_LEN};
+use crate::frame::{self, MacAddr, ETHERTYPE_MAC_CONTROL, HEADER_LEN, MIN_FRAME_LEN};
 
 /// The reserved multicast destination of PAUSE frames, 01-80-C2-00-00-01.
 pub const PAUSE_DESTINATION: MacAddr = MacAddr([0x01, 0x80, 0xC2, 0x00, 0x00, 0x01]);
@@ -42,8 +42,7 @@ pub fn build_pause(frame: &mut [u8], source: MacAddr, quanta: u16) -> Option<usi
 
 /// Parses a frame (without FCS) as MAC Control; None if it is not one or is too short.
 pub fn parse(frame: &[u8]) -> Option<MacControl> {
-    let t = frame.get(12..14)?;
-    if u16::from_be_bytes([t[0], t[1]]) != ETHERTYPE_MAC_CONTROL {
+    if frame::ethertype(frame)? != ETHERTYPE_MAC_CONTROL {
         return None;
     }
     let body = frame.get(HEADER_LEN..HEADER_LEN + 4)?;

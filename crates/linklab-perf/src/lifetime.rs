@@ -116,28 +116,20 @@ pub fn reclaimable(state: tcp::State) -> bool {
 /// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
 /// may be wrong; nothing panics.
 pub fn syn_port(frame: &[u8]) -> Option<u16> {
-    const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
-    const TCP: u8 = 6;
-    if frame.get(12..14)? != ETHERTYPE_IPV4 {
+    use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EthernetProtocol::Ipv4 {
         return None;
     }
-    let ip = frame.get(14..)?;
-    let version_ihl = *ip.first()?;
-    if version_ihl >> 4 != 4 {
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if ip.next_header() != IpProtocol::Tcp || ip.frag_offset() != 0 {
         return None;
     }
-    let ihl = usize::from(version_ihl & 0x0f) * 4;
-    let fragment_offset = u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]) & 0x1fff;
-    if ihl < 20 || *ip.get(9)? != TCP || fragment_offset != 0 {
+    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+    if !tcp.syn() || tcp.rst() || tcp.ack() {
         return None;
     }
-    let tcp = ip.get(ihl..)?;
-    let flags = *tcp.get(13)?;
-    let (syn, rst, ack) = (flags & 0x02 != 0, flags & 0x04 != 0, flags & 0x10 != 0);
-    if !syn || rst || ack {
-        return None;
-    }
-    Some(u16::from_be_bytes([*tcp.get(2)?, *tcp.get(3)?]))
+    Some(tcp.dst_port())
 }
 
 #[cfg(test)]
@@ -163,8 +155,10 @@ mod tests {
     fn segment(flags: u8, port: u16) -> [u8; 54] {
         let mut f = [0u8; 54];
         f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[14] = 0x45;
+        f[14] = 0x45; // IPv4, 20-byte header
+        f[16..18].copy_from_slice(&40u16.to_be_bytes()); // total length
         f[23] = 6;
+        f[46] = 5 << 4; // TCP data offset: 20 bytes
         f[36..38].copy_from_slice(&port.to_be_bytes());
         f[47] = flags;
         f
@@ -182,7 +176,7 @@ mod tests {
         let mut frag = segment(0x02, 80);
         frag[21] = 1;
         assert_eq!(syn_port(&frag), None);
-        for len in 0..48 {
+        for len in 0..54 {
             assert_eq!(syn_port(&segment(0x02, 80)[..len]), None, "{len}");
         }
     }

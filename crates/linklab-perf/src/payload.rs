@@ -11,7 +11,7 @@ pub struct BenchFile {
     pub len: u64,
 }
 
-/// The files seed 000 downloaded, by the sizes the bench uses.
+/// The files Niccle's MAC write-up downloaded, by the sizes the bench uses.
 pub const BENCH_FILES: [BenchFile; 4] = [
     BenchFile {
         path: "/10kB.txt",

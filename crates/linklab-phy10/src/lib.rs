@@ -13,7 +13,6 @@
 //! a `1` bit is low then high (rising mid-bit edge), as in 802.3 clause 14.
 #![no_std]
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod capture;
 pub mod decode;

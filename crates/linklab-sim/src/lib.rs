@@ -16,8 +16,6 @@
 //! * [`sample_wire`]: linklab-phy10's sample-level line (`--phy samples`).
 //! * [`name`]: the error of the `FromStr` impls for named values (profiles, rates, duplex).
 
-#![warn(missing_docs)]
-
 pub mod app;
 pub mod device;
 pub mod host;

@@ -1,5 +1,5 @@
 //! `linklab rtt`: round-trip and inter-arrival histograms per packet size against an echo
-//! endpoint (seed 004's link tests), and `linklab rtt -s`, the echo server.
+//! endpoint (as CBA's link speed tests measured by hand), and `linklab rtt -s`, the echo server.
 //!
 //! For every size the client sends `-n` probes paced every `--interval` µs. Each reply gives a
 //! round-trip time (from the send time carried in the probe) and an inter-arrival time (since

@@ -207,7 +207,7 @@ fn auto_window_never_overruns_the_queue_but_a_larger_window_does() {
         );
         assert_eq!(json["tcp_window"], json["tcp_window_auto"]);
     }
-    // The seed's lesson: a window larger than the queue lets a burst overrun it.
+    // The lesson of Niccle's MAC write-up: a window larger than the queue lets a burst overrun it.
     let args: Vec<&str> = [
         &base[..],
         &[

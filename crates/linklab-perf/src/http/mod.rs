@@ -36,7 +36,7 @@
 //! let n = client.transmit(&mut request); // the GET request, maybe in several calls
 //! assert!(request[..n].starts_with(b"GET /10kB.txt HTTP/1.1\r\n"));
 //! // Feed response bytes with `client.receive(..)`; `client.download()` gives the result
-//! // (bytes = headers + body as seed 000 printed, body length, CRC32 of the body) once the
+//! // (bytes = headers + body as Niccle's MAC write-up printed, body length, CRC32 of the body) once the
 //! // body is complete, `client.finish()` when the peer closed the connection.
 //! ```
 //!

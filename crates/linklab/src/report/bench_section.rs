@@ -1,4 +1,4 @@
-//! The report section of a `linklab bench --json` result (seed 000's experiment): pings, the
+//! The report section of a `linklab bench --json` result (the experiment of Niccle's MAC write-up): pings, the
 //! download table with CRC checks, and the netdev counters. Read from untyped JSON so that
 //! fields `bench` adds later do not break the report.
 

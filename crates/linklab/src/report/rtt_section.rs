@@ -1,5 +1,5 @@
 //! The report section of a `linklab rtt` result: realized bandwidth and latency vs probe size,
-//! and per size the round-trip and inter-arrival histograms (seed 004's plots).
+//! and per size the round-trip and inter-arrival histograms (as in CBA's link speed tests).
 
 use std::fmt::Write as _;
 
@@ -164,7 +164,7 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
         s.push_str(&c.render());
     }
     s.push_str("</div>");
-    s.push_str(r#"<h3>Inter-arrival times of the paced replies per probe size</h3><p class="note">Dashed: the bandwidth a gap of that length means at this probe size (right axis), as in seed 004's plots.</p><div class="charts">"#);
+    s.push_str(r#"<h3>Inter-arrival times of the paced replies per probe size</h3><p class="note">Dashed: the bandwidth a gap of that length means at this probe size (right axis), as in CBA's link speed tests.</p><div class="charts">"#);
     for x in r.sizes.iter().filter(|x| x.interarrival.count > 0) {
         let (c, _) = histogram_chart(
             &format!("rtt-{index}-gaps-{}", x.size),
@@ -244,7 +244,7 @@ fn time_unit(max_us: f64) -> (&'static str, f64) {
 /// its p99.9 (the few samples above are counted in the subtitle); one with a long tail (max more
 /// than four times the median) gets log-uniform bins over min..max on a logarithmic axis, so the
 /// bulk and the tail both show. With `size`, overlays the equivalent bandwidth `size * 8 / gap`
-/// on a second axis (seed 004's plots). Returns the chart and the samples beyond its axis.
+/// on a second axis (as in CBA's link speed tests). Returns the chart and the samples beyond its axis.
 pub(super) fn histogram_chart(
     id: &str,
     title: &str,
