@@ -5,12 +5,13 @@
 //! takes its TAP with it, and the blob is removed.
 //!
 //! `--cost` and `--throughput` measure instead, in a namespace of their own
-//! ([`measure`]).
+//! ([`measure`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
 
 mod board;
 mod image;
 mod lab;
 mod measure;
+mod phy10;
 mod qemu;
 
 use std::path::PathBuf;
@@ -56,7 +57,12 @@ pub struct Args {
     /// instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
     throughput: bool,
-    /// Write the measurement as JSON to FILE (with --cost or --throughput).
+    /// Count linklab-phy10's Manchester decoder on the board's ISA (riscv32-virt): instructions
+    /// per bit of full-length frames under drift and jitter, QEMU -icount shift=0; fails if a
+    /// frame is not decoded bit-exact.
+    #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount"])]
+    phy10: bool,
+    /// Write the measurement as JSON to FILE (with --cost, --throughput or --phy10).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -82,10 +88,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map(Duration::from_secs)
             .with_context(|| format!("--boot-timeout: expected 1..=600 seconds, got {s:?}"))?,
     };
-    if args.json.is_some() && !(args.cost || args.throughput) {
-        bail!("--json: only with --cost or --throughput");
+    if args.json.is_some() && !(args.cost || args.throughput || args.phy10) {
+        bail!("--json: only with --cost, --throughput or --phy10");
     }
     qemu::require(&board)?;
+    if args.phy10 {
+        let (cases, report) = phy10::measure(&board, args.image.as_deref())?;
+        print!("{}", phy10::table(&board, &cases));
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+                .with_context(|| format!("--json: cannot write {}", path.display()))?;
+        }
+        let wrong: u64 = cases.iter().map(|c| c.frames - c.ok).sum();
+        if wrong > 0 {
+            bail!("--phy10: {wrong} frames were not decoded bit-exact");
+        }
+        return Ok(());
+    }
     if args.cost || args.throughput {
         let image = image::find_or_build(&board, args.image.as_deref())?;
         let result = if args.cost {
@@ -134,8 +153,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut qemu = Qemu::start(&Boot {
         board: &board,
         image: &image,
-        config_blob: &blob,
-        tap: &tap,
+        config_blob: Some(&blob),
+        tap: Some(&tap),
         icount: shift.map(|n| format!("shift={n}")),
         netns: None,
         echo_console: true,
