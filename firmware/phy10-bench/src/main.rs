@@ -1,45 +1,45 @@
 //! linklab-phy10's Manchester decoder on riscv32imac (QEMU `virt`, `-icount shift=0`): for
-//! each case, full-length frames are encoded with linklab-phy10's encoder, sent through a
-//! deterministic drift and jitter model ([`line`]) and decoded; `minstret` is read around
-//! `Decoder::decode` only. One line per case on the UART, then QEMU is told to exit.
+//! each case, full-length frames are encoded with linklab-phy10's encoder (2x, the
+//! transmitter), sent through a deterministic drift and jitter model and sampled at the
+//! case's factor ([`line`], shared with the host's `examples/phy_goals.rs`), and decoded;
+//! `minstret` is read around `Decoder::decode` only. One line per case on the UART, then QEMU
+//! is told to exit.
 //!
 //! `linklab emu --board riscv32-virt --phy10` builds this image, runs it and prints the table.
 //! The bring-up (entry, CSRs, UART) is the riscv32-virt board's (`fw_riscv32_virt`).
 #![no_std]
 #![no_main]
 
+#[path = "../../../crates/linklab-phy10/examples/common/line.rs"]
 mod line;
 
 use core::fmt::Write;
 use core::hint::black_box;
 
 use fw_riscv32_virt::{cpu, uart};
-use line::{Impairment, Rng};
+use line::{Line, Rng};
 use linklab_phy10::{encode_frame, words_for_frame, Capture, Decoder, Oversample, RxOutcome};
 
 /// Preamble and SFD, then a 1514-byte frame and its 4-byte FCS (random bytes stand in for
 /// both: the PHY does not look at them).
 const WIRE_LEN: usize = 8 + 1514 + 4;
-/// The largest factor measured.
-const MAX_OVERSAMPLE: usize = 8;
-/// Transmitter words: the encoding at 8x plus one idle word.
-const TX_WORDS: usize = words_for_frame(WIRE_LEN, Oversample::X4) * MAX_OVERSAMPLE / 4 + 2;
-/// Receiver words: 2 % faster than the transmitter at most, plus the idle tail.
-const RX_WORDS: usize = TX_WORDS + TX_WORDS / 50 + 8;
+/// Transmitter words: the encoding at 2x plus one idle word.
+const TX_WORDS: usize = words_for_frame(WIRE_LEN, Oversample::X2) + 1;
+/// Receiver words: at 8x, 2 % faster than the transmitter at most, plus the idle tail.
+const RX_WORDS: usize = TX_WORDS * 4 + TX_WORDS / 12 + 8;
 
 /// One measured condition.
 struct Case {
     name: &'static str,
-    oversample: u8,
-    line: Impairment,
+    line: Line,
     frames: u32,
 }
 
 const fn case(name: &'static str, oversample: u8, drift_ppm: i32, jitter_milli: u32) -> Case {
     Case {
         name,
-        oversample,
-        line: Impairment {
+        line: Line {
+            samples_per_bit: oversample as u32,
             drift_ppm,
             jitter_milli,
         },
@@ -81,7 +81,7 @@ struct Tally {
 }
 
 fn run_case(case: &Case, seed: u64, tx: &mut [u32], rx: &mut [u32]) -> Tally {
-    let Some(os) = Oversample::new(case.oversample) else {
+    let Some(os) = Oversample::new(case.line.samples_per_bit as u8) else {
         return Tally::default();
     };
     let mut rng = Rng::new(seed);
@@ -96,24 +96,12 @@ fn run_case(case: &Case, seed: u64, tx: &mut [u32], rx: &mut [u32]) -> Tally {
     for _ in 0..case.frames {
         wire[..7].fill(0x55);
         wire[7] = 0xD5;
-        for chunk in wire[8..].chunks_mut(8) {
-            let r = rng.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&r[..chunk.len()]);
-        }
+        rng.fill(&mut wire[8..]);
         // One idle word after TP_IDL, so its falling edge is on the line.
-        let words = words_for_frame(WIRE_LEN, os) + 1;
-        let Ok(tx_samples) = encode_frame(&wire, os, &mut tx[..words]) else {
+        if encode_frame(&wire, Oversample::X2, &mut tx[..TX_WORDS]).is_err() {
             continue;
-        };
-        let rx_samples = line::impair(
-            &tx[..words],
-            words * 32,
-            os.samples_per_bit(),
-            case.line,
-            &mut rng,
-            rx,
-        );
-        let _ = tx_samples;
+        }
+        let rx_samples = line::impair(tx, TX_WORDS * 32, case.line, &mut rng, rx);
         let capture = Capture::new(black_box(&rx[..]), rx_samples);
         out.fill(0);
         let start = cpu::instret();
@@ -149,7 +137,7 @@ extern "C" fn main_entry() -> ! {
             "phy10-bench case={} oversample={} drift_ppm={} jitter_milli={} frames={} ok={} \
              bits={} instructions={} min_frame={} max_frame={}",
             case.name,
-            case.oversample,
+            case.line.samples_per_bit,
             case.line.drift_ppm,
             case.line.jitter_milli,
             case.frames,
