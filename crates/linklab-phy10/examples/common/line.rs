@@ -29,6 +29,7 @@ pub const TX_SAMPLES_PER_BIT: u32 = 2;
 
 /// SplitMix64: a small, well-mixed deterministic generator (the bench needs repeatability,
 /// not cryptography).
+#[derive(Clone)]
 pub struct Rng(u64);
 
 impl Rng {
