@@ -85,9 +85,15 @@ fn main() {
                 let first = (0..WIRE_LEN - 8).find(|&i| out[i] != wire[8 + i]);
                 eprintln!("bad: {outcome:?} first wrong byte {first:?} phase {phase:.3}");
                 if let Some(b) = first {
-                    let bitpos = (0..8).find(|k| (out[b] ^ wire[8 + b]) >> k & 1 == 1).unwrap() + 8 * b;
+                    let bitpos = (0..8)
+                        .find(|k| (out[b] ^ wire[8 + b]) >> k & 1 == 1)
+                        .unwrap()
+                        + 8 * b;
                     let scale = n as f64 / 2.0 * 1e6 / (1e6 + drift_ppm as f64);
-                    eprintln!("first wrong bit {bitpos}: true mid {:.3}", phase + (2.0 * (bitpos + 64) as f64 + 1.0) * scale);
+                    eprintln!(
+                        "first wrong bit {bitpos}: true mid {:.3}",
+                        phase + (2.0 * (bitpos + 64) as f64 + 1.0) * scale
+                    );
                     if std::env::var_os("TRACE").is_some() {
                         linklab_phy10::TRACE.store(true, core::sync::atomic::Ordering::Relaxed);
                         let mut d = Decoder::new(os);
@@ -95,14 +101,24 @@ fn main() {
                         linklab_phy10::TRACE.store(false, core::sync::atomic::Ordering::Relaxed);
                         // true mids around
                         for j in bitpos.saturating_sub(40)..bitpos + 9 {
-                            eprintln!("  true mid bit {j}: {:.3} value {}", phase + (2.0 * (j + 64) as f64 + 1.0) * scale, wire[8 + j / 8] >> (j % 8) & 1);
+                            eprintln!(
+                                "  true mid bit {j}: {:.3} value {}",
+                                phase + (2.0 * (j + 64) as f64 + 1.0) * scale,
+                                wire[8 + j / 8] >> (j % 8) & 1
+                            );
                         }
                     }
                 }
             }
         }
         let errors = frames - ok;
-        eprintln!("slow bits/frame {:.1} word calls/frame {:.1}", linklab_phy10::SLOW.swap(0, core::sync::atomic::Ordering::Relaxed) as f64 / frames as f64, linklab_phy10::CALLS.swap(0, core::sync::atomic::Ordering::Relaxed) as f64 / frames as f64);
+        eprintln!(
+            "slow bits/frame {:.1} word calls/frame {:.1}",
+            linklab_phy10::SLOW.swap(0, core::sync::atomic::Ordering::Relaxed) as f64
+                / frames as f64,
+            linklab_phy10::CALLS.swap(0, core::sync::atomic::Ordering::Relaxed) as f64
+                / frames as f64
+        );
         println!(
             "{n:>10} {drift_ppm:>9} {:>14.3} {frames:>6} {ok:>6} {errors:>6}  {:.2e}",
             f64::from(jitter_milli) / 1000.0,

@@ -43,7 +43,7 @@ const fn case(name: &'static str, oversample: u8, drift_ppm: i32, jitter_milli: 
             drift_ppm,
             jitter_milli,
         },
-        frames: 2,
+        frames: 16,
     }
 }
 
@@ -78,7 +78,6 @@ struct Tally {
     instructions: u64,
     min: u64,
     max: u64,
-    probe: u64,
 }
 
 fn run_case(case: &Case, seed: u64, tx: &mut [u32], rx: &mut [u32]) -> Tally {
@@ -103,12 +102,6 @@ fn run_case(case: &Case, seed: u64, tx: &mut [u32], rx: &mut [u32]) -> Tally {
             continue;
         }
         let rx_samples = line::impair(tx, TX_WORDS * 32, case.line, &mut rng, rx);
-        let cut = (8 + 46) * 8 * case.line.samples_per_bit as usize;
-        let probe = Capture::new(black_box(&rx[..]), cut);
-        let s0 = cpu::instret();
-        let _ = decoder.decode(black_box(&probe), black_box(&mut out));
-        let s1 = cpu::instret();
-        tally.probe += s1.wrapping_sub(s0);
         let capture = Capture::new(black_box(&rx[..]), rx_samples);
         out.fill(0);
         let start = cpu::instret();
@@ -142,7 +135,7 @@ extern "C" fn main_entry() -> ! {
         let _ = writeln!(
             console,
             "phy10-bench case={} oversample={} drift_ppm={} jitter_milli={} frames={} ok={} \
-             bits={} instructions={} min_frame={} max_frame={} probe54={}",
+             bits={} instructions={} min_frame={} max_frame={}",
             case.name,
             case.line.samples_per_bit,
             case.line.drift_ppm,
@@ -153,7 +146,6 @@ extern "C" fn main_entry() -> ! {
             tally.instructions,
             tally.min,
             tally.max,
-            tally.probe / u64::from(case.frames),
         );
     }
     let _ = writeln!(console, "phy10-bench: done");

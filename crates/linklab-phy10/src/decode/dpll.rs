@@ -104,9 +104,35 @@ impl Dpll {
             .saturating_add(error)
             .min(self.integral_limit)
             .max(-self.integral_limit);
-        self.period = self
-            .nominal
-            .wrapping_add_signed(self.integral >> self.beta);
+        self.period = self.nominal.wrapping_add_signed(self.integral >> self.beta);
+        self.edges = self.edges.saturating_add(bits);
+        if self.edges >= self.next_gear_at {
+            self.shift_gears();
+        }
+    }
+
+    /// The loop's state for running within one gear (the word path keeps it in registers).
+    #[inline(always)]
+    pub fn steady(&self) -> Steady {
+        Steady {
+            t: self.t,
+            period: self.period,
+            integral: self.integral,
+            nominal: self.nominal,
+            alpha: self.alpha,
+            round: 1 << self.alpha >> 1,
+            beta: self.beta,
+        }
+    }
+
+    /// Takes back the state after `bits` bit times in `steady`: clamps the period to its
+    /// range and shifts gears if due.
+    pub fn settle(&mut self, steady: &Steady, bits: u32) {
+        self.t = steady.t;
+        self.integral = steady
+            .integral
+            .clamp(-self.integral_limit, self.integral_limit);
+        self.period = self.nominal.wrapping_add_signed(self.integral >> self.beta);
         self.edges = self.edges.saturating_add(bits);
         if self.edges >= self.next_gear_at {
             self.shift_gears();
@@ -142,14 +168,37 @@ impl Dpll {
     fn set_period(&mut self, period: u32) {
         let offset = period as i32 - self.nominal as i32;
         self.integral = (offset << self.beta).clamp(-self.integral_limit, self.integral_limit);
-        self.period = self
-            .nominal
-            .wrapping_add_signed(self.integral >> self.beta);
+        self.period = self.nominal.wrapping_add_signed(self.integral >> self.beta);
     }
 
     /// The sample that should be the first to show the new level: `ceil(t)`.
     #[inline(always)]
     pub fn first_new(&self) -> usize {
         (self.t.wrapping_add(ONE - 1) >> FRAC) as usize
+    }
+}
+
+/// [`Dpll`] within one gear, without the period clamp (see [`Dpll::steady`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Steady {
+    pub t: u32,
+    pub period: u32,
+    integral: i32,
+    nominal: u32,
+    alpha: u32,
+    round: i32,
+    beta: u32,
+}
+
+impl Steady {
+    /// [`Dpll::advance`] without the clamp and the gear schedule.
+    #[inline(always)]
+    pub fn advance(&mut self, bits: u32, error: i32) {
+        self.t = self
+            .t
+            .wrapping_add(self.period.wrapping_mul(bits))
+            .wrapping_add_signed((error + self.round) >> self.alpha);
+        self.integral = self.integral.wrapping_add(error);
+        self.period = self.nominal.wrapping_add_signed(self.integral >> self.beta);
     }
 }

@@ -18,39 +18,50 @@ const EARLY_FIT_EDGES: u32 = 8;
 /// least `LOCK_INTERVALS`), fits phase and period to all of them by least squares, and
 /// returns a DPLL predicting the next mid-bit edge plus the level after the last edge
 /// (the value of the last preamble bit seen).
+#[inline(never)]
 pub(super) fn acquire(cap: &Capture<'_>, os: Oversample) -> Option<(Dpll, u32)> {
     let n = os.samples_per_bit();
+    let long_run = |from: usize, to: Option<usize>| to.is_none_or(|to| 4 * (to - from) >= 3 * n);
     let mut fit = LineFit::new();
     let mut prev = cap.next_edge(0)?;
     fit.push(prev);
+    let mut next = cap.next_edge(prev)?;
     loop {
-        let next = cap.next_edge(prev)?;
-        if fit.count < MAX_FIT_EDGES && fit.accepts(next, n) && long_run_after(cap, next, n) {
+        let after = cap.next_edge(next);
+        if fit.count < MAX_FIT_EDGES && fit.accepts(next, n) && long_run(next, after) {
             prev = next;
             fit.push(prev);
+            next = after?;
             continue;
         }
         // An edge off the line: either a mid-bit edge pushed away by jitter (then the edge
         // after it is on the line one bit later) or a boundary edge between two equal
         // bits (then the edge after it is the predicted one: in the preamble this is the
         // SFD's `11`, and the lock ends here).
-        let after = cap.next_edge(next);
-        if fit.count >= 2 && fit.count < MAX_FIT_EDGES {
-            if let Some(after) = after {
-                fit.skip();
-                if fit.accepts(after, n) && long_run_after(cap, after, n) {
-                    prev = after;
-                    fit.push(prev);
-                    continue;
-                }
-                fit.unskip();
+        if let (2..MAX_FIT_EDGES, Some(after)) = (fit.count, after) {
+            fit.skip();
+            let beyond = cap.next_edge(after);
+            if fit.accepts(after, n) && long_run(after, beyond) {
+                prev = after;
+                fit.push(prev);
+                next = beyond?;
+                continue;
             }
+            fit.unskip();
         }
         if fit.count > LOCK_INTERVALS {
             let (last, period) = fit.solve(os)?;
             #[cfg(feature = "trace")]
             if crate::TRACE.load(core::sync::atomic::Ordering::Relaxed) {
-                std::eprintln!("lock count {} next_index {} last {:.3} period {:.4} prev {} next {}", fit.count, fit.next_index, last as f64 / 4096.0, period as f64 / 4096.0, prev, next);
+                std::eprintln!(
+                    "lock count {} next_index {} last {:.3} period {:.4} prev {} next {}",
+                    fit.count,
+                    fit.next_index,
+                    last as f64 / 4096.0,
+                    period as f64 / 4096.0,
+                    prev,
+                    next
+                );
             }
             // The fitted last edge lies between two samples; predict the next one.
             let mut dpll = Dpll::new(last.checked_sub(ONE / 2)?, period, fit.count, os);
@@ -60,15 +71,8 @@ pub(super) fn acquire(cap: &Capture<'_>, os: Oversample) -> Option<(Dpll, u32)> 
         prev = next;
         fit = LineFit::new();
         fit.push(prev);
+        next = after?;
     }
-}
-
-/// True if the line stays put for at least 3/4 of a bit after `edge` (or to the end of the
-/// capture): true after every mid-bit edge of the preamble, false after the SFD's last but
-/// one mid-bit edge and after its boundary edge, which are half a bit from the next edge.
-fn long_run_after(cap: &Capture<'_>, edge: usize, n: usize) -> bool {
-    cap.next_edge(edge)
-        .is_none_or(|next| 4 * (next - edge) >= 3 * n)
 }
 
 /// Least-squares line through edge positions `e_i` against their index `i`.
@@ -81,10 +85,12 @@ struct LineFit {
     /// First and last points (index, position): the line edges are accepted against.
     first: (u32, usize),
     last: (u32, usize),
-    sum_i: i64,
-    sum_ii: i64,
-    sum_e: i64,
-    sum_ie: i64,
+    /// Sums over the points of i, i^2, e - e_first and i (e - e_first): at most 128 points
+    /// about a bit apart, so they fit 32 bits.
+    sum_i: u32,
+    sum_ii: u32,
+    sum_e: u32,
+    sum_ie: u32,
 }
 
 impl LineFit {
@@ -104,7 +110,7 @@ impl LineFit {
     /// True if `edge` continues the line: one bit time (+-1/4) after the last edge while the
     /// fit has fewer than [`EARLY_FIT_EDGES`] edges, then less than 3/8 bit from the line
     /// through the first and last edges (quantization and jitter). The SFD's boundary edge,
-    /// half a bit early, may pass this; `long_run_after` rejects it.
+    /// half a bit early, may pass this; the run after it (half a bit) rejects it.
     fn accepts(&self, edge: usize, n: usize) -> bool {
         if self.count < EARLY_FIT_EDGES {
             let interval = edge.saturating_sub(self.last.1);
@@ -136,23 +142,25 @@ impl LineFit {
         self.last = (index, edge);
         self.next_index += 1;
         self.count += 1;
-        let (i, e) = (index as i64, edge as i64);
-        self.sum_i += i;
-        self.sum_ii += i * i;
-        self.sum_e += e;
-        self.sum_ie += i * e;
+        let e = (edge - self.first.1) as u32;
+        self.sum_i = self.sum_i.wrapping_add(index);
+        self.sum_ii = self.sum_ii.wrapping_add(index.wrapping_mul(index));
+        self.sum_e = self.sum_e.wrapping_add(e);
+        self.sum_ie = self.sum_ie.wrapping_add(index.wrapping_mul(e));
     }
 
     /// Fitted position of the last edge and the slope (bit period), fixed point. The slope
     /// is clamped to +-3 % of nominal (the DPLL clamps it further).
     fn solve(&self, os: Oversample) -> Option<(u32, u32)> {
         let n = self.count as i64;
-        let denominator = n * self.sum_ii - self.sum_i * self.sum_i;
+        let (sum_i, sum_ii) = (self.sum_i as i64, self.sum_ii as i64);
+        let (sum_e, sum_ie) = (self.sum_e as i64, self.sum_ie as i64);
+        let denominator = n * sum_ii - sum_i * sum_i;
         if denominator <= 0 {
             return None;
         }
-        let slope = ((n * self.sum_ie - self.sum_i * self.sum_e) << FRAC) / denominator;
-        let intercept = ((self.sum_e << FRAC) - slope * self.sum_i) / n;
+        let slope = ((n * sum_ie - sum_i * sum_e) << FRAC) / denominator;
+        let intercept = ((sum_e << FRAC) - slope * sum_i) / n + ((self.first.1 as i64) << FRAC);
         let last = intercept + slope * (self.next_index as i64 - 1);
         let nominal = os.get() as i64 * ONE as i64;
         let slope = slope.clamp(nominal - nominal / 32, nominal + nominal / 32);

@@ -27,6 +27,7 @@ mod cell;
 mod dpll;
 mod lock;
 mod words;
+mod x4;
 
 pub use lock::LOCK_INTERVALS;
 
@@ -107,6 +108,7 @@ impl Decoder {
 
     /// Decodes preamble bits until two equal bits in a row (the end of the SFD). Returns the
     /// polarity (true = inverted) or the outcome if the transmission ends first.
+    #[inline(never)]
     fn hunt_sfd(
         &mut self,
         cap: &Capture<'_>,
@@ -121,7 +123,12 @@ impl Decoder {
                 Cell::Bit { value, error } => {
                     #[cfg(feature = "trace")]
                     if crate::TRACE.load(core::sync::atomic::Ordering::Relaxed) {
-                        std::eprintln!("hunt t {:.3} value {} error {:.3}", t0 as f64 / 4096.0, value, error as f64 / 4096.0);
+                        std::eprintln!(
+                            "hunt t {:.3} value {} error {:.3}",
+                            t0 as f64 / 4096.0,
+                            value,
+                            error as f64 / 4096.0
+                        );
                     }
                     dpll.advance(1, error);
                     if previous == value {
@@ -140,17 +147,29 @@ impl Decoder {
     /// Decodes the frame after the SFD into `out`: words of cells while they can be vouched
     /// for, single cells otherwise, until the end of the frame, capture or buffer.
     fn decode_bytes(&mut self, cap: &Capture<'_>, dpll: &mut Dpll, out: &mut [u8]) -> RxOutcome {
-        let flip = if self.inverted { 0xFF } else { 0 };
-        let mut bytes = Bytes::new(out, flip);
+        let mut bytes = Bytes::new(out);
+        let outcome = self.fill(cap, dpll, &mut bytes);
+        // Decoded in line polarity; a swapped pair inverts every bit.
+        if self.inverted {
+            let len = bytes.len;
+            for byte in bytes.buf.iter_mut().take(len) {
+                *byte = !*byte;
+            }
+        }
+        outcome
+    }
+
+    #[inline(never)]
+    fn fill(&mut self, cap: &Capture<'_>, dpll: &mut Dpll, bytes: &mut Bytes<'_>) -> RxOutcome {
         loop {
             crate::CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-            words::decode(self.os, cap, dpll, &mut bytes);
+            words::decode(self.os, cap, dpll, bytes);
             for _ in 0..SLOW_BITS {
                 let len = bytes.len;
                 if !bytes.has_room() {
                     // Buffer full: a clean end right here is still a whole frame.
-                    let clean_end = bytes.count == 0
-                        && self.search.next_bit(cap, dpll) == Cell::Violation;
+                    let clean_end =
+                        bytes.count == 0 && self.search.next_bit(cap, dpll) == Cell::Violation;
                     return if clean_end {
                         RxOutcome::Frame { len }
                     } else {
@@ -161,7 +180,13 @@ impl Decoder {
                     Cell::Bit { value, error } => {
                         #[cfg(feature = "trace")]
                         if crate::TRACE.load(core::sync::atomic::Ordering::Relaxed) {
-                            std::eprintln!("slow bit {} t {:.3} value {} error {:.3}", bytes.len * 8 + bytes.count as usize, dpll.t as f64 / 4096.0, value, error as f64 / 4096.0);
+                            std::eprintln!(
+                                "slow bit {} t {:.3} value {} error {:.3}",
+                                bytes.len * 8 + bytes.count as usize,
+                                dpll.t as f64 / 4096.0,
+                                value,
+                                error as f64 / 4096.0
+                            );
                         }
                         crate::SLOW.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
                         dpll.advance(1, error);
@@ -175,7 +200,8 @@ impl Decoder {
     }
 }
 
-/// The caller's buffer filling up with decoded bits, LSB first, a byte at a time.
+/// The caller's buffer filling up with decoded bits (line polarity), LSB first, a byte at a
+/// time.
 pub(super) struct Bytes<'a> {
     buf: &'a mut [u8],
     /// Whole bytes written.
@@ -184,18 +210,15 @@ pub(super) struct Bytes<'a> {
     bits: u32,
     /// Number of bits in `bits`.
     count: u32,
-    /// XORed into every byte: 0xFF when the line's polarity is swapped.
-    flip: u32,
 }
 
 impl<'a> Bytes<'a> {
-    fn new(buf: &'a mut [u8], flip: u32) -> Bytes<'a> {
+    fn new(buf: &'a mut [u8]) -> Bytes<'a> {
         Bytes {
             buf,
             len: 0,
             bits: 0,
             count: 0,
-            flip,
         }
     }
 
@@ -213,7 +236,7 @@ impl<'a> Bytes<'a> {
         self.count += n;
         if self.count >= 8 {
             if let Some(slot) = self.buf.get_mut(self.len) {
-                *slot = (self.bits ^ self.flip) as u8;
+                *slot = self.bits as u8;
                 self.len += 1;
             }
             self.bits >>= 8;

@@ -16,7 +16,7 @@
 //! path. A window that vouches for every cell of a word but holds boundary edges instead of
 //! mid-bit edges needs the prediction off by more than a quarter bit less the jitter.
 
-use super::dpll::{Dpll, FRAC, ONE};
+use super::dpll::{Dpll, Steady, FRAC, ONE};
 use super::Bytes;
 use crate::capture::Capture;
 use crate::oversample::Oversample;
@@ -24,12 +24,15 @@ use crate::oversample::Oversample;
 /// How close (fixed point) the prediction may come to a window shift before both windows
 /// are tried. (Tuned with examples/phy_goals.rs, see README.)
 const NEAR: u32 = ONE / 8;
+/// Until the loop has tracked this many edges (the preamble's included) both windows are
+/// tried for every word: the preamble fit's phase can be a few tenths of a sample off.
+const EARLY_EDGES: u32 = 128;
 
 /// Decodes words of cells into `out` while they pass, starting at the cell `dpll` predicts;
 /// leaves the loop at the first cell it did not take. Does nothing below 4x.
 pub(super) fn decode(os: Oversample, cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<'_>) {
     match os.get() {
-        4 => decode_n::<4>(cap, dpll, out),
+        4 => super::x4::decode(cap, dpll, out),
         5 => decode_n::<5>(cap, dpll, out),
         6 => decode_n::<6>(cap, dpll, out),
         7 => decode_n::<7>(cap, dpll, out),
@@ -112,51 +115,41 @@ impl<const N: usize> Lanes<N> {
     }
 }
 
-/// One word's cells, when every cell has its mid-bit transition in the window.
-#[derive(Clone, Copy)]
-struct Word {
-    /// The bits, cell `i` in bit `i` (line polarity).
-    bits: u32,
-    /// Per cell (field at bit `N * i`): the samples of the window before the transition, i.e.
-    /// where in the window the edge was. Summed over cells with [`Lanes::sum_fields`].
-    late: u32,
-    /// The window's first transition (sample index).
-    lo: usize,
-}
-
-/// The cells of `w` (samples from `f` on) whose windows hold `width` transitions after `f`:
-/// `None` unless every cell has its transition there.
+/// The cells of `w` (samples from the one before the window on) whose windows hold `width`
+/// transitions: their bits and the summed positions of their edges in the window (0 = all
+/// at the first transition), unless a cell has no transition there.
 #[inline(always)]
-fn cells_in<const N: usize>(w: u32, width: usize, lo: usize) -> Option<Word> {
+fn cells_in<const N: usize>(w: u32, width: usize) -> Option<(u32, u32)> {
+    let m = Lanes::<N>::MASK;
     let s = w >> width;
-    if (w ^ s) & Lanes::<N>::MASK != Lanes::<N>::MASK {
+    if (w ^ s) & m != m {
         return None;
     }
-    // Samples between f and s still at the old level (differing from s), per cell.
-    let mut late = 0;
-    for j in 1..width {
-        late += ((w >> j) ^ s) & Lanes::<N>::MASK;
-    }
-    Some(Word {
-        bits: Lanes::<N>::gather(s & Lanes::<N>::MASK),
-        late,
-        lo,
-    })
+    // Samples between the first and the last still at the old level (differing from s).
+    let old = |j: usize| ((w >> j) ^ s) & m;
+    let late = match width {
+        0 | 1 => 0,
+        2 => old(1),
+        3 => old(1) + old(2),
+        _ => old(1) + old(2) + old(3),
+    };
+    Some((s & m, Lanes::<N>::sum_fields(late)))
 }
 
-/// Reads the word of cells whose mean prediction is `t_eff` (the first cell's prediction
-/// is `t_eff - offset`, the cells are `period` apart). `None` when a cell has no transition
-/// in its window, the windows disagree (the slow path takes it) or leave the capture.
+/// Reads the word of cells whose mean prediction is `t_eff` (the cells are `period` apart):
+/// their bits and their summed edge offsets from the predictions, trying both windows when
+/// `t_eff` is within `near` of a window shift. `None` when a cell has no transition in its
+/// window, the windows disagree (the slow path takes it) or leave the capture.
 #[inline(always)]
 fn read_word<const N: usize>(
     cap: &Capture<'_>,
     last_start: usize,
     t_eff: u32,
-    offset: i32,
     period: u32,
-) -> Option<Word> {
-    let (lo, width) = Lanes::<N>::window(t_eff.wrapping_sub(NEAR));
-    let (lo_late, width_late) = Lanes::<N>::window(t_eff.wrapping_add(NEAR));
+    near: u32,
+) -> Option<(u32, i32)> {
+    let (lo, width) = Lanes::<N>::window(t_eff.wrapping_sub(near));
+    let (lo_late, width_late) = Lanes::<N>::window(t_eff.wrapping_add(near));
     // The sample before the window, where the word's samples start.
     let f = lo.wrapping_sub(1);
     if lo_late.wrapping_sub(1) > last_start {
@@ -167,83 +160,99 @@ fn read_word<const N: usize>(
         return None;
     };
     let w = (w0 >> shift) | ((w1 << 1) << (31 - shift));
-    let first = cells_in::<N>(w, width, lo);
-    if lo_late == lo && width_late == width {
-        return first;
-    }
-    // Near a shift of the window: both; the late one starts at most a sample later.
-    let second = cells_in::<N>(w >> (lo_late - lo), width_late, lo_late);
-    match (first, second) {
-        (Some(a), Some(b)) if a.bits == b.bits => Some(a),
-        (Some(a), None) => Some(a),
-        (None, Some(b)) => Some(b),
-        // Both pass with different bits: a cell holds a boundary edge in one window and its
-        // mid-bit edge in the other. At 4x the cells around tell which.
-        (Some(a), Some(b)) if N == 4 => match super::ahead::rare_side_x4(cap, lo + 1, period) {
-            0 => None,
-            side if side > 0 => Some(b),
-            _ => Some(a),
-        },
-        _ => None,
-    }
+    let first = cells_in::<N>(w, width);
+    let (start, (cells, late)) = if lo_late == lo && width_late == width {
+        (lo, first?)
+    } else {
+        // Near a shift of the window: both; the late one starts at most a sample later.
+        let second = cells_in::<N>(w >> (lo_late - lo), width_late);
+        match (first, second) {
+            (Some(a), Some(b)) if a.0 == b.0 => (lo, a),
+            (Some(a), None) => (lo, a),
+            (None, Some(b)) => (lo_late, b),
+            // Both pass with different bits: a cell holds a boundary edge in one window and
+            // its mid-bit edge in the other. At 4x the cells around tell which.
+            (Some(a), Some(b)) if N == 4 => match super::ahead::rare_side_x4(cap, lo + 1, period) {
+                0 => return None,
+                side if side > 0 => (lo_late, b),
+                _ => (lo, a),
+            },
+            _ => return None,
+        }
+    };
+    // Edge offsets from the predictions: the window's first transition lies in
+    // (start - 1, start], its middle is start - 1/2; `late` samples further per cell.
+    let first_offset = ((start as u32) << FRAC).wrapping_sub(t_eff.wrapping_add(ONE / 2));
+    let error = Lanes::<N>::CELLS as i32 * first_offset as i32 + (late << FRAC) as i32;
+    Some((Lanes::<N>::gather(cells), error))
 }
 
-/// The word path at `N` samples per bit: two words per loop update, the loop and the
-/// output in registers.
+/// The word path at `N` samples per bit, gear by gear.
 #[inline(never)]
 fn decode_n<const N: usize>(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<'_>) {
-    let cells = Lanes::<N>::CELLS;
     // Last sample a word may start at (`f`), so that every sample it reads is captured.
     let Some(last_start) = cap.len().checked_sub(32) else {
         return;
     };
+    loop {
+        // Early on, the loop's phase is too rough to pick one window: try both.
+        let near = if dpll.edges < EARLY_EDGES {
+            ONE / 2
+        } else {
+            NEAR
+        };
+        let gear_bits = dpll.next_gear_at.saturating_sub(dpll.edges);
+        let mut steady = dpll.steady();
+        let (bits, more) = words::<N>(cap, last_start, &mut steady, out, gear_bits, near);
+        dpll.settle(&steady, bits);
+        if !more {
+            return;
+        }
+    }
+}
+
+/// Two words of cells per loop update, for at most `max_bits` bits (the rest of the gear);
+/// the loop and the output in registers. Returns the bits decoded and whether it stopped at
+/// `max_bits` (else at a word it could not take, the end of the capture or of the buffer).
+#[inline(always)]
+fn words<const N: usize>(
+    cap: &Capture<'_>,
+    last_start: usize,
+    d: &mut Steady,
+    out: &mut Bytes<'_>,
+    max_bits: u32,
+    near: u32,
+) -> (u32, bool) {
+    let cells = Lanes::<N>::CELLS;
     let grid = (N as u32 * ONE) as i32;
-    let mut d = *dpll;
     let (mut len, mut acc, mut count) = (out.len, out.bits, out.count);
     let buf = &mut *out.buf;
+    // Each update writes at most two bytes (`count` < 8 and at most 16 new bits).
+    let room = buf.len().saturating_sub(len) / 2;
+    let gear_updates = max_bits.div_ceil(2 * cells) as usize;
+    let updates = gear_updates.min(room);
+    // Whether the loop ends at the gear's end (not at the buffer's).
+    let mut more = updates > 0 && updates == gear_updates;
+    let mut done = 0;
     // Mean prediction of a word's cells minus its first cell's prediction.
     let mut offset = ((d.period as i32 - grid) * (cells as i32 - 1)) >> 1;
-    while len + 2 <= buf.len() {
+    while done < updates {
         let t1 = d.t.wrapping_add_signed(offset);
-        let Some(first) = read_word::<N>(cap, last_start, t1, offset, d.period) else {
+        let Some((bits1, error1)) = read_word::<N>(cap, last_start, t1, d.period, near) else {
+            more = false;
             break;
         };
         let t2 = t1.wrapping_add(d.period.wrapping_mul(cells));
-        let second = read_word::<N>(cap, last_start, t2, offset, d.period);
-        // Summed edge offsets from the predictions t + i * period, and the bits.
-        let mut error = cells as i32
-            * (((first.lo as u32) << FRAC)
-                .wrapping_sub(ONE / 2)
-                .wrapping_sub(t1) as i32);
-        let (bits, taken, late) = match &second {
-            Some(second) => {
-                error += cells as i32
-                    * (((second.lo as u32) << FRAC)
-                        .wrapping_sub(ONE / 2)
-                        .wrapping_sub(t2) as i32);
-                (
-                    first.bits | (second.bits << cells),
-                    2 * cells,
-                    Lanes::<N>::sum_fields(first.late) + Lanes::<N>::sum_fields(second.late),
-                )
-            }
-            None => (first.bits, cells, Lanes::<N>::sum_fields(first.late)),
+        let second = read_word::<N>(cap, last_start, t2, d.period, near);
+        let (bits, taken, error) = match second {
+            Some((bits2, error2)) => (bits1 | (bits2 << cells), 2 * cells, error1 + error2),
+            None => (bits1, cells, error1),
         };
-        error += (late << FRAC) as i32;
-        // Into the buffer: at most two bytes complete (`count` < 8, `taken` <= 16).
         acc |= bits << count;
         count += taken;
-        if count >= 8 {
+        while count >= 8 {
             if let Some(slot) = buf.get_mut(len) {
-                *slot = (acc ^ out.flip) as u8;
-            }
-            len += 1;
-            acc >>= 8;
-            count -= 8;
-        }
-        if count >= 8 {
-            if let Some(slot) = buf.get_mut(len) {
-                *slot = (acc ^ out.flip) as u8;
+                *slot = acc as u8;
             }
             len += 1;
             acc >>= 8;
@@ -251,12 +260,15 @@ fn decode_n<const N: usize>(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<
         }
         d.advance(taken, error);
         offset = ((d.period as i32 - grid) * (cells as i32 - 1)) >> 1;
+        done += 1;
         if second.is_none() {
+            more = false;
             break;
         }
     }
-    *dpll = d;
+    let bits = (len - out.len) as u32 * 8 + count - out.count;
     (out.len, out.bits, out.count) = (len, acc, count);
+    (bits, more)
 }
 
 #[cfg(test)]
