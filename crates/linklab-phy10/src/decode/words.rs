@@ -21,12 +21,9 @@ use super::Bytes;
 use crate::capture::Capture;
 use crate::oversample::Oversample;
 
-/// How close (fixed point) the prediction may come to a window shift before both windows
-/// are tried. (Tuned with examples/phy_goals.rs, see README.)
-const NEAR: u32 = ONE / 8;
-/// Until the loop has tracked this many edges (the preamble's included) both windows are
-/// tried for every word: the preamble fit's phase can be a few tenths of a sample off.
-const EARLY_EDGES: u32 = 128;
+/// Edges tracked before the word path starts: the first gear's gain (1/8 per edge) would
+/// overshoot with a whole word per update.
+const FIRST_EDGES: u32 = 64;
 
 /// Decodes words of cells into `out` while they pass, starting at the cell `dpll` predicts;
 /// leaves the loop at the first cell it did not take. Does nothing below 4x.
@@ -45,10 +42,8 @@ pub(super) fn decode(os: Oversample, cap: &Capture<'_>, dpll: &mut Dpll, out: &m
 struct Lanes<const N: usize>;
 
 impl<const N: usize> Lanes<N> {
-    /// Widest search window: `ceil(N / 2)` transitions.
-    const MAX_WIDTH: usize = N.div_ceil(2);
     /// Cells per word: the last cell's window (from `f` to `s`) must end inside the word.
-    const CELLS: u32 = ((31 - Self::MAX_WIDTH) / N + 1) as u32;
+    const CELLS: u32 = ((31 - Self::WIDTH) / N + 1) as u32;
     /// One bit per cell, at bit `N * i`.
     const MASK: u32 = {
         let mut m = 0;
@@ -83,8 +78,6 @@ impl<const N: usize> Lanes<N> {
     };
     /// The sum of all cells' fields lands in the last cell's field.
     const COUNT_SHIFT: u32 = N as u32 * (Self::CELLS - 1);
-    /// Quarter of a bit, fixed point: the search window's half-width.
-    const QUARTER: u32 = N as u32 * ONE / 4;
 
     /// The cells' bits of `x` (bit `N * i` for cell `i`) packed into bit `i`.
     #[inline(always)]
@@ -99,158 +92,152 @@ impl<const N: usize> Lanes<N> {
         (x.wrapping_mul(Self::MASK) >> Self::COUNT_SHIFT) & ((1 << N) - 1)
     }
 
-    /// The search window for mean prediction `t`: its first transition `lo` (the sample
-    /// index) and its width. Transitions into samples `k` with `t + 1/2 - N/4 < k <=
-    /// t + 1/2 + N/4`.
+    /// Transitions in a search window: `floor(N / 2)` (a boundary edge is `N / 2` from the
+    /// mid-bit edge, so two windows of neighbouring cells never meet).
+    const WIDTH: usize = N / 2;
+
+    /// The first transition (sample index) of the search window for mean prediction `t`: the
+    /// [`Self::WIDTH`] transitions into samples `k` with `k - 1/2` within `WIDTH / 2` of `t`.
     #[inline(always)]
-    fn window(t: u32) -> (usize, usize) {
-        let a = t.wrapping_add(ONE / 2).wrapping_sub(Self::QUARTER);
+    fn window(t: u32) -> usize {
+        let a = t
+            .wrapping_add(ONE / 2)
+            .wrapping_sub(Self::WIDTH as u32 * ONE / 2);
+        (a >> FRAC) as usize + 1
+    }
+
+    /// The first transition of the window next to [`Self::window`] on the side `t` leans to.
+    #[inline(always)]
+    fn neighbour(t: u32) -> usize {
+        let a = t
+            .wrapping_add(ONE / 2)
+            .wrapping_sub(Self::WIDTH as u32 * ONE / 2);
         let lo = (a >> FRAC) as usize + 1;
-        if N % 2 == 0 {
-            (lo, N / 2)
+        if a & (ONE / 2) != 0 {
+            lo + 1
         } else {
-            let hi = (a.wrapping_add(2 * Self::QUARTER) >> FRAC) as usize;
-            (lo, hi.wrapping_sub(lo).wrapping_add(1))
+            lo.wrapping_sub(1)
         }
     }
 }
 
-/// The cells of `w` (samples from the one before the window on) whose windows hold `width`
-/// transitions: their bits and the summed positions of their edges in the window (0 = all
-/// at the first transition), unless a cell has no transition there.
+/// The cells of the word whose search window starts at transition `lo`, if all pass (see
+/// [`cells_in`]) and its samples are in `words`.
 #[inline(always)]
-fn cells_in<const N: usize>(w: u32, width: usize) -> Option<(u32, u32)> {
+fn read<const N: usize>(words: &[u32], lo: usize) -> Option<(u32, u32)> {
+    let f = lo.wrapping_sub(1);
+    let shift = (f & 31) as u32;
+    let &[w0, w1] = words.get(f >> 5..(f >> 5) + 2)? else {
+        return None;
+    };
+    cells_in::<N>((w0 >> shift) | ((w1 << 1) << (31 - shift)))
+}
+
+/// The cells of `w` (samples from the one before the window on): their last samples and the
+/// summed positions of their edges in the window (0 = all at the first transition), unless a
+/// cell has no transition there.
+#[inline(always)]
+fn cells_in<const N: usize>(w: u32) -> Option<(u32, u32)> {
     let m = Lanes::<N>::MASK;
-    let s = w >> width;
+    let s = w >> Lanes::<N>::WIDTH;
     if (w ^ s) & m != m {
         return None;
     }
     // Samples between the first and the last still at the old level (differing from s).
     let old = |j: usize| ((w >> j) ^ s) & m;
-    let late = match width {
+    let late = match Lanes::<N>::WIDTH {
         0 | 1 => 0,
         2 => old(1),
         3 => old(1) + old(2),
         _ => old(1) + old(2) + old(3),
     };
-    Some((s & m, Lanes::<N>::sum_fields(late)))
+    Some((s, Lanes::<N>::sum_fields(late)))
 }
 
-/// Reads the word of cells whose mean prediction is `t_eff` (the cells are `period` apart):
-/// their bits and their summed edge offsets from the predictions, trying both windows when
-/// `t_eff` is within `near` of a window shift. `None` when a cell has no transition in its
-/// window, the windows disagree (the slow path takes it) or leave the capture.
-#[inline(always)]
-fn read_word<const N: usize>(
-    cap: &Capture<'_>,
-    last_start: usize,
-    t_eff: u32,
-    period: u32,
-    near: u32,
-) -> Option<(u32, i32)> {
-    let (lo, width) = Lanes::<N>::window(t_eff.wrapping_sub(near));
-    let (lo_late, width_late) = Lanes::<N>::window(t_eff.wrapping_add(near));
-    // The sample before the window, where the word's samples start.
-    let f = lo.wrapping_sub(1);
-    if lo_late.wrapping_sub(1) > last_start {
-        return None;
-    }
-    let shift = (f & 31) as u32;
-    let &[w0, w1] = cap.words().get(f >> 5..(f >> 5) + 2)? else {
-        return None;
-    };
-    let w = (w0 >> shift) | ((w1 << 1) << (31 - shift));
-    let first = cells_in::<N>(w, width);
-    let (start, (cells, late)) = if lo_late == lo && width_late == width {
-        (lo, first?)
-    } else {
-        // Near a shift of the window: both; the late one starts at most a sample later.
-        let second = cells_in::<N>(w >> (lo_late - lo), width_late);
-        match (first, second) {
-            (Some(a), Some(b)) if a.0 == b.0 => (lo, a),
-            (Some(a), None) => (lo, a),
-            (None, Some(b)) => (lo_late, b),
-            // Both pass with different bits: a cell holds a boundary edge in one window and
-            // its mid-bit edge in the other. At 4x the cells around tell which.
-            (Some(a), Some(b)) if N == 4 => match super::ahead::rare_side_x4(cap, lo + 1, period) {
-                0 => return None,
-                side if side > 0 => (lo_late, b),
-                _ => (lo, a),
-            },
-            _ => return None,
-        }
-    };
-    // Edge offsets from the predictions: the window's first transition lies in
-    // (start - 1, start], its middle is start - 1/2; `late` samples further per cell.
-    let first_offset = ((start as u32) << FRAC).wrapping_sub(t_eff.wrapping_add(ONE / 2));
-    let error = Lanes::<N>::CELLS as i32 * first_offset as i32 + (late << FRAC) as i32;
-    Some((Lanes::<N>::gather(cells), error))
+/// Why [`run`] returned.
+enum Stop {
+    /// The gear's bits are done: shift gears and go on.
+    GearEnd,
+    /// A word it could not take, or the end of the capture or the buffer: the slow path.
+    Word,
 }
 
 /// The word path at `N` samples per bit, gear by gear.
 #[inline(never)]
 fn decode_n<const N: usize>(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<'_>) {
-    // Last sample a word may start at (`f`), so that every sample it reads is captured.
-    let Some(last_start) = cap.len().checked_sub(32) else {
+    if dpll.edges < FIRST_EDGES {
         return;
-    };
+    }
     loop {
-        // Early on, the loop's phase is too rough to pick one window: try both.
-        let near = if dpll.edges < EARLY_EDGES {
-            ONE / 2
-        } else {
-            NEAR
-        };
         let gear_bits = dpll.next_gear_at.saturating_sub(dpll.edges);
         let mut steady = dpll.steady();
-        let (bits, more) = words::<N>(cap, last_start, &mut steady, out, gear_bits, near);
+        // As many words per update as keep the loop gain (words x cells / 2^alpha) at most 1.
+        let (bits, stop) = match dpll.alpha {
+            ..=4 => run::<N, 2>(cap, &mut steady, out, gear_bits),
+            5 => run::<N, 4>(cap, &mut steady, out, gear_bits),
+            _ => run::<N, 8>(cap, &mut steady, out, gear_bits),
+        };
         dpll.settle(&steady, bits);
-        if !more {
+        if let Stop::Word = stop {
             return;
         }
     }
 }
 
-/// Two words of cells per loop update, for at most `max_bits` bits (the rest of the gear);
-/// the loop and the output in registers. Returns the bits decoded and whether it stopped at
-/// `max_bits` (else at a word it could not take, the end of the capture or of the buffer).
+/// Words of cells into `out`, one loop update per `WORDS` words, for at most `max_bits`
+/// bits; both windows are tried within `SPAN / 2` of a window shift. Returns the bits
+/// decoded and why it stopped.
 #[inline(always)]
-fn words<const N: usize>(
+fn run<const N: usize, const WORDS: u32>(
     cap: &Capture<'_>,
-    last_start: usize,
     d: &mut Steady,
     out: &mut Bytes<'_>,
     max_bits: u32,
-    near: u32,
-) -> (u32, bool) {
+) -> (u32, Stop) {
     let cells = Lanes::<N>::CELLS;
-    let grid = (N as u32 * ONE) as i32;
+    // Whole words of captured samples only: a window read from two of them never reaches past
+    // the capture.
+    let words = cap.words().get(..cap.len() / 32).unwrap_or_default();
     let (mut len, mut acc, mut count) = (out.len, out.bits, out.count);
     let buf = &mut *out.buf;
-    // Each update writes at most two bytes (`count` < 8 and at most 16 new bits).
-    let room = buf.len().saturating_sub(len) / 2;
-    let gear_updates = max_bits.div_ceil(2 * cells) as usize;
-    let updates = gear_updates.min(room);
-    // Whether the loop ends at the gear's end (not at the buffer's).
-    let mut more = updates > 0 && updates == gear_updates;
-    let mut done = 0;
-    // Mean prediction of a word's cells minus its first cell's prediction.
-    let mut offset = ((d.period as i32 - grid) * (cells as i32 - 1)) >> 1;
-    while done < updates {
-        let t1 = d.t.wrapping_add_signed(offset);
-        let Some((bits1, error1)) = read_word::<N>(cap, last_start, t1, d.period, near) else {
-            more = false;
+    // Words that fit: the gear's bits, and the bytes left (a word adds up to `cells` bits to
+    // the `count` already there).
+    let room_bits = (buf.len().saturating_sub(len) as u32)
+        .saturating_mul(8)
+        .saturating_sub(count);
+    let gear_words = max_bits.div_ceil(cells);
+    let max_words = gear_words.min(room_bits / cells);
+    let mut stop = if max_words == gear_words {
+        Stop::GearEnd
+    } else {
+        Stop::Word
+    };
+    let grid = (N as u32 * ONE) as i32;
+    let middle = |d: &Steady| {
+        d.t
+            .wrapping_add_signed(((d.period as i32 - grid) * (cells as i32 - 1)) >> 1)
+    };
+    let mut t = middle(d);
+    let mut step = d.period.wrapping_mul(cells);
+    // Per word: the window's first transition (shifted up) less its mean prediction; and
+    // the edges' positions in their windows.
+    let (mut firsts, mut late, mut taken, mut done) = (0u32, 0u32, 0u32, 0u32);
+    while done < max_words {
+        let mut start = Lanes::<N>::window(t);
+        let mut found = read::<N>(words, start);
+        if found.is_none() {
+            // A rare edge just outside: the prediction sits near a shift of the window (the
+            // edges straddle a sample boundary), and the window on its other side takes it.
+            start = Lanes::<N>::neighbour(t);
+            found = read::<N>(words, start);
+        }
+        let Some((s, late_here)) = found else {
+            stop = Stop::Word;
             break;
         };
-        let t2 = t1.wrapping_add(d.period.wrapping_mul(cells));
-        let second = read_word::<N>(cap, last_start, t2, d.period, near);
-        let (bits, taken, error) = match second {
-            Some((bits2, error2)) => (bits1 | (bits2 << cells), 2 * cells, error1 + error2),
-            None => (bits1, cells, error1),
-        };
-        acc |= bits << count;
-        count += taken;
-        while count >= 8 {
+        acc |= Lanes::<N>::gather(s & Lanes::<N>::MASK) << count;
+        count += cells;
+        if count >= 8 {
             if let Some(slot) = buf.get_mut(len) {
                 *slot = acc as u8;
             }
@@ -258,17 +245,34 @@ fn words<const N: usize>(
             acc >>= 8;
             count -= 8;
         }
-        d.advance(taken, error);
-        offset = ((d.period as i32 - grid) * (cells as i32 - 1)) >> 1;
+        firsts = firsts.wrapping_add((start as u32) << FRAC).wrapping_sub(t);
+        late += late_here;
+        taken += 1;
         done += 1;
-        if second.is_none() {
-            more = false;
-            break;
+        t = t.wrapping_add(step);
+        if taken == WORDS {
+            d.advance(cells * WORDS, error::<N>(firsts, late, WORDS));
+            t = middle(d);
+            step = d.period.wrapping_mul(cells);
+            (firsts, late, taken) = (0, 0, 0);
         }
     }
-    let bits = (len - out.len) as u32 * 8 + count - out.count;
+    if taken > 0 {
+        d.advance(cells * taken, error::<N>(firsts, late, taken));
+    }
     (out.len, out.bits, out.count) = (len, acc, count);
-    (bits, more)
+    (done * cells, stop)
+}
+
+/// Summed edge offsets of `taken` words of cells from their predictions: per cell the
+/// middle of its window's first transition less the prediction (`firsts` sums, per word,
+/// the first transition less the word's mean prediction), plus `late` samples summed.
+#[inline(always)]
+fn error<const N: usize>(firsts: u32, late: u32, taken: u32) -> i32 {
+    firsts
+        .wrapping_sub(taken * (ONE / 2))
+        .wrapping_mul(Lanes::<N>::CELLS)
+        .wrapping_add(late << FRAC) as i32
 }
 
 #[cfg(test)]
@@ -289,7 +293,7 @@ mod tests {
     fn sums_are_exact<const N: usize>() {
         let cells = Lanes::<N>::CELLS;
         // Every cell field 0..width - 1 (the samples inside a window), in base 4.
-        let most = Lanes::<N>::MAX_WIDTH as u32 - 1;
+        let most = Lanes::<N>::WIDTH as u32 - 1;
         for v in 0..1u32 << (2 * cells) {
             let mut x = 0;
             let mut sum = 0;
@@ -312,7 +316,7 @@ mod tests {
                 Lanes::<7>::CELLS,
                 Lanes::<8>::CELLS
             ],
-            [8, 6, 5, 4, 4]
+            [8, 6, 5, 5, 4]
         );
         gather_is_exact::<4>();
         gather_is_exact::<5>();
@@ -327,12 +331,14 @@ mod tests {
     }
 
     #[test]
-    fn windows_hold_a_quarter_bit_each_side() {
-        // 4x: prediction 10.3 -> transitions k with 9.8 < k <= 11.8: 10, 11.
-        assert_eq!(Lanes::<4>::window(10 * ONE + ONE * 3 / 10), (10, 2));
-        // 5x: 10.5 -> 9.75 < k <= 12.25: 10, 11, 12; 10.0 -> 9.25 < k <= 11.75: 10, 11.
-        assert_eq!(Lanes::<5>::window(10 * ONE + ONE / 2), (10, 3));
-        assert_eq!(Lanes::<5>::window(10 * ONE), (10, 2));
-        assert_eq!(Lanes::<8>::window(10 * ONE), (9, 4));
+    fn windows_centre_on_the_prediction() {
+        // 5x: two transitions, k - 1/2 within one sample of t: t = 10.0 -> 10, 11; t = 10.6
+        // -> 11, 12 (9.6 < k - 1/2 <= 11.6).
+        assert_eq!(Lanes::<5>::window(10 * ONE), 10);
+        assert_eq!(Lanes::<5>::window(10 * ONE + ONE * 6 / 10), 11);
+        // 8x: four transitions, within two samples: t = 10.0 -> 9..=12.
+        assert_eq!(Lanes::<8>::window(10 * ONE), 9);
+        // 6x: three, within 1.5: t = 10.0 -> 9.5 < k <= 12.5 -> 10..=12.
+        assert_eq!(Lanes::<6>::window(10 * ONE), 10);
     }
 }
