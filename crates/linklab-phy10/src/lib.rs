@@ -12,8 +12,6 @@
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
-#[cfg(feature = "trace")]
-extern crate std;
 
 pub mod capture;
 pub mod decode;
@@ -27,10 +25,3 @@ pub use decode::{Decoder, RxOutcome};
 pub use encode::{encode_frame, samples_for_frame, words_for_frame, EncodeError};
 pub use link_pulse::{encode_link_pulse, LinkCodeWord, LinkPulseTimer};
 pub use oversample::Oversample;
-
-#[doc(hidden)]
-pub static SLOW: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-#[doc(hidden)]
-pub static CALLS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-#[doc(hidden)]
-pub static TRACE: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);

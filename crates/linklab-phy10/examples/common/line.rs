@@ -29,7 +29,6 @@ pub const TX_SAMPLES_PER_BIT: u32 = 2;
 
 /// SplitMix64: a small, well-mixed deterministic generator (the bench needs repeatability,
 /// not cryptography).
-#[derive(Clone)]
 pub struct Rng(u64);
 
 impl Rng {
@@ -79,7 +78,7 @@ const IDLE_TAIL_BITS: usize = 16;
 /// into `rx` (zeroed first); returns the receiver's sample count (at most `rx.len() * 32`).
 pub fn impair(tx: &[u32], tx_samples: usize, line: Line, rng: &mut Rng, rx: &mut [u32]) -> usize {
     // Receiver samples per transmitter sample, fixed point.
-    let scale = (i64::from(line.samples_per_bit) * 1_000_000 << FRAC)
+    let scale = ((i64::from(line.samples_per_bit) * 1_000_000) << FRAC)
         / (i64::from(TX_SAMPLES_PER_BIT) * (1_000_000 + i64::from(line.drift_ppm)));
     let jitter = i64::from(line.jitter_milli) * ONE / 1000;
     let phase = rng.fraction();

@@ -11,7 +11,8 @@
 //! at `c + 1`, or transitions at `c - 1` and `c` (a late boundary edge, then the mid-bit
 //! edge), mean late; the mirror images mean early. Both directions count, nearest words
 //! first: drift brings the rare edges in on one side (evidence ahead) and takes them away on
-//! the other (evidence behind).
+//! the other (evidence behind). Only words whose every cell has a transition there count:
+//! past the end of the frame, TP_IDL's two edges would look like rare ones.
 
 use super::dpll::{FRAC, ONE};
 use crate::capture::Capture;
@@ -61,6 +62,10 @@ fn word_evidence(cap: &Capture<'_>, c: usize, period: u32, first: i32) -> i32 {
     let before = (w ^ (w >> 1)) & MASK;
     let usual = ((w >> 1) ^ (w >> 2)) & MASK;
     let after = ((w >> 2) ^ (w >> 3)) & MASK;
+    // Only words of data count (past the frame, TP_IDL's edges would pass for rare ones).
+    if before | usual | after != MASK {
+        return 0;
+    }
     let late = (after & !before & !usual) | (before & usual & !after);
     let early = (before & !usual & !after) | (usual & after & !before);
     count(late) as i32 - count(early) as i32

@@ -39,7 +39,7 @@ impl Search {
         let n = os.samples_per_bit();
         let reach = match os.get() {
             2 | 3 => 0,
-            4 | 5 => 1,
+            4 => 1,
             _ => 2,
         };
         Search {

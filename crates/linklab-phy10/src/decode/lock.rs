@@ -18,7 +18,6 @@ const EARLY_FIT_EDGES: u32 = 8;
 /// least `LOCK_INTERVALS`), fits phase and period to all of them by least squares, and
 /// returns a DPLL predicting the next mid-bit edge plus the level after the last edge
 /// (the value of the last preamble bit seen).
-#[inline(never)]
 pub(super) fn acquire(cap: &Capture<'_>, os: Oversample) -> Option<(Dpll, u32)> {
     let n = os.samples_per_bit();
     let long_run = |from: usize, to: Option<usize>| to.is_none_or(|to| 4 * (to - from) >= 3 * n);
@@ -51,18 +50,6 @@ pub(super) fn acquire(cap: &Capture<'_>, os: Oversample) -> Option<(Dpll, u32)> 
         }
         if fit.count > LOCK_INTERVALS {
             let (last, period) = fit.solve(os)?;
-            #[cfg(feature = "trace")]
-            if crate::TRACE.load(core::sync::atomic::Ordering::Relaxed) {
-                std::eprintln!(
-                    "lock count {} next_index {} last {:.3} period {:.4} prev {} next {}",
-                    fit.count,
-                    fit.next_index,
-                    last as f64 / 4096.0,
-                    period as f64 / 4096.0,
-                    prev,
-                    next
-                );
-            }
             // The fitted last edge lies between two samples; predict the next one.
             let mut dpll = Dpll::new(last.checked_sub(ONE / 2)?, period, fit.count, os);
             dpll.t = dpll.t.wrapping_add(dpll.period);

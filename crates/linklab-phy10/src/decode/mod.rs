@@ -108,7 +108,6 @@ impl Decoder {
 
     /// Decodes preamble bits until two equal bits in a row (the end of the SFD). Returns the
     /// polarity (true = inverted) or the outcome if the transmission ends first.
-    #[inline(never)]
     fn hunt_sfd(
         &mut self,
         cap: &Capture<'_>,
@@ -117,19 +116,8 @@ impl Decoder {
     ) -> Result<bool, RxOutcome> {
         let mut previous = last_bit;
         for _ in 0..SFD_HUNT_MAX_BITS {
-            #[cfg(feature = "trace")]
-            let t0 = dpll.t;
             match self.search.next_bit(cap, dpll) {
                 Cell::Bit { value, error } => {
-                    #[cfg(feature = "trace")]
-                    if crate::TRACE.load(core::sync::atomic::Ordering::Relaxed) {
-                        std::eprintln!(
-                            "hunt t {:.3} value {} error {:.3}",
-                            t0 as f64 / 4096.0,
-                            value,
-                            error as f64 / 4096.0
-                        );
-                    }
                     dpll.advance(1, error);
                     if previous == value {
                         return Ok(value == 0);
@@ -159,10 +147,9 @@ impl Decoder {
         outcome
     }
 
-    #[inline(never)]
+    /// The loop of [`Decoder::decode_bytes`]: words while they pass, then bits.
     fn fill(&mut self, cap: &Capture<'_>, dpll: &mut Dpll, bytes: &mut Bytes<'_>) -> RxOutcome {
         loop {
-            crate::CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             words::decode(self.os, cap, dpll, bytes);
             for _ in 0..SLOW_BITS {
                 let len = bytes.len;
@@ -178,17 +165,6 @@ impl Decoder {
                 }
                 match self.search.next_bit(cap, dpll) {
                     Cell::Bit { value, error } => {
-                        #[cfg(feature = "trace")]
-                        if crate::TRACE.load(core::sync::atomic::Ordering::Relaxed) {
-                            std::eprintln!(
-                                "slow bit {} t {:.3} value {} error {:.3}",
-                                bytes.len * 8 + bytes.count as usize,
-                                dpll.t as f64 / 4096.0,
-                                value,
-                                error as f64 / 4096.0
-                            );
-                        }
-                        crate::SLOW.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
                         dpll.advance(1, error);
                         bytes.push(value, 1);
                     }

@@ -1,20 +1,21 @@
-//! The word path (4x and up): the cells of a 32-sample window at once, one loop update per
-//! window.
+//! The word path at 5x..8x (4x has its own, [`super::x4`]): the cells of a 32-sample
+//! window at once, a loop update per two to eight words.
 //!
-//! The loop predicts cell `i`'s mid-bit edge at `t + i * period`. All cells of a window share
-//! one search window on the sample grid, taken for their mean prediction `t_eff`: the
-//! transitions into samples `k` with `k - 1/2` within `N/4` of `t_eff` (2 at 4x, 2 or 3 at 5x,
-//! 3 at 6x, 3 or 4 at 7x, 4 at 8x; a boundary edge is `N/2` away). With `f` the sample before
-//! that window and `s` its last sample, every cell must show `s != f` (its mid-bit transition
-//! in the window); the bit is sample `s`, and the number of samples between `f` and `s` still
-//! at the old level is where the edge was, which feeds the loop.
+//! The loop predicts cell `i`'s mid-bit edge at `t + i * period`. All cells of a word share
+//! one search window on the sample grid, placed for their mean prediction `t`: the
+//! `floor(N/2)` transitions into samples `k` with `k - 1/2` nearest `t` (2 at 5x, 3 at 6x and
+//! 7x, 4 at 8x; a boundary edge is `N/2` from the mid-bit edge, so it stays outside). With
+//! `f` the sample before the window and `s` its last sample, every cell must show `s != f`
+//! (its mid-bit transition in the window); the bit is sample `s`, and the samples between
+//! `f` and `s` still at the old level tell where the edge was, which feeds the loop. A word
+//! whose window misses a cell's edge is tried once more with the window a sample towards the
+//! side the prediction leans to (the edges straddle a sample boundary there); if that misses
+//! too, the slow path takes the word.
 //!
-//! When the prediction is within [`NEAR`] of a point where the window shifts by a sample
-//! (quantized edges pile up there: a sample boundary the edges straddle, or the middle of a
-//! sample when they never jitter across one) both windows are tried: when both pass with the
-//! same bits, or only one passes, that one is taken; otherwise the word is left to the slow
-//! path. A window that vouches for every cell of a word but holds boundary edges instead of
-//! mid-bit edges needs the prediction off by more than a quarter bit less the jitter.
+//! A window holds only mid-bit edges as long as the prediction is within `N/4 - 1/2 - J`
+//! samples of the true edges (`J` the edge jitter; 1/4 sample at 5x with +-0.5 sample).
+//! The 5x bench keeps it there (see README); beyond it a cell fails its check or, rarely,
+//! a boundary edge passes for a mid-bit edge and the MAC's FCS rejects the frame.
 
 use super::dpll::{Dpll, Steady, FRAC, ONE};
 use super::Bytes;
@@ -92,6 +93,10 @@ impl<const N: usize> Lanes<N> {
         (x.wrapping_mul(Self::MASK) >> Self::COUNT_SHIFT) & ((1 << N) - 1)
     }
 
+    /// True if a window one transition wider still ends inside the word for every cell
+    /// (5x: yes; 7x: the last cell's would need sample 32).
+    const UNION_FITS: bool = (Self::CELLS as usize - 1) * N + Self::WIDTH < 31;
+
     /// Transitions in a search window: `floor(N / 2)` (a boundary edge is `N / 2` from the
     /// mid-bit edge, so two windows of neighbouring cells never meet).
     const WIDTH: usize = N / 2;
@@ -121,31 +126,33 @@ impl<const N: usize> Lanes<N> {
     }
 }
 
-/// The cells of the word whose search window starts at transition `lo`, if all pass (see
+/// The cells of the word whose search window of `width` transitions starts at transition
+/// `lo`, if all pass (see
 /// [`cells_in`]) and its samples are in `words`.
 #[inline(always)]
-fn read<const N: usize>(words: &[u32], lo: usize) -> Option<(u32, u32)> {
+fn read<const N: usize>(words: &[u32], lo: usize, width: usize) -> Option<(u32, u32)> {
     let f = lo.wrapping_sub(1);
     let shift = (f & 31) as u32;
     let &[w0, w1] = words.get(f >> 5..(f >> 5) + 2)? else {
         return None;
     };
-    cells_in::<N>((w0 >> shift) | ((w1 << 1) << (31 - shift)))
+    cells_in::<N>((w0 >> shift) | ((w1 << 1) << (31 - shift)), width)
 }
 
-/// The cells of `w` (samples from the one before the window on): their last samples and the
+/// The cells of `w` (samples from the one before the window on) whose windows hold `width`
+/// (<= 4) transitions: their last samples and the
 /// summed positions of their edges in the window (0 = all at the first transition), unless a
 /// cell has no transition there.
 #[inline(always)]
-fn cells_in<const N: usize>(w: u32) -> Option<(u32, u32)> {
+fn cells_in<const N: usize>(w: u32, width: usize) -> Option<(u32, u32)> {
     let m = Lanes::<N>::MASK;
-    let s = w >> Lanes::<N>::WIDTH;
+    let s = w >> width;
     if (w ^ s) & m != m {
         return None;
     }
     // Samples between the first and the last still at the old level (differing from s).
     let old = |j: usize| ((w >> j) ^ s) & m;
-    let late = match Lanes::<N>::WIDTH {
+    let late = match width {
         0 | 1 => 0,
         2 => old(1),
         3 => old(1) + old(2),
@@ -172,10 +179,12 @@ fn decode_n<const N: usize>(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<
         let gear_bits = dpll.next_gear_at.saturating_sub(dpll.edges);
         let mut steady = dpll.steady();
         // As many words per update as keep the loop gain (words x cells / 2^alpha) at most 1.
+        // The union of two windows only once the loop has settled (see `run`).
         let (bits, stop) = match dpll.alpha {
-            ..=4 => run::<N, 2>(cap, &mut steady, out, gear_bits),
-            5 => run::<N, 4>(cap, &mut steady, out, gear_bits),
-            _ => run::<N, 8>(cap, &mut steady, out, gear_bits),
+            ..=4 => run::<N, 2, false>(cap, &mut steady, out, gear_bits),
+            5 => run::<N, 4, false>(cap, &mut steady, out, gear_bits),
+            6 => run::<N, 8, false>(cap, &mut steady, out, gear_bits),
+            _ => run::<N, 8, true>(cap, &mut steady, out, gear_bits),
         };
         dpll.settle(&steady, bits);
         if let Stop::Word = stop {
@@ -185,10 +194,10 @@ fn decode_n<const N: usize>(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<
 }
 
 /// Words of cells into `out`, one loop update per `WORDS` words, for at most `max_bits`
-/// bits; both windows are tried within `SPAN / 2` of a window shift. Returns the bits
-/// decoded and why it stopped.
+/// bits; `UNION`: a word that neither its window nor the neighbour takes is tried with both
+/// together. Returns the bits decoded and why it stopped.
 #[inline(always)]
-fn run<const N: usize, const WORDS: u32>(
+fn run<const N: usize, const WORDS: u32, const UNION: bool>(
     cap: &Capture<'_>,
     d: &mut Steady,
     out: &mut Bytes<'_>,
@@ -214,8 +223,7 @@ fn run<const N: usize, const WORDS: u32>(
     };
     let grid = (N as u32 * ONE) as i32;
     let middle = |d: &Steady| {
-        d.t
-            .wrapping_add_signed(((d.period as i32 - grid) * (cells as i32 - 1)) >> 1)
+        d.t.wrapping_add_signed(((d.period as i32 - grid) * (cells as i32 - 1)) >> 1)
     };
     let mut t = middle(d);
     let mut step = d.period.wrapping_mul(cells);
@@ -224,12 +232,24 @@ fn run<const N: usize, const WORDS: u32>(
     let (mut firsts, mut late, mut taken, mut done) = (0u32, 0u32, 0u32, 0u32);
     while done < max_words {
         let mut start = Lanes::<N>::window(t);
-        let mut found = read::<N>(words, start);
-        if found.is_none() {
+        let mut found = read::<N>(words, start, Lanes::<N>::WIDTH);
+        if found.is_none() && N % 2 == 1 {
             // A rare edge just outside: the prediction sits near a shift of the window (the
-            // edges straddle a sample boundary), and the window on its other side takes it.
-            start = Lanes::<N>::neighbour(t);
-            found = read::<N>(words, start);
+            // edges straddle a sample boundary), and the window on its other side takes it;
+            // or, with more jitter, edges on both sides, and the union of the two (short of
+            // the boundary edges, which are half a bit away, only while the prediction is
+            // close: from the seventh gear on, 512 edges). Only at odd factors,
+            // whose windows are half a sample narrower than a quarter bit each side; at even
+            // ones a shifted window would reach within half a bit less a sample of the edge,
+            // where TP_IDL's edge can be under jitter.
+            let other = Lanes::<N>::neighbour(t);
+            found = read::<N>(words, other, Lanes::<N>::WIDTH);
+            if found.is_some() {
+                start = other;
+            } else if UNION && Lanes::<N>::UNION_FITS {
+                start = start.min(other);
+                found = read::<N>(words, start, Lanes::<N>::WIDTH + 1);
+            }
         }
         let Some((s, late_here)) = found else {
             stop = Stop::Word;
@@ -317,6 +337,11 @@ mod tests {
                 Lanes::<8>::CELLS
             ],
             [8, 6, 5, 5, 4]
+        );
+        // The wider window only where its last cell still ends inside the word.
+        assert_eq!(
+            [Lanes::<5>::UNION_FITS, Lanes::<7>::UNION_FITS],
+            [true, false]
         );
         gather_is_exact::<4>();
         gather_is_exact::<5>();

@@ -1,8 +1,20 @@
-//! The word path at 4x, written for the MCU's budget: a word of 32 samples is eight cells, one
-//! byte; the loop is updated once per two or four words (bytes), with the words' edge
-//! positions summed as they come. Same rules as [`super::words`] (which handles 5x..8x):
-//! each cell's mid-bit transition must lie in the two samples around the prediction, both
-//! windows are tried near a window shift, and the data around settles a disagreement.
+//! The word path at 4x, written for the MCU's budget: a 32-sample word is eight cells, one
+//! byte.
+//!
+//! Each cell's mid-bit transition must lie in the two samples around the loop's prediction
+//! (a boundary edge is two samples from the mid-bit edge at 4x); the bit is the sample after
+//! them, the edge's position feeds the loop. Quantized edges pile up where that window
+//! shifts by a sample: the loop settles on the mean of the quantized edges, which is such a
+//! point whenever the edges do not jitter across a sample boundary, and next to one when a
+//! few of them do. So within [`NEAR`] of a shift both windows are tried. The common case is
+//! checked at once: every edge at the one sample both windows share and no transition at the
+//! others. Else both windows are read: both pass with the same bits, or only one passes, and
+//! that one is taken; both pass with different bits (a cell holds a boundary edge in one and
+//! its mid-bit edge in the other), and the data around settles it ([`super::ahead`]).
+//!
+//! The loop is updated once per 2, 4 or 8 words (a loop gain of at most one), with the
+//! words' edge positions summed as they come. Nothing is called inside the word loop, so its
+//! values stay in registers (RV32 has 31); a disagreement leaves the loop.
 
 use super::ahead::rare_side_x4;
 use super::dpll::{Dpll, Steady, FRAC, ONE};
@@ -24,7 +36,7 @@ const GATHER_SHIFT: u32 = 18;
 const NEAR: u32 = ONE / 8;
 const NEAR_EARLY: u32 = ONE / 2;
 /// Edges tracked before one window is trusted.
-const EARLY_EDGES: u32 = 128;
+const EARLY_EDGES: u32 = 1024;
 /// Edges tracked before the word path starts: the first gear's gain (1/8 per edge) would
 /// overshoot with a whole word per update.
 const FIRST_EDGES: u32 = 64;
@@ -48,6 +60,7 @@ fn samples(words: &[u32], f: usize) -> Option<u32> {
 
 /// Decodes whole bytes into `out` while their words pass (from the cell `dpll` predicts);
 /// leaves the loop at the first byte it did not take.
+/// (Not inlined into the frame loop: the word loop gets the registers to itself.)
 #[inline(never)]
 pub(super) fn decode(cap: &Capture<'_>, dpll: &mut Dpll, out: &mut Bytes<'_>) {
     // Bytes only start on a byte boundary (always true at 4x: the slow path goes by bytes).
@@ -188,7 +201,9 @@ fn run<const WORDS: u32, const SPAN: u32>(
         taken += 1;
         t = t.wrapping_add(kp);
         if taken == WORDS {
-            (t, kp) = update(d, firsts, late, WORDS);
+            d.advance(8 * WORDS, error(firsts, late, WORDS));
+            t = middle(d.t, d.period);
+            kp = d.period << 3;
             written += WORDS;
             (firsts, late, taken) = (0, 0, 0);
         }
@@ -199,15 +214,6 @@ fn run<const WORDS: u32, const SPAN: u32>(
     }
     out.len = start + written as usize;
     (written, stop)
-}
-
-/// Updates the loop with `taken` words; returns the next word's mean prediction and the
-/// distance between words. Not inlined: the loop's state then stays in memory between
-/// updates and the word loop has the registers.
-#[inline(never)]
-fn update(d: &mut Steady, firsts: u32, late: u32, taken: u32) -> (u32, u32) {
-    d.advance(8 * taken, error(firsts, late, taken));
-    (middle(d.t, d.period), d.period << 3)
 }
 
 /// Summed edge offsets of `taken` words from their cells' predictions: per word eight times
@@ -258,5 +264,73 @@ fn both_windows(w: u32, f: usize) -> Near {
         (false, true) => Near::Take(late_window(w, f)),
         (true, true) => Near::Disagree,
         (false, false) => Near::Fail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A word of eight cells (four samples each, from `f` on) whose edges are into sample
+    /// `edges[i]` (1..=3) of cell i, from `from` to `!from`.
+    fn word(edges: [u32; 8], from: [u32; 8]) -> u32 {
+        let mut w = 0;
+        for (i, (&edge, &level)) in edges.iter().zip(&from).enumerate() {
+            for j in 0..4u32 {
+                let sample = if j < edge { level } else { level ^ 1 };
+                w |= sample << (4 * i as u32 + j);
+            }
+        }
+        w
+    }
+
+    #[test]
+    fn gather_packs_the_first_sample_of_each_nibble() {
+        for v in 0..=255u32 {
+            let x: u32 = (0..8).map(|i| ((v >> i) & 1) << (4 * i)).sum();
+            assert_eq!(gather(x) & 0xFF, v);
+        }
+    }
+
+    #[test]
+    fn strict_pattern_is_every_edge_at_the_shared_sample() {
+        let from = [0, 1, 1, 0, 1, 0, 0, 1];
+        let w = word([2; 8], from);
+        assert_eq!((w ^ (w >> 1)) & STRICT_MASK, STRICT);
+        let mut edges = [2; 8];
+        edges[5] = 3;
+        let w = word(edges, from);
+        assert_ne!((w ^ (w >> 1)) & STRICT_MASK, STRICT);
+    }
+
+    #[test]
+    fn both_windows_take_the_one_that_holds_every_edge() {
+        let from = [1, 0, 1, 1, 0, 0, 1, 0];
+        // Edges into samples 1 and 2 (the early window): early.
+        let w = word([1, 2, 2, 1, 2, 2, 2, 1], from);
+        let Near::Take((s, _, f)) = both_windows(w, 100) else {
+            panic!("early window");
+        };
+        assert_eq!((f, gather(s & MASK) & 0xFF), (100, 0b1011_0010));
+        // Into samples 2 and 3 (the late window): late.
+        let w = word([3, 2, 3, 3, 2, 2, 3, 3], from);
+        let Near::Take((s, _, f)) = both_windows(w, 100) else {
+            panic!("late window");
+        };
+        assert_eq!((f, gather(s & MASK) & 0xFF), (101, 0b1011_0010));
+        // Edges spread over samples 1..=3: neither window holds them all.
+        let w = word([1, 2, 3, 1, 2, 2, 2, 3], from);
+        assert!(matches!(both_windows(w, 100), Near::Fail));
+    }
+
+    #[test]
+    fn a_boundary_edge_in_one_window_and_the_mid_bit_edge_in_the_other_disagree() {
+        // Cell 0: a (late) boundary edge into sample 1, then the mid-bit edge into sample 3
+        // (back to the first level). Read early, the boundary passes for the mid-bit edge;
+        // read late, the mid-bit edge is found. The other cells' edges are at sample 2.
+        let mut w = word([2; 8], [0, 1, 0, 1, 0, 1, 0, 1]);
+        w &= !0xF;
+        w |= 0b0110; // samples 0..=3 of cell 0: 0, 1, 1, 0
+        assert!(matches!(both_windows(w, 7), Near::Disagree));
     }
 }
