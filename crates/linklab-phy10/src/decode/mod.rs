@@ -15,9 +15,10 @@
 //! samples) predicts where the next mid-bit edge lies, and each edge's offset from it corrects
 //! phase and period, with gains that shrink as the loop has seen more edges.
 //!
-//! The frame is decoded a word at a time ([`words`], 4x and up): the cells of a 32-sample
-//! window, each checked for its mid-bit transition where the loop predicts it, their bits
-//! gathered with a multiply, their edge offsets counted, one loop update per word. Where a
+//! The frame is decoded a word at a time ([`x4`] at 4x, [`words`] at 5x..8x): the cells of a
+//! 32-sample window, each checked for its mid-bit transition where the loop predicts it,
+//! their bits gathered with a multiply, their edge offsets summed, one loop update per 2, 4
+//! or 8 words. Where a
 //! word cannot be vouched for (a missing edge, an edge outside its window, the end of the
 //! frame) and at 2x and 3x, the slow path ([`cell`]) reads one cell at a time: the transition
 //! nearest the prediction is the mid-bit edge, near ties are settled on the data ahead.
