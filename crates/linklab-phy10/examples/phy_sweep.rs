@@ -71,13 +71,25 @@ fn main() {
             (8, 100, 1.0),
             (8, 5000, 1.5),
         ],
+        // Issue 12's goal points (802.3's +-100 ppm at 4x; +-0.5 % at 5x with +-0.5 sample),
+        // and 802.3's +-13.5 ns receiver jitter at 5x (0.675 sample) and 6x (0.81 sample).
+        "goals" => &[
+            (4, 100, 0.25),
+            (4, -100, 0.25),
+            (5, 5000, 0.5),
+            (5, -5000, 0.5),
+            (5, 5000, 0.675),
+            (5, -5000, 0.675),
+            (6, 5000, 0.81),
+            (6, -5000, 0.81),
+        ],
         "quick" => &[
             (4, 5000, 0.25),
             (4, 100, 0.25),
             (4, -2419, 0.0),
             (4, 346, 0.0),
         ],
-        other => panic!("SET: accept, grid or quick, not {other}"),
+        other => panic!("SET: accept, grid, goals or quick, not {other}"),
     };
     println!("frames/point {frames}, frame {frame_len} B + FCS");
     println!("oversample drift_ppm jitter_samples  sent  ok  errors  FER");

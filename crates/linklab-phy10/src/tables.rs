@@ -1,5 +1,4 @@
-//! Lookup tables built at compile time: byte -> samples for the encoder, samples -> bits for
-//! the decoder's 4x fast path.
+//! Lookup tables built at compile time: byte -> samples for the encoder's 2x and 4x paths.
 //!
 //! Manchester as 802.3 clause 7/14 defines it: a `1` bit is low in the first half and high in
 //! the second (a rising mid-bit edge), a `0` bit is high then low. Samples are LSB first.
@@ -8,23 +7,6 @@
 pub(crate) static ENCODE_X2: [u16; 256] = build_encode_x2();
 /// One byte (LSB first) at 4x: 32 samples, four per bit.
 pub(crate) static ENCODE_X4: [u32; 256] = build_encode_x4();
-/// 4x decoder transpose: 8 samples (two bit cells of 4 samples) -> for each sample phase
-/// `j` in 0..4, the two cells' phase-`j` samples in bits `8j` and `8j + 1`.
-pub(crate) static TRANSPOSE_X4: [u32; 256] = build_transpose_x4();
-
-/// Number of set bits of a byte: the 4x fast path counts early and late edges with it
-/// (RV32IMAC, like baseline x86-64, has no popcount instruction).
-pub(crate) static BIT_COUNT: [u8; 256] = build_bit_count();
-
-const fn build_bit_count() -> [u8; 256] {
-    let mut table = [0u8; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        table[byte] = (byte as u32).count_ones() as u8;
-        byte += 1;
-    }
-    table
-}
 
 const fn build_encode_x2() -> [u16; 256] {
     let mut table = [0u16; 256];
@@ -65,27 +47,6 @@ const fn build_encode_x4() -> [u32; 256] {
     table
 }
 
-const fn build_transpose_x4() -> [u32; 256] {
-    let mut table = [0u32; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let mut out = 0u32;
-        let mut cell = 0;
-        while cell < 2 {
-            let mut phase = 0;
-            while phase < 4 {
-                let sample = (byte >> (4 * cell + phase)) & 1;
-                out |= (sample as u32) << (8 * phase + cell);
-                phase += 1;
-            }
-            cell += 1;
-        }
-        table[byte] = out;
-        byte += 1;
-    }
-    table
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,11 +56,5 @@ mod tests {
         // 0x01 at 4x: bit 0 is a one (0b1100), the other seven are zeros (0b0011).
         assert_eq!(ENCODE_X4[0x01], 0x3333_333C);
         assert_eq!(ENCODE_X2[0x01], 0x5556);
-    }
-
-    #[test]
-    fn transpose_splits_phases() {
-        // cell 0 = 0b1100, cell 1 = 0b0011 -> phase 0: cell1; phase 1: cell1; phases 2,3: cell0
-        assert_eq!(TRANSPOSE_X4[0x3C], 0x0101_0202);
     }
 }

@@ -5,12 +5,13 @@
 //! takes its TAP with it, and the blob is removed.
 //!
 //! `--cost` and `--throughput` measure instead, in a namespace of their own
-//! ([`measure`]).
+//! ([`measure`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
 
 mod board;
 mod image;
 mod lab;
 mod measure;
+mod phy10;
 mod qemu;
 
 use std::net::Ipv4Addr;
@@ -34,11 +35,11 @@ pub struct Args {
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
     #[arg(long, value_name = "NAME", value_parser = values::interface_name,
-          required_unless_present_any = ["cost", "throughput"])]
+          required_unless_present_any = ["cost", "throughput", "phy10"])]
     tap: Option<String>,
     /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
     #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix,
-          required_unless_present_any = ["cost", "throughput"])]
+          required_unless_present_any = ["cost", "throughput", "phy10"])]
     ip: Option<(Ipv4Addr, u8)>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
@@ -65,7 +66,12 @@ pub struct Args {
     /// this process bridges the link to the TAP (as `linklab serial --tap` does).
     #[arg(long, conflicts_with_all = ["cost", "throughput"])]
     serial: bool,
-    /// Write the measurement as JSON to FILE (with --cost or --throughput).
+    /// Count linklab-phy10's Manchester decoder on the board's ISA (riscv32-virt): instructions
+    /// per bit of full-length frames under drift and jitter, QEMU -icount shift=0; fails if a
+    /// frame is not decoded bit-exact.
+    #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount", "serial"])]
+    phy10: bool,
+    /// Write the measurement as JSON to FILE (with --cost, --throughput or --phy10).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -75,10 +81,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let board = args.board;
     let shift = args.icount;
     let timeout = Duration::from_secs(args.boot_timeout);
-    if args.json.is_some() && !(args.cost || args.throughput) {
-        bail_usage!("--json: only with --cost or --throughput");
+    if args.json.is_some() && !(args.cost || args.throughput || args.phy10) {
+        bail_usage!("--json: only with --cost, --throughput or --phy10");
     }
     qemu::require(&board)?;
+    if args.phy10 {
+        let (cases, report) = phy10::measure(&board, args.image.as_deref())?;
+        print!("{}", phy10::table(&board, &cases));
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+                .with_context(|| format!("--json: cannot write {}", path.display()))?;
+        }
+        let wrong: u64 = cases.iter().map(|c| c.frames - c.ok).sum();
+        if wrong > 0 {
+            bail!("--phy10: {wrong} frames were not decoded bit-exact");
+        }
+        return Ok(());
+    }
     if args.cost || args.throughput {
         let image = image::find_or_build(&board, args.image.as_deref())?;
         let result = if args.cost {
@@ -120,8 +139,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut qemu = Qemu::start(&Boot {
         board: &board,
         image: &image,
-        config_blob: &blob,
-        tap: &tap,
+        config_blob: Some(&blob),
+        tap: Some(&tap),
         icount: shift.map(|n| format!("shift={n}")),
         netns: None,
         echo_console: true,

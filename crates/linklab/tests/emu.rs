@@ -374,3 +374,49 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         assert!(!links.contains(" llbad0:"), "{links}");
     }
 }
+
+/// linklab-phy10's decoder on riscv32imac: `linklab emu --phy10` builds firmware/phy10-bench,
+/// runs it under QEMU `-icount shift=0` and fails unless every frame of every case (clean, the
+/// goal points, 802.3's jitter, +-0.5 % at 4x and 8x) came out bit-exact. The instruction
+/// counts are a benchmark (README), not asserted here; that they were counted is.
+#[test]
+fn phy10_bench_decodes_every_frame_on_riscv32() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let json = std::env::temp_dir().join(format!("linklab-phy10-{}.json", std::process::id()));
+    let out = Command::new(linklab_bin())
+        .args(["emu", "--board", "riscv32-virt", "--phy10", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run linklab");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("instructions/bit"), "{stdout}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(report["isa"], "riscv32imac");
+    let cases = report["cases"].as_array().unwrap();
+    assert!(cases.len() >= 9, "{report}");
+    for case in cases {
+        let frames = case["frames"].as_u64().unwrap();
+        assert!(frames > 0, "{case}");
+        assert_eq!(case["ok"].as_u64(), Some(frames), "{case}");
+        assert!(case["instructions"].as_u64().unwrap() > 0, "{case}");
+        assert_eq!(
+            case["bits"].as_u64(),
+            Some(frames * 1526 * 8),
+            "wire bits: {case}"
+        );
+    }
+    // The bench only runs where minstret counts instructions exactly.
+    let out = Command::new(linklab_bin())
+        .args(["emu", "--board", "mps2-an385", "--phy10"])
+        .output()
+        .expect("run linklab");
+    assert_one_line_error(&out, "--phy10: only on riscv32-virt");
+}

@@ -1,19 +1,16 @@
 //! linklab firmware for QEMU's riscv32 `virt` machine (riscv32imac, the ESP32-C6's ISA):
 //! virtio-net on virtio-mmio as the NIC, the NS16550 UART as console, the ACLINT timer
 //! (10 MHz) for time, machine mode without an SBI (`-bios none`). Everything past bring-up is
-//! `linklab_firmware::run`, the same main loop and apps as every linklab device.
+//! `linklab_firmware::run`, the same main loop and apps as every linklab device. The
+//! bring-up itself (entry, CSRs, UART, timer, PLIC) is this package's library.
 #![no_std]
 #![no_main]
-
-mod cpu;
-mod plic;
-mod timer;
-mod uart;
 
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use fw_riscv32_virt::{cpu, plic, timer, uart};
 use linklab_firmware::{Board, RX_QUEUE};
 use linklab_mac::RxFormat;
 use linklab_virtio_net::{probe, SharedTx, Slot, VirtioNet};
@@ -22,8 +19,6 @@ use linklab_virtio_net::{probe, SharedTx, Slot, VirtioNet};
 const CONFIG_ADDR: usize = 0x803F_FF00;
 /// virtio-mmio slots of `virt`: 8 of them from 0x1000_1000, interrupts 1..=8 at the PLIC.
 const VIRTIO_SLOTS: usize = 8;
-
-core::arch::global_asm!(include_str!("entry.S"));
 
 /// The NIC, shared by the interrupt handler (RX) and the main loop (TX, interrupts masked).
 struct Nic(UnsafeCell<MaybeUninit<VirtioNet>>);

@@ -63,8 +63,8 @@ impl Lab {
         let mut qemu = Qemu::start(&Boot {
             board,
             image,
-            config_blob: &lab.blob,
-            tap: TAP,
+            config_blob: Some(&lab.blob),
+            tap: Some(TAP),
             icount,
             netns: Some(&lab.ns),
             echo_console: false,

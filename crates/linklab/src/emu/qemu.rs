@@ -27,10 +27,10 @@ pub struct Boot<'a> {
     pub board: &'a Board,
     /// The ELF image.
     pub image: &'a Path,
-    /// The configuration blob file, loaded at the board's config address.
-    pub config_blob: &'a Path,
-    /// The TAP QEMU creates for the NIC.
-    pub tap: &'a str,
+    /// The configuration blob file, loaded at the board's config address (None: no blob).
+    pub config_blob: Option<&'a Path>,
+    /// The TAP QEMU creates for the NIC (None: no NIC).
+    pub tap: Option<&'a str>,
     /// `-icount` options (e.g. `shift=0`), or None to run free.
     pub icount: Option<String>,
     /// Run QEMU inside this network namespace (`ip netns exec`).
@@ -87,16 +87,18 @@ impl Qemu {
             .map(String::from),
         );
         argv.push(boot.image.display().to_string());
-        argv.push("-device".into());
-        argv.push(format!(
-            "loader,file={},addr={:#x},force-raw=on",
-            boot.config_blob.display(),
-            b.config_addr
-        ));
+        if let Some(blob) = boot.config_blob {
+            argv.push("-device".into());
+            argv.push(format!(
+                "loader,file={},addr={:#x},force-raw=on",
+                blob.display(),
+                b.config_addr
+            ));
+        }
         if boot.serial {
             argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
-        } else {
-            argv.extend(b.nic_args(boot.tap));
+        } else if let Some(tap) = boot.tap {
+            argv.extend(b.nic_args(tap));
         }
         if let Some(icount) = &boot.icount {
             argv.push("-icount".into());
@@ -206,6 +208,51 @@ impl Qemu {
             let rest = l.split("char device redirected to ").nth(1)?;
             Some(rest.split_whitespace().next()?.to_string())
         })
+    }
+
+    /// Console lines up to and including the first that starts with `last`; on timeout or an
+    /// exit before it, an error with the console's last lines (QEMU is then stopped).
+    pub fn lines_until(&mut self, last: &str, timeout: Duration) -> anyhow::Result<Vec<String>> {
+        let deadline = Instant::now() + timeout;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
+                Ok(line) => {
+                    let done = line.starts_with(last);
+                    lines.push(line);
+                    if done {
+                        return Ok(lines);
+                    }
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+            if let Some(status) = self.exited() {
+                // Lines still queued were printed before the exit.
+                lines.extend(self.lines.try_iter());
+                if let Some(end) = lines.iter().position(|l| l.starts_with(last)) {
+                    lines.truncate(end + 1);
+                    return Ok(lines);
+                }
+                let last_lines = self.last_lines();
+                bail!("QEMU exited ({status}) before the image finished; its last lines: {last_lines}");
+            }
+            if Instant::now() >= deadline {
+                let last_lines = self.last_lines();
+                self.stop();
+                bail!(
+                    "the image did not finish within {} s; the console's last lines: {last_lines}",
+                    timeout.as_secs()
+                );
+            }
+        }
     }
 
     /// The exit status, if QEMU has exited.

@@ -1,0 +1,201 @@
+//! `linklab emu --board riscv32-virt --phy10`: linklab-phy10's Manchester decoder counted on
+//! the MCU's own ISA. Builds firmware/phy10-bench, boots it in QEMU under `-icount shift=0`
+//! (no NIC), and turns its console lines (one per case: frames encoded by linklab-phy10, sent
+//! through a drift and jitter model, decoded; `minstret` read around `Decoder::decode` only)
+//! into a table of instructions per wire bit.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+
+use super::board::Board;
+use super::image;
+use super::qemu::{Boot, Qemu};
+
+/// The bench image's package in the firmware workspace.
+const PACKAGE: &str = "fw-phy10-bench";
+/// What the image prints for each case, and when it is done.
+const CASE_LINE: &str = "phy10-bench case=";
+const DONE_LINE: &str = "phy10-bench: done";
+/// The whole run takes about a second of host time; this bounds a hung image.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One case's figures as the image reports them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CaseResult {
+    /// The case's name (e.g. `goal-4x+`).
+    pub name: String,
+    /// Samples per bit.
+    pub oversample: u64,
+    /// Transmitter clock offset, ppm.
+    pub drift_ppm: i64,
+    /// Peak edge jitter, samples.
+    pub jitter_samples: f64,
+    /// Frames sent.
+    pub frames: u64,
+    /// Frames decoded bit-exact.
+    pub ok: u64,
+    /// Wire bits (preamble through FCS) of all frames.
+    pub bits: u64,
+    /// Instructions retired inside `Decoder::decode`, all frames.
+    pub instructions: u64,
+    /// Fewest and most instructions one frame took.
+    pub min_frame: u64,
+    /// See `min_frame`.
+    pub max_frame: u64,
+}
+
+impl CaseResult {
+    /// Instructions per wire bit.
+    pub fn per_bit(&self) -> f64 {
+        self.instructions as f64 / self.bits.max(1) as f64
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "case": self.name,
+            "oversample": self.oversample,
+            "drift_ppm": self.drift_ppm,
+            "jitter_samples": self.jitter_samples,
+            "frames": self.frames,
+            "ok": self.ok,
+            "bits": self.bits,
+            "instructions": self.instructions,
+            "instructions_per_bit": (self.per_bit() * 100.0).round() / 100.0,
+            "min_frame_instructions": self.min_frame,
+            "max_frame_instructions": self.max_frame,
+        })
+    }
+}
+
+/// Parses one case line (`phy10-bench case=NAME key=value ...`).
+pub fn parse_case(line: &str) -> anyhow::Result<CaseResult> {
+    let fields: Vec<(&str, &str)> = line
+        .strip_prefix("phy10-bench ")
+        .context("not a case line")?
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let text = |key: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .with_context(|| format!("no {key}= in {line:?}"))
+    };
+    let number = |key: &str| -> anyhow::Result<i64> {
+        text(key)?
+            .parse::<i64>()
+            .with_context(|| format!("{key}= is not a number in {line:?}"))
+    };
+    let count = |key: &str| -> anyhow::Result<u64> {
+        u64::try_from(number(key)?).with_context(|| format!("{key}= is negative in {line:?}"))
+    };
+    Ok(CaseResult {
+        name: text("case")?.to_string(),
+        oversample: count("oversample")?,
+        drift_ppm: number("drift_ppm")?,
+        jitter_samples: count("jitter_milli")? as f64 / 1000.0,
+        frames: count("frames")?,
+        ok: count("ok")?,
+        bits: count("bits")?,
+        instructions: count("instructions")?,
+        min_frame: count("min_frame")?,
+        max_frame: count("max_frame")?,
+    })
+}
+
+/// Builds (or takes `image`), runs the bench and returns every case.
+pub fn measure(board: &Board, image: Option<&Path>) -> anyhow::Result<(Vec<CaseResult>, Value)> {
+    if board.name != "riscv32-virt" {
+        bail!(
+            "--phy10: only on riscv32-virt (its minstret counts instructions exactly under -icount shift=0), not {}",
+            board.name
+        );
+    }
+    let bench = Board {
+        package: PACKAGE,
+        ..*board
+    };
+    let image = image::find_or_build(&bench, image)?;
+    let mut qemu = Qemu::start(&Boot {
+        board: &bench,
+        image: &image,
+        config_blob: None,
+        tap: None,
+        icount: Some("shift=0".into()),
+        netns: None,
+        echo_console: false,
+        serial: false,
+    })?;
+    let lines = qemu.lines_until(DONE_LINE, RUN_TIMEOUT)?;
+    qemu.stop();
+    let cases = lines
+        .iter()
+        .filter(|l| l.starts_with(CASE_LINE))
+        .map(|l| parse_case(l))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if cases.is_empty() {
+        bail!("the phy10 bench image reported no case");
+    }
+    let report = json!({
+        "board": board.name,
+        "isa": board.isa,
+        "method": "QEMU -icount shift=0, minstret read around Decoder::decode",
+        "wire_bits_per_frame": cases[0].bits / cases[0].frames.max(1),
+        "cases": cases.iter().map(CaseResult::to_json).collect::<Vec<_>>(),
+    });
+    Ok((cases, report))
+}
+
+/// The table `linklab emu --phy10` prints.
+pub fn table(board: &Board, cases: &[CaseResult]) -> String {
+    let mut out = format!(
+        "linklab-phy10 decoder on {} ({}), QEMU -icount shift=0, minstret around Decoder::decode\n",
+        board.name, board.isa
+    );
+    out.push_str(
+        "case       oversample drift_ppm jitter_samples frames   ok instructions/bit min/frame max/frame\n",
+    );
+    for c in cases {
+        out.push_str(&format!(
+            "{:<10} {:>10} {:>9} {:>14.3} {:>6} {:>4} {:>16.2} {:>9} {:>9}\n",
+            c.name,
+            c.oversample,
+            c.drift_ppm,
+            c.jitter_samples,
+            c.frames,
+            c.ok,
+            c.per_bit(),
+            c.min_frame,
+            c.max_frame
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_lines_parse() {
+        let c = parse_case(
+            "phy10-bench case=goal-4x+ oversample=4 drift_ppm=-100 jitter_milli=250 frames=16 \
+             ok=15 bits=195328 instructions=976640 min_frame=60000 max_frame=62000",
+        )
+        .unwrap();
+        assert_eq!(c.name, "goal-4x+");
+        assert_eq!(
+            (c.oversample, c.drift_ppm, c.frames, c.ok),
+            (4, -100, 16, 15)
+        );
+        assert_eq!(c.jitter_samples, 0.25);
+        assert_eq!(c.per_bit(), 5.0);
+        assert!(parse_case("phy10-bench case=x oversample=4").is_err());
+        assert!(parse_case("phy10-bench case=x oversample=-4 drift_ppm=0 jitter_milli=0 frames=1 ok=1 bits=1 instructions=1 min_frame=1 max_frame=1").is_err());
+        assert!(parse_case("something else").is_err());
+    }
+}

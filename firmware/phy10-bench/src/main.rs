@@ -1,0 +1,190 @@
+//! linklab-phy10's Manchester decoder on riscv32imac (QEMU `virt`, `-icount shift=0`): for
+//! each case, full-length frames are encoded with linklab-phy10's encoder (2x, the
+//! transmitter), sent through a deterministic drift and jitter model and sampled at the
+//! case's factor ([`line`], shared with the host's `examples/phy_goals.rs`), and decoded;
+//! `minstret` is read around `Decoder::decode` only. One line per case on the UART, then QEMU
+//! is told to exit.
+//!
+//! `linklab emu --board riscv32-virt --phy10` builds this image, runs it and prints the table.
+//! The bring-up (entry, CSRs, UART) is the riscv32-virt board's (`fw_riscv32_virt`).
+#![no_std]
+#![no_main]
+
+#[path = "../../../crates/linklab-phy10/examples/common/line.rs"]
+mod line;
+
+use core::fmt::Write;
+use core::hint::black_box;
+
+use fw_riscv32_virt::{cpu, uart};
+use line::{Line, Rng};
+use linklab_phy10::{encode_frame, words_for_frame, Capture, Decoder, Oversample, RxOutcome};
+
+/// Preamble and SFD, then a 1514-byte frame and its 4-byte FCS (random bytes stand in for
+/// both: the PHY does not look at them).
+const WIRE_LEN: usize = 8 + 1514 + 4;
+/// Transmitter words: the encoding at 2x plus one idle word.
+const TX_WORDS: usize = words_for_frame(WIRE_LEN, Oversample::X2) + 1;
+/// Receiver words: at 8x, 2 % faster than the transmitter at most, plus the idle tail.
+const RX_WORDS: usize = TX_WORDS * 4 + TX_WORDS / 12 + 8;
+
+/// One measured condition.
+struct Case {
+    name: &'static str,
+    line: Line,
+    frames: u32,
+}
+
+const fn case(name: &'static str, oversample: u8, drift_ppm: i32, jitter_milli: u32) -> Case {
+    Case {
+        name,
+        line: Line {
+            samples_per_bit: oversample as u32,
+            drift_ppm,
+            jitter_milli,
+        },
+        frames: 16,
+    }
+}
+
+/// The cases: a clean capture; the two goal points of issue 12 (both signs of drift); 802.3's
+/// receiver jitter (+-13.5 ns: 0.675 sample at 5x, 0.81 at 6x); and the points earlier
+/// figures used (+0.5 % with +-0.25 sample at 4x, +-1 sample at 8x).
+const CASES: [Case; 11] = [
+    case("clean-4x", 4, 0, 0),
+    case("goal-4x+", 4, 100, 250),
+    case("goal-4x-", 4, -100, 250),
+    case("goal-5x+", 5, 5000, 500),
+    case("goal-5x-", 5, -5000, 500),
+    case("ieee-5x+", 5, 5000, 675),
+    case("ieee-5x-", 5, -5000, 675),
+    case("ieee-6x+", 6, 5000, 810),
+    case("ieee-6x-", 6, -5000, 810),
+    case("drift-4x", 4, 5000, 250),
+    case("drift-8x", 8, 5000, 1000),
+];
+
+/// The UART as a `core::fmt` sink.
+struct Console;
+
+impl Write for Console {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        uart::write(s);
+        Ok(())
+    }
+}
+
+/// Totals of one case.
+#[derive(Default)]
+struct Tally {
+    ok: u32,
+    instructions: u64,
+    min: u64,
+    max: u64,
+}
+
+fn run_case(case: &Case, seed: u64, tx: &mut [u32], rx: &mut [u32]) -> Tally {
+    let Some(os) = Oversample::new(case.line.samples_per_bit as u8) else {
+        return Tally::default();
+    };
+    let mut rng = Rng::new(seed);
+    let mut wire = [0u8; WIRE_LEN];
+    // A MAC grant with room to spare, as the MAC's RX queue hands out.
+    let mut out = [0u8; 1600];
+    let mut decoder = Decoder::new(os);
+    let mut tally = Tally {
+        min: u64::MAX,
+        ..Tally::default()
+    };
+    for _ in 0..case.frames {
+        wire[..7].fill(0x55);
+        wire[7] = 0xD5;
+        rng.fill(&mut wire[8..]);
+        // One idle word after TP_IDL, so its falling edge is on the line.
+        if encode_frame(&wire, Oversample::X2, &mut tx[..TX_WORDS]).is_err() {
+            continue;
+        }
+        let rx_samples = line::impair(tx, TX_WORDS * 32, case.line, &mut rng, rx);
+        let capture = Capture::new(black_box(&rx[..]), rx_samples);
+        out.fill(0);
+        let start = cpu::instret();
+        let outcome = decoder.decode(black_box(&capture), black_box(&mut out));
+        let spent = cpu::instret().wrapping_sub(start);
+        tally.instructions += spent;
+        tally.min = tally.min.min(spent);
+        tally.max = tally.max.max(spent);
+        if outcome == (RxOutcome::Frame { len: WIRE_LEN - 8 }) && out[..WIRE_LEN - 8] == wire[8..] {
+            tally.ok += 1;
+        }
+    }
+    tally
+}
+
+#[no_mangle]
+extern "C" fn main_entry() -> ! {
+    let mut console = Console;
+    let _ = writeln!(
+        console,
+        "phy10-bench: {} cases, {WIRE_LEN} bytes on the wire per frame",
+        CASES.len()
+    );
+    // On the stack (it has the RAM above .bss, megabytes).
+    let mut tx = [0u32; TX_WORDS];
+    let mut rx = [0u32; RX_WORDS];
+    let mut all_ok = true;
+    for (i, case) in CASES.iter().enumerate() {
+        let tally = run_case(case, 0x5eed_0000 + i as u64, &mut tx, &mut rx);
+        all_ok &= tally.ok == case.frames;
+        let _ = writeln!(
+            console,
+            "phy10-bench case={} oversample={} drift_ppm={} jitter_milli={} frames={} ok={} \
+             bits={} instructions={} min_frame={} max_frame={}",
+            case.name,
+            case.line.samples_per_bit,
+            case.line.drift_ppm,
+            case.line.jitter_milli,
+            case.frames,
+            tally.ok,
+            u64::from(case.frames) * WIRE_LEN as u64 * 8,
+            tally.instructions,
+            tally.min,
+            tally.max,
+        );
+    }
+    let _ = writeln!(console, "phy10-bench: done");
+    exit(if all_ok { 0 } else { 1 })
+}
+
+/// Ends QEMU through `virt`'s test device (SiFive test finisher at 0x10_0000): status 0 or
+/// `code`.
+fn exit(code: u32) -> ! {
+    const FINISHER: usize = 0x0010_0000;
+    let value = if code == 0 {
+        0x5555
+    } else {
+        (code << 16) | 0x3333
+    };
+    // SAFETY: the test device's register on `virt`.
+    unsafe { core::ptr::write_volatile(FINISHER as *mut u32, value) };
+    loop {
+        cpu::wfi();
+    }
+}
+
+/// Any trap is unexpected here (no interrupt is enabled).
+#[no_mangle]
+extern "C" fn trap_handler() {
+    let _ = writeln!(
+        Console,
+        "phy10-bench: unexpected trap, mcause {:#x} mepc {:#x}",
+        cpu::mcause(),
+        cpu::mepc()
+    );
+    exit(2)
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    let _ = writeln!(Console, "phy10-bench: panic: {info}");
+    exit(3)
+}
