@@ -1,8 +1,9 @@
 //! MAC behaviour: address filter, inter-packet gap, PAUSE (both directions), TAP mode,
 //! the TCP window formula.
 
-mod support;
+mod common;
 
+use common::*;
 use linklab_mac::deframe::RxFormat;
 use linklab_mac::pause::{self, MacControl, PAUSE_DESTINATION};
 use linklab_mac::queue::{FRAME_HEADER_LEN, GRANT_FOOTPRINT};
@@ -13,7 +14,6 @@ use linklab_mac::window::{
 use linklab_mac::{
     Inline, Mac, MacAddr, MacConfig, NoClock, PauseWatermarks, RxQueue, TxError, MIN_QUEUE_CAPACITY,
 };
-use support::*;
 
 fn wire_frame(dst: MacAddr, payload: &[u8]) -> Vec<u8> {
     let mut buf = vec![0u8; 1600];

@@ -2,15 +2,15 @@
 //! the conservation law under any sequence of grants, commits, cancels and reads; for queues
 //! sized at compile time (inline storage) and at run time (heap storage).
 
-mod support;
+mod common;
 
 use bbqueue::nicknames::Churrasco;
+use common::*;
 use linklab_mac::queue::{frames_from, guaranteed_frames, FRAME_HEADER_LEN, GRANT_FOOTPRINT};
 use linklab_mac::{
     Inline, Mac, MacConfig, NoClock, RxQueue, Storage, MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
 };
 use proptest::prelude::*;
-use support::*;
 
 /// Moves a fresh queue's pointers to byte `w` (frames committed and drained); false if `w`
 /// cannot be reached this way (every frame takes 3..=GRANT_FOOTPRINT bytes, and a frame

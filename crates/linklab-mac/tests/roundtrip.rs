@@ -1,11 +1,11 @@
 //! TX → impairment → RX queue → deframe round trips (proptest).
 
-mod support;
+mod common;
 
+use common::*;
 use linklab_mac::impair::shift_into;
 use linklab_mac::{Inline, Mac, MacConfig, NoClock, RxQueue};
 use proptest::prelude::*;
-use support::*;
 
 const Q: usize = 8192;
 

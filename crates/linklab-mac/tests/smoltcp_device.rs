@@ -3,8 +3,9 @@
 //! the counters balance.
 #![cfg(feature = "smoltcp")]
 
-mod support;
+mod common;
 
+use common::*;
 use linklab_mac::impair::shift_into;
 use linklab_mac::queue::RxProducer;
 use linklab_mac::{Inline, Mac, MacConfig, PhyTx, RxQueue};
@@ -13,7 +14,6 @@ use smoltcp::phy::Device;
 use smoltcp::socket::tcp;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
-use support::*;
 
 const N: usize = 16384;
 const RATE: u64 = 10_000_000;

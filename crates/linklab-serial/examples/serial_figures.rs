@@ -1,4 +1,4 @@
-//! The figures of the linklab-serial README, on the simulated line of tests/support (virtual
+//! The figures of the linklab-serial README, on the simulated line of tests/common (virtual
 //! time: deterministic, the same on every machine):
 //!
 //! 1. goodput efficiency per payload size on a clean 115 200 baud line, one way;
@@ -7,12 +7,12 @@
 //!
 //! `cargo run --release -p linklab-serial --example serial_figures`
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
+use common::Sim;
 use linklab_serial::impair::Impairment;
 use linklab_serial::selftest::{Event, PhaseKind, Plan, Tester};
-use support::Sim;
 
 const BAUD115200: u64 = 11_520;
 const MBAUD3: u64 = 300_000;

@@ -1,13 +1,13 @@
-//! The link over a simulated serial line in virtual time (tests/support): impaired, stalled,
+//! The link over a simulated serial line in virtual time (tests/common): impaired, stalled,
 //! restarted. Every test checks what the application sees (each frame once, in order, intact)
 //! and that both ends' counters conserve.
 
-mod support;
+mod common;
 
+use common::{test_frame, Sim};
 use linklab_serial::impair::Impairment;
 use linklab_serial::selftest::{Event, PhaseKind, Plan, Tester};
 use linklab_serial::{Config, Counters, Link, State};
-use support::{test_frame, Sim};
 
 /// A 3 Mbaud UART (8N1): 300 000 bytes/s.
 const MBAUD3: u64 = 300_000;
