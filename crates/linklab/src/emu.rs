@@ -11,6 +11,7 @@ mod board;
 mod image;
 mod lab;
 mod measure;
+mod parts;
 mod qemu;
 
 use std::net::Ipv4Addr;
@@ -34,11 +35,11 @@ pub struct Args {
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
     #[arg(long, value_name = "NAME", value_parser = values::interface_name,
-          required_unless_present_any = ["cost", "throughput"])]
+          required_unless_present_any = ["cost", "throughput", "cost_parts"])]
     tap: Option<String>,
     /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
     #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix,
-          required_unless_present_any = ["cost", "throughput"])]
+          required_unless_present_any = ["cost", "throughput", "cost_parts"])]
     ip: Option<(Ipv4Addr, u8)>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
@@ -56,6 +57,12 @@ pub struct Args {
     /// flash, RAM and peak stack, in a network namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput"])]
     cost: bool,
+    /// Measure instructions per part of the device's work (RX interrupt per frame and per
+    /// byte, main loop per pass, per received and per transmitted frame and byte; riscv32-virt,
+    /// QEMU -icount shift=0, stock iperf3): the data file of linklab bench's riscv32-measured
+    /// profile.
+    #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "icount"])]
+    cost_parts: bool,
     /// Measure TCP throughput both ways with stock iperf3: QEMU free-running, then at a fixed
     /// instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
@@ -65,7 +72,7 @@ pub struct Args {
     /// this process bridges the link to the TAP (as `linklab serial --tap` does).
     #[arg(long, conflicts_with_all = ["cost", "throughput"])]
     serial: bool,
-    /// Write the measurement as JSON to FILE (with --cost or --throughput).
+    /// Write the measurement as JSON to FILE (with --cost, --cost-parts or --throughput).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -75,26 +82,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let board = args.board;
     let shift = args.icount;
     let timeout = Duration::from_secs(args.boot_timeout);
-    if args.json.is_some() && !(args.cost || args.throughput) {
-        bail_usage!("--json: only with --cost or --throughput");
+    if args.json.is_some() && !(args.cost || args.throughput || args.cost_parts) {
+        bail_usage!("--json: only with --cost, --cost-parts or --throughput");
     }
     qemu::require(&board)?;
-    if args.cost || args.throughput {
+    if args.cost || args.throughput || args.cost_parts {
         let image = image::find_or_build(&board, args.image.as_deref())?;
         let result = if args.cost {
             measure::cost(&board, &image)?
+        } else if args.cost_parts {
+            parts::cost_parts(&board, &image)?
         } else {
             measure::throughput(&board, &image, shift.unwrap_or(3))?
         };
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
-            std::fs::write(path, serde_json::to_vec_pretty(&result)?)
+            let mut text = serde_json::to_vec_pretty(&result)?;
+            text.push(b'\n');
+            std::fs::write(path, text)
                 .with_context(|| format!("--json: cannot write {}", path.display()))?;
         }
         return Ok(());
     }
 
-    // clap requires both unless --cost or --throughput, which returned above.
+    // clap requires both unless --cost, --cost-parts or --throughput, which returned above.
     let (Some(tap), Some((ip, prefix))) = (args.tap, args.ip) else {
         bail_usage!("--tap and --ip are required");
     };
