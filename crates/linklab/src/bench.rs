@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use linklab_perf::payload::{BenchFile, BENCH_FILES};
 use linklab_sim::device::RX_FRAMES_RANGE;
 use linklab_sim::limit::tcp_goodput_limit;
+use linklab_sim::measured::Clock;
 use linklab_sim::profile::Profile;
 use linklab_sim::sample_wire::{SampleWireConfig, MAX_DRIFT_PPM};
 use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
@@ -122,6 +123,13 @@ pub struct Args {
     /// iteration, in µs (0..=100000); used to fit it (see linklab-sim's README).
     #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
     pub main_fixed_us: Option<f64>,
+    /// `--profile riscv32-measured` or `niccle-measured`: the CPU clock in MHz (1..=10000) [default: 160, the
+    /// ESP32-C6's]. The emulator's `-icount shift=N` runs at 1000 / 2^N MIPS.
+    #[arg(long, value_name = "MHZ", value_parser = values::ranged(1.0, 10_000.0))]
+    pub mhz: Option<f64>,
+    /// `--profile riscv32-measured` or `niccle-measured`: cycles per instruction (0.1..=100) [default: 1].
+    #[arg(long, value_name = "CPI", value_parser = values::ranged(0.1, 100.0))]
+    pub cpi: Option<f64>,
     /// Watchdog: stop after this many seconds of virtual time (1..=86400).
     #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_virtual_s: f64,
@@ -184,7 +192,20 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
             PhyPath::Samples(cfg)
         }
     };
-    let mut cost = args.profile.cost();
+    let counted = matches!(
+        args.profile,
+        Profile::Riscv32Measured | Profile::NiccleMeasured
+    );
+    if (args.mhz.is_some() || args.cpi.is_some()) && !counted {
+        bail_usage!(
+            "--mhz and --cpi: only with --profile riscv32-measured or niccle-measured (the other profiles are times, not instruction counts)"
+        );
+    }
+    let clock = Clock {
+        mhz: args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
+        cpi: args.cpi.unwrap_or(Clock::ESP32_C6.cpi),
+    };
+    let mut cost = args.profile.cost_at(clock);
     // A bit-banged PHY must enter its interrupt before the preamble (56 bit times) has
     // passed; at 100M/1G Niccle's 750 ns latency is longer than that, so nothing is ever
     // received: refuse instead of running into the watchdog.

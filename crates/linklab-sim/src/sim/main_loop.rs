@@ -37,6 +37,12 @@ impl Sim<'_> {
         let out = &mut self.tx_queue[Node::Device.idx()];
         let before = out.len();
         out.extend(self.mac.phy_mut().0.drain(..));
+        let cost = self.cfg.cost;
+        self.tx_debt_ns += out
+            .iter()
+            .skip(before)
+            .map(|w| cost.tx_ns(w.len()))
+            .sum::<u64>();
         out.len() > before
     }
 
@@ -102,7 +108,7 @@ impl Sim<'_> {
             self.cfg.cost.main_ns(len)
         } else {
             self.cfg.cost.main_ns(0)
-        };
+        } + std::mem::take(&mut self.tx_debt_ns);
         self.main_gen += 1;
         let gen = self.main_gen;
         self.main = MainState::Working {

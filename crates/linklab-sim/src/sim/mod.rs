@@ -97,6 +97,9 @@ struct Sim<'q> {
     committed: VecDeque<usize>,
     dequeued_seen: u64,
     no_poll_before: u64,
+    /// CPU time owed for frames the device transmitted (the profile's per-frame and per-byte
+    /// transmit cost), paid at the start of the next main-loop iteration.
+    tx_debt_ns: u64,
     dev_wake_at: Option<u64>,
     // Host.
     host: Host,
@@ -184,6 +187,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         committed: VecDeque::new(),
         dequeued_seen: 0,
         no_poll_before: 0,
+        tx_debt_ns: 0,
         dev_wake_at: None,
         host,
         host_wake_at: None,
