@@ -48,6 +48,10 @@ pub struct CostModel {
     pub tx_frame_ns: u64,
     /// Per transmitted byte (ps; 0 in the Niccle profiles).
     pub tx_per_byte_ps: u64,
+    /// One main-loop pass ingests every frame committed when it starts, paying
+    /// `main_fixed_ns` once (linklab's firmware); false: one frame per pass (the Niccle fit,
+    /// whose fixed cost was fitted per frame).
+    pub rx_batch: bool,
 }
 
 impl CostModel {
@@ -85,6 +89,7 @@ impl CostModel {
             main_per_byte_ps: clock.ps(p.main_per_rx_byte),
             tx_frame_ns: clock.ns(p.main_per_tx_frame + p.isr_per_tx_frame),
             tx_per_byte_ps: clock.ps(p.main_per_tx_byte),
+            rx_batch: true,
         }
     }
 }
@@ -221,6 +226,7 @@ impl Profile {
                 main_per_byte_ps: 0,
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::NiccleInitial => CostModel {
                 phy: PhyKind::BitBanged,
@@ -234,6 +240,7 @@ impl Profile {
                 main_per_byte_ps: memcpy_ps_per_byte,
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::NiccleMemcpy => CostModel {
                 phy: PhyKind::BitBanged,
@@ -247,6 +254,7 @@ impl Profile {
                 main_per_byte_ps: memcpy_ps_per_byte,
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::NiccleOptimized => CostModel {
                 phy: PhyKind::BitBanged,
@@ -258,6 +266,7 @@ impl Profile {
                 main_per_byte_ps: memcpy_ps_per_byte,
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::Riscv32Measured => CostModel::measured(&MeasuredCounts::compiled_in(), clock),
             Profile::NiccleMeasured => CostModel {
@@ -291,8 +300,14 @@ mod tests {
     fn measured_profile_scales_with_clock_and_cpi() {
         let p = MeasuredCounts::compiled_in().parts;
         let at160 = Profile::Riscv32Measured.cost();
-        assert_eq!(at160.main_fixed_ns, (p.main_per_pass / 160.0).round() as u64);
-        let slow = Profile::Riscv32Measured.cost_at(Clock { mhz: 80.0, cpi: 2.0 });
+        assert_eq!(
+            at160.main_fixed_ns,
+            (p.main_per_pass / 160.0).round() as u64
+        );
+        let slow = Profile::Riscv32Measured.cost_at(Clock {
+            mhz: 80.0,
+            cpi: 2.0,
+        });
         // A quarter of the speed: every time four times as long (within rounding).
         assert!(slow.main_ns(1000).abs_diff(4 * at160.main_ns(1000)) <= 4);
         assert!(slow.tx_ns(1514).abs_diff(4 * at160.tx_ns(1514)) <= 4);
