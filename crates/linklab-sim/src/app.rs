@@ -1,6 +1,8 @@
 //! The device's application, as Niccle's MAC write-up ran it: 10 pings (`smoltcp_ping`),
 //! then a number of HTTP GETs of each bench file (`smoltcp_http_get`), one connection per
-//! GET.
+//! GET. Or, to model the other direction (`--device-sends`), the device sends each file's
+//! bytes to the host's TCP sink instead, from a send buffer the size of linklab's firmware's
+//! (as it serves curl and iperf3 `-R`).
 
 use linklab_perf::http::{expected_crc32, fetch_tcp, Client, HTTP_PORT};
 use linklab_perf::payload::BenchFile;
@@ -16,6 +18,9 @@ pub const PING_INTERVAL_NS: u64 = 1_000_000_000;
 const PING_IDENT: u16 = 0x22b;
 /// First local TCP port; each GET uses the next one.
 const FIRST_LOCAL_PORT: u16 = 49_152;
+/// The device's send buffer with `--device-sends`: two full segments, as linklab's firmware
+/// gives its HTTP and iperf3 sockets (`HTTP_TX`, `IPERF_TCP_TX`).
+pub const DEVICE_SEND_BUFFER: usize = 2 * 1460;
 
 /// One ping's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -73,7 +78,20 @@ enum Phase {
         rep: u32,
         current: Option<Box<Transfer>>,
     },
+    Put {
+        file: usize,
+        rep: u32,
+        current: Option<Upload>,
+    },
     Done,
+}
+
+/// One `--device-sends` transfer: the file's bytes from `connect` until the host has
+/// acknowledged all of them and the FIN, and closed its side.
+struct Upload {
+    handle: SocketHandle,
+    sent: u64,
+    started_ns: u64,
 }
 
 struct Transfer {
@@ -93,13 +111,15 @@ pub struct App {
     phase: Phase,
     next_port: u16,
     closing: Vec<SocketHandle>,
+    device_sends: bool,
     /// Virtual time of the last step that made progress (for the watchdog).
     pub last_progress_ns: u64,
 }
 
 impl App {
     /// An app that pings `host_ip` `pings` times, then GETs each of `files` `gets` times
-    /// with a TCP receive buffer (= window) of `window` bytes.
+    /// with a TCP receive buffer (= window) of `window` bytes (or, with `device_sends`,
+    /// sends each file to the host's sink `gets` times).
     pub fn new(
         sockets: &mut SocketSet<'static>,
         host_ip: Ipv4Address,
@@ -107,6 +127,7 @@ impl App {
         files: Vec<BenchFile>,
         gets: u32,
         window: usize,
+        device_sends: bool,
     ) -> App {
         let rx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 512]);
         let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 512]);
@@ -120,11 +141,7 @@ impl App {
                 next_at: 0,
             }
         } else {
-            Phase::Get {
-                file: 0,
-                rep: 0,
-                current: None,
-            }
+            transfers(device_sends)
         };
         App {
             host_ip,
@@ -136,6 +153,7 @@ impl App {
             phase,
             next_port: FIRST_LOCAL_PORT,
             closing: Vec::new(),
+            device_sends,
             last_progress_ns: 0,
         }
     }
@@ -159,6 +177,21 @@ impl App {
                     None => format!("GET {path} #{} (not started)", rep + 1),
                 }
             }
+            Phase::Put { file, rep, current } => {
+                let path = self.files.get(*file).map(|f| f.path).unwrap_or("?");
+                match current {
+                    Some(u) => {
+                        let s = sockets.get::<tcp::Socket>(u.handle);
+                        format!(
+                            "sending {path} #{} (tcp state {}, {} bytes sent)",
+                            rep + 1,
+                            s.state(),
+                            u.sent
+                        )
+                    }
+                    None => format!("sending {path} #{} (not started)", rep + 1),
+                }
+            }
             Phase::Done => "done".to_string(),
         }
     }
@@ -174,7 +207,7 @@ impl App {
             Phase::Ping {
                 sent_at: Some(t), ..
             } => Some(t + PING_INTERVAL_NS),
-            Phase::Get { current: None, .. } => Some(0),
+            Phase::Get { current: None, .. } | Phase::Put { current: None, .. } => Some(0),
             _ => None,
         }
     }
@@ -205,6 +238,7 @@ impl App {
             let moved = match &mut self.phase {
                 Phase::Ping { .. } => self.step_ping(now_ns, sockets, &mut events),
                 Phase::Get { .. } => self.step_get(now_ns, iface, sockets, &mut events),
+                Phase::Put { .. } => self.step_put(now_ns, iface, sockets, &mut events),
                 Phase::Done => false,
             };
             if events.len() != before || moved {
@@ -272,11 +306,7 @@ impl App {
             }
         }
         if *seq >= self.pings {
-            self.phase = Phase::Get {
-                file: 0,
-                rep: 0,
-                current: None,
-            };
+            self.phase = transfers(self.device_sends);
             return true;
         }
         if sent_at.is_none() && now >= *next_at && socket.can_send() {
@@ -395,6 +425,139 @@ impl App {
             }
         };
         self.closing.push(transfer.handle);
+        events.push(AppEvent::Download(result));
+        *current = None;
+        *rep += 1;
+        true
+    }
+}
+
+/// The phase after the pings.
+fn transfers(device_sends: bool) -> Phase {
+    if device_sends {
+        Phase::Put {
+            file: 0,
+            rep: 0,
+            current: None,
+        }
+    } else {
+        Phase::Get {
+            file: 0,
+            rep: 0,
+            current: None,
+        }
+    }
+}
+
+impl App {
+    /// `--device-sends`: one transfer of a file to the host's sink; returns true if the
+    /// phase changed (step again). The result's CRC32 is the file's; the simulator replaces
+    /// it with what the host's sink computed over the bytes it received.
+    fn step_put(
+        &mut self,
+        now: u64,
+        iface: &mut Interface,
+        sockets: &mut SocketSet<'static>,
+        events: &mut Vec<AppEvent>,
+    ) -> bool {
+        let Phase::Put { file, rep, current } = &mut self.phase else {
+            return false;
+        };
+        let Some(&bench) = self.files.get(*file) else {
+            self.phase = Phase::Done;
+            events.push(AppEvent::Finished);
+            return true;
+        };
+        if *rep >= self.gets {
+            events.push(AppEvent::FileDone(bench));
+            *file += 1;
+            *rep = 0;
+            return true;
+        }
+        let upload = match current {
+            Some(u) => u,
+            None => {
+                let rx = tcp::SocketBuffer::new(vec![0; 1024]);
+                let tx = tcp::SocketBuffer::new(vec![0; DEVICE_SEND_BUFFER]);
+                let mut socket = tcp::Socket::new(rx, tx);
+                // linklab's firmware turns Nagle off (see its README).
+                socket.set_nagle_enabled(false);
+                let port = self.next_port;
+                self.next_port = if port == u16::MAX {
+                    FIRST_LOCAL_PORT
+                } else {
+                    port + 1
+                };
+                let remote = (IpAddress::Ipv4(self.host_ip), crate::host::SINK_PORT);
+                if let Err(e) = socket.connect(iface.context(), remote, port) {
+                    events.push(AppEvent::Download(failed(
+                        bench,
+                        now,
+                        now,
+                        format!("connect: {e}"),
+                    )));
+                    *rep += 1;
+                    return true;
+                }
+                current.insert(Upload {
+                    handle: sockets.add(socket),
+                    sent: 0,
+                    started_ns: now,
+                })
+            }
+        };
+        let socket = sockets.get_mut::<tcp::Socket>(upload.handle);
+        let total = bench.len;
+        while upload.sent < total && socket.can_send() {
+            let offset = upload.sent;
+            let n = socket
+                .send(|buf| {
+                    let n = buf.len().min((total - offset) as usize);
+                    linklab_perf::payload::fill(offset, &mut buf[..n]);
+                    (n, n)
+                })
+                .unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            upload.sent += n as u64;
+            self.last_progress_ns = now;
+        }
+        if upload.sent == total && socket.send_queue() == 0 {
+            socket.close();
+        }
+        let done = upload.sent == total
+            && socket.send_queue() == 0
+            // The host's FIN too, so that the socket leaves `closing` only after this
+            // iteration's egress has acknowledged it.
+            && matches!(socket.state(), tcp::State::TimeWait | tcp::State::Closed);
+        let broken = !done && !socket.is_open();
+        if !done && !broken {
+            return false;
+        }
+        let seconds = (now - upload.started_ns) as f64 / 1e9;
+        let result = if done {
+            DownloadResult {
+                path: bench.path.to_string(),
+                bytes: total,
+                body_bytes: total,
+                seconds,
+                bytes_per_s: if seconds > 0.0 {
+                    total as f64 / seconds
+                } else {
+                    0.0
+                },
+                crc32: expected_crc32(bench),
+                expected_crc32: expected_crc32(bench),
+                status: 200,
+                error: None,
+            }
+        } else {
+            let mut r = failed(bench, upload.started_ns, now, "connection closed".into());
+            r.bytes = upload.sent;
+            r
+        };
+        self.closing.push(upload.handle);
         events.push(AppEvent::Download(result));
         *current = None;
         *rep += 1;

@@ -26,6 +26,29 @@ const SERVER_SOCKETS: usize = 4;
 /// Host socket buffers: like a PC, far larger than any window the device offers.
 const HOST_TCP_BUFFER: usize = 64 * 1024;
 
+/// The port of the host's TCP sink (`--device-sends`): iperf3's, since it plays an iperf3
+/// `-R` client's part (reads everything, closes when the device does).
+pub const SINK_PORT: u16 = 5201;
+
+/// Listening sink sockets.
+const SINK_SOCKETS: usize = 2;
+
+/// One connection the sink read to its end: bytes and their CRC32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SinkResult {
+    /// Bytes received.
+    pub bytes: u64,
+    /// CRC32 of them.
+    pub crc32: u32,
+}
+
+/// A sink socket and what it read so far.
+struct Sink {
+    handle: SocketHandle,
+    bytes: u64,
+    crc: crc32fast::Hasher,
+}
+
 /// What the host's NIC saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HostCounters {
@@ -110,6 +133,8 @@ pub struct Host {
     iface: Interface,
     sockets: SocketSet<'static>,
     servers: Vec<(SocketHandle, Server)>,
+    sinks: Vec<Sink>,
+    finished: VecDeque<SinkResult>,
     counters: HostCounters,
 }
 
@@ -136,13 +161,73 @@ impl Host {
             let _ = s.listen(HTTP_PORT);
             servers.push((sockets.add(s), Server::new()));
         }
+        let sinks = (0..SINK_SOCKETS)
+            .map(|_| {
+                let rx = tcp::SocketBuffer::new(vec![0; HOST_TCP_BUFFER]);
+                let tx = tcp::SocketBuffer::new(vec![0; 1024]);
+                let mut s = tcp::Socket::new(rx, tx);
+                s.set_congestion_control(tcp::CongestionControl::Cubic);
+                let _ = s.listen(SINK_PORT);
+                Sink {
+                    handle: sockets.add(s),
+                    bytes: 0,
+                    crc: crc32fast::Hasher::new(),
+                }
+            })
+            .collect();
         Host {
             nic,
             iface,
             sockets,
             servers,
+            sinks,
+            finished: VecDeque::new(),
             counters: HostCounters::default(),
         }
+    }
+
+    /// The oldest sink connection read to its end and not yet taken.
+    pub fn take_sink_result(&mut self) -> Option<SinkResult> {
+        self.finished.pop_front()
+    }
+
+    /// Reads what the sinks received; closes a sink whose peer closed and listens again
+    /// once it is closed. True if anything changed.
+    fn poll_sinks(&mut self) -> bool {
+        let mut progress = false;
+        for sink in self.sinks.iter_mut() {
+            let s = self.sockets.get_mut::<tcp::Socket>(sink.handle);
+            while let Ok(n) = s.recv(|b| {
+                sink.crc.update(b);
+                (b.len(), b.len())
+            }) {
+                if n == 0 {
+                    break;
+                }
+                sink.bytes += n as u64;
+                progress = true;
+            }
+            match s.state() {
+                tcp::State::CloseWait => {
+                    let crc = std::mem::take(&mut sink.crc);
+                    self.finished.push_back(SinkResult {
+                        bytes: std::mem::take(&mut sink.bytes),
+                        crc32: crc.finalize(),
+                    });
+                    s.close();
+                    progress = true;
+                }
+                tcp::State::Closed | tcp::State::TimeWait => {
+                    s.abort();
+                    let _ = s.listen(SINK_PORT);
+                    sink.bytes = 0;
+                    sink.crc = crc32fast::Hasher::new();
+                    progress = true;
+                }
+                _ => {}
+            }
+        }
+        progress
     }
 
     /// A transmission arrived (after the wire's impairments): check it like a NIC does.
@@ -176,6 +261,7 @@ impl Host {
                 }
                 progress |= before != (socket.send_queue(), socket.recv_queue(), socket.state());
             }
+            progress |= self.poll_sinks();
             if !progress {
                 break;
             }

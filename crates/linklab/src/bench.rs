@@ -94,6 +94,11 @@ pub struct Args {
     /// GETs per file (1..=100).
     #[arg(long, default_value_t = 5, value_parser = values::ranged(1u32, 100))]
     pub gets: u32,
+    /// The device sends each file to the host's TCP sink instead of downloading it, from a
+    /// two-segment send buffer (the direction of curl or iperf3 -R against linklab's
+    /// firmware; the host's sink checks the CRC32 of what arrived).
+    #[arg(long)]
+    pub device_sends: bool,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -241,6 +246,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         pings: args.pings,
         files: args.sizes.clone(),
         gets: args.gets,
+        device_sends: args.device_sends,
         pcap: args.pcap.is_some(),
         phy_path,
         max_virtual_ns: (args.max_virtual_s * 1e9) as u64,
@@ -338,10 +344,14 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         if stats.is_none() && downloads.is_empty() {
             continue;
         }
-        println!(
-            "=== Issuing {} HTTP GET requests for {}",
-            args.gets, file.path
-        );
+        if cfg.device_sends {
+            println!("=== Sending {} {} times to the host's sink", file.path, args.gets);
+        } else {
+            println!(
+                "=== Issuing {} HTTP GET requests for {}",
+                args.gets, file.path
+            );
+        }
         for d in downloads {
             match &d.error {
                 None => {
@@ -351,7 +361,8 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
                         format!("MISMATCH, expected {}", d.expected_crc32)
                     };
                     println!(
-                        "Received {} bytes over {:.3} s ({:.1} kB/sec) with CRC32 {} ({verdict})",
+                        "{} {} bytes over {:.3} s ({:.1} kB/sec) with CRC32 {} ({verdict})",
+                        if cfg.device_sends { "Sent" } else { "Received" },
                         d.bytes,
                         d.seconds,
                         d.bytes_per_s / 1000.0,

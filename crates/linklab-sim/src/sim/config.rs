@@ -65,6 +65,9 @@ pub struct SimConfig {
     pub files: Vec<BenchFile>,
     /// GETs per file.
     pub gets: u32,
+    /// The device sends each file to the host's TCP sink instead of downloading it (the
+    /// direction of curl or iperf3 `-R` against linklab's firmware).
+    pub device_sends: bool,
     /// Record a pcap.
     pub pcap: bool,
     /// Wire model.
@@ -99,6 +102,7 @@ impl Default for SimConfig {
             pings: 10,
             files: BENCH_FILES.to_vec(),
             gets: 5,
+            device_sends: false,
             pcap: false,
             phy_path: PhyPath::Bytes,
             max_virtual_ns: 7_200_000_000_000,

@@ -173,7 +173,20 @@ impl Sim<'_> {
     fn record(&mut self, e: AppEvent) {
         match e {
             AppEvent::Ping(p) => self.pings.push(p),
-            AppEvent::Download(d) => self.downloads.push(d),
+            AppEvent::Download(mut d) => {
+                if self.cfg.device_sends && d.error.is_none() {
+                    // What the host's sink read, not what the device meant to send.
+                    match self.host.take_sink_result() {
+                        Some(r) => {
+                            d.crc32 = r.crc32;
+                            d.bytes = r.bytes;
+                            d.body_bytes = r.bytes;
+                        }
+                        None => d.error = Some("the host's sink saw no complete transfer".into()),
+                    }
+                }
+                self.downloads.push(d)
+            }
             AppEvent::FileDone(f) => {
                 let mac = self.mac.counters();
                 self.file_stats.push(FileStats {

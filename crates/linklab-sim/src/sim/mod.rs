@@ -160,6 +160,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         cfg.files.clone(),
         cfg.gets,
         window,
+        cfg.device_sends,
     );
     let mut sim = Sim {
         pcap: cfg.pcap.then(PcapWriter::new),
