@@ -36,8 +36,12 @@ pub struct Parts {
     /// Main loop per transmitted frame (an ACK or a segment): smoltcp egress, the MAC and
     /// the driver's transmit.
     pub main_per_tx_frame: f64,
-    /// Main loop per transmitted byte: the app writing, checksum, the copy into the frame.
+    /// Main loop per transmitted byte: the app writing (iperf3's source), checksum, the copy
+    /// into the frame.
     pub main_per_tx_byte: f64,
+    /// What the device's HTTP server adds per body byte it sends (generating the bench file's
+    /// text from the offset) on top of `main_per_tx_byte`.
+    pub http_per_tx_byte: f64,
 }
 
 /// The whole data file.

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use linklab_perf::payload::{BenchFile, BENCH_FILES};
 use linklab_sim::device::RX_FRAMES_RANGE;
 use linklab_sim::limit::tcp_goodput_limit;
-use linklab_sim::measured::Clock;
+use linklab_sim::measured::{Clock, MeasuredCounts};
 use linklab_sim::profile::Profile;
 use linklab_sim::sample_wire::{SampleWireConfig, MAX_DRIFT_PPM};
 use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
@@ -26,6 +26,15 @@ pub enum PhyArg {
     Bytes,
     /// Manchester samples through linklab-phy10 (drift, jitter, noise).
     Samples,
+}
+
+/// The device app that sends with `--device-sends`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SendingApp {
+    /// The firmware's iperf3 server under `iperf3 -R`.
+    Iperf3,
+    /// The firmware's HTTP server under curl (generates the bench file's text per byte).
+    Http,
 }
 
 /// A clap value parser for one of linklab-sim's named values: `values` (name, summary) are
@@ -95,10 +104,11 @@ pub struct Args {
     #[arg(long, default_value_t = 5, value_parser = values::ranged(1u32, 100))]
     pub gets: u32,
     /// The device sends each file to the host's TCP sink instead of downloading it, from a
-    /// two-segment send buffer (the direction of curl or iperf3 -R against linklab's
-    /// firmware; the host's sink checks the CRC32 of what arrived).
-    #[arg(long)]
-    pub device_sends: bool,
+    /// two-segment send buffer, as this app of linklab's firmware does (iperf3 -R or curl
+    /// against it); with riscv32-measured the app's own per-byte cost is charged. The host's
+    /// sink checks the CRC32 of what arrived.
+    #[arg(long, value_enum, value_name = "APP")]
+    pub device_sends: Option<SendingApp>,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -211,6 +221,10 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         cpi: args.cpi.unwrap_or(Clock::ESP32_C6.cpi),
     };
     let mut cost = args.profile.cost_at(clock);
+    if counted && args.device_sends == Some(SendingApp::Http) {
+        let http = MeasuredCounts::compiled_in().parts.http_per_tx_byte;
+        cost.tx_per_byte_ps += clock.ps(http);
+    }
     // A bit-banged PHY must enter its interrupt before the preamble (56 bit times) has
     // passed; at 100M/1G Niccle's 750 ns latency is longer than that, so nothing is ever
     // received: refuse instead of running into the watchdog.
@@ -246,7 +260,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         pings: args.pings,
         files: args.sizes.clone(),
         gets: args.gets,
-        device_sends: args.device_sends,
+        device_sends: args.device_sends.is_some(),
         pcap: args.pcap.is_some(),
         phy_path,
         max_virtual_ns: (args.max_virtual_s * 1e9) as u64,

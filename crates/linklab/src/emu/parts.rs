@@ -4,7 +4,8 @@
 //! stock iperf3 moves data both ways with two segment sizes (`-M`) and once paced (`-b`, so
 //! the main loop makes more passes per frame); each transfer gives the firmware's work
 //! counters (`/stats` `cpu.work`) and the MAC's frame and byte counters, less one `/stats`
-//! fetch; a least-squares fit over the transfers gives the parts. Each run's residual is kept
+//! fetch; two curl downloads from the device's HTTP server give that server's own per-byte
+//! cost; a least-squares fit over the transfers gives the parts. Each run's residual is kept
 //! in the output so the fit can be judged.
 
 use std::path::Path;
@@ -19,7 +20,8 @@ use super::lab::Lab;
 /// The command that writes the data file (from the repository root).
 pub const COMMAND: &str = "linklab emu --board riscv32-virt --cost-parts --json crates/linklab-sim/data/riscv32-measured.json";
 
-/// The transfers: iperf3 options after `-c DEVICE -J`.
+/// The transfers: iperf3 options after `-c DEVICE -J`, then curl downloads from the device's
+/// HTTP server (whose body generation costs more per byte than iperf3's source: its own part).
 const RUNS: [&[&str]; 6] = [
     &["-n", "2M"],
     &["-n", "2M", "-M", "536"],
@@ -28,6 +30,8 @@ const RUNS: [&[&str]; 6] = [
     &["-n", "2M", "-R", "-M", "536"],
     &["-n", "1M", "-R", "-M", "1000"],
 ];
+/// The HTTP downloads (paths on the device).
+const HTTP_RUNS: [&str; 2] = ["/1MB.txt", "/100kB.txt"];
 
 /// One transfer's counts (differences of `/stats`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -39,6 +43,8 @@ struct Counts {
     rx_bytes: f64,
     tx_frames: f64,
     tx_bytes: f64,
+    /// Bytes the device's HTTP server sent (its body generation's own per-byte cost).
+    http_bytes: f64,
 }
 
 impl Counts {
@@ -65,6 +71,7 @@ impl Counts {
             rx_bytes: d(&["mac", "rx_bytes"])?,
             tx_frames: d(&["mac", "tx_packets"])?,
             tx_bytes: d(&["mac", "tx_bytes"])?,
+            http_bytes: 0.0,
         })
     }
 
@@ -77,6 +84,7 @@ impl Counts {
             rx_bytes: self.rx_bytes - o.rx_bytes,
             tx_frames: self.tx_frames - o.tx_frames,
             tx_bytes: self.tx_bytes - o.tx_bytes,
+            http_bytes: self.http_bytes,
         }
     }
 
@@ -91,6 +99,7 @@ impl Counts {
             self.rx_bytes,
             self.tx_frames,
             self.tx_bytes,
+            self.http_bytes,
         ]
     }
 }
@@ -158,7 +167,16 @@ pub fn cost_parts(board: &Board, image: &Path) -> anyhow::Result<Value> {
     for opts in RUNS {
         lab.iperf3(opts)?;
         let next = lab.stats()?;
-        runs.push((opts, Counts::between(&prev, &next)?.minus(&fetch)));
+        runs.push((opts.join(" "), Counts::between(&prev, &next)?.minus(&fetch)));
+        prev = next;
+    }
+    for path in HTTP_RUNS {
+        let url = format!("http://{}{path}", super::lab::DEVICE_IP);
+        lab.run(&["curl", "-sS", "--max-time", "60", "-o", "/dev/null", &url])?;
+        let next = lab.stats()?;
+        let mut c = Counts::between(&prev, &next)?.minus(&fetch);
+        c.http_bytes = c.tx_bytes;
+        runs.push((format!("curl {path}"), c));
         prev = next;
     }
     if prev["conservation"]["holds"].as_bool() != Some(true) {
@@ -180,6 +198,7 @@ pub fn cost_parts(board: &Board, image: &Path) -> anyhow::Result<Value> {
         main_per_rx_byte: round3(main[2]),
         main_per_tx_frame: round3(main[3]),
         main_per_tx_byte: round3(main[4]),
+        http_per_tx_byte: round3(main[5]),
     };
     let run_json: Vec<Value> = runs
         .iter()
@@ -187,7 +206,7 @@ pub fn cost_parts(board: &Board, image: &Path) -> anyhow::Result<Value> {
             let pi = dot(&c.isr_row(), &isr);
             let pm = dot(&c.main_row(), &main);
             json!({
-                "iperf3": opts.join(" "),
+                "transfer": opts,
                 "isr": c.isr, "main": c.main, "passes": c.passes,
                 "rx_frames": c.rx_frames, "rx_bytes": c.rx_bytes,
                 "tx_frames": c.tx_frames, "tx_bytes": c.tx_bytes,
@@ -199,8 +218,8 @@ pub fn cost_parts(board: &Board, image: &Path) -> anyhow::Result<Value> {
     let data = MeasuredCounts {
         about: "Instructions per part of the device's work on linklab's riscv32imac firmware \
                 (riscv32-virt, virtio-net), counted with minstret under QEMU -icount shift=0 \
-                over stock iperf3 transfers (each less one /stats fetch), fitted by least \
-                squares; read by linklab-sim's riscv32-measured profile"
+                over stock iperf3 transfers and curl downloads (each less one /stats fetch), \
+                fitted by least squares; read by linklab-sim's riscv32-measured profile"
             .into(),
         command: COMMAND.into(),
         isa: board.isa.into(),
