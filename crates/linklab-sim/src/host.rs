@@ -33,6 +33,40 @@ pub const SINK_PORT: u16 = 5201;
 /// Listening sink sockets.
 const SINK_SOCKETS: usize = 2;
 
+/// What of the host's TCP can be set through smoltcp's public API, to bring it nearer the
+/// Linux PC of Niccle's MAC write-up (its 200 ms minimum RTO and SACK-based recovery cannot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HostTcp {
+    /// CUBIC (smoltcp's starts at a 2048-byte window) or none (the first flight fills the
+    /// receiver's window at once, as Linux's 10-segment initial window does for the device's
+    /// 7-segment window; but no window reduction after a loss).
+    pub cubic: bool,
+    /// Delayed-ACK timeout in ms (smoltcp 10, Linux at least 40; both ACK every second full
+    /// segment at once).
+    pub ack_delay_ms: u64,
+}
+
+impl Default for HostTcp {
+    /// smoltcp's defaults, with CUBIC.
+    fn default() -> HostTcp {
+        HostTcp {
+            cubic: true,
+            ack_delay_ms: 10,
+        }
+    }
+}
+
+impl HostTcp {
+    fn apply(&self, s: &mut tcp::Socket<'_>) {
+        s.set_congestion_control(if self.cubic {
+            tcp::CongestionControl::Cubic
+        } else {
+            tcp::CongestionControl::None
+        });
+        s.set_ack_delay(Some(smoltcp::time::Duration::from_millis(self.ack_delay_ms)));
+    }
+}
+
 /// One connection the sink read to its end: bytes and their CRC32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SinkResult {
@@ -139,8 +173,15 @@ pub struct Host {
 }
 
 impl Host {
-    /// A host with `mac`/`ip` (a /24), listening on port 80.
-    pub fn new(mac: [u8; 6], ip: Ipv4Address, random_seed: u64, now: Instant) -> Host {
+    /// A host with `mac`/`ip` (a /24), listening on port 80 and on the sink's port, its TCP
+    /// set as `tcp` says.
+    pub fn new(
+        mac: [u8; 6],
+        ip: Ipv4Address,
+        random_seed: u64,
+        now: Instant,
+        tcp: HostTcp,
+    ) -> Host {
         let mut nic = HostNic::default();
         let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         config.random_seed = random_seed;
@@ -157,7 +198,7 @@ impl Host {
             s.set_nagle_enabled(true);
             // A PC's TCP has congestion control (Linux: CUBIC): after a timeout it
             // restarts from one segment instead of resending the whole window.
-            s.set_congestion_control(tcp::CongestionControl::Cubic);
+            tcp.apply(&mut s);
             let _ = s.listen(HTTP_PORT);
             servers.push((sockets.add(s), Server::new()));
         }
@@ -166,7 +207,7 @@ impl Host {
                 let rx = tcp::SocketBuffer::new(vec![0; HOST_TCP_BUFFER]);
                 let tx = tcp::SocketBuffer::new(vec![0; 1024]);
                 let mut s = tcp::Socket::new(rx, tx);
-                s.set_congestion_control(tcp::CongestionControl::Cubic);
+                tcp.apply(&mut s);
                 let _ = s.listen(SINK_PORT);
                 Sink {
                     handle: sockets.add(s),

@@ -109,6 +109,16 @@ pub struct Args {
     /// sink checks the CRC32 of what arrived.
     #[arg(long, value_enum, value_name = "APP")]
     pub device_sends: Option<SendingApp>,
+    /// The host's congestion control: cubic (smoltcp's CUBIC, a 2048-byte initial window) or
+    /// none (the first flight fills the device's window, as Linux's 10-segment initial window
+    /// does; no reduction after a loss). The host's 1 s minimum RTO (Linux: 200 ms) and its
+    /// lack of SACK-based recovery are smoltcp's and cannot be set.
+    #[arg(long, default_value = "cubic", value_parser = ["cubic", "none"])]
+    pub host_cc: String,
+    /// The host's delayed-ACK timeout in ms (0..=500): smoltcp's 10 by default, Linux's is at
+    /// least 40. Both ACK every second full segment at once.
+    #[arg(long, default_value_t = 10, value_parser = values::ranged(0u64, 500))]
+    pub host_ack_delay_ms: u64,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -261,6 +271,10 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         files: args.sizes.clone(),
         gets: args.gets,
         device_sends: args.device_sends.is_some(),
+        host_tcp: linklab_sim::host::HostTcp {
+            cubic: args.host_cc == "cubic",
+            ack_delay_ms: args.host_ack_delay_ms,
+        },
         pcap: args.pcap.is_some(),
         phy_path,
         max_virtual_ns: (args.max_virtual_s * 1e9) as u64,

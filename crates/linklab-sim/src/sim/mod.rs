@@ -149,7 +149,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
     iface.update_ip_addrs(|a| {
         let _ = a.push(IpCidr::new(DEVICE_IP.into(), 24));
     });
-    let host = Host::new(HOST_MAC, HOST_IP, rng.gen(), instant(0));
+    let host = Host::new(HOST_MAC, HOST_IP, rng.gen(), instant(0), cfg.host_tcp);
     let auto = mac.tcp_rx_window();
     let window = cfg.tcp_window.unwrap_or(auto);
     let mut sockets = SocketSet::new(Vec::new());
