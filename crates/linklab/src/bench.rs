@@ -346,6 +346,17 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         window_text(cfg, r),
         cfg.seed
     );
+    if matches!(
+        cfg.profile,
+        Profile::Riscv32Measured | Profile::NiccleMeasured
+    ) {
+        println!(
+            "=== instructions counted on riscv32imac ({}) at {} MHz, CPI {}",
+            linklab_sim::measured::DATA_PATH,
+            args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
+            args.cpi.unwrap_or(Clock::ESP32_C6.cpi)
+        );
+    }
     if !r.pings.is_empty() {
         for p in &r.pings {
             match p.rtt_ms {
