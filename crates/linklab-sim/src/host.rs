@@ -63,7 +63,9 @@ impl HostTcp {
         } else {
             tcp::CongestionControl::None
         });
-        s.set_ack_delay(Some(smoltcp::time::Duration::from_millis(self.ack_delay_ms)));
+        s.set_ack_delay(Some(smoltcp::time::Duration::from_millis(
+            self.ack_delay_ms,
+        )));
     }
 }
 

@@ -33,10 +33,7 @@ fn run(clock: Clock, device_sends: bool) -> SimReport {
     payload::fill(0, &mut body);
     let d = &r.downloads[0];
     assert_eq!(d.error, None);
-    assert_eq!(
-        (d.body_bytes, d.crc32),
-        (1_000_000, crc32fast::hash(&body))
-    );
+    assert_eq!((d.body_bytes, d.crc32), (1_000_000, crc32fast::hash(&body)));
     r.check_conservation(cfg.cost.phy).unwrap();
     r
 }
@@ -48,12 +45,36 @@ fn rate(r: &SimReport) -> f64 {
 #[test]
 fn both_directions_complete_and_follow_the_clock() {
     for sends in [false, true] {
-        let fast = rate(&run(Clock { mhz: 62.5, cpi: 1.0 }, sends));
-        let slow = rate(&run(Clock { mhz: 31.25, cpi: 1.0 }, sends));
-        let slow_cpi = rate(&run(Clock { mhz: 62.5, cpi: 2.0 }, sends));
+        let fast = rate(&run(
+            Clock {
+                mhz: 62.5,
+                cpi: 1.0,
+            },
+            sends,
+        ));
+        let slow = rate(&run(
+            Clock {
+                mhz: 31.25,
+                cpi: 1.0,
+            },
+            sends,
+        ));
+        let slow_cpi = rate(&run(
+            Clock {
+                mhz: 62.5,
+                cpi: 2.0,
+            },
+            sends,
+        ));
         let ratio = fast / slow;
-        assert!((1.8..=2.2).contains(&ratio), "sends {sends}: {fast} / {slow}");
+        assert!(
+            (1.8..=2.2).contains(&ratio),
+            "sends {sends}: {fast} / {slow}"
+        );
         // The same instruction rate gives the same run.
-        assert!((slow - slow_cpi).abs() < 1e-6 * slow, "{slow} vs {slow_cpi}");
+        assert!(
+            (slow - slow_cpi).abs() < 1e-6 * slow,
+            "{slow} vs {slow_cpi}"
+        );
     }
 }

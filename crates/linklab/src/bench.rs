@@ -384,7 +384,10 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
             continue;
         }
         if cfg.device_sends {
-            println!("=== Sending {} {} times to the host's sink", file.path, args.gets);
+            println!(
+                "=== Sending {} {} times to the host's sink",
+                file.path, args.gets
+            );
         } else {
             println!(
                 "=== Issuing {} HTTP GET requests for {}",

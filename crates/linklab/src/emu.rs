@@ -4,7 +4,7 @@
 //! user then runs stock ping, curl and iperf3 against the device; Ctrl-C stops QEMU, which
 //! takes its TAP with it, and the blob is removed.
 //!
-//! `--cost` and `--throughput` measure instead, in a namespace of their own
+//! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
 //! ([`measure`]).
 
 mod board;
@@ -63,8 +63,8 @@ pub struct Args {
     /// profile.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "icount"])]
     cost_parts: bool,
-    /// Measure TCP throughput both ways with stock iperf3: QEMU free-running, then at a fixed
-    /// instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
+    /// Measure TCP throughput both ways with stock iperf3, and a curl download of /1MB.txt:
+    /// QEMU free-running, then at a fixed instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
     throughput: bool,
     /// Boot the serial image instead (mps2-an385): no NIC; the network runs over
