@@ -127,11 +127,12 @@ fn least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
             return None;
         }
         m.swap(c, p);
-        for r in 0..n {
+        let pivot = m[c].clone();
+        for (r, row) in m.iter_mut().enumerate() {
             if r != c {
-                let f = m[r][c] / m[c][c];
-                for k in c..=n {
-                    m[r][k] -= f * m[c][k];
+                let f = row[c] / pivot[c];
+                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
+                    *x -= f * p;
                 }
             }
         }
