@@ -302,7 +302,7 @@ mod tests {
         let at160 = Profile::Riscv32Measured.cost();
         assert_eq!(
             at160.main_fixed_ns,
-            (p.main_per_pass / 160.0).round() as u64
+            (p.main_per_pass * 1000.0 / 160.0).round() as u64
         );
         let slow = Profile::Riscv32Measured.cost_at(Clock {
             mhz: 80.0,
