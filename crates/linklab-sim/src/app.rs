@@ -1,6 +1,10 @@
 //! The device's application, as Niccle's MAC write-up ran it: 10 pings (`smoltcp_ping`),
 //! then a number of HTTP GETs of each bench file (`smoltcp_http_get`), one connection per
-//! GET.
+//! GET. Or, to model the other direction (`--device-sends`), the device sends each file's
+//! bytes to the host's TCP sink instead, from a send buffer the size of linklab's firmware's
+//! (as it serves curl and iperf3 `-R`).
+
+mod upload;
 
 use linklab_perf::http::{expected_crc32, fetch_tcp, Client, HTTP_PORT};
 use linklab_perf::payload::BenchFile;
@@ -16,6 +20,9 @@ pub const PING_INTERVAL_NS: u64 = 1_000_000_000;
 const PING_IDENT: u16 = 0x22b;
 /// First local TCP port; each GET uses the next one.
 const FIRST_LOCAL_PORT: u16 = 49_152;
+/// The device's send buffer with `--device-sends`: two full segments, as linklab's firmware
+/// gives its HTTP and iperf3 sockets (`HTTP_TX`, `IPERF_TCP_TX`).
+pub const DEVICE_SEND_BUFFER: usize = 2 * 1460;
 
 /// One ping's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -73,6 +80,11 @@ enum Phase {
         rep: u32,
         current: Option<Box<Transfer>>,
     },
+    Put {
+        file: usize,
+        rep: u32,
+        current: Option<upload::Upload>,
+    },
     Done,
 }
 
@@ -93,13 +105,15 @@ pub struct App {
     phase: Phase,
     next_port: u16,
     closing: Vec<SocketHandle>,
+    device_sends: bool,
     /// Virtual time of the last step that made progress (for the watchdog).
     pub last_progress_ns: u64,
 }
 
 impl App {
     /// An app that pings `host_ip` `pings` times, then GETs each of `files` `gets` times
-    /// with a TCP receive buffer (= window) of `window` bytes.
+    /// with a TCP receive buffer (= window) of `window` bytes (or, with `device_sends`,
+    /// sends each file to the host's sink `gets` times).
     pub fn new(
         sockets: &mut SocketSet<'static>,
         host_ip: Ipv4Address,
@@ -107,6 +121,7 @@ impl App {
         files: Vec<BenchFile>,
         gets: u32,
         window: usize,
+        device_sends: bool,
     ) -> App {
         let rx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 512]);
         let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 512]);
@@ -120,11 +135,7 @@ impl App {
                 next_at: 0,
             }
         } else {
-            Phase::Get {
-                file: 0,
-                rep: 0,
-                current: None,
-            }
+            transfers(device_sends)
         };
         App {
             host_ip,
@@ -136,6 +147,7 @@ impl App {
             phase,
             next_port: FIRST_LOCAL_PORT,
             closing: Vec::new(),
+            device_sends,
             last_progress_ns: 0,
         }
     }
@@ -159,6 +171,21 @@ impl App {
                     None => format!("GET {path} #{} (not started)", rep + 1),
                 }
             }
+            Phase::Put { file, rep, current } => {
+                let path = self.files.get(*file).map(|f| f.path).unwrap_or("?");
+                match current {
+                    Some(u) => {
+                        let s = sockets.get::<tcp::Socket>(u.handle);
+                        format!(
+                            "sending {path} #{} (tcp state {}, {} bytes sent)",
+                            rep + 1,
+                            s.state(),
+                            u.sent
+                        )
+                    }
+                    None => format!("sending {path} #{} (not started)", rep + 1),
+                }
+            }
             Phase::Done => "done".to_string(),
         }
     }
@@ -174,7 +201,7 @@ impl App {
             Phase::Ping {
                 sent_at: Some(t), ..
             } => Some(t + PING_INTERVAL_NS),
-            Phase::Get { current: None, .. } => Some(0),
+            Phase::Get { current: None, .. } | Phase::Put { current: None, .. } => Some(0),
             _ => None,
         }
     }
@@ -205,6 +232,7 @@ impl App {
             let moved = match &mut self.phase {
                 Phase::Ping { .. } => self.step_ping(now_ns, sockets, &mut events),
                 Phase::Get { .. } => self.step_get(now_ns, iface, sockets, &mut events),
+                Phase::Put { .. } => self.step_put(now_ns, iface, sockets, &mut events),
                 Phase::Done => false,
             };
             if events.len() != before || moved {
@@ -272,11 +300,7 @@ impl App {
             }
         }
         if *seq >= self.pings {
-            self.phase = Phase::Get {
-                file: 0,
-                rep: 0,
-                current: None,
-            };
+            self.phase = transfers(self.device_sends);
             return true;
         }
         if sent_at.is_none() && now >= *next_at && socket.can_send() {
@@ -306,29 +330,21 @@ impl App {
         let Phase::Get { file, rep, current } = &mut self.phase else {
             return false;
         };
-        let Some(&bench) = self.files.get(*file) else {
-            self.phase = Phase::Done;
-            events.push(AppEvent::Finished);
-            return true;
+        let bench = match next_file(&self.files, self.gets, file, rep, events) {
+            NextFile::Transfer(b) => b,
+            NextFile::Stepped => return true,
+            NextFile::AllDone => {
+                self.phase = Phase::Done;
+                return true;
+            }
         };
-        if *rep >= self.gets {
-            events.push(AppEvent::FileDone(bench));
-            *file += 1;
-            *rep = 0;
-            return true;
-        }
         let transfer = match current {
             Some(t) => t,
             None => {
                 let rx = tcp::SocketBuffer::new(vec![0; self.window]);
                 let tx = tcp::SocketBuffer::new(vec![0; 1024]);
                 let mut socket = tcp::Socket::new(rx, tx);
-                let port = self.next_port;
-                self.next_port = if port == u16::MAX {
-                    FIRST_LOCAL_PORT
-                } else {
-                    port + 1
-                };
+                let port = take_port(&mut self.next_port);
                 let remote = (IpAddress::Ipv4(self.host_ip), HTTP_PORT);
                 if let Err(e) = socket.connect(iface.context(), remote, port) {
                     events.push(AppEvent::Download(failed(
@@ -399,6 +415,66 @@ impl App {
         *current = None;
         *rep += 1;
         true
+    }
+}
+
+/// What to do next in a phase of transfers.
+enum NextFile {
+    /// Transfer this file (again).
+    Transfer(BenchFile),
+    /// A file's transfers are all done (reported): step again.
+    Stepped,
+    /// Every file is done (reported).
+    AllDone,
+}
+
+/// The next file of `files` to transfer, `gets` times each; reports a file's or the whole
+/// phase's end in `events`.
+fn next_file(
+    files: &[BenchFile],
+    gets: u32,
+    file: &mut usize,
+    rep: &mut u32,
+    events: &mut Vec<AppEvent>,
+) -> NextFile {
+    let Some(&bench) = files.get(*file) else {
+        events.push(AppEvent::Finished);
+        return NextFile::AllDone;
+    };
+    if *rep >= gets {
+        events.push(AppEvent::FileDone(bench));
+        *file += 1;
+        *rep = 0;
+        return NextFile::Stepped;
+    }
+    NextFile::Transfer(bench)
+}
+
+/// The next local TCP port (wrapping to the first ephemeral one).
+fn take_port(next: &mut u16) -> u16 {
+    let port = *next;
+    *next = if port == u16::MAX {
+        FIRST_LOCAL_PORT
+    } else {
+        port + 1
+    };
+    port
+}
+
+/// The phase after the pings.
+fn transfers(device_sends: bool) -> Phase {
+    if device_sends {
+        Phase::Put {
+            file: 0,
+            rep: 0,
+            current: None,
+        }
+    } else {
+        Phase::Get {
+            file: 0,
+            rep: 0,
+            current: None,
+        }
     }
 }
 

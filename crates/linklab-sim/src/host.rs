@@ -26,6 +26,65 @@ const SERVER_SOCKETS: usize = 4;
 /// Host socket buffers: like a PC, far larger than any window the device offers.
 const HOST_TCP_BUFFER: usize = 64 * 1024;
 
+/// The port of the host's TCP sink (`--device-sends`): iperf3's, since it plays an iperf3
+/// `-R` client's part (reads everything, closes when the device does).
+pub const SINK_PORT: u16 = 5201;
+
+/// Listening sink sockets.
+const SINK_SOCKETS: usize = 2;
+
+/// What of the host's TCP can be set through smoltcp's public API, to bring it nearer the
+/// Linux PC of Niccle's MAC write-up (its 200 ms minimum RTO and SACK-based recovery cannot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HostTcp {
+    /// CUBIC (smoltcp's starts at a 2048-byte window) or none (the first flight fills the
+    /// receiver's window at once, as Linux's 10-segment initial window does for the device's
+    /// 7-segment window; but no window reduction after a loss).
+    pub cubic: bool,
+    /// Delayed-ACK timeout in ms (smoltcp 10, Linux at least 40; both ACK every second full
+    /// segment at once).
+    pub ack_delay_ms: u64,
+}
+
+impl Default for HostTcp {
+    /// smoltcp's defaults, with CUBIC.
+    fn default() -> HostTcp {
+        HostTcp {
+            cubic: true,
+            ack_delay_ms: 10,
+        }
+    }
+}
+
+impl HostTcp {
+    fn apply(&self, s: &mut tcp::Socket<'_>) {
+        s.set_congestion_control(if self.cubic {
+            tcp::CongestionControl::Cubic
+        } else {
+            tcp::CongestionControl::None
+        });
+        s.set_ack_delay(Some(smoltcp::time::Duration::from_millis(
+            self.ack_delay_ms,
+        )));
+    }
+}
+
+/// One connection the sink read to its end: bytes and their CRC32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SinkResult {
+    /// Bytes received.
+    pub bytes: u64,
+    /// CRC32 of them.
+    pub crc32: u32,
+}
+
+/// A sink socket and what it read so far.
+struct Sink {
+    handle: SocketHandle,
+    bytes: u64,
+    crc: crc32fast::Hasher,
+}
+
 /// What the host's NIC saw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HostCounters {
@@ -110,12 +169,21 @@ pub struct Host {
     iface: Interface,
     sockets: SocketSet<'static>,
     servers: Vec<(SocketHandle, Server)>,
+    sinks: Vec<Sink>,
+    finished: VecDeque<SinkResult>,
     counters: HostCounters,
 }
 
 impl Host {
-    /// A host with `mac`/`ip` (a /24), listening on port 80.
-    pub fn new(mac: [u8; 6], ip: Ipv4Address, random_seed: u64, now: Instant) -> Host {
+    /// A host with `mac`/`ip` (a /24), listening on port 80 and on the sink's port, its TCP
+    /// set as `tcp` says.
+    pub fn new(
+        mac: [u8; 6],
+        ip: Ipv4Address,
+        random_seed: u64,
+        now: Instant,
+        tcp: HostTcp,
+    ) -> Host {
         let mut nic = HostNic::default();
         let mut config = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         config.random_seed = random_seed;
@@ -132,17 +200,77 @@ impl Host {
             s.set_nagle_enabled(true);
             // A PC's TCP has congestion control (Linux: CUBIC): after a timeout it
             // restarts from one segment instead of resending the whole window.
-            s.set_congestion_control(tcp::CongestionControl::Cubic);
+            tcp.apply(&mut s);
             let _ = s.listen(HTTP_PORT);
             servers.push((sockets.add(s), Server::new()));
         }
+        let sinks = (0..SINK_SOCKETS)
+            .map(|_| {
+                let rx = tcp::SocketBuffer::new(vec![0; HOST_TCP_BUFFER]);
+                let tx = tcp::SocketBuffer::new(vec![0; 1024]);
+                let mut s = tcp::Socket::new(rx, tx);
+                tcp.apply(&mut s);
+                let _ = s.listen(SINK_PORT);
+                Sink {
+                    handle: sockets.add(s),
+                    bytes: 0,
+                    crc: crc32fast::Hasher::new(),
+                }
+            })
+            .collect();
         Host {
             nic,
             iface,
             sockets,
             servers,
+            sinks,
+            finished: VecDeque::new(),
             counters: HostCounters::default(),
         }
+    }
+
+    /// The oldest sink connection read to its end and not yet taken.
+    pub fn take_sink_result(&mut self) -> Option<SinkResult> {
+        self.finished.pop_front()
+    }
+
+    /// Reads what the sinks received; closes a sink whose peer closed and listens again
+    /// once it is closed. True if anything changed.
+    fn poll_sinks(&mut self) -> bool {
+        let mut progress = false;
+        for sink in self.sinks.iter_mut() {
+            let s = self.sockets.get_mut::<tcp::Socket>(sink.handle);
+            while let Ok(n) = s.recv(|b| {
+                sink.crc.update(b);
+                (b.len(), b.len())
+            }) {
+                if n == 0 {
+                    break;
+                }
+                sink.bytes += n as u64;
+                progress = true;
+            }
+            match s.state() {
+                tcp::State::CloseWait => {
+                    let crc = std::mem::take(&mut sink.crc);
+                    self.finished.push_back(SinkResult {
+                        bytes: std::mem::take(&mut sink.bytes),
+                        crc32: crc.finalize(),
+                    });
+                    s.close();
+                    progress = true;
+                }
+                tcp::State::Closed | tcp::State::TimeWait => {
+                    s.abort();
+                    let _ = s.listen(SINK_PORT);
+                    sink.bytes = 0;
+                    sink.crc = crc32fast::Hasher::new();
+                    progress = true;
+                }
+                _ => {}
+            }
+        }
+        progress
     }
 
     /// A transmission arrived (after the wire's impairments): check it like a NIC does.
@@ -176,6 +304,7 @@ impl Host {
                 }
                 progress |= before != (socket.send_queue(), socket.recv_queue(), socket.state());
             }
+            progress |= self.poll_sinks();
             if !progress {
                 break;
             }

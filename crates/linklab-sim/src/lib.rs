@@ -12,6 +12,7 @@
 //!   receive interrupt (on the sample path, linklab-phy10's `RxInterrupt` decoding into the
 //!   MAC's grant).
 //! * [`limit`]: the theoretical TCP goodput limit of the link.
+//! * [`measured`]: the `riscv32-measured` profile's instruction counts (a versioned data file).
 //! * [`pcap`]: the capture of the wire.
 //! * [`sample_wire`]: linklab-phy10's sample-level line (`--phy samples`).
 //! * [`name`]: the error of the `FromStr` impls for named values (profiles, rates, duplex).
@@ -20,6 +21,7 @@ pub mod app;
 pub mod device;
 pub mod host;
 pub mod limit;
+pub mod measured;
 pub mod name;
 pub mod pcap;
 pub mod profile;

@@ -1,6 +1,7 @@
-//! The device's MCU cost model and the four profiles (`ideal`, `niccle-initial`, `niccle-memcpy`,
-//! `niccle-optimized`), with every figure quoted from Niccle's MAC write-up next to the parameter
-//! it sets.
+//! The device's MCU cost model and the profiles: `ideal`; `niccle-initial`, `niccle-memcpy`,
+//! `niccle-optimized`, with every figure quoted from Niccle's MAC write-up next to the parameter
+//! it sets; and `riscv32-measured`, from instructions counted on linklab's riscv32imac firmware
+//! ([`crate::measured`]) at a clock and CPI ([`Clock`]).
 //!
 //! The device CPU is one resource. An interrupt preempts the main loop; the main loop
 //! (smoltcp + the application) runs only when no interrupt runs. With a bit-banged PHY the
@@ -10,6 +11,7 @@
 
 use std::fmt;
 
+use crate::measured::{Clock, MeasuredCounts};
 use crate::name::UnknownName;
 
 /// How the PHY moves bits.
@@ -36,8 +38,20 @@ pub struct CostModel {
     pub isr_per_byte_ps: u64,
     /// Main loop (smoltcp + application) per received frame or timer poll: fixed part (ns).
     pub main_fixed_ns: u64,
+    /// Main loop per received frame on top of `main_fixed_ns` (ns; 0 in the Niccle profiles,
+    /// whose fitted fixed part covers both).
+    pub main_rx_frame_ns: u64,
     /// Main loop per received byte (ps).
     pub main_per_byte_ps: u64,
+    /// Per transmitted frame (smoltcp egress, MAC, driver; ns), paid by the CPU after the
+    /// iteration that sent it (0 in the Niccle profiles).
+    pub tx_frame_ns: u64,
+    /// Per transmitted byte (ps; 0 in the Niccle profiles).
+    pub tx_per_byte_ps: u64,
+    /// One main-loop pass ingests every frame committed when it starts, paying
+    /// `main_fixed_ns` once (linklab's firmware); false: one frame per pass (the Niccle fit,
+    /// whose fixed cost was fitted per frame).
+    pub rx_batch: bool,
 }
 
 impl CostModel {
@@ -49,7 +63,34 @@ impl CostModel {
     /// Main-loop time for one iteration that handles a received transmission of `len`
     /// bytes (0 for a timer poll).
     pub fn main_ns(&self, len: usize) -> u64 {
-        self.main_fixed_ns + self.main_per_byte_ps * len as u64 / 1000
+        if len == 0 {
+            return self.main_fixed_ns;
+        }
+        self.main_fixed_ns + self.main_rx_frame_ns + self.main_per_byte_ps * len as u64 / 1000
+    }
+
+    /// CPU time for transmitting a frame of `len` bytes (beyond what the iteration cost).
+    pub fn tx_ns(&self, len: usize) -> u64 {
+        self.tx_frame_ns + self.tx_per_byte_ps * len as u64 / 1000
+    }
+
+    /// The cost model of instructions counted on linklab's riscv32imac firmware
+    /// (`counts`) at `clock`: a DMA NIC like the measured one (virtio-net), no interrupt
+    /// latency beyond the counted instructions.
+    pub fn measured(counts: &MeasuredCounts, clock: Clock) -> CostModel {
+        let p = &counts.parts;
+        CostModel {
+            phy: PhyKind::Dma,
+            irq_latency_ns: 0,
+            isr_fixed_ns: clock.ns(p.isr_per_rx_frame),
+            isr_per_byte_ps: clock.ps(p.isr_per_rx_byte),
+            main_fixed_ns: clock.ns(p.main_per_pass),
+            main_rx_frame_ns: clock.ns(p.main_per_rx_frame),
+            main_per_byte_ps: clock.ps(p.main_per_rx_byte),
+            tx_frame_ns: clock.ns(p.main_per_tx_frame + p.isr_per_tx_frame),
+            tx_per_byte_ps: clock.ps(p.main_per_tx_byte),
+            rx_batch: true,
+        }
     }
 }
 
@@ -68,15 +109,24 @@ pub enum Profile {
     NiccleMemcpy,
     /// Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM.
     NiccleOptimized,
+    /// Instructions counted on linklab's riscv32imac firmware (QEMU `-icount shift=0`) at a
+    /// clock and CPI (`--mhz`, `--cpi`), with a DMA NIC: no fitted parameter.
+    Riscv32Measured,
+    /// Niccle's final interrupt (bit-banged PHY, 750 ns latency, 2 µs post-processing, from
+    /// the write-up) with the main loop counted on linklab's riscv32imac firmware at a clock
+    /// and CPI: what CPI Niccle's flash-resident main loop must have had.
+    NiccleMeasured,
 }
 
 impl Profile {
     /// Every profile, from the cheapest to Niccle's last.
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 6] = [
         Profile::Ideal,
         Profile::NiccleInitial,
         Profile::NiccleMemcpy,
         Profile::NiccleOptimized,
+        Profile::Riscv32Measured,
+        Profile::NiccleMeasured,
     ];
 
     /// The profile's name, as `FromStr` accepts it.
@@ -86,6 +136,8 @@ impl Profile {
             Profile::NiccleInitial => "niccle-initial",
             Profile::NiccleMemcpy => "niccle-memcpy",
             Profile::NiccleOptimized => "niccle-optimized",
+            Profile::Riscv32Measured => "riscv32-measured",
+            Profile::NiccleMeasured => "niccle-measured",
         }
     }
 
@@ -95,7 +147,9 @@ impl Profile {
             Profile::Ideal => "Zero cost: a DMA PHY, no interrupt latency, no CPU time anywhere. Shows the limit that the protocol and the link set by themselves",
             Profile::NiccleInitial => "Niccle's first MAC: alignment, FCS check and a copy inside the RX interrupt",
             Profile::NiccleMemcpy => "Niccle's intermediate MAC: validation moved out of the interrupt, memcpy in RAM, but still one copy of the frame in the interrupt",
-            Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM",
+            Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM. The main loop's 1080 µs per pass is fitted to the write-up's 620 kB/s: no model from counted instructions reaches it at CPI 1 (see niccle-measured)",
+            Profile::Riscv32Measured => "Instructions counted on linklab's riscv32imac firmware (QEMU -icount shift=0, a DMA NIC) at --mhz and --cpi; no fitted parameter",
+            Profile::NiccleMeasured => "Niccle's final interrupt (bit-banged PHY, from the write-up) with the main loop counted on linklab's riscv32imac firmware at --mhz and --cpi (Niccle's ~620 kB/s needs a CPI near 14: code running from flash through the cache)",
         }
     }
 }
@@ -153,8 +207,13 @@ pub const NICCLE_MEMCPY_FULL_PACKET_NS: u64 = 14_000;
 pub const FITTED_MAIN_FIXED_NS: u64 = 1_080_000;
 
 impl Profile {
-    /// The cost model of this profile.
+    /// The cost model of this profile (`riscv32-measured` at 160 MHz, CPI 1).
     pub fn cost(self) -> CostModel {
+        self.cost_at(Clock::ESP32_C6)
+    }
+
+    /// The cost model of this profile; `clock` only matters for `riscv32-measured`.
+    pub fn cost_at(self, clock: Clock) -> CostModel {
         let memcpy_ps_per_byte = NICCLE_MEMCPY_FULL_PACKET_NS * 1000 / NICCLE_FULL_PACKET;
         match self {
             Profile::Ideal => CostModel {
@@ -163,7 +222,11 @@ impl Profile {
                 isr_fixed_ns: 0,
                 isr_per_byte_ps: 0,
                 main_fixed_ns: 0,
+                main_rx_frame_ns: 0,
                 main_per_byte_ps: 0,
+                tx_frame_ns: 0,
+                tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::NiccleInitial => CostModel {
                 phy: PhyKind::BitBanged,
@@ -173,7 +236,11 @@ impl Profile {
                 isr_per_byte_ps: (NICCLE_INITIAL_ISR_NS - NICCLE_ISR_OVERHEAD_NS) * 1000
                     / NICCLE_FULL_PACKET,
                 main_fixed_ns: FITTED_MAIN_FIXED_NS,
+                main_rx_frame_ns: 0,
                 main_per_byte_ps: memcpy_ps_per_byte,
+                tx_frame_ns: 0,
+                tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::NiccleMemcpy => CostModel {
                 phy: PhyKind::BitBanged,
@@ -183,7 +250,11 @@ impl Profile {
                 isr_fixed_ns: NICCLE_MEMCPY_ISR_NS - NICCLE_MEMCPY_FULL_PACKET_NS,
                 isr_per_byte_ps: memcpy_ps_per_byte,
                 main_fixed_ns: FITTED_MAIN_FIXED_NS,
+                main_rx_frame_ns: 0,
                 main_per_byte_ps: memcpy_ps_per_byte,
+                tx_frame_ns: 0,
+                tx_per_byte_ps: 0,
+                rx_batch: false,
             },
             Profile::NiccleOptimized => CostModel {
                 phy: PhyKind::BitBanged,
@@ -191,7 +262,19 @@ impl Profile {
                 isr_fixed_ns: NICCLE_OPTIMIZED_ISR_NS,
                 isr_per_byte_ps: 0,
                 main_fixed_ns: FITTED_MAIN_FIXED_NS,
+                main_rx_frame_ns: 0,
                 main_per_byte_ps: memcpy_ps_per_byte,
+                tx_frame_ns: 0,
+                tx_per_byte_ps: 0,
+                rx_batch: false,
+            },
+            Profile::Riscv32Measured => CostModel::measured(&MeasuredCounts::compiled_in(), clock),
+            Profile::NiccleMeasured => CostModel {
+                phy: PhyKind::BitBanged,
+                irq_latency_ns: NICCLE_IRQ_LATENCY_NS,
+                isr_fixed_ns: NICCLE_OPTIMIZED_ISR_NS,
+                isr_per_byte_ps: 0,
+                ..CostModel::measured(&MeasuredCounts::compiled_in(), clock)
             },
         }
     }
@@ -211,6 +294,26 @@ mod tests {
             e.contains("\"fast\"") && e.contains("niccle-optimized"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn measured_profile_scales_with_clock_and_cpi() {
+        let p = MeasuredCounts::compiled_in().parts;
+        let at160 = Profile::Riscv32Measured.cost();
+        assert_eq!(
+            at160.main_fixed_ns,
+            (p.main_per_pass * 1000.0 / 160.0).round() as u64
+        );
+        let slow = Profile::Riscv32Measured.cost_at(Clock {
+            mhz: 80.0,
+            cpi: 2.0,
+        });
+        // A quarter of the speed: every time four times as long (within rounding).
+        assert!(slow.main_ns(1000).abs_diff(4 * at160.main_ns(1000)) <= 4);
+        assert!(slow.tx_ns(1514).abs_diff(4 * at160.tx_ns(1514)) <= 4);
+        assert!(at160.isr_ns(1514) > at160.isr_ns(60));
+        assert!(at160.main_ns(0) < at160.main_ns(60));
+        assert_eq!(at160.phy, PhyKind::Dma);
     }
 
     #[test]

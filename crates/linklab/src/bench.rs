@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use linklab_perf::payload::{BenchFile, BENCH_FILES};
 use linklab_sim::device::RX_FRAMES_RANGE;
 use linklab_sim::limit::tcp_goodput_limit;
+use linklab_sim::measured::{Clock, MeasuredCounts};
 use linklab_sim::profile::Profile;
 use linklab_sim::sample_wire::{SampleWireConfig, MAX_DRIFT_PPM};
 use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
@@ -25,6 +26,15 @@ pub enum PhyArg {
     Bytes,
     /// Manchester samples through linklab-phy10 (drift, jitter, noise).
     Samples,
+}
+
+/// The device app that sends with `--device-sends`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SendingApp {
+    /// The firmware's iperf3 server under `iperf3 -R`.
+    Iperf3,
+    /// The firmware's HTTP server under curl (generates the bench file's text per byte).
+    Http,
 }
 
 /// A clap value parser for one of linklab-sim's named values: `values` (name, summary) are
@@ -93,6 +103,22 @@ pub struct Args {
     /// GETs per file (1..=100).
     #[arg(long, default_value_t = 5, value_parser = values::ranged(1u32, 100))]
     pub gets: u32,
+    /// The device sends each file to the host's TCP sink instead of downloading it, from a
+    /// two-segment send buffer, as this app of linklab's firmware does (iperf3 -R or curl
+    /// against it); with riscv32-measured the app's own per-byte cost is charged. The host's
+    /// sink checks the CRC32 of what arrived.
+    #[arg(long, value_enum, value_name = "APP")]
+    pub device_sends: Option<SendingApp>,
+    /// The host's congestion control: cubic (smoltcp's CUBIC, a 2048-byte initial window) or
+    /// none (the first flight fills the device's window, as Linux's 10-segment initial window
+    /// does; no reduction after a loss). The host's 1 s minimum RTO (Linux: 200 ms) and its
+    /// lack of SACK-based recovery are smoltcp's and cannot be set.
+    #[arg(long, default_value = "cubic", value_parser = ["cubic", "none"])]
+    pub host_cc: String,
+    /// The host's delayed-ACK timeout in ms (0..=500): smoltcp's 10 by default, Linux's is at
+    /// least 40. Both ACK every second full segment at once.
+    #[arg(long, default_value_t = 10, value_parser = values::ranged(0u64, 500))]
+    pub host_ack_delay_ms: u64,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -122,6 +148,13 @@ pub struct Args {
     /// iteration, in µs (0..=100000); used to fit it (see linklab-sim's README).
     #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
     pub main_fixed_us: Option<f64>,
+    /// `--profile riscv32-measured` or `niccle-measured`: the CPU clock in MHz (1..=10000) [default: 160, the
+    /// ESP32-C6's]. The emulator's `-icount shift=N` runs at 1000 / 2^N MIPS.
+    #[arg(long, value_name = "MHZ", value_parser = values::ranged(1.0, 10_000.0))]
+    pub mhz: Option<f64>,
+    /// `--profile riscv32-measured` or `niccle-measured`: cycles per instruction (0.1..=100) [default: 1].
+    #[arg(long, value_name = "CPI", value_parser = values::ranged(0.1, 100.0))]
+    pub cpi: Option<f64>,
     /// Watchdog: stop after this many seconds of virtual time (1..=86400).
     #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_virtual_s: f64,
@@ -184,7 +217,24 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
             PhyPath::Samples(cfg)
         }
     };
-    let mut cost = args.profile.cost();
+    let counted = matches!(
+        args.profile,
+        Profile::Riscv32Measured | Profile::NiccleMeasured
+    );
+    if (args.mhz.is_some() || args.cpi.is_some()) && !counted {
+        bail_usage!(
+            "--mhz and --cpi: only with --profile riscv32-measured or niccle-measured (the other profiles are times, not instruction counts)"
+        );
+    }
+    let clock = Clock {
+        mhz: args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
+        cpi: args.cpi.unwrap_or(Clock::ESP32_C6.cpi),
+    };
+    let mut cost = args.profile.cost_at(clock);
+    if counted && args.device_sends == Some(SendingApp::Http) {
+        let http = MeasuredCounts::compiled_in().parts.http_per_tx_byte;
+        cost.tx_per_byte_ps += clock.ps(http);
+    }
     // A bit-banged PHY must enter its interrupt before the preamble (56 bit times) has
     // passed; at 100M/1G Niccle's 750 ns latency is longer than that, so nothing is ever
     // received: refuse instead of running into the watchdog.
@@ -220,6 +270,11 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         pings: args.pings,
         files: args.sizes.clone(),
         gets: args.gets,
+        device_sends: args.device_sends.is_some(),
+        host_tcp: linklab_sim::host::HostTcp {
+            cubic: args.host_cc == "cubic",
+            ack_delay_ms: args.host_ack_delay_ms,
+        },
         pcap: args.pcap.is_some(),
         phy_path,
         max_virtual_ns: (args.max_virtual_s * 1e9) as u64,
@@ -291,6 +346,17 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         window_text(cfg, r),
         cfg.seed
     );
+    if matches!(
+        cfg.profile,
+        Profile::Riscv32Measured | Profile::NiccleMeasured
+    ) {
+        println!(
+            "=== instructions counted on riscv32imac ({}) at {} MHz, CPI {}",
+            linklab_sim::measured::DATA_PATH,
+            args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
+            args.cpi.unwrap_or(Clock::ESP32_C6.cpi)
+        );
+    }
     if !r.pings.is_empty() {
         for p in &r.pings {
             match p.rtt_ms {
@@ -317,10 +383,17 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         if stats.is_none() && downloads.is_empty() {
             continue;
         }
-        println!(
-            "=== Issuing {} HTTP GET requests for {}",
-            args.gets, file.path
-        );
+        if cfg.device_sends {
+            println!(
+                "=== Sending {} {} times to the host's sink",
+                file.path, args.gets
+            );
+        } else {
+            println!(
+                "=== Issuing {} HTTP GET requests for {}",
+                args.gets, file.path
+            );
+        }
         for d in downloads {
             match &d.error {
                 None => {
@@ -330,7 +403,8 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
                         format!("MISMATCH, expected {}", d.expected_crc32)
                     };
                     println!(
-                        "Received {} bytes over {:.3} s ({:.1} kB/sec) with CRC32 {} ({verdict})",
+                        "{} {} bytes over {:.3} s ({:.1} kB/sec) with CRC32 {} ({verdict})",
+                        if cfg.device_sends { "Sent" } else { "Received" },
                         d.bytes,
                         d.seconds,
                         d.bytes_per_s / 1000.0,

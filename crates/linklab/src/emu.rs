@@ -4,13 +4,14 @@
 //! user then runs stock ping, curl and iperf3 against the device; Ctrl-C stops QEMU, which
 //! takes its TAP with it, and the blob is removed.
 //!
-//! `--cost` and `--throughput` measure instead, in a namespace of their own
+//! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
 //! ([`measure`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
 
 mod board;
 mod image;
 mod lab;
 mod measure;
+mod parts;
 mod phy10;
 mod qemu;
 
@@ -35,11 +36,11 @@ pub struct Args {
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
     #[arg(long, value_name = "NAME", value_parser = values::interface_name,
-          required_unless_present_any = ["cost", "throughput", "phy10"])]
+          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts"])]
     tap: Option<String>,
     /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
     #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix,
-          required_unless_present_any = ["cost", "throughput", "phy10"])]
+          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts"])]
     ip: Option<(Ipv4Addr, u8)>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
@@ -57,21 +58,27 @@ pub struct Args {
     /// flash, RAM and peak stack, in a network namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput"])]
     cost: bool,
-    /// Measure TCP throughput both ways with stock iperf3: QEMU free-running, then at a fixed
-    /// instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
+    /// Measure instructions per part of the device's work (RX interrupt per frame and per
+    /// byte, main loop per pass, per received and per transmitted frame and byte; riscv32-virt,
+    /// QEMU -icount shift=0, stock iperf3): the data file of linklab bench's riscv32-measured
+    /// profile.
+    #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "icount"])]
+    cost_parts: bool,
+    /// Measure TCP throughput both ways with stock iperf3, and a curl download of /1MB.txt:
+    /// QEMU free-running, then at a fixed instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
     throughput: bool,
     /// Boot the serial image instead (mps2-an385): no NIC; the network runs over
     /// linklab-serial's link on the board's UART1, which QEMU puts on a pseudo-terminal, and
     /// this process bridges the link to the TAP (as `linklab serial --tap` does).
-    #[arg(long, conflicts_with_all = ["cost", "throughput"])]
+    #[arg(long, conflicts_with_all = ["cost", "throughput", "cost_parts"])]
     serial: bool,
     /// Count linklab-phy10's Manchester decoder on the board's ISA (riscv32-virt): instructions
     /// per bit of full-length frames under drift and jitter, QEMU -icount shift=0; fails if a
     /// frame is not decoded bit-exact.
-    #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount", "serial"])]
+    #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount", "serial", "cost_parts"])]
     phy10: bool,
-    /// Write the measurement as JSON to FILE (with --cost, --throughput or --phy10).
+    /// Write the measurement as JSON to FILE (with --cost, --cost-parts, --throughput or --phy10).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -81,8 +88,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let board = args.board;
     let shift = args.icount;
     let timeout = Duration::from_secs(args.boot_timeout);
-    if args.json.is_some() && !(args.cost || args.throughput || args.phy10) {
-        bail_usage!("--json: only with --cost, --throughput or --phy10");
+    if args.json.is_some() && !(args.cost || args.throughput || args.cost_parts || args.phy10) {
+        bail_usage!("--json: only with --cost, --cost-parts, --throughput or --phy10");
     }
     qemu::require(&board)?;
     if args.phy10 {
@@ -98,22 +105,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if args.cost || args.throughput {
+    if args.cost || args.throughput || args.cost_parts {
         let image = image::find_or_build(&board, args.image.as_deref())?;
         let result = if args.cost {
             measure::cost(&board, &image)?
+        } else if args.cost_parts {
+            parts::cost_parts(&board, &image)?
         } else {
             measure::throughput(&board, &image, shift.unwrap_or(3))?
         };
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
-            std::fs::write(path, serde_json::to_vec_pretty(&result)?)
+            let mut text = serde_json::to_vec_pretty(&result)?;
+            text.push(b'\n');
+            std::fs::write(path, text)
                 .with_context(|| format!("--json: cannot write {}", path.display()))?;
         }
         return Ok(());
     }
 
-    // clap requires both unless --cost or --throughput, which returned above.
+    // clap requires both unless --cost, --cost-parts or --throughput, which returned above.
     let (Some(tap), Some((ip, prefix))) = (args.tap, args.ip) else {
         bail_usage!("--tap and --ip are required");
     };

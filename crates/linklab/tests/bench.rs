@@ -257,7 +257,7 @@ fn any_queue_size_from_2_to_1024_frames_runs() {
 
 #[test]
 fn bad_options_name_the_option_and_the_range() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--loss", "2"], "--loss"),
         (&["--ber", "0.5"], "--ber"),
         (&["--rx-frames", "1025"], "--rx-frames"),
@@ -266,6 +266,10 @@ fn bad_options_name_the_option_and_the_range() {
         (&["--sizes", "7GB"], "--sizes"),
         (&["--gets", "0"], "--gets"),
         (&["--phy", "samples", "--jitter", "9"], "--jitter"),
+        (&["--mhz", "160"], "--mhz"),
+        (&["--profile", "riscv32-measured", "--mhz", "0"], "--mhz"),
+        (&["--profile", "riscv32-measured", "--cpi", "x"], "--cpi"),
+        (&["--device-sends", "ftp"], "--device-sends"),
     ];
     for (args, option) in cases {
         let out = bench(args);
@@ -278,6 +282,38 @@ fn bad_options_name_the_option_and_the_range() {
             "{args:?}: one line expected: {err}"
         );
     }
+}
+
+/// The counted profile sends with `--device-sends http` and prints its clock; every transfer's
+/// CRC32 (computed by the host's sink over what arrived) is the file's.
+#[test]
+fn measured_profile_sends_and_the_sink_checks_every_byte() {
+    let out = bench(&[
+        "--profile",
+        "riscv32-measured",
+        "--mhz",
+        "50",
+        "--cpi",
+        "1.5",
+        "--device-sends",
+        "http",
+        "--sizes",
+        "10kB,100kB",
+        "--gets",
+        "2",
+        "--pings",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("at 50 MHz, CPI 1.5"), "{text}");
+    let sent: Vec<&str> = text.lines().filter(|l| l.starts_with("Sent ")).collect();
+    assert_eq!(sent.len(), 4, "{text}");
+    assert!(sent.iter().all(|l| l.ends_with("(ok)")), "{text}");
 }
 
 #[test]

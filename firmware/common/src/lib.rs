@@ -312,6 +312,7 @@ pub fn run<B: Board, T: PhyTx>(
             .flatten()
             .min();
         work.main = work.main.wrapping_add(awake.net(&mut board));
+        work.loops = work.loops.wrapping_add(1);
         if deadline.is_some_and(|d| d <= t) {
             continue;
         }

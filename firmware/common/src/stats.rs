@@ -28,6 +28,8 @@ pub struct LayerWork {
     pub apps: u64,
     /// The whole main loop while awake (including `stack` and `apps`, excluding `isr`).
     pub main: u64,
+    /// Passes of the main loop (to tell a pass's fixed cost from the work per frame).
+    pub loops: u64,
 }
 
 /// What the CPU did since boot.
@@ -164,8 +166,8 @@ impl Snapshot<'_, '_> {
         )?;
         write!(
             w,
-            ",\"work\":{{\"isr\":{},\"stack\":{},\"apps\":{},\"main\":{}}}",
-            c.work.isr, c.work.stack, c.work.apps, c.work.main
+            ",\"work\":{{\"isr\":{},\"stack\":{},\"apps\":{},\"main\":{},\"loops\":{}}}",
+            c.work.isr, c.work.stack, c.work.apps, c.work.main, c.work.loops
         )?;
         write!(
             w,
@@ -220,6 +222,7 @@ mod tests {
                     stack: 2,
                     apps: 3,
                     main: 6,
+                    loops: 4,
                 },
             },
             link_up: true,
@@ -242,6 +245,7 @@ mod tests {
         assert_eq!(v["cpu"]["busy_ns"], 10_345_000_000u64);
         assert_eq!(v["cpu"]["work_unit"], "ns awake");
         assert_eq!(v["cpu"]["work"]["apps"], 3);
+        assert_eq!(v["cpu"]["work"]["loops"], 4);
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
         assert_eq!(v["tcp"].as_array().unwrap().len(), 0);

@@ -65,6 +65,11 @@ pub struct SimConfig {
     pub files: Vec<BenchFile>,
     /// GETs per file.
     pub gets: u32,
+    /// The device sends each file to the host's TCP sink instead of downloading it (the
+    /// direction of curl or iperf3 `-R` against linklab's firmware).
+    pub device_sends: bool,
+    /// The host's TCP settings (smoltcp's defaults with CUBIC unless changed).
+    pub host_tcp: crate::host::HostTcp,
     /// Record a pcap.
     pub pcap: bool,
     /// Wire model.
@@ -99,6 +104,8 @@ impl Default for SimConfig {
             pings: 10,
             files: BENCH_FILES.to_vec(),
             gets: 5,
+            device_sends: false,
+            host_tcp: crate::host::HostTcp::default(),
             pcap: false,
             phy_path: PhyPath::Bytes,
             max_virtual_ns: 7_200_000_000_000,

@@ -18,7 +18,8 @@ pub(super) enum MainState {
         gen: u64,
         remaining: u64,
         resumed_at: Option<u64>,
-        rx: bool,
+        /// Committed frames this iteration ingests (0: a timer poll).
+        rx: usize,
     },
 }
 
@@ -37,6 +38,12 @@ impl Sim<'_> {
         let out = &mut self.tx_queue[Node::Device.idx()];
         let before = out.len();
         out.extend(self.mac.phy_mut().0.drain(..));
+        let cost = self.cfg.cost;
+        self.tx_debt_ns += out
+            .iter()
+            .skip(before)
+            .map(|w| cost.tx_ns(w.len()))
+            .sum::<u64>();
         out.len() > before
     }
 
@@ -84,12 +91,20 @@ impl Sim<'_> {
             self.set_dev_wake(at);
             return;
         }
-        let (rx, len) = match self.committed.front() {
-            Some(&len) => (true, len),
+        let cost = self.cfg.cost;
+        let (rx, work) = match self.committed.front() {
+            // One pass ingests every committed frame (the firmware's loop) or one frame
+            // per pass (the Niccle fit): the pass's fixed cost once, each frame's on top.
+            Some(_) if cost.rx_batch => {
+                let each: u64 = self.committed.iter().map(|&l| cost.main_ns(l)).sum();
+                let n = self.committed.len();
+                (n, each - (n as u64 - 1) * cost.main_fixed_ns)
+            }
+            Some(&len) => (1, cost.main_ns(len)),
             None => {
                 let due = self.device_timer();
                 match due {
-                    Some(t) if t.max(self.no_poll_before) <= self.now => (false, 0),
+                    Some(t) if t.max(self.no_poll_before) <= self.now => (0, cost.main_ns(0)),
                     Some(t) => {
                         self.set_dev_wake(t.max(self.no_poll_before));
                         return;
@@ -98,11 +113,7 @@ impl Sim<'_> {
                 }
             }
         };
-        let cost = if rx {
-            self.cfg.cost.main_ns(len)
-        } else {
-            self.cfg.cost.main_ns(0)
-        };
+        let cost = work + std::mem::take(&mut self.tx_debt_ns);
         self.main_gen += 1;
         let gen = self.main_gen;
         self.main = MainState::Working {
@@ -131,9 +142,11 @@ impl Sim<'_> {
         }
         self.main = MainState::Idle;
         let now = instant(self.now);
-        if rx {
+        for _ in 0..rx {
             self.iface
                 .poll_ingress_single(now, &mut self.mac, &mut self.sockets);
+        }
+        if rx > 0 {
             let dequeued = self.mac.counters().rx_dequeued;
             for _ in self.dequeued_seen..dequeued {
                 self.committed.pop_front();
@@ -144,7 +157,7 @@ impl Sim<'_> {
         self.iface
             .poll_egress(now, &mut self.mac, &mut self.sockets);
         let sent = self.take_mac_tx();
-        if !rx && !sent && events.is_empty() {
+        if rx == 0 && !sent && events.is_empty() {
             // A timer poll that did nothing: do not spin at the same instant.
             self.no_poll_before = self.now + 1_000;
         }
@@ -160,7 +173,20 @@ impl Sim<'_> {
     fn record(&mut self, e: AppEvent) {
         match e {
             AppEvent::Ping(p) => self.pings.push(p),
-            AppEvent::Download(d) => self.downloads.push(d),
+            AppEvent::Download(mut d) => {
+                if self.cfg.device_sends && d.error.is_none() {
+                    // What the host's sink read, not what the device meant to send.
+                    match self.host.take_sink_result() {
+                        Some(r) => {
+                            d.crc32 = r.crc32;
+                            d.bytes = r.bytes;
+                            d.body_bytes = r.bytes;
+                        }
+                        None => d.error = Some("the host's sink saw no complete transfer".into()),
+                    }
+                }
+                self.downloads.push(d)
+            }
             AppEvent::FileDone(f) => {
                 let mac = self.mac.counters();
                 self.file_stats.push(FileStats {

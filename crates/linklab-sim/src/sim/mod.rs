@@ -97,6 +97,9 @@ struct Sim<'q> {
     committed: VecDeque<usize>,
     dequeued_seen: u64,
     no_poll_before: u64,
+    /// CPU time owed for frames the device transmitted (the profile's per-frame and per-byte
+    /// transmit cost), paid at the start of the next main-loop iteration.
+    tx_debt_ns: u64,
     dev_wake_at: Option<u64>,
     // Host.
     host: Host,
@@ -146,7 +149,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
     iface.update_ip_addrs(|a| {
         let _ = a.push(IpCidr::new(DEVICE_IP.into(), 24));
     });
-    let host = Host::new(HOST_MAC, HOST_IP, rng.gen(), instant(0));
+    let host = Host::new(HOST_MAC, HOST_IP, rng.gen(), instant(0), cfg.host_tcp);
     let auto = mac.tcp_rx_window();
     let window = cfg.tcp_window.unwrap_or(auto);
     let mut sockets = SocketSet::new(Vec::new());
@@ -157,6 +160,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         cfg.files.clone(),
         cfg.gets,
         window,
+        cfg.device_sends,
     );
     let mut sim = Sim {
         pcap: cfg.pcap.then(PcapWriter::new),
@@ -184,6 +188,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         committed: VecDeque::new(),
         dequeued_seen: 0,
         no_poll_before: 0,
+        tx_debt_ns: 0,
         dev_wake_at: None,
         host,
         host_wake_at: None,

@@ -143,18 +143,41 @@ fn mbps(report: &Value, key: &str) -> f64 {
     (bps / 1e4).round() / 100.0
 }
 
-/// Stock iperf3 TCP both ways, QEMU free-running and at a fixed instruction rate.
+/// Stock curl downloading `path` from the device (the device sends): bytes per second of
+/// body, as curl measures it (`%{speed_download}`).
+fn http_download_bytes_per_s(lab: &Lab, path: &str) -> anyhow::Result<f64> {
+    let url = format!("http://{}{path}", super::lab::DEVICE_IP);
+    let out = lab.run(&[
+        "curl",
+        "-sS",
+        "--max-time",
+        "60",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{speed_download}",
+        &url,
+    ])?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .parse::<f64>()
+        .with_context(|| format!("curl printed no speed: {text:?}"))
+}
+
+/// Stock iperf3 TCP both ways and a curl download of /1MB.txt (the device sends), QEMU free-running and at a fixed instruction rate.
 pub fn throughput(board: &Board, image: &Path, shift: u32) -> anyhow::Result<Value> {
     let mut runs = Vec::new();
     for icount in [None, Some(format!("shift={shift},align=on,sleep=on"))] {
         let lab = Lab::boot(board, image, icount.clone())?;
         let rx = lab.iperf3(&["-t", THROUGHPUT_SECONDS])?;
         let tx = lab.iperf3(&["-t", THROUGHPUT_SECONDS, "-R"])?;
+        let http = http_download_bytes_per_s(&lab, "/1MB.txt")?;
         runs.push(json!({
             "icount": icount,
             "mips": icount.as_ref().map(|_| 1000.0 / f64::from(1u32 << shift)),
             "rx_mbps": mbps(&rx, "sum_received"),
             "tx_mbps": mbps(&tx, "sum_received"),
+            "http_1mb_kB_per_s": (http / 100.0).round() / 10.0,
         }));
     }
     Ok(json!({ "board": board.name, "isa": board.isa, "runs": runs }))
