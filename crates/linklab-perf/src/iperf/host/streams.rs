@@ -1,0 +1,256 @@
+//! The data streams of a test and one turn of the event loop: wait for readiness or the
+//! session's next deadline, then read and write what the session allows.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+use std::vec::Vec;
+
+use super::control::Control;
+use super::{now_us, sys, Error};
+use crate::iperf::session::Session;
+use crate::iperf::stream::Micros;
+use crate::iperf::wire;
+
+/// A data stream socket; a server UDP stream is the shared socket plus the peer address.
+pub(super) enum DataSock {
+    Tcp(TcpStream),
+    Udp(UdpSocket, Option<SocketAddr>),
+}
+
+/// What became ready in one event-loop turn.
+pub(super) struct Ready {
+    /// The control connection is readable.
+    pub(super) ctrl: bool,
+    /// The extra descriptors (server: listener, UDP socket) are readable.
+    pub(super) extra: [bool; 2],
+}
+
+/// Open data streams, in session stream order, and the buffers they use.
+pub(super) struct DataStreams {
+    pub(super) streams: Vec<Option<DataSock>>,
+    /// Server: the shared UDP socket (streams are told apart by peer address).
+    pub(super) udp: Option<Arc<UdpSocket>>,
+    pub(super) udp_peers: Vec<SocketAddr>,
+    pub(super) buf: Vec<u8>,
+}
+
+/// Most reads or writes per stream per loop turn, so the control connection stays served.
+pub(super) const BURST: usize = 64;
+
+impl DataStreams {
+    pub(super) fn new(block: usize) -> Self {
+        let mut buf = std::vec![0u8; block.clamp(64 * 1024, wire::MAX_BLOCK_LEN)];
+        // Non-zero filler so compression on the path cannot flatter the numbers.
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3];
+        }
+        Self {
+            streams: Vec::new(),
+            udp: None,
+            udp_peers: Vec::new(),
+            buf,
+        }
+    }
+
+    pub(super) fn close_all(&mut self) {
+        for s in self.streams.iter_mut() {
+            if let Some(DataSock::Tcp(t)) = s.take() {
+                let _ = t.shutdown(Shutdown::Both);
+            }
+        }
+        self.streams.clear();
+        self.udp_peers.clear();
+    }
+
+    pub(super) fn open_count(&self) -> usize {
+        self.streams.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// One turn of the event loop: wait for readiness or the session's deadline, then move
+    /// data. Data is handled before control bytes (the caller reads control after), so
+    /// data that arrived before TEST_END is still counted. `extra` is polled for
+    /// readability too (server listener and UDP socket).
+    pub(super) fn step(
+        &mut self,
+        session: &mut Session,
+        ctrl: &Control,
+        extra: Option<&[RawFd]>,
+    ) -> Result<Ready, Error> {
+        let now = now_us();
+        session.poll(now);
+        let reading = session.should_read();
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(self.streams.len() + 4);
+        let mut map: Vec<usize> = Vec::new();
+        if let Some(fd) = ctrl.fd() {
+            fds.push(sys::pollfd(fd, libc::POLLIN));
+        }
+        let ctrl_slots = fds.len();
+        for (i, s) in self.streams.iter().enumerate() {
+            let Some(sock) = s else { continue };
+            let sender = session.streams().get(i).is_some_and(|st| st.sender);
+            let mut ev = 0;
+            if reading && !sender {
+                ev |= libc::POLLIN;
+            }
+            if sender && self.may_send(session, i, now) {
+                ev |= libc::POLLOUT;
+            }
+            match sock {
+                DataSock::Udp(_, Some(_)) => {
+                    // Server UDP stream: reads happen on the shared socket.
+                    ev &= !libc::POLLIN;
+                    if ev != 0 {
+                        if let Some(u) = &self.udp {
+                            fds.push(sys::pollfd(u.as_raw_fd(), ev));
+                            map.push(i);
+                        }
+                    }
+                }
+                DataSock::Tcp(t) if ev != 0 => {
+                    fds.push(sys::pollfd(t.as_raw_fd(), ev));
+                    map.push(i);
+                }
+                DataSock::Udp(u, None) if ev != 0 => {
+                    fds.push(sys::pollfd(u.as_raw_fd(), ev));
+                    map.push(i);
+                }
+                _ => {}
+            }
+        }
+        let extra_start = fds.len();
+        for fd in extra.unwrap_or(&[]) {
+            fds.push(sys::pollfd(*fd, libc::POLLIN));
+        }
+        let timeout = session
+            .poll_at()
+            .map(|t| Duration::from_micros(t.saturating_sub(now)))
+            .unwrap_or(Duration::from_millis(100))
+            .min(Duration::from_millis(100));
+        sys::ppoll(&mut fds, timeout)?;
+        for (k, &i) in map.iter().enumerate() {
+            let re = fds[ctrl_slots + k].revents;
+            if re == 0 {
+                continue;
+            }
+            if re & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && reading {
+                self.read_stream(session, i);
+            }
+            if re & libc::POLLOUT != 0 {
+                self.write_stream(session, i);
+            }
+        }
+        let mut ready = Ready {
+            ctrl: ctrl_slots == 1 && fds[0].revents != 0,
+            extra: [false; 2],
+        };
+        for (j, r) in ready.extra.iter_mut().enumerate() {
+            *r = fds.get(extra_start + j).is_some_and(|p| p.revents != 0);
+        }
+        Ok(ready)
+    }
+
+    fn may_send(&self, session: &Session, i: usize, now: Micros) -> bool {
+        session.may_send(i, now)
+    }
+
+    fn read_stream(&mut self, session: &mut Session, i: usize) {
+        let Some(Some(sock)) = self.streams.get_mut(i) else {
+            return;
+        };
+        let mut closed = false;
+        match sock {
+            DataSock::Tcp(t) => {
+                for _ in 0..BURST {
+                    match t.read(&mut self.buf) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Ok(n) => session.on_tcp_received(i, n, now_us()),
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(_) => {
+                            closed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            DataSock::Udp(u, None) => {
+                for _ in 0..BURST {
+                    match u.recv(&mut self.buf) {
+                        Ok(n) => session.on_udp_received(i, &self.buf[..n], now_us()),
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+            DataSock::Udp(_, Some(_)) => {}
+        }
+        if closed {
+            // End of stream is not a failure, as in iperf3 (whose reader treats 0 bytes as
+            // nothing to count): a sender closes its streams at TEST_END, and that FIN can
+            // arrive before the TEST_END byte on the control connection. Stop polling it;
+            // the control connection decides how the test ends.
+            self.streams[i] = None;
+        }
+    }
+
+    fn write_stream(&mut self, session: &mut Session, i: usize) {
+        let Some(Some(sock)) = self.streams.get_mut(i) else {
+            return;
+        };
+        let mut failed = false;
+        for _ in 0..BURST {
+            let now = now_us();
+            match sock {
+                DataSock::Tcp(t) => {
+                    let budget = session.tcp_send_budget(i, now).min(self.buf.len());
+                    if budget == 0 {
+                        break;
+                    }
+                    match t.write(&self.buf[..budget]) {
+                        Ok(n) => session.on_tcp_sent(i, n, now),
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Err(_) => {
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+                DataSock::Udp(u, peer) => {
+                    let Some(len) = session.udp_next(i, now, &mut self.buf) else {
+                        break;
+                    };
+                    let r = match (peer, &self.udp) {
+                        (Some(p), Some(shared)) => shared.send_to(&self.buf[..len], *p),
+                        _ => u.send(&self.buf[..len]),
+                    };
+                    match r {
+                        Ok(n) => session.on_udp_sent(i, n, now),
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        // ECONNREFUSED etc.: the peer went away; stop sending on it.
+                        Err(_) => {
+                            failed = true;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(Some(DataSock::Tcp(t))) = self.streams.get(i) {
+            if let Some(r) = sys::tcp_retransmits(t) {
+                session.set_retransmits(i, r);
+            }
+        }
+        if failed {
+            session.stream_failed(now_us());
+            self.streams[i] = None;
+        }
+    }
+}
