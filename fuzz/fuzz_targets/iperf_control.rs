@@ -46,6 +46,7 @@ fuzz_target!(|data: &[u8]| {
 
     let (mut rx2, mut tx2) = ([0u8; 8192], [0u8; 8192]);
     let opts = ClientOptions {
+        strings: Default::default(),
         params: Params::default(),
         interval_us: 1000,
         cookie_seed: 1,

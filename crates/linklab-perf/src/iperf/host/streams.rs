@@ -1,15 +1,21 @@
 //! The data streams of a test and one turn of the event loop: wait for readiness or the
 //! session's next deadline, then read and write what the session allows.
 
-use std::io::{ErrorKind, Read, Write};
+use std::fs::File;
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::num::NonZeroUsize;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use std::vec::Vec;
 
+use socket2::SockRef;
+
 use super::control::Control;
-use super::{now_us, sys, Error};
+use super::measure::TcpStats;
+use super::{now_us, sys, Error, HostInterval, StreamInfo};
+use crate::iperf::report::Interval;
 use crate::iperf::session::Session;
 use crate::iperf::stream::Micros;
 use crate::iperf::wire;
@@ -31,10 +37,18 @@ pub(super) struct Ready {
 /// Open data streams, in session stream order, and the buffers they use.
 pub(super) struct DataStreams {
     pub(super) streams: Vec<Option<DataSock>>,
+    /// Per stream: how iperf3 names it.
+    pub(super) info: Vec<Option<StreamInfo>>,
+    /// Per stream: TCP_INFO over the test (TCP streams we send on).
+    pub(super) tcp: Vec<Option<TcpStats>>,
     /// Server: the shared UDP socket (streams are told apart by peer address).
     pub(super) udp: Option<Arc<UdpSocket>>,
     pub(super) udp_peers: Vec<SocketAddr>,
     pub(super) buf: Vec<u8>,
+    /// `-Z`: a file holding the payload, sent with sendfile(2).
+    zerocopy: Option<File>,
+    /// When data last arrived (for `--rcv-timeout`).
+    pub(super) last_rx: Instant,
 }
 
 /// Most reads or writes per stream per loop turn, so the control connection stays served.
@@ -42,17 +56,88 @@ pub(super) const BURST: usize = 64;
 
 impl DataStreams {
     pub(super) fn new(block: usize) -> Self {
-        let mut buf = std::vec![0u8; block.clamp(64 * 1024, wire::MAX_BLOCK_LEN)];
-        // Non-zero filler so compression on the path cannot flatter the numbers.
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3];
-        }
-        Self {
+        let mut d = Self {
             streams: Vec::new(),
+            info: Vec::new(),
+            tcp: Vec::new(),
             udp: None,
             udp_peers: Vec::new(),
-            buf,
+            buf: Vec::new(),
+            zerocopy: None,
+            last_rx: Instant::now(),
+        };
+        d.set_payload(block, false);
+        d
+    }
+
+    /// Sizes the payload buffer for blocks of `block` bytes and fills it: iperf3's
+    /// repeating `0123456789` with `--repeating-payload`, else a pseudo-random pattern (so
+    /// compression on the path cannot flatter the numbers).
+    pub(super) fn set_payload(&mut self, block: usize, repeating: bool) {
+        self.buf
+            .resize(block.clamp(64 * 1024, wire::MAX_BLOCK_LEN), 0);
+        for (i, b) in self.buf.iter_mut().enumerate() {
+            *b = if repeating {
+                b'0' + (i % 10) as u8
+            } else {
+                (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]
+            };
         }
+    }
+
+    /// `-Z`: sends TCP data with sendfile(2) from an unlinked temporary file holding the
+    /// payload (what iperf3 does).
+    pub(super) fn enable_zerocopy(&mut self) -> io::Result<()> {
+        let path = std::env::temp_dir().join(std::format!(
+            "linklab-iperf-{}-{}",
+            std::process::id(),
+            now_us()
+        ));
+        let mut f = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let _ = std::fs::remove_file(&path);
+        f.write_all(&self.buf)?;
+        self.zerocopy = Some(f);
+        Ok(())
+    }
+
+    /// Puts stream `idx`'s socket in place, with how iperf3 names it; `tcp_sender` starts
+    /// TCP_INFO sampling for it.
+    pub(super) fn add(&mut self, idx: usize, sock: DataSock, info: StreamInfo, tcp_sender: bool) {
+        while self.streams.len() <= idx {
+            self.streams.push(None);
+            self.info.push(None);
+            self.tcp.push(None);
+        }
+        self.streams[idx] = Some(sock);
+        self.info[idx] = Some(info);
+        self.tcp[idx] = tcp_sender.then(TcpStats::default);
+    }
+
+    /// The streams as iperf3 names them, in session order.
+    pub(super) fn infos(&self) -> Vec<StreamInfo> {
+        self.info.iter().flatten().copied().collect()
+    }
+
+    /// Adds TCP_INFO figures to an interval of the session (iperf3 samples at each one).
+    pub(super) fn sample(&mut self, interval: Interval) -> HostInterval {
+        let mut tcp = Vec::with_capacity(interval.streams.len());
+        for s in &interval.streams {
+            let idx = stream_index(s.id);
+            let sock = match self.streams.get(idx) {
+                Some(Some(DataSock::Tcp(t))) => Some(t.as_raw_fd()),
+                _ => None,
+            };
+            let stats = self.tcp.get_mut(idx).and_then(|t| t.as_mut());
+            tcp.push(match (stats, sock.and_then(sys::tcp_info)) {
+                (Some(stats), Some(info)) => Some(stats.sample(info)),
+                _ => None,
+            });
+        }
+        HostInterval { interval, tcp }
     }
 
     pub(super) fn close_all(&mut self) {
@@ -62,7 +147,18 @@ impl DataStreams {
             }
         }
         self.streams.clear();
+        self.info.clear();
+        self.tcp.clear();
         self.udp_peers.clear();
+    }
+
+    /// Closes the sockets but keeps what was learned about the streams (for the report).
+    pub(super) fn close_sockets(&mut self) {
+        for s in self.streams.iter_mut() {
+            if let Some(DataSock::Tcp(t)) = s.take() {
+                let _ = t.shutdown(Shutdown::Both);
+            }
+        }
     }
 
     pub(super) fn open_count(&self) -> usize {
@@ -169,7 +265,10 @@ impl DataStreams {
                             closed = true;
                             break;
                         }
-                        Ok(n) => session.on_tcp_received(i, n, now_us()),
+                        Ok(n) => {
+                            self.last_rx = Instant::now();
+                            session.on_tcp_received(i, n, now_us());
+                        }
                         Err(e) if e.kind() == ErrorKind::Interrupted => {}
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                         Err(_) => {
@@ -182,7 +281,10 @@ impl DataStreams {
             DataSock::Udp(u, None) => {
                 for _ in 0..BURST {
                     match u.recv(&mut self.buf) {
-                        Ok(n) => session.on_udp_received(i, &self.buf[..n], now_us()),
+                        Ok(n) => {
+                            self.last_rx = Instant::now();
+                            session.on_udp_received(i, &self.buf[..n], now_us());
+                        }
                         Err(e) if e.kind() == ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -212,7 +314,11 @@ impl DataStreams {
                     if budget == 0 {
                         break;
                     }
-                    match t.write(&self.buf[..budget]) {
+                    let r = match &self.zerocopy {
+                        Some(f) => SockRef::from(&*t).sendfile(f, 0, NonZeroUsize::new(budget)),
+                        None => t.write(&self.buf[..budget]),
+                    };
+                    match r {
                         Ok(n) => session.on_tcp_sent(i, n, now),
                         Err(e) if e.kind() == ErrorKind::Interrupted => {}
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -244,13 +350,22 @@ impl DataStreams {
             }
         }
         if let Some(Some(DataSock::Tcp(t))) = self.streams.get(i) {
-            if let Some(r) = sys::tcp_retransmits(t) {
-                session.set_retransmits(i, r);
+            if let Some(info) = sys::tcp_info(t.as_raw_fd()) {
+                session.set_retransmits(i, info.total_retrans);
             }
         }
         if failed {
             session.stream_failed(now_us());
             self.streams[i] = None;
         }
+    }
+}
+
+/// The session index of the stream with iperf3 id `id` (1, 3, 4, ... → 0, 1, 2, ...).
+fn stream_index(id: u32) -> usize {
+    if id <= 1 {
+        0
+    } else {
+        id as usize - 2
     }
 }

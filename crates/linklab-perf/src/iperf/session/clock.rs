@@ -225,7 +225,12 @@ impl Session<'_> {
         if last && at - t.clock.interval_start < interval_us / 10 {
             return;
         }
-        let start = t.clock.start.unwrap_or(at);
+        // Like iperf3, which restarts its clock when the omitted period ends, counted
+        // intervals are timed from there.
+        let start = match (t.clock.omitting, t.clock.omit_end) {
+            (false, Some(end)) => end,
+            _ => t.clock.start.unwrap_or(at),
+        };
         let mut iv = Interval {
             start_s: t.clock.interval_start.saturating_sub(start) as f64 / 1e6,
             end_s: at.saturating_sub(start) as f64 / 1e6,

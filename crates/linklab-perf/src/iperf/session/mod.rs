@@ -20,7 +20,7 @@ mod streams;
 #[cfg(test)]
 mod tests;
 
-use super::json::{JsonError, Params};
+use super::json::{CongestionName, JsonError, ParamStrings, Params};
 use super::report::Interval;
 use super::stream::{Micros, Stream};
 use super::wire::{self, ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
@@ -83,6 +83,9 @@ pub enum Failure {
     BadJson(JsonError),
     /// The parameters ask for something we do not support (see `reason`).
     BadParams(&'static str),
+    /// Server: the adapter refused the parameters with SERVER_ERROR (`i_errno`, `errno`),
+    /// as iperf3 refuses an option its sockets cannot take.
+    Refused(i32, i32),
     /// The peer's results name a stream we do not have.
     UnknownStream,
     /// Nothing happened for longer than the watchdog allows.
@@ -93,15 +96,7 @@ pub enum Failure {
     StreamFailed,
 }
 
-/// iperf3 `i_errno` values we send with SERVER_ERROR.
-pub mod server_error {
-    /// IEBLOCKSIZE: block size invalid.
-    pub const BLOCK_SIZE: i32 = 4;
-    /// IENUMSTREAMS: number of parallel streams too large.
-    pub const NUM_STREAMS: i32 = 10;
-    /// IERECVPARAMS: unable to receive parameters.
-    pub const RECV_PARAMS: i32 = 109;
-}
+pub use super::errors::i_errno as server_error;
 
 /// How long a test may sit without any activity before the watchdog ends it.
 pub const DEFAULT_WATCHDOG_US: Micros = 10_000_000;
@@ -112,9 +107,11 @@ pub const SERVER_GRACE_US: Micros = 5_000_000;
 
 /// Client-side settings that are not part of the wire parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ClientOptions {
+pub struct ClientOptions<'a> {
     /// The test parameters announced to the server.
     pub params: Params,
+    /// The free-text parameters announced with them (`-T`, `--extra-data`, `-C`).
+    pub strings: ParamStrings<'a>,
     /// Reporting interval (`-i`) in microseconds, 0 for none (at least 10 ms).
     pub interval_us: Micros,
     /// Seed for the cookie (make it differ per test).
@@ -122,13 +119,15 @@ pub struct ClientOptions {
 }
 
 /// What the peer's results document said about the whole test.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PeerSummary {
-    /// The peer's CPU use, percent (total, user, system).
-    pub cpu_util: [f64; 3],
+    /// The peer's CPU use, percent (total, user, system), if it could know it.
+    pub cpu_util: Option<[f64; 3]>,
     /// 1 if the peer's sending streams report TCP retransmits, 0 if not, -1 if it only
     /// received.
     pub sender_has_retransmits: i64,
+    /// The TCP congestion control the peer's streams used, if it said.
+    pub congestion_used: Option<CongestionName>,
 }
 
 /// The test-wide counters iperf3 keeps (`test->bytes_sent` ...), zeroed when `-O` ends.
@@ -157,6 +156,10 @@ struct Test {
     totals: Totals,
     peer: Option<PeerSummary>,
     last_activity: Micros,
+    /// Server: parameters read and waiting for the adapter's verdict.
+    params_pending: bool,
+    /// Server: our results wait for the adapter's server output.
+    results_held: bool,
 }
 
 impl Test {
@@ -171,6 +174,8 @@ impl Test {
             totals: Totals::default(),
             peer: None,
             last_activity: now,
+            params_pending: false,
+            results_held: false,
         }
     }
 }
@@ -185,6 +190,18 @@ pub struct Session<'a> {
     out: Output<'a>,
     /// The time of the latest call that told us the time.
     now: Micros,
+    /// Client: the free-text parameters.
+    strings: ParamStrings<'a>,
+    /// Our CPU use over the test, as the adapter measured it.
+    cpu_util: Option<[f64; 3]>,
+    /// The congestion control our TCP streams use, as the adapter read it.
+    congestion_used: Option<CongestionName>,
+    /// Server: the adapter reviews parameters before the streams are created.
+    review_params: bool,
+    /// Server: the adapter supplies its output for `--get-server-output`.
+    supplies_output: bool,
+    /// The adapter paces `--fq-rate` in software (it has no socket pacing).
+    app_fq_pacing: bool,
     test: Test,
 }
 
@@ -197,6 +214,12 @@ impl<'a> Session<'a> {
             reader: ControlReader::new(rx, MAX_JSON_LEN),
             out: Output::new(tx),
             now,
+            strings: ParamStrings::default(),
+            cpu_util: None,
+            congestion_used: None,
+            review_params: false,
+            supplies_output: false,
+            app_fq_pacing: false,
             test: Test::new(now),
         }
     }
@@ -210,15 +233,16 @@ impl<'a> Session<'a> {
 
     /// A client session that will run the test in `opts`; the cookie is queued as the
     /// first control output. Connect the control connection, then feed it.
-    pub fn client(opts: &ClientOptions, rx: &'a mut [u8], tx: &'a mut [u8], now: Micros) -> Self {
+    pub fn client(
+        opts: &ClientOptions<'a>,
+        rx: &'a mut [u8],
+        tx: &'a mut [u8],
+        now: Micros,
+    ) -> Self {
         let mut s = Self::new(Role::Client, rx, tx, now);
         s.test.params = opts.params;
-        // Intervals shorter than 10 ms would only flood the caller; 0 means none.
-        s.interval_us = if opts.interval_us == 0 {
-            0
-        } else {
-            opts.interval_us.max(10_000)
-        };
+        s.strings = opts.strings;
+        s.set_interval(opts.interval_us);
         s.test.cookie = wire::make_cookie(opts.cookie_seed);
         s.test.phase = Phase::ParamExchange;
         s.reader.expect(Expect::State);
@@ -230,6 +254,66 @@ impl<'a> Session<'a> {
     /// Sets the watchdog: the test fails after this long without any activity.
     pub fn set_watchdog(&mut self, us: Micros) {
         self.watchdog_us = us.max(1);
+    }
+
+    /// Sets the reporting interval (`-i`) for the next test: 0 for none, else at least
+    /// 10 ms (shorter ones would only flood the caller).
+    pub fn set_interval(&mut self, us: Micros) {
+        self.interval_us = if us == 0 { 0 } else { us.max(10_000) };
+    }
+
+    /// Accepts JSON documents up to `max` bytes (at most the receive buffer; a client that
+    /// asks for the server's output needs more than [`MAX_JSON_LEN`]).
+    pub fn set_max_json(&mut self, max: usize) {
+        self.reader.set_max_json(max);
+    }
+
+    /// The last JSON document received (parameters or results), until the next message.
+    pub fn last_json(&self) -> &[u8] {
+        if self.reader.expecting() == Expect::Cookie {
+            &[]
+        } else {
+            self.reader.payload()
+        }
+    }
+
+    /// Records our CPU use over the test (total, user, system, percent) for the results
+    /// exchange; left unset, the results say `null` (unknown).
+    pub fn set_cpu_util(&mut self, cpu: [f64; 3]) {
+        self.cpu_util = Some(cpu);
+    }
+
+    /// Records the TCP congestion control our streams use (cut to 16 bytes).
+    pub fn set_congestion_used(&mut self, name: &str) {
+        let mut n = CongestionName::new();
+        for c in name.chars() {
+            if n.push(c).is_err() {
+                break;
+            }
+        }
+        self.congestion_used = Some(n);
+    }
+
+    /// Server: the adapter reviews each test's parameters ([`params_pending`]) and answers
+    /// with [`accept_params`] or [`refuse_params`] before streams are created.
+    ///
+    /// [`params_pending`]: Self::params_pending
+    /// [`accept_params`]: Self::accept_params
+    /// [`refuse_params`]: Self::refuse_params
+    pub fn set_review_params(&mut self, on: bool) {
+        self.review_params = on;
+    }
+
+    /// Server: the adapter supplies its output when a client asks for it
+    /// (`--get-server-output`): our results then wait for [`send_results`](Self::send_results).
+    pub fn set_supplies_output(&mut self, on: bool) {
+        self.supplies_output = on;
+    }
+
+    /// The adapter cannot pace sockets (`--fq-rate`): the session paces sending streams to
+    /// the lower of `-b` and `--fq-rate` instead.
+    pub fn set_app_fq_pacing(&mut self, on: bool) {
+        self.app_fq_pacing = on;
     }
 
     /// Which end this session plays.
@@ -253,8 +337,18 @@ impl<'a> Session<'a> {
     }
 
     /// What the peer's results said about the whole test, once they arrived.
-    pub fn peer_summary(&self) -> Option<PeerSummary> {
-        self.test.peer
+    pub fn peer_summary(&self) -> Option<&PeerSummary> {
+        self.test.peer.as_ref()
+    }
+
+    /// Our CPU use as recorded by [`set_cpu_util`](Self::set_cpu_util).
+    pub fn cpu_util(&self) -> Option<[f64; 3]> {
+        self.cpu_util
+    }
+
+    /// The congestion control recorded by [`set_congestion_used`](Self::set_congestion_used).
+    pub fn congestion_used(&self) -> Option<&str> {
+        self.congestion_used.as_deref()
     }
 
     /// True once the test is over (done or failed); the adapter should close everything.
@@ -295,6 +389,8 @@ impl<'a> Session<'a> {
     /// Server: forget the current test and become idle (call after closing its sockets).
     pub fn reset(&mut self) {
         self.test = Test::new(self.now);
+        self.cpu_util = None;
+        self.congestion_used = None;
         self.reader.expect(Expect::State);
         self.out.clear();
     }

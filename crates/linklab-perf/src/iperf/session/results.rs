@@ -28,6 +28,7 @@ impl Session<'_> {
         self.test.peer = Some(PeerSummary {
             cpu_util: r.cpu_util,
             sender_has_retransmits: r.sender_has_retransmits,
+            congestion_used: r.congestion_used,
         });
         true
     }
@@ -35,9 +36,11 @@ impl Session<'_> {
     /// Our results document (iperf3 `send_results`).
     pub fn our_results(&self) -> Results {
         let secs = self.elapsed_s();
+        let tcp = self.test.params.protocol == Protocol::Tcp;
         let mut r = Results {
-            cpu_util: [0.0; 3],
+            cpu_util: self.cpu_util,
             sender_has_retransmits: -1,
+            congestion_used: self.congestion_used.clone().filter(|_| tcp),
             streams: heapless::Vec::new(),
         };
         let mut senders = self.streams().iter().filter(|s| s.sender).peekable();

@@ -144,26 +144,65 @@ impl Session<'_> {
     }
 
     /// True once `-n` bytes or `-k` blocks are sent (counted after the omitted period).
+    /// A server sending at a paced rate (`-b` without a burst) goes on until the client
+    /// ends the test, as iperf3's does (it checks `-n`/`-k` only when it sends several
+    /// blocks per turn): a `-R -u -n` client that lost datagrams still gets its bytes.
     pub(super) fn sender_done(&self) -> bool {
-        if self.test.clock.omitting {
+        let p = &self.test.params;
+        let paced = self.pacing_rate() != 0 && p.burst == 0;
+        if self.test.clock.omitting || (self.role == Role::Server && paced) {
             return false;
         }
-        let p = &self.test.params;
         (p.bytes != 0 && self.test.totals.bytes_sent >= p.bytes)
             || (p.blocks != 0 && self.test.totals.blocks_sent >= p.blocks)
     }
 
-    /// The earliest time stream `s` may send again under `-b` pacing (iperf3 compares
-    /// the stream's average rate since the start with the target).
+    /// The rate sending streams are paced to: `-b`, and the lower of `-b` and `--fq-rate`
+    /// when the adapter paces `--fq-rate` in software; 0 = unlimited.
+    fn pacing_rate(&self) -> u64 {
+        let p = &self.test.params;
+        let fq = if self.app_fq_pacing { p.fq_rate_bps } else { 0 };
+        match (p.rate_bps, fq) {
+            (0, f) => f,
+            (r, 0) => r,
+            (r, f) => r.min(f),
+        }
+    }
+
+    /// The earliest time stream `s` may send again under `-b` pacing: iperf3 compares the
+    /// stream's average rate since the start with the target, on a timer of
+    /// `--pacing-timer` µs, so a stream held back resumes at the next tick. Inside a burst
+    /// (`-b RATE/BURST`) the rate is not checked.
     pub(super) fn paced_until(&self, s: &Stream) -> Option<Micros> {
-        let rate = self.test.params.rate_bps;
+        let rate = self.pacing_rate();
         let start = self.test.clock.start?;
-        if rate == 0 || s.bytes_sent == 0 {
+        if rate == 0 || s.bytes_sent == 0 || s.burst_left > 0 {
             return None;
         }
-        let us = (u128::from(s.bytes_sent) * 8 * 1_000_000 / u128::from(rate))
+        let us = u128::from(s.bytes_sent) * 8 * 1_000_000 / u128::from(rate);
+        let tick = u128::from(self.test.params.pacing_timer_us.max(1));
+        let us = us
+            .div_ceil(tick)
+            .saturating_mul(tick)
             .min(u128::from(u64::MAX / 2));
         Some(start.saturating_add(us as u64))
+    }
+
+    /// After `blocks` whole blocks went out on stream `idx`: a burst (`-b RATE/BURST`)
+    /// starts when the rate allowed the first block and ends `BURST` blocks later.
+    fn count_burst(&mut self, idx: usize, blocks: u64) {
+        let burst = self.test.params.burst;
+        if burst == 0 || blocks == 0 {
+            return;
+        }
+        if let Some(s) = self.streams_mut().get_mut(idx) {
+            let left = if s.burst_left == 0 {
+                burst
+            } else {
+                s.burst_left
+            };
+            s.burst_left = left.saturating_sub(blocks.min(u64::from(u32::MAX)) as u32);
+        }
     }
 
     /// How many bytes TCP stream `idx` may send now: the rest of the current block, or 0
@@ -197,12 +236,15 @@ impl Session<'_> {
         self.test.last_activity = now;
         let len = self.test.params.len;
         let t = &mut self.test;
+        let mut blocks = 0;
         if let Some(s) = t.streams[..t.nstreams].get_mut(idx) {
-            let blocks = s.blocks_sent;
+            let before = s.blocks_sent;
             s.on_sent(n, len);
-            t.totals.blocks_sent += s.blocks_sent - blocks;
+            blocks = s.blocks_sent - before;
+            t.totals.blocks_sent += blocks;
             t.totals.bytes_sent = t.totals.bytes_sent.saturating_add(n as u64);
         }
+        self.count_burst(idx, blocks);
     }
 
     /// Writes the next datagram of UDP stream `idx` into `buf` (header + filler already in
@@ -235,6 +277,7 @@ impl Session<'_> {
             s.blocks_sent += 1;
             t.totals.blocks_sent += 1;
             t.totals.bytes_sent = t.totals.bytes_sent.saturating_add(n as u64);
+            self.count_burst(idx, 1);
         }
     }
 

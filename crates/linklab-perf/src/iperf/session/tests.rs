@@ -34,6 +34,7 @@ fn client_and_server_sessions_talk() {
         ..Params::default()
     };
     let opts = ClientOptions {
+        strings: Default::default(),
         params,
         interval_us: 0,
         cookie_seed: 5,
@@ -120,6 +121,7 @@ fn running_receiver(
     start: Micros,
 ) -> Session<'static> {
     let opts = ClientOptions {
+        strings: Default::default(),
         params: Params {
             reverse: true,
             omit_s: 1,
