@@ -4,6 +4,7 @@ extern crate std;
 
 use super::*;
 use crate::iperf::wire::state;
+use crate::iperf::Protocol;
 
 /// Feeds `bytes` fully into `s`.
 fn feed(s: &mut Session, bytes: &[u8], now: Micros) {
@@ -189,4 +190,179 @@ fn watchdog_frees_a_silent_peer() {
     assert_eq!(sv.phase(), Phase::Cookie);
     sv.poll(1_000_010);
     assert_eq!(sv.phase(), Phase::Failed(Failure::Timeout));
+}
+
+/// A server session past the cookie with `params` sent: (rx, tx) buffers leaked for the
+/// test's life.
+fn server_with_params(params: &Params, review: bool) -> Session<'static> {
+    let mut sv = Session::server(std::vec![0; 8192].leak(), std::vec![0; 8192].leak());
+    sv.set_review_params(review);
+    sv.accept_control(0);
+    feed(&mut sv, &wire::make_cookie(1), 0);
+    assert_eq!(take(&mut sv), [state::PARAM_EXCHANGE as u8]);
+    let mut json = [0u8; 1024];
+    let n = params.to_json(&mut json).unwrap();
+    let mut msg = (n as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(&json[..n]);
+    feed(&mut sv, &msg, 0);
+    sv
+}
+
+/// A server session running `params` over UDP streams whose hellos arrived at time 0.
+fn udp_server_running(params: Params) -> Session<'static> {
+    let mut sv = server_with_params(&params, false);
+    assert_eq!(take(&mut sv), [state::CREATE_STREAMS as u8]);
+    for _ in 0..sv.streams_wanted() {
+        sv.accept_udp_stream(&wire::udp_hello(), 0).unwrap();
+    }
+    assert_eq!(sv.phase(), Phase::Running);
+    take(&mut sv);
+    sv
+}
+
+#[test]
+fn reviewed_parameters_wait_for_the_adapter() {
+    let p = Params {
+        mss: 1000,
+        ..Params::default()
+    };
+    let mut sv = server_with_params(&p, true);
+    assert!(sv.params_pending());
+    assert_eq!(sv.params().mss, 1000);
+    assert!(
+        take(&mut sv).is_empty(),
+        "nothing is sent before the verdict"
+    );
+    sv.refuse_params(123, 95);
+    let out = take(&mut sv);
+    assert_eq!(out[0], state::SERVER_ERROR as u8);
+    assert_eq!(&out[1..], &[0, 0, 0, 123, 0, 0, 0, 95]);
+    assert_eq!(sv.phase(), Phase::Failed(Failure::Refused(123, 95)));
+
+    let mut sv = server_with_params(&p, true);
+    sv.accept_params();
+    assert_eq!(take(&mut sv), [state::CREATE_STREAMS as u8]);
+    assert_eq!(sv.phase(), Phase::CreateStreams);
+}
+
+#[test]
+fn sctp_is_answered_like_a_host_without_it() {
+    let mut sv = server_with_params(&Params::default(), false);
+    sv.reset();
+    sv.accept_control(0);
+    feed(&mut sv, &wire::make_cookie(1), 0);
+    take(&mut sv);
+    let json = br#"{"sctp":true,"time":1,"parallel":1,"len":1000}"#;
+    let mut msg = (json.len() as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(json);
+    feed(&mut sv, &msg, 0);
+    // i_errno 202 (unable to start stream listener), errno 93 (protocol not supported).
+    assert_eq!(
+        take(&mut sv),
+        [state::SERVER_ERROR as u8, 0, 0, 0, 202, 0, 0, 0, 93]
+    );
+}
+
+#[test]
+fn results_wait_for_the_server_output() {
+    let p = Params {
+        get_server_output: true,
+        duration_s: 1,
+        ..Params::default()
+    };
+    let mut sv = server_with_params(&p, false);
+    sv.set_supplies_output(true);
+    take(&mut sv);
+    let cookie = *sv.cookie();
+    sv.accept_tcp_stream(&cookie, 0).unwrap();
+    take(&mut sv);
+    sv.on_tcp_received(0, 1000, 10);
+    feed(&mut sv, &[state::TEST_END as u8], 500_000);
+    assert_eq!(take(&mut sv), [state::EXCHANGE_RESULTS as u8]);
+    let client = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":1000,"retransmits":0,"jitter":0,"errors":0,"packets":0}]}"#;
+    let mut msg = (client.len() as u32).to_be_bytes().to_vec();
+    msg.extend_from_slice(client);
+    feed(&mut sv, &msg, 500_000);
+    assert!(sv.results_held() && take(&mut sv).is_empty());
+    sv.set_cpu_util([2.0, 1.0, 1.0]);
+    sv.send_results(br#""server_output_text":"hello\n""#);
+    let out = take(&mut sv);
+    let len = u32::from_be_bytes([out[0], out[1], out[2], out[3]]) as usize;
+    let doc = std::str::from_utf8(&out[4..4 + len]).unwrap();
+    assert!(doc.starts_with(r#"{"cpu_util_total":2.0"#), "{doc}");
+    assert!(
+        doc.ends_with(r#","server_output_text":"hello\n"}"#),
+        "{doc}"
+    );
+    assert_eq!(out[4 + len..], [state::DISPLAY_RESULTS as u8]);
+}
+
+#[test]
+fn a_burst_goes_out_back_to_back_then_the_rate_rules() {
+    // -R -u -b 1M/10 -l 1000: ten datagrams at once, then 8 ms per datagram on average.
+    let mut sv = udp_server_running(Params {
+        protocol: Protocol::Udp,
+        reverse: true,
+        rate_bps: 1_000_000,
+        burst: 10,
+        len: 1000,
+        ..Params::default()
+    });
+    let mut buf = [0u8; 1000];
+    let mut sent = 0;
+    while let Some(n) = sv.udp_next(0, 0, &mut buf) {
+        sv.on_udp_sent(0, n, 0);
+        sent += 1;
+        assert!(sent <= 10);
+    }
+    assert_eq!(sent, 10);
+    // 10 datagrams = 80 ms at 1 Mbit/s: the next burst starts then, on a pacing tick.
+    assert_eq!(sv.poll_at(), Some(80_000));
+    assert!(!sv.may_send(0, 79_999) && sv.may_send(0, 80_000));
+}
+
+#[test]
+fn pacing_resumes_on_the_pacing_timer() {
+    let mut sv = udp_server_running(Params {
+        protocol: Protocol::Udp,
+        reverse: true,
+        rate_bps: 1_000_000,
+        len: 1001,
+        pacing_timer_us: 5_000,
+        ..Params::default()
+    });
+    let mut buf = [0u8; 1001];
+    let n = sv.udp_next(0, 0, &mut buf).unwrap();
+    sv.on_udp_sent(0, n, 0);
+    // 1001 bytes at 1 Mbit/s: 8008 µs, held back to the next 5 ms tick.
+    assert_eq!(sv.poll_at(), Some(10_000));
+}
+
+#[test]
+fn software_pacing_stands_in_for_fq_rate_and_a_paced_server_ignores_n() {
+    let p = Params {
+        protocol: Protocol::Udp,
+        reverse: true,
+        fq_rate_bps: 8_000_000,
+        rate_bps: 0,
+        bytes: 2000,
+        len: 1000,
+        duration_s: 0,
+        ..Params::default()
+    };
+    let mut sv = server_with_params(&p, false);
+    sv.set_app_fq_pacing(true);
+    take(&mut sv);
+    sv.accept_udp_stream(&wire::udp_hello(), 0).unwrap();
+    let mut buf = [0u8; 1000];
+    let n = sv.udp_next(0, 0, &mut buf).unwrap();
+    sv.on_udp_sent(0, n, 0);
+    // 1000 bytes at 8 Mbit/s = 1 ms.
+    assert!(!sv.may_send(0, 999) && sv.may_send(0, 1000));
+    for t in 1..5u64 {
+        let n = sv.udp_next(0, t * 1000, &mut buf).unwrap();
+        sv.on_udp_sent(0, n, t * 1000);
+    }
+    // Paced, the server goes past -n until the client ends the test, as iperf3's does.
+    assert!(sv.may_send(0, 5000));
 }
