@@ -5,10 +5,13 @@
 //! burst mode of `-b RATE/BURST` keeps the average rate, and `--rcv-timeout` ends a
 //! receiving test whose sender went silent.
 
+#[path = "iperf_support.rs"]
+mod support;
+
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::os::fd::RawFd;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -17,57 +20,6 @@ use linklab_perf::iperf::host::{
     self, ClientConfig, Error, HostInterval, Observer, Server, ServerConfig, StreamInfo,
 };
 use linklab_perf::iperf::{Params, Protocol};
-
-/// A child process killed on drop.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    loop {
-        let l = TcpListener::bind("[::]:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("::", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-fn stock_server(port: u16) -> Kill {
-    let k = Kill(
-        Command::new("iperf3")
-            .args(["-s", "-1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3"),
-    );
-    let t = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "iperf3 -s did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // That probe connection took the server's first test: start a fresh one-off server.
-    drop(k);
-    let k = Kill(
-        Command::new("iperf3")
-            .args(["-s", "-1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3"),
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    k
-}
 
 /// An int (or the bytes) of a socket option.
 fn opt(fd: RawFd, level: i32, name: i32) -> Vec<u8> {
@@ -146,9 +98,10 @@ fn get<'a>(v: &'a [(&'static str, String)], k: &str) -> &'a str {
 
 #[test]
 fn client_socket_options_reach_the_sockets() {
-    let port = free_port();
-    let _srv = stock_server(port);
-    let cport = free_port();
+    let _turn = support::serial();
+    let port = support::free_port();
+    let _srv = support::iperf3_server(port);
+    let cport = support::free_port();
     let mut cfg = ClientConfig::new("127.0.0.1");
     cfg.port = port;
     cfg.params = Params {
@@ -190,6 +143,7 @@ fn client_socket_options_reach_the_sockets() {
 
 #[test]
 fn server_socket_options_reach_the_sockets() {
+    let _turn = support::serial();
     let mut cfg = ServerConfig::new(0);
     cfg.listen.bind = Some("127.0.0.1".parse().unwrap());
     cfg.snd_timeout = Some(Duration::from_millis(9000));
@@ -254,8 +208,9 @@ fn server_socket_options_reach_the_sockets() {
 
 #[test]
 fn bursts_keep_the_average_rate() {
-    let port = free_port();
-    let _srv = stock_server(port);
+    let _turn = support::serial();
+    let port = support::free_port();
+    let _srv = support::iperf3_server(port);
     let mut cfg = ClientConfig::new("127.0.0.1");
     cfg.port = port;
     cfg.params = Params {

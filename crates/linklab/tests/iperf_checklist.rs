@@ -16,12 +16,11 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{linklab_bin, wait_until, ChildGuard};
+use common::{free_port, linklab_bin, listening, wait_until, ChildGuard};
 
 /// The client lines of iperf3's `test_commands.sh` (the host and `./src/iperf3 -c` left
 /// out), in its order.
@@ -80,26 +79,6 @@ fn shortened(line: &str) -> Vec<String> {
         args.extend(["-t".to_string(), "1".to_string()]);
     }
     args
-}
-
-fn free_port() -> u16 {
-    loop {
-        let l = TcpListener::bind("[::]:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("::", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-fn listening(port: u16) -> bool {
-    let needle = format!(":{port:04X}");
-    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
-        + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
-    t.lines().any(|l| {
-        let c: Vec<&str> = l.split_whitespace().collect();
-        c.len() > 3 && c[1].ends_with(&needle) && c[3] == "0A"
-    })
 }
 
 /// A server on `port` for the whole run.

@@ -4,31 +4,10 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{linklab_bin, wait_until, ChildGuard};
-
-fn free_port() -> u16 {
-    loop {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-fn listening(port: u16) -> bool {
-    let needle = format!(":{port:04X}");
-    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
-        + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
-    t.lines().any(|l| {
-        let c: Vec<&str> = l.split_whitespace().collect();
-        c.len() > 3 && c[1].ends_with(&needle) && c[3] == "0A"
-    })
-}
+use common::{free_port, linklab_bin, listening, wait_until, ChildGuard};
 
 fn spawn(cmd: &mut Command) -> ChildGuard {
     ChildGuard(Some(

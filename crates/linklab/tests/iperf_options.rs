@@ -6,32 +6,11 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{linklab_bin, tempdir, wait_until, ChildGuard};
+use common::{free_port, linklab_bin, listening, tempdir, wait_until, ChildGuard};
 use serde_json::Value;
-
-fn free_port() -> u16 {
-    loop {
-        let l = TcpListener::bind("[::]:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("::", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-fn listening(port: u16) -> bool {
-    let needle = format!(":{port:04X}");
-    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
-        + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
-    t.lines().any(|l| {
-        let c: Vec<&str> = l.split_whitespace().collect();
-        c.len() > 3 && c[1].ends_with(&needle) && c[3] == "0A"
-    })
-}
 
 /// `program ARGS -s -p PORT`, running until dropped.
 fn server(program: &str, args: &[&str], port: u16) -> ChildGuard {

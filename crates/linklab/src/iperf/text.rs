@@ -253,7 +253,7 @@ impl<'p> TextView<'p> {
                 Protocol::Udp => format!("{head}  0.000 ms  0/{} (0%)  sender", s.sender_packets),
             });
         }
-        if self.params.protocol == Protocol::Udp && s.out_of_order > 0 && !(server && !s.sender) {
+        if self.params.protocol == Protocol::Udp && s.out_of_order > 0 && (s.sender || !server) {
             lines.push(format!(
                 "[SUM]{tag} {:4.1}-{:4.1} sec  {} datagrams received out-of-order",
                 0.0, s.sender_time, s.out_of_order
@@ -303,7 +303,7 @@ impl<'p> TextView<'p> {
         let mut lines = Vec::new();
         match self.params.protocol {
             Protocol::Tcp => {
-                if !(server && !sender) {
+                if sender || !server {
                     let h = head(total_sent, st);
                     lines.push(if sum.retransmits_for(sender) {
                         let r: u64 = streams.iter().map(|s| s.retransmits.unwrap_or(0)).sum();
@@ -330,7 +330,7 @@ impl<'p> TextView<'p> {
                 } else {
                     recv_packets
                 };
-                if !(server && !sender) {
+                if sender || !server {
                     lines.push(format!(
                         "{}  0.000 ms  0/{sent_packets} (0%)  sender",
                         head(total_sent, st)

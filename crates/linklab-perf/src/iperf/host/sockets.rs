@@ -161,6 +161,20 @@ pub(super) fn set_buffers(s: &SockRef<'_>, window: u32) -> Result<BufferSizes, E
     Ok(sizes)
 }
 
+/// `-N`, `-M` and `-w` on a TCP socket before it connects or listens (iperf3's order);
+/// returns the buffer sizes the kernel set.
+fn set_tcp_options(r: &SockRef<'_>, opts: &StreamOptions) -> Result<BufferSizes, Error> {
+    if opts.nodelay {
+        r.set_nodelay(true)
+            .map_err(|e| iperf_err(i_errno::SET_NODELAY, &e))?;
+    }
+    if opts.mss != 0 {
+        r.set_mss(opts.mss)
+            .map_err(|e| iperf_err(i_errno::SET_MSS, &e))?;
+    }
+    set_buffers(r, opts.window)
+}
+
 /// Sets the TOS (IPv4) or traffic class (IPv6) of a connected or bound socket.
 pub(super) fn set_tos(s: &SockRef<'_>, tos: u8, ipv6: bool) -> Result<(), Error> {
     if tos == 0 {
@@ -205,15 +219,7 @@ pub(super) fn connect_tcp(
         .map_err(|e| iperf_err(code, &e))?;
     bind_local(&s, &target, local, port, opts.bind_dev.as_deref())?;
     let r = SockRef::from(&s);
-    if opts.nodelay {
-        r.set_nodelay(true)
-            .map_err(|e| iperf_err(i_errno::SET_NODELAY, &e))?;
-    }
-    if opts.mss != 0 {
-        r.set_mss(opts.mss)
-            .map_err(|e| iperf_err(i_errno::SET_MSS, &e))?;
-    }
-    let buffers = set_buffers(&r, opts.window)?;
+    let buffers = set_tcp_options(&r, opts)?;
     if let Some(t) = opts.snd_timeout {
         r.set_tcp_user_timeout(Some(t))
             .map_err(|e| iperf_err(i_errno::SET_USER_TIMEOUT, &e))?;
@@ -366,16 +372,7 @@ pub(super) fn listen_tcp(
     opts: &StreamOptions,
 ) -> Result<(TcpListener, BufferSizes), Error> {
     let s = bound(cfg, Type::STREAM, port).map_err(|e| iperf_err(102, &e))?;
-    let r = SockRef::from(&s);
-    if opts.nodelay {
-        r.set_nodelay(true)
-            .map_err(|e| iperf_err(i_errno::SET_NODELAY, &e))?;
-    }
-    if opts.mss != 0 {
-        r.set_mss(opts.mss)
-            .map_err(|e| iperf_err(i_errno::SET_MSS, &e))?;
-    }
-    let buffers = set_buffers(&r, opts.window)?;
+    let buffers = set_tcp_options(&SockRef::from(&s), opts)?;
     s.listen(1024).map_err(|e| iperf_err(102, &e))?;
     s.set_nonblocking(true).map_err(|e| iperf_err(102, &e))?;
     Ok((s.into(), buffers))

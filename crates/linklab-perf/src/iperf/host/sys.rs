@@ -160,16 +160,17 @@ pub(super) fn tcp_info(fd: RawFd) -> Option<TcpInfo> {
     })
 }
 
-/// Sets an `int` socket option.
-fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
-    // SAFETY: setsockopt reads one c_int from the pointer for the given length.
+/// Sets a socket option whose value is the plain-old-data `value`.
+fn set_opt<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: setsockopt reads size_of::<T>() bytes of `value`, a plain-old-data value
+    // that lives across the call.
     let r = unsafe {
         libc::setsockopt(
             fd,
             level,
             name,
-            (&value as *const libc::c_int).cast(),
-            core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            (value as *const T).cast(),
+            core::mem::size_of::<T>() as libc::socklen_t,
         )
     };
     if r == 0 {
@@ -183,36 +184,22 @@ fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int)
 /// `SO_MAX_PACING_RATE`, honoured by the fq qdisc and TCP's internal pacing).
 pub(super) fn set_max_pacing_rate(fd: RawFd, bytes_per_s: u64) -> io::Result<()> {
     let v = bytes_per_s.min(u64::from(u32::MAX)) as u32;
-    // SAFETY: SO_MAX_PACING_RATE takes a u32 (the kernel also accepts a u64); we pass a
-    // u32 and its length.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            (&v as *const u32).cast(),
-            core::mem::size_of::<u32>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_opt(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &v)
 }
 
 /// Sets IPv4 Don't Fragment on a socket (`IP_MTU_DISCOVER = IP_PMTUDISC_DO`).
 pub(super) fn set_dont_fragment(fd: RawFd) -> io::Result<()> {
-    set_int(
+    set_opt(
         fd,
         libc::IPPROTO_IP,
         libc::IP_MTU_DISCOVER,
-        libc::IP_PMTUDISC_DO,
+        &libc::IP_PMTUDISC_DO,
     )
 }
 
 /// Linux `struct in6_flowlabel_req`.
 #[repr(C)]
+#[derive(Clone, Copy)]
 struct FlowLabelReq {
     dst: [u8; 16],
     label: u32,
@@ -240,20 +227,13 @@ pub(super) fn set_flowlabel(fd: RawFd, dst: Ipv6Addr, label: u32) -> io::Result<
         linger: 0,
         pad: 0,
     };
-    // SAFETY: the kernel reads a struct in6_flowlabel_req of the given length.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_IPV6,
-            libc::IPV6_FLOWLABEL_MGR,
-            (&req as *const FlowLabelReq).cast(),
-            core::mem::size_of::<FlowLabelReq>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO_SEND, 1)?;
+    set_opt(fd, libc::IPPROTO_IPV6, libc::IPV6_FLOWLABEL_MGR, &req)?;
+    set_opt(
+        fd,
+        libc::IPPROTO_IPV6,
+        libc::IPV6_FLOWINFO_SEND,
+        &1 as &libc::c_int,
+    )?;
     Ok(req.label)
 }
 
