@@ -46,6 +46,14 @@ where
     }
 }
 
+/// A number in `0..hi` (`hi` excluded), e.g. a probability that must stay below 1.
+pub fn fraction_below(hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |s: &str| match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..hi).contains(&v) => Ok(v),
+        _ => Err(format!("expected a number in [0, {hi})")),
+    }
+}
+
 /// Splits an optional one-letter suffix off a number: `50M` → (`50`, 1000²) with `unit` 1000.
 fn split_suffix(s: &str, unit: f64) -> (&str, f64) {
     let t = s.trim();

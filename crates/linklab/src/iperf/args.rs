@@ -26,16 +26,16 @@ pub struct Args {
     #[arg(short = 'I', long, value_name = "FILE")]
     pub pidfile: Option<PathBuf>,
     /// Send the contents of FILE (client sending) or write what arrives into it.
-    #[arg(short = 'F', long = "file", value_name = "NAME")]
+    #[arg(short = 'F', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// CPU affinity: this side's CPU n, and the server's m (`n,m`).
     #[arg(short = 'A', long, value_name = "n[,m]", value_parser = affinity)]
     pub affinity: Option<(usize, Option<u16>)>,
     /// Bind to the address HOST (and interface DEV with `HOST%DEV`).
-    #[arg(short = 'B', long = "bind", value_name = "HOST[%DEV]")]
+    #[arg(short = 'B', long = "bind", value_name = "HOST[%DEV]", value_parser = host_and_dev)]
     pub bind: Option<String>,
-    /// Bind to the network interface DEV (SO_BINDTODEVICE).
-    #[arg(long = "bind-dev", value_name = "DEV", value_parser = values::interface_name)]
+    /// Bind to the network interface NAME (SO_BINDTODEVICE).
+    #[arg(long = "bind-dev", value_name = "NAME", value_parser = values::interface_name)]
     pub bind_dev: Option<String>,
     /// More detailed output.
     #[arg(short = 'V', long)]
@@ -90,22 +90,22 @@ pub struct Args {
     #[arg(long = "authorized-users-path", value_name = "PATH")]
     pub authorized_users_path: Option<String>,
     /// Server authentication (not supported).
-    #[arg(long = "time-skew-threshold", value_name = "S")]
-    pub time_skew_threshold: Option<String>,
+    #[arg(long = "time-skew-threshold", value_name = "S", value_parser = values::ranged(1u32, 86_400))]
+    pub time_skew_threshold: Option<u32>,
 
     // ---- client ----
     /// Run as a client of the iperf3 server at HOST (`HOST%DEV` binds to DEV).
-    #[arg(short = 'c', long, value_name = "HOST[%DEV]")]
+    #[arg(short = 'c', long, value_name = "HOST[%DEV]", value_parser = host_and_dev)]
     pub client: Option<String>,
     /// Use SCTP (not supported).
     #[arg(long)]
     pub sctp: bool,
     /// Bind SCTP associations (not supported).
-    #[arg(short = 'X', long, value_name = "NAME")]
+    #[arg(short = 'X', long, value_name = "HOST", value_parser = host_name)]
     pub xbind: Option<String>,
     /// Number of SCTP streams (not supported).
-    #[arg(long, value_name = "N")]
-    pub nstreams: Option<String>,
+    #[arg(long, value_name = "N", value_parser = values::ranged(1u16, 65535))]
+    pub nstreams: Option<u16>,
     /// Use UDP rather than TCP.
     #[arg(short = 'u', long)]
     pub udp: bool,
@@ -118,7 +118,7 @@ pub struct Args {
           value_parser = rate_burst)]
     pub bitrate: Option<(f64, Option<u32>)>,
     /// How often a paced sender checks its rate, µs (default 1000).
-    #[arg(long = "pacing-timer", value_name = "US", value_parser = values::byte_count(1, 10_000_000))]
+    #[arg(long = "pacing-timer", value_name = "US", value_parser = values::ranged(1u64, 10_000_000))]
     pub pacing_timer: Option<u64>,
     /// Fair-queuing socket pacing, bit/s (SO_MAX_PACING_RATE).
     #[arg(long = "fq-rate", value_name = "RATE", value_parser = values::bit_rate(0.0, 1e15))]
@@ -160,7 +160,8 @@ pub struct Args {
         short = 'C',
         long,
         visible_alias = "linux-congestion",
-        value_name = "ALGO"
+        value_name = "ALGO",
+        value_parser = congestion_name
     )]
     pub congestion: Option<String>,
     /// TCP maximum segment size.
@@ -190,11 +191,11 @@ pub struct Args {
     /// Seconds at the start not counted (0-60).
     #[arg(short = 'O', long, value_name = "S", value_parser = values::ranged(0u32, 60))]
     pub omit: Option<u32>,
-    /// Prefix every output line with TITLE.
-    #[arg(short = 'T', long, value_name = "TITLE")]
+    /// Prefix every output line with TEXT.
+    #[arg(short = 'T', long, value_name = "TEXT", value_parser = text)]
     pub title: Option<String>,
     /// A string to include in both sides' JSON output.
-    #[arg(long = "extra-data", value_name = "STR")]
+    #[arg(long = "extra-data", value_name = "TEXT", value_parser = text)]
     pub extra_data: Option<String>,
     /// Get the server's output with the results.
     #[arg(long = "get-server-output")]
@@ -209,7 +210,7 @@ pub struct Args {
     #[arg(long = "dont-fragment")]
     pub dont_fragment: bool,
     /// Client authentication (not supported).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = user_name)]
     pub username: Option<String>,
     /// Client authentication (not supported).
     #[arg(long = "rsa-public-key-path", value_name = "PATH")]
@@ -221,6 +222,67 @@ fn format_unit(s: &str) -> Result<char, String> {
     match s.chars().next() {
         Some(c) if s.len() == 1 && "kmgtKMGT".contains(c) => Ok(c),
         _ => Err("expected one of k, m, g, t (bits) or K, M, G, T (bytes)".into()),
+    }
+}
+
+/// A host name or IP address (v4 or v6), as `getaddrinfo` could take it: 1-253 characters
+/// of letters, digits, `-`, `.`, `_` and `:`.
+fn host_name(s: &str) -> Result<String, String> {
+    let ok = (1..=253).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected a host name or an IPv4/IPv6 address".into())
+    }
+}
+
+/// `-c`/`-B HOST[%DEV]`: a host, and optionally the interface to bind to.
+fn host_and_dev(s: &str) -> Result<String, String> {
+    let (host, dev) = match s.split_once('%') {
+        Some((h, d)) => (h, Some(d)),
+        None => (s, None),
+    };
+    host_name(host).map_err(|e| format!("{e}, optionally followed by %DEV"))?;
+    if let Some(d) = dev {
+        values::interface_name(d)?;
+    }
+    Ok(s.to_string())
+}
+
+/// `-C`: a Linux congestion control name (TCP_CA_NAME_MAX − 1 = 15 characters of letters,
+/// digits, `_` and `-`, e.g. `cubic`, `bbr`, `reno`).
+fn congestion_name(s: &str) -> Result<String, String> {
+    let ok = (1..=15).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected a congestion control name such as cubic, reno or bbr".into())
+    }
+}
+
+/// `--username`: a login name (POSIX portable characters: letters, digits, `.`, `_`, `-`).
+fn user_name(s: &str) -> Result<String, String> {
+    let ok = (1..=32).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected a user name of letters, digits, '.', '_' and '-'".into())
+    }
+}
+
+/// `-T`, `--extra-data`: free text, any printable characters (no control characters, which
+/// would break iperf3's one-line-per-report text and its JSON consumers' lines).
+fn text(s: &str) -> Result<String, String> {
+    if s.chars().any(char::is_control) {
+        Err("expected text without control characters".into())
+    } else {
+        Ok(s.to_string())
     }
 }
 
@@ -377,5 +439,10 @@ mod tests {
         assert_eq!(rate_limit("10M/2.5"), Ok((10e6, Some(2.5))));
         assert_eq!(format_unit("K"), Ok('K'));
         assert!(format_unit("x").is_err());
+        assert!(host_and_dev("fe80::1%eth0").is_ok() && host_and_dev("198.18.0.1").is_ok());
+        assert!(host_and_dev("bogus!").is_err() && host_and_dev("h%a/b").is_err());
+        assert!(congestion_name("cubic").is_ok() && congestion_name("bogus!").is_err());
+        assert!(user_name("u").is_ok() && user_name("a/b").is_err());
+        assert!(text("a b!").is_ok() && text("a\nb").is_err());
     }
 }
