@@ -2,7 +2,7 @@
 //! iperf3 3.12 on loopback: the dual-stack server and `-4`/`-6`, iperf3's text (`-V`
 //! headers, `-T` prefixes, `-f`, `--timestamps`, `--logfile`, `-I`), `-J` with measured CPU
 //! use, `--get-server-output` both ways, `--extra-data`, and the server's `--idle-timeout`,
-//! `--server-bitrate-limit`, `-D` and `-A`.
+//! `--server-bitrate-limit`, `-D` and `-A`, and `-F` (a file sent or stored) both ways.
 
 mod common;
 
@@ -318,4 +318,88 @@ fn server_only_options() {
     // SAFETY: signalling the daemon this test started, by the PID it wrote.
     unsafe { libc::kill(daemon, libc::SIGTERM) };
     ok(&served);
+}
+
+/// Bytes the file's sender put on the wire, per `-J` (`end.sum_sent.bytes`).
+fn bytes_sent(v: &Value) -> u64 {
+    v["end"]["sum_sent"]["bytes"].as_u64().unwrap()
+}
+
+#[test]
+fn file_option_sends_a_file_and_stores_what_arrives() {
+    let dir = tempdir("iperf-file");
+    let src = dir.join("src");
+    // 2 MB that are not a repeating pattern (a 64-bit LCG), so a shifted or lost block shows.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let content: Vec<u8> = (0..2_000_000)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 56) as u8
+        })
+        .collect();
+    std::fs::write(&src, &content).unwrap();
+    let src = src.to_str().unwrap();
+    let dst = dir.join("dst");
+
+    // Our server writes what a stock client sends from its file, and what ours sends.
+    let port = free_port();
+    let _s = server(
+        linklab_bin().to_str().unwrap(),
+        &["iperf", "-F", dst.to_str().unwrap()],
+        port,
+    );
+    ok(&client(
+        Command::new("iperf3"),
+        "127.0.0.1",
+        port,
+        &["-F", src],
+    ));
+    assert!(std::fs::read(&dst).unwrap() == content, "stock client -F");
+    let v = json(&client(ours(), "127.0.0.1", port, &["-F", src, "-J"]));
+    assert_eq!(bytes_sent(&v), content.len() as u64);
+    assert!(std::fs::read(&dst).unwrap() == content, "our client -F");
+
+    // Against a stock server our client sends exactly the file and ends there (not at -t).
+    let port = free_port();
+    let _stock = server("iperf3", &[], port);
+    let start = Instant::now();
+    let v = json(&client(ours(), "127.0.0.1", port, &["-F", src, "-J"]));
+    assert_eq!(bytes_sent(&v), content.len() as u64);
+    assert!(
+        start.elapsed() < Duration::from_secs(9),
+        "ended at the file's end"
+    );
+    // Receiving (-R): the file holds every byte the receiver counted.
+    let got = dir.join("got");
+    let v = json(&client(
+        ours(),
+        "127.0.0.1",
+        port,
+        &[
+            "-R",
+            "-t",
+            "1",
+            "-b",
+            "20M",
+            "-F",
+            got.to_str().unwrap(),
+            "-J",
+        ],
+    ));
+    let received = v["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    assert!(received > 0);
+    assert_eq!(std::fs::metadata(&got).unwrap().len(), received);
+
+    // A file that cannot be opened: iperf3's error, one line, exit 1.
+    let out = client(ours(), "127.0.0.1", port, &["-F", "/nonexistent/src"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("linklab: error: unable to open -F file"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -25,7 +25,7 @@ pub struct Args {
     /// Write a PID file.
     #[arg(short = 'I', long, value_name = "FILE")]
     pub pidfile: Option<PathBuf>,
-    /// Send the contents of FILE or write what arrives into it (not supported yet).
+    /// Send the contents of FILE (sending streams) or write what arrives into it (receiving).
     #[arg(short = 'F', long = "file", value_name = "FILE")]
     pub file: Option<PathBuf>,
     /// CPU affinity: this side's CPU n, and the server's m (`n,m`).

@@ -128,15 +128,13 @@ fn config(a: &Args, host: &str) -> anyhow::Result<ClientConfig> {
         .snd_timeout
         .filter(|t| *t > 0)
         .map(|t| Duration::from_millis(u64::from(t)));
+    cfg.file = a.file.clone();
     Ok(cfg)
 }
 
 /// Runs the client.
 pub fn run(a: Args, host: String) -> anyhow::Result<()> {
     check_client_options(&a)?;
-    if a.file.is_some() {
-        bail_usage!("{} (-F)", errors::text(13).0);
-    }
     if a.json && a.format.is_some() {
         eprintln!("warning: Report format (-f) flag ignored with JSON output (-J)");
     }

@@ -90,15 +90,13 @@ fn config(a: &Args) -> anyhow::Result<ServerConfig> {
         .filter(|(r, _)| *r > 0.0)
         .map(|(r, w)| (r, w.unwrap_or(5.0)));
     cfg.watchdog = Duration::from_secs(15);
+    cfg.file = a.file.clone();
     Ok(cfg)
 }
 
 /// Runs the server until interrupted (or after one test with `-1`).
 pub fn run(a: Args) -> anyhow::Result<()> {
     check_server_options(&a)?;
-    if a.file.is_some() {
-        bail_usage!("{} (-F)", errors::text(13).0);
-    }
     let cfg = config(&a)?;
     sys::default_stop_signals();
     let mut server = Server::listen(cfg).map_err(|e| anyhow::anyhow!("{e}"))?;

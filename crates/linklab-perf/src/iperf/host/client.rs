@@ -66,6 +66,9 @@ pub struct ClientConfig {
     pub rcv_timeout: Option<Duration>,
     /// `--snd-timeout`: TCP_USER_TIMEOUT on the control and data connections.
     pub snd_timeout: Option<Duration>,
+    /// `-F`: a sending stream sends this file's contents (the test ends at its end), a
+    /// receiving one writes what arrives into it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl ClientConfig {
@@ -91,6 +94,7 @@ impl ClientConfig {
             affinity: None,
             rcv_timeout: None,
             snd_timeout: None,
+            file: None,
         }
     }
 
@@ -195,7 +199,7 @@ pub fn run_client_observed(
     };
     obs.connected(&control);
     let cpu = CpuMeter::start();
-    let mut data = DataStreams::new(params.len as usize);
+    let mut data = DataStreams::with_file(params.len as usize, cfg.file.clone());
     data.set_payload(params.len as usize, params.repeating_payload);
     if params.zerocopy {
         data.enable_zerocopy()?;
@@ -425,7 +429,7 @@ fn open_client_streams(
             peer,
         };
         let tcp_sender = st.sender && matches!(sock, DataSock::Tcp(_));
-        data.add(idx, sock, info, tcp_sender);
+        data.add(idx, sock, info, tcp_sender)?;
         obs.stream(&info);
     }
     Ok((buffers, congestion))

@@ -18,6 +18,7 @@
 
 mod client;
 mod control;
+mod diskfile;
 mod measure;
 mod server;
 mod sockets;

@@ -6,6 +6,7 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::num::NonZeroUsize;
 use std::os::fd::{AsRawFd, RawFd};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
@@ -13,6 +14,7 @@ use std::vec::Vec;
 use socket2::SockRef;
 
 use super::control::Control;
+use super::diskfile::DiskFile;
 use super::measure::TcpStats;
 use super::{now_us, sys, Error, HostInterval, StreamInfo};
 use crate::iperf::report::Interval;
@@ -47,6 +49,10 @@ pub(super) struct DataStreams {
     pub(super) buf: Vec<u8>,
     /// `-Z`: a file holding the payload, sent with sendfile(2).
     zerocopy: Option<File>,
+    /// `-F`: the file each stream sends or writes into.
+    diskfile: Option<PathBuf>,
+    /// Per stream: its `-F` file, open.
+    files: Vec<Option<DiskFile>>,
     /// When data last arrived (for `--rcv-timeout`).
     pub(super) last_rx: Instant,
 }
@@ -55,7 +61,8 @@ pub(super) struct DataStreams {
 pub(super) const BURST: usize = 64;
 
 impl DataStreams {
-    pub(super) fn new(block: usize) -> Self {
+    /// No streams yet; blocks of `block` bytes; `-F` streams use `diskfile`.
+    pub(super) fn with_file(block: usize, diskfile: Option<PathBuf>) -> Self {
         let mut d = Self {
             streams: Vec::new(),
             info: Vec::new(),
@@ -64,6 +71,8 @@ impl DataStreams {
             udp_peers: Vec::new(),
             buf: Vec::new(),
             zerocopy: None,
+            diskfile,
+            files: Vec::new(),
             last_rx: Instant::now(),
         };
         d.set_payload(block, false);
@@ -105,16 +114,44 @@ impl DataStreams {
     }
 
     /// Puts stream `idx`'s socket in place, with how iperf3 names it; `tcp_sender` starts
-    /// TCP_INFO sampling for it.
-    pub(super) fn add(&mut self, idx: usize, sock: DataSock, info: StreamInfo, tcp_sender: bool) {
+    /// TCP_INFO sampling for it. With `-F` the stream's file is opened (iperf3's
+    /// "unable to open -F file" if it cannot be).
+    pub(super) fn add(
+        &mut self,
+        idx: usize,
+        sock: DataSock,
+        info: StreamInfo,
+        tcp_sender: bool,
+    ) -> Result<(), Error> {
         while self.streams.len() <= idx {
             self.streams.push(None);
             self.info.push(None);
             self.tcp.push(None);
+            self.files.push(None);
         }
         self.streams[idx] = Some(sock);
         self.info[idx] = Some(info);
         self.tcp[idx] = tcp_sender.then(TcpStats::default);
+        if let Some(path) = &self.diskfile {
+            let f =
+                DiskFile::open(path, info.sender).map_err(|e| super::sockets::iperf_err(14, &e))?;
+            self.files[idx] = Some(f);
+        }
+        Ok(())
+    }
+
+    /// Writes received bytes of stream `idx` into its `-F` file, if it has one.
+    pub(super) fn store(&mut self, idx: usize, n: usize) {
+        if let Some(Some(f)) = self.files.get_mut(idx) {
+            f.store(&self.buf[..n]);
+        }
+    }
+
+    /// Fills the first `n` payload bytes of stream `idx` from its `-F` file; `None` if the
+    /// stream has no file to send, `Some(0)` at its end.
+    fn fill(&mut self, idx: usize, n: usize) -> Option<usize> {
+        let f = self.files.get_mut(idx)?.as_mut().filter(|f| f.sending())?;
+        Some(f.fill(&mut self.buf[..n]).unwrap_or(0))
     }
 
     /// The streams as iperf3 names them, in session order.
@@ -149,6 +186,7 @@ impl DataStreams {
         self.streams.clear();
         self.info.clear();
         self.tcp.clear();
+        self.files.clear();
         self.udp_peers.clear();
     }
 
@@ -268,6 +306,9 @@ impl DataStreams {
                         Ok(n) => {
                             self.last_rx = Instant::now();
                             session.on_tcp_received(i, n, now_us());
+                            if let Some(Some(f)) = self.files.get_mut(i) {
+                                f.store(&self.buf[..n]);
+                            }
                         }
                         Err(e) if e.kind() == ErrorKind::Interrupted => {}
                         Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -284,6 +325,9 @@ impl DataStreams {
                         Ok(n) => {
                             self.last_rx = Instant::now();
                             session.on_udp_received(i, &self.buf[..n], now_us());
+                            if let Some(Some(f)) = self.files.get_mut(i) {
+                                f.store(&self.buf[..n]);
+                            }
                         }
                         Err(e) if e.kind() == ErrorKind::Interrupted => {}
                         Err(_) => break,
@@ -302,26 +346,55 @@ impl DataStreams {
     }
 
     fn write_stream(&mut self, session: &mut Session, i: usize) {
-        let Some(Some(sock)) = self.streams.get_mut(i) else {
-            return;
-        };
         let mut failed = false;
         for _ in 0..BURST {
             let now = now_us();
+            // -F: the next bytes come from the stream's file; at its end the side is done.
+            let want = match self.streams.get(i) {
+                Some(Some(DataSock::Tcp(_))) => session.tcp_send_budget(i, now),
+                Some(Some(DataSock::Udp(..))) if session.may_send(i, now) => {
+                    session.params().len as usize
+                }
+                _ => 0,
+            }
+            .min(self.buf.len());
+            let from_file = if want == 0 { None } else { self.fill(i, want) };
+            if from_file == Some(0) {
+                session.data_exhausted();
+                break;
+            }
+            let Some(Some(sock)) = self.streams.get_mut(i) else {
+                return;
+            };
             match sock {
                 DataSock::Tcp(t) => {
-                    let budget = session.tcp_send_budget(i, now).min(self.buf.len());
+                    let budget = from_file.unwrap_or(want);
                     if budget == 0 {
                         break;
                     }
-                    let r = match &self.zerocopy {
-                        Some(f) => SockRef::from(&*t).sendfile(f, 0, NonZeroUsize::new(budget)),
-                        None => t.write(&self.buf[..budget]),
+                    let r = match (&self.zerocopy, from_file) {
+                        (Some(f), None) => {
+                            SockRef::from(&*t).sendfile(f, 0, NonZeroUsize::new(budget))
+                        }
+                        _ => t.write(&self.buf[..budget]),
+                    };
+                    let put_back = |n: usize, files: &mut Vec<Option<DiskFile>>| {
+                        if let (Some(_), Some(Some(f))) = (from_file, files.get_mut(i)) {
+                            let _ = f.unread(budget - n);
+                        }
                     };
                     match r {
-                        Ok(n) => session.on_tcp_sent(i, n, now),
-                        Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                        Ok(n) => {
+                            put_back(n, &mut self.files);
+                            session.on_tcp_sent(i, n, now)
+                        }
+                        Err(e) if e.kind() == ErrorKind::Interrupted => {
+                            put_back(0, &mut self.files)
+                        }
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                            put_back(0, &mut self.files);
+                            break;
+                        }
                         Err(_) => {
                             failed = true;
                             break;

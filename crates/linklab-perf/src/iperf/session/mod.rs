@@ -160,6 +160,8 @@ struct Test {
     params_pending: bool,
     /// Server: our results wait for the adapter's server output.
     results_held: bool,
+    /// This side has nothing more to send (`-F` reached the end of its file).
+    data_exhausted: bool,
 }
 
 impl Test {
@@ -176,6 +178,7 @@ impl Test {
             last_activity: now,
             params_pending: false,
             results_held: false,
+            data_exhausted: false,
         }
     }
 }

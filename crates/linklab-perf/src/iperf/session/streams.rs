@@ -150,7 +150,13 @@ impl Session<'_> {
     pub(super) fn sender_done(&self) -> bool {
         let p = &self.test.params;
         let paced = self.pacing_rate() != 0 && p.burst == 0;
-        if self.test.clock.omitting || (self.role == Role::Server && paced) {
+        if self.test.clock.omitting {
+            return false;
+        }
+        if self.test.data_exhausted {
+            return true;
+        }
+        if self.role == Role::Server && paced {
             return false;
         }
         (p.bytes != 0 && self.test.totals.bytes_sent >= p.bytes)
@@ -278,6 +284,14 @@ impl Session<'_> {
             t.totals.blocks_sent += 1;
             t.totals.bytes_sent = t.totals.bytes_sent.saturating_add(n as u64);
             self.count_burst(idx, 1);
+        }
+    }
+
+    /// This side's data source is exhausted (`-F` at the end of its file): stop sending;
+    /// a sending client then ends the test, as iperf3's does.
+    pub fn data_exhausted(&mut self) {
+        if self.counting() {
+            self.test.data_exhausted = true;
         }
     }
 

@@ -4,6 +4,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
+use std::string::ToString;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use std::vec::Vec;
@@ -130,7 +131,7 @@ impl Server {
                 local: t.local_addr()?,
                 peer,
             };
-            data.add(idx, DataSock::Tcp(t), info, sender);
+            data.add(idx, DataSock::Tcp(t), info, sender)?;
             obs.stream(&info);
         }
         Ok(())
@@ -156,6 +157,7 @@ impl Server {
                 if reading {
                     data.last_rx = Instant::now();
                     session.on_udp_received(idx, &data.buf[..n], now);
+                    data.store(idx, n);
                 }
                 continue;
             }
@@ -182,7 +184,11 @@ impl Server {
                 local: std::net::SocketAddr::new(local_ip, self.port),
                 peer: from,
             };
-            data.add(idx, DataSock::Udp(clone, Some(from)), info, false);
+            if let Err(e) = data.add(idx, DataSock::Udp(clone, Some(from)), info, false) {
+                obs.warning(&e.to_string());
+                session.stream_failed(now);
+                return;
+            }
             obs.stream(&info);
         }
     }

@@ -69,6 +69,9 @@ pub struct ServerConfig {
     /// `--server-bitrate-limit RATE[/SECONDS]`: end a test whose total rate, averaged over
     /// that many seconds (whole intervals), exceeds RATE bit/s.
     pub bitrate_limit: Option<(f64, f64)>,
+    /// `-F`: a sending stream sends this file's contents, a receiving one writes what
+    /// arrives into it.
+    pub file: Option<std::path::PathBuf>,
 }
 
 impl ServerConfig {
@@ -85,6 +88,7 @@ impl ServerConfig {
             snd_timeout: None,
             idle_timeout: None,
             bitrate_limit: None,
+            file: None,
         }
     }
 }
@@ -233,7 +237,7 @@ impl Server {
         self.stats.open_controls.fetch_add(1, Ordering::Relaxed);
         let mut run = TestRun {
             ctrl: Control::new(ctrl),
-            data: DataStreams::new(DEFAULT_TCP_BLOCK_LEN),
+            data: DataStreams::with_file(DEFAULT_TCP_BLOCK_LEN, self.cfg.file.clone()),
             pending: Vec::new(),
             setup: None,
             control,
