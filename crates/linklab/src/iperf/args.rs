@@ -225,17 +225,27 @@ fn format_unit(s: &str) -> Result<char, String> {
     }
 }
 
-/// A host name or IP address (v4 or v6), as `getaddrinfo` could take it: 1-253 characters
-/// of letters, digits, `-`, `.`, `_` and `:`.
-fn host_name(s: &str) -> Result<String, String> {
-    let ok = (1..=253).contains(&s.len())
+/// `s` if it is 1 to `max` ASCII letters, digits and bytes of `extra`; else `what`.
+fn word(s: &str, max: usize, extra: &[u8], what: &str) -> Result<String, String> {
+    let ok = (1..=max).contains(&s.len())
         && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._:".contains(&b));
+            .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b));
     if ok {
         Ok(s.to_string())
     } else {
-        Err("expected a host name or an IPv4/IPv6 address".into())
+        Err(what.into())
     }
+}
+
+/// A host name or IP address (v4 or v6), as `getaddrinfo` could take it: 1-253 characters
+/// of letters, digits, `-`, `.`, `_` and `:`.
+fn host_name(s: &str) -> Result<String, String> {
+    word(
+        s,
+        253,
+        b"-._:",
+        "expected a host name or an IPv4/IPv6 address",
+    )
 }
 
 /// `-c`/`-B HOST[%DEV]`: a host, and optionally the interface to bind to.
@@ -254,26 +264,22 @@ fn host_and_dev(s: &str) -> Result<String, String> {
 /// `-C`: a Linux congestion control name (TCP_CA_NAME_MAX − 1 = 15 characters of letters,
 /// digits, `_` and `-`, e.g. `cubic`, `bbr`, `reno`).
 fn congestion_name(s: &str) -> Result<String, String> {
-    let ok = (1..=15).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err("expected a congestion control name such as cubic, reno or bbr".into())
-    }
+    word(
+        s,
+        15,
+        b"_-",
+        "expected a congestion control name such as cubic, reno or bbr",
+    )
 }
 
 /// `--username`: a login name (POSIX portable characters: letters, digits, `.`, `_`, `-`).
 fn user_name(s: &str) -> Result<String, String> {
-    let ok = (1..=32).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if ok {
-        Ok(s.to_string())
-    } else {
-        Err("expected a user name of letters, digits, '.', '_' and '-'".into())
-    }
+    word(
+        s,
+        32,
+        b"._-",
+        "expected a user name of letters, digits, '.', '_' and '-'",
+    )
 }
 
 /// `-T`, `--extra-data`: free text, any printable characters (no control characters, which
