@@ -20,6 +20,12 @@ fuzz_target!(|data: &[u8]| {
     let split = data.first().map_or(1, |b| usize::from(*b % 7) + 1);
     let (mut rx, mut tx) = ([0u8; 8192], [0u8; 8192]);
     let mut server = Session::server(&mut rx, &mut tx);
+    // The adapters' hooks: parameter review (accepted or refused by a fuzzer bit) and
+    // results held for the server's output.
+    let flags = data.get(1).copied().unwrap_or(0);
+    server.set_review_params(flags & 1 != 0);
+    server.set_supplies_output(flags & 2 != 0);
+    server.set_app_fq_pacing(flags & 4 != 0);
     server.accept_control(0);
     let mut now = 0;
     for chunk in data.chunks(split) {
@@ -30,6 +36,16 @@ fuzz_target!(|data: &[u8]| {
                 break;
             }
             rest = &rest[n..];
+        }
+        if server.params_pending() {
+            if flags & 8 != 0 {
+                server.refuse_params(123, 95);
+            } else {
+                server.accept_params();
+            }
+        }
+        if server.results_held() {
+            server.send_results(br#""server_output_text":"x""#);
         }
         // Whatever the server offers (streams, data), exercise it too.
         let _ = server.accept_tcp_stream(server.cookie().clone().as_slice(), now);
@@ -46,6 +62,7 @@ fuzz_target!(|data: &[u8]| {
 
     let (mut rx2, mut tx2) = ([0u8; 8192], [0u8; 8192]);
     let opts = ClientOptions {
+        strings: Default::default(),
         params: Params::default(),
         interval_us: 1000,
         cookie_seed: 1,

@@ -4,7 +4,9 @@
 //! `cargo bench -p linklab-perf --bench iperf_loopback` (env `IPERF_BENCH_SECONDS`, default 3,
 //! `IPERF_BENCH_ROUNDS`, default 5, `IPERF_BENCH_ARGS`, extra iperf3 -c flags, e.g. "-P 4").
 //! Rounds alternate between the two servers so drift in machine load hits both alike; the
-//! figure per server is the median over rounds of the receiver's bit rate.
+//! figure per server is the median over rounds of the receiver's bit rate, and of the CPU
+//! use the server reported to the client (`end.cpu_utilization_percent.remote_total`: the
+//! server's `getrusage` user + system time over the test's wall time, iperf3's measure).
 
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -41,8 +43,11 @@ fn wait_listening(port: u16) {
     panic!("nothing listens on {port}");
 }
 
-/// Runs stock `iperf3 -c` against `port`; returns the receiver's bit/s.
-fn client(port: u16, secs: u32, extra: &[String]) -> f64 {
+/// One test's figures: the receiver's bit/s and the server's CPU use, %.
+type Figures = (f64, f64);
+
+/// Runs stock `iperf3 -c` against `port`; returns the receiver's bit/s and the server's CPU %.
+fn client(port: u16, secs: u32, extra: &[String]) -> Figures {
     let out = Command::new(IPERF3)
         .args([
             "-c",
@@ -61,24 +66,34 @@ fn client(port: u16, secs: u32, extra: &[String]) -> f64 {
     if let Some(e) = v.get("error") {
         panic!("iperf3: {e}");
     }
-    v["end"]["sum_received"]["bits_per_second"]
+    let bps = v["end"]["sum_received"]["bits_per_second"]
         .as_f64()
-        .expect("receiver rate")
+        .expect("receiver rate");
+    let cpu = v["end"]["cpu_utilization_percent"]["remote_total"]
+        .as_f64()
+        .expect("server CPU use");
+    (bps, cpu)
 }
 
-fn ours(secs: u32, extra: &[String]) -> f64 {
+fn ours(secs: u32, extra: &[String]) -> Figures {
     let mut server = Server::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let port = server.local_addr().unwrap().port();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
     let t = std::thread::spawn(move || server.serve_one_until(&stop2).unwrap().map(|o| o.is_ok()));
-    let bps = client(port, secs, extra);
+    let figures = client(port, secs, extra);
+    // The client exits right after sending IPERF_DONE; let the server read it and finish
+    // (stopping it at once would cut a complete test short on a loaded machine).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !t.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     stop.store(true, Ordering::Relaxed);
     assert_eq!(t.join().unwrap(), Some(true), "our server's test failed");
-    bps
+    figures
 }
 
-fn stock(secs: u32, extra: &[String]) -> f64 {
+fn stock(secs: u32, extra: &[String]) -> Figures {
     let port = free_port();
     let mut child = Command::new(IPERF3)
         .args(["-s", "-1", "-p", &port.to_string()])
@@ -87,9 +102,9 @@ fn stock(secs: u32, extra: &[String]) -> f64 {
         .spawn()
         .expect("iperf3 -s runs");
     wait_listening(port);
-    let bps = client(port, secs, extra);
+    let figures = client(port, secs, extra);
     let _ = child.wait();
-    bps
+    figures
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -116,6 +131,7 @@ fn main() {
         .map(String::from)
         .collect();
     let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut ca, mut cb) = (Vec::new(), Vec::new());
     for r in 0..rounds {
         let (x, y) = if r % 2 == 0 {
             (ours(secs, &extra), stock(secs, &extra))
@@ -124,19 +140,28 @@ fn main() {
             (ours(secs, &extra), y)
         };
         println!(
-            "round {r}: linklab -s {:.2} Gbit/s, iperf3 -s {:.2} Gbit/s",
-            x / 1e9,
-            y / 1e9
+            "round {r}: linklab -s {:.2} Gbit/s ({:.1}% CPU), iperf3 -s {:.2} Gbit/s ({:.1}% CPU)",
+            x.0 / 1e9,
+            x.1,
+            y.0 / 1e9,
+            y.1
         );
-        a.push(x);
-        b.push(y);
+        a.push(x.0);
+        b.push(y.0);
+        ca.push(x.1);
+        cb.push(y.1);
     }
     let (ma, mb) = (median(&mut a), median(&mut b));
+    let (mca, mcb) = (median(&mut ca), median(&mut cb));
     println!(
         "loopback TCP, stock iperf3 -c -t {secs} {}: linklab server {:.2} Gbit/s, iperf3 server {:.2} Gbit/s, ratio {:.3} (median of {rounds})",
         extra.join(" "),
         ma / 1e9,
         mb / 1e9,
         ma / mb
+    );
+    println!(
+        "server CPU use (getrusage over wall time): linklab {mca:.1}%, iperf3 {mcb:.1}%, ratio {:.3}",
+        mca / mcb
     );
 }

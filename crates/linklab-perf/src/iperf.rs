@@ -36,6 +36,7 @@
 //! `Interface::poll` and sleep until `poll_at()`. See [`device`] for the sockets and
 //! buffers it needs.
 
+pub mod errors;
 pub mod json;
 pub mod report;
 pub mod session;
@@ -47,7 +48,7 @@ pub mod device;
 #[cfg(feature = "std")]
 pub mod host;
 
-pub use json::{Params, Protocol, Results, StreamResult};
+pub use json::{ParamStrings, Params, Protocol, Results, StreamResult};
 pub use report::{DirectionReport, Interval, IntervalStream, TestReport};
-pub use session::{ClientOptions, Failure, Phase, Role, Session};
+pub use session::{ClientOptions, Failure, PeerSummary, Phase, Role, Session};
 pub use stream::{Micros, Stream};

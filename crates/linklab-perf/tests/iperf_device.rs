@@ -69,6 +69,7 @@ fn server_addr() -> IpEndpoint {
 fn run_test(net: &mut Net, server: &mut IperfServer, params: Params, port_base: u16) -> TestReport {
     let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
     let opts = ClientOptions {
+        strings: Default::default(),
         params,
         interval_us: 0,
         cookie_seed: u64::from(port_base),
@@ -342,6 +343,7 @@ fn device_server_back_to_back_and_busy() {
     };
     let (mut rx1, mut tx1) = (vec![0u8; 8192], vec![0u8; 8192]);
     let opts = ClientOptions {
+        strings: Default::default(),
         params: p,
         interval_us: 0,
         cookie_seed: 1,

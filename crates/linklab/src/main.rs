@@ -42,7 +42,7 @@ enum Command {
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
     Emu(emu::Args),
     /// iperf3-compatible client and server.
-    Iperf(iperf::Args),
+    Iperf(Box<iperf::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
     Sweep(sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
@@ -76,7 +76,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Serial(args) => serial::run(args),
         Command::Emu(args) => emu::run(args),
-        Command::Iperf(args) => iperf::run(args),
+        Command::Iperf(args) => iperf::run(*args),
         Command::Sweep(args) => sweep::run(args),
         Command::Rtt(args) => rtt::run(args),
         Command::Report(args) => report::run(args),

@@ -30,9 +30,10 @@
 use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
-use smoltcp::wire::IpEndpoint;
+use smoltcp::wire::{IpAddress, IpEndpoint};
 
-use super::json::Protocol;
+use super::errors::{errno, i_errno};
+use super::json::{Params, Protocol};
 use super::report::TestReport;
 use super::session::{Failure, Phase, Session};
 use super::stream::Micros;
@@ -102,8 +103,13 @@ impl<'a> IperfServer<'a> {
         tx: &'a mut [u8],
     ) -> Self {
         let n = tcp.len().min(MAX_TCP_SOCKETS);
+        let mut session = Session::server(rx, tx);
+        // What smoltcp cannot do is refused as iperf3 refuses an option its socket
+        // rejects; `--fq-rate` is paced by the session, as smoltcp has no socket pacing.
+        session.set_review_params(true);
+        session.set_app_fq_pacing(true);
         Self {
-            session: Session::server(rx, tx),
+            session,
             tcp: heapless::Vec::from_slice(&tcp[..n]).unwrap_or_default(),
             udp,
             port,
@@ -196,6 +202,9 @@ impl<'a> IperfServer<'a> {
             }
         }
         self.service_udp(sockets, now);
+        if self.session.params_pending() {
+            self.review(sockets);
+        }
         // Send what the data streams may send after the control turn.
         for i in 0..self.tcp.len() {
             if let Slot::Data(idx) = self.slots[i] {
@@ -205,6 +214,36 @@ impl<'a> IperfServer<'a> {
         self.session.poll(now);
         self.flush_control(sockets);
         self.after_phase(sockets);
+    }
+
+    /// Accepts the client's parameters or refuses what smoltcp sockets cannot do, with the
+    /// SERVER_ERROR a stock server sends when setsockopt fails: `-w` (buffers are fixed
+    /// when the sockets are made), `-M` (no MSS option), `-S`/`--dscp` (no TOS option),
+    /// `-A ,m` for a CPU other than 0 (one core). The rest is honoured: `-N` (the device
+    /// never uses Nagle), `-Z` (data is sent in place), `--dont-fragment` (smoltcp always
+    /// sets DF), `--fq-rate` (paced by the session), `-C` (reported, like a stock server
+    /// that lacks the algorithm, as the congestion control actually used).
+    fn review(&mut self, sockets: &mut SocketSet<'_>) {
+        let p = *self.session.params();
+        let ipv6 = self
+            .slots
+            .iter()
+            .position(|s| *s == Slot::Control)
+            .and_then(|i| sockets.get::<tcp::Socket>(self.tcp[i]).remote_endpoint())
+            .is_some_and(|e| !matches!(e.addr, IpAddress::Ipv4(_)));
+        match refusal(&p, ipv6) {
+            Some((code, err)) => self.session.refuse_params(code, err),
+            None => {
+                if let Some(h) = self.tcp.first() {
+                    let cc = sockets.get::<tcp::Socket>(*h).congestion_control();
+                    let mut name = heapless::String::<16>::new();
+                    let _ = core::fmt::write(&mut name, format_args!("{cc:?}"));
+                    name.make_ascii_lowercase();
+                    self.session.set_congestion_used(&name);
+                }
+                self.session.accept_params();
+            }
+        }
     }
 
     fn bind_udp(&mut self, sockets: &mut SocketSet<'_>) {
@@ -427,5 +466,63 @@ impl<'a> IperfServer<'a> {
             self.session.reset();
             self.udp_peers = [None; MAX_STREAMS];
         }
+    }
+}
+
+/// What the device refuses of `p`, as (`i_errno`, `errno`); `ipv6` if the client came over
+/// IPv6 (TOS is then the traffic class).
+fn refusal(p: &Params, ipv6: bool) -> Option<(i32, i32)> {
+    if p.window != 0 {
+        Some((i_errno::SET_BUF, errno::EOPNOTSUPP))
+    } else if p.mss != 0 {
+        Some((i_errno::SET_MSS, errno::EOPNOTSUPP))
+    } else if p.tos != 0 && ipv6 {
+        Some((i_errno::SET_COS, errno::EOPNOTSUPP))
+    } else if p.tos != 0 {
+        Some((i_errno::SET_TOS, errno::EOPNOTSUPP))
+    } else if p.server_affinity.is_some_and(|cpu| cpu != 0) {
+        Some((i_errno::AFFINITY, errno::EINVAL))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_smoltcp_cannot_do() {
+        let ok = Params::default();
+        assert_eq!(refusal(&ok, false), None);
+        let with = |f: fn(&mut Params)| {
+            let mut p = Params::default();
+            f(&mut p);
+            p
+        };
+        assert_eq!(
+            refusal(&with(|p| p.window = 8192), false),
+            Some((i_errno::SET_BUF, errno::EOPNOTSUPP))
+        );
+        assert_eq!(
+            refusal(&with(|p| p.mss = 1000), false),
+            Some((i_errno::SET_MSS, errno::EOPNOTSUPP))
+        );
+        assert_eq!(
+            refusal(&with(|p| p.tos = 0x20), true).map(|r| r.0),
+            Some(i_errno::SET_COS)
+        );
+        assert_eq!(
+            refusal(&with(|p| p.server_affinity = Some(1)), false),
+            Some((i_errno::AFFINITY, errno::EINVAL))
+        );
+        let honoured = with(|p| {
+            p.nodelay = true;
+            p.zerocopy = true;
+            p.dont_fragment = true;
+            p.fq_rate_bps = 1_000_000;
+            p.server_affinity = Some(0);
+        });
+        assert_eq!(refusal(&honoured, false), None);
     }
 }

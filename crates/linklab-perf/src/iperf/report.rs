@@ -22,6 +22,8 @@ pub struct DirectionReport {
     pub bits_per_second_received: f64,
     /// UDP: packets the receiver expected (highest sequence number seen), omitted excluded.
     pub packets: u64,
+    /// UDP: packets the sender sent, omitted period excluded (as far as known).
+    pub packets_sent: u64,
     /// UDP: packets lost.
     pub lost: u64,
     /// UDP: `100 * lost / packets`.
@@ -45,6 +47,7 @@ impl DirectionReport {
         if s.sender {
             d.bytes_sent = s.bytes();
             d.bytes_received = peer.map_or(0, |p| p.bytes);
+            d.packets_sent = s.packet_count.saturating_sub(s.omitted_packet_count);
             if let Some(p) = peer {
                 d.packets = p.packets.saturating_sub(p.omitted_packets);
                 d.lost = p.errors.saturating_sub(p.omitted_errors);
@@ -55,6 +58,8 @@ impl DirectionReport {
             d.bytes_received = s.bytes();
             d.bytes_sent = peer.map_or(0, |p| p.bytes);
             d.packets = s.packet_count.saturating_sub(s.omitted_packet_count);
+            // iperf3 subtracts the receiver's omitted count from the sender's too.
+            d.packets_sent = peer.map_or(0, |p| p.packets.saturating_sub(s.omitted_packet_count));
             d.lost = s.cnt_error.saturating_sub(s.omitted_cnt_error);
             d.jitter_ms = s.jitter * 1000.0;
             d.out_of_order = Some(s.outoforder.saturating_sub(s.omitted_outoforder));
@@ -65,6 +70,7 @@ impl DirectionReport {
         }
         if protocol == Protocol::Tcp {
             d.packets = 0;
+            d.packets_sent = 0;
             d.lost = 0;
             d.jitter_ms = 0.0;
             d.out_of_order = None;
@@ -79,6 +85,7 @@ impl DirectionReport {
         self.bytes_sent = self.bytes_sent.saturating_add(o.bytes_sent);
         self.bytes_received = self.bytes_received.saturating_add(o.bytes_received);
         self.packets = self.packets.saturating_add(o.packets);
+        self.packets_sent = self.packets_sent.saturating_add(o.packets_sent);
         self.lost = self.lost.saturating_add(o.lost);
         self.jitter_ms += o.jitter_ms;
         self.out_of_order = match (self.out_of_order, o.out_of_order) {

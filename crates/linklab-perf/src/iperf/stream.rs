@@ -25,6 +25,9 @@ pub struct Stream {
     pub blocks_sent: u64,
     /// Bytes of the block being sent that are already out.
     pub block_offset: u32,
+    /// `-b RATE/BURST`: blocks of the current burst still to send before the rate is
+    /// checked again.
+    pub burst_left: u32,
     /// UDP: highest sequence number seen (receiver) or last sent (sender).
     pub packet_count: u64,
     /// UDP: packets lost (iperf3 `cnt_error`).

@@ -232,6 +232,11 @@ impl<'a> ControlReader<'a> {
         }
     }
 
+    /// Accepts JSON documents up to `max` bytes (never more than the buffer holds).
+    pub fn set_max_json(&mut self, max: usize) {
+        self.max_json = max.min(self.buf.len());
+    }
+
     /// Sets what comes next and drops any partial message.
     pub fn expect(&mut self, what: Expect) {
         self.expect = what;

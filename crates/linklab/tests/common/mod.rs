@@ -18,6 +18,29 @@ pub fn linklab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_linklab"))
 }
 
+/// A TCP port free on every address a moment ago, whose UDP twin is free too.
+pub fn free_port() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("[::]:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("::", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// True if something listens on TCP `port` (reads /proc/net/tcp*, so no probe connection
+/// takes a one-shot server's test).
+pub fn listening(port: u16) -> bool {
+    let needle = format!(":{port:04X}");
+    let t = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default()
+        + &std::fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+    t.lines().any(|l| {
+        let c: Vec<&str> = l.split_whitespace().collect();
+        c.len() > 3 && c[1].ends_with(&needle) && c[3] == "0A"
+    })
+}
+
 /// Runs a command to completion and panics with its output when it fails.
 pub fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd

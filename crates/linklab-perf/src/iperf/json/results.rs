@@ -1,0 +1,279 @@
+//! The results document (iperf3 `send_results` / `get_results`): CPU use, whether the
+//! sender counts retransmits, the congestion control in use, and one entry per stream.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::MAX_DEPTH;
+use super::{count_stream_objects, finite, nesting_depth, parse, to_uint, JsonError, Reported};
+use crate::iperf::wire::MAX_STREAMS;
+
+/// A TCP congestion control algorithm's name (Linux `TCP_CA_NAME_MAX` is 16 bytes).
+pub type CongestionName = heapless::String<16>;
+
+/// One stream's entry in a results document.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StreamResult {
+    /// Stream id (1, 3, 4, 5, ... as iperf3 numbers them).
+    pub id: u32,
+    /// Bytes this side sent (sender) or received (receiver), omitted data excluded.
+    pub bytes: u64,
+    /// TCP retransmits, -1 if unknown or receiver.
+    pub retransmits: i64,
+    /// UDP jitter in seconds.
+    pub jitter: f64,
+    /// UDP packets lost (iperf3 `cnt_error`).
+    pub errors: u64,
+    /// Lost packets counted while omitting.
+    pub omitted_errors: u64,
+    /// Highest UDP sequence number seen (receiver) or sent (sender).
+    pub packets: u64,
+    /// Packets counted while omitting.
+    pub omitted_packets: u64,
+    /// Seconds from test start to the stream's start (always 0).
+    pub start_time: f64,
+    /// Seconds from the stream's start to its end.
+    pub end_time: f64,
+}
+
+/// A results document (iperf3 `send_results` / `get_results`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Results {
+    /// CPU use, percent (total, user, system); `None` where it cannot be known (written as
+    /// `null`, which stock iperf3 reads as 0).
+    pub cpu_util: Option<[f64; 3]>,
+    /// 1 if the sender reports TCP retransmits, 0 if not, -1 if this side only received.
+    pub sender_has_retransmits: i64,
+    /// The TCP congestion control algorithm this side's streams use, if known.
+    pub congestion_used: Option<CongestionName>,
+    /// Per-stream entries.
+    pub streams: heapless::Vec<StreamResult, MAX_STREAMS>,
+}
+
+/// A congestion control name as sent; longer names than Linux allows are cut.
+struct NameIn(Option<CongestionName>);
+
+impl<'de> Deserialize<'de> for NameIn {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <&str>::deserialize(d)?;
+        let mut name = CongestionName::new();
+        for c in s.chars() {
+            if name.push(c).is_err() {
+                break;
+            }
+        }
+        Ok(NameIn(Some(name)))
+    }
+}
+
+#[derive(Deserialize)]
+struct StreamIn {
+    id: Option<f64>,
+    bytes: Option<f64>,
+    retransmits: Option<f64>,
+    jitter: Option<f64>,
+    errors: Option<f64>,
+    omitted_errors: Option<f64>,
+    packets: Option<f64>,
+    omitted_packets: Option<f64>,
+    start_time: Option<f64>,
+    end_time: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct ResultsIn {
+    #[serde(default)]
+    cpu_util_total: Reported,
+    #[serde(default)]
+    cpu_util_user: Reported,
+    #[serde(default)]
+    cpu_util_system: Reported,
+    sender_has_retransmits: Option<f64>,
+    congestion_used: Option<NameIn>,
+    streams: Option<heapless::Vec<StreamIn, MAX_STREAMS>>,
+}
+
+#[derive(Serialize)]
+struct StreamOut {
+    id: u32,
+    bytes: u64,
+    retransmits: i64,
+    jitter: f64,
+    errors: u64,
+    omitted_errors: u64,
+    packets: u64,
+    omitted_packets: u64,
+    start_time: f64,
+    end_time: f64,
+}
+
+#[derive(Serialize)]
+struct ResultsOut<'a> {
+    cpu_util_total: Option<f64>,
+    cpu_util_user: Option<f64>,
+    cpu_util_system: Option<f64>,
+    sender_has_retransmits: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    congestion_used: Option<&'a str>,
+    streams: &'a [StreamOut],
+}
+
+impl Results {
+    /// Reads a results document; fields iperf3 requires must be present (the CPU figures
+    /// may be `null`).
+    pub fn from_json(json: &[u8]) -> Result<Self, JsonError> {
+        let r: ResultsIn = match parse(json) {
+            Ok(r) => r,
+            Err(_)
+                if nesting_depth(json) <= MAX_DEPTH && count_stream_objects(json) > MAX_STREAMS =>
+            {
+                return Err(JsonError::TooManyStreams)
+            }
+            Err(e) => return Err(e),
+        };
+        let cpu = [r.cpu_util_total, r.cpu_util_user, r.cpu_util_system];
+        let (Some(h), Some(streams)) = (r.sender_has_retransmits, r.streams) else {
+            return Err(JsonError::MissingField);
+        };
+        let cpu_util = match cpu {
+            [Reported::Number(t), Reported::Number(u), Reported::Number(s)] => {
+                Some([finite(t), finite(u), finite(s)])
+            }
+            _ if cpu.contains(&Reported::Absent) => return Err(JsonError::MissingField),
+            _ => None,
+        };
+        let mut out = Results {
+            cpu_util,
+            sender_has_retransmits: finite(h) as i64,
+            congestion_used: r.congestion_used.and_then(|n| n.0),
+            streams: heapless::Vec::new(),
+        };
+        for st in streams.iter() {
+            let (Some(id), Some(bytes), Some(retr), Some(jitter), Some(errors), Some(packets)) = (
+                st.id,
+                st.bytes,
+                st.retransmits,
+                st.jitter,
+                st.errors,
+                st.packets,
+            ) else {
+                return Err(JsonError::MissingField);
+            };
+            let entry = StreamResult {
+                id: to_uint(id, u32::MAX as u64) as u32,
+                bytes: to_uint(bytes, u64::MAX),
+                retransmits: if retr.is_finite() { retr as i64 } else { -1 },
+                jitter: finite(jitter).max(0.0),
+                errors: to_uint(errors, u64::MAX),
+                omitted_errors: st.omitted_errors.map_or(0, |v| to_uint(v, u64::MAX)),
+                packets: to_uint(packets, u64::MAX),
+                omitted_packets: st.omitted_packets.map_or(0, |v| to_uint(v, u64::MAX)),
+                start_time: st.start_time.map_or(0.0, finite),
+                end_time: st.end_time.map_or(0.0, finite),
+            };
+            out.streams
+                .push(entry)
+                .map_err(|_| JsonError::TooManyStreams)?;
+        }
+        Ok(out)
+    }
+
+    /// Writes the results document; returns its length.
+    pub fn to_json(&self, out: &mut [u8]) -> Result<usize, JsonError> {
+        let mut streams: heapless::Vec<StreamOut, MAX_STREAMS> = heapless::Vec::new();
+        for s in &self.streams {
+            let _ = streams.push(StreamOut {
+                id: s.id,
+                bytes: s.bytes,
+                retransmits: s.retransmits,
+                jitter: finite(s.jitter),
+                errors: s.errors,
+                omitted_errors: s.omitted_errors,
+                packets: s.packets,
+                omitted_packets: s.omitted_packets,
+                start_time: finite(s.start_time),
+                end_time: finite(s.end_time),
+            });
+        }
+        let cpu = self.cpu_util.map(|c| c.map(finite));
+        let doc = ResultsOut {
+            cpu_util_total: cpu.map(|c| c[0]),
+            cpu_util_user: cpu.map(|c| c[1]),
+            cpu_util_system: cpu.map(|c| c[2]),
+            sender_has_retransmits: self.sender_has_retransmits,
+            congestion_used: self.congestion_used.as_deref(),
+            streams: &streams,
+        };
+        serde_json_core::to_slice(&doc, out).map_err(|_| JsonError::BufferTooSmall)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_roundtrip_and_cjson_shape() {
+        let j = br#"{"cpu_util_total":1.5,"cpu_util_user":0.5,"cpu_util_system":1,"sender_has_retransmits":0,"congestion_used":"cubic","streams":[{"id":1,"bytes":1.2e9,"retransmits":-1,"jitter":1.5e-05,"errors":3,"packets":100,"start_time":0,"end_time":2.000104}]}"#;
+        let r = Results::from_json(j).unwrap();
+        assert_eq!(r.streams.len(), 1);
+        assert_eq!(r.streams[0].bytes, 1_200_000_000);
+        assert_eq!(r.streams[0].errors, 3);
+        assert_eq!(r.cpu_util, Some([1.5, 0.5, 1.0]));
+        assert_eq!(r.congestion_used.as_deref(), Some("cubic"));
+        let mut b = [0u8; 1024];
+        let n = r.to_json(&mut b).unwrap();
+        assert_eq!(Results::from_json(&b[..n]).unwrap(), r);
+    }
+
+    /// A side that cannot know its CPU use writes `null`; absent members stay an error
+    /// (stock iperf3 refuses such a document).
+    #[test]
+    fn unknown_cpu_is_null_not_zero() {
+        let r = Results {
+            cpu_util: None,
+            sender_has_retransmits: 0,
+            ..Results::default()
+        };
+        let mut b = [0u8; 256];
+        let n = r.to_json(&mut b).unwrap();
+        let doc = core::str::from_utf8(&b[..n]).unwrap();
+        assert!(
+            doc.starts_with(r#"{"cpu_util_total":null,"cpu_util_user":null,"#),
+            "{doc}"
+        );
+        assert_eq!(Results::from_json(&b[..n]).unwrap().cpu_util, None);
+        assert_eq!(
+            Results::from_json(br#"{"cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[]}"#),
+            Err(JsonError::MissingField)
+        );
+    }
+
+    /// A server's `-J` output rides along in its results; it is skipped, not refused.
+    #[test]
+    fn server_output_members_are_skipped() {
+        let j = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"congestion_used":"a-name-longer-than-sixteen","server_output_json":{"start":{"connected":[{"socket":5}]},"intervals":[{"streams":[{"socket":5,"omitted":false}],"sum":{"bytes":1}}],"end":{"streams":[{"receiver":{"bytes":1}}]}},"server_output_text":"line \"one\"\nline two\n","streams":[]}"#;
+        let r = Results::from_json(j).unwrap();
+        assert_eq!(r.congestion_used.as_deref(), Some("a-name-longer-th"));
+        assert_eq!(r.cpu_util, Some([1.0, 0.0, 1.0]));
+    }
+
+    #[test]
+    fn hostile_documents_are_refused() {
+        assert_eq!(
+            Results::from_json(br#"{"streams":[]}"#),
+            Err(JsonError::MissingField)
+        );
+        let mut big = heapless::Vec::<u8, 4096>::new();
+        let _ = big.extend_from_slice(br#"{"cpu_util_total":0,"cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":0,"streams":["#);
+        for i in 0..17 {
+            if i > 0 {
+                let _ = big.push(b',');
+            }
+            let _ = big.extend_from_slice(
+                br#"{"id":1,"bytes":1,"retransmits":0,"jitter":0,"errors":0,"packets":0}"#,
+            );
+        }
+        let _ = big.extend_from_slice(b"]}");
+        assert_eq!(Results::from_json(&big), Err(JsonError::TooManyStreams));
+    }
+}
