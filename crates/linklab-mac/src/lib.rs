@@ -79,10 +79,16 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+// First: the logging macros (trace!, debug!, ...) for every module below.
+#[macro_use]
+mod fmt;
+
 pub mod counters;
 pub mod deframe;
 #[cfg(feature = "smoltcp")]
 pub mod device;
+#[cfg(feature = "embassy")]
+pub mod embassy;
 pub mod fcs;
 pub mod filter;
 pub mod frame;
@@ -96,6 +102,10 @@ pub mod window;
 
 pub use counters::{ConservationError, Counters};
 pub use deframe::{deframe, RxError, RxFormat};
+#[cfg(feature = "embassy-time")]
+pub use embassy::EmbassyTimeClock;
+#[cfg(feature = "embassy")]
+pub use embassy::{AlwaysUp, EmbassyMac, LinkSignal, LinkStatus, WakeAt};
 pub use filter::AddressFilter;
 pub use frame::MacAddr;
 pub use mac::{Mac, MacConfig, PauseWatermarks, PhyTx, RxFrame};
