@@ -83,21 +83,23 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     ping_without_loss(&ns, device_ip, &["-c", "20", "-i", "0.05"]);
     ping_without_loss(&ns, device_ip, &["-c", "5", "-i", "0.05", "-s", "1472"]);
 
-    // HTTP: curl fetches the body; every byte must be the pattern's.
-    let out = ns.run(&[
+    // HTTP: curl fetches the body into a file; every byte must be the pattern's.
+    let body_file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("embassy-body-{}", std::process::id()));
+    ns.run(&[
         "curl",
         "-sS",
         "--fail",
         "--max-time",
         "20",
+        "-o",
+        body_file.to_str().expect("UTF-8 path"),
         &format!("http://{device_ip}/"),
     ]);
-    assert_eq!(out.stdout.len(), BODY_LEN, "HTTP body length");
-    let first_bad = out
-        .stdout
-        .iter()
-        .enumerate()
-        .find(|(i, b)| **b != body_byte(*i));
+    let body = std::fs::read(&body_file).expect("the body curl saved");
+    let _ = std::fs::remove_file(&body_file);
+    assert_eq!(body.len(), BODY_LEN, "HTTP body length");
+    let first_bad = body.iter().enumerate().find(|(i, b)| **b != body_byte(*i));
     assert!(first_bad.is_none(), "HTTP body differs at {first_bad:?}");
 
     // TCP echo: nc sends 64 kB and half-closes (-N); everything must come back in order.
