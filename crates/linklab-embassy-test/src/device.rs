@@ -250,8 +250,8 @@ async fn net_task(
     // The application runs in a task of its own, as on a device: a task that polls sockets
     // wakes the runner, so the two must not share one.
     spawner.spawn(app_task(stack, stop_app, ready).expect("one app task"));
+    // The runner's borrow of the driver ends here (its last use).
     select(runner.run(), stop_net.wait()).await;
-    drop(runner);
     let phy = driver.mac().phy();
     let _ = report.send(Report {
         counters: driver.mac().counters(),

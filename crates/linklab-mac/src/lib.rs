@@ -79,9 +79,10 @@
 #[cfg(feature = "std")]
 extern crate std;
 
-// First: the logging macros (trace!, debug!, ...) for every module below.
+// The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
 #[macro_use]
-mod fmt;
+extern crate linklab_fmt;
+linklab_fmt::exclusive_features!();
 
 pub mod counters;
 pub mod deframe;

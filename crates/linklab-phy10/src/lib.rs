@@ -15,6 +15,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
+#[macro_use]
+extern crate linklab_fmt;
+linklab_fmt::exclusive_features!();
+
 pub mod capture;
 pub mod decode;
 pub mod encode;

@@ -15,6 +15,7 @@ use super::wire::{
 
 /// Which end of the control connection a session plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Role {
     /// Connects, announces parameters, decides when the test ends.
     Client,
@@ -24,6 +25,7 @@ pub enum Role {
 
 /// Where a test is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Phase {
     /// Server: no client.
     Idle,
@@ -51,6 +53,7 @@ pub enum Phase {
 
 /// Why a test ended early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Failure {
     /// The server is busy with another client (ACCESS_DENIED).
     AccessDenied,
