@@ -9,9 +9,9 @@
 //! * The MAC keeps 10 Mb/s line timing (inter-packet gap) on embassy-time's std driver
 //!   (`EmbassyTimeClock`), so deferred frames and their timer wake-ups are on the path.
 //! * The link starts down and comes up through a `LinkSignal` set by the interrupt thread.
-//! * embassy-executor (std, thread mode) runs one task: embassy-net's runner, an HTTP server
-//!   (port 80) and a TCP echo server (port 7), until told to stop; it then hands back the MAC
-//!   counters.
+//! * embassy-executor (std, thread mode) runs two tasks, as a firmware would: embassy-net's
+//!   runner, and the application (an HTTP server on port 80 and a TCP echo server on port 7),
+//!   until told to stop; the runner's task then hands back the MAC counters.
 
 mod app;
 mod device;
