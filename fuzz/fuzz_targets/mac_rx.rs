@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use linklab_mac::{deframe, Mac, MacAddr, MacConfig, NoClock, RxFormat, RxQueue, TxFormat};
+use linklab_mac::{deframe, Inline, Mac, MacAddr, MacConfig, NoClock, RxFormat, RxQueue, TxFormat};
 
 const ME: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 1]);
 
@@ -25,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
 
     // The whole path: input split into transmissions by 2-byte lengths; a high bit in
     // the mode byte makes the main loop read only every other transmission.
-    let q: RxQueue<8192> = RxQueue::new();
+    let q: RxQueue<Inline<8192>> = RxQueue::new();
     let p = q.producer();
     let mut config = MacConfig::raw_phy(ME, 10_000_000);
     config.rx_format = rx_format;
