@@ -25,6 +25,11 @@
 //! model of the controller.
 #![no_std]
 
+// The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
+#[macro_use]
+extern crate linklab_fmt;
+linklab_fmt::exclusive_features!();
+
 use linklab_mac::{PhyTx, RxProducer, Storage, RX_GRANT_LEN};
 
 /// Register offsets (bytes from the base), from the LAN9118 register map.
@@ -143,6 +148,7 @@ impl Registers for Mmio {
 
 /// Why the controller could not be brought up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum InitError {
     /// Byte test or chip ID wrong: not a LAN9118 at that address (or wrong bus width).
     NotFound(u32),
@@ -189,6 +195,7 @@ impl<R: Registers + Clone> Lan9118<R> {
         r.write(reg::INT_STS, u32::MAX);
         r.write(reg::INT_EN, INT_RSFL);
         r.write(reg::IRQ_CFG, IRQ_EN | IRQ_POL_HIGH | IRQ_PUSH_PULL);
+        info!("lan9118: up, chip id/rev {:#x}", id);
         Ok(())
     }
 
@@ -272,6 +279,7 @@ fn read_words<R: Registers>(regs: &R, dst: &mut [u8]) {
 
 /// What the receive half saw that the MAC does not (frames it never committed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RxCounters {
     /// Frames taken off the controller into grants.
     pub frames: u64,
@@ -315,6 +323,7 @@ impl<R: Registers> Lan9118Rx<R> {
             let words = len.div_ceil(4);
             let flagged = status & RX_STS_ES != 0;
             if flagged {
+                debug!("lan9118: frame flagged bad, status {:#x}", status);
                 self.counters.flagged += 1;
                 if !self.keep_fcs {
                     self.skip(words);

@@ -37,6 +37,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 /// A snapshot of all MAC counters (see the module documentation for the law).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Counters {
     /// Transmissions handed over by the PHY: committed plus missed *(linklab)*.
     pub rx_transmissions: u64,
@@ -82,6 +83,7 @@ pub struct Counters {
 
 /// Which side of a conservation law failed, with both sides of the equation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ConservationError {
     /// More frames dequeued than committed.
     RxPendingNegative {

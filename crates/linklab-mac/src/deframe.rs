@@ -21,6 +21,7 @@ use crate::frame::{max_len_for, FCS_LEN, HEADER_LEN, MIN_FRAME_LEN};
 
 /// How the PHY delivers received transmissions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxFormat {
     /// Raw samples: part of the preamble, SFD at any bit offset, either polarity, FCS.
     Raw,
@@ -37,6 +38,7 @@ pub enum RxFormat {
 
 /// Why a received transmission was rejected (each maps to one counter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxError {
     /// No start frame delimiter found (`rx_frame_errors`).
     NoSfd,
@@ -57,6 +59,7 @@ pub const SFD_SEARCH_LEN: usize = 32;
 
 /// Where an SFD was found in a raw capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SfdPosition {
     /// Bit index (in the LSB-first bit stream) of the first bit after the SFD.
     pub frame_bit: usize,

@@ -7,6 +7,7 @@ pub const MAX_MULTICAST: usize = 16;
 
 /// The multicast list is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct FilterFull;
 
 /// Decides which good frames the MAC passes to the stack, by destination address.

@@ -84,6 +84,23 @@ impl fmt::Display for MacAddr {
     }
 }
 
+#[cfg(feature = "defmt")]
+impl defmt::Format for MacAddr {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        let a = &self.0;
+        defmt::write!(
+            f,
+            "{=u8:02x}:{=u8:02x}:{=u8:02x}:{=u8:02x}:{=u8:02x}:{=u8:02x}",
+            a[0],
+            a[1],
+            a[2],
+            a[3],
+            a[4],
+            a[5]
+        )
+    }
+}
+
 /// Destination address of a frame (None if shorter than 6 bytes).
 pub fn destination(frame: &[u8]) -> Option<MacAddr> {
     let d: [u8; 6] = frame.get(0..6)?.try_into().ok()?;

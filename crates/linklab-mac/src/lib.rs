@@ -78,10 +78,17 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+// The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
+#[macro_use]
+extern crate linklab_fmt;
+linklab_fmt::exclusive_features!();
+
 pub mod counters;
 pub mod deframe;
 #[cfg(feature = "smoltcp")]
 pub mod device;
+#[cfg(feature = "embassy")]
+pub mod embassy;
 pub mod fcs;
 pub mod filter;
 pub mod frame;
@@ -95,6 +102,10 @@ pub mod window;
 
 pub use counters::{ConservationError, Counters};
 pub use deframe::{deframe, RxError, RxFormat};
+#[cfg(feature = "embassy-time")]
+pub use embassy::EmbassyTimeClock;
+#[cfg(feature = "embassy")]
+pub use embassy::{AlwaysUp, EmbassyMac, LinkSignal, LinkStatus, WakeAt};
 pub use filter::AddressFilter;
 pub use frame::MacAddr;
 pub use mac::{Mac, MacConfig, PauseWatermarks, PhyTx, RxFrame};

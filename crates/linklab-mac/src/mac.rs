@@ -28,6 +28,7 @@ impl<F: FnMut(&[u8])> PhyTx for F {
 
 /// Optional RX flow control: send PAUSE when the RX queue fills (off by default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct PauseWatermarks {
     /// Send PAUSE(`quanta`) when the queue holds at least this many bytes.
     pub high_bytes: usize,
@@ -41,6 +42,7 @@ pub struct PauseWatermarks {
 
 /// Configuration of a [`Mac`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct MacConfig {
     /// Our unicast address (filter and PAUSE source).
     pub address: MacAddr,
@@ -302,14 +304,20 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
                     return Some(RxFrame { read, range });
                 }
                 Outcome::Pause(quanta) => {
+                    debug!("rx: PAUSE for {} quanta", quanta);
                     self.rx.pause_frames += 1;
                     self.tx.apply_received_pause(quanta);
                 }
                 Outcome::Filtered => self.rx.filtered += 1,
-                Outcome::Error(RxError::NoSfd) => self.rx.frame_errors += 1,
-                Outcome::Error(RxError::Crc) => self.rx.crc_errors += 1,
-                Outcome::Error(RxError::TooShort) => self.rx.short_errors += 1,
-                Outcome::Error(RxError::TooLong) => self.rx.long_errors += 1,
+                Outcome::Error(e) => {
+                    trace!("rx: dropped, {:?}", e);
+                    match e {
+                        RxError::NoSfd => self.rx.frame_errors += 1,
+                        RxError::Crc => self.rx.crc_errors += 1,
+                        RxError::TooShort => self.rx.short_errors += 1,
+                        RxError::TooLong => self.rx.long_errors += 1,
+                    }
+                }
             }
         }
     }
@@ -332,6 +340,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
         }
         self.tx.requests += 1;
         if len > frame::MAX_VLAN_FRAME_LEN {
+            warn!("tx: {} byte frame dropped (over 1518)", len);
             self.tx.dropped += 1;
             return Err(TxError::TooLong);
         }
@@ -435,10 +444,16 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
         }
     }
 
-    /// Splits into the pieces the smoltcp tokens need.
-    #[cfg(feature = "smoltcp")]
+    /// Splits into the pieces the smoltcp and embassy tokens need.
+    #[cfg(any(feature = "smoltcp", feature = "embassy"))]
     pub(crate) fn tx_side(&mut self) -> &mut TxSide<T, C> {
         &mut self.tx
+    }
+
+    /// The RX queue this MAC reads (for the embassy driver's waker).
+    #[cfg(feature = "embassy")]
+    pub(crate) fn rx_queue(&self) -> &'q crate::queue::RxQueue<S> {
+        self.rx.consumer.queue()
     }
 }
 
@@ -473,7 +488,7 @@ impl<S: Storage> RxSide<'_, S> {
 
 impl<T: PhyTx, C: Clock> TxSide<T, C> {
     /// Start of the next data transmission: after the gap and after any received PAUSE.
-    fn ready_at_ns(&self) -> u64 {
+    pub(crate) fn ready_at_ns(&self) -> u64 {
         self.gap_end_ns.max(self.paused_until_ns)
     }
 
@@ -522,14 +537,19 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         r
     }
 
-    #[cfg_attr(not(feature = "smoltcp"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
     pub(crate) fn has_deferred(&self) -> bool {
         self.deferred.is_some()
     }
 
-    #[cfg_attr(not(feature = "smoltcp"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
     pub(crate) fn count_request(&mut self) {
         self.requests += 1;
+    }
+
+    #[cfg_attr(not(feature = "embassy"), allow(dead_code))]
+    pub(crate) fn clock(&self) -> &C {
+        &self.clock
     }
 
     /// Sends what time allows: PAUSE frames first (they ignore a received PAUSE), then a
@@ -571,6 +591,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
             pause::build_pause(f, src, quanta)
         });
         if let Ok((n, _)) = built {
+            debug!("tx: PAUSE for {} quanta", quanta);
             self.phy.transmit(out.get(..n).unwrap_or(&[]));
             self.gap_end_ns = self.gap_after(PAUSE_FRAME_LEN, now);
             self.pause_frames += 1;

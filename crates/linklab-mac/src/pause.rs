@@ -14,6 +14,7 @@ pub const PAUSE_FRAME_LEN: usize = MIN_FRAME_LEN;
 
 /// A parsed MAC Control frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum MacControl {
     /// PAUSE for this many quanta (0 = resume now).
     Pause {

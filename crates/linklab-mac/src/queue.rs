@@ -134,6 +134,7 @@ pub const fn guaranteed_frames(capacity: usize, frame_len: usize) -> usize {
 /// `RxQueue::boxed`) is below [`MIN_QUEUE_CAPACITY`]: such a ring can stall for good (see
 /// the capacity rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct QueueTooSmall {
     /// The capacity asked for, in bytes.
     pub capacity: usize,
@@ -161,6 +162,9 @@ pub struct RxQueue<S: Storage> {
     pub(crate) producer_counters: ProducerCounters,
     pub(crate) dequeued: AtomicU32,
     pub(crate) released_bytes: AtomicU32,
+    /// The consumer task's waker (feature `embassy`): every commit wakes it.
+    #[cfg(feature = "embassy")]
+    rx_waker: atomic_waker::AtomicWaker,
 }
 
 impl<const N: usize> Default for RxQueue<Inline<N>> {
@@ -183,6 +187,8 @@ impl<const N: usize> RxQueue<Inline<N>> {
             producer_counters: ProducerCounters::new(),
             dequeued: AtomicU32::new(0),
             released_bytes: AtomicU32::new(0),
+            #[cfg(feature = "embassy")]
+            rx_waker: atomic_waker::AtomicWaker::new(),
         }
     }
 }
@@ -213,6 +219,8 @@ impl<S: Storage> RxQueue<S> {
             producer_counters: ProducerCounters::new(),
             dequeued: AtomicU32::new(0),
             released_bytes: AtomicU32::new(0),
+            #[cfg(feature = "embassy")]
+            rx_waker: atomic_waker::AtomicWaker::new(),
         })
     }
 
@@ -258,10 +266,18 @@ impl<S: Storage> RxQueue<S> {
     pub fn guaranteed_frames(&self, frame_len: usize) -> usize {
         guaranteed_frames(self.capacity(), frame_len)
     }
+
+    /// Registers the task to wake at the next commit (feature `embassy`). Register *before*
+    /// looking at the queue, so a commit in between is never missed.
+    #[cfg(feature = "embassy")]
+    pub fn register_rx_waker(&self, waker: &core::task::Waker) {
+        self.rx_waker.register(waker);
+    }
 }
 
 /// The queue had no room for a maximum-size grant (or a grant is already open).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct QueueFull;
 
 /// Producer half of an [`RxQueue`]: used by the PHY, typically in an interrupt.
@@ -343,6 +359,9 @@ impl<S: Storage> RxGrant<'_, S> {
             ProducerCounters::bump(&c.committed, 1);
             ProducerCounters::bump(&c.committed_bytes, (used + FRAME_HEADER_LEN) as u32);
             g.commit(used as u16);
+            // Lock-free: safe from the interrupt while the task registers.
+            #[cfg(feature = "embassy")]
+            self.queue.rx_waker.wake();
         }
     }
 

@@ -11,6 +11,7 @@ use crate::frame::{
 
 /// What the PHY expects to be handed on transmit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TxFormat {
     /// Preamble, SFD, frame zero-padded to 60 bytes, FCS: what a PHY puts on the wire.
     Wire,
@@ -42,6 +43,7 @@ impl TxFormat {
 
 /// Why a frame could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TxError {
     /// The frame is longer than 1518 bytes (tagged maximum without FCS).
     TooLong,

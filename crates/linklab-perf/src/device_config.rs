@@ -24,6 +24,7 @@ pub const CONFIG_VERSION: u8 = 1;
 
 /// A device's network identity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DeviceConfig {
     /// IPv4 address.
     pub ip: [u8; 4],
@@ -35,6 +36,7 @@ pub struct DeviceConfig {
 
 /// Why a blob was not accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ConfigError {
     /// No `LLCF` magic: nothing was loaded there.
     NoBlob,

@@ -11,6 +11,7 @@ pub const ECHO_PORT: u16 = 7;
 /// What an echo service did since it started; every received datagram is either echoed or
 /// counted as dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct EchoCounters {
     /// UDP datagrams received.
     pub udp_rx_datagrams: u64,

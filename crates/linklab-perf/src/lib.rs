@@ -6,6 +6,10 @@
 #[cfg(feature = "std")]
 extern crate std;
 
+// Diagnostics go through `linklab_fmt::debug!` etc. (defmt, log or nothing by this crate's
+// features); the two features exclude each other.
+linklab_fmt::exclusive_features!();
+
 #[cfg(feature = "smoltcp")]
 pub mod apps;
 pub mod device_config;

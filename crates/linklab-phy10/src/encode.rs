@@ -12,6 +12,7 @@ pub const TP_IDL_BIT_TIMES: usize = 3;
 
 /// Why a frame could not be encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum EncodeError {
     /// `out` holds fewer words than the encoding needs.
     BufferTooSmall {

@@ -14,6 +14,11 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+// The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
+#[macro_use]
+extern crate linklab_fmt;
+linklab_fmt::exclusive_features!();
+
 pub mod capture;
 pub mod decode;
 pub mod encode;

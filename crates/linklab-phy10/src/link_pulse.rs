@@ -36,6 +36,7 @@ pub fn encode_link_pulse(os: Oversample, out: &mut [u32]) -> Result<usize, Encod
 
 /// The interval asked of [`LinkPulseTimer::new`] is outside 8..=24 ms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct IntervalOutOfRange {
     /// The rejected interval, microseconds.
     pub interval_us: u32,
@@ -90,6 +91,7 @@ impl LinkPulseTimer {
 
 /// A 16-bit auto-negotiation base page (link code word), clause 28.2.1.2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LinkCodeWord(pub u16);
 
 impl LinkCodeWord {

@@ -5,6 +5,7 @@
 /// A newtype so that every encoder/decoder entry point can rely on the range instead of
 /// re-checking it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Oversample(u8);
 
 impl Oversample {

@@ -42,6 +42,7 @@ use crate::oversample::Oversample;
 
 /// What the receive interrupt saw, one bucket per wake-up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RxCounters {
     /// Frames that ended cleanly, committed.
     pub frames: u64,
@@ -85,6 +86,7 @@ impl RxInterrupt {
     /// `grant`.
     pub fn receive(&mut self, capture: &Capture<'_>, grant: &mut [u8]) -> usize {
         self.last = self.decoder.decode(capture, grant);
+        trace!("phy10: {:?}", self.last);
         match self.last {
             RxOutcome::Frame { len } => {
                 self.counters.frames += 1;

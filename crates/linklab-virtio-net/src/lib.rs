@@ -17,6 +17,11 @@
 //! ([`SharedTx`] takes the board's critical section).
 #![no_std]
 
+// The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
+#[macro_use]
+extern crate linklab_fmt;
+linklab_fmt::exclusive_features!();
+
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -82,6 +87,7 @@ unsafe impl Hal for PoolHal {
 
 /// Why the device could not be brought up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum InitError {
     /// No virtio-mmio network device in the probed slots.
     NotFound,
@@ -91,6 +97,7 @@ pub enum InitError {
 
 /// Counters of what the driver could not do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DriverCounters {
     /// Frames dropped on transmit: no free buffer in time, or longer than a buffer.
     pub tx_dropped: u64,
@@ -117,6 +124,7 @@ pub struct VirtioNet {
 
 /// Where a virtio-mmio device sits: base address and the interrupt it raises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Slot {
     /// MMIO base address.
     pub base: usize,
@@ -153,7 +161,11 @@ impl VirtioNet {
         if transport.device_type() != DeviceType::Network {
             return Err(InitError::NotFound);
         }
-        let raw = VirtIONetRaw::new(transport).map_err(|_| InitError::Device)?;
+        let raw = VirtIONetRaw::new(transport).map_err(|_| {
+            warn!("virtio-net: the device refused the driver");
+            InitError::Device
+        })?;
+        info!("virtio-net: up at {:#x}, irq {}", slot.base, slot.irq);
         Ok(VirtioNet {
             raw,
             rx: [const { Buffer([0; BUFFER_LEN]) }; RX_BUFFERS],
@@ -219,7 +231,10 @@ impl VirtioNet {
                         committed += 1;
                     }
                 }
-                _ => self.counters.rx_bad_length += 1,
+                _ => {
+                    debug!("virtio-net: RX buffer with a bad length dropped");
+                    self.counters.rx_bad_length += 1
+                }
             }
             if self.post_rx(i).is_err() {
                 break;

@@ -9,6 +9,7 @@ use crate::slice_writer::SliceWriter;
 
 /// Why a download failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ClientError {
     /// `host` + `path` do not fit [`MAX_REQUEST`] or contain bytes a request line cannot.
     BadRequest,

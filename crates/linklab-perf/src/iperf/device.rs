@@ -63,6 +63,7 @@ enum Slot {
 
 /// Counters of a device server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ServerCounters {
     /// Tests that completed normally.
     pub tests_done: u32,
@@ -176,6 +177,7 @@ impl<'a> IperfServer<'a> {
             let half_open = sockets.get::<tcp::Socket>(h).state() == tcp::State::SynReceived;
             if self.slots[i] == Slot::Listening && half_open {
                 self.tcp[i] = crate::lifetime::relisten(sockets, h, self.port);
+                linklab_fmt::debug!("iperf: half-open connection reclaimed");
                 self.counters.reclaimed += 1;
                 return;
             }
@@ -455,10 +457,12 @@ impl<'a> IperfServer<'a> {
         if finished && !self.slots.contains(&Slot::Control) {
             match self.session.phase() {
                 Phase::Failed(f) => {
+                    linklab_fmt::debug!("iperf: test failed: {:?}", f);
                     self.counters.tests_failed += 1;
                     self.last = Some(Err(f));
                 }
                 _ => {
+                    linklab_fmt::debug!("iperf: test done");
                     self.counters.tests_done += 1;
                     self.last = Some(Ok(self.session.report()));
                 }

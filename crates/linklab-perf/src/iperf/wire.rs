@@ -201,6 +201,7 @@ pub enum ControlMsg {
 
 /// Why a control stream was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ControlError {
     /// The announced JSON length exceeds the limit or the buffer.
     JsonTooLong(u32),

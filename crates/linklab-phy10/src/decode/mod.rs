@@ -44,6 +44,7 @@ const SLOW_BITS: u32 = 8;
 
 /// What one capture turned out to be; each maps to one MAC/PHY counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxOutcome {
     /// A frame ended cleanly (TP_IDL/idle on a byte boundary): `len` bytes after the SFD
     /// (destination address through FCS) were written to the buffer.

@@ -22,6 +22,7 @@ pub const MAX_DEPTH: usize = 6;
 
 /// Why a JSON document was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum JsonError {
     /// Not valid JSON for the expected shape (or nested too deeply).
     Malformed,
@@ -35,6 +36,7 @@ pub enum JsonError {
 
 /// The transport of the data streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Protocol {
     /// TCP streams (iperf3's default).
     #[default]

@@ -30,6 +30,7 @@ pub use control::validate_params;
 
 /// Which end of the control connection a session plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Role {
     /// Connects, announces parameters, decides when the test ends.
     Client,
@@ -39,6 +40,7 @@ pub enum Role {
 
 /// Where a test is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Phase {
     /// Server: no client.
     Idle,
@@ -66,6 +68,7 @@ pub enum Phase {
 
 /// Why a test ended early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Failure {
     /// The server is busy with another client (ACCESS_DENIED).
     AccessDenied,

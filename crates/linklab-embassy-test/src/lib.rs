@@ -1,0 +1,29 @@
+//! embassy-net over linklab-mac on a Linux TAP, as a firmware would run it: the host proof of
+//! linklab-mac's `embassy` feature (tests/embassy_net_tap.rs drives it with stock ping, curl
+//! and nc from a network namespace).
+//!
+//! * The TAP is the PHY, exactly as in `linklab serve` (its `tap.rs` and `nic.rs` are reused
+//!   as they are): a thread plays the receive interrupt, moving each frame the kernel hands
+//!   over into a grant of the MAC's RX queue; each commit wakes the embassy task through the
+//!   queue's waker. Transmit writes the MAC's frames back to the TAP.
+//! * The MAC keeps 10 Mb/s line timing (inter-packet gap) on embassy-time's std driver
+//!   (`EmbassyTimeClock`), so deferred frames and their timer wake-ups are on the path.
+//! * The link starts down and comes up through a `LinkSignal` set by the interrupt thread.
+//! * embassy-executor (std, thread mode) runs two tasks, as a firmware would: embassy-net's
+//!   runner, and the application (an HTTP server on port 80 and a TCP echo server on port 7),
+//!   until told to stop; the runner's task then hands back the MAC counters.
+
+mod app;
+mod device;
+
+pub use app::{body_byte, BODY_LEN};
+pub use device::{start, Report, Running, DEVICE_CIDR, LINE_RATE_BPS};
+
+/// linklab serve's TAP and its PHY glue (`crates/linklab/src/serve/{tap,nic}.rs`), reused as
+/// they are.
+#[allow(dead_code)]
+#[path = "../../linklab/src/serve"]
+mod serve {
+    pub mod nic;
+    pub mod tap;
+}

@@ -1,0 +1,206 @@
+//! embassy-net support (feature `embassy`): [`EmbassyMac`] owns a [`Mac`] and a
+//! [`LinkStatus`] and is an `embassy_net_driver::Driver` (embassy-net-driver 0.2).
+//!
+//! The same zero-copy path as the smoltcp `Device`: the RX token lends the frame in place in
+//! the RX queue (released when the token is consumed or dropped), the TX token builds the
+//! frame in place in the MAC's TX buffer. What embassy adds is the wakers:
+//!
+//! * **RX**: `receive` registers the task's waker in the RX queue *before* reading it; every
+//!   commit (the PHY's interrupt, [`crate::RxProducer::push`]) wakes it. The queue's waker
+//!   is a lock-free `AtomicWaker` (CAS, no critical section), present only with this feature.
+//! * **TX**: while a frame waits for the inter-packet gap or a received PAUSE, the driver
+//!   hands out no tokens and asks the clock's [`WakeAt`] to wake the task when it may go
+//!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way.
+//! * **Link**: [`LinkStatus`] either wakes the task on a change ([`LinkSignal`]) or is read
+//!   again every [`LINK_POLL_NS`] on the clock's timer.
+//!
+//! embassy-net brings its own smoltcp; this module never names a smoltcp type, so the two
+//! stacks' smoltcp versions never meet (see the crate README).
+
+mod link;
+mod timer;
+
+use core::task::{Context, Waker};
+
+use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
+
+pub use link::{AlwaysUp, LinkSignal, LinkStatus, LINK_POLL_NS};
+#[cfg(feature = "embassy-time")]
+pub use timer::EmbassyTimeClock;
+pub use timer::WakeAt;
+
+use crate::frame::MAX_FRAME_LEN;
+use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
+use crate::queue::Storage;
+use crate::timing::Clock;
+
+/// A [`Mac`] and its link source as an `embassy_net_driver::Driver`.
+///
+/// Give it to `embassy_net::new` by value, or as `&mut` to keep it (and read its counters)
+/// after the stack is gone.
+pub struct EmbassyMac<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> {
+    mac: Mac<'q, S, T, C>,
+    link: L,
+    /// The last link state read (for the up/down log line).
+    link_up: Option<bool>,
+    /// Clock time from which a polled link source gets a new timer wake-up.
+    next_link_wake_ns: u64,
+    /// The stack task's waker, for a TX token that defers its frame.
+    waker: Option<Waker>,
+}
+
+impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> EmbassyMac<'q, S, T, C, L> {
+    /// The driver for `mac`, with the link state from `link`.
+    pub fn new(mac: Mac<'q, S, T, C>, link: L) -> Self {
+        EmbassyMac {
+            mac,
+            link,
+            link_up: None,
+            next_link_wake_ns: 0,
+            waker: None,
+        }
+    }
+
+    /// The MAC (counters, filter, configuration).
+    pub fn mac(&self) -> &Mac<'q, S, T, C> {
+        &self.mac
+    }
+
+    /// The MAC, mutably.
+    pub fn mac_mut(&mut self) -> &mut Mac<'q, S, T, C> {
+        &mut self.mac
+    }
+
+    /// The link source.
+    pub fn link(&self) -> &L {
+        &self.link
+    }
+
+    /// The MAC and the link source back.
+    pub fn into_inner(self) -> (Mac<'q, S, T, C>, L) {
+        (self.mac, self.link)
+    }
+
+    /// Sends what time allows; if a frame is still deferred, asks the clock to wake `waker`
+    /// when it may go and answers true. Also schedules any other timed MAC work.
+    fn tx_blocked(&mut self, waker: &Waker) -> bool {
+        self.mac.poll();
+        if let Some(at) = self.mac.poll_at_ns() {
+            self.mac.clock().wake_at(at, waker);
+        }
+        self.mac.tx_deferred()
+    }
+}
+
+/// Keeps a clone of the task's waker (cloned again only when the task changes).
+fn remember<'w>(slot: &'w mut Option<Waker>, waker: &Waker) -> &'w Waker {
+    if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+        *slot = Some(waker.clone());
+    }
+    slot.get_or_insert_with(|| waker.clone())
+}
+
+/// A received frame lent to embassy-net in place (released when consumed or dropped).
+pub struct EmbassyRxToken<'q, S: Storage> {
+    frame: RxFrame<'q, S>,
+}
+
+/// Permission to build one frame in place in the MAC's TX buffer.
+pub struct EmbassyTxToken<'a, T: PhyTx, C: Clock + WakeAt> {
+    tx: &'a mut TxSide<T, C>,
+    waker: &'a Waker,
+}
+
+impl<S: Storage> embassy_net_driver::RxToken for EmbassyRxToken<'_, S> {
+    fn consume<R, F>(mut self, f: F) -> R
+    where
+        F: FnOnce(&mut [u8]) -> R,
+    {
+        f(&mut self.frame)
+    }
+}
+
+impl<T: PhyTx, C: Clock + WakeAt> embassy_net_driver::TxToken for EmbassyTxToken<'_, T, C> {
+    fn consume<R, F>(self, len: usize, f: F) -> R
+    where
+        F: FnOnce(&mut [u8]) -> R,
+    {
+        self.tx.count_request();
+        let r = self.tx.send(len, f);
+        if self.tx.has_deferred() {
+            // The frame waits for the gap or a PAUSE: wake the stack when it may go.
+            self.tx.clock().wake_at(self.tx.ready_at_ns(), self.waker);
+        }
+        r
+    }
+}
+
+impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> Driver
+    for EmbassyMac<'q, S, T, C, L>
+{
+    type RxToken<'a>
+        = EmbassyRxToken<'q, S>
+    where
+        Self: 'a;
+    type TxToken<'a>
+        = EmbassyTxToken<'a, T, C>
+    where
+        Self: 'a;
+
+    fn receive(&mut self, cx: &mut Context<'_>) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        // As the smoltcp Device: no token pair while a frame is deferred (the TX token could
+        // not send); the timer wakes the task when it may.
+        if self.tx_blocked(cx.waker()) {
+            return None;
+        }
+        // Register first: a commit after the read finds the waker in place.
+        self.mac.rx_queue().register_rx_waker(cx.waker());
+        let frame = self.mac.receive()?;
+        let waker = remember(&mut self.waker, cx.waker());
+        let tx = self.mac.tx_side();
+        Some((EmbassyRxToken { frame }, EmbassyTxToken { tx, waker }))
+    }
+
+    fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
+        if self.tx_blocked(cx.waker()) {
+            return None;
+        }
+        let waker = remember(&mut self.waker, cx.waker());
+        let tx = self.mac.tx_side();
+        Some(EmbassyTxToken { tx, waker })
+    }
+
+    fn link_state(&mut self, cx: &mut Context<'_>) -> LinkState {
+        let now = self.mac.clock().now_ns();
+        if let Some(every) = self.link.watch(cx.waker()) {
+            if now >= self.next_link_wake_ns {
+                self.next_link_wake_ns = now.saturating_add(every);
+                self.mac.clock().wake_at(self.next_link_wake_ns, cx.waker());
+            }
+        }
+        let up = self.link.is_up(now);
+        if self.link_up != Some(up) {
+            info!("link {}", if up { "up" } else { "down" });
+            self.link_up = Some(up);
+        }
+        if up {
+            LinkState::Up
+        } else {
+            LinkState::Down
+        }
+    }
+
+    /// Ethernet, MTU 1514 (embassy-net's MTU counts the Ethernet header), and the burst size
+    /// derived from the RX queue that keeps smoltcp's TCP window within it, as for the
+    /// smoltcp `Device` ([`Mac::max_burst_size`]). Checksums in software (the default).
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::default();
+        caps.max_transmission_unit = MAX_FRAME_LEN;
+        caps.max_burst_size = self.mac.max_burst_size();
+        caps
+    }
+
+    fn hardware_address(&self) -> HardwareAddress {
+        HardwareAddress::Ethernet(self.mac.address().0)
+    }
+}
