@@ -11,10 +11,10 @@ use smoltcp::phy::Device;
 use smoltcp::socket::{tcp, udp};
 use smoltcp::time::{Duration, Instant};
 
-use crate::echo::SmoltcpEcho;
+use crate::echo::SmoltcpEchoServer;
 use crate::echo::ECHO_PORT;
 use crate::http::{self, Routes};
-use crate::iperf::device::IperfServer;
+use crate::iperf::device::SmoltcpIperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
 use crate::lifetime::{
     reclaimable, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_KEEP_ALIVE, TCP_TIMEOUT,
@@ -52,7 +52,7 @@ pub struct AppBuffers<'a, I> {
     /// The HTTP sockets (requests are short heads; the send side carries the downloads).
     pub http: [TcpBuffers<'a>; HTTP_SOCKETS],
     /// The iperf3 server's TCP sockets, 3..=`iperf::device::MAX_TCP_SOCKETS` (see
-    /// [`IperfServer`] for what each `-P`/`--bidir` needs); receive buffers are the window.
+    /// [`SmoltcpIperfServer`] for what each `-P`/`--bidir` needs); receive buffers are the window.
     pub iperf_tcp: I,
     /// The iperf3 server's UDP socket (its buffers bound the burst it absorbs).
     pub iperf_udp: UdpBuffers<'a>,
@@ -70,7 +70,7 @@ pub const APP_COUNTERS: usize = 16;
 
 /// The apps and the handles of the sockets they own.
 pub struct DeviceApps<'a> {
-    echo: SmoltcpEcho,
+    echo: SmoltcpEchoServer,
     echo_tcp: SocketHandle,
     echo_watch: IdleWatch,
     echo_idle_closed: u64,
@@ -80,7 +80,7 @@ pub struct DeviceApps<'a> {
     http_reclaimed: u64,
     echo_reclaimed: u64,
     idle_timeout: Duration,
-    iperf: IperfServer<'a>,
+    iperf: SmoltcpIperfServer<'a>,
 }
 
 /// A TCP socket over `b` with the apps' lifetime rules ([`TCP_TIMEOUT`],
@@ -133,7 +133,7 @@ impl<'a> DeviceApps<'a> {
             }
         }
         let iperf_udp = sockets.add(udp_socket(buffers.iperf_udp));
-        let iperf = IperfServer::new(
+        let iperf = SmoltcpIperfServer::new(
             &iperf_tcp,
             iperf_udp,
             IPERF_PORT,
@@ -141,7 +141,7 @@ impl<'a> DeviceApps<'a> {
             buffers.iperf_json_tx,
         );
         DeviceApps {
-            echo: SmoltcpEcho::new(udp, tcp),
+            echo: SmoltcpEchoServer::new(udp, tcp),
             echo_tcp: tcp,
             echo_watch: IdleWatch::new(),
             echo_idle_closed: 0,
@@ -183,7 +183,7 @@ impl<'a> DeviceApps<'a> {
         }
         for (handle, server, watch) in &mut self.http {
             let socket = sockets.get_mut::<tcp::Socket>(*handle);
-            let completed = http::serve_tcp(socket, server, http::HTTP_PORT, routes);
+            let completed = http::smoltcp_serve(socket, server, http::HTTP_PORT, routes);
             if completed {
                 self.http_responses += 1;
             }

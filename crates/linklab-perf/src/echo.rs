@@ -2,7 +2,7 @@
 //!
 //! The protocol core is sans-IO: [`Echo::datagram`] turns one received datagram into its reply
 //! and [`Echo::stream`] moves stream bytes from what was received into send space, both
-//! counting what they did. The smoltcp adapter ([`SmoltcpEcho`], feature `smoltcp`) binds the
+//! counting what they did. The smoltcp adapter ([`SmoltcpEchoServer`], feature `smoltcp`) binds the
 //! core to one UDP and one TCP socket on port 7. No heap, no panics on input.
 
 /// The well-known echo port (RFC 862).
@@ -94,7 +94,7 @@ impl Echo {
 }
 
 #[cfg(feature = "smoltcp")]
-pub use adapter::SmoltcpEcho;
+pub use adapter::SmoltcpEchoServer;
 
 #[cfg(feature = "smoltcp")]
 mod adapter {
@@ -113,9 +113,9 @@ mod adapter {
     const STUCK_REPLY: Duration = Duration::from_secs(1);
 
     /// Echo on UDP and TCP port 7 over two smoltcp sockets the caller created (and so owns
-    /// the buffers of); call [`SmoltcpEcho::poll`] after every `Interface::poll`.
+    /// the buffers of); call [`SmoltcpEchoServer::poll`] after every `Interface::poll`.
     #[derive(Debug)]
-    pub struct SmoltcpEcho {
+    pub struct SmoltcpEchoServer {
         udp: SocketHandle,
         tcp: SocketHandle,
         tcp_was_active: bool,
@@ -124,11 +124,11 @@ mod adapter {
         core: Echo,
     }
 
-    impl SmoltcpEcho {
+    impl SmoltcpEchoServer {
         /// Serves echo on the given UDP and TCP sockets (they are bound/listened on port 7 on
         /// the first poll).
-        pub fn new(udp: SocketHandle, tcp: SocketHandle) -> SmoltcpEcho {
-            SmoltcpEcho {
+        pub fn new(udp: SocketHandle, tcp: SocketHandle) -> SmoltcpEchoServer {
+            SmoltcpEchoServer {
                 udp,
                 tcp,
                 tcp_was_active: false,

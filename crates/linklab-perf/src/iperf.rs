@@ -31,7 +31,7 @@
 //! TCP retransmits (when the sender could read them). [`host::Server`] is the std server.
 //!
 //! # Device server (feature `smoltcp`)
-//! [`device::IperfServer`] serves one client at a time from a caller-owned
+//! [`device::SmoltcpIperfServer`] serves one client at a time from a caller-owned
 //! `smoltcp::iface::SocketSet`: call `poll(&mut sockets, now)` after each
 //! `Interface::poll` and sleep until `poll_at()`. See [`device`] for the sockets and
 //! buffers it needs.

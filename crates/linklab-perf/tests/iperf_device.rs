@@ -1,9 +1,9 @@
-//! The smoltcp device server (`iperf::device::IperfServer`) against our sans-IO client,
+//! The smoltcp device server (`iperf::device::SmoltcpIperfServer`) against our sans-IO client,
 //! both on one smoltcp interface over smoltcp's loopback device, in virtual time: TCP,
 //! reverse, bidir, -P 4, -n, UDP; then a second client is denied and 20 back-to-back tests
 //! leave no stream sockets behind.
 
-use linklab_perf::iperf::device::IperfServer;
+use linklab_perf::iperf::device::SmoltcpIperfServer;
 use linklab_perf::iperf::wire;
 use linklab_perf::iperf::{ClientOptions, Params, Phase, Protocol, Session, TestReport};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet, SocketStorage};
@@ -66,7 +66,12 @@ fn server_addr() -> IpEndpoint {
 }
 
 /// Runs one test; returns the client's report (or failure) and the server's outcome.
-fn run_test(net: &mut Net, server: &mut IperfServer, params: Params, port_base: u16) -> TestReport {
+fn run_test(
+    net: &mut Net,
+    server: &mut SmoltcpIperfServer,
+    params: Params,
+    port_base: u16,
+) -> TestReport {
     let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
     let opts = ClientOptions {
         strings: Default::default(),
@@ -256,7 +261,7 @@ fn base(protocol: Protocol) -> Params {
     }
 }
 
-fn check(rep: &TestReport, server: &mut IperfServer) {
+fn check(rep: &TestReport, server: &mut SmoltcpIperfServer) {
     let outcome = server
         .take_outcome()
         .expect("server finished a test")
@@ -281,7 +286,7 @@ fn check(rep: &TestReport, server: &mut IperfServer) {
 fn device_server_runs_every_mode_and_denies_a_second_client() {
     let mut r = rig(10);
     let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut server = IperfServer::new(&r.tcp, r.udp, PORT, &mut rx, &mut tx);
+    let mut server = SmoltcpIperfServer::new(&r.tcp, r.udp, PORT, &mut rx, &mut tx);
     let mut port = 40000;
     let modes: Vec<Params> = vec![
         base(Protocol::Tcp),
@@ -334,7 +339,7 @@ fn device_server_runs_every_mode_and_denies_a_second_client() {
 fn device_server_back_to_back_and_busy() {
     let mut r = rig(4);
     let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut server = IperfServer::new(&r.tcp, r.udp, PORT, &mut rx, &mut tx);
+    let mut server = SmoltcpIperfServer::new(&r.tcp, r.udp, PORT, &mut rx, &mut tx);
     // A second client connecting while a test runs gets ACCESS_DENIED.
     let p = Params {
         duration_s: 1,
@@ -437,8 +442,8 @@ fn state_fits_a_microcontroller() {
     // The state machine and the device server live in static memory on a device; keep
     // them small (the JSON buffers and socket buffers are the caller's, counted apart).
     let session = std::mem::size_of::<Session>();
-    let server = std::mem::size_of::<IperfServer>();
-    println!("Session {session} B, IperfServer {server} B");
+    let server = std::mem::size_of::<SmoltcpIperfServer>();
+    println!("Session {session} B, SmoltcpIperfServer {server} B");
     assert!(session <= 8 * 1024, "Session is {session} bytes");
-    assert!(server <= 10 * 1024, "IperfServer is {server} bytes");
+    assert!(server <= 10 * 1024, "SmoltcpIperfServer is {server} bytes");
 }

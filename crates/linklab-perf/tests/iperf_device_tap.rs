@@ -1,4 +1,4 @@
-//! The smoltcp device server (`iperf::device::IperfServer`) against stock iperf3 3.12 over
+//! The smoltcp device server (`iperf::device::SmoltcpIperfServer`) against stock iperf3 3.12 over
 //! a real Linux TAP device: a network namespace made for the test holds the TAP
 //! (198.18.0.1/24 and 2001:2::1/64 on the kernel side; both are benchmarking ranges) and
 //! our smoltcp interface (198.18.0.2, 2001:2::2) runs in a thread that entered that
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use linklab_perf::iperf::device::IperfServer;
+use linklab_perf::iperf::device::SmoltcpIperfServer;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet, SocketStorage};
 use smoltcp::phy::{Medium, TunTapInterface};
 use smoltcp::socket::{tcp, udp};
@@ -111,7 +111,7 @@ fn device_thread(
         udp::PacketBuffer::new(meta(), vec![0; 128 * 1500]),
     ));
     let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut server = IperfServer::new(&tcp, udp, 5201, &mut rx, &mut tx);
+    let mut server = SmoltcpIperfServer::new(&tcp, udp, 5201, &mut rx, &mut tx);
     ready.send(()).unwrap();
     while !stop.load(Ordering::Relaxed) {
         let t = now();

@@ -6,7 +6,7 @@
 
 mod upload;
 
-use linklab_perf::http::{expected_crc32, fetch_tcp, Client, HTTP_PORT};
+use linklab_perf::http::{expected_crc32, smoltcp_fetch, Client, HTTP_PORT};
 use linklab_perf::payload::BenchFile;
 use smoltcp::iface::{Interface, SocketHandle, SocketSet};
 use smoltcp::phy::ChecksumCapabilities;
@@ -374,7 +374,7 @@ impl App {
         };
         let socket = sockets.get_mut::<tcp::Socket>(transfer.handle);
         let received_before = transfer.client.total_bytes();
-        let fetched = fetch_tcp(socket, &mut transfer.client);
+        let fetched = smoltcp_fetch(socket, &mut transfer.client);
         if transfer.client.total_bytes() != received_before {
             self.last_progress_ns = now;
         }

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use linklab_mac::deframe::{deframe, RxError, RxFormat};
 use linklab_mac::tx::{build, TxFormat};
-use linklab_perf::http::{serve_tcp, NoRoutes, Server, HTTP_PORT};
+use linklab_perf::http::{smoltcp_serve, NoRoutes, Server, HTTP_PORT};
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::tcp;
@@ -299,7 +299,7 @@ impl Host {
             for (handle, server) in self.servers.iter_mut() {
                 let socket = self.sockets.get_mut::<tcp::Socket>(*handle);
                 let before = (socket.send_queue(), socket.recv_queue(), socket.state());
-                if serve_tcp(socket, server, HTTP_PORT, &mut NoRoutes) {
+                if smoltcp_serve(socket, server, HTTP_PORT, &mut NoRoutes) {
                     self.counters.http_responses += 1;
                 }
                 progress |= before != (socket.send_queue(), socket.recv_queue(), socket.state());

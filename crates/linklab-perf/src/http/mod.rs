@@ -42,9 +42,9 @@
 //!
 //! # smoltcp
 //!
-//! With feature `smoltcp`, [`serve_tcp`] runs a [`Server`] over a listening TCP socket (call
+//! With feature `smoltcp`, [`smoltcp_serve`] runs a [`Server`] over a listening TCP socket (call
 //! it after every `Interface::poll`; it re-listens for the next connection) and
-//! [`fetch_tcp`] runs a [`Client`] over a TCP socket the caller has connected.
+//! [`smoltcp_fetch`] runs a [`Client`] over a TCP socket the caller has connected.
 
 //!
 //! One concept per file: [`head`] parses request and status lines, [`server`] answers one
@@ -59,7 +59,7 @@ mod smoltcp;
 pub use client::{expected_crc32, Client, ClientError, Download};
 pub use server::{NoRoutes, RouteBody, Routes, Server};
 #[cfg(feature = "smoltcp")]
-pub use smoltcp::{fetch_tcp, serve_tcp};
+pub use smoltcp::{smoltcp_fetch, smoltcp_serve};
 
 /// The TCP port the bench server listens on.
 pub const HTTP_PORT: u16 = 80;

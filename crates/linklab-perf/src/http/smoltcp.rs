@@ -7,7 +7,7 @@ use smoltcp::socket::tcp::{Socket, State};
 /// Runs `server` over a TCP socket listening on `port`: listens (again) when the socket
 /// is closed, feeds it the request, sends the response, closes after it. Call after every
 /// `Interface::poll`. Returns true when a response was completed during this call.
-pub fn serve_tcp(
+pub fn smoltcp_serve(
     socket: &mut Socket<'_>,
     server: &mut Server,
     port: u16,
@@ -59,7 +59,7 @@ pub fn serve_tcp(
 /// Runs `client` over a TCP socket the caller connected: sends the request, feeds the
 /// response. Returns `Ok(Some(download))` when the body is complete (the socket is then
 /// closed), `Ok(None)` while in progress, an error when the response is bad or cut short.
-pub fn fetch_tcp(
+pub fn smoltcp_fetch(
     socket: &mut Socket<'_>,
     client: &mut Client,
 ) -> Result<Option<Download>, ClientError> {

@@ -18,7 +18,7 @@
 //!
 //! # Main loop
 //! ```ignore
-//! let mut server = IperfServer::new(&tcp_handles, udp_handle, 5201, &mut rx, &mut tx);
+//! let mut server = SmoltcpIperfServer::new(&tcp_handles, udp_handle, 5201, &mut rx, &mut tx);
 //! loop {
 //!     iface.poll(now, &mut device, &mut sockets);
 //!     server.poll(&mut sockets, now);
@@ -76,7 +76,7 @@ pub struct ServerCounters {
 }
 
 /// An iperf3 server over smoltcp sockets (see the module docs for what it needs).
-pub struct IperfServer<'a> {
+pub struct SmoltcpIperfServer<'a> {
     session: Session<'a>,
     tcp: heapless::Vec<SocketHandle, MAX_TCP_SOCKETS>,
     udp: SocketHandle,
@@ -93,7 +93,7 @@ fn micros(t: Instant) -> Micros {
     t.total_micros().max(0) as Micros
 }
 
-impl<'a> IperfServer<'a> {
+impl<'a> SmoltcpIperfServer<'a> {
     /// A server on `port` over the TCP sockets `tcp` (3..=[`MAX_TCP_SOCKETS`]; extra
     /// handles are ignored) and the UDP socket `udp`, with JSON buffers `rx` and `tx`.
     pub fn new(
