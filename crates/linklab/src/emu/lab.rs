@@ -19,7 +19,7 @@ pub const DEVICE_IP: &str = "198.18.0.2";
 /// The kernel side of the TAP.
 const HOST_CIDR: &str = "198.18.0.1/24";
 /// The TAP's name inside the namespace.
-const TAP: &str = "llemu0";
+pub const TAP: &str = "llemu0";
 
 /// A booted image in its own namespace.
 pub struct Lab {

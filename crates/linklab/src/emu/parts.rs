@@ -1,7 +1,9 @@
 //! `linklab emu --cost-parts`: instructions per part of the device's work (RX interrupt per
 //! frame and per byte, main loop per pass, per received and transmitted frame and byte), the
 //! counts the simulator's `riscv32-measured` profile charges. QEMU runs at `-icount shift=0`;
-//! stock iperf3 moves data both ways with two segment sizes (`-M`) and once paced (`-b`, so
+//! stock iperf3 moves data both ways with three segment sizes (the kernel side's MTU sets the
+//! MSS both ends use: the device refuses iperf3's `-M`, as a stack without a settable MSS
+//! does) and once paced (`-b`, so
 //! the main loop makes more passes per frame); each transfer gives the firmware's work
 //! counters (`/stats` `cpu.work`) and the MAC's frame and byte counters, less one `/stats`
 //! fetch; two curl downloads from the device's HTTP server give that server's own per-byte
@@ -20,15 +22,16 @@ use super::lab::Lab;
 /// The command that writes the data file (from the repository root).
 pub const COMMAND: &str = "linklab emu --board riscv32-virt --cost-parts --json crates/linklab-sim/data/riscv32-measured.json";
 
-/// The transfers: iperf3 options after `-c DEVICE -J`, then curl downloads from the device's
+/// The transfers: the kernel side's MTU (1500, or 576 / 1040 for 536- / 1000-byte segments
+/// both ways), then iperf3 options after `-c DEVICE -J`; then curl downloads from the device's
 /// HTTP server (whose body generation costs more per byte than iperf3's source: its own part).
-const RUNS: [&[&str]; 6] = [
-    &["-n", "2M"],
-    &["-n", "2M", "-M", "536"],
-    &["-n", "1M", "-b", "20M"],
-    &["-n", "2M", "-R"],
-    &["-n", "2M", "-R", "-M", "536"],
-    &["-n", "1M", "-R", "-M", "1000"],
+const RUNS: [(u16, &[&str]); 6] = [
+    (1500, &["-n", "2M"]),
+    (576, &["-n", "2M"]),
+    (1500, &["-n", "1M", "-b", "20M"]),
+    (1500, &["-n", "2M", "-R"]),
+    (576, &["-n", "2M", "-R"]),
+    (1040, &["-n", "1M", "-R"]),
 ];
 /// The HTTP downloads (paths on the device).
 const HTTP_RUNS: [&str; 2] = ["/1MB.txt", "/100kB.txt"];
@@ -165,10 +168,14 @@ pub fn cost_parts(board: &Board, image: &Path) -> anyhow::Result<Value> {
     let mut prev = lab.stats()?;
     let fetch = Counts::between(&s0, &prev)?;
     let mut runs = Vec::new();
-    for opts in RUNS {
+    for (mtu, opts) in RUNS {
+        let mtu = mtu.to_string();
+        lab.run(&["ip", "link", "set", "dev", super::lab::TAP, "mtu", &mtu])?;
         lab.iperf3(opts)?;
+        lab.run(&["ip", "link", "set", "dev", super::lab::TAP, "mtu", "1500"])?;
         let next = lab.stats()?;
-        runs.push((opts.join(" "), Counts::between(&prev, &next)?.minus(&fetch)));
+        let what = format!("{} (kernel-side MTU {mtu})", opts.join(" "));
+        runs.push((what, Counts::between(&prev, &next)?.minus(&fetch)));
         prev = next;
     }
     for path in HTTP_RUNS {
