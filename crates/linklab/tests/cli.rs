@@ -103,7 +103,10 @@ fn every_option_refuses_a_bad_value_with_one_line_and_exit_2() {
             walked += 1;
         }
     }
-    eprintln!("{walked} value options walked over {} subcommands", subs.len());
+    eprintln!(
+        "{walked} value options walked over {} subcommands",
+        subs.len()
+    );
     assert!(walked >= 60, "only {walked} options walked");
 }
 
