@@ -392,7 +392,11 @@ fn file_option_sends_a_file_and_stores_what_arrives() {
     assert!(received > 0);
     assert_eq!(std::fs::metadata(&got).unwrap().len(), received);
 
-    // A file that cannot be opened: iperf3's error, one line, exit 1.
+    // A file that cannot be opened: iperf3's error, one line, exit 1. A fresh server: the
+    // previous one may still be tearing its last test down, and a client that connects then
+    // sees the control socket close before it gets to the file (seen once in a full check).
+    let port = free_port();
+    let _fresh = server("iperf3", &[], port);
     let out = client(ours(), "127.0.0.1", port, &["-F", "/nonexistent/src"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
