@@ -251,6 +251,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         refine: args.refine,
         pause: Duration::from_millis(args.pause),
         stop_after_limited: None,
+        search_down: None,
         deadline: None,
     };
     let total = plan.rates.len() + args.refine as usize;
@@ -286,6 +287,10 @@ pub struct Plan {
     /// Skip the remaining coarse rates once this many steps in a row hit a limit (the knee is
     /// bracketed; `None`: measure every rate).
     pub stop_after_limited: Option<usize>,
+    /// When the coarse rates found no knee (every step hit a limit), keep offering this
+    /// fraction of the lowest rate so far until a step tracks (`None`: do not search down).
+    /// The first coarse step hitting a limit then skips the rest and goes down at once.
+    pub search_down: Option<f64>,
     /// Start no step that could not end by then (`None`: no deadline).
     pub deadline: Option<Instant>,
 }
@@ -379,8 +384,25 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
         }
         let limited = steps.last().is_some_and(|s| !s.limits.is_empty());
         limited_in_a_row = if limited { limited_in_a_row + 1 } else { 0 };
-        if plan.stop_after_limited.is_some_and(|n| limited_in_a_row >= n) {
+        if plan.stop_after_limited.is_some_and(|n| limited_in_a_row >= n)
+            || (plan.search_down.is_some() && limited && steps.len() == 1)
+        {
             break;
+        }
+    }
+    // No knee yet: go down until a step tracks.
+    if let Some(fraction) = plan.search_down.filter(|f| *f > 0.0 && *f < 1.0) {
+        while error.is_none() && analysis::knee(&steps, &plan.rule, cfg.tcp).is_none() {
+            let lowest = steps.iter().map(|s| s.offered_bps).fold(f64::INFINITY, f64::min);
+            let next = (lowest * fraction / 1e3).round() * 1e3;
+            if !next.is_finite() || next < MIN_BPS {
+                break;
+            }
+            match measure_one(next, false, &mut steps) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => error = Some(e),
+            }
         }
     }
     // Bisect between the knee and the next step above it, where the limit began.

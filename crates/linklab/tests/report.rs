@@ -280,7 +280,7 @@ fn bad_inputs_are_one_clear_line() {
     for (input, what) in [
         (dir.join("missing.json"), "cannot read"),
         (not_json, "not valid JSON"),
-        (other, "not a linklab sweep, rtt or bench result"),
+        (other, "not a linklab probe, sweep, rtt or bench result"),
         (bad_sweep, "malformed sweep result"),
     ] {
         let out = Command::new(linklab_bin())
