@@ -86,8 +86,12 @@ pub struct Args {
     echo_port: u16,
     /// Paths to download over HTTP, comma separated or repeated (linklab's devices serve
     /// /10kB.txt, /100kB.txt, /1MB.txt, /3MB.txt).
-    #[arg(long = "http-path", value_name = "PATH", value_delimiter = ',',
-          default_value = "/100kB.txt,/1MB.txt")]
+    #[arg(
+        long = "http-path",
+        value_name = "PATH",
+        value_delimiter = ',',
+        default_value = "/100kB.txt,/1MB.txt"
+    )]
     http_paths: Vec<String>,
 }
 
@@ -153,7 +157,9 @@ impl Step {
 pub fn run(args: Args) -> anyhow::Result<()> {
     for p in &args.http_paths {
         if linklab_perf::http::Client::new("h", p).is_err() {
-            bail_usage!("--http-path {p:?}: a path starts with / and has only printable characters");
+            bail_usage!(
+                "--http-path {p:?}: a path starts with / and has only printable characters"
+            );
         }
     }
     let baseline = match &args.baseline {
@@ -262,17 +268,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             wall: Quantity::new(began.elapsed().as_secs_f64(), "s"),
         };
         if !usable(step.service()) || failed_services.iter().any(|f| f == step.service()) {
-            let why = services
-                .iter()
-                .find(|s| s.name == step.service())
-                .map_or(String::new(), |s| {
-                    format!("{} {}: {}", s.name, format!("{:?}", s.state).to_lowercase(), s.detail)
-                });
-            let why = if failed_services.iter().any(|f| f == step.service()) && usable(step.service()) {
-                format!("{} failed in an earlier step", step.service())
-            } else {
-                why
-            };
+            let why =
+                services
+                    .iter()
+                    .find(|s| s.name == step.service())
+                    .map_or(String::new(), |s| {
+                        format!(
+                            "{} {}: {}",
+                            s.name,
+                            format!("{:?}", s.state).to_lowercase(),
+                            s.detail
+                        )
+                    });
+            let why =
+                if failed_services.iter().any(|f| f == step.service()) && usable(step.service()) {
+                    format!("{} failed in an earlier step", step.service())
+                } else {
+                    why
+                };
             progress.println(&format!("  {:<18} skipped ({why})", step.name()));
             lock(&doc).steps.push(record(StepState::Skipped, why));
             continue;
@@ -450,7 +463,10 @@ fn figures(d: &ProbeReport) -> Vec<Figure> {
         let (suffix, streams) = if t.streams == 1 {
             (String::new(), String::new())
         } else {
-            (format!(".p{}", t.streams), format!(", {} streams", t.streams))
+            (
+                format!(".p{}", t.streams),
+                format!(", {} streams", t.streams),
+            )
         };
         out.push(Figure {
             id: format!("tcp.{}{suffix}", t.direction),
@@ -504,6 +520,7 @@ fn figures(d: &ProbeReport) -> Vec<Figure> {
 fn summary(r: &ProbeReport) -> String {
     let mut s = String::new();
     let show = |v: f64, unit: &str| match unit {
+        "bit/s" if v == 0.0 => "none".into(),
         "bit/s" => format_rate(v),
         "us" => format!("{v:.1} µs"),
         _ => format!("{v} {unit}"),
@@ -529,8 +546,7 @@ fn summary(r: &ProbeReport) -> String {
                     f.label,
                     opt(f.old),
                     opt(f.new),
-                    f.change_pct
-                        .map_or("-".into(), |p| format!("{p:+.1} %")),
+                    f.change_pct.map_or("-".into(), |p| format!("{p:+.1} %")),
                     if f.worse { "WORSE" } else { "" }
                 );
             }
@@ -566,10 +582,10 @@ impl Outputs {
             std::fs::write(path, text + "\n")
                 .with_context(|| format!("--json: cannot write {}", path.display()))?;
         }
-        let name = self
-            .json
-            .as_deref()
-            .map_or_else(|| format!("linklab probe {}", r.host), |p| p.display().to_string());
+        let name = self.json.as_deref().map_or_else(
+            || format!("linklab probe {}", r.host),
+            |p| p.display().to_string(),
+        );
         std::fs::write(&self.html, crate::report::probe_page(r, &name))
             .with_context(|| format!("-o: cannot write {}", self.html.display()))
     }

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use client::{Connection, RunConfig};
 pub use client::Transport;
+use client::{Connection, RunConfig};
 use probe::HEADER_LEN;
 use stats::Distribution;
 

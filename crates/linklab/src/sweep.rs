@@ -253,6 +253,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         stop_after_limited: None,
         search_down: None,
         deadline: None,
+        server_was_ours: false,
     };
     let total = plan.rates.len() + args.refine as usize;
     let mut rows = Rows {
@@ -293,6 +294,10 @@ pub struct Plan {
     pub search_down: Option<f64>,
     /// Start no step that could not end by then (`None`: no deadline).
     pub deadline: Option<Instant>,
+    /// The server ran a test of ours a moment ago: retry a busy or not-yet-listening server
+    /// from the first step on (otherwise only from the second: busy at first means someone
+    /// else is testing).
+    pub server_was_ours: bool,
 }
 
 /// A sweep's outcome: the report of the steps measured, and the error that ended it early.
@@ -339,38 +344,40 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     let cfg = &plan.step;
     let mut steps: Vec<Step> = Vec::new();
     let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
-    let mut measure_one = |offered: f64, refined: bool, steps: &mut Vec<Step>| -> anyhow::Result<bool> {
-        if let Some(deadline) = plan.deadline {
-            if Instant::now() + plan.pause + step_time > deadline {
-                return Ok(false);
-            }
-        }
-        if !steps.is_empty() {
-            std::thread::sleep(plan.pause);
-        }
-        obs.starting(steps.len(), offered);
-        let began = Instant::now();
-        // A server that was ours a moment ago may still be tearing down the last test: retry
-        // a busy server mid-sweep a few times. Busy at the first step means someone else.
-        let mut tries = 0;
-        let result = loop {
-            let r = step::run_step(cfg, offered);
-            match &r {
-                Err(e) if e.is::<step::Busy>() && !steps.is_empty() && tries < BUSY_RETRIES => {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_secs(1));
+    let mut measure_one =
+        |offered: f64, refined: bool, steps: &mut Vec<Step>| -> anyhow::Result<bool> {
+            if let Some(deadline) = plan.deadline {
+                if Instant::now() + plan.pause + step_time > deadline {
+                    return Ok(false);
                 }
-                _ => break r,
             }
+            if !steps.is_empty() {
+                std::thread::sleep(plan.pause);
+            }
+            obs.starting(steps.len(), offered);
+            let began = Instant::now();
+            // A server that was ours a moment ago may still be tearing down the last test: retry
+            // a busy server mid-sweep a few times. Busy at the first step means someone else.
+            let mut tries = 0;
+            let ours = plan.server_was_ours || !steps.is_empty();
+            let result = loop {
+                let r = step::run_step(cfg, offered);
+                match &r {
+                    Err(e) if step::is_resetting(e) && ours && tries < BUSY_RETRIES => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    _ => break r,
+                }
+            };
+            let mut s = result.with_context(|| format!("step at {}", format_rate(offered)))?;
+            step_time = step_time.max(began.elapsed());
+            s.refined = refined;
+            s.limits = plan.rule.limits(&s, cfg.tcp);
+            obs.finished(&s);
+            steps.push(s);
+            Ok(true)
         };
-        let mut s = result.with_context(|| format!("step at {}", format_rate(offered)))?;
-        step_time = step_time.max(began.elapsed());
-        s.refined = refined;
-        s.limits = plan.rule.limits(&s, cfg.tcp);
-        obs.finished(&s);
-        steps.push(s);
-        Ok(true)
-    };
     let mut error = None;
     let mut limited_in_a_row = 0;
     'coarse: for &r in &plan.rates {
@@ -384,7 +391,9 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
         }
         let limited = steps.last().is_some_and(|s| !s.limits.is_empty());
         limited_in_a_row = if limited { limited_in_a_row + 1 } else { 0 };
-        if plan.stop_after_limited.is_some_and(|n| limited_in_a_row >= n)
+        if plan
+            .stop_after_limited
+            .is_some_and(|n| limited_in_a_row >= n)
             || (plan.search_down.is_some() && limited && steps.len() == 1)
         {
             break;
@@ -393,7 +402,10 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     // No knee yet: go down until a step tracks.
     if let Some(fraction) = plan.search_down.filter(|f| *f > 0.0 && *f < 1.0) {
         while error.is_none() && analysis::knee(&steps, &plan.rule, cfg.tcp).is_none() {
-            let lowest = steps.iter().map(|s| s.offered_bps).fold(f64::INFINITY, f64::min);
+            let lowest = steps
+                .iter()
+                .map(|s| s.offered_bps)
+                .fold(f64::INFINITY, f64::min);
             let next = (lowest * fraction / 1e3).round() * 1e3;
             if !next.is_finite() || next < MIN_BPS {
                 break;

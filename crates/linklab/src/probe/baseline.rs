@@ -91,7 +91,11 @@ fn judge(
         (Some(o), Some(n)) => match better {
             Better::Higher => n < o * (1.0 - tolerance_pct / 100.0),
             Better::Lower => {
-                let slack = if unit == "us" { RTT_SLACK_MS * 1e3 } else { 0.0 };
+                let slack = if unit == "us" {
+                    RTT_SLACK_MS * 1e3
+                } else {
+                    0.0
+                };
                 n > o * (1.0 + tolerance_pct / 100.0) && n - o > slack
             }
         },

@@ -59,11 +59,15 @@ fn service(name: &str, port: Option<u16>, state: ServiceState, detail: String) -
 
 /// ICMP echo: three requests, 300 ms apart.
 fn icmp(peer: SocketAddr) -> Service {
-    let answer = Connection::open(peer, Transport::Icmp, ANSWER).and_then(|mut c| {
-        c.check_echo(Instant::now(), 3, Duration::from_millis(300))
-    });
+    let answer = Connection::open(peer, Transport::Icmp, ANSWER)
+        .and_then(|mut c| c.check_echo(Instant::now(), 3, Duration::from_millis(300)));
     match answer {
-        Ok(()) => service("icmp", None, ServiceState::Present, "answers echo requests".into()),
+        Ok(()) => service(
+            "icmp",
+            None,
+            ServiceState::Present,
+            "answers echo requests".into(),
+        ),
         Err(e) => service("icmp", None, ServiceState::Absent, format!("{e:#}")),
     }
 }
@@ -103,10 +107,12 @@ fn iperf3(peer: SocketAddr) -> Service {
             )),
         },
         Ok(_) => failed("closed the connection without answering the iperf3 cookie".into()),
-        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => failed(format!(
-            "accepted the connection but did not answer the iperf3 cookie within {:.1} s",
-            ANSWER.as_secs_f64()
-        )),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            failed(format!(
+                "accepted the connection but did not answer the iperf3 cookie within {:.1} s",
+                ANSWER.as_secs_f64()
+            ))
+        }
         Err(e) => failed(describe(&e)),
     }
 }

@@ -35,8 +35,7 @@ fn start(
     path: &str,
     timeout: Duration,
 ) -> anyhow::Result<(TcpStream, Client)> {
-    let mut client =
-        Client::new(host, path).map_err(|e| anyhow!("--http-path {path:?}: {e}"))?;
+    let mut client = Client::new(host, path).map_err(|e| anyhow!("--http-path {path:?}: {e}"))?;
     let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
     let mut request = [0u8; 512];
     let n = client.transmit(&mut request);

@@ -9,8 +9,8 @@ use linklab_perf::iperf::{Params, Protocol};
 use super::document::{HttpDownload, Quantity, TcpTest};
 use super::http;
 use crate::rtt::{self, RttReport, Transport};
-use crate::sweep::analysis::{KneeRule, KNEE_LOSS_PCT, DEFAULT_TOLERANCE_PCT};
-use crate::sweep::{self, step::Busy, step::StepConfig, SweepReport};
+use crate::sweep::analysis::{KneeRule, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
+use crate::sweep::{self, step::StepConfig, SweepReport};
 
 /// Spacing of the round-trip probes: 500 per second (5.9 Mbit/s at 1472 B, which any device
 /// with an echo server takes).
@@ -21,11 +21,13 @@ const RTT_DRAIN: Duration = Duration::from_millis(250);
 /// waited for when replies are missing).
 const RTT_OVERHEAD: Duration = Duration::from_millis(100);
 /// What an iperf3 test costs besides its seconds: connecting, setup, results exchange.
-const IPERF_OVERHEAD: Duration = Duration::from_millis(700);
+const IPERF_OVERHEAD: Duration = Duration::from_millis(1000);
 /// A test fails when the server says nothing for this long beyond its seconds.
 const IPERF_STALL: Duration = Duration::from_secs(3);
 /// Pause between sweep steps.
 const SWEEP_PAUSE: Duration = Duration::from_millis(200);
+/// Pause between two iperf3 tests (a stock server closes and reopens its listener).
+const IPERF_PAUSE: Duration = Duration::from_millis(300);
 
 /// The outcome of a step: what it measured, and the error that ended it, if any.
 pub struct Outcome<T> {
@@ -135,14 +137,22 @@ pub fn iperf_config(host: &str, port: u16, seconds: u32, reverse: bool, tcp: boo
 /// single-stream tests first: they are the figures that matter most).
 pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>> {
     let end = Instant::now() + time;
-    let seconds = ((time / 4).saturating_sub(IPERF_OVERHEAD).as_secs_f64().floor() as u32).max(1);
+    let seconds = ((time / 4)
+        .saturating_sub(IPERF_OVERHEAD)
+        .as_secs_f64()
+        .floor() as u32)
+        .max(1);
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for (reverse, streams) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
         let direction = if reverse { "from_device" } else { "to_device" };
         let cost = Duration::from_secs(u64::from(seconds)) + IPERF_OVERHEAD;
         // The first two always run (a second of grace), the two-stream ones only in time.
-        let grace = if streams == 1 { Duration::from_secs(1) } else { Duration::ZERO };
+        let grace = if streams == 1 {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        };
         if !out.is_empty() && Instant::now() + cost > end + grace {
             skipped.push(format!("{direction} -P {streams}"));
             continue;
@@ -156,11 +166,20 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
             len: 0,
             ..Params::default()
         };
-        // Discovery's handshake a moment ago may still be on the server's mind: one retry.
+        // A stock server closes its listener for a moment between tests, and discovery's
+        // handshake may still be on its mind: pause, and retry a refusal twice.
+        if !out.is_empty() {
+            std::thread::sleep(IPERF_PAUSE);
+        }
         let mut result = sweep::step::run_test(&cfg, params);
-        if matches!(&result, Err(e) if e.is::<Busy>()) && out.is_empty() {
-            std::thread::sleep(Duration::from_secs(1));
-            result = sweep::step::run_test(&cfg, params);
+        for _ in 0..2 {
+            match &result {
+                Err(e) if sweep::step::is_resetting(e) => {
+                    std::thread::sleep(Duration::from_millis(500));
+                    result = sweep::step::run_test(&cfg, params);
+                }
+                _ => break,
+            }
         }
         let report = match result {
             Ok(r) => r,
@@ -172,7 +191,11 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                 }
             }
         };
-        let Some(d) = (if reverse { report.reverse } else { report.forward }) else {
+        let Some(d) = (if reverse {
+            report.reverse
+        } else {
+            report.forward
+        }) else {
             return Outcome {
                 value: out,
                 error: Some(anyhow::anyhow!(
@@ -240,8 +263,10 @@ pub fn sweep_one_way(
         pause: SWEEP_PAUSE,
         stop_after_limited: Some(2),
         search_down: Some(0.5),
+        server_was_ours: true,
         deadline: Some(Instant::now() + time + Duration::from_millis(500)),
     };
+    std::thread::sleep(IPERF_PAUSE);
     let sweep::Measured { report, error } = sweep::measure(&plan, &mut NoWatch);
     let detail = format!("{} steps of 1 s", report.steps.len());
     let value = (!report.steps.is_empty()).then_some(report);

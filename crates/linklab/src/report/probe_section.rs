@@ -15,6 +15,8 @@ use crate::values::format_rate;
 /// A figure's value for people.
 fn show(v: f64, unit: &str) -> String {
     match unit {
+        // A knee of 0: no offered rate tracked.
+        "bit/s" if v == 0.0 => "none".into(),
         "bit/s" => format_rate(v),
         "us" => format!("{} µs", num(v)),
         _ => format!("{} {unit}", num(v)),
@@ -130,7 +132,11 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     s.push_str("</div>");
 
     for f in &r.failures {
-        let _ = write!(s, r#"<p class="note failure"><b>failed:</b> {}</p>"#, esc(f));
+        let _ = write!(
+            s,
+            r#"<p class="note failure"><b>failed:</b> {}</p>"#,
+            esc(f)
+        );
     }
 
     // The summary table.
@@ -143,7 +149,12 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     s.push_str("</tr>");
     for row in &rows {
         let opt = |v: Option<f64>| v.map_or("–".into(), |v| show(v, &row.unit));
-        let _ = write!(s, r#"<tr data-figure="{}"><td class="l">{}</td>"#, esc(&row.id), esc(&row.label));
+        let _ = write!(
+            s,
+            r#"<tr data-figure="{}"><td class="l">{}</td>"#,
+            esc(&row.id),
+            esc(&row.label)
+        );
         if r.baseline.is_some() {
             let verdict = if row.worse {
                 "worse"
@@ -372,8 +383,16 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 h.body.value,
                 h.time.value,
                 format_rate(h.rate.value),
-                if h.complete { "yes" } else { "cut short by the budget" },
-                if h.crc_ok == Some(false) { "warn" } else { "ok" },
+                if h.complete {
+                    "yes"
+                } else {
+                    "cut short by the budget"
+                },
+                if h.crc_ok == Some(false) {
+                    "warn"
+                } else {
+                    "ok"
+                },
                 match h.crc_ok {
                     Some(true) => "ok",
                     Some(false) => "WRONG",

@@ -127,7 +127,9 @@ impl Connection {
             }
             Transport::Icmp => {
                 let sock = IcmpSocket::open(peer)?;
-                let rx = sock.try_clone().context("could not clone the ICMP socket")?;
+                let rx = sock
+                    .try_clone()
+                    .context("could not clone the ICMP socket")?;
                 (Half::Icmp(sock), Half::Icmp(rx))
             }
         };

@@ -144,7 +144,9 @@ mod tests {
         });
         assert_eq!(socket(false).echo_payload(&reply), Some(8..17));
         // Raw: behind an IPv4 header, and only with our identifier and a good checksum.
-        let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0, 198, 18, 0, 2, 198, 18, 0, 1];
+        let mut ip = vec![
+            0x45, 0, 0, 0, 0, 0, 0, 0, 64, 1, 0, 0, 198, 18, 0, 2, 198, 18, 0, 1,
+        ];
         let total = (ip.len() + reply.len()) as u16;
         ip[2..4].copy_from_slice(&total.to_be_bytes());
         let datagram = [ip.clone(), reply.clone()].concat();
@@ -154,7 +156,10 @@ mod tests {
             seq_no: 1,
             data: b"LLpayload",
         });
-        assert_eq!(socket(true).echo_payload(&[ip.clone(), other].concat()), None);
+        assert_eq!(
+            socket(true).echo_payload(&[ip.clone(), other].concat()),
+            None
+        );
         let mut bad = datagram.clone();
         bad[30] ^= 1;
         assert_eq!(socket(true).echo_payload(&bad), None);

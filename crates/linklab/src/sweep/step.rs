@@ -39,6 +39,25 @@ impl std::fmt::Display for Busy {
 
 impl std::error::Error for Busy {}
 
+/// Nothing listened on the server's port: a stock iperf3 server closes its listener between
+/// two tests for a moment, so right after a test of ours this is a server still resetting.
+#[derive(Debug)]
+pub struct NotListening(pub String);
+
+impl std::fmt::Display for NotListening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotListening {}
+
+/// True for the refusals a server that ran our last test a moment ago may still give: busy,
+/// or not listening yet.
+pub fn is_resetting(e: &anyhow::Error) -> bool {
+    e.is::<Busy>() || e.is::<NotListening>()
+}
+
 /// Runs one iperf3 test of `params` against the server in `cfg` (its host, port and
 /// watchdog); a server that refuses because it runs another test is a [`Busy`] error.
 pub fn run_test(cfg: &StepConfig, params: Params) -> anyhow::Result<TestReport> {
@@ -48,12 +67,15 @@ pub fn run_test(cfg: &StepConfig, params: Params) -> anyhow::Result<TestReport> 
     client.watchdog = cfg.watchdog;
     client.params = params;
     run_client(&client).map_err(|e| {
-        let busy = matches!(e, Error::Test(Failure::AccessDenied));
         let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
-        if busy {
-            anyhow::Error::new(Busy(message))
-        } else {
-            anyhow::anyhow!(message)
+        match e {
+            Error::Test(Failure::AccessDenied) => anyhow::Error::new(Busy(message)),
+            Error::Iperf { code: 103, errno }
+                if errno == libc::ECONNREFUSED || errno == libc::ECONNRESET =>
+            {
+                anyhow::Error::new(NotListening(message))
+            }
+            _ => anyhow::anyhow!(message),
         }
     })
 }
