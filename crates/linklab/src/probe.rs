@@ -32,7 +32,7 @@ use anyhow::{anyhow, Context};
 use crate::rtt::Transport;
 use crate::values::{self, bail_usage, format_rate};
 use document::{
-    Better, Figure, ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION,
+    Figure, ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION,
 };
 
 /// Exit code when a figure is worse than the baseline by more than the tolerance.
@@ -468,33 +468,27 @@ fn figures(d: &ProbeReport) -> Vec<Figure> {
                 format!(", {} streams", t.streams),
             )
         };
-        out.push(Figure {
-            id: format!("tcp.{}{suffix}", t.direction),
-            label: format!("TCP {}{streams}", way(&t.direction)),
-            value: t.received.value,
-            unit: "bit/s".into(),
-            better: Better::Higher,
-        });
+        out.push(Figure::rate(
+            format!("tcp.{}{suffix}", t.direction),
+            format!("TCP {}{streams}", way(&t.direction)),
+            t.received.value,
+        ));
     }
     for (dir, sweep) in d.sweeps() {
         if let Some(s) = sweep {
-            out.push(Figure {
-                id: format!("udp.knee.{dir}"),
-                label: format!("UDP knee {}", way(dir)),
-                value: s.knee_bps.unwrap_or(0.0),
-                unit: "bit/s".into(),
-                better: Better::Higher,
-            });
+            out.push(Figure::rate(
+                format!("udp.knee.{dir}"),
+                format!("UDP knee {}", way(dir)),
+                s.knee_bps.unwrap_or(0.0),
+            ));
         }
     }
     for h in &d.http {
-        out.push(Figure {
-            id: format!("http.{}", h.path),
-            label: format!("HTTP GET {}", h.path),
-            value: h.rate.value,
-            unit: "bit/s".into(),
-            better: Better::Higher,
-        });
+        out.push(Figure::rate(
+            format!("http.{}", h.path),
+            format!("HTTP GET {}", h.path),
+            h.rate.value,
+        ));
     }
     for (kind, r) in d.round_trips() {
         let Some(r) = r else { continue };
@@ -504,13 +498,11 @@ fn figures(d: &ProbeReport) -> Vec<Figure> {
             _ => "TCP echo",
         };
         for s in r.sizes.iter().filter(|s| s.rtt.count > 0) {
-            out.push(Figure {
-                id: format!("{kind}.rtt_p50.{}B", s.size),
-                label: format!("{what} round trip p50, {} B", s.size),
-                value: s.rtt.p50_us,
-                unit: "us".into(),
-                better: Better::Lower,
-            });
+            out.push(Figure::round_trip(
+                format!("{kind}.rtt_p50.{}B", s.size),
+                format!("{what} round trip p50, {} B", s.size),
+                s.rtt.p50_us,
+            ));
         }
     }
     out

@@ -18,8 +18,8 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_one_line_error, charts, chromium, linklab_bin, run_bounded, tempdir, veth_pair,
-    wait_until, ChildGuard, Netns,
+    assert_one_line_error, charts, chromium, iface_with, linklab_bin, run_bounded, tempdir,
+    veth_pair, wait_until, ChildGuard, Netns,
 };
 use serde_json::Value;
 
@@ -95,7 +95,11 @@ fn probe(ns: &Netns, tag: &str, host: &str, duration: u64, args: &[&str], prefix
     argv.extend_from_slice(args);
     let began = Instant::now();
     let out = run_bounded(&mut ns.command(&argv), Duration::from_secs(duration + 10));
-    let wall = began.elapsed();
+    finished(tag, out, began.elapsed(), &json, html)
+}
+
+/// A finished run: printed for people, its JSON (if any) read and validated.
+fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathBuf) -> Run {
     eprintln!(
         "probe {tag}: {:.1} s, {}\n{}{}",
         wall.as_secs_f64(),
@@ -103,7 +107,7 @@ fn probe(ns: &Netns, tag: &str, host: &str, duration: u64, args: &[&str], prefix
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let json = std::fs::read(&json)
+    let json = std::fs::read(json)
         .ok()
         .map(|b| serde_json::from_slice(&b).expect("the JSON parses"));
     if let Some(v) = &json {
@@ -456,17 +460,6 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
     );
 }
 
-/// The interface of `ns` that carries `addr`.
-fn iface_with(ns: &Netns, addr: &str) -> String {
-    let out = ns.run(&["ip", "-o", "-4", "addr", "show"]);
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    text.lines()
-        .find(|l| l.contains(&format!(" {addr}/")))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .map(|n| n.split('@').next().unwrap_or(n).to_string())
-        .unwrap_or_else(|| panic!("no interface with {addr}: {text}"))
-}
-
 /// A TCP server in `ns` on `port` that answers every connection with `garbage` and closes;
 /// it stops when the returned flag is dropped.
 fn garbage_server(ns: &Netns, port: u16, garbage: &'static [u8]) -> StopOnDrop {
@@ -590,6 +583,12 @@ fn bad_input_is_one_clear_line_each() {
                 assert_eq!(out.status.code(), Some(1));
             }
             assert!(!dir.join("never.html").exists());
+            let out = Command::new(linklab_bin())
+                .args(["probe", "127.0.0.1", "--http-path", "no-slash"])
+                .output()
+                .unwrap();
+            assert_one_line_error(&out, "--http-path \"no-slash\"");
+            assert_eq!(out.status.code(), Some(2), "a usage error");
         });
     });
 }
@@ -654,23 +653,5 @@ fn stall_when_tcp_begins(p: &Netns, pid: i32, duration: u64) -> Run {
     let mut out = child.wait_with_output().unwrap();
     out.status = status;
     out.stdout = reader.join().unwrap().into_bytes();
-    let wall = began.elapsed();
-    eprintln!(
-        "probe stall: {:.1} s\n{}{}",
-        wall.as_secs_f64(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json = std::fs::read(&json)
-        .ok()
-        .map(|b| serde_json::from_slice(&b).unwrap());
-    if let Some(v) = &json {
-        assert_valid(v);
-    }
-    Run {
-        out,
-        json,
-        wall,
-        html,
-    }
+    finished("stall", out, began.elapsed(), &json, html)
 }

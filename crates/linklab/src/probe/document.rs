@@ -153,6 +153,30 @@ pub struct Figure {
     pub better: Better,
 }
 
+impl Figure {
+    /// A figure in bit/s (throughput: higher is better).
+    pub fn rate(id: String, label: String, bps: f64) -> Figure {
+        Figure {
+            id,
+            label,
+            value: bps,
+            unit: "bit/s".into(),
+            better: Better::Higher,
+        }
+    }
+
+    /// A round-trip time in µs (lower is better).
+    pub fn round_trip(id: String, label: String, us: f64) -> Figure {
+        Figure {
+            id,
+            label,
+            value: us,
+            unit: "us".into(),
+            better: Better::Lower,
+        }
+    }
+}
+
 /// One HTTP download.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HttpDownload {

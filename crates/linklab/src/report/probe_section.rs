@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use super::{rtt_section, sweep_section};
-use crate::probe::document::{Better, ProbeReport, ServiceState, StepState};
+use crate::probe::document::{Better, Compared, ProbeReport, ServiceState, StepState};
 use crate::sweep::analysis::describe_all;
 use crate::values::format_rate;
 
@@ -23,46 +23,22 @@ fn show(v: f64, unit: &str) -> String {
     }
 }
 
-/// One figure old beside new, as the summary and the charts use it.
-struct Row {
-    id: String,
-    label: String,
-    unit: String,
-    old: Option<f64>,
-    new: Option<f64>,
-    change_pct: Option<f64>,
-    worse: bool,
-    better: Better,
-}
-
-fn rows(r: &ProbeReport) -> Vec<Row> {
+/// Every figure, old beside new: the baseline comparison, or this run's figures alone.
+fn rows(r: &ProbeReport) -> Vec<Compared> {
     match &r.baseline {
-        Some(c) => c
-            .figures
-            .iter()
-            .map(|f| Row {
-                id: f.id.clone(),
-                label: f.label.clone(),
-                unit: f.unit.clone(),
-                old: f.old,
-                new: f.new,
-                change_pct: f.change_pct,
-                worse: f.worse,
-                better: f.better,
-            })
-            .collect(),
+        Some(c) => c.figures.clone(),
         None => r
             .figures
             .iter()
-            .map(|f| Row {
+            .map(|f| Compared {
                 id: f.id.clone(),
                 label: f.label.clone(),
                 unit: f.unit.clone(),
+                better: f.better,
                 old: None,
                 new: Some(f.value),
                 change_pct: None,
                 worse: false,
-                better: f.better,
             })
             .collect(),
     }
@@ -295,7 +271,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         ("bit/s", "Throughput", "Mbit/s", "throughput"),
         ("us", "Round-trip medians", "µs", "rtt"),
     ] {
-        let picked: Vec<&Row> = rows.iter().filter(|x| x.unit == unit).collect();
+        let picked: Vec<&Compared> = rows.iter().filter(|x| x.unit == unit).collect();
         if picked.is_empty() {
             continue;
         }
@@ -321,7 +297,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             (None, Some(Better::Higher)) => "higher is better".into(),
             (None, _) => "lower is better".into(),
         };
-        let bars = |pick: &dyn Fn(&Row) -> Option<f64>, dx: f64| -> Vec<(f64, f64)> {
+        let bars = |pick: &dyn Fn(&Compared) -> Option<f64>, dx: f64| -> Vec<(f64, f64)> {
             picked
                 .iter()
                 .enumerate()
@@ -334,14 +310,14 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 color: "#9ca3af",
                 mark: Mark::Bars { width: 0.36 },
                 right: false,
-                points: bars(&|x: &Row| x.old, -0.19),
+                points: bars(&|x: &Compared| x.old, -0.19),
             });
             c.series.push(Series {
                 name: "this run".into(),
                 color: "#2563eb",
                 mark: Mark::Bars { width: 0.36 },
                 right: false,
-                points: bars(&|x: &Row| x.new, 0.19),
+                points: bars(&|x: &Compared| x.new, 0.19),
             });
             let worse: Vec<(f64, f64)> = picked
                 .iter()
@@ -364,7 +340,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 color: "#2563eb",
                 mark: Mark::Bars { width: 0.6 },
                 right: false,
-                points: bars(&|x: &Row| x.new, 0.0),
+                points: bars(&|x: &Compared| x.new, 0.0),
             });
         }
         s.push_str(&c.render());

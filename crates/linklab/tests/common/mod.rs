@@ -124,6 +124,17 @@ pub fn veth_pair(a: &Netns, a_addr: &str, b: &Netns, b_addr: &str) {
     b.run(&["ip", "link", "set", &ib, "up"]);
 }
 
+/// The interface of `ns` that carries `addr`.
+pub fn iface_with(ns: &Netns, addr: &str) -> String {
+    let out = ns.run(&["ip", "-o", "-4", "addr", "show"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.lines()
+        .find(|l| l.contains(&format!(" {addr}/")))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .unwrap_or_else(|| panic!("no interface with {addr}: {text}"))
+}
+
 /// A background child process that is killed (and reaped) when dropped.
 pub struct ChildGuard(pub Option<Child>);
 
