@@ -216,7 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         progress.println(&format!(
             "  {:<9}{port:<8} {:<8} {}",
             s.name,
-            format!("{:?}", s.state).to_lowercase(),
+            state_word(s.state),
             s.detail
         ));
     }
@@ -267,32 +267,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             detail,
             wall: Quantity::new(began.elapsed().as_secs_f64(), "s"),
         };
-        if !usable(step.service()) || failed_services.iter().any(|f| f == step.service()) {
-            let why =
-                services
-                    .iter()
-                    .find(|s| s.name == step.service())
-                    .map_or(String::new(), |s| {
-                        format!(
-                            "{} {}: {}",
-                            s.name,
-                            format!("{:?}", s.state).to_lowercase(),
-                            s.detail
-                        )
-                    });
-            let why =
-                if failed_services.iter().any(|f| f == step.service()) && usable(step.service()) {
-                    format!("{} failed in an earlier step", step.service())
-                } else {
-                    why
-                };
+        let service = step.service();
+        let failed_since = usable(service) && failed_services.iter().any(|f| f == service);
+        if !usable(service) || failed_since {
+            let why = match services.iter().find(|s| s.name == service) {
+                _ if failed_since => format!("{service} failed in an earlier step"),
+                Some(s) => format!("{service} {}: {}", state_word(s.state), s.detail),
+                None => String::new(),
+            };
             progress.println(&format!("  {:<18} skipped ({why})", step.name()));
             lock(&doc).steps.push(record(StepState::Skipped, why));
             continue;
         }
+        // This step's share of what is left: its weight over that of the steps still to run.
         let remaining: f64 = to_run
             .iter()
-            .filter(|s| Step::ALL.iter().position(|a| a == *s) >= Some(i))
+            .filter(|s| Step::ALL[i..].contains(s))
             .filter(|s| !failed_services.iter().any(|f| f == s.service()))
             .map(|s| s.weight())
             .sum();
@@ -623,6 +613,15 @@ fn resolve(host: &str) -> anyhow::Result<IpAddr> {
         .or(addrs.first())
         .map(|a| a.ip())
         .ok_or_else(|| anyhow!("cannot resolve {host:?}: no address"))
+}
+
+/// A service state as the text output says it.
+fn state_word(state: ServiceState) -> &'static str {
+    match state {
+        ServiceState::Present => "present",
+        ServiceState::Absent => "absent",
+        ServiceState::Failed => "failed",
+    }
 }
 
 /// `ADDR:PORT`, or the address alone.
