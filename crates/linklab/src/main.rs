@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod emu;
 mod iperf;
+mod probe;
 mod report;
 mod rtt;
 mod serial;
@@ -47,6 +48,8 @@ enum Command {
     Sweep(sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
     Rtt(rtt::Args),
+    /// Characterise a network device (ping, iperf3, HTTP, echo) into one report.
+    Probe(probe::Args),
     /// Render JSON results into a self-contained HTML report.
     Report(report::Args),
 }
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Iperf(args) => iperf::run(*args),
         Command::Sweep(args) => sweep::run(args),
         Command::Rtt(args) => rtt::run(args),
+        Command::Probe(args) => probe::run(args),
         Command::Report(args) => report::run(args),
     };
     match result {

@@ -1,8 +1,9 @@
-//! `linklab report`: renders `sweep`, `rtt`, `serial --selftest` and `bench` JSON results into one self-contained
+//! `linklab report`: renders `probe`, `sweep`, `rtt`, `serial --selftest` and `bench` JSON results into one self-contained
 //! HTML page with inline SVG charts (no scripts or fonts fetched from anywhere).
 
 mod bench_section;
 mod page;
+mod probe_section;
 mod rtt_section;
 mod serial_section;
 mod svg;
@@ -13,13 +14,14 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
+use crate::probe::document::ProbeReport;
 use crate::rtt::RttReport;
 use crate::sweep::SweepReport;
 
 /// Options of `linklab report`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// JSON results from `linklab sweep --json`, `linklab rtt --json`, `linklab serial
+    /// JSON results from `linklab probe --json`, `linklab sweep --json`, `linklab rtt --json`, `linklab serial
     /// --selftest --json` or `linklab bench --json`.
     #[arg(value_name = "FILE.json", required = true)]
     inputs: Vec<PathBuf>,
@@ -53,6 +55,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The whole page of one probe run (what `linklab probe -o` writes; `linklab report` on its
+/// JSON renders the same sections).
+pub fn probe_page(r: &ProbeReport, source: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    page::page(
+        &[probe_section::render(r, source, 0)],
+        &[source.to_string()],
+        &page::utc_time(now),
+    )
+}
+
 /// Renders one JSON result (any known kind) as an HTML section.
 fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String> {
     let v: Value = serde_json::from_str(text).with_context(|| format!("{name}: not valid JSON"))?;
@@ -69,11 +84,16 @@ fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String>
                 .with_context(|| format!("{name}: malformed serial self-test result"))?;
             Ok(serial_section::render(&r, name, index))
         }
+        Some("probe") => {
+            let r: ProbeReport = serde_json::from_value(v)
+                .with_context(|| format!("{name}: malformed probe result"))?;
+            Ok(probe_section::render(&r, name, index))
+        }
         Some("rtt") => {
             let r: RttReport = serde_json::from_value(v).with_context(|| format!("{name}: malformed rtt result"))?;
             Ok(rtt_section::render(&r, name, index))
         }
         _ if bench_section::is_bench(&v) => Ok(bench_section::render(&v, name, index)),
-        _ => bail!("{name}: not a linklab sweep, rtt or bench result or serial self-test (no \"kind\" field, no downloads and counters)"),
+        _ => bail!("{name}: not a linklab probe, sweep, rtt or bench result or serial self-test (no \"kind\" field, no downloads and counters)"),
     }
 }

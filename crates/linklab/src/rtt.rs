@@ -7,7 +7,8 @@
 //! mean, stddev from an HDR histogram), the loss, and the realized bandwidth of the returning
 //! stream.
 
-mod client;
+pub mod client;
+mod icmp;
 mod probe;
 mod server;
 pub mod stats;
@@ -20,7 +21,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use client::{Connection, RunConfig, Transport};
+pub use client::Transport;
+use client::{Connection, RunConfig};
 use probe::HEADER_LEN;
 use stats::Distribution;
 
@@ -48,8 +50,12 @@ pub struct Args {
     #[arg(long, conflicts_with = "tcp")]
     udp: bool,
     /// Probe over one TCP connection per size.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "icmp")]
     tcp: bool,
+    /// Probe with ICMP echo (ping; the sizes are the echo payload, as ping's -s). Needs a
+    /// group in net.ipv4.ping_group_range, or root.
+    #[arg(long, conflicts_with = "udp")]
+    icmp: bool,
     /// Probe sizes in bytes (UDP payload or TCP frame), comma separated; 16..=65507 (UDP),
     /// 16..=65536 (TCP).
     #[arg(
@@ -134,6 +140,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let transport = if args.tcp {
         Transport::Tcp
+    } else if args.icmp {
+        Transport::Icmp
     } else {
         Transport::Udp
     };
@@ -147,57 +155,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .next()
         .with_context(|| format!("-c: {host:?} has no address"))?;
 
-    let protocol = if args.tcp { "tcp" } else { "udp" };
-    println!(
-        "linklab rtt: {peer} {protocol}, {} probes per size, every {} µs",
-        args.count, args.interval
-    );
-    let epoch = Instant::now();
-    let mut report = RttReport {
-        kind: "rtt".into(),
+    let plan = Plan {
         host,
-        port: args.port,
-        protocol: protocol.into(),
+        peer,
+        transport,
+        sizes,
         count: args.count,
-        interval_us: args.interval,
-        sizes: Vec::new(),
+        interval: Duration::from_micros(args.interval),
+        drain: Duration::from_millis(args.timeout),
     };
-    for (i, &size) in sizes.iter().enumerate() {
-        let mut conn = Connection::open(peer, transport, Duration::from_secs(3))?;
-        conn.check_echo(epoch, 3, Duration::from_secs(1))?;
-        let cfg = RunConfig {
-            size,
-            count: args.count,
-            interval: Duration::from_micros(args.interval),
-            drain: Duration::from_millis(args.timeout),
-            run: i as u16,
-        };
-        let r = conn.measure(epoch, &cfg)?;
-        let lost = r.sent.saturating_sub(r.received);
-        let realized_bps = match r.arrivals {
-            Some((first, last)) if last > first => {
-                (r.received - 1) as f64 * size as f64 * 8.0 / ((last - first) as f64 * 1e-9)
-            }
-            _ => 0.0,
-        };
-        report.sizes.push(SizeReport {
-            size,
-            sent: r.sent,
-            received: r.received,
-            lost,
-            loss_pct: if r.sent == 0 {
-                0.0
-            } else {
-                lost as f64 * 100.0 / r.sent as f64
-            },
-            duplicates: r.duplicates,
-            corrupt: r.corrupt,
-            offered_bps: (args.interval > 0)
-                .then(|| size as f64 * 8.0 * 1e6 / args.interval as f64),
-            realized_bps,
-            rtt: Distribution::from_histogram(&r.rtt),
-            interarrival: Distribution::from_histogram(&r.gaps),
-        });
+    println!(
+        "linklab rtt: {} {}, {} probes per size, every {} µs",
+        plan.target(),
+        plan.protocol(),
+        args.count,
+        args.interval
+    );
+    let Measured { report, error } = measure(&plan);
+    if let Some(e) = error {
+        return Err(e);
     }
     print!("{}", render_text(&report));
     if let Some(path) = &args.json {
@@ -206,6 +182,122 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("--json: cannot write {}", path.display()))?;
     }
     Ok(())
+}
+
+/// One rtt measurement: where, over what, which sizes, how many probes at what spacing.
+pub struct Plan {
+    /// The endpoint as given (host name or address).
+    pub host: String,
+    /// Its address (the port is ignored for ICMP).
+    pub peer: SocketAddr,
+    /// UDP, TCP or ICMP echo.
+    pub transport: Transport,
+    /// Probe sizes in bytes, measured in this order.
+    pub sizes: Vec<usize>,
+    /// Probes per size.
+    pub count: u32,
+    /// Send spacing (zero: back to back).
+    pub interval: Duration,
+    /// How long to wait for late replies after the last probe of a size.
+    pub drain: Duration,
+}
+
+impl Plan {
+    /// `"udp"`, `"tcp"` or `"icmp"`, as the JSON names the protocol.
+    pub fn protocol(&self) -> &'static str {
+        match self.transport {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+            Transport::Icmp => "icmp",
+        }
+    }
+
+    /// The endpoint for people: `ADDR:PORT`, or the address alone for ICMP.
+    pub fn target(&self) -> String {
+        match self.transport {
+            Transport::Icmp => self.peer.ip().to_string(),
+            _ => self.peer.to_string(),
+        }
+    }
+}
+
+/// An rtt run's outcome: the sizes measured, and the error that ended it early, if one did.
+pub struct Measured {
+    /// Every size measured before any error.
+    pub report: RttReport,
+    /// Why the run stopped before its last size.
+    pub error: Option<anyhow::Error>,
+}
+
+/// Measures every size of `plan`: checks the endpoint echoes, then one paced run per size.
+pub fn measure(plan: &Plan) -> Measured {
+    let epoch = Instant::now();
+    let mut report = RttReport {
+        kind: "rtt".into(),
+        host: plan.host.clone(),
+        port: match plan.transport {
+            Transport::Icmp => 0,
+            _ => plan.peer.port(),
+        },
+        protocol: plan.protocol().into(),
+        count: plan.count,
+        interval_us: plan.interval.as_micros() as u64,
+        sizes: Vec::new(),
+    };
+    for (i, &size) in plan.sizes.iter().enumerate() {
+        match measure_size(plan, epoch, i as u16, size) {
+            Ok(s) => report.sizes.push(s),
+            Err(error) => {
+                return Measured {
+                    report,
+                    error: Some(error),
+                }
+            }
+        }
+    }
+    Measured {
+        report,
+        error: None,
+    }
+}
+
+/// One size: a fresh connection, the echo check, the paced run, its figures.
+fn measure_size(plan: &Plan, epoch: Instant, run: u16, size: usize) -> anyhow::Result<SizeReport> {
+    let mut conn = Connection::open(plan.peer, plan.transport, Duration::from_secs(3))?;
+    conn.check_echo(epoch, 3, Duration::from_secs(1))?;
+    let cfg = RunConfig {
+        size,
+        count: plan.count,
+        interval: plan.interval,
+        drain: plan.drain,
+        run,
+    };
+    let r = conn.measure(epoch, &cfg)?;
+    let lost = r.sent.saturating_sub(r.received);
+    let realized_bps = match r.arrivals {
+        Some((first, last)) if last > first => {
+            (r.received - 1) as f64 * size as f64 * 8.0 / ((last - first) as f64 * 1e-9)
+        }
+        _ => 0.0,
+    };
+    Ok(SizeReport {
+        size,
+        sent: r.sent,
+        received: r.received,
+        lost,
+        loss_pct: if r.sent == 0 {
+            0.0
+        } else {
+            lost as f64 * 100.0 / r.sent as f64
+        },
+        duplicates: r.duplicates,
+        corrupt: r.corrupt,
+        offered_bps: (!plan.interval.is_zero())
+            .then(|| size as f64 * 8.0 / plan.interval.as_secs_f64()),
+        realized_bps,
+        rtt: Distribution::from_histogram(&r.rtt),
+        interarrival: Distribution::from_histogram(&r.gaps),
+    })
 }
 
 /// The human-readable tables: round trips, then inter-arrival times, one row per size.

@@ -12,12 +12,12 @@
 
 pub mod analysis;
 mod progress;
-mod step;
+pub mod step;
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -236,84 +236,34 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     println!("{}", header_line(args.tcp));
 
-    let cfg = step::StepConfig {
-        host: args.client.clone(),
-        port: args.port,
+    let plan = Plan {
+        step: step::StepConfig {
+            host: args.client.clone(),
+            port: args.port,
+            tcp: args.tcp,
+            reverse: args.reverse,
+            seconds: args.time,
+            length: args.length,
+            watchdog: Duration::from_secs(u64::from(args.time) + 10),
+        },
+        rule,
+        rates,
+        refine: args.refine,
+        pause: Duration::from_millis(args.pause),
+        stop_after_limited: None,
+        search_down: None,
+        deadline: None,
+        server_was_ours: false,
+    };
+    let total = plan.rates.len() + args.refine as usize;
+    let mut rows = Rows {
+        bar: progress::Progress::new(std::io::stderr().is_terminal(), total),
         tcp: args.tcp,
-        reverse: args.reverse,
-        seconds: args.time,
-        length: args.length,
     };
-    let total = rates.len() + args.refine as usize;
-    let mut bar = progress::Progress::new(std::io::stderr().is_terminal(), total);
-    let mut steps: Vec<Step> = Vec::new();
-    let mut measure = |offered: f64, refined: bool, steps: &mut Vec<Step>| -> anyhow::Result<()> {
-        if !steps.is_empty() {
-            std::thread::sleep(Duration::from_millis(args.pause));
-        }
-        bar.show(steps.len(), offered);
-        // A server that was ours a moment ago may still be tearing down the last test: retry
-        // a busy server mid-sweep a few times. Busy at the first step means someone else.
-        let mut tries = 0;
-        let result = loop {
-            let r = step::run_step(&cfg, offered);
-            match &r {
-                Err(e) if e.is::<step::Busy>() && !steps.is_empty() && tries < BUSY_RETRIES => {
-                    tries += 1;
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-                _ => break r,
-            }
-        };
-        let mut s = result.with_context(|| format!("step at {}", format_rate(offered)))?;
-        s.refined = refined;
-        s.limits = rule.limits(&s, args.tcp);
-        bar.clear();
-        println!("{}", row_line(&s, args.tcp));
-        steps.push(s);
-        Ok(())
-    };
-    for &r in &rates {
-        measure(r, false, &mut steps)?;
+    let Measured { report, error } = measure(&plan, &mut rows);
+    if let Some(e) = error {
+        return Err(e);
     }
-    // Bisect between the knee and the next step above it, where loss began.
-    for _ in 0..args.refine {
-        steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
-        let Some(k) = analysis::knee(&steps, &rule, args.tcp) else {
-            break;
-        };
-        let Some(above) = steps
-            .iter()
-            .find(|s| s.offered_bps > k)
-            .map(|s| s.offered_bps)
-        else {
-            break;
-        };
-        let mid = ((k + above) / 2.0 / 1e3).round() * 1e3;
-        if mid <= k || mid >= above {
-            break;
-        }
-        measure(mid, true, &mut steps)?;
-    }
-    bar.clear();
-    steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
-
-    let knee_bps = analysis::knee(&steps, &rule, args.tcp);
-    let report = SweepReport {
-        kind: "sweep".into(),
-        host: args.client.clone(),
-        port: args.port,
-        protocol: protocol.into(),
-        reverse: args.reverse,
-        duration_s: args.time,
-        length: args.length,
-        knee_rule: Some(rule),
-        knee_bps,
-        limited_at: limited_at(&steps, knee_bps),
-        peak: analysis::peak(&steps),
-        collapse: analysis::collapse(&steps),
-        steps,
-    };
     print!("{}", summary(&report));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report).expect("report serializes");
@@ -323,8 +273,200 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What one sweep measures: the steps' shape, the rule, the coarse rates and the refinement.
+pub struct Plan {
+    /// The server and the test shape every step shares.
+    pub step: step::StepConfig,
+    /// The thresholds each step is judged by.
+    pub rule: KneeRule,
+    /// The coarse offered rates, bit/s, measured in this order.
+    pub rates: Vec<f64>,
+    /// Bisection steps between the knee and the next step above it, at most.
+    pub refine: u32,
+    /// Pause between steps (lets queues drain and the server get ready).
+    pub pause: Duration,
+    /// Skip the remaining coarse rates once this many steps in a row hit a limit (the knee is
+    /// bracketed; `None`: measure every rate).
+    pub stop_after_limited: Option<usize>,
+    /// When the coarse rates found no knee (every step hit a limit), keep offering this
+    /// fraction of the lowest rate so far until a step tracks (`None`: do not search down).
+    /// The first coarse step hitting a limit then skips the rest and goes down at once.
+    pub search_down: Option<f64>,
+    /// Start no step that could not end by then (`None`: no deadline).
+    pub deadline: Option<Instant>,
+    /// The server ran a test of ours a moment ago: retry a busy or not-yet-listening server
+    /// from the first step on (otherwise only from the second: busy at first means someone
+    /// else is testing).
+    pub server_was_ours: bool,
+}
+
+/// A sweep's outcome: the report of the steps measured, and the error that ended it early.
+pub struct Measured {
+    /// Everything measured (all steps when `error` is `None`).
+    pub report: SweepReport,
+    /// Why the sweep stopped before its plan was done, if it did.
+    pub error: Option<anyhow::Error>,
+}
+
+/// Who watches a sweep: told before each step starts and after it ends.
+pub trait Observer {
+    /// Step `done + 1` at `offered` bit/s is starting.
+    fn starting(&mut self, _done: usize, _offered: f64) {}
+    /// A step ended (its limits are set).
+    fn finished(&mut self, _step: &Step) {}
+}
+
+/// The CLI's observer: the progress bar on a terminal, a table row per step on stdout.
+struct Rows {
+    bar: progress::Progress,
+    tcp: bool,
+}
+
+impl Observer for Rows {
+    fn starting(&mut self, done: usize, offered: f64) {
+        self.bar.show(done, offered);
+    }
+    fn finished(&mut self, step: &Step) {
+        self.bar.clear();
+        println!("{}", row_line(step, self.tcp));
+    }
+}
+
+impl Drop for Rows {
+    fn drop(&mut self) {
+        self.bar.clear();
+    }
+}
+
+/// Runs a sweep: the coarse rates, then the bisection between the knee and the step above it.
+/// Returns what was measured even when a step fails (with the error).
+pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
+    let cfg = &plan.step;
+    let mut steps: Vec<Step> = Vec::new();
+    let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
+    let mut measure_one =
+        |offered: f64, refined: bool, steps: &mut Vec<Step>| -> anyhow::Result<bool> {
+            if let Some(deadline) = plan.deadline {
+                if Instant::now() + plan.pause + step_time > deadline {
+                    return Ok(false);
+                }
+            }
+            if !steps.is_empty() {
+                std::thread::sleep(plan.pause);
+            }
+            obs.starting(steps.len(), offered);
+            let began = Instant::now();
+            // A server that was ours a moment ago may still be tearing down the last test: retry
+            // a busy server mid-sweep a few times. Busy at the first step means someone else.
+            let mut tries = 0;
+            let ours = plan.server_was_ours || !steps.is_empty();
+            let result = loop {
+                let r = step::run_step(cfg, offered);
+                match &r {
+                    Err(e) if step::is_resetting(e) && ours && tries < BUSY_RETRIES => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    _ => break r,
+                }
+            };
+            let mut s = result.with_context(|| format!("step at {}", format_rate(offered)))?;
+            step_time = step_time.max(began.elapsed());
+            s.refined = refined;
+            s.limits = plan.rule.limits(&s, cfg.tcp);
+            obs.finished(&s);
+            steps.push(s);
+            Ok(true)
+        };
+    let mut error = None;
+    let mut limited_in_a_row = 0;
+    'coarse: for &r in &plan.rates {
+        match measure_one(r, false, &mut steps) {
+            Ok(true) => {}
+            Ok(false) => break 'coarse,
+            Err(e) => {
+                error = Some(e);
+                break 'coarse;
+            }
+        }
+        let limited = steps.last().is_some_and(|s| !s.limits.is_empty());
+        limited_in_a_row = if limited { limited_in_a_row + 1 } else { 0 };
+        if plan
+            .stop_after_limited
+            .is_some_and(|n| limited_in_a_row >= n)
+            || (plan.search_down.is_some() && limited && steps.len() == 1)
+        {
+            break;
+        }
+    }
+    // No knee yet: go down until a step tracks.
+    if let Some(fraction) = plan.search_down.filter(|f| *f > 0.0 && *f < 1.0) {
+        while error.is_none() && analysis::knee(&steps, &plan.rule, cfg.tcp).is_none() {
+            let lowest = steps
+                .iter()
+                .map(|s| s.offered_bps)
+                .fold(f64::INFINITY, f64::min);
+            let next = (lowest * fraction / 1e3).round() * 1e3;
+            if !next.is_finite() || next < MIN_BPS {
+                break;
+            }
+            match measure_one(next, false, &mut steps) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => error = Some(e),
+            }
+        }
+    }
+    // Bisect between the knee and the next step above it, where the limit began.
+    if error.is_none() {
+        for _ in 0..plan.refine {
+            steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
+            let Some(k) = analysis::knee(&steps, &plan.rule, cfg.tcp) else {
+                break;
+            };
+            let Some(above) = steps
+                .iter()
+                .find(|s| s.offered_bps > k)
+                .map(|s| s.offered_bps)
+            else {
+                break;
+            };
+            let mid = ((k + above) / 2.0 / 1e3).round() * 1e3;
+            if mid <= k || mid >= above {
+                break;
+            }
+            match measure_one(mid, true, &mut steps) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+    steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
+    let knee_bps = analysis::knee(&steps, &plan.rule, cfg.tcp);
+    let report = SweepReport {
+        kind: "sweep".into(),
+        host: cfg.host.clone(),
+        port: cfg.port,
+        protocol: if cfg.tcp { "tcp" } else { "udp" }.into(),
+        reverse: cfg.reverse,
+        duration_s: cfg.seconds,
+        length: cfg.length,
+        knee_rule: Some(plan.rule),
+        knee_bps,
+        limited_at: limited_at(&steps, knee_bps),
+        peak: analysis::peak(&steps),
+        collapse: analysis::collapse(&steps),
+        steps,
+    };
+    Measured { report, error }
+}
+
 /// The offered rates of the coarse sweep: `from`, `from + step`, ... up to `to` (inclusive).
-fn step_rates(from: f64, to: f64, step: f64) -> anyhow::Result<Vec<f64>> {
+pub fn step_rates(from: f64, to: f64, step: f64) -> anyhow::Result<Vec<f64>> {
     let n = ((to - from) / step + 1e-9).floor() as u64 + 1;
     if n > 1000 {
         bail_usage!(

@@ -79,7 +79,7 @@ fn value_options(sub: &str) -> Vec<(String, String)> {
 fn every_option_refuses_a_bad_value_with_one_line_and_exit_2() {
     let subs = subcommands();
     for expected in [
-        "bench", "serve", "serial", "emu", "iperf", "sweep", "rtt", "report",
+        "bench", "serve", "serial", "emu", "iperf", "sweep", "rtt", "probe", "report",
     ] {
         assert!(subs.iter().any(|s| s == expected), "{expected} in {subs:?}");
     }

@@ -5,65 +5,15 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use common::{assert_one_line_error, linklab_bin, run_ok, wait_until, Netns};
+use common::{assert_one_line_error, charts, chromium, linklab_bin, run_ok, wait_until, Netns};
 
 fn out_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// Runs `cmd` with a deadline; kills it and panics when the deadline passes.
-fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start");
-    let pid = child.id();
-    let deadline = Instant::now() + limit;
-    let waiter = std::thread::spawn(move || child.wait_with_output().expect("wait"));
-    while !waiter.is_finished() {
-        if Instant::now() > deadline {
-            // SAFETY: plain kill(2) of our own child.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            let _ = waiter.join();
-            panic!("{cmd:?} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    waiter.join().unwrap()
-}
-
-/// Headless Chromium with a fresh profile, no network services; `extra` picks the output.
-fn chromium(page: &Path, extra: &[&str]) -> Output {
-    let profile = out_dir().join(format!(
-        "chromium-profile-{}-{}",
-        std::process::id(),
-        extra.len()
-    ));
-    let _ = std::fs::remove_dir_all(&profile);
-    let mut cmd = Command::new("/usr/bin/chromium");
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(extra)
-    .arg(format!("file://{}", page.display()));
-    let out = run_bounded(&mut cmd, Duration::from_secs(90));
-    let _ = std::fs::remove_dir_all(&profile);
-    out
 }
 
 /// Measures a small sweep and an rtt run on loopback inside a fresh namespace.
@@ -120,27 +70,6 @@ fn measure_inputs(dir: &Path) -> (PathBuf, PathBuf) {
         rtt.to_str().unwrap(),
     ]);
     (sweep, rtt)
-}
-
-/// `(data-chart, data-points, data-drawn)` of every chart in a dumped DOM.
-fn charts(dom: &str) -> Vec<(String, usize, usize)> {
-    let attr = |tag: &str, name: &str| -> Option<String> {
-        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-        Some(tag[start..].split('"').next()?.to_string())
-    };
-    dom.match_indices("<svg ")
-        .filter_map(|(i, _)| {
-            let tag = &dom[i..i + dom[i..].find('>')?];
-            let id = attr(tag, "data-chart")?;
-            let points = attr(tag, "data-points")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let drawn = attr(tag, "data-drawn")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            Some((id, points, drawn))
-        })
-        .collect()
 }
 
 #[test]
@@ -280,7 +209,7 @@ fn bad_inputs_are_one_clear_line() {
     for (input, what) in [
         (dir.join("missing.json"), "cannot read"),
         (not_json, "not valid JSON"),
-        (other, "not a linklab sweep, rtt or bench result"),
+        (other, "not a linklab probe, sweep, rtt or bench result"),
         (bad_sweep, "malformed sweep result"),
     ] {
         let out = Command::new(linklab_bin())

@@ -9,21 +9,10 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::{
-    assert_one_line_error, linklab_bin, linklab_in, tempdir, veth_pair, wait_until, ChildGuard,
-    Netns,
+    assert_one_line_error, iface_with, linklab_bin, linklab_in, tempdir, veth_pair, wait_until,
+    ChildGuard, Netns,
 };
 use serde_json::Value;
-
-/// The interface of `ns` that carries `addr`.
-fn iface_with(ns: &Netns, addr: &str) -> String {
-    let out = ns.run(&["ip", "-o", "-4", "addr", "show"]);
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    text.lines()
-        .find(|l| l.contains(&format!(" {addr}/")))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .map(|n| n.split('@').next().unwrap_or(n).to_string())
-        .unwrap_or_else(|| panic!("no interface with {addr}: {text}"))
-}
 
 /// Stock `iperf3 -s` in `a` (198.18.1.1), the client side `b` (198.18.2.2), and a router `r`
 /// between them (198.18.1.254 / 198.18.2.254). A bottleneck on the router loses the excess on

@@ -150,6 +150,16 @@ impl Client {
         self.request_sent == self.request_len
     }
 
+    /// The response's status code, once its head has been parsed.
+    pub fn status(&self) -> Option<u16> {
+        (self.status != 0).then_some(self.status)
+    }
+
+    /// Body bytes received so far.
+    pub fn body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
     /// Response bytes received so far (head + body).
     pub fn total_bytes(&self) -> u64 {
         self.total_bytes
@@ -340,6 +350,20 @@ mod tests {
         }
         let d = round_trip("/nope", 100);
         assert_eq!(d.status, 404);
+    }
+
+    /// The status is known as soon as the head is in, before any body byte.
+    #[test]
+    fn status_once_the_head_is_parsed() {
+        let mut c = Client::new("h", "/x").unwrap();
+        assert_eq!(c.status(), None);
+        c.receive(b"HTTP/1.1 404 Not Found\r\nContent-").unwrap();
+        assert_eq!(c.status(), None);
+        c.receive(b"Length: 10\r\n\r\nnot").unwrap();
+        assert_eq!(c.status(), Some(404));
+        let mut bad = Client::new("h", "/x").unwrap();
+        assert!(bad.receive(b"garbage\r\n\r\n").is_err());
+        assert_eq!(bad.status(), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 
+use super::icmp::IcmpSocket;
 use super::probe::{Probe, ProbeError, HEADER_LEN};
 use super::stats::new_histogram;
 
@@ -23,6 +24,8 @@ pub enum Transport {
     Udp,
     /// Probes as fixed-size frames on one TCP connection (with TCP_NODELAY).
     Tcp,
+    /// One probe per ICMP echo request (the payload ping's `-s` sizes); like UDP otherwise.
+    Icmp,
 }
 
 /// What one run measures: `count` probes of `size` bytes, one every `interval`.
@@ -72,10 +75,14 @@ pub struct Connection {
 enum Half {
     Udp(UdpSocket),
     Tcp(TcpStream),
+    Icmp(IcmpSocket),
 }
 
 /// Receive timeout of one poll; bounds how late the receiver notices that a run is over.
 const POLL: Duration = Duration::from_millis(20);
+
+/// How long a TCP send may make no progress before the endpoint counts as stalled.
+const WRITE_STALL: Duration = Duration::from_secs(2);
 
 /// Largest probe the client can receive (its receive buffer); TCP probe sizes are capped to it.
 pub const MAX_PROBE_LEN: usize = 65536;
@@ -109,15 +116,27 @@ impl Connection {
                 stream
                     .set_nodelay(true)
                     .context("could not set TCP_NODELAY")?;
+                // An endpoint that stops reading must not block the sender for ever.
+                stream
+                    .set_write_timeout(Some(WRITE_STALL))
+                    .context("could not set the send timeout")?;
                 let rx = stream
                     .try_clone()
                     .context("could not clone the TCP stream")?;
                 (Half::Tcp(stream), Half::Tcp(rx))
             }
+            Transport::Icmp => {
+                let sock = IcmpSocket::open(peer)?;
+                let rx = sock
+                    .try_clone()
+                    .context("could not clone the ICMP socket")?;
+                (Half::Icmp(sock), Half::Icmp(rx))
+            }
         };
         match &rx {
             Half::Udp(s) => s.set_read_timeout(Some(POLL)),
             Half::Tcp(s) => s.set_read_timeout(Some(POLL)),
+            Half::Icmp(s) => s.set_read_timeout(Some(POLL)),
         }
         .context("could not set the receive timeout")?;
         Ok(Connection {
@@ -136,7 +155,7 @@ impl Connection {
     /// probe's echo would stay in the stream and shift every frame of the measurement after it.
     pub fn check_echo(&mut self, epoch: Instant, tries: u32, wait: Duration) -> anyhow::Result<()> {
         let (tries, wait) = match self.rx {
-            Half::Udp(_) => (tries, wait),
+            Half::Udp(_) | Half::Icmp(_) => (tries, wait),
             Half::Tcp(_) => (1, wait * tries),
         };
         let peer = self.peer;
@@ -165,8 +184,12 @@ impl Connection {
                 }
             }
         }
+        let hint = match self.rx {
+            Half::Icmp(_) => "host unreachable or it does not answer ping",
+            _ => "host unreachable or no echo server (try `linklab rtt -s` there)",
+        };
         bail!(
-            "no echo reply from {peer} within {:.1} s: host unreachable or no echo server (try `linklab rtt -s` there)",
+            "no echo reply from {peer} within {:.1} s: {hint}",
             (wait * tries).as_secs_f64()
         )
     }
@@ -174,7 +197,8 @@ impl Connection {
     /// Waits up to [`POLL`] for one reply of `size` bytes (a datagram of any length for UDP).
     fn recv(&mut self, size: usize) -> io::Result<Option<&[u8]>> {
         let result = match &mut self.rx {
-            Half::Udp(s) => s.recv(&mut self.buf).map(Some),
+            Half::Udp(s) => s.recv(&mut self.buf).map(|n| Some(0..n)),
+            Half::Icmp(s) => s.recv(&mut self.buf),
             Half::Tcp(s) => match s.read(&mut self.buf[self.filled..size]) {
                 Ok(0) => Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -184,7 +208,7 @@ impl Connection {
                     self.filled += n;
                     if self.filled == size {
                         self.filled = 0;
-                        Ok(Some(size))
+                        Ok(Some(0..size))
                     } else {
                         Ok(None)
                     }
@@ -193,7 +217,7 @@ impl Connection {
             },
         };
         match result {
-            Ok(Some(n)) => Ok(Some(&self.buf[..n])),
+            Ok(Some(range)) => Ok(Some(&self.buf[range])),
             Ok(None) => Ok(None),
             Err(e)
                 if matches!(
@@ -318,6 +342,7 @@ impl Half {
         Ok(match self {
             Half::Udp(s) => Half::Udp(s.try_clone()?),
             Half::Tcp(s) => Half::Tcp(s.try_clone()?),
+            Half::Icmp(s) => Half::Icmp(s.try_clone()?),
         })
     }
 
@@ -325,6 +350,7 @@ impl Half {
         match self {
             Half::Udp(s) => s.send(buf).map(|_| ()),
             Half::Tcp(s) => s.write_all(buf),
+            Half::Icmp(s) => s.send(buf),
         }
     }
 }

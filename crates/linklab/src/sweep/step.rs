@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use linklab_perf::iperf::host::{run_client, ClientConfig, Error};
 use linklab_perf::iperf::json::{Params, Protocol};
-use linklab_perf::iperf::Failure;
+use linklab_perf::iperf::{Failure, TestReport};
 
 use super::Step;
 
@@ -23,6 +23,8 @@ pub struct StepConfig {
     pub seconds: u32,
     /// Datagram / write length (`None`: iperf3's default).
     pub length: Option<u32>,
+    /// A test fails after this long without any activity (a stalled server).
+    pub watchdog: Duration,
 }
 
 /// The server refused the test because it is running another one (iperf3 ACCESS_DENIED).
@@ -37,13 +39,50 @@ impl std::fmt::Display for Busy {
 
 impl std::error::Error for Busy {}
 
-/// Runs one iperf3 test at `offered` bit/s and condenses its results into a [`Step`].
-pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
+/// Nothing listened on the server's port: a stock iperf3 server closes its listener between
+/// two tests for a moment, so right after a test of ours this is a server still resetting.
+#[derive(Debug)]
+pub struct NotListening(pub String);
+
+impl std::fmt::Display for NotListening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotListening {}
+
+/// True for the refusals a server that ran our last test a moment ago may still give: busy,
+/// or not listening yet.
+pub fn is_resetting(e: &anyhow::Error) -> bool {
+    e.is::<Busy>() || e.is::<NotListening>()
+}
+
+/// Runs one iperf3 test of `params` against the server in `cfg` (its host, port and
+/// watchdog); a server that refuses because it runs another test is a [`Busy`] error.
+pub fn run_test(cfg: &StepConfig, params: Params) -> anyhow::Result<TestReport> {
     let mut client = ClientConfig::new(&cfg.host);
     client.port = cfg.port;
     client.connect_timeout = Duration::from_secs(3);
-    client.watchdog = Duration::from_secs(u64::from(cfg.seconds) + 10);
-    client.params = Params {
+    client.watchdog = cfg.watchdog;
+    client.params = params;
+    run_client(&client).map_err(|e| {
+        let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
+        match e {
+            Error::Test(Failure::AccessDenied) => anyhow::Error::new(Busy(message)),
+            Error::Iperf { code: 103, errno }
+                if errno == libc::ECONNREFUSED || errno == libc::ECONNRESET =>
+            {
+                anyhow::Error::new(NotListening(message))
+            }
+            _ => anyhow::anyhow!(message),
+        }
+    })
+}
+
+/// Runs one iperf3 test at `offered` bit/s and condenses its results into a [`Step`].
+pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
+    let params = Params {
         protocol: if cfg.tcp {
             Protocol::Tcp
         } else {
@@ -55,15 +94,7 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
         rate_bps: offered.round() as u64,
         ..Params::default()
     };
-    let report = run_client(&client).map_err(|e| {
-        let busy = matches!(e, Error::Test(Failure::AccessDenied));
-        let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
-        if busy {
-            anyhow::Error::new(Busy(message))
-        } else {
-            anyhow::anyhow!(message)
-        }
-    })?;
+    let report = run_test(cfg, params)?;
     let dir = if cfg.reverse {
         report.reverse
     } else {

@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -122,6 +122,17 @@ pub fn veth_pair(a: &Netns, a_addr: &str, b: &Netns, b_addr: &str) {
     b.run(&["ip", "addr", "add", b_addr, "dev", &ib]);
     a.run(&["ip", "link", "set", &ia, "up"]);
     b.run(&["ip", "link", "set", &ib, "up"]);
+}
+
+/// The interface of `ns` that carries `addr`.
+pub fn iface_with(ns: &Netns, addr: &str) -> String {
+    let out = ns.run(&["ip", "-o", "-4", "addr", "show"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.lines()
+        .find(|l| l.contains(&format!(" {addr}/")))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .unwrap_or_else(|| panic!("no interface with {addr}: {text}"))
 }
 
 /// A background child process that is killed (and reaped) when dropped.
@@ -265,4 +276,76 @@ pub fn assert_conserved(stats: &Value) {
             + mac_counter(stats, "tx_dropped")
             + mac_counter(stats, "tx_deferred")
     );
+}
+
+/// Runs `cmd` with a deadline; kills it and panics when the deadline passes.
+pub fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let pid = child.id();
+    let deadline = Instant::now() + limit;
+    let waiter = std::thread::spawn(move || child.wait_with_output().expect("wait"));
+    while !waiter.is_finished() {
+        if Instant::now() > deadline {
+            // SAFETY: plain kill(2) of our own child.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            let _ = waiter.join();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    waiter.join().unwrap()
+}
+
+/// Headless Chromium with a fresh profile, no network services; `extra` picks the output.
+pub fn chromium(page: &Path, extra: &[&str]) -> Output {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let profile = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "chromium-profile-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&profile);
+    let mut cmd = Command::new("/usr/bin/chromium");
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(extra)
+    .arg(format!("file://{}", page.display()));
+    let out = run_bounded(&mut cmd, Duration::from_secs(90));
+    let _ = std::fs::remove_dir_all(&profile);
+    out
+}
+
+/// `(data-chart, data-points, data-drawn)` of every chart in a dumped DOM.
+pub fn charts(dom: &str) -> Vec<(String, usize, usize)> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[start..].split('"').next()?.to_string())
+    };
+    dom.match_indices("<svg ")
+        .filter_map(|(i, _)| {
+            let tag = &dom[i..i + dom[i..].find('>')?];
+            let id = attr(tag, "data-chart")?;
+            let points = attr(tag, "data-points")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let drawn = attr(tag, "data-drawn")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            Some((id, points, drawn))
+        })
+        .collect()
 }

@@ -1,0 +1,637 @@
+//! `linklab probe HOST`: one command that characterises a network device into one report.
+//!
+//! Discovery asks which of ICMP echo, an iperf3 server, HTTP and echo (UDP/TCP 7) the host
+//! answers; then each step runs where its service answered, sharing `--duration`: ICMP, UDP
+//! and TCP echo round trips per size (`rtt`), HTTP downloads, iperf3 TCP each way with one and
+//! two streams, and a UDP offered-rate sweep each way (`sweep`). The result is one JSON
+//! document (`document`, schema in `schema/probe.schema.json`) and one HTML page (the `report`
+//! renderer); `--baseline` compares with an earlier run (`baseline`) and exits 3 when a figure
+//! got worse.
+//!
+//! - `discover`: which services answer;
+//! - `steps`: each measurement, sized to its share of the time;
+//! - `http`: HTTP over std sockets with linklab-perf's client;
+//! - `document`: the JSON; `baseline`: old beside new; `progress`: the terminal line.
+
+mod baseline;
+mod discover;
+pub mod document;
+mod http;
+mod progress;
+mod steps;
+
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write as _};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context};
+
+use crate::rtt::Transport;
+use crate::values::{self, bail_usage, format_rate};
+use document::{
+    Figure, ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION,
+};
+
+/// Exit code when a figure is worse than the baseline by more than the tolerance.
+pub const EXIT_WORSE: i32 = 3;
+
+/// Time kept at the end of the budget for writing the outputs.
+const RESERVE: Duration = Duration::from_millis(800);
+
+/// How far past `--duration` the watchdog lets a step run before it stops the run.
+const OVERRUN: Duration = Duration::from_secs(6);
+
+/// Options of `linklab probe`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+Services absent on the host are skipped and named in the report; a service that answers but \
+does not speak its protocol (garbage, a busy iperf3 server, a stall) ends the run with an \
+error (exit 1) after the other steps, with the report of what was measured.
+
+--baseline: worse means, per figure, a throughput (TCP each way and with 2 streams, the UDP \
+knee each way, each HTTP download's rate) lower than the baseline's by more than --tolerance; \
+a round-trip median (ICMP, UDP and TCP echo, per size) higher by more than --tolerance and by \
+more than 0.2 ms. Exit 3 names each worse figure.")]
+pub struct Args {
+    /// The device to probe: a host name or an address.
+    #[arg(value_name = "HOST")]
+    host: String,
+    /// The HTML report to write.
+    #[arg(short = 'o', long, value_name = "FILE", default_value = "probe.html")]
+    output: PathBuf,
+    /// Also write the JSON document (the input of `linklab report` and of --baseline).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Seconds the whole run may take (discovery and every step share it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(5..=3600))]
+    duration: u64,
+    /// An earlier probe's JSON: its figures beside this run's; exit 3 if any is worse.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Percent a figure may be worse than the baseline before it counts.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = values::ranged(0.0, 1000.0))]
+    tolerance: f64,
+    /// The iperf3 server's port.
+    #[arg(long, value_name = "N", default_value_t = 5201)]
+    iperf_port: u16,
+    /// The HTTP port.
+    #[arg(long, value_name = "N", default_value_t = 80)]
+    http_port: u16,
+    /// The echo port (UDP and TCP, RFC 862).
+    #[arg(long, value_name = "N", default_value_t = 7)]
+    echo_port: u16,
+    /// Paths to download over HTTP, comma separated or repeated (linklab's devices serve
+    /// /10kB.txt, /100kB.txt, /1MB.txt, /3MB.txt).
+    #[arg(
+        long = "http-path",
+        value_name = "PATH",
+        value_delimiter = ',',
+        default_value = "/100kB.txt,/1MB.txt"
+    )]
+    http_paths: Vec<String>,
+}
+
+/// The steps, in the order they run, with their share of the time.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    Icmp,
+    EchoUdp,
+    EchoTcp,
+    Http,
+    Tcp,
+    SweepTo,
+    SweepFrom,
+}
+
+impl Step {
+    const ALL: [Step; 7] = [
+        Step::Icmp,
+        Step::EchoUdp,
+        Step::EchoTcp,
+        Step::Http,
+        Step::Tcp,
+        Step::SweepTo,
+        Step::SweepFrom,
+    ];
+
+    /// The name in the JSON and on screen.
+    fn name(self) -> &'static str {
+        match self {
+            Step::Icmp => "icmp",
+            Step::EchoUdp => "echo-udp",
+            Step::EchoTcp => "echo-tcp",
+            Step::Http => "http",
+            Step::Tcp => "tcp",
+            Step::SweepTo => "sweep-to-device",
+            Step::SweepFrom => "sweep-from-device",
+        }
+    }
+
+    /// The service it needs.
+    fn service(self) -> &'static str {
+        match self {
+            Step::Icmp => "icmp",
+            Step::EchoUdp => "echo-udp",
+            Step::EchoTcp => "echo-tcp",
+            Step::Http => "http",
+            Step::Tcp | Step::SweepTo | Step::SweepFrom => "iperf3",
+        }
+    }
+
+    /// Its share of the time, relative to the others that run.
+    fn weight(self) -> f64 {
+        match self {
+            Step::Icmp | Step::EchoUdp | Step::EchoTcp => 1.0,
+            Step::Http => 1.5,
+            Step::Tcp => 4.0,
+            Step::SweepTo | Step::SweepFrom => 3.5,
+        }
+    }
+}
+
+/// Runs `linklab probe`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    for p in &args.http_paths {
+        if linklab_perf::http::Client::new("h", p).is_err() {
+            bail_usage!(
+                "--http-path {p:?}: a path starts with / and has only printable characters"
+            );
+        }
+    }
+    let baseline = match &args.baseline {
+        Some(path) => Some(baseline::load(path)?),
+        None => None,
+    };
+    let addr = resolve(&args.host)?;
+    let started = Instant::now();
+    let end = started + Duration::from_secs(args.duration);
+    let doc = Arc::new(Mutex::new(ProbeReport {
+        kind: "probe".into(),
+        schema_version: SCHEMA_VERSION,
+        linklab_version: env!("CARGO_PKG_VERSION").into(),
+        host: args.host.clone(),
+        address: addr.to_string(),
+        started_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        budget: Quantity::new(args.duration as f64, "s"),
+        wall: Quantity::new(0.0, "s"),
+        services: Vec::new(),
+        steps: Vec::new(),
+        figures: Vec::new(),
+        icmp: None,
+        echo_udp: None,
+        echo_tcp: None,
+        http: Vec::new(),
+        tcp: Vec::new(),
+        sweep_to_device: None,
+        sweep_from_device: None,
+        failures: Vec::new(),
+        baseline: None,
+    }));
+    let outputs = Outputs {
+        html: args.output.clone(),
+        json: args.json.clone(),
+    };
+    watchdog(Arc::clone(&doc), outputs.clone(), started, end + OVERRUN);
+
+    let mut progress = progress::Progress::new(std::io::stderr().is_terminal(), end, 8);
+    progress.step(1, "discovery");
+    progress.println(&format!(
+        "linklab probe: {} ({addr}), {} s",
+        args.host, args.duration
+    ));
+    let ports = discover::Ports {
+        iperf: args.iperf_port,
+        http: args.http_port,
+        echo: args.echo_port,
+    };
+    let services = discover::discover(&args.host, addr, &ports);
+    for s in &services {
+        let port = s.port.map_or(String::new(), |p| format!(" ({p})"));
+        progress.println(&format!(
+            "  {:<9}{port:<8} {:<8} {}",
+            s.name,
+            state_word(s.state),
+            s.detail
+        ));
+    }
+    if services.iter().all(|s| s.state == ServiceState::Absent) {
+        progress.finish();
+        return Err(anyhow!(
+            "{} ({addr}) answered none of ICMP echo, iperf3 ({}), HTTP ({}), echo ({}): unreachable or down ({})",
+            args.host,
+            args.iperf_port,
+            args.http_port,
+            args.echo_port,
+            services
+                .iter()
+                .map(|s| format!("{}: {}", s.name, s.detail))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    lock(&doc).services = services.clone();
+
+    let usable = |name: &str| {
+        services
+            .iter()
+            .find(|s| s.name == name)
+            .is_some_and(|s| s.state == ServiceState::Present)
+    };
+    // Services that failed (in discovery, or in a step since): their other steps are skipped.
+    let mut failed_services: Vec<String> = services
+        .iter()
+        .filter(|s| s.state == ServiceState::Failed)
+        .map(|s| s.name.clone())
+        .collect();
+    let mut failures: Vec<String> = services
+        .iter()
+        .filter(|s| s.state == ServiceState::Failed)
+        .map(|s| format!("{} at {}: {}", s.name, target(addr, s.port), s.detail))
+        .collect();
+
+    let to_run: Vec<Step> = Step::ALL
+        .into_iter()
+        .filter(|s| usable(s.service()))
+        .collect();
+    for (i, &step) in Step::ALL.iter().enumerate() {
+        let began = Instant::now();
+        let record = |state, detail: String| StepRecord {
+            name: step.name().into(),
+            state,
+            detail,
+            wall: Quantity::new(began.elapsed().as_secs_f64(), "s"),
+        };
+        let service = step.service();
+        let failed_since = usable(service) && failed_services.iter().any(|f| f == service);
+        if !usable(service) || failed_since {
+            let why = match services.iter().find(|s| s.name == service) {
+                _ if failed_since => format!("{service} failed in an earlier step"),
+                Some(s) => format!("{service} {}: {}", state_word(s.state), s.detail),
+                None => String::new(),
+            };
+            progress.println(&format!("  {:<18} skipped ({why})", step.name()));
+            lock(&doc).steps.push(record(StepState::Skipped, why));
+            continue;
+        }
+        // This step's share of what is left: its weight over that of the steps still to run.
+        let remaining: f64 = to_run
+            .iter()
+            .filter(|s| Step::ALL[i..].contains(s))
+            .filter(|s| !failed_services.iter().any(|f| f == s.service()))
+            .map(|s| s.weight())
+            .sum();
+        let left = end
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(RESERVE);
+        let time = left.mul_f64(step.weight() / remaining.max(step.weight()));
+        if time < Duration::from_millis(300) {
+            progress.println(&format!("  {:<18} skipped (out of time)", step.name()));
+            lock(&doc)
+                .steps
+                .push(record(StepState::Skipped, "out of time".into()));
+            continue;
+        }
+        progress.step(i + 2, step.name());
+        let (detail, error) = run_step(step, &args, addr, time, &doc);
+        let state = if error.is_some() {
+            StepState::Failed
+        } else {
+            StepState::Done
+        };
+        let detail = match &error {
+            Some(e) => format!("{detail}; failed: {e:#}"),
+            None => detail,
+        };
+        progress.println(&format!(
+            "  {:<18} {} in {:.1} s: {detail}",
+            step.name(),
+            if error.is_some() { "failed" } else { "done" },
+            began.elapsed().as_secs_f64()
+        ));
+        if let Some(e) = error {
+            failures.push(format!("{e:#}"));
+            failed_services.push(step.service().into());
+        }
+        let mut d = lock(&doc);
+        d.steps.push(record(state, detail));
+        d.figures = figures(&d);
+    }
+    progress.finish();
+
+    let report = {
+        let mut d = lock(&doc);
+        d.failures = failures.clone();
+        d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
+        d.figures = figures(&d);
+        if let (Some(old), Some(path)) = (&baseline, &args.baseline) {
+            d.baseline = Some(baseline::compare(
+                old,
+                &d,
+                &path.display().to_string(),
+                args.tolerance,
+            ));
+        }
+        d.clone()
+    };
+    outputs.write(&report)?;
+    print!("{}", summary(&report));
+    println!(
+        "wrote {}{} in {:.1} s",
+        outputs.html.display(),
+        outputs
+            .json
+            .as_ref()
+            .map_or(String::new(), |j| format!(" and {}", j.display())),
+        report.wall.value
+    );
+    if !failures.is_empty() {
+        return Err(anyhow!("{}", failures.join("; ")));
+    }
+    if let Some(c) = &report.baseline {
+        let worse: Vec<String> = c
+            .figures
+            .iter()
+            .filter(|f| f.worse)
+            .map(|f| format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)))
+            .collect();
+        if !worse.is_empty() {
+            let _ = std::io::stdout().flush();
+            eprintln!(
+                "linklab: worse than the baseline by more than {} %: {}",
+                c.tolerance_pct,
+                worse.join(", ")
+            );
+            std::process::exit(EXIT_WORSE);
+        }
+    }
+    Ok(())
+}
+
+/// Runs one step, storing what it measured in the document; returns its detail and error.
+fn run_step(
+    step: Step,
+    args: &Args,
+    addr: IpAddr,
+    time: Duration,
+    doc: &Mutex<ProbeReport>,
+) -> (String, Option<anyhow::Error>) {
+    let host = args.host.as_str();
+    let rtt = |transport, port, sizes: &[usize]| {
+        steps::round_trips(host, SocketAddr::new(addr, port), transport, sizes, time)
+    };
+    match step {
+        Step::Icmp | Step::EchoUdp | Step::EchoTcp => {
+            let o = match step {
+                Step::Icmp => rtt(Transport::Icmp, 0, &[64, 512, 1472]),
+                Step::EchoUdp => rtt(Transport::Udp, args.echo_port, &[64, 512, 1472]),
+                _ => rtt(Transport::Tcp, args.echo_port, &[64, 512, 1460]),
+            };
+            let mut d = lock(doc);
+            let slot = match step {
+                Step::Icmp => &mut d.icmp,
+                Step::EchoUdp => &mut d.echo_udp,
+                _ => &mut d.echo_tcp,
+            };
+            *slot = o.value;
+            (o.detail, o.error)
+        }
+        Step::Http => {
+            let o = steps::downloads(
+                host,
+                SocketAddr::new(addr, args.http_port),
+                &args.http_paths,
+                time,
+            );
+            lock(doc).http = o.value;
+            (o.detail, o.error)
+        }
+        Step::Tcp => {
+            let o = steps::tcp_tests(host, args.iperf_port, time);
+            lock(doc).tcp = o.value;
+            (o.detail, o.error)
+        }
+        Step::SweepTo | Step::SweepFrom => {
+            let reverse = step == Step::SweepFrom;
+            let anchor = {
+                let d = lock(doc);
+                let dir = if reverse { "from_device" } else { "to_device" };
+                d.tcp
+                    .iter()
+                    .filter(|t| t.direction == dir)
+                    .map(|t| t.received.value)
+                    .reduce(f64::max)
+            };
+            let o = steps::sweep_one_way(host, args.iperf_port, reverse, anchor, time);
+            let mut d = lock(doc);
+            if reverse {
+                d.sweep_from_device = o.value;
+            } else {
+                d.sweep_to_device = o.value;
+            }
+            (o.detail, o.error)
+        }
+    }
+}
+
+/// The headline figures of what was measured: the ones a baseline compares.
+fn figures(d: &ProbeReport) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let way = |dir: &str| {
+        if dir == "to_device" {
+            "to the device"
+        } else {
+            "from the device"
+        }
+    };
+    for t in &d.tcp {
+        let (suffix, streams) = if t.streams == 1 {
+            (String::new(), String::new())
+        } else {
+            (
+                format!(".p{}", t.streams),
+                format!(", {} streams", t.streams),
+            )
+        };
+        out.push(Figure::rate(
+            format!("tcp.{}{suffix}", t.direction),
+            format!("TCP {}{streams}", way(&t.direction)),
+            t.received.value,
+        ));
+    }
+    for (dir, sweep) in d.sweeps() {
+        if let Some(s) = sweep {
+            out.push(Figure::rate(
+                format!("udp.knee.{dir}"),
+                format!("UDP knee {}", way(dir)),
+                s.knee_bps.unwrap_or(0.0),
+            ));
+        }
+    }
+    for h in &d.http {
+        out.push(Figure::rate(
+            format!("http.{}", h.path),
+            format!("HTTP GET {}", h.path),
+            h.rate.value,
+        ));
+    }
+    for (kind, r) in d.round_trips() {
+        let Some(r) = r else { continue };
+        let what = match kind {
+            "icmp" => "ICMP echo",
+            "echo_udp" => "UDP echo",
+            _ => "TCP echo",
+        };
+        for s in r.sizes.iter().filter(|s| s.rtt.count > 0) {
+            out.push(Figure::round_trip(
+                format!("{kind}.rtt_p50.{}B", s.size),
+                format!("{what} round trip p50, {} B", s.size),
+                s.rtt.p50_us,
+            ));
+        }
+    }
+    out
+}
+
+/// The text summary: every figure (old beside new with a baseline), what was absent, failures.
+fn summary(r: &ProbeReport) -> String {
+    let mut s = String::new();
+    let show = |v: f64, unit: &str| match unit {
+        "bit/s" if v == 0.0 => "none".into(),
+        "bit/s" => format_rate(v),
+        "us" => format!("{v:.1} µs"),
+        _ => format!("{v} {unit}"),
+    };
+    let _ = writeln!(s, "\nsummary of {} ({}):", r.host, r.address);
+    match &r.baseline {
+        None => {
+            for f in &r.figures {
+                let _ = writeln!(s, "  {:<44} {:>14}", f.label, show(f.value, &f.unit));
+            }
+        }
+        Some(c) => {
+            let _ = writeln!(
+                s,
+                "  {:<44} {:>14} {:>14} {:>9}  (baseline {}, tolerance {} %)",
+                "figure", "baseline", "this run", "change", c.file, c.tolerance_pct
+            );
+            for f in &c.figures {
+                let opt = |v: Option<f64>| v.map_or("-".into(), |v| show(v, &f.unit));
+                let _ = writeln!(
+                    s,
+                    "  {:<44} {:>14} {:>14} {:>9}  {}",
+                    f.label,
+                    opt(f.old),
+                    opt(f.new),
+                    f.change_pct.map_or("-".into(), |p| format!("{p:+.1} %")),
+                    if f.worse { "WORSE" } else { "" }
+                );
+            }
+        }
+    }
+    let absent: Vec<String> = r
+        .services
+        .iter()
+        .filter(|x| x.state == ServiceState::Absent)
+        .map(|x| x.name.clone())
+        .collect();
+    if !absent.is_empty() {
+        let _ = writeln!(s, "  absent (skipped): {}", absent.join(", "));
+    }
+    for f in &r.failures {
+        let _ = writeln!(s, "  failed: {f}");
+    }
+    s
+}
+
+/// Where the outputs go.
+#[derive(Clone)]
+struct Outputs {
+    html: PathBuf,
+    json: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Writes the JSON (if asked) and the HTML page of `r`.
+    fn write(&self, r: &ProbeReport) -> anyhow::Result<()> {
+        if let Some(path) = &self.json {
+            let text = serde_json::to_string_pretty(r).expect("the document serializes");
+            std::fs::write(path, text + "\n")
+                .with_context(|| format!("--json: cannot write {}", path.display()))?;
+        }
+        let name = self.json.as_deref().map_or_else(
+            || format!("linklab probe {}", r.host),
+            |p| p.display().to_string(),
+        );
+        std::fs::write(&self.html, crate::report::probe_page(r, &name))
+            .with_context(|| format!("-o: cannot write {}", self.html.display()))
+    }
+}
+
+/// The last line of defence for "never past --duration": at `deadline` (the budget plus a few
+/// seconds) a step still running is abandoned; what was measured is written and the run ends.
+fn watchdog(doc: Arc<Mutex<ProbeReport>>, out: Outputs, started: Instant, deadline: Instant) {
+    std::thread::spawn(move || {
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        let mut r = lock(&doc).clone();
+        let running = Step::ALL
+            .iter()
+            .find(|s| !r.steps.iter().any(|x| x.name == s.name()))
+            .map_or("the end", |s| s.name());
+        let what = format!(
+            "stopped: step {running} was still running {} s past --duration",
+            OVERRUN.as_secs()
+        );
+        r.failures.push(what.clone());
+        r.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
+        r.figures = figures(&r);
+        let written = out.write(&r);
+        eprint!("\r\x1b[2K");
+        let _ = std::io::stderr().flush();
+        match written {
+            Ok(()) => eprintln!("linklab: error: {what} (the report has what was measured)"),
+            Err(e) => eprintln!("linklab: error: {what}; {e:#}"),
+        }
+        std::process::exit(1);
+    });
+}
+
+/// The first address `host` resolves to (IPv4 first).
+fn resolve(host: &str) -> anyhow::Result<IpAddr> {
+    let addrs: Vec<SocketAddr> = (host, 0)
+        .to_socket_addrs()
+        .map_err(|e| anyhow!("cannot resolve {host:?}: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .map(|a| a.ip())
+        .ok_or_else(|| anyhow!("cannot resolve {host:?}: no address"))
+}
+
+/// A service state as the text output says it.
+fn state_word(state: ServiceState) -> &'static str {
+    match state {
+        ServiceState::Present => "present",
+        ServiceState::Absent => "absent",
+        ServiceState::Failed => "failed",
+    }
+}
+
+/// `ADDR:PORT`, or the address alone.
+fn target(addr: IpAddr, port: Option<u16>) -> String {
+    match port {
+        Some(p) => SocketAddr::new(addr, p).to_string(),
+        None => addr.to_string(),
+    }
+}
+
+fn lock(doc: &Mutex<ProbeReport>) -> std::sync::MutexGuard<'_, ProbeReport> {
+    doc.lock().unwrap_or_else(|e| e.into_inner())
+}

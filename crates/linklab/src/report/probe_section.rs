@@ -1,0 +1,431 @@
+//! The report of a `linklab probe` run: a summary first — each way's throughput, the knees,
+//! the round-trip percentiles, what was absent or failed, and with a baseline the old figure
+//! beside the new one — then the charts: throughput and round-trip medians (old beside new),
+//! and the sweep, rtt, HTTP and TCP sections of what was measured.
+
+use std::fmt::Write as _;
+
+use super::svg::{esc, num, Axis, Chart, Mark, Series};
+use super::sweep_section::fact;
+use super::{rtt_section, sweep_section};
+use crate::probe::document::{Better, Compared, ProbeReport, ServiceState, StepState};
+use crate::sweep::analysis::describe_all;
+use crate::values::format_rate;
+
+/// A figure's value for people.
+fn show(v: f64, unit: &str) -> String {
+    match unit {
+        // A knee of 0: no offered rate tracked.
+        "bit/s" if v == 0.0 => "none".into(),
+        "bit/s" => format_rate(v),
+        "us" => format!("{} µs", num(v)),
+        _ => format!("{} {unit}", num(v)),
+    }
+}
+
+/// Every figure, old beside new: the baseline comparison, or this run's figures alone.
+fn rows(r: &ProbeReport) -> Vec<Compared> {
+    match &r.baseline {
+        Some(c) => c.figures.clone(),
+        None => r
+            .figures
+            .iter()
+            .map(|f| Compared {
+                id: f.id.clone(),
+                label: f.label.clone(),
+                unit: f.unit.clone(),
+                better: f.better,
+                old: None,
+                new: Some(f.value),
+                change_pct: None,
+                worse: false,
+            })
+            .collect(),
+    }
+}
+
+/// A short name for a chart's axis: `tcp.to_device.p2` → `TCP → ×2`.
+fn short(id: &str) -> String {
+    let arrow = |s: &str| s.replace("to_device", "→").replace("from_device", "←");
+    if let Some(rest) = id.strip_prefix("tcp.") {
+        return format!("TCP {}", arrow(rest).replace(".p", " ×"));
+    }
+    if let Some(rest) = id.strip_prefix("udp.knee.") {
+        return format!("knee {}", arrow(rest));
+    }
+    if let Some(rest) = id.strip_prefix("http.") {
+        return rest.to_string();
+    }
+    id.replace(".rtt_p50.", " ")
+        .replace("echo_udp", "UDP")
+        .replace("echo_tcp", "TCP")
+        .replace("icmp", "ICMP")
+}
+
+/// Renders one probe document as its sections.
+pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
+    let mut s = String::new();
+    let rows = rows(r);
+    let _ = write!(
+        s,
+        r#"<section class="card probe"><h2>Probe of {} ({})</h2><p class="source">{} · budget {} s · took {:.1} s · linklab {} · schema {}</p>"#,
+        esc(&r.host),
+        esc(&r.address),
+        esc(source),
+        num(r.budget.value),
+        r.wall.value,
+        esc(&r.linklab_version),
+        r.schema_version
+    );
+
+    // Key facts: each way's TCP and knee, the lowest ICMP median, the services.
+    s.push_str(r#"<div class="facts">"#);
+    for f in &r.figures {
+        if f.id.starts_with("tcp.") && !f.id.contains(".p") || f.id.starts_with("udp.knee.") {
+            fact(&mut s, "", &show(f.value, &f.unit), &f.label);
+        }
+    }
+    let present = r
+        .services
+        .iter()
+        .filter(|x| x.state == ServiceState::Present)
+        .count();
+    fact(
+        &mut s,
+        if r.failures.is_empty() { "good" } else { "bad" },
+        &format!("{present} of {}", r.services.len()),
+        "services answered",
+    );
+    if let Some(c) = &r.baseline {
+        let worse = c.figures.iter().filter(|f| f.worse).count();
+        fact(
+            &mut s,
+            if worse == 0 { "good" } else { "bad" },
+            &format!("{worse} worse"),
+            &format!("than the baseline (tolerance {} %)", num(c.tolerance_pct)),
+        );
+    }
+    s.push_str("</div>");
+
+    for f in &r.failures {
+        let _ = write!(
+            s,
+            r#"<p class="note failure"><b>failed:</b> {}</p>"#,
+            esc(f)
+        );
+    }
+
+    // The summary table.
+    s.push_str(r#"<h3>Summary</h3><div class="tablewrap"><table class="summary"><tr><th class="l">figure</th>"#);
+    if r.baseline.is_some() {
+        s.push_str("<th>baseline</th><th>this run</th><th>change</th><th class=\"l\">verdict</th>");
+    } else {
+        s.push_str("<th>this run</th>");
+    }
+    s.push_str("</tr>");
+    for row in &rows {
+        let opt = |v: Option<f64>| v.map_or("–".into(), |v| show(v, &row.unit));
+        let _ = write!(
+            s,
+            r#"<tr data-figure="{}"><td class="l">{}</td>"#,
+            esc(&row.id),
+            esc(&row.label)
+        );
+        if r.baseline.is_some() {
+            let verdict = if row.worse {
+                "worse"
+            } else if row.old.is_none() {
+                "new"
+            } else if row.new.is_none() {
+                "not measured"
+            } else {
+                "ok"
+            };
+            let cls = if row.worse { "warn" } else { "ok" };
+            let _ = write!(
+                s,
+                r#"<td>{}</td><td>{}</td><td class="{cls}">{}</td><td class="l {cls}">{verdict}</td>"#,
+                opt(row.old),
+                opt(row.new),
+                row.change_pct.map_or("–".into(), |p| format!("{p:+.1} %"))
+            );
+        } else {
+            let _ = write!(s, "<td>{}</td>", opt(row.new));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></div>");
+    if let Some(c) = &r.baseline {
+        let _ = write!(
+            s,
+            r#"<p class="note">Baseline {} (measured {}). Worse: a throughput lower than the baseline's by more than {} %; a round-trip median higher by more than {} % and by more than {} ms.</p>"#,
+            esc(&c.file),
+            super::page::utc_time(c.baseline_started_unix_s),
+            num(c.tolerance_pct),
+            num(c.tolerance_pct),
+            num(c.rtt_slack_ms)
+        );
+    }
+
+    // Limits and round-trip percentiles.
+    let mut limits = String::new();
+    for (dir, sw) in r.sweeps() {
+        if let Some(sw) = sw {
+            let what = match &sw.limited_at {
+                Some(at) => format!(
+                    "{} at {} offered",
+                    describe_all(&at.limits),
+                    format_rate(at.offered_bps)
+                ),
+                None => "none reached (the knee is a lower bound)".into(),
+            };
+            let _ = write!(
+                limits,
+                r#"<tr><td class="l">UDP {}</td><td>{}</td><td class="l">{}</td></tr>"#,
+                if dir == "to_device" {
+                    "to the device"
+                } else {
+                    "from the device"
+                },
+                sw.knee_bps.map_or("none".into(), format_rate),
+                esc(&what)
+            );
+        }
+    }
+    s.push_str(r#"<div class="tables">"#);
+    if !limits.is_empty() {
+        let _ = write!(
+            s,
+            r#"<div><h3>Knee and limit each way</h3><table><tr><th class="l">sweep</th><th>knee</th><th class="l">limit above the knee</th></tr>{limits}</table></div>"#
+        );
+    }
+    let mut rtts = String::new();
+    for (kind, rt) in r.round_trips() {
+        let Some(rt) = rt else { continue };
+        for x in &rt.sizes {
+            let d = &x.rtt;
+            let _ = write!(
+                rtts,
+                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{}">{:.2}</td></tr>"#,
+                match kind {
+                    "icmp" => "ICMP echo",
+                    "echo_udp" => "UDP echo",
+                    _ => "TCP echo",
+                },
+                x.size,
+                num(d.p50_us),
+                num(d.p90_us),
+                num(d.p99_us),
+                if x.lost > 0 { "warn" } else { "ok" },
+                x.loss_pct
+            );
+        }
+    }
+    if !rtts.is_empty() {
+        let _ = write!(
+            s,
+            r#"<div><h3>Round trips (µs)</h3><table><tr><th class="l">over</th><th>size (B)</th><th>p50</th><th>p90</th><th>p99</th><th>loss %</th></tr>{rtts}</table></div>"#
+        );
+    }
+    s.push_str("</div>");
+
+    // Services and steps.
+    s.push_str(r#"<div class="tables"><div><h3>Services</h3><table><tr><th class="l">service</th><th>port</th><th class="l">found</th><th class="l">detail</th></tr>"#);
+    for x in &r.services {
+        let (word, cls) = match x.state {
+            ServiceState::Present => ("present", "ok"),
+            ServiceState::Absent => ("absent (skipped)", "sender"),
+            ServiceState::Failed => ("failed", "warn"),
+        };
+        let _ = write!(
+            s,
+            r#"<tr data-service="{}" data-state="{}"><td class="l">{}</td><td>{}</td><td class="l {cls}">{word}</td><td class="l">{}</td></tr>"#,
+            esc(&x.name),
+            word.split(' ').next().unwrap_or(word),
+            esc(&x.name),
+            x.port.map_or("–".into(), |p| p.to_string()),
+            esc(&x.detail)
+        );
+    }
+    s.push_str(r#"</table></div><div><h3>Steps</h3><table><tr><th class="l">step</th><th class="l">state</th><th>time (s)</th><th class="l">detail</th></tr>"#);
+    for x in &r.steps {
+        let cls = match x.state {
+            StepState::Done => "ok",
+            StepState::Skipped => "",
+            StepState::Failed => "warn",
+        };
+        let _ = write!(
+            s,
+            r#"<tr><td class="l">{}</td><td class="l {cls}">{}</td><td>{:.1}</td><td class="l">{}</td></tr>"#,
+            esc(&x.name),
+            format!("{:?}", x.state).to_lowercase(),
+            x.wall.value,
+            esc(&x.detail)
+        );
+    }
+    s.push_str("</table></div></div>");
+
+    // Old beside new: throughput and round-trip medians.
+    s.push_str(r#"<div class="charts">"#);
+    for (unit, title, axis, chart) in [
+        ("bit/s", "Throughput", "Mbit/s", "throughput"),
+        ("us", "Round-trip medians", "µs", "rtt"),
+    ] {
+        let picked: Vec<&Compared> = rows.iter().filter(|x| x.unit == unit).collect();
+        if picked.is_empty() {
+            continue;
+        }
+        let scale = if unit == "bit/s" { 1e-6 } else { 1.0 };
+        let names: Vec<String> = picked.iter().map(|x| short(&x.id)).collect();
+        let values = picked
+            .iter()
+            .flat_map(|x| [x.old, x.new])
+            .flatten()
+            .map(|v| v * scale);
+        let width = (120.0 + 90.0 * names.len() as f64).clamp(533.0, 1080.0);
+        let mut c = Chart::new(
+            &format!("probe-{index}-{chart}"),
+            title,
+            width,
+            340.0,
+            Axis::categories("", &names),
+            Axis::from_zero(axis, values, 0.001),
+        );
+        c.subtitle = match (&r.baseline, picked.first().map(|x| x.better)) {
+            (Some(_), Some(Better::Higher)) => "baseline beside this run; higher is better".into(),
+            (Some(_), _) => "baseline beside this run; lower is better".into(),
+            (None, Some(Better::Higher)) => "higher is better".into(),
+            (None, _) => "lower is better".into(),
+        };
+        let bars = |pick: &dyn Fn(&Compared) -> Option<f64>, dx: f64| -> Vec<(f64, f64)> {
+            picked
+                .iter()
+                .enumerate()
+                .filter_map(|(i, x)| pick(x).map(|v| ((i + 1) as f64 + dx, v * scale)))
+                .collect()
+        };
+        if r.baseline.is_some() {
+            c.series.push(Series {
+                name: "baseline".into(),
+                color: "#9ca3af",
+                mark: Mark::Bars { width: 0.36 },
+                right: false,
+                points: bars(&|x: &Compared| x.old, -0.19),
+            });
+            c.series.push(Series {
+                name: "this run".into(),
+                color: "#2563eb",
+                mark: Mark::Bars { width: 0.36 },
+                right: false,
+                points: bars(&|x: &Compared| x.new, 0.19),
+            });
+            let worse: Vec<(f64, f64)> = picked
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| x.worse)
+                .filter_map(|(i, x)| x.new.map(|v| ((i + 1) as f64 + 0.19, v * scale)))
+                .collect();
+            if !worse.is_empty() {
+                c.series.push(Series {
+                    name: "worse".into(),
+                    color: "#dc2626",
+                    mark: Mark::Points { r: 6.0 },
+                    right: false,
+                    points: worse,
+                });
+            }
+        } else {
+            c.series.push(Series {
+                name: "this run".into(),
+                color: "#2563eb",
+                mark: Mark::Bars { width: 0.6 },
+                right: false,
+                points: bars(&|x: &Compared| x.new, 0.0),
+            });
+        }
+        s.push_str(&c.render());
+    }
+    s.push_str("</div>");
+
+    // HTTP and TCP.
+    if !r.http.is_empty() {
+        s.push_str(r#"<h3>HTTP downloads</h3><table><tr><th class="l">path</th><th>status</th><th>body (bytes)</th><th>time (s)</th><th>rate</th><th class="l">complete</th><th class="l">CRC32</th></tr>"#);
+        for h in &r.http {
+            let _ = write!(
+                s,
+                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class="l">{}</td><td class="l {}">{}</td></tr>"#,
+                esc(&h.path),
+                h.status,
+                h.body.value,
+                h.time.value,
+                format_rate(h.rate.value),
+                if h.complete {
+                    "yes"
+                } else {
+                    "cut short by the budget"
+                },
+                if h.crc_ok == Some(false) {
+                    "warn"
+                } else {
+                    "ok"
+                },
+                match h.crc_ok {
+                    Some(true) => "ok",
+                    Some(false) => "WRONG",
+                    None => "–",
+                }
+            );
+        }
+        s.push_str("</table>");
+    }
+    if !r.tcp.is_empty() {
+        s.push_str(r#"<h3>iperf3 TCP</h3><table><tr><th class="l">direction</th><th>streams</th><th>time (s)</th><th>sent</th><th>received</th><th>retransmits</th></tr>"#);
+        for t in &r.tcp {
+            let _ = write!(
+                s,
+                r#"<tr><td class="l">{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                if t.direction == "to_device" {
+                    "to the device"
+                } else {
+                    "from the device (-R)"
+                },
+                t.streams,
+                t.time.value,
+                format_rate(t.sent.value),
+                format_rate(t.received.value),
+                t.retransmits.map_or("–".into(), |n| n.to_string())
+            );
+        }
+        s.push_str("</table>");
+    }
+    s.push_str("</section>");
+
+    // What was measured, in the subcommands' own sections.
+    // Chart ids apart from those of other inputs on the same page.
+    let base = 1000 + index * 10;
+    for (k, (_, sw)) in r.sweeps().into_iter().enumerate() {
+        if let Some(sw) = sw {
+            s.push_str(&sweep_section::render(sw, None, source, base + 1 + k));
+        }
+    }
+    for (k, (_, rt)) in r.round_trips().into_iter().enumerate() {
+        if let Some(rt) = rt {
+            s.push_str(&rtt_section::render(rt, source, base + 3 + k));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short("tcp.to_device"), "TCP →");
+        assert_eq!(short("tcp.from_device.p2"), "TCP ← ×2");
+        assert_eq!(short("udp.knee.to_device"), "knee →");
+        assert_eq!(short("http./1MB.txt"), "/1MB.txt");
+        assert_eq!(short("echo_udp.rtt_p50.64B"), "UDP 64B");
+    }
+}

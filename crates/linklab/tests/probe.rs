@@ -1,0 +1,657 @@
+//! `linklab probe HOST` against real peers in namespaces: the soft NIC (`linklab serve`, every
+//! service), the riscv32 firmware in QEMU (`linklab emu`), a Linux host running stock
+//! `iperf3 -s` only, a host answering ping only; the page in headless Chromium; the JSON
+//! against `schema/probe.schema.json`; a baseline run before and after a tbf halves the link;
+//! and bad input: one clear line each, the report of what was measured, bounded in time.
+//!
+//! Addresses come from 198.18.0.0/15 inside namespaces the tests create; these need root.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use common::{
+    assert_one_line_error, charts, chromium, iface_with, linklab_bin, run_bounded, tempdir,
+    veth_pair, wait_until, ChildGuard, Netns,
+};
+use serde_json::Value;
+
+/// Throughput figures are compared only in the baseline test, which runs alone; the others
+/// share the machine (two at a time).
+static LINK: RwLock<()> = RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    LINK.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One probe run: its output, its JSON (when written), its wall time.
+struct Run {
+    out: Output,
+    json: Option<Value>,
+    wall: Duration,
+    html: PathBuf,
+}
+
+impl Run {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    fn json(&self) -> &Value {
+        self.json.as_ref().unwrap_or_else(|| {
+            panic!(
+                "no JSON written; stdout: {}\nstderr: {}",
+                self.stdout(),
+                self.stderr()
+            )
+        })
+    }
+    fn service(&self, name: &str) -> String {
+        let services = self.json()["services"].as_array().expect("services");
+        let s = services
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no service {name}"));
+        s["state"].as_str().unwrap().to_string()
+    }
+    fn figure(&self, id: &str) -> f64 {
+        self.json()["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .and_then(|f| f["value"].as_f64())
+            .unwrap_or_else(|| panic!("no figure {id}: {}", self.json()["figures"]))
+    }
+}
+
+/// Runs `linklab probe HOST --duration D ARGS` in `ns` (with `prefix`, e.g. `chrt -f 20`),
+/// killed if it runs past the promised bound (`--duration` + 10 s).
+fn probe(ns: &Netns, tag: &str, host: &str, duration: u64, args: &[&str], prefix: &[&str]) -> Run {
+    let dir = tempdir(&format!("probe-{tag}"));
+    let json = dir.join("probe.json");
+    let html = dir.join("probe.html");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&html);
+    let bin = linklab_bin();
+    let d = duration.to_string();
+    let mut argv: Vec<&str> = prefix.to_vec();
+    argv.extend_from_slice(&[bin.to_str().unwrap(), "probe", host, "--duration", &d]);
+    argv.extend_from_slice(&[
+        "--json",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    argv.extend_from_slice(args);
+    let began = Instant::now();
+    let out = run_bounded(&mut ns.command(&argv), Duration::from_secs(duration + 10));
+    finished(tag, out, began.elapsed(), &json, html)
+}
+
+/// A finished run: printed for people, its JSON (if any) read and validated.
+fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathBuf) -> Run {
+    eprintln!(
+        "probe {tag}: {:.1} s, {}\n{}{}",
+        wall.as_secs_f64(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = std::fs::read(json)
+        .ok()
+        .map(|b| serde_json::from_slice(&b).expect("the JSON parses"));
+    if let Some(v) = &json {
+        assert_valid(v);
+    }
+    Run {
+        out,
+        json,
+        wall,
+        html,
+    }
+}
+
+/// Validates a probe document against the schema checked into the repository.
+fn assert_valid(doc: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../schema/probe.schema.json"))
+        .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
+/// A device on a TAP in a fresh namespace (`linklab serve` or `linklab emu`): starts it, puts
+/// 198.18.0.1/24 on the host side, waits for it to answer ping.
+fn tap_device(tag: &str, tap: &str, args: &[&str], boot: Duration) -> (Netns, ChildGuard) {
+    let ns = Netns::new(tag);
+    let bin = linklab_bin();
+    let mut argv = vec![bin.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--tap", tap, "--ip", "198.18.0.2/24"]);
+    let child = ns.spawn(&argv);
+    let up = wait_until(boot, || {
+        ns.command(&["ip", "link", "show", tap])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(up, "the TAP {tap} never appeared");
+    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", tap]);
+    ns.run(&["ip", "link", "set", tap, "up"]);
+    let answered = wait_until(boot, || {
+        ns.command(&["ping", "-c", "1", "-W", "1", "198.18.0.2"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answered, "the device never answered a ping");
+    (ns, child)
+}
+
+/// A host namespace `h` (198.18.40.1) and the prober's `p` (198.18.40.2) on one veth.
+fn two_hosts(tag: &str) -> (Netns, Netns) {
+    let h = Netns::new(&format!("{tag}h"));
+    let p = Netns::new(&format!("{tag}p"));
+    veth_pair(&h, "198.18.40.1/24", &p, "198.18.40.2/24");
+    (h, p)
+}
+
+/// Starts stock `iperf3 -s` in `ns` and waits for it to listen.
+fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
+    let mut argv = prefix.to_vec();
+    argv.extend_from_slice(&["iperf3", "-s", "-p", "5201"]);
+    let server = ns.spawn(&argv);
+    let up = wait_until(Duration::from_secs(5), || {
+        let out = ns
+            .command(&["ss", "-Hltn", "sport", "= :5201"])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    });
+    assert!(up, "iperf3 -s did not start");
+    server
+}
+
+/// Every service present, every step done, every figure there and sane.
+fn assert_full_run(run: &Run, duration: u64) {
+    assert!(run.out.status.success(), "probe failed: {}", run.stderr());
+    assert!(
+        run.stderr().is_empty(),
+        "nothing on stderr when piped: {}",
+        run.stderr()
+    );
+    let v = run.json();
+    assert_eq!(v["kind"], "probe");
+    assert_eq!(v["schema_version"], 1);
+    for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
+        assert_eq!(run.service(s), "present", "{s}");
+    }
+    for s in v["steps"].as_array().unwrap() {
+        assert_eq!(s["state"], "done", "{s}");
+    }
+    for id in ["tcp.to_device", "tcp.from_device"] {
+        assert!(run.figure(id) > 1e6, "{id}");
+    }
+    assert!(run.figure("udp.knee.to_device") >= 0.0);
+    assert!(v["sweep_to_device"]["steps"].as_array().unwrap().len() >= 2);
+    assert!(v["sweep_from_device"]["steps"].as_array().unwrap().len() >= 2);
+    for kind in ["icmp", "echo_udp", "echo_tcp"] {
+        let p50 = run.figure(&format!("{kind}.rtt_p50.64B"));
+        assert!(p50 > 0.0 && p50 < 1e6, "{kind} p50 {p50} µs");
+        assert_eq!(v[kind]["sizes"].as_array().unwrap().len(), 3, "{kind}");
+    }
+    for h in v["http"].as_array().unwrap() {
+        assert_eq!(h["status"], 200, "{h}");
+        assert_eq!(h["crc_ok"], true, "{h}");
+        assert_eq!(h["rate"]["unit"], "bit/s");
+    }
+    assert_eq!(v["http"].as_array().unwrap().len(), 2);
+    assert!(run.figure("http./1MB.txt") > 0.0);
+    assert!(
+        run.wall < Duration::from_secs(duration + 2),
+        "the run kept to its budget: {:?}",
+        run.wall
+    );
+}
+
+/// The soft NIC answers every service: every step runs; the page renders in Chromium with
+/// every chart drawn and is not blank; `linklab report` renders the JSON the same way.
+#[test]
+fn soft_nic_every_service_and_the_page_in_chromium() {
+    let _link = shared();
+    let (ns, _device) = tap_device("prs", "llp0", &["serve"], Duration::from_secs(10));
+    let run = probe(&ns, "serve", "198.18.0.2", 20, &[], &[]);
+    assert_full_run(&run, 20);
+    assert!(run.stdout().contains("summary of 198.18.0.2"));
+
+    let dom = chromium(&run.html, &["--dump-dom"]);
+    assert!(
+        dom.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let charts = charts(&dom);
+    // Throughput and round-trip medians; two sweeps; three rtt sections of 2 + 3 + 3 charts.
+    assert_eq!(charts.len(), 2 + 2 + 3 * 8, "{charts:?}");
+    for (id, points, drawn) in &charts {
+        assert!(
+            *points > 0 && *drawn > 0,
+            "chart {id}: {points} points, {drawn} drawn"
+        );
+    }
+    assert!(
+        dom.find("<h3>Summary</h3>") < dom.find("<svg "),
+        "the summary comes first"
+    );
+    let png = run.html.with_extension("png");
+    let shot = chromium(
+        &run.html,
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1280,3000",
+        ],
+    );
+    assert!(shot.status.success());
+    assert_not_blank(&png);
+
+    // `linklab report` on the probe's JSON: the same sections.
+    let again = run.html.with_file_name("again.html");
+    let json = run.html.with_file_name("probe.json");
+    let out = Command::new(linklab_bin())
+        .args(["report", "-o"])
+        .arg(&again)
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(&again).unwrap();
+    assert_eq!(page.matches("<svg ").count(), charts.len());
+    eprintln!(
+        "probe page: {} screenshot: {}",
+        run.html.display(),
+        png.display()
+    );
+}
+
+/// A screenshot that is a real picture: a PNG whose compressed size shows content (a blank
+/// page of this size compresses to 17 kB here, the probe's page to ~317 kB).
+fn assert_not_blank(png: &Path) {
+    let bytes = std::fs::read(png).expect("screenshot written");
+    assert!(bytes.starts_with(b"\x89PNG"), "a PNG");
+    assert!(
+        bytes.len() > 60_000,
+        "a blank page compresses far smaller: {}",
+        bytes.len()
+    );
+}
+
+/// The riscv32 firmware in QEMU: one probe run with a short budget, every service found.
+#[test]
+fn emulated_riscv32_firmware() {
+    let _link = shared();
+    let (ns, _device) = tap_device(
+        "pre",
+        "llpf0",
+        &["emu", "--board", "riscv32-virt"],
+        Duration::from_secs(120),
+    );
+    let run = probe(&ns, "emu", "198.18.0.2", 15, &[], &[]);
+    assert!(run.out.status.success(), "probe failed: {}", run.stderr());
+    for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
+        assert_eq!(run.service(s), "present", "{s}");
+    }
+    assert!(run.figure("tcp.to_device") > 1e6);
+    assert!(run.figure("tcp.from_device") > 1e6);
+    assert!(run.figure("icmp.rtt_p50.64B") > 0.0);
+    assert!(run.figure("echo_udp.rtt_p50.512B") > 0.0);
+    assert!(run.json()["http"][0]["crc_ok"] == true);
+    assert!(run.json()["sweep_to_device"]["steps"].as_array().is_some());
+    assert!(run.wall < Duration::from_secs(17), "{:?}", run.wall);
+}
+
+/// A Linux host with stock `iperf3 -s` only: HTTP and echo are skipped and named; then a host
+/// answering ping only; the progress line on a terminal.
+#[test]
+fn stock_iperf3_only_then_ping_only() {
+    let _link = shared();
+    let (h, p) = two_hosts("pri");
+    let server = stock_iperf3(&h, &[]);
+    let run = probe(&p, "iperf3", "198.18.40.1", 15, &[], &[]);
+    assert!(run.out.status.success(), "{}", run.stderr());
+    assert_eq!(run.service("iperf3"), "present");
+    assert_eq!(run.service("icmp"), "present");
+    for s in ["http", "echo-udp", "echo-tcp"] {
+        assert_eq!(run.service(s), "absent", "{s}");
+    }
+    let steps = run.json()["steps"].as_array().unwrap();
+    for s in steps {
+        let skipped = ["echo-udp", "echo-tcp", "http"].contains(&s["name"].as_str().unwrap());
+        assert_eq!(s["state"], if skipped { "skipped" } else { "done" }, "{s}");
+    }
+    assert!(run.figure("tcp.to_device") > 1e6 && run.figure("tcp.from_device") > 1e6);
+    assert!(
+        run.json()["sweep_from_device"]["steps"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 2
+    );
+    assert!(run
+        .stdout()
+        .contains("absent (skipped): http, echo-udp, echo-tcp"));
+    let page = std::fs::read_to_string(&run.html).unwrap();
+    assert_eq!(
+        page.matches(r#"data-state="absent""#).count(),
+        3,
+        "named on the page"
+    );
+    drop(server);
+
+    // Ping only: the ICMP figures, every other service named absent, exit 0.
+    let run = probe(&p, "ping", "198.18.40.1", 8, &[], &[]);
+    assert!(run.out.status.success(), "{}", run.stderr());
+    assert_eq!(run.service("icmp"), "present");
+    for s in ["iperf3", "http", "echo-udp", "echo-tcp"] {
+        assert_eq!(run.service(s), "absent", "{s}");
+    }
+    assert!(run.figure("icmp.rtt_p50.1472B") > 0.0);
+    assert_eq!(run.json()["figures"].as_array().unwrap().len(), 3);
+
+    // On a terminal (`script` gives it one) the progress line is drawn on stderr.
+    let cmd = format!(
+        "{} probe 198.18.40.1 --duration 6 -o /dev/null",
+        linklab_bin().display()
+    );
+    let tty = p
+        .command(&["script", "-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&tty.stdout);
+    assert!(
+        tty.contains("\r\x1b[2Kprobe: step ") && tty.contains(" s left"),
+        "{tty:?}"
+    );
+}
+
+/// Probe a link shaped at 100 Mbit/s, again (exit 0: within the tolerance), then at 50 Mbit/s
+/// with the first as baseline: exit 3 naming the TCP and knee figures.
+#[test]
+fn baseline_names_tcp_and_knee_when_the_link_halves() {
+    let _alone = LINK.write().unwrap_or_else(|e| e.into_inner());
+    let a = Netns::new("prba");
+    let b = Netns::new("prbb");
+    let r = Netns::new("prbr");
+    veth_pair(&a, "198.18.41.1/24", &r, "198.18.41.254/24");
+    veth_pair(&b, "198.18.42.2/24", &r, "198.18.42.254/24");
+    a.run(&["ip", "route", "add", "default", "via", "198.18.41.254"]);
+    b.run(&["ip", "route", "add", "default", "via", "198.18.42.254"]);
+    r.run(&["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
+    // Real-time priority for both ends, as tests/sweep.rs found necessary on a busy machine.
+    let rt = ["chrt", "-f", "20"];
+    let _server = stock_iperf3(&a, &rt);
+    let shape = |rate: &str| {
+        for addr in ["198.18.41.254", "198.18.42.254"] {
+            let dev = iface_with(&r, addr);
+            r.run(&[
+                "tc", "qdisc", "replace", "dev", &dev, "root", "tbf", "rate", rate, "burst",
+                "128kb", "latency", "50ms",
+            ]);
+        }
+    };
+    shape("100mbit");
+    let first = probe(&b, "base", "198.18.41.1", 18, &[], &rt);
+    assert!(first.out.status.success(), "{}", first.stderr());
+    let base = first.html.with_file_name("baseline.json");
+    std::fs::copy(first.html.with_file_name("probe.json"), &base).unwrap();
+    let base = base.to_str().unwrap();
+    for id in ["tcp.to_device", "tcp.from_device"] {
+        let v = first.figure(id);
+        assert!(
+            (80e6..=100e6).contains(&v),
+            "{id} {v} through a 100 Mbit/s shaper"
+        );
+    }
+
+    let same = probe(&b, "same", "198.18.41.1", 18, &["--baseline", base], &rt);
+    assert_eq!(
+        same.out.status.code(),
+        Some(0),
+        "unshaped: {}",
+        same.stderr()
+    );
+    assert!(same.json()["baseline"]["figures"].as_array().unwrap().len() >= 6);
+
+    shape("50mbit");
+    let half = probe(&b, "half", "198.18.41.1", 18, &["--baseline", base], &rt);
+    assert_eq!(half.out.status.code(), Some(3), "halved: {}", half.stderr());
+    let line = half.stderr();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    for id in [
+        "tcp.to_device ",
+        "tcp.from_device ",
+        "udp.knee.to_device ",
+        "udp.knee.from_device ",
+    ] {
+        assert!(line.contains(id), "{id} named: {line}");
+    }
+    let compared = half.json()["baseline"]["figures"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let worse = |id: &str| compared.iter().any(|f| f["id"] == id && f["worse"] == true);
+    assert!(worse("tcp.to_device") && worse("udp.knee.from_device"));
+    assert!(half.stdout().contains("WORSE"));
+    let page = std::fs::read_to_string(&half.html).unwrap();
+    assert!(
+        page.contains(">baseline</text>") && page.contains(">worse</td>"),
+        "old beside new"
+    );
+}
+
+/// A TCP server in `ns` on `port` that answers every connection with `garbage` and closes;
+/// it stops when the returned flag is dropped.
+fn garbage_server(ns: &Netns, port: u16, garbage: &'static [u8]) -> StopOnDrop {
+    let path = format!("/run/netns/{}", ns.name);
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).expect("open netns");
+        // SAFETY: setns(2) moves only this thread into the namespace.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0);
+        let listener = TcpListener::bind(("0.0.0.0", port)).expect("bind");
+        listener.set_nonblocking(true).unwrap();
+        ready_tx.send(()).unwrap();
+        while !flag.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((mut s, _)) => {
+                    let _ = s.write_all(garbage);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    ready_rx.recv().unwrap();
+    StopOnDrop(stop)
+}
+
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What a failed run must show: one line naming `what`, a non-zero exit, the ICMP round trips
+/// measured before (or beside) the failure in a valid JSON and a page, within the bound.
+fn assert_failed_with_report(run: &Run, what: &str, duration: u64) {
+    assert_one_line_error(&run.out, what);
+    assert_eq!(run.out.status.code(), Some(1));
+    assert!(
+        run.figure("icmp.rtt_p50.64B") > 0.0,
+        "what was measured is kept"
+    );
+    assert!(!run.json()["failures"].as_array().unwrap().is_empty());
+    assert!(run.html.exists(), "the page of what was measured");
+    assert!(
+        run.wall < Duration::from_secs(duration + 10),
+        "{:?}",
+        run.wall
+    );
+}
+
+#[test]
+fn bad_input_is_one_clear_line_each() {
+    let _link = shared();
+    std::thread::scope(|s| {
+        // An unresolvable name (no resolver reachable in a fresh namespace) and an address
+        // nobody has: one line, exit 1, no page.
+        s.spawn(|| {
+            let ns = Netns::new("prn");
+            let run = probe(&ns, "unresolvable", "no-such-device.invalid", 10, &[], &[]);
+            assert_one_line_error(&run.out, "cannot resolve \"no-such-device.invalid\"");
+            assert!(run.json.is_none() && !run.html.exists());
+            let (_h, p) = two_hosts("pru");
+            let run = probe(&p, "unreachable", "198.18.40.99", 10, &[], &[]);
+            assert_one_line_error(&run.out, "198.18.40.99 (198.18.40.99) answered none of");
+            assert!(run.wall < Duration::from_secs(6), "{:?}", run.wall);
+            assert!(run.json.is_none());
+        });
+        // A port that accepts and talks garbage.
+        s.spawn(|| {
+            let (h, p) = two_hosts("prg");
+            let _garbage = garbage_server(&h, 5201, b"garbage\r\n");
+            let run = probe(&p, "garbage", "198.18.40.1", 10, &[], &[]);
+            assert_failed_with_report(&run, "iperf3 at 198.18.40.1:5201: not an iperf3 server", 10);
+            assert_eq!(run.service("iperf3"), "failed");
+        });
+        // A busy stock iperf3 server (a test running): error 121, ACCESS_DENIED.
+        s.spawn(|| {
+            let (h, p) = two_hosts("prb");
+            let _server = stock_iperf3(&h, &[]);
+            let _busy = p.spawn(&["iperf3", "-c", "198.18.40.1", "-t", "30", "-b", "1M"]);
+            std::thread::sleep(Duration::from_millis(800));
+            let run = probe(&p, "busy", "198.18.40.1", 10, &[], &[]);
+            assert_failed_with_report(&run, "the server is busy running a test", 10);
+        });
+        // A server that stalls mid-test: stock iperf3 stopped (SIGSTOP) as the TCP step begins.
+        s.spawn(|| {
+            let (h, p) = two_hosts("prs");
+            let server = stock_iperf3(&h, &[]);
+            let pid = server.0.as_ref().unwrap().id() as i32;
+            let stalled = stall_when_tcp_begins(&p, pid, 15);
+            assert_failed_with_report(&stalled, "iperf3 server 198.18.40.1:5201", 15);
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        });
+        // Bad --baseline files: refused before anything is measured.
+        s.spawn(|| {
+            let dir = tempdir("probe-bad-baseline");
+            let not_json = dir.join("not.json");
+            std::fs::write(&not_json, "{ nope").unwrap();
+            let other = dir.join("other.json");
+            std::fs::write(&other, r#"{"kind": "probe", "schema_version": 99}"#).unwrap();
+            let sweep = dir.join("sweep.json");
+            std::fs::write(&sweep, r#"{"kind": "sweep"}"#).unwrap();
+            for (file, what) in [
+                (dir.join("missing.json"), "cannot read"),
+                (not_json, "not valid JSON"),
+                (other, "schema version 99, this linklab reads version 1"),
+                (sweep, "not a linklab probe result"),
+            ] {
+                let out = Command::new(linklab_bin())
+                    .args(["probe", "127.0.0.1", "--baseline"])
+                    .arg(&file)
+                    .arg("-o")
+                    .arg(dir.join("never.html"))
+                    .output()
+                    .unwrap();
+                assert_one_line_error(&out, what);
+                assert_eq!(out.status.code(), Some(1));
+            }
+            assert!(!dir.join("never.html").exists());
+            let out = Command::new(linklab_bin())
+                .args(["probe", "127.0.0.1", "--http-path", "no-slash"])
+                .output()
+                .unwrap();
+            assert_one_line_error(&out, "--http-path \"no-slash\"");
+            assert_eq!(out.status.code(), Some(2), "a usage error");
+        });
+    });
+}
+
+/// Runs a probe from `p`, stopping process `pid` (the iperf3 server) once the probe says the
+/// HTTP step is over (the TCP step is next).
+fn stall_when_tcp_begins(p: &Netns, pid: i32, duration: u64) -> Run {
+    let dir = tempdir("probe-stall");
+    let json = dir.join("probe.json");
+    let html = dir.join("probe.html");
+    let bin = linklab_bin();
+    let d = duration.to_string();
+    let began = Instant::now();
+    let mut child = p
+        .command(&[
+            bin.to_str().unwrap(),
+            "probe",
+            "198.18.40.1",
+            "--duration",
+            &d,
+        ])
+        .args([
+            "--json",
+            json.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read every line (a closed pipe would fail the probe's own printing), and stop the
+    // server once the line of the HTTP step is out.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(duration)) {
+        if line.trim_start().starts_with("http ") {
+            std::thread::sleep(Duration::from_millis(300));
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            break;
+        }
+    }
+    let mut guard = ChildGuard(Some(child));
+    let deadline = Instant::now() + Duration::from_secs(duration + 10);
+    let status = loop {
+        if let Some(s) = guard.0.as_mut().unwrap().try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the probe hung past its bound");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let child = guard.0.take().unwrap();
+    let mut out = child.wait_with_output().unwrap();
+    out.status = status;
+    out.stdout = reader.join().unwrap().into_bytes();
+    finished("stall", out, began.elapsed(), &json, html)
+}
