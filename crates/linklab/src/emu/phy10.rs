@@ -126,6 +126,7 @@ pub fn measure(board: &Board, image: Option<&Path>) -> anyhow::Result<(Vec<CaseR
         config_blob: None,
         tap: None,
         icount: Some("shift=0".into()),
+        stream: None,
         netns: None,
         echo_console: false,
         serial: false,
