@@ -88,7 +88,10 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
             warn!("virtio-net capture: legacy interface, samples would be unaligned");
             return Err(InitError::Device);
         }
-        info!("virtio-net capture: up at {:#x}, irq {}", slot.base, slot.irq);
+        info!(
+            "virtio-net capture: up at {:#x}, irq {}",
+            slot.base, slot.irq
+        );
         Ok(CaptureDevice {
             raw,
             rx: [const { Words([0; RX_WORDS]) }; RX_BUFFERS],
@@ -173,7 +176,12 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
             };
             let len = self.tx_token[i].map_or(0, |(_, len)| len);
             // SAFETY: the same slice that was submitted with this token.
-            if unsafe { self.raw.transmit_complete(token, &self.tx[i].bytes()[..len]) }.is_err() {
+            if unsafe {
+                self.raw
+                    .transmit_complete(token, &self.tx[i].bytes()[..len])
+            }
+            .is_err()
+            {
                 break;
             }
             self.tx_token[i] = None;

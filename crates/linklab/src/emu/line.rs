@@ -60,7 +60,12 @@ pub struct LineArgs {
     pub drift: i32,
     /// Peak edge jitter toward the device, in receiver samples (at most 0.25 at 4x, 0.5 at
     /// 5x..7x, 1 at 8x: where the decoder loses at most one frame in 10 000).
-    #[arg(long, value_name = "SAMPLES", default_value_t = 0.0, requires = "phy10_line")]
+    #[arg(
+        long,
+        value_name = "SAMPLES",
+        default_value_t = 0.0,
+        requires = "phy10_line"
+    )]
     pub jitter: f64,
     /// Probability that each sample toward the device is flipped, 0..1.
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = values::fraction_below(1.0),
@@ -217,7 +222,8 @@ impl Counters {
         {
             return Err("captures_sent != frames_sent + pulses_sent + bad_sent");
         }
-        if g(&self.buffers_received) != g(&self.frames_ok) + g(&self.fcs_errors) + g(&self.not_frames)
+        if g(&self.buffers_received)
+            != g(&self.frames_ok) + g(&self.fcs_errors) + g(&self.not_frames)
         {
             return Err("buffers_received != frames_ok + fcs_errors + not_frames");
         }
@@ -252,8 +258,8 @@ impl Socket {
     pub fn bind() -> anyhow::Result<Socket> {
         let path = std::env::temp_dir().join(format!("linklab-line-{}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let listener =
-            UnixListener::bind(&path).with_context(|| format!("cannot listen on {}", path.display()))?;
+        let listener = UnixListener::bind(&path)
+            .with_context(|| format!("cannot listen on {}", path.display()))?;
         Ok(Socket { listener, path })
     }
 
@@ -274,7 +280,10 @@ impl Socket {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
-                        bail!("QEMU did not connect to the line's socket within {} s", timeout.as_secs());
+                        bail!(
+                            "QEMU did not connect to the line's socket within {} s",
+                            timeout.as_secs()
+                        );
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -316,8 +325,12 @@ impl Line {
         let tap = Arc::new(tap);
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
-        let reader = stream.try_clone().context("cannot clone the line's socket")?;
-        let control = stream.try_clone().context("cannot clone the line's socket")?;
+        let reader = stream
+            .try_clone()
+            .context("cannot clone the line's socket")?;
+        let control = stream
+            .try_clone()
+            .context("cannot clone the line's socket")?;
         // A send buffer of a few captures: past it, the device is not taking captures.
         set_send_buffer(&stream, 64 * 1024);
         let to_device = ToDevice {
@@ -381,7 +394,11 @@ fn set_send_buffer(stream: &UnixStream, bytes: libc::c_int) {
 /// Packs `capture`'s samples as little-endian bytes (LSB first within each).
 fn capture_bytes(capture: &Capture<'_>) -> Vec<u8> {
     let n = capture.len().div_ceil(8);
-    let mut out: Vec<u8> = capture.words().iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut out: Vec<u8> = capture
+        .words()
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
     out.truncate(n);
     // Clear samples past the end in the last byte.
     if capture.len() % 8 != 0 {
@@ -624,7 +641,12 @@ impl FromDevice {
                 Counters::bump(&self.counters.not_frames);
                 continue;
             };
-            let fcs = u32::from_le_bytes([frame[len - 4], frame[len - 3], frame[len - 2], frame[len - 1]]);
+            let fcs = u32::from_le_bytes([
+                frame[len - 4],
+                frame[len - 3],
+                frame[len - 2],
+                frame[len - 1],
+            ]);
             if crc32fast::hash(body) != fcs {
                 Counters::bump(&self.counters.fcs_errors);
                 continue;
@@ -868,7 +890,11 @@ mod bad_capture_tests {
                     .collect();
                 let t = Instant::now();
                 let n = rx.receive(&Capture::new(&words, bytes.len() * 8), &mut grant);
-                eprintln!("{os}x capture {i}: {:?} {n} in {:?}", rx.last_outcome(), t.elapsed());
+                eprintln!(
+                    "{os}x capture {i}: {:?} {n} in {:?}",
+                    rx.last_outcome(),
+                    t.elapsed()
+                );
                 assert!(n <= grant.len());
             }
         }
