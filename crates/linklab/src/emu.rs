@@ -101,8 +101,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         l.validate()?;
     }
     if args.phy10 {
-        let (cases, report) = phy10::measure(&board, args.image.as_deref())?;
-        print!("{}", phy10::table(&board, &cases));
+        let (cases, parts, report) = phy10::measure(&board, args.image.as_deref())?;
+        print!("{}", phy10::table(&board, &cases, &parts));
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_vec_pretty(&report)?)
                 .with_context(|| format!("--json: cannot write {}", path.display()))?;
