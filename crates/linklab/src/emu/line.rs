@@ -424,6 +424,14 @@ fn line_time(bits: u64) -> Duration {
     Duration::from_nanos(bits * BIT_NS + IPG_NS)
 }
 
+/// Sleeps until `t` (no-op if it has passed).
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
 /// The next normal link pulse: 16 ± 8 ms from now.
 fn next_pulse(rng: &mut impl Rng) -> Instant {
     Instant::now() + Duration::from_micros(rng.gen_range(8_000..=24_000))
@@ -474,14 +482,15 @@ impl ToDevice {
                     Err(_) => return,
                 };
                 Counters::bump(&self.counters.tap_frames);
+                // The line is a clock: the frame starts when it is ready and the line is
+                // free, and the next one when this one and its gap are over, whatever the
+                // host's sleeps overshoot.
+                let start = Instant::now().max(line_free);
                 let wire = wire_bytes(&frame[..len]);
-                if self.pace {
-                    let now = Instant::now();
-                    if line_free > now {
-                        std::thread::sleep(line_free - now);
-                    }
-                }
                 let bytes = capture_bytes(&self.wire.capture(&wire, 0, &mut self.rng));
+                if self.pace {
+                    sleep_until(start);
+                }
                 if bytes.len() > MAX_CAPTURE_BYTES {
                     Counters::bump(&self.counters.dropped_long);
                     continue;
@@ -491,7 +500,7 @@ impl ToDevice {
                     Ok(false) => Counters::bump(&self.counters.dropped_busy),
                     Err(_) => return,
                 }
-                line_free = Instant::now().max(line_free) + line_time(wire.len() as u64 * 8);
+                line_free = start + line_time(wire.len() as u64 * 8);
                 pulse_at = next_pulse(&mut self.rng);
             }
         }
@@ -653,11 +662,9 @@ impl FromDevice {
             }
             Counters::bump(&self.counters.frames_ok);
             if self.pace {
-                let now = Instant::now();
-                if line_free > now {
-                    std::thread::sleep(line_free - now);
-                }
-                line_free = Instant::now().max(line_free) + line_time((len as u64 + 8) * 8);
+                let start = Instant::now().max(line_free);
+                sleep_until(start);
+                line_free = start + line_time((len as u64 + 8) * 8);
             }
             match self.tap.send(body) {
                 Ok(true) => Counters::bump(&self.counters.tap_written),
