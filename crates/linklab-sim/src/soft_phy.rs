@@ -105,16 +105,29 @@ mod tests {
     fn the_decoder_replaces_the_copy_and_scales_with_the_clock() {
         let parts = MeasuredCounts::compiled_in();
         let phy10 = Phy10Counts::compiled_in();
-        let at = |mhz| {
-            cost_model(&parts, &phy10, Clock { mhz, cpi: 1.0 }, 4).unwrap()
-        };
+        let at = |mhz| cost_model(&parts, &phy10, Clock { mhz, cpi: 1.0 }, 4).unwrap();
         let fast = at(125.0);
-        let nic = CostModel::measured(&parts, Clock { mhz: 125.0, cpi: 1.0 });
+        let nic = CostModel::measured(
+            &parts,
+            Clock {
+                mhz: 125.0,
+                cpi: 1.0,
+            },
+        );
         assert!(fast.isr_ns(1526) > 4 * nic.isr_ns(1526));
         assert!(fast.tx_ns(1526) > nic.tx_ns(1526));
         assert_eq!(fast.main_fixed_ns, nic.main_fixed_ns);
         let slow = at(62.5);
         assert!(slow.isr_ns(1526).abs_diff(2 * fast.isr_ns(1526)) <= 2);
-        assert!(cost_model(&parts, &phy10, Clock { mhz: 125.0, cpi: 1.0 }, 7).is_none());
+        assert!(cost_model(
+            &parts,
+            &phy10,
+            Clock {
+                mhz: 125.0,
+                cpi: 1.0
+            },
+            7
+        )
+        .is_none());
     }
 }

@@ -99,9 +99,7 @@ impl PhyLawError {
                 "captures != frames + truncated + empty + link_pulses + noise + missed"
             }
             PhyLawError::Committed => "mac.rx_committed != phy.frames + phy.truncated",
-            PhyLawError::Cancelled => {
-                "mac.rx_cancelled != phy.empty + phy.link_pulses + phy.noise"
-            }
+            PhyLawError::Cancelled => "mac.rx_cancelled != phy.empty + phy.link_pulses + phy.noise",
             PhyLawError::Missed => "mac.rx_missed_errors != phy.missed",
             PhyLawError::Transmitted => "mac.tx_packets != phy.tx_frames + phy.tx_dropped",
         }
@@ -364,6 +362,77 @@ mod tests {
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
         assert_eq!(v["tcp"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn the_law_across_phy_and_mac_names_the_equation_that_fails() {
+        let phy = PhyFigures {
+            captures: 10,
+            frames: 6,
+            truncated: 1,
+            empty: 0,
+            link_pulses: 2,
+            noise: 1,
+            missed: 0,
+            bad_captures: 0,
+            tx_frames: 5,
+            tx_dropped: 0,
+        };
+        let mac = Counters {
+            rx_transmissions: 7,
+            rx_committed: 7,
+            rx_dequeued: 7,
+            rx_cancelled: 3,
+            rx_packets: 6,
+            rx_crc_errors: 1,
+            tx_requests: 5,
+            tx_packets: 5,
+            ..Counters::default()
+        };
+        assert_eq!(phy.check_with(&mac), Ok(()));
+        let lost = PhyFigures {
+            captures: 11,
+            ..phy
+        };
+        assert_eq!(lost.check_with(&mac), Err(PhyLawError::Captures));
+        let more = Counters {
+            rx_committed: 8,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&more), Err(PhyLawError::Committed));
+        let cancelled = Counters {
+            rx_cancelled: 2,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&cancelled), Err(PhyLawError::Cancelled));
+        let missed = Counters {
+            rx_missed_errors: 1,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&missed), Err(PhyLawError::Missed));
+        let sent = Counters {
+            tx_packets: 4,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&sent), Err(PhyLawError::Transmitted));
+
+        // In /stats, beside the MAC's counters, within the buffer the HTTP server lends.
+        let mut storage: [SocketStorage<'_>; 1] = Default::default();
+        let sockets = SocketSet::new(&mut storage[..]);
+        let s = Snapshot {
+            board: "test-board",
+            mac,
+            apps: [("echo", "udp_rx_datagrams", 3); linklab_perf::apps::APP_COUNTERS],
+            cpu: CpuFigures::default(),
+            link_up: true,
+            phy: Some(phy),
+            sockets: &sockets,
+        };
+        let mut out = vec![0u8; linklab_perf::http::MAX_HEAD];
+        let n = s.write_json(&mut out).expect("fits");
+        let v: serde_json::Value = serde_json::from_slice(&out[..n]).unwrap();
+        assert_eq!(v["phy"]["link_pulses"], 2);
+        assert_eq!(v["phy_conservation"]["holds"], true);
     }
 
     #[test]

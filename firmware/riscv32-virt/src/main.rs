@@ -10,8 +10,8 @@ use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use fw_riscv32_virt::board::{halt, report_panic, unexpected_trap, virtio_slots, VirtBoard};
 use fw_riscv32_virt::board::CONFIG_ADDR;
+use fw_riscv32_virt::board::{halt, report_panic, unexpected_trap, virtio_slots, VirtBoard};
 use fw_riscv32_virt::{cpu, plic, timer, uart};
 use linklab_firmware::RX_QUEUE;
 use linklab_mac::RxFormat;

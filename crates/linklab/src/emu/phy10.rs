@@ -84,7 +84,10 @@ pub struct Parts {
 
 /// Parses the parts line (`phy10-bench parts encode_bits=.. encode_instructions=.. ...`).
 pub fn parse_parts(line: &str) -> anyhow::Result<Parts> {
-    let fields = fields_of(line.strip_prefix(PARTS_LINE).context("not the parts line")?);
+    let fields = fields_of(
+        line.strip_prefix(PARTS_LINE)
+            .context("not the parts line")?,
+    );
     let count = |key: &str| -> anyhow::Result<f64> {
         fields
             .iter()
@@ -107,7 +110,10 @@ fn fields_of(text: &str) -> Vec<(&str, &str)> {
 
 /// Parses one case line (`phy10-bench case=NAME key=value ...`).
 pub fn parse_case(line: &str) -> anyhow::Result<CaseResult> {
-    let fields = fields_of(line.strip_prefix("phy10-bench ").context("not a case line")?);
+    let fields = fields_of(
+        line.strip_prefix("phy10-bench ")
+            .context("not a case line")?,
+    );
     let text = |key: &str| {
         fields
             .iter()
