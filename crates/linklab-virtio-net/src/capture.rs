@@ -14,12 +14,7 @@
 //! device writes its 12-byte virtio 1.x header first (three words), so the samples start
 //! word-aligned; the legacy 10-byte header is refused.
 
-use virtio_drivers::device::net::VirtIONetRaw;
-use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
-use virtio_drivers::transport::{DeviceType, Transport};
-
-use crate::{InitError, PoolHal, Slot, QUEUE_SIZE, RX_BUFFERS, TX_BUFFERS};
-use core::ptr::NonNull;
+use crate::{open, InitError, Raw, Slot, RX_BUFFERS, TX_BUFFERS};
 
 /// Counters of what the capture device could not do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,7 +47,7 @@ impl<const N: usize> Words<N> {
 
 /// A virtio-net device used as a sampler: captures in, sample buffers out.
 pub struct CaptureDevice<const RX_WORDS: usize, const TX_WORDS: usize> {
-    raw: VirtIONetRaw<PoolHal, MmioTransport<'static>, QUEUE_SIZE>,
+    raw: Raw,
     rx: [Words<RX_WORDS>; RX_BUFFERS],
     rx_token: [Option<u16>; RX_BUFFERS],
     tx: [Words<TX_WORDS>; TX_BUFFERS],
@@ -74,14 +69,8 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
     /// As [`crate::VirtioNet::new`]: `slot` is a virtio-mmio network device used by nothing
     /// else, and this is called once (the DMA pool is static).
     pub unsafe fn new(slot: Slot) -> Result<Self, InitError> {
-        let header = NonNull::new(slot.base as *mut VirtIOHeader).ok_or(InitError::NotFound)?;
-        // SAFETY: forwarded from the caller; a virtio-mmio slot is 0x200 bytes.
-        let transport =
-            unsafe { MmioTransport::new(header, 0x200) }.map_err(|_| InitError::NotFound)?;
-        if transport.device_type() != DeviceType::Network {
-            return Err(InitError::NotFound);
-        }
-        let raw = VirtIONetRaw::new(transport).map_err(|_| InitError::Device)?;
+        // SAFETY: forwarded from the caller.
+        let raw = unsafe { open(slot) }?;
         // The 10-byte legacy header would leave the samples unaligned.
         let mut probe = [0u8; 16];
         if raw.fill_buffer_header(&mut probe) != Ok(HEADER_WORDS * 4) {

@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use linklab_firmware::Board;
 use linklab_virtio_net::Slot;
 
-use crate::{cpu, timer, uart};
+use crate::{cpu, plic, timer, uart};
 
 /// Where `linklab emu` puts the configuration blob (last 256 bytes of the linked RAM).
 pub const CONFIG_ADDR: usize = 0x803F_FF00;
@@ -75,6 +75,27 @@ impl Board for VirtBoard {
 
     fn phy(&mut self) -> Option<linklab_firmware::stats::PhyFigures> {
         self.phy.map(|figures| figures())
+    }
+}
+
+/// The trap handler's work for a network image (call it from `trap_handler`): the timer's
+/// interrupt disarms the timer (it only ends a WFI), each external interrupt claimed at the
+/// PLIC goes to `on_external` and is completed, and the handler's instructions count as the
+/// firmware's interrupt work; any other trap is reported and halts.
+pub fn handle_trap(mut on_external: impl FnMut(u32)) {
+    let start = cpu::instret();
+    let cause = cpu::mcause();
+    const INTERRUPT: usize = 1 << 31;
+    match (cause & INTERRUPT != 0, cause & !INTERRUPT) {
+        (true, 7) => timer::disarm(),
+        (true, 11) => {
+            while let Some(irq) = plic::claim() {
+                on_external(irq);
+                plic::complete(irq);
+            }
+            linklab_firmware::add_isr_work(cpu::instret().wrapping_sub(start));
+        }
+        (_, code) => unexpected_trap(code),
     }
 }
 

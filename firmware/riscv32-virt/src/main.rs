@@ -11,7 +11,7 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use fw_riscv32_virt::board::CONFIG_ADDR;
-use fw_riscv32_virt::board::{halt, report_panic, unexpected_trap, virtio_slots, VirtBoard};
+use fw_riscv32_virt::board::{halt, handle_trap, report_panic, virtio_slots, VirtBoard};
 use fw_riscv32_virt::{cpu, plic, timer, uart};
 use linklab_firmware::RX_QUEUE;
 use linklab_mac::RxFormat;
@@ -38,26 +38,15 @@ fn with_nic(f: &mut dyn FnMut(&mut VirtioNet)) {
 /// The trap handler (called from `entry.S` with interrupts off).
 #[no_mangle]
 extern "C" fn trap_handler() {
-    let start = cpu::instret();
-    let cause = cpu::mcause();
-    const INTERRUPT: usize = 1 << 31;
-    match (cause & INTERRUPT != 0, cause & !INTERRUPT) {
-        (true, 7) => timer::disarm(),
-        (true, 11) => {
-            while let Some(irq) = plic::claim() {
-                if NIC_READY.load(Ordering::Acquire) {
-                    // SAFETY: as in `with_nic`; we are in the trap handler.
-                    let nic = unsafe { (*NIC.0.get()).assume_init_mut() };
-                    if irq == nic.irq() {
-                        nic.on_interrupt(&RX_QUEUE.producer());
-                    }
-                }
-                plic::complete(irq);
+    handle_trap(|irq| {
+        if NIC_READY.load(Ordering::Acquire) {
+            // SAFETY: as in `with_nic`; we are in the trap handler.
+            let nic = unsafe { (*NIC.0.get()).assume_init_mut() };
+            if irq == nic.irq() {
+                nic.on_interrupt(&RX_QUEUE.producer());
             }
-            linklab_firmware::add_isr_work(cpu::instret().wrapping_sub(start));
         }
-        (_, code) => unexpected_trap(code),
-    }
+    });
 }
 
 #[no_mangle]

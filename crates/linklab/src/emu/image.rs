@@ -55,7 +55,7 @@ fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyho
 fn build_bin(
     board: &Board,
     image: Option<&Path>,
-    serial_bin: Option<&str>,
+    bin: Option<&str>,
     serial: bool,
 ) -> anyhow::Result<PathBuf> {
     if let Some(path) = image {
@@ -69,7 +69,7 @@ fn build_bin(
         .join("target")
         .join(board.target)
         .join("release")
-        .join(serial_bin.unwrap_or(board.package));
+        .join(bin.unwrap_or(board.package));
     if !dir.join("Cargo.toml").is_file() {
         if built.is_file() {
             return Ok(built);
@@ -101,7 +101,7 @@ fn build_bin(
         "--target",
         board.target,
     ]);
-    if let Some(bin) = serial_bin {
+    if let Some(bin) = bin {
         if serial {
             cargo.args(["--features", "serial"]);
         }

@@ -27,7 +27,8 @@ pub struct Lab {
     /// `linklab emu --phy10-line` (the soft-PHY image and its line) in place of QEMU.
     line: Option<std::process::Child>,
     ns: String,
-    blob: std::path::PathBuf,
+    /// The configuration blob this lab wrote (the line's `linklab emu` writes its own).
+    blob: Option<std::path::PathBuf>,
 }
 
 impl Lab {
@@ -61,12 +62,12 @@ impl Lab {
             qemu: None,
             line: None,
             ns,
-            blob,
+            blob: Some(blob),
         };
         let mut qemu = Qemu::start(&Boot {
             board,
             image,
-            config_blob: Some(&lab.blob),
+            config_blob: lab.blob.as_deref(),
             tap: Some(TAP),
             icount,
             stream: None,
@@ -96,7 +97,7 @@ impl Lab {
         let mut lab = Lab {
             qemu: None,
             line: None,
-            blob: std::env::temp_dir().join(format!("{ns}.unused")),
+            blob: None,
             ns,
         };
         let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
@@ -221,6 +222,8 @@ impl Drop for Lab {
             let _ = child.wait();
         }
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-        let _ = std::fs::remove_file(&self.blob);
+        if let Some(blob) = &self.blob {
+            let _ = std::fs::remove_file(blob);
+        }
     }
 }

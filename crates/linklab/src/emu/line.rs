@@ -306,7 +306,7 @@ pub struct Line {
     control: UnixStream,
     threads: Vec<std::thread::JoinHandle<()>>,
     /// The counters, shared with the threads.
-    pub counters: Arc<Counters>,
+    counters: Arc<Counters>,
 }
 
 impl Line {
@@ -407,6 +407,19 @@ fn capture_bytes(capture: &Capture<'_>) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Packed samples as bytes (little-endian words, as the device's DMA sees them) back into
+/// words; a last partial word is padded with idle.
+fn words_of(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect()
 }
 
 /// Preamble, SFD, the frame padded to 60 bytes, FCS.
@@ -609,7 +622,6 @@ impl FromDevice {
             .set_read_timeout(Some(Duration::from_millis(200)));
         let mut decoder = Decoder::new(Oversample::X2);
         let mut frame = vec![0u8; 2048];
-        let mut words: Vec<u32> = Vec::new();
         let mut line_free = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             let mut len = [0u8; 4];
@@ -635,12 +647,7 @@ impl FromDevice {
                 return;
             }
             Counters::bump(&self.counters.buffers_received);
-            words.clear();
-            words.extend(bytes.chunks(4).map(|c| {
-                let mut w = [0u8; 4];
-                w[..c.len()].copy_from_slice(c);
-                u32::from_le_bytes(w)
-            }));
+            let words = words_of(&bytes);
             let got = decoder.decode(&Capture::new(&words, n * 8), &mut frame);
             let RxOutcome::Frame { len } = got else {
                 Counters::bump(&self.counters.not_frames);
@@ -822,14 +829,7 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(os));
             let bytes = capture_bytes(&line.capture(&wire, 0, &mut rng));
             assert!(bytes.len() <= MAX_CAPTURE_BYTES, "{os}x: {}", bytes.len());
-            let words: Vec<u32> = bytes
-                .chunks(4)
-                .map(|c| {
-                    let mut w = [0u8; 4];
-                    w[..c.len()].copy_from_slice(c);
-                    u32::from_le_bytes(w)
-                })
-                .collect();
+            let words = words_of(&bytes);
             let mut out = vec![0u8; 1600];
             let got = Decoder::new(Oversample::new(os).unwrap())
                 .decode(&Capture::new(&words, bytes.len() * 8), &mut out);
@@ -887,14 +887,7 @@ mod bad_capture_tests {
             let mut rx = RxInterrupt::new(factor);
             let mut grant = vec![0u8; 1536];
             for (i, bytes) in bad_captures(factor).iter().enumerate() {
-                let words: Vec<u32> = bytes
-                    .chunks(4)
-                    .map(|c| {
-                        let mut w = [0u8; 4];
-                        w[..c.len()].copy_from_slice(c);
-                        u32::from_le_bytes(w)
-                    })
-                    .collect();
+                let words = words_of(bytes);
                 let t = Instant::now();
                 let n = rx.receive(&Capture::new(&words, bytes.len() * 8), &mut grant);
                 eprintln!(

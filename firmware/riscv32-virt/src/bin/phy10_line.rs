@@ -18,7 +18,7 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use fw_riscv32_virt::board::{
-    halt, report_panic, unexpected_trap, virtio_slots, VirtBoard, CONFIG_ADDR,
+    halt, handle_trap, report_panic, virtio_slots, VirtBoard, CONFIG_ADDR,
 };
 use fw_riscv32_virt::{cpu, plic, timer, uart};
 use linklab_firmware::stats::PhyFigures;
@@ -117,26 +117,15 @@ fn on_captures(phy: &mut Phy) {
 /// The trap handler (called from `entry.S` with interrupts off).
 #[no_mangle]
 extern "C" fn trap_handler() {
-    let start = cpu::instret();
-    let cause = cpu::mcause();
-    const INTERRUPT: usize = 1 << 31;
-    match (cause & INTERRUPT != 0, cause & !INTERRUPT) {
-        (true, 7) => timer::disarm(),
-        (true, 11) => {
-            while let Some(irq) = plic::claim() {
-                if PHY_READY.load(Ordering::Acquire) {
-                    // SAFETY: as in `with_phy`; we are in the trap handler.
-                    let phy = unsafe { (*PHY.0.get()).assume_init_mut() };
-                    if irq == phy.sampler.irq() {
-                        on_captures(phy);
-                    }
-                }
-                plic::complete(irq);
+    handle_trap(|irq| {
+        if PHY_READY.load(Ordering::Acquire) {
+            // SAFETY: as in `with_phy`; we are in the trap handler.
+            let phy = unsafe { (*PHY.0.get()).assume_init_mut() };
+            if irq == phy.sampler.irq() {
+                on_captures(phy);
             }
-            linklab_firmware::add_isr_work(cpu::instret().wrapping_sub(start));
         }
-        (_, code) => unexpected_trap(code),
-    }
+    });
 }
 
 /// The MAC's transmit side: the wire bytes Manchester-encoded into the sampler's transmit
