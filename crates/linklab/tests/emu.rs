@@ -435,7 +435,8 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
 /// transmit samples are decoded back by the line. Once on a clean 4x line with the malformed
 /// captures of `--bad-captures` first, once on a harsher one (5x, TX 0.5 % fast, ±0.5 sample
 /// of jitter): stock ping, curl with CRC32s, stock iperf3 both ways, and the laws of the PHY
-/// and the MAC recomputed from `/stats` and of the line from its last line.
+/// and the MAC recomputed from `/stats` and of the line from its last line. Then a noisy
+/// line, whose damaged frames are counted and never delivered.
 #[test]
 fn riscv32_soft_phy_line_serves_ping_http_iperf3() {
     for line in [
@@ -452,6 +453,37 @@ fn riscv32_soft_phy_line_serves_ping_http_iperf3() {
     ] {
         soft_phy_line(line);
     }
+    noisy_line_counts_damaged_frames();
+}
+
+/// Sample noise on the line (0.2 % of the samples toward the device flipped): damaged frames
+/// are counted (FCS errors, short frames, decode failures) and never delivered; the laws
+/// still hold.
+fn noisy_line_counts_damaged_frames() {
+    let mut emu = Emulated::boot_with("riscv32-virt", &["--phy10-line", "--noise", "0.002"]);
+    let ping = String::from_utf8(emu.run(&[
+        "ping", "-c", "50", "-i", "0.02", "-s", "1400", "-W", "1", DEVICE_IP,
+    ]))
+    .unwrap();
+    let stats = emu.stats();
+    assert_conserved(&stats);
+    assert_eq!(stats["phy_conservation"]["holds"], true, "{stats}");
+    let crc = mac_counter(&stats, "rx_crc_errors");
+    assert!(crc > 0, "no FCS error at 0.2 % sample noise: {stats}");
+    // Every echo request that arrived damaged was dropped by the MAC, not answered: the
+    // device answered at most the good ones.
+    let received: u64 = ping
+        .split(" received")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{ping}"));
+    assert!(received < 50, "no ping lost to noise: {ping} {stats}");
+    assert!(
+        received <= mac_counter(&stats, "rx_packets"),
+        "{ping} {stats}"
+    );
+    emu.stop();
 }
 
 fn soft_phy_line(line: &[&str]) {
