@@ -6,6 +6,8 @@
 //!
 //! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
 //! ([`measure`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
+//! `--phy10-line` boots the soft-PHY image instead, with a simulated 10BASE-T line between it
+//! and a TAP this process creates ([`line`]); `--cost` and `--throughput` take it too.
 
 mod board;
 mod image;
