@@ -35,16 +35,7 @@ impl Lab {
     /// Boots `image` of `board` with `icount` (None: free-running) in a new namespace and
     /// waits until the device answers ping.
     pub fn boot(board: &Board, image: &Path, icount: Option<String>) -> anyhow::Result<Lab> {
-        for (tool, package) in [
-            ("ip", "iproute2"),
-            ("iperf3", "iperf3"),
-            ("curl", "curl"),
-            ("ping", "iputils-ping"),
-        ] {
-            if !on_path(tool) {
-                bail!("{tool} not found: install Debian's {package} package");
-            }
-        }
+        require_tools()?;
         let ns = format!("llemu{}", std::process::id());
         let blob = std::env::temp_dir().join(format!("{ns}.cfg"));
         let config = DeviceConfig {
@@ -89,6 +80,7 @@ impl Lab {
         shift: Option<u32>,
         line: &super::line::LineArgs,
     ) -> anyhow::Result<Lab> {
+        require_tools()?;
         let ns = format!("llemu{}", std::process::id());
         let status = Command::new("ip").args(["netns", "add", &ns]).status();
         if !matches!(status, Ok(s) if s.success()) {
@@ -201,6 +193,21 @@ impl Lab {
         }
         Ok(report)
     }
+}
+
+/// One line naming the Debian package of a missing stock tool.
+fn require_tools() -> anyhow::Result<()> {
+    for (tool, package) in [
+        ("ip", "iproute2"),
+        ("iperf3", "iperf3"),
+        ("curl", "curl"),
+        ("ping", "iputils-ping"),
+    ] {
+        if !on_path(tool) {
+            bail!("{tool} not found: install Debian's {package} package");
+        }
+    }
+    Ok(())
 }
 
 impl Drop for Lab {
