@@ -86,6 +86,8 @@ pub struct LineArgs {
 pub const MAX_DRIFT_PPM: i32 = 5000;
 /// The firmware's capture buffer less its virtio header (firmware's `RX_WORDS` − 3 words).
 const MAX_CAPTURE_BYTES: usize = (3200 - 3) * 4;
+/// The longest message QEMU's stream netdev sends (its buffer is 68 KiB).
+const MAX_MESSAGE_BYTES: usize = 69_632;
 /// The image's binary in the riscv32-virt package.
 pub const BIN: &str = "fw-riscv32-virt-phy10-line";
 /// Where the sampler's configuration goes, after the device's blob (firmware's
@@ -642,6 +644,10 @@ impl FromDevice {
                 return;
             }
             let n = u32::from_be_bytes(len) as usize;
+            if n > MAX_MESSAGE_BYTES {
+                // Not QEMU's stream framing: nothing after it can be trusted.
+                return;
+            }
             let mut bytes = vec![0u8; n];
             if self.read_rest(&mut bytes).is_err() {
                 return;
