@@ -73,8 +73,15 @@ pub fn encode_frame(wire: &[u8], os: Oversample, out: &mut [u32]) -> Result<usiz
             }
         }
         2 => {
-            for &byte in wire {
-                writer.push(ENCODE_X2[byte as usize] as u64, 16);
+            // Two bytes fill one word (a TX DMA's 32-bit shift register at 20 MHz).
+            let mut pairs = wire.chunks_exact(2);
+            for pair in &mut pairs {
+                let lo = u32::from(ENCODE_X2[pair[0] as usize]);
+                let hi = u32::from(ENCODE_X2[pair[1] as usize]);
+                writer.push_word(lo | hi << 16);
+            }
+            if let [last] = pairs.remainder() {
+                writer.push(ENCODE_X2[*last as usize] as u64, 16);
             }
         }
         _ => {
@@ -108,7 +115,8 @@ impl<'a> SampleWriter<'a> {
         SampleWriter { out, pos: 0 }
     }
 
-    /// Appends 32 samples; only valid while `pos` is a multiple of 32 (4x frames are).
+    /// Appends 32 samples; only valid while `pos` is a multiple of 32 (4x frames are, and 2x
+    /// ones two bytes at a time).
     #[inline(always)]
     fn push_word(&mut self, samples: u32) {
         if let Some(word) = self.out.get_mut(self.pos >> 5) {

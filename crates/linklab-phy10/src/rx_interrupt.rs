@@ -88,13 +88,14 @@ impl RxInterrupt {
         self.last = self.decoder.decode(capture, grant);
         trace!("phy10: {:?}", self.last);
         match self.last {
+            // An SFD followed at once by the end of the transmission: nothing to commit.
+            RxOutcome::Frame { len: 0 } | RxOutcome::Truncated { len: 0 } => {
+                self.counters.empty += 1;
+                0
+            }
             RxOutcome::Frame { len } => {
                 self.counters.frames += 1;
                 len
-            }
-            RxOutcome::Truncated { len: 0 } => {
-                self.counters.empty += 1;
-                0
             }
             RxOutcome::Truncated { len } => {
                 self.counters.truncated += 1;

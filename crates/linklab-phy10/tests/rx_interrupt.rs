@@ -117,3 +117,25 @@ fn without_a_grant_only_transmissions_are_lost() {
     let c = isr.counters();
     assert_eq!((c.missed, c.link_pulses), (1, 1));
 }
+
+/// Preamble and SFD with the line going idle right after (found by the fuzz target
+/// `soft_phy_rx`): the decoder calls it a frame of 0 bytes; the seam commits nothing and
+/// counts it `empty`, so the MAC's cancelled grants match the PHY's counters.
+#[test]
+fn an_sfd_with_nothing_after_it_is_empty_not_a_frame() {
+    let wire = [0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0x55, 0xD5];
+    let (rx, n) = capture_of(&wire, 0);
+    let mut grant = [0xA5u8; 1536];
+    let mut isr = RxInterrupt::new(OS);
+    let commit = isr.receive(&Capture::new(&rx, n), &mut grant);
+    assert_eq!(commit, 0, "{:?}", isr.last_outcome());
+    assert_eq!(
+        isr.counters(),
+        RxCounters {
+            empty: 1,
+            ..RxCounters::default()
+        },
+        "{:?}",
+        isr.last_outcome()
+    );
+}

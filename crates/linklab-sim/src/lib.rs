@@ -27,4 +27,5 @@ pub mod pcap;
 pub mod profile;
 pub mod sample_wire;
 pub mod sim;
+pub mod soft_phy;
 pub mod wire;

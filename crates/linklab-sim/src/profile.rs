@@ -112,6 +112,10 @@ pub enum Profile {
     /// Instructions counted on linklab's riscv32imac firmware (QEMU `-icount shift=0`) at a
     /// clock and CPI (`--mhz`, `--cpi`), with a DMA NIC: no fitted parameter.
     Riscv32Measured,
+    /// The soft-PHY device (`linklab emu --phy10-line`): linklab-phy10's decoder, encoder and
+    /// the MAC's FCS counted on riscv32imac (`emu --phy10`) plus the `riscv32-measured`
+    /// parts, at `--mhz` and `--cpi`, decoding at 4x: no fitted parameter.
+    Riscv32SoftPhy,
     /// Niccle's final interrupt (bit-banged PHY, 750 ns latency, 2 µs post-processing, from
     /// the write-up) with the main loop counted on linklab's riscv32imac firmware at a clock
     /// and CPI: what CPI Niccle's flash-resident main loop must have had.
@@ -120,12 +124,13 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile, from the cheapest to Niccle's last.
-    pub const ALL: [Profile; 6] = [
+    pub const ALL: [Profile; 7] = [
         Profile::Ideal,
         Profile::NiccleInitial,
         Profile::NiccleMemcpy,
         Profile::NiccleOptimized,
         Profile::Riscv32Measured,
+        Profile::Riscv32SoftPhy,
         Profile::NiccleMeasured,
     ];
 
@@ -137,6 +142,7 @@ impl Profile {
             Profile::NiccleMemcpy => "niccle-memcpy",
             Profile::NiccleOptimized => "niccle-optimized",
             Profile::Riscv32Measured => "riscv32-measured",
+            Profile::Riscv32SoftPhy => "riscv32-soft-phy",
             Profile::NiccleMeasured => "niccle-measured",
         }
     }
@@ -149,6 +155,7 @@ impl Profile {
             Profile::NiccleMemcpy => "Niccle's intermediate MAC: validation moved out of the interrupt, memcpy in RAM, but still one copy of the frame in the interrupt",
             Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM. The main loop's 1080 µs per pass is fitted to the write-up's 620 kB/s: no model from counted instructions reaches it at CPI 1 (see niccle-measured)",
             Profile::Riscv32Measured => "Instructions counted on linklab's riscv32imac firmware (QEMU -icount shift=0, a DMA NIC) at --mhz and --cpi; no fitted parameter",
+            Profile::Riscv32SoftPhy => "The soft-PHY device of linklab emu --phy10-line: linklab-phy10's decoder (at 4x, or --oversample with --phy samples), encoder and the MAC's FCS counted on riscv32imac, plus riscv32-measured's parts, at --mhz and --cpi; no fitted parameter",
             Profile::NiccleMeasured => "Niccle's final interrupt (bit-banged PHY, from the write-up) with the main loop counted on linklab's riscv32imac firmware at --mhz and --cpi (Niccle's ~620 kB/s needs a CPI near 14: code running from flash through the cache)",
         }
     }
@@ -206,7 +213,20 @@ pub const NICCLE_MEMCPY_FULL_PACKET_NS: u64 = 14_000;
 /// for the fit.
 pub const FITTED_MAIN_FIXED_NS: u64 = 1_080_000;
 
+/// The soft-PHY profile's default factor: the 4x goal point (802.3's ±100 ppm clocks).
+pub const SOFT_PHY_OVERSAMPLE: u8 = 4;
+
 impl Profile {
+    /// The cost model of `riscv32-soft-phy` decoding at `oversample` (4, 5, 6 or 8: the
+    /// factors counted; any other falls back to 8x, the costliest counted).
+    pub fn soft_phy_at(self, clock: Clock, oversample: u8) -> CostModel {
+        let parts = MeasuredCounts::compiled_in();
+        let phy10 = crate::soft_phy::Phy10Counts::compiled_in();
+        crate::soft_phy::cost_model(&parts, &phy10, clock, oversample)
+            .or_else(|| crate::soft_phy::cost_model(&parts, &phy10, clock, 8))
+            .expect("the data file has an 8x case (tested)")
+    }
+
     /// The cost model of this profile (`riscv32-measured` at 160 MHz, CPI 1).
     pub fn cost(self) -> CostModel {
         self.cost_at(Clock::ESP32_C6)
@@ -269,6 +289,7 @@ impl Profile {
                 rx_batch: false,
             },
             Profile::Riscv32Measured => CostModel::measured(&MeasuredCounts::compiled_in(), clock),
+            Profile::Riscv32SoftPhy => self.soft_phy_at(clock, SOFT_PHY_OVERSAMPLE),
             Profile::NiccleMeasured => CostModel {
                 phy: PhyKind::BitBanged,
                 irq_latency_ns: NICCLE_IRQ_LATENCY_NS,

@@ -98,6 +98,8 @@ pub use linklab_phy10::RxOutcome as SampleOutcome;
 pub struct SampleWire {
     cfg: SampleWireConfig,
     os: Oversample,
+    /// The transmitter's factor (the receiver's unless [`SampleWire::with_transmitter`]).
+    tx_os: Oversample,
     jitter: f64,
     decoder: Decoder,
     /// Transmitter samples.
@@ -128,6 +130,7 @@ impl SampleWire {
         Ok(SampleWire {
             cfg,
             os,
+            tx_os: os,
             jitter: cfg.jitter_samples as f64,
             decoder: Decoder::new(os),
             tx: Vec::new(),
@@ -154,9 +157,19 @@ impl SampleWire {
         Ok(())
     }
 
-    /// The oversampling factor of the transmitter and the receiver.
+    /// The oversampling factor of the receiver (and of the transmitter, unless
+    /// [`SampleWire::with_transmitter`] set another).
     pub fn oversample(&self) -> Oversample {
         self.os
+    }
+
+    /// The same wire with the transmitter encoding at `tx` instead of the receiver's factor.
+    /// A real 10BASE-T transmitter puts its edges exactly on half-bit boundaries (a 20 MHz
+    /// clock): [`Oversample::X2`] models it, and spares an odd receiving factor the half
+    /// sample of skew a transmitter at the same factor puts on every mid-bit edge.
+    pub fn with_transmitter(mut self, tx: Oversample) -> SampleWire {
+        self.tx_os = tx;
+        self
     }
 
     /// Encodes `wire` (preamble, SFD, frame, FCS) to samples, applies drift, jitter and noise
@@ -195,21 +208,37 @@ impl SampleWire {
     /// falling edge is on the line. False only if the encoder refused (it cannot: the buffer
     /// is sized with `words_for_frame`).
     fn encode(&mut self, wire: &[u8]) -> bool {
-        let words = linklab_phy10::words_for_frame(wire.len(), self.os) + 1;
+        let words = linklab_phy10::words_for_frame(wire.len(), self.tx_os) + 1;
         self.tx.clear();
         self.tx.resize(words, 0);
-        encode_frame(wire, self.os, &mut self.tx).is_ok()
+        encode_frame(wire, self.tx_os, &mut self.tx).is_ok()
     }
 
     /// Sends one normal link pulse through the same impaired line and decodes it.
     pub fn link_pulse(&mut self, rng: &mut dyn rand::RngCore) -> SampleOutcome {
-        self.tx.clear();
-        self.tx.resize(1, 0);
-        if encode_link_pulse(self.os, &mut self.tx).is_err() {
+        if !self.encode_pulse() {
             return SampleOutcome::Noise;
         }
         // The pulse and the idle rest of its word.
         self.impair_and_decode(32, rng, &mut [])
+    }
+
+    /// One normal link pulse through the same impaired line: what the receiver records
+    /// from the pulse's start (give or take the sampling phase) until the line has idled.
+    pub fn pulse_capture(&mut self, rng: &mut dyn rand::RngCore) -> Capture<'_> {
+        self.rx_len = if self.encode_pulse() {
+            self.impair(32, 0, rng)
+        } else {
+            0
+        };
+        Capture::new(&self.rx, self.rx_len)
+    }
+
+    /// Encodes one link pulse into `self.tx` (one word). False only if the encoder refused.
+    fn encode_pulse(&mut self) -> bool {
+        self.tx.clear();
+        self.tx.resize(1, 0);
+        encode_link_pulse(self.tx_os, &mut self.tx).is_ok()
     }
 
     /// The receiver's samples of the last transfer and how many there are: what the decoder
@@ -234,7 +263,9 @@ impl SampleWire {
     /// (the rest start at sample 0 of `self.rx`); returns how many there are.
     fn impair(&mut self, tx_samples: usize, first: usize, rng: &mut dyn rand::RngCore) -> usize {
         let n = self.os.samples_per_bit();
-        let scale = 1e6 / (1e6 + self.cfg.drift_ppm as f64);
+        // Transmitter samples to receiver samples: the factors' ratio and the clock offset.
+        let scale = n as f64 / self.tx_os.samples_per_bit() as f64 * 1e6
+            / (1e6 + self.cfg.drift_ppm as f64);
         let phase = unit(rng);
         let all_samples =
             (phase + tx_samples as f64 * scale).ceil() as usize + IDLE_TAIL_BITS * n + 1;

@@ -26,6 +26,8 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+pub mod capture;
+
 use linklab_mac::{PhyTx, RxProducer, Storage};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
@@ -111,7 +113,7 @@ struct Buffer([u8; BUFFER_LEN]);
 
 /// A virtio-net device with its posted receive buffers and its transmit buffers.
 pub struct VirtioNet {
-    raw: VirtIONetRaw<PoolHal, MmioTransport<'static>, QUEUE_SIZE>,
+    raw: Raw,
     rx: [Buffer; RX_BUFFERS],
     rx_token: [Option<u16>; RX_BUFFERS],
     tx: [Buffer; TX_BUFFERS],
@@ -147,6 +149,27 @@ pub unsafe fn probe(slots: impl IntoIterator<Item = Slot>) -> Option<Slot> {
     })
 }
 
+/// The queues of the virtio-mmio network device in `slot`, brought up by `virtio-drivers`.
+///
+/// # Safety
+/// As [`VirtioNet::new`].
+unsafe fn open(slot: Slot) -> Result<Raw, InitError> {
+    let header = NonNull::new(slot.base as *mut VirtIOHeader).ok_or(InitError::NotFound)?;
+    // SAFETY: forwarded from the caller; a virtio-mmio slot is 0x200 bytes.
+    let transport =
+        unsafe { MmioTransport::new(header, 0x200) }.map_err(|_| InitError::NotFound)?;
+    if transport.device_type() != DeviceType::Network {
+        return Err(InitError::NotFound);
+    }
+    VirtIONetRaw::new(transport).map_err(|_| {
+        warn!("virtio-net: the device refused the driver");
+        InitError::Device
+    })
+}
+
+/// `virtio-drivers`' raw network device over our DMA pool and MMIO transport.
+type Raw = VirtIONetRaw<PoolHal, MmioTransport<'static>, QUEUE_SIZE>;
+
 impl VirtioNet {
     /// Brings up the device in `slot` and posts the receive buffers.
     ///
@@ -154,17 +177,8 @@ impl VirtioNet {
     /// `slot` must be a virtio-mmio network device (see [`probe`]) not used by anything
     /// else, and this must be called once (the DMA pool is static).
     pub unsafe fn new(slot: Slot) -> Result<VirtioNet, InitError> {
-        let header = NonNull::new(slot.base as *mut VirtIOHeader).ok_or(InitError::NotFound)?;
-        // SAFETY: forwarded from the caller; a virtio-mmio slot is 0x200 bytes.
-        let transport =
-            unsafe { MmioTransport::new(header, 0x200) }.map_err(|_| InitError::NotFound)?;
-        if transport.device_type() != DeviceType::Network {
-            return Err(InitError::NotFound);
-        }
-        let raw = VirtIONetRaw::new(transport).map_err(|_| {
-            warn!("virtio-net: the device refused the driver");
-            InitError::Device
-        })?;
+        // SAFETY: forwarded from the caller.
+        let raw = unsafe { open(slot) }?;
         info!("virtio-net: up at {:#x}, irq {}", slot.base, slot.irq);
         Ok(VirtioNet {
             raw,

@@ -219,7 +219,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
     };
     let counted = matches!(
         args.profile,
-        Profile::Riscv32Measured | Profile::NiccleMeasured
+        Profile::Riscv32Measured | Profile::Riscv32SoftPhy | Profile::NiccleMeasured
     );
     if (args.mhz.is_some() || args.cpi.is_some()) && !counted {
         bail_usage!(
@@ -230,7 +230,12 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         mhz: args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
         cpi: args.cpi.unwrap_or(Clock::ESP32_C6.cpi),
     };
-    let mut cost = args.profile.cost_at(clock);
+    let mut cost = match (args.profile, &phy_path) {
+        (Profile::Riscv32SoftPhy, PhyPath::Samples(c)) => {
+            args.profile.soft_phy_at(clock, c.oversample)
+        }
+        _ => args.profile.cost_at(clock),
+    };
     if counted && args.device_sends == Some(SendingApp::Http) {
         let http = MeasuredCounts::compiled_in().parts.http_per_tx_byte;
         cost.tx_per_byte_ps += clock.ps(http);
@@ -348,7 +353,7 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
     );
     if matches!(
         cfg.profile,
-        Profile::Riscv32Measured | Profile::NiccleMeasured
+        Profile::Riscv32Measured | Profile::Riscv32SoftPhy | Profile::NiccleMeasured
     ) {
         println!(
             "=== instructions counted on riscv32imac ({}) at {} MHz, CPI {}",

@@ -6,10 +6,13 @@
 //!
 //! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
 //! ([`measure`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
+//! `--phy10-line` boots the soft-PHY image instead, with a simulated 10BASE-T line between it
+//! and a TAP this process creates ([`line`]); `--cost` and `--throughput` take it too.
 
 mod board;
 mod image;
 mod lab;
+mod line;
 mod measure;
 mod parts;
 mod phy10;
@@ -78,6 +81,9 @@ pub struct Args {
     /// frame is not decoded bit-exact.
     #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount", "serial", "cost_parts"])]
     phy10: bool,
+    /// The soft-PHY line (`--phy10-line` and its options).
+    #[command(flatten)]
+    line: line::LineArgs,
     /// Write the measurement as JSON to FILE (with --cost, --cost-parts, --throughput or --phy10).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -92,9 +98,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail_usage!("--json: only with --cost, --cost-parts, --throughput or --phy10");
     }
     qemu::require(&board)?;
+    let line_args = args.line.phy10_line.then_some(&args.line);
+    if let Some(l) = line_args {
+        l.validate()?;
+    }
     if args.phy10 {
-        let (cases, report) = phy10::measure(&board, args.image.as_deref())?;
-        print!("{}", phy10::table(&board, &cases));
+        let (cases, parts, report) = phy10::measure(&board, args.image.as_deref())?;
+        print!("{}", phy10::table(&board, &cases, &parts));
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_vec_pretty(&report)?)
                 .with_context(|| format!("--json: cannot write {}", path.display()))?;
@@ -106,13 +116,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.cost || args.throughput || args.cost_parts {
-        let image = image::find_or_build(&board, args.image.as_deref())?;
+        let image = match line_args {
+            Some(_) => image::find_or_build_line(&board, args.image.as_deref())?,
+            None => image::find_or_build(&board, args.image.as_deref())?,
+        };
         let result = if args.cost {
-            measure::cost(&board, &image)?
+            measure::cost(&board, &image, line_args)?
         } else if args.cost_parts {
             parts::cost_parts(&board, &image)?
         } else {
-            measure::throughput(&board, &image, shift.unwrap_or(3))?
+            measure::throughput(&board, &image, shift.unwrap_or(3), line_args)?
         };
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
@@ -132,6 +145,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if std::path::Path::new("/sys/class/net").join(&tap).exists() {
         bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
     }
+    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
+    if let Some(l) = line_args {
+        let config = DeviceConfig {
+            ip: ip.octets(),
+            prefix,
+            mac,
+        };
+        let session = line::Session {
+            board: &board,
+            tap: &tap,
+            device_config: config.to_bytes().to_vec(),
+            image: args.image.as_deref(),
+            icount: shift,
+            boot_timeout: timeout,
+        };
+        return line::run(&session, l, &signals);
+    }
     let image = if args.serial {
         image::find_or_build_serial(&board, args.image.as_deref())?
     } else {
@@ -146,13 +176,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     std::fs::write(&blob, config.to_bytes()).context("cannot write the config blob")?;
     let _remove_blob = RemoveOnDrop(blob.clone());
 
-    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
     let mut qemu = Qemu::start(&Boot {
         board: &board,
         image: &image,
         config_blob: Some(&blob),
         tap: Some(&tap),
         icount: shift.map(|n| format!("shift={n}")),
+        stream: None,
         netns: None,
         echo_console: true,
         serial: args.serial,

@@ -43,4 +43,10 @@ pub trait Board {
     /// for stack painting: [`crate::run`] paints from there up to its own frame at start,
     /// and `/stats` reports the deepest the stack has reached since.
     fn stack_limit(&self) -> usize;
+
+    /// A soft PHY's counters, shown in `/stats` beside the MAC's with the law that joins
+    /// them; `None` (the default) for a board whose NIC is an Ethernet controller.
+    fn phy(&mut self) -> Option<crate::stats::PhyFigures> {
+        None
+    }
 }

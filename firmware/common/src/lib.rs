@@ -209,10 +209,38 @@ pub unsafe fn config_or_default<B: Board>(board: &mut B, addr: usize) -> DeviceC
 /// aligned frames in `rx_format`: with FCS for a controller that passes it on, like the
 /// LAN9118, without for virtio-net) and the NIC's transmit side `phy`, which takes plain
 /// frames (the controller adds preamble and FCS).
-pub fn run<B: Board, T: PhyTx>(
+pub fn run<B: Board, T: PhyTx>(board: B, phy: T, rx_format: RxFormat, config: DeviceConfig) -> ! {
+    run_mac(
+        board,
+        phy,
+        |address| MacConfig {
+            rx_format,
+            tx_format: TxFormat::Plain,
+            ..MacConfig::aligned_fcs(address)
+        },
+        config,
+    )
+}
+
+/// [`run`] for a board whose PHY is software (linklab-phy10): its receive interrupt decodes
+/// line samples straight into [`RX_QUEUE`]'s grants (bytes after the SFD, FCS included,
+/// checked by the MAC), and `phy` gets wire-format frames (preamble, SFD, frame, FCS) to
+/// encode. The MAC keeps no line timing of its own (rate 0): the sampler's DMA sets the
+/// pace on the line.
+pub fn run_soft_phy<B: Board, T: PhyTx>(board: B, phy: T, config: DeviceConfig) -> ! {
+    run_mac(
+        board,
+        phy,
+        |address| MacConfig::decoding_phy(address, 0),
+        config,
+    )
+}
+
+/// The main loop over a MAC configured by `mac_config` (given the device's address).
+fn run_mac<B: Board, T: PhyTx>(
     mut board: B,
     phy: T,
-    rx_format: RxFormat,
+    mac_config: impl FnOnce(MacAddr) -> MacConfig,
     config: DeviceConfig,
 ) -> ! {
     let stack = stack::paint(board.stack_limit());
@@ -226,11 +254,7 @@ pub fn run<B: Board, T: PhyTx>(
         RX_QUEUE.consumer(),
         phy,
         NoClock,
-        MacConfig {
-            rx_format,
-            tx_format: TxFormat::Plain,
-            ..MacConfig::aligned_fcs(MacAddr(config.mac))
-        },
+        mac_config(MacAddr(config.mac)),
     );
     let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
     let m = config.mac;
@@ -297,6 +321,7 @@ pub fn run<B: Board, T: PhyTx>(
                 apps: apps.counters(),
                 cpu,
                 link_up: board.link_up(),
+                phy: board.phy(),
                 sockets: &sockets,
             }
             .write_json(&mut body)

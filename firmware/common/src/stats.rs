@@ -50,6 +50,113 @@ pub struct CpuFigures {
     pub work: LayerWork,
 }
 
+/// A soft PHY's receive and transmit counters (linklab-phy10's `RxCounters` and its
+/// sampler's), for `/stats` beside the MAC's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhyFigures {
+    /// Captures the sampler delivered to the receive interrupt.
+    pub captures: u64,
+    /// Frames that ended cleanly, committed to the MAC.
+    pub frames: u64,
+    /// Frames cut short, committed (the MAC's FCS or length check counts them).
+    pub truncated: u64,
+    /// Preambles without a whole byte after the SFD, grant cancelled.
+    pub empty: u64,
+    /// Link test pulses, grant cancelled.
+    pub link_pulses: u64,
+    /// Captures that were neither frames nor pulses (decode failures), grant cancelled.
+    pub noise: u64,
+    /// Transmissions lost because the MAC had no grant (the queue was full).
+    pub missed: u64,
+    /// Buffers the sampler completed with a length the driver could not use.
+    pub bad_captures: u64,
+    /// Frames encoded and handed to the transmit DMA.
+    pub tx_frames: u64,
+    /// Frames not sent: no free transmit buffer.
+    pub tx_dropped: u64,
+}
+
+/// Why the law across a soft PHY and the MAC does not hold: the first equation that fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhyLawError {
+    /// `captures != frames + truncated + empty + link_pulses + noise + missed`.
+    Captures,
+    /// The MAC's `rx_committed` is not the PHY's `frames + truncated`.
+    Committed,
+    /// The MAC's `rx_cancelled` is not the PHY's `empty + link_pulses + noise`.
+    Cancelled,
+    /// The MAC's `rx_missed_errors` is not the PHY's `missed`.
+    Missed,
+    /// The MAC's `tx_packets` is not the PHY's `tx_frames + tx_dropped`.
+    Transmitted,
+}
+
+impl PhyLawError {
+    /// The equation that failed, as text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhyLawError::Captures => {
+                "captures != frames + truncated + empty + link_pulses + noise + missed"
+            }
+            PhyLawError::Committed => "mac.rx_committed != phy.frames + phy.truncated",
+            PhyLawError::Cancelled => "mac.rx_cancelled != phy.empty + phy.link_pulses + phy.noise",
+            PhyLawError::Missed => "mac.rx_missed_errors != phy.missed",
+            PhyLawError::Transmitted => "mac.tx_packets != phy.tx_frames + phy.tx_dropped",
+        }
+    }
+}
+
+impl PhyFigures {
+    /// The law across the PHY and the MAC: every capture lands in one bucket, and the MAC
+    /// saw exactly what the PHY committed, cancelled and missed, and sent exactly what the
+    /// PHY encoded or dropped.
+    pub fn check_with(&self, mac: &Counters) -> Result<(), PhyLawError> {
+        let buckets =
+            self.frames + self.truncated + self.empty + self.link_pulses + self.noise + self.missed;
+        if self.captures != buckets {
+            return Err(PhyLawError::Captures);
+        }
+        if mac.rx_committed != self.frames + self.truncated {
+            return Err(PhyLawError::Committed);
+        }
+        if mac.rx_cancelled != self.empty + self.link_pulses + self.noise {
+            return Err(PhyLawError::Cancelled);
+        }
+        if mac.rx_missed_errors != self.missed {
+            return Err(PhyLawError::Missed);
+        }
+        if mac.tx_packets != self.tx_frames + self.tx_dropped {
+            return Err(PhyLawError::Transmitted);
+        }
+        Ok(())
+    }
+
+    fn write_json(&self, mac: &Counters, w: &mut SliceWriter<'_>) -> core::fmt::Result {
+        write!(
+            w,
+            ",\"phy\":{{\"captures\":{},\"frames\":{},\"truncated\":{},\"empty\":{},\"link_pulses\":{},\"noise\":{},\"missed\":{},\"bad_captures\":{},\"tx_frames\":{},\"tx_dropped\":{}}}",
+            self.captures,
+            self.frames,
+            self.truncated,
+            self.empty,
+            self.link_pulses,
+            self.noise,
+            self.missed,
+            self.bad_captures,
+            self.tx_frames,
+            self.tx_dropped
+        )?;
+        match self.check_with(mac) {
+            Ok(()) => w.write_str(",\"phy_conservation\":{\"holds\":true}"),
+            Err(e) => write!(
+                w,
+                ",\"phy_conservation\":{{\"holds\":false,\"error\":\"{}\"}}",
+                e.as_str()
+            ),
+        }
+    }
+}
+
 /// Everything `/stats` shows, gathered just before the HTTP sockets are polled.
 pub struct Snapshot<'a, 's> {
     /// The board's name.
@@ -62,6 +169,8 @@ pub struct Snapshot<'a, 's> {
     pub cpu: CpuFigures,
     /// The controller's link bit.
     pub link_up: bool,
+    /// A soft PHY's counters (None for a controller NIC).
+    pub phy: Option<PhyFigures>,
     /// The sockets, for the per-connection list.
     pub sockets: &'a SocketSet<'s>,
 }
@@ -151,6 +260,9 @@ impl Snapshot<'_, '_> {
                 "}},\"conservation\":{{\"holds\":false,\"error\":\"{e}\"}}"
             )?,
         }
+        if let Some(phy) = &self.phy {
+            phy.write_json(&self.mac, w)?;
+        }
         write!(
             w,
             ",\"rx_queue\":{{\"frames\":{QUEUE_FRAMES},\"bytes\":{QUEUE_BYTES}}},\"tcp_window\":{{\"bytes\":{TCP_WINDOW},\"auto\":true}}"
@@ -226,6 +338,7 @@ mod tests {
                 },
             },
             link_up: true,
+            phy: None,
             sockets,
         };
         let mut out = vec![0u8; out_len];
@@ -249,6 +362,77 @@ mod tests {
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
         assert_eq!(v["tcp"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn the_law_across_phy_and_mac_names_the_equation_that_fails() {
+        let phy = PhyFigures {
+            captures: 10,
+            frames: 6,
+            truncated: 1,
+            empty: 0,
+            link_pulses: 2,
+            noise: 1,
+            missed: 0,
+            bad_captures: 0,
+            tx_frames: 5,
+            tx_dropped: 0,
+        };
+        let mac = Counters {
+            rx_transmissions: 7,
+            rx_committed: 7,
+            rx_dequeued: 7,
+            rx_cancelled: 3,
+            rx_packets: 6,
+            rx_crc_errors: 1,
+            tx_requests: 5,
+            tx_packets: 5,
+            ..Counters::default()
+        };
+        assert_eq!(phy.check_with(&mac), Ok(()));
+        let lost = PhyFigures {
+            captures: 11,
+            ..phy
+        };
+        assert_eq!(lost.check_with(&mac), Err(PhyLawError::Captures));
+        let more = Counters {
+            rx_committed: 8,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&more), Err(PhyLawError::Committed));
+        let cancelled = Counters {
+            rx_cancelled: 2,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&cancelled), Err(PhyLawError::Cancelled));
+        let missed = Counters {
+            rx_missed_errors: 1,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&missed), Err(PhyLawError::Missed));
+        let sent = Counters {
+            tx_packets: 4,
+            ..mac
+        };
+        assert_eq!(phy.check_with(&sent), Err(PhyLawError::Transmitted));
+
+        // In /stats, beside the MAC's counters, within the buffer the HTTP server lends.
+        let mut storage: [SocketStorage<'_>; 1] = Default::default();
+        let sockets = SocketSet::new(&mut storage[..]);
+        let s = Snapshot {
+            board: "test-board",
+            mac,
+            apps: [("echo", "udp_rx_datagrams", 3); linklab_perf::apps::APP_COUNTERS],
+            cpu: CpuFigures::default(),
+            link_up: true,
+            phy: Some(phy),
+            sockets: &sockets,
+        };
+        let mut out = vec![0u8; linklab_perf::http::MAX_HEAD];
+        let n = s.write_json(&mut out).expect("fits");
+        let v: serde_json::Value = serde_json::from_slice(&out[..n]).unwrap();
+        assert_eq!(v["phy"]["link_pulses"], 2);
+        assert_eq!(v["phy_conservation"]["holds"], true);
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! The event queue: what can happen, and when. Virtual time in nanoseconds; events at the
-//! same time run in the order they were scheduled, so a run is the same event for event.
+//! The event queue: what can happen, and when, and what the events carry (a capture's
+//! [`LineRx`]). Virtual time in nanoseconds; events at the same time run in the order they
+//! were scheduled, so a run is the same event for event. This file imports nothing from the
+//! rest of the simulation: the interrupt (`isr`) and the main loop use it, `isr` uses the
+//! main loop's state, and no arrow runs back.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
-use super::isr::LineRx;
 
 /// The two ends of the link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +22,23 @@ impl Node {
             Node::Device => 1,
         }
     }
+}
+
+/// What the line carried while the receive interrupt sampled it, captured at its exit.
+pub(super) enum LineRx {
+    /// Nothing to capture: a link pulse, or a line already idle when the interrupt entered.
+    Nothing,
+    /// Byte wire: the bits of `wire` from bit `start_bit` on, `shift` idle bits late and
+    /// inverted if `invert`.
+    Bytes {
+        wire: Vec<u8>,
+        start_bit: usize,
+        shift: usize,
+        invert: bool,
+    },
+    /// Sample-level wire: `wire` through the line, sampled from receiver sample
+    /// `first_sample` on.
+    Samples { wire: Vec<u8>, first_sample: usize },
 }
 
 /// Something that happens at a point of virtual time.

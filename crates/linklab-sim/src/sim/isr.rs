@@ -14,30 +14,13 @@ use linklab_mac::{BoxedSlice, RxGrant};
 use linklab_phy10::RxOutcome;
 use rand::Rng;
 
-use super::events::Ev;
+use super::events::{Ev, LineRx};
 use super::main_loop::MainState;
 use super::Sim;
 use crate::profile::PhyKind;
 
 /// Bits of preamble before the SFD: an interrupt entering later has lost the frame's start.
 const PREAMBLE_BITS: u64 = 56;
-
-/// What the line carried while the receive interrupt sampled it, captured at its exit.
-pub(super) enum LineRx {
-    /// Nothing to capture: a link pulse, or a line already idle when the interrupt entered.
-    Nothing,
-    /// Byte wire: the bits of `wire` from bit `start_bit` on, `shift` idle bits late and
-    /// inverted if `invert`.
-    Bytes {
-        wire: Vec<u8>,
-        start_bit: usize,
-        shift: usize,
-        invert: bool,
-    },
-    /// Sample-level wire: `wire` through the line, sampled from receiver sample
-    /// `first_sample` on.
-    Samples { wire: Vec<u8>, first_sample: usize },
-}
 
 /// Writes the byte wire's capture into `out`: the bits of `wire` from `start_bit` on (shifted
 /// down in place in `wire`), `shift` idle bits late, inverted if `invert`. Returns the bytes

@@ -34,8 +34,30 @@ pub fn find_or_build_serial(board: &Board, image: Option<&Path>) -> anyhow::Resu
     build(board, image, Some(bin))
 }
 
+/// The soft-PHY image of `board` (`--phy10-line`): riscv32-virt only.
+pub fn find_or_build_line(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if board.name != "riscv32-virt" {
+        bail!(
+            "--phy10-line: {} has no soft-PHY image (riscv32-virt has one)",
+            board.name
+        );
+    }
+    build_bin(board, image, Some(super::line::BIN), false)
+}
+
 /// Finds or builds the NIC image, or with `serial_bin` the serial one.
 fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyhow::Result<PathBuf> {
+    build_bin(board, image, serial_bin, true)
+}
+
+/// Finds or builds the board package's `bin` (None: the package's own), with the `serial`
+/// feature if `serial` and a bin is named.
+fn build_bin(
+    board: &Board,
+    image: Option<&Path>,
+    bin: Option<&str>,
+    serial: bool,
+) -> anyhow::Result<PathBuf> {
     if let Some(path) = image {
         if !path.is_file() {
             bail!("--image: {} is not a file", path.display());
@@ -47,7 +69,7 @@ fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyho
         .join("target")
         .join(board.target)
         .join("release")
-        .join(serial_bin.unwrap_or(board.package));
+        .join(bin.unwrap_or(board.package));
     if !dir.join("Cargo.toml").is_file() {
         if built.is_file() {
             return Ok(built);
@@ -79,8 +101,11 @@ fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyho
         "--target",
         board.target,
     ]);
-    if let Some(bin) = serial_bin {
-        cargo.args(["--features", "serial", "--bin", bin]);
+    if let Some(bin) = bin {
+        if serial {
+            cargo.args(["--features", "serial"]);
+        }
+        cargo.args(["--bin", bin]);
     }
     let out = cargo
         .output()

@@ -24,24 +24,18 @@ pub const TAP: &str = "llemu0";
 /// A booted image in its own namespace.
 pub struct Lab {
     qemu: Option<Qemu>,
+    /// `linklab emu --phy10-line` (the soft-PHY image and its line) in place of QEMU.
+    line: Option<std::process::Child>,
     ns: String,
-    blob: std::path::PathBuf,
+    /// The configuration blob this lab wrote (the line's `linklab emu` writes its own).
+    blob: Option<std::path::PathBuf>,
 }
 
 impl Lab {
     /// Boots `image` of `board` with `icount` (None: free-running) in a new namespace and
     /// waits until the device answers ping.
     pub fn boot(board: &Board, image: &Path, icount: Option<String>) -> anyhow::Result<Lab> {
-        for (tool, package) in [
-            ("ip", "iproute2"),
-            ("iperf3", "iperf3"),
-            ("curl", "curl"),
-            ("ping", "iputils-ping"),
-        ] {
-            if !on_path(tool) {
-                bail!("{tool} not found: install Debian's {package} package");
-            }
-        }
+        require_tools()?;
         let ns = format!("llemu{}", std::process::id());
         let blob = std::env::temp_dir().join(format!("{ns}.cfg"));
         let config = DeviceConfig {
@@ -57,21 +51,91 @@ impl Lab {
         }
         let mut lab = Lab {
             qemu: None,
+            line: None,
             ns,
-            blob,
+            blob: Some(blob),
         };
         let mut qemu = Qemu::start(&Boot {
             board,
             image,
-            config_blob: Some(&lab.blob),
+            config_blob: lab.blob.as_deref(),
             tap: Some(TAP),
             icount,
+            stream: None,
             netns: Some(&lab.ns),
             echo_console: false,
             serial: false,
         })?;
         qemu.wait_for_boot(Duration::from_secs(60))?;
         lab.qemu = Some(qemu);
+        lab.configure()
+    }
+
+    /// Boots the soft-PHY image of `board` with its line (`linklab emu --phy10-line`, this
+    /// very program, run in the namespace with `line`'s options and `--icount shift`) and
+    /// waits until the device answers ping.
+    pub fn boot_line(
+        board: &Board,
+        image: &Path,
+        shift: Option<u32>,
+        line: &super::line::LineArgs,
+    ) -> anyhow::Result<Lab> {
+        require_tools()?;
+        let ns = format!("llemu{}", std::process::id());
+        let status = Command::new("ip").args(["netns", "add", &ns]).status();
+        if !matches!(status, Ok(s) if s.success()) {
+            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
+        }
+        let mut lab = Lab {
+            qemu: None,
+            line: None,
+            blob: None,
+            ns,
+        };
+        let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
+        let mut argv: Vec<String> = vec![
+            exe.display().to_string(),
+            "emu".into(),
+            "--board".into(),
+            board.name.into(),
+            "--phy10-line".into(),
+            "--tap".into(),
+            TAP.into(),
+            "--ip".into(),
+            format!("{DEVICE_IP}/24"),
+            "--image".into(),
+            image.display().to_string(),
+        ];
+        argv.extend(line.to_argv());
+        if let Some(n) = shift {
+            argv.push("--icount".into());
+            argv.push(n.to_string());
+        }
+        let child = lab
+            .command(&argv.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("cannot start linklab emu --phy10-line")?;
+        lab.line = Some(child);
+        for _ in 0..600 {
+            let shown = lab.command(&["ip", "link", "show", TAP]).output();
+            if shown.is_ok_and(|o| o.status.success()) {
+                // The TAP exists once the image is built; give it time to boot.
+                return lab.configure();
+            }
+            if let Some(Ok(Some(status))) = lab.line.as_mut().map(|c| c.try_wait()) {
+                bail!("linklab emu --phy10-line exited ({status}) before its TAP appeared");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        bail!("linklab emu --phy10-line did not create its TAP within 120 s")
+    }
+
+    /// Configures the kernel side of the TAP and waits until the device answers ping.
+    fn configure(self) -> anyhow::Result<Lab> {
+        let lab = self;
         lab.run(&["ip", "link", "set", "lo", "up"])?;
         lab.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP])?;
         lab.run(&["ip", "link", "set", TAP, "up"])?;
@@ -131,12 +195,42 @@ impl Lab {
     }
 }
 
+/// One line naming the Debian package of a missing stock tool.
+fn require_tools() -> anyhow::Result<()> {
+    for (tool, package) in [
+        ("ip", "iproute2"),
+        ("iperf3", "iperf3"),
+        ("curl", "curl"),
+        ("ping", "iputils-ping"),
+    ] {
+        if !on_path(tool) {
+            bail!("{tool} not found: install Debian's {package} package");
+        }
+    }
+    Ok(())
+}
+
 impl Drop for Lab {
     fn drop(&mut self) {
         if let Some(mut q) = self.qemu.take() {
             q.stop();
         }
+        if let Some(mut child) = self.line.take() {
+            // SAFETY: a signal to the child we started.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            while std::time::Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-        let _ = std::fs::remove_file(&self.blob);
+        if let Some(blob) = &self.blob {
+            let _ = std::fs::remove_file(blob);
+        }
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use super::board::Board;
 use super::image::image_size;
 use super::lab::Lab;
+use super::line::LineArgs;
 
 /// Bytes moved each way for the instruction count.
 const COST_BYTES: &str = "4M";
@@ -93,9 +94,12 @@ fn sent_bytes(report: &Value) -> anyhow::Result<u64> {
 }
 
 /// Instructions per payload byte both ways, flash, RAM and stack.
-pub fn cost(board: &Board, image: &Path) -> anyhow::Result<Value> {
+pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Value> {
     let size = image_size(image)?;
-    let lab = Lab::boot(board, image, Some("shift=0".into()))?;
+    let lab = match line {
+        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
+        None => Lab::boot(board, image, Some("shift=0".into()))?,
+    };
     let s0 = lab.stats()?;
     let s1 = lab.stats()?;
     let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
@@ -165,10 +169,18 @@ fn http_download_bytes_per_s(lab: &Lab, path: &str) -> anyhow::Result<f64> {
 }
 
 /// Stock iperf3 TCP both ways and a curl download of /1MB.txt (the device sends), QEMU free-running and at a fixed instruction rate.
-pub fn throughput(board: &Board, image: &Path, shift: u32) -> anyhow::Result<Value> {
+pub fn throughput(
+    board: &Board,
+    image: &Path,
+    shift: u32,
+    line: Option<&LineArgs>,
+) -> anyhow::Result<Value> {
     let mut runs = Vec::new();
     for icount in [None, Some(format!("shift={shift},align=on,sleep=on"))] {
-        let lab = Lab::boot(board, image, icount.clone())?;
+        let lab = match line {
+            Some(l) => Lab::boot_line(board, image, icount.as_ref().map(|_| shift), l)?,
+            None => Lab::boot(board, image, icount.clone())?,
+        };
         let rx = lab.iperf3(&["-t", THROUGHPUT_SECONDS])?;
         let tx = lab.iperf3(&["-t", THROUGHPUT_SECONDS, "-R"])?;
         let http = http_download_bytes_per_s(&lab, "/1MB.txt")?;

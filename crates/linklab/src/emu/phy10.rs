@@ -19,6 +19,8 @@ const PACKAGE: &str = "fw-phy10-bench";
 /// What the image prints for each case, and when it is done.
 const CASE_LINE: &str = "phy10-bench case=";
 const DONE_LINE: &str = "phy10-bench: done";
+/// The line with the encoder's and the MAC FCS's counts.
+const PARTS_LINE: &str = "phy10-bench parts ";
 /// The whole run takes about a second of host time; this bounds a hung image.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -70,14 +72,48 @@ impl CaseResult {
     }
 }
 
+/// The transmit side and the MAC's FCS, counted on the same image: what the soft-PHY device
+/// spends besides the decoder.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parts {
+    /// Instructions per wire bit of `encode_frame` at 2x (full-length frames).
+    pub encode_per_bit: f64,
+    /// Instructions per byte of linklab-mac's FCS (slicing-by-8) over 1514-byte frames.
+    pub fcs_per_byte: f64,
+}
+
+/// Parses the parts line (`phy10-bench parts encode_bits=.. encode_instructions=.. ...`).
+pub fn parse_parts(line: &str) -> anyhow::Result<Parts> {
+    let fields = fields_of(
+        line.strip_prefix(PARTS_LINE)
+            .context("not the parts line")?,
+    );
+    let count = |key: &str| -> anyhow::Result<f64> {
+        fields
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .map(|v| v as f64)
+            .with_context(|| format!("no count {key}= in {line:?}"))
+    };
+    Ok(Parts {
+        encode_per_bit: count("encode_instructions")? / count("encode_bits")?.max(1.0),
+        fcs_per_byte: count("fcs_instructions")? / count("fcs_bytes")?.max(1.0),
+    })
+}
+
+fn fields_of(text: &str) -> Vec<(&str, &str)> {
+    text.split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .collect()
+}
+
 /// Parses one case line (`phy10-bench case=NAME key=value ...`).
 pub fn parse_case(line: &str) -> anyhow::Result<CaseResult> {
-    let fields: Vec<(&str, &str)> = line
-        .strip_prefix("phy10-bench ")
-        .context("not a case line")?
-        .split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .collect();
+    let fields = fields_of(
+        line.strip_prefix("phy10-bench ")
+            .context("not a case line")?,
+    );
     let text = |key: &str| {
         fields
             .iter()
@@ -108,7 +144,10 @@ pub fn parse_case(line: &str) -> anyhow::Result<CaseResult> {
 }
 
 /// Builds (or takes `image`), runs the bench and returns every case.
-pub fn measure(board: &Board, image: Option<&Path>) -> anyhow::Result<(Vec<CaseResult>, Value)> {
+pub fn measure(
+    board: &Board,
+    image: Option<&Path>,
+) -> anyhow::Result<(Vec<CaseResult>, Parts, Value)> {
     if board.name != "riscv32-virt" {
         bail!(
             "--phy10: only on riscv32-virt (its minstret counts instructions exactly under -icount shift=0), not {}",
@@ -126,6 +165,7 @@ pub fn measure(board: &Board, image: Option<&Path>) -> anyhow::Result<(Vec<CaseR
         config_blob: None,
         tap: None,
         icount: Some("shift=0".into()),
+        stream: None,
         netns: None,
         echo_console: false,
         serial: false,
@@ -140,18 +180,25 @@ pub fn measure(board: &Board, image: Option<&Path>) -> anyhow::Result<(Vec<CaseR
     if cases.is_empty() {
         bail!("the phy10 bench image reported no case");
     }
+    let parts = lines
+        .iter()
+        .find(|l| l.starts_with(PARTS_LINE))
+        .context("the phy10 bench image reported no parts line")
+        .and_then(|l| parse_parts(l))?;
     let report = json!({
         "board": board.name,
         "isa": board.isa,
         "method": "QEMU -icount shift=0, minstret read around Decoder::decode",
         "wire_bits_per_frame": cases[0].bits / cases[0].frames.max(1),
         "cases": cases.iter().map(CaseResult::to_json).collect::<Vec<_>>(),
+        "encode_2x_instructions_per_bit": (parts.encode_per_bit * 1000.0).round() / 1000.0,
+        "mac_fcs_instructions_per_byte": (parts.fcs_per_byte * 1000.0).round() / 1000.0,
     });
-    Ok((cases, report))
+    Ok((cases, parts, report))
 }
 
 /// The table `linklab emu --phy10` prints.
-pub fn table(board: &Board, cases: &[CaseResult]) -> String {
+pub fn table(board: &Board, cases: &[CaseResult], parts: &Parts) -> String {
     let mut out = format!(
         "linklab-phy10 decoder on {} ({}), QEMU -icount shift=0, minstret around Decoder::decode\n",
         board.name, board.isa
@@ -173,6 +220,10 @@ pub fn table(board: &Board, cases: &[CaseResult]) -> String {
             c.max_frame
         ));
     }
+    out.push_str(&format!(
+        "encoder at 2x: {:.2} instructions/bit; linklab-mac FCS: {:.2} instructions/byte\n",
+        parts.encode_per_bit, parts.fcs_per_byte
+    ));
     out
 }
 
@@ -197,5 +248,12 @@ mod tests {
         assert!(parse_case("phy10-bench case=x oversample=4").is_err());
         assert!(parse_case("phy10-bench case=x oversample=-4 drift_ppm=0 jitter_milli=0 frames=1 ok=1 bits=1 instructions=1 min_frame=1 max_frame=1").is_err());
         assert!(parse_case("something else").is_err());
+        let p = parse_parts(
+            "phy10-bench parts encode_frames=2 encode_bits=1000 encode_instructions=1500 \
+             fcs_frames=2 fcs_bytes=100 fcs_instructions=400",
+        )
+        .unwrap();
+        assert_eq!((p.encode_per_bit, p.fcs_per_byte), (1.5, 4.0));
+        assert!(parse_parts("phy10-bench parts encode_bits=1").is_err());
     }
 }

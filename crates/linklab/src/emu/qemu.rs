@@ -31,6 +31,9 @@ pub struct Boot<'a> {
     pub config_blob: Option<&'a Path>,
     /// The TAP QEMU creates for the NIC (None: no NIC).
     pub tap: Option<&'a str>,
+    /// Instead of a TAP, the NIC on a `-netdev stream` unix socket at this path (the soft-PHY
+    /// line of `--phy10-line`).
+    pub stream: Option<&'a Path>,
     /// `-icount` options (e.g. `shift=0`), or None to run free.
     pub icount: Option<String>,
     /// Run QEMU inside this network namespace (`ip netns exec`).
@@ -97,6 +100,8 @@ impl Qemu {
         }
         if boot.serial {
             argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
+        } else if let Some(path) = boot.stream {
+            argv.extend(super::line::qemu_args(path));
         } else if let Some(tap) = boot.tap {
             argv.extend(b.nic_args(tap));
         }
