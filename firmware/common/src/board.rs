@@ -43,4 +43,12 @@ pub trait Board {
     /// for stack painting: [`crate::run`] paints from there up to its own frame at start,
     /// and `/stats` reports the deepest the stack has reached since.
     fn stack_limit(&self) -> usize;
+
+    /// Where the stack starts (the stack pointer the reset code sets), if the board knows:
+    /// then `/stats` counts the stack's peak from there, including the frames of the reset
+    /// code, the board's `main` and [`crate::run`]; else from [`crate::run`]'s painting frame,
+    /// which leaves those out.
+    fn stack_top(&self) -> Option<usize> {
+        None
+    }
 }

@@ -215,7 +215,7 @@ pub fn run<B: Board, T: PhyTx>(
     rx_format: RxFormat,
     config: DeviceConfig,
 ) -> ! {
-    let stack = stack::paint(board.stack_limit());
+    let stack = stack::paint(board.stack_limit(), board.stack_top());
     let Some((buf, slots)) = take_buffers() else {
         board.console("linklab firmware: run() called twice\n");
         loop {
