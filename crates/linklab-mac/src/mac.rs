@@ -18,6 +18,18 @@ pub trait PhyTx {
     /// Sends one transmission; `wire` is exactly what goes out in the configured
     /// [`TxFormat`] (with preamble and FCS for [`TxFormat::Wire`]).
     fn transmit(&mut self, wire: &[u8]);
+
+    /// Transmissions the PHY or driver dropped since start (no buffer or FIFO room in
+    /// time), where it counts them; 0 where it does not.
+    fn dropped(&mut self) -> u64 {
+        0
+    }
+
+    /// True if a full-size transmission would be taken now without waiting or dropping
+    /// (a free buffer, FIFO room); PHYs that cannot tell say true.
+    fn ready(&mut self) -> bool {
+        true
+    }
 }
 
 impl<F: FnMut(&[u8])> PhyTx for F {

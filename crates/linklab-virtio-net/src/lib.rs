@@ -262,6 +262,12 @@ impl VirtioNet {
         }
     }
 
+    /// True if a transmit buffer is free now (after reclaiming what the device finished).
+    pub fn tx_ready(&mut self) -> bool {
+        self.reclaim_tx();
+        self.tx_token.iter().any(Option::is_none)
+    }
+
     /// Sends one plain Ethernet frame (the device adds nothing on the wire but what virtio
     /// says): waits a bounded time for a free buffer, else drops and counts it.
     pub fn transmit(&mut self, frame: &[u8]) {
@@ -312,5 +318,17 @@ impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> SharedTx<F> {
 impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> PhyTx for SharedTx<F> {
     fn transmit(&mut self, wire: &[u8]) {
         (self.with_device)(&mut |dev| dev.transmit(wire));
+    }
+
+    fn dropped(&mut self) -> u64 {
+        let mut n = 0;
+        (self.with_device)(&mut |dev| n = dev.counters().tx_dropped);
+        n
+    }
+
+    fn ready(&mut self) -> bool {
+        let mut free = false;
+        (self.with_device)(&mut |dev| free = dev.tx_ready());
+        free
     }
 }

@@ -188,7 +188,11 @@ impl Fixed {
         let mut int = a as u64;
         let frac = a - int as f64;
         // Above 2^64 the integer part saturates and what is left is no fraction.
-        let mut nanos = if frac < 1.0 { (frac * 1e9 + 0.5) as u64 } else { 0 };
+        let mut nanos = if frac < 1.0 {
+            (frac * 1e9 + 0.5) as u64
+        } else {
+            0
+        };
         if nanos >= NANOS {
             int = int.saturating_add(1);
             nanos -= NANOS;
@@ -247,7 +251,13 @@ mod tests {
 
     #[test]
     fn numbers_as_cjson_prints_them() {
-        let d = |negative, int, nanos| Some(Decimal { negative, int, nanos });
+        let d = |negative, int, nanos| {
+            Some(Decimal {
+                negative,
+                int,
+                nanos,
+            })
+        };
         assert_eq!(dec("0"), d(false, 0, 0));
         assert_eq!(dec("-0"), d(false, 0, 0));
         assert_eq!(dec("10485760"), d(false, 10_485_760, 0));
@@ -261,18 +271,35 @@ mod tests {
         assert_eq!(dec("123456789012345678901234"), d(false, u64::MAX, 0));
         // 19 significant digits are kept (f64 kept ~16).
         assert_eq!(dec("9007199254740993"), d(false, 9_007_199_254_740_993, 0));
-        assert_eq!(dec("18446744073709551615"), d(false, 18_446_744_073_709_551_610, 0));
+        assert_eq!(
+            dec("18446744073709551615"),
+            d(false, 18_446_744_073_709_551_610, 0)
+        );
         assert_eq!(dec("1e999999999999"), d(false, u64::MAX, 0));
         assert_eq!(dec("1e-999999999999"), d(false, 0, 0));
-        assert_eq!(dec("0.000000000000000000000000000000000000000000001e45"), d(false, 1, 0));
-        for bad in ["", "-", ".5", "1.", "1e", "1e+", "--1", "1x", "0x10", "+1", " 1"] {
+        assert_eq!(
+            dec("0.000000000000000000000000000000000000000000001e45"),
+            d(false, 1, 0)
+        );
+        for bad in [
+            "", "-", ".5", "1.", "1e", "1e+", "--1", "1x", "0x10", "+1", " 1",
+        ] {
             assert_eq!(dec(bad), None, "{bad:?}");
         }
     }
 
     #[test]
     fn conversions_match_the_standard_library() {
-        for s in ["0", "1.5", "1.5e-05", "2.000104", "-3.25", "100", "0.1", "99.999999999"] {
+        for s in [
+            "0",
+            "1.5",
+            "1.5e-05",
+            "2.000104",
+            "-3.25",
+            "100",
+            "0.1",
+            "99.999999999",
+        ] {
             let want: f64 = s.parse().unwrap();
             assert_eq!(dec(s).unwrap().to_f64(), want, "{s}");
         }

@@ -256,7 +256,8 @@ impl Params {
         };
         let to_uint = |v: Decimal, max: u64| v.to_uint(max);
         let count = |v: Option<Decimal>| v.map_or(0, |v| v.to_uint(u64::MAX));
-        let small = |v: Option<Decimal>, max: u32| v.map_or(0, |v| v.to_uint(u64::from(max)) as u32);
+        let small =
+            |v: Option<Decimal>, max: u32| v.map_or(0, |v| v.to_uint(u64::from(max)) as u32);
         Ok(Self {
             protocol,
             sctp: p.sctp,

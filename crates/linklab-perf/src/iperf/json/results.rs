@@ -6,7 +6,9 @@ use serde::Serialize;
 use super::number::Fixed;
 use super::reader::Reader;
 use super::MAX_DEPTH;
-use super::{count_stream_objects, finite, nesting_depth, parse_object, Decimal, JsonError, Reported};
+use super::{
+    count_stream_objects, finite, nesting_depth, parse_object, Decimal, JsonError, Reported,
+};
 use crate::iperf::wire::MAX_STREAMS;
 
 /// A TCP congestion control algorithm's name (Linux `TCP_CA_NAME_MAX` is 16 bytes).
@@ -218,7 +220,11 @@ impl Results {
                 id: id.to_uint(u32::MAX as u64) as u32,
                 bytes: bytes.to_uint(u64::MAX),
                 retransmits: retr.to_int(),
-                jitter: if jitter.negative { 0.0 } else { jitter.to_f64() },
+                jitter: if jitter.negative {
+                    0.0
+                } else {
+                    jitter.to_f64()
+                },
                 errors: errors.to_uint(u64::MAX),
                 omitted_errors: st.omitted_errors.map_or(0, |v| v.to_uint(u64::MAX)),
                 packets: packets.to_uint(u64::MAX),
