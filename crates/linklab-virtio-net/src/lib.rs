@@ -24,7 +24,7 @@ linklab_fmt::exclusive_features!();
 
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use linklab_mac::{PhyTx, RxProducer, Storage};
 use virtio_drivers::device::net::VirtIONetRaw;
@@ -50,6 +50,10 @@ struct Pages(UnsafeCell<[[u8; PAGE_SIZE]; POOL_PAGES]>);
 // SAFETY: pages are handed out at most once each (the bump pointer below), to the device.
 unsafe impl Sync for Pages {}
 
+/// In section `.bss.dma_pages`, which a linker script can place first in `.bss` (where the
+/// section's own page alignment costs nothing; anywhere else it may leave up to 4 KiB of
+/// padding before it).
+#[link_section = ".bss.dma_pages"]
 static POOL: Pages = Pages(UnsafeCell::new([[0; PAGE_SIZE]; POOL_PAGES]));
 static NEXT_PAGE: AtomicUsize = AtomicUsize::new(0);
 
@@ -91,7 +95,8 @@ unsafe impl Hal for PoolHal {
 pub enum InitError {
     /// No virtio-mmio network device in the probed slots.
     NotFound,
-    /// The device refused the driver (feature negotiation, queue setup).
+    /// The device refused the driver (feature negotiation, queue setup), or a second
+    /// `VirtioNet` was asked for (the buffers are statics, for one device).
     Device,
 }
 
@@ -109,12 +114,30 @@ pub struct DriverCounters {
 #[repr(C, align(16))]
 struct Buffer([u8; BUFFER_LEN]);
 
+/// The receive and transmit buffers: a static of this crate, like the DMA pool, so that a
+/// [`VirtioNet`] is small enough to build on the stack and move (with its buffers inline it
+/// was 19 KB, and the board's `main` held that much stack for its whole life).
+struct Buffers {
+    rx: [Buffer; RX_BUFFERS],
+    tx: [Buffer; TX_BUFFERS],
+}
+
+struct BufferCell(UnsafeCell<Buffers>);
+
+// SAFETY: handed out once (BUFFERS_TAKEN), to the one VirtioNet.
+unsafe impl Sync for BufferCell {}
+
+static BUFFERS: BufferCell = BufferCell(UnsafeCell::new(Buffers {
+    rx: [const { Buffer([0; BUFFER_LEN]) }; RX_BUFFERS],
+    tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
+}));
+static BUFFERS_TAKEN: AtomicBool = AtomicBool::new(false);
+
 /// A virtio-net device with its posted receive buffers and its transmit buffers.
 pub struct VirtioNet {
     raw: VirtIONetRaw<PoolHal, MmioTransport<'static>, QUEUE_SIZE>,
-    rx: [Buffer; RX_BUFFERS],
+    buffers: &'static mut Buffers,
     rx_token: [Option<u16>; RX_BUFFERS],
-    tx: [Buffer; TX_BUFFERS],
     /// (token, bytes submitted) of each transmit buffer in flight: the library checks that a
     /// completion names the same slice.
     tx_token: [Option<(u16, usize)>; TX_BUFFERS],
@@ -165,12 +188,16 @@ impl VirtioNet {
             warn!("virtio-net: the device refused the driver");
             InitError::Device
         })?;
+        if BUFFERS_TAKEN.swap(true, Ordering::AcqRel) {
+            return Err(InitError::Device);
+        }
+        // SAFETY: BUFFERS_TAKEN makes this the only reference, created once.
+        let buffers = unsafe { &mut *BUFFERS.0.get() };
         info!("virtio-net: up at {:#x}, irq {}", slot.base, slot.irq);
         Ok(VirtioNet {
             raw,
-            rx: [const { Buffer([0; BUFFER_LEN]) }; RX_BUFFERS],
+            buffers,
             rx_token: [None; RX_BUFFERS],
-            tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
             tx_token: [None; TX_BUFFERS],
             irq: slot.irq,
             counters: DriverCounters::default(),
@@ -189,8 +216,8 @@ impl VirtioNet {
 
     fn post_rx(&mut self, i: usize) -> Result<(), InitError> {
         // SAFETY: the buffer stays untouched until the device gives it back (receive_complete).
-        let token =
-            unsafe { self.raw.receive_begin(&mut self.rx[i].0) }.map_err(|_| InitError::Device)?;
+        let token = unsafe { self.raw.receive_begin(&mut self.buffers.rx[i].0) }
+            .map_err(|_| InitError::Device)?;
         self.rx_token[i] = Some(token);
         Ok(())
     }
@@ -223,10 +250,10 @@ impl VirtioNet {
             };
             self.rx_token[i] = None;
             // SAFETY: the same buffer that was posted with this token.
-            let got = unsafe { self.raw.receive_complete(token, &mut self.rx[i].0) };
+            let got = unsafe { self.raw.receive_complete(token, &mut self.buffers.rx[i].0) };
             match got {
                 Ok((hdr, len)) if hdr + len <= BUFFER_LEN => {
-                    let frame = &self.rx[i].0[hdr..hdr + len];
+                    let frame = &self.buffers.rx[i].0[hdr..hdr + len];
                     if producer.push(frame) {
                         committed += 1;
                     }
@@ -255,7 +282,12 @@ impl VirtioNet {
             };
             let len = self.tx_token[i].map_or(0, |(_, len)| len);
             // SAFETY: the same slice that was submitted with this token.
-            if unsafe { self.raw.transmit_complete(token, &self.tx[i].0[..len]) }.is_err() {
+            if unsafe {
+                self.raw
+                    .transmit_complete(token, &self.buffers.tx[i].0[..len])
+            }
+            .is_err()
+            {
                 break;
             }
             self.tx_token[i] = None;
@@ -284,18 +316,18 @@ impl VirtioNet {
             self.counters.tx_dropped += 1;
             return;
         };
-        let Ok(hdr) = self.raw.fill_buffer_header(&mut self.tx[i].0) else {
+        let Ok(hdr) = self.raw.fill_buffer_header(&mut self.buffers.tx[i].0) else {
             self.counters.tx_dropped += 1;
             return;
         };
-        let Some(dst) = self.tx[i].0.get_mut(hdr..hdr + frame.len()) else {
+        let Some(dst) = self.buffers.tx[i].0.get_mut(hdr..hdr + frame.len()) else {
             self.counters.tx_dropped += 1;
             return;
         };
         dst.copy_from_slice(frame);
         // SAFETY: the buffer is not touched again until transmit_complete reclaims it.
         let len = hdr + frame.len();
-        match unsafe { self.raw.transmit_begin(&self.tx[i].0[..len]) } {
+        match unsafe { self.raw.transmit_begin(&self.buffers.tx[i].0[..len]) } {
             Ok(token) => self.tx_token[i] = Some((token, len)),
             Err(_) => self.counters.tx_dropped += 1,
         }
