@@ -103,6 +103,36 @@ impl StreamIn {
         })?;
         Ok(st)
     }
+
+    /// The entry, or None if a member iperf3 requires is missing.
+    fn result(&self) -> Option<StreamResult> {
+        let (Some(id), Some(bytes), Some(retr), Some(jitter), Some(errors), Some(packets)) = (
+            self.id,
+            self.bytes,
+            self.retransmits,
+            self.jitter,
+            self.errors,
+            self.packets,
+        ) else {
+            return None;
+        };
+        Some(StreamResult {
+            id: id.to_uint(u32::MAX as u64) as u32,
+            bytes: bytes.to_uint(u64::MAX),
+            retransmits: retr.to_int(),
+            jitter: if jitter.negative {
+                0.0
+            } else {
+                jitter.to_f64()
+            },
+            errors: errors.to_uint(u64::MAX),
+            omitted_errors: self.omitted_errors.map_or(0, |v| v.to_uint(u64::MAX)),
+            packets: packets.to_uint(u64::MAX),
+            omitted_packets: self.omitted_packets.map_or(0, |v| v.to_uint(u64::MAX)),
+            start_time: self.start_time.map_or(0.0, Decimal::to_f64),
+            end_time: self.end_time.map_or(0.0, Decimal::to_f64),
+        })
+    }
 }
 
 /// The members of a results document as read.
@@ -113,7 +143,10 @@ struct ResultsIn {
     cpu_util_system: Reported,
     sender_has_retransmits: Option<Decimal>,
     congestion_used: Option<CongestionName>,
-    streams: Option<heapless::Vec<StreamIn, MAX_STREAMS>>,
+    /// The stream entries, converted as they are read (one entry's raw members at a time
+    /// on the stack, not all of them); `missing` if one lacked a required member.
+    streams: Option<heapless::Vec<StreamResult, MAX_STREAMS>>,
+    missing: bool,
 }
 
 impl ResultsIn {
@@ -136,9 +169,12 @@ impl ResultsIn {
                 }
                 b"streams" => {
                     let mut streams = heapless::Vec::new();
-                    r.array(|r| {
-                        let st = StreamIn::read(r)?;
-                        streams.push(st).map_err(|_| JsonError::TooManyStreams)
+                    r.array(|r| match StreamIn::read(r)?.result() {
+                        Some(st) => streams.push(st).map_err(|_| JsonError::TooManyStreams),
+                        None => {
+                            doc.missing = true;
+                            Ok(())
+                        }
                     })?;
                     doc.streams = Some(streams);
                 }
@@ -172,7 +208,33 @@ struct ResultsOut<'a> {
     sender_has_retransmits: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     congestion_used: Option<&'a str>,
-    streams: &'a [StreamOut],
+    streams: StreamsOut<'a>,
+}
+
+/// The stream entries, each written as a [`StreamOut`] when serialized (no array of them
+/// on the stack).
+struct StreamsOut<'a>(&'a [StreamResult]);
+
+impl Serialize for StreamsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for st in self.0 {
+            seq.serialize_element(&StreamOut {
+                id: st.id,
+                bytes: st.bytes,
+                retransmits: st.retransmits,
+                jitter: Fixed(finite(st.jitter)),
+                errors: st.errors,
+                omitted_errors: st.omitted_errors,
+                packets: st.packets,
+                omitted_packets: st.omitted_packets,
+                start_time: Fixed(finite(st.start_time)),
+                end_time: Fixed(finite(st.end_time)),
+            })?;
+        }
+        seq.end()
+    }
 }
 
 impl Results {
@@ -199,63 +261,19 @@ impl Results {
             _ if cpu.contains(&Reported::Absent) => return Err(JsonError::MissingField),
             _ => None,
         };
-        let mut out = Results {
+        if r.missing {
+            return Err(JsonError::MissingField);
+        }
+        Ok(Results {
             cpu_util,
             sender_has_retransmits: h.to_int(),
             congestion_used: r.congestion_used,
-            streams: heapless::Vec::new(),
-        };
-        for st in streams.iter() {
-            let (Some(id), Some(bytes), Some(retr), Some(jitter), Some(errors), Some(packets)) = (
-                st.id,
-                st.bytes,
-                st.retransmits,
-                st.jitter,
-                st.errors,
-                st.packets,
-            ) else {
-                return Err(JsonError::MissingField);
-            };
-            let entry = StreamResult {
-                id: id.to_uint(u32::MAX as u64) as u32,
-                bytes: bytes.to_uint(u64::MAX),
-                retransmits: retr.to_int(),
-                jitter: if jitter.negative {
-                    0.0
-                } else {
-                    jitter.to_f64()
-                },
-                errors: errors.to_uint(u64::MAX),
-                omitted_errors: st.omitted_errors.map_or(0, |v| v.to_uint(u64::MAX)),
-                packets: packets.to_uint(u64::MAX),
-                omitted_packets: st.omitted_packets.map_or(0, |v| v.to_uint(u64::MAX)),
-                start_time: st.start_time.map_or(0.0, Decimal::to_f64),
-                end_time: st.end_time.map_or(0.0, Decimal::to_f64),
-            };
-            out.streams
-                .push(entry)
-                .map_err(|_| JsonError::TooManyStreams)?;
-        }
-        Ok(out)
+            streams,
+        })
     }
 
     /// Writes the results document; returns its length.
     pub fn to_json(&self, out: &mut [u8]) -> Result<usize, JsonError> {
-        let mut streams: heapless::Vec<StreamOut, MAX_STREAMS> = heapless::Vec::new();
-        for s in &self.streams {
-            let _ = streams.push(StreamOut {
-                id: s.id,
-                bytes: s.bytes,
-                retransmits: s.retransmits,
-                jitter: Fixed(finite(s.jitter)),
-                errors: s.errors,
-                omitted_errors: s.omitted_errors,
-                packets: s.packets,
-                omitted_packets: s.omitted_packets,
-                start_time: Fixed(finite(s.start_time)),
-                end_time: Fixed(finite(s.end_time)),
-            });
-        }
         let cpu = self.cpu_util.map(|c| c.map(finite));
         let doc = ResultsOut {
             cpu_util_total: cpu.map(|c| Fixed(c[0])),
@@ -263,7 +281,7 @@ impl Results {
             cpu_util_system: cpu.map(|c| Fixed(c[2])),
             sender_has_retransmits: self.sender_has_retransmits,
             congestion_used: self.congestion_used.as_deref(),
-            streams: &streams,
+            streams: StreamsOut(&self.streams),
         };
         serde_json_core::to_slice(&doc, out).map_err(|_| JsonError::BufferTooSmall)
     }
