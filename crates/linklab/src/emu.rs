@@ -8,6 +8,7 @@
 //! ([`measure`]); `--blast` runs the firmware's packet blaster against a receiver here
 //! ([`blast`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
 
+mod bad_checksums;
 mod blast;
 mod board;
 mod image;
@@ -83,8 +84,10 @@ pub struct Args {
     /// Run the firmware's packet blaster (QEMU -icount shift=0): UDP datagrams of 1472 and
     /// 18 payload bytes, built by the firmware and handed straight to its NIC driver, then the
     /// same through smoltcp's UDP socket, to a receiver here that counts them and checks their
-    /// pattern; frames per second and instructions per frame each way. Fails unless every
-    /// frame is accounted for and bad requests were refused and counted.
+    /// pattern; frames per second and instructions per frame each way. Then frames with wrong
+    /// IPv4, TCP and UDP checksums from a raw socket. Fails unless every frame is accounted
+    /// for, bad requests were refused and counted, and every wrong checksum dropped and
+    /// counted.
     #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount", "serial", "cost_parts", "phy10"])]
     blast: bool,
     /// Milliseconds of the device's clock each blast lasts (with --blast), 1..=2000.

@@ -1,9 +1,10 @@
 //! The firmware's packet blaster on both emulated boards: `linklab emu --blast` boots each
 //! image at QEMU `-icount shift=0` in a namespace of its own, asks for 1472- and 18-byte UDP
 //! datagrams sent raw (straight to the NIC driver) and through smoltcp, receives them, and
-//! sends four requests the device must refuse. Every frame must be accounted for (received =
-//! handed to the driver − driver drops − host drops), every payload intact, every bad request
-//! counted. The figures are a benchmark (firmware README), not asserted; that they were
+//! sends four requests the device must refuse, then frames with wrong IPv4, TCP and UDP
+//! checksums from a raw socket. Every frame must be accounted for (received = handed to the
+//! driver − driver drops − host drops), every payload intact, every bad request counted, every
+//! wrong checksum dropped and counted. The figures are a benchmark (firmware README), not asserted; that they were
 //! measured is.
 //!
 //! Needs root and QEMU, like tests/emu.rs (scripts/check builds the images first).
@@ -64,6 +65,20 @@ fn blast(board: &str) {
     assert_eq!(report["requests_refused_counted"], 4, "{report}");
     assert_eq!(report["requests_refused_sent"], 4, "{report}");
     assert_eq!(report["blasts_counted"], 4, "{report}");
+    // Wrong IPv4 header, TCP and UDP checksums from a raw socket: dropped (no answer, while
+    // the same frames with right checksums are answered) and counted by the firmware's MAC.
+    let bad = &report["bad_checksums"];
+    assert_eq!(
+        (bad["sent_wrong"].as_u64(), bad["counted"].as_u64()),
+        (Some(3), Some(3)),
+        "{bad}"
+    );
+    let cases = bad["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 3, "{bad}");
+    for c in cases {
+        assert_eq!(c["wrong_answered"], false, "{c}");
+        assert_eq!(c["right_answered"], true, "{c}");
+    }
     for size in ["payload_1472", "payload_18"] {
         let c = &report["ceiling"][size];
         assert!(

@@ -12,6 +12,8 @@
 //! frames per second of the device's clock, and the device's work per frame. Fails unless
 //! every frame is accounted for (arrived = handed to the driver − driver drops − host drops),
 //! every payload is intact, and the requests that must be refused were refused and counted.
+//! The same boot then sends frames with wrong IPv4, TCP and UDP checksums
+//! ([`super::bad_checksums`]), which must be dropped and counted.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -307,6 +309,7 @@ pub fn measure(
             runs.push(one_blast(&lab, &sock, req)?);
         }
     }
+    let (bad_checksums, checksum_verdict) = super::bad_checksums::probe(&lab, mac)?;
     let s1 = lab.stats()?;
     let refused = blast_counter(&s1, "refused")? - blast_counter(&s0, "refused")?;
     let obeyed = blast_counter(&s1, "runs")? - blast_counter(&s0, "runs")?;
@@ -340,8 +343,9 @@ pub fn measure(
         "requests_refused_sent": refusals,
         "requests_refused_counted": refused,
         "blasts_counted": obeyed,
+        "bad_checksums": bad_checksums,
     });
-    let verdict = runs.iter().try_for_each(Run::check).and_then(|()| {
+    let verdict = runs.iter().try_for_each(Run::check).and(checksum_verdict).and_then(|()| {
         if refused != refusals || obeyed != runs.len() as u64 {
             bail!(
                 "--blast: the device counted {refused} refusals of {refusals} bad requests and {obeyed} blasts of {}",
