@@ -41,8 +41,8 @@ pub const QUEUE_SIZE: usize = 8;
 pub const RX_BUFFERS: usize = 4;
 /// Transmit buffers.
 pub const TX_BUFFERS: usize = 8;
-/// Size of each buffer: the 12-byte header plus a 1514-byte frame, rounded up (room to post
-/// a receive buffer up to 3 bytes in, see `RxAlignment`).
+/// Size of each buffer: the 12-byte header plus a 1514-byte frame, rounded up (room to start
+/// a buffer up to 3 bytes in, to keep copies word-aligned, see `RxAlignment`).
 pub const BUFFER_LEN: usize = 1536;
 
 #[repr(C, align(4096))]
@@ -199,9 +199,9 @@ pub struct VirtioNet {
     /// Where in each receive buffer it was posted (see [`RxAlignment`]).
     rx_offset: [usize; RX_BUFFERS],
     rx_align: RxAlignment,
-    /// (token, bytes submitted) of each transmit buffer in flight: the library checks that a
-    /// completion names the same slice.
-    tx_token: [Option<(u16, usize)>; TX_BUFFERS],
+    /// (token, offset, bytes submitted) of each transmit buffer in flight: the library
+    /// checks that a completion names the same slice.
+    tx_token: [Option<(u16, usize, usize)>; TX_BUFFERS],
     irq: u32,
     counters: DriverCounters,
 }
@@ -346,15 +346,15 @@ impl VirtioNet {
             let Some(i) = self
                 .tx_token
                 .iter()
-                .position(|t| matches!(t, Some((tok, _)) if *tok == token))
+                .position(|t| matches!(t, Some((tok, _, _)) if *tok == token))
             else {
                 break;
             };
-            let len = self.tx_token[i].map_or(0, |(_, len)| len);
+            let (at, len) = self.tx_token[i].map_or((0, 0), |(_, at, len)| (at, len));
             // SAFETY: the same slice that was submitted with this token.
             if unsafe {
                 self.raw
-                    .transmit_complete(token, &self.buffers.tx[i].0[..len])
+                    .transmit_complete(token, &self.buffers.tx[i].0[at..at + len])
             }
             .is_err()
             {
@@ -386,19 +386,24 @@ impl VirtioNet {
             self.counters.tx_dropped += 1;
             return;
         };
-        let Ok(hdr) = self.raw.fill_buffer_header(&mut self.buffers.tx[i].0) else {
+        // Start the header where the frame after it lands at the same offset mod 4 as
+        // `frame` (buffers are 16-byte aligned, virtio 1.x's header 12 bytes): the copy is
+        // then word by word, not memcpy's misaligned path.
+        let at = (frame.as_ptr() as usize + 4 - self.rx_align.header % 4) % 4;
+        let buf = &mut self.buffers.tx[i].0[at..];
+        let Ok(hdr) = self.raw.fill_buffer_header(buf) else {
             self.counters.tx_dropped += 1;
             return;
         };
-        let Some(dst) = self.buffers.tx[i].0.get_mut(hdr..hdr + frame.len()) else {
+        let Some(dst) = buf.get_mut(hdr..hdr + frame.len()) else {
             self.counters.tx_dropped += 1;
             return;
         };
         dst.copy_from_slice(frame);
         // SAFETY: the buffer is not touched again until transmit_complete reclaims it.
         let len = hdr + frame.len();
-        match unsafe { self.raw.transmit_begin(&self.buffers.tx[i].0[..len]) } {
-            Ok(token) => self.tx_token[i] = Some((token, len)),
+        match unsafe { self.raw.transmit_begin(&self.buffers.tx[i].0[at..at + len]) } {
+            Ok(token) => self.tx_token[i] = Some((token, at, len)),
             Err(_) => self.counters.tx_dropped += 1,
         }
     }
