@@ -412,6 +412,15 @@ impl<R: Registers> PhyTx for Lan9118Tx<R> {
             self.regs.write(reg::TX_DATA_FIFO, u32::from_le_bytes(last));
         }
     }
+
+    fn dropped(&mut self) -> u64 {
+        self.dropped
+    }
+
+    fn ready(&mut self) -> bool {
+        let need = (MAX_TX_FRAME.div_ceil(4) as u32 + 2) * 4;
+        self.regs.read(reg::TX_FIFO_INF) & 0xffff >= need
+    }
 }
 
 #[cfg(test)]

@@ -66,6 +66,9 @@ pub struct Counters {
     pub rx_long_length_errors: u64,
     /// Transmissions lost because the RX queue had no room (receiver overrun).
     pub rx_missed_errors: u64,
+    /// Good frames dropped for a wrong IPv4 header, TCP or UDP checksum, with checksum
+    /// offload on (`Mac::set_checksum_offload`; else the stack drops them) *(linklab)*.
+    pub rx_checksum_errors: u64,
     /// Frames the stack asked to send *(linklab)*.
     pub tx_requests: u64,
     /// Frames handed to the PHY (PAUSE frames not included).
@@ -126,7 +129,7 @@ impl Counters {
 
     /// Every counter by its netdev/ethtool name (or linklab's, where Linux has none), the
     /// derived sums included, in a fixed order: one list for JSON, logs and `/stats`.
-    pub fn fields(&self) -> [(&'static str, u64); 22] {
+    pub fn fields(&self) -> [(&'static str, u64); 23] {
         [
             ("rx_transmissions", self.rx_transmissions),
             ("rx_committed", self.rx_committed),
@@ -144,6 +147,7 @@ impl Counters {
             ("rx_long_length_errors", self.rx_long_length_errors),
             ("rx_missed_errors", self.rx_missed_errors),
             ("rx_errors", self.rx_errors()),
+            ("rx_checksum_errors", self.rx_checksum_errors),
             ("tx_requests", self.tx_requests),
             ("tx_packets", self.tx_packets),
             ("tx_bytes", self.tx_bytes),
@@ -169,6 +173,7 @@ impl Counters {
             + self.rx_short_length_errors
             + self.rx_long_length_errors
             + self.rx_missed_errors
+            + self.rx_checksum_errors
             + self.rx_pending();
         if accounted != self.rx_transmissions {
             return Err(ConservationError::Rx {

@@ -5,7 +5,7 @@
 //! (inter-packet gap or a received PAUSE), the device hands out no tokens: call
 //! [`Mac::poll`] at [`Mac::poll_at_ns`] to let it go.
 
-use smoltcp::phy::{Device, DeviceCapabilities, Medium};
+use smoltcp::phy::{Checksum, Device, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
 
 use crate::frame::MAX_FRAME_LEN;
@@ -43,14 +43,21 @@ impl<T: PhyTx, C: Clock> smoltcp::phy::TxToken for MacTxToken<'_, T, C> {
 }
 
 impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
-    /// The device capabilities: Ethernet, MTU 1514, and a burst size derived from the RX
+    /// The device capabilities: Ethernet, MTU 1514, a burst size derived from the RX
     /// queue so that smoltcp's window cap (`max_burst_size × (1514 − 40)`) never exceeds
-    /// [`crate::window::tcp_rx_window`] (none after [`Mac::set_burst_cap`]`(false)`).
+    /// [`crate::window::tcp_rx_window`] (none after [`Mac::set_burst_cap`]`(false)`), and
+    /// with [`Mac::set_checksum_offload`] no IPv4/TCP/UDP checksums for the stack.
     pub fn capabilities(&self) -> DeviceCapabilities {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = MAX_FRAME_LEN;
         caps.max_burst_size = self.max_burst_size();
+        if self.checksum_offload() {
+            // The MAC verifies and fills them (ICMP stays with the stack).
+            caps.checksum.ipv4 = Checksum::None;
+            caps.checksum.tcp = Checksum::None;
+            caps.checksum.udp = Checksum::None;
+        }
         caps
     }
 }

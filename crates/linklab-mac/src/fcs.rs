@@ -1,12 +1,15 @@
 //! The Ethernet frame check sequence (FCS): CRC-32 of IEEE 802.3.
 //!
-//! One API ([`fcs`], [`Fcs`]) with two back ends chosen at build time:
+//! One API ([`fcs`], [`Fcs`]) with three back ends chosen at build time:
 //!
-//! * without the `std` feature (microcontrollers): the portable table-driven
-//!   [`slicing8`] in this file: 8 KiB of tables, no unsafe, no CPU features;
-//! * with `std` (hosts): `crc32fast`, which detects PCLMULQDQ/ARM CRC at run time.
+//! * with `std` (hosts): `crc32fast`, which detects PCLMULQDQ/ARM CRC at run time;
+//! * without `std`, with feature `fcs-slicing8` (a microcontroller whose MAC computes and
+//!   checks the FCS itself, e.g. behind a soft PHY): the portable table-driven [`slicing8`]
+//!   in this file: 8 KiB of tables, no unsafe, no CPU features;
+//! * without either (a microcontroller whose NIC has its own FCS, where this code is at most
+//!   a fallback): [`nibble`], half a byte per step over a 64-byte table.
 //!
-//! Why these two is measured in `benches/mac.rs`; the figures are in the crate README.
+//! Why these is measured in `benches/mac.rs`; the figures are in the crate README.
 //!
 //! The FCS is transmitted least significant byte first ([`fcs_bytes`]).
 
@@ -15,6 +18,25 @@ pub const POLY: u32 = 0xEDB8_8320;
 
 /// Eight 256-entry tables for slicing-by-8 (table 0 alone is the classic byte-wise table).
 static TABLES: [[u32; 256]; 8] = make_tables();
+
+/// The classic byte-wise table (table 0 of [`TABLES`], its own static so that a build using
+/// only [`bytewise`] links 1 KiB, not 8).
+static BYTE_TABLE: [u32; 256] = make_tables()[0];
+
+/// The 16-entry table of the half-byte back end: `NIBBLE_TABLE[i]` is the CRC of the four
+/// bits `i` (entry `16 * i` of the byte-wise table).
+static NIBBLE_TABLE: [u32; 16] = make_nibble_table();
+
+const fn make_nibble_table() -> [u32; 16] {
+    let bytes = make_tables();
+    let mut t = [0u32; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = bytes[0][i * 16];
+        i += 1;
+    }
+    t
+}
 
 const fn make_tables() -> [[u32; 256]; 8] {
     let mut t = [[0u32; 256]; 8];
@@ -45,7 +67,17 @@ const fn make_tables() -> [[u32; 256]; 8] {
 /// Advances a raw (pre-inverted) CRC state one byte at a time: the reference implementation.
 pub fn update_bytewise(mut crc: u32, data: &[u8]) -> u32 {
     for &b in data {
-        crc = (crc >> 8) ^ TABLES[0][((crc ^ b as u32) & 0xFF) as usize];
+        crc = (crc >> 8) ^ BYTE_TABLE[((crc ^ b as u32) & 0xFF) as usize];
+    }
+    crc
+}
+
+/// Advances a raw CRC state half a byte per step over a 64-byte table.
+pub fn update_nibble(mut crc: u32, data: &[u8]) -> u32 {
+    for &b in data {
+        crc ^= u32::from(b);
+        crc = (crc >> 4) ^ NIBBLE_TABLE[(crc & 0xF) as usize];
+        crc = (crc >> 4) ^ NIBBLE_TABLE[(crc & 0xF) as usize];
     }
     crc
 }
@@ -60,7 +92,15 @@ pub fn update_slicing4(mut crc: u32, data: &[u8]) -> u32 {
             ^ TABLES[1][((x >> 16) & 0xFF) as usize]
             ^ TABLES[0][(x >> 24) as usize];
     }
-    update_bytewise(crc, chunks.remainder())
+    slice_tail(crc, chunks.remainder())
+}
+
+/// The last bytes of a slicing back end, over its own table 0 (no second table linked).
+fn slice_tail(mut crc: u32, data: &[u8]) -> u32 {
+    for &b in data {
+        crc = (crc >> 8) ^ TABLES[0][((crc ^ b as u32) & 0xFF) as usize];
+    }
+    crc
 }
 
 /// Advances a raw CRC state eight bytes per step (slicing-by-8, 8 KiB of tables).
@@ -78,7 +118,7 @@ pub fn update_slicing8(mut crc: u32, data: &[u8]) -> u32 {
             ^ TABLES[1][((hi >> 16) & 0xFF) as usize]
             ^ TABLES[0][(hi >> 24) as usize];
     }
-    update_bytewise(crc, chunks.remainder())
+    slice_tail(crc, chunks.remainder())
 }
 
 /// The FCS of `data` computed byte-wise (reference, 1 KiB table).
@@ -86,12 +126,18 @@ pub fn bytewise(data: &[u8]) -> u32 {
     !update_bytewise(!0, data)
 }
 
+/// The FCS of `data` computed half a byte per step (64-byte table).
+pub fn nibble(data: &[u8]) -> u32 {
+    !update_nibble(!0, data)
+}
+
 /// The FCS of `data` computed with slicing-by-4.
 pub fn slicing4(data: &[u8]) -> u32 {
     !update_slicing4(!0, data)
 }
 
-/// The FCS of `data` computed with slicing-by-8: the portable back end of [`fcs`].
+/// The FCS of `data` computed with slicing-by-8: the back end of [`fcs`] with feature
+/// `fcs-slicing8`.
 pub fn slicing8(data: &[u8]) -> u32 {
     !update_slicing8(!0, data)
 }
@@ -135,9 +181,13 @@ impl Fcs {
     pub fn update(&mut self, data: &[u8]) {
         #[cfg(feature = "std")]
         self.inner.update(data);
-        #[cfg(not(feature = "std"))]
+        #[cfg(all(not(feature = "std"), feature = "fcs-slicing8"))]
         {
             self.state = update_slicing8(self.state, data);
+        }
+        #[cfg(not(any(feature = "std", feature = "fcs-slicing8")))]
+        {
+            self.state = update_nibble(self.state, data);
         }
     }
 
@@ -160,9 +210,13 @@ pub fn fcs(data: &[u8]) -> u32 {
     {
         crc32fast(data)
     }
-    #[cfg(not(feature = "std"))]
+    #[cfg(all(not(feature = "std"), feature = "fcs-slicing8"))]
     {
         slicing8(data)
+    }
+    #[cfg(not(any(feature = "std", feature = "fcs-slicing8")))]
+    {
+        nibble(data)
     }
 }
 
@@ -189,7 +243,7 @@ mod tests {
     #[test]
     fn check_value_of_the_standard() {
         // The CRC-32/ISO-HDLC check value for "123456789".
-        for f in [bytewise, slicing4, slicing8, crc32fast, fcs] {
+        for f in [bytewise, nibble, slicing4, slicing8, crc32fast, fcs] {
             assert_eq!(f(b"123456789"), 0xCBF4_3926);
             assert_eq!(f(b""), 0);
         }
@@ -200,6 +254,7 @@ mod tests {
         let data: [u8; 300] = core::array::from_fn(|i| (i * 7 + 3) as u8);
         for n in 0..data.len() {
             let want = bytewise(&data[..n]);
+            assert_eq!(nibble(&data[..n]), want, "len {n}");
             assert_eq!(slicing4(&data[..n]), want, "len {n}");
             assert_eq!(slicing8(&data[..n]), want, "len {n}");
             assert_eq!(fcs(&data[..n]), want, "len {n}");

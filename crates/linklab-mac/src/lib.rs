@@ -83,6 +83,7 @@ extern crate std;
 extern crate linklab_fmt;
 linklab_fmt::exclusive_features!();
 
+pub mod checksum;
 pub mod counters;
 pub mod deframe;
 #[cfg(feature = "smoltcp")]

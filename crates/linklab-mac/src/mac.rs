@@ -4,6 +4,7 @@
 use core::cell::Cell;
 use core::ops::{Deref, DerefMut, Range};
 
+use crate::checksum;
 use crate::counters::{Counters, Widen};
 use crate::deframe::{deframe, RxError, RxFormat};
 use crate::filter::AddressFilter;
@@ -18,6 +19,18 @@ pub trait PhyTx {
     /// Sends one transmission; `wire` is exactly what goes out in the configured
     /// [`TxFormat`] (with preamble and FCS for [`TxFormat::Wire`]).
     fn transmit(&mut self, wire: &[u8]);
+
+    /// Transmissions the PHY or driver dropped since start (no buffer or FIFO room in
+    /// time), where it counts them; 0 where it does not.
+    fn dropped(&mut self) -> u64 {
+        0
+    }
+
+    /// True if a full-size transmission would be taken now without waiting or dropping
+    /// (a free buffer, FIFO room); PHYs that cannot tell say true.
+    fn ready(&mut self) -> bool {
+        true
+    }
 }
 
 impl<F: FnMut(&[u8])> PhyTx for F {
@@ -150,6 +163,9 @@ struct RxSide<'q, S: Storage> {
     crc_errors: u64,
     short_errors: u64,
     long_errors: u64,
+    /// Verify IPv4/TCP/UDP checksums here instead of in the stack.
+    checksum_offload: bool,
+    checksum_errors: u64,
 }
 
 /// Transmit half of the MAC.
@@ -177,6 +193,8 @@ pub(crate) struct TxSide<T: PhyTx, C: Clock> {
     bytes: u64,
     dropped: u64,
     pause_frames: u64,
+    /// Fill in IPv4/TCP/UDP checksums here instead of in the stack.
+    checksum_offload: bool,
 }
 
 /// The software MAC over an RX queue with storage `S`, a PHY transmit sink `T` and a clock
@@ -221,6 +239,8 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
                 crc_errors: 0,
                 short_errors: 0,
                 long_errors: 0,
+                checksum_offload: false,
+                checksum_errors: 0,
             },
             tx: TxSide {
                 phy,
@@ -241,6 +261,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
                 bytes: 0,
                 dropped: 0,
                 pause_frames: 0,
+                checksum_offload: false,
             },
             committed: Cell::new(Widen::default()),
             missed: Cell::new(Widen::default()),
@@ -299,6 +320,13 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
             let mut read = self.rx.consumer.read()?;
             match self.rx.classify(read.buf()) {
                 Outcome::Deliver(range) => {
+                    if self.rx.checksum_offload
+                        && checksum::verify(&read.buf()[range.clone()]) == checksum::Verdict::Bad
+                    {
+                        trace!("rx: dropped, bad IPv4/TCP/UDP checksum");
+                        self.rx.checksum_errors += 1;
+                        continue;
+                    }
                     self.rx.packets += 1;
                     self.rx.bytes += range.len() as u64;
                     return Some(RxFrame { read, range });
@@ -395,6 +423,21 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
             keep.then(|| crate::window::smoltcp_max_burst_size(capacity, self.rx.format));
     }
 
+    /// Turns checksum offload on or off (off by default): on, the MAC verifies the IPv4
+    /// header, TCP and UDP checksums of every frame it delivers (dropping and counting bad
+    /// ones in `rx_checksum_errors`) and fills them in on every frame it sends, a 32-bit word
+    /// at a time ([`crate::checksum`]), and the smoltcp capabilities tell the stack to do
+    /// neither.
+    pub fn set_checksum_offload(&mut self, on: bool) {
+        self.rx.checksum_offload = on;
+        self.tx.checksum_offload = on;
+    }
+
+    /// True if checksum offload is on.
+    pub fn checksum_offload(&self) -> bool {
+        self.rx.checksum_offload
+    }
+
     /// True if a frame is built and waiting for the gap or a PAUSE to end.
     pub fn tx_deferred(&self) -> bool {
         self.tx.deferred.is_some()
@@ -434,6 +477,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
             rx_crc_errors: self.rx.crc_errors,
             rx_short_length_errors: self.rx.short_errors,
             rx_long_length_errors: self.rx.long_errors,
+            rx_checksum_errors: self.rx.checksum_errors,
             rx_missed_errors,
             tx_requests: self.tx.requests,
             tx_packets: self.tx.packets,
@@ -523,7 +567,15 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     /// request) and sends it now or defers it. Always calls `fill`.
     pub(crate) fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> R {
         let len = len.min(frame::MAX_VLAN_FRAME_LEN);
-        let (wire_len, r) = match build(&mut self.buf, self.format, len, fill) {
+        let offload = self.checksum_offload;
+        let built = build(&mut self.buf, self.format, len, |frame| {
+            let r = fill(frame);
+            if offload {
+                checksum::fill(frame);
+            }
+            r
+        });
+        let (wire_len, r) = match built {
             Ok(x) => x,
             // Unreachable: len is capped and the buffer holds MAX_WIRE_LEN.
             Err(_) => unreachable_tx(),

@@ -12,6 +12,7 @@ linklab_fmt::exclusive_features!();
 
 #[cfg(feature = "smoltcp")]
 pub mod apps;
+pub mod blast;
 pub mod device_config;
 pub mod echo;
 pub mod http;

@@ -24,7 +24,7 @@ linklab_fmt::exclusive_features!();
 
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub mod capture;
 
@@ -43,7 +43,8 @@ pub const QUEUE_SIZE: usize = 8;
 pub const RX_BUFFERS: usize = 4;
 /// Transmit buffers.
 pub const TX_BUFFERS: usize = 8;
-/// Size of each buffer: the 12-byte header plus a 1514-byte frame, rounded up.
+/// Size of each buffer: the 12-byte header plus a 1514-byte frame, rounded up (room to start
+/// a buffer up to 3 bytes in, to keep copies word-aligned, see `RxAlignment`).
 pub const BUFFER_LEN: usize = 1536;
 
 #[repr(C, align(4096))]
@@ -52,6 +53,10 @@ struct Pages(UnsafeCell<[[u8; PAGE_SIZE]; POOL_PAGES]>);
 // SAFETY: pages are handed out at most once each (the bump pointer below), to the device.
 unsafe impl Sync for Pages {}
 
+/// In section `.bss.dma_pages`, which a linker script can place first in `.bss` (where the
+/// section's own page alignment costs nothing; anywhere else it may leave up to 4 KiB of
+/// padding before it).
+#[link_section = ".bss.dma_pages"]
 static POOL: Pages = Pages(UnsafeCell::new([[0; PAGE_SIZE]; POOL_PAGES]));
 static NEXT_PAGE: AtomicUsize = AtomicUsize::new(0);
 
@@ -93,7 +98,8 @@ unsafe impl Hal for PoolHal {
 pub enum InitError {
     /// No virtio-mmio network device in the probed slots.
     NotFound,
-    /// The device refused the driver (feature negotiation, queue setup).
+    /// The device refused the driver (feature negotiation, queue setup), or a second
+    /// `VirtioNet` was asked for (the buffers are statics, for one device).
     Device,
 }
 
@@ -111,15 +117,93 @@ pub struct DriverCounters {
 #[repr(C, align(16))]
 struct Buffer([u8; BUFFER_LEN]);
 
+/// The receive and transmit buffers: a static of this crate, like the DMA pool, so that a
+/// [`VirtioNet`] is small enough to build on the stack and move (with its buffers inline it
+/// was 19 KB, and the board's `main` held that much stack for its whole life).
+struct Buffers {
+    rx: [Buffer; RX_BUFFERS],
+    tx: [Buffer; TX_BUFFERS],
+}
+
+struct BufferCell(UnsafeCell<Buffers>);
+
+// SAFETY: handed out once (BUFFERS_TAKEN), to the one VirtioNet.
+unsafe impl Sync for BufferCell {}
+
+static BUFFERS: BufferCell = BufferCell(UnsafeCell::new(Buffers {
+    rx: [const { Buffer([0; BUFFER_LEN]) }; RX_BUFFERS],
+    tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
+}));
+static BUFFERS_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// Keeps the interrupt's copy from a receive buffer into a grant, and the stack's copy of
+/// the TCP payload out of it, word-aligned.
+///
+/// linklab-mac's RX queue (bbqueue's framed ring) puts each frame right after the previous
+/// one, so a grant started at any byte offset and `memcpy` ran its misaligned path (2.6
+/// instructions per byte on riscv32imac). Here each frame is committed with 0–3 bytes of zero
+/// padding chosen so that the next grant starts at 2 mod 4: the IPv4 header (14 bytes in) and
+/// a TCP payload (54 bytes in) are then word-aligned. The receive buffers are posted so that
+/// the frame the device writes after its header starts at 2 mod 4 too. The padding is what an
+/// Ethernet frame may carry after its payload (the stack reads IP's own lengths) and never
+/// takes a frame past 1514 bytes.
+#[derive(Clone, Copy, Debug)]
+struct RxAlignment {
+    /// The virtio-net header's length (12 for virtio 1.x; learned from each completion).
+    header: usize,
+}
+
+/// Where grants, and so frames, should start, mod 4.
+const FRAME_ALIGN: usize = 2;
+
+impl Default for RxAlignment {
+    fn default() -> Self {
+        RxAlignment { header: 12 }
+    }
+}
+
+impl RxAlignment {
+    /// Where to post a receive buffer (buffers are 16-byte aligned) so that the frame after
+    /// the header starts at [`FRAME_ALIGN`] mod 4.
+    fn buffer_offset(&self) -> usize {
+        (FRAME_ALIGN + 4 - self.header % 4) % 4
+    }
+
+    /// Copies `frame` into a grant, padded so that the next grant starts at [`FRAME_ALIGN`]
+    /// mod 4, and commits it; false (counted missed) if the queue is full. An empty frame is
+    /// no transmission.
+    fn push<S: Storage>(&mut self, producer: &RxProducer<'_, S>, frame: &[u8]) -> bool {
+        if frame.is_empty() {
+            return false;
+        }
+        let Ok(mut grant) = producer.grant() else {
+            producer.record_missed();
+            return false;
+        };
+        let buf = grant.buf();
+        let len = frame.len().min(buf.len());
+        // The next grant's data follows this one's data and the 2-byte frame header.
+        let end = buf.as_ptr() as usize + len + linklab_mac::queue::FRAME_HEADER_LEN;
+        let pad = (FRAME_ALIGN + 4 - end % 4) % 4;
+        let padded = (len + pad).min(buf.len()).min(1514).max(len);
+        buf[..len].copy_from_slice(&frame[..len]);
+        buf[len..padded].fill(0);
+        grant.commit(padded);
+        true
+    }
+}
+
 /// A virtio-net device with its posted receive buffers and its transmit buffers.
 pub struct VirtioNet {
     raw: Raw,
-    rx: [Buffer; RX_BUFFERS],
+    buffers: &'static mut Buffers,
     rx_token: [Option<u16>; RX_BUFFERS],
-    tx: [Buffer; TX_BUFFERS],
-    /// (token, bytes submitted) of each transmit buffer in flight: the library checks that a
-    /// completion names the same slice.
-    tx_token: [Option<(u16, usize)>; TX_BUFFERS],
+    /// Where in each receive buffer it was posted (see [`RxAlignment`]).
+    rx_offset: [usize; RX_BUFFERS],
+    rx_align: RxAlignment,
+    /// (token, offset, bytes submitted) of each transmit buffer in flight: the library
+    /// checks that a completion names the same slice.
+    tx_token: [Option<(u16, usize, usize)>; TX_BUFFERS],
     irq: u32,
     counters: DriverCounters,
 }
@@ -179,12 +263,18 @@ impl VirtioNet {
     pub unsafe fn new(slot: Slot) -> Result<VirtioNet, InitError> {
         // SAFETY: forwarded from the caller.
         let raw = unsafe { open(slot) }?;
+        if BUFFERS_TAKEN.swap(true, Ordering::AcqRel) {
+            return Err(InitError::Device);
+        }
+        // SAFETY: BUFFERS_TAKEN makes this the only reference, created once.
+        let buffers = unsafe { &mut *BUFFERS.0.get() };
         info!("virtio-net: up at {:#x}, irq {}", slot.base, slot.irq);
         Ok(VirtioNet {
             raw,
-            rx: [const { Buffer([0; BUFFER_LEN]) }; RX_BUFFERS],
+            buffers,
             rx_token: [None; RX_BUFFERS],
-            tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
+            rx_offset: [0; RX_BUFFERS],
+            rx_align: RxAlignment::default(),
             tx_token: [None; TX_BUFFERS],
             irq: slot.irq,
             counters: DriverCounters::default(),
@@ -202,10 +292,12 @@ impl VirtioNet {
     }
 
     fn post_rx(&mut self, i: usize) -> Result<(), InitError> {
+        let offset = self.rx_align.buffer_offset();
         // SAFETY: the buffer stays untouched until the device gives it back (receive_complete).
-        let token =
-            unsafe { self.raw.receive_begin(&mut self.rx[i].0) }.map_err(|_| InitError::Device)?;
+        let token = unsafe { self.raw.receive_begin(&mut self.buffers.rx[i].0[offset..]) }
+            .map_err(|_| InitError::Device)?;
         self.rx_token[i] = Some(token);
+        self.rx_offset[i] = offset;
         Ok(())
     }
 
@@ -236,12 +328,17 @@ impl VirtioNet {
                 break;
             };
             self.rx_token[i] = None;
-            // SAFETY: the same buffer that was posted with this token.
-            let got = unsafe { self.raw.receive_complete(token, &mut self.rx[i].0) };
+            let offset = self.rx_offset[i];
+            // SAFETY: the same buffer slice that was posted with this token.
+            let got = unsafe {
+                self.raw
+                    .receive_complete(token, &mut self.buffers.rx[i].0[offset..])
+            };
             match got {
-                Ok((hdr, len)) if hdr + len <= BUFFER_LEN => {
-                    let frame = &self.rx[i].0[hdr..hdr + len];
-                    if producer.push(frame) {
+                Ok((hdr, len)) if offset + hdr + len <= BUFFER_LEN => {
+                    self.rx_align.header = hdr;
+                    let frame = &self.buffers.rx[i].0[offset + hdr..offset + hdr + len];
+                    if self.rx_align.push(producer, frame) {
                         committed += 1;
                     }
                 }
@@ -263,17 +360,28 @@ impl VirtioNet {
             let Some(i) = self
                 .tx_token
                 .iter()
-                .position(|t| matches!(t, Some((tok, _)) if *tok == token))
+                .position(|t| matches!(t, Some((tok, _, _)) if *tok == token))
             else {
                 break;
             };
-            let len = self.tx_token[i].map_or(0, |(_, len)| len);
+            let (at, len) = self.tx_token[i].map_or((0, 0), |(_, at, len)| (at, len));
             // SAFETY: the same slice that was submitted with this token.
-            if unsafe { self.raw.transmit_complete(token, &self.tx[i].0[..len]) }.is_err() {
+            if unsafe {
+                self.raw
+                    .transmit_complete(token, &self.buffers.tx[i].0[at..at + len])
+            }
+            .is_err()
+            {
                 break;
             }
             self.tx_token[i] = None;
         }
+    }
+
+    /// True if a transmit buffer is free now (after reclaiming what the device finished).
+    pub fn tx_ready(&mut self) -> bool {
+        self.reclaim_tx();
+        self.tx_token.iter().any(Option::is_none)
     }
 
     /// Sends one plain Ethernet frame (the device adds nothing on the wire but what virtio
@@ -292,19 +400,24 @@ impl VirtioNet {
             self.counters.tx_dropped += 1;
             return;
         };
-        let Ok(hdr) = self.raw.fill_buffer_header(&mut self.tx[i].0) else {
+        // Start the header where the frame after it lands at the same offset mod 4 as
+        // `frame` (buffers are 16-byte aligned, virtio 1.x's header 12 bytes): the copy is
+        // then word by word, not memcpy's misaligned path.
+        let at = (frame.as_ptr() as usize + 4 - self.rx_align.header % 4) % 4;
+        let buf = &mut self.buffers.tx[i].0[at..];
+        let Ok(hdr) = self.raw.fill_buffer_header(buf) else {
             self.counters.tx_dropped += 1;
             return;
         };
-        let Some(dst) = self.tx[i].0.get_mut(hdr..hdr + frame.len()) else {
+        let Some(dst) = buf.get_mut(hdr..hdr + frame.len()) else {
             self.counters.tx_dropped += 1;
             return;
         };
         dst.copy_from_slice(frame);
         // SAFETY: the buffer is not touched again until transmit_complete reclaims it.
         let len = hdr + frame.len();
-        match unsafe { self.raw.transmit_begin(&self.tx[i].0[..len]) } {
-            Ok(token) => self.tx_token[i] = Some((token, len)),
+        match unsafe { self.raw.transmit_begin(&self.buffers.tx[i].0[at..at + len]) } {
+            Ok(token) => self.tx_token[i] = Some((token, at, len)),
             Err(_) => self.counters.tx_dropped += 1,
         }
     }
@@ -326,5 +439,17 @@ impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> SharedTx<F> {
 impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> PhyTx for SharedTx<F> {
     fn transmit(&mut self, wire: &[u8]) {
         (self.with_device)(&mut |dev| dev.transmit(wire));
+    }
+
+    fn dropped(&mut self) -> u64 {
+        let mut n = 0;
+        (self.with_device)(&mut |dev| n = dev.counters().tx_dropped);
+        n
+    }
+
+    fn ready(&mut self) -> bool {
+        let mut free = false;
+        (self.with_device)(&mut |dev| free = dev.tx_ready());
+        free
     }
 }

@@ -5,10 +5,13 @@
 //! takes its TAP with it, and the blob is removed.
 //!
 //! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
-//! ([`measure`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
+//! ([`measure`]); `--blast` runs the firmware's packet blaster against a receiver here
+//! ([`blast`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
 //! `--phy10-line` boots the soft-PHY image instead, with a simulated 10BASE-T line between it
 //! and a TAP this process creates ([`line`]); `--cost` and `--throughput` take it too.
 
+mod bad_checksums;
+mod blast;
 mod board;
 mod image;
 mod lab;
@@ -39,11 +42,11 @@ pub struct Args {
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
     #[arg(long, value_name = "NAME", value_parser = values::interface_name,
-          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts"])]
+          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts", "blast"])]
     tap: Option<String>,
     /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
     #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix,
-          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts"])]
+          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts", "blast"])]
     ip: Option<(Ipv4Addr, u8)>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
@@ -84,7 +87,21 @@ pub struct Args {
     /// The soft-PHY line (`--phy10-line` and its options).
     #[command(flatten)]
     line: line::LineArgs,
-    /// Write the measurement as JSON to FILE (with --cost, --cost-parts, --throughput or --phy10).
+    /// Run the firmware's packet blaster (QEMU -icount shift=0): UDP datagrams of 1472 and
+    /// 18 payload bytes, built by the firmware and handed straight to its NIC driver, then the
+    /// same through smoltcp's UDP socket, to a receiver here that counts them and checks their
+    /// pattern; frames per second and instructions per frame each way. Then frames with wrong
+    /// IPv4, TCP and UDP checksums from a raw socket. Fails unless every frame is accounted
+    /// for, bad requests were refused and counted, and every wrong checksum dropped and
+    /// counted.
+    #[arg(long, conflicts_with_all = ["tap", "ip", "cost", "throughput", "icount", "serial", "cost_parts", "phy10"])]
+    blast: bool,
+    /// Milliseconds of the device's clock each blast lasts (with --blast), 1..=2000.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "blast",
+          value_parser = values::ranged(1u16, linklab_perf::blast::MAX_DURATION_MS))]
+    blast_ms: u16,
+    /// Write the measurement as JSON to FILE (with --cost, --cost-parts, --throughput, --phy10
+    /// or --blast).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -94,10 +111,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let board = args.board;
     let shift = args.icount;
     let timeout = Duration::from_secs(args.boot_timeout);
-    if args.json.is_some() && !(args.cost || args.throughput || args.cost_parts || args.phy10) {
-        bail_usage!("--json: only with --cost, --cost-parts, --throughput or --phy10");
+    if args.json.is_some()
+        && !(args.cost || args.throughput || args.cost_parts || args.phy10 || args.blast)
+    {
+        bail_usage!("--json: only with --cost, --cost-parts, --throughput, --phy10 or --blast");
     }
     qemu::require(&board)?;
+    if args.blast {
+        let image = image::find_or_build(&board, args.image.as_deref())?;
+        let (result, verdict) = blast::measure(&board, &image, args.blast_ms)?;
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        if let Some(path) = &args.json {
+            let mut text = serde_json::to_vec_pretty(&result)?;
+            text.push(b'\n');
+            std::fs::write(path, text)
+                .with_context(|| format!("--json: cannot write {}", path.display()))?;
+        }
+        return verdict;
+    }
     let line_args = args.line.phy10_line.then_some(&args.line);
     if let Some(l) = line_args {
         l.validate()?;

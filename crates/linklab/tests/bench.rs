@@ -132,6 +132,7 @@ fn loss_and_bit_errors_still_deliver_every_file_and_counters_conserve() {
         + n("rx_short_length_errors")
         + n("rx_long_length_errors")
         + n("rx_missed_errors")
+        + n("rx_checksum_errors")
         + pending;
     assert_eq!(accounted, n("rx_transmissions"));
     assert!(

@@ -49,4 +49,12 @@ pub trait Board {
     fn phy(&mut self) -> Option<crate::stats::PhyFigures> {
         None
     }
+
+    /// Where the stack starts (the stack pointer the reset code sets), if the board knows:
+    /// then `/stats` counts the stack's peak from there, including the frames of the reset
+    /// code, the board's `main` and [`crate::run`]; else from [`crate::run`]'s painting frame,
+    /// which leaves those out.
+    fn stack_top(&self) -> Option<usize> {
+        None
+    }
 }

@@ -10,6 +10,7 @@
 #![no_std]
 #![deny(missing_docs)]
 
+pub mod blast;
 mod board;
 pub mod memory;
 #[cfg(feature = "serial")]
@@ -26,11 +27,12 @@ use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::device_config::{ConfigError, DeviceConfig, CONFIG_LEN};
 use linklab_perf::iperf::device::MAX_TCP_SOCKETS;
 use linklab_perf::lifetime::syn_port;
-use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet, SocketStorage};
-use smoltcp::socket::udp::PacketMetadata;
+use smoltcp::iface::{Config as IfaceConfig, Interface, SocketHandle, SocketSet, SocketStorage};
+use smoltcp::socket::udp::{self, PacketMetadata};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
+use blast::Blaster;
 use memory::*;
 use stats::{CpuFigures, Rendered, Snapshot};
 
@@ -74,6 +76,9 @@ struct Bytes {
     iperf_udp_tx: [u8; IPERF_UDP_TX],
     json_rx: [u8; IPERF_JSON],
     json_tx: [u8; IPERF_JSON],
+    blast_rx: [u8; BLAST_RX],
+    blast_tx: [u8; BLAST_TX],
+    blast_frame: [u8; blast::FRAME_LEN],
 }
 
 /// The socket set's slots and the UDP sockets' packet records (not all zero: `.data`, small).
@@ -83,6 +88,8 @@ struct Slots {
     echo_udp_tx_meta: [PacketMetadata; ECHO_UDP_PACKETS],
     iperf_udp_rx_meta: [PacketMetadata; IPERF_UDP_RX_PACKETS],
     iperf_udp_tx_meta: [PacketMetadata; IPERF_UDP_TX_PACKETS],
+    blast_rx_meta: [PacketMetadata; BLAST_RX_PACKETS],
+    blast_tx_meta: [PacketMetadata; BLAST_TX_PACKETS],
 }
 
 static mut BYTES: Bytes = Bytes {
@@ -98,6 +105,9 @@ static mut BYTES: Bytes = Bytes {
     iperf_udp_tx: [0; IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],
     json_tx: [0; IPERF_JSON],
+    blast_rx: [0; BLAST_RX],
+    blast_tx: [0; BLAST_TX],
+    blast_frame: [0; blast::FRAME_LEN],
 };
 
 static mut SLOTS: Slots = Slots {
@@ -106,6 +116,8 @@ static mut SLOTS: Slots = Slots {
     echo_udp_tx_meta: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
     iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
     iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
+    blast_rx_meta: [PacketMetadata::EMPTY; BLAST_RX_PACKETS],
+    blast_tx_meta: [PacketMetadata::EMPTY; BLAST_TX_PACKETS],
 };
 
 /// Set once the buffers have been handed out.
@@ -125,12 +137,38 @@ fn take_buffers() -> Option<(&'static mut Bytes, &'static mut Slots)> {
     })
 }
 
-/// The socket set and the apps over the static buffers (both device flavours use it).
+/// The packet blaster's UDP socket (added to `sockets`) and its frame buffer.
+fn blast_socket(
+    sockets: &mut SocketSet<'static>,
+    rx: &'static mut [u8],
+    rx_meta: &'static mut [PacketMetadata],
+    tx: &'static mut [u8],
+    tx_meta: &'static mut [PacketMetadata],
+) -> SocketHandle {
+    sockets.add(udp::Socket::new(
+        udp::PacketBuffer::new(rx_meta, rx),
+        udp::PacketBuffer::new(tx_meta, tx),
+    ))
+}
+
+/// The socket set and the apps over the static buffers (both device flavours use it), and
+/// what is left for the packet blaster: its socket and frame buffer.
 fn device_apps(
     buf: &'static mut Bytes,
     slots: &'static mut Slots,
-) -> (SocketSet<'static>, DeviceApps<'static>) {
+) -> (
+    SocketSet<'static>,
+    DeviceApps<'static>,
+    (SocketHandle, &'static mut [u8; blast::FRAME_LEN]),
+) {
     let mut sockets = SocketSet::new(&mut slots.sockets[..]);
+    let blast_socket = blast_socket(
+        &mut sockets,
+        &mut buf.blast_rx,
+        &mut slots.blast_rx_meta,
+        &mut buf.blast_tx,
+        &mut slots.blast_tx_meta,
+    );
     let [h0, h1] = &mut buf.http_rx;
     let [t0, t1] = &mut buf.http_tx;
     let iperf_tcp = buf
@@ -165,7 +203,7 @@ fn device_apps(
         iperf_json_tx: &mut buf.json_tx,
     };
     let apps = DeviceApps::new(&mut sockets, buffers);
-    (sockets, apps)
+    (sockets, apps, (blast_socket, &mut buf.blast_frame))
 }
 
 /// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
@@ -243,7 +281,7 @@ fn run_mac<B: Board, T: PhyTx>(
     mac_config: impl FnOnce(MacAddr) -> MacConfig,
     config: DeviceConfig,
 ) -> ! {
-    let stack = stack::paint(board.stack_limit());
+    let stack = stack::paint(board.stack_limit(), board.stack_top());
     let Some((buf, slots)) = take_buffers() else {
         board.console("linklab firmware: run() called twice\n");
         loop {
@@ -256,6 +294,9 @@ fn run_mac<B: Board, T: PhyTx>(
         NoClock,
         mac_config(MacAddr(config.mac)),
     );
+    // IPv4/TCP/UDP checksums in the MAC, word-wise, instead of smoltcp's 16-bit loops
+    // (bad ones are dropped and counted in /stats mac.rx_checksum_errors).
+    mac.set_checksum_offload(true);
     let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
     let m = config.mac;
     iface_config.random_seed =
@@ -266,7 +307,14 @@ fn run_mac<B: Board, T: PhyTx>(
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
 
-    let (mut sockets, mut apps) = device_apps(buf, slots);
+    let (mut sockets, mut apps, (blast_socket, blast_frame)) = device_apps(buf, slots);
+    let mut blaster = Blaster::new(
+        &mut sockets,
+        blast_socket,
+        blast_frame,
+        config.ip,
+        config.mac,
+    );
 
     let mut line = [0u8; 96];
     let mut w = linklab_perf::slice_writer::SliceWriter::new(&mut line);
@@ -323,6 +371,7 @@ fn run_mac<B: Board, T: PhyTx>(
                 link_up: board.link_up(),
                 phy: board.phy(),
                 sockets: &sockets,
+                blast: blaster.counters(),
             }
             .write_json(&mut body)
         } else {
@@ -331,6 +380,7 @@ fn run_mac<B: Board, T: PhyTx>(
         let m = Mark::now(&mut board);
         apps.poll(&mut sockets, &mut Rendered { body: &body, len }, t);
         work.apps = work.apps.wrapping_add(m.net(&mut board));
+        blaster.poll(&mut board, &mut iface, &mut sockets, &mut mac, t);
         let t = now(&mut board);
         let deadline = [iface.poll_at(t, &sockets), apps.poll_at()]
             .into_iter()
@@ -338,7 +388,7 @@ fn run_mac<B: Board, T: PhyTx>(
             .min();
         work.main = work.main.wrapping_add(awake.net(&mut board));
         work.loops = work.loops.wrapping_add(1);
-        if deadline.is_some_and(|d| d <= t) {
+        if blaster.busy() || deadline.is_some_and(|d| d <= t) {
             continue;
         }
         let before = board.now_ns();

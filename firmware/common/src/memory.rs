@@ -40,8 +40,19 @@ pub const ECHO_TCP: usize = 1024;
 pub const ECHO_UDP_PACKETS: usize = 2;
 /// Payload bytes of UDP echo, each way.
 pub const ECHO_UDP: usize = 1500;
-/// Sockets in the set: echo UDP + TCP, 2 HTTP, the iperf3 TCP sockets and its UDP socket.
-pub const SOCKETS: usize = 4 + 1 + IPERF_TCP_SOCKETS;
+/// Packet blaster (`crate::blast`): request bytes received. Requests are 16 bytes; the
+/// buffer holds the largest datagram the link carries so that an oversized one reaches the
+/// blaster, which refuses and counts it (smoltcp drops what does not fit, uncounted).
+pub const BLAST_RX: usize = 1472;
+/// Requests held at once.
+pub const BLAST_RX_PACKETS: usize = 4;
+/// Packet blaster: one datagram of the stack way (the largest payload) or the report.
+pub const BLAST_TX: usize = linklab_perf::blast::MAX_PAYLOAD as usize;
+/// Datagrams of the blaster's send side.
+pub const BLAST_TX_PACKETS: usize = 1;
+/// Sockets in the set: echo UDP + TCP, 2 HTTP, the iperf3 TCP sockets and its UDP socket,
+/// the packet blaster's UDP socket.
+pub const SOCKETS: usize = 4 + 1 + IPERF_TCP_SOCKETS + 1;
 
 #[cfg(test)]
 mod tests {

@@ -160,7 +160,8 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
     iface.update_ip_addrs(|addrs| {
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
-    let (mut sockets, mut apps) = device_apps(buf, slots);
+    // No packet blaster over the serial link: its socket stays unbound.
+    let (mut sockets, mut apps, _) = device_apps(buf, slots);
 
     let mut line = [0u8; 96];
     let mut w = SliceWriter::new(&mut line);

@@ -1,5 +1,8 @@
 //! Stack painting: at start the free stack below the current frame is filled with a pattern;
-//! the deepest word no longer holding it is the stack's peak use since.
+//! the deepest word no longer holding it is the stack's peak use since, counted from the top
+//! of the stack (where the board's reset code put the stack pointer) when the board says
+//! where that is, so the frames of the reset code, of the board's `main` and of [`crate::run`]
+//! (which holds the stack, the apps and their state for the firmware's life) are part of it.
 
 /// The pattern painted into the unused stack.
 const PAINT: u32 = 0x5AC3_5AC3;
@@ -9,9 +12,11 @@ const MARGIN: usize = 256;
 /// firmware puts on its stack is initialised, so a used region has no longer clean hole).
 const CLEAN_RUN: usize = 1024;
 
-/// The painted region: from `limit` (lowest) to `top` (the stack pointer at paint time).
+/// The painted region: from `limit` (lowest) to `painted` (the stack pointer at paint time);
+/// the stack itself starts at `top`.
 pub struct Stack {
     limit: usize,
+    painted: usize,
     top: usize,
 }
 
@@ -19,8 +24,9 @@ pub struct Stack {
 /// Never inlined: its frame then lies below the whole frame of its caller, whose locals a
 /// painting marker inside the caller's (large) frame could not be trusted to bound.
 #[inline(never)]
-pub fn paint(limit: usize) -> Stack {
+pub fn paint(limit: usize, top: Option<usize>) -> Stack {
     let marker = 0u32;
+    let top_of_stack = top;
     let top = core::hint::black_box(core::ptr::addr_of!(marker)) as usize;
     let limit = (limit + 3) & !3;
     let end = top.saturating_sub(MARGIN) & !3;
@@ -31,15 +37,20 @@ pub fn paint(limit: usize) -> Stack {
         unsafe { core::ptr::write_volatile(p as *mut u32, PAINT) };
         p += 4;
     }
-    Stack { limit, top }
+    Stack {
+        limit,
+        painted: top,
+        top: top_of_stack.unwrap_or(top).max(top),
+    }
 }
 
 impl Stack {
-    /// Deepest stack use since painting, in bytes below the painting frame. Scans down from
-    /// the frame and stops after [`CLEAN_RUN`] untouched words in a row, so its cost is
+    /// Deepest stack use since painting, in bytes below the top of the stack (or, where the
+    /// board does not say where that is, below the painting frame). Scans down from the
+    /// painting frame and stops after [`CLEAN_RUN`] untouched words in a row, so its cost is
     /// proportional to the stack used, not to the (possibly megabytes of) stack available.
     pub fn peak(&self) -> usize {
-        let mut p = self.top & !3;
+        let mut p = self.painted & !3;
         let mut lowest_used = p;
         let mut clean = 0;
         while p > self.limit && clean < CLEAN_RUN {
@@ -55,7 +66,7 @@ impl Stack {
         self.top.saturating_sub(lowest_used)
     }
 
-    /// Bytes of stack available below the painting frame.
+    /// Bytes of stack from its top (as [`Stack::peak`]) down to the lowest it may reach.
     pub fn size(&self) -> usize {
         self.top.saturating_sub(self.limit)
     }

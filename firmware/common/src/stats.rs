@@ -173,6 +173,8 @@ pub struct Snapshot<'a, 's> {
     pub phy: Option<PhyFigures>,
     /// The sockets, for the per-connection list.
     pub sockets: &'a SocketSet<'s>,
+    /// The packet blaster's counters.
+    pub blast: crate::blast::BlastCounters,
 }
 
 /// The `/stats` route answering with a body rendered beforehand (the apps poll the socket
@@ -286,6 +288,11 @@ impl Snapshot<'_, '_> {
             "}},\"memory\":{{\"stack_peak_bytes\":{},\"stack_size_bytes\":{}}}",
             c.stack_peak_bytes, c.stack_size_bytes
         )?;
+        write!(
+            w,
+            ",\"blast\":{{\"runs\":{},\"refused\":{}}}",
+            self.blast.runs, self.blast.refused
+        )?;
         let mut app = "";
         for (name, counter, value) in self.apps {
             if name != app {
@@ -340,6 +347,10 @@ mod tests {
             link_up: true,
             phy: None,
             sockets,
+            blast: crate::blast::BlastCounters {
+                runs: 2,
+                refused: 5,
+            },
         };
         let mut out = vec![0u8; out_len];
         let n = s.write_json(&mut out)?;
@@ -361,6 +372,10 @@ mod tests {
         assert_eq!(v["cpu"]["work"]["loops"], 4);
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
+        assert_eq!(
+            (v["blast"]["runs"].as_u64(), v["blast"]["refused"].as_u64()),
+            (Some(2), Some(5))
+        );
         assert_eq!(v["tcp"].as_array().unwrap().len(), 0);
     }
 

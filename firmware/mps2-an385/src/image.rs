@@ -80,6 +80,8 @@ struct Mps2 {
 extern "C" {
     /// End of the statics (cortex-m-rt's start of heap): the lowest the stack may reach.
     static __sheap: u8;
+    /// cortex-m-rt's initial stack pointer (the top of RAM in memory.x).
+    static _stack_start: u8;
 }
 
 impl Board for Mps2 {
@@ -118,6 +120,10 @@ impl Board for Mps2 {
 
     fn stack_limit(&self) -> usize {
         core::ptr::addr_of!(__sheap) as usize
+    }
+
+    fn stack_top(&self) -> Option<usize> {
+        Some(core::ptr::addr_of!(_stack_start) as usize)
     }
 }
 

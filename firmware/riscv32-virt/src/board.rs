@@ -33,6 +33,8 @@ pub struct VirtBoard {
 
 extern "C" {
     static _ebss: u8;
+    /// The top of RAM, where entry.S puts the stack pointer (link.x).
+    static _stack_top: u8;
 }
 
 impl Board for VirtBoard {
@@ -71,6 +73,10 @@ impl Board for VirtBoard {
     fn stack_limit(&self) -> usize {
         // SAFETY: taking the address of a linker symbol.
         core::ptr::addr_of!(_ebss) as usize
+    }
+
+    fn stack_top(&self) -> Option<usize> {
+        Some(core::ptr::addr_of!(_stack_top) as usize)
     }
 
     fn phy(&mut self) -> Option<linklab_firmware::stats::PhyFigures> {

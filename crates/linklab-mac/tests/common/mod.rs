@@ -70,6 +70,7 @@ pub fn rx_outcomes(c: &Counters) -> u64 {
         + c.rx_short_length_errors
         + c.rx_long_length_errors
         + c.rx_missed_errors
+        + c.rx_checksum_errors
 }
 
 /// The error buckets only.

@@ -20,7 +20,7 @@ pub fn firmware_dir() -> PathBuf {
 /// The image of `board`: `image` if given, else built (cargo is a no-op when it is up to
 /// date) from the firmware workspace.
 pub fn find_or_build(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    build(board, image, None)
+    build_bin(board, image, None, None)
 }
 
 /// The serial flavour of `board`'s image (see [`Board::serial_bin`]).
@@ -31,7 +31,7 @@ pub fn find_or_build_serial(board: &Board, image: Option<&Path>) -> anyhow::Resu
             board.name
         );
     };
-    build(board, image, Some(bin))
+    build_bin(board, image, Some(bin), Some("serial"))
 }
 
 /// The soft-PHY image of `board` (`--phy10-line`): riscv32-virt only.
@@ -42,21 +42,17 @@ pub fn find_or_build_line(board: &Board, image: Option<&Path>) -> anyhow::Result
             board.name
         );
     }
-    build_bin(board, image, Some(super::line::BIN), false)
+    // The soft PHY's MAC checks the FCS itself: the feature brings linklab-mac's fast FCS.
+    build_bin(board, image, Some(super::line::BIN), Some("soft-phy"))
 }
 
-/// Finds or builds the NIC image, or with `serial_bin` the serial one.
-fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyhow::Result<PathBuf> {
-    build_bin(board, image, serial_bin, true)
-}
-
-/// Finds or builds the board package's `bin` (None: the package's own), with the `serial`
-/// feature if `serial` and a bin is named.
+/// Finds or builds the board package's `bin` (None: the package's own), with the package's
+/// cargo `features` the bin requires.
 fn build_bin(
     board: &Board,
     image: Option<&Path>,
     bin: Option<&str>,
-    serial: bool,
+    features: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
     if let Some(path) = image {
         if !path.is_file() {
@@ -101,10 +97,10 @@ fn build_bin(
         "--target",
         board.target,
     ]);
+    if let Some(features) = features {
+        cargo.args(["--features", features]);
+    }
     if let Some(bin) = bin {
-        if serial {
-            cargo.args(["--features", "serial"]);
-        }
         cargo.args(["--bin", bin]);
     }
     let out = cargo

@@ -151,6 +151,11 @@ impl Lab {
         bail!("the device booted but never answered ping");
     }
 
+    /// The namespace's name (under /run/netns).
+    pub fn netns(&self) -> &str {
+        &self.ns
+    }
+
     /// A command to run inside the namespace.
     pub fn command(&self, argv: &[&str]) -> Command {
         let mut c = Command::new("ip");

@@ -240,6 +240,7 @@ mod tests {
             rx_short_length_errors: HUGE,
             rx_long_length_errors: HUGE,
             rx_missed_errors: HUGE,
+            rx_checksum_errors: HUGE,
             tx_requests: HUGE,
             tx_packets: HUGE,
             tx_bytes: HUGE,

@@ -258,6 +258,7 @@ pub fn assert_conserved(stats: &Value) {
         "rx_short_length_errors",
         "rx_long_length_errors",
         "rx_missed_errors",
+        "rx_checksum_errors",
         "rx_pending",
     ];
     let accounted: u64 = buckets.iter().map(|b| mac_counter(stats, b)).sum();

@@ -2,19 +2,25 @@
 //! results (both ways) — read and written with serde-json-core into caller buffers.
 //!
 //! Reading is tolerant like iperf3's cJSON lookups: unknown keys are ignored, numbers may be
-//! integers or floats, flags count when present. Nesting deeper than [`MAX_DEPTH`] is
-//! refused before parsing so hostile input cannot exhaust a device's stack.
+//! integers or floats, flags count when present (and not `null`). Nesting deeper than
+//! [`MAX_DEPTH`] is refused before parsing so hostile input cannot exhaust a device's stack.
+//! Documents are read by a small pull reader (`reader`) and written by serde-json-core;
+//! numbers go through neither `f64::from_str` nor ryu (`number`): on a device those cost
+//! ~25 KB of flash.
 //!
 //! - `params`: [`Params`], what the client asks for, and the strings it may add;
 //! - `results`: [`Results`], what each side measured.
 
+mod number;
 mod params;
+mod reader;
 mod results;
 
 pub use params::{ParamStrings, Params};
 pub use results::{CongestionName, Results, StreamResult};
 
-use serde::de::{Deserialize, Deserializer};
+use number::Decimal;
+use reader::{Reader, Scalar};
 
 /// Deepest object/array nesting accepted (iperf3 documents use 3; a results document that
 /// carries the server's `-J` output uses 6).
@@ -55,26 +61,15 @@ pub(crate) enum Reported {
     /// The member is `null`.
     Null,
     /// The member is a number.
-    Number(f64),
+    Number(Decimal),
 }
 
-impl<'de> Deserialize<'de> for Reported {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match Option::<f64>::deserialize(d)? {
-            Some(v) => Reported::Number(v),
-            None => Reported::Null,
-        })
-    }
-}
-
-/// Converts a JSON number to an integer in `0..=max`, saturating; NaN becomes 0.
-pub(crate) fn to_uint(v: f64, max: u64) -> u64 {
-    if v.is_nan() || v <= 0.0 {
-        0
-    } else if v >= max as f64 {
-        max
-    } else {
-        v as u64
+impl From<Scalar> for Reported {
+    fn from(s: Scalar) -> Self {
+        match s {
+            Scalar::Null => Reported::Null,
+            Scalar::Number(d) => Reported::Number(d),
+        }
     }
 }
 
@@ -141,14 +136,18 @@ fn count_stream_objects(json: &[u8]) -> usize {
     n
 }
 
-/// Parses `json` as `T` after checking its nesting depth.
-fn parse<'de, T: Deserialize<'de>>(json: &'de [u8]) -> Result<T, JsonError> {
+/// Reads the top-level object of `json` with `member` (see [`Reader::object`]) after
+/// checking its nesting depth; nothing but whitespace may follow it.
+fn parse_object<'a>(
+    json: &'a [u8],
+    member: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<(), JsonError>,
+) -> Result<(), JsonError> {
     if nesting_depth(json) > MAX_DEPTH {
         return Err(JsonError::Malformed);
     }
-    serde_json_core::from_slice::<T>(json)
-        .map(|(v, _)| v)
-        .map_err(|_| JsonError::Malformed)
+    let mut r = Reader::new(json);
+    r.object(member)?;
+    r.end()
 }
 
 /// Appends raw JSON object members (`"a":1,"b":"x"`) to the object `json[..len]` that

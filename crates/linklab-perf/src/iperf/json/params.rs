@@ -1,10 +1,9 @@
 //! The parameter document (iperf3 `send_parameters` / `get_parameters`): every key a 3.12
 //! client sends, read tolerantly and written as a 3.12 client writes it.
 
-use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{parse, to_uint, JsonError, Protocol};
+use super::{parse_object, Decimal, JsonError, Protocol};
 use crate::iperf::wire::DEFAULT_TCP_BLOCK_LEN;
 
 /// Test parameters as the client announces them (iperf3 `send_parameters`), without the
@@ -106,36 +105,82 @@ pub struct ParamStrings<'a> {
     pub congestion: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
+/// The members of a parameter document as read: numbers, and flags (present and not
+/// `null`).
+#[derive(Default)]
 struct ParamsIn {
-    tcp: Option<IgnoredAny>,
-    udp: Option<IgnoredAny>,
-    sctp: Option<IgnoredAny>,
-    omit: Option<f64>,
-    server_affinity: Option<f64>,
-    time: Option<f64>,
-    num: Option<f64>,
-    blockcount: Option<f64>,
-    #[serde(rename = "MSS")]
-    mss: Option<f64>,
-    nodelay: Option<IgnoredAny>,
-    parallel: Option<f64>,
-    reverse: Option<IgnoredAny>,
-    bidirectional: Option<IgnoredAny>,
-    window: Option<f64>,
-    len: Option<f64>,
-    bandwidth: Option<f64>,
-    fqrate: Option<f64>,
-    pacing_timer: Option<f64>,
-    burst: Option<f64>,
-    #[serde(rename = "TOS")]
-    tos: Option<f64>,
-    flowlabel: Option<f64>,
-    get_server_output: Option<IgnoredAny>,
-    udp_counters_64bit: Option<IgnoredAny>,
-    repeating_payload: Option<IgnoredAny>,
-    zerocopy: Option<f64>,
-    dont_fragment: Option<f64>,
+    tcp: bool,
+    udp: bool,
+    sctp: bool,
+    omit: Option<Decimal>,
+    server_affinity: Option<Decimal>,
+    time: Option<Decimal>,
+    num: Option<Decimal>,
+    blockcount: Option<Decimal>,
+    mss: Option<Decimal>,
+    nodelay: bool,
+    parallel: Option<Decimal>,
+    reverse: bool,
+    bidirectional: bool,
+    window: Option<Decimal>,
+    len: Option<Decimal>,
+    bandwidth: Option<Decimal>,
+    fqrate: Option<Decimal>,
+    pacing_timer: Option<Decimal>,
+    burst: Option<Decimal>,
+    tos: Option<Decimal>,
+    flowlabel: Option<Decimal>,
+    get_server_output: bool,
+    udp_counters_64bit: bool,
+    repeating_payload: bool,
+    zerocopy: Option<Decimal>,
+    dont_fragment: Option<Decimal>,
+}
+
+impl ParamsIn {
+    fn read(json: &[u8]) -> Result<ParamsIn, JsonError> {
+        let mut p = ParamsIn::default();
+        parse_object(json, |key, r| {
+            let flag = match key {
+                b"tcp" => &mut p.tcp,
+                b"udp" => &mut p.udp,
+                b"sctp" => &mut p.sctp,
+                b"nodelay" => &mut p.nodelay,
+                b"reverse" => &mut p.reverse,
+                b"bidirectional" => &mut p.bidirectional,
+                b"get_server_output" => &mut p.get_server_output,
+                b"udp_counters_64bit" => &mut p.udp_counters_64bit,
+                b"repeating_payload" => &mut p.repeating_payload,
+                _ => {
+                    let number = match key {
+                        b"omit" => &mut p.omit,
+                        b"server_affinity" => &mut p.server_affinity,
+                        b"time" => &mut p.time,
+                        b"num" => &mut p.num,
+                        b"blockcount" => &mut p.blockcount,
+                        b"MSS" => &mut p.mss,
+                        b"parallel" => &mut p.parallel,
+                        b"window" => &mut p.window,
+                        b"len" => &mut p.len,
+                        b"bandwidth" => &mut p.bandwidth,
+                        b"fqrate" => &mut p.fqrate,
+                        b"pacing_timer" => &mut p.pacing_timer,
+                        b"burst" => &mut p.burst,
+                        b"TOS" => &mut p.tos,
+                        b"flowlabel" => &mut p.flowlabel,
+                        b"zerocopy" => &mut p.zerocopy,
+                        b"dont_fragment" => &mut p.dont_fragment,
+                        _ => return r.skip().map(drop),
+                    };
+                    *number = r.opt_number()?;
+                    return Ok(());
+                }
+            };
+            *flag = r.skip()?;
+            Ok(())
+        })?;
+        Ok(p)
+    }
 }
 
 #[derive(Serialize)]
@@ -201,26 +246,28 @@ fn nonzero<T: PartialEq + Default>(v: T) -> Option<T> {
 impl Params {
     /// Reads the client's parameter JSON the way iperf3's `get_parameters` does.
     pub fn from_json(json: &[u8]) -> Result<Self, JsonError> {
-        let p: ParamsIn = parse(json)?;
+        let p = ParamsIn::read(json)?;
         let d = Params::default();
-        let protocol = if p.udp.is_some() {
+        let protocol = if p.udp {
             Protocol::Udp
         } else {
             let _ = p.tcp;
             Protocol::Tcp
         };
-        let count = |v: Option<f64>| v.map_or(0, |v| to_uint(v, u64::MAX));
-        let small = |v: Option<f64>, max: u32| v.map_or(0, |v| to_uint(v, u64::from(max)) as u32);
+        let to_uint = |v: Decimal, max: u64| v.to_uint(max);
+        let count = |v: Option<Decimal>| v.map_or(0, |v| v.to_uint(u64::MAX));
+        let small =
+            |v: Option<Decimal>, max: u32| v.map_or(0, |v| v.to_uint(u64::from(max)) as u32);
         Ok(Self {
             protocol,
-            sctp: p.sctp.is_some(),
+            sctp: p.sctp,
             omit_s: small(p.omit, 3600),
             duration_s: p.time.map_or(d.duration_s, |v| to_uint(v, 86_400) as u32),
             bytes: count(p.num),
             blocks: count(p.blockcount),
             parallel: p.parallel.map_or(1, |v| to_uint(v, 255) as u8),
-            reverse: p.reverse.is_some(),
-            bidirectional: p.bidirectional.is_some(),
+            reverse: p.reverse,
+            bidirectional: p.bidirectional,
             len: p
                 .len
                 .map_or(d.len, |v| to_uint(v, u64::from(u32::MAX)) as u32),
@@ -230,20 +277,20 @@ impl Params {
                 .pacing_timer
                 .map_or(d.pacing_timer_us, |v| to_uint(v, 1_000_000) as u32),
             fq_rate_bps: count(p.fqrate),
-            udp_counters_64bit: p.udp_counters_64bit.is_some(),
+            udp_counters_64bit: p.udp_counters_64bit,
             window: small(p.window, u32::MAX),
             mss: small(p.mss, u32::MAX),
-            nodelay: p.nodelay.is_some(),
+            nodelay: p.nodelay,
             tos: small(p.tos, 255) as u8,
             flowlabel: small(p.flowlabel, 0xf_ffff),
             server_affinity: p
                 .server_affinity
-                .filter(|v| *v >= 0.0)
+                .filter(|v| !v.negative)
                 .map(|v| to_uint(v, u64::from(u16::MAX)) as u16),
-            get_server_output: p.get_server_output.is_some(),
-            repeating_payload: p.repeating_payload.is_some(),
-            zerocopy: p.zerocopy.is_some_and(|v| v != 0.0),
-            dont_fragment: p.dont_fragment.is_some_and(|v| v != 0.0),
+            get_server_output: p.get_server_output,
+            repeating_payload: p.repeating_payload,
+            zerocopy: p.zerocopy.is_some_and(Decimal::is_nonzero),
+            dont_fragment: p.dont_fragment.is_some_and(Decimal::is_nonzero),
         })
     }
 

@@ -1,10 +1,14 @@
 //! The results document (iperf3 `send_results` / `get_results`): CPU use, whether the
 //! sender counts retransmits, the congestion control in use, and one entry per stream.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 
+use super::number::Fixed;
+use super::reader::Reader;
 use super::MAX_DEPTH;
-use super::{count_stream_objects, finite, nesting_depth, parse, to_uint, JsonError, Reported};
+use super::{
+    count_stream_objects, finite, nesting_depth, parse_object, Decimal, JsonError, Reported,
+};
 use crate::iperf::wire::MAX_STREAMS;
 
 /// A TCP congestion control algorithm's name (Linux `TCP_CA_NAME_MAX` is 16 bytes).
@@ -49,47 +53,137 @@ pub struct Results {
     pub streams: heapless::Vec<StreamResult, MAX_STREAMS>,
 }
 
-/// A congestion control name as sent; longer names than Linux allows are cut.
-struct NameIn(Option<CongestionName>);
-
-impl<'de> Deserialize<'de> for NameIn {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = <&str>::deserialize(d)?;
-        let mut name = CongestionName::new();
-        for c in s.chars() {
-            if name.push(c).is_err() {
-                break;
-            }
+/// A congestion control name as sent (raw, escapes not decoded, as serde-json-core lent
+/// it); longer names than Linux allows are cut.
+fn congestion_name(raw: &[u8]) -> Result<CongestionName, JsonError> {
+    let text = core::str::from_utf8(raw).map_err(|_| JsonError::Malformed)?;
+    let mut name = CongestionName::new();
+    for c in text.chars() {
+        if name.push(c).is_err() {
+            break;
         }
-        Ok(NameIn(Some(name)))
+    }
+    Ok(name)
+}
+
+/// One stream entry as read.
+#[derive(Clone, Copy, Default)]
+struct StreamIn {
+    id: Option<Decimal>,
+    bytes: Option<Decimal>,
+    retransmits: Option<Decimal>,
+    jitter: Option<Decimal>,
+    errors: Option<Decimal>,
+    omitted_errors: Option<Decimal>,
+    packets: Option<Decimal>,
+    omitted_packets: Option<Decimal>,
+    start_time: Option<Decimal>,
+    end_time: Option<Decimal>,
+}
+
+impl StreamIn {
+    fn read(r: &mut Reader<'_>) -> Result<StreamIn, JsonError> {
+        let mut st = StreamIn::default();
+        r.object(|key, r| {
+            let field = match key {
+                b"id" => &mut st.id,
+                b"bytes" => &mut st.bytes,
+                b"retransmits" => &mut st.retransmits,
+                b"jitter" => &mut st.jitter,
+                b"errors" => &mut st.errors,
+                b"omitted_errors" => &mut st.omitted_errors,
+                b"packets" => &mut st.packets,
+                b"omitted_packets" => &mut st.omitted_packets,
+                b"start_time" => &mut st.start_time,
+                b"end_time" => &mut st.end_time,
+                _ => return r.skip().map(drop),
+            };
+            *field = r.opt_number()?;
+            Ok(())
+        })?;
+        Ok(st)
+    }
+
+    /// The entry, or None if a member iperf3 requires is missing.
+    fn result(&self) -> Option<StreamResult> {
+        let (Some(id), Some(bytes), Some(retr), Some(jitter), Some(errors), Some(packets)) = (
+            self.id,
+            self.bytes,
+            self.retransmits,
+            self.jitter,
+            self.errors,
+            self.packets,
+        ) else {
+            return None;
+        };
+        Some(StreamResult {
+            id: id.to_uint(u32::MAX as u64) as u32,
+            bytes: bytes.to_uint(u64::MAX),
+            retransmits: retr.to_int(),
+            jitter: if jitter.negative {
+                0.0
+            } else {
+                jitter.to_f64()
+            },
+            errors: errors.to_uint(u64::MAX),
+            omitted_errors: self.omitted_errors.map_or(0, |v| v.to_uint(u64::MAX)),
+            packets: packets.to_uint(u64::MAX),
+            omitted_packets: self.omitted_packets.map_or(0, |v| v.to_uint(u64::MAX)),
+            start_time: self.start_time.map_or(0.0, Decimal::to_f64),
+            end_time: self.end_time.map_or(0.0, Decimal::to_f64),
+        })
     }
 }
 
-#[derive(Deserialize)]
-struct StreamIn {
-    id: Option<f64>,
-    bytes: Option<f64>,
-    retransmits: Option<f64>,
-    jitter: Option<f64>,
-    errors: Option<f64>,
-    omitted_errors: Option<f64>,
-    packets: Option<f64>,
-    omitted_packets: Option<f64>,
-    start_time: Option<f64>,
-    end_time: Option<f64>,
+/// The members of a results document as read.
+#[derive(Default)]
+struct ResultsIn {
+    cpu_util_total: Reported,
+    cpu_util_user: Reported,
+    cpu_util_system: Reported,
+    sender_has_retransmits: Option<Decimal>,
+    congestion_used: Option<CongestionName>,
+    /// The stream entries, converted as they are read (one entry's raw members at a time
+    /// on the stack, not all of them); `missing` if one lacked a required member.
+    streams: Option<heapless::Vec<StreamResult, MAX_STREAMS>>,
+    missing: bool,
 }
 
-#[derive(Deserialize)]
-struct ResultsIn {
-    #[serde(default)]
-    cpu_util_total: Reported,
-    #[serde(default)]
-    cpu_util_user: Reported,
-    #[serde(default)]
-    cpu_util_system: Reported,
-    sender_has_retransmits: Option<f64>,
-    congestion_used: Option<NameIn>,
-    streams: Option<heapless::Vec<StreamIn, MAX_STREAMS>>,
+impl ResultsIn {
+    fn read(json: &[u8]) -> Result<ResultsIn, JsonError> {
+        let mut doc = ResultsIn::default();
+        parse_object(json, |key, r| {
+            match key {
+                b"cpu_util_total" => doc.cpu_util_total = r.scalar()?.into(),
+                b"cpu_util_user" => doc.cpu_util_user = r.scalar()?.into(),
+                b"cpu_util_system" => doc.cpu_util_system = r.scalar()?.into(),
+                b"sender_has_retransmits" => doc.sender_has_retransmits = r.opt_number()?,
+                b"congestion_used" if r.at_null() => {
+                    r.skip()?;
+                    doc.congestion_used = None;
+                }
+                b"congestion_used" => doc.congestion_used = Some(congestion_name(r.string()?)?),
+                b"streams" if r.at_null() => {
+                    r.skip()?;
+                    doc.streams = None;
+                }
+                b"streams" => {
+                    let mut streams = heapless::Vec::new();
+                    r.array(|r| match StreamIn::read(r)?.result() {
+                        Some(st) => streams.push(st).map_err(|_| JsonError::TooManyStreams),
+                        None => {
+                            doc.missing = true;
+                            Ok(())
+                        }
+                    })?;
+                    doc.streams = Some(streams);
+                }
+                _ => r.skip().map(drop)?,
+            }
+            Ok(())
+        })?;
+        Ok(doc)
+    }
 }
 
 #[derive(Serialize)]
@@ -97,38 +191,64 @@ struct StreamOut {
     id: u32,
     bytes: u64,
     retransmits: i64,
-    jitter: f64,
+    jitter: Fixed,
     errors: u64,
     omitted_errors: u64,
     packets: u64,
     omitted_packets: u64,
-    start_time: f64,
-    end_time: f64,
+    start_time: Fixed,
+    end_time: Fixed,
 }
 
 #[derive(Serialize)]
 struct ResultsOut<'a> {
-    cpu_util_total: Option<f64>,
-    cpu_util_user: Option<f64>,
-    cpu_util_system: Option<f64>,
+    cpu_util_total: Option<Fixed>,
+    cpu_util_user: Option<Fixed>,
+    cpu_util_system: Option<Fixed>,
     sender_has_retransmits: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     congestion_used: Option<&'a str>,
-    streams: &'a [StreamOut],
+    streams: StreamsOut<'a>,
+}
+
+/// The stream entries, each written as a [`StreamOut`] when serialized (no array of them
+/// on the stack).
+struct StreamsOut<'a>(&'a [StreamResult]);
+
+impl Serialize for StreamsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for st in self.0 {
+            seq.serialize_element(&StreamOut {
+                id: st.id,
+                bytes: st.bytes,
+                retransmits: st.retransmits,
+                jitter: Fixed(finite(st.jitter)),
+                errors: st.errors,
+                omitted_errors: st.omitted_errors,
+                packets: st.packets,
+                omitted_packets: st.omitted_packets,
+                start_time: Fixed(finite(st.start_time)),
+                end_time: Fixed(finite(st.end_time)),
+            })?;
+        }
+        seq.end()
+    }
 }
 
 impl Results {
     /// Reads a results document; fields iperf3 requires must be present (the CPU figures
     /// may be `null`).
     pub fn from_json(json: &[u8]) -> Result<Self, JsonError> {
-        let r: ResultsIn = match parse(json) {
+        let r = match ResultsIn::read(json) {
             Ok(r) => r,
             Err(_)
                 if nesting_depth(json) <= MAX_DEPTH && count_stream_objects(json) > MAX_STREAMS =>
             {
                 return Err(JsonError::TooManyStreams)
             }
-            Err(e) => return Err(e),
+            Err(_) => return Err(JsonError::Malformed),
         };
         let cpu = [r.cpu_util_total, r.cpu_util_user, r.cpu_util_system];
         let (Some(h), Some(streams)) = (r.sender_has_retransmits, r.streams) else {
@@ -136,72 +256,32 @@ impl Results {
         };
         let cpu_util = match cpu {
             [Reported::Number(t), Reported::Number(u), Reported::Number(s)] => {
-                Some([finite(t), finite(u), finite(s)])
+                Some([t.to_f64(), u.to_f64(), s.to_f64()])
             }
             _ if cpu.contains(&Reported::Absent) => return Err(JsonError::MissingField),
             _ => None,
         };
-        let mut out = Results {
-            cpu_util,
-            sender_has_retransmits: finite(h) as i64,
-            congestion_used: r.congestion_used.and_then(|n| n.0),
-            streams: heapless::Vec::new(),
-        };
-        for st in streams.iter() {
-            let (Some(id), Some(bytes), Some(retr), Some(jitter), Some(errors), Some(packets)) = (
-                st.id,
-                st.bytes,
-                st.retransmits,
-                st.jitter,
-                st.errors,
-                st.packets,
-            ) else {
-                return Err(JsonError::MissingField);
-            };
-            let entry = StreamResult {
-                id: to_uint(id, u32::MAX as u64) as u32,
-                bytes: to_uint(bytes, u64::MAX),
-                retransmits: if retr.is_finite() { retr as i64 } else { -1 },
-                jitter: finite(jitter).max(0.0),
-                errors: to_uint(errors, u64::MAX),
-                omitted_errors: st.omitted_errors.map_or(0, |v| to_uint(v, u64::MAX)),
-                packets: to_uint(packets, u64::MAX),
-                omitted_packets: st.omitted_packets.map_or(0, |v| to_uint(v, u64::MAX)),
-                start_time: st.start_time.map_or(0.0, finite),
-                end_time: st.end_time.map_or(0.0, finite),
-            };
-            out.streams
-                .push(entry)
-                .map_err(|_| JsonError::TooManyStreams)?;
+        if r.missing {
+            return Err(JsonError::MissingField);
         }
-        Ok(out)
+        Ok(Results {
+            cpu_util,
+            sender_has_retransmits: h.to_int(),
+            congestion_used: r.congestion_used,
+            streams,
+        })
     }
 
     /// Writes the results document; returns its length.
     pub fn to_json(&self, out: &mut [u8]) -> Result<usize, JsonError> {
-        let mut streams: heapless::Vec<StreamOut, MAX_STREAMS> = heapless::Vec::new();
-        for s in &self.streams {
-            let _ = streams.push(StreamOut {
-                id: s.id,
-                bytes: s.bytes,
-                retransmits: s.retransmits,
-                jitter: finite(s.jitter),
-                errors: s.errors,
-                omitted_errors: s.omitted_errors,
-                packets: s.packets,
-                omitted_packets: s.omitted_packets,
-                start_time: finite(s.start_time),
-                end_time: finite(s.end_time),
-            });
-        }
         let cpu = self.cpu_util.map(|c| c.map(finite));
         let doc = ResultsOut {
-            cpu_util_total: cpu.map(|c| c[0]),
-            cpu_util_user: cpu.map(|c| c[1]),
-            cpu_util_system: cpu.map(|c| c[2]),
+            cpu_util_total: cpu.map(|c| Fixed(c[0])),
+            cpu_util_user: cpu.map(|c| Fixed(c[1])),
+            cpu_util_system: cpu.map(|c| Fixed(c[2])),
             sender_has_retransmits: self.sender_has_retransmits,
             congestion_used: self.congestion_used.as_deref(),
-            streams: &streams,
+            streams: StreamsOut(&self.streams),
         };
         serde_json_core::to_slice(&doc, out).map_err(|_| JsonError::BufferTooSmall)
     }
