@@ -19,4 +19,6 @@ pub mod iperf;
 #[cfg(feature = "smoltcp")]
 pub mod lifetime;
 pub mod payload;
+pub mod rules;
 pub mod slice_writer;
+pub mod socket;
