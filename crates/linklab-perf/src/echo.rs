@@ -205,15 +205,16 @@ mod adapter {
     }
 }
 
-#[cfg(feature = "smoltcp")]
+#[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
 impl Echo {
-    /// Undoes the "echoed" count of a reply the socket then refused (its send buffer was
-    /// full): the datagram ends up counted as dropped, once.
-    fn replies_dropped_unsent(&mut self) {
+    /// Counts a reset of the queued UDP replies that could not leave.
+    pub(crate) fn replies_dropped_unsent(&mut self) {
         self.counters.udp_unsent_resets += 1;
     }
 
-    fn datagram_dropped_after_echo(&mut self) {
+    /// Undoes the "echoed" count of a reply the socket then refused (its send buffer was
+    /// full): the datagram ends up counted as dropped, once.
+    pub(crate) fn datagram_dropped_after_echo(&mut self) {
         self.counters.udp_tx_datagrams = self.counters.udp_tx_datagrams.saturating_sub(1);
         self.counters.udp_dropped += 1;
     }

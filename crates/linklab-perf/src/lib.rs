@@ -14,6 +14,8 @@ linklab_fmt::exclusive_features!();
 pub mod apps;
 pub mod device_config;
 pub mod echo;
+#[cfg(feature = "embassy-net")]
+pub mod embassy;
 pub mod http;
 pub mod iperf;
 #[cfg(feature = "smoltcp")]
