@@ -100,22 +100,41 @@ pub trait TcpOps {
     /// `cubic`), for iperf3's results.
     fn congestion_control(&self) -> &'static str;
 
-    /// Copies received bytes into `buf`; how many.
+    /// Copies received bytes into `buf` (across the receive ring's wrap); how many.
     fn recv_slice(&mut self, buf: &mut [u8]) -> usize {
-        self.recv(|data| {
-            let n = data.len().min(buf.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            n
-        })
+        let mut got = 0;
+        while got < buf.len() {
+            let rest = &mut buf[got..];
+            let n = self.recv(|data| {
+                let n = data.len().min(rest.len());
+                rest[..n].copy_from_slice(&data[..n]);
+                n
+            });
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        got
     }
 
-    /// Copies what fits of `data` into the send buffer; how many bytes.
+    /// Copies what fits of `data` into the send buffer (across the ring's wrap); how many
+    /// bytes.
     fn send_slice(&mut self, data: &[u8]) -> usize {
-        self.send(|buf| {
-            let n = data.len().min(buf.len());
-            buf[..n].copy_from_slice(&data[..n]);
-            n
-        })
+        let mut sent = 0;
+        while sent < data.len() {
+            let rest = &data[sent..];
+            let n = self.send(|buf| {
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                n
+            });
+            if n == 0 {
+                break;
+            }
+            sent += n;
+        }
+        sent
     }
 
     /// Not closed (listening or connected in any way).
@@ -194,6 +213,12 @@ impl<T: TcpOps + ?Sized> TcpOps for &mut T {
     }
     fn congestion_control(&self) -> &'static str {
         (**self).congestion_control()
+    }
+    fn recv_slice(&mut self, buf: &mut [u8]) -> usize {
+        (**self).recv_slice(buf)
+    }
+    fn send_slice(&mut self, data: &[u8]) -> usize {
+        (**self).send_slice(data)
     }
 }
 

@@ -59,6 +59,12 @@ impl TcpOps for tcp::Socket<'_> {
         })
         .unwrap_or(0)
     }
+    fn recv_slice(&mut self, buf: &mut [u8]) -> usize {
+        tcp::Socket::recv_slice(self, buf).unwrap_or(0)
+    }
+    fn send_slice(&mut self, data: &[u8]) -> usize {
+        tcp::Socket::send_slice(self, data).unwrap_or(0)
+    }
     fn listen(&mut self, port: u16) -> bool {
         tcp::Socket::listen(self, port).is_ok()
     }
