@@ -11,6 +11,8 @@
 #![deny(missing_docs)]
 
 mod board;
+#[cfg(feature = "embassy")]
+pub mod embassy;
 pub mod memory;
 #[cfg(feature = "serial")]
 pub mod serial;
@@ -61,19 +63,19 @@ pub fn add_isr_work(work: u64) {
 
 /// The socket buffers' bytes, in one static so the RAM figure of the image shows them all;
 /// all zero, so it lives in `.bss` and costs no flash.
-struct Bytes {
-    echo_udp_rx: [u8; ECHO_UDP],
-    echo_udp_tx: [u8; ECHO_UDP],
-    echo_tcp_rx: [u8; ECHO_TCP],
-    echo_tcp_tx: [u8; ECHO_TCP],
-    http_rx: [[u8; HTTP_RX]; 2],
-    http_tx: [[u8; HTTP_TX]; 2],
-    iperf_rx: [[u8; TCP_WINDOW]; IPERF_TCP_SOCKETS],
-    iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
-    iperf_udp_rx: [u8; IPERF_UDP_RX],
-    iperf_udp_tx: [u8; IPERF_UDP_TX],
-    json_rx: [u8; IPERF_JSON],
-    json_tx: [u8; IPERF_JSON],
+pub(crate) struct Bytes {
+    pub(crate) echo_udp_rx: [u8; ECHO_UDP],
+    pub(crate) echo_udp_tx: [u8; ECHO_UDP],
+    pub(crate) echo_tcp_rx: [u8; ECHO_TCP],
+    pub(crate) echo_tcp_tx: [u8; ECHO_TCP],
+    pub(crate) http_rx: [[u8; HTTP_RX]; 2],
+    pub(crate) http_tx: [[u8; HTTP_TX]; 2],
+    pub(crate) iperf_rx: [[u8; TCP_WINDOW]; IPERF_TCP_SOCKETS],
+    pub(crate) iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    pub(crate) iperf_udp_rx: [u8; IPERF_UDP_RX],
+    pub(crate) iperf_udp_tx: [u8; IPERF_UDP_TX],
+    pub(crate) json_rx: [u8; IPERF_JSON],
+    pub(crate) json_tx: [u8; IPERF_JSON],
 }
 
 /// The socket set's slots and the UDP sockets' packet records (not all zero: `.data`, small).
@@ -108,21 +110,28 @@ static mut SLOTS: Slots = Slots {
     iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
 };
 
-/// Set once the buffers have been handed out.
+/// Set once the socket bytes have been handed out.
 static TAKEN: AtomicBool = AtomicBool::new(false);
+/// Set once the socket set's slots have been handed out.
+static SLOTS_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The buffers, the first time only (None after).
-fn take_buffers() -> Option<(&'static mut Bytes, &'static mut Slots)> {
+/// The socket bytes, the first time only (None after).
+pub(crate) fn take_bytes() -> Option<&'static mut Bytes> {
     if TAKEN.swap(true, Ordering::AcqRel) {
         return None;
     }
-    // SAFETY: TAKEN guarantees these unique references are created at most once.
-    Some(unsafe {
-        (
-            &mut *core::ptr::addr_of_mut!(BYTES),
-            &mut *core::ptr::addr_of_mut!(SLOTS),
-        )
-    })
+    // SAFETY: TAKEN guarantees this unique reference is created at most once.
+    Some(unsafe { &mut *core::ptr::addr_of_mut!(BYTES) })
+}
+
+/// The buffers of the smoltcp main loop, the first time only (None after).
+fn take_buffers() -> Option<(&'static mut Bytes, &'static mut Slots)> {
+    let bytes = take_bytes()?;
+    if SLOTS_TAKEN.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // SAFETY: SLOTS_TAKEN guarantees this unique reference is created at most once.
+    Some((bytes, unsafe { &mut *core::ptr::addr_of_mut!(SLOTS) }))
 }
 
 /// The socket set and the apps over the static buffers (both device flavours use it).

@@ -10,6 +10,7 @@ const MARGIN: usize = 256;
 const CLEAN_RUN: usize = 1024;
 
 /// The painted region: from `limit` (lowest) to `top` (the stack pointer at paint time).
+#[derive(Clone, Copy, Debug)]
 pub struct Stack {
     limit: usize,
     top: usize,

@@ -9,6 +9,7 @@ use linklab_mac::Counters;
 use linklab_perf::apps::AppCounter;
 use linklab_perf::http::{RouteBody, Routes};
 use linklab_perf::slice_writer::SliceWriter;
+use linklab_perf::socket::TcpState;
 use smoltcp::iface::SocketSet;
 use smoltcp::socket::{tcp, Socket};
 
@@ -50,8 +51,41 @@ pub struct CpuFigures {
     pub work: LayerWork,
 }
 
+/// One connected TCP socket in `/stats`'s list.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpEntry {
+    /// Local port.
+    pub port: u16,
+    /// RFC 793 state name, as smoltcp prints it (`ESTABLISHED`, `SYN-RECEIVED`, ...).
+    pub state: &'static str,
+    /// Bytes queued to receive, to send, and the receive capacity, where the stack tells.
+    pub queues: Option<(usize, usize, usize)>,
+}
+
+/// The TCP sockets to list in `/stats` (listening and closed ones are left out).
+pub trait TcpList {
+    /// Calls `f` with each connected socket.
+    fn each(&self, f: &mut dyn FnMut(TcpEntry));
+}
+
+impl TcpList for SocketSet<'_> {
+    fn each(&self, f: &mut dyn FnMut(TcpEntry)) {
+        for (_, socket) in self.iter() {
+            let Socket::Tcp(s) = socket else { continue };
+            if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
+                continue;
+            }
+            f(TcpEntry {
+                port: s.local_endpoint().map_or(0, |e| e.port),
+                state: TcpState::from(s.state()).name(),
+                queues: Some((s.recv_queue(), s.send_queue(), s.recv_capacity())),
+            });
+        }
+    }
+}
+
 /// Everything `/stats` shows, gathered just before the HTTP sockets are polled.
-pub struct Snapshot<'a, 's> {
+pub struct Snapshot<'a> {
     /// The board's name.
     pub board: &'static str,
     /// MAC counters.
@@ -63,7 +97,7 @@ pub struct Snapshot<'a, 's> {
     /// The controller's link bit.
     pub link_up: bool,
     /// The sockets, for the per-connection list.
-    pub sockets: &'a SocketSet<'s>,
+    pub sockets: &'a dyn TcpList,
 }
 
 /// The `/stats` route answering with a body rendered beforehand (the apps poll the socket
@@ -89,7 +123,7 @@ impl Routes for Rendered<'_> {
     }
 }
 
-impl Snapshot<'_, '_> {
+impl Snapshot<'_> {
     /// Writes the JSON into `out`; the TCP list is cut (and the cut counted in
     /// `tcp_omitted`) rather than the JSON. None if even the fixed part does not fit.
     pub fn write_json(&self, out: &mut [u8]) -> Option<usize> {
@@ -100,29 +134,31 @@ impl Snapshot<'_, '_> {
         w.write_str(",\"tcp\":[").ok()?;
         let mut written = 0usize;
         let mut omitted = 0usize;
-        for (_, socket) in self.sockets.iter() {
-            let Socket::Tcp(s) = socket else { continue };
-            if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
-                continue;
-            }
+        self.sockets.each(&mut |e| {
             let mark = w.len();
-            let r = write!(
+            let mut r = write!(
                 w,
-                "{}{{\"port\":{},\"state\":\"{}\",\"rx_queue\":{},\"tx_queue\":{},\"rx_capacity\":{}}}",
+                "{}{{\"port\":{},\"state\":\"{}\"",
                 if written > 0 { "," } else { "" },
-                s.local_endpoint().map_or(0, |e| e.port),
-                s.state(),
-                s.recv_queue(),
-                s.send_queue(),
-                s.recv_capacity()
+                e.port,
+                e.state,
             );
+            if let Some((rx, tx, cap)) = e.queues {
+                r = r.and_then(|()| {
+                    write!(
+                        w,
+                        ",\"rx_queue\":{rx},\"tx_queue\":{tx},\"rx_capacity\":{cap}"
+                    )
+                });
+            }
+            r = r.and_then(|()| w.write_str("}"));
             if r.is_err() || w.remaining() < TAIL {
                 w.truncate(mark);
                 omitted += 1;
             } else {
                 written += 1;
             }
-        }
+        });
         w.write_str("]").ok()?;
         if omitted > 0 {
             write!(w, ",\"tcp_omitted\":{omitted}").ok()?;

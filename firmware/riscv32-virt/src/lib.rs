@@ -11,6 +11,8 @@
 
 pub mod board;
 pub mod cpu;
+#[cfg(feature = "embassy")]
+mod critical_section_impl;
 pub mod nic;
 pub mod plic;
 pub mod timer;
