@@ -6,6 +6,25 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::echo::EchoCounters;
 use crate::iperf::pool::ServerCounters;
+use crate::socket::TcpState;
+
+/// TCP sockets whose port and state the apps publish (2 HTTP, 1 echo, up to 13 iperf3).
+pub const SOCKET_VIEWS: usize = 16;
+
+/// The states by code, for the packed socket views.
+const STATES: [TcpState; 11] = [
+    TcpState::Closed,
+    TcpState::Listen,
+    TcpState::SynSent,
+    TcpState::SynReceived,
+    TcpState::Established,
+    TcpState::FinWait1,
+    TcpState::FinWait2,
+    TcpState::CloseWait,
+    TcpState::Closing,
+    TcpState::LastAck,
+    TcpState::TimeWait,
+];
 
 /// One app counter: (app, counter name, value).
 pub type AppCounter = (&'static str, &'static str, u64);
@@ -13,13 +32,16 @@ pub type AppCounter = (&'static str, &'static str, u64);
 /// Number of counters [`AppCounters::snapshot`] reports (as the smoltcp side).
 pub const APP_COUNTERS: usize = 16;
 
-/// Every counter of the embassy apps. Lock-free; put it in a `static` and lend it to each
-/// app.
+/// Every counter of the embassy apps, and the port and state of each of their TCP sockets.
+/// Lock-free; put it in a `static` and lend it to each app.
 #[derive(Debug, Default)]
 pub struct AppCounters {
     echo: [AtomicU32; 8],
     http: [AtomicU32; 3],
     iperf: [AtomicU32; 5],
+    /// Per socket: port << 8 | state code, 0 while unused.
+    views: [AtomicU32; SOCKET_VIEWS],
+    claimed: AtomicU32,
 }
 
 const ECHO_NAMES: [&str; 8] = [
@@ -61,6 +83,32 @@ impl AppCounters {
             echo: [const { AtomicU32::new(0) }; 8],
             http: [const { AtomicU32::new(0) }; 3],
             iperf: [const { AtomicU32::new(0) }; 5],
+            views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
+            claimed: AtomicU32::new(0),
+        }
+    }
+
+    /// A socket view for an app (None once all [`SOCKET_VIEWS`] are taken).
+    pub(crate) fn claim_view(&self) -> Option<usize> {
+        let i = self.claimed.fetch_add(1, Ordering::Relaxed) as usize;
+        (i < SOCKET_VIEWS).then_some(i)
+    }
+
+    /// Publishes the port and state of the socket behind view `i`.
+    pub(crate) fn set_view(&self, i: Option<usize>, port: u16, state: TcpState) {
+        let code = STATES.iter().position(|s| *s == state).unwrap_or(0) as u32;
+        if let Some(v) = i.and_then(|i| self.views.get(i)) {
+            v.store(u32::from(port) << 8 | code | 0x80, Ordering::Relaxed);
+        }
+    }
+
+    /// Calls `f` with the port and state of every socket the apps published.
+    pub fn sockets(&self, mut f: impl FnMut(u16, TcpState)) {
+        for v in &self.views {
+            let v = v.load(Ordering::Relaxed);
+            if v & 0x80 != 0 {
+                f((v >> 8) as u16, STATES[(v & 0x7f) as usize % STATES.len()]);
+            }
         }
     }
 

@@ -17,7 +17,7 @@ use super::socket::{poll_once, Tcp, Udp};
 use super::{udp_socket, wake_at, AppCounters, SynWatch, TcpBuffers, UdpBuffers};
 use crate::echo::{echo_on, Echo, ECHO_PORT};
 use crate::rules::STUCK_REPLY_MS;
-use crate::socket::UdpOps;
+use crate::socket::{TcpState, UdpOps};
 
 /// Largest datagram echoed; bigger ones are counted as dropped.
 const MAX_DATAGRAM: usize = 2048;
@@ -27,6 +27,7 @@ struct EchoSocket<'e, 'c> {
     core: &'e RefCell<Echo>,
     was_active: bool,
     counters: &'c AppCounters,
+    view: Option<usize>,
 }
 
 impl OnSocket for EchoSocket<'_, '_> {
@@ -44,6 +45,10 @@ impl OnSocket for EchoSocket<'_, '_> {
 
     fn fresh(&mut self) {
         self.was_active = false;
+    }
+
+    fn published(&mut self, state: TcpState) {
+        self.counters.set_view(self.view, ECHO_PORT, state);
     }
 }
 
@@ -64,6 +69,7 @@ pub async fn echo_server(
         core: &core,
         was_active: false,
         counters,
+        view: counters.claim_view(),
     };
     let never = join3(
         socket_loop(stack, tcp, &shared[0], &mut app),

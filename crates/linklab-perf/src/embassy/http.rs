@@ -12,6 +12,7 @@ use super::service::{make_room, socket_loop, OnSocket, Shared};
 use super::socket::Tcp;
 use super::{AppCounters, SynWatch, TcpBuffers};
 use crate::http::{serve_on, Routes, Server, HTTP_PORT};
+use crate::socket::TcpState;
 
 /// HTTP connections served at once (as the smoltcp `DeviceApps`).
 pub const HTTP_SOCKETS: usize = 2;
@@ -21,6 +22,7 @@ struct HttpSocket<'r, 'd, 'c> {
     server: Server,
     routes: &'r RefCell<&'d mut dyn Routes>,
     counters: &'c AppCounters,
+    view: Option<usize>,
 }
 
 impl OnSocket for HttpSocket<'_, '_, '_> {
@@ -39,6 +41,10 @@ impl OnSocket for HttpSocket<'_, '_, '_> {
 
     fn fresh(&mut self) {
         self.server.reset();
+    }
+
+    fn published(&mut self, state: TcpState) {
+        self.counters.set_view(self.view, HTTP_PORT, state);
     }
 }
 
@@ -60,6 +66,7 @@ pub async fn http_server(
         server: Server::new(),
         routes: &routes,
         counters,
+        view: counters.claim_view(),
     };
     let (mut a0, mut a1) = (app(), app());
     let never = join3(

@@ -92,6 +92,7 @@ pub async fn iperf_server<const N: usize>(
     if let Some(s) = syns {
         s.serve(port);
     }
+    let views: [Option<usize>; N] = core::array::from_fn(|_| counters.claim_view());
     let never = poll_fn(|cx| {
         loop {
             let now = Instant::now().as_micros();
@@ -111,8 +112,10 @@ pub async fn iperf_server<const N: usize>(
                 }
             }
             pool.poll(&mut sockets, now);
-            for i in 0..N {
-                sockets.tcp(i).watch();
+            for (i, view) in views.iter().enumerate() {
+                let mut socket = sockets.tcp(i);
+                counters.set_view(*view, port, socket.state());
+                socket.watch();
             }
             sockets.udp().watch();
             counters.set_iperf(pool.counters(), pool.open_streams());

@@ -44,7 +44,7 @@ mod service;
 mod socket;
 mod syn;
 
-pub use counters::{AppCounter, AppCounters, APP_COUNTERS};
+pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use echo::echo_server;
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};

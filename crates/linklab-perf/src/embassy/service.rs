@@ -38,6 +38,8 @@ pub(crate) trait OnSocket {
     fn idle_closed(&mut self);
     /// A new socket replaces the old one.
     fn fresh(&mut self) {}
+    /// The socket's state after a poll (for the apps' socket list).
+    fn published(&mut self, state: TcpState);
 }
 
 /// Why a socket's life ended.
@@ -86,6 +88,7 @@ pub(crate) async fn socket_loop(
             }
             shared.state.set(Some(state));
             shared.since_us.set(activity.since_us());
+            app.published(state);
             tcp.watch();
             wake_at(activity.deadline_us(timeout), cx);
             Poll::Pending

@@ -31,11 +31,24 @@ pub fn find_or_build_serial(board: &Board, image: Option<&Path>) -> anyhow::Resu
             board.name
         );
     };
-    build(board, image, Some(bin))
+    build(board, image, Some(("serial", bin)))
 }
 
-/// Finds or builds the NIC image, or with `serial_bin` the serial one.
-fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyhow::Result<PathBuf> {
+/// The embassy flavour of `board`'s image (see [`Board::embassy_bin`]).
+pub fn find_or_build_embassy(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let Some(bin) = board.embassy_bin else {
+        bail!("--embassy: {} has no embassy image", board.name);
+    };
+    build(board, image, Some(("embassy", bin)))
+}
+
+/// Finds or builds the NIC image, or with `flavour` (feature, binary) another one.
+fn build(
+    board: &Board,
+    image: Option<&Path>,
+    flavour: Option<(&str, &str)>,
+) -> anyhow::Result<PathBuf> {
+    let bin = flavour.map(|(_, bin)| bin);
     if let Some(path) = image {
         if !path.is_file() {
             bail!("--image: {} is not a file", path.display());
@@ -47,7 +60,7 @@ fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyho
         .join("target")
         .join(board.target)
         .join("release")
-        .join(serial_bin.unwrap_or(board.package));
+        .join(bin.unwrap_or(board.package));
     if !dir.join("Cargo.toml").is_file() {
         if built.is_file() {
             return Ok(built);
@@ -79,8 +92,8 @@ fn build(board: &Board, image: Option<&Path>, serial_bin: Option<&str>) -> anyho
         "--target",
         board.target,
     ]);
-    if let Some(bin) = serial_bin {
-        cargo.args(["--features", "serial", "--bin", bin]);
+    if let Some((feature, bin)) = flavour {
+        cargo.args(["--features", feature, "--bin", bin]);
     }
     let out = cargo
         .output()
