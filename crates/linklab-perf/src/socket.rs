@@ -137,9 +137,10 @@ pub trait TcpOps {
         sent
     }
 
-    /// Not closed (listening or connected in any way).
+    /// Listening or connected in any way, as smoltcp's `is_open`: neither CLOSED nor
+    /// TIME-WAIT (a socket in TIME-WAIT may listen again at once).
     fn is_open(&self) -> bool {
-        self.state() != TcpState::Closed
+        !matches!(self.state(), TcpState::Closed | TcpState::TimeWait)
     }
 
     /// A connection exists or is being set up or torn down (neither closed, listening nor
@@ -236,5 +237,72 @@ impl<T: UdpOps + ?Sized> UdpOps for &mut T {
     }
     fn send(&mut self, len: usize, to: Self::Endpoint, f: impl FnOnce(&mut [u8]) -> usize) -> bool {
         (**self).send(len, to, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A socket that is only a state.
+    struct InState(TcpState);
+
+    impl TcpOps for InState {
+        fn state(&self) -> TcpState {
+            self.0
+        }
+        fn can_recv(&self) -> bool {
+            false
+        }
+        fn may_recv(&self) -> bool {
+            false
+        }
+        fn can_send(&self) -> bool {
+            false
+        }
+        fn may_send(&self) -> bool {
+            false
+        }
+        fn queues(&self) -> (usize, usize) {
+            (0, 0)
+        }
+        fn send_room(&self) -> usize {
+            0
+        }
+        fn recv(&mut self, _f: impl FnOnce(&[u8]) -> usize) -> usize {
+            0
+        }
+        fn send(&mut self, _f: impl FnOnce(&mut [u8]) -> usize) -> usize {
+            0
+        }
+        fn listen(&mut self, _port: u16) -> bool {
+            false
+        }
+        fn close(&mut self) {}
+        fn abort(&mut self) {}
+        fn remote_is_ipv6(&self) -> bool {
+            false
+        }
+        fn congestion_control(&self) -> &'static str {
+            "none"
+        }
+    }
+
+    #[test]
+    fn open_and_active_are_smoltcps() {
+        use TcpState::*;
+        // smoltcp: a socket in TIME-WAIT is not open (it may listen again at once).
+        for (state, open, active) in [
+            (Closed, false, false),
+            (Listen, true, false),
+            (SynReceived, true, true),
+            (Established, true, true),
+            (FinWait2, true, true),
+            (CloseWait, true, true),
+            (TimeWait, false, false),
+        ] {
+            assert_eq!(InState(state).is_open(), open, "{state:?}");
+            assert_eq!(InState(state).is_active(), active, "{state:?}");
+        }
     }
 }
