@@ -9,7 +9,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -138,6 +138,38 @@ impl Emulated {
         report
     }
 
+    /// Stock `ping -c 20`: every echo answered.
+    fn ping_20_without_loss(&self) {
+        let ping =
+            String::from_utf8(self.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
+                .unwrap();
+        assert!(
+            ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
+            "{ping}"
+        );
+    }
+
+    /// curl of every bench file: its length and CRC32.
+    fn curl_bench_files(&self) {
+        for file in linklab_perf::payload::BENCH_FILES {
+            let body = self.run(&[
+                "curl",
+                "-sS",
+                "--fail",
+                "--max-time",
+                "120",
+                &format!("http://{DEVICE_IP}{}", file.path),
+            ]);
+            assert_eq!(body.len() as u64, file.len, "{}: length", file.path);
+            assert_eq!(
+                crc32fast::hash(&body),
+                linklab_perf::http::expected_crc32(file),
+                "{}: CRC32",
+                file.path
+            );
+        }
+    }
+
     /// Stops `linklab emu` with SIGINT; its stdout.
     fn stop(&mut self) -> String {
         let out = self
@@ -165,31 +197,9 @@ fn end_bytes(report: &Value, key: &str) -> u64 {
 fn end_to_end(board: &str) {
     let mut emu = Emulated::boot(board);
 
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
-            .unwrap();
-    assert!(
-        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
-        "{ping}"
-    );
+    emu.ping_20_without_loss();
 
-    for file in linklab_perf::payload::BENCH_FILES {
-        let body = emu.run(&[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "120",
-            &format!("http://{DEVICE_IP}{}", file.path),
-        ]);
-        assert_eq!(body.len() as u64, file.len, "{}: length", file.path);
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(file),
-            "{}: CRC32",
-            file.path
-        );
-    }
+    emu.curl_bench_files();
 
     // TCP to the device, from it, both at once, UDP at 5 Mbit/s, two parallel streams.
     let tcp = emu.iperf3(&["-t", "2"]);
@@ -285,30 +295,8 @@ fn end_to_end(board: &str) {
 fn embassy_end_to_end(board: &str) {
     let mut emu = Emulated::boot_with(board, &["--embassy"]);
 
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
-            .unwrap();
-    assert!(
-        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
-        "{ping}"
-    );
-    for file in linklab_perf::payload::BENCH_FILES {
-        let body = emu.run(&[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "120",
-            &format!("http://{DEVICE_IP}{}", file.path),
-        ]);
-        assert_eq!(body.len() as u64, file.len, "{}: length", file.path);
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(file),
-            "{}: CRC32",
-            file.path
-        );
-    }
+    emu.ping_20_without_loss();
+    emu.curl_bench_files();
 
     // Two idle clients hold both HTTP sockets: a new curl is served once they are reset at
     // the idle timeout (10 s), and the holders see the reset.
@@ -371,20 +359,7 @@ fn embassy_end_to_end(board: &str) {
     );
     spoof::inject(&emu.ns, TAP, frames);
     // UDP echo answers a real request soon after (stuck replies are dropped after 1 s).
-    let (echoed, after) = in_netns(&emu.ns, || {
-        let sock = UdpSocket::bind("198.18.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
-            sock.send_to(b"hello", format!("{DEVICE_IP}:7")).unwrap();
-            let mut buf = [0u8; 16];
-            if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                return (&buf[..n] == b"hello", started.elapsed());
-            }
-        }
-        (false, started.elapsed())
-    });
+    let (echoed, after) = spoof::udp_echo_answered(&emu.ns, DEVICE_IP);
     assert!(echoed, "UDP echo never answered after the spoofed burst");
     assert!(after < Duration::from_secs(3), "{after:?}");
     // A SYN finding both HTTP sockets half-open gets the oldest freed for it at once.

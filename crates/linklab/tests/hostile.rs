@@ -19,7 +19,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -245,20 +245,7 @@ fn spoofed_syns_and_udp_from_silent_hosts_do_not_kill_services() {
 
     // UDP echo answers a real request right after the burst (stuck replies are dropped
     // after 1 s).
-    let udp_ok = in_netns(&served.ns, || {
-        let sock = UdpSocket::bind("198.18.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
-            sock.send_to(b"hello", format!("{DEVICE}:7")).unwrap();
-            let mut buf = [0u8; 16];
-            if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                return (&buf[..n] == b"hello", started.elapsed());
-            }
-        }
-        (false, started.elapsed())
-    });
+    let udp_ok = spoof::udp_echo_answered(&served.ns, DEVICE);
     assert!(udp_ok.0, "UDP echo never answered after the spoofed burst");
     assert!(udp_ok.1 < Duration::from_secs(3), "{:?}", udp_ok.1);
 

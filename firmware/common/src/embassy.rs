@@ -24,7 +24,7 @@ use embassy_net::udp::PacketMetadata;
 use embassy_net::{Ipv4Address, Ipv4Cidr, Runner, Stack, StackResources, StaticConfigV4};
 use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock};
 use linklab_mac::{Mac, MacAddr, MacConfig, PhyTx, RxFormat, TxFormat};
-use linklab_perf::device_config::{ConfigError, DeviceConfig};
+use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
     echo_server, http_server, iperf_server, AppCounters, IperfBuffers, SynWatch, TcpBuffers,
     UdpBuffers,
@@ -87,12 +87,7 @@ pub unsafe fn config(addr: usize) -> DeviceConfig {
     match unsafe { crate::read_config(addr) } {
         Ok(c) => c,
         Err(e) => {
-            let why = match e {
-                ConfigError::NoBlob => "no config blob",
-                ConfigError::Version(_) => "config blob of an unknown version",
-                ConfigError::Crc => "config blob with a bad CRC",
-                ConfigError::Invalid => "config blob with an invalid prefix or MAC",
-            };
+            let why = crate::config_problem(e);
             defmt::warn!("linklab firmware: {=str}, using 198.18.0.2/24", why);
             DeviceConfig::DEFAULT
         }

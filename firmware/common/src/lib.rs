@@ -191,6 +191,16 @@ pub unsafe fn read_config(addr: usize) -> Result<DeviceConfig, ConfigError> {
     DeviceConfig::parse(&blob)
 }
 
+/// What is wrong with the configuration blob, for the console.
+pub(crate) fn config_problem(e: ConfigError) -> &'static str {
+    match e {
+        ConfigError::NoBlob => "no config blob",
+        ConfigError::Version(_) => "config blob of an unknown version",
+        ConfigError::Crc => "config blob with a bad CRC",
+        ConfigError::Invalid => "config blob with an invalid prefix or MAC",
+    }
+}
+
 /// The configuration at `addr`, or the default with a console line saying why.
 ///
 /// # Safety
@@ -200,14 +210,8 @@ pub unsafe fn config_or_default<B: Board>(board: &mut B, addr: usize) -> DeviceC
     match unsafe { read_config(addr) } {
         Ok(c) => c,
         Err(e) => {
-            let why = match e {
-                ConfigError::NoBlob => "no config blob",
-                ConfigError::Version(_) => "config blob of an unknown version",
-                ConfigError::Crc => "config blob with a bad CRC",
-                ConfigError::Invalid => "config blob with an invalid prefix or MAC",
-            };
             board.console("linklab firmware: ");
-            board.console(why);
+            board.console(config_problem(e));
             board.console(", using 198.18.0.2/24\n");
             DeviceConfig::DEFAULT
         }

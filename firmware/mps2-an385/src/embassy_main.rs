@@ -6,52 +6,34 @@
 #![no_std]
 #![no_main]
 
-use core::task::Waker;
-
 use cortex_m::peripheral::NVIC;
 use cortex_m_rt::{entry, exception};
 use fw_mps2_an385::{nic, timer, uart, Irq, CONFIG_ADDR, IRQ_ETHERNET, IRQ_TIMER0, IRQ_TIMER1};
-use linklab_firmware::embassy::time::Alarms;
+use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_lan9118::Lan9118;
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
 /// embassy-time on the CMSDK timers: timer 0 (extended to 64 bits) for now, timer 1's
-/// one-shot for the alarm; one tick of embassy-time is a microsecond.
-struct Time;
+/// one-shot for the alarm.
+struct Cmsdk;
 
-static ALARMS: Alarms = Alarms::new();
-
-fn now_us() -> u64 {
-    timer::now_ns() / 1000
-}
-
-/// Arms timer 1 for `at` µs (`u64::MAX`: no alarm); false if `at` has passed.
-fn set_alarm(at: u64) -> bool {
-    if at == u64::MAX {
-        timer::disarm();
-        return true;
-    }
-    let at_ns = at.saturating_mul(1000);
-    if at_ns <= timer::now_ns() {
-        return false;
-    }
-    timer::arm_at_ns(at_ns);
-    true
-}
-
-impl embassy_time_driver::Driver for Time {
-    fn now(&self) -> u64 {
-        now_us()
+impl BoardTimer for Cmsdk {
+    fn now_ns() -> u64 {
+        timer::now_ns()
     }
 
-    fn schedule_wake(&self, at: u64, waker: &Waker) {
-        ALARMS.schedule(at, waker, now_us, set_alarm);
+    fn arm_at_ns(ns: u64) {
+        timer::arm_at_ns(ns)
+    }
+
+    fn disarm() {
+        timer::disarm()
     }
 }
 
-embassy_time_driver::time_driver_impl!(static TIME: Time = Time);
+embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Cmsdk> = BoardTime::new());
 
 /// Every device interrupt (cortex-m-rt's default handler gets the interrupt number).
 #[exception]
@@ -64,7 +46,7 @@ unsafe fn DefaultHandler(irqn: i16) {
         IRQ_TIMER0 => timer::on_wrap(),
         IRQ_TIMER1 => {
             timer::on_deadline();
-            ALARMS.on_alarm(now_us, set_alarm);
+            TIME.on_alarm();
             linklab_firmware::add_isr_work(timer::now_ns().saturating_sub(start));
         }
         IRQ_ETHERNET => {

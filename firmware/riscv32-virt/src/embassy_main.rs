@@ -7,10 +7,8 @@
 #![no_std]
 #![no_main]
 
-use core::task::Waker;
-
 use fw_riscv32_virt::{cpu, nic, timer, uart};
-use linklab_firmware::embassy::time::Alarms;
+use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
@@ -18,41 +16,24 @@ use static_cell::StaticCell;
 /// Where `linklab emu` puts the configuration blob (last 256 bytes of the linked RAM).
 const CONFIG_ADDR: usize = 0x803F_FF00;
 
-/// embassy-time on the ACLINT: mtime (10 MHz) for now, mtimecmp for the alarm; one tick of
-/// embassy-time is a microsecond.
-struct Time;
+/// embassy-time on the ACLINT: mtime (10 MHz) for now, mtimecmp for the alarm.
+struct Aclint;
 
-static ALARMS: Alarms = Alarms::new();
-
-fn now_us() -> u64 {
-    timer::now_ns() / 1000
-}
-
-/// Arms mtimecmp for `at` µs (`u64::MAX`: no alarm); false if `at` has passed.
-fn set_alarm(at: u64) -> bool {
-    if at == u64::MAX {
-        timer::disarm();
-        return true;
-    }
-    let at_ns = at.saturating_mul(1000);
-    if at_ns <= timer::now_ns() {
-        return false;
-    }
-    timer::arm_at_ns(at_ns);
-    true
-}
-
-impl embassy_time_driver::Driver for Time {
-    fn now(&self) -> u64 {
-        now_us()
+impl BoardTimer for Aclint {
+    fn now_ns() -> u64 {
+        timer::now_ns()
     }
 
-    fn schedule_wake(&self, at: u64, waker: &Waker) {
-        ALARMS.schedule(at, waker, now_us, set_alarm);
+    fn arm_at_ns(ns: u64) {
+        timer::arm_at_ns(ns)
+    }
+
+    fn disarm() {
+        timer::disarm()
     }
 }
 
-embassy_time_driver::time_driver_impl!(static TIME: Time = Time);
+embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Aclint> = BoardTime::new());
 
 /// The trap handler (called from `entry.S` with interrupts off).
 #[no_mangle]
@@ -64,7 +45,7 @@ extern "C" fn trap_handler() {
         (true, 7) => {
             // mtimecmp stays due until moved: off first, then the queue arms the next.
             timer::disarm();
-            ALARMS.on_alarm(now_us, set_alarm);
+            TIME.on_alarm();
         }
         (true, 11) => nic::on_external_interrupt(),
         (_, code) => {

@@ -119,6 +119,27 @@ pub fn inject(ns: &Netns, tap: &str, frames: Vec<Vec<u8>>) {
     });
 }
 
+/// Sends "hello" to UDP echo on `device` every 500 ms for up to 5 s: whether it came back,
+/// and after how long.
+pub fn udp_echo_answered(ns: &Netns, device: &str) -> (bool, std::time::Duration) {
+    use std::time::{Duration, Instant};
+    let to = format!("{device}:7");
+    in_netns(ns, move || {
+        let sock = std::net::UdpSocket::bind("198.18.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            sock.send_to(b"hello", &to).unwrap();
+            let mut buf = [0u8; 16];
+            if let Ok((n, _)) = sock.recv_from(&mut buf) {
+                return (&buf[..n] == b"hello", started.elapsed());
+            }
+        }
+        (false, started.elapsed())
+    })
+}
+
 /// Sockets neither established nor listening in /stats's list.
 pub fn stuck(stats: &Value) -> usize {
     stats["tcp"]
