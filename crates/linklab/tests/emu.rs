@@ -170,6 +170,28 @@ impl Emulated {
         }
     }
 
+    /// curl of `path`, retrying a refused connection every second for up to 30 s: HTTP 200.
+    fn curl_retrying(&self, path: &str) {
+        let code = self.run(&[
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-m",
+            "30",
+            "--fail",
+            "--retry",
+            "30",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+            &format!("http://{DEVICE_IP}{path}"),
+        ]);
+        assert_eq!(String::from_utf8_lossy(&code), "200");
+    }
+
     /// Stops `linklab emu` with SIGINT; its stdout.
     fn stop(&mut self) -> String {
         let out = self
@@ -307,24 +329,7 @@ fn embassy_end_to_end(board: &str) {
             .collect::<Vec<_>>()
     });
     let started = Instant::now();
-    let code = emu.run(&[
-        "curl",
-        "-sS",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "-m",
-        "30",
-        "--fail",
-        "--retry",
-        "30",
-        "--retry-connrefused",
-        "--retry-delay",
-        "1",
-        &format!("http://{DEVICE_IP}/10kB.txt"),
-    ]);
-    assert_eq!(String::from_utf8_lossy(&code), "200");
+    emu.curl_retrying("/10kB.txt");
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(14), "waited {waited:?}");
     for mut s in held {
@@ -364,24 +369,7 @@ fn embassy_end_to_end(board: &str) {
     assert!(after < Duration::from_secs(3), "{after:?}");
     // A SYN finding both HTTP sockets half-open gets the oldest freed for it at once.
     let started = Instant::now();
-    let code = emu.run(&[
-        "curl",
-        "-sS",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "-m",
-        "30",
-        "--fail",
-        "--retry",
-        "30",
-        "--retry-connrefused",
-        "--retry-delay",
-        "1",
-        &format!("http://{DEVICE_IP}/10kB.txt"),
-    ]);
-    assert_eq!(String::from_utf8_lossy(&code), "200");
+    emu.curl_retrying("/10kB.txt");
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
