@@ -166,6 +166,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_board_without_an_embassy_image_is_one_line() {
+        let board = Board {
+            embassy_bin: None,
+            ..super::super::board::BOARDS[0]
+        };
+        let e = find_or_build_embassy(&board, None).unwrap_err().to_string();
+        assert_eq!(e, "--embassy: mps2-an385 has no embassy image");
+    }
+
+    #[test]
     fn garbage_is_not_an_elf() {
         assert_eq!(elf_size(b""), None);
         assert_eq!(elf_size(b"\x7fELF\x01\x01\0\0"), None);
