@@ -6,5 +6,7 @@ fn main() {
     std::fs::copy("memory.x", out.join("memory.x")).expect("copy memory.x");
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rustc-link-arg=-Tlink.x");
+    // The embassy image logs through defmt: its table goes in the ELF's .defmt section.
+    println!("cargo:rustc-link-arg-bin=fw-mps2-an385-embassy=-Tdefmt.x");
     println!("cargo:rerun-if-changed=memory.x");
 }

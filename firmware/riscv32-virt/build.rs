@@ -6,5 +6,7 @@ fn main() {
     std::fs::copy("link.x", out.join("link.x")).expect("copy link.x");
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rustc-link-arg=-Tlink.x");
+    // The embassy image logs through defmt: its table goes in the ELF's .defmt section.
+    println!("cargo:rustc-link-arg-bin=fw-riscv32-virt-embassy=-Tdefmt.x");
     println!("cargo:rerun-if-changed=link.x");
 }

@@ -12,10 +12,11 @@ use std::time::Duration;
 use embassy_executor::{Executor, Spawner};
 use embassy_futures::select::select;
 use embassy_net::{Ipv4Address, Ipv4Cidr, Stack, StackResources, StaticConfigV4};
-use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkSignal, WakeAt};
+use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkSignal, RxGate, WakeAt};
 use linklab_mac::timing::{bits_ns, ipg_ns};
-use linklab_mac::window::capacity_for_frames;
+use linklab_mac::window::{capacity_for_frames, tcp_rx_window, ETHERNET_MSS};
 use linklab_mac::{BoxedSlice, Clock, Counters, Mac, MacAddr, MacConfig, PhyTx, RxQueue};
+use linklab_perf::embassy::{AppCounters, SynWatch};
 
 use crate::app::Stop;
 use crate::serve::nic::{pump_rx, TapPhy};
@@ -30,7 +31,17 @@ const RX_FRAMES: usize = 16;
 const MAC_ADDRESS: MacAddr = MacAddr([0x02, 0x4c, 0x4c, 0x00, 0x00, 0x02]);
 
 /// The driver type embassy-net runs on.
-type Driver = EmbassyMac<'static, BoxedSlice, Paced, SeenClock, &'static LinkSignal>;
+type Driver = EmbassyMac<'static, BoxedSlice, Paced, SeenClock, &'static LinkSignal, SynGate>;
+
+/// The driver's look before the stack: linklab-perf's SYN watch, so a SYN finding all of a
+/// service's sockets busy gets one freed first.
+struct SynGate(&'static SynWatch);
+
+impl RxGate for SynGate {
+    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
+        self.0.admit(frame, waker)
+    }
+}
 
 /// embassy-time's clock and timer as the MAC uses them, remembering the last time read (the
 /// MAC reads the clock right before it hands a frame to the PHY, so that is the frame's
@@ -94,6 +105,8 @@ pub struct Report {
     pub tap_refused: u64,
     /// Write errors on the TAP.
     pub tap_errors: u64,
+    /// The apps' counters at the end.
+    pub apps: [linklab_perf::embassy::AppCounter; linklab_perf::embassy::APP_COUNTERS],
 }
 
 /// A running device; [`Running::stop`] ends it and returns the report.
@@ -156,7 +169,9 @@ pub fn start(netns_path: &str, tap_name: &str) -> std::io::Result<Running> {
         early: 0,
     };
     let mac = Mac::new(queue.consumer(), phy, clock, config);
-    let driver = EmbassyMac::new(mac, link);
+    let syns: &'static SynWatch = Box::leak(Box::new(SynWatch::new()));
+    let counters: &'static AppCounters = Box::leak(Box::new(AppCounters::new()));
+    let driver = EmbassyMac::new(mac, link).with_gate(SynGate(syns));
 
     let (ready_tx, ready) = mpsc::channel();
     let (report_tx, report) = mpsc::channel();
@@ -167,7 +182,17 @@ pub fn start(netns_path: &str, tap_name: &str) -> std::io::Result<Running> {
             executor.run_until(
                 |spawner| {
                     let task = net_task(
-                        spawner, driver, stop_app, stop_net, ready_tx, report_tx, finished,
+                        spawner,
+                        driver,
+                        Shared {
+                            stop_app,
+                            stop_net,
+                            ready: ready_tx,
+                            report: report_tx,
+                            finished,
+                            syns,
+                            counters,
+                        },
                     );
                     spawner.spawn(task.expect("one net task"))
                 },
@@ -224,18 +249,21 @@ fn wait_readable(tap: &Tap, ms: i32) -> bool {
     unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
 }
 
-/// The network task: embassy-net's runner over the driver until stopped; then
-/// the MAC's report (the driver outlives the runner, so its counters can be read).
-#[embassy_executor::task]
-async fn net_task(
-    spawner: Spawner,
-    mut driver: Driver,
+/// What the two tasks share with the test thread.
+struct Shared {
     stop_app: &'static Stop,
     stop_net: &'static Stop,
     ready: Sender<()>,
     report: Sender<Report>,
     finished: &'static AtomicBool,
-) {
+    syns: &'static SynWatch,
+    counters: &'static AppCounters,
+}
+
+/// The network task: embassy-net's runner over the driver until stopped; then
+/// the MAC's report (the driver outlives the runner, so its counters can be read).
+#[embassy_executor::task]
+async fn net_task(spawner: Spawner, mut driver: Driver, shared: Shared) {
     let (address, prefix) = DEVICE_CIDR.split_once('/').expect("ADDR/PREFIX");
     let config = embassy_net::Config::ipv4_static(StaticConfigV4 {
         address: Ipv4Cidr::new(
@@ -245,29 +273,49 @@ async fn net_task(
         gateway: None,
         dns_servers: Default::default(),
     });
-    let resources: &'static mut StackResources<4> = Box::leak(Box::new(StackResources::new()));
+    let resources: &'static mut StackResources<12> = Box::leak(Box::new(StackResources::new()));
     let (stack, mut runner) = embassy_net::new(&mut driver, config, resources, 0x11ab);
     // The application runs in a task of its own, as on a device: a task that polls sockets
     // wakes the runner, so the two must not share one.
-    spawner.spawn(app_task(stack, stop_app, ready).expect("one app task"));
+    let format = MacConfig::tap(MAC_ADDRESS).rx_format;
+    let window = tcp_rx_window(capacity_for_frames(RX_FRAMES, format), format, ETHERNET_MSS);
+    spawner.spawn(
+        app_task(
+            stack,
+            window,
+            shared.stop_app,
+            shared.ready,
+            shared.syns,
+            shared.counters,
+        )
+        .expect("one app task"),
+    );
     // The runner's borrow of the driver ends here (its last use).
-    select(runner.run(), stop_net.wait()).await;
+    select(runner.run(), shared.stop_net.wait()).await;
     let phy = driver.mac().phy();
-    let _ = report.send(Report {
+    let _ = shared.report.send(Report {
         counters: driver.mac().counters(),
         early_frames: phy.early,
         timer_wake_requests: phy.clock.wake_requests.load(Ordering::Relaxed),
         tap_refused: phy.tap.refused,
         tap_errors: phy.tap.errors,
+        apps: shared.counters.snapshot(),
     });
-    finished.store(true, Ordering::Release);
+    shared.finished.store(true, Ordering::Release);
 }
 
 /// The application task: waits for the link and the address, says so, serves until stopped.
 #[embassy_executor::task]
-async fn app_task(stack: Stack<'static>, stop: &'static Stop, ready: Sender<()>) {
+async fn app_task(
+    stack: Stack<'static>,
+    window: usize,
+    stop: &'static Stop,
+    ready: Sender<()>,
+    syns: &'static SynWatch,
+    counters: &'static AppCounters,
+) {
     stack.wait_link_up().await;
     stack.wait_config_up().await;
     let _ = ready.send(());
-    crate::app::serve(stack, stop).await;
+    crate::app::serve(stack, window, counters, syns, stop).await;
 }

@@ -10,13 +10,14 @@
 //!   (`EmbassyTimeClock`), so deferred frames and their timer wake-ups are on the path.
 //! * The link starts down and comes up through a `LinkSignal` set by the interrupt thread.
 //! * embassy-executor (std, thread mode) runs two tasks, as a firmware would: embassy-net's
-//!   runner, and the application (an HTTP server on port 80 and a TCP echo server on port 7),
-//!   until told to stop; the runner's task then hands back the MAC counters.
+//!   runner, and the application — linklab-perf's embassy apps: the iperf3 server (5201),
+//!   HTTP with the bench files (80), TCP and UDP echo (7) — until told to stop; the runner's
+//!   task then hands back the MAC and app counters. The driver holds each SYN for a served
+//!   port until its service made room (linklab-perf's `SynWatch` as the driver's gate).
 
 mod app;
 mod device;
 
-pub use app::{body_byte, BODY_LEN};
 pub use device::{start, Report, Running, DEVICE_CIDR, LINE_RATE_BPS};
 
 /// linklab serve's TAP and its PHY glue (`crates/linklab/src/serve/{tap,nic}.rs`), reused as

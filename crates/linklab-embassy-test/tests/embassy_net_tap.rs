@@ -1,13 +1,15 @@
-//! embassy-net itself over linklab-mac on a TAP in a namespace this test creates, proved with
-//! stock tools from the kernel side: ping (0 % loss, small and full-size), curl (a 200 kB HTTP
-//! body, byte for byte) and nc (TCP echo of 64 kB), then the MAC's conservation law.
+//! embassy-net itself over linklab-mac on a TAP in a namespace this test creates, running
+//! linklab-perf's embassy apps, proved with stock tools from the kernel side: ping (0 % loss,
+//! small and full-size), curl (bench files with their CRC32), nc (TCP echo of 64 kB), stock
+//! iperf3 both ways, then the MAC's conservation law and the apps' counters.
 //!
 //! Needs root (namespaces, TAP). Addresses from 198.18.0.0/15; nothing leaves the namespace.
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use linklab_embassy_test::{body_byte, start, BODY_LEN, DEVICE_CIDR};
+use linklab_embassy_test::{start, DEVICE_CIDR};
+use serde_json::Value;
 
 const HOST_CIDR: &str = "198.18.0.1/24";
 const TAP: &str = "lle0";
@@ -83,24 +85,24 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     ping_without_loss(&ns, device_ip, &["-c", "20", "-i", "0.05"]);
     ping_without_loss(&ns, device_ip, &["-c", "5", "-i", "0.05", "-s", "1472"]);
 
-    // HTTP: curl fetches the body into a file; every byte must be the pattern's.
-    let body_file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("embassy-body-{}", std::process::id()));
-    ns.run(&[
-        "curl",
-        "-sS",
-        "--fail",
-        "--max-time",
-        "20",
-        "-o",
-        body_file.to_str().expect("UTF-8 path"),
-        &format!("http://{device_ip}/"),
-    ]);
-    let body = std::fs::read(&body_file).expect("the body curl saved");
-    let _ = std::fs::remove_file(&body_file);
-    assert_eq!(body.len(), BODY_LEN, "HTTP body length");
-    let first_bad = body.iter().enumerate().find(|(i, b)| **b != body_byte(*i));
-    assert!(first_bad.is_none(), "HTTP body differs at {first_bad:?}");
+    // HTTP: curl fetches bench files; length and CRC32 must be the generator's.
+    for file in &linklab_perf::payload::BENCH_FILES[..2] {
+        let out = ns.run(&[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "20",
+            &format!("http://{device_ip}{}", file.path),
+        ]);
+        assert_eq!(out.stdout.len() as u64, file.len, "{}: length", file.path);
+        assert_eq!(
+            crc32fast::hash(&out.stdout),
+            linklab_perf::http::expected_crc32(*file),
+            "{}: CRC32",
+            file.path
+        );
+    }
 
     // TCP echo: nc sends 64 kB and half-closes (-N); everything must come back in order.
     let sent: Vec<u8> = (0..65_536u32).map(|i| (i * 7 + i / 256) as u8).collect();
@@ -129,6 +131,43 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     assert_eq!(out.stdout.len(), sent.len(), "echoed length");
     assert!(out.stdout == sent, "echoed bytes differ");
 
+    // Stock iperf3 both ways (the line is paced at 10 Mb/s): each side counted bytes.
+    for extra in [&[][..], &["-R"][..]] {
+        let mut argv = vec![
+            "iperf3",
+            "-c",
+            device_ip,
+            "-t",
+            "2",
+            "-J",
+            "--connect-timeout",
+            "5000",
+        ];
+        argv.extend_from_slice(extra);
+        let out = ns.command(&argv).output().expect("run iperf3");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "iperf3 {extra:?}: no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
+        let end = &report["end"];
+        let sent = end["sum_sent"]["bytes"].as_u64().unwrap_or(0);
+        let received = end["sum_received"]["bytes"].as_u64().unwrap_or(0);
+        assert!(
+            sent > 200_000 && received > 200_000,
+            "iperf3 {extra:?}: {end}"
+        );
+        eprintln!(
+            "iperf3 {extra:?}: {:.2} Mbit/s received",
+            end["sum_received"]["bits_per_second"]
+                .as_f64()
+                .unwrap_or(0.0)
+                / 1e6
+        );
+    }
+
     // The MAC afterwards: both conservation laws, traffic in both directions, no overrun
     // (the TCP window embassy-net advertised came from the queue through max_burst_size),
     // every frame spaced by the inter-packet gap, nothing refused by the kernel.
@@ -137,7 +176,7 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     c.check_conservation()
         .unwrap_or_else(|e| panic!("conservation: {e:?} in {c:?}"));
     assert!(c.rx_packets >= 25 + 50 + 5, "{c:?}"); // pings + at least the echo's segments
-    assert!(c.tx_packets >= 25 + 140 + 45, "{c:?}"); // pongs + body + echo
+    assert!(c.tx_packets >= 25 + 75 + 45, "{c:?}"); // pongs + bench files + echo
     assert_eq!(c.rx_missed_errors, 0, "queue overrun: {c:?}");
     assert_eq!(
         c.rx_crc_errors + c.rx_short_length_errors + c.rx_long_length_errors,
@@ -162,6 +201,17 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
         c.tx_packets
     );
     assert_eq!((report.tap_refused, report.tap_errors), (0, 0));
+    let app = |a: &str, n: &str| {
+        report
+            .apps
+            .iter()
+            .find(|(app, name, _)| *app == a && *name == n)
+            .map(|c| c.2)
+            .unwrap_or_else(|| panic!("no counter {a}.{n}"))
+    };
+    assert_eq!(app("iperf", "tests_done"), 2, "{:?}", report.apps);
+    assert_eq!(app("http", "responses"), 2, "{:?}", report.apps);
+    assert_eq!(app("echo", "tcp_bytes"), 65_536, "{:?}", report.apps);
     eprintln!(
         "embassy-net over linklab-mac: {} frames in, {} out, {} timer wake-ups for the gap, \
          {:.1} s; {c:?}",

@@ -311,3 +311,43 @@ fn capabilities_and_address() {
     assert!(burst.is_some());
     assert!(dev.hardware_address() == HardwareAddress::Ethernet(ME.0));
 }
+
+#[test]
+fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
+    let q: RxQueue<Inline<N>> = RxQueue::new();
+    let (producer, consumer) = q.split();
+    let mac = Mac::new(
+        consumer,
+        Recorder::default(),
+        linklab_mac::NoClock,
+        MacConfig::tap(ME),
+    );
+    // Holds frames tagged 1 while `open` is false; records the frames it saw.
+    let open = Rc::new(Cell::new(false));
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let gate = {
+        let (open, seen) = (open.clone(), seen.clone());
+        move |f: &[u8], _w: &Waker| {
+            seen.borrow_mut().push(f[14]);
+            f[14] != 1 || open.get()
+        }
+    };
+    let mut dev = EmbassyMac::new(mac, AlwaysUp).with_gate(gate);
+    let (_count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    assert!(producer.push(&frame_to_me(1)));
+    assert!(producer.push(&frame_to_me(2)));
+    assert!(dev.receive(&mut cx).is_none(), "held");
+    assert!(
+        dev.receive(&mut cx).is_none(),
+        "still held; nothing behind it passes"
+    );
+    assert_eq!(dev.mac().counters().rx_pending(), 2);
+    open.set(true);
+    for want in [1, 2] {
+        let (rx, _) = dev.receive(&mut cx).expect("let go, in order");
+        assert_eq!(rx.consume(|f: &mut [u8]| f[14]), want);
+    }
+    assert_eq!(*seen.borrow(), [1, 1, 1, 2]);
+    dev.mac().counters().check_conservation().unwrap();
+}

@@ -5,6 +5,9 @@
 //! counting what they did. The smoltcp adapter ([`SmoltcpEchoServer`], feature `smoltcp`) binds the
 //! core to one UDP and one TCP socket on port 7. No heap, no panics on input.
 
+mod socket;
+pub use socket::echo_on;
+
 /// The well-known echo port (RFC 862).
 pub const ECHO_PORT: u16 = 7;
 
@@ -103,8 +106,6 @@ mod adapter {
     use smoltcp::socket::{tcp, udp};
     use smoltcp::time::{Duration, Instant};
 
-    /// Largest stream chunk moved per step (bytes on the stack, not the heap).
-    const CHUNK: usize = 1024;
     /// Largest datagram echoed; bigger ones are counted as dropped.
     const MAX_DATAGRAM: usize = 2048;
     /// Replies that have not left for this long are waiting for an ARP answer that will not
@@ -199,47 +200,21 @@ mod adapter {
         }
 
         fn poll_tcp(&mut self, socket: &mut tcp::Socket<'_>) {
-            if !socket.is_open() {
-                self.tcp_was_active = false;
-                if socket.listen(ECHO_PORT).is_err() {
-                    return;
-                }
-            }
-            if socket.is_active() && !self.tcp_was_active {
-                self.tcp_was_active = true;
-                self.core.stream_opened();
-            }
-            let mut chunk = [0u8; CHUNK];
-            while socket.can_recv() && socket.can_send() {
-                let room = (socket.send_capacity() - socket.send_queue()).min(CHUNK);
-                let mut moved = 0;
-                let _ = socket.recv(|rx| {
-                    moved = self.core.stream(rx, &mut chunk[..room]);
-                    (moved, ())
-                });
-                if moved == 0 {
-                    break;
-                }
-                // Cannot fail to fit: `room` was free send space before the copy.
-                let _ = socket.send_slice(&chunk[..moved]);
-            }
-            if !socket.may_recv() && socket.recv_queue() == 0 && socket.may_send() {
-                // The peer closed its side and everything was echoed: close ours.
-                socket.close();
-            }
+            super::echo_on(&mut self.core, socket, &mut self.tcp_was_active);
         }
     }
 }
 
-#[cfg(feature = "smoltcp")]
+#[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
 impl Echo {
-    /// Undoes the "echoed" count of a reply the socket then refused (its send buffer was
-    /// full): the datagram ends up counted as dropped, once.
-    fn replies_dropped_unsent(&mut self) {
+    /// Counts a reset of the queued UDP replies that could not leave.
+    pub(crate) fn replies_dropped_unsent(&mut self) {
         self.counters.udp_unsent_resets += 1;
     }
 
-    fn datagram_dropped_after_echo(&mut self) {
+    /// Undoes the "echoed" count of a reply the socket then refused (its send buffer was
+    /// full): the datagram ends up counted as dropped, once.
+    pub(crate) fn datagram_dropped_after_echo(&mut self) {
         self.counters.udp_tx_datagrams = self.counters.udp_tx_datagrams.saturating_sub(1);
         self.counters.udp_dropped += 1;
     }

@@ -38,6 +38,7 @@
 
 pub mod errors;
 pub mod json;
+pub mod pool;
 pub mod report;
 pub mod session;
 pub mod stream;

@@ -15,9 +15,13 @@ pub mod apps;
 pub mod blast;
 pub mod device_config;
 pub mod echo;
+#[cfg(feature = "embassy-net")]
+pub mod embassy;
 pub mod http;
 pub mod iperf;
 #[cfg(feature = "smoltcp")]
 pub mod lifetime;
 pub mod payload;
+pub mod rules;
 pub mod slice_writer;
+pub mod socket;

@@ -12,16 +12,16 @@ use smoltcp::time::{Duration, Instant};
 /// smoltcp's per-socket timeout for every TCP socket of the apps: a connection whose peer
 /// sends nothing for this long while we wait for it (SYN-RECEIVED, unacknowledged data,
 /// FIN-WAIT) is aborted.
-pub const TCP_TIMEOUT: Duration = Duration::from_secs(10);
+pub const TCP_TIMEOUT: Duration = Duration::from_millis(crate::rules::TCP_TIMEOUT_MS);
 
 /// Keep-alive interval of every TCP socket of the apps: a live but quiet peer answers the
 /// probes, so [`TCP_TIMEOUT`] only ends connections to peers that are gone (smoltcp counts
 /// its timeout from the last segment received, whatever the state), and quiet live ones
 /// are left to the application idle timeout, which resets them.
-pub const TCP_KEEP_ALIVE: Duration = Duration::from_secs(3);
+pub const TCP_KEEP_ALIVE: Duration = Duration::from_millis(crate::rules::TCP_KEEP_ALIVE_MS);
 
 /// The default application idle timeout of HTTP and TCP echo connections.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_millis(crate::rules::IDLE_TIMEOUT_MS);
 
 /// Watches one connection for activity: a change of state or of the bytes queued either
 /// way, or bytes the app reports it moved.
@@ -105,32 +105,12 @@ pub fn relisten(sockets: &mut SocketSet<'_>, handle: SocketHandle, port: u16) ->
 /// A socket state that may be reclaimed for a new connection when every socket of a
 /// service is busy: half-open, or closing (our side or the peer's), never ESTABLISHED.
 pub fn reclaimable(state: tcp::State) -> bool {
-    use tcp::State::*;
-    matches!(
-        state,
-        SynReceived | SynSent | FinWait1 | FinWait2 | Closing | LastAck | TimeWait | CloseWait
-    )
+    crate::socket::TcpState::from(state).reclaimable()
 }
 
-/// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a
-/// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
-/// may be wrong; nothing panics.
-pub fn syn_port(frame: &[u8]) -> Option<u16> {
-    use smoltcp::wire::{EthernetFrame, EthernetProtocol, IpProtocol, Ipv4Packet, TcpPacket};
-    let eth = EthernetFrame::new_checked(frame).ok()?;
-    if eth.ethertype() != EthernetProtocol::Ipv4 {
-        return None;
-    }
-    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-    if ip.next_header() != IpProtocol::Tcp || ip.frag_offset() != 0 {
-        return None;
-    }
-    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
-    if !tcp.syn() || tcp.rst() || tcp.ack() {
-        return None;
-    }
-    Some(tcp.dst_port())
-}
+/// The destination port of a frame opening a TCP connection (the stack-independent
+/// [`crate::rules::syn_port`]).
+pub use crate::rules::syn_port;
 
 #[cfg(test)]
 mod tests {
@@ -150,34 +130,5 @@ mod tests {
         s.listen(80).unwrap();
         assert!(!w.expired(&s, false, Instant::from_secs(1000), t));
         assert_eq!(w.deadline(t), None);
-    }
-
-    fn segment(flags: u8, port: u16) -> [u8; 54] {
-        let mut f = [0u8; 54];
-        f[12..14].copy_from_slice(&[0x08, 0x00]);
-        f[14] = 0x45; // IPv4, 20-byte header
-        f[16..18].copy_from_slice(&40u16.to_be_bytes()); // total length
-        f[23] = 6;
-        f[46] = 5 << 4; // TCP data offset: 20 bytes
-        f[36..38].copy_from_slice(&port.to_be_bytes());
-        f[47] = flags;
-        f
-    }
-
-    #[test]
-    fn only_a_connection_opening_syn_names_its_port() {
-        assert_eq!(syn_port(&segment(0x02, 80)), Some(80));
-        assert_eq!(syn_port(&segment(0x12, 80)), None); // SYN-ACK
-        assert_eq!(syn_port(&segment(0x10, 80)), None); // ACK
-        assert_eq!(syn_port(&segment(0x06, 80)), None); // SYN+RST
-        let mut udp = segment(0x02, 80);
-        udp[23] = 17;
-        assert_eq!(syn_port(&udp), None);
-        let mut frag = segment(0x02, 80);
-        frag[21] = 1;
-        assert_eq!(syn_port(&frag), None);
-        for len in 0..54 {
-            assert_eq!(syn_port(&segment(0x02, 80)[..len]), None, "{len}");
-        }
     }
 }

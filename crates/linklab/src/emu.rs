@@ -13,6 +13,7 @@
 mod bad_checksums;
 mod blast;
 mod board;
+mod defmt;
 mod image;
 mod lab;
 mod line;
@@ -79,6 +80,11 @@ pub struct Args {
     /// this process bridges the link to the TAP (as `linklab serial --tap` does).
     #[arg(long, conflicts_with_all = ["cost", "throughput", "cost_parts"])]
     serial: bool,
+    /// Boot the embassy image instead: embassy-executor, embassy-net over linklab-mac's
+    /// driver and linklab-perf's embassy apps, its defmt log decoded on the console (also
+    /// with --cost and --throughput).
+    #[arg(long, conflicts_with_all = ["serial", "phy10", "cost_parts", "blast", "phy10_line"])]
+    embassy: bool,
     /// Count linklab-phy10's Manchester decoder on the board's ISA (riscv32-virt): instructions
     /// per bit of full-length frames under drift and jitter, QEMU -icount shift=0; fails if a
     /// frame is not decoded bit-exact.
@@ -147,9 +153,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.cost || args.throughput || args.cost_parts {
-        let image = match line_args {
-            Some(_) => image::find_or_build_line(&board, args.image.as_deref())?,
-            None => image::find_or_build(&board, args.image.as_deref())?,
+        let image = if line_args.is_some() {
+            image::find_or_build_line(&board, args.image.as_deref())?
+        } else if args.embassy {
+            image::find_or_build_embassy(&board, args.image.as_deref())?
+        } else {
+            image::find_or_build(&board, args.image.as_deref())?
         };
         let result = if args.cost {
             measure::cost(&board, &image, line_args)?
@@ -195,6 +204,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let image = if args.serial {
         image::find_or_build_serial(&board, args.image.as_deref())?
+    } else if args.embassy {
+        image::find_or_build_embassy(&board, args.image.as_deref())?
     } else {
         image::find_or_build(&board, args.image.as_deref())?
     };
@@ -223,8 +234,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return bridge_serial(&mut qemu, &board, &tap, ip, prefix, &signals);
     }
     println!(
-        "linklab emu: {} on TAP {tap}, device {ip}/{prefix}; Ctrl-C stops it",
-        board.name
+        "linklab emu: {}{} on TAP {tap}, device {ip}/{prefix}; Ctrl-C stops it",
+        board.name,
+        if args.embassy { " (embassy image)" } else { "" }
     );
     loop {
         if let Some(sig) = signals.take() {

@@ -12,8 +12,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use common::spoof::{self, assert_nothing_stuck, stuck, Device};
 use common::{
     assert_conserved, assert_one_line_error, in_netns, linklab_bin, linklab_in, mac_counter,
     ChildGuard, Netns,
@@ -39,10 +40,10 @@ struct Emulated {
 
 impl Emulated {
     fn boot(board: &str) -> Emulated {
-        Emulated::boot_with(board, &[])
+        Self::boot_with(board, &[])
     }
 
-    /// Boots `board` with `extra` options of `linklab emu`.
+    /// Boots with `extra` options to `linklab emu` (e.g. `--embassy`).
     fn boot_with(board: &str, extra: &[&str]) -> Emulated {
         let turn = ONE_AT_A_TIME
             .lock()
@@ -137,6 +138,60 @@ impl Emulated {
         report
     }
 
+    /// Stock `ping -c 20`: every echo answered.
+    fn ping_20_without_loss(&self) {
+        let ping =
+            String::from_utf8(self.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
+                .unwrap();
+        assert!(
+            ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
+            "{ping}"
+        );
+    }
+
+    /// curl of every bench file: its length and CRC32.
+    fn curl_bench_files(&self) {
+        for file in linklab_perf::payload::BENCH_FILES {
+            let body = self.run(&[
+                "curl",
+                "-sS",
+                "--fail",
+                "--max-time",
+                "120",
+                &format!("http://{DEVICE_IP}{}", file.path),
+            ]);
+            assert_eq!(body.len() as u64, file.len, "{}: length", file.path);
+            assert_eq!(
+                crc32fast::hash(&body),
+                linklab_perf::http::expected_crc32(file),
+                "{}: CRC32",
+                file.path
+            );
+        }
+    }
+
+    /// curl of `path`, retrying a refused connection every second for up to 30 s: HTTP 200.
+    fn curl_retrying(&self, path: &str) {
+        let code = self.run(&[
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-m",
+            "30",
+            "--fail",
+            "--retry",
+            "30",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+            &format!("http://{DEVICE_IP}{path}"),
+        ]);
+        assert_eq!(String::from_utf8_lossy(&code), "200");
+    }
+
     /// Stops `linklab emu` with SIGINT; its stdout.
     fn stop(&mut self) -> String {
         let out = self
@@ -164,31 +219,9 @@ fn end_bytes(report: &Value, key: &str) -> u64 {
 fn end_to_end(board: &str) {
     let mut emu = Emulated::boot(board);
 
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
-            .unwrap();
-    assert!(
-        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
-        "{ping}"
-    );
+    emu.ping_20_without_loss();
 
-    for file in linklab_perf::payload::BENCH_FILES {
-        let body = emu.run(&[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "120",
-            &format!("http://{DEVICE_IP}{}", file.path),
-        ]);
-        assert_eq!(body.len() as u64, file.len, "{}: length", file.path);
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(file),
-            "{}: CRC32",
-            file.path
-        );
-    }
+    emu.curl_bench_files();
 
     // TCP to the device, from it, both at once, UDP at 5 Mbit/s, two parallel streams.
     let tcp = emu.iperf3(&["-t", "2"]);
@@ -274,6 +307,172 @@ fn end_to_end(board: &str) {
         !links.contains(&format!(" {TAP}:")),
         "the TAP is still there after emu stopped: {links}"
     );
+}
+
+/// The embassy image of `board` (embassy-net over linklab-mac, linklab-perf's embassy apps),
+/// booted once for every case: stock ping, curl of the bench files, stock iperf3 TCP, -R,
+/// --bidir, -P 2, UDP at 5 Mbit/s (each -J checked for bytes on both sides), garbage on the
+/// control port then a normal test, idle holders on port 80, spoofed SYNs and UDP from hosts
+/// that never answer ARP, /stats conservation, and the decoded defmt boot line.
+fn embassy_end_to_end(board: &str) {
+    let mut emu = Emulated::boot_with(board, &["--embassy"]);
+
+    emu.ping_20_without_loss();
+    emu.curl_bench_files();
+
+    // Two idle clients hold both HTTP sockets: a new curl is served once they are reset at
+    // the idle timeout (10 s), and the holders see the reset.
+    let held = in_netns(&emu.ns, || {
+        let device: SocketAddr = format!("{DEVICE_IP}:80").parse().unwrap();
+        (0..2)
+            .map(|_| TcpStream::connect_timeout(&device, Duration::from_secs(3)).unwrap())
+            .collect::<Vec<_>>()
+    });
+    let started = Instant::now();
+    emu.curl_retrying("/10kB.txt");
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(14), "waited {waited:?}");
+    for mut s in held {
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 16];
+        let r = s.read(&mut b);
+        assert!(
+            matches!(r, Ok(0))
+                || matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+            "the idle connection was not reset: {r:?}"
+        );
+    }
+    let stats = emu.stats();
+    assert!(
+        stats["http"]["idle_closed"].as_u64().unwrap() >= 2,
+        "{stats}"
+    );
+
+    // Spoofed SYNs (6 to port 80, 2 to port 7) and 16 spoofed UDP echo requests from hosts
+    // that never answer ARP.
+    let device = Device {
+        mac: linklab_perf::device_config::DeviceConfig::DEFAULT.mac,
+        ip: [198, 18, 0, 2],
+    };
+    let ghost = [198, 18, 0, 77];
+    let mut frames: Vec<Vec<u8>> = (0..6)
+        .map(|i| spoof::spoofed_syn(device, ghost, 40000 + i, 80))
+        .collect();
+    frames.extend((0..2).map(|i| spoof::spoofed_syn(device, ghost, 41000 + i, 7)));
+    frames.extend(
+        (0..16u8).map(|i| spoof::spoofed_udp(device, [198, 18, 0, 100 + i], 5000, 7, b"spoof")),
+    );
+    spoof::inject(&emu.ns, TAP, frames);
+    // UDP echo answers a real request soon after (stuck replies are dropped after 1 s).
+    let (echoed, after) = spoof::udp_echo_answered(&emu.ns, DEVICE_IP);
+    assert!(echoed, "UDP echo never answered after the spoofed burst");
+    assert!(after < Duration::from_secs(3), "{after:?}");
+    // A SYN finding both HTTP sockets half-open gets the oldest freed for it at once.
+    let started = Instant::now();
+    emu.curl_retrying("/10kB.txt");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    let echoed = in_netns(&emu.ns, || {
+        let device: SocketAddr = format!("{DEVICE_IP}:7").parse().unwrap();
+        let mut s = TcpStream::connect_timeout(&device, Duration::from_secs(3)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        s.write_all(b"ping").ok()?;
+        let mut b = [0u8; 4];
+        s.read_exact(&mut b).ok()?;
+        Some(b)
+    });
+    assert_eq!(echoed, Some(*b"ping"));
+    let spoofed_at = Instant::now();
+
+    // Stock iperf3 (meanwhile the spoofed half-open connections time out).
+    let both = |r: &Value, sent: &str, received: &str| {
+        let (s, d) = (end_bytes(r, sent), end_bytes(r, received));
+        assert!(
+            s > 100_000 && d > 100_000,
+            "{sent} {s}, {received} {d}: {}",
+            r["end"]
+        );
+    };
+    let tcp = emu.iperf3(&["-t", "2"]);
+    both(&tcp, "sum_sent", "sum_received");
+    let reverse = emu.iperf3(&["-t", "2", "-R"]);
+    both(&reverse, "sum_sent", "sum_received");
+    let bidir = emu.iperf3(&["-t", "2", "--bidir"]);
+    both(&bidir, "sum_sent", "sum_received");
+    both(
+        &bidir,
+        "sum_sent_bidir_reverse",
+        "sum_received_bidir_reverse",
+    );
+    let parallel = emu.iperf3(&["-t", "2", "-P", "2"]);
+    assert_eq!(parallel["end"]["streams"].as_array().map(Vec::len), Some(2));
+    both(&parallel, "sum_sent", "sum_received");
+    let udp = emu.iperf3(&["-t", "2", "-u", "-b", "5M"]);
+    let sum = &udp["end"]["sum"];
+    assert!(sum["bytes"].as_u64().unwrap_or(0) > 1_000_000, "{sum}");
+    assert!(
+        sum["lost_percent"].as_f64().unwrap_or(100.0) < 5.0,
+        "UDP at 5 Mbit/s lost too much: {sum}"
+    );
+
+    // Garbage on the control port, then a normal test.
+    in_netns(&emu.ns, || {
+        let device: SocketAddr = format!("{DEVICE_IP}:5201").parse().unwrap();
+        let mut s = TcpStream::connect_timeout(&device, Duration::from_secs(5)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let junk: Vec<u8> = (0..600u32).map(|i| (i * 31) as u8).collect();
+        let _ = s.write_all(&junk);
+        let mut sink = Vec::new();
+        let _ = s.read_to_end(&mut sink);
+    });
+    let r = emu.iperf3(&["-n", "200K"]);
+    assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
+    assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
+
+    // The spoofed half-open connections are gone within the 10 s TCP timeout.
+    let mut stats = emu.stats();
+    while stuck(&stats) > 0 && spoofed_at.elapsed() < Duration::from_secs(12) {
+        std::thread::sleep(Duration::from_millis(500));
+        stats = emu.stats();
+    }
+    assert_nothing_stuck(&stats);
+    assert_eq!(stats["board"], board, "{stats}");
+    assert_conserved(&stats);
+    assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
+    assert!(
+        stats["echo"]["udp_unsent_resets"].as_u64().unwrap() >= 1,
+        "{stats}"
+    );
+    assert!(stats["http"]["reclaimed"].as_u64().unwrap() >= 1, "{stats}");
+    assert!(
+        stats["iperf"]["tests_done"].as_u64().unwrap() >= 6,
+        "{stats}"
+    );
+    assert!(
+        stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+
+    // The console: the image's defmt boot line, decoded (timestamp, level, text).
+    let stdout = emu.stop();
+    let boot = format!("INFO  linklab firmware: {board} up (embassy), 198.18.0.2/24");
+    assert!(stdout.contains(&boot), "no decoded boot line in: {stdout}");
+    assert!(stdout.contains("stopped by signal"), "{stdout}");
+    let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
+    assert!(!links.contains(&format!(" {TAP}:")), "{links}");
+}
+
+#[test]
+fn riscv32_virt_embassy_image_serves_ping_http_iperf3_and_survives_hostile_peers() {
+    embassy_end_to_end("riscv32-virt");
+}
+
+#[test]
+fn mps2_an385_embassy_image_serves_ping_http_iperf3_and_survives_hostile_peers() {
+    embassy_end_to_end("mps2-an385");
 }
 
 #[test]
@@ -380,7 +579,39 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         ],
     );
     assert_one_line_error(&out, "already exists");
+    let out = linklab_in(
+        &ns,
+        &[
+            "emu",
+            "--board",
+            "riscv32-virt",
+            "--embassy",
+            "--tap",
+            "taken0",
+            "--ip",
+            "198.18.0.2/24",
+        ],
+    );
+    assert_one_line_error(&out, "already exists");
     ns.run(&["ip", "link", "show", "taken0"]);
+    // --embassy with a flavour it is not.
+    assert_one_line_error(
+        &emu(&[
+            "--board",
+            "mps2-an385",
+            "--embassy",
+            "--serial",
+            "--tap",
+            "t0",
+            "--ip",
+            "198.18.0.2/24",
+        ]),
+        "--serial",
+    );
+    assert_one_line_error(
+        &emu(&["--board", "riscv32-virt", "--embassy", "--cost-parts"]),
+        "--cost-parts",
+    );
 
     // No QEMU on PATH: the package to install.
     let out = Command::new(linklab_bin())

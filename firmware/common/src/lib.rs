@@ -12,6 +12,8 @@
 
 pub mod blast;
 mod board;
+#[cfg(feature = "embassy")]
+pub mod embassy;
 pub mod memory;
 #[cfg(feature = "serial")]
 pub mod serial;
@@ -63,22 +65,26 @@ pub fn add_isr_work(work: u64) {
 
 /// The socket buffers' bytes, in one static so the RAM figure of the image shows them all;
 /// all zero, so it lives in `.bss` and costs no flash.
-struct Bytes {
-    echo_udp_rx: [u8; ECHO_UDP],
-    echo_udp_tx: [u8; ECHO_UDP],
-    echo_tcp_rx: [u8; ECHO_TCP],
-    echo_tcp_tx: [u8; ECHO_TCP],
-    http_rx: [[u8; HTTP_RX]; 2],
-    http_tx: [[u8; HTTP_TX]; 2],
-    iperf_rx: [[u8; TCP_WINDOW]; IPERF_TCP_SOCKETS],
-    iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
-    iperf_udp_rx: [u8; IPERF_UDP_RX],
-    iperf_udp_tx: [u8; IPERF_UDP_TX],
-    json_rx: [u8; IPERF_JSON],
-    json_tx: [u8; IPERF_JSON],
-    blast_rx: [u8; BLAST_RX],
-    blast_tx: [u8; BLAST_TX],
-    blast_frame: [u8; blast::FRAME_LEN],
+pub(crate) struct Bytes {
+    pub(crate) echo_udp_rx: [u8; ECHO_UDP],
+    pub(crate) echo_udp_tx: [u8; ECHO_UDP],
+    pub(crate) echo_tcp_rx: [u8; ECHO_TCP],
+    pub(crate) echo_tcp_tx: [u8; ECHO_TCP],
+    pub(crate) http_rx: [[u8; HTTP_RX]; 2],
+    pub(crate) http_tx: [[u8; HTTP_TX]; 2],
+    pub(crate) iperf_rx: [[u8; TCP_WINDOW]; IPERF_TCP_SOCKETS],
+    pub(crate) iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    pub(crate) iperf_udp_rx: [u8; IPERF_UDP_RX],
+    pub(crate) iperf_udp_tx: [u8; IPERF_UDP_TX],
+    pub(crate) json_rx: [u8; IPERF_JSON],
+    pub(crate) json_tx: [u8; IPERF_JSON],
+}
+
+/// The packet blaster's bytes (main-loop images only; all zero: `.bss`).
+struct BlastBytes {
+    rx: [u8; BLAST_RX],
+    tx: [u8; BLAST_TX],
+    frame: [u8; blast::FRAME_LEN],
 }
 
 /// The socket set's slots and the UDP sockets' packet records (not all zero: `.data`, small).
@@ -105,9 +111,12 @@ static mut BYTES: Bytes = Bytes {
     iperf_udp_tx: [0; IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],
     json_tx: [0; IPERF_JSON],
-    blast_rx: [0; BLAST_RX],
-    blast_tx: [0; BLAST_TX],
-    blast_frame: [0; blast::FRAME_LEN],
+};
+
+static mut BLAST_BYTES: BlastBytes = BlastBytes {
+    rx: [0; BLAST_RX],
+    tx: [0; BLAST_TX],
+    frame: [0; blast::FRAME_LEN],
 };
 
 static mut SLOTS: Slots = Slots {
@@ -120,19 +129,36 @@ static mut SLOTS: Slots = Slots {
     blast_tx_meta: [PacketMetadata::EMPTY; BLAST_TX_PACKETS],
 };
 
-/// Set once the buffers have been handed out.
+/// Set once the socket bytes have been handed out.
 static TAKEN: AtomicBool = AtomicBool::new(false);
+/// Set once the socket set's slots (and the blaster's bytes) have been handed out.
+static SLOTS_TAKEN: AtomicBool = AtomicBool::new(false);
 
-/// The buffers, the first time only (None after).
-fn take_buffers() -> Option<(&'static mut Bytes, &'static mut Slots)> {
+/// The socket bytes, the first time only (None after).
+pub(crate) fn take_bytes() -> Option<&'static mut Bytes> {
     if TAKEN.swap(true, Ordering::AcqRel) {
         return None;
     }
-    // SAFETY: TAKEN guarantees these unique references are created at most once.
+    // SAFETY: TAKEN guarantees this unique reference is created at most once.
+    Some(unsafe { &mut *core::ptr::addr_of_mut!(BYTES) })
+}
+
+/// The buffers of the smoltcp main loop, the first time only (None after).
+fn take_buffers() -> Option<(
+    &'static mut Bytes,
+    &'static mut Slots,
+    &'static mut BlastBytes,
+)> {
+    let bytes = take_bytes()?;
+    if SLOTS_TAKEN.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // SAFETY: SLOTS_TAKEN guarantees these unique references are created at most once.
     Some(unsafe {
         (
-            &mut *core::ptr::addr_of_mut!(BYTES),
+            bytes,
             &mut *core::ptr::addr_of_mut!(SLOTS),
+            &mut *core::ptr::addr_of_mut!(BLAST_BYTES),
         )
     })
 }
@@ -156,6 +182,7 @@ fn blast_socket(
 fn device_apps(
     buf: &'static mut Bytes,
     slots: &'static mut Slots,
+    blast: &'static mut BlastBytes,
 ) -> (
     SocketSet<'static>,
     DeviceApps<'static>,
@@ -164,9 +191,9 @@ fn device_apps(
     let mut sockets = SocketSet::new(&mut slots.sockets[..]);
     let blast_socket = blast_socket(
         &mut sockets,
-        &mut buf.blast_rx,
+        &mut blast.rx,
         &mut slots.blast_rx_meta,
-        &mut buf.blast_tx,
+        &mut blast.tx,
         &mut slots.blast_tx_meta,
     );
     let [h0, h1] = &mut buf.http_rx;
@@ -203,7 +230,7 @@ fn device_apps(
         iperf_json_tx: &mut buf.json_tx,
     };
     let apps = DeviceApps::new(&mut sockets, buffers);
-    (sockets, apps, (blast_socket, &mut buf.blast_frame))
+    (sockets, apps, (blast_socket, &mut blast.frame))
 }
 
 /// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
@@ -220,6 +247,16 @@ pub unsafe fn read_config(addr: usize) -> Result<DeviceConfig, ConfigError> {
     DeviceConfig::parse(&blob)
 }
 
+/// What is wrong with the configuration blob, for the console.
+pub(crate) fn config_problem(e: ConfigError) -> &'static str {
+    match e {
+        ConfigError::NoBlob => "no config blob",
+        ConfigError::Version(_) => "config blob of an unknown version",
+        ConfigError::Crc => "config blob with a bad CRC",
+        ConfigError::Invalid => "config blob with an invalid prefix or MAC",
+    }
+}
+
 /// The configuration at `addr`, or the default with a console line saying why.
 ///
 /// # Safety
@@ -229,14 +266,8 @@ pub unsafe fn config_or_default<B: Board>(board: &mut B, addr: usize) -> DeviceC
     match unsafe { read_config(addr) } {
         Ok(c) => c,
         Err(e) => {
-            let why = match e {
-                ConfigError::NoBlob => "no config blob",
-                ConfigError::Version(_) => "config blob of an unknown version",
-                ConfigError::Crc => "config blob with a bad CRC",
-                ConfigError::Invalid => "config blob with an invalid prefix or MAC",
-            };
             board.console("linklab firmware: ");
-            board.console(why);
+            board.console(config_problem(e));
             board.console(", using 198.18.0.2/24\n");
             DeviceConfig::DEFAULT
         }
@@ -282,7 +313,7 @@ fn run_mac<B: Board, T: PhyTx>(
     config: DeviceConfig,
 ) -> ! {
     let stack = stack::paint(board.stack_limit(), board.stack_top());
-    let Some((buf, slots)) = take_buffers() else {
+    let Some((buf, slots, blast)) = take_buffers() else {
         board.console("linklab firmware: run() called twice\n");
         loop {
             board.sleep_until(None);
@@ -307,7 +338,7 @@ fn run_mac<B: Board, T: PhyTx>(
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
 
-    let (mut sockets, mut apps, (blast_socket, blast_frame)) = device_apps(buf, slots);
+    let (mut sockets, mut apps, (blast_socket, blast_frame)) = device_apps(buf, slots, blast);
     let mut blaster = Blaster::new(
         &mut sockets,
         blast_socket,
@@ -371,7 +402,7 @@ fn run_mac<B: Board, T: PhyTx>(
                 link_up: board.link_up(),
                 phy: board.phy(),
                 sockets: &sockets,
-                blast: blaster.counters(),
+                blast: Some(blaster.counters()),
             }
             .write_json(&mut body)
         } else {

@@ -142,7 +142,8 @@ fn write_stats(
 /// [`SERIAL_RX`], leave through `tx`.
 pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: DeviceConfig) -> ! {
     let taken = take_buffers();
-    let (Some((buf, slots)), false) = (taken, LINK_TAKEN.swap(true, Ordering::AcqRel)) else {
+    let (Some((buf, slots, blast)), false) = (taken, LINK_TAKEN.swap(true, Ordering::AcqRel))
+    else {
         board.console("linklab firmware: run_serial() called twice\n");
         loop {
             board.sleep_until(None);
@@ -161,7 +162,7 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
     // No packet blaster over the serial link: its socket stays unbound.
-    let (mut sockets, mut apps, _) = device_apps(buf, slots);
+    let (mut sockets, mut apps, _) = device_apps(buf, slots, blast);
 
     let mut line = [0u8; 96];
     let mut w = SliceWriter::new(&mut line);

@@ -14,6 +14,7 @@ const CLEAN_RUN: usize = 1024;
 
 /// The painted region: from `limit` (lowest) to `painted` (the stack pointer at paint time);
 /// the stack itself starts at `top`.
+#[derive(Clone, Copy, Debug)]
 pub struct Stack {
     limit: usize,
     painted: usize,

@@ -9,6 +9,7 @@ use linklab_mac::Counters;
 use linklab_perf::apps::AppCounter;
 use linklab_perf::http::{RouteBody, Routes};
 use linklab_perf::slice_writer::SliceWriter;
+use linklab_perf::socket::TcpState;
 use smoltcp::iface::SocketSet;
 use smoltcp::socket::{tcp, Socket};
 
@@ -157,8 +158,41 @@ impl PhyFigures {
     }
 }
 
+/// One connected TCP socket in `/stats`'s list.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpEntry {
+    /// Local port.
+    pub port: u16,
+    /// RFC 793 state name, as smoltcp prints it (`ESTABLISHED`, `SYN-RECEIVED`, ...).
+    pub state: &'static str,
+    /// Bytes queued to receive, to send, and the receive capacity, where the stack tells.
+    pub queues: Option<(usize, usize, usize)>,
+}
+
+/// The TCP sockets to list in `/stats` (listening and closed ones are left out).
+pub trait TcpList {
+    /// Calls `f` with each connected socket.
+    fn each(&self, f: &mut dyn FnMut(TcpEntry));
+}
+
+impl TcpList for SocketSet<'_> {
+    fn each(&self, f: &mut dyn FnMut(TcpEntry)) {
+        for (_, socket) in self.iter() {
+            let Socket::Tcp(s) = socket else { continue };
+            if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
+                continue;
+            }
+            f(TcpEntry {
+                port: s.local_endpoint().map_or(0, |e| e.port),
+                state: TcpState::from(s.state()).name(),
+                queues: Some((s.recv_queue(), s.send_queue(), s.recv_capacity())),
+            });
+        }
+    }
+}
+
 /// Everything `/stats` shows, gathered just before the HTTP sockets are polled.
-pub struct Snapshot<'a, 's> {
+pub struct Snapshot<'a> {
     /// The board's name.
     pub board: &'static str,
     /// MAC counters.
@@ -172,9 +206,9 @@ pub struct Snapshot<'a, 's> {
     /// A soft PHY's counters (None for a controller NIC).
     pub phy: Option<PhyFigures>,
     /// The sockets, for the per-connection list.
-    pub sockets: &'a SocketSet<'s>,
-    /// The packet blaster's counters.
-    pub blast: crate::blast::BlastCounters,
+    pub sockets: &'a dyn TcpList,
+    /// The packet blaster's counters (None in an image without the blaster).
+    pub blast: Option<crate::blast::BlastCounters>,
 }
 
 /// The `/stats` route answering with a body rendered beforehand (the apps poll the socket
@@ -200,7 +234,7 @@ impl Routes for Rendered<'_> {
     }
 }
 
-impl Snapshot<'_, '_> {
+impl Snapshot<'_> {
     /// Writes the JSON into `out`; the TCP list is cut (and the cut counted in
     /// `tcp_omitted`) rather than the JSON. None if even the fixed part does not fit.
     pub fn write_json(&self, out: &mut [u8]) -> Option<usize> {
@@ -211,29 +245,31 @@ impl Snapshot<'_, '_> {
         w.write_str(",\"tcp\":[").ok()?;
         let mut written = 0usize;
         let mut omitted = 0usize;
-        for (_, socket) in self.sockets.iter() {
-            let Socket::Tcp(s) = socket else { continue };
-            if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
-                continue;
-            }
+        self.sockets.each(&mut |e| {
             let mark = w.len();
-            let r = write!(
+            let mut r = write!(
                 w,
-                "{}{{\"port\":{},\"state\":\"{}\",\"rx_queue\":{},\"tx_queue\":{},\"rx_capacity\":{}}}",
+                "{}{{\"port\":{},\"state\":\"{}\"",
                 if written > 0 { "," } else { "" },
-                s.local_endpoint().map_or(0, |e| e.port),
-                s.state(),
-                s.recv_queue(),
-                s.send_queue(),
-                s.recv_capacity()
+                e.port,
+                e.state,
             );
+            if let Some((rx, tx, cap)) = e.queues {
+                r = r.and_then(|()| {
+                    write!(
+                        w,
+                        ",\"rx_queue\":{rx},\"tx_queue\":{tx},\"rx_capacity\":{cap}"
+                    )
+                });
+            }
+            r = r.and_then(|()| w.write_str("}"));
             if r.is_err() || w.remaining() < TAIL {
                 w.truncate(mark);
                 omitted += 1;
             } else {
                 written += 1;
             }
-        }
+        });
         w.write_str("]").ok()?;
         if omitted > 0 {
             write!(w, ",\"tcp_omitted\":{omitted}").ok()?;
@@ -288,11 +324,13 @@ impl Snapshot<'_, '_> {
             "}},\"memory\":{{\"stack_peak_bytes\":{},\"stack_size_bytes\":{}}}",
             c.stack_peak_bytes, c.stack_size_bytes
         )?;
-        write!(
-            w,
-            ",\"blast\":{{\"runs\":{},\"refused\":{}}}",
-            self.blast.runs, self.blast.refused
-        )?;
+        if let Some(blast) = &self.blast {
+            write!(
+                w,
+                ",\"blast\":{{\"runs\":{},\"refused\":{}}}",
+                blast.runs, blast.refused
+            )?;
+        }
         let mut app = "";
         for (name, counter, value) in self.apps {
             if name != app {
@@ -347,10 +385,10 @@ mod tests {
             link_up: true,
             phy: None,
             sockets,
-            blast: crate::blast::BlastCounters {
+            blast: Some(crate::blast::BlastCounters {
                 runs: 2,
                 refused: 5,
-            },
+            }),
         };
         let mut out = vec![0u8; out_len];
         let n = s.write_json(&mut out)?;
@@ -442,6 +480,7 @@ mod tests {
             link_up: true,
             phy: Some(phy),
             sockets: &sockets,
+            blast: None,
         };
         let mut out = vec![0u8; linklab_perf::http::MAX_HEAD];
         let n = s.write_json(&mut out).expect("fits");

@@ -19,7 +19,12 @@ pub fn init() {
 
 /// Writes `text`, waiting while the transmit buffer is full.
 pub fn write(text: &str) {
-    for b in text.bytes() {
+    write_bytes(text.as_bytes());
+}
+
+/// Writes `bytes` (e.g. defmt frames), waiting while the transmit buffer is full.
+pub fn write_bytes(bytes: &[u8]) {
+    for &b in bytes {
         // SAFETY: the UART's registers.
         unsafe {
             while core::ptr::read_volatile(STATE as *const u32) & STATE_TX_FULL != 0 {}

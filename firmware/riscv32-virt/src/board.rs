@@ -95,10 +95,7 @@ pub fn handle_trap(mut on_external: impl FnMut(u32)) {
     match (cause & INTERRUPT != 0, cause & !INTERRUPT) {
         (true, 7) => timer::disarm(),
         (true, 11) => {
-            while let Some(irq) = plic::claim() {
-                on_external(irq);
-                plic::complete(irq);
-            }
+            plic::serve(&mut on_external);
             linklab_firmware::add_isr_work(cpu::instret().wrapping_sub(start));
         }
         (_, code) => unexpected_trap(code),

@@ -25,13 +25,19 @@ pub fn enable_machine_interrupts() {
     enable_interrupts();
 }
 
-/// Runs `f` with interrupts masked, restoring the previous state.
-pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+/// Masks interrupts; true if they were unmasked before.
+pub fn mask_interrupts() -> bool {
     let mstatus: usize;
     // SAFETY: atomically read and clear MIE.
     unsafe { asm!("csrrc {0}, mstatus, {1}", out(reg) mstatus, in(reg) MSTATUS_MIE) };
+    mstatus & MSTATUS_MIE != 0
+}
+
+/// Runs `f` with interrupts masked, restoring the previous state.
+pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    let was_enabled = mask_interrupts();
     let r = f();
-    if mstatus & MSTATUS_MIE != 0 {
+    if was_enabled {
         enable_interrupts();
     }
     r

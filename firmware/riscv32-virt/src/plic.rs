@@ -35,3 +35,12 @@ pub fn claim() -> Option<u32> {
 pub fn complete(irq: u32) {
     write(CLAIM_CTX0, irq);
 }
+
+/// Claims every pending source, hands each to `on_source`, and completes it (the machine
+/// external interrupt's work).
+pub fn serve(on_source: &mut impl FnMut(u32)) {
+    while let Some(irq) = claim() {
+        on_source(irq);
+        complete(irq);
+    }
+}

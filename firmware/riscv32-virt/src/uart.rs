@@ -6,7 +6,12 @@ const LSR_THR_EMPTY: u8 = 1 << 5;
 
 /// Writes `text`, waiting for room byte by byte.
 pub fn write(text: &str) {
-    for b in text.bytes() {
+    write_bytes(text.as_bytes());
+}
+
+/// Writes `bytes` (e.g. defmt frames), waiting for room byte by byte.
+pub fn write_bytes(bytes: &[u8]) {
+    for &b in bytes {
         // SAFETY: the UART's line status and transmit holding registers.
         unsafe {
             while core::ptr::read_volatile(LSR as *const u8) & LSR_THR_EMPTY == 0 {}

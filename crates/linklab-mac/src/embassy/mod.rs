@@ -13,6 +13,10 @@
 //!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way.
 //! * **Link**: [`LinkStatus`] either wakes the task on a change ([`LinkSignal`]) or is read
 //!   again every [`LINK_POLL_NS`] on the clock's timer.
+//! * **A look before the stack** ([`RxGate`], [`EmbassyMac::with_gate`]): each frame is shown
+//!   to the gate before it is lent to embassy-net, which may hold it at the head of the queue
+//!   until it wakes the task (linklab-perf's `SynWatch` holds a SYN until its service has
+//!   freed a socket for it: embassy-net itself gives no such look).
 //!
 //! embassy-net brings its own smoltcp; this module never names a smoltcp type, so the two
 //! stacks' smoltcp versions never meet (see the crate README).
@@ -22,7 +26,7 @@ mod timer;
 
 use core::task::{Context, Waker};
 
-use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
+use embassy_net_driver::{Capabilities, Checksum, Driver, HardwareAddress, LinkState};
 
 pub use link::{AlwaysUp, LinkSignal, LinkStatus, LINK_POLL_NS};
 #[cfg(feature = "embassy-time")]
@@ -34,13 +38,48 @@ use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
 use crate::queue::Storage;
 use crate::timing::Clock;
 
+/// Looks at each received frame before the stack does.
+pub trait RxGate {
+    /// Called with the next received frame (as the PHY committed it, see [`Mac::peek`])
+    /// before it is lent to the stack: true lets it go; false holds it at the head of the
+    /// queue (nothing behind it is received either) until the gate wakes `waker`, the stack's
+    /// task, which asks again. Keep holds short.
+    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool;
+}
+
+/// No gate: every frame goes to the stack at once.
+#[derive(Clone, Copy, Debug, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct OpenGate;
+
+impl RxGate for OpenGate {
+    fn admit(&mut self, _frame: &[u8], _waker: &Waker) -> bool {
+        true
+    }
+}
+
+/// A closure `|frame, waker| -> bool` is a gate, e.g. `|f, w| SYNS.admit(f, w)`.
+impl<F: FnMut(&[u8], &Waker) -> bool> RxGate for F {
+    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
+        self(frame, waker)
+    }
+}
+
 /// A [`Mac`] and its link source as an `embassy_net_driver::Driver`.
 ///
 /// Give it to `embassy_net::new` by value, or as `&mut` to keep it (and read its counters)
 /// after the stack is gone.
-pub struct EmbassyMac<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> {
+pub struct EmbassyMac<
+    'q,
+    S: Storage,
+    T: PhyTx,
+    C: Clock + WakeAt,
+    L: LinkStatus,
+    G: RxGate = OpenGate,
+> {
     mac: Mac<'q, S, T, C>,
     link: L,
+    gate: G,
     /// The last link state read (for the up/down log line).
     link_up: Option<bool>,
     /// Clock time from which a polled link source gets a new timer wake-up.
@@ -55,9 +94,26 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> EmbassyMac<'q, 
         EmbassyMac {
             mac,
             link,
+            gate: OpenGate,
             link_up: None,
             next_link_wake_ns: 0,
             waker: None,
+        }
+    }
+}
+
+impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate>
+    EmbassyMac<'q, S, T, C, L, G>
+{
+    /// The same driver with `gate` looking at each received frame first ([`RxGate`]).
+    pub fn with_gate<H: RxGate>(self, gate: H) -> EmbassyMac<'q, S, T, C, L, H> {
+        EmbassyMac {
+            mac: self.mac,
+            link: self.link,
+            gate,
+            link_up: self.link_up,
+            next_link_wake_ns: self.next_link_wake_ns,
+            waker: self.waker,
         }
     }
 
@@ -135,8 +191,8 @@ impl<T: PhyTx, C: Clock + WakeAt> embassy_net_driver::TxToken for EmbassyTxToken
     }
 }
 
-impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> Driver
-    for EmbassyMac<'q, S, T, C, L>
+impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate> Driver
+    for EmbassyMac<'q, S, T, C, L, G>
 {
     type RxToken<'a>
         = EmbassyRxToken<'q, S>
@@ -155,6 +211,10 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> Driver
         }
         // Register first: a commit after the read finds the waker in place.
         self.mac.rx_queue().register_rx_waker(cx.waker());
+        let gate = &mut self.gate;
+        if self.mac.peek(|f| gate.admit(f, cx.waker())) == Some(false) {
+            return None;
+        }
         let frame = self.mac.receive()?;
         let waker = remember(&mut self.waker, cx.waker());
         let tx = self.mac.tx_side();
@@ -192,11 +252,18 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> Driver
 
     /// Ethernet, MTU 1514 (embassy-net's MTU counts the Ethernet header), and the burst size
     /// derived from the RX queue that keeps smoltcp's TCP window within it, as for the
-    /// smoltcp `Device` ([`Mac::max_burst_size`]). Checksums in software (the default).
+    /// smoltcp `Device` ([`Mac::max_burst_size`]). Checksums in software, unless the MAC
+    /// verifies and fills the IPv4/TCP/UDP ones ([`Mac::set_checksum_offload`]; ICMP stays
+    /// with the stack).
     fn capabilities(&self) -> Capabilities {
         let mut caps = Capabilities::default();
         caps.max_transmission_unit = MAX_FRAME_LEN;
         caps.max_burst_size = self.mac.max_burst_size();
+        if self.mac.checksum_offload() {
+            caps.checksum.ipv4 = Checksum::None;
+            caps.checksum.tcp = Checksum::None;
+            caps.checksum.udp = Checksum::None;
+        }
         caps
     }
 

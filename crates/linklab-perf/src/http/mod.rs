@@ -48,18 +48,21 @@
 
 //!
 //! One concept per file: [`head`] parses request and status lines, [`server`] answers one
-//! connection, [`client`] downloads over one, and `smoltcp` binds both to smoltcp sockets.
+//! connection, [`client`] downloads over one, `socket` runs a server over any stack's
+//! socket ([`serve_on`]), and `smoltcp` binds both to smoltcp sockets.
 
 mod client;
 mod head;
 mod server;
 #[cfg(feature = "smoltcp")]
 mod smoltcp;
+mod socket;
 
 pub use client::{expected_crc32, Client, ClientError, Download};
 pub use server::{NoRoutes, RouteBody, Routes, Server};
 #[cfg(feature = "smoltcp")]
 pub use smoltcp::{smoltcp_fetch, smoltcp_serve};
+pub use socket::serve_on;
 
 /// The TCP port the bench server listens on.
 pub const HTTP_PORT: u16 = 80;

@@ -13,47 +13,7 @@ pub fn smoltcp_serve(
     port: u16,
     routes: &mut dyn Routes,
 ) -> bool {
-    if !socket.is_open() {
-        server.reset();
-        // Only fails for port 0 or an open socket; neither happens here.
-        let _ = socket.listen(port);
-        return false;
-    }
-    if socket.state() == State::Listen || socket.state() == State::SynReceived {
-        return false;
-    }
-    let was_done = server.is_done();
-    while socket.can_recv() && server.wants_request() {
-        let taken = socket.recv(|buf| {
-            let n = server.receive(buf, routes);
-            (n, n)
-        });
-        if !matches!(taken, Ok(n) if n > 0) {
-            break;
-        }
-    }
-    // A request body (or anything after the head) is never used: read and drop it, so the
-    // window stays open, the response can close, and the peer's FIN can arrive.
-    if !server.wants_request() {
-        while socket.can_recv() {
-            if !matches!(socket.recv(|buf| (buf.len(), buf.len())), Ok(n) if n > 0) {
-                break;
-            }
-        }
-    }
-    while socket.can_send() && !server.is_done() && !server.wants_request() {
-        let sent = socket.send(|buf| {
-            let n = server.transmit(buf);
-            (n, n)
-        });
-        if !matches!(sent, Ok(n) if n > 0) {
-            break;
-        }
-    }
-    if server.is_done() || (!socket.may_recv() && server.wants_request()) {
-        socket.close();
-    }
-    !was_done && server.is_done()
+    super::socket::serve_on(socket, server, port, routes)
 }
 
 /// Runs `client` over a TCP socket the caller connected: sends the request, feeds the

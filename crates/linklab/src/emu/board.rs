@@ -24,6 +24,9 @@ pub struct Board {
     /// linklab-serial's link on the board's second UART instead of the NIC. None where the
     /// machine has a single UART (the console).
     pub serial_bin: Option<&'static str>,
+    /// The binary of the embassy image (built with `--features embassy`): embassy-executor,
+    /// embassy-net over linklab-mac and linklab-perf's embassy apps, defmt on the console.
+    pub embassy_bin: Option<&'static str>,
 }
 
 /// Every board.
@@ -38,6 +41,7 @@ pub const BOARDS: [Board; 2] = [
         config_addr: 0x203F_FF00,
         isa: "ARMv7-M (Cortex-M3)",
         serial_bin: Some("fw-mps2-an385-serial"),
+        embassy_bin: Some("fw-mps2-an385-embassy"),
     },
     Board {
         name: "riscv32-virt",
@@ -49,6 +53,7 @@ pub const BOARDS: [Board; 2] = [
         config_addr: 0x803F_FF00,
         isa: "riscv32imac",
         serial_bin: None,
+        embassy_bin: Some("fw-riscv32-virt-embassy"),
     },
 ];
 

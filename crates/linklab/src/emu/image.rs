@@ -20,7 +20,7 @@ pub fn firmware_dir() -> PathBuf {
 /// The image of `board`: `image` if given, else built (cargo is a no-op when it is up to
 /// date) from the firmware workspace.
 pub fn find_or_build(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    build_bin(board, image, None, None)
+    build(board, image, None)
 }
 
 /// The serial flavour of `board`'s image (see [`Board::serial_bin`]).
@@ -31,7 +31,7 @@ pub fn find_or_build_serial(board: &Board, image: Option<&Path>) -> anyhow::Resu
             board.name
         );
     };
-    build_bin(board, image, Some(bin), Some("serial"))
+    build(board, image, Some(("serial", bin)))
 }
 
 /// The soft-PHY image of `board` (`--phy10-line`): riscv32-virt only.
@@ -43,17 +43,24 @@ pub fn find_or_build_line(board: &Board, image: Option<&Path>) -> anyhow::Result
         );
     }
     // The soft PHY's MAC checks the FCS itself: the feature brings linklab-mac's fast FCS.
-    build_bin(board, image, Some(super::line::BIN), Some("soft-phy"))
+    build(board, image, Some(("soft-phy", super::line::BIN)))
 }
 
-/// Finds or builds the board package's `bin` (None: the package's own), with the package's
-/// cargo `features` the bin requires.
-fn build_bin(
+/// The embassy flavour of `board`'s image (see [`Board::embassy_bin`]).
+pub fn find_or_build_embassy(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let Some(bin) = board.embassy_bin else {
+        bail!("--embassy: {} has no embassy image", board.name);
+    };
+    build(board, image, Some(("embassy", bin)))
+}
+
+/// Finds or builds the NIC image, or with `flavour` (feature, binary) another one.
+fn build(
     board: &Board,
     image: Option<&Path>,
-    bin: Option<&str>,
-    features: Option<&str>,
+    flavour: Option<(&str, &str)>,
 ) -> anyhow::Result<PathBuf> {
+    let bin = flavour.map(|(_, bin)| bin);
     if let Some(path) = image {
         if !path.is_file() {
             bail!("--image: {} is not a file", path.display());
@@ -97,11 +104,8 @@ fn build_bin(
         "--target",
         board.target,
     ]);
-    if let Some(features) = features {
-        cargo.args(["--features", features]);
-    }
-    if let Some(bin) = bin {
-        cargo.args(["--bin", bin]);
+    if let Some((feature, bin)) = flavour {
+        cargo.args(["--features", feature, "--bin", bin]);
     }
     let out = cargo
         .output()
@@ -172,6 +176,16 @@ fn elf_size(elf: &[u8]) -> Option<ImageSize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_board_without_an_embassy_image_is_one_line() {
+        let board = Board {
+            embassy_bin: None,
+            ..super::super::board::BOARDS[0]
+        };
+        let e = find_or_build_embassy(&board, None).unwrap_err().to_string();
+        assert_eq!(e, "--embassy: mps2-an385 has no embassy image");
+    }
 
     #[test]
     fn garbage_is_not_an_elf() {

@@ -16,7 +16,8 @@ use super::board::Board;
 
 /// Console lines kept for an error message.
 const KEPT_LINES: usize = 8;
-/// What the firmware prints once its network is up (firmware/common's `run`).
+/// What the firmware prints once its network is up (firmware/common's `run`; the embassy
+/// image's decoded defmt line has a timestamp and level before it).
 const BOOT_LINE: &str = "linklab firmware: ";
 /// How long QEMU gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -50,6 +51,13 @@ pub struct Qemu {
     child: Option<Child>,
     lines: Receiver<String>,
     kept: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// The firmware's boot line: `linklab firmware: BOARD up...`, at the start of the line or
+/// (decoded defmt) after its timestamp and level.
+fn is_boot_line(line: &str) -> bool {
+    line.find(BOOT_LINE)
+        .is_some_and(|at| line[at..].contains(" up"))
 }
 
 /// Is `program` on PATH?
@@ -125,18 +133,21 @@ impl Qemu {
                 Ok(())
             });
         }
+        // An embassy image's console is defmt frames: decode them with its table.
+        let table = super::defmt::table_of(boot.image)?.map(std::sync::Arc::new);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", argv[0]))?;
         let kept = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, lines) = mpsc::channel();
-        for (stream, echo) in [
+        for (stream, echo, table) in [
             (
                 child
                     .stdout
                     .take()
                     .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
                 boot.echo_console,
+                table,
             ),
             (
                 child
@@ -144,14 +155,14 @@ impl Qemu {
                     .take()
                     .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
                 false,
+                None,
             ),
         ] {
             let Some(stream) = stream else { continue };
             let kept = Arc::clone(&kept);
             let tx = tx.clone();
             std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines() {
-                    let Ok(line) = line else { break };
+                let emit = |line: String| {
                     if echo {
                         println!("{line}");
                     }
@@ -162,6 +173,15 @@ impl Qemu {
                         k.push_back(line.clone());
                     }
                     let _ = tx.send(line);
+                };
+                match table {
+                    Some(table) => super::defmt::decode_stream(&table, stream, emit),
+                    None => {
+                        for line in BufReader::new(stream).lines() {
+                            let Ok(line) = line else { break };
+                            emit(line);
+                        }
+                    }
                 }
             });
         }
@@ -182,7 +202,7 @@ impl Qemu {
                 .lines
                 .recv_timeout(left.min(Duration::from_millis(200)))
             {
-                Ok(line) if line.starts_with(BOOT_LINE) && line.contains(" up") => return Ok(line),
+                Ok(line) if is_boot_line(&line) => return Ok(line),
                 Ok(_) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {

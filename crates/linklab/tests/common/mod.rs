@@ -4,6 +4,8 @@
 //! Every address used lives in 198.18.0.0/15 (RFC 2544) inside a namespace; nothing leaves it.
 #![allow(dead_code)]
 
+pub mod spoof;
+
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};

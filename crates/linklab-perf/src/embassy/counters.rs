@@ -1,0 +1,174 @@
+//! The embassy apps' counters, shared between their tasks and whoever reports them (a
+//! `/stats` route): the same names and meanings as the smoltcp `DeviceApps::counters`, held
+//! in 32-bit atomics (these MCUs have no 64-bit ones), so they wrap after 2^32.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use crate::echo::EchoCounters;
+use crate::iperf::pool::ServerCounters;
+use crate::socket::TcpState;
+
+/// TCP sockets whose port and state the apps publish (2 HTTP, 1 echo, up to 13 iperf3).
+pub const SOCKET_VIEWS: usize = 16;
+
+/// The states by code, for the packed socket views.
+const STATES: [TcpState; 11] = [
+    TcpState::Closed,
+    TcpState::Listen,
+    TcpState::SynSent,
+    TcpState::SynReceived,
+    TcpState::Established,
+    TcpState::FinWait1,
+    TcpState::FinWait2,
+    TcpState::CloseWait,
+    TcpState::Closing,
+    TcpState::LastAck,
+    TcpState::TimeWait,
+];
+
+/// One app counter: (app, counter name, value).
+pub type AppCounter = (&'static str, &'static str, u64);
+
+/// Number of counters [`AppCounters::snapshot`] reports (as the smoltcp side).
+pub const APP_COUNTERS: usize = 16;
+
+/// Every counter of the embassy apps, and the port and state of each of their TCP sockets.
+/// Lock-free; put it in a `static` and lend it to each app.
+#[derive(Debug, Default)]
+pub struct AppCounters {
+    echo: [AtomicU32; 8],
+    http: [AtomicU32; 3],
+    iperf: [AtomicU32; 5],
+    /// Per socket: port << 8 | state code, 0 while unused.
+    views: [AtomicU32; SOCKET_VIEWS],
+    claimed: AtomicU32,
+}
+
+const ECHO_NAMES: [&str; 8] = [
+    "udp_rx_datagrams",
+    "udp_tx_datagrams",
+    "udp_dropped",
+    "tcp_connections",
+    "tcp_bytes",
+    "udp_unsent_resets",
+    "tcp_idle_closed",
+    "tcp_reclaimed",
+];
+const HTTP_NAMES: [&str; 3] = ["responses", "idle_closed", "reclaimed"];
+const IPERF_NAMES: [&str; 5] = [
+    "tests_done",
+    "tests_failed",
+    "denied",
+    "open_streams",
+    "reclaimed",
+];
+
+/// Index of an HTTP counter.
+pub(crate) enum Http {
+    Responses = 0,
+    IdleClosed = 1,
+    Reclaimed = 2,
+}
+
+/// Index of an echo counter the adapter keeps itself (the rest come from the core).
+pub(crate) enum EchoOwn {
+    TcpIdleClosed = 6,
+    TcpReclaimed = 7,
+}
+
+impl AppCounters {
+    /// All zero.
+    pub const fn new() -> AppCounters {
+        AppCounters {
+            echo: [const { AtomicU32::new(0) }; 8],
+            http: [const { AtomicU32::new(0) }; 3],
+            iperf: [const { AtomicU32::new(0) }; 5],
+            views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
+            claimed: AtomicU32::new(0),
+        }
+    }
+
+    /// A socket view for an app (None once all [`SOCKET_VIEWS`] are taken).
+    pub(crate) fn claim_view(&self) -> Option<usize> {
+        let i = self.claimed.fetch_add(1, Ordering::Relaxed) as usize;
+        (i < SOCKET_VIEWS).then_some(i)
+    }
+
+    /// Publishes the port and state of the socket behind view `i`.
+    pub(crate) fn set_view(&self, i: Option<usize>, port: u16, state: TcpState) {
+        let code = STATES.iter().position(|s| *s == state).unwrap_or(0) as u32;
+        if let Some(v) = i.and_then(|i| self.views.get(i)) {
+            v.store(u32::from(port) << 8 | code | 0x80, Ordering::Relaxed);
+        }
+    }
+
+    /// Calls `f` with the port and state of every socket the apps published.
+    pub fn sockets(&self, mut f: impl FnMut(u16, TcpState)) {
+        for v in &self.views {
+            let v = v.load(Ordering::Relaxed);
+            if v & 0x80 != 0 {
+                f((v >> 8) as u16, STATES[(v & 0x7f) as usize % STATES.len()]);
+            }
+        }
+    }
+
+    pub(crate) fn add_http(&self, which: Http) {
+        self.http[which as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_echo(&self, which: EchoOwn) {
+        self.echo[which as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_echo_core(&self, c: &EchoCounters) {
+        let values = [
+            c.udp_rx_datagrams,
+            c.udp_tx_datagrams,
+            c.udp_dropped,
+            c.tcp_connections,
+            c.tcp_bytes,
+            c.udp_unsent_resets,
+        ];
+        for (slot, v) in self.echo.iter().zip(values) {
+            slot.store(v as u32, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn set_iperf(&self, c: ServerCounters, open_streams: usize) {
+        let values = [
+            c.tests_done,
+            c.tests_failed,
+            c.denied,
+            open_streams as u32,
+            c.reclaimed,
+        ];
+        for (slot, v) in self.iperf.iter().zip(values) {
+            slot.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// Every counter now, in the smoltcp `DeviceApps::counters` order.
+    pub fn snapshot(&self) -> [AppCounter; APP_COUNTERS] {
+        let mut out = [("", "", 0u64); APP_COUNTERS];
+        let all = ECHO_NAMES
+            .iter()
+            .zip(&self.echo)
+            .map(|(n, v)| ("echo", *n, v))
+            .chain(
+                HTTP_NAMES
+                    .iter()
+                    .zip(&self.http)
+                    .map(|(n, v)| ("http", *n, v)),
+            )
+            .chain(
+                IPERF_NAMES
+                    .iter()
+                    .zip(&self.iperf)
+                    .map(|(n, v)| ("iperf", *n, v)),
+            );
+        for (slot, (app, name, v)) in out.iter_mut().zip(all) {
+            *slot = (app, name, u64::from(v.load(Ordering::Relaxed)));
+        }
+        out
+    }
+}

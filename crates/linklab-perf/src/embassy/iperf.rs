@@ -1,0 +1,133 @@
+//! The iperf3 server on embassy-net: the shared pool logic ([`PoolServer`]) over sockets the
+//! user lends, polled whenever one of its sockets or its next deadline wakes the task.
+
+use core::convert::Infallible;
+use core::future::poll_fn;
+use core::task::{Context, Poll};
+
+use embassy_net::tcp::TcpSocket;
+use embassy_net::udp::UdpSocket;
+use embassy_net::{IpEndpoint, Stack};
+use embassy_time::{Instant, Timer};
+
+use super::socket::{poll_once, Tcp, Udp};
+use super::{tcp_socket, udp_socket, AppCounters, SynWatch, TcpBuffers, UdpBuffers};
+use crate::iperf::pool::{PoolServer, PoolSockets};
+use crate::iperf::wire::DEFAULT_PORT;
+use crate::socket::TcpOps;
+
+/// What the iperf3 server needs: `N` TCP sockets (3..=[`MAX_TCP_SOCKETS`]: one control,
+/// one left listening to deny a second client, one per data stream, so `-P p` needs
+/// `2 + p` and `-P p --bidir` `2 + 2p`), one UDP socket, and the control JSON buffers
+/// (`json_rx` 8 KiB accepts any parameter document; a stock client's is ~300 bytes;
+/// `json_tx` 4 KiB holds results for 16 streams, two streams' ~700 bytes).
+pub struct IperfBuffers<'a, const N: usize> {
+    /// The TCP sockets' buffers; each receive buffer is that connection's TCP window.
+    pub tcp: [TcpBuffers<'a>; N],
+    /// The UDP socket's buffers (they bound the burst it absorbs).
+    pub udp: UdpBuffers<'a>,
+    /// Control JSON received.
+    pub json_rx: &'a mut [u8],
+    /// Control JSON sent.
+    pub json_tx: &'a mut [u8],
+}
+
+/// The server's sockets and the task context, for one poll.
+struct Sockets<'p, 'a, 'c, const N: usize> {
+    tcp: &'p mut [TcpSocket<'a>; N],
+    udp: &'p mut UdpSocket<'a>,
+    cx: &'p mut Context<'c>,
+}
+
+impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
+    type Endpoint = IpEndpoint;
+    type Tcp<'t>
+        = Tcp<'t, 'a, 'c>
+    where
+        Self: 't;
+    type Udp<'t>
+        = Udp<'t, 'a, 'c>
+    where
+        Self: 't;
+
+    fn tcp_count(&self) -> usize {
+        N
+    }
+
+    fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
+        Tcp {
+            socket: &mut self.tcp[i],
+            cx: self.cx,
+        }
+    }
+
+    fn udp(&mut self) -> Self::Udp<'_> {
+        Udp {
+            socket: self.udp,
+            cx: self.cx,
+        }
+    }
+}
+
+/// Serves iperf3 on port 5201 forever over `buffers` (see [`IperfBuffers`]): TCP and UDP,
+/// `-R`, `--bidir`, `-P` up to the sockets lent, the results exchange. Counts into
+/// `counters`; with `syns` (the driver's SYN gate), a SYN finding every socket busy frees a
+/// half-open one first.
+pub async fn iperf_server<const N: usize>(
+    stack: Stack<'_>,
+    buffers: IperfBuffers<'_, N>,
+    counters: &AppCounters,
+    syns: Option<&SynWatch>,
+) -> ! {
+    let IperfBuffers {
+        tcp,
+        udp,
+        json_rx,
+        json_tx,
+    } = buffers;
+    let mut tcp = tcp.map(|b| tcp_socket(stack, b));
+    let mut udp = udp_socket(stack, udp);
+    let mut pool = PoolServer::<IpEndpoint>::new(DEFAULT_PORT, json_rx, json_tx);
+    let port = pool.port();
+    if let Some(s) = syns {
+        s.serve(port);
+    }
+    let views: [Option<usize>; N] = core::array::from_fn(|_| counters.claim_view());
+    let never = poll_fn(|cx| {
+        loop {
+            let now = Instant::now().as_micros();
+            let mut sockets = Sockets {
+                tcp: &mut tcp,
+                udp: &mut udp,
+                cx,
+            };
+            if let Some(s) = syns {
+                if s.asked(port, sockets.cx) {
+                    if let Some(i) = pool.room_for(port, &mut sockets) {
+                        let mut socket = sockets.tcp(i);
+                        socket.abort();
+                        let _ = socket.listen(port);
+                    }
+                    s.answer(port);
+                }
+            }
+            pool.poll(&mut sockets, now);
+            for (i, view) in views.iter().enumerate() {
+                let mut socket = sockets.tcp(i);
+                counters.set_view(*view, port, socket.state());
+                socket.watch();
+            }
+            sockets.udp().watch();
+            counters.set_iperf(pool.counters(), pool.open_streams());
+            let _ = pool.take_outcome();
+            // Sleep until the session's next deadline (pacing, intervals, the watchdog) or
+            // until a socket wakes the task; a deadline already due runs another pass.
+            match pool.poll_at() {
+                Some(at) if poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() => {}
+                _ => return Poll::<Infallible>::Pending,
+            }
+        }
+    })
+    .await;
+    match never {}
+}

@@ -1,0 +1,104 @@
+//! The device apps on embassy-net (feature `embassy-net`, embassy-net 0.9): the iperf3
+//! server, the HTTP bench-file server (with user routes such as `/stats`), TCP and UDP echo,
+//! each an `async fn` that runs forever in a task of the user's. They run the same sans-IO
+//! cores and the same socket logic as the smoltcp adapters ([`crate::iperf::pool`],
+//! [`crate::http::serve_on`], [`crate::echo::echo_on`], over [`crate::socket`]'s traits),
+//! with the same lifetime rules ([`crate::rules`]): every TCP socket gets the TCP timeout and
+//! keep-alive and no Nagle, HTTP and echo connections are reset when idle, UDP echo replies
+//! that cannot leave are dropped, and with a [`SynWatch`] on the driver a SYN that finds all
+//! of a service's sockets busy frees the oldest half-open or closing one.
+//!
+//! No heap, no smoltcp of ours (embassy-net brings its own): the user lends every buffer.
+//!
+//! ```ignore
+//! use linklab_perf::embassy::{self as apps, AppCounters, SynWatch};
+//! static SYNS: SynWatch = SynWatch::new();
+//! static COUNTERS: AppCounters = AppCounters::new();
+//!
+//! // The driver holds each SYN for a served port until its service made room
+//! // (linklab-mac's EmbassyMac; any driver that can look at a frame before lending it can).
+//! let driver = EmbassyMac::new(mac, link).with_gate(|f: &[u8], w: &Waker| SYNS.admit(f, w));
+//!
+//! #[embassy_executor::task]
+//! async fn iperf(stack: Stack<'static>, b: apps::IperfBuffers<'static, 4>) -> ! {
+//!     apps::iperf_server(stack, b, &COUNTERS, Some(&SYNS)).await
+//! }
+//! #[embassy_executor::task]
+//! async fn http(stack: Stack<'static>, b: [apps::TcpBuffers<'static>; 2]) -> ! {
+//!     apps::http_server(stack, b, &mut NoRoutes, &COUNTERS, Some(&SYNS)).await
+//! }
+//! #[embassy_executor::task]
+//! async fn echo(stack: Stack<'static>, t: apps::TcpBuffers<'static>, u: apps::UdpBuffers<'static>) -> ! {
+//!     apps::echo_server(stack, t, u, &COUNTERS, Some(&SYNS)).await
+//! }
+//! ```
+//!
+//! One task per app keeps each woken only by its own sockets (a single task joining them
+//! all would poll every app on every frame).
+
+mod counters;
+mod echo;
+mod http;
+mod iperf;
+mod service;
+mod socket;
+mod syn;
+
+pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
+pub use echo::echo_server;
+pub use http::{http_server, HTTP_SOCKETS};
+pub use iperf::{iperf_server, IperfBuffers};
+pub use syn::{pick_victim, SynWatch, WATCHED_PORTS};
+
+use core::task::Context;
+
+use embassy_net::tcp::TcpSocket;
+use embassy_net::udp::{PacketMetadata, UdpSocket};
+use embassy_net::Stack;
+use embassy_time::{Duration, Instant, Timer};
+
+use crate::rules::{TCP_KEEP_ALIVE_MS, TCP_TIMEOUT_MS};
+
+/// A TCP socket's two buffers.
+pub struct TcpBuffers<'a> {
+    /// Receive buffer: its free space is the window the stack advertises.
+    pub rx: &'a mut [u8],
+    /// Send buffer: what may be in flight, unacknowledged.
+    pub tx: &'a mut [u8],
+}
+
+/// A UDP socket's buffers: packet records and payload bytes, each way.
+pub struct UdpBuffers<'a> {
+    /// Datagrams the receive side can hold.
+    pub rx_meta: &'a mut [PacketMetadata],
+    /// Payload bytes the receive side can hold.
+    pub rx: &'a mut [u8],
+    /// Datagrams the send side can hold.
+    pub tx_meta: &'a mut [PacketMetadata],
+    /// Payload bytes the send side can hold.
+    pub tx: &'a mut [u8],
+}
+
+/// A TCP socket with the apps' lifetime rules (the TCP timeout and keep-alive of
+/// [`crate::rules`]) and without Nagle's algorithm: with a send buffer of a few segments, as
+/// an MCU has, Nagle holds the last partial segment until the peer's delayed ACK.
+fn tcp_socket<'a>(stack: Stack<'a>, b: TcpBuffers<'a>) -> TcpSocket<'a> {
+    let mut s = TcpSocket::new(stack, b.rx, b.tx);
+    s.set_nagle_enabled(false);
+    s.set_timeout(Some(Duration::from_millis(TCP_TIMEOUT_MS)));
+    s.set_keep_alive(Some(Duration::from_millis(TCP_KEEP_ALIVE_MS)));
+    s
+}
+
+fn udp_socket<'a>(stack: Stack<'a>, b: UdpBuffers<'a>) -> UdpSocket<'a> {
+    UdpSocket::new(stack, b.rx_meta, b.rx, b.tx_meta, b.tx)
+}
+
+/// Arranges a wake-up of the task at `at_us` (µs of embassy-time), at once if it is due.
+fn wake_at(at_us: Option<u64>, cx: &mut Context<'_>) {
+    if let Some(at) = at_us {
+        if socket::poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() {
+            cx.waker().wake_by_ref();
+        }
+    }
+}

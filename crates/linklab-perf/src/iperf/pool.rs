@@ -1,0 +1,505 @@
+//! The iperf3 server over a pool of sockets, whatever the stack: which socket carries the
+//! control connection, which the data streams, which stays listening to deny a second
+//! client; cookies, UDP peers, the results, closing and re-listening. The adapters
+//! ([`super::device::SmoltcpIperfServer`] on smoltcp 0.14, `crate::embassy::EmbassyIperfServer`
+//! on embassy-net) hand it their sockets through [`PoolSockets`] and call
+//! [`PoolServer::poll`]; the protocol itself is the sans-IO [`Session`].
+//!
+//! Received TCP data is counted and dropped in place in the socket's receive buffer; TCP data
+//! sent is claimed in the send buffer without writing it (iperf3 never checks the payload).
+
+use super::errors::{errno, i_errno};
+use super::json::{Params, Protocol};
+use super::report::TestReport;
+use super::session::{Failure, Phase, Session};
+use super::stream::Micros;
+use super::wire::{self, COOKIE_SIZE, MAX_STREAMS};
+use crate::socket::{TcpOps, TcpState, UdpOps};
+
+/// Most TCP sockets the server can manage.
+pub const MAX_TCP_SOCKETS: usize = 2 + MAX_STREAMS;
+/// How long a new connection may take to present its cookie.
+const COOKIE_TIMEOUT_US: Micros = 5_000_000;
+
+/// The sockets of a server's pool, as a stack's adapter lends them for one poll.
+pub trait PoolSockets {
+    /// The stack's UDP remote endpoint.
+    type Endpoint: Copy + PartialEq;
+    /// One TCP socket of the pool.
+    type Tcp<'s>: TcpOps
+    where
+        Self: 's;
+    /// The UDP socket.
+    type Udp<'s>: UdpOps<Endpoint = Self::Endpoint>
+    where
+        Self: 's;
+    /// How many TCP sockets (3..=[`MAX_TCP_SOCKETS`]; extra ones are left alone).
+    fn tcp_count(&self) -> usize;
+    /// TCP socket `i` (< `tcp_count`).
+    fn tcp(&mut self, i: usize) -> Self::Tcp<'_>;
+    /// The UDP socket.
+    fn udp(&mut self) -> Self::Udp<'_>;
+}
+
+/// What a TCP socket of the pool is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// Listening (or about to).
+    Listening,
+    /// Connected, reading the 37-byte cookie of a would-be data stream.
+    Pending { got: usize, since: Micros },
+    /// The control connection of the current test.
+    Control,
+    /// Data stream `idx` of the current test.
+    Data(usize),
+    /// Being answered ACCESS_DENIED.
+    Denying,
+    /// Closing; re-listens once closed.
+    Closing,
+}
+
+/// Counters of a device server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ServerCounters {
+    /// Tests that completed normally.
+    pub tests_done: u32,
+    /// Tests that ended with a failure.
+    pub tests_failed: u32,
+    /// Connections answered with ACCESS_DENIED.
+    pub denied: u32,
+    /// Half-open sockets reset to make room for a new connection.
+    pub reclaimed: u32,
+}
+
+/// The iperf3 server's pool logic (see the module docs); `E` is the stack's UDP endpoint.
+pub struct PoolServer<'a, E> {
+    session: Session<'a>,
+    port: u16,
+    slots: [Slot; MAX_TCP_SOCKETS],
+    cookies: [[u8; COOKIE_SIZE]; MAX_TCP_SOCKETS],
+    udp_peers: [Option<E>; MAX_STREAMS],
+    counters: ServerCounters,
+    last: Option<Result<TestReport, Failure>>,
+    now: Micros,
+}
+
+impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
+    /// A server on `port` with JSON buffers `rx` and `tx` (8 KiB `rx` accepts any parameter
+    /// document; 4 KiB `tx` holds results for 16 streams).
+    pub fn new(port: u16, rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
+        let mut session = Session::server(rx, tx);
+        // What a device stack cannot do is refused as iperf3 refuses an option its socket
+        // rejects; `--fq-rate` is paced by the session, as there is no socket pacing.
+        session.set_review_params(true);
+        session.set_app_fq_pacing(true);
+        Self {
+            session,
+            port,
+            slots: [Slot::Listening; MAX_TCP_SOCKETS],
+            cookies: [[0; COOKIE_SIZE]; MAX_TCP_SOCKETS],
+            udp_peers: [None; MAX_STREAMS],
+            counters: ServerCounters::default(),
+            last: None,
+            now: 0,
+        }
+    }
+
+    /// The port served.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The test session (phase, parameters, live counters).
+    pub fn session(&self) -> &Session<'a> {
+        &self.session
+    }
+
+    /// Tests done, failed, connections denied, half-open sockets reclaimed.
+    pub fn counters(&self) -> ServerCounters {
+        self.counters
+    }
+
+    /// Takes the outcome of the last finished test, if any is new.
+    pub fn take_outcome(&mut self) -> Option<Result<TestReport, Failure>> {
+        self.last.take()
+    }
+
+    /// Number of TCP sockets currently carrying data streams (0 between tests).
+    pub fn open_streams(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Data(_)))
+            .count()
+    }
+
+    /// When the server next needs [`poll`](Self::poll) even without network activity.
+    pub fn poll_at(&self) -> Option<Micros> {
+        let pending = self.slots.iter().any(|s| matches!(s, Slot::Pending { .. }));
+        let t = self.session.poll_at();
+        if pending {
+            Some(t.unwrap_or(u64::MAX).min(self.now + COOKIE_TIMEOUT_US))
+        } else {
+            t
+        }
+    }
+
+    /// Called before the stack sees a SYN for `port`: when it is this server's port and no
+    /// socket listens, picks a half-open socket (SYN-RECEIVED, its slot still listening) for
+    /// the adapter to reset and make listen again, so the SYN finds a listener; counted.
+    pub fn room_for<S: PoolSockets>(&mut self, port: u16, sockets: &mut S) -> Option<usize> {
+        if port != self.port {
+            return None;
+        }
+        let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
+        if (0..n).any(|i| sockets.tcp(i).state() == TcpState::Listen) {
+            return None;
+        }
+        let i = (0..n).find(|&i| {
+            self.slots[i] == Slot::Listening && sockets.tcp(i).state() == TcpState::SynReceived
+        })?;
+        linklab_fmt::debug!("iperf: half-open connection reclaimed");
+        self.counters.reclaimed += 1;
+        Some(i)
+    }
+
+    /// Does all pending work: accepts, reads and writes control and data, runs timers.
+    /// Call after the stack processed what arrived.
+    pub fn poll<S: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut S, now: Micros) {
+        self.now = now;
+        let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
+        {
+            let mut udp = sockets.udp();
+            if !udp.is_open() {
+                let _ = udp.bind(self.port);
+            }
+        }
+        // Data first: bytes that arrived before the client's TEST_END still count (reading the
+        // control connection first would end the test with them unread, as a short `-n` test
+        // shows).
+        for i in 0..n {
+            if matches!(self.slots[i], Slot::Data(_)) {
+                self.service_slot(&mut sockets.tcp(i), i, now);
+            }
+        }
+        for i in 0..n {
+            if !matches!(self.slots[i], Slot::Data(_)) {
+                self.service_slot(&mut sockets.tcp(i), i, now);
+            }
+        }
+        self.service_udp(&mut sockets.udp(), now);
+        if self.session.params_pending() {
+            self.review(sockets, n);
+        }
+        // Send what the data streams may send after the control turn.
+        for i in 0..n {
+            if let Slot::Data(idx) = self.slots[i] {
+                self.send_tcp(&mut sockets.tcp(i), idx, now);
+            }
+        }
+        self.session.poll(now);
+        if let Some(i) = self.slots.iter().position(|s| *s == Slot::Control) {
+            self.flush_control(&mut sockets.tcp(i));
+        }
+        self.after_phase(sockets, n);
+    }
+
+    /// Accepts the client's parameters or refuses what a device stack cannot do, with the
+    /// SERVER_ERROR a stock server sends when setsockopt fails: `-w` (buffers are fixed
+    /// when the sockets are made), `-M` (no MSS option), `-S`/`--dscp` (no TOS option),
+    /// `-A ,m` for a CPU other than 0 (one core). The rest is honoured: `-N` (the device
+    /// never uses Nagle), `-Z` (data is sent in place), `--dont-fragment` (smoltcp always
+    /// sets DF), `--fq-rate` (paced by the session), `-C` (reported, like a stock server
+    /// that lacks the algorithm, as the congestion control actually used).
+    fn review<S: PoolSockets>(&mut self, sockets: &mut S, n: usize) {
+        let p = *self.session.params();
+        let ipv6 = self.slots[..n]
+            .iter()
+            .position(|s| *s == Slot::Control)
+            .is_some_and(|i| sockets.tcp(i).remote_is_ipv6());
+        match refusal(&p, ipv6) {
+            Some((code, err)) => self.session.refuse_params(code, err),
+            None => {
+                if n > 0 {
+                    let cc = sockets.tcp(0).congestion_control();
+                    self.session.set_congestion_used(cc);
+                }
+                self.session.accept_params();
+            }
+        }
+    }
+
+    fn service_slot(&mut self, sock: &mut impl TcpOps, i: usize, now: Micros) {
+        match self.slots[i] {
+            Slot::Listening => {
+                if !sock.is_open() {
+                    let _ = sock.listen(self.port);
+                    return;
+                }
+                if matches!(sock.state(), TcpState::Listen | TcpState::SynReceived) {
+                    return;
+                }
+                // A connection was established on this socket.
+                if !self.session.is_busy() {
+                    self.session.accept_control(now);
+                    self.udp_peers = [None; MAX_STREAMS];
+                    self.slots[i] = Slot::Control;
+                } else if self.session.phase() == Phase::CreateStreams
+                    && self.session.params().protocol == Protocol::Tcp
+                {
+                    self.slots[i] = Slot::Pending { got: 0, since: now };
+                } else {
+                    self.slots[i] = Slot::Denying;
+                }
+                self.service_slot(sock, i, now);
+            }
+            Slot::Control => {
+                let session = &mut self.session;
+                while sock.can_recv() && !session.is_finished() {
+                    if sock.recv(|buf| session.control_input(buf, now)) == 0 {
+                        break;
+                    }
+                }
+                if !sock.may_recv() && !session.is_finished() {
+                    session.control_closed(now);
+                }
+            }
+            Slot::Pending { got, since } => {
+                let cookie = &mut self.cookies[i];
+                let got = got + sock.recv_slice(&mut cookie[got..]);
+                if got == COOKIE_SIZE {
+                    match self.session.accept_tcp_stream(cookie, now) {
+                        Some(idx) => self.slots[i] = Slot::Data(idx),
+                        None => {
+                            self.slots[i] = Slot::Denying;
+                            self.service_slot(sock, i, now);
+                        }
+                    }
+                } else if !sock.may_recv() || now.saturating_sub(since) > COOKIE_TIMEOUT_US {
+                    sock.abort();
+                    self.slots[i] = Slot::Closing;
+                } else {
+                    self.slots[i] = Slot::Pending { got, since };
+                }
+            }
+            Slot::Data(idx) => {
+                if self.session.should_read() {
+                    let session = &mut self.session;
+                    while sock.can_recv() {
+                        match sock.recv(|buf| buf.len()) {
+                            0 => break,
+                            n => session.on_tcp_received(idx, n, now),
+                        }
+                    }
+                }
+                if !sock.is_active() {
+                    self.session.stream_failed(now);
+                }
+            }
+            Slot::Denying => {
+                if sock.can_send() {
+                    let _ = sock.send_slice(&[wire::state::ACCESS_DENIED as u8]);
+                    sock.close();
+                    self.counters.denied += 1;
+                    self.slots[i] = Slot::Closing;
+                } else if !sock.may_send() {
+                    sock.abort();
+                    self.slots[i] = Slot::Closing;
+                }
+            }
+            Slot::Closing => match sock.state() {
+                // Closed, or the peer has acknowledged our FIN and all data: nothing is
+                // left to deliver, so free the socket now instead of waiting for the peer.
+                TcpState::Closed | TcpState::TimeWait | TcpState::FinWait2 => {
+                    sock.abort();
+                    let _ = sock.listen(self.port);
+                    self.slots[i] = Slot::Listening;
+                }
+                TcpState::CloseWait => sock.close(),
+                _ => {}
+            },
+        }
+    }
+
+    fn send_tcp(&mut self, sock: &mut impl TcpOps, idx: usize, now: Micros) {
+        while sock.can_send() {
+            let budget = self.session.tcp_send_budget(idx, now);
+            if budget == 0 {
+                break;
+            }
+            // Claim send-buffer space without writing: the payload content is irrelevant to
+            // iperf3 (it never checks it), only its length counts.
+            match sock.send(|buf| buf.len().min(budget)) {
+                0 => break,
+                n => self.session.on_tcp_sent(idx, n, now),
+            }
+        }
+    }
+
+    fn service_udp<U: UdpOps<Endpoint = E>>(&mut self, sock: &mut U, now: Micros) {
+        let reading = self.session.should_read();
+        loop {
+            let mut hello_from = None;
+            let got = sock.recv(|data, from| {
+                if let Some(idx) = self.udp_peers.iter().position(|p| *p == Some(from)) {
+                    if reading {
+                        self.session.on_udp_received(idx, data, now);
+                    }
+                    return;
+                }
+                if self.session.phase() == Phase::CreateStreams {
+                    if let Some(idx) = self.session.accept_udp_stream(data, now) {
+                        if let Some(p) = self.udp_peers.get_mut(idx) {
+                            *p = Some(from);
+                        }
+                        hello_from = Some(from);
+                    }
+                }
+            });
+            if !got {
+                break;
+            }
+            if let Some(from) = hello_from {
+                let reply = wire::udp_hello_reply();
+                let _ = sock.send(reply.len(), from, |buf| {
+                    buf[..reply.len()].copy_from_slice(&reply);
+                    reply.len()
+                });
+            }
+        }
+        if self.session.params().protocol != Protocol::Udp {
+            return;
+        }
+        let len = self.session.params().len as usize;
+        for idx in 0..self.session.streams().len() {
+            let Some(peer) = self.udp_peers.get(idx).copied().flatten() else {
+                continue;
+            };
+            while self.session.may_send(idx, now) {
+                let session = &mut self.session;
+                let mut sent = None;
+                // `udp_next` fills the datagram (header and payload) in place; it cannot
+                // fail here (may_send was true and the buffer has `len` bytes).
+                let queued = sock.send(len, peer, |buf| {
+                    sent = session.udp_next(idx, now, buf);
+                    sent.unwrap_or(0)
+                });
+                match sent {
+                    Some(n) if queued => self.session.on_udp_sent(idx, n, now),
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    fn flush_control(&mut self, sock: &mut impl TcpOps) {
+        while !self.session.control_output().is_empty() && sock.can_send() {
+            match sock.send_slice(self.session.control_output()) {
+                0 => break,
+                n => self.session.control_sent(n),
+            }
+        }
+    }
+
+    /// Closes data streams after the test and everything after a finished test.
+    fn after_phase<S: PoolSockets>(&mut self, sockets: &mut S, n: usize) {
+        let finished = self.session.is_finished();
+        let streams_over =
+            !self.session.should_read() && self.session.phase() != Phase::CreateStreams;
+        for i in 0..n {
+            match self.slots[i] {
+                Slot::Data(_) if streams_over || finished => {
+                    sockets.tcp(i).close();
+                    self.slots[i] = Slot::Closing;
+                }
+                Slot::Pending { .. } if finished => {
+                    sockets.tcp(i).abort();
+                    self.slots[i] = Slot::Closing;
+                }
+                // Close the control connection once our last bytes are queued.
+                Slot::Control if finished => {
+                    let mut sock = sockets.tcp(i);
+                    if self.session.control_output().is_empty() || !sock.may_send() {
+                        sock.close();
+                        self.slots[i] = Slot::Closing;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if finished && !self.slots.contains(&Slot::Control) {
+            match self.session.phase() {
+                Phase::Failed(f) => {
+                    linklab_fmt::debug!("iperf: test failed: {:?}", f);
+                    self.counters.tests_failed += 1;
+                    self.last = Some(Err(f));
+                }
+                _ => {
+                    linklab_fmt::debug!("iperf: test done");
+                    self.counters.tests_done += 1;
+                    self.last = Some(Ok(self.session.report()));
+                }
+            }
+            self.session.reset();
+            self.udp_peers = [None; MAX_STREAMS];
+        }
+    }
+}
+
+/// What the device refuses of `p`, as (`i_errno`, `errno`); `ipv6` if the client came over
+/// IPv6 (TOS is then the traffic class).
+fn refusal(p: &Params, ipv6: bool) -> Option<(i32, i32)> {
+    if p.window != 0 {
+        Some((i_errno::SET_BUF, errno::EOPNOTSUPP))
+    } else if p.mss != 0 {
+        Some((i_errno::SET_MSS, errno::EOPNOTSUPP))
+    } else if p.tos != 0 && ipv6 {
+        Some((i_errno::SET_COS, errno::EOPNOTSUPP))
+    } else if p.tos != 0 {
+        Some((i_errno::SET_TOS, errno::EOPNOTSUPP))
+    } else if p.server_affinity.is_some_and(|cpu| cpu != 0) {
+        Some((i_errno::AFFINITY, errno::EINVAL))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_a_device_stack_cannot_do() {
+        let ok = Params::default();
+        assert_eq!(refusal(&ok, false), None);
+        let with = |f: fn(&mut Params)| {
+            let mut p = Params::default();
+            f(&mut p);
+            p
+        };
+        assert_eq!(
+            refusal(&with(|p| p.window = 8192), false),
+            Some((i_errno::SET_BUF, errno::EOPNOTSUPP))
+        );
+        assert_eq!(
+            refusal(&with(|p| p.mss = 1000), false),
+            Some((i_errno::SET_MSS, errno::EOPNOTSUPP))
+        );
+        assert_eq!(
+            refusal(&with(|p| p.tos = 0x20), true).map(|r| r.0),
+            Some(i_errno::SET_COS)
+        );
+        assert_eq!(
+            refusal(&with(|p| p.server_affinity = Some(1)), false),
+            Some((i_errno::AFFINITY, errno::EINVAL))
+        );
+        let honoured = with(|p| {
+            p.nodelay = true;
+            p.zerocopy = true;
+            p.dont_fragment = true;
+            p.fq_rate_bps = 1_000_000;
+            p.server_affinity = Some(0);
+        });
+        assert_eq!(refusal(&honoured, false), None);
+    }
+}

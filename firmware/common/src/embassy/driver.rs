@@ -1,0 +1,88 @@
+//! The driver embassy-net runs on: linklab-mac's `EmbassyMac` over the board's NIC, with
+//! linklab-perf's SYN gate, publishing the MAC's counters for `/stats` after each pass of
+//! the stack (the runner owns the driver, so the app tasks cannot read it).
+
+use core::cell::Cell;
+use core::task::{Context, Waker};
+
+use critical_section::Mutex;
+use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
+use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, RxGate};
+use linklab_mac::{Counters, Inline, PhyTx};
+use linklab_perf::embassy::SynWatch;
+
+use crate::memory::QUEUE_BYTES;
+
+/// The board's transmit side, behind a reference (one driver type for every board).
+pub struct DynPhy(pub &'static mut dyn PhyTx);
+
+impl PhyTx for DynPhy {
+    fn transmit(&mut self, wire: &[u8]) {
+        self.0.transmit(wire)
+    }
+}
+
+/// linklab-perf's SYN watch as the driver's gate.
+pub struct SynGate(pub &'static SynWatch);
+
+impl RxGate for SynGate {
+    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
+        self.0.admit(frame, waker)
+    }
+}
+
+/// The MAC as embassy-net's driver.
+pub type Mac =
+    EmbassyMac<'static, Inline<QUEUE_BYTES>, DynPhy, EmbassyTimeClock, fn(u64) -> bool, SynGate>;
+
+/// The MAC's counters as of the stack's last pass.
+static COUNTERS: Mutex<Cell<Option<Counters>>> = Mutex::new(Cell::new(None));
+
+/// The MAC's counters as of the stack's last pass.
+pub fn counters() -> Counters {
+    critical_section::with(|cs| COUNTERS.borrow(cs).get()).unwrap_or_default()
+}
+
+/// [`Mac`], publishing its counters once per pass of the stack (embassy-net reads the link
+/// state once per pass, after the frames).
+pub struct NetDriver(Mac);
+
+impl NetDriver {
+    /// Wraps the MAC.
+    pub fn new(mac: Mac) -> NetDriver {
+        NetDriver(mac)
+    }
+}
+
+impl Driver for NetDriver {
+    type RxToken<'a>
+        = <Mac as Driver>::RxToken<'a>
+    where
+        Self: 'a;
+    type TxToken<'a>
+        = <Mac as Driver>::TxToken<'a>
+    where
+        Self: 'a;
+
+    fn receive(&mut self, cx: &mut Context<'_>) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        self.0.receive(cx)
+    }
+
+    fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
+        self.0.transmit(cx)
+    }
+
+    fn link_state(&mut self, cx: &mut Context<'_>) -> LinkState {
+        let c = self.0.mac().counters();
+        critical_section::with(|cs| COUNTERS.borrow(cs).set(Some(c)));
+        self.0.link_state(cx)
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.0.capabilities()
+    }
+
+    fn hardware_address(&self) -> HardwareAddress {
+        self.0.hardware_address()
+    }
+}

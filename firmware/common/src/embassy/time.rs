@@ -1,0 +1,130 @@
+//! An `embassy_time_driver::Driver` on any board's timer ([`BoardTime`]): the board says how
+//! to read its clock and arm a one-shot ([`BoardTimer`]), this module keeps the queue of
+//! timers. In the image:
+//!
+//! ```ignore
+//! embassy_time_driver::time_driver_impl!(static TIME: BoardTime<MyTimer> = BoardTime::new());
+//! // the timer's interrupt: TIME.on_alarm();
+//! ```
+//!
+//! embassy-time's tick is a microsecond (its default rate).
+
+use core::cell::RefCell;
+use core::marker::PhantomData;
+use core::task::Waker;
+
+use critical_section::Mutex;
+use embassy_time_queue_utils::Queue;
+
+/// A board's timer: a 64-bit clock in nanoseconds and a one-shot interrupt.
+pub trait BoardTimer {
+    /// Nanoseconds since boot.
+    fn now_ns() -> u64;
+    /// Raises the timer's interrupt at `ns` (soon after, if it has passed).
+    fn arm_at_ns(ns: u64);
+    /// No timer interrupt.
+    fn disarm();
+}
+
+/// embassy-time's driver on the board timer `T`.
+pub struct BoardTime<T> {
+    alarms: Alarms,
+    timer: PhantomData<fn() -> T>,
+}
+
+impl<T: BoardTimer> Default for BoardTime<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: BoardTimer> BoardTime<T> {
+    /// No timers yet.
+    pub const fn new() -> Self {
+        BoardTime {
+            alarms: Alarms::new(),
+            timer: PhantomData,
+        }
+    }
+
+    fn now_us() -> u64 {
+        T::now_ns() / 1000
+    }
+
+    /// Arms the timer for `at` µs (`u64::MAX`: no alarm); false if `at` has passed.
+    fn set_alarm(at: u64) -> bool {
+        if at == u64::MAX {
+            T::disarm();
+            return true;
+        }
+        let at_ns = at.saturating_mul(1000);
+        if at_ns <= T::now_ns() {
+            return false;
+        }
+        T::arm_at_ns(at_ns);
+        true
+    }
+
+    /// The timer's interrupt (after the board acknowledged it): wakes the timers that are
+    /// due and arms the next.
+    pub fn on_alarm(&self) {
+        self.alarms.on_alarm(Self::now_us, Self::set_alarm);
+    }
+}
+
+impl<T: BoardTimer + 'static> embassy_time_driver::Driver for BoardTime<T> {
+    fn now(&self) -> u64 {
+        Self::now_us()
+    }
+
+    fn schedule_wake(&self, at: u64, waker: &Waker) {
+        self.alarms
+            .schedule(at, waker, Self::now_us, Self::set_alarm);
+    }
+}
+
+/// The timers waiting for the board's alarm.
+pub struct Alarms {
+    queue: Mutex<RefCell<Queue>>,
+}
+
+impl Default for Alarms {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Alarms {
+    /// No timers.
+    pub const fn new() -> Alarms {
+        Alarms {
+            queue: Mutex::new(RefCell::new(Queue::new())),
+        }
+    }
+
+    /// `Driver::schedule_wake`: queues `waker` for `at` and moves the alarm if it must.
+    /// `set_alarm(at)` arms the board's timer for `at` (µs; `u64::MAX`: none) and answers
+    /// false if that time has already passed.
+    pub fn schedule(&self, at: u64, waker: &Waker, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
+        critical_section::with(|cs| {
+            let mut queue = self.queue.borrow(cs).borrow_mut();
+            if queue.schedule_wake(at, waker) {
+                arm(&mut queue, now, set_alarm);
+            }
+        })
+    }
+
+    /// The board's timer interrupt: wakes the timers that are due and arms the next.
+    pub fn on_alarm(&self, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
+        critical_section::with(|cs| arm(&mut self.queue.borrow(cs).borrow_mut(), now, set_alarm))
+    }
+}
+
+/// Wakes what is due and arms the alarm for the next timer, again until the time armed is
+/// still ahead.
+fn arm(queue: &mut Queue, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
+    let mut next = queue.next_expiration(now());
+    while !set_alarm(next) {
+        next = queue.next_expiration(now());
+    }
+}
