@@ -14,6 +14,7 @@ linklab_fmt::exclusive_features!();
 pub mod apps;
 pub mod device_config;
 pub mod echo;
+pub mod evict;
 pub mod http;
 pub mod iperf;
 #[cfg(feature = "smoltcp")]

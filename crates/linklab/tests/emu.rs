@@ -11,141 +11,13 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use common::device::{one_at_a_time, Device, DEVICE as DEVICE_IP};
 use common::{
-    assert_conserved, assert_one_line_error, in_netns, linklab_bin, linklab_in, mac_counter,
-    ChildGuard, Netns,
+    assert_conserved, assert_one_line_error, in_netns, linklab_bin, linklab_in, mac_counter, Netns,
 };
 use serde_json::Value;
-
-/// The device's address.
-const DEVICE_IP: &str = "198.18.0.2";
-/// The kernel side of the TAP.
-const HOST_CIDR: &str = "198.18.0.1/24";
-/// The TAP name inside each test's namespace.
-const TAP: &str = "llfw0";
-
-/// One emulator at a time: each is CPU-bound and the machine has two cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-/// A board booted by `linklab emu` in its own namespace, host side configured.
-struct Emulated {
-    child: Option<ChildGuard>,
-    ns: Netns,
-    _turn: MutexGuard<'static, ()>,
-}
-
-impl Emulated {
-    fn boot(board: &str) -> Emulated {
-        let turn = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let ns = Netns::new(&board[..4]);
-        let bin = linklab_bin();
-        let child = ns.spawn(&[
-            bin.to_str().unwrap(),
-            "emu",
-            "--board",
-            board,
-            "--tap",
-            TAP,
-            "--ip",
-            "198.18.0.2/24",
-        ]);
-        let mut emu = Emulated {
-            child: Some(child),
-            ns,
-            _turn: turn,
-        };
-        let up = common::wait_until(Duration::from_secs(120), || {
-            emu.ns
-                .command(&["ip", "link", "show", TAP])
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-        });
-        if !up {
-            let out = emu.child.take().unwrap().interrupt(Duration::from_secs(10));
-            panic!(
-                "the TAP never appeared; emu said: {} {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        emu.ns.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP]);
-        emu.ns.run(&["ip", "link", "set", TAP, "up"]);
-        let answered = common::wait_until(Duration::from_secs(60), || {
-            emu.ns
-                .command(&["ping", "-c", "1", "-W", "1", DEVICE_IP])
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-        });
-        if !answered {
-            let out = emu.child.take().unwrap().interrupt(Duration::from_secs(10));
-            panic!(
-                "{board} never answered a ping; emu said: {} {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        emu
-    }
-
-    fn run(&self, argv: &[&str]) -> Vec<u8> {
-        self.ns.run(argv).stdout
-    }
-
-    fn stats(&self) -> Value {
-        let body = self.run(&[
-            "curl",
-            "-sS",
-            "--max-time",
-            "20",
-            &format!("http://{DEVICE_IP}/stats"),
-        ]);
-        serde_json::from_slice(&body).unwrap_or_else(|e| {
-            panic!(
-                "/stats is not JSON ({e}): {}",
-                String::from_utf8_lossy(&body)
-            )
-        })
-    }
-
-    /// Stock `iperf3 -c DEVICE -J` with `extra`; the report, checked for an error.
-    fn iperf3(&self, extra: &[&str]) -> Value {
-        let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-J", "--connect-timeout", "5000"];
-        argv.extend_from_slice(extra);
-        let out = self.ns.command(&argv).output().expect("run iperf3");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "iperf3 {extra:?}: no JSON ({e}): {} {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
-        report
-    }
-
-    /// Stops `linklab emu` with SIGINT; its stdout.
-    fn stop(&mut self) -> String {
-        let out = self
-            .child
-            .take()
-            .expect("running")
-            .interrupt(Duration::from_secs(15));
-        assert!(
-            out.status.success(),
-            "emu exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
 
 /// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
 fn end_bytes(report: &Value, key: &str) -> u64 {
@@ -155,7 +27,7 @@ fn end_bytes(report: &Value, key: &str) -> u64 {
 }
 
 fn end_to_end(board: &str) {
-    let mut emu = Emulated::boot(board);
+    let mut emu = Device::emu(board);
 
     let ping =
         String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
@@ -260,11 +132,11 @@ fn end_to_end(board: &str) {
         "{stats}"
     );
 
-    let stdout = emu.stop();
+    let stdout = emu.stop(libc::SIGINT);
     assert!(stdout.contains("stopped by signal"), "{stdout}");
     let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
     assert!(
-        !links.contains(&format!(" {TAP}:")),
+        !links.contains(&format!(" {}:", emu.tap)),
         "the TAP is still there after emu stopped: {links}"
     );
 }
@@ -381,9 +253,7 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
 /// counts are a benchmark (README), not asserted here; that they were counted is.
 #[test]
 fn phy10_bench_decodes_every_frame_on_riscv32() {
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = one_at_a_time();
     let json = std::env::temp_dir().join(format!("linklab-phy10-{}.json", std::process::id()));
     let out = Command::new(linklab_bin())
         .args(["emu", "--board", "riscv32-virt", "--phy10", "--json"])

@@ -32,6 +32,9 @@ use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{IpAddress, IpEndpoint};
 
+use crate::evict::{idlest, Candidate};
+use crate::lifetime::{candidate, evict, relisten, IdleWatch, EVICT_GRACE};
+
 use super::errors::{errno, i_errno};
 use super::json::{Params, Protocol};
 use super::report::TestReport;
@@ -71,8 +74,11 @@ pub struct ServerCounters {
     pub tests_failed: u32,
     /// Connections answered with ACCESS_DENIED.
     pub denied: u32,
-    /// Half-open sockets reset to make room for a new connection.
+    /// Half-open or closing sockets reset to make room for a new connection.
     pub reclaimed: u32,
+    /// Idle connections reset for a new client: a test that had not started (or had ended)
+    /// and made no progress for the grace, or a would-be stream that sent no cookie.
+    pub evicted: u32,
 }
 
 /// An iperf3 server over smoltcp sockets (see the module docs for what it needs).
@@ -84,6 +90,7 @@ pub struct SmoltcpIperfServer<'a> {
     slots: [Slot; MAX_TCP_SOCKETS],
     cookies: [[u8; COOKIE_SIZE]; MAX_TCP_SOCKETS],
     udp_peers: [Option<IpEndpoint>; MAX_STREAMS],
+    watches: [IdleWatch; MAX_TCP_SOCKETS],
     counters: ServerCounters,
     last: Option<Result<TestReport, Failure>>,
     now: Micros,
@@ -117,6 +124,7 @@ impl<'a> SmoltcpIperfServer<'a> {
             slots: [Slot::Listening; MAX_TCP_SOCKETS],
             cookies: [[0; COOKIE_SIZE]; MAX_TCP_SOCKETS],
             udp_peers: [None; MAX_STREAMS],
+            watches: [IdleWatch::new(); MAX_TCP_SOCKETS],
             counters: ServerCounters::default(),
             last: None,
             now: 0,
@@ -159,12 +167,25 @@ impl<'a> SmoltcpIperfServer<'a> {
     }
 
     /// Called before the stack sees a SYN for `port`: when it is this server's port and no
-    /// socket listens, a half-open socket (SYN-RECEIVED, its slot still listening) is reset
-    /// and listens again, so the SYN finds a listener.
-    pub fn make_room(&mut self, port: u16, sockets: &mut SocketSet<'_>, _now: Instant) {
+    /// socket listens, frees one so the SYN finds a listener ([`crate::evict::idlest`]): of
+    /// the half-open or spent sockets (`reclaimed`) and the connections idle beyond
+    /// [`EVICT_GRACE`] (`evicted`) — a would-be stream that sent no cookie, a denied client
+    /// that does not read its answer, the test of an idle client with all its sockets (never
+    /// a running test) — the one whose last progress is oldest. `flush` runs the
+    /// interface's egress, so an evicted peer gets its RST before the socket listens again.
+    /// (A new client that finds a socket listening but the test held is handled once it
+    /// connects: see [`poll`](Self::poll).)
+    pub fn make_room<'s>(
+        &mut self,
+        port: u16,
+        sockets: &mut SocketSet<'s>,
+        now: Instant,
+        flush: &mut dyn FnMut(&mut SocketSet<'s>),
+    ) {
         if port != self.port {
             return;
         }
+        self.observe(sockets, now);
         let listening = self
             .tcp
             .iter()
@@ -172,21 +193,93 @@ impl<'a> SmoltcpIperfServer<'a> {
         if listening {
             return;
         }
-        for i in 0..self.tcp.len() {
-            let h = self.tcp[i];
-            let half_open = sockets.get::<tcp::Socket>(h).state() == tcp::State::SynReceived;
-            if self.slots[i] == Slot::Listening && half_open {
-                self.tcp[i] = crate::lifetime::relisten(sockets, h, self.port);
-                linklab_fmt::debug!("iperf: half-open connection reclaimed");
-                self.counters.reclaimed += 1;
-                return;
+        let test = self.test_progress().map(|t| Candidate {
+            last_progress: t,
+            free: false,
+        });
+        let facts = (0..self.tcp.len()).map(|i| {
+            let socket = sockets.get::<tcp::Socket>(self.tcp[i]);
+            match self.slots[i] {
+                Slot::Listening => candidate(socket, &self.watches[i]).filter(|c| c.free),
+                Slot::Pending { .. } | Slot::Denying | Slot::Closing => {
+                    candidate(socket, &self.watches[i])
+                }
+                Slot::Control => test,
+                Slot::Data(_) => None,
             }
+        });
+        let Some(i) = idlest(facts, now, EVICT_GRACE) else {
+            return;
+        };
+        let free = self.slots[i] != Slot::Control
+            && candidate(sockets.get::<tcp::Socket>(self.tcp[i]), &self.watches[i])
+                .is_some_and(|c| c.free);
+        if self.slots[i] == Slot::Control {
+            self.end_idle_test(sockets, Some(i));
+        }
+        if free {
+            self.tcp[i] = relisten(sockets, self.tcp[i], self.port);
+            linklab_fmt::debug!("iperf: half-open or closing connection reclaimed");
+            self.counters.reclaimed += 1;
+        } else {
+            self.tcp[i] = evict(sockets, self.tcp[i], self.port, flush);
+            linklab_fmt::debug!("iperf: idle connection evicted");
+            self.counters.evicted += 1;
+        }
+        self.slots[i] = Slot::Listening;
+        self.watches[i].reset();
+    }
+
+    /// When the current test last made progress on its control connection or any of its
+    /// streams, if it may be evicted: None without a test, for a test running (its own
+    /// watchdog ends one whose client vanished) and for a finished one (it is closing).
+    fn test_progress(&self) -> Option<Instant> {
+        let phase = self.session.phase();
+        if matches!(phase, Phase::Idle | Phase::Running) || self.session.is_finished() {
+            return None;
+        }
+        (0..self.tcp.len())
+            .filter(|&i| matches!(self.slots[i], Slot::Control | Slot::Data(_)))
+            .filter_map(|i| self.watches[i].last_progress())
+            .max()
+    }
+
+    /// True when the test holding the server may give way to a new client: not running, and
+    /// no progress for [`EVICT_GRACE`].
+    fn test_evictable(&self, now: Instant) -> bool {
+        self.test_progress().is_some_and(|t| t + EVICT_GRACE <= now)
+    }
+
+    /// Ends the test of a client that went idle: resets its streams and would-be streams
+    /// (and its control connection, unless `control` says the caller evicts that one
+    /// itself), and forgets the test.
+    fn end_idle_test(&mut self, sockets: &mut SocketSet<'_>, control: Option<usize>) {
+        for i in 0..self.tcp.len() {
+            let ours = matches!(
+                self.slots[i],
+                Slot::Control | Slot::Data(_) | Slot::Pending { .. }
+            );
+            if ours && Some(i) != control {
+                sockets.get_mut::<tcp::Socket>(self.tcp[i]).abort();
+                self.slots[i] = Slot::Closing;
+            }
+        }
+        self.session.reset();
+        self.udp_peers = [None; MAX_STREAMS];
+    }
+
+    /// Looks at every socket for progress (see [`IdleWatch`]).
+    fn observe(&mut self, sockets: &SocketSet<'_>, now: Instant) {
+        for (watch, h) in self.watches.iter_mut().zip(&self.tcp) {
+            watch.observe(sockets.get::<tcp::Socket>(*h), now);
         }
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
     /// Call after every `Interface::poll`.
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
+        self.observe(sockets, now);
+        let instant = now;
         let now = micros(now);
         self.now = now;
         self.bind_udp(sockets);
@@ -216,6 +309,7 @@ impl<'a> SmoltcpIperfServer<'a> {
         self.session.poll(now);
         self.flush_control(sockets);
         self.after_phase(sockets);
+        self.observe(sockets, instant);
     }
 
     /// Accepts the client's parameters or refuses what smoltcp sockets cannot do, with the
@@ -267,7 +361,14 @@ impl<'a> SmoltcpIperfServer<'a> {
                 if sock.state() == tcp::State::Listen || sock.state() == tcp::State::SynReceived {
                     return;
                 }
-                // A connection was established on this socket.
+                // A connection was established on this socket. A test whose client went
+                // idle gives way to it (evicted), as a SYN finding no socket would.
+                let instant = Instant::from_micros(now.min(i64::MAX as u64) as i64);
+                if self.session.is_busy() && self.test_evictable(instant) {
+                    self.end_idle_test(sockets, None);
+                    linklab_fmt::debug!("iperf: idle test evicted for a new client");
+                    self.counters.evicted += 1;
+                }
                 if !self.session.is_busy() {
                     self.session.accept_control(now);
                     self.udp_peers = [None; MAX_STREAMS];
@@ -341,6 +442,9 @@ impl<'a> SmoltcpIperfServer<'a> {
                 }
             }
             Slot::Closing => match sock.state() {
+                // Aborted, its RST not sent yet (the next egress sends it; listening now
+                // would forget the peer). A SYN that needs the socket may take it before.
+                tcp::State::Closed if sock.remote_endpoint().is_some() => {}
                 // Closed, or the peer has acknowledged our FIN and all data: nothing is
                 // left to deliver, so free the socket now instead of waiting for the peer.
                 tcp::State::Closed | tcp::State::TimeWait | tcp::State::FinWait2 => {

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod device;
+pub mod hostile;
+
 /// The `linklab` binary built for these tests.
 pub fn linklab_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_linklab"))

@@ -1,0 +1,187 @@
+//! The figures of README-serve.md's "Idle holders" table: how long a new client waits for
+//! `GET /10kB.txt` while N idle holders sit on the device's HTTP sockets (2 on `serve` and on
+//! the firmware). A benchmark, not a test (ignored by `cargo test`):
+//!
+//! ```sh
+//! cargo test -p linklab --release --test holders_figures -- --ignored --nocapture
+//! ```
+//!
+//! `LINKLAB_BIN=/path/to/linklab` measures another build instead (e.g. an older one, for a
+//! before/after table; its `linklab emu` builds that tree's firmware image);
+//! `HOLDERS_TARGETS=serve,riscv32-virt` picks the devices and `HOLDERS_ROUNDS=3` the rounds
+//! per figure.
+//!
+//! A holder connects to port 80 (again 1 s after a refusal, like the client), sends a request
+//! head cut short (every other holder) or nothing, and holds the connection until the device
+//! closes it. Two kinds: holders that then stop ("once"), and holders that connect again at
+//! once ("reconnect", a pool of clients that keep their connections up). The holders start
+//! 2 s before the client. The client is stock curl retrying every second while refused
+//! (`--retry-connrefused --retry-delay 1`), for at most 60 s.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::device::{Device, DEVICE};
+use common::hostile::wait_quiet;
+
+/// The holder counts measured.
+const HOLDERS: [usize; 4] = [0, 2, 6, 20];
+/// The longest a client is given.
+const CAP: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Kind {
+    Once,
+    Reconnect,
+}
+
+/// Holder threads in the device's namespace, stopped (their connections closed) on drop.
+struct Holders {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Holders {
+    fn start(dev: &Device, n: usize, kind: Kind) -> Holders {
+        let stop = Arc::new(AtomicBool::new(false));
+        let path = format!("/run/netns/{}", dev.ns.name);
+        let threads = (0..n)
+            .map(|i| {
+                let (stop, path) = (stop.clone(), path.clone());
+                std::thread::spawn(move || {
+                    let file = std::fs::File::open(&path).unwrap();
+                    // SAFETY: setns(2) moves only this thread into the namespace.
+                    let rc = unsafe {
+                        libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET)
+                    };
+                    assert_eq!(rc, 0);
+                    holder(i, kind, &stop);
+                })
+            })
+            .collect();
+        Holders { stop, threads }
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One holder (see the module docs), until `stop`.
+fn holder(i: usize, kind: Kind, stop: &AtomicBool) {
+    let device: SocketAddr = format!("{DEVICE}:80").parse().unwrap();
+    let pause = |d: Duration| {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut s) = TcpStream::connect_timeout(&device, Duration::from_secs(3)) else {
+            pause(Duration::from_secs(1));
+            continue;
+        };
+        if i % 2 == 1 {
+            let _ = s.write_all(b"GET /10kB.txt HTTP/1.1\r\nHost: holder\r\n");
+        }
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            match s.read(&mut b) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+        if kind == Kind::Once {
+            pause(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Seconds until a retrying curl got /10kB.txt, or None if it did not within [`CAP`].
+fn time_to_serve(dev: &Device) -> Option<f64> {
+    let cap = CAP.as_secs().to_string();
+    let started = Instant::now();
+    let out = dev.curl(
+        &[
+            "--retry",
+            "100",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+            "--retry-max-time",
+            &cap,
+            "-m",
+            &cap,
+        ],
+        "/10kB.txt",
+    );
+    let waited = started.elapsed();
+    (String::from_utf8_lossy(&out.stdout) == "200" && waited < CAP).then_some(waited.as_secs_f64())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+#[ignore = "a benchmark: run with --ignored --nocapture"]
+fn time_to_serve_a_new_client_with_idle_holders() {
+    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let targets = std::env::var("HOLDERS_TARGETS").unwrap_or("serve,riscv32-virt".into());
+    let rounds: usize = std::env::var("HOLDERS_ROUNDS").map_or(3, |r| r.parse().unwrap());
+    println!("linklab: {}", bin.display());
+    for target in targets.split(',') {
+        let dev = match target {
+            "serve" => Device::serve_with(&bin, "fig"),
+            board => Device::emu_with(&bin, board),
+        };
+        for kind in [Kind::Once, Kind::Reconnect] {
+            for n in HOLDERS {
+                if n == 0 && kind == Kind::Reconnect {
+                    continue;
+                }
+                let mut served = Vec::new();
+                let mut missed = 0;
+                for _ in 0..rounds {
+                    let holders = Holders::start(&dev, n, kind);
+                    std::thread::sleep(Duration::from_secs(2));
+                    match time_to_serve(&dev) {
+                        Some(s) => served.push(s),
+                        None => missed += 1,
+                    }
+                    drop(holders);
+                    wait_quiet(&dev, Duration::from_secs(30));
+                }
+                let figure = if served.is_empty() {
+                    format!("not served within {} s", CAP.as_secs())
+                } else {
+                    format!(
+                        "median {:.2} s, max {:.2} s",
+                        median(served.clone()),
+                        served.iter().cloned().fold(0.0, f64::max)
+                    )
+                };
+                println!(
+                    "{target:>12} | {kind:?} | {n:>2} holders | {figure} | {missed} of {rounds} not served within {} s | rounds {served:.2?}",
+                    CAP.as_secs()
+                );
+            }
+        }
+    }
+}
