@@ -18,8 +18,8 @@ use crate::http::{self, Routes};
 use crate::iperf::device::SmoltcpIperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
 use crate::lifetime::{
-    candidate, evict, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, EVICT_GRACE, TCP_KEEP_ALIVE,
-    TCP_TIMEOUT,
+    candidate, evict, reclaims, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, EVICT_GRACE,
+    TCP_KEEP_ALIVE, TCP_TIMEOUT,
 };
 
 /// HTTP connections served at once (each one its own listening socket).
@@ -211,14 +211,14 @@ impl<'a> DeviceApps<'a> {
 
     /// Runs the interface: ingress one frame at a time, then egress. Before each frame that
     /// opens a TCP connection (see [`crate::lifetime::syn_port`]) to a service none of whose
-    /// sockets listens, frees one for it ([`crate::evict::idlest`]): of the half-open or
-    /// spent sockets (`reclaimed`: lwIP's rule, so spoofed SYNs from hosts that never answer
-    /// cannot lock real clients out) and the connections idle beyond [`EVICT_GRACE`]
-    /// (`evicted`: the peer gets a RST), the one whose last progress is oldest. A SYN that
-    /// finds every connection making progress gets smoltcp's RST, as from a busy server. After each frame, a UDP
-    /// echo request is answered and the egress run at once (see
-    /// [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is known before the
-    /// next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
+    /// sockets listens, frees one for it ([`crate::evict::idlest`]): a spent socket
+    /// (`reclaimed`), else the connection idle longest beyond
+    /// [`EVICT_GRACE`] (`evicted`: the peer gets a RST), else
+    /// the oldest half-open one (`reclaimed`: lwIP's rule, so spoofed SYNs from hosts that
+    /// never answer cannot lock real clients out). A SYN that finds every connection making
+    /// progress and none spent or half-open gets smoltcp's RST, as from a busy server. After each frame, a UDP echo request is answered and the egress run at once (see
+    /// [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is known before
+    /// the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
     /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
     pub fn poll_interface<D: Device + ?Sized>(
         &mut self,
@@ -269,12 +269,13 @@ impl<'a> DeviceApps<'a> {
                 let facts = self
                     .http
                     .iter()
-                    .map(|(h, _, w)| candidate(sockets.get::<tcp::Socket>(*h), w));
+                    .map(|(h, _, w)| candidate(sockets.get::<tcp::Socket>(*h), w.last_progress()));
                 let Some(i) = idlest(facts, now, EVICT_GRACE) else {
                     return;
                 };
                 let (h, server, watch) = &mut self.http[i];
-                if candidate(sockets.get::<tcp::Socket>(*h), watch).is_some_and(|c| c.free) {
+                let taken = candidate(sockets.get::<tcp::Socket>(*h), watch.last_progress());
+                if taken.as_ref().is_some_and(reclaims) {
                     *h = relisten(sockets, *h, http::HTTP_PORT);
                     self.http_reclaimed += 1;
                 } else {
@@ -287,13 +288,13 @@ impl<'a> DeviceApps<'a> {
             ECHO_PORT => {
                 let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
                 self.echo_watch.observe(socket, now);
-                let Some(c) = candidate(socket, &self.echo_watch) else {
+                let Some(c) = candidate(socket, self.echo_watch.last_progress()) else {
                     return;
                 };
                 if idlest([Some(c)], now, EVICT_GRACE).is_none() {
                     return;
                 }
-                if c.free {
+                if reclaims(&c) {
                     self.echo_tcp = relisten(sockets, self.echo_tcp, ECHO_PORT);
                     self.echo_reclaimed += 1;
                 } else {

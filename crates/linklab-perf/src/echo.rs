@@ -290,8 +290,8 @@ mod adapter {
             self.core.replies_unsent(n);
         }
 
-        /// Moves the TCP connection's bytes back out and drops UDP replies stuck for
-        /// [`STUCK_REPLY`]; bounded work per call.
+        /// Moves the TCP connection's bytes back out and drops UDP replies that did not move
+        /// for a second; bounded work per call.
         pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
             let queued = sockets.get::<udp::Socket>(self.udp).send_queue();
             let stuck = self.lane.tick(queued, now, STUCK_REPLY);

@@ -22,23 +22,37 @@ use core::ops::Add;
 /// an evictable one on its second, with a quarter second to spare for loop latency.
 pub const GRACE_MS: u64 = 750;
 
+/// What a busy socket's connection would lose if its socket were taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// Nothing: closed, or closing with nothing of ours left unacknowledged. Taken first,
+    /// at once.
+    Spent,
+    /// Its data: established, or closing while its last bytes are still unacknowledged.
+    /// Taken once it made no progress for the grace, the one idle longest first.
+    Connection,
+    /// Its handshake: half-open (SYN received, SYN-ACK sent). Taken at once — a spoofed SYN's
+    /// connection never completes, and would otherwise hold the socket until it times out
+    /// (lwIP's rule) — but only when no idle connection can go instead: a real client
+    /// completes its handshake within a round trip, and the client an eviction just reset
+    /// reconnects that fast, so its SYN must not cut off the client that evicted it.
+    HalfOpen,
+}
+
 /// What the choice knows of one busy socket of a service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Candidate<T> {
+    /// What its connection would lose.
+    pub kind: Kind,
     /// When its connection last made progress (see [`Progress`]).
     pub last_progress: T,
-    /// Nobody loses anything if it goes: half-open, or closing with nothing of ours left
-    /// unacknowledged. Such a socket may be taken without the grace (lwIP's rule against
-    /// spoofed SYNs, whose half-open connections would otherwise hold the sockets until they
-    /// time out).
-    pub free: bool,
 }
 
-/// The index (in `candidates`' order) of the socket to free for a new client: among the
-/// [`free`](Candidate::free) ones and the others idle for at least `grace` at `now`, the one
-/// whose last progress is oldest. Entries are `None` for sockets that may not be taken
+/// The index (in `candidates`' order) of the socket to free for a new client: a spent one,
+/// else a connection that made no progress for `grace` at `now`, else a half-open one — of
+/// a kind, the one idle longest. Entries are `None` for sockets that may not be taken
 /// (listening, or protected, e.g. a running iperf3 test). None when every connection made
-/// progress within the grace and none is free: the new client must wait.
+/// progress within the grace and nothing is spent or half-open: the new client must wait.
 pub fn idlest<T, D>(
     candidates: impl IntoIterator<Item = Option<Candidate<T>>>,
     now: T,
@@ -52,8 +66,8 @@ where
         .into_iter()
         .enumerate()
         .filter_map(|(i, c)| Some((i, c?)))
-        .filter(|(_, c)| c.free || c.last_progress + grace <= now)
-        .min_by_key(|(_, c)| c.last_progress)
+        .filter(|(_, c)| c.kind != Kind::Connection || c.last_progress + grace <= now)
+        .min_by_key(|(_, c)| (c.kind, c.last_progress))
         .map(|(i, _)| i)
 }
 
@@ -144,18 +158,15 @@ mod tests {
 
     const GRACE: u64 = 750;
 
-    fn established(t: u64) -> Option<Candidate<u64>> {
+    fn candidate(kind: Kind, t: u64) -> Option<Candidate<u64>> {
         Some(Candidate {
+            kind,
             last_progress: t,
-            free: false,
         })
     }
 
-    fn half_open(t: u64) -> Option<Candidate<u64>> {
-        Some(Candidate {
-            last_progress: t,
-            free: true,
-        })
+    fn established(t: u64) -> Option<Candidate<u64>> {
+        candidate(Kind::Connection, t)
     }
 
     #[test]
@@ -178,17 +189,21 @@ mod tests {
     }
 
     #[test]
-    fn half_open_sockets_go_without_the_grace_but_after_older_idlers() {
+    fn who_loses_least_goes_first() {
         let now = 10_000u64;
-        // A spoofed half-open connection goes at once, if nothing older may go.
+        let half_open = |t| candidate(Kind::HalfOpen, t);
+        let spent = |t| candidate(Kind::Spent, t);
+        // Spent before an idle connection before a half-open one, however old.
+        let facts = [half_open(1_000), established(2_000), spent(9_990)];
+        assert_eq!(idlest(facts, now, GRACE), Some(2));
+        assert_eq!(
+            idlest([half_open(1_000), established(2_000)], now, GRACE),
+            Some(1)
+        );
+        // A spoofed SYN's socket goes at once when no idle connection can.
         assert_eq!(
             idlest([established(9_900), half_open(9_990)], now, GRACE),
             Some(1)
-        );
-        // A client in the middle of its handshake is not taken while an idle holder is.
-        assert_eq!(
-            idlest([established(8_000), half_open(9_990)], now, GRACE),
-            Some(0)
         );
         // Of two half-open ones, the older.
         assert_eq!(

@@ -10,7 +10,7 @@ use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, Socket};
 use smoltcp::time::{Duration, Instant};
 
-use crate::evict::{Candidate, Look, Progress, GRACE_MS};
+use crate::evict::{Candidate, Kind, Look, Progress, GRACE_MS};
 
 /// smoltcp's per-socket timeout for every TCP socket of the apps: a connection whose peer
 /// sends nothing for this long while we wait for it (SYN-RECEIVED, unacknowledged data,
@@ -116,25 +116,37 @@ pub fn evict<'s>(
     relisten(sockets, handle, port)
 }
 
-/// What the eviction choice ([`crate::evict::idlest`]) knows of the socket `socket` watched
-/// by `watch` (observe it first): None when it listens; otherwise when its connection last
-/// made progress, and whether it is free to take — half-open (a spoofed SYN's, or a
-/// handshake whose peer vanished), closed, or closing with nothing of ours left
-/// unacknowledged. A closing connection still delivering the tail of a download is not free:
-/// like an established one, it goes only once idle for the grace.
-pub fn candidate(socket: &tcp::Socket<'_>, watch: &IdleWatch) -> Option<Candidate<Instant>> {
+/// What the eviction choice ([`crate::evict::idlest`]) knows of `socket`, whose connection
+/// last made progress at `last_progress` (None: unknown, taken as long ago): None when it
+/// listens; otherwise that instant and what the connection would lose
+/// ([`Kind`](crate::evict::Kind)) — nothing when closed or closing with nothing of ours left
+/// unacknowledged, its handshake when half-open, its data otherwise (also when closing while
+/// the tail of a download is still unacknowledged).
+pub fn candidate(
+    socket: &tcp::Socket<'_>,
+    last_progress: Option<Instant>,
+) -> Option<Candidate<Instant>> {
     use tcp::State::*;
-    let state = socket.state();
-    let free = match state {
+    let kind = match socket.state() {
         Listen => return None,
-        Closed | SynReceived | SynSent | TimeWait => true,
-        Established => false,
-        FinWait1 | FinWait2 | Closing | LastAck | CloseWait => socket.send_queue() == 0,
+        Closed | TimeWait => Kind::Spent,
+        SynReceived | SynSent => Kind::HalfOpen,
+        Established => Kind::Connection,
+        FinWait1 | FinWait2 | Closing | LastAck | CloseWait if socket.send_queue() == 0 => {
+            Kind::Spent
+        }
+        FinWait1 | FinWait2 | Closing | LastAck | CloseWait => Kind::Connection,
     };
     Some(Candidate {
-        last_progress: watch.last_progress().unwrap_or(Instant::ZERO),
-        free,
+        kind,
+        last_progress: last_progress.unwrap_or(Instant::ZERO),
     })
+}
+
+/// True when taking a socket with this `candidate` costs nobody data (it was spent or
+/// half-open): counted as `reclaimed`, not `evicted`.
+pub fn reclaims(candidate: &Candidate<Instant>) -> bool {
+    candidate.kind != Kind::Connection
 }
 
 /// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a

@@ -32,8 +32,8 @@ use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{IpAddress, IpEndpoint};
 
-use crate::evict::{idlest, Candidate};
-use crate::lifetime::{candidate, evict, relisten, IdleWatch, EVICT_GRACE};
+use crate::evict::{idlest, Candidate, Kind};
+use crate::lifetime::{candidate, evict, reclaims, relisten, EVICT_GRACE};
 
 use super::errors::{errno, i_errno};
 use super::json::{Params, Protocol};
@@ -60,8 +60,8 @@ enum Slot {
     Data(usize),
     /// Being answered ACCESS_DENIED.
     Denying,
-    /// Closing; re-listens once closed.
-    Closing,
+    /// Closing (since then); re-listens once closed.
+    Closing { since: Micros },
 }
 
 /// Counters of a device server.
@@ -90,7 +90,6 @@ pub struct SmoltcpIperfServer<'a> {
     slots: [Slot; MAX_TCP_SOCKETS],
     cookies: [[u8; COOKIE_SIZE]; MAX_TCP_SOCKETS],
     udp_peers: [Option<IpEndpoint>; MAX_STREAMS],
-    watches: [IdleWatch; MAX_TCP_SOCKETS],
     counters: ServerCounters,
     last: Option<Result<TestReport, Failure>>,
     now: Micros,
@@ -98,6 +97,10 @@ pub struct SmoltcpIperfServer<'a> {
 
 fn micros(t: Instant) -> Micros {
     t.total_micros().max(0) as Micros
+}
+
+fn instant(t: Micros) -> Instant {
+    Instant::from_micros(t.min(i64::MAX as u64) as i64)
 }
 
 impl<'a> SmoltcpIperfServer<'a> {
@@ -124,7 +127,6 @@ impl<'a> SmoltcpIperfServer<'a> {
             slots: [Slot::Listening; MAX_TCP_SOCKETS],
             cookies: [[0; COOKIE_SIZE]; MAX_TCP_SOCKETS],
             udp_peers: [None; MAX_STREAMS],
-            watches: [IdleWatch::new(); MAX_TCP_SOCKETS],
             counters: ServerCounters::default(),
             last: None,
             now: 0,
@@ -167,11 +169,11 @@ impl<'a> SmoltcpIperfServer<'a> {
     }
 
     /// Called before the stack sees a SYN for `port`: when it is this server's port and no
-    /// socket listens, frees one so the SYN finds a listener ([`crate::evict::idlest`]): of
-    /// the half-open or spent sockets (`reclaimed`) and the connections idle beyond
-    /// [`EVICT_GRACE`] (`evicted`) — a would-be stream that sent no cookie, a denied client
-    /// that does not read its answer, the test of an idle client with all its sockets (never
-    /// a running test) — the one whose last progress is oldest. `flush` runs the
+    /// socket listens, frees one so the SYN finds a listener ([`crate::evict::idlest`]): a
+    /// spent socket (`reclaimed`), else what has been idle longest beyond [`EVICT_GRACE`]
+    /// (`evicted`) — a would-be stream that sent no cookie, a denied client that does not
+    /// read its answer, the test of an idle client with all its sockets (never a running
+    /// test) — else a half-open socket (`reclaimed`). `flush` runs the
     /// interface's egress, so an evicted peer gets its RST before the socket listens again.
     /// (A new client that finds a socket listening but the test held is handled once it
     /// connects: see [`poll`](Self::poll).)
@@ -185,7 +187,6 @@ impl<'a> SmoltcpIperfServer<'a> {
         if port != self.port {
             return;
         }
-        self.observe(sockets, now);
         let listening = self
             .tcp
             .iter()
@@ -194,16 +195,18 @@ impl<'a> SmoltcpIperfServer<'a> {
             return;
         }
         let test = self.test_progress().map(|t| Candidate {
+            kind: Kind::Connection,
             last_progress: t,
-            free: false,
         });
         let facts = (0..self.tcp.len()).map(|i| {
             let socket = sockets.get::<tcp::Socket>(self.tcp[i]);
             match self.slots[i] {
-                Slot::Listening => candidate(socket, &self.watches[i]).filter(|c| c.free),
-                Slot::Pending { .. } | Slot::Denying | Slot::Closing => {
-                    candidate(socket, &self.watches[i])
+                Slot::Listening => candidate(socket, None).filter(reclaims),
+                // A would-be stream sends its cookie at once: pending since is idle since.
+                Slot::Pending { since, .. } | Slot::Closing { since } => {
+                    candidate(socket, Some(instant(since)))
                 }
+                Slot::Denying => candidate(socket, None),
                 Slot::Control => test,
                 Slot::Data(_) => None,
             }
@@ -212,8 +215,9 @@ impl<'a> SmoltcpIperfServer<'a> {
             return;
         };
         let free = self.slots[i] != Slot::Control
-            && candidate(sockets.get::<tcp::Socket>(self.tcp[i]), &self.watches[i])
-                .is_some_and(|c| c.free);
+            && candidate(sockets.get::<tcp::Socket>(self.tcp[i]), None)
+                .as_ref()
+                .is_some_and(reclaims);
         if self.slots[i] == Slot::Control {
             self.end_idle_test(sockets, Some(i));
         }
@@ -227,21 +231,18 @@ impl<'a> SmoltcpIperfServer<'a> {
             self.counters.evicted += 1;
         }
         self.slots[i] = Slot::Listening;
-        self.watches[i].reset();
     }
 
-    /// When the current test last made progress on its control connection or any of its
-    /// streams, if it may be evicted: None without a test, for a test running (its own
-    /// watchdog ends one whose client vanished) and for a finished one (it is closing).
+    /// When the current test last made progress (the session's last activity: bytes from
+    /// the client on its control connection, bytes on its streams), if it may be evicted:
+    /// None without a test, for a test running (its own watchdog ends one whose client
+    /// vanished) and for a finished one (it is closing).
     fn test_progress(&self) -> Option<Instant> {
         let phase = self.session.phase();
         if matches!(phase, Phase::Idle | Phase::Running) || self.session.is_finished() {
             return None;
         }
-        (0..self.tcp.len())
-            .filter(|&i| matches!(self.slots[i], Slot::Control | Slot::Data(_)))
-            .filter_map(|i| self.watches[i].last_progress())
-            .max()
+        Some(instant(self.session.last_activity()))
     }
 
     /// True when the test holding the server may give way to a new client: not running, and
@@ -261,25 +262,16 @@ impl<'a> SmoltcpIperfServer<'a> {
             );
             if ours && Some(i) != control {
                 sockets.get_mut::<tcp::Socket>(self.tcp[i]).abort();
-                self.slots[i] = Slot::Closing;
+                self.slots[i] = Slot::Closing { since: self.now };
             }
         }
         self.session.reset();
         self.udp_peers = [None; MAX_STREAMS];
     }
 
-    /// Looks at every socket for progress (see [`IdleWatch`]).
-    fn observe(&mut self, sockets: &SocketSet<'_>, now: Instant) {
-        for (watch, h) in self.watches.iter_mut().zip(&self.tcp) {
-            watch.observe(sockets.get::<tcp::Socket>(*h), now);
-        }
-    }
-
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
     /// Call after every `Interface::poll`.
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
-        self.observe(sockets, now);
-        let instant = now;
         let now = micros(now);
         self.now = now;
         self.bind_udp(sockets);
@@ -309,7 +301,6 @@ impl<'a> SmoltcpIperfServer<'a> {
         self.session.poll(now);
         self.flush_control(sockets);
         self.after_phase(sockets);
-        self.observe(sockets, instant);
     }
 
     /// Accepts the client's parameters or refuses what smoltcp sockets cannot do, with the
@@ -363,8 +354,7 @@ impl<'a> SmoltcpIperfServer<'a> {
                 }
                 // A connection was established on this socket. A test whose client went
                 // idle gives way to it (evicted), as a SYN finding no socket would.
-                let instant = Instant::from_micros(now.min(i64::MAX as u64) as i64);
-                if self.session.is_busy() && self.test_evictable(instant) {
+                if self.session.is_busy() && self.test_evictable(instant(now)) {
                     self.end_idle_test(sockets, None);
                     linklab_fmt::debug!("iperf: idle test evicted for a new client");
                     self.counters.evicted += 1;
@@ -410,7 +400,7 @@ impl<'a> SmoltcpIperfServer<'a> {
                     }
                 } else if !sock.may_recv() || now.saturating_sub(since) > COOKIE_TIMEOUT_US {
                     sock.abort();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: now };
                 } else {
                     self.slots[i] = Slot::Pending { got, since };
                 }
@@ -435,13 +425,13 @@ impl<'a> SmoltcpIperfServer<'a> {
                     let _ = sock.send_slice(&[wire::state::ACCESS_DENIED as u8]);
                     sock.close();
                     self.counters.denied += 1;
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: now };
                 } else if !sock.may_send() {
                     sock.abort();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: now };
                 }
             }
-            Slot::Closing => match sock.state() {
+            Slot::Closing { .. } => match sock.state() {
                 // Aborted, its RST not sent yet (the next egress sends it; listening now
                 // would forget the peer). A SYN that needs the socket may take it before.
                 tcp::State::Closed if sock.remote_endpoint().is_some() => {}
@@ -541,11 +531,11 @@ impl<'a> SmoltcpIperfServer<'a> {
             match self.slots[i] {
                 Slot::Data(_) if streams_over || finished => {
                     sock.close();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: self.now };
                 }
                 Slot::Pending { .. } if finished => {
                     sock.abort();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: self.now };
                 }
                 // Close the control connection once our last bytes are queued.
                 Slot::Control
@@ -553,7 +543,7 @@ impl<'a> SmoltcpIperfServer<'a> {
                         && (self.session.control_output().is_empty() || !sock.may_send()) =>
                 {
                     sock.close();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: self.now };
                 }
                 _ => {}
             }

@@ -1,9 +1,8 @@
-//! The figures of README-serve.md's "Idle holders" table: how long a new client waits for
-//! `GET /10kB.txt` while N idle holders sit on the device's HTTP sockets (2 on `serve` and on
-//! the firmware). A benchmark, not a test (ignored by `cargo test`):
+//! The figures of README-serve.md's hostile-peer tables, on `serve` and on the riscv32
+//! firmware. Benchmarks, not tests (ignored by `cargo test`):
 //!
 //! ```sh
-//! cargo test -p linklab --release --test holders_figures -- --ignored --nocapture
+//! cargo test -p linklab --release --test hostile_figures -- --ignored --nocapture
 //! ```
 //!
 //! `LINKLAB_BIN=/path/to/linklab` measures another build instead (e.g. an older one, for a
@@ -11,25 +10,31 @@
 //! `HOLDERS_TARGETS=serve,riscv32-virt` picks the devices and `HOLDERS_ROUNDS=3` the rounds
 //! per figure.
 //!
-//! A holder connects to port 80 (again 1 s after a refusal, like the client), sends a request
+//! **Idle holders**: how long a new client waits for `GET /10kB.txt` while N idle holders sit
+//! on the device's HTTP sockets (2 on `serve` and on the firmware). A holder connects to port 80 (again 1 s after a refusal, like the client), sends a request
 //! head cut short (every other holder) or nothing, and holds the connection until the device
 //! closes it. Two kinds: holders that then stop ("once"), and holders that connect again at
 //! once ("reconnect", a pool of clients that keep their connections up). The holders start
 //! 2 s before the client. The client is stock curl retrying every second while refused
 //! (`--retry-connrefused --retry-delay 1`), for at most 60 s.
 
+//!
+//! **Spoofed UDP burst**: 40 UDP echo requests from hosts that never answer ARP, then at once
+//! one real request, sent again every 250 ms until answered (at most 5 s): whether the first
+//! request was answered, and when the first answer came.
+
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::device::{Device, DEVICE};
-use common::hostile::wait_quiet;
+use common::device::{Device, DEVICE, HOST};
+use common::hostile::{spoofed_udp, wait_quiet};
 
 /// The holder counts measured.
 const HOLDERS: [usize; 4] = [0, 2, 6, 20];
@@ -131,7 +136,16 @@ fn time_to_serve(dev: &Device) -> Option<f64> {
         "/10kB.txt",
     );
     let waited = started.elapsed();
-    (String::from_utf8_lossy(&out.stdout) == "200" && waited < CAP).then_some(waited.as_secs_f64())
+    let served = String::from_utf8_lossy(&out.stdout) == "200" && waited < CAP;
+    if !served {
+        println!(
+            "  not served after {:.2} s: {} {}",
+            waited.as_secs_f64(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    served.then_some(waited.as_secs_f64())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -139,18 +153,80 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-#[test]
-#[ignore = "a benchmark: run with --ignored --nocapture"]
-fn time_to_serve_a_new_client_with_idle_holders() {
+/// The devices to measure (started one at a time from `LINKLAB_BIN` or this build), and the
+/// rounds per figure.
+fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
     let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
     let targets = std::env::var("HOLDERS_TARGETS").unwrap_or("serve,riscv32-virt".into());
     let rounds: usize = std::env::var("HOLDERS_ROUNDS").map_or(3, |r| r.parse().unwrap());
     println!("linklab: {}", bin.display());
-    for target in targets.split(',') {
-        let dev = match target {
-            "serve" => Device::serve_with(&bin, "fig"),
-            board => Device::emu_with(&bin, board),
+    let devices = targets
+        .split(',')
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(move |target| {
+            let dev = match target.as_str() {
+                "serve" => Device::serve_with(&bin, "fig"),
+                board => Device::emu_with(&bin, board),
+            };
+            (target, dev)
+        });
+    (devices, rounds)
+}
+
+#[test]
+#[ignore = "a benchmark: run with --ignored --nocapture"]
+fn udp_echo_right_after_a_spoofed_burst() {
+    let (devices, rounds) = targets();
+    for (target, dev) in devices {
+        let mut first_answered = 0;
+        let mut answered = Vec::new();
+        for round in 0..rounds {
+            let frames = (0..40u8)
+                .map(|i| spoofed_udp(&dev, [198, 18, 0, 100 + i], 5000 + round as u16, 7, b"x"))
+                .collect();
+            dev.inject(frames);
+            let (first, at) = common::in_netns(&dev.ns, || {
+                let sock = UdpSocket::bind(format!("{HOST}:0")).unwrap();
+                sock.set_read_timeout(Some(Duration::from_millis(250)))
+                    .unwrap();
+                let started = Instant::now();
+                let mut sent = 0;
+                while started.elapsed() < Duration::from_secs(5) {
+                    sock.send_to(&[sent], format!("{DEVICE}:7")).unwrap();
+                    sent += 1;
+                    let mut b = [0u8; 4];
+                    if let Ok((1, _)) = sock.recv_from(&mut b) {
+                        return (b[0] == 0, Some(started.elapsed().as_secs_f64()));
+                    }
+                }
+                (false, None)
+            });
+            first_answered += usize::from(first);
+            answered.extend(at);
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        let figure = if answered.is_empty() {
+            "never answered within 5 s".to_string()
+        } else {
+            format!(
+                "first answer after median {:.2} s, max {:.2} s",
+                median(answered.clone()),
+                answered.iter().cloned().fold(0.0, f64::max)
+            )
         };
+        println!(
+            "{target:>12} | UDP echo after 40 spoofed | first request answered in {first_answered} of {rounds} | {figure} | rounds {answered:.2?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "a benchmark: run with --ignored --nocapture"]
+fn time_to_serve_a_new_client_with_idle_holders() {
+    let (devices, rounds) = targets();
+    for (target, dev) in devices {
         for kind in [Kind::Once, Kind::Reconnect] {
             for n in HOLDERS {
                 if n == 0 && kind == Kind::Reconnect {
