@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{in_netns, linklab_bin, wait_until, ChildGuard, Netns};
+use super::{enter_netns, in_netns, linklab_bin, wait_until, ChildGuard, Netns};
 
 /// The device's address.
 pub const DEVICE: &str = "198.18.0.2";
@@ -250,15 +250,6 @@ impl Device {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
-}
-
-/// Moves the calling thread into the namespace at `path`.
-fn enter_netns(path: &str) {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::File::open(path).expect("open netns");
-    // SAFETY: setns(2) moves only this thread into the namespace.
-    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-    assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
 }
 
 /// An AF_PACKET socket that writes whole Ethernet frames on one interface.

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::device::{Device, DEVICE, DEVICE_IP, HOST};
-use super::{assert_conserved, in_netns};
+use super::{assert_conserved, enter_netns, in_netns};
 
 /// The grace after which an idle connection may be evicted for a new client
 /// (linklab_perf::evict::GRACE_MS).
@@ -192,7 +192,7 @@ pub fn hold(dev: &Device, port: u16, n: usize, says: fn(usize) -> Vec<u8>) -> Ve
         .map(|i| {
             let path = path.clone();
             std::thread::spawn(move || {
-                enter(&path);
+                enter_netns(&path);
                 let device: SocketAddr = format!("{DEVICE}:{port}").parse().unwrap();
                 let deadline = Instant::now() + Duration::from_secs(20);
                 loop {
@@ -212,16 +212,6 @@ pub fn hold(dev: &Device, port: u16, n: usize, says: fn(usize) -> Vec<u8>) -> Ve
         })
         .collect();
     threads.into_iter().map(|t| t.join().unwrap()).collect()
-}
-
-fn enter(path: &str) {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::File::open(path).unwrap();
-    // SAFETY: setns(2) moves only this thread into the namespace.
-    assert_eq!(
-        unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
-        0
-    );
 }
 
 /// What an idle HTTP holder says: the odd ones a request head cut short, the even ones
@@ -306,7 +296,7 @@ pub fn idle_iperf3_controls_give_way(dev: &Device, n: usize) {
         let path = path.clone();
         held.push(
             std::thread::spawn(move || {
-                enter(&path);
+                enter_netns(&path);
                 control_holder(i)
             })
             .join()

@@ -1,8 +1,8 @@
 //! The figures of README-serve.md's hostile-peer tables, on `serve` and on the riscv32
-//! firmware. Benchmarks, not tests (ignored by `cargo test`):
+//! firmware (needs root and QEMU, as the hostile tests):
 //!
 //! ```sh
-//! cargo test -p linklab --release --test hostile_figures -- --ignored --nocapture
+//! cargo bench -p linklab --bench hostile_figures             # both; `-- holders` or `-- udp` for one
 //! ```
 //!
 //! `LINKLAB_BIN=/path/to/linklab` measures another build instead (e.g. an older one, for a
@@ -23,6 +23,8 @@
 //! one real request, sent again every 250 ms until answered (at most 5 s): whether the first
 //! request was answered, and when the first answer came.
 
+// The integration tests' helpers (a device on a TAP, the hostile campaign's peers).
+#[path = "../tests/common/mod.rs"]
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
@@ -34,6 +36,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::device::{Device, DEVICE, HOST};
+use common::enter_netns;
 use common::hostile::{spoofed_udp, wait_quiet};
 
 /// The holder counts measured.
@@ -61,12 +64,7 @@ impl Holders {
             .map(|i| {
                 let (stop, path) = (stop.clone(), path.clone());
                 std::thread::spawn(move || {
-                    let file = std::fs::File::open(&path).unwrap();
-                    // SAFETY: setns(2) moves only this thread into the namespace.
-                    let rc = unsafe {
-                        libc::setns(std::os::fd::AsRawFd::as_raw_fd(&file), libc::CLONE_NEWNET)
-                    };
-                    assert_eq!(rc, 0);
+                    enter_netns(&path);
                     holder(i, kind, &stop);
                 })
             })
@@ -175,8 +173,20 @@ fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
     (devices, rounds)
 }
 
-#[test]
-#[ignore = "a benchmark: run with --ignored --nocapture"]
+fn main() {
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    if wanted("holders") {
+        time_to_serve_a_new_client_with_idle_holders();
+    }
+    if wanted("udp") {
+        udp_echo_right_after_a_spoofed_burst();
+    }
+}
+
 fn udp_echo_right_after_a_spoofed_burst() {
     let (devices, rounds) = targets();
     for (target, dev) in devices {
@@ -211,19 +221,18 @@ fn udp_echo_right_after_a_spoofed_burst() {
             "never answered within 5 s".to_string()
         } else {
             format!(
-                "first answer after median {:.2} s, max {:.2} s",
-                median(answered.clone()),
-                answered.iter().cloned().fold(0.0, f64::max)
+                "first answer after median {:.1} ms, max {:.1} ms",
+                median(answered.clone()) * 1e3,
+                answered.iter().cloned().fold(0.0, f64::max) * 1e3
             )
         };
+        let ms: Vec<f64> = answered.iter().map(|s| s * 1e3).collect();
         println!(
-            "{target:>12} | UDP echo after 40 spoofed | first request answered in {first_answered} of {rounds} | {figure} | rounds {answered:.2?}"
+            "{target:>12} | UDP echo after 40 spoofed | first request answered in {first_answered} of {rounds} | {figure} | rounds (ms) {ms:.1?}"
         );
     }
 }
 
-#[test]
-#[ignore = "a benchmark: run with --ignored --nocapture"]
 fn time_to_serve_a_new_client_with_idle_holders() {
     let (devices, rounds) = targets();
     for (target, dev) in devices {
