@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::device::{Device, DEVICE, DEVICE_IP, HOST};
-use super::{assert_conserved, enter_netns, in_netns};
+use super::{assert_conserved, enter_netns, in_netns, wait_until};
 
 /// The grace after which an idle connection may be evicted for a new client
 /// (linklab_perf::evict::GRACE_MS).
@@ -404,14 +404,15 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
         "the zero-window reader was not evicted"
     );
     let second = download();
-    std::thread::sleep(Duration::from_millis(500));
+    let both = wait_until(Duration::from_secs(5), || established_to(dev, 80) == 2);
+    assert!(both, "the second download did not connect");
     // Both sockets carry a download being acknowledged: new clients are refused.
     for _ in 0..3 {
         let out = dev.curl(&["-m", "2"], "/10kB.txt");
         assert!(
             !out.status.success(),
-            "a new client got in: {out:?}; {}",
-            dev.stats()
+            "a new client got in: {out:?}; connections: {}",
+            String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"]))
         );
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -428,6 +429,20 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
     let stats = dev.stats();
     assert_eq!(counter(&stats, "http", "evicted") - before, 1, "{stats}");
     assert_counters_conserve(&stats);
+}
+
+/// TCP connections the host has established to the device's `port` (per `ss`).
+fn established_to(dev: &Device, port: u16) -> usize {
+    let out = dev.run(&[
+        "ss",
+        "-Htn",
+        "state",
+        "established",
+        "dport",
+        "=",
+        &format!(":{port}"),
+    ]);
+    String::from_utf8_lossy(&out).lines().count()
 }
 
 /// A client that asks for /1MB.txt with a 4 kB receive buffer and never reads.
