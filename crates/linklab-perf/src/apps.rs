@@ -13,11 +13,13 @@ use smoltcp::time::{Duration, Instant};
 
 use crate::echo::SmoltcpEchoServer;
 use crate::echo::ECHO_PORT;
+use crate::evict::{candidate, idlest};
 use crate::http::{self, Routes};
 use crate::iperf::device::SmoltcpIperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
 use crate::lifetime::{
-    reclaimable, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, TCP_KEEP_ALIVE, TCP_TIMEOUT,
+    evict, observe, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, EVICT_GRACE, TCP_KEEP_ALIVE,
+    TCP_TIMEOUT,
 };
 
 /// HTTP connections served at once (each one its own listening socket).
@@ -66,7 +68,7 @@ pub struct AppBuffers<'a, I> {
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of counters [`DeviceApps::counters`] reports.
-pub const APP_COUNTERS: usize = 16;
+pub const APP_COUNTERS: usize = 19;
 
 /// The apps and the handles of the sockets they own.
 pub struct DeviceApps<'a> {
@@ -74,11 +76,13 @@ pub struct DeviceApps<'a> {
     echo_tcp: SocketHandle,
     echo_watch: IdleWatch,
     echo_idle_closed: u64,
+    echo_reclaimed: u64,
+    echo_evicted: u64,
     http: [(SocketHandle, http::Server, IdleWatch); HTTP_SOCKETS],
     http_responses: u64,
     http_idle_closed: u64,
     http_reclaimed: u64,
-    echo_reclaimed: u64,
+    http_evicted: u64,
     idle_timeout: Duration,
     iperf: SmoltcpIperfServer<'a>,
 }
@@ -145,19 +149,22 @@ impl<'a> DeviceApps<'a> {
             echo_tcp: tcp,
             echo_watch: IdleWatch::new(),
             echo_idle_closed: 0,
+            echo_reclaimed: 0,
+            echo_evicted: 0,
             http,
             http_responses: 0,
             http_idle_closed: 0,
             http_reclaimed: 0,
-            echo_reclaimed: 0,
+            http_evicted: 0,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             iperf,
         }
     }
 
     /// Sets the application idle timeout of HTTP and TCP echo connections (default
-    /// [`DEFAULT_IDLE_TIMEOUT`]): a connection on which nothing moved for this long is reset,
-    /// so idle or stalled peers cannot hold the fixed pool of sockets.
+    /// [`DEFAULT_IDLE_TIMEOUT`]): a connection that made no progress for this long (see
+    /// [`IdleWatch`]) is reset, so idle or stalled peers cannot hold the fixed pool of
+    /// sockets even when no new client asks for one.
     pub fn set_idle_timeout(&mut self, timeout: Duration) {
         self.idle_timeout = timeout;
     }
@@ -171,35 +178,52 @@ impl<'a> DeviceApps<'a> {
     }
 
     /// Runs every app once over the sockets, answering HTTP paths other than the bench files
-    /// from `routes`; call after each `Interface::poll`.
+    /// from `routes`; call after each [`poll_interface`](Self::poll_interface). Each TCP
+    /// connection is looked at before and after its app ran, so its [`IdleWatch`] sees what
+    /// the peer did and not what the app did.
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, routes: &mut dyn Routes, now: Instant) {
         self.iperf.poll(sockets, now);
         let _ = self.iperf.take_outcome();
+        observe(
+            &mut self.echo_watch,
+            sockets.get::<tcp::Socket>(self.echo_tcp),
+            now,
+        );
         self.echo.poll(sockets, now);
         let echo = sockets.get_mut::<tcp::Socket>(self.echo_tcp);
-        if self.echo_watch.expired(echo, false, now, self.idle_timeout) {
+        observe(&mut self.echo_watch, echo, now);
+        if self.echo_watch.expired(now, self.idle_timeout) {
             echo.abort();
+            self.echo_watch.forget();
             self.echo_idle_closed += 1;
         }
         for (handle, server, watch) in &mut self.http {
             let socket = sockets.get_mut::<tcp::Socket>(*handle);
-            let completed = http::smoltcp_serve(socket, server, http::HTTP_PORT, routes);
-            if completed {
+            observe(watch, socket, now);
+            if http::smoltcp_serve(socket, server, http::HTTP_PORT, routes) {
                 self.http_responses += 1;
             }
-            if watch.expired(socket, completed, now, self.idle_timeout) {
+            observe(watch, socket, now);
+            if watch.expired(now, self.idle_timeout) {
                 socket.abort();
+                watch.forget();
                 self.http_idle_closed += 1;
             }
         }
     }
 
-    /// Runs the interface: ingress one frame at a time, and before each frame that opens a
-    /// TCP connection (see [`crate::lifetime::syn_port`]) to a service whose sockets are all
-    /// busy, frees the oldest half-open or closing one for it — lwIP's rule, so spoofed SYNs
-    /// from hosts that never answer cannot lock real clients out. Then egress. Use instead
-    /// of `Interface::poll`; `next_syn_port` peeks at the device's next frame (for a
-    /// linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
+    /// Runs the interface: ingress one frame at a time, then egress. Before each frame that
+    /// opens a TCP connection (see [`crate::lifetime::syn_port`]) to a service none of whose
+    /// sockets listens, frees one for it ([`crate::evict::idlest`]): a spent socket
+    /// (`reclaimed`), else the connection idle longest beyond [`EVICT_GRACE`] (`evicted`:
+    /// the peer gets a RST), else the oldest half-open one (`reclaimed`: lwIP's rule, so
+    /// spoofed SYNs from hosts that never answer cannot lock real clients out). A SYN that
+    /// finds every connection making progress and none spent or half-open gets smoltcp's
+    /// RST, as from a busy server. After each frame, a UDP echo request is answered and the
+    /// egress run at once (see [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot
+    /// leave is known before the next one is queued. Use instead of `Interface::poll`;
+    /// `next_syn_port` peeks at the device's next frame (for a linklab-mac `Mac`:
+    /// `|mac| mac.peek(syn_port).flatten()`).
     pub fn poll_interface<D: Device + ?Sized>(
         &mut self,
         iface: &mut Interface,
@@ -211,17 +235,28 @@ impl<'a> DeviceApps<'a> {
         iface.poll_maintenance(now);
         loop {
             if let Some(port) = next_syn_port(device) {
-                self.make_room(port, sockets, now);
+                let mut flush = |s: &mut SocketSet<'_>| egress(iface, device, s, now);
+                self.make_room(port, sockets, now, &mut flush);
             }
             if iface.poll_ingress_single(now, device, sockets) == PollIngressSingleResult::None {
                 break;
             }
+            while self.echo.echo_datagram(sockets, now) {
+                egress(iface, device, sockets, now);
+            }
         }
-        while iface.poll_egress(now, device, sockets) != PollResult::None {}
+        egress(iface, device, sockets, now);
     }
 
-    /// Frees a socket for a new connection to `port` when none of its sockets listens.
-    fn make_room(&mut self, port: u16, sockets: &mut SocketSet<'_>, now: Instant) {
+    /// Frees a socket for a new connection to `port` when none of its sockets listens (see
+    /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress.
+    fn make_room<'s>(
+        &mut self,
+        port: u16,
+        sockets: &mut SocketSet<'s>,
+        now: Instant,
+        flush: &mut dyn FnMut(&mut SocketSet<'s>),
+    ) {
         match port {
             http::HTTP_PORT => {
                 let listening = self
@@ -231,28 +266,46 @@ impl<'a> DeviceApps<'a> {
                 if listening {
                     return;
                 }
-                let oldest = self
+                // Progress that came in with the frames before this SYN counts.
+                for (h, _, watch) in &mut self.http {
+                    observe(watch, sockets.get::<tcp::Socket>(*h), now);
+                }
+                let facts = self
                     .http
-                    .iter_mut()
-                    .filter(|(h, _, _)| reclaimable(sockets.get::<tcp::Socket>(*h).state()))
-                    .min_by_key(|(_, _, w)| w.since());
-                if let Some((h, server, watch)) = oldest {
+                    .iter()
+                    .map(|(h, _, w)| candidate(sockets.get::<tcp::Socket>(*h), w.last()));
+                let Some((i, taken)) = idlest(facts, now, EVICT_GRACE) else {
+                    return;
+                };
+                let (h, server, watch) = &mut self.http[i];
+                if taken.evicts() {
+                    *h = evict(sockets, *h, http::HTTP_PORT, flush);
+                    self.http_evicted += 1;
+                } else {
                     *h = relisten(sockets, *h, http::HTTP_PORT);
-                    server.reset();
-                    watch.reset();
                     self.http_reclaimed += 1;
                 }
+                server.reset();
+                watch.forget();
             }
             ECHO_PORT => {
-                let socket = sockets.get_mut::<tcp::Socket>(self.echo_tcp);
-                if reclaimable(socket.state()) {
+                let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
+                observe(&mut self.echo_watch, socket, now);
+                let facts = [candidate(socket, self.echo_watch.last())];
+                let Some((_, taken)) = idlest(facts, now, EVICT_GRACE) else {
+                    return;
+                };
+                if taken.evicts() {
+                    self.echo_tcp = evict(sockets, self.echo_tcp, ECHO_PORT, flush);
+                    self.echo_evicted += 1;
+                } else {
                     self.echo_tcp = relisten(sockets, self.echo_tcp, ECHO_PORT);
-                    self.echo.forget_tcp(self.echo_tcp);
-                    self.echo_watch.reset();
                     self.echo_reclaimed += 1;
                 }
+                self.echo.forget_tcp(self.echo_tcp);
+                self.echo_watch.forget();
             }
-            _ => self.iperf.make_room(port, sockets, now),
+            _ => self.iperf.make_room(port, sockets, now, flush),
         }
     }
 
@@ -279,7 +332,10 @@ impl<'a> DeviceApps<'a> {
             .chain([self.echo_watch.deadline(t)])
             .flatten()
             .min();
-        [self.iperf.poll_at(), idle].into_iter().flatten().min()
+        [self.iperf.poll_at(), self.echo.poll_at(), idle]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Every app's counters, for `/stats` and the console.
@@ -290,21 +346,34 @@ impl<'a> DeviceApps<'a> {
             ("echo", "udp_rx_datagrams", e.udp_rx_datagrams),
             ("echo", "udp_tx_datagrams", e.udp_tx_datagrams),
             ("echo", "udp_dropped", e.udp_dropped),
+            ("echo", "udp_unsent", e.udp_unsent),
             ("echo", "tcp_connections", e.tcp_connections),
             ("echo", "tcp_bytes", e.tcp_bytes),
-            ("echo", "udp_unsent_resets", e.udp_unsent_resets),
             ("echo", "tcp_idle_closed", self.echo_idle_closed),
             ("echo", "tcp_reclaimed", self.echo_reclaimed),
+            ("echo", "tcp_evicted", self.echo_evicted),
             ("http", "responses", self.http_responses),
             ("http", "idle_closed", self.http_idle_closed),
             ("http", "reclaimed", self.http_reclaimed),
+            ("http", "evicted", self.http_evicted),
             ("iperf", "tests_done", u64::from(i.tests_done)),
             ("iperf", "tests_failed", u64::from(i.tests_failed)),
             ("iperf", "denied", u64::from(i.denied)),
             ("iperf", "open_streams", self.iperf.open_streams() as u64),
             ("iperf", "reclaimed", u64::from(i.reclaimed)),
+            ("iperf", "evicted", u64::from(i.evicted)),
         ]
     }
+}
+
+/// Runs the interface's egress until it has nothing more to send.
+fn egress<D: Device + ?Sized>(
+    iface: &mut Interface,
+    device: &mut D,
+    sockets: &mut SocketSet<'_>,
+    now: Instant,
+) {
+    while iface.poll_egress(now, device, sockets) != PollResult::None {}
 }
 
 /// Buffers sized for a host (the TAP soft NIC and its baseline bench), leaked once: the

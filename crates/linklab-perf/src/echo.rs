@@ -2,8 +2,10 @@
 //!
 //! The protocol core is sans-IO: [`Echo::datagram`] turns one received datagram into its reply
 //! and [`Echo::stream`] moves stream bytes from what was received into send space, both
-//! counting what they did. The smoltcp adapter ([`SmoltcpEchoServer`], feature `smoltcp`) binds the
-//! core to one UDP and one TCP socket on port 7. No heap, no panics on input.
+//! counting what they did; [`ReplyLane`] keeps replies to a host that cannot be reached from
+//! holding up replies to hosts that can. The smoltcp adapter ([`SmoltcpEchoServer`], feature
+//! `smoltcp`) binds the core to one UDP and one TCP socket on port 7. No heap, no panics on
+//! input.
 
 mod socket;
 pub use socket::echo_on;
@@ -22,14 +24,13 @@ pub struct EchoCounters {
     pub udp_tx_datagrams: u64,
     /// UDP datagrams received but not echoed (reply did not fit the send space).
     pub udp_dropped: u64,
+    /// Of `udp_tx_datagrams`, replies dropped unsent because their destination's next hop
+    /// never answered ARP (a spoofed or vanished requester): see [`ReplyLane`].
+    pub udp_unsent: u64,
     /// TCP connections accepted.
     pub tcp_connections: u64,
     /// TCP payload bytes echoed back.
     pub tcp_bytes: u64,
-    /// Times the queued UDP replies were dropped because they could not leave (their
-    /// destination never answered ARP); those replies are in `udp_tx_datagrams` but never
-    /// reached the wire.
-    pub udp_unsent_resets: u64,
 }
 
 /// The sans-IO echo core: stateless apart from its counters.
@@ -46,9 +47,9 @@ impl Echo {
                 udp_rx_datagrams: 0,
                 udp_tx_datagrams: 0,
                 udp_dropped: 0,
+                udp_unsent: 0,
                 tcp_connections: 0,
                 tcp_bytes: 0,
-                udp_unsent_resets: 0,
             },
         }
     }
@@ -96,32 +97,120 @@ impl Echo {
     }
 }
 
+/// The UDP echo's send queue, kept to one destination at a time.
+///
+/// A stack such as smoltcp sends a socket's datagrams in order and, while the first one waits
+/// for its next hop to answer ARP, holds all of them — a second at a time, again and again,
+/// when the requester was spoofed and nobody ever answers. So replies to one destination
+/// share the queue, and a reply to another destination first drops whatever is still queued
+/// (the caller runs the stack's egress after each reply, so a reply still queued at the next
+/// one did not leave when it could: its next hop does not resolve); replies that did not move
+/// for `stuck` are dropped too, so the stack stops asking for a host that is not there.
+/// Replies to hosts that resolve leave at once and are never delayed or dropped by these.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplyLane<A, T> {
+    dest: Option<A>,
+    replies: u64,
+    queued_bytes: usize,
+    since: T,
+}
+
+impl<A: Copy + PartialEq, T: Copy + Ord> ReplyLane<A, T> {
+    /// An empty lane at `now`.
+    pub const fn new(now: T) -> Self {
+        ReplyLane {
+            dest: None,
+            replies: 0,
+            queued_bytes: 0,
+            since: now,
+        }
+    }
+
+    /// A reply to `dest` is ready and the send queue holds `queued_bytes`: returns how many
+    /// queued replies must be dropped first (0, or all of them when they are for another
+    /// destination). Then queue the reply and call [`queued`](Self::queued).
+    pub fn admit(&mut self, dest: A, queued_bytes: usize) -> u64 {
+        let drop = if queued_bytes == 0 || self.dest == Some(dest) {
+            0
+        } else {
+            self.replies
+        };
+        if drop > 0 || queued_bytes == 0 {
+            self.replies = 0;
+        }
+        self.dest = Some(dest);
+        drop
+    }
+
+    /// The reply admitted last was queued; the send queue now holds `queued_bytes`.
+    pub fn queued(&mut self, queued_bytes: usize, now: T) {
+        self.replies += 1;
+        self.queued_bytes = queued_bytes;
+        self.since = now;
+    }
+
+    /// The send queue holds `queued_bytes` at `now`: returns how many replies must be dropped
+    /// because none moved for `stuck` (then the lane is empty).
+    pub fn tick<D>(&mut self, queued_bytes: usize, now: T, stuck: D) -> u64
+    where
+        T: core::ops::Add<D, Output = T>,
+    {
+        if queued_bytes == 0 {
+            self.dest = None;
+            self.replies = 0;
+        } else if queued_bytes != self.queued_bytes {
+            self.queued_bytes = queued_bytes;
+            self.since = now;
+        } else if now >= self.since + stuck {
+            let drop = self.replies;
+            self.dest = None;
+            self.replies = 0;
+            return drop;
+        }
+        0
+    }
+
+    /// When [`tick`](Self::tick) would drop the queued replies if nothing moves (None when the
+    /// lane is empty).
+    pub fn deadline<D>(&self, stuck: D) -> Option<T>
+    where
+        T: core::ops::Add<D, Output = T>,
+    {
+        self.dest
+            .filter(|_| self.replies > 0)
+            .map(|_| self.since + stuck)
+    }
+}
+
 #[cfg(feature = "smoltcp")]
 pub use adapter::SmoltcpEchoServer;
 
 #[cfg(feature = "smoltcp")]
 mod adapter {
-    use super::{Echo, EchoCounters, ECHO_PORT};
+    use super::{Echo, EchoCounters, ReplyLane, ECHO_PORT};
     use smoltcp::iface::{SocketHandle, SocketSet};
     use smoltcp::socket::{tcp, udp};
     use smoltcp::time::{Duration, Instant};
+    use smoltcp::wire::IpAddress;
 
     /// Largest datagram echoed; bigger ones are counted as dropped.
     const MAX_DATAGRAM: usize = 2048;
-    /// Replies that have not left for this long are waiting for an ARP answer that will not
-    /// come (a spoofed or vanished requester): they are dropped so they cannot block the
-    /// socket's send buffer for everyone else.
-    const STUCK_REPLY: Duration = Duration::from_secs(1);
+    /// Replies that have not left for this long, with no new request to push them out, are
+    /// dropped (see [`ReplyLane`]): smoltcp would otherwise ask for their next hop every
+    /// second forever.
+    const STUCK_REPLY: Duration = Duration::from_millis(crate::rules::STUCK_REPLY_MS);
 
     /// Echo on UDP and TCP port 7 over two smoltcp sockets the caller created (and so owns
-    /// the buffers of); call [`SmoltcpEchoServer::poll`] after every `Interface::poll`.
+    /// the buffers of): call [`echo_datagram`](SmoltcpEchoServer::echo_datagram) after every
+    /// frame the interface takes in (with its egress in between, as
+    /// [`crate::apps::DeviceApps::poll_interface`] does) and [`poll`](SmoltcpEchoServer::poll)
+    /// after every interface poll.
     #[derive(Debug)]
     pub struct SmoltcpEchoServer {
         udp: SocketHandle,
         tcp: SocketHandle,
         tcp_was_active: bool,
-        /// Since when the UDP send queue has held the same bytes, and how many.
-        udp_stuck: Option<(Instant, usize)>,
+        lane: ReplyLane<IpAddress, Instant>,
         core: Echo,
     }
 
@@ -133,7 +222,7 @@ mod adapter {
                 udp,
                 tcp,
                 tcp_was_active: false,
-                udp_stuck: None,
+                lane: ReplyLane::new(Instant::ZERO),
                 core: Echo::new(),
             }
         }
@@ -150,53 +239,72 @@ mod adapter {
             self.tcp_was_active = false;
         }
 
-        /// Moves whatever the sockets received back out; bounded work per call.
+        /// Echoes one received UDP datagram, if any; true when the caller should run the
+        /// interface's egress and call again (a reply was queued, or a datagram dropped).
+        /// Replies wait in one [`ReplyLane`]: one that is still queued when a reply to
+        /// another host comes did not leave in the egress after it, so it (and any other
+        /// reply to its host) is dropped, counted in `udp_unsent`, and the socket gets fresh
+        /// interface bookkeeping (smoltcp silences a socket for a second whenever its first
+        /// datagram's next hop is missing; see [`crate::lifetime::relisten`]).
+        pub fn echo_datagram(&mut self, sockets: &mut SocketSet<'_>, now: Instant) -> bool {
+            let socket = sockets.get_mut::<udp::Socket>(self.udp);
+            if !socket.is_open() && socket.bind(ECHO_PORT).is_err() {
+                return false;
+            }
+            let mut request = [0u8; MAX_DATAGRAM];
+            let (len, meta) = match socket.recv_slice(&mut request) {
+                Ok(got) => got,
+                Err(udp::RecvError::Exhausted) => return false,
+                Err(_) => {
+                    // Truncated: larger than MAX_DATAGRAM.
+                    self.core.datagram_dropped();
+                    return true;
+                }
+            };
+            let mut reply = [0u8; MAX_DATAGRAM];
+            let Some(n) = self.core.datagram(&request[..len], &mut reply) else {
+                return true;
+            };
+            let stuck = self.lane.admit(meta.endpoint.addr, socket.send_queue());
+            if stuck > 0 {
+                self.drop_queued(sockets, stuck);
+            }
+            let socket = sockets.get_mut::<udp::Socket>(self.udp);
+            if socket.send_slice(&reply[..n], meta).is_err() {
+                self.core.datagram_dropped_after_echo();
+            } else {
+                self.lane.queued(socket.send_queue(), now);
+            }
+            true
+        }
+
+        /// Drops the `n` queued replies that could not leave: empties the socket (requests
+        /// not yet read go with it, counted as dropped) and gives it a fresh slot in the set.
+        fn drop_queued(&mut self, sockets: &mut SocketSet<'_>, n: u64) {
+            let socket = sockets.get_mut::<udp::Socket>(self.udp);
+            while socket.recv().is_ok() {
+                self.core.datagram_dropped();
+            }
+            socket.close();
+            let _ = socket.bind(ECHO_PORT);
+            self.udp = crate::lifetime::fresh_slot(sockets, self.udp);
+            self.core.replies_unsent(n);
+        }
+
+        /// Moves the TCP connection's bytes back out and drops UDP replies that did not move
+        /// for a second; bounded work per call.
         pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
-            self.poll_udp(sockets.get_mut::<udp::Socket>(self.udp), now);
+            let queued = sockets.get::<udp::Socket>(self.udp).send_queue();
+            let stuck = self.lane.tick(queued, now, STUCK_REPLY);
+            if stuck > 0 {
+                self.drop_queued(sockets, stuck);
+            }
             self.poll_tcp(sockets.get_mut::<tcp::Socket>(self.tcp));
         }
 
-        fn poll_udp(&mut self, socket: &mut udp::Socket<'_>, now: Instant) {
-            if !socket.is_open() && socket.bind(ECHO_PORT).is_err() {
-                return;
-            }
-            let mut request = [0u8; MAX_DATAGRAM];
-            let mut reply = [0u8; MAX_DATAGRAM];
-            while socket.can_recv() {
-                let (len, meta) = match socket.recv_slice(&mut request) {
-                    Ok(got) => got,
-                    Err(_) => {
-                        // Truncated: larger than MAX_DATAGRAM; smoltcp already dropped it.
-                        self.core.datagram_dropped();
-                        continue;
-                    }
-                };
-                let Some(n) = self.core.datagram(&request[..len], &mut reply) else {
-                    continue;
-                };
-                if socket.send_slice(&reply[..n], meta).is_err() {
-                    self.core.datagram_dropped_after_echo();
-                }
-            }
-            self.drop_stuck_replies(socket, now);
-        }
-
-        /// Drops replies that have waited [`STUCK_REPLY`] without leaving (the receive side
-        /// was just drained, so only the stuck replies are lost).
-        fn drop_stuck_replies(&mut self, socket: &mut udp::Socket<'_>, now: Instant) {
-            let queued = socket.send_queue();
-            match self.udp_stuck {
-                _ if queued == 0 => self.udp_stuck = None,
-                Some((since, n)) if n == queued => {
-                    if now >= since + STUCK_REPLY {
-                        socket.close();
-                        let _ = socket.bind(ECHO_PORT);
-                        self.core.replies_dropped_unsent();
-                        self.udp_stuck = None;
-                    }
-                }
-                _ => self.udp_stuck = Some((now, queued)),
-            }
+        /// When [`poll`](Self::poll) next has work without traffic (stuck replies to drop).
+        pub fn poll_at(&self) -> Option<Instant> {
+            self.lane.deadline(STUCK_REPLY)
         }
 
         fn poll_tcp(&mut self, socket: &mut tcp::Socket<'_>) {
@@ -207,9 +315,9 @@ mod adapter {
 
 #[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
 impl Echo {
-    /// Counts a reset of the queued UDP replies that could not leave.
-    pub(crate) fn replies_dropped_unsent(&mut self) {
-        self.counters.udp_unsent_resets += 1;
+    /// Records `n` echoed replies dropped before they could leave.
+    pub(crate) fn replies_unsent(&mut self, n: u64) {
+        self.counters.udp_unsent += n;
     }
 
     /// Undoes the "echoed" count of a reply the socket then refused (its send buffer was
@@ -245,6 +353,29 @@ mod tests {
         let c = echo.counters();
         assert_eq!(c.udp_rx_datagrams, c.udp_tx_datagrams + c.udp_dropped);
         assert_eq!(c.udp_dropped, 1);
+    }
+
+    #[test]
+    fn a_reply_to_another_host_drops_the_ones_that_did_not_leave() {
+        let mut lane = ReplyLane::<u8, u64>::new(0);
+        // Replies to host 1 queue together (the stack sends them in order).
+        assert_eq!(lane.admit(1, 0), 0);
+        lane.queued(100, 10);
+        assert_eq!(lane.admit(1, 100), 0);
+        lane.queued(200, 11);
+        // Still queued after the egress: host 1 does not resolve. A reply to host 2 drops
+        // both, and is queued alone.
+        assert_eq!(lane.admit(2, 200), 2);
+        lane.queued(100, 12);
+        // Host 2's reply left; host 3's never waits behind anything.
+        assert_eq!(lane.admit(3, 0), 0);
+        lane.queued(100, 13);
+        assert_eq!(lane.deadline(1000), Some(1013));
+        // Nothing new comes: a reply that did not move for a second is dropped.
+        assert_eq!(lane.tick(100, 500, 1000), 0);
+        assert_eq!(lane.tick(100, 1013, 1000), 1);
+        assert_eq!(lane.deadline(1000), None);
+        assert_eq!(lane.tick(0, 2000, 1000), 0);
     }
 
     #[test]

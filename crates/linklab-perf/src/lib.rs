@@ -17,6 +17,7 @@ pub mod device_config;
 pub mod echo;
 #[cfg(feature = "embassy-net")]
 pub mod embassy;
+pub mod evict;
 pub mod http;
 pub mod iperf;
 #[cfg(feature = "smoltcp")]

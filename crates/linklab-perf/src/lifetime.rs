@@ -1,13 +1,18 @@
 //! Socket lifetime rules for a device's fixed pool of sockets (feature `smoltcp`), so a few
 //! spoofed or idle peers cannot hold its services: every TCP socket the apps own gets a
 //! smoltcp timeout (a half-open connection whose peer never answers, or a closing one whose
-//! peer went silent, is dropped instead of held forever), and an application-level idle
-//! timeout closes connections on which nothing moved for a while (idle clients, stalled
-//! request heads, zero-window readers).
+//! peer went silent, is dropped instead of held forever), an application-level idle timeout
+//! closes connections that made no progress for a while (idle clients, stalled request heads,
+//! zero-window readers), and a new client that finds every socket of a service busy evicts
+//! the connection idle longest beyond [`EVICT_GRACE`]. The rules themselves are stack-free
+//! ([`crate::rules`], [`crate::evict`]); this module holds their smoltcp durations and what
+//! freeing a socket takes in a smoltcp `SocketSet`.
 
 use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, Socket};
 use smoltcp::time::{Duration, Instant};
+
+use crate::evict::{Look, Progress, GRACE_MS};
 
 /// smoltcp's per-socket timeout for every TCP socket of the apps: a connection whose peer
 /// sends nothing for this long while we wait for it (SYN-RECEIVED, unacknowledged data,
@@ -23,89 +28,52 @@ pub const TCP_KEEP_ALIVE: Duration = Duration::from_millis(crate::rules::TCP_KEE
 /// The default application idle timeout of HTTP and TCP echo connections.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_millis(crate::rules::IDLE_TIMEOUT_MS);
 
-/// Watches one connection for activity: a change of state or of the bytes queued either
-/// way, or bytes the app reports it moved.
-#[derive(Clone, Copy, Debug)]
-pub struct IdleWatch {
-    since: Instant,
-    seen: Option<(tcp::State, usize, usize)>,
+/// How long a connection must have made no progress before a new client may evict it
+/// ([`crate::evict::GRACE_MS`], which says why).
+pub const EVICT_GRACE: Duration = Duration::from_millis(GRACE_MS);
+
+/// Watches one connection for progress: [`crate::evict::Progress`] over smoltcp's clock.
+pub type IdleWatch = Progress<Instant>;
+
+/// One look at `socket` at `now` for `watch` (see [`Progress::observe`]).
+pub fn observe(watch: &mut IdleWatch, socket: &tcp::Socket<'_>, now: Instant) {
+    watch.observe(Look::of(socket), now);
 }
 
-impl Default for IdleWatch {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl IdleWatch {
-    /// A watch that has seen nothing yet.
-    pub const fn new() -> IdleWatch {
-        IdleWatch {
-            since: Instant::ZERO,
-            seen: None,
-        }
-    }
-
-    /// Call after the app polled `socket`; `moved` says whether the app read or wrote bytes.
-    /// True when the socket holds a connection on which nothing moved for `timeout` (the
-    /// caller then aborts it). Listening and closed sockets never expire.
-    pub fn expired(
-        &mut self,
-        socket: &tcp::Socket<'_>,
-        moved: bool,
-        now: Instant,
-        timeout: Duration,
-    ) -> bool {
-        let state = socket.state();
-        if matches!(state, tcp::State::Listen | tcp::State::Closed) {
-            self.seen = None;
-            return false;
-        }
-        let now_seen = (state, socket.recv_queue(), socket.send_queue());
-        if moved || self.seen != Some(now_seen) {
-            self.seen = Some(now_seen);
-            self.since = now;
-            return false;
-        }
-        now >= self.since + timeout
-    }
-
-    /// When the watched connection last showed activity.
-    pub fn since(&self) -> Instant {
-        self.since
-    }
-
-    /// Forgets the connection (its socket was reclaimed for a new one).
-    pub fn reset(&mut self) {
-        self.seen = None;
-    }
-
-    /// When this watch would expire if nothing moves (None when not watching a connection).
-    pub fn deadline(&self, timeout: Duration) -> Option<Instant> {
-        self.seen.map(|_| self.since + timeout)
-    }
-}
-
-/// Resets the TCP socket behind `handle` and makes it listen on `port` again, with fresh
+/// Removes the socket behind `handle` from the set and adds it back, so it starts with fresh
 /// interface bookkeeping: smoltcp remembers, per socket-set slot, a neighbour it is waiting
 /// for (a spoofed peer that never answers ARP, or one without a route), and a socket reused in
-/// place would stay silent — its next SYN-ACK unsent — until that wait runs out. Removing it
-/// from the set and adding it back clears that. Returns the socket's (possibly new) handle.
-pub fn relisten(sockets: &mut SocketSet<'_>, handle: SocketHandle, port: u16) -> SocketHandle {
-    match sockets.remove(handle) {
-        Socket::Tcp(mut s) => {
-            s.abort();
-            let _ = s.listen(port);
-            sockets.add(s)
-        }
-        other => sockets.add(other),
-    }
+/// place stays silent — its next SYN-ACK or datagram unsent — until that wait runs out (a
+/// second). The socket takes the first free slot, which is the one it left (every removal
+/// here is followed by its add), so the sockets keep their order. Returns its handle.
+pub fn fresh_slot(sockets: &mut SocketSet<'_>, handle: SocketHandle) -> SocketHandle {
+    let socket = sockets.remove(handle);
+    sockets.add(socket)
 }
 
-/// A socket state that may be reclaimed for a new connection when every socket of a
-/// service is busy: half-open, or closing (our side or the peer's), never ESTABLISHED.
-pub fn reclaimable(state: tcp::State) -> bool {
-    crate::socket::TcpState::from(state).reclaimable()
+/// Resets the TCP socket behind `handle` and makes it listen on `port` again, in a
+/// [`fresh_slot`] (so its SYN-ACK to the next client is not held back by a wait for the last
+/// one's neighbour). Returns the socket's (possibly new) handle.
+pub fn relisten(sockets: &mut SocketSet<'_>, handle: SocketHandle, port: u16) -> SocketHandle {
+    if let Socket::Tcp(s) = sockets.get_mut::<Socket>(handle) {
+        s.abort();
+        let _ = s.listen(port);
+    }
+    fresh_slot(sockets, handle)
+}
+
+/// Evicts the connection behind `handle` for a new client on `port`: aborts it, lets `flush`
+/// (the interface's egress) send the peer its RST, then makes the socket listen again with
+/// [`relisten`]. Returns the socket's (possibly new) handle.
+pub fn evict<'s>(
+    sockets: &mut SocketSet<'s>,
+    handle: SocketHandle,
+    port: u16,
+    flush: &mut dyn FnMut(&mut SocketSet<'s>),
+) -> SocketHandle {
+    sockets.get_mut::<tcp::Socket>(handle).abort();
+    flush(sockets);
+    relisten(sockets, handle, port)
 }
 
 /// The destination port of a frame opening a TCP connection (the stack-independent
@@ -117,7 +85,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_listening_socket_never_expires_and_a_quiet_one_does() {
+    fn a_listening_socket_never_expires() {
         let mut rx = [0u8; 64];
         let mut tx = [0u8; 64];
         let mut s = tcp::Socket::new(
@@ -126,9 +94,12 @@ mod tests {
         );
         let mut w = IdleWatch::new();
         let t = Duration::from_secs(10);
-        assert!(!w.expired(&s, false, Instant::from_secs(100), t));
+        observe(&mut w, &s, Instant::from_secs(100));
+        assert!(!w.expired(Instant::from_secs(100), t));
         s.listen(80).unwrap();
-        assert!(!w.expired(&s, false, Instant::from_secs(1000), t));
+        observe(&mut w, &s, Instant::from_secs(1000));
+        assert!(!w.expired(Instant::from_secs(1000), t));
         assert_eq!(w.deadline(t), None);
+        assert_eq!(w.last(), None);
     }
 }

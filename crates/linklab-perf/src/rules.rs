@@ -19,6 +19,10 @@ pub const TCP_KEEP_ALIVE_MS: u64 = 3_000;
 /// which nothing moved for this long is reset.
 pub const IDLE_TIMEOUT_MS: u64 = 10_000;
 
+/// How long a connection reset for idleness or evicted for a new client may take to get its
+/// RST out before its socket is reused anyway (a peer that vanished never gets it).
+pub const RST_GRACE_MS: u64 = 500;
+
 /// UDP echo replies that have not left for this long wait for an ARP answer that will not
 /// come (a spoofed or vanished requester): they are dropped so they cannot block the
 /// socket's send buffer for everyone else.

@@ -94,6 +94,10 @@ pub trait TcpOps {
     fn close(&mut self);
     /// Resets the connection (RST), closing the socket at once.
     fn abort(&mut self);
+    /// Reset and its RST not sent yet: the socket is closed but still knows its peer until
+    /// the stack's next transmission. Listening again now would forget the peer, so a
+    /// connection evicted for a new client would never hear of it.
+    fn rst_pending(&self) -> bool;
     /// The peer came over IPv6.
     fn remote_is_ipv6(&self) -> bool;
     /// The congestion control the stack runs on this socket, lower case (`none`, `reno`,
@@ -209,6 +213,9 @@ impl<T: TcpOps + ?Sized> TcpOps for &mut T {
     fn abort(&mut self) {
         (**self).abort()
     }
+    fn rst_pending(&self) -> bool {
+        (**self).rst_pending()
+    }
     fn remote_is_ipv6(&self) -> bool {
         (**self).remote_is_ipv6()
     }
@@ -280,6 +287,9 @@ mod tests {
         }
         fn close(&mut self) {}
         fn abort(&mut self) {}
+        fn rst_pending(&self) -> bool {
+            false
+        }
         fn remote_is_ipv6(&self) -> bool {
             false
         }

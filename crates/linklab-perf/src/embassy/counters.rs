@@ -30,37 +30,39 @@ const STATES: [TcpState; 11] = [
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of counters [`AppCounters::snapshot`] reports (as the smoltcp side).
-pub const APP_COUNTERS: usize = 16;
+pub const APP_COUNTERS: usize = 19;
 
 /// Every counter of the embassy apps, and the port and state of each of their TCP sockets.
 /// Lock-free; put it in a `static` and lend it to each app.
 #[derive(Debug, Default)]
 pub struct AppCounters {
-    echo: [AtomicU32; 8],
-    http: [AtomicU32; 3],
-    iperf: [AtomicU32; 5],
+    echo: [AtomicU32; 9],
+    http: [AtomicU32; 4],
+    iperf: [AtomicU32; 6],
     /// Per socket: port << 8 | state code, 0 while unused.
     views: [AtomicU32; SOCKET_VIEWS],
     claimed: AtomicU32,
 }
 
-const ECHO_NAMES: [&str; 8] = [
+const ECHO_NAMES: [&str; 9] = [
     "udp_rx_datagrams",
     "udp_tx_datagrams",
     "udp_dropped",
+    "udp_unsent",
     "tcp_connections",
     "tcp_bytes",
-    "udp_unsent_resets",
     "tcp_idle_closed",
     "tcp_reclaimed",
+    "tcp_evicted",
 ];
-const HTTP_NAMES: [&str; 3] = ["responses", "idle_closed", "reclaimed"];
-const IPERF_NAMES: [&str; 5] = [
+const HTTP_NAMES: [&str; 4] = ["responses", "idle_closed", "reclaimed", "evicted"];
+const IPERF_NAMES: [&str; 6] = [
     "tests_done",
     "tests_failed",
     "denied",
     "open_streams",
     "reclaimed",
+    "evicted",
 ];
 
 /// Index of an HTTP counter.
@@ -80,9 +82,9 @@ impl AppCounters {
     /// All zero.
     pub const fn new() -> AppCounters {
         AppCounters {
-            echo: [const { AtomicU32::new(0) }; 8],
-            http: [const { AtomicU32::new(0) }; 3],
-            iperf: [const { AtomicU32::new(0) }; 5],
+            echo: [const { AtomicU32::new(0) }; 9],
+            http: [const { AtomicU32::new(0) }; 4],
+            iperf: [const { AtomicU32::new(0) }; 6],
             views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
             claimed: AtomicU32::new(0),
         }
@@ -125,9 +127,9 @@ impl AppCounters {
             c.udp_rx_datagrams,
             c.udp_tx_datagrams,
             c.udp_dropped,
+            c.udp_unsent,
             c.tcp_connections,
             c.tcp_bytes,
-            c.udp_unsent_resets,
         ];
         for (slot, v) in self.echo.iter().zip(values) {
             slot.store(v as u32, Ordering::Relaxed);
@@ -141,6 +143,7 @@ impl AppCounters {
             c.denied,
             open_streams as u32,
             c.reclaimed,
+            c.evicted,
         ];
         for (slot, v) in self.iperf.iter().zip(values) {
             slot.store(v, Ordering::Relaxed);

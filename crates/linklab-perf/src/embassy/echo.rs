@@ -130,7 +130,7 @@ async fn udp_loop(
             Some(since) if now >= since + STUCK_REPLY_MS * 1000 => {
                 udp.socket.close();
                 let _ = udp.bind(ECHO_PORT);
-                core.replies_dropped_unsent();
+                core.replies_unsent(1);
                 None
             }
             Some(since) => Some(since),

@@ -12,7 +12,7 @@ use embassy_time::{Instant, Timer};
 
 use super::socket::{poll_once, Tcp, Udp};
 use super::{tcp_socket, udp_socket, AppCounters, SynWatch, TcpBuffers, UdpBuffers};
-use crate::iperf::pool::{PoolServer, PoolSockets};
+use crate::iperf::pool::{PoolServer, PoolSockets, Room};
 use crate::iperf::wire::DEFAULT_PORT;
 use crate::socket::TcpOps;
 
@@ -67,6 +67,12 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
             cx: self.cx,
         }
     }
+
+    /// A half-open or spent socket listens at once; an evicted one once its RST has left
+    /// (embassy-net sends it on the stack's next pass, which the SYN gate lets run).
+    fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
+        !evicted && self.tcp(i).listen(port)
+    }
 }
 
 /// Serves iperf3 on port 5201 forever over `buffers` (see [`IperfBuffers`]): TCP and UDP,
@@ -101,17 +107,16 @@ pub async fn iperf_server<const N: usize>(
                 udp: &mut udp,
                 cx,
             };
+            pool.poll(&mut sockets, now);
+            // A SYN held by the gate: room is made for it (after the poll, so a socket whose
+            // evicted peer's RST has left listens again first); it goes once a socket listens.
             if let Some(s) = syns {
-                if s.asked(port, sockets.cx) {
-                    if let Some(i) = pool.room_for(port, &mut sockets) {
-                        let mut socket = sockets.tcp(i);
-                        socket.abort();
-                        let _ = socket.listen(port);
-                    }
+                if s.asked(port, sockets.cx)
+                    && pool.room_for(port, &mut sockets, now) == Room::Ready
+                {
                     s.answer(port);
                 }
             }
-            pool.poll(&mut sockets, now);
             for (i, view) in views.iter().enumerate() {
                 let mut socket = sockets.tcp(i);
                 counters.set_view(*view, port, socket.state());

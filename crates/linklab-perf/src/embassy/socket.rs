@@ -106,6 +106,9 @@ impl TcpOps for Tcp<'_, '_, '_> {
     fn abort(&mut self) {
         self.socket.abort()
     }
+    fn rst_pending(&self) -> bool {
+        self.socket.state() == State::Closed && self.socket.remote_endpoint().is_some()
+    }
     fn remote_is_ipv6(&self) -> bool {
         #[allow(unreachable_patterns)]
         match self.socket.remote_endpoint().map(|e| e.addr) {

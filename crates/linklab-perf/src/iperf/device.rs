@@ -36,6 +36,7 @@ use super::pool::{PoolServer, PoolSockets};
 use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::stream::Micros;
+use crate::lifetime::{evict, relisten};
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
 
@@ -47,11 +48,13 @@ pub struct SmoltcpIperfServer<'a> {
     udp: SocketHandle,
 }
 
-/// The server's sockets in a smoltcp socket set, for one poll.
+/// The server's sockets in a smoltcp socket set, for one poll; `flush` runs the interface's
+/// egress (so an evicted peer gets its RST before its socket listens again).
 struct Sockets<'p, 's> {
     set: &'p mut SocketSet<'s>,
-    tcp: &'p [SocketHandle],
+    tcp: &'p mut [SocketHandle],
     udp: SocketHandle,
+    flush: &'p mut dyn FnMut(&mut SocketSet<'s>),
 }
 
 impl<'s> PoolSockets for Sockets<'_, 's> {
@@ -75,6 +78,17 @@ impl<'s> PoolSockets for Sockets<'_, 's> {
 
     fn udp(&mut self) -> Self::Udp<'_> {
         self.set.get_mut::<udp::Socket>(self.udp)
+    }
+
+    /// Listens again at once, in a fresh slot (see [`relisten`]); an evicted peer's RST is
+    /// sent first ([`evict`]).
+    fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
+        self.tcp[i] = if evicted {
+            evict(self.set, self.tcp[i], port, self.flush)
+        } else {
+            relisten(self.set, self.tcp[i], port)
+        };
+        true
     }
 }
 
@@ -105,7 +119,7 @@ impl<'a> SmoltcpIperfServer<'a> {
         self.pool.session()
     }
 
-    /// Tests done, failed, connections denied.
+    /// Tests done, failed, connections denied, sockets reclaimed, connections evicted.
     pub fn counters(&self) -> ServerCounters {
         self.pool.counters()
     }
@@ -128,17 +142,25 @@ impl<'a> SmoltcpIperfServer<'a> {
     }
 
     /// Called before the stack sees a SYN for `port`: when it is this server's port and no
-    /// socket listens, a half-open socket (SYN-RECEIVED, its slot still listening) is reset
-    /// and listens again, so the SYN finds a listener.
-    pub fn make_room(&mut self, port: u16, sockets: &mut SocketSet<'_>, _now: Instant) {
+    /// socket listens, frees one so the SYN finds a listener ([`PoolServer::room_for`]: a
+    /// spent socket, else the connection or idle test idle longest beyond the grace, else a
+    /// half-open one). `flush` runs the interface's egress, so an evicted peer gets its RST
+    /// before the socket listens again.
+    pub fn make_room<'s>(
+        &mut self,
+        port: u16,
+        sockets: &mut SocketSet<'s>,
+        now: Instant,
+        flush: &mut dyn FnMut(&mut SocketSet<'s>),
+    ) {
         let mut s = Sockets {
             set: sockets,
-            tcp: &self.tcp,
+            tcp: &mut self.tcp,
             udp: self.udp,
+            flush,
         };
-        if let Some(i) = self.pool.room_for(port, &mut s) {
-            self.tcp[i] = crate::lifetime::relisten(sockets, self.tcp[i], self.pool.port());
-        }
+        // Always Ready here: `free` listens at once.
+        let _ = self.pool.room_for(port, &mut s, micros(now));
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
@@ -146,8 +168,9 @@ impl<'a> SmoltcpIperfServer<'a> {
     pub fn poll(&mut self, sockets: &mut SocketSet<'_>, now: Instant) {
         let mut s = Sockets {
             set: sockets,
-            tcp: &self.tcp,
+            tcp: &mut self.tcp,
             udp: self.udp,
+            flush: &mut |_| {},
         };
         self.pool.poll(&mut s, micros(now));
     }

@@ -1,6 +1,7 @@
 //! The iperf3 server over a pool of sockets, whatever the stack: which socket carries the
 //! control connection, which the data streams, which stays listening to deny a second
-//! client; cookies, UDP peers, the results, closing and re-listening. The adapters
+//! client; cookies, UDP peers, the results, closing and re-listening, and which socket gives
+//! way when a new client finds them all busy ([`PoolServer::room_for`]). The adapters
 //! ([`super::device::SmoltcpIperfServer`] on smoltcp 0.14, `crate::embassy::EmbassyIperfServer`
 //! on embassy-net) hand it their sockets through [`PoolSockets`] and call
 //! [`PoolServer::poll`]; the protocol itself is the sans-IO [`Session`].
@@ -14,12 +15,18 @@ use super::report::TestReport;
 use super::session::{Failure, Phase, Session};
 use super::stream::Micros;
 use super::wire::{self, COOKIE_SIZE, MAX_STREAMS};
+use crate::evict::{candidate, idlest, Candidate, Kind, GRACE_MS};
+use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState, UdpOps};
 
 /// Most TCP sockets the server can manage.
 pub const MAX_TCP_SOCKETS: usize = 2 + MAX_STREAMS;
 /// How long a new connection may take to present its cookie.
 const COOKIE_TIMEOUT_US: Micros = 5_000_000;
+/// [`GRACE_MS`] in the session's microseconds.
+const GRACE_US: Micros = GRACE_MS * 1000;
+/// [`RST_GRACE_MS`] in the session's microseconds.
+const RST_GRACE_US: Micros = RST_GRACE_MS * 1000;
 
 /// The sockets of a server's pool, as a stack's adapter lends them for one poll.
 pub trait PoolSockets {
@@ -39,6 +46,23 @@ pub trait PoolSockets {
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_>;
     /// The UDP socket.
     fn udp(&mut self) -> Self::Udp<'_>;
+    /// Makes TCP socket `i`, whose connection the pool just reset for a new client, listen
+    /// on `port` again: at once for a half-open or spent connection; for an `evicted` one
+    /// (a live peer) after its RST has left. True when it listens now; false when the pool
+    /// is to make it listen once the RST left (see [`Room::Freeing`]).
+    fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool;
+}
+
+/// What [`PoolServer::room_for`] did for a SYN to the server's port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// The SYN may go to the stack: a socket listens (one was freed for it, or one already
+    /// did), or none could be freed (every connection made progress: the stack answers a
+    /// RST, as a busy server does).
+    Ready,
+    /// A socket was freed but listens only once its evicted peer's RST has left (at most
+    /// [`RST_GRACE_MS`]): hold the SYN until then.
+    Freeing,
 }
 
 /// What a TCP socket of the pool is doing.
@@ -54,8 +78,11 @@ enum Slot {
     Data(usize),
     /// Being answered ACCESS_DENIED.
     Denying,
-    /// Closing; re-listens once closed.
-    Closing,
+    /// Closing (since then); re-listens once closed.
+    Closing { since: Micros },
+    /// Reset for a new client (since then); re-listens once its RST has left, at most
+    /// [`RST_GRACE_US`] later (only where [`PoolSockets::free`] cannot wait for it itself).
+    Evicted { since: Micros },
 }
 
 /// Counters of a device server.
@@ -68,8 +95,12 @@ pub struct ServerCounters {
     pub tests_failed: u32,
     /// Connections answered with ACCESS_DENIED.
     pub denied: u32,
-    /// Half-open sockets reset to make room for a new connection.
+    /// Half-open or closing sockets reset to make room for a new connection.
     pub reclaimed: u32,
+    /// Idle connections reset for a new client: a test that had not started (or had ended)
+    /// and made no progress for the grace, a would-be stream that sent no cookie, a denied
+    /// client that does not read its answer.
+    pub evicted: u32,
 }
 
 /// The iperf3 server's pool logic (see the module docs); `E` is the stack's UDP endpoint.
@@ -115,7 +146,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         &self.session
     }
 
-    /// Tests done, failed, connections denied, half-open sockets reclaimed.
+    /// Tests done, failed, connections denied, sockets reclaimed, connections evicted.
     pub fn counters(&self) -> ServerCounters {
         self.counters
     }
@@ -135,32 +166,120 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
 
     /// When the server next needs [`poll`](Self::poll) even without network activity.
     pub fn poll_at(&self) -> Option<Micros> {
-        let pending = self.slots.iter().any(|s| matches!(s, Slot::Pending { .. }));
-        let t = self.session.poll_at();
-        if pending {
-            Some(t.unwrap_or(u64::MAX).min(self.now + COOKIE_TIMEOUT_US))
-        } else {
-            t
-        }
+        let deadlines = self.slots.iter().filter_map(|s| match s {
+            Slot::Pending { .. } => Some(self.now + COOKIE_TIMEOUT_US),
+            Slot::Evicted { since } => Some(since + RST_GRACE_US),
+            _ => None,
+        });
+        self.session.poll_at().into_iter().chain(deadlines).min()
     }
 
-    /// Called before the stack sees a SYN for `port`: when it is this server's port and no
-    /// socket listens, picks a half-open socket (SYN-RECEIVED, its slot still listening) for
-    /// the adapter to reset and make listen again, so the SYN finds a listener; counted.
-    pub fn room_for<S: PoolSockets>(&mut self, port: u16, sockets: &mut S) -> Option<usize> {
+    /// Called before the stack sees a SYN for `port` (at `now`): when it is this server's
+    /// port and no socket listens, frees one so the SYN finds a listener
+    /// ([`crate::evict::idlest`]): a spent socket (`reclaimed`), else what has been idle
+    /// longest beyond [`GRACE_MS`] (`evicted`: its peer gets a RST) — a would-be stream that
+    /// sent no cookie, a denied client that does not read its answer, the test of an idle
+    /// client with all its sockets (never a running test) — else a half-open socket
+    /// (`reclaimed`). [`PoolSockets::free`] makes the socket listen again. (A new client
+    /// that finds a socket listening but the test held is handled once it connects: see
+    /// [`poll`](Self::poll).)
+    pub fn room_for<S: PoolSockets>(&mut self, port: u16, sockets: &mut S, now: Micros) -> Room {
         if port != self.port {
-            return None;
+            return Room::Ready;
         }
         let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
         if (0..n).any(|i| sockets.tcp(i).state() == TcpState::Listen) {
+            return Room::Ready;
+        }
+        if self.slots[..n]
+            .iter()
+            .any(|s| matches!(s, Slot::Evicted { .. }))
+        {
+            return Room::Freeing;
+        }
+        let test = self.test_progress().map(|t| Candidate {
+            kind: Kind::Connection,
+            last_progress: Some(t),
+        });
+        let slots = self.slots;
+        let facts = (0..n).map(|i| {
+            let socket = sockets.tcp(i);
+            match slots[i] {
+                Slot::Listening => candidate(&socket, None).filter(|c| !c.evicts()),
+                // A would-be stream sends its cookie at once: pending since is idle since.
+                Slot::Pending { since, .. } | Slot::Closing { since } => {
+                    candidate(&socket, Some(since))
+                }
+                Slot::Denying => candidate(&socket, None),
+                Slot::Control => test,
+                Slot::Data(_) | Slot::Evicted { .. } => None,
+            }
+        });
+        let Some((i, taken)) = idlest(facts, now, GRACE_US) else {
+            return Room::Ready;
+        };
+        if self.slots[i] == Slot::Control {
+            self.end_idle_test(sockets, Some(i), now);
+        }
+        sockets.tcp(i).abort();
+        let evicted = taken.evicts();
+        if evicted {
+            linklab_fmt::debug!("iperf: idle connection evicted");
+            self.counters.evicted += 1;
+        } else {
+            linklab_fmt::debug!("iperf: half-open or closing connection reclaimed");
+            self.counters.reclaimed += 1;
+        }
+        if sockets.free(i, self.port, evicted) {
+            self.slots[i] = Slot::Listening;
+            Room::Ready
+        } else {
+            self.slots[i] = Slot::Evicted { since: now };
+            Room::Freeing
+        }
+    }
+
+    /// When the current test last made progress (the session's last activity: bytes from
+    /// the client on its control connection, bytes on its streams), if it may be evicted:
+    /// None without a test, for a test running (its own watchdog ends one whose client
+    /// vanished) and for a finished one (it is closing).
+    fn test_progress(&self) -> Option<Micros> {
+        let phase = self.session.phase();
+        if matches!(phase, Phase::Idle | Phase::Running) || self.session.is_finished() {
             return None;
         }
-        let i = (0..n).find(|&i| {
-            self.slots[i] == Slot::Listening && sockets.tcp(i).state() == TcpState::SynReceived
-        })?;
-        linklab_fmt::debug!("iperf: half-open connection reclaimed");
-        self.counters.reclaimed += 1;
-        Some(i)
+        Some(self.session.last_activity())
+    }
+
+    /// True when the test holding the server may give way to a new client: not running, and
+    /// no progress for [`GRACE_MS`].
+    fn test_evictable(&self, now: Micros) -> bool {
+        self.test_progress()
+            .is_some_and(|t| t.saturating_add(GRACE_US) <= now)
+    }
+
+    /// Ends the test of a client that went idle: resets its streams and would-be streams
+    /// (and its control connection, unless `control` says the caller evicts that one
+    /// itself), and forgets the test.
+    fn end_idle_test<S: PoolSockets>(
+        &mut self,
+        sockets: &mut S,
+        control: Option<usize>,
+        now: Micros,
+    ) {
+        let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
+        for i in 0..n {
+            let ours = matches!(
+                self.slots[i],
+                Slot::Control | Slot::Data(_) | Slot::Pending { .. }
+            );
+            if ours && Some(i) != control {
+                sockets.tcp(i).abort();
+                self.slots[i] = Slot::Closing { since: now };
+            }
+        }
+        self.session.reset();
+        self.udp_peers = [None; MAX_STREAMS];
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
@@ -183,6 +302,9 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             }
         }
         for i in 0..n {
+            if self.slots[i] == Slot::Listening && self.session.is_busy() {
+                self.evict_idle_test_for(sockets, i, now);
+            }
             if !matches!(self.slots[i], Slot::Data(_)) {
                 self.service_slot(&mut sockets.tcp(i), i, now);
             }
@@ -229,11 +351,28 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         }
     }
 
+    /// A connection established on listening socket `i` while a test holds the server: when
+    /// that test's client went idle, the test gives way to it (evicted), as a SYN finding no
+    /// socket would make it.
+    fn evict_idle_test_for<S: PoolSockets>(&mut self, sockets: &mut S, i: usize, now: Micros) {
+        let established = !matches!(
+            sockets.tcp(i).state(),
+            TcpState::Closed | TcpState::Listen | TcpState::SynReceived | TcpState::TimeWait
+        );
+        if established && self.test_evictable(now) {
+            self.end_idle_test(sockets, None, now);
+            linklab_fmt::debug!("iperf: idle test evicted for a new client");
+            self.counters.evicted += 1;
+        }
+    }
+
     fn service_slot(&mut self, sock: &mut impl TcpOps, i: usize, now: Micros) {
         match self.slots[i] {
             Slot::Listening => {
                 if !sock.is_open() {
-                    let _ = sock.listen(self.port);
+                    if !sock.rst_pending() {
+                        let _ = sock.listen(self.port);
+                    }
                     return;
                 }
                 if matches!(sock.state(), TcpState::Listen | TcpState::SynReceived) {
@@ -277,7 +416,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                     }
                 } else if !sock.may_recv() || now.saturating_sub(since) > COOKIE_TIMEOUT_US {
                     sock.abort();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: now };
                 } else {
                     self.slots[i] = Slot::Pending { got, since };
                 }
@@ -301,13 +440,25 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                     let _ = sock.send_slice(&[wire::state::ACCESS_DENIED as u8]);
                     sock.close();
                     self.counters.denied += 1;
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: now };
                 } else if !sock.may_send() {
                     sock.abort();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: now };
                 }
             }
-            Slot::Closing => match sock.state() {
+            Slot::Evicted { since } => {
+                // Listen once the evicted peer's RST has left (listening forgets the peer),
+                // or after the grace (a peer that vanished never gets one).
+                if !sock.rst_pending() || now.saturating_sub(since) >= RST_GRACE_US {
+                    sock.abort();
+                    let _ = sock.listen(self.port);
+                    self.slots[i] = Slot::Listening;
+                }
+            }
+            Slot::Closing { .. } => match sock.state() {
+                // Aborted, its RST not sent yet (the next transmission sends it; listening
+                // now would forget the peer). A SYN that needs the socket may take it before.
+                TcpState::Closed if sock.rst_pending() => {}
                 // Closed, or the peer has acknowledged our FIN and all data: nothing is
                 // left to deliver, so free the socket now instead of waiting for the peer.
                 TcpState::Closed | TcpState::TimeWait | TcpState::FinWait2 => {
@@ -410,18 +561,18 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             match self.slots[i] {
                 Slot::Data(_) if streams_over || finished => {
                     sockets.tcp(i).close();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: self.now };
                 }
                 Slot::Pending { .. } if finished => {
                     sockets.tcp(i).abort();
-                    self.slots[i] = Slot::Closing;
+                    self.slots[i] = Slot::Closing { since: self.now };
                 }
                 // Close the control connection once our last bytes are queued.
                 Slot::Control if finished => {
                     let mut sock = sockets.tcp(i);
                     if self.session.control_output().is_empty() || !sock.may_send() {
                         sock.close();
-                        self.slots[i] = Slot::Closing;
+                        self.slots[i] = Slot::Closing { since: self.now };
                     }
                 }
                 _ => {}

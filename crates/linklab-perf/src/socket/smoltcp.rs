@@ -74,6 +74,9 @@ impl TcpOps for tcp::Socket<'_> {
     fn abort(&mut self) {
         tcp::Socket::abort(self)
     }
+    fn rst_pending(&self) -> bool {
+        tcp::Socket::state(self) == tcp::State::Closed && self.remote_endpoint().is_some()
+    }
     fn remote_is_ipv6(&self) -> bool {
         self.remote_endpoint()
             .is_some_and(|e| !matches!(e.addr, IpAddress::Ipv4(_)))

@@ -4,6 +4,8 @@
 //! Every address used lives in 198.18.0.0/15 (RFC 2544) inside a namespace; nothing leaves it.
 #![allow(dead_code)]
 
+pub mod device;
+pub mod hostile;
 pub mod spoof;
 
 use std::fs::File;
@@ -226,14 +228,20 @@ pub fn tempdir(name: &str) -> PathBuf {
 pub fn in_netns<T: Send + 'static>(ns: &Netns, f: impl FnOnce() -> T + Send + 'static) -> T {
     let path = format!("/run/netns/{}", ns.name);
     std::thread::spawn(move || {
-        let file = File::open(&path).expect("open netns");
-        // SAFETY: setns(2) moves only this thread into the namespace.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        enter_netns(&path);
         f()
     })
     .join()
     .expect("netns thread")
+}
+
+/// Moves the calling thread into the namespace at `path` (`/run/netns/NAME`), so the sockets
+/// it opens from then on live there.
+pub fn enter_netns(path: &str) {
+    let file = File::open(path).expect("open netns");
+    // SAFETY: setns(2) moves only this thread into the namespace.
+    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+    assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
 }
 
 /// A counter from the `mac` section of /stats.

@@ -362,6 +362,13 @@ impl<'a> Session<'a> {
         matches!(self.test.phase, Phase::Done | Phase::Failed(_))
     }
 
+    /// When the test last saw activity — control bytes in, stream bytes either way, a stream
+    /// opened: what the watchdog counts from (and what decides whether an idle test may give
+    /// way to a new client).
+    pub fn last_activity(&self) -> Micros {
+        self.test.last_activity
+    }
+
     /// Server: true if a client holds the server (a new control connection gets
     /// ACCESS_DENIED).
     pub fn is_busy(&self) -> bool {

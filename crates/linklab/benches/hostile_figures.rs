@@ -1,0 +1,281 @@
+//! The figures of README-serve.md's hostile-peer tables, on `serve` and on the riscv32
+//! firmware (needs root and QEMU, as the hostile tests):
+//!
+//! ```sh
+//! cargo bench -p linklab --bench hostile_figures             # both; `-- holders` or `-- udp` for one
+//! ```
+//!
+//! `LINKLAB_BIN=/path/to/linklab` measures another build instead (e.g. an older one, for a
+//! before/after table; its `linklab emu` builds that tree's firmware image);
+//! `HOLDERS_TARGETS=serve,riscv32-virt` picks the devices and `HOLDERS_ROUNDS=3` the rounds
+//! per figure.
+//!
+//! **Idle holders**: how long a new client waits for `GET /10kB.txt` while N idle holders sit
+//! on the device's HTTP sockets (2 on `serve` and on the firmware). A holder connects to port 80 (again 1 s after a refusal, like the client), sends a request
+//! head cut short (every other holder) or nothing, and holds the connection until the device
+//! closes it. Two kinds: holders that then stop ("once"), and holders that connect again at
+//! once ("reconnect", a pool of clients that keep their connections up). The holders start
+//! 2 s before the client. The client is stock curl retrying every second while refused
+//! (`--retry-connrefused --retry-delay 1`), for at most 60 s.
+
+//!
+//! **Spoofed UDP burst**: 40 UDP echo requests from hosts that never answer ARP, then at once
+//! one real request, sent again every 250 ms until answered (at most 5 s): whether the first
+//! request was answered, and when the first answer came.
+
+// The integration tests' helpers (a device on a TAP, the hostile campaign's peers).
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::device::{Device, DEVICE, HOST};
+use common::enter_netns;
+use common::hostile::wait_quiet;
+use common::spoof::spoofed_udp;
+
+/// The holder counts measured.
+const HOLDERS: [usize; 4] = [0, 2, 6, 20];
+/// The longest a client is given.
+const CAP: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Kind {
+    Once,
+    Reconnect,
+}
+
+/// Holder threads in the device's namespace, stopped (their connections closed) on drop.
+struct Holders {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Holders {
+    fn start(dev: &Device, n: usize, kind: Kind) -> Holders {
+        let stop = Arc::new(AtomicBool::new(false));
+        let path = format!("/run/netns/{}", dev.ns.name);
+        let threads = (0..n)
+            .map(|i| {
+                let (stop, path) = (stop.clone(), path.clone());
+                std::thread::spawn(move || {
+                    enter_netns(&path);
+                    holder(i, kind, &stop);
+                })
+            })
+            .collect();
+        Holders { stop, threads }
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One holder (see the module docs), until `stop`.
+fn holder(i: usize, kind: Kind, stop: &AtomicBool) {
+    let device: SocketAddr = format!("{DEVICE}:80").parse().unwrap();
+    let pause = |d: Duration| {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut s) = TcpStream::connect_timeout(&device, Duration::from_secs(3)) else {
+            pause(Duration::from_secs(1));
+            continue;
+        };
+        if i % 2 == 1 {
+            let _ = s.write_all(b"GET /10kB.txt HTTP/1.1\r\nHost: holder\r\n");
+        }
+        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let mut b = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            match s.read(&mut b) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+        if kind == Kind::Once {
+            pause(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Seconds until a retrying curl got /10kB.txt, or None if it did not within [`CAP`].
+fn time_to_serve(dev: &Device) -> Option<f64> {
+    let cap = CAP.as_secs().to_string();
+    let started = Instant::now();
+    let out = dev.curl(
+        &[
+            "--retry",
+            "100",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+            "--retry-max-time",
+            &cap,
+            "-m",
+            &cap,
+        ],
+        "/10kB.txt",
+    );
+    let waited = started.elapsed();
+    let served = String::from_utf8_lossy(&out.stdout) == "200" && waited < CAP;
+    if !served {
+        println!(
+            "  not served after {:.2} s: {} {}",
+            waited.as_secs_f64(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    served.then_some(waited.as_secs_f64())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The devices to measure (started one at a time from `LINKLAB_BIN` or this build), and the
+/// rounds per figure.
+fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
+    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let targets = std::env::var("HOLDERS_TARGETS").unwrap_or("serve,riscv32-virt".into());
+    let rounds: usize = std::env::var("HOLDERS_ROUNDS").map_or(3, |r| r.parse().unwrap());
+    println!("linklab: {}", bin.display());
+    let devices = targets
+        .split(',')
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(move |target| {
+            let dev = match target.as_str() {
+                "serve" => Device::serve_with(&bin, "fig"),
+                board => Device::emu_with(&bin, board, &[]),
+            };
+            (target, dev)
+        });
+    (devices, rounds)
+}
+
+fn main() {
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let wanted = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    if wanted("holders") {
+        time_to_serve_a_new_client_with_idle_holders();
+    }
+    if wanted("udp") {
+        udp_echo_right_after_a_spoofed_burst();
+    }
+}
+
+fn udp_echo_right_after_a_spoofed_burst() {
+    let (devices, rounds) = targets();
+    for (target, dev) in devices {
+        let mut first_answered = 0;
+        let mut answered = Vec::new();
+        for round in 0..rounds {
+            let frames = (0..40u8)
+                .map(|i| {
+                    spoofed_udp(
+                        dev.target(),
+                        [198, 18, 0, 100 + i],
+                        5000 + round as u16,
+                        7,
+                        b"x",
+                    )
+                })
+                .collect();
+            dev.inject(frames);
+            let (first, at) = common::in_netns(&dev.ns, || {
+                let sock = UdpSocket::bind(format!("{HOST}:0")).unwrap();
+                sock.set_read_timeout(Some(Duration::from_millis(250)))
+                    .unwrap();
+                let started = Instant::now();
+                let mut sent = 0;
+                while started.elapsed() < Duration::from_secs(5) {
+                    sock.send_to(&[sent], format!("{DEVICE}:7")).unwrap();
+                    sent += 1;
+                    let mut b = [0u8; 4];
+                    if let Ok((1, _)) = sock.recv_from(&mut b) {
+                        return (b[0] == 0, Some(started.elapsed().as_secs_f64()));
+                    }
+                }
+                (false, None)
+            });
+            first_answered += usize::from(first);
+            answered.extend(at);
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        let figure = if answered.is_empty() {
+            "never answered within 5 s".to_string()
+        } else {
+            format!(
+                "first answer after median {:.1} ms, max {:.1} ms",
+                median(answered.clone()) * 1e3,
+                answered.iter().cloned().fold(0.0, f64::max) * 1e3
+            )
+        };
+        let ms: Vec<f64> = answered.iter().map(|s| s * 1e3).collect();
+        println!(
+            "{target:>12} | UDP echo after 40 spoofed | first request answered in {first_answered} of {rounds} | {figure} | rounds (ms) {ms:.1?}"
+        );
+    }
+}
+
+fn time_to_serve_a_new_client_with_idle_holders() {
+    let (devices, rounds) = targets();
+    for (target, dev) in devices {
+        for kind in [Kind::Once, Kind::Reconnect] {
+            for n in HOLDERS {
+                if n == 0 && kind == Kind::Reconnect {
+                    continue;
+                }
+                let mut served = Vec::new();
+                let mut missed = 0;
+                for _ in 0..rounds {
+                    let holders = Holders::start(&dev, n, kind);
+                    std::thread::sleep(Duration::from_secs(2));
+                    match time_to_serve(&dev) {
+                        Some(s) => served.push(s),
+                        None => missed += 1,
+                    }
+                    drop(holders);
+                    wait_quiet(&dev, Duration::from_secs(30));
+                }
+                let figure = if served.is_empty() {
+                    format!("not served within {} s", CAP.as_secs())
+                } else {
+                    format!(
+                        "median {:.2} s, max {:.2} s",
+                        median(served.clone()),
+                        served.iter().cloned().fold(0.0, f64::max)
+                    )
+                };
+                println!(
+                    "{target:>12} | {kind:?} | {n:>2} holders | {figure} | {missed} of {rounds} not served within {} s | rounds {served:.2?}",
+                    CAP.as_secs()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! A device under test on a TAP, in a network namespace the test creates: `linklab serve` (the
+//! soft NIC) or `linklab emu` (linklab's firmware on an emulated board), with the kernel side
+//! of the TAP configured as the host, and what tests do to it — stock curl and iperf3, /stats,
+//! raw frames written on the TAP with an AF_PACKET socket. The device is 198.18.0.2/24, the
+//! host 198.18.0.1; nothing leaves the namespace.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::spoof::Target;
+use super::{enter_netns, in_netns, linklab_bin, wait_until, ChildGuard, Netns};
+
+/// The device's address.
+pub const DEVICE: &str = "198.18.0.2";
+/// The device's address, as bytes.
+pub const DEVICE_IP: [u8; 4] = [198, 18, 0, 2];
+/// The kernel side of the TAP.
+pub const HOST_CIDR: &str = "198.18.0.1/24";
+/// The host's address.
+pub const HOST: &str = "198.18.0.1";
+
+/// One device at a time: emulators are CPU-bound, timings in the tests want a quiet machine,
+/// and the machine has two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Waits for this test binary's turn to run something CPU-bound or timing-sensitive (a
+/// [`Device`] takes it for its lifetime).
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A device running on a TAP in its own namespace, host side configured; stopped (and its
+/// namespace deleted) on drop.
+pub struct Device {
+    child: Option<ChildGuard>,
+    /// The namespace the device's TAP lives in; run host-side tools in it.
+    pub ns: Netns,
+    /// The TAP's name inside the namespace.
+    pub tap: &'static str,
+    /// The device's MAC address.
+    pub mac: [u8; 6],
+    _turn: MutexGuard<'static, ()>,
+}
+
+impl Device {
+    /// `linklab serve` (this build) on TAP `llh0`, MAC 02:4c:4c:00:00:01.
+    pub fn serve(tag: &str) -> Device {
+        Device::serve_with(&linklab_bin(), tag)
+    }
+
+    /// `linklab serve` of the binary `bin` (e.g. an older build, for a before/after figure).
+    pub fn serve_with(bin: &Path, tag: &str) -> Device {
+        let argv = ["serve", "--tap", "llh0", "--ip", "198.18.0.2/24"];
+        Device::start(bin, tag, &argv, "llh0", [0x02, 0x4c, 0x4c, 0, 0, 1])
+    }
+
+    /// `linklab emu --board BOARD` (this build) on TAP `llfw0`, MAC 02:4c:4c:00:00:02.
+    pub fn emu(board: &str) -> Device {
+        Device::emu_args(board, &[])
+    }
+
+    /// `linklab emu --board BOARD EXTRA...` (this build), e.g. with `--embassy`.
+    pub fn emu_args(board: &str, extra: &[&str]) -> Device {
+        Device::emu_with(&linklab_bin(), board, extra)
+    }
+
+    /// `linklab emu --board BOARD EXTRA...` of the binary `bin` (which builds or finds its
+    /// own image).
+    pub fn emu_with(bin: &Path, board: &str, extra: &[&str]) -> Device {
+        let mut argv = vec![
+            "emu",
+            "--board",
+            board,
+            "--tap",
+            "llfw0",
+            "--ip",
+            "198.18.0.2/24",
+        ];
+        argv.extend_from_slice(extra);
+        Device::start(
+            bin,
+            &board[..4],
+            &argv,
+            "llfw0",
+            [0x02, 0x4c, 0x4c, 0, 0, 2],
+        )
+    }
+
+    fn start(bin: &Path, tag: &str, args: &[&str], tap: &'static str, mac: [u8; 6]) -> Device {
+        let turn = one_at_a_time();
+        let ns = Netns::new(tag);
+        let bin: PathBuf = bin.to_path_buf();
+        let mut argv = vec![bin.to_str().expect("utf-8 path")];
+        argv.extend_from_slice(args);
+        let child = ns.spawn(&argv);
+        let mut device = Device {
+            child: Some(child),
+            ns,
+            tap,
+            mac,
+            _turn: turn,
+        };
+        // An emulator may first build its image.
+        let up = wait_until(Duration::from_secs(120), || {
+            device
+                .ns
+                .command(&["ip", "link", "show", tap])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        if !up {
+            device.fail("the TAP never appeared");
+        }
+        device.ns.run(&["ip", "addr", "add", HOST_CIDR, "dev", tap]);
+        device.ns.run(&["ip", "link", "set", tap, "up"]);
+        let answered = wait_until(Duration::from_secs(60), || {
+            device
+                .ns
+                .command(&["ping", "-c", "1", "-W", "1", DEVICE])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        if !answered {
+            device.fail("the device never answered a ping");
+        }
+        device
+    }
+
+    /// Stops the device and panics with `why` and what it printed.
+    fn fail(&mut self, why: &str) -> ! {
+        let out = self
+            .child
+            .take()
+            .expect("running")
+            .interrupt(Duration::from_secs(10));
+        panic!(
+            "{why}; it said: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The device as spoofed frames address it.
+    pub fn target(&self) -> Target {
+        Target {
+            mac: self.mac,
+            ip: DEVICE_IP,
+        }
+    }
+
+    /// Runs `argv` in the namespace; its stdout (panics if it fails).
+    pub fn run(&self, argv: &[&str]) -> Vec<u8> {
+        self.ns.run(argv).stdout
+    }
+
+    /// `curl -sS -o /dev/null -w %{http_code} EXTRA http://DEVICE/PATH`.
+    pub fn curl(&self, extra: &[&str], path: &str) -> Output {
+        let url = format!("http://{DEVICE}{path}");
+        let mut argv = vec!["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"];
+        argv.extend_from_slice(extra);
+        argv.push(&url);
+        self.ns.command(&argv).output().expect("curl")
+    }
+
+    /// The device's `GET /stats`.
+    pub fn stats(&self) -> Value {
+        let body = self.run(&[
+            "curl",
+            "-sS",
+            "--max-time",
+            "20",
+            "--retry",
+            "5",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+            &format!("http://{DEVICE}/stats"),
+        ]);
+        serde_json::from_slice(&body).unwrap_or_else(|e| {
+            panic!(
+                "/stats is not JSON ({e}): {}",
+                String::from_utf8_lossy(&body)
+            )
+        })
+    }
+
+    /// Stock `iperf3 -c DEVICE -J` with `extra`; the report, checked for an error.
+    pub fn iperf3(&self, extra: &[&str]) -> Value {
+        let mut argv = vec!["iperf3", "-c", DEVICE, "-J", "--connect-timeout", "5000"];
+        argv.extend_from_slice(extra);
+        let out = self.ns.command(&argv).output().expect("run iperf3");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "iperf3 {extra:?}: no JSON ({e}): {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
+        report
+    }
+
+    /// Sends raw Ethernet frames out of the kernel side of the TAP.
+    pub fn inject(&self, frames: Vec<Vec<u8>>) {
+        let tap = self.tap;
+        in_netns(&self.ns, move || {
+            let sender = RawSender::open(tap);
+            for f in &frames {
+                sender.send(f);
+            }
+        });
+    }
+
+    /// Sends spoofed SYNs (built by `frame(i)`, i = 0, 1, ...) at `per_second` from a thread in
+    /// the namespace, until `stop` is set (at most 60 s); the thread returns how many it sent.
+    pub fn flood(
+        &self,
+        per_second: u32,
+        stop: Arc<AtomicBool>,
+        frame: impl Fn(u32) -> Vec<u8> + Send + 'static,
+    ) -> JoinHandle<u32> {
+        let path = format!("/run/netns/{}", self.ns.name);
+        let tap = self.tap;
+        std::thread::spawn(move || {
+            enter_netns(&path);
+            let sender = RawSender::open(tap);
+            let started = Instant::now();
+            let mut sent = 0u32;
+            while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
+                // A full TAP queue (ENOBUFS) loses this one, as a real flood would.
+                let _ = sender.try_send(&frame(sent));
+                sent += 1;
+                std::thread::sleep(Duration::from_secs(1) / per_second);
+            }
+            sent
+        })
+    }
+
+    /// Stops the device with `signal` (SIGINT or SIGTERM); its stdout, once it exited.
+    pub fn stop(&mut self, signal: i32) -> String {
+        let mut child = self.child.take().expect("running").0.take().expect("child");
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while child.try_wait().expect("try_wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().expect("wait");
+        assert!(
+            out.status.success(),
+            "the device exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// An AF_PACKET socket that writes whole Ethernet frames on one interface.
+struct RawSender {
+    fd: i32,
+    addr: libc::sockaddr_ll,
+}
+
+impl RawSender {
+    fn open(ifname: &str) -> RawSender {
+        let name = std::ffi::CString::new(ifname).expect("interface name");
+        // SAFETY: plain libc calls with valid pointers; the fd is ours and closed on drop.
+        unsafe {
+            let index = libc::if_nametoindex(name.as_ptr());
+            assert!(index > 0, "no such interface {ifname}");
+            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0);
+            assert!(fd >= 0, "AF_PACKET: {}", std::io::Error::last_os_error());
+            let mut addr: libc::sockaddr_ll = std::mem::zeroed();
+            addr.sll_family = libc::AF_PACKET as u16;
+            addr.sll_ifindex = index as i32;
+            addr.sll_halen = 6;
+            RawSender { fd, addr }
+        }
+    }
+
+    fn send(&self, frame: &[u8]) {
+        assert!(self.try_send(frame), "{}", std::io::Error::last_os_error());
+    }
+
+    /// Writes one frame; false if the kernel refused it.
+    fn try_send(&self, frame: &[u8]) -> bool {
+        // SAFETY: sendto(2) with a valid buffer and address on our socket.
+        let n = unsafe {
+            libc::sendto(
+                self.fd,
+                frame.as_ptr().cast(),
+                frame.len(),
+                0,
+                (&self.addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        n == frame.len() as isize
+    }
+}
+
+impl Drop for RawSender {
+    fn drop(&mut self) {
+        // SAFETY: closing the socket we opened.
+        unsafe { libc::close(self.fd) };
+    }
+}

@@ -1,0 +1,518 @@
+//! The hostile-peer campaign, as cases that run against any [`Device`] — `linklab serve`
+//! (tests/hostile.rs, a fresh device per case) and an emulated board (tests/hostile_emu.rs,
+//! one boot for all): idle holders of every TCP service, a download and a zero-window reader,
+//! spoofed SYNs and spoofed UDP from hosts that never answer ARP, a SYN flood, oversized
+//! requests. Real peers only: stock curl and iperf3, the kernel's TCP in the namespace, and
+//! frames written on the TAP with an AF_PACKET socket. Each case checks that the services come
+//! back (and how fast), and that the counters still conserve; counters are compared before
+//! and after, so cases can follow one another on one device.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::device::{Device, DEVICE, HOST};
+use super::spoof::{spoofed_syn, spoofed_udp};
+use super::{assert_conserved, enter_netns, in_netns, wait_until};
+
+/// The grace after which an idle connection may be evicted for a new client
+/// (linklab_perf::evict::GRACE_MS).
+pub const GRACE: Duration = Duration::from_millis(linklab_perf::evict::GRACE_MS);
+
+/// App counter `app.name` of a /stats document.
+pub fn counter(stats: &Value, app: &str, name: &str) -> u64 {
+    stats[app][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {app}.{name} in {stats}"))
+}
+
+/// What must hold of the counters at any time: the MAC's RX law ([`assert_conserved`]) and
+/// the UDP echo's — every datagram received was echoed or dropped, and the replies dropped
+/// unsent (their requester never answered ARP) are some of those echoed.
+pub fn assert_counters_conserve(stats: &Value) {
+    assert_conserved(stats);
+    let c = |name| counter(stats, "echo", name);
+    assert_eq!(
+        c("udp_rx_datagrams"),
+        c("udp_tx_datagrams") + c("udp_dropped"),
+        "echo: {stats}"
+    );
+    assert!(c("udp_unsent") <= c("udp_tx_datagrams"), "echo: {stats}");
+}
+
+/// TCP sockets in /stats's list that are neither established nor listening.
+pub fn stuck(stats: &Value) -> usize {
+    stats["tcp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| !matches!(s["state"].as_str(), Some("ESTABLISHED" | "LISTEN")))
+        .count()
+}
+
+/// TCP connections the device holds on `port`, per /stats (the /stats request's own
+/// connection is on port 80).
+fn connections_on(stats: &Value, port: u64) -> usize {
+    stats["tcp"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["port"].as_u64() == Some(port))
+        .count()
+}
+
+/// Waits (at most `within`) until the device holds nothing on ports 7 and 5201, and on port 80
+/// nothing but /stats's own connection: the previous case's peers are gone.
+pub fn wait_quiet(dev: &Device, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let stats = dev.stats();
+        let busy = connections_on(&stats, 80) > 1
+            || connections_on(&stats, 7) > 0
+            || connections_on(&stats, 5201) > 0;
+        if !busy {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the device is not quiet: {stats}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// One connection held open by a holder, and when it was made.
+pub struct Held {
+    /// The connection (in the device's namespace).
+    pub stream: TcpStream,
+    /// When it was established.
+    pub at: Instant,
+}
+
+/// True if the device reset `stream` (reads the bytes that came before, if any); false if it
+/// is still open after `wait`, or was closed with a FIN.
+pub fn was_reset(stream: &mut TcpStream, wait: Duration) -> bool {
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut sink = [0u8; 4096];
+    loop {
+        match stream.read(&mut sink) {
+            Ok(0) => return false,
+            Ok(_) => continue,
+            Err(e) => return e.kind() == ErrorKind::ConnectionReset,
+        }
+    }
+}
+
+/// `n` idle holders of `port`: each connects (again every 250 ms while refused, for up to
+/// 20 s), says `says(i)` and then nothing. Returns their connections.
+pub fn hold(dev: &Device, port: u16, n: usize, says: fn(usize) -> Vec<u8>) -> Vec<Held> {
+    let path = format!("/run/netns/{}", dev.ns.name);
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                enter_netns(&path);
+                let device: SocketAddr = format!("{DEVICE}:{port}").parse().unwrap();
+                let deadline = Instant::now() + Duration::from_secs(20);
+                loop {
+                    match TcpStream::connect_timeout(&device, Duration::from_secs(3)) {
+                        Ok(mut stream) => {
+                            let at = Instant::now();
+                            stream.write_all(&says(i)).unwrap();
+                            return Held { stream, at };
+                        }
+                        Err(e) => {
+                            assert!(Instant::now() < deadline, "holder {i} never connected: {e}")
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// What an idle HTTP holder says: the odd ones a request head cut short, the even ones
+/// nothing.
+fn partial_head(i: usize) -> Vec<u8> {
+    if i % 2 == 1 {
+        b"GET /10kB.txt HTTP/1.1\r\nHost: holder\r\n".to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
+/// Sleeps until every connection in `held` has been idle for more than the grace.
+fn until_idle(held: &[Held]) {
+    let youngest = held.iter().map(|h| h.at).max().unwrap_or_else(Instant::now);
+    let idle = youngest + GRACE + Duration::from_millis(250);
+    std::thread::sleep(idle.saturating_duration_since(Instant::now()));
+}
+
+/// 4 POSTs of 100 kB bodies (answered 405), then an ordinary GET answered within 2 s.
+pub fn oversized_requests_do_not_wedge_http(dev: &Device, dir: &std::path::Path) {
+    let body = dir.join("100k.bin");
+    std::fs::write(&body, vec![b'x'; 100_000]).unwrap();
+    let data = format!("@{}", body.display());
+    for _ in 0..4 {
+        let out = dev.curl(&["-m", "10", "--data-binary", &data], "/10kB.txt");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "405", "{out:?}");
+    }
+    let started = Instant::now();
+    let out = dev.curl(&["-m", "5", "--fail"], "/10kB.txt");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dev.stats();
+    assert_counters_conserve(&stats);
+    assert_eq!(stuck(&stats), 0, "{stats}");
+}
+
+/// `n` idle holders on port 80 (the device has 2 HTTP sockets; half the holders send a
+/// request head cut short), each connecting again while refused until it got in; then a new
+/// curl, without retries, is served within 3 s, and every holder but one was reset (and
+/// counted).
+pub fn idle_http_holders_give_way(dev: &Device, n: usize) {
+    let stats = dev.stats();
+    let before = (
+        counter(&stats, "http", "evicted"),
+        counter(&stats, "http", "reclaimed"),
+    );
+    let mut held = hold(dev, 80, n, partial_head);
+    until_idle(&held);
+    let started = Instant::now();
+    let out = dev.curl(&["-m", "3", "--fail"], "/10kB.txt");
+    let waited = started.elapsed();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{out:?}");
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    // The curl took the socket of one holder; the others had given way to later ones.
+    let reset = held
+        .iter_mut()
+        .map(|h| was_reset(&mut h.stream, Duration::from_millis(500)))
+        .filter(|&r| r)
+        .count();
+    assert!(reset >= n - 1, "{reset} of {n} holders reset");
+    // Each holder that lost its socket is counted: evicted when idle, reclaimed when a later
+    // holder's SYN came while it was still in its handshake (and no older idler was there).
+    let stats = dev.stats();
+    let evicted = counter(&stats, "http", "evicted") - before.0;
+    let reclaimed = counter(&stats, "http", "reclaimed") - before.1;
+    assert!(evicted >= 1, "{stats}");
+    assert!(evicted + reclaimed >= n as u64 - 1, "{stats}");
+    assert_counters_conserve(&stats);
+}
+
+/// `n` idle iperf3 control connections (half send their cookie, half nothing), each
+/// connecting again while it is answered ACCESS_DENIED until it held the server; then a stock
+/// `iperf3 -c` test runs within 3 s, and the idle tests were evicted (counted).
+pub fn idle_iperf3_controls_give_way(dev: &Device, n: usize) {
+    let before = counter(&dev.stats(), "iperf", "evicted");
+    let path = format!("/run/netns/{}", dev.ns.name);
+    // One at a time: a holder holds the server once it is not denied.
+    let mut held = Vec::new();
+    for i in 0..n {
+        let path = path.clone();
+        held.push(
+            std::thread::spawn(move || {
+                enter_netns(&path);
+                control_holder(i)
+            })
+            .join()
+            .unwrap(),
+        );
+    }
+    until_idle(&held);
+    let started = Instant::now();
+    let report = dev.iperf3(&["-n", "100K", "--connect-timeout", "3000"]);
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(3), "waited {waited:?}");
+    assert!(
+        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0) >= 100_000,
+        "{}",
+        report["end"]
+    );
+    for (i, h) in held.iter_mut().enumerate() {
+        assert!(
+            was_reset(&mut h.stream, Duration::from_secs(1)),
+            "holder {i}"
+        );
+    }
+    let stats = dev.stats();
+    let evicted = counter(&stats, "iperf", "evicted") - before;
+    assert!(evicted >= n as u64, "{evicted} evicted: {stats}");
+    assert_counters_conserve(&stats);
+}
+
+/// One idle iperf3 control connection: connects, sends a cookie (even `i`) or nothing, and
+/// keeps trying (every 250 ms, for up to 20 s) while the server answers ACCESS_DENIED.
+fn control_holder(i: usize) -> Held {
+    let device: SocketAddr = format!("{DEVICE}:5201").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "holder {i} never held iperf3");
+        let Ok(mut stream) = TcpStream::connect_timeout(&device, Duration::from_secs(3)) else {
+            std::thread::sleep(Duration::from_millis(250));
+            continue;
+        };
+        let at = Instant::now();
+        if i % 2 == 0 {
+            let cookie = format!("{:0>36}\0", format!("idleholder{i}"));
+            stream.write_all(cookie.as_bytes()).unwrap();
+        }
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut b = [0u8; 1];
+        // ACCESS_DENIED (-1), a close or a reset: someone else holds the server. The
+        // PARAM_EXCHANGE that answers a cookie, or nothing at all: we are the test.
+        let denied = match stream.read(&mut b) {
+            Ok(0) => true,
+            Ok(_) => b[0] == 0xff,
+            Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        };
+        if !denied {
+            return Held { stream, at };
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// A rate-limited download (/1MB.txt at 200 kB/s, 5 s) and a reader whose window is shut
+/// hold both HTTP sockets: a new client evicts the reader, never the download; then with two
+/// downloads holding both, new SYNs are refused and both downloads complete whole.
+pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
+    let before = counter(&dev.stats(), "http", "evicted");
+    let url = format!("http://{DEVICE}/1MB.txt");
+    let download = || {
+        dev.ns.spawn(&[
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{size_download}",
+            "--limit-rate",
+            "200k",
+            "-m",
+            "20",
+            &url,
+        ])
+    };
+    // Small receive buffers in the host's namespace, so the downloads are paced by curl's
+    // reading (the kernel would otherwise take in the whole file at once, ending the
+    // download on the device's side while curl still reads).
+    let rmem = dev.ns.run(&["sysctl", "-n", "net.ipv4.tcp_rmem"]).stdout;
+    let rmem = String::from_utf8(rmem)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    dev.ns
+        .run(&["sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 16384 16384"]);
+    let first = download();
+    let mut reader = in_netns(&dev.ns, zero_window_reader);
+    // The reader's 4 kB window fills at once; then it is idle.
+    std::thread::sleep(GRACE + Duration::from_millis(750));
+    let started = Instant::now();
+    let out = dev.curl(&["-m", "3", "--fail"], "/10kB.txt");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(
+        was_reset(&mut reader, Duration::from_secs(1)),
+        "the zero-window reader was not evicted"
+    );
+    let second = download();
+    let both = wait_until(Duration::from_secs(5), || established_to(dev, 80) == 2);
+    assert!(both, "the second download did not connect");
+    // Both sockets carry a download being acknowledged: new clients are refused.
+    for _ in 0..3 {
+        let out = dev.curl(&["-m", "2"], "/10kB.txt");
+        assert!(
+            !out.status.success(),
+            "a new client got in: {out:?}; connections: {}",
+            String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"]))
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for d in [first, second] {
+        let out = wait_for(d, Duration::from_secs(20));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "200 1000000",
+            "the download was cut: {out:?}"
+        );
+    }
+    dev.ns
+        .run(&["sysctl", "-q", "-w", &format!("net.ipv4.tcp_rmem={rmem}")]);
+    let stats = dev.stats();
+    assert_eq!(counter(&stats, "http", "evicted") - before, 1, "{stats}");
+    assert_counters_conserve(&stats);
+}
+
+/// TCP connections the host has established to the device's `port` (per `ss`).
+fn established_to(dev: &Device, port: u16) -> usize {
+    let out = dev.run(&[
+        "ss",
+        "-Htn",
+        "state",
+        "established",
+        "dport",
+        "=",
+        &format!(":{port}"),
+    ]);
+    String::from_utf8_lossy(&out).lines().count()
+}
+
+/// A client that asks for /1MB.txt with a 4 kB receive buffer and never reads.
+fn zero_window_reader() -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.set_recv_buffer_size(2048).unwrap();
+    let device: SocketAddr = format!("{DEVICE}:80").parse().unwrap();
+    s.connect_timeout(&device.into(), Duration::from_secs(3))
+        .unwrap();
+    let mut stream: TcpStream = s.into();
+    stream
+        .write_all(b"GET /1MB.txt HTTP/1.1\r\nHost: reader\r\n\r\n")
+        .unwrap();
+    stream
+}
+
+/// Waits for a spawned child's exit (at most `within`); its output.
+fn wait_for(mut child: super::ChildGuard, within: Duration) -> std::process::Output {
+    let mut c = child.0.take().unwrap();
+    let deadline = Instant::now() + within;
+    while c.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = c.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.wait_with_output().unwrap()
+}
+
+/// 40 spoofed UDP echo requests from hosts that never answer ARP, then one real request: it
+/// is answered within 2 s without a retry; only replies to the spoofed hosts are lost
+/// (counted in `udp_unsent`).
+pub fn udp_echo_answers_right_after_a_spoofed_burst(dev: &Device) {
+    let before = dev.stats();
+    let frames: Vec<Vec<u8>> = (0..40u8)
+        .map(|i| spoofed_udp(dev.target(), [198, 18, 0, 100 + i], 5000, 7, b"spoof"))
+        .collect();
+    dev.inject(frames);
+    let answered = in_netns(&dev.ns, || {
+        let sock = UdpSocket::bind(format!("{HOST}:0")).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let started = Instant::now();
+        sock.send_to(b"hello", format!("{DEVICE}:7")).unwrap();
+        let mut buf = [0u8; 16];
+        let got = sock.recv_from(&mut buf).map(|(n, _)| buf[..n].to_vec());
+        (got.ok(), started.elapsed())
+    });
+    assert_eq!(
+        answered.0.as_deref(),
+        Some(&b"hello"[..]),
+        "not answered within 2 s"
+    );
+    assert!(answered.1 < Duration::from_secs(2), "{:?}", answered.1);
+    // The stuck replies are dropped within a second or by the next request's arrival.
+    std::thread::sleep(Duration::from_millis(1500));
+    let stats = dev.stats();
+    let delta = |name| counter(&stats, "echo", name) - counter(&before, "echo", name);
+    assert!(delta("udp_rx_datagrams") >= 2, "{stats}");
+    assert!(delta("udp_unsent") >= 1, "{stats}");
+    // Only spoofed requests' replies are lost.
+    assert!(
+        delta("udp_unsent") + delta("udp_dropped") < delta("udp_rx_datagrams"),
+        "{stats}"
+    );
+    assert_counters_conserve(&stats);
+}
+
+/// 6 spoofed SYNs to port 80 and 2 to port 7 from a host that does not exist: HTTP and TCP
+/// echo serve real clients at once (the half-open sockets are reclaimed), and the leftover
+/// half-open sockets are gone within the 10 s TCP timeout.
+pub fn spoofed_syns_do_not_kill_services(dev: &Device) {
+    let ghost = [198, 18, 0, 77];
+    let mut frames: Vec<Vec<u8>> = (0..6)
+        .map(|i| spoofed_syn(dev.target(), ghost, 40000 + i, 80))
+        .collect();
+    frames.extend((0..2).map(|i| spoofed_syn(dev.target(), ghost, 41000 + i, 7)));
+    dev.inject(frames);
+    let started = Instant::now();
+    let out = dev.curl(&["-m", "3", "--fail"], "/10kB.txt");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{out:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(tcp_echo(dev), Ok(*b"ping"));
+    let mut stats = dev.stats();
+    let deadline = Instant::now() + Duration::from_secs(12);
+    while stuck(&stats) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        stats = dev.stats();
+    }
+    assert_counters_conserve(&stats);
+    assert_eq!(stuck(&stats), 0, "{stats}");
+}
+
+/// One round trip on TCP echo (port 7): connect, send "ping", read it back.
+pub fn tcp_echo(dev: &Device) -> Result<[u8; 4], String> {
+    in_netns(&dev.ns, || {
+        let device: SocketAddr = format!("{DEVICE}:7").parse().unwrap();
+        let mut s = TcpStream::connect_timeout(&device, Duration::from_secs(3))
+            .map_err(|e| format!("connect: {e}"))?;
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        s.write_all(b"ping").map_err(|e| format!("write: {e}"))?;
+        let mut b = [0u8; 4];
+        s.read_exact(&mut b).map_err(|e| format!("read: {e}"))?;
+        Ok(b)
+    })
+}
+
+/// Spoofed SYNs at 40 per second to ports 80, 7 and 5201 in turn, from off-subnet hosts that
+/// do not exist, while ordinary clients use all three services without retries: 5 rounds of
+/// curl and TCP echo each served within 3 s, then a stock iperf3 test.
+pub fn a_continuous_syn_flood_does_not_lock_out_clients(dev: &Device) {
+    let before = counter(&dev.stats(), "http", "reclaimed");
+    let stop = Arc::new(AtomicBool::new(false));
+    let syn = {
+        let target = dev.target();
+        move |n: u32| {
+            let port = [80, 7, 5201][(n % 3) as usize];
+            let ghost = [198, 18, 1, (n % 250) as u8 + 1];
+            spoofed_syn(target, ghost, 30000 + (n % 30000) as u16, port)
+        }
+    };
+    let flood = dev.flood(40, stop.clone(), syn);
+    std::thread::sleep(Duration::from_secs(1));
+    for round in 0..5 {
+        let started = Instant::now();
+        let out = dev.curl(&["-m", "5", "--fail"], "/10kB.txt");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "200",
+            "round {round}: {out:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(3), "round {round}");
+        if let Err(e) = tcp_echo(dev) {
+            panic!("round {round}: TCP echo: {e}; {}", dev.stats());
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    dev.iperf3(&["-n", "1M", "--connect-timeout", "3000"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.join().unwrap();
+    assert!(sent >= 60, "the flood sent only {sent} SYNs");
+    let stats = dev.stats();
+    assert_counters_conserve(&stats);
+    assert!(counter(&stats, "http", "reclaimed") > before, "{stats}");
+}

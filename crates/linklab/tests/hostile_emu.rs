@@ -1,0 +1,33 @@
+//! The hostile-peer campaign of tests/hostile.rs (`common::hostile`) against linklab's
+//! firmware on one emulated board: `linklab emu --board riscv32-virt` boots once and every
+//! case runs against it in turn (each waits until the previous case's peers are gone). The
+//! firmware has 2 HTTP sockets, 1 TCP echo socket and 4 iperf3 sockets, and a 2-datagram
+//! UDP echo buffer. Needs root and QEMU, as tests/emu.rs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::device::Device;
+use common::hostile::{self as campaign, wait_quiet};
+
+#[test]
+fn riscv32_virt_survives_the_hostile_campaign() {
+    let dev = Device::emu("riscv32-virt");
+    let quiet = Duration::from_secs(15);
+    campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::idle_http_holders_give_way(&dev, 2);
+    wait_quiet(&dev, quiet);
+    campaign::idle_http_holders_give_way(&dev, 6);
+    wait_quiet(&dev, quiet);
+    campaign::idle_iperf3_controls_give_way(&dev, 4);
+    wait_quiet(&dev, quiet);
+    campaign::a_download_stays_a_zero_window_reader_goes(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::oversized_requests_do_not_wedge_http(&dev, &common::tempdir("hostile-emu"));
+    wait_quiet(&dev, quiet);
+    campaign::a_continuous_syn_flood_does_not_lock_out_clients(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::spoofed_syns_do_not_kill_services(&dev);
+}
