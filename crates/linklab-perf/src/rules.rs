@@ -1,9 +1,8 @@
 //! The socket lifetime rules every home of the apps applies, without a stack's types: the
-//! timeouts, the idle watch, and the look at an arriving frame that tells a SYN for a
-//! service (so a socket can be freed for it before the stack answers). The smoltcp side
+//! timeouts, and the look at an arriving frame that tells a SYN for a service (so a socket
+//! can be freed for it before the stack answers). When a connection last made progress and
+//! who gives way to a new client are [`crate::evict`]'s. The smoltcp side
 //! (`crate::lifetime`, `crate::apps`) and the embassy-net side (`crate::embassy`) use these.
-
-use crate::socket::TcpState;
 
 /// Every TCP socket of the apps gets this stack timeout: a connection whose peer sends
 /// nothing for this long while we wait for it (SYN-RECEIVED, unacknowledged data,
@@ -27,64 +26,6 @@ pub const RST_GRACE_MS: u64 = 500;
 /// come (a spoofed or vanished requester): they are dropped so they cannot block the
 /// socket's send buffer for everyone else.
 pub const STUCK_REPLY_MS: u64 = 1_000;
-
-/// Watches one connection for activity: a change of state or of the bytes queued either
-/// way, or bytes the app reports it moved. Times in microseconds of any clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Activity {
-    since_us: u64,
-    seen: Option<(TcpState, usize, usize)>,
-}
-
-impl Activity {
-    /// A watch that has seen nothing yet.
-    pub const fn new() -> Activity {
-        Activity {
-            since_us: 0,
-            seen: None,
-        }
-    }
-
-    /// Call after the app served the socket (in `state`, with `queues` bytes queued to
-    /// receive and to send); `moved` says whether the app read or wrote bytes. True when the
-    /// socket holds a connection on which nothing moved for `timeout_us` (the caller then
-    /// aborts it). Listening and closed sockets never expire.
-    pub fn expired(
-        &mut self,
-        state: TcpState,
-        queues: (usize, usize),
-        moved: bool,
-        now_us: u64,
-        timeout_us: u64,
-    ) -> bool {
-        if matches!(state, TcpState::Listen | TcpState::Closed) {
-            self.seen = None;
-            return false;
-        }
-        let now_seen = (state, queues.0, queues.1);
-        if moved || self.seen != Some(now_seen) {
-            self.seen = Some(now_seen);
-            self.since_us = now_us;
-            return false;
-        }
-        now_us >= self.since_us.saturating_add(timeout_us)
-    }
-
-    /// When the watched connection last showed activity (µs).
-    pub fn since_us(&self) -> u64 {
-        self.since_us
-    }
-
-    /// Forgets the connection (its socket was reclaimed for a new one).
-    pub fn reset(&mut self) {
-        self.seen = None;
-    }
-
-    /// When this watch would expire if nothing moves (None when not watching a connection).
-    pub fn deadline_us(&self, timeout_us: u64) -> Option<u64> {
-        self.seen.map(|_| self.since_us.saturating_add(timeout_us))
-    }
-}
 
 /// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a
 /// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
@@ -125,19 +66,6 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_listening_socket_never_expires_and_a_quiet_one_does() {
-        let mut w = Activity::new();
-        let t = 10_000_000;
-        assert!(!w.expired(TcpState::Listen, (0, 0), false, 1_000_000_000, t));
-        assert_eq!(w.deadline_us(t), None);
-        assert!(!w.expired(TcpState::Established, (0, 0), false, 0, t));
-        assert!(!w.expired(TcpState::Established, (0, 0), false, t - 1, t));
-        assert!(w.expired(TcpState::Established, (0, 0), false, t, t));
-        assert!(!w.expired(TcpState::Established, (1, 0), false, t + 1, t));
-        assert_eq!(w.deadline_us(t), Some(2 * t + 1));
-    }
 
     fn segment(flags: u8, port: u16) -> [u8; 54] {
         let mut f = [0u8; 54];

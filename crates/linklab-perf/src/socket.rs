@@ -53,16 +53,6 @@ impl TcpState {
             TcpState::TimeWait => "TIME-WAIT",
         }
     }
-
-    /// A state that may be reclaimed for a new connection when every socket of a service is
-    /// busy: half-open, or closing (our side or the peer's), never ESTABLISHED.
-    pub fn reclaimable(self) -> bool {
-        use TcpState::*;
-        matches!(
-            self,
-            SynReceived | SynSent | FinWait1 | FinWait2 | Closing | LastAck | TimeWait | CloseWait
-        )
-    }
 }
 
 /// One TCP socket, as the apps use it.

@@ -70,12 +70,14 @@ pub(crate) enum Http {
     Responses = 0,
     IdleClosed = 1,
     Reclaimed = 2,
+    Evicted = 3,
 }
 
-/// Index of an echo counter the adapter keeps itself (the rest come from the core).
-pub(crate) enum EchoOwn {
-    TcpIdleClosed = 6,
-    TcpReclaimed = 7,
+/// Index of an echo counter the adapter keeps itself (the rest come from the core): TCP's.
+pub(crate) enum EchoTcp {
+    IdleClosed = 6,
+    Reclaimed = 7,
+    Evicted = 8,
 }
 
 impl AppCounters {
@@ -118,7 +120,7 @@ impl AppCounters {
         self.http[which as usize].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn add_echo(&self, which: EchoOwn) {
+    pub(crate) fn add_echo(&self, which: EchoTcp) {
         self.echo[which as usize].fetch_add(1, Ordering::Relaxed);
     }
 

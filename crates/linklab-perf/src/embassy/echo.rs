@@ -11,8 +11,8 @@ use embassy_futures::join::join3;
 use embassy_net::Stack;
 use embassy_time::Instant;
 
-use super::counters::EchoOwn;
-use super::service::{make_room, socket_loop, OnSocket, Shared};
+use super::counters::EchoTcp;
+use super::service::{make_room, socket_loop, Freed, OnSocket, Shared};
 use super::socket::{poll_once, Tcp, Udp};
 use super::{udp_socket, wake_at, AppCounters, SynWatch, TcpBuffers, UdpBuffers};
 use crate::echo::{echo_on, Echo, ECHO_PORT};
@@ -31,16 +31,14 @@ struct EchoSocket<'e, 'c> {
 }
 
 impl OnSocket for EchoSocket<'_, '_> {
-    fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>) -> bool {
+    fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>) {
         let mut core = self.core.borrow_mut();
-        let before = core.counters().tcp_bytes;
         echo_on(&mut core, socket, &mut self.was_active);
         self.counters.set_echo_core(&core.counters());
-        core.counters().tcp_bytes != before
     }
 
     fn idle_closed(&mut self) {
-        self.counters.add_echo(EchoOwn::TcpIdleClosed);
+        self.counters.add_echo(EchoTcp::IdleClosed);
     }
 
     fn fresh(&mut self) {
@@ -52,10 +50,11 @@ impl OnSocket for EchoSocket<'_, '_> {
     }
 }
 
-/// Serves echo on TCP and UDP port 7 forever (TCP: one connection at a time, reset after the
-/// idle timeout; UDP: replies that cannot leave for `rules::STUCK_REPLY_MS` are dropped).
-/// Counts into `counters`; with `syns`, a SYN finding the TCP socket busy frees it if it is
-/// half-open or closing.
+/// Serves echo on TCP and UDP port 7 forever (TCP: one connection at a time, reset when it
+/// made no progress for the idle timeout; UDP: replies that cannot leave for
+/// `rules::STUCK_REPLY_MS` are dropped). Counts into `counters`; with `syns`, a SYN finding
+/// the TCP socket busy frees it if it is spent or half-open, or idle beyond the grace
+/// (evicted: its peer reset).
 pub async fn echo_server(
     stack: Stack<'_>,
     tcp: TcpBuffers<'_>,
@@ -74,8 +73,11 @@ pub async fn echo_server(
     let never = join3(
         socket_loop(stack, tcp, &shared[0], &mut app),
         udp_loop(stack, udp, &core, counters),
-        make_room(ECHO_PORT, &shared, syns, || {
-            counters.add_echo(EchoOwn::TcpReclaimed)
+        make_room(ECHO_PORT, &shared, syns, |freed| {
+            counters.add_echo(match freed {
+                Freed::Reclaimed => EchoTcp::Reclaimed,
+                Freed::Evicted => EchoTcp::Evicted,
+            })
         }),
     )
     .await;
@@ -137,7 +139,10 @@ async fn udp_loop(
         };
         counters.set_echo_core(&core.counters());
         udp.watch();
-        wake_at(stuck_since.map(|s| s + STUCK_REPLY_MS * 1000), udp.cx);
+        wake_at(
+            stuck_since.map(|s| Instant::from_micros(s + STUCK_REPLY_MS * 1000)),
+            udp.cx,
+        );
         Poll::Pending
     })
     .await

@@ -8,7 +8,7 @@ use embassy_futures::join::join3;
 use embassy_net::Stack;
 
 use super::counters::Http;
-use super::service::{make_room, socket_loop, OnSocket, Shared};
+use super::service::{make_room, socket_loop, Freed, OnSocket, Shared};
 use super::socket::Tcp;
 use super::{AppCounters, SynWatch, TcpBuffers};
 use crate::http::{serve_on, Routes, Server, HTTP_PORT};
@@ -26,13 +26,11 @@ struct HttpSocket<'r, 'd, 'c> {
 }
 
 impl OnSocket for HttpSocket<'_, '_, '_> {
-    fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>) -> bool {
+    fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>) {
         let mut routes = self.routes.borrow_mut();
-        let completed = serve_on(socket, &mut self.server, HTTP_PORT, &mut **routes);
-        if completed {
+        if serve_on(socket, &mut self.server, HTTP_PORT, &mut **routes) {
             self.counters.add_http(Http::Responses);
         }
-        completed
     }
 
     fn idle_closed(&mut self) {
@@ -49,9 +47,10 @@ impl OnSocket for HttpSocket<'_, '_, '_> {
 }
 
 /// Serves the bench files (and `routes`, e.g. `/stats`) on port 80 forever, one connection
-/// per socket; idle connections are reset after `rules::IDLE_TIMEOUT_MS`. Counts into
-/// `counters`; with `syns` (the driver's SYN gate), a SYN finding both sockets busy frees
-/// the oldest half-open or closing one first.
+/// per socket; connections that made no progress for `rules::IDLE_TIMEOUT_MS` are reset.
+/// Counts into `counters`; with `syns` (the driver's SYN gate), a SYN finding both sockets
+/// busy frees one first (`crate::evict::idlest`: a spent one, else the connection idle
+/// longest beyond the grace, its peer reset, else a half-open one).
 pub async fn http_server(
     stack: Stack<'_>,
     buffers: [TcpBuffers<'_>; HTTP_SOCKETS],
@@ -72,8 +71,11 @@ pub async fn http_server(
     let never = join3(
         socket_loop(stack, b0, &shared[0], &mut a0),
         socket_loop(stack, b1, &shared[1], &mut a1),
-        make_room(HTTP_PORT, &shared, syns, || {
-            counters.add_http(Http::Reclaimed)
+        make_room(HTTP_PORT, &shared, syns, |freed| {
+            counters.add_http(match freed {
+                Freed::Reclaimed => Http::Reclaimed,
+                Freed::Evicted => Http::Evicted,
+            })
         }),
     )
     .await;

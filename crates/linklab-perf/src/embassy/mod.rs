@@ -3,10 +3,14 @@
 //! each an `async fn` that runs forever in a task of the user's. They run the same sans-IO
 //! cores and the same socket logic as the smoltcp adapters ([`crate::iperf::pool`],
 //! [`crate::http::serve_on`], [`crate::echo::echo_on`], over [`crate::socket`]'s traits),
-//! with the same lifetime rules ([`crate::rules`]): every TCP socket gets the TCP timeout and
-//! keep-alive and no Nagle, HTTP and echo connections are reset when idle, UDP echo replies
-//! that cannot leave are dropped, and with a [`SynWatch`] on the driver a SYN that finds all
-//! of a service's sockets busy frees the oldest half-open or closing one.
+//! with the same lifetime rules ([`crate::rules`], [`crate::evict`]): every TCP socket gets
+//! the TCP timeout and keep-alive and no Nagle, HTTP and echo connections that made no
+//! progress for the idle timeout are reset, UDP echo replies that cannot leave are dropped,
+//! and with a [`SynWatch`] on the driver a SYN that finds all of a service's sockets busy
+//! frees one first: a spent socket, else the connection idle longest beyond
+//! [`crate::evict::GRACE_MS`] (evicted: its peer gets a RST first), else a half-open one —
+//! never a connection making progress, nor a running iperf3 test. Counted (`reclaimed`,
+//! `evicted`) as on the smoltcp side.
 //!
 //! No heap, no smoltcp of ours (embassy-net brings its own): the user lends every buffer.
 //!
@@ -48,7 +52,7 @@ pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use echo::echo_server;
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
-pub use syn::{pick_victim, SynWatch, WATCHED_PORTS};
+pub use syn::{SynWatch, WATCHED_PORTS};
 
 use core::task::Context;
 
@@ -94,10 +98,10 @@ fn udp_socket<'a>(stack: Stack<'a>, b: UdpBuffers<'a>) -> UdpSocket<'a> {
     UdpSocket::new(stack, b.rx_meta, b.rx, b.tx_meta, b.tx)
 }
 
-/// Arranges a wake-up of the task at `at_us` (µs of embassy-time), at once if it is due.
-fn wake_at(at_us: Option<u64>, cx: &mut Context<'_>) {
-    if let Some(at) = at_us {
-        if socket::poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() {
+/// Arranges a wake-up of the task at `at`, at once if it is due.
+fn wake_at(at: Option<Instant>, cx: &mut Context<'_>) {
+    if let Some(at) = at {
+        if socket::poll_once(Timer::at(at), cx).is_some() {
             cx.waker().wake_by_ref();
         }
     }

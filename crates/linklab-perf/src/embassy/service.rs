@@ -1,6 +1,8 @@
 //! What HTTP and TCP echo share on embassy-net: a socket's life (made from its buffers,
-//! served until it is idle too long or freed for a new connection, then made anew) and the
-//! watcher that frees one when a SYN finds none listening.
+//! served until it is idle too long or freed for a new client, then made anew) and the
+//! watcher that frees one when a SYN finds none listening. The rules are the stack-free ones
+//! of [`crate::evict`], as the smoltcp `DeviceApps` applies them: the idle timeout and the
+//! eviction count from [`Progress`], the socket to free is [`idlest`]'s choice.
 
 use core::cell::Cell;
 use core::convert::Infallible;
@@ -11,29 +13,37 @@ use embassy_net::Stack;
 use embassy_time::{with_timeout, Duration, Instant};
 
 use super::socket::Tcp;
-use super::syn::pick_victim;
 use super::{tcp_socket, wake_at, SynWatch, TcpBuffers};
-use crate::rules::{Activity, IDLE_TIMEOUT_MS};
+use crate::evict::{candidate, idlest, Candidate, Look, Progress, GRACE_MS};
+use crate::rules::{IDLE_TIMEOUT_MS, RST_GRACE_MS};
 use crate::socket::{TcpOps, TcpState};
 
-/// How long a connection reset for idleness may take to get its RST out before its socket
-/// is made anew anyway.
-const RST_GRACE: Duration = Duration::from_millis(500);
-
-/// What a socket's future tells the watcher: its state and last activity (µs), and whether
-/// the watcher wants it freed.
+/// What a socket's future tells the watcher after each of its polls, and what the watcher
+/// asks of it.
 #[derive(Default)]
 pub(crate) struct Shared {
+    /// The socket's state (None while it is being made anew).
     state: Cell<Option<TcpState>>,
-    since_us: Cell<u64>,
-    free: Cell<bool>,
+    /// What the eviction choice knows of it (None while listening).
+    candidate: Cell<Option<Candidate<Instant>>>,
+    /// The watcher wants it freed: evicting a connection (its peer gets a RST first), or
+    /// reclaiming a half-open or spent socket.
+    free: Cell<Option<Freed>>,
+}
+
+/// How a socket was freed for a new client (the counter it goes to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Freed {
+    /// A half-open or spent socket, taken at once.
+    Reclaimed,
+    /// An idle connection, reset (its RST sent before the socket is made anew).
+    Evicted,
 }
 
 /// An app served on one socket at a time.
 pub(crate) trait OnSocket {
-    /// Serves the socket once (listening again when it is closed); true when the app moved
-    /// bytes (so the connection is not idle).
-    fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>) -> bool;
+    /// Serves the socket once (listening again when it is closed).
+    fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>);
     /// A connection was reset for idleness.
     fn idle_closed(&mut self);
     /// A new socket replaces the old one.
@@ -43,20 +53,24 @@ pub(crate) trait OnSocket {
 }
 
 /// Why a socket's life ended.
+#[derive(PartialEq)]
 enum End {
+    /// Idle for the idle timeout: reset.
     Idle,
-    Freed,
+    /// Freed for a new client by the watcher.
+    Freed(Freed),
 }
 
-/// One socket, forever: made from `b`, served by `app` until it is idle for
-/// [`IDLE_TIMEOUT_MS`] (reset, RST given [`RST_GRACE`] to leave) or the watcher frees it
-/// (half-open or closing: reset), then made anew.
+/// One socket, forever: made from `b`, served by `app` until its connection made no progress
+/// ([`Progress`]) for [`IDLE_TIMEOUT_MS`] or the watcher frees it, then reset and made anew
+/// (after its RST left, at most [`RST_GRACE_MS`] later, when its peer was a live one).
 pub(crate) async fn socket_loop(
     stack: Stack<'_>,
     b: TcpBuffers<'_>,
     shared: &Shared,
     app: &mut impl OnSocket,
 ) -> Infallible {
+    let idle = Duration::from_millis(IDLE_TIMEOUT_MS);
     loop {
         let mut socket = tcp_socket(
             stack,
@@ -66,57 +80,64 @@ pub(crate) async fn socket_loop(
             },
         );
         app.fresh();
-        let mut activity = Activity::new();
-        shared.free.set(false);
+        let mut progress = Progress::<Instant>::new();
+        shared.free.set(None);
         let end = poll_fn(|cx| {
             let mut tcp = Tcp {
                 socket: &mut socket,
                 cx,
             };
-            if shared.free.get() {
+            if let Some(freed) = shared.free.get() {
                 tcp.abort();
-                return Poll::Ready(End::Freed);
+                return Poll::Ready(End::Freed(freed));
             }
-            let moved = app.serve(&mut tcp);
-            let now = Instant::now().as_micros();
-            let state = tcp.state();
-            let timeout = IDLE_TIMEOUT_MS * 1000;
-            if activity.expired(state, tcp.queues(), moved, now, timeout) {
+            // A look before the app (what the peer did) and one after (what the app left).
+            let now = Instant::now();
+            progress.observe(Look::of(&tcp), now);
+            app.serve(&mut tcp);
+            progress.observe(Look::of(&tcp), now);
+            if progress.expired(now, idle) {
                 tcp.abort();
                 app.idle_closed();
                 return Poll::Ready(End::Idle);
             }
+            let state = tcp.state();
             shared.state.set(Some(state));
-            shared.since_us.set(activity.since_us());
+            shared.candidate.set(candidate(&tcp, progress.last()));
             app.published(state);
             tcp.watch();
-            wake_at(activity.deadline_us(timeout), cx);
+            wake_at(progress.deadline(idle), cx);
             Poll::Pending
         })
         .await;
         shared.state.set(None);
-        if let End::Idle = end {
-            // Let the RST reach the idle peer (a socket leaving the set sends nothing).
-            let _ = with_timeout(RST_GRACE, socket.flush()).await;
+        shared.candidate.set(None);
+        if end != End::Freed(Freed::Reclaimed) {
+            // Let the RST reach the peer (a socket leaving the set sends nothing). A
+            // half-open or spent socket's peer needs none (a spoofed one would never get it).
+            let _ = with_timeout(Duration::from_millis(RST_GRACE_MS), socket.flush()).await;
         }
         // The socket is dropped here (it leaves the stack's socket set) and made anew.
     }
 }
 
 /// The watcher of a service's sockets: when a SYN for `port` waits (see [`SynWatch`]) and no
-/// socket listens, asks the one [`pick_victim`] names to free itself, then lets the SYN
-/// through once one listens (at once if none can be freed). Join it after the socket
-/// futures, so it reads what they published in the same turn.
+/// socket listens, asks the one [`idlest`] names (a spent socket, else the connection idle
+/// longest beyond [`GRACE_MS`], else a half-open one) to free itself, and counts it with
+/// `counted`; lets the SYN through once a socket listens, or at once if none can be freed
+/// (every connection making progress: the stack answers a RST, as a busy server does). Join
+/// it after the socket futures, so it reads what they published in the same turn.
 pub(crate) async fn make_room(
     port: u16,
     shared: &[Shared],
     syns: Option<&SynWatch>,
-    mut reclaimed: impl FnMut(),
+    mut counted: impl FnMut(Freed),
 ) -> Infallible {
     let Some(syns) = syns else {
         return poll_fn(|_| Poll::Pending).await;
     };
     syns.serve(port);
+    let grace = Duration::from_millis(GRACE_MS);
     poll_fn(|cx| {
         if !syns.asked(port, cx) {
             return Poll::Pending;
@@ -128,18 +149,21 @@ pub(crate) async fn make_room(
             syns.answer(port);
         } else if shared
             .iter()
-            .any(|s| s.free.get() || s.state.get().is_none())
+            .any(|s| s.free.get().is_some() || s.state.get().is_none())
         {
             // A socket is being freed or made anew: its future wakes the task (and so this
             // watcher, joined with it) when it is back.
         } else {
-            let views = shared
-                .iter()
-                .map(|s| (s.state.get().unwrap_or(TcpState::Closed), s.since_us.get()));
-            match pick_victim(views) {
-                Some(i) => {
-                    shared[i].free.set(true);
-                    reclaimed();
+            let facts = shared.iter().map(|s| s.candidate.get());
+            match idlest(facts, Instant::now(), grace) {
+                Some((i, taken)) => {
+                    let freed = if taken.evicts() {
+                        Freed::Evicted
+                    } else {
+                        Freed::Reclaimed
+                    };
+                    shared[i].free.set(Some(freed));
+                    counted(freed);
                     cx.waker().wake_by_ref();
                 }
                 None => syns.answer(port),

@@ -31,10 +31,14 @@ pub(crate) struct Tcp<'p, 'a, 'c> {
 impl Tcp<'_, '_, '_> {
     /// Registers the task with both halves of the socket, so that data, send room or a
     /// change of state wakes it (a half that is ready now registers nothing: the app has
-    /// seen it ready and left it so).
+    /// seen it ready and left it so), and, for a reset socket, with the sending of its RST
+    /// (so an app waiting to listen again hears when it left).
     pub fn watch(&mut self) {
         let _ = poll_once(self.socket.wait_read_ready(), self.cx);
         let _ = poll_once(self.socket.wait_write_ready(), self.cx);
+        if self.rst_pending() {
+            let _ = poll_once(self.socket.flush(), self.cx);
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //!
 //! The driver side calls [`SynWatch::admit`] with every frame before lending it to the stack
 //! (linklab-mac's `EmbassyMac::with_gate`); the service side asks [`SynWatch::asked`] on each
-//! poll and, when asked, frees a socket if none listens (the oldest half-open or closing one,
-//! as the smoltcp `DeviceApps`) and calls [`SynWatch::answer`]. One executor turn per new
+//! poll and, when asked, frees a socket if none listens (by [`crate::evict::idlest`], as the
+//! smoltcp `DeviceApps`) and calls [`SynWatch::answer`]. One executor turn per new
 //! connection; everything else passes at once.
 
 use core::sync::atomic::{AtomicU16, AtomicU8, Ordering};
@@ -130,26 +130,10 @@ impl SynWatch {
     }
 }
 
-/// Which socket of a service to free for a new connection when none listens: the one whose
-/// connection showed activity longest ago among those in a reclaimable state (half-open or
-/// closing, never ESTABLISHED) — the smoltcp `DeviceApps`'s rule. `sockets` gives each
-/// socket's state and the time of its last activity.
-pub fn pick_victim(
-    sockets: impl IntoIterator<Item = (crate::socket::TcpState, u64)>,
-) -> Option<usize> {
-    sockets
-        .into_iter()
-        .enumerate()
-        .filter(|(_, (state, _))| state.reclaimable())
-        .min_by_key(|(_, (_, since))| *since)
-        .map(|(i, _)| i)
-}
-
 #[cfg(test)]
 mod tests {
     extern crate std;
     use super::*;
-    use crate::socket::TcpState;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
     use std::task::Wake;
@@ -197,15 +181,5 @@ mod tests {
         // The same SYN passes once, the next one is held again.
         assert!(watch.admit(&syn(80), &runner_waker));
         assert!(!watch.admit(&syn(80), &runner_waker));
-    }
-
-    #[test]
-    fn the_victim_is_the_oldest_reclaimable_socket() {
-        use TcpState::*;
-        assert_eq!(
-            pick_victim([(Established, 1), (SynReceived, 5), (FinWait2, 3)]),
-            Some(2)
-        );
-        assert_eq!(pick_victim([(Established, 1), (Listen, 0)]), None);
     }
 }
