@@ -1,6 +1,7 @@
 //! Fuzzes linklab-perf's smoltcp adapters as a device runs them: the iperf3 server, HTTP and
-//! echo (`DeviceApps`, with its socket lifetime rules and SYN reclaiming) behind a smoltcp
-//! interface, fed fuzzer-built frames. The harness builds valid Ethernet/IPv4 headers and
+//! echo (`DeviceApps`, with its socket lifetime rules, SYN reclaiming and eviction) behind a
+//! smoltcp interface, fed fuzzer-built frames; and the frame looks the embassy gate takes
+//! (`rules::syn_port`, `rules::udp_port`). The harness builds valid Ethernet/IPv4 headers and
 //! checksums around fuzzer-chosen TCP flags, sequence numbers, ports and payloads (so the
 //! segments reach the sockets), mixed with raw frames and clock steps. Nothing may panic.
 #![no_main]
@@ -11,6 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::http::NoRoutes;
 use linklab_perf::lifetime::syn_port;
+use linklab_perf::rules::udp_port;
 use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::udp::PacketMetadata;
@@ -198,7 +200,10 @@ fuzz_target!(|data: &[u8]| {
             _ => now += Duration::from_millis(u64::from(u32::from_le_bytes([h[4], h[5], h[6], 0]))),
         }
         apps.poll_interface(&mut iface, &mut wire, &mut sockets, now, |w| {
-            w.rx.front().and_then(|f| syn_port(f))
+            let front = w.rx.front()?;
+            // The embassy gate's other look at a frame (it holds UDP echo requests).
+            let _ = udp_port(front);
+            syn_port(front)
         });
         apps.poll(&mut sockets, &mut NoRoutes, now);
         let _ = apps.poll_at();

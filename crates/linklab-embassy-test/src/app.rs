@@ -9,7 +9,7 @@ use embassy_net::Stack;
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::signal::Signal;
 use linklab_perf::embassy::{
-    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, SynWatch, TcpBuffers,
+    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, ServiceGate, TcpBuffers,
     UdpBuffers,
 };
 use linklab_perf::http::NoRoutes;
@@ -47,7 +47,7 @@ pub async fn serve(
     stack: Stack<'_>,
     window: usize,
     counters: &AppCounters,
-    syns: &SynWatch,
+    gate: &ServiceGate,
     stop: &Stop,
 ) {
     let iperf = IperfBuffers::<IPERF_SOCKETS> {
@@ -59,14 +59,14 @@ pub async fn serve(
     let http = [tcp(1024, 4 * 1460), tcp(1024, 4 * 1460)];
     let mut routes = NoRoutes;
     let apps = join3(
-        iperf_server(stack, iperf, counters, Some(syns)),
-        http_server(stack, http, &mut routes, counters, Some(syns)),
+        iperf_server(stack, iperf, counters, Some(gate)),
+        http_server(stack, http, &mut routes, counters, Some(gate)),
         echo_server(
             stack,
             tcp(window, 4096),
             udp(4, 4 * 1500),
             counters,
-            Some(syns),
+            Some(gate),
         ),
     );
     select(apps, stop.wait()).await;

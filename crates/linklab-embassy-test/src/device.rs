@@ -16,7 +16,7 @@ use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkSignal, RxGate, Wak
 use linklab_mac::timing::{bits_ns, ipg_ns};
 use linklab_mac::window::{capacity_for_frames, tcp_rx_window, ETHERNET_MSS};
 use linklab_mac::{BoxedSlice, Clock, Counters, Mac, MacAddr, MacConfig, PhyTx, RxQueue};
-use linklab_perf::embassy::{AppCounters, SynWatch};
+use linklab_perf::embassy::{AppCounters, ServiceGate};
 
 use crate::app::Stop;
 use crate::serve::nic::{pump_rx, TapPhy};
@@ -31,13 +31,14 @@ const RX_FRAMES: usize = 16;
 const MAC_ADDRESS: MacAddr = MacAddr([0x02, 0x4c, 0x4c, 0x00, 0x00, 0x02]);
 
 /// The driver type embassy-net runs on.
-type Driver = EmbassyMac<'static, BoxedSlice, Paced, SeenClock, &'static LinkSignal, SynGate>;
+type Driver = EmbassyMac<'static, BoxedSlice, Paced, SeenClock, &'static LinkSignal, AppGate>;
 
-/// The driver's look before the stack: linklab-perf's SYN watch, so a SYN finding all of a
-/// service's sockets busy gets one freed first.
-struct SynGate(&'static SynWatch);
+/// The driver's look before the stack: linklab-perf's service gate, so a SYN finding all of
+/// a service's sockets busy gets one freed first, and a UDP echo request comes in once the
+/// reply before it had its turn to leave.
+struct AppGate(&'static ServiceGate);
 
-impl RxGate for SynGate {
+impl RxGate for AppGate {
     fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
         self.0.admit(frame, waker)
     }
@@ -169,9 +170,9 @@ pub fn start(netns_path: &str, tap_name: &str) -> std::io::Result<Running> {
         early: 0,
     };
     let mac = Mac::new(queue.consumer(), phy, clock, config);
-    let syns: &'static SynWatch = Box::leak(Box::new(SynWatch::new()));
+    let gate: &'static ServiceGate = Box::leak(Box::new(ServiceGate::new()));
     let counters: &'static AppCounters = Box::leak(Box::new(AppCounters::new()));
-    let driver = EmbassyMac::new(mac, link).with_gate(SynGate(syns));
+    let driver = EmbassyMac::new(mac, link).with_gate(AppGate(gate));
 
     let (ready_tx, ready) = mpsc::channel();
     let (report_tx, report) = mpsc::channel();
@@ -190,7 +191,7 @@ pub fn start(netns_path: &str, tap_name: &str) -> std::io::Result<Running> {
                             ready: ready_tx,
                             report: report_tx,
                             finished,
-                            syns,
+                            gate,
                             counters,
                         },
                     );
@@ -256,7 +257,7 @@ struct Shared {
     ready: Sender<()>,
     report: Sender<Report>,
     finished: &'static AtomicBool,
-    syns: &'static SynWatch,
+    gate: &'static ServiceGate,
     counters: &'static AppCounters,
 }
 
@@ -285,7 +286,7 @@ async fn net_task(spawner: Spawner, mut driver: Driver, shared: Shared) {
             window,
             shared.stop_app,
             shared.ready,
-            shared.syns,
+            shared.gate,
             shared.counters,
         )
         .expect("one app task"),
@@ -311,11 +312,11 @@ async fn app_task(
     window: usize,
     stop: &'static Stop,
     ready: Sender<()>,
-    syns: &'static SynWatch,
+    gate: &'static ServiceGate,
     counters: &'static AppCounters,
 ) {
     stack.wait_link_up().await;
     stack.wait_config_up().await;
     let _ = ready.send(());
-    crate::app::serve(stack, window, counters, syns, stop).await;
+    crate::app::serve(stack, window, counters, gate, stop).await;
 }

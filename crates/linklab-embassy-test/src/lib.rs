@@ -13,7 +13,8 @@
 //!   runner, and the application — linklab-perf's embassy apps: the iperf3 server (5201),
 //!   HTTP with the bench files (80), TCP and UDP echo (7) — until told to stop; the runner's
 //!   task then hands back the MAC and app counters. The driver holds each SYN for a served
-//!   port until its service made room (linklab-perf's `SynWatch` as the driver's gate).
+//!   port until its service made room, and each UDP echo request until the reply before it
+//!   had its turn to leave (linklab-perf's `ServiceGate` as the driver's gate).
 
 mod app;
 mod device;

@@ -27,14 +27,16 @@ pub const RST_GRACE_MS: u64 = 500;
 /// socket's send buffer for everyone else.
 pub const STUCK_REPLY_MS: u64 = 1_000;
 
-/// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a
-/// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
-/// may be wrong; nothing panics. Reads the few fields it needs in place, checking every
-/// length it relies on (so it needs no stack's wire types: the smoltcp 0.14 main loop and
-/// an embassy-net driver, smoltcp 0.13 inside, share it).
-pub fn syn_port(frame: &[u8]) -> Option<u16> {
+/// Reads a big-endian u16 at `at` of `b`, if it is there.
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    b.get(at..at + 2).map(|v| u16::from_be_bytes([v[0], v[1]]))
+}
+
+/// The IPv4 protocol number and payload of `frame` if it is an Ethernet II / IPv4 packet's
+/// first fragment (a later fragment carries no transport header); None for anything else.
+/// Reads the few fields it needs in place, checking every length it relies on.
+fn ipv4_payload(frame: &[u8]) -> Option<(u8, &[u8])> {
     const ETHERNET_HEADER: usize = 14;
-    let be16 = |b: &[u8], at: usize| b.get(at..at + 2).map(|v| u16::from_be_bytes([v[0], v[1]]));
     if be16(frame, 12)? != 0x0800 {
         return None;
     }
@@ -45,11 +47,22 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
     if version_ihl >> 4 != 4 || header_len < 20 || total_len < header_len || total_len > ip.len() {
         return None;
     }
-    // Protocol TCP, fragment offset 0 (a later fragment carries no TCP header).
-    if *ip.get(9)? != 6 || be16(ip, 6)? & 0x1fff != 0 {
+    if be16(ip, 6)? & 0x1fff != 0 {
         return None;
     }
-    let tcp = ip.get(header_len..total_len)?;
+    Some((*ip.get(9)?, ip.get(header_len..total_len)?))
+}
+
+/// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a
+/// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
+/// may be wrong; nothing panics. Reads the few fields it needs in place, checking every
+/// length it relies on (so it needs no stack's wire types: the smoltcp 0.14 main loop and
+/// an embassy-net driver, smoltcp 0.13 inside, share it).
+pub fn syn_port(frame: &[u8]) -> Option<u16> {
+    const TCP: u8 = 6;
+    let (TCP, tcp) = ipv4_payload(frame)? else {
+        return None;
+    };
     let data_offset = usize::from(*tcp.get(12)? >> 4) * 4;
     if data_offset < 20 || data_offset > tcp.len() {
         return None;
@@ -61,6 +74,20 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
         return None;
     }
     be16(tcp, 2)
+}
+
+/// The destination port of `frame` if it is an Ethernet II / IPv4 / UDP datagram (first
+/// fragment, whole UDP header); None for anything else. Any bytes may be wrong; nothing
+/// panics.
+pub fn udp_port(frame: &[u8]) -> Option<u16> {
+    const UDP: u8 = 17;
+    let (UDP, udp) = ipv4_payload(frame)? else {
+        return None;
+    };
+    if udp.len() < 8 {
+        return None;
+    }
+    be16(udp, 2)
 }
 
 #[cfg(test)]
@@ -101,5 +128,24 @@ mod tests {
         let mut padded = [0u8; 64];
         padded[..54].copy_from_slice(&segment(0x02, 7));
         assert_eq!(syn_port(&padded), Some(7));
+    }
+
+    #[test]
+    fn only_a_whole_udp_header_names_its_port() {
+        let mut udp = segment(0, 7);
+        udp[23] = 17;
+        udp[16..18].copy_from_slice(&28u16.to_be_bytes()); // IPv4 + 8-byte UDP header
+        assert_eq!(udp_port(&udp), Some(7));
+        assert_eq!(syn_port(&udp), None);
+        assert_eq!(udp_port(&segment(0x02, 7)), None); // TCP
+        let mut frag = udp;
+        frag[21] = 1;
+        assert_eq!(udp_port(&frag), None);
+        let mut short = udp;
+        short[16..18].copy_from_slice(&27u16.to_be_bytes());
+        assert_eq!(udp_port(&short), None);
+        for len in 0..42 {
+            assert_eq!(udp_port(&udp[..len]), None, "{len}");
+        }
     }
 }

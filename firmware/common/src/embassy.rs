@@ -26,7 +26,7 @@ use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock};
 use linklab_mac::{Mac, MacAddr, MacConfig, PhyTx, RxFormat, TxFormat};
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, SynWatch, TcpBuffers,
+    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, ServiceGate, TcpBuffers,
     UdpBuffers,
 };
 use linklab_perf::http::{RouteBody, Routes};
@@ -36,7 +36,7 @@ use static_cell::StaticCell;
 use crate::memory::*;
 use crate::stats::{Snapshot, TcpEntry, TcpList};
 use crate::RX_QUEUE;
-use driver::{NetDriver, SynGate};
+use driver::{AppGate, NetDriver};
 use executor::{measured, Layer};
 
 pub use executor::pender;
@@ -77,8 +77,8 @@ fn the_board() -> Option<EmbassyBoard> {
 
 /// The apps' counters and socket list.
 static COUNTERS: AppCounters = AppCounters::new();
-/// The driver's SYN gate.
-static SYNS: SynWatch = SynWatch::new();
+/// The driver's gate (see [`ServiceGate`]).
+static GATE: ServiceGate = ServiceGate::new();
 
 /// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
 /// loader), or the default with a log line saying why.
@@ -131,7 +131,7 @@ pub fn run(
     let link: fn(u64) -> bool = |_| the_board().is_some_and(|b| (b.link_up)());
     static DRIVER: StaticCell<NetDriver> = StaticCell::new();
     let driver = DRIVER.init(NetDriver::new(
-        EmbassyMac::new(mac, link).with_gate(SynGate(&SYNS)),
+        EmbassyMac::new(mac, link).with_gate(AppGate(&GATE)),
     ));
     let [a, b, c, d] = config.ip;
     let net_config = embassy_net::Config::ipv4_static(StaticConfigV4 {
@@ -242,7 +242,7 @@ async fn net_task(mut runner: Runner<'static, &'static mut NetDriver>) -> ! {
 
 #[embassy_executor::task]
 async fn iperf_task(stack: Stack<'static>, b: IperfBuffers<'static, IPERF_TCP_SOCKETS>) -> ! {
-    measured(Layer::Apps, iperf_server(stack, b, &COUNTERS, Some(&SYNS))).await
+    measured(Layer::Apps, iperf_server(stack, b, &COUNTERS, Some(&GATE))).await
 }
 
 #[embassy_executor::task]
@@ -250,7 +250,7 @@ async fn http_task(stack: Stack<'static>, b: [TcpBuffers<'static>; 2]) -> ! {
     let mut routes = StatsRoute;
     measured(
         Layer::Apps,
-        http_server(stack, b, &mut routes, &COUNTERS, Some(&SYNS)),
+        http_server(stack, b, &mut routes, &COUNTERS, Some(&GATE)),
     )
     .await
 }
@@ -259,7 +259,7 @@ async fn http_task(stack: Stack<'static>, b: [TcpBuffers<'static>; 2]) -> ! {
 async fn echo_task(stack: Stack<'static>, t: TcpBuffers<'static>, u: UdpBuffers<'static>) -> ! {
     measured(
         Layer::Apps,
-        echo_server(stack, t, u, &COUNTERS, Some(&SYNS)),
+        echo_server(stack, t, u, &COUNTERS, Some(&GATE)),
     )
     .await
 }

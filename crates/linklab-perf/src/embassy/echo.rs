@@ -1,6 +1,7 @@
 //! Echo (RFC 862) on embassy-net: TCP 7 through the shared [`echo_on`] (the smoltcp
 //! adapter's function) on one socket with the idle rule and the SYN watcher, UDP 7 through
-//! the shared [`Echo`] core, with the stuck-reply rule.
+//! the shared [`Echo`] core with its replies in the shared [`ReplyLane`] (the smoltcp
+//! adapter's rule), the gate standing in for the smoltcp main loop's egress after each frame.
 
 use core::cell::RefCell;
 use core::convert::Infallible;
@@ -8,14 +9,14 @@ use core::future::poll_fn;
 use core::task::Poll;
 
 use embassy_futures::join::join3;
-use embassy_net::Stack;
-use embassy_time::Instant;
+use embassy_net::{IpAddress, IpEndpoint, Stack};
+use embassy_time::{Duration, Instant};
 
 use super::counters::EchoTcp;
 use super::service::{make_room, socket_loop, Freed, OnSocket, Shared};
 use super::socket::{poll_once, Tcp, Udp};
-use super::{udp_socket, wake_at, AppCounters, SynWatch, TcpBuffers, UdpBuffers};
-use crate::echo::{echo_on, Echo, ECHO_PORT};
+use super::{udp_socket, wake_at, AppCounters, Port, ServiceGate, TcpBuffers, UdpBuffers};
+use crate::echo::{echo_on, Echo, ReplyLane, ECHO_PORT};
 use crate::rules::STUCK_REPLY_MS;
 use crate::socket::{TcpState, UdpOps};
 
@@ -50,17 +51,18 @@ impl OnSocket for EchoSocket<'_, '_> {
     }
 }
 
-/// Serves echo on TCP and UDP port 7 forever (TCP: one connection at a time, reset when it
-/// made no progress for the idle timeout; UDP: replies that cannot leave for
-/// `rules::STUCK_REPLY_MS` are dropped). Counts into `counters`; with `syns`, a SYN finding
-/// the TCP socket busy frees it if it is spent or half-open, or idle beyond the grace
-/// (evicted: its peer reset).
+/// Serves echo on TCP and UDP port 7 forever. TCP: one connection at a time, reset when it
+/// made no progress for the idle timeout; with `gate`, a SYN finding the socket busy frees
+/// it if it is spent or half-open, or idle beyond the grace (evicted: its peer reset). UDP:
+/// replies whose next hop does not answer ARP are dropped (`udp_unsent`) — with `gate`, as
+/// soon as a request from another host is read, so they never hold up replies to hosts that
+/// answer; without, after `rules::STUCK_REPLY_MS`. Counts into `counters`.
 pub async fn echo_server(
     stack: Stack<'_>,
     tcp: TcpBuffers<'_>,
     udp: UdpBuffers<'_>,
     counters: &AppCounters,
-    syns: Option<&SynWatch>,
+    gate: Option<&ServiceGate>,
 ) -> ! {
     let core = RefCell::new(Echo::new());
     let shared: [Shared; 1] = Default::default();
@@ -72,8 +74,8 @@ pub async fn echo_server(
     };
     let never = join3(
         socket_loop(stack, tcp, &shared[0], &mut app),
-        udp_loop(stack, udp, &core, counters),
-        make_room(ECHO_PORT, &shared, syns, |freed| {
+        udp_loop(stack, udp, &core, counters, gate),
+        make_room(ECHO_PORT, &shared, gate, |freed| {
             counters.add_echo(match freed {
                 Freed::Reclaimed => EchoTcp::Reclaimed,
                 Freed::Evicted => EchoTcp::Evicted,
@@ -84,66 +86,127 @@ pub async fn echo_server(
     match never.0 {}
 }
 
-/// UDP echo forever. A reply that cannot leave (its requester never answers ARP) blocks the
-/// socket's send queue for everyone; embassy-net shows only whether that queue is empty, so
-/// the rule is: a queue seen non-empty for [`STUCK_REPLY_MS`] without once being seen empty
-/// is dropped whole (the socket closed and bound again), and counted.
+/// UDP echo forever, its replies in one [`ReplyLane`]. embassy-net sends a socket's
+/// datagrams in order and holds them all while the first waits for its next hop's ARP
+/// answer — a second at a time, forever, for a spoofed requester — and shows an app only
+/// whether the send queue is empty. So:
+///
+/// - with `gate` (the driver's [`ServiceGate`]), each request reaches the socket only after
+///   the reply to the one before was queued, and the stack's pass that takes it in has
+///   tried to send that reply: a reply to another host still queued when a request is read
+///   is stuck. It is dropped (counted in `udp_unsent`), with the socket — made anew, so the
+///   stack's wait for the stuck reply's neighbour does not silence the next reply (smoltcp
+///   keeps that wait per socket) — and the new reply leaves at once;
+/// - replies that did not leave for [`STUCK_REPLY_MS`] with no new request to push them out
+///   are dropped the same way (without a gate this is the only rule: the stack may not yet
+///   have tried to send what is queued, so another destination is no sign of a stuck reply).
 async fn udp_loop(
     stack: Stack<'_>,
     b: UdpBuffers<'_>,
     core: &RefCell<Echo>,
     counters: &AppCounters,
+    gate: Option<&ServiceGate>,
 ) -> Infallible {
-    let mut socket = udp_socket(stack, b);
-    let mut stuck_since: Option<u64> = None;
-    poll_fn(|cx| {
-        let mut udp = Udp {
-            socket: &mut socket,
-            cx,
-        };
-        if !udp.is_open() && !udp.bind(ECHO_PORT) {
-            return Poll::Pending;
-        }
-        let mut core = core.borrow_mut();
-        loop {
-            let mut reply = [0u8; MAX_DATAGRAM];
-            let mut echo = None;
-            let received = udp.recv(|data, from| {
-                echo = core.datagram(data, &mut reply).map(|n| (n, from));
-            });
-            if !received {
-                break;
-            }
-            if let Some((n, from)) = echo {
-                let queued = udp.send(n, from, |buf| {
-                    buf[..n].copy_from_slice(&reply[..n]);
-                    n
-                });
-                if !queued {
-                    core.datagram_dropped_after_echo();
+    let port = Port::Udp(ECHO_PORT);
+    let gated = gate.is_some_and(|g| g.serve(port));
+    let stuck = Duration::from_millis(STUCK_REPLY_MS);
+    // One lane per destination with a gate; without, every reply shares one.
+    let mut lane = ReplyLane::<Option<IpAddress>, Instant>::new(Instant::now());
+    let mut reply = [0u8; MAX_DATAGRAM];
+    // A reply read on a socket whose queue was stuck, to send on the next one.
+    let mut carried: Option<(usize, IpEndpoint)> = None;
+    loop {
+        let mut socket = udp_socket(
+            stack,
+            UdpBuffers {
+                rx_meta: &mut *b.rx_meta,
+                rx: &mut *b.rx,
+                tx_meta: &mut *b.tx_meta,
+                tx: &mut *b.tx,
+            },
+        );
+        poll_fn(|cx| {
+            let mut udp = Udp {
+                socket: &mut socket,
+                cx,
+            };
+            let mut core = core.borrow_mut();
+            let now = Instant::now();
+            let mut stale = 0;
+            if udp.is_open() || udp.bind(ECHO_PORT) {
+                if let Some((n, to)) = carried.take() {
+                    send(&mut udp, &mut core, &mut lane, &reply[..n], to, now);
+                }
+                while stale == 0 {
+                    let mut echo = None;
+                    let received = udp.recv(|data, from| {
+                        echo = core.datagram(data, &mut reply).map(|n| (n, from));
+                    });
+                    if !received {
+                        break;
+                    }
+                    let Some((n, from)) = echo else { continue };
+                    let key = gated.then_some(from.addr);
+                    stale = lane.admit(key, queued(&mut udp));
+                    if stale > 0 {
+                        carried = Some((n, from));
+                    } else {
+                        send(&mut udp, &mut core, &mut lane, &reply[..n], from, now);
+                    }
+                }
+                if stale == 0 {
+                    stale = lane.tick(queued(&mut udp), now, stuck);
                 }
             }
-        }
-        let now = Instant::now().as_micros();
-        let empty = poll_once(udp.socket.flush(), udp.cx).is_some();
-        stuck_since = match stuck_since {
-            _ if empty => None,
-            None => Some(now),
-            Some(since) if now >= since + STUCK_REPLY_MS * 1000 => {
-                udp.socket.close();
-                let _ = udp.bind(ECHO_PORT);
-                core.replies_unsent(1);
-                None
+            if stale > 0 {
+                // Requests not read yet go with the socket.
+                while udp.recv(|_, _| {}) {
+                    core.datagram_dropped();
+                }
+                core.replies_unsent(stale);
+                counters.set_echo_core(&core.counters());
+                return Poll::Ready(());
             }
-            Some(since) => Some(since),
-        };
-        counters.set_echo_core(&core.counters());
-        udp.watch();
-        wake_at(
-            stuck_since.map(|s| Instant::from_micros(s + STUCK_REPLY_MS * 1000)),
-            udp.cx,
-        );
-        Poll::Pending
-    })
-    .await
+            counters.set_echo_core(&core.counters());
+            // The reply to the request read last is queued: the next may come in.
+            if let Some(g) = gate {
+                if g.asked(port, udp.cx) {
+                    g.answer(port);
+                }
+            }
+            udp.watch();
+            wake_at(lane.deadline(stuck), udp.cx);
+            Poll::Pending
+        })
+        .await;
+        // The socket is dropped here (its queued replies with it) and made anew.
+    }
+}
+
+/// Whether `udp`'s send queue holds anything, as the [`ReplyLane`] counts it (embassy-net
+/// shows no more); registers the task to be woken when it empties.
+fn queued(udp: &mut Udp<'_, '_, '_>) -> usize {
+    usize::from(poll_once(udp.socket.flush(), udp.cx).is_none())
+}
+
+/// Queues the reply `data` to `to`, recording it in `lane` (or counting it dropped when the
+/// send buffer has no room).
+fn send(
+    udp: &mut Udp<'_, '_, '_>,
+    core: &mut Echo,
+    lane: &mut ReplyLane<Option<IpAddress>, Instant>,
+    data: &[u8],
+    to: IpEndpoint,
+    now: Instant,
+) {
+    let n = data.len();
+    let sent = udp.send(n, to, |buf| {
+        buf[..n].copy_from_slice(data);
+        n
+    });
+    if sent {
+        lane.queued(queued(udp), now);
+    } else {
+        core.datagram_dropped_after_echo();
+    }
 }

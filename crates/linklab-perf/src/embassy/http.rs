@@ -10,7 +10,7 @@ use embassy_net::Stack;
 use super::counters::Http;
 use super::service::{make_room, socket_loop, Freed, OnSocket, Shared};
 use super::socket::Tcp;
-use super::{AppCounters, SynWatch, TcpBuffers};
+use super::{AppCounters, ServiceGate, TcpBuffers};
 use crate::http::{serve_on, Routes, Server, HTTP_PORT};
 use crate::socket::TcpState;
 
@@ -48,7 +48,7 @@ impl OnSocket for HttpSocket<'_, '_, '_> {
 
 /// Serves the bench files (and `routes`, e.g. `/stats`) on port 80 forever, one connection
 /// per socket; connections that made no progress for `rules::IDLE_TIMEOUT_MS` are reset.
-/// Counts into `counters`; with `syns` (the driver's SYN gate), a SYN finding both sockets
+/// Counts into `counters`; with `gate` (the driver's gate), a SYN finding both sockets
 /// busy frees one first (`crate::evict::idlest`: a spent one, else the connection idle
 /// longest beyond the grace, its peer reset, else a half-open one).
 pub async fn http_server(
@@ -56,7 +56,7 @@ pub async fn http_server(
     buffers: [TcpBuffers<'_>; HTTP_SOCKETS],
     routes: &mut dyn Routes,
     counters: &AppCounters,
-    syns: Option<&SynWatch>,
+    gate: Option<&ServiceGate>,
 ) -> ! {
     let routes = RefCell::new(routes);
     let shared: [Shared; HTTP_SOCKETS] = Default::default();
@@ -71,7 +71,7 @@ pub async fn http_server(
     let never = join3(
         socket_loop(stack, b0, &shared[0], &mut a0),
         socket_loop(stack, b1, &shared[1], &mut a1),
-        make_room(HTTP_PORT, &shared, syns, |freed| {
+        make_room(HTTP_PORT, &shared, gate, |freed| {
             counters.add_http(match freed {
                 Freed::Reclaimed => Http::Reclaimed,
                 Freed::Evicted => Http::Evicted,

@@ -11,7 +11,7 @@ use embassy_net::{IpEndpoint, Stack};
 use embassy_time::{Instant, Timer};
 
 use super::socket::{poll_once, Tcp, Udp};
-use super::{tcp_socket, udp_socket, AppCounters, SynWatch, TcpBuffers, UdpBuffers};
+use super::{tcp_socket, udp_socket, AppCounters, Port, ServiceGate, TcpBuffers, UdpBuffers};
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
 use crate::iperf::wire::DEFAULT_PORT;
 use crate::socket::TcpOps;
@@ -69,7 +69,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
     }
 
     /// A half-open or spent socket listens at once; an evicted one once its RST has left
-    /// (embassy-net sends it on the stack's next pass, which the SYN gate lets run).
+    /// (embassy-net sends it on the stack's next pass, which the gate lets run).
     fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
         !evicted && self.tcp(i).listen(port)
     }
@@ -77,13 +77,15 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
 
 /// Serves iperf3 on port 5201 forever over `buffers` (see [`IperfBuffers`]): TCP and UDP,
 /// `-R`, `--bidir`, `-P` up to the sockets lent, the results exchange. Counts into
-/// `counters`; with `syns` (the driver's SYN gate), a SYN finding every socket busy frees a
-/// half-open one first.
+/// `counters`; with `gate` (the driver's gate), a SYN finding every socket busy frees one
+/// first ([`PoolServer::room_for`]: a spent one, else the idle test, would-be stream or
+/// denied client idle longest beyond the grace, its peer reset, else a half-open one; never
+/// a running test).
 pub async fn iperf_server<const N: usize>(
     stack: Stack<'_>,
     buffers: IperfBuffers<'_, N>,
     counters: &AppCounters,
-    syns: Option<&SynWatch>,
+    gate: Option<&ServiceGate>,
 ) -> ! {
     let IperfBuffers {
         tcp,
@@ -95,8 +97,8 @@ pub async fn iperf_server<const N: usize>(
     let mut udp = udp_socket(stack, udp);
     let mut pool = PoolServer::<IpEndpoint>::new(DEFAULT_PORT, json_rx, json_tx);
     let port = pool.port();
-    if let Some(s) = syns {
-        s.serve(port);
+    if let Some(g) = gate {
+        g.serve(Port::Tcp(port));
     }
     let views: [Option<usize>; N] = core::array::from_fn(|_| counters.claim_view());
     let never = poll_fn(|cx| {
@@ -110,11 +112,11 @@ pub async fn iperf_server<const N: usize>(
             pool.poll(&mut sockets, now);
             // A SYN held by the gate: room is made for it (after the poll, so a socket whose
             // evicted peer's RST has left listens again first); it goes once a socket listens.
-            if let Some(s) = syns {
-                if s.asked(port, sockets.cx)
+            if let Some(g) = gate {
+                if g.asked(Port::Tcp(port), sockets.cx)
                     && pool.room_for(port, &mut sockets, now) == Room::Ready
                 {
-                    s.answer(port);
+                    g.answer(Port::Tcp(port));
                 }
             }
             for (i, view) in views.iter().enumerate() {

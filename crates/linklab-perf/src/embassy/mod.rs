@@ -6,7 +6,7 @@
 //! with the same lifetime rules ([`crate::rules`], [`crate::evict`]): every TCP socket gets
 //! the TCP timeout and keep-alive and no Nagle, HTTP and echo connections that made no
 //! progress for the idle timeout are reset, UDP echo replies that cannot leave are dropped,
-//! and with a [`SynWatch`] on the driver a SYN that finds all of a service's sockets busy
+//! and with a [`ServiceGate`] on the driver a SYN that finds all of a service's sockets busy
 //! frees one first: a spent socket, else the connection idle longest beyond
 //! [`crate::evict::GRACE_MS`] (evicted: its peer gets a RST first), else a half-open one —
 //! never a connection making progress, nor a running iperf3 test. Counted (`reclaimed`,
@@ -15,25 +15,26 @@
 //! No heap, no smoltcp of ours (embassy-net brings its own): the user lends every buffer.
 //!
 //! ```ignore
-//! use linklab_perf::embassy::{self as apps, AppCounters, SynWatch};
-//! static SYNS: SynWatch = SynWatch::new();
+//! use linklab_perf::embassy::{self as apps, AppCounters, ServiceGate};
+//! static GATE: ServiceGate = ServiceGate::new();
 //! static COUNTERS: AppCounters = AppCounters::new();
 //!
-//! // The driver holds each SYN for a served port until its service made room
-//! // (linklab-mac's EmbassyMac; any driver that can look at a frame before lending it can).
-//! let driver = EmbassyMac::new(mac, link).with_gate(|f: &[u8], w: &Waker| SYNS.admit(f, w));
+//! // The driver holds each SYN for a served port until its service made room, and each UDP
+//! // echo request until the reply to the one before had its turn to leave (linklab-mac's
+//! // EmbassyMac; any driver that can look at a frame before lending it can).
+//! let driver = EmbassyMac::new(mac, link).with_gate(|f: &[u8], w: &Waker| GATE.admit(f, w));
 //!
 //! #[embassy_executor::task]
 //! async fn iperf(stack: Stack<'static>, b: apps::IperfBuffers<'static, 4>) -> ! {
-//!     apps::iperf_server(stack, b, &COUNTERS, Some(&SYNS)).await
+//!     apps::iperf_server(stack, b, &COUNTERS, Some(&GATE)).await
 //! }
 //! #[embassy_executor::task]
 //! async fn http(stack: Stack<'static>, b: [apps::TcpBuffers<'static>; 2]) -> ! {
-//!     apps::http_server(stack, b, &mut NoRoutes, &COUNTERS, Some(&SYNS)).await
+//!     apps::http_server(stack, b, &mut NoRoutes, &COUNTERS, Some(&GATE)).await
 //! }
 //! #[embassy_executor::task]
 //! async fn echo(stack: Stack<'static>, t: apps::TcpBuffers<'static>, u: apps::UdpBuffers<'static>) -> ! {
-//!     apps::echo_server(stack, t, u, &COUNTERS, Some(&SYNS)).await
+//!     apps::echo_server(stack, t, u, &COUNTERS, Some(&GATE)).await
 //! }
 //! ```
 //!
@@ -42,17 +43,17 @@
 
 mod counters;
 mod echo;
+mod gate;
 mod http;
 mod iperf;
 mod service;
 mod socket;
-mod syn;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use echo::echo_server;
+pub use gate::{Port, ServiceGate, WATCHED_PORTS};
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
-pub use syn::{SynWatch, WATCHED_PORTS};
 
 use core::task::Context;
 

@@ -13,7 +13,7 @@ use embassy_net::Stack;
 use embassy_time::{with_timeout, Duration, Instant};
 
 use super::socket::Tcp;
-use super::{tcp_socket, wake_at, SynWatch, TcpBuffers};
+use super::{tcp_socket, wake_at, Port, ServiceGate, TcpBuffers};
 use crate::evict::{candidate, idlest, Candidate, Look, Progress, GRACE_MS};
 use crate::rules::{IDLE_TIMEOUT_MS, RST_GRACE_MS};
 use crate::socket::{TcpOps, TcpState};
@@ -121,7 +121,7 @@ pub(crate) async fn socket_loop(
     }
 }
 
-/// The watcher of a service's sockets: when a SYN for `port` waits (see [`SynWatch`]) and no
+/// The watcher of a service's sockets: when a SYN for `port` waits (see [`ServiceGate`]) and no
 /// socket listens, asks the one [`idlest`] names (a spent socket, else the connection idle
 /// longest beyond [`GRACE_MS`], else a half-open one) to free itself, and counts it with
 /// `counted`; lets the SYN through once a socket listens, or at once if none can be freed
@@ -130,23 +130,24 @@ pub(crate) async fn socket_loop(
 pub(crate) async fn make_room(
     port: u16,
     shared: &[Shared],
-    syns: Option<&SynWatch>,
+    gate: Option<&ServiceGate>,
     mut counted: impl FnMut(Freed),
 ) -> Infallible {
-    let Some(syns) = syns else {
+    let Some(gate) = gate else {
         return poll_fn(|_| Poll::Pending).await;
     };
-    syns.serve(port);
+    let port = Port::Tcp(port);
+    gate.serve(port);
     let grace = Duration::from_millis(GRACE_MS);
     poll_fn(|cx| {
-        if !syns.asked(port, cx) {
+        if !gate.asked(port, cx) {
             return Poll::Pending;
         }
         let listening = shared
             .iter()
             .any(|s| s.state.get() == Some(TcpState::Listen));
         if listening {
-            syns.answer(port);
+            gate.answer(port);
         } else if shared
             .iter()
             .any(|s| s.free.get().is_some() || s.state.get().is_none())
@@ -166,7 +167,7 @@ pub(crate) async fn make_room(
                     counted(freed);
                     cx.waker().wake_by_ref();
                 }
-                None => syns.answer(port),
+                None => gate.answer(port),
             }
         }
         Poll::Pending

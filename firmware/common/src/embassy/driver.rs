@@ -1,5 +1,5 @@
 //! The driver embassy-net runs on: linklab-mac's `EmbassyMac` over the board's NIC, with
-//! linklab-perf's SYN gate, publishing the MAC's counters for `/stats` after each pass of
+//! linklab-perf's service gate, publishing the MAC's counters for `/stats` after each pass of
 //! the stack (the runner owns the driver, so the app tasks cannot read it).
 
 use core::cell::Cell;
@@ -9,7 +9,7 @@ use critical_section::Mutex;
 use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
 use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, RxGate};
 use linklab_mac::{Counters, Inline, PhyTx};
-use linklab_perf::embassy::SynWatch;
+use linklab_perf::embassy::ServiceGate;
 
 use crate::memory::QUEUE_BYTES;
 
@@ -22,10 +22,11 @@ impl PhyTx for DynPhy {
     }
 }
 
-/// linklab-perf's SYN watch as the driver's gate.
-pub struct SynGate(pub &'static SynWatch);
+/// linklab-perf's service gate (SYNs and UDP echo requests held for their apps) as the
+/// driver's gate.
+pub struct AppGate(pub &'static ServiceGate);
 
-impl RxGate for SynGate {
+impl RxGate for AppGate {
     fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
         self.0.admit(frame, waker)
     }
@@ -33,7 +34,7 @@ impl RxGate for SynGate {
 
 /// The MAC as embassy-net's driver.
 pub type Mac =
-    EmbassyMac<'static, Inline<QUEUE_BYTES>, DynPhy, EmbassyTimeClock, fn(u64) -> bool, SynGate>;
+    EmbassyMac<'static, Inline<QUEUE_BYTES>, DynPhy, EmbassyTimeClock, fn(u64) -> bool, AppGate>;
 
 /// The MAC's counters as of the stack's last pass.
 static COUNTERS: Mutex<Cell<Option<Counters>>> = Mutex::new(Cell::new(None));
