@@ -94,6 +94,10 @@ pub(crate) async fn socket_loop(
             // A look before the app (what the peer did) and one after (what the app left).
             let now = Instant::now();
             progress.observe(Look::of(&tcp), now);
+            // The socket list shows the state the app serves in: a route run by the app
+            // (`/stats`) lists its own connection as it is, not as it was at the last poll
+            // (SYN-RECEIVED when the handshake's last ACK and the request came together).
+            app.published(tcp.state());
             app.serve(&mut tcp);
             progress.observe(Look::of(&tcp), now);
             if progress.expired(now, idle) {
