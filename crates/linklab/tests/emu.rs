@@ -11,11 +11,10 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::device::{one_at_a_time, Device, DEVICE as DEVICE_IP, HOST};
-use common::hostile::stuck;
-use common::spoof;
+use common::device::{one_at_a_time, Device, DEVICE as DEVICE_IP};
+use common::hostile::{self as campaign, counter};
 use common::{
     assert_conserved, assert_one_line_error, in_netns, linklab_bin, linklab_in, mac_counter, Netns,
 };
@@ -51,47 +50,6 @@ fn curl_bench_files(emu: &Device) {
             file.path
         );
     }
-}
-
-/// curl of `path`, retrying a refused connection every second for up to 30 s: HTTP 200.
-fn curl_retrying(emu: &Device, path: &str) {
-    let code = emu.run(&[
-        "curl",
-        "-sS",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "-m",
-        "30",
-        "--fail",
-        "--retry",
-        "30",
-        "--retry-connrefused",
-        "--retry-delay",
-        "1",
-        &format!("http://{DEVICE_IP}{path}"),
-    ]);
-    assert_eq!(String::from_utf8_lossy(&code), "200");
-}
-
-/// Sends "hello" to UDP echo on the device every 500 ms for up to 5 s: whether it came back,
-/// and after how long.
-fn udp_echo_answered(emu: &Device) -> (bool, Duration) {
-    in_netns(&emu.ns, move || {
-        let sock = std::net::UdpSocket::bind(format!("{HOST}:0")).unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(5) {
-            sock.send_to(b"hello", format!("{DEVICE_IP}:7")).unwrap();
-            let mut buf = [0u8; 16];
-            if let Ok((n, _)) = sock.recv_from(&mut buf) {
-                return (&buf[..n] == b"hello", started.elapsed());
-            }
-        }
-        (false, started.elapsed())
-    })
 }
 
 /// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
@@ -195,81 +153,26 @@ fn end_to_end(board: &str) {
 }
 
 /// The embassy image of `board` (embassy-net over linklab-mac, linklab-perf's embassy apps),
-/// booted once for every case: stock ping, curl of the bench files, stock iperf3 TCP, -R,
-/// --bidir, -P 2, UDP at 5 Mbit/s (each -J checked for bytes on both sides), garbage on the
-/// control port then a normal test, idle holders on port 80, spoofed SYNs and UDP from hosts
-/// that never answer ARP, /stats conservation, and the decoded defmt boot line.
+/// booted once for every case: stock ping, curl of the bench files; the hostile peers of
+/// tests/hostile.rs that matter most to a user (`common::hostile`): 2 idle holders of both
+/// HTTP sockets give way to a new curl within 3 s (evicted, counted), one UDP echo request
+/// right after 40 spoofed ones is answered within 2 s, spoofed SYNs to ports 80 and 7 do
+/// not keep real clients out and their half-open sockets are gone within the TCP timeout;
+/// stock iperf3 TCP, -R, --bidir, -P 2, UDP at 5 Mbit/s (each -J checked for bytes on both
+/// sides), garbage on the control port then a normal test; /stats conservation, and the
+/// decoded defmt boot line.
 fn embassy_end_to_end(board: &str) {
     let mut emu = Device::emu_args(board, &["--embassy"]);
 
     ping_20_without_loss(&emu);
     curl_bench_files(&emu);
 
-    // Two idle clients hold both HTTP sockets: a new curl is served once they are reset at
-    // the idle timeout (10 s), and the holders see the reset.
-    let held = in_netns(&emu.ns, || {
-        let device: SocketAddr = format!("{DEVICE_IP}:80").parse().unwrap();
-        (0..2)
-            .map(|_| TcpStream::connect_timeout(&device, Duration::from_secs(3)).unwrap())
-            .collect::<Vec<_>>()
-    });
-    let started = Instant::now();
-    curl_retrying(&emu, "/10kB.txt");
-    let waited = started.elapsed();
-    assert!(waited < Duration::from_secs(14), "waited {waited:?}");
-    for mut s in held {
-        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut b = [0u8; 16];
-        let r = s.read(&mut b);
-        assert!(
-            matches!(r, Ok(0))
-                || matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
-            "the idle connection was not reset: {r:?}"
-        );
-    }
-    let stats = emu.stats();
-    assert!(
-        stats["http"]["idle_closed"].as_u64().unwrap() >= 2,
-        "{stats}"
-    );
+    campaign::idle_http_holders_give_way(&emu, 2);
+    campaign::udp_echo_answers_right_after_a_spoofed_burst(&emu);
+    campaign::wait_quiet(&emu, Duration::from_secs(15));
+    // The spoofed half-open sockets time out while stock iperf3 runs.
+    let spoofed_at = campaign::spoofed_syns_then_clients(&emu);
 
-    // Spoofed SYNs (6 to port 80, 2 to port 7) and 16 spoofed UDP echo requests from hosts
-    // that never answer ARP.
-    let device = emu.target();
-    let ghost = [198, 18, 0, 77];
-    let mut frames: Vec<Vec<u8>> = (0..6)
-        .map(|i| spoof::spoofed_syn(device, ghost, 40000 + i, 80))
-        .collect();
-    frames.extend((0..2).map(|i| spoof::spoofed_syn(device, ghost, 41000 + i, 7)));
-    frames.extend(
-        (0..16u8).map(|i| spoof::spoofed_udp(device, [198, 18, 0, 100 + i], 5000, 7, b"spoof")),
-    );
-    emu.inject(frames);
-    // UDP echo answers a real request soon after (stuck replies are dropped after 1 s).
-    let (echoed, after) = udp_echo_answered(&emu);
-    assert!(echoed, "UDP echo never answered after the spoofed burst");
-    assert!(after < Duration::from_secs(3), "{after:?}");
-    // A SYN finding both HTTP sockets half-open gets the oldest freed for it at once.
-    let started = Instant::now();
-    curl_retrying(&emu, "/10kB.txt");
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "{:?}",
-        started.elapsed()
-    );
-    let echoed = in_netns(&emu.ns, || {
-        let device: SocketAddr = format!("{DEVICE_IP}:7").parse().unwrap();
-        let mut s = TcpStream::connect_timeout(&device, Duration::from_secs(3)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-        s.write_all(b"ping").ok()?;
-        let mut b = [0u8; 4];
-        s.read_exact(&mut b).ok()?;
-        Some(b)
-    });
-    assert_eq!(echoed, Some(*b"ping"));
-    let spoofed_at = Instant::now();
-
-    // Stock iperf3 (meanwhile the spoofed half-open connections time out).
     let both = |r: &Value, sent: &str, received: &str| {
         let (s, d) = (end_bytes(r, sent), end_bytes(r, received));
         assert!(
@@ -314,25 +217,12 @@ fn embassy_end_to_end(board: &str) {
     assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
     assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
 
-    // The spoofed half-open connections are gone within the 10 s TCP timeout.
-    let mut stats = emu.stats();
-    while stuck(&stats) > 0 && spoofed_at.elapsed() < Duration::from_secs(12) {
-        std::thread::sleep(Duration::from_millis(500));
-        stats = emu.stats();
-    }
-    assert_eq!(stuck(&stats), 0, "{stats}");
+    campaign::half_open_sockets_time_out(&emu, spoofed_at);
+    let stats = emu.stats();
     assert_eq!(stats["board"], board, "{stats}");
-    assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
-    assert!(
-        stats["echo"]["udp_unsent"].as_u64().unwrap() >= 1,
-        "{stats}"
-    );
-    assert!(stats["http"]["reclaimed"].as_u64().unwrap() >= 1, "{stats}");
-    assert!(
-        stats["iperf"]["tests_done"].as_u64().unwrap() >= 6,
-        "{stats}"
-    );
+    assert!(counter(&stats, "http", "reclaimed") >= 1, "{stats}");
+    assert!(counter(&stats, "iperf", "tests_done") >= 6, "{stats}");
     assert!(
         stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
         "{stats}"
