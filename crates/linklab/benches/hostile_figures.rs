@@ -1,23 +1,24 @@
-//! The figures of README-serve.md's hostile-peer tables, on `serve` and on the riscv32
-//! firmware (needs root and QEMU, as the hostile tests):
+//! The figures of README-serve.md's hostile-peer tables, on `serve`, the riscv32 main-loop
+//! firmware and the riscv32 embassy image (needs root and QEMU, as the hostile tests):
 //!
 //! ```sh
-//! cargo bench -p linklab --bench hostile_figures             # both; `-- holders` or `-- udp` for one
+//! cargo bench -p linklab --bench hostile_figures             # all; `-- holders` or `-- udp` for one
 //! ```
 //!
 //! `LINKLAB_BIN=/path/to/linklab` measures another build instead (e.g. an older one, for a
 //! before/after table; its `linklab emu` builds that tree's firmware image);
-//! `HOLDERS_TARGETS=serve,riscv32-virt` picks the devices and `HOLDERS_ROUNDS=3` the rounds
-//! per figure.
+//! `HOLDERS_TARGETS=serve,riscv32-virt,riscv32-virt-embassy` picks the devices (a board, or
+//! a board with `-embassy` for its embassy image) and `HOLDERS_ROUNDS=3` the rounds per
+//! figure.
 //!
 //! **Idle holders**: how long a new client waits for `GET /10kB.txt` while N idle holders sit
-//! on the device's HTTP sockets (2 on `serve` and on the firmware). A holder connects to port 80 (again 1 s after a refusal, like the client), sends a request
-//! head cut short (every other holder) or nothing, and holds the connection until the device
-//! closes it. Two kinds: holders that then stop ("once"), and holders that connect again at
-//! once ("reconnect", a pool of clients that keep their connections up). The holders start
-//! 2 s before the client. The client is stock curl retrying every second while refused
-//! (`--retry-connrefused --retry-delay 1`), for at most 60 s.
-
+//! on the device's HTTP sockets (2 on `serve` and on the firmware). A holder connects to port
+//! 80 (again 1 s after a refusal, like the client), sends a request head cut short (every
+//! other holder) or nothing, and holds the connection until the device closes it. Two kinds:
+//! holders that then stop ("once"), and holders that connect again at once ("reconnect", a
+//! pool of clients that keep their connections up). The holders start 2 s before the client.
+//! The client is stock curl retrying every second while refused (`--retry-connrefused
+//! --retry-delay 1`), for at most 60 s.
 //!
 //! **Spoofed UDP burst**: 40 UDP echo requests from hosts that never answer ARP, then at once
 //! one real request, sent again every 250 ms until answered (at most 5 s): whether the first
@@ -156,7 +157,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// rounds per figure.
 fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
     let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
-    let targets = std::env::var("HOLDERS_TARGETS").unwrap_or("serve,riscv32-virt".into());
+    let targets = std::env::var("HOLDERS_TARGETS")
+        .unwrap_or("serve,riscv32-virt,riscv32-virt-embassy".into());
     let rounds: usize = std::env::var("HOLDERS_ROUNDS").map_or(3, |r| r.parse().unwrap());
     println!("linklab: {}", bin.display());
     let devices = targets
@@ -167,7 +169,10 @@ fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
         .map(move |target| {
             let dev = match target.as_str() {
                 "serve" => Device::serve_with(&bin, "fig"),
-                board => Device::emu_with(&bin, board, &[]),
+                t => match t.strip_suffix("-embassy") {
+                    Some(board) => Device::emu_with(&bin, board, &["--embassy"]),
+                    None => Device::emu_with(&bin, t, &[]),
+                },
             };
             (target, dev)
         });

@@ -15,8 +15,9 @@
 //!   again every [`LINK_POLL_NS`] on the clock's timer.
 //! * **A look before the stack** ([`RxGate`], [`EmbassyMac::with_gate`]): each frame is shown
 //!   to the gate before it is lent to embassy-net, which may hold it at the head of the queue
-//!   until it wakes the task (linklab-perf's `SynWatch` holds a SYN until its service has
-//!   freed a socket for it: embassy-net itself gives no such look).
+//!   until it wakes the task (linklab-perf's `ServiceGate` holds a SYN until its service has
+//!   freed a socket for it, and a UDP echo request until the reply before it had its turn to
+//!   leave: embassy-net itself gives no such look).
 //!
 //! embassy-net brings its own smoltcp; this module never names a smoltcp type, so the two
 //! stacks' smoltcp versions never meet (see the crate README).
