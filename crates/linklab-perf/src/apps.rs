@@ -64,11 +64,7 @@ pub struct AppBuffers<'a, I> {
     pub iperf_json_tx: &'a mut [u8],
 }
 
-/// One app counter: (app, counter name, value).
-pub type AppCounter = (&'static str, &'static str, u64);
-
-/// Number of counters [`DeviceApps::counters`] reports.
-pub const APP_COUNTERS: usize = 19;
+pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 
 /// The apps and the handles of the sockets they own.
 pub struct DeviceApps<'a> {
@@ -342,27 +338,27 @@ impl<'a> DeviceApps<'a> {
     pub fn counters(&self) -> [AppCounter; APP_COUNTERS] {
         let e = self.echo.counters();
         let i = self.iperf.counters();
-        [
-            ("echo", "udp_rx_datagrams", e.udp_rx_datagrams),
-            ("echo", "udp_tx_datagrams", e.udp_tx_datagrams),
-            ("echo", "udp_dropped", e.udp_dropped),
-            ("echo", "udp_unsent", e.udp_unsent),
-            ("echo", "tcp_connections", e.tcp_connections),
-            ("echo", "tcp_bytes", e.tcp_bytes),
-            ("echo", "tcp_idle_closed", self.echo_idle_closed),
-            ("echo", "tcp_reclaimed", self.echo_reclaimed),
-            ("echo", "tcp_evicted", self.echo_evicted),
-            ("http", "responses", self.http_responses),
-            ("http", "idle_closed", self.http_idle_closed),
-            ("http", "reclaimed", self.http_reclaimed),
-            ("http", "evicted", self.http_evicted),
-            ("iperf", "tests_done", u64::from(i.tests_done)),
-            ("iperf", "tests_failed", u64::from(i.tests_failed)),
-            ("iperf", "denied", u64::from(i.denied)),
-            ("iperf", "open_streams", self.iperf.open_streams() as u64),
-            ("iperf", "reclaimed", u64::from(i.reclaimed)),
-            ("iperf", "evicted", u64::from(i.evicted)),
-        ]
+        crate::app_counters::named([
+            e.udp_rx_datagrams,
+            e.udp_tx_datagrams,
+            e.udp_dropped,
+            e.udp_unsent,
+            e.tcp_connections,
+            e.tcp_bytes,
+            self.echo_idle_closed,
+            self.echo_reclaimed,
+            self.echo_evicted,
+            self.http_responses,
+            self.http_idle_closed,
+            self.http_reclaimed,
+            self.http_evicted,
+            u64::from(i.tests_done),
+            u64::from(i.tests_failed),
+            u64::from(i.denied),
+            self.iperf.open_streams() as u64,
+            u64::from(i.reclaimed),
+            u64::from(i.evicted),
+        ])
     }
 }
 

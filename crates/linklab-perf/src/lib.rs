@@ -10,6 +10,7 @@ extern crate std;
 // features); the two features exclude each other.
 linklab_fmt::exclusive_features!();
 
+pub mod app_counters;
 #[cfg(feature = "smoltcp")]
 pub mod apps;
 pub mod blast;

@@ -1,6 +1,7 @@
 //! The embassy apps' counters, shared between their tasks and whoever reports them (a
-//! `/stats` route): the same names and meanings as the smoltcp `DeviceApps::counters`, held
-//! in 32-bit atomics (these MCUs have no 64-bit ones), so they wrap after 2^32.
+//! `/stats` route): the same names and meanings as the smoltcp `DeviceApps::counters`
+//! ([`crate::app_counters`]), held in 32-bit atomics (these MCUs have no 64-bit ones), so
+//! they wrap after 2^32.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -26,11 +27,7 @@ const STATES: [TcpState; 11] = [
     TcpState::TimeWait,
 ];
 
-/// One app counter: (app, counter name, value).
-pub type AppCounter = (&'static str, &'static str, u64);
-
-/// Number of counters [`AppCounters::snapshot`] reports (as the smoltcp side).
-pub const APP_COUNTERS: usize = 19;
+pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 
 /// Every counter of the embassy apps, and the port and state of each of their TCP sockets.
 /// Lock-free; put it in a `static` and lend it to each app.
@@ -43,27 +40,6 @@ pub struct AppCounters {
     views: [AtomicU32; SOCKET_VIEWS],
     claimed: AtomicU32,
 }
-
-const ECHO_NAMES: [&str; 9] = [
-    "udp_rx_datagrams",
-    "udp_tx_datagrams",
-    "udp_dropped",
-    "udp_unsent",
-    "tcp_connections",
-    "tcp_bytes",
-    "tcp_idle_closed",
-    "tcp_reclaimed",
-    "tcp_evicted",
-];
-const HTTP_NAMES: [&str; 4] = ["responses", "idle_closed", "reclaimed", "evicted"];
-const IPERF_NAMES: [&str; 6] = [
-    "tests_done",
-    "tests_failed",
-    "denied",
-    "open_streams",
-    "reclaimed",
-    "evicted",
-];
 
 /// Index of an HTTP counter.
 pub(crate) enum Http {
@@ -152,28 +128,13 @@ impl AppCounters {
         }
     }
 
-    /// Every counter now, in the smoltcp `DeviceApps::counters` order.
+    /// Every counter now, named as the smoltcp `DeviceApps::counters` names them.
     pub fn snapshot(&self) -> [AppCounter; APP_COUNTERS] {
-        let mut out = [("", "", 0u64); APP_COUNTERS];
-        let all = ECHO_NAMES
-            .iter()
-            .zip(&self.echo)
-            .map(|(n, v)| ("echo", *n, v))
-            .chain(
-                HTTP_NAMES
-                    .iter()
-                    .zip(&self.http)
-                    .map(|(n, v)| ("http", *n, v)),
-            )
-            .chain(
-                IPERF_NAMES
-                    .iter()
-                    .zip(&self.iperf)
-                    .map(|(n, v)| ("iperf", *n, v)),
-            );
-        for (slot, (app, name, v)) in out.iter_mut().zip(all) {
-            *slot = (app, name, u64::from(v.load(Ordering::Relaxed)));
+        let mut values = [0u64; APP_COUNTERS];
+        let all = self.echo.iter().chain(&self.http).chain(&self.iperf);
+        for (slot, v) in values.iter_mut().zip(all) {
+            *slot = u64::from(v.load(Ordering::Relaxed));
         }
-        out
+        crate::app_counters::named(values)
     }
 }
