@@ -155,8 +155,10 @@ fn end_to_end(board: &str) {
 /// The embassy image of `board` (embassy-net over linklab-mac, linklab-perf's embassy apps),
 /// booted once for every case: stock ping, curl of the bench files; the hostile peers of
 /// tests/hostile.rs that matter most to a user (`common::hostile`): 2 idle holders of both
-/// HTTP sockets give way to a new curl within 3 s (evicted, counted), one UDP echo request
-/// right after 40 spoofed ones is answered within 2 s, spoofed SYNs to ports 80 and 7 do
+/// HTTP sockets give way to a new curl within 3 s (evicted, counted), 4 idle iperf3 control
+/// connections to a stock `iperf3 -c` within 3 s (the iperf3 pool's eviction, where an
+/// evicted socket listens again only once its RST left), one UDP echo request right after
+/// 40 spoofed ones is answered within 2 s, spoofed SYNs to ports 80 and 7 do
 /// not keep real clients out and their half-open sockets are gone within the TCP timeout;
 /// stock iperf3 TCP, -R, --bidir, -P 2, UDP at 5 Mbit/s (each -J checked for bytes on both
 /// sides), garbage on the control port then a normal test; /stats conservation, and the
@@ -168,6 +170,7 @@ fn embassy_end_to_end(board: &str) {
     curl_bench_files(&emu);
 
     campaign::idle_http_holders_give_way(&emu, 2);
+    campaign::idle_iperf3_controls_give_way(&emu, 4);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&emu);
     campaign::wait_quiet(&emu, Duration::from_secs(15));
     // The spoofed half-open sockets time out while stock iperf3 runs.
