@@ -12,12 +12,15 @@ use embassy_time::{Instant, Timer};
 
 use super::socket::{poll_once, Tcp, Udp};
 use super::{tcp_socket, udp_socket, AppCounters, Port, ServiceGate, TcpBuffers, UdpBuffers};
+#[cfg(doc)]
+use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
 use crate::iperf::wire::DEFAULT_PORT;
 use crate::socket::TcpOps;
 
-/// What the iperf3 server needs: `N` TCP sockets (3..=[`MAX_TCP_SOCKETS`]: one control,
-/// one left listening to deny a second client, one per data stream, so `-P p` needs
+/// What the iperf3 server needs: `N` TCP sockets
+/// (3..=[`MAX_TCP_SOCKETS`](crate::iperf::pool::MAX_TCP_SOCKETS): one control, one left
+/// listening to deny a second client, one per data stream, so `-P p` needs
 /// `2 + p` and `-P p --bidir` `2 + 2p`), one UDP socket, and the control JSON buffers
 /// (`json_rx` 8 KiB accepts any parameter document; a stock client's is ~300 bytes;
 /// `json_tx` 4 KiB holds results for 16 streams, two streams' ~700 bytes).
