@@ -87,6 +87,41 @@ fn breakdown(w: &Work, fetch: &Work, bytes: u64) -> (f64, Value) {
     (per_byte(main + isr, bytes), layers)
 }
 
+/// What one transfer took in frames and main-loop passes (the per-segment and per-pass
+/// shares of the per-byte figures), from two `/stats` documents (the fetch's own frames and
+/// pass included).
+struct Counts {
+    frames_received: u64,
+    frames_sent: u64,
+    loops: u64,
+}
+
+impl Counts {
+    fn between(before: &Value, after: &Value) -> Counts {
+        let diff = |path: [&str; 2]| {
+            let v = |s: &Value| s[path[0]][path[1]].as_u64().unwrap_or(0);
+            v(after).saturating_sub(v(before))
+        };
+        let loops = {
+            let v = |s: &Value| s["cpu"]["work"]["loops"].as_u64().unwrap_or(0);
+            v(after).saturating_sub(v(before))
+        };
+        Counts {
+            frames_received: diff(["mac", "rx_packets"]),
+            frames_sent: diff(["mac", "tx_packets"]),
+            loops,
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "frames_received": self.frames_received,
+            "frames_sent": self.frames_sent,
+            "main_loop_passes": self.loops,
+        })
+    }
+}
+
 fn sent_bytes(report: &Value) -> anyhow::Result<u64> {
     report["end"]["sum_sent"]["bytes"]
         .as_u64()
@@ -118,6 +153,8 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
 
     let (rx_per_byte, rx_layers) = breakdown(&rx, &fetch, rx_bytes);
     let (tx_per_byte, tx_layers) = breakdown(&tx, &fetch, tx_bytes);
+    let rx_counts = Counts::between(&s1, &s2);
+    let tx_counts = Counts::between(&s2, &s3);
     let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
     Ok(json!({
         "board": board.name,
@@ -129,6 +166,8 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
         "tx_layers": tx_layers,
         "rx_bytes": rx_bytes,
         "tx_bytes": tx_bytes,
+        "rx_counts": rx_counts.json(),
+        "tx_counts": tx_counts.json(),
         "rx_work": rx.total(),
         "tx_work": tx.total(),
         "stats_fetch_work": fetch.total(),
