@@ -338,7 +338,13 @@ impl<R: Registers> Lan9118Rx<R> {
             match producer.grant() {
                 Ok(mut grant) if keep > 0 && len <= RX_GRANT_LEN => {
                     read_words(&self.regs, &mut grant.buf()[..len]);
-                    grant.commit(keep);
+                    if self.keep_fcs {
+                        grant.commit(keep);
+                    } else {
+                        // The next frame's payload word-aligned (the FCS bytes read above
+                        // become the 0-3 bytes of padding, zeroed).
+                        grant.commit_padded(keep);
+                    }
                     self.counters.frames += 1;
                     committed += 1;
                 }

@@ -113,7 +113,7 @@ pub use mac::{Mac, MacConfig, PauseWatermarks, PhyTx, RxFrame};
 #[cfg(feature = "alloc")]
 pub use queue::BoxedSlice;
 pub use queue::{
-    Inline, QueueTooSmall, RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, Storage,
+    Inline, QueueTooSmall, RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, Storage, FRAME_ALIGN,
     MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
 };
 pub use timing::{Clock, FnClock, NoClock};

@@ -168,6 +168,23 @@ struct RxSide<'q, S: Storage> {
     checksum_errors: u64,
 }
 
+/// The transmit buffer: word-aligned, and the frame built [`TX_FRAME_OFFSET`] bytes in, so
+/// that it starts at [`crate::FRAME_ALIGN`] mod 4 (the preamble of [`TxFormat::Wire`] is 8
+/// bytes). The stack's copy of each TCP payload into the frame (54 bytes in) is then
+/// word-aligned with a socket buffer that is; from a frame at 0 mod 4 `memcpy` took its
+/// misaligned path, 3.6 instructions per byte on the Cortex-M3.
+#[repr(C, align(4))]
+struct TxBuffer([u8; TX_FRAME_OFFSET + MAX_WIRE_LEN]);
+
+/// Where in [`TxBuffer`] a transmission starts.
+const TX_FRAME_OFFSET: usize = crate::queue::FRAME_ALIGN;
+
+impl TxBuffer {
+    fn transmission(&mut self) -> &mut [u8] {
+        &mut self.0[TX_FRAME_OFFSET..]
+    }
+}
+
 /// Transmit half of the MAC.
 pub(crate) struct TxSide<T: PhyTx, C: Clock> {
     phy: T,
@@ -175,7 +192,7 @@ pub(crate) struct TxSide<T: PhyTx, C: Clock> {
     format: TxFormat,
     line_rate_bps: u64,
     address: MacAddr,
-    buf: [u8; MAX_WIRE_LEN],
+    buf: TxBuffer,
     /// (bytes to hand over, frame length) of a built frame waiting for the gap/PAUSE.
     deferred: Option<(usize, usize)>,
     /// Earliest start of the next transmission (end of the last one plus the gap).
@@ -248,7 +265,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
                 format: config.tx_format,
                 line_rate_bps: config.line_rate_bps,
                 address: config.address,
-                buf: [0; MAX_WIRE_LEN],
+                buf: TxBuffer([0; TX_FRAME_OFFSET + MAX_WIRE_LEN]),
                 deferred: None,
                 gap_end_ns: 0,
                 paused_until_ns: 0,
@@ -557,7 +574,8 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
 
     /// Hands `buf[..wire_len]` to the PHY now and starts the gap.
     fn emit(&mut self, wire_len: usize, frame_len: usize, now: u64) {
-        self.phy.transmit(self.buf.get(..wire_len).unwrap_or(&[]));
+        self.phy
+            .transmit(self.buf.transmission().get(..wire_len).unwrap_or(&[]));
         self.gap_end_ns = self.gap_after(frame_len, now);
         self.packets += 1;
         self.bytes += frame_len as u64;
@@ -568,7 +586,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     pub(crate) fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> R {
         let len = len.min(frame::MAX_VLAN_FRAME_LEN);
         let offload = self.checksum_offload;
-        let built = build(&mut self.buf, self.format, len, |frame| {
+        let built = build(self.buf.transmission(), self.format, len, |frame| {
             let r = fill(frame);
             if offload {
                 checksum::fill(frame);

@@ -28,7 +28,7 @@ use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub mod capture;
 
-use linklab_mac::{PhyTx, RxProducer, Storage};
+use linklab_mac::{PhyTx, RxProducer, Storage, FRAME_ALIGN};
 use virtio_drivers::device::net::VirtIONetRaw;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
 use virtio_drivers::transport::{DeviceType, Transport};
@@ -141,20 +141,15 @@ static BUFFERS_TAKEN: AtomicBool = AtomicBool::new(false);
 ///
 /// linklab-mac's RX queue (bbqueue's framed ring) puts each frame right after the previous
 /// one, so a grant started at any byte offset and `memcpy` ran its misaligned path (2.6
-/// instructions per byte on riscv32imac). Here each frame is committed with 0–3 bytes of zero
-/// padding chosen so that the next grant starts at 2 mod 4: the IPv4 header (14 bytes in) and
-/// a TCP payload (54 bytes in) are then word-aligned. The receive buffers are posted so that
-/// the frame the device writes after its header starts at 2 mod 4 too. The padding is what an
-/// Ethernet frame may carry after its payload (the stack reads IP's own lengths) and never
-/// takes a frame past 1514 bytes.
+/// instructions per byte on riscv32imac). Here each frame is committed with
+/// `RxGrant::commit_padded`, so the next grant starts at 2 mod 4: the IPv4 header (14 bytes
+/// in) and a TCP payload (54 bytes in) are then word-aligned. The receive buffers are posted
+/// so that the frame the device writes after its header starts at 2 mod 4 too.
 #[derive(Clone, Copy, Debug)]
 struct RxAlignment {
     /// The virtio-net header's length (12 for virtio 1.x; learned from each completion).
     header: usize,
 }
-
-/// Where grants, and so frames, should start, mod 4.
-const FRAME_ALIGN: usize = 2;
 
 impl Default for RxAlignment {
     fn default() -> Self {
@@ -182,13 +177,8 @@ impl RxAlignment {
         };
         let buf = grant.buf();
         let len = frame.len().min(buf.len());
-        // The next grant's data follows this one's data and the 2-byte frame header.
-        let end = buf.as_ptr() as usize + len + linklab_mac::queue::FRAME_HEADER_LEN;
-        let pad = (FRAME_ALIGN + 4 - end % 4) % 4;
-        let padded = (len + pad).min(buf.len()).min(1514).max(len);
         buf[..len].copy_from_slice(&frame[..len]);
-        buf[len..padded].fill(0);
-        grant.commit(padded);
+        grant.commit_padded(len);
         true
     }
 }
