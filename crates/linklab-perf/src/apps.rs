@@ -105,6 +105,11 @@ fn udp_socket(b: UdpBuffers<'_>) -> udp::Socket<'_> {
 impl<'a> DeviceApps<'a> {
     /// Creates every app's sockets in `sockets` from `buffers`. The socket set needs room for
     /// `4 + ` the number of iperf3 TCP sockets.
+    ///
+    /// Always inlined, so that a caller that writes the result straight into a static (the
+    /// firmware) builds it in one frame: outlined, its 13 KB were built and copied once more
+    /// (2.3 KB more stack peak on the Cortex-M3 image, measured).
+    #[inline(always)]
     pub fn new<I>(sockets: &mut SocketSet<'a>, buffers: AppBuffers<'a, I>) -> DeviceApps<'a>
     where
         I: IntoIterator<Item = TcpBuffers<'a>>,
