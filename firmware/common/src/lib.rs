@@ -22,6 +22,8 @@ pub mod stats;
 
 pub use board::Board;
 
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use linklab_mac::{Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, TxFormat};
@@ -147,7 +149,10 @@ const _: () = {
     ];
     let mut i = 0;
     while i < sizes.len() {
-        assert!(sizes[i] % 4 == 0, "socket buffers must be whole words");
+        assert!(
+            sizes[i].is_multiple_of(4),
+            "socket buffers must be whole words"
+        );
         i += 1;
     }
 };
@@ -197,11 +202,34 @@ pub(crate) fn take_bytes() -> Option<&'static mut Bytes> {
     Some(unsafe { &mut *core::ptr::addr_of_mut!(BYTES) })
 }
 
-/// The buffers of the smoltcp main loop, the first time only (None after).
+/// The apps, their socket set and the `/stats` body: the main loop's largest state (the
+/// iperf3 session, the HTTP servers' request heads), built in place in [`APPS`] rather
+/// than by value in a local of the main loop, which held it, and the temporaries of
+/// building it, on the stack for the firmware's whole life (~40 KB of `run`'s frame).
+pub(crate) struct Apps {
+    /// The socket set over [`Slots`].
+    pub(crate) sockets: SocketSet<'static>,
+    /// The apps, over the sockets' buffers in [`Bytes`].
+    pub(crate) apps: DeviceApps<'static>,
+    /// The rendered `/stats` body (only written when a request may ask for it).
+    pub(crate) body: [u8; linklab_perf::http::MAX_HEAD],
+}
+
+/// Where [`Apps`] is built (`.bss`: uninitialised until then).
+struct AppsCell(UnsafeCell<MaybeUninit<Apps>>);
+
+// SAFETY: handed out once (SLOTS_TAKEN), to the one main loop.
+unsafe impl Sync for AppsCell {}
+
+static APPS: AppsCell = AppsCell(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// The buffers of the smoltcp main loop and the place to build [`Apps`] in, the first time
+/// only (None after).
 fn take_buffers() -> Option<(
     &'static mut Bytes,
     &'static mut Slots,
     &'static mut BlastBytes,
+    &'static mut MaybeUninit<Apps>,
 )> {
     let bytes = take_bytes()?;
     if SLOTS_TAKEN.swap(true, Ordering::AcqRel) {
@@ -213,6 +241,7 @@ fn take_buffers() -> Option<(
             bytes,
             &mut *core::ptr::addr_of_mut!(SLOTS),
             &mut *core::ptr::addr_of_mut!(BLAST_BYTES),
+            &mut *APPS.0.get(),
         )
     })
 }
@@ -231,20 +260,28 @@ fn blast_socket(
     ))
 }
 
-/// The socket set and the apps over the static buffers (both device flavours use it), and
-/// what is left for the packet blaster: its socket and frame buffer.
+/// The socket set and the apps over the static buffers, built in `place` (both device
+/// flavours use it), and what is left for the packet blaster: its socket and frame buffer.
 fn device_apps(
+    place: &'static mut MaybeUninit<Apps>,
     buf: &'static mut Bytes,
     slots: &'static mut Slots,
     blast: &'static mut BlastBytes,
 ) -> (
-    SocketSet<'static>,
-    DeviceApps<'static>,
+    &'static mut Apps,
     (SocketHandle, &'static mut [u8; blast::FRAME_LEN]),
 ) {
-    let mut sockets = SocketSet::new(&mut slots.sockets[..]);
+    let at = place.as_mut_ptr();
+    // SAFETY: `at` points to the (uninitialised) `Apps`; each field is written once, through
+    // a raw pointer and without reading it, before the whole is assumed initialised below.
+    // Field by field, so that the large ones are built where they live, not on the stack.
+    let sockets = unsafe {
+        let sockets = core::ptr::addr_of_mut!((*at).sockets);
+        sockets.write(SocketSet::new(&mut slots.sockets[..]));
+        &mut *sockets
+    };
     let blast_socket = blast_socket(
-        &mut sockets,
+        sockets,
         &mut blast.rx,
         &mut slots.blast_rx_meta,
         &mut blast.tx,
@@ -283,8 +320,33 @@ fn device_apps(
         iperf_json_rx: &mut buf.json_rx,
         iperf_json_tx: &mut buf.json_tx,
     };
-    let apps = DeviceApps::new(&mut sockets, buffers);
-    (sockets, apps, (blast_socket, &mut blast.frame))
+    // SAFETY: as above; `sockets` is the field written first, `body` is zeroed in place.
+    let apps = unsafe {
+        build_apps(
+            &mut *core::ptr::addr_of_mut!((*at).apps).cast(),
+            sockets,
+            buffers,
+        );
+        core::ptr::addr_of_mut!((*at).body)
+            .cast::<u8>()
+            .write_bytes(0, linklab_perf::http::MAX_HEAD);
+        place.assume_init_mut()
+    };
+    (apps, (blast_socket, &mut blast.frame))
+}
+
+/// Builds the apps at `at`. Not inlined into the main loop, whose frame would otherwise
+/// keep the construction's temporaries for the firmware's life; linklab-perf marks the
+/// constructors of the apps' large parts `#[inline(always)]`, so that they are built in
+/// this frame once rather than each in its own frame and copied up (the apps were built
+/// and copied four levels deep: a 41 KB stack peak at boot on the Cortex-M3, now 16 KB).
+#[inline(never)]
+fn build_apps<I: IntoIterator<Item = TcpBuffers<'static>>>(
+    at: &mut MaybeUninit<DeviceApps<'static>>,
+    sockets: &mut SocketSet<'static>,
+    buffers: AppBuffers<'static, I>,
+) {
+    at.write(DeviceApps::new(sockets, buffers));
 }
 
 /// Reads the configuration blob at `addr` (placed there by `linklab emu` through QEMU's
@@ -367,7 +429,7 @@ fn run_mac<B: Board, T: PhyTx>(
     config: DeviceConfig,
 ) -> ! {
     let stack = stack::paint(board.stack_limit(), board.stack_top());
-    let Some((buf, slots, blast)) = take_buffers() else {
+    let Some((buf, slots, blast, place)) = take_buffers() else {
         board.console("linklab firmware: run() called twice\n");
         loop {
             board.sleep_until(None);
@@ -392,14 +454,13 @@ fn run_mac<B: Board, T: PhyTx>(
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
 
-    let (mut sockets, mut apps, (blast_socket, blast_frame)) = device_apps(buf, slots, blast);
-    let mut blaster = Blaster::new(
-        &mut sockets,
-        blast_socket,
-        blast_frame,
-        config.ip,
-        config.mac,
-    );
+    let (state, (blast_socket, blast_frame)) = device_apps(place, buf, slots, blast);
+    let Apps {
+        sockets,
+        apps,
+        body,
+    } = state;
+    let mut blaster = Blaster::new(sockets, blast_socket, blast_frame, config.ip, config.mac);
 
     let mut line = [0u8; 96];
     let mut w = linklab_perf::slice_writer::SliceWriter::new(&mut line);
@@ -422,17 +483,15 @@ fn run_mac<B: Board, T: PhyTx>(
 
     let mut idle_ns = 0u64;
     let mut work = stats::LayerWork::default();
-    // The rendered /stats body (only written when a request may ask for it).
-    let mut body = [0u8; linklab_perf::http::MAX_HEAD];
     loop {
         let awake = Mark::now(&mut board);
         let t = now(&mut board);
         let m = Mark::now(&mut board);
-        apps.poll_interface(&mut iface, &mut mac, &mut sockets, t, |mac| {
+        apps.poll_interface(&mut iface, &mut mac, sockets, t, |mac| {
             mac.peek(syn_port).flatten()
         });
         work.stack = work.stack.wrapping_add(m.net(&mut board));
-        let len = if apps.http_request_pending(&sockets) {
+        let len = if apps.http_request_pending(sockets) {
             let cpu = CpuFigures {
                 uptime_ns: board.now_ns(),
                 idle_ns,
@@ -455,19 +514,19 @@ fn run_mac<B: Board, T: PhyTx>(
                 cpu,
                 link_up: board.link_up(),
                 phy: board.phy(),
-                sockets: &sockets,
+                sockets,
                 blast: Some(blaster.counters()),
             }
-            .write_json(&mut body)
+            .write_json(body)
         } else {
             None
         };
         let m = Mark::now(&mut board);
-        apps.poll(&mut sockets, &mut Rendered { body: &body, len }, t);
+        apps.poll(sockets, &mut Rendered { body, len }, t);
         work.apps = work.apps.wrapping_add(m.net(&mut board));
-        blaster.poll(&mut board, &mut iface, &mut sockets, &mut mac, t);
+        blaster.poll(&mut board, &mut iface, sockets, &mut mac, t);
         let t = now(&mut board);
-        let deadline = [iface.poll_at(t, &sockets), apps.poll_at()]
+        let deadline = [iface.poll_at(t, sockets), apps.poll_at()]
             .into_iter()
             .flatten()
             .min();
