@@ -455,12 +455,13 @@ fn run_mac<B: Board, T: PhyTx>(
     });
 
     let (state, (blast_socket, blast_frame)) = device_apps(place, buf, slots, blast);
-    let Apps {
-        sockets,
-        apps,
-        body,
-    } = state;
-    let mut blaster = Blaster::new(sockets, blast_socket, blast_frame, config.ip, config.mac);
+    let mut blaster = Blaster::new(
+        &mut state.sockets,
+        blast_socket,
+        blast_frame,
+        config.ip,
+        config.mac,
+    );
 
     let mut line = [0u8; 96];
     let mut w = linklab_perf::slice_writer::SliceWriter::new(&mut line);
@@ -480,16 +481,33 @@ fn run_mac<B: Board, T: PhyTx>(
     );
     let n = w.len();
     board.console(core::str::from_utf8(&line[..n]).unwrap_or("linklab firmware: up\n"));
+    serve(board, &mut mac, &mut iface, state, &mut blaster, stack)
+}
 
+/// The main loop. Its own function, never inlined: its frame (the apps' inlined work) and
+/// the construction of the apps above (`build_apps`, the deepest frame at boot) then never
+/// sit on the stack at the same time.
+#[inline(never)]
+fn serve<B: Board, T: PhyTx>(
+    mut board: B,
+    mac: &mut Mac<'static, Inline<QUEUE_BYTES>, T, NoClock>,
+    iface: &mut Interface,
+    state: &mut Apps,
+    blaster: &mut Blaster<'static>,
+    stack: stack::Stack,
+) -> ! {
+    let Apps {
+        sockets,
+        apps,
+        body,
+    } = state;
     let mut idle_ns = 0u64;
     let mut work = stats::LayerWork::default();
     loop {
         let awake = Mark::now(&mut board);
         let t = now(&mut board);
         let m = Mark::now(&mut board);
-        apps.poll_interface(&mut iface, &mut mac, sockets, t, |mac| {
-            mac.peek(syn_port).flatten()
-        });
+        apps.poll_interface(iface, mac, sockets, t, |mac| mac.peek(syn_port).flatten());
         work.stack = work.stack.wrapping_add(m.net(&mut board));
         let len = if apps.http_request_pending(sockets) {
             let cpu = CpuFigures {
@@ -524,7 +542,7 @@ fn run_mac<B: Board, T: PhyTx>(
         let m = Mark::now(&mut board);
         apps.poll(sockets, &mut Rendered { body, len }, t);
         work.apps = work.apps.wrapping_add(m.net(&mut board));
-        blaster.poll(&mut board, &mut iface, sockets, &mut mac, t);
+        blaster.poll(&mut board, iface, sockets, mac, t);
         let t = now(&mut board);
         let deadline = [iface.poll_at(t, sockets), apps.poll_at()]
             .into_iter()
