@@ -102,7 +102,7 @@ pub mod tx;
 pub mod window;
 
 pub use counters::{ConservationError, Counters};
-pub use deframe::{deframe, RxError, RxFormat};
+pub use deframe::{deframe, RxChecksums, RxError, RxFormat, RxTag, RX_TAG_LEN};
 #[cfg(feature = "embassy-time")]
 pub use embassy::EmbassyTimeClock;
 #[cfg(feature = "embassy")]

@@ -6,7 +6,7 @@ use core::ops::{Deref, DerefMut, Range};
 
 use crate::checksum;
 use crate::counters::{Counters, Widen};
-use crate::deframe::{deframe, RxError, RxFormat};
+use crate::deframe::{deframe, RxChecksums, RxError, RxFormat, RxTag};
 use crate::filter::AddressFilter;
 use crate::frame::{self, MacAddr, ETHERTYPE_MAC_CONTROL, FCS_LEN, MAX_WIRE_LEN, MIN_FRAME_LEN};
 use crate::pause::{self, MacControl, PAUSE_DESTINATION, PAUSE_FRAME_LEN};
@@ -30,6 +30,15 @@ pub trait PhyTx {
     /// (a free buffer, FIFO room); PHYs that cannot tell say true.
     fn ready(&mut self) -> bool {
         true
+    }
+
+    /// True if the PHY completes the TCP and UDP checksums of the IPv4 frames it is handed
+    /// (a NIC with transmit checksum offload, e.g. virtio-net with `VIRTIO_NET_F_CSUM`):
+    /// then the MAC's checksum offload writes only their pseudo-header sums
+    /// ([`checksum::fill_partial`]) and the NIC finds them with
+    /// [`checksum::l4_checksum_field`]. False (the default): the MAC fills them in.
+    fn completes_l4_checksums(&mut self) -> bool {
+        false
     }
 }
 
@@ -338,6 +347,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
             match self.rx.classify(read.buf()) {
                 Outcome::Deliver(range) => {
                     if self.rx.checksum_offload
+                        && !self.rx.nic_vouches(read.bytes())
                         && checksum::verify(&read.buf()[range.clone()]) == checksum::Verdict::Bad
                     {
                         trace!("rx: dropped, bad IPv4/TCP/UDP checksum");
@@ -519,6 +529,13 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
 }
 
 impl<S: Storage> RxSide<'_, S> {
+    /// True if the NIC's tag after the frame says its checksums are good
+    /// ([`RxFormat::Tagged`]).
+    fn nic_vouches(&self, transmission: &[u8]) -> bool {
+        self.format == RxFormat::Tagged
+            && RxTag::of(transmission).is_some_and(|t| t.checksums == RxChecksums::Valid)
+    }
+
     fn classify(&self, buf: &mut [u8]) -> Outcome {
         let range = match deframe(buf, self.format) {
             Ok(r) => r,
@@ -586,9 +603,12 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     pub(crate) fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> R {
         let len = len.min(frame::MAX_VLAN_FRAME_LEN);
         let offload = self.checksum_offload;
+        let partial = offload && self.phy.completes_l4_checksums();
         let built = build(self.buf.transmission(), self.format, len, |frame| {
             let r = fill(frame);
-            if offload {
+            if partial {
+                checksum::fill_partial(frame);
+            } else if offload {
                 checksum::fill(frame);
             }
             r

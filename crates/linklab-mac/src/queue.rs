@@ -50,6 +50,7 @@ pub use bbqueue::traits::storage::BoxedSlice;
 pub use bbqueue::traits::storage::{Inline, Storage};
 
 use crate::counters::ProducerCounters;
+use crate::deframe::{RxChecksums, RxTag, RX_TAG_LEN};
 
 /// Size of every producer grant: a tagged maximum frame in raw form (8 bytes preamble/SFD,
 /// 1522 bytes frame with FCS, 1 byte of bit shift) rounded up to 1536.
@@ -393,6 +394,24 @@ impl<S: Storage> RxGrant<'_, S> {
         self.commit(padded);
     }
 
+    /// Commits the `used` bytes of a frame without its FCS followed by its [`RxTag`]
+    /// (what the driver knows of its checksums) for [`crate::RxFormat::Tagged`], padded as
+    /// [`RxGrant::commit_padded`] pads (the next grant starts at [`FRAME_ALIGN`] mod 4).
+    pub fn commit_tagged(mut self, used: usize, checksums: RxChecksums) {
+        let buf = self.buf();
+        let used = used.min(buf.len().saturating_sub(RX_TAG_LEN + 3));
+        let end = buf.as_ptr() as usize + used + RX_TAG_LEN + FRAME_HEADER_LEN;
+        let padding = (FRAME_ALIGN + 4 - end % 4) % 4;
+        let tag = RxTag {
+            checksums,
+            padding: padding as u8,
+        };
+        let at = used + padding;
+        buf[used..at].fill(0);
+        buf[at..at + RX_TAG_LEN].copy_from_slice(&tag.to_bytes());
+        self.commit(at + RX_TAG_LEN);
+    }
+
     /// Gives the grant back without a transmission (`rx_cancelled`, outside the law).
     pub fn cancel(self) {}
 }
@@ -522,6 +541,24 @@ mod tests {
             assert!(r.bytes().len() <= 1514 && r.bytes().len() >= len);
             assert!(r.bytes()[..len].iter().all(|&b| b == 0xAB));
             assert!(r.bytes()[len..].iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    fn tagged_commits_carry_the_tag_and_align_the_next_grant() {
+        let q: RxQueue<Inline<16384>> = RxQueue::new();
+        let (p, c) = q.split();
+        for (len, checksums) in [(60, RxChecksums::Valid), (61, RxChecksums::Unchecked)] {
+            let mut g = p.grant().unwrap();
+            g.buf()[..len].fill(0xAB);
+            g.commit_tagged(len, checksums);
+            let mut next = p.grant().unwrap();
+            assert_eq!(next.buf().as_ptr() as usize % 4, FRAME_ALIGN);
+            drop(next);
+            let mut r = c.read().unwrap();
+            let tag = RxTag::of(r.bytes()).unwrap();
+            assert_eq!(tag.checksums, checksums);
+            assert_eq!(crate::deframe(r.buf(), crate::RxFormat::Tagged), Ok(0..len));
         }
     }
 

@@ -354,6 +354,46 @@ fn checksum_offload_fills_verifies_and_counts() {
     assert!(mac.receive().is_some());
 }
 
+/// A tagged NIC (`RxFormat::Tagged`): frames its driver vouches for skip the MAC's
+/// checksum check (virtio-net's `DATA_VALID`/`NEEDS_CSUM`: a partial checksum from the
+/// host would fail it), the others are verified, and bad ones dropped and counted.
+#[test]
+fn tagged_frames_the_nic_vouches_for_are_not_verified_again() {
+    use linklab_mac::RxChecksums;
+    let q: RxQueue<Inline<16384>> = RxQueue::new();
+    let config = MacConfig {
+        rx_format: RxFormat::Tagged,
+        ..MacConfig::tap(ME)
+    };
+    let mut mac = Mac::new(q.consumer(), Recorder::default(), NoClock, config);
+    mac.set_checksum_offload(true);
+    // IPv4 + UDP, both checksums wrong (zero).
+    let mut ip = vec![0u8; 34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&34u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&[198, 18, 0, 1]);
+    ip[16..20].copy_from_slice(&[198, 18, 0, 2]);
+    ip[24..26].copy_from_slice(&14u16.to_be_bytes());
+    ip[26..28].copy_from_slice(&[0x12, 0x34]);
+    let mut frame = vec![0u8; 48];
+    fill_frame(&mut frame, ME, PEER, &ip);
+    frame[12..14].copy_from_slice(&[0x08, 0x00]);
+    for checksums in [RxChecksums::Valid, RxChecksums::Unchecked] {
+        let mut g = q.producer().grant().unwrap();
+        g.buf()[..48].copy_from_slice(&frame);
+        g.commit_tagged(48, checksums);
+    }
+    let f = mac.receive().expect("vouched for: delivered");
+    assert_eq!(&f[..], &frame[..]);
+    drop(f);
+    assert!(mac.receive().is_none(), "unchecked and bad: dropped");
+    let c = mac.counters();
+    assert_eq!((c.rx_packets, c.rx_checksum_errors), (1, 1));
+    c.check_conservation().unwrap();
+}
+
 #[test]
 fn vlan_tagged_frames_may_be_1522_bytes() {
     let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
