@@ -391,9 +391,9 @@ pub unsafe fn config_or_default<B: Board>(board: &mut B, addr: usize) -> DeviceC
 }
 
 /// Runs the device forever over [`RX_QUEUE`] (filled by the board's NIC interrupt with
-/// aligned frames in `rx_format`: with FCS for a controller that passes it on, like the
-/// LAN9118, without for virtio-net) and the NIC's transmit side `phy`, which takes plain
-/// frames (the controller adds preamble and FCS).
+/// aligned frames in `rx_format`: without FCS from the LAN9118 in QEMU, tagged with what
+/// the device knows of their checksums from virtio-net) and the NIC's transmit side `phy`,
+/// which takes plain frames (the controller adds preamble and FCS).
 pub fn run<B: Board, T: PhyTx>(board: B, phy: T, rx_format: RxFormat, config: DeviceConfig) -> ! {
     run_mac(
         board,

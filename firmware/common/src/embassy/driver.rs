@@ -20,6 +20,18 @@ impl PhyTx for DynPhy {
     fn transmit(&mut self, wire: &[u8]) {
         self.0.transmit(wire)
     }
+
+    fn dropped(&mut self) -> u64 {
+        self.0.dropped()
+    }
+
+    fn ready(&mut self) -> bool {
+        self.0.ready()
+    }
+
+    fn completes_l4_checksums(&mut self) -> bool {
+        self.0.completes_l4_checksums()
+    }
 }
 
 /// linklab-perf's SYN watch as the driver's gate.
