@@ -21,6 +21,8 @@ mod stack;
 pub mod stats;
 
 pub use board::Board;
+// The images' memcpy (linked in place of compiler_builtins').
+use linklab_memcpy as _;
 
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
