@@ -40,6 +40,22 @@ pub trait PhyTx {
     fn completes_l4_checksums(&mut self) -> bool {
         false
     }
+
+    /// A buffer of at least `len` bytes that the PHY sends from (a DMA descriptor's), for
+    /// the MAC to build the next transmission in place and then hand over with
+    /// [`PhyTx::transmit_buffer`]: the frame is then never copied. None (the default, or no
+    /// buffer free): the MAC builds it in its own buffer and calls [`PhyTx::transmit`].
+    /// The buffer stays the MAC's until `transmit_buffer`; the MAC asks for no other
+    /// meanwhile.
+    fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        let _ = len;
+        None
+    }
+
+    /// Sends the first `len` bytes of the buffer [`PhyTx::tx_buffer`] lent last.
+    fn transmit_buffer(&mut self, len: usize) {
+        let _ = len;
+    }
 }
 
 impl<F: FnMut(&[u8])> PhyTx for F {
@@ -194,6 +210,17 @@ impl TxBuffer {
     }
 }
 
+/// A transmission built and not yet handed over.
+#[derive(Clone, Copy, Debug)]
+struct Built {
+    /// Bytes to hand over.
+    wire_len: usize,
+    /// The frame's length.
+    frame_len: usize,
+    /// Built in the PHY's buffer ([`PhyTx::tx_buffer`]), not the MAC's.
+    in_phy_buffer: bool,
+}
+
 /// Transmit half of the MAC.
 pub(crate) struct TxSide<T: PhyTx, C: Clock> {
     phy: T,
@@ -202,8 +229,10 @@ pub(crate) struct TxSide<T: PhyTx, C: Clock> {
     line_rate_bps: u64,
     address: MacAddr,
     buf: TxBuffer,
-    /// (bytes to hand over, frame length) of a built frame waiting for the gap/PAUSE.
-    deferred: Option<(usize, usize)>,
+    /// A built frame waiting for the gap/PAUSE.
+    deferred: Option<Built>,
+    /// The PHY completes TCP/UDP checksums ([`PhyTx::completes_l4_checksums`], asked once).
+    phy_completes_l4: bool,
     /// Earliest start of the next transmission (end of the last one plus the gap).
     gap_end_ns: u64,
     /// End of a PAUSE received from the peer.
@@ -250,8 +279,9 @@ pub struct Mac<'q, S: Storage, T: PhyTx, C: Clock> {
 
 impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     /// A MAC reading from `consumer`, sending through `phy`, timed by `clock`.
-    pub fn new(consumer: RxConsumer<'q, S>, phy: T, clock: C, config: MacConfig) -> Self {
+    pub fn new(consumer: RxConsumer<'q, S>, mut phy: T, clock: C, config: MacConfig) -> Self {
         let capacity = consumer.queue().capacity();
+        let phy_completes_l4 = phy.completes_l4_checksums();
         Mac {
             rx: RxSide {
                 consumer,
@@ -276,6 +306,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
                 address: config.address,
                 buf: TxBuffer([0; TX_FRAME_OFFSET + MAX_WIRE_LEN]),
                 deferred: None,
+                phy_completes_l4,
                 gap_end_ns: 0,
                 paused_until_ns: 0,
                 flow: config.flow_control,
@@ -589,22 +620,36 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
             .saturating_add(ipg_ns(self.line_rate_bps))
     }
 
-    /// Hands `buf[..wire_len]` to the PHY now and starts the gap.
-    fn emit(&mut self, wire_len: usize, frame_len: usize, now: u64) {
-        self.phy
-            .transmit(self.buf.transmission().get(..wire_len).unwrap_or(&[]));
-        self.gap_end_ns = self.gap_after(frame_len, now);
+    /// Hands the built transmission to the PHY now and starts the gap.
+    fn emit(&mut self, b: Built, now: u64) {
+        if b.in_phy_buffer {
+            self.phy.transmit_buffer(b.wire_len);
+        } else {
+            let wire = self.buf.transmission().get(..b.wire_len).unwrap_or(&[]);
+            self.phy.transmit(wire);
+        }
+        self.gap_end_ns = self.gap_after(b.frame_len, now);
         self.packets += 1;
-        self.bytes += frame_len as u64;
+        self.bytes += b.frame_len as u64;
     }
 
     /// Builds a frame (the caller has checked there is no deferred frame and counted the
-    /// request) and sends it now or defers it. Always calls `fill`.
+    /// request), in the PHY's buffer if it lends one, else in the MAC's, and sends it now or
+    /// defers it. Always calls `fill`.
     pub(crate) fn send<R>(&mut self, len: usize, fill: impl FnOnce(&mut [u8]) -> R) -> R {
         let len = len.min(frame::MAX_VLAN_FRAME_LEN);
         let offload = self.checksum_offload;
-        let partial = offload && self.phy.completes_l4_checksums();
-        let built = build(self.buf.transmission(), self.format, len, |frame| {
+        // A PHY that completes transport checksums gets pseudo-header sums whatever filled
+        // the rest (the stack, or the MAC's offload).
+        let partial = self.phy_completes_l4;
+        let wire_len = self.format.wire_len(len);
+        let lent = self.phy.tx_buffer(wire_len).filter(|b| b.len() >= wire_len);
+        let in_phy_buffer = lent.is_some();
+        let out = match lent {
+            Some(b) => b,
+            None => self.buf.transmission(),
+        };
+        let built = build(out, self.format, len, |frame| {
             let r = fill(frame);
             if partial {
                 checksum::fill_partial(frame);
@@ -615,14 +660,20 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         });
         let (wire_len, r) = match built {
             Ok(x) => x,
-            // Unreachable: len is capped and the buffer holds MAX_WIRE_LEN.
+            // Unreachable: len is capped, the MAC's buffer holds MAX_WIRE_LEN and a lent one
+            // at least wire_len.
             Err(_) => unreachable_tx(),
+        };
+        let b = Built {
+            wire_len,
+            frame_len: len,
+            in_phy_buffer,
         };
         let now = self.clock.now_ns();
         if now >= self.ready_at_ns() {
-            self.emit(wire_len, len, now);
+            self.emit(b, now);
         } else {
-            self.deferred = Some((wire_len, len));
+            self.deferred = Some(b);
         }
         r
     }
@@ -665,11 +716,11 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
                 self.send_pause(quanta, now);
             }
         }
-        if let Some((wire_len, frame_len)) = self.deferred {
+        if let Some(b) = self.deferred {
             let now = self.clock.now_ns();
             if now >= self.ready_at_ns() {
                 self.deferred = None;
-                self.emit(wire_len, frame_len, now);
+                self.emit(b, now);
             }
         }
     }

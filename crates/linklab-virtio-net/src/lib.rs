@@ -21,12 +21,14 @@
 //!   buffer is posted at a time; when the queue is full, the driver's spill buffer is posted
 //!   instead, and a frame that lands there is copied into a grant if one has come free by
 //!   then, else dropped and counted (`rx_missed_errors`), as a NIC whose DMA ring ran dry.
-//! * TX, in the main loop ([`VirtioNet::transmit`], linklab-mac's `PhyTx` through
-//!   [`SharedTx`]): the frame is copied behind a virtio-net header into one of
-//!   [`TX_BUFFERS`] driver buffers (word-aligned). With `VIRTIO_NET_F_CSUM` the header asks
-//!   the device to complete the TCP or UDP checksum, and the MAC writes only the
-//!   pseudo-header sum (`PhyTx::completes_l4_checksums`). Transmit completions raise no
-//!   interrupt: buffers are reclaimed when the next frame needs one.
+//! * TX, in the main loop (linklab-mac's `PhyTx` through [`SharedTx`]): the MAC builds
+//!   each frame straight in one of [`TX_BUFFERS`] driver buffers, behind room for the
+//!   virtio-net header ([`VirtioNet::tx_buffer`], `PhyTx::tx_buffer`), so nothing is copied;
+//!   a frame handed over in the MAC's own buffer ([`VirtioNet::transmit`]) is copied
+//!   (word-aligned). With `VIRTIO_NET_F_CSUM` the header asks the device to complete the
+//!   TCP or UDP checksum, and the MAC writes only the pseudo-header sum
+//!   (`PhyTx::completes_l4_checksums`). Transmit completions raise no interrupt: buffers
+//!   are reclaimed when the next frame needs one.
 //!
 //! RX and TX share one device, so the main loop reaches it only with interrupts masked
 //! ([`SharedTx`] takes the board's critical section).
@@ -191,6 +193,8 @@ pub struct VirtioNet<S: Storage + 'static, R: Registers = Mmio> {
     posted: Option<(u16, Posted<S>)>,
     /// The head descriptor of each transmit buffer in flight.
     tx_heads: [Option<u16>; TX_BUFFERS],
+    /// The transmit buffer lent to the MAC ([`VirtioNet::tx_buffer`]), not yet sent.
+    lent: Option<usize>,
     counters: DriverCounters,
 }
 
@@ -247,6 +251,7 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             mem,
             posted: None,
             tx_heads: [None; TX_BUFFERS],
+            lent: None,
             counters: DriverCounters::default(),
         })
     }
@@ -403,33 +408,73 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
         }
     }
 
+    /// A transmit buffer neither in flight nor lent, after reclaiming what the device
+    /// finished.
+    fn free_tx(&mut self) -> Option<usize> {
+        self.reclaim_tx();
+        let lent = self.lent;
+        (0..TX_BUFFERS).find(|&i| self.tx_heads[i].is_none() && lent != Some(i))
+    }
+
     /// True if a transmit buffer is free now (after reclaiming what the device finished).
     pub fn tx_ready(&mut self) -> bool {
-        self.reclaim_tx();
-        self.tx_heads.iter().any(Option::is_none)
+        self.free_tx().is_some()
+    }
+
+    /// Lends a free transmit buffer's frame area (`len` bytes, starting at
+    /// `linklab_mac::FRAME_ALIGN` mod 4, behind room for the header) for the MAC to build
+    /// the next frame in place ([`VirtioNet::transmit_buffer`] sends it): no copy. None
+    /// when no buffer is free or `len` does not fit.
+    pub fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.lent.is_some() || LENT_AT + HEADER_LEN + len > BUFFER_LEN {
+            return None;
+        }
+        let i = self.free_tx()?;
+        self.lent = Some(i);
+        Some(&mut self.mem.tx[i].0[LENT_AT + HEADER_LEN..LENT_AT + HEADER_LEN + len])
+    }
+
+    /// Sends the first `len` bytes of the frame area [`VirtioNet::tx_buffer`] lent.
+    pub fn transmit_buffer(&mut self, len: usize) {
+        let Some(i) = self.lent.take() else {
+            return;
+        };
+        if LENT_AT + HEADER_LEN + len > BUFFER_LEN {
+            self.counters.tx_dropped += 1;
+            return;
+        }
+        self.send_slot(i, LENT_AT, len);
     }
 
     /// Sends one plain Ethernet frame: copied behind its header into a free transmit
-    /// buffer (with `VIRTIO_NET_F_CSUM`, the header asks the device to complete its TCP or
-    /// UDP checksum), or dropped and counted when none is free.
+    /// buffer, or dropped and counted when none is free.
     pub fn transmit(&mut self, frame: &[u8]) {
-        self.reclaim_tx();
-        let Some(i) = self.tx_heads.iter().position(Option::is_none) else {
+        let Some(i) = self.free_tx() else {
             self.counters.tx_dropped += 1;
             return;
         };
         // Start the header where the frame after it lands at the same offset mod 4 as
         // `frame` (buffers are 16-byte aligned): the copy is then word by word.
         let at = (frame.as_ptr() as usize + 4 - HEADER_LEN % 4) % 4;
-        let buf = &mut self.mem.tx[i].0[at..];
-        let Some(dst) = buf.get_mut(HEADER_LEN..HEADER_LEN + frame.len()) else {
+        let Some(dst) = self.mem.tx[i]
+            .0
+            .get_mut(at + HEADER_LEN..at + HEADER_LEN + frame.len())
+        else {
             self.counters.tx_dropped += 1;
             return;
         };
         dst.copy_from_slice(frame);
+        self.send_slot(i, at, frame.len());
+    }
+
+    /// Offers transmit buffer `i` to the device: its header at `at` (with
+    /// `VIRTIO_NET_F_CSUM`, asking the device to complete the TCP or UDP checksum), the
+    /// `len`-byte frame behind it.
+    fn send_slot(&mut self, i: usize, at: usize, len: usize) {
+        let buf = &mut self.mem.tx[i].0[at..at + HEADER_LEN + len];
         let mut header = [0u8; HEADER_LEN];
         if self.features & feature::CSUM != 0 {
-            if let Some((start, offset)) = l4_checksum_field(frame) {
+            if let Some((start, offset)) = l4_checksum_field(&buf[HEADER_LEN..]) {
                 header[0] = HDR_F_NEEDS_CSUM;
                 header[6..8].copy_from_slice(&(start as u16).to_le_bytes());
                 header[8..10].copy_from_slice(&(offset as u16).to_le_bytes());
@@ -438,7 +483,7 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
         buf[..HEADER_LEN].copy_from_slice(&header);
         let chain = [Buf {
             addr: buf.as_ptr() as usize,
-            len: HEADER_LEN + frame.len(),
+            len: buf.len(),
             device_writes: false,
         }];
         match self.tx.add(&chain) {
@@ -452,6 +497,11 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
         }
     }
 }
+
+/// Where in a transmit buffer a lent frame's header starts: the frame behind it then
+/// starts at `linklab_mac::FRAME_ALIGN` mod 4 (buffers are 16-byte aligned), as the MAC's
+/// own buffer does, so the stack's copies into it are word-aligned.
+const LENT_AT: usize = (linklab_mac::FRAME_ALIGN + 4 - HEADER_LEN % 4) % 4;
 
 /// The main loop's transmit side of a [`VirtioNet`] that the interrupt handler also uses:
 /// every access runs inside the board's critical section `with_device` (interrupts
@@ -492,6 +542,21 @@ impl<S: Storage + 'static, F: FnMut(&mut dyn FnMut(&mut VirtioNet<S>))> PhyTx fo
         let mut on = false;
         (self.with_device)(&mut |dev| on = dev.completes_l4_checksums());
         on
+    }
+
+    fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        let mut lent = None;
+        (self.with_device)(&mut |dev| {
+            lent = dev.tx_buffer(len).map(|b| (b.as_mut_ptr(), b.len()));
+        });
+        // SAFETY: the transmit buffers are the main loop's alone (the interrupt handler
+        // touches only the receive queue), and the driver leaves a lent one untouched until
+        // transmit_buffer; the slice borrows `self`, so no other call on it comes first.
+        lent.map(|(p, n)| unsafe { core::slice::from_raw_parts_mut(p, n) })
+    }
+
+    fn transmit_buffer(&mut self, len: usize) {
+        (self.with_device)(&mut |dev| dev.transmit_buffer(len));
     }
 }
 

@@ -467,3 +467,28 @@ fn transmit_asks_for_checksums_and_reclaims_buffers() {
     assert_eq!(m.sent().len(), TX_BUFFERS);
     assert!(dev.tx_ready());
 }
+
+/// A lent buffer: the frame built in it goes out as built (its header asking for the
+/// checksum), and while lent the buffer is not handed out again.
+#[test]
+fn a_lent_buffer_is_sent_in_place() {
+    let m = model(OFFERED);
+    let mut dev = device(m, leaked_queue());
+    let udp = udp_frame(b"in place");
+    let buf = dev.tx_buffer(udp.len()).unwrap();
+    assert_eq!(buf.as_ptr() as usize % 4, linklab_mac::FRAME_ALIGN);
+    buf.copy_from_slice(&udp);
+    assert!(dev.tx_buffer(60).is_none(), "one lent at a time");
+    for _ in 0..TX_BUFFERS - 1 {
+        dev.transmit(&udp);
+    }
+    assert!(!dev.tx_ready(), "the lent one is not free");
+    dev.transmit_buffer(udp.len());
+    let sent = m.sent();
+    assert_eq!(sent.len(), TX_BUFFERS);
+    assert!(sent
+        .iter()
+        .all(|(h, f)| f == &udp && h[0] == HDR_F_NEEDS_CSUM));
+    assert!(dev.tx_buffer(BUFFER_LEN).is_none(), "too long for a buffer");
+    assert_eq!(dev.counters().tx_dropped, 0);
+}

@@ -32,6 +32,14 @@ impl PhyTx for DynPhy {
     fn completes_l4_checksums(&mut self) -> bool {
         self.0.completes_l4_checksums()
     }
+
+    fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.0.tx_buffer(len)
+    }
+
+    fn transmit_buffer(&mut self, len: usize) {
+        self.0.transmit_buffer(len)
+    }
 }
 
 /// linklab-perf's SYN watch as the driver's gate.
