@@ -11,8 +11,8 @@
 //! loads, eight stores, two pointer increments and a branch per 32 bytes), four on the M3
 //! (one load-multiple and one store-multiple).
 //!
-//! Only the copy between addresses equal mod 4 is fast; otherwise bytes are copied one at a
-//! time, unrolled by four, except on Arm (ARMv7-M loads words from any address). The
+//! Between addresses that differ mod 4, words are loaded from any address on Arm
+//! (ARMv7-M can), and made of two aligned source words shifted together elsewhere. The
 //! crate is `no_builtins`, so the compiler never turns these loops into a call to
 //! `memcpy` (itself).
 #![no_std]
@@ -47,15 +47,10 @@ pub unsafe fn copy(mut dst: *mut u8, mut src: *const u8, mut n: usize) {
                 src = src.add(4 * words);
                 n -= 4 * words;
             } else {
-                while n >= 4 {
-                    *dst = *src;
-                    *dst.add(1) = *src.add(1);
-                    *dst.add(2) = *src.add(2);
-                    *dst.add(3) = *src.add(3);
-                    dst = dst.add(4);
-                    src = src.add(4);
-                    n -= 4;
-                }
+                let done = copy_shifted(dst.cast::<u32>(), src, n);
+                dst = dst.add(done);
+                src = src.add(done);
+                n -= done;
             }
         }
         while n > 0 {
@@ -118,6 +113,58 @@ unsafe fn copy_words(
         }
     }
     words
+}
+
+/// Copies from `src` (not word-aligned) to the aligned `dst` a word at a time, each made of
+/// two aligned source words shifted together, while the next aligned source word lies
+/// wholly inside `src..src + n`; returns the bytes copied (the caller copies the rest).
+///
+/// # Safety
+/// As [`copy`]; `dst` word-aligned, `src` not.
+#[inline(always)]
+unsafe fn copy_shifted(mut dst: *mut u32, src: *const u8, n: usize) -> usize {
+    let off = src as usize % 4;
+    let (low, high) = (8 * off as u32, 32 - 8 * off as u32);
+    // SAFETY: bytes src[..4 - off] and the aligned words read below lie inside
+    // `src..src + n` (the loop's bound); `dst` gets as many bytes as were read.
+    unsafe {
+        // The first output word's low bytes: the source bytes before its first aligned word.
+        let mut carry = 0u32;
+        for j in 0..4 - off {
+            carry |= u32::from(*src.add(j)) << (8 * j);
+        }
+        let mut next = src.add(4 - off).cast::<u32>();
+        // Output word k needs source bytes up to 4k + 8 - off (exclusive).
+        let words = (n + off).saturating_sub(8) / 4 + 1;
+        let words = if n + off >= 8 { words } else { 0 };
+        let mut left = words;
+        // Spelled out, four words per step (built for size, the loop would not unroll).
+        while left >= 4 {
+            let (a, b, c, d) = (
+                next.read(),
+                next.add(1).read(),
+                next.add(2).read(),
+                next.add(3).read(),
+            );
+            dst.write(carry | a << high);
+            dst.add(1).write(a >> low | b << high);
+            dst.add(2).write(b >> low | c << high);
+            dst.add(3).write(c >> low | d << high);
+            carry = d >> low;
+            dst = dst.add(4);
+            next = next.add(4);
+            left -= 4;
+        }
+        while left > 0 {
+            let w = next.read();
+            dst.write(carry | w << high);
+            carry = w >> low;
+            dst = dst.add(1);
+            next = next.add(1);
+            left -= 1;
+        }
+        4 * words
+    }
 }
 
 /// Words per loop step: as many as the registers hold without spilling (the Cortex-M3
