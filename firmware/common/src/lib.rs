@@ -509,7 +509,8 @@ fn serve<B: Board, T: PhyTx>(
         let awake = Mark::now(&mut board);
         let t = now(&mut board);
         let m = Mark::now(&mut board);
-        apps.poll_interface(iface, mac, sockets, t, |mac| mac.peek(syn_port).flatten());
+        // Ingress, the apps, then egress: what leaves carries what the apps just did.
+        apps.poll_ingress(iface, mac, sockets, t, |mac| mac.peek(syn_port).flatten());
         work.stack = work.stack.wrapping_add(m.net(&mut board));
         let len = if apps.http_request_pending(sockets) {
             let cpu = CpuFigures {
@@ -544,6 +545,9 @@ fn serve<B: Board, T: PhyTx>(
         let m = Mark::now(&mut board);
         apps.poll(sockets, &mut Rendered { body, len }, t);
         work.apps = work.apps.wrapping_add(m.net(&mut board));
+        let m = Mark::now(&mut board);
+        DeviceApps::poll_egress(iface, mac, sockets, t);
+        work.stack = work.stack.wrapping_add(m.net(&mut board));
         blaster.poll(&mut board, iface, sockets, mac, t);
         let t = now(&mut board);
         let deadline = [iface.poll_at(t, sockets), apps.poll_at()]
