@@ -48,7 +48,7 @@ impl Registers for &Model {
     fn read(&self, offset: usize) -> u32 {
         let mut s = self.0.borrow_mut();
         match offset {
-            reg::RX_DATA_FIFO => s.current.pop_front().unwrap_or(0),
+            o if o <= reg::RX_DATA_FIFO_LAST => s.current.pop_front().unwrap_or(0),
             reg::RX_STATUS_FIFO => match s.rx.pop_front() {
                 Some((status, words)) => {
                     s.current = words;
@@ -71,7 +71,9 @@ impl Registers for &Model {
     fn write(&self, offset: usize, value: u32) {
         let mut s = self.0.borrow_mut();
         match offset {
-            reg::TX_DATA_FIFO => s.tx_words.push(value),
+            o if (reg::TX_DATA_FIFO..=reg::TX_DATA_FIFO_LAST).contains(&o) => {
+                s.tx_words.push(value)
+            }
             reg::INT_STS => s.int_sts &= !value,
             reg::INT_EN => s.int_en = value,
             reg::IRQ_CFG => s.irq_cfg = value,

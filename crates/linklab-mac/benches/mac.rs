@@ -68,6 +68,17 @@ fn capture(size: usize, format: RxFormat, offset: usize, invert: bool) -> Vec<u8
         }
         RxFormat::Aligned { fcs: true } => wire[8..n].to_vec(),
         RxFormat::Aligned { fcs: false } => wire[8..n - 4].to_vec(),
+        RxFormat::Tagged => {
+            let mut v = wire[8..n - 4].to_vec();
+            v.extend_from_slice(
+                &linklab_mac::RxTag {
+                    checksums: linklab_mac::RxChecksums::Unchecked,
+                    padding: 0,
+                }
+                .to_bytes(),
+            );
+            v
+        }
     }
 }
 

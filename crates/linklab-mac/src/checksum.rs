@@ -180,6 +180,48 @@ pub fn fill(frame: &mut [u8]) {
     l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
 }
 
+/// Where a NIC that completes transport checksums (transmit checksum offload) finds the
+/// TCP or UDP checksum of an Ethernet `frame`: (start of the transport header, offset of
+/// its checksum field from there), both from the frame's first byte and transport header;
+/// None for frames that are not IPv4 TCP or UDP, or are fragments.
+pub fn l4_checksum_field(frame: &[u8]) -> Option<(usize, usize)> {
+    let (ihl, ip) = ipv4(frame)?.ok()?;
+    if is_fragment(ip) {
+        return None;
+    }
+    let at = match ip[9] {
+        TCP => TCP_CHECKSUM_AT,
+        UDP => UDP_CHECKSUM_AT,
+        _ => return None,
+    };
+    (ip.len() >= ihl + at + 2).then_some((ETH_HEADER + ihl, at))
+}
+
+/// [`fill`] for a NIC that completes the TCP or UDP checksum itself (virtio-net's
+/// `VIRTIO_NET_F_CSUM`, Linux's `CHECKSUM_PARTIAL`): fills in the IPv4 header checksum and
+/// writes only the pseudo-header sum (folded, not complemented) into the transport
+/// checksum field, which the NIC then completes over the transport header and payload from
+/// [`l4_checksum_field`]. No pass over the payload here.
+pub fn fill_partial(frame: &mut [u8]) {
+    let (ihl, len) = match ipv4(frame) {
+        Some(Ok((ihl, ip))) => (ihl, ip.len()),
+        _ => return,
+    };
+    let Some((_, at)) = l4_checksum_field(frame) else {
+        // Not TCP or UDP, or a fragment: the IPv4 header at least.
+        fill(frame);
+        return;
+    };
+    let ip = &mut frame[ETH_HEADER..ETH_HEADER + len];
+    ip[10..12].fill(0);
+    let c = !sum(&ip[..ihl]);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let proto = ip[9];
+    let l4_len = len - ihl;
+    let partial = fold(pseudo_header(ip, proto, l4_len));
+    ip[ihl + at..ihl + at + 2].copy_from_slice(&partial.to_be_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +295,26 @@ mod tests {
             // A flipped length or protocol may also make it "not checkable"; never good.
             assert_ne!(v, Verdict::Good, "byte {byte}");
         }
+    }
+
+    /// A partial fill completed the way a NIC does it (the sum from the transport header on,
+    /// complemented, into the field) is the full fill.
+    #[test]
+    fn a_partial_fill_completed_by_the_nic_is_the_full_one() {
+        let n = 14 + 20 + 8 + 15;
+        let mut full = udp_frame(b"hello, checksum");
+        fill(&mut full[..n]);
+        let mut partial = udp_frame(b"hello, checksum");
+        fill_partial(&mut partial[..n]);
+        assert_eq!(&partial[24..26], &full[24..26], "IPv4 header filled");
+        let (start, at) = l4_checksum_field(&partial[..n]).unwrap();
+        assert_eq!((start, at), (34, UDP_CHECKSUM_AT));
+        let c = !sum(&partial[start..n]);
+        partial[start + at..start + at + 2].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(&partial[..n], &full[..n]);
+        let mut arp = [0u8; 42];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(l4_checksum_field(&arp), None);
     }
 
     #[test]

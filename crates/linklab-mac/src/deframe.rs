@@ -34,6 +34,67 @@ pub enum RxFormat {
         /// preamble nor FCS.
         fcs: bool,
     },
+    /// Byte-aligned frames without FCS, each followed by 0–3 bytes of padding and the
+    /// driver's [`RX_TAG_LEN`]-byte [`RxTag`] (written by [`crate::RxGrant::commit_tagged`]): a
+    /// NIC that tells the MAC what it knows of each frame's IPv4/TCP/UDP checksums, so that
+    /// the MAC's checksum offload does not verify what the NIC already did (virtio-net with
+    /// `VIRTIO_NET_F_GUEST_CSUM`).
+    Tagged,
+}
+
+/// Bytes of the [`RxTag`] after every frame of [`RxFormat::Tagged`] (with the padding
+/// before it, at most [`RX_TAG_LEN`] + 3 bytes after the frame).
+pub const RX_TAG_LEN: usize = 4;
+
+/// What a NIC's driver knows of a received frame's IPv4, TCP and UDP checksums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RxChecksums {
+    /// Nothing: the MAC verifies them (with checksum offload on), as for an untagged frame.
+    Unchecked,
+    /// The NIC (or the host behind it) vouches for them: validated, or left for the
+    /// device to complete because the frame never crossed a wire (virtio-net's
+    /// `DATA_VALID` and `NEEDS_CSUM`). The MAC does not look.
+    Valid,
+}
+
+/// The trailer after a frame of [`RxFormat::Tagged`]: what the driver knows of its
+/// checksums and how many padding bytes lie between the frame and the tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RxTag {
+    /// The frame's checksums as the driver knows them.
+    pub checksums: RxChecksums,
+    /// Padding bytes (0..=3) between the frame and the tag.
+    pub padding: u8,
+}
+
+impl RxTag {
+    /// The tag's bytes.
+    pub const fn to_bytes(self) -> [u8; RX_TAG_LEN] {
+        let c = match self.checksums {
+            RxChecksums::Unchecked => 0,
+            RxChecksums::Valid => 1,
+        };
+        [c, self.padding, 0, 0]
+    }
+
+    /// The tag at the end of `buf` (a committed transmission), None if it is too short or
+    /// the padding is not one a driver writes. An unknown checksum byte reads as
+    /// [`RxChecksums::Unchecked`]: the MAC then verifies.
+    pub fn of(buf: &[u8]) -> Option<RxTag> {
+        let t = buf.len().checked_sub(RX_TAG_LEN)?;
+        let (c, padding) = (buf[t], buf[t + 1]);
+        if padding > 3 || usize::from(padding) > t {
+            return None;
+        }
+        let checksums = if c == 1 {
+            RxChecksums::Valid
+        } else {
+            RxChecksums::Unchecked
+        };
+        Some(RxTag { checksums, padding })
+    }
 }
 
 /// Why a received transmission was rejected (each maps to one counter).
@@ -187,17 +248,25 @@ pub fn deframe(buf: &mut [u8], format: RxFormat) -> Result<Range<usize>, RxError
             let body = check_with_fcs(buf)?;
             Ok(0..body)
         }
-        RxFormat::Aligned { fcs: false } => {
-            let n = buf.len();
-            if n < HEADER_LEN {
-                return Err(RxError::TooShort);
-            }
-            if n > max_len_for(buf) {
-                return Err(RxError::TooLong);
-            }
-            Ok(0..n)
+        RxFormat::Aligned { fcs: false } => check_plain(buf),
+        RxFormat::Tagged => {
+            let tag = RxTag::of(buf).ok_or(RxError::TooShort)?;
+            let n = buf.len() - RX_TAG_LEN - usize::from(tag.padding);
+            check_plain(&buf[..n])
         }
     }
+}
+
+/// The length checks of a frame without FCS: its range.
+fn check_plain(frame: &[u8]) -> Result<Range<usize>, RxError> {
+    let n = frame.len();
+    if n < HEADER_LEN {
+        return Err(RxError::TooShort);
+    }
+    if n > max_len_for(frame) {
+        return Err(RxError::TooLong);
+    }
+    Ok(0..n)
 }
 
 #[cfg(test)]
@@ -267,6 +336,34 @@ mod tests {
         assert_eq!(
             deframe(&mut wire[..13], RxFormat::Aligned { fcs: false }),
             Err(RxError::TooShort)
+        );
+    }
+
+    #[test]
+    fn tagged_frames_lose_their_padding_and_tag() {
+        let mut buf = [7u8; 80];
+        let tag = RxTag {
+            checksums: RxChecksums::Valid,
+            padding: 2,
+        };
+        buf[62..66].copy_from_slice(&tag.to_bytes());
+        assert_eq!(deframe(&mut buf[..66], RxFormat::Tagged), Ok(0..60));
+        assert_eq!(RxTag::of(&buf[..66]), Some(tag));
+        // A tag with impossible padding, or no room for one, is a short frame.
+        buf[63] = 9;
+        assert_eq!(
+            deframe(&mut buf[..66], RxFormat::Tagged),
+            Err(RxError::TooShort)
+        );
+        assert_eq!(
+            deframe(&mut buf[..3], RxFormat::Tagged),
+            Err(RxError::TooShort)
+        );
+        // An unknown checksum byte is verified by the MAC.
+        buf[62..66].copy_from_slice(&[9, 0, 0, 0]);
+        assert_eq!(
+            RxTag::of(&buf[..66]).map(|t| t.checksums),
+            Some(RxChecksums::Unchecked)
         );
     }
 

@@ -102,7 +102,7 @@ pub mod tx;
 pub mod window;
 
 pub use counters::{ConservationError, Counters};
-pub use deframe::{deframe, RxError, RxFormat};
+pub use deframe::{deframe, RxChecksums, RxError, RxFormat, RxTag, RX_TAG_LEN};
 #[cfg(feature = "embassy-time")]
 pub use embassy::EmbassyTimeClock;
 #[cfg(feature = "embassy")]
@@ -113,7 +113,7 @@ pub use mac::{Mac, MacConfig, PauseWatermarks, PhyTx, RxFrame};
 #[cfg(feature = "alloc")]
 pub use queue::BoxedSlice;
 pub use queue::{
-    Inline, QueueTooSmall, RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, Storage,
+    Inline, QueueTooSmall, RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, Storage, FRAME_ALIGN,
     MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
 };
 pub use timing::{Clock, FnClock, NoClock};

@@ -51,6 +51,9 @@ pub const fn stored_len(format: RxFormat, frame_len: usize) -> usize {
         RxFormat::Raw => PREAMBLE_SFD_LEN + frame_len + FCS_LEN + 1,
         RxFormat::Aligned { fcs: true } => frame_len + FCS_LEN,
         RxFormat::Aligned { fcs: false } => frame_len,
+        // The tag; its padding is 0 for a full-size frame in a word-aligned ring (the
+        // frame then ends where the next one's grant is aligned again).
+        RxFormat::Tagged => frame_len + crate::deframe::RX_TAG_LEN,
     }
 }
 

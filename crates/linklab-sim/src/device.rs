@@ -68,7 +68,7 @@ pub fn device_mac<'q>(
 ) -> DeviceMac<'q> {
     let config = match format {
         RxFormat::Raw => MacConfig::raw_phy(address, line_rate_bps),
-        RxFormat::Aligned { .. } => MacConfig {
+        RxFormat::Aligned { .. } | RxFormat::Tagged => MacConfig {
             rx_format: format,
             ..MacConfig::decoding_phy(address, line_rate_bps)
         },

@@ -12,9 +12,17 @@
 //! The buffers are word-aligned `u32` arrays sized by the caller (`RX_WORDS`, `TX_WORDS`):
 //! a full-length frame at 8x is about 12 KB of samples, far more than a network buffer. The
 //! device writes its 12-byte virtio 1.x header first (three words), so the samples start
-//! word-aligned; the legacy 10-byte header is refused.
+//! word-aligned. The queues are this crate's ([`crate::queue`]), their memory part of the
+//! device (set up by [`CaptureDevice::start`], once the device sits where it stays).
 
-use crate::{open, InitError, Raw, Slot, RX_BUFFERS, TX_BUFFERS};
+use crate::mmio::{self, feature, Mmio, Registers};
+use crate::queue::{Buf, QueueMemory, Virtqueue, QUEUE_SIZE};
+use crate::{InitError, Slot, HEADER_LEN};
+
+/// Capture buffers kept posted.
+pub const RX_BUFFERS: usize = 4;
+/// Sample buffers to send.
+pub const TX_BUFFERS: usize = 8;
 
 /// Counters of what the capture device could not do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,80 +41,107 @@ pub struct CaptureCounters {
 struct Words<const N: usize>([u32; N]);
 
 impl<const N: usize> Words<N> {
-    /// The buffer as the bytes the device reads or writes.
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: the same memory, u8 has no alignment or validity requirements.
-        unsafe { core::slice::from_raw_parts(self.0.as_ptr().cast::<u8>(), N * 4) }
+    /// The buffer as the device sees it: (address, bytes).
+    fn buf(&self, bytes: usize, device_writes: bool) -> Buf {
+        Buf {
+            addr: self.0.as_ptr() as usize,
+            len: bytes.min(N * 4),
+            device_writes,
+        }
     }
+}
 
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above; the borrow of self is exclusive.
-        unsafe { core::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<u8>(), N * 4) }
-    }
+/// The virtio 1.x header: 12 bytes, three words.
+const HEADER_WORDS: usize = HEADER_LEN / 4;
+
+/// The device's queues, once set up.
+struct Queues {
+    rx: Virtqueue,
+    tx: Virtqueue,
 }
 
 /// A virtio-net device used as a sampler: captures in, sample buffers out.
 pub struct CaptureDevice<const RX_WORDS: usize, const TX_WORDS: usize> {
-    raw: Raw,
+    regs: Mmio,
+    rx_memory: QueueMemory,
+    tx_memory: QueueMemory,
+    queues: Option<Queues>,
     rx: [Words<RX_WORDS>; RX_BUFFERS],
-    rx_token: [Option<u16>; RX_BUFFERS],
+    rx_head: [Option<u16>; RX_BUFFERS],
     tx: [Words<TX_WORDS>; TX_BUFFERS],
-    tx_token: [Option<(u16, usize)>; TX_BUFFERS],
+    tx_head: [Option<u16>; TX_BUFFERS],
     irq: u32,
     counters: CaptureCounters,
 }
-
-/// The virtio 1.x header: 12 bytes, three words.
-const HEADER_WORDS: usize = 3;
 
 impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WORDS> {
     /// Samples one capture buffer holds.
     pub const RX_SAMPLES: usize = (RX_WORDS - HEADER_WORDS) * 32;
 
-    /// Brings up the device in `slot`; [`CaptureDevice::start`] posts the buffers.
+    /// Brings up the device in `slot` to feature negotiation; [`CaptureDevice::start`]
+    /// sets up its queues and posts the buffers.
     ///
     /// # Safety
-    /// As [`crate::VirtioNet::new`]: `slot` is a virtio-mmio network device used by nothing
-    /// else, and this is called once (the DMA pool is static).
+    /// `slot` is a virtio-mmio network device used by nothing else.
     pub unsafe fn new(slot: Slot) -> Result<Self, InitError> {
         // SAFETY: forwarded from the caller.
-        let raw = unsafe { open(slot) }?;
-        // The 10-byte legacy header would leave the samples unaligned.
-        let mut probe = [0u8; 16];
-        if raw.fill_buffer_header(&mut probe) != Ok(HEADER_WORDS * 4) {
-            warn!("virtio-net capture: legacy interface, samples would be unaligned");
-            return Err(InitError::Device);
-        }
+        let regs = unsafe { Mmio::new(slot.base) };
+        mmio::negotiate(&regs, feature::VERSION_1)?;
         info!(
             "virtio-net capture: up at {:#x}, irq {}",
             slot.base, slot.irq
         );
         Ok(CaptureDevice {
-            raw,
+            regs,
+            rx_memory: QueueMemory::new(),
+            tx_memory: QueueMemory::new(),
+            queues: None,
             rx: [const { Words([0; RX_WORDS]) }; RX_BUFFERS],
-            rx_token: [None; RX_BUFFERS],
+            rx_head: [None; RX_BUFFERS],
             tx: [const { Words([0; TX_WORDS]) }; TX_BUFFERS],
-            tx_token: [None; TX_BUFFERS],
+            tx_head: [None; TX_BUFFERS],
             irq: slot.irq,
             counters: CaptureCounters::default(),
         })
     }
 
-    /// Posts every capture buffer and enables the device's interrupts. Call once the value
-    /// has reached its final place in memory (the device keeps the buffers' addresses).
+    /// Sets up the queues, posts every capture buffer and lets the device run. Call once,
+    /// when the value has reached its final place in memory (the device keeps the
+    /// addresses of the queues and buffers) and stays there.
     pub fn start(&mut self) -> Result<(), InitError> {
+        if self.queues.is_some() {
+            return Err(InitError::Device);
+        }
+        // SAFETY: the caller keeps `self` in place for the device's life; each queue's
+        // memory is reached only through its queue from now on.
+        let (rx, mut tx) = unsafe {
+            (
+                Virtqueue::new(core::ptr::addr_of_mut!(self.rx_memory)),
+                Virtqueue::new(core::ptr::addr_of_mut!(self.tx_memory)),
+            )
+        };
+        tx.set_interrupts(false);
+        mmio::setup_queue(&self.regs, 0, QUEUE_SIZE, rx.areas())?;
+        mmio::setup_queue(&self.regs, 1, QUEUE_SIZE, tx.areas())?;
+        mmio::driver_ok(&self.regs);
+        self.queues = Some(Queues { rx, tx });
         for i in 0..RX_BUFFERS {
             self.post_rx(i)?;
         }
-        self.raw.enable_interrupts();
         Ok(())
     }
 
     fn post_rx(&mut self, i: usize) -> Result<(), InitError> {
-        // SAFETY: the buffer stays untouched until the device gives it back.
-        let token = unsafe { self.raw.receive_begin(self.rx[i].bytes_mut()) }
-            .map_err(|_| InitError::Device)?;
-        self.rx_token[i] = Some(token);
+        let Some(q) = self.queues.as_mut() else {
+            return Err(InitError::Device);
+        };
+        let head =
+            q.rx.add(&[self.rx[i].buf(RX_WORDS * 4, true)])
+                .ok_or(InitError::Device)?;
+        self.rx_head[i] = Some(head);
+        if q.rx.needs_notify() {
+            self.regs.write(mmio::reg::QUEUE_NOTIFY, 0);
+        }
         Ok(())
     }
 
@@ -124,22 +159,27 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
     /// completed capture to `on_capture` as (words, number of samples), in place in its DMA
     /// buffer, then posts the buffer again. Returns the captures handed over.
     pub fn on_interrupt(&mut self, mut on_capture: impl FnMut(&[u32], usize)) -> usize {
-        let _ = self.raw.ack_interrupt();
+        mmio::ack_interrupt(&self.regs);
         let mut handed = 0;
-        while let Some(token) = self.raw.poll_receive() {
-            let Some(i) = self.rx_token.iter().position(|t| *t == Some(token)) else {
+        while let Some((head, written)) = self.queues.as_mut().and_then(|q| q.rx.pop_used()) {
+            let Some(i) = self.rx_head.iter().position(|h| *h == Some(head)) else {
                 break;
             };
-            self.rx_token[i] = None;
-            // SAFETY: the same buffer that was posted with this token.
-            let got = unsafe { self.raw.receive_complete(token, self.rx[i].bytes_mut()) };
-            match got {
-                Ok((hdr, len)) if hdr == HEADER_WORDS * 4 && hdr + len <= RX_WORDS * 4 => {
+            self.rx_head[i] = None;
+            let written = written as usize;
+            match written.checked_sub(HEADER_LEN) {
+                Some(len) if written <= RX_WORDS * 4 => {
                     // Clear what an earlier, longer capture left in the last word.
-                    let end = hdr + len;
-                    let last_word_end = end.div_ceil(4) * 4;
-                    self.rx[i].bytes_mut()[end..last_word_end].fill(0);
-                    let words = &self.rx[i].0[HEADER_WORDS..last_word_end / 4];
+                    let end_word = written.div_ceil(4);
+                    let w = &mut self.rx[i].0;
+                    let keep = written % 4;
+                    if keep != 0 {
+                        // Volatile: the device wrote it.
+                        // SAFETY: in bounds (end_word <= RX_WORDS).
+                        let last = unsafe { core::ptr::read_volatile(&w[end_word - 1]) };
+                        w[end_word - 1] = last & (u32::MAX >> (8 * (4 - keep)));
+                    }
+                    let words = &self.rx[i].0[HEADER_WORDS..end_word];
                     self.counters.captures += 1;
                     on_capture(words, len * 8);
                     handed += 1;
@@ -155,25 +195,13 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
 
     /// Reclaims the transmit buffers the device has finished with.
     fn reclaim_tx(&mut self) {
-        while let Some(token) = self.raw.poll_transmit() {
-            let Some(i) = self
-                .tx_token
-                .iter()
-                .position(|t| matches!(t, Some((tok, _)) if *tok == token))
-            else {
-                break;
-            };
-            let len = self.tx_token[i].map_or(0, |(_, len)| len);
-            // SAFETY: the same slice that was submitted with this token.
-            if unsafe {
-                self.raw
-                    .transmit_complete(token, &self.tx[i].bytes()[..len])
+        let Some(q) = self.queues.as_mut() else {
+            return;
+        };
+        while let Some((head, _)) = q.tx.pop_used() {
+            if let Some(slot) = self.tx_head.iter_mut().find(|h| **h == Some(head)) {
+                *slot = None;
             }
-            .is_err()
-            {
-                break;
-            }
-            self.tx_token[i] = None;
         }
     }
 
@@ -182,28 +210,34 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
     /// count past the buffer, drops and counts it.
     pub fn transmit_with(&mut self, fill: impl FnOnce(&mut [u32]) -> Option<usize>) {
         self.reclaim_tx();
-        let Some(i) = self.tx_token.iter().position(Option::is_none) else {
+        let Some(i) = self.tx_head.iter().position(Option::is_none) else {
             self.counters.tx_dropped += 1;
             return;
         };
-        let words = &mut self.tx[i].0[HEADER_WORDS..];
+        let words = &mut self.tx[i].0;
         words.fill(0);
-        let Some(samples) = fill(words) else {
+        let Some(samples) = fill(&mut words[HEADER_WORDS..]) else {
             return;
         };
         if samples > (TX_WORDS - HEADER_WORDS) * 32 {
             self.counters.tx_dropped += 1;
             return;
         }
-        if self.raw.fill_buffer_header(self.tx[i].bytes_mut()).is_err() {
+        // The header stays zero: no checksum, no segmentation.
+        let len = HEADER_LEN + samples.div_ceil(8);
+        let buf = self.tx[i].buf(len, false);
+        let Some(q) = self.queues.as_mut() else {
             self.counters.tx_dropped += 1;
             return;
-        }
-        let len = HEADER_WORDS * 4 + samples.div_ceil(8);
-        // SAFETY: the buffer is not touched again until transmit_complete reclaims it.
-        match unsafe { self.raw.transmit_begin(&self.tx[i].bytes()[..len]) } {
-            Ok(token) => self.tx_token[i] = Some((token, len)),
-            Err(_) => self.counters.tx_dropped += 1,
+        };
+        match q.tx.add(&[buf]) {
+            Some(head) => {
+                self.tx_head[i] = Some(head);
+                if q.tx.needs_notify() {
+                    self.regs.write(mmio::reg::QUEUE_NOTIFY, 1);
+                }
+            }
+            None => self.counters.tx_dropped += 1,
         }
     }
 }

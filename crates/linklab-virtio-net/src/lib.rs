@@ -1,19 +1,36 @@
-//! linklab-virtio-net: a virtio-net device (virtio-mmio) as linklab-mac's PHY, no heap.
+//! linklab-virtio-net: a virtio-net device (virtio-mmio, virtio 1.x) as linklab-mac's PHY,
+//! no heap, with our own split virtqueues ([`queue`]) of 8 entries (224 bytes each).
 //!
-//! The queues are driven by the `virtio-drivers` crate's `VirtIONetRaw` (MIT), which needs no
-//! `alloc`: its DMA memory comes from a static page pool ([`PoolHal`]). Both the legacy
-//! (QEMU 7.2's default for `virt`) and the virtio 1.x interface work; `linklab emu` boots with
-//! `-global virtio-mmio.force-legacy=false`, i.e. virtio 1.x, whose 12-byte header the library
-//! handles.
+//! Written here rather than over `virtio-drivers`' `VirtIONetRaw` because of what that
+//! measured: its DMA memory came in whole 4 KiB pages (16 KB of RAM for two queues that use
+//! 440 bytes), it negotiates a fixed feature set (no `VIRTIO_NET_F_CSUM` or
+//! `VIRTIO_NET_F_GUEST_CSUM`), and it receives into buffers of its own, from which the
+//! interrupt copied every frame into the MAC's queue (1.4 instructions per byte on
+//! riscv32imac).
 //!
-//! * RX, in the interrupt handler: [`VirtioNet::on_interrupt`] takes each frame the device
-//!   filled into one of the posted receive buffers, copies it (the one copy the path has; a
-//!   PIO controller such as the LAN9118 has the same one) into a grant of linklab-mac's RX
-//!   queue, commits it and posts the buffer again. A full queue counts `rx_missed_errors`.
-//! * TX, in the main loop: [`VirtioNet::transmit`] (linklab-mac's `PhyTx` through
-//!   [`crate::SharedTx`]) puts the virtio-net header and the frame into a free transmit buffer.
+//! * RX, in the interrupt handler ([`VirtioNet::on_interrupt`]): the device writes each
+//!   frame straight into a grant of linklab-mac's RX queue: the posted buffer is a chain of
+//!   two descriptors, the 12-byte virtio-net header into the driver's memory and the frame
+//!   into the grant. The interrupt commits the grant with a tag
+//!   (`RxGrant::commit_tagged`, for `RxFormat::Tagged`) saying what the device knows of the
+//!   frame's checksums: with `VIRTIO_NET_F_GUEST_CSUM`, a frame the host validated
+//!   (`DATA_VALID`) or whose checksum it leaves partial because the frame never crossed a
+//!   wire (`NEEDS_CSUM`) is vouched for, so the MAC does not sum it again; the others (a
+//!   frame from a raw socket, say) the MAC verifies, dropping and counting bad ones. Then it
+//!   takes the next grant and posts it. bbqueue hands out one grant at a time, so one frame
+//!   buffer is posted at a time; when the queue is full, the driver's spill buffer is posted
+//!   instead, and a frame that lands there is copied into a grant if one has come free by
+//!   then, else dropped and counted (`rx_missed_errors`), as a NIC whose DMA ring ran dry.
+//! * TX, in the main loop (linklab-mac's `PhyTx` through [`SharedTx`]): the MAC builds
+//!   each frame straight in one of [`TX_BUFFERS`] driver buffers, behind room for the
+//!   virtio-net header ([`VirtioNet::tx_buffer`], `PhyTx::tx_buffer`), so nothing is copied;
+//!   a frame handed over in the MAC's own buffer ([`VirtioNet::transmit`]) is copied
+//!   (word-aligned). With `VIRTIO_NET_F_CSUM` the header asks the device to complete the
+//!   TCP or UDP checksum, and the MAC writes only the pseudo-header sum
+//!   (`PhyTx::completes_l4_checksums`). Transmit completions raise no interrupt: buffers
+//!   are reclaimed when the next frame needs one.
 //!
-//! RX and TX share one `VirtIONetRaw`, so the main loop reaches it only with interrupts masked
+//! RX and TX share one device, so the main loop reaches it only with interrupts masked
 //! ([`SharedTx`] takes the board's critical section).
 #![no_std]
 
@@ -23,74 +40,40 @@ extern crate linklab_fmt;
 linklab_fmt::exclusive_features!();
 
 use core::cell::UnsafeCell;
-use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::marker::PhantomData;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 pub mod capture;
+pub mod mmio;
+pub mod queue;
 
-use linklab_mac::{PhyTx, RxProducer, Storage};
-use virtio_drivers::device::net::VirtIONetRaw;
-use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
-use virtio_drivers::transport::{DeviceType, Transport};
-use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
+use linklab_mac::checksum::l4_checksum_field;
+use linklab_mac::{PhyTx, RxChecksums, RxGrant, RxProducer, Storage, RX_GRANT_LEN};
 
-/// Pages of DMA memory: two virtqueues of [`QUEUE_SIZE`] need two pages each (legacy layout)
-/// or two each (driver and device areas, virtio 1.x).
-pub const POOL_PAGES: usize = 4;
-/// Descriptors per virtqueue.
-pub const QUEUE_SIZE: usize = 8;
-/// Receive buffers kept posted.
-pub const RX_BUFFERS: usize = 4;
-/// Transmit buffers.
-pub const TX_BUFFERS: usize = 8;
-/// Size of each buffer: the 12-byte header plus a 1514-byte frame, rounded up (room to start
-/// a buffer up to 3 bytes in, to keep copies word-aligned, see `RxAlignment`).
+use mmio::{feature, Mmio, Registers};
+use queue::{Buf, QueueMemory, Virtqueue, QUEUE_SIZE};
+
+/// Transmit buffers (a frame each).
+pub const TX_BUFFERS: usize = 4;
+/// Size of a transmit buffer and of the spill buffer: the 12-byte header plus a 1514-byte
+/// frame (1518 with a VLAN tag), rounded up, with room to start 0–3 bytes in (word-aligned
+/// copies).
 pub const BUFFER_LEN: usize = 1536;
+/// The virtio 1.x network header: flags, GSO type, header length, GSO size, checksum start
+/// and offset, buffer count.
+pub const HEADER_LEN: usize = 12;
 
-#[repr(C, align(4096))]
-struct Pages(UnsafeCell<[[u8; PAGE_SIZE]; POOL_PAGES]>);
+/// Header flag: the checksum from `csum_start` on is to be completed.
+const HDR_F_NEEDS_CSUM: u8 = 1;
+/// Header flag: the host validated the frame's checksums.
+const HDR_F_DATA_VALID: u8 = 2;
 
-// SAFETY: pages are handed out at most once each (the bump pointer below), to the device.
-unsafe impl Sync for Pages {}
+/// The features the network device is asked for.
+const WANTED: u64 = feature::VERSION_1 | feature::MAC | feature::CSUM | feature::GUEST_CSUM;
 
-/// In section `.bss.dma_pages`, which a linker script can place first in `.bss` (where the
-/// section's own page alignment costs nothing; anywhere else it may leave up to 4 KiB of
-/// padding before it).
-#[link_section = ".bss.dma_pages"]
-static POOL: Pages = Pages(UnsafeCell::new([[0; PAGE_SIZE]; POOL_PAGES]));
-static NEXT_PAGE: AtomicUsize = AtomicUsize::new(0);
-
-/// `virtio_drivers::Hal` over a static pool of [`POOL_PAGES`] pages; physical addresses are
-/// virtual ones (no MMU on the MCUs this serves). Pages are never given back: the driver
-/// lives as long as the firmware.
-pub struct PoolHal;
-
-// SAFETY: dma_alloc returns distinct, zeroed, page-aligned pages from a static pool, or panics
-// when the pool is exhausted (a configuration error found at the first boot, not input).
-unsafe impl Hal for PoolHal {
-    fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
-        let first = NEXT_PAGE.fetch_add(pages, Ordering::AcqRel);
-        assert!(first + pages <= POOL_PAGES, "DMA pool exhausted");
-        // SAFETY: in bounds (checked above); the pages are handed out once.
-        let ptr = unsafe { (POOL.0.get() as *mut u8).add(first * PAGE_SIZE) };
-        let ptr = NonNull::new(ptr).expect("static pool is not null");
-        (ptr.as_ptr() as usize as PhysAddr, ptr)
-    }
-
-    unsafe fn dma_dealloc(_paddr: PhysAddr, _vaddr: NonNull<u8>, _pages: usize) -> i32 {
-        0
-    }
-
-    unsafe fn mmio_phys_to_virt(paddr: PhysAddr, _size: usize) -> NonNull<u8> {
-        NonNull::new(paddr as usize as *mut u8).expect("MMIO address is not null")
-    }
-
-    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
-        buffer.as_ptr() as *mut u8 as usize as PhysAddr
-    }
-
-    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
-}
+/// Queue indices of a network device.
+const RX_QUEUE: u32 = 0;
+const TX_QUEUE: u32 = 1;
 
 /// Why the device could not be brought up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +81,8 @@ unsafe impl Hal for PoolHal {
 pub enum InitError {
     /// No virtio-mmio network device in the probed slots.
     NotFound,
-    /// The device refused the driver (feature negotiation, queue setup), or a second
-    /// `VirtioNet` was asked for (the buffers are statics, for one device).
+    /// The device refused the driver (the legacy interface, feature negotiation, queue
+    /// setup), or a second `VirtioNet` was asked for (its memory is a static, for one).
     Device,
 }
 
@@ -107,106 +90,61 @@ pub enum InitError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct DriverCounters {
-    /// Frames dropped on transmit: no free buffer in time, or longer than a buffer.
+    /// Frames dropped on transmit: no free buffer, or longer than a buffer.
     pub tx_dropped: u64,
     /// Received buffers whose length the device reported wrong (dropped).
     pub rx_bad_length: u64,
+    /// Frames that landed in the spill buffer (the RX queue had no room when it was
+    /// posted): copied into a grant if one had come free, else dropped (and counted
+    /// `rx_missed_errors` in the MAC's queue).
+    pub rx_spilled: u64,
 }
 
 /// One buffer, aligned for the device.
 #[repr(C, align(16))]
 struct Buffer([u8; BUFFER_LEN]);
 
-/// The receive and transmit buffers: a static of this crate, like the DMA pool, so that a
-/// [`VirtioNet`] is small enough to build on the stack and move (with its buffers inline it
-/// was 19 KB, and the board's `main` held that much stack for its whole life).
-struct Buffers {
-    rx: [Buffer; RX_BUFFERS],
+/// The receive header, aligned for the device.
+#[repr(C, align(16))]
+struct Header([u8; HEADER_LEN]);
+
+/// Everything the driver shares with the device: both queues, the receive header, the
+/// spill buffer, the transmit buffers (8.5 KB). [`VirtioNet::new`] takes the crate's static
+/// once; [`VirtioNet::with_memory`] is handed one.
+pub struct NicMemory {
+    rx_queue: QueueMemory,
+    tx_queue: QueueMemory,
+    rx_header: Header,
+    spill: Buffer,
     tx: [Buffer; TX_BUFFERS],
 }
 
-struct BufferCell(UnsafeCell<Buffers>);
-
-// SAFETY: handed out once (BUFFERS_TAKEN), to the one VirtioNet.
-unsafe impl Sync for BufferCell {}
-
-static BUFFERS: BufferCell = BufferCell(UnsafeCell::new(Buffers {
-    rx: [const { Buffer([0; BUFFER_LEN]) }; RX_BUFFERS],
-    tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
-}));
-static BUFFERS_TAKEN: AtomicBool = AtomicBool::new(false);
-
-/// Keeps the interrupt's copy from a receive buffer into a grant, and the stack's copy of
-/// the TCP payload out of it, word-aligned.
-///
-/// linklab-mac's RX queue (bbqueue's framed ring) puts each frame right after the previous
-/// one, so a grant started at any byte offset and `memcpy` ran its misaligned path (2.6
-/// instructions per byte on riscv32imac). Here each frame is committed with 0–3 bytes of zero
-/// padding chosen so that the next grant starts at 2 mod 4: the IPv4 header (14 bytes in) and
-/// a TCP payload (54 bytes in) are then word-aligned. The receive buffers are posted so that
-/// the frame the device writes after its header starts at 2 mod 4 too. The padding is what an
-/// Ethernet frame may carry after its payload (the stack reads IP's own lengths) and never
-/// takes a frame past 1514 bytes.
-#[derive(Clone, Copy, Debug)]
-struct RxAlignment {
-    /// The virtio-net header's length (12 for virtio 1.x; learned from each completion).
-    header: usize,
-}
-
-/// Where grants, and so frames, should start, mod 4.
-const FRAME_ALIGN: usize = 2;
-
-impl Default for RxAlignment {
-    fn default() -> Self {
-        RxAlignment { header: 12 }
-    }
-}
-
-impl RxAlignment {
-    /// Where to post a receive buffer (buffers are 16-byte aligned) so that the frame after
-    /// the header starts at [`FRAME_ALIGN`] mod 4.
-    fn buffer_offset(&self) -> usize {
-        (FRAME_ALIGN + 4 - self.header % 4) % 4
-    }
-
-    /// Copies `frame` into a grant, padded so that the next grant starts at [`FRAME_ALIGN`]
-    /// mod 4, and commits it; false (counted missed) if the queue is full. An empty frame is
-    /// no transmission.
-    fn push<S: Storage>(&mut self, producer: &RxProducer<'_, S>, frame: &[u8]) -> bool {
-        if frame.is_empty() {
-            return false;
+impl NicMemory {
+    /// Zeroed memory (a static lands in `.bss`).
+    pub const fn new() -> Self {
+        NicMemory {
+            rx_queue: QueueMemory::new(),
+            tx_queue: QueueMemory::new(),
+            rx_header: Header([0; HEADER_LEN]),
+            spill: Buffer([0; BUFFER_LEN]),
+            tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
         }
-        let Ok(mut grant) = producer.grant() else {
-            producer.record_missed();
-            return false;
-        };
-        let buf = grant.buf();
-        let len = frame.len().min(buf.len());
-        // The next grant's data follows this one's data and the 2-byte frame header.
-        let end = buf.as_ptr() as usize + len + linklab_mac::queue::FRAME_HEADER_LEN;
-        let pad = (FRAME_ALIGN + 4 - end % 4) % 4;
-        let padded = (len + pad).min(buf.len()).min(1514).max(len);
-        buf[..len].copy_from_slice(&frame[..len]);
-        buf[len..padded].fill(0);
-        grant.commit(padded);
-        true
     }
 }
 
-/// A virtio-net device with its posted receive buffers and its transmit buffers.
-pub struct VirtioNet {
-    raw: Raw,
-    buffers: &'static mut Buffers,
-    rx_token: [Option<u16>; RX_BUFFERS],
-    /// Where in each receive buffer it was posted (see [`RxAlignment`]).
-    rx_offset: [usize; RX_BUFFERS],
-    rx_align: RxAlignment,
-    /// (token, offset, bytes submitted) of each transmit buffer in flight: the library
-    /// checks that a completion names the same slice.
-    tx_token: [Option<(u16, usize, usize)>; TX_BUFFERS],
-    irq: u32,
-    counters: DriverCounters,
+impl Default for NicMemory {
+    fn default() -> Self {
+        Self::new()
+    }
 }
+
+struct MemoryCell(UnsafeCell<NicMemory>);
+
+// SAFETY: handed out once (MEMORY_TAKEN), to the one VirtioNet.
+unsafe impl Sync for MemoryCell {}
+
+static MEMORY: MemoryCell = MemoryCell(UnsafeCell::new(NicMemory::new()));
+static MEMORY_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// Where a virtio-mmio device sits: base address and the interrupt it raises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,77 +165,104 @@ pub unsafe fn probe(slots: impl IntoIterator<Item = Slot>) -> Option<Slot> {
     const NET: u32 = 1;
     slots.into_iter().find(|s| {
         // SAFETY: the caller vouches for the region.
-        let magic = unsafe { core::ptr::read_volatile(s.base as *const u32) };
-        let id = unsafe { core::ptr::read_volatile((s.base + 8) as *const u32) };
-        magic == MAGIC && id == NET
+        let regs = unsafe { Mmio::new(s.base) };
+        regs.read(mmio::reg::MAGIC) == MAGIC && regs.read(mmio::reg::DEVICE_ID) == NET
     })
 }
 
-/// The queues of the virtio-mmio network device in `slot`, brought up by `virtio-drivers`.
-///
-/// # Safety
-/// As [`VirtioNet::new`].
-unsafe fn open(slot: Slot) -> Result<Raw, InitError> {
-    let header = NonNull::new(slot.base as *mut VirtIOHeader).ok_or(InitError::NotFound)?;
-    // SAFETY: forwarded from the caller; a virtio-mmio slot is 0x200 bytes.
-    let transport =
-        unsafe { MmioTransport::new(header, 0x200) }.map_err(|_| InitError::NotFound)?;
-    if transport.device_type() != DeviceType::Network {
-        return Err(InitError::NotFound);
-    }
-    VirtIONetRaw::new(transport).map_err(|_| {
-        warn!("virtio-net: the device refused the driver");
-        InitError::Device
-    })
+/// What is posted on the receive queue.
+enum Posted<S: Storage + 'static> {
+    /// A grant of the RX queue: the device writes the frame straight into it.
+    Grant(RxGrant<'static, S>),
+    /// The spill buffer (the queue was full).
+    Spill,
 }
 
-/// `virtio-drivers`' raw network device over our DMA pool and MMIO transport.
-type Raw = VirtIONetRaw<PoolHal, MmioTransport<'static>, QUEUE_SIZE>;
+/// A virtio-net device: its queues, the grant (or spill buffer) posted for the next frame,
+/// and its transmit buffers. `S` is the RX queue's storage; `R` how its registers are
+/// reached.
+pub struct VirtioNet<S: Storage + 'static, R: Registers = Mmio> {
+    regs: R,
+    irq: u32,
+    features: u64,
+    producer: RxProducer<'static, S>,
+    rx: Virtqueue,
+    tx: Virtqueue,
+    mem: &'static mut NicMemory,
+    /// The chain posted on the receive queue: (its head descriptor, what it is).
+    posted: Option<(u16, Posted<S>)>,
+    /// The head descriptor of each transmit buffer in flight.
+    tx_heads: [Option<u16>; TX_BUFFERS],
+    /// The transmit buffer lent to the MAC ([`VirtioNet::tx_buffer`]), not yet sent.
+    lent: Option<usize>,
+    counters: DriverCounters,
+}
 
-impl VirtioNet {
-    /// Brings up the device in `slot` and posts the receive buffers.
+impl<S: Storage + 'static> VirtioNet<S, Mmio> {
+    /// Brings up the device in `slot` with the crate's static memory; its frames go into
+    /// `producer`'s queue. [`VirtioNet::start`] posts the first receive buffer.
     ///
     /// # Safety
     /// `slot` must be a virtio-mmio network device (see [`probe`]) not used by anything
-    /// else, and this must be called once (the DMA pool is static).
-    pub unsafe fn new(slot: Slot) -> Result<VirtioNet, InitError> {
-        // SAFETY: forwarded from the caller.
-        let raw = unsafe { open(slot) }?;
-        if BUFFERS_TAKEN.swap(true, Ordering::AcqRel) {
+    /// else.
+    pub unsafe fn new(slot: Slot, producer: RxProducer<'static, S>) -> Result<Self, InitError> {
+        if MEMORY_TAKEN.swap(true, Ordering::AcqRel) {
             return Err(InitError::Device);
         }
-        // SAFETY: BUFFERS_TAKEN makes this the only reference, created once.
-        let buffers = unsafe { &mut *BUFFERS.0.get() };
+        // SAFETY: MEMORY_TAKEN makes this the only reference, created once.
+        let mem = unsafe { &mut *MEMORY.0.get() };
+        // SAFETY: forwarded from the caller.
+        let regs = unsafe { Mmio::new(slot.base) };
+        let dev = Self::with_memory(regs, slot.irq, producer, mem)?;
         info!("virtio-net: up at {:#x}, irq {}", slot.base, slot.irq);
+        Ok(dev)
+    }
+}
+
+impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
+    /// Brings up the network device behind `regs` (raising interrupt `irq`) over `mem`.
+    pub fn with_memory(
+        regs: R,
+        irq: u32,
+        producer: RxProducer<'static, S>,
+        mem: &'static mut NicMemory,
+    ) -> Result<Self, InitError> {
+        let features = mmio::negotiate(&regs, WANTED)?;
+        // SAFETY: `mem` is 'static; each queue's memory is its own field of it, which the
+        // driver reaches only through that queue from now on.
+        let (rx, mut tx) = unsafe {
+            (
+                Virtqueue::new(core::ptr::addr_of_mut!(mem.rx_queue)),
+                Virtqueue::new(core::ptr::addr_of_mut!(mem.tx_queue)),
+            )
+        };
+        // Transmit buffers are reclaimed when needed, not on an interrupt.
+        tx.set_interrupts(false);
+        mmio::setup_queue(&regs, RX_QUEUE, QUEUE_SIZE, rx.areas())?;
+        mmio::setup_queue(&regs, TX_QUEUE, QUEUE_SIZE, tx.areas())?;
+        mmio::driver_ok(&regs);
         Ok(VirtioNet {
-            raw,
-            buffers,
-            rx_token: [None; RX_BUFFERS],
-            rx_offset: [0; RX_BUFFERS],
-            rx_align: RxAlignment::default(),
-            tx_token: [None; TX_BUFFERS],
-            irq: slot.irq,
+            regs,
+            irq,
+            features,
+            producer,
+            rx,
+            tx,
+            mem,
+            posted: None,
+            tx_heads: [None; TX_BUFFERS],
+            lent: None,
             counters: DriverCounters::default(),
         })
     }
 
-    /// Posts every receive buffer and enables the device's interrupts. Call once the value
-    /// has reached its final place in memory (the device keeps the buffers' addresses).
+    /// Posts the first receive buffer. Call once the value has reached its final place
+    /// (the device keeps the addresses of what is posted).
     pub fn start(&mut self) -> Result<(), InitError> {
-        for i in 0..RX_BUFFERS {
-            self.post_rx(i)?;
+        self.post_rx();
+        if self.posted.is_none() {
+            return Err(InitError::Device);
         }
-        self.raw.enable_interrupts();
-        Ok(())
-    }
-
-    fn post_rx(&mut self, i: usize) -> Result<(), InitError> {
-        let offset = self.rx_align.buffer_offset();
-        // SAFETY: the buffer stays untouched until the device gives it back (receive_complete).
-        let token = unsafe { self.raw.receive_begin(&mut self.buffers.rx[i].0[offset..]) }
-            .map_err(|_| InitError::Device)?;
-        self.rx_token[i] = Some(token);
-        self.rx_offset[i] = offset;
         Ok(())
     }
 
@@ -306,137 +271,257 @@ impl VirtioNet {
         self.irq
     }
 
-    /// The device's MAC address (from its configuration space).
+    /// The device's MAC address (from its configuration space; zero without
+    /// `VIRTIO_NET_F_MAC`).
     pub fn mac_address(&self) -> [u8; 6] {
-        self.raw.mac_address()
+        if self.features & feature::MAC == 0 {
+            return [0; 6];
+        }
+        mmio::mac_address(&self.regs)
     }
 
-    /// What the driver dropped.
+    /// The features negotiated (virtio feature bits, [`mmio::feature`]).
+    pub fn features(&self) -> u64 {
+        self.features
+    }
+
+    /// What the driver dropped or spilled.
     pub fn counters(&self) -> DriverCounters {
         self.counters
     }
 
-    /// The interrupt handler's work: acknowledges the interrupt and moves every received
-    /// frame into a grant of `producer` (or counts it missed), re-posting each buffer.
-    /// Returns the frames committed.
-    pub fn on_interrupt<S: Storage>(&mut self, producer: &RxProducer<'_, S>) -> usize {
-        let _ = self.raw.ack_interrupt();
+    /// True if the device completes the TCP/UDP checksums of what is sent
+    /// (`VIRTIO_NET_F_CSUM`): the MAC then writes only their pseudo-header sums.
+    pub fn completes_l4_checksums(&self) -> bool {
+        self.features & feature::CSUM != 0
+    }
+
+    /// Posts a grant of the RX queue for the next frame, or the spill buffer when the queue
+    /// has no room.
+    fn post_rx(&mut self) {
+        let header = Buf {
+            addr: self.mem.rx_header.0.as_ptr() as usize,
+            len: HEADER_LEN,
+            device_writes: true,
+        };
+        let (mut grant, frame) = match self.producer.grant() {
+            Ok(mut g) => {
+                let b = g.buf();
+                let frame = Buf {
+                    addr: b.as_mut_ptr() as usize,
+                    len: b.len(),
+                    device_writes: true,
+                };
+                (Some(g), frame)
+            }
+            Err(_) => {
+                let frame = Buf {
+                    addr: self.mem.spill.0.as_mut_ptr() as usize,
+                    len: BUFFER_LEN,
+                    device_writes: true,
+                };
+                (None, frame)
+            }
+        };
+        let Some(head) = self.rx.add(&[header, frame]) else {
+            // Cannot happen (one chain of two in eight descriptors); the grant is cancelled.
+            return;
+        };
+        self.posted = Some((head, grant.take().map_or(Posted::Spill, Posted::Grant)));
+        if self.rx.needs_notify() {
+            self.regs.write(mmio::reg::QUEUE_NOTIFY, RX_QUEUE);
+        }
+    }
+
+    /// What the receive header says of the frame's checksums.
+    fn rx_checksums(&self) -> RxChecksums {
+        // Volatile: the device wrote it.
+        // SAFETY: a byte of our own memory.
+        let flags = unsafe { core::ptr::read_volatile(self.mem.rx_header.0.as_ptr()) };
+        if self.features & feature::GUEST_CSUM != 0
+            && flags & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0
+        {
+            RxChecksums::Valid
+        } else {
+            RxChecksums::Unchecked
+        }
+    }
+
+    /// The interrupt handler's work: acknowledges the interrupt, commits every frame the
+    /// device wrote (into the posted grant, or from the spill buffer into a grant if one is
+    /// free now, else counted missed) and posts the next buffer each time. Returns the
+    /// frames committed.
+    pub fn on_interrupt(&mut self) -> usize {
+        mmio::ack_interrupt(&self.regs);
         let mut committed = 0;
-        while let Some(token) = self.raw.poll_receive() {
-            let Some(i) = self.rx_token.iter().position(|t| *t == Some(token)) else {
-                // Not one of ours: nothing sane to do but stop.
+        while let Some((head, written)) = self.rx.pop_used() {
+            let Some((posted_head, what)) = self.posted.take() else {
                 break;
             };
-            self.rx_token[i] = None;
-            let offset = self.rx_offset[i];
-            // SAFETY: the same buffer slice that was posted with this token.
-            let got = unsafe {
-                self.raw
-                    .receive_complete(token, &mut self.buffers.rx[i].0[offset..])
-            };
-            match got {
-                Ok((hdr, len)) if offset + hdr + len <= BUFFER_LEN => {
-                    self.rx_align.header = hdr;
-                    let frame = &self.buffers.rx[i].0[offset + hdr..offset + hdr + len];
-                    if self.rx_align.push(producer, frame) {
+            if head != posted_head {
+                // Not the chain we posted: the device is broken; stop receiving.
+                break;
+            }
+            let len = (written as usize).saturating_sub(HEADER_LEN);
+            let checksums = self.rx_checksums();
+            match what {
+                Posted::Grant(grant) if (1..=RX_GRANT_LEN).contains(&len) => {
+                    grant.commit_tagged(len, checksums);
+                    committed += 1;
+                }
+                Posted::Spill if (1..=BUFFER_LEN).contains(&len) => {
+                    self.counters.rx_spilled += 1;
+                    if self.commit_spilled(len, checksums) {
                         committed += 1;
                     }
                 }
                 _ => {
                     debug!("virtio-net: RX buffer with a bad length dropped");
-                    self.counters.rx_bad_length += 1
+                    self.counters.rx_bad_length += 1;
                 }
             }
-            if self.post_rx(i).is_err() {
-                break;
-            }
+            self.post_rx();
         }
         committed
     }
 
+    /// Copies the frame in the spill buffer into a grant, if one is free; else counts it
+    /// missed.
+    fn commit_spilled(&mut self, len: usize, checksums: RxChecksums) -> bool {
+        let Ok(mut grant) = self.producer.grant() else {
+            self.producer.record_missed();
+            return false;
+        };
+        let buf = grant.buf();
+        let n = len.min(buf.len());
+        buf[..n].copy_from_slice(&self.mem.spill.0[..n]);
+        grant.commit_tagged(n, checksums);
+        true
+    }
+
     /// Reclaims the transmit buffers the device has finished with.
     fn reclaim_tx(&mut self) {
-        while let Some(token) = self.raw.poll_transmit() {
-            let Some(i) = self
-                .tx_token
-                .iter()
-                .position(|t| matches!(t, Some((tok, _, _)) if *tok == token))
-            else {
-                break;
-            };
-            let (at, len) = self.tx_token[i].map_or((0, 0), |(_, at, len)| (at, len));
-            // SAFETY: the same slice that was submitted with this token.
-            if unsafe {
-                self.raw
-                    .transmit_complete(token, &self.buffers.tx[i].0[at..at + len])
+        while let Some((head, _)) = self.tx.pop_used() {
+            if let Some(slot) = self.tx_heads.iter_mut().find(|h| **h == Some(head)) {
+                *slot = None;
             }
-            .is_err()
-            {
-                break;
-            }
-            self.tx_token[i] = None;
         }
+    }
+
+    /// A transmit buffer neither in flight nor lent, after reclaiming what the device
+    /// finished.
+    fn free_tx(&mut self) -> Option<usize> {
+        self.reclaim_tx();
+        let lent = self.lent;
+        (0..TX_BUFFERS).find(|&i| self.tx_heads[i].is_none() && lent != Some(i))
     }
 
     /// True if a transmit buffer is free now (after reclaiming what the device finished).
     pub fn tx_ready(&mut self) -> bool {
-        self.reclaim_tx();
-        self.tx_token.iter().any(Option::is_none)
+        self.free_tx().is_some()
     }
 
-    /// Sends one plain Ethernet frame (the device adds nothing on the wire but what virtio
-    /// says): waits a bounded time for a free buffer, else drops and counts it.
-    pub fn transmit(&mut self, frame: &[u8]) {
-        const WAIT_ROUNDS: usize = 1;
-        let mut free = None;
-        for _ in 0..WAIT_ROUNDS {
-            self.reclaim_tx();
-            free = self.tx_token.iter().position(Option::is_none);
-            if free.is_some() {
-                break;
-            }
+    /// Lends a free transmit buffer's frame area (`len` bytes, starting at
+    /// `linklab_mac::FRAME_ALIGN` mod 4, behind room for the header) for the MAC to build
+    /// the next frame in place ([`VirtioNet::transmit_buffer`] sends it): no copy. None
+    /// when no buffer is free or `len` does not fit.
+    pub fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.lent.is_some() || LENT_AT + HEADER_LEN + len > BUFFER_LEN {
+            return None;
         }
-        let Some(i) = free else {
+        let i = self.free_tx()?;
+        self.lent = Some(i);
+        Some(&mut self.mem.tx[i].0[LENT_AT + HEADER_LEN..LENT_AT + HEADER_LEN + len])
+    }
+
+    /// Sends the first `len` bytes of the frame area [`VirtioNet::tx_buffer`] lent.
+    pub fn transmit_buffer(&mut self, len: usize) {
+        let Some(i) = self.lent.take() else {
+            return;
+        };
+        if LENT_AT + HEADER_LEN + len > BUFFER_LEN {
+            self.counters.tx_dropped += 1;
+            return;
+        }
+        self.send_slot(i, LENT_AT, len);
+    }
+
+    /// Sends one plain Ethernet frame: copied behind its header into a free transmit
+    /// buffer, or dropped and counted when none is free.
+    pub fn transmit(&mut self, frame: &[u8]) {
+        let Some(i) = self.free_tx() else {
             self.counters.tx_dropped += 1;
             return;
         };
         // Start the header where the frame after it lands at the same offset mod 4 as
-        // `frame` (buffers are 16-byte aligned, virtio 1.x's header 12 bytes): the copy is
-        // then word by word, not memcpy's misaligned path.
-        let at = (frame.as_ptr() as usize + 4 - self.rx_align.header % 4) % 4;
-        let buf = &mut self.buffers.tx[i].0[at..];
-        let Ok(hdr) = self.raw.fill_buffer_header(buf) else {
-            self.counters.tx_dropped += 1;
-            return;
-        };
-        let Some(dst) = buf.get_mut(hdr..hdr + frame.len()) else {
+        // `frame` (buffers are 16-byte aligned): the copy is then word by word.
+        let at = (frame.as_ptr() as usize + 4 - HEADER_LEN % 4) % 4;
+        let Some(dst) = self.mem.tx[i]
+            .0
+            .get_mut(at + HEADER_LEN..at + HEADER_LEN + frame.len())
+        else {
             self.counters.tx_dropped += 1;
             return;
         };
         dst.copy_from_slice(frame);
-        // SAFETY: the buffer is not touched again until transmit_complete reclaims it.
-        let len = hdr + frame.len();
-        match unsafe { self.raw.transmit_begin(&self.buffers.tx[i].0[at..at + len]) } {
-            Ok(token) => self.tx_token[i] = Some((token, at, len)),
-            Err(_) => self.counters.tx_dropped += 1,
+        self.send_slot(i, at, frame.len());
+    }
+
+    /// Offers transmit buffer `i` to the device: its header at `at` (with
+    /// `VIRTIO_NET_F_CSUM`, asking the device to complete the TCP or UDP checksum), the
+    /// `len`-byte frame behind it.
+    fn send_slot(&mut self, i: usize, at: usize, len: usize) {
+        let buf = &mut self.mem.tx[i].0[at..at + HEADER_LEN + len];
+        let mut header = [0u8; HEADER_LEN];
+        if self.features & feature::CSUM != 0 {
+            if let Some((start, offset)) = l4_checksum_field(&buf[HEADER_LEN..]) {
+                header[0] = HDR_F_NEEDS_CSUM;
+                header[6..8].copy_from_slice(&(start as u16).to_le_bytes());
+                header[8..10].copy_from_slice(&(offset as u16).to_le_bytes());
+            }
+        }
+        buf[..HEADER_LEN].copy_from_slice(&header);
+        let chain = [Buf {
+            addr: buf.as_ptr() as usize,
+            len: buf.len(),
+            device_writes: false,
+        }];
+        match self.tx.add(&chain) {
+            Some(head) => {
+                self.tx_heads[i] = Some(head);
+                if self.tx.needs_notify() {
+                    self.regs.write(mmio::reg::QUEUE_NOTIFY, TX_QUEUE);
+                }
+            }
+            None => self.counters.tx_dropped += 1,
         }
     }
 }
 
+/// Where in a transmit buffer a lent frame's header starts: the frame behind it then
+/// starts at `linklab_mac::FRAME_ALIGN` mod 4 (buffers are 16-byte aligned), as the MAC's
+/// own buffer does, so the stack's copies into it are word-aligned.
+const LENT_AT: usize = (linklab_mac::FRAME_ALIGN + 4 - HEADER_LEN % 4) % 4;
+
 /// The main loop's transmit side of a [`VirtioNet`] that the interrupt handler also uses:
-/// every access runs inside the board's critical section `cs` (interrupts masked).
-pub struct SharedTx<F> {
+/// every access runs inside the board's critical section `with_device` (interrupts
+/// masked).
+pub struct SharedTx<S: Storage + 'static, F> {
     with_device: F,
+    storage: PhantomData<S>,
 }
 
-impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> SharedTx<F> {
+impl<S: Storage + 'static, F: FnMut(&mut dyn FnMut(&mut VirtioNet<S>))> SharedTx<S, F> {
     /// `with_device` must run its argument on the device with interrupts masked.
     pub fn new(with_device: F) -> Self {
-        SharedTx { with_device }
+        SharedTx {
+            with_device,
+            storage: PhantomData,
+        }
     }
 }
 
-impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> PhyTx for SharedTx<F> {
+impl<S: Storage + 'static, F: FnMut(&mut dyn FnMut(&mut VirtioNet<S>))> PhyTx for SharedTx<S, F> {
     fn transmit(&mut self, wire: &[u8]) {
         (self.with_device)(&mut |dev| dev.transmit(wire));
     }
@@ -452,4 +537,28 @@ impl<F: FnMut(&mut dyn FnMut(&mut VirtioNet))> PhyTx for SharedTx<F> {
         (self.with_device)(&mut |dev| free = dev.tx_ready());
         free
     }
+
+    fn completes_l4_checksums(&mut self) -> bool {
+        let mut on = false;
+        (self.with_device)(&mut |dev| on = dev.completes_l4_checksums());
+        on
+    }
+
+    fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        let mut lent = None;
+        (self.with_device)(&mut |dev| {
+            lent = dev.tx_buffer(len).map(|b| (b.as_mut_ptr(), b.len()));
+        });
+        // SAFETY: the transmit buffers are the main loop's alone (the interrupt handler
+        // touches only the receive queue), and the driver leaves a lent one untouched until
+        // transmit_buffer; the slice borrows `self`, so no other call on it comes first.
+        lent.map(|(p, n)| unsafe { core::slice::from_raw_parts_mut(p, n) })
+    }
+
+    fn transmit_buffer(&mut self, len: usize) {
+        (self.with_device)(&mut |dev| dev.transmit_buffer(len));
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -174,7 +174,7 @@ pub fn run(
     let mut next_tx = iperf_tx.iter_mut();
     let iperf = IperfBuffers {
         tcp: iperf_rx.each_mut().map(|rx| TcpBuffers {
-            rx,
+            rx: rx.ring(),
             tx: next_tx
                 .next()
                 .and_then(Option::take)

@@ -19,7 +19,7 @@ use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
 use crate::stats::Rendered;
-use crate::{device_apps, now, take_buffers, Board};
+use crate::{device_apps, now, take_buffers, Apps, Board};
 
 /// The UART's line rate the link assumes (QEMU's UARTs move bytes as fast as the host side
 /// takes them; 4 Mbaud is the highest standard rate, so `linklab serial --baud 4000000`).
@@ -142,7 +142,8 @@ fn write_stats(
 /// [`SERIAL_RX`], leave through `tx`.
 pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: DeviceConfig) -> ! {
     let taken = take_buffers();
-    let (Some((buf, slots, blast)), false) = (taken, LINK_TAKEN.swap(true, Ordering::AcqRel))
+    let (Some((buf, slots, blast, place)), false) =
+        (taken, LINK_TAKEN.swap(true, Ordering::AcqRel))
     else {
         board.console("linklab firmware: run_serial() called twice\n");
         loop {
@@ -162,7 +163,12 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
     // No packet blaster over the serial link: its socket stays unbound.
-    let (mut sockets, mut apps, _) = device_apps(buf, slots, blast);
+    let (state, _) = device_apps(place, buf, slots, blast);
+    let Apps {
+        sockets,
+        apps,
+        body,
+    } = state;
 
     let mut line = [0u8; 96];
     let mut w = SliceWriter::new(&mut line);
@@ -178,7 +184,6 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
     let n = w.len();
     board.console(core::str::from_utf8(&line[..n]).unwrap_or("linklab firmware: up\n"));
 
-    let mut body = [0u8; linklab_perf::http::MAX_HEAD];
     let mut out = [0u8; 256];
     let (mut out_len, mut out_pos) = (0usize, 0usize);
     let mut chunk = [0u8; 256];
@@ -195,19 +200,19 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
         let t = now(&mut board);
         // The stack runs when a frame arrived or one of its timers is due, not for every
         // byte the UART delivers.
-        let stack_due = [iface.poll_at(t, &sockets), apps.poll_at()]
+        let stack_due = [iface.poll_at(t, sockets), apps.poll_at()]
             .into_iter()
             .flatten()
             .any(|d| d <= t);
         if link.has_received() || stack_due || !stack_ran {
-            apps.poll_interface(&mut iface, link, &mut sockets, t, |_| None);
-            let len = if apps.http_request_pending(&sockets) {
-                write_stats(&mut body, B::NAME, link, &apps.counters())
+            apps.poll_interface(&mut iface, link, sockets, t, |_| None);
+            let len = if apps.http_request_pending(sockets) {
+                write_stats(body, B::NAME, link, &apps.counters())
             } else {
                 None
             };
-            apps.poll(&mut sockets, &mut Rendered { body: &body, len }, t);
-            apps.poll_interface(&mut iface, link, &mut sockets, t, |_| None);
+            apps.poll(sockets, &mut Rendered { body, len }, t);
+            apps.poll_interface(&mut iface, link, sockets, t, |_| None);
             stack_ran = true;
         }
 
@@ -232,7 +237,7 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
         let t = now(&mut board);
         let link_at = link.poll_at(us).map(|at| Instant::from_micros(at as i64));
         let retry = blocked.then(|| t + smoltcp::time::Duration::from_micros(100));
-        let deadline = [iface.poll_at(t, &sockets), apps.poll_at(), link_at, retry]
+        let deadline = [iface.poll_at(t, sockets), apps.poll_at(), link_at, retry]
             .into_iter()
             .flatten()
             .min();

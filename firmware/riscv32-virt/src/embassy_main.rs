@@ -107,7 +107,7 @@ extern "C" fn main_entry() -> ! {
         // SAFETY: as above.
         stack_top: Some(core::ptr::addr_of!(_stack_top) as usize),
     };
-    linklab_firmware::embassy::run(board, tx, RxFormat::Aligned { fcs: false }, config)
+    linklab_firmware::embassy::run(board, tx, RxFormat::Tagged, config)
 }
 
 #[panic_handler]

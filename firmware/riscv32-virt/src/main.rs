@@ -34,7 +34,7 @@ extern "C" fn main_entry() -> ! {
     };
     timer::disarm();
     cpu::enable_machine_interrupts();
-    linklab_firmware::run(board, tx, RxFormat::Aligned { fcs: false }, config)
+    linklab_firmware::run(board, tx, RxFormat::Tagged, config)
 }
 
 #[panic_handler]

@@ -7,7 +7,7 @@
 //! clock and `minstret` with it), on the Cortex-M3 in nanoseconds awake on its 25 MHz timer,
 //! which under `shift=0` are instructions (40 per tick). Each figure is the difference of
 //! `/stats` before and after a stock iperf3 transfer, less the cost of one `/stats` fetch,
-//! divided by the payload bytes iperf3 sent.
+//! divided by the payload bytes the device's iperf3 server counted (received, or sent).
 
 use std::path::Path;
 
@@ -87,10 +87,49 @@ fn breakdown(w: &Work, fetch: &Work, bytes: u64) -> (f64, Value) {
     (per_byte(main + isr, bytes), layers)
 }
 
-fn sent_bytes(report: &Value) -> anyhow::Result<u64> {
-    report["end"]["sum_sent"]["bytes"]
+/// What one transfer took in frames and main-loop passes (the per-segment and per-pass
+/// shares of the per-byte figures), from two `/stats` documents (the fetch's own frames and
+/// pass included).
+struct Counts {
+    frames_received: u64,
+    frames_sent: u64,
+    frames_missed: u64,
+    loops: u64,
+}
+
+impl Counts {
+    fn between(before: &Value, after: &Value) -> Counts {
+        let diff = |path: [&str; 2]| {
+            let v = |s: &Value| s[path[0]][path[1]].as_u64().unwrap_or(0);
+            v(after).saturating_sub(v(before))
+        };
+        let loops = {
+            let v = |s: &Value| s["cpu"]["work"]["loops"].as_u64().unwrap_or(0);
+            v(after).saturating_sub(v(before))
+        };
+        Counts {
+            frames_received: diff(["mac", "rx_packets"]),
+            frames_sent: diff(["mac", "tx_packets"]),
+            frames_missed: diff(["mac", "rx_missed_errors"]),
+            loops,
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "frames_received": self.frames_received,
+            "frames_sent": self.frames_sent,
+            "frames_missed": self.frames_missed,
+            "main_loop_passes": self.loops,
+        })
+    }
+}
+
+/// The payload bytes of `side` (`sum_sent` or `sum_received`) in an iperf3 report.
+fn report_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
+    report["end"][side]["bytes"]
         .as_u64()
-        .context("iperf3 report has no end.sum_sent.bytes")
+        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))
 }
 
 /// Instructions per payload byte both ways, flash, RAM and stack.
@@ -104,20 +143,25 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
     let s1 = lab.stats()?;
     let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
 
-    // Every byte the client sent reaches the device and is processed, including what was
-    // still in flight when the client ended the test; so count the sender's bytes.
+    // Each way, the bytes the device's app moved: received, as the device counted them
+    // (the client's `sent` is what it wrote into its socket, and a Linux client ends the
+    // test with up to a few hundred kB of that still in its send buffer, never sent: a
+    // capture of one run had 3.57 MB of payload on the TAP for 4.19 MB "sent", the device
+    // counting 3.56 MB), and sent, as the device counted them.
     let rx_report = lab.iperf3(&["-n", COST_BYTES])?;
     let s2 = lab.stats()?;
-    let rx_bytes = sent_bytes(&rx_report)?;
+    let rx_bytes = report_bytes(&rx_report, "sum_received")?;
     let rx = Work::of(&s1)?.until(&Work::of(&s2)?);
 
     let tx_report = lab.iperf3(&["-n", COST_BYTES, "-R"])?;
     let s3 = lab.stats()?;
-    let tx_bytes = sent_bytes(&tx_report)?;
+    let tx_bytes = report_bytes(&tx_report, "sum_sent")?;
     let tx = Work::of(&s2)?.until(&Work::of(&s3)?);
 
     let (rx_per_byte, rx_layers) = breakdown(&rx, &fetch, rx_bytes);
     let (tx_per_byte, tx_layers) = breakdown(&tx, &fetch, tx_bytes);
+    let rx_counts = Counts::between(&s1, &s2);
+    let tx_counts = Counts::between(&s2, &s3);
     let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
     Ok(json!({
         "board": board.name,
@@ -128,7 +172,10 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
         "rx_layers": rx_layers,
         "tx_layers": tx_layers,
         "rx_bytes": rx_bytes,
+        "rx_bytes_client_wrote": report_bytes(&rx_report, "sum_sent")?,
         "tx_bytes": tx_bytes,
+        "rx_counts": rx_counts.json(),
+        "tx_counts": tx_counts.json(),
         "rx_work": rx.total(),
         "tx_work": tx.total(),
         "stats_fetch_work": fetch.total(),

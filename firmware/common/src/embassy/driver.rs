@@ -20,6 +20,26 @@ impl PhyTx for DynPhy {
     fn transmit(&mut self, wire: &[u8]) {
         self.0.transmit(wire)
     }
+
+    fn dropped(&mut self) -> u64 {
+        self.0.dropped()
+    }
+
+    fn ready(&mut self) -> bool {
+        self.0.ready()
+    }
+
+    fn completes_l4_checksums(&mut self) -> bool {
+        self.0.completes_l4_checksums()
+    }
+
+    fn tx_buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.0.tx_buffer(len)
+    }
+
+    fn transmit_buffer(&mut self, len: usize) {
+        self.0.transmit_buffer(len)
+    }
 }
 
 /// linklab-perf's service gate (SYNs and UDP echo requests held for their apps) as the
