@@ -35,12 +35,15 @@ fn data_file_parses_and_its_counts_are_sane() {
         // Positive, and below what a 1 MHz core would need to keep up with 10 Mbit/s.
         assert!(v > 0.0 && v < 1e6, "{name} = {v}");
     }
-    // The main loop's fit is within 5 % of every transfer it used (the file keeps each
+    // The main loop's fit is within 15 % of every transfer it used (the file keeps each
     // residual); the interrupt's within 20 % (the 100 kB download's interrupt work is small).
+    // Since the second diet the per-byte parts are a third of what they were, so work the
+    // linear model leaves out (the paced transfer's, the short download's) is a larger share:
+    // ±12 %, under 0.9 instructions per byte moved; before, every transfer was within 1.1 %.
     let runs = m.runs.as_array().expect("runs is an array");
     assert!(runs.len() >= 6, "{} runs", runs.len());
     for r in runs {
-        for (key, limit) in [("main_fit_error_pct", 5.0), ("isr_fit_error_pct", 20.0)] {
+        for (key, limit) in [("main_fit_error_pct", 15.0), ("isr_fit_error_pct", 20.0)] {
             let e = r[key].as_f64().expect("residual present");
             assert!(e.abs() < limit, "{key} = {e} in {r}");
         }
