@@ -106,7 +106,17 @@ where
         .enumerate()
         .filter_map(|(i, c)| Some((i, c?)))
         .filter(|(_, c)| !c.evicts() || c.last_progress.is_none_or(|t| t + grace <= now))
-        .min_by_key(|(_, c)| (c.kind, c.last_progress))
+        .min_by_key(|(_, c)| (c.kind, c.last_progress.or(c.unseen_since(now))))
+}
+
+impl<T> Candidate<T> {
+    /// When a candidate never seen making progress counts as having made it: a half-open
+    /// one became half-open since the last look (a SYN of the frames being taken in), so it
+    /// is the youngest, not the oldest — else a real client's fresh handshake would go first
+    /// to the next spoofed SYN in the same batch. A connection, as long ago.
+    fn unseen_since(&self, now: T) -> Option<T> {
+        (self.kind == Kind::HalfOpen).then_some(now)
+    }
 }
 
 /// What one look at a connection shows: its state and the bytes queued each way.
@@ -287,6 +297,15 @@ mod tests {
         // A spoofed SYN's socket goes at once when no idle connection can.
         assert_eq!(
             index(idlest([established(9_900), half_open(9_990)], now, GRACE)),
+            Some(1)
+        );
+        // A half-open one not looked at yet (its SYN came in this batch) is the youngest.
+        let unseen = Candidate {
+            kind: Kind::HalfOpen,
+            last_progress: None,
+        };
+        assert_eq!(
+            index(idlest([Some(unseen), half_open(9_000)], now, GRACE)),
             Some(1)
         );
         // Of two half-open ones, the older.
