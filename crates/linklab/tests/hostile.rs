@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use common::device::{Device, DEVICE};
 use common::hostile::{self as campaign, counter, was_reset};
+use common::paced::PacedDownload;
 use common::{linklab_bin, linklab_in};
 
 #[test]
@@ -106,31 +107,13 @@ fn sigterm_resets_open_connections_and_a_busy_tap_is_named() {
     common::assert_one_line_error(&second, "in use");
 
     let url = format!("http://{DEVICE}/3MB.txt");
-    let curl = served.ns.spawn(&[
-        "curl",
-        "-sS",
-        "-o",
-        "/dev/null",
-        "--limit-rate",
-        "50k",
-        &url,
-    ]);
+    // Read at 500 kB/s: still running at the signal (3 MB last 6 s), and curl, which reads
+    // up to 100 kB at a time, reads the socket again well within the 2 s.
+    let download = PacedDownload::start(&served.ns, &url, 500_000);
     std::thread::sleep(Duration::from_millis(800));
     let stdout = served.stop(libc::SIGTERM);
     assert!(stdout.contains("stopped by signal"), "{stdout}");
-    let mut curl = curl;
-    let mut child = curl.0.take().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, _) = download.finish(Duration::from_secs(2));
     let status = status.expect("curl still hangs 2 s after serve got SIGTERM");
     assert!(!status.success(), "the download cannot have completed");
 }

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::device::{Device, DEVICE, HOST};
 use super::spoof::{spoofed_syn, spoofed_udp};
+use super::paced::PacedDownload;
 use super::{assert_conserved, enter_netns, in_netns, wait_until};
 
 /// The grace after which an idle connection may be evicted for a new client
@@ -282,27 +283,14 @@ fn control_holder(i: usize) -> Held {
     }
 }
 
-/// A rate-limited download (/1MB.txt at 200 kB/s, 5 s) and a reader whose window is shut
-/// hold both HTTP sockets: a new client evicts the reader, never the download; then with two
-/// downloads holding both, new SYNs are refused and both downloads complete whole.
+/// A slow download (/1MB.txt read at 100 kB/s, 10 s; see [`PacedDownload`]) and a reader
+/// whose window is shut hold both HTTP sockets: a new client evicts the reader, never the
+/// download; then with two downloads holding both, new SYNs are refused and both downloads
+/// complete whole.
 pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
     let before = counter(&dev.stats(), "http", "evicted");
     let url = format!("http://{DEVICE}/1MB.txt");
-    let download = || {
-        dev.ns.spawn(&[
-            "curl",
-            "-sS",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code} %{size_download}",
-            "--limit-rate",
-            "200k",
-            "-m",
-            "20",
-            &url,
-        ])
-    };
+    let download = || PacedDownload::start(&dev.ns, &url, 100_000);
     // Small receive buffers in the host's namespace, so the downloads are paced by curl's
     // reading (the kernel would otherwise take in the whole file at once, ending the
     // download on the device's side while curl still reads).
@@ -316,15 +304,27 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
         .run(&["sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 16384 16384"]);
     let first = download();
     let mut reader = in_netns(&dev.ns, zero_window_reader);
+    // Both hold their sockets before the clock starts: on a loaded machine curl may take a
+    // while to connect, and a free socket would let the new client in without an eviction.
+    let held = wait_until(Duration::from_secs(5), || established_to(dev, 80) == 2);
+    assert!(held, "the download and the reader did not both connect");
     // The reader's 4 kB window fills at once; then it is idle.
     std::thread::sleep(GRACE + Duration::from_millis(750));
     let started = Instant::now();
     let out = dev.curl(&["-m", "3", "--fail"], "/10kB.txt");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "200",
+        "{out:?}; connections: {}; {}",
+        String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"])),
+        dev.stats()
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(
         was_reset(&mut reader, Duration::from_secs(1)),
-        "the zero-window reader was not evicted"
+        "the zero-window reader was not evicted; connections: {}; {}",
+        String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"])),
+        dev.stats()
     );
     let second = download();
     let both = wait_until(Duration::from_secs(5), || established_to(dev, 80) == 2);
@@ -340,11 +340,10 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
         std::thread::sleep(Duration::from_millis(300));
     }
     for d in [first, second] {
-        let out = wait_for(d, Duration::from_secs(20));
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            "200 1000000",
-            "the download was cut: {out:?}"
+        let (status, bytes) = d.finish(Duration::from_secs(40));
+        assert!(
+            status.is_some_and(|s| s.success()) && bytes == 1_000_000,
+            "the download was cut: curl {status:?} after {bytes} bytes"
         );
     }
     dev.ns
@@ -381,20 +380,6 @@ fn zero_window_reader() -> TcpStream {
         .write_all(b"GET /1MB.txt HTTP/1.1\r\nHost: reader\r\n\r\n")
         .unwrap();
     stream
-}
-
-/// Waits for a spawned child's exit (at most `within`); its output.
-fn wait_for(mut child: super::ChildGuard, within: Duration) -> std::process::Output {
-    let mut c = child.0.take().unwrap();
-    let deadline = Instant::now() + within;
-    while c.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = c.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    c.wait_with_output().unwrap()
 }
 
 /// 40 spoofed UDP echo requests from hosts that never answer ARP, then one real request: it

@@ -6,6 +6,7 @@
 
 pub mod device;
 pub mod hostile;
+pub mod paced;
 pub mod spoof;
 
 use std::fs::File;
