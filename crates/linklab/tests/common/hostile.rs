@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::device::{Device, DEVICE, HOST};
-use super::spoof::{spoofed_syn, spoofed_udp};
 use super::paced::PacedDownload;
+use super::spoof::{spoofed_syn, spoofed_udp};
 use super::{assert_conserved, enter_netns, in_netns, wait_until};
 
 /// The grace after which an idle connection may be evicted for a new client
