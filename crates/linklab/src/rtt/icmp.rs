@@ -173,4 +173,41 @@ mod tests {
         assert_eq!(socket(false).echo_payload(b"\x00"), None);
         assert_eq!(socket(true).echo_payload(&datagram[..10]), None);
     }
+
+    proptest::proptest! {
+        /// Whatever arrives — truncated headers, lengths that lie, any type — the parser
+        /// never panics, and a payload it finds lies inside the datagram, after an echo
+        /// header.
+        #[test]
+        fn any_datagram_is_parsed_without_panic(
+            raw: bool,
+            datagram in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..96),
+        ) {
+            if let Some(r) = socket(raw).echo_payload(&datagram) {
+                proptest::prop_assert!(r.start >= ECHO_HEADER_LEN && r.start <= r.end);
+                proptest::prop_assert!(r.end <= datagram.len());
+            }
+        }
+
+        /// A good raw reply with bytes changed and its tail cut: the same, and nothing is
+        /// taken for our reply unless its identifier and checksum still say so.
+        #[test]
+        fn damaged_raw_replies_are_parsed_without_panic(
+            flips in proptest::collection::vec((0usize..37, 1u8..=255), 0..4),
+            keep in 0usize..=37,
+        ) {
+            let reply = echo(Icmpv4Repr::EchoReply { ident: 7, seq_no: 1, data: b"LLpayload" });
+            let mut ip = vec![0x45, 0, 0, 37, 0, 0, 0, 0, 64, 1, 0, 0, 198, 18, 0, 2, 198, 18, 0, 1];
+            ip.extend_from_slice(&reply);
+            for (at, x) in flips {
+                ip[at] ^= x;
+            }
+            ip.truncate(keep);
+            if let Some(r) = socket(true).echo_payload(&ip) {
+                proptest::prop_assert!(r.end <= ip.len() && r.start <= r.end);
+                let icmp = Icmpv4Packet::new_checked(&ip[r.start - ECHO_HEADER_LEN..r.end]).unwrap();
+                proptest::prop_assert!(icmp.echo_ident() == 7 && icmp.verify_checksum());
+            }
+        }
+    }
 }
