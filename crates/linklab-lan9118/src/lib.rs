@@ -31,6 +31,9 @@ extern crate linklab_fmt;
 linklab_fmt::exclusive_features!();
 
 use linklab_mac::{PhyTx, RxProducer, Storage, RX_GRANT_LEN};
+/// The register access the driver is generic over (linklab-mmio): [`Mmio`] on a board (its
+/// window is the controller's 0x100 bytes), a model of the controller in the tests.
+pub use linklab_mmio::{Mmio, Registers};
 
 /// Register offsets (bytes from the base), from the LAN9118 register map.
 pub mod reg {
@@ -114,43 +117,6 @@ pub const CHIP_ID: u32 = 0x0118;
 const POLLS: u32 = 100_000;
 /// Longest frame the TX path accepts (without FCS).
 const MAX_TX_FRAME: usize = 1514;
-
-/// 32-bit register access at byte offsets from the controller's base.
-pub trait Registers {
-    /// Reads the register at `offset`.
-    fn read(&self, offset: usize) -> u32;
-    /// Writes `value` to the register at `offset`.
-    fn write(&self, offset: usize, value: u32);
-}
-
-/// The controller's registers by volatile MMIO at a base address.
-#[derive(Clone, Copy, Debug)]
-pub struct Mmio {
-    base: usize,
-}
-
-impl Mmio {
-    /// The registers at `base`.
-    ///
-    /// # Safety
-    /// `base` must be the controller's register window (0x100 bytes), mapped and not used by
-    /// anything else in a conflicting way.
-    pub const unsafe fn new(base: usize) -> Mmio {
-        Mmio { base }
-    }
-}
-
-impl Registers for Mmio {
-    fn read(&self, offset: usize) -> u32 {
-        // SAFETY: inside the window `new`'s caller vouched for.
-        unsafe { core::ptr::read_volatile((self.base + offset) as *const u32) }
-    }
-
-    fn write(&self, offset: usize, value: u32) {
-        // SAFETY: as above.
-        unsafe { core::ptr::write_volatile((self.base + offset) as *mut u32, value) }
-    }
-}
 
 /// Why the controller could not be brought up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,11 @@
 //! a full-length frame at 8x is about 12 KB of samples, far more than a network buffer. The
 //! device writes its 12-byte virtio 1.x header first (three words), so the samples start
 //! word-aligned. The queues are this crate's ([`crate::queue`]), their memory part of the
-//! device (set up by [`CaptureDevice::start`], once the device sits where it stays).
+//! device: [`CaptureDevice::new_in`] builds it where it stays (a static), and
+//! [`CaptureDevice::start`] then sets the queues up.
+
+use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
 
 use crate::mmio::{self, feature, Mmio, Registers};
 use crate::queue::{Buf, QueueMemory, Virtqueue, QUEUE_SIZE};
@@ -78,12 +82,17 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
     /// Samples one capture buffer holds.
     pub const RX_SAMPLES: usize = (RX_WORDS - HEADER_WORDS) * 32;
 
-    /// Brings up the device in `slot` to feature negotiation; [`CaptureDevice::start`]
-    /// sets up its queues and posts the buffers.
+    /// Brings up the device in `slot` to feature negotiation, building it in `place`: the
+    /// buffers (a soft PHY's are tens of KB: 77 KB for 8x) are zeroed where they live,
+    /// instead of being built in a value on the stack and moved into a static.
+    /// [`CaptureDevice::start`] sets up its queues and posts the buffers.
     ///
     /// # Safety
     /// `slot` is a virtio-mmio network device used by nothing else.
-    pub unsafe fn new(slot: Slot) -> Result<Self, InitError> {
+    pub unsafe fn new_in(
+        place: &mut MaybeUninit<Self>,
+        slot: Slot,
+    ) -> Result<&mut Self, InitError> {
         // SAFETY: forwarded from the caller.
         let regs = unsafe { Mmio::new(slot.base) };
         mmio::negotiate(&regs, feature::VERSION_1)?;
@@ -91,18 +100,23 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
             "virtio-net capture: up at {:#x}, irq {}",
             slot.base, slot.irq
         );
-        Ok(CaptureDevice {
-            regs,
-            rx_memory: QueueMemory::new(),
-            tx_memory: QueueMemory::new(),
-            queues: None,
-            rx: [const { Words([0; RX_WORDS]) }; RX_BUFFERS],
-            rx_head: [None; RX_BUFFERS],
-            tx: [const { Words([0; TX_WORDS]) }; TX_BUFFERS],
-            tx_head: [None; TX_BUFFERS],
-            irq: slot.irq,
-            counters: CaptureCounters::default(),
-        })
+        let at = place.as_mut_ptr();
+        // SAFETY: `at` points to the (uninitialised) device; each field is written once,
+        // through a raw pointer and without reading it, before the whole is assumed
+        // initialised. The buffers are zeroed in place: all zeros is a valid array of words.
+        unsafe {
+            addr_of_mut!((*at).regs).write(regs);
+            addr_of_mut!((*at).rx_memory).write(QueueMemory::new());
+            addr_of_mut!((*at).tx_memory).write(QueueMemory::new());
+            addr_of_mut!((*at).queues).write(None);
+            addr_of_mut!((*at).rx).write_bytes(0, 1);
+            addr_of_mut!((*at).rx_head).write([None; RX_BUFFERS]);
+            addr_of_mut!((*at).tx).write_bytes(0, 1);
+            addr_of_mut!((*at).tx_head).write([None; TX_BUFFERS]);
+            addr_of_mut!((*at).irq).write(slot.irq);
+            addr_of_mut!((*at).counters).write(CaptureCounters::default());
+            Ok(place.assume_init_mut())
+        }
     }
 
     /// Sets up the queues, posts every capture buffer and lets the device run. Call once,

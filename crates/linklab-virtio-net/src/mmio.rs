@@ -5,6 +5,10 @@
 use crate::queue::Areas;
 use crate::InitError;
 
+/// The register access the driver is generic over (linklab-mmio): [`Mmio`] on a board (its
+/// window is a virtio-mmio slot, 0x200 bytes), a model of the device in the tests.
+pub use linklab_mmio::{Mmio, Registers};
+
 /// Register offsets (bytes from the slot's base).
 pub mod reg {
     /// "virt" in little endian.
@@ -73,42 +77,6 @@ pub mod feature {
     pub const MAC: u64 = 1 << 5;
     /// virtio 1.x (modern) device.
     pub const VERSION_1: u64 = 1 << 32;
-}
-
-/// 32-bit register access at byte offsets from a virtio-mmio slot's base.
-pub trait Registers {
-    /// Reads the register at `offset`.
-    fn read(&self, offset: usize) -> u32;
-    /// Writes `value` to the register at `offset`.
-    fn write(&self, offset: usize, value: u32);
-}
-
-/// The registers of a slot in memory, read and written volatile.
-#[derive(Clone, Copy, Debug)]
-pub struct Mmio {
-    base: usize,
-}
-
-impl Mmio {
-    /// The slot at `base`.
-    ///
-    /// # Safety
-    /// `base..base + 0x200` must be a virtio-mmio slot, used by nothing else.
-    pub const unsafe fn new(base: usize) -> Mmio {
-        Mmio { base }
-    }
-}
-
-impl Registers for Mmio {
-    fn read(&self, offset: usize) -> u32 {
-        // SAFETY: the constructor's contract; offsets are the register map's.
-        unsafe { core::ptr::read_volatile((self.base + offset) as *const u32) }
-    }
-
-    fn write(&self, offset: usize, value: u32) {
-        // SAFETY: as above.
-        unsafe { core::ptr::write_volatile((self.base + offset) as *mut u32, value) }
-    }
 }
 
 /// Brings a network device up to the point of setting up queues: reset, acknowledge,

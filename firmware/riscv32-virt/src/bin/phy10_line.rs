@@ -15,6 +15,7 @@
 
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
+use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use fw_riscv32_virt::board::{
@@ -26,7 +27,7 @@ use linklab_firmware::RX_QUEUE;
 use linklab_mac::PhyTx;
 use linklab_phy10::{encode_frame, Capture, Oversample, RxInterrupt};
 use linklab_virtio_net::capture::CaptureDevice;
-use linklab_virtio_net::probe;
+use linklab_virtio_net::{probe, InitError, Slot};
 
 /// Words of one capture buffer: a 1530-byte transmission (preamble, SFD, a VLAN-tagged
 /// full-length frame, FCS) at 8x with the transmitter 2 % fast, its idle tail, and the
@@ -59,6 +60,29 @@ struct Shared(UnsafeCell<MaybeUninit<Phy>>);
 unsafe impl Sync for Shared {}
 static PHY: Shared = Shared(UnsafeCell::new(MaybeUninit::uninit()));
 static PHY_READY: AtomicBool = AtomicBool::new(false);
+
+/// Brings the sampler in `slot` up and builds the PHY in `place`, field by field, so that
+/// the sampler's buffers (77 KB) are zeroed where they live: built by value and moved into
+/// the static, they held 77 KB of `main_entry`'s frame for the firmware's life.
+///
+/// # Safety
+/// `slot` is the sampler, used by nothing else; nothing else reaches `place` meanwhile.
+unsafe fn build_phy(
+    place: &mut MaybeUninit<Phy>,
+    slot: Slot,
+    os: Oversample,
+) -> Result<&mut Phy, InitError> {
+    let at = place.as_mut_ptr();
+    // SAFETY: `at` points to the (uninitialised) PHY; each field is written once, through a
+    // raw pointer and without reading it, before the whole is assumed initialised; the
+    // sampler's contract is forwarded from the caller.
+    unsafe {
+        Sampler::new_in(&mut *addr_of_mut!((*at).sampler).cast(), slot)?;
+        addr_of_mut!((*at).rx).write(RxInterrupt::new(os));
+        addr_of_mut!((*at).tx_frames).write(0);
+        Ok(place.assume_init_mut())
+    }
+}
 
 /// Runs `f` on the PHY with interrupts masked (None before it is up).
 fn with_phy<R>(f: impl FnOnce(&mut Phy) -> R) -> Option<R> {
@@ -183,21 +207,14 @@ extern "C" fn main_entry() -> ! {
         uart::write("linklab firmware: no sampler (-device virtio-net-device)\n");
         halt();
     };
-    // SAFETY: found by probe, brought up once.
-    let sampler = match unsafe { Sampler::new(slot) } {
-        Ok(s) => s,
+    // SAFETY: found by probe, brought up once; interrupts are still off and PHY_READY is
+    // not set: the only reference to PHY.
+    let phy = match unsafe { build_phy(&mut *PHY.0.get(), slot, os) } {
+        Ok(phy) => phy,
         Err(_) => {
             uart::write("linklab firmware: the sampler (virtio-net) refused the driver\n");
             halt();
         }
-    };
-    // SAFETY: interrupts are still off; this is the only reference until PHY_READY.
-    let phy = unsafe {
-        (*PHY.0.get()).write(Phy {
-            sampler,
-            rx: RxInterrupt::new(os),
-            tx_frames: 0,
-        })
     };
     if phy.sampler.start().is_err() {
         uart::write("linklab firmware: cannot post the capture buffers\n");

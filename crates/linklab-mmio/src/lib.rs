@@ -1,0 +1,70 @@
+//! linklab-mmio: how linklab's no_std drivers (linklab-lan9118, linklab-virtio-net) reach a
+//! device's 32-bit registers.
+//!
+//! A driver is generic over [`Registers`] (read and write a 32-bit register at a byte offset
+//! from the device's base), so its tests run on the host against a model of the device that
+//! implements the trait; on the board it uses [`Mmio`], volatile loads and stores at a base
+//! address. Register-struct crates (tock-registers, volatile-register, safe-mmio) describe a
+//! register block as a typed struct in memory, which a host model cannot stand in for; an
+//! offset-addressed trait is what the drivers' models implement.
+#![no_std]
+
+/// 32-bit register access at byte offsets from a device's base.
+pub trait Registers {
+    /// Reads the register at `offset`.
+    fn read(&self, offset: usize) -> u32;
+    /// Writes `value` to the register at `offset`.
+    fn write(&self, offset: usize, value: u32);
+}
+
+/// A device's registers in memory at a base address, read and written volatile.
+#[derive(Clone, Copy, Debug)]
+pub struct Mmio {
+    base: usize,
+}
+
+impl Mmio {
+    /// The registers at `base`.
+    ///
+    /// # Safety
+    /// `base` must be the start of a device's register window, mapped and word-aligned, every
+    /// offset the driver reads or writes must lie inside that window, and nothing else may
+    /// use the window in a conflicting way.
+    pub const unsafe fn new(base: usize) -> Mmio {
+        Mmio { base }
+    }
+}
+
+impl Registers for Mmio {
+    fn read(&self, offset: usize) -> u32 {
+        // SAFETY: inside the window `new`'s caller vouched for.
+        unsafe { core::ptr::read_volatile((self.base + offset) as *const u32) }
+    }
+
+    fn write(&self, offset: usize, value: u32) {
+        // SAFETY: as above.
+        unsafe { core::ptr::write_volatile((self.base + offset) as *mut u32, value) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::UnsafeCell;
+
+    /// Plain memory standing in for a register window: `Mmio` must reach the word at each
+    /// byte offset, and only that word.
+    #[test]
+    fn mmio_reads_and_writes_the_word_at_each_offset() {
+        let window = UnsafeCell::new([0u32; 4]);
+        // SAFETY: `window` is 16 bytes, word-aligned, and only reached through `regs` below.
+        let regs = unsafe { Mmio::new(window.get() as usize) };
+        regs.write(0x4, 0x1234_5678);
+        regs.write(0xc, 0xdead_beef);
+        assert_eq!(regs.read(0x0), 0);
+        assert_eq!(regs.read(0x4), 0x1234_5678);
+        assert_eq!(regs.read(0x8), 0);
+        assert_eq!(regs.read(0xc), 0xdead_beef);
+        assert_eq!(window.into_inner(), [0, 0x1234_5678, 0, 0xdead_beef]);
+    }
+}
