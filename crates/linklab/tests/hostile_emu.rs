@@ -2,7 +2,8 @@
 //! firmware on one emulated board: `linklab emu --board riscv32-virt` boots once and every
 //! case runs against it in turn (each waits until the previous case's peers are gone). The
 //! firmware has 2 HTTP sockets, 1 TCP echo socket and 4 iperf3 sockets, and a 2-datagram
-//! UDP echo buffer. Needs root and QEMU, as tests/emu.rs.
+//! UDP echo buffer. Last, `linklab emu` is killed with SIGKILL: its QEMU must die with it.
+//! Needs root and QEMU, as tests/emu.rs.
 
 mod common;
 
@@ -13,7 +14,7 @@ use common::hostile::{self as campaign, wait_quiet};
 
 #[test]
 fn riscv32_virt_survives_the_hostile_campaign() {
-    let dev = Device::emu("riscv32-virt");
+    let mut dev = Device::emu("riscv32-virt");
     let quiet = Duration::from_secs(15);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);
     wait_quiet(&dev, quiet);
@@ -30,4 +31,6 @@ fn riscv32_virt_survives_the_hostile_campaign() {
     campaign::a_continuous_syn_flood_does_not_lock_out_clients(&dev);
     wait_quiet(&dev, quiet);
     campaign::spoofed_syns_do_not_kill_services(&dev);
+    // Killed outright, `linklab emu` takes its QEMU (and so the TAP) with it.
+    dev.kill_leaves_nothing();
 }

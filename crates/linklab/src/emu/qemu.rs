@@ -124,12 +124,23 @@ impl Qemu {
             .stderr(Stdio::piped())
             .process_group(0);
         // SAFETY: only async-signal-safe calls between fork and exec: unblock the signals a
-        // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM.
+        // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM; and
+        // have the kernel kill QEMU if we die without stopping it (SIGKILL, a crash), so no
+        // emulator is left holding its TAP. The parent-death signal follows the thread that
+        // forked: every Qemu::start runs on the main thread, which lives as long as we do.
+        let us = std::process::id() as libc::pid_t;
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // We died between fork and prctl: the signal will never come.
+                if libc::getppid() != us {
+                    libc::_exit(1);
+                }
                 Ok(())
             });
         }

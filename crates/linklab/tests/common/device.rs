@@ -266,6 +266,48 @@ impl Device {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+
+    /// Kills the device with SIGKILL (no chance to clean up) and asserts that what it started
+    /// dies with it: every child process (an emulator) is gone within 3 s, and with it the TAP.
+    pub fn kill_leaves_nothing(&mut self) {
+        let mut child = self.child.take().expect("running").0.take().expect("child");
+        let children = children_of(child.id());
+        assert!(!children.is_empty(), "the device runs no child process");
+        child.kill().expect("SIGKILL");
+        child.wait().expect("wait");
+        let gone = super::wait_until(Duration::from_secs(3), || {
+            children.iter().all(|pid| !alive(*pid))
+                && !self
+                    .ns
+                    .command(&["ip", "link", "show", self.tap])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+        });
+        let left: Vec<_> = children.iter().filter(|p| alive(**p)).collect();
+        assert!(gone, "left behind: processes {left:?}, or TAP {}", self.tap);
+    }
+}
+
+/// The child processes of `pid` (every thread's).
+fn children_of(pid: u32) -> Vec<u32> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/PID/task");
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .map(|p| p.parse().unwrap())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Whether `pid` still runs (a zombie nobody reaped has stopped running).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
 }
 
 /// An AF_PACKET socket that writes whole Ethernet frames on one interface.
