@@ -7,7 +7,7 @@ use core::task::{Context, Waker};
 
 use critical_section::Mutex;
 use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
-use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, RxGate};
+use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkStatus, RxGate, LINK_POLL_NS};
 use linklab_mac::{Counters, Inline, PhyTx};
 use linklab_perf::embassy::ServiceGate;
 
@@ -52,9 +52,42 @@ impl RxGate for AppGate {
     }
 }
 
+/// The board's link bit as the driver's link source, read once per [`LINK_POLL_NS`]: the
+/// driver asks for the link on every pass of the stack, and on mps2-an385 the bit is behind
+/// the LAN9118's indirect PHY registers. The driver's timer wakes the stack every
+/// [`LINK_POLL_NS`] (the default [`LinkStatus::watch`]), so a change is seen as soon as when
+/// every pass read it while the stack was idle.
+pub struct BoardLink {
+    read: fn() -> bool,
+    up: bool,
+    /// Clock time (ns) from which the bit is read again.
+    next_read_ns: u64,
+}
+
+impl BoardLink {
+    /// The link bit `read`, read on the first pass.
+    pub fn new(read: fn() -> bool) -> BoardLink {
+        BoardLink {
+            read,
+            up: false,
+            next_read_ns: 0,
+        }
+    }
+}
+
+impl LinkStatus for BoardLink {
+    fn is_up(&mut self, now_ns: u64) -> bool {
+        if now_ns >= self.next_read_ns {
+            self.up = (self.read)();
+            self.next_read_ns = now_ns.saturating_add(LINK_POLL_NS);
+        }
+        self.up
+    }
+}
+
 /// The MAC as embassy-net's driver.
 pub type Mac =
-    EmbassyMac<'static, Inline<QUEUE_BYTES>, DynPhy, EmbassyTimeClock, fn(u64) -> bool, AppGate>;
+    EmbassyMac<'static, Inline<QUEUE_BYTES>, DynPhy, EmbassyTimeClock, BoardLink, AppGate>;
 
 /// The MAC's counters as of the stack's last pass.
 static COUNTERS: Mutex<Cell<Option<Counters>>> = Mutex::new(Cell::new(None));

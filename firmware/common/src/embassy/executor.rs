@@ -164,6 +164,10 @@ pub fn run(board: EmbassyBoard, stack: Stack, spawn: impl FnOnce(Spawner)) -> ! 
             w.main = w.main.wrapping_add(spent);
             w.loops = w.loops.wrapping_add(1);
         });
+        if PENDED.load(Ordering::Acquire) {
+            // A task was woken during the pass: the board's idle would return at once.
+            continue;
+        }
         let before = (board.now_ns)();
         (board.idle)(|| PENDED.load(Ordering::Acquire));
         let slept = (board.now_ns)().saturating_sub(before);
