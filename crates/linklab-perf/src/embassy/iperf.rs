@@ -124,8 +124,9 @@ pub async fn iperf_server<const N: usize>(
             }
             for (i, view) in views.iter().enumerate() {
                 let mut socket = sockets.tcp(i);
-                counters.set_view(*view, port, socket.state());
-                socket.watch();
+                let state = socket.state();
+                counters.set_view(*view, port, state);
+                socket.watch(state);
             }
             sockets.udp().watch();
             counters.set_iperf(pool.counters(), pool.open_streams());

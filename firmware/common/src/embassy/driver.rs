@@ -1,6 +1,7 @@
 //! The driver embassy-net runs on: linklab-mac's `EmbassyMac` over the board's NIC, with
 //! linklab-perf's service gate, publishing the MAC's counters for `/stats` after each pass of
-//! the stack (the runner owns the driver, so the app tasks cannot read it).
+//! the stack that lent it a received frame (the runner owns the driver, so the app tasks
+//! cannot read it).
 
 use core::cell::Cell;
 use core::task::{Context, Waker};
@@ -89,22 +90,30 @@ impl LinkStatus for BoardLink {
 pub type Mac =
     EmbassyMac<'static, Inline<QUEUE_BYTES>, DynPhy, EmbassyTimeClock, BoardLink, AppGate>;
 
-/// The MAC's counters as of the stack's last pass.
+/// The MAC's counters as of the last pass of the stack that received a frame.
 static COUNTERS: Mutex<Cell<Option<Counters>>> = Mutex::new(Cell::new(None));
 
-/// The MAC's counters as of the stack's last pass.
+/// The MAC's counters as of the last pass of the stack that received a frame: every
+/// `/stats` request is such a frame, so its document has the counters of the pass that took
+/// it in — everything received before it, and everything sent until then.
 pub fn counters() -> Counters {
     critical_section::with(|cs| COUNTERS.borrow(cs).get()).unwrap_or_default()
 }
 
-/// [`Mac`], publishing its counters once per pass of the stack (embassy-net reads the link
-/// state once per pass, after the frames).
-pub struct NetDriver(Mac);
+/// [`Mac`], publishing its counters after each pass of the stack that lent it a received
+/// frame (embassy-net reads the link state once per pass, after the frames). A pass that only
+/// sends — one per segment batch when the device sends — publishes nothing: copying the
+/// counters cost more than a tenth of such a pass.
+pub struct NetDriver {
+    mac: Mac,
+    /// A received frame was lent to the stack since the counters were last published.
+    lent: bool,
+}
 
 impl NetDriver {
     /// Wraps the MAC.
     pub fn new(mac: Mac) -> NetDriver {
-        NetDriver(mac)
+        NetDriver { mac, lent: false }
     }
 }
 
@@ -119,24 +128,29 @@ impl Driver for NetDriver {
         Self: 'a;
 
     fn receive(&mut self, cx: &mut Context<'_>) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        self.0.receive(cx)
+        let tokens = self.mac.receive(cx);
+        self.lent |= tokens.is_some();
+        tokens
     }
 
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
-        self.0.transmit(cx)
+        self.mac.transmit(cx)
     }
 
     fn link_state(&mut self, cx: &mut Context<'_>) -> LinkState {
-        let c = self.0.mac().counters();
-        critical_section::with(|cs| COUNTERS.borrow(cs).set(Some(c)));
-        self.0.link_state(cx)
+        if self.lent {
+            self.lent = false;
+            let c = self.mac.mac().counters();
+            critical_section::with(|cs| COUNTERS.borrow(cs).set(Some(c)));
+        }
+        self.mac.link_state(cx)
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.0.capabilities()
+        self.mac.capabilities()
     }
 
     fn hardware_address(&self) -> HardwareAddress {
-        self.0.hardware_address()
+        self.mac.hardware_address()
     }
 }

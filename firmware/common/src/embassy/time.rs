@@ -91,7 +91,14 @@ impl<T: BoardTimer + 'static> embassy_time_driver::Driver for BoardTime<T> {
 
 /// The timers waiting for the board's alarm.
 pub struct Alarms {
-    queue: Mutex<RefCell<Queue>>,
+    timers: Mutex<RefCell<Timers>>,
+}
+
+/// The queue and the time the board's alarm is armed for.
+struct Timers {
+    queue: Queue,
+    /// Tick the alarm is armed for (`u64::MAX`: none).
+    armed: u64,
 }
 
 impl Default for Alarms {
@@ -104,33 +111,46 @@ impl Alarms {
     /// No timers.
     pub const fn new() -> Alarms {
         Alarms {
-            queue: Mutex::new(RefCell::new(Queue::new())),
+            timers: Mutex::new(RefCell::new(Timers {
+                queue: Queue::new(),
+                armed: u64::MAX,
+            })),
         }
     }
 
-    /// `Driver::schedule_wake`: queues `waker` for `at` and moves the alarm if it must.
-    /// `set_alarm(at)` arms the board's timer for `at` (ticks; `u64::MAX`: none) and answers
-    /// false if that time has already passed.
+    /// `Driver::schedule_wake`: queues `waker` for `at` and moves the alarm if `at` comes
+    /// before it. `set_alarm(at)` arms the board's timer for `at` (ticks; `u64::MAX`: none)
+    /// and answers false if that time has already passed.
+    ///
+    /// A task re-arms its timer on every poll (embassy-net's runner does, for smoltcp's next
+    /// deadline), mostly for the time it had: the queue then asks for the alarm to be moved
+    /// again, which walks every timer and writes the board's timer. A time at or after the
+    /// armed one needs neither: that alarm's interrupt wakes what is due then and arms the
+    /// next.
     pub fn schedule(&self, at: u64, waker: &Waker, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
         critical_section::with(|cs| {
-            let mut queue = self.queue.borrow(cs).borrow_mut();
-            if queue.schedule_wake(at, waker) {
-                arm(&mut queue, now, set_alarm);
+            let mut timers = self.timers.borrow(cs).borrow_mut();
+            if timers.queue.schedule_wake(at, waker) && at < timers.armed {
+                timers.arm(now, set_alarm);
             }
         })
     }
 
-    /// The board's timer interrupt: wakes the timers that are due and arms the next.
+    /// The board's timer interrupt (the alarm is off): wakes the timers that are due and
+    /// arms the next.
     pub fn on_alarm(&self, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
-        critical_section::with(|cs| arm(&mut self.queue.borrow(cs).borrow_mut(), now, set_alarm))
+        critical_section::with(|cs| self.timers.borrow(cs).borrow_mut().arm(now, set_alarm))
     }
 }
 
-/// Wakes what is due and arms the alarm for the next timer, again until the time armed is
-/// still ahead.
-fn arm(queue: &mut Queue, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
-    let mut next = queue.next_expiration(now());
-    while !set_alarm(next) {
-        next = queue.next_expiration(now());
+impl Timers {
+    /// Wakes what is due and arms the alarm for the next timer, again until the time armed
+    /// is still ahead.
+    fn arm(&mut self, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
+        let mut next = self.queue.next_expiration(now());
+        while !set_alarm(next) {
+            next = self.queue.next_expiration(now());
+        }
+        self.armed = next;
     }
 }
