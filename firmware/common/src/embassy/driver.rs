@@ -102,8 +102,8 @@ pub fn counters() -> Counters {
 
 /// [`Mac`], publishing its counters after each pass of the stack that lent it a received
 /// frame (embassy-net reads the link state once per pass, after the frames). A pass that only
-/// sends — one per segment batch when the device sends — publishes nothing: copying the
-/// counters cost more than a tenth of such a pass.
+/// sends — every other pass while the device sends: one takes in the peer's ACK, the next
+/// sends what the app then wrote — publishes nothing.
 pub struct NetDriver {
     mac: Mac,
     /// A received frame was lent to the stack since the counters were last published.
