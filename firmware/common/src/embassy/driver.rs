@@ -56,8 +56,8 @@ impl RxGate for AppGate {
 /// The board's link bit as the driver's link source, read once per [`LINK_POLL_NS`]: the
 /// driver asks for the link on every pass of the stack, and on mps2-an385 the bit is behind
 /// the LAN9118's indirect PHY registers. The driver's timer wakes the stack every
-/// [`LINK_POLL_NS`] (the default [`LinkStatus::watch`]), so a change is seen as soon as when
-/// every pass read it while the stack was idle.
+/// [`LINK_POLL_NS`] (the default [`LinkStatus::watch`]), so an idle stack sees a change as
+/// soon as it did when every pass read the bit; a busy one, at most that much later.
 pub struct BoardLink {
     read: fn() -> bool,
     up: bool,
