@@ -596,13 +596,25 @@ impl<S: Storage> RxSide<'_, S> {
 }
 
 impl<T: PhyTx, C: Clock> TxSide<T, C> {
+    /// The clock's time, for line timing. Without it (rate 0) every time the MAC keeps is a
+    /// past `now` plus 0 (no gap, no PAUSE time), so any `now` finds it passed: 0 serves, and
+    /// the clock is not read (on an MCU a read can cost a timer access and a conversion per
+    /// frame).
+    fn now_ns(&self) -> u64 {
+        if self.line_rate_bps == 0 {
+            0
+        } else {
+            self.clock.now_ns()
+        }
+    }
+
     /// Start of the next data transmission: after the gap and after any received PAUSE.
     pub(crate) fn ready_at_ns(&self) -> u64 {
         self.gap_end_ns.max(self.paused_until_ns)
     }
 
     fn apply_received_pause(&mut self, quanta: u16) {
-        let now = self.clock.now_ns();
+        let now = self.now_ns();
         // Saturating: the quanta come from the wire and the clock from the user.
         self.paused_until_ns = now.saturating_add(pause::quanta_ns(quanta, self.line_rate_bps));
     }
@@ -669,7 +681,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
             frame_len: len,
             in_phy_buffer,
         };
-        let now = self.clock.now_ns();
+        let now = self.now_ns();
         if now >= self.ready_at_ns() {
             self.emit(b, now);
         } else {
@@ -696,7 +708,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     /// Sends what time allows: PAUSE frames first (they ignore a received PAUSE), then a
     /// deferred data frame.
     fn service(&mut self, occupancy: usize) {
-        let now = self.clock.now_ns();
+        let now = self.now_ns();
         if let Some(wm) = self.flow {
             if self.pause_pending.is_none() {
                 if !self.pause_asserted && occupancy >= wm.high_bytes {
@@ -717,7 +729,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
             }
         }
         if let Some(b) = self.deferred {
-            let now = self.clock.now_ns();
+            let now = self.now_ns();
             if now >= self.ready_at_ns() {
                 self.deferred = None;
                 self.emit(b, now);

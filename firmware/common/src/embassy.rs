@@ -36,7 +36,7 @@ use static_cell::StaticCell;
 use crate::memory::*;
 use crate::stats::{Snapshot, TcpEntry, TcpList};
 use crate::RX_QUEUE;
-use driver::{AppGate, NetDriver};
+use driver::{AppGate, BoardLink, NetDriver};
 use executor::{measured, Layer};
 
 pub use executor::pender;
@@ -128,10 +128,9 @@ pub fn run(
     // As the main-loop images: the MAC verifies and fills IPv4/TCP/UDP checksums word-wise
     // (bad frames dropped and counted), so embassy-net's smoltcp does not.
     mac.set_checksum_offload(true);
-    let link: fn(u64) -> bool = |_| the_board().is_some_and(|b| (b.link_up)());
     static DRIVER: StaticCell<NetDriver> = StaticCell::new();
     let driver = DRIVER.init(NetDriver::new(
-        EmbassyMac::new(mac, link).with_gate(AppGate(&GATE)),
+        EmbassyMac::new(mac, BoardLink::new(board.link_up)).with_gate(AppGate(&GATE)),
     ));
     let [a, b, c, d] = config.ip;
     let net_config = embassy_net::Config::ipv4_static(StaticConfigV4 {

@@ -213,7 +213,8 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate> Driv
         // Register first: a commit after the read finds the waker in place.
         self.mac.rx_queue().register_rx_waker(cx.waker());
         let gate = &mut self.gate;
-        if self.mac.peek(|f| gate.admit(f, cx.waker())) == Some(false) {
+        if self.mac.peek(|f| gate.admit(f, cx.waker())) != Some(true) {
+            // Nothing queued (a commit from now on wakes the task), or the gate holds it.
             return None;
         }
         let frame = self.mac.receive()?;

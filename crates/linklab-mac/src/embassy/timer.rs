@@ -42,10 +42,23 @@ impl WakeAt for NoClock {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct EmbassyTimeClock;
 
+/// Nanoseconds per tick of embassy's time driver when a tick is a whole number of them, else 0.
+#[cfg(feature = "embassy-time")]
+const NS_PER_TICK: u64 = if 1_000_000_000 % embassy_time_driver::TICK_HZ == 0 {
+    1_000_000_000 / embassy_time_driver::TICK_HZ
+} else {
+    0
+};
+
 #[cfg(feature = "embassy-time")]
 impl EmbassyTimeClock {
-    /// Ticks of embassy's time driver to nanoseconds (saturating).
+    /// Ticks of embassy's time driver to nanoseconds (saturating). A tick rate that divides
+    /// 1 GHz (1 MHz, embassy's default; 1 GHz, ticks that are nanoseconds) takes one multiply,
+    /// any other a 128-bit division.
     pub const fn ticks_to_ns(ticks: u64) -> u64 {
+        if NS_PER_TICK != 0 {
+            return ticks.saturating_mul(NS_PER_TICK);
+        }
         let ns = ticks as u128 * 1_000_000_000 / embassy_time_driver::TICK_HZ as u128;
         if ns > u64::MAX as u128 {
             u64::MAX
@@ -56,6 +69,9 @@ impl EmbassyTimeClock {
 
     /// Nanoseconds to ticks of embassy's time driver, rounded up (never early; saturating).
     pub const fn ns_to_ticks(ns: u64) -> u64 {
+        if NS_PER_TICK != 0 {
+            return ns.div_ceil(NS_PER_TICK);
+        }
         let ticks = (ns as u128 * embassy_time_driver::TICK_HZ as u128).div_ceil(1_000_000_000);
         if ticks > u64::MAX as u128 {
             u64::MAX

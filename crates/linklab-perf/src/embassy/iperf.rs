@@ -104,6 +104,10 @@ pub async fn iperf_server<const N: usize>(
         g.serve(Port::Tcp(port));
     }
     let views: [Option<usize>; N] = core::array::from_fn(|_| counters.claim_view());
+    // When the task's timer was last set for: embassy-time keeps a task's timer (the
+    // earliest time it was set for) until it fires, so while that time is ahead and no later
+    // than the next deadline, the task is polled by then without setting it again.
+    let mut timer_at: Option<u64> = None;
     let never = poll_fn(|cx| {
         loop {
             let now = Instant::now().as_micros();
@@ -124,8 +128,9 @@ pub async fn iperf_server<const N: usize>(
             }
             for (i, view) in views.iter().enumerate() {
                 let mut socket = sockets.tcp(i);
-                counters.set_view(*view, port, socket.state());
-                socket.watch();
+                let state = socket.state();
+                counters.set_view(*view, port, state);
+                socket.watch(state);
             }
             sockets.udp().watch();
             counters.set_iperf(pool.counters(), pool.open_streams());
@@ -133,9 +138,14 @@ pub async fn iperf_server<const N: usize>(
             // Sleep until the session's next deadline (pacing, intervals, the watchdog) or
             // until a socket wakes the task; a deadline already due runs another pass.
             match pool.poll_at() {
-                Some(at) if poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() => {}
-                _ => return Poll::<Infallible>::Pending,
+                Some(at) if timer_at.is_some_and(|t| t <= at && t > now) => {}
+                Some(at) if poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() => {
+                    continue;
+                }
+                Some(at) => timer_at = Some(at),
+                None => {}
             }
+            return Poll::<Infallible>::Pending;
         }
     })
     .await;

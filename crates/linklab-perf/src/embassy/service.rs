@@ -109,7 +109,7 @@ pub(crate) async fn socket_loop(
             shared.state.set(Some(state));
             shared.candidate.set(candidate(&tcp, progress.last()));
             app.published(state);
-            tcp.watch();
+            tcp.watch(state);
             wake_at(progress.deadline(idle), cx);
             Poll::Pending
         })

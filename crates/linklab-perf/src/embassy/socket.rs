@@ -29,15 +29,23 @@ pub(crate) struct Tcp<'p, 'a, 'c> {
 }
 
 impl Tcp<'_, '_, '_> {
-    /// Registers the task with both halves of the socket, so that data, send room or a
-    /// change of state wakes it (a half that is ready now registers nothing: the app has
-    /// seen it ready and left it so), and, for a reset socket, with the sending of its RST
-    /// (so an app waiting to listen again hears when it left).
-    pub fn watch(&mut self) {
+    /// Registers the task with both halves of the socket, in `state` now, so that data,
+    /// send room or a change of state wakes it (a half that is ready now registers nothing:
+    /// the app has seen it ready and left it so), and, for a reset socket, with the sending
+    /// of its RST (so an app waiting to listen again hears when it left). A listening socket
+    /// registers its receive half only: smoltcp wakes both halves on every change of state,
+    /// and a listening socket has nothing else to report.
+    pub fn watch(&mut self, state: TcpState) {
         let _ = poll_once(self.socket.wait_read_ready(), self.cx);
-        let _ = poll_once(self.socket.wait_write_ready(), self.cx);
-        if self.rst_pending() {
-            let _ = poll_once(self.socket.flush(), self.cx);
+        match state {
+            TcpState::Listen => {}
+            TcpState::Closed if self.socket.remote_endpoint().is_some() => {
+                // Its RST is not sent yet.
+                let _ = poll_once(self.socket.flush(), self.cx);
+            }
+            _ => {
+                let _ = poll_once(self.socket.wait_write_ready(), self.cx);
+            }
         }
     }
 }

@@ -29,14 +29,21 @@ pub fn pender(_context: *mut ()) {
     PENDED.store(true, Ordering::Release);
 }
 
-/// The work per layer since boot (`isr` is read from [`ISR_WORK`] when reported).
-static WORK: Mutex<Cell<LayerWork>> = Mutex::new(Cell::new(LayerWork {
-    isr: 0,
-    stack: 0,
-    apps: 0,
-    main: 0,
-    loops: 0,
-}));
+/// The work per layer since boot (`isr` is read from [`ISR_WORK`] when reported), a cell per
+/// figure: each pass and each task's poll adds to one or two of them.
+struct Work {
+    stack: Cell<u64>,
+    apps: Cell<u64>,
+    main: Cell<u64>,
+    loops: Cell<u64>,
+}
+
+static WORK: Mutex<Work> = Mutex::new(Work {
+    stack: Cell::new(0),
+    apps: Cell::new(0),
+    main: Cell::new(0),
+    loops: Cell::new(0),
+});
 /// Nanoseconds asleep since boot.
 static IDLE_NS: Mutex<Cell<u64>> = Mutex::new(Cell::new(0));
 /// The painted stack.
@@ -53,13 +60,9 @@ pub enum Layer {
     Apps,
 }
 
-fn update(f: impl FnOnce(&mut LayerWork)) {
-    critical_section::with(|cs| {
-        let cell = WORK.borrow(cs);
-        let mut w = cell.get();
-        f(&mut w);
-        cell.set(w);
-    })
+/// Adds `n` to `figure`.
+fn add(figure: &Cell<u64>, n: u64) {
+    figure.set(figure.get().wrapping_add(n));
 }
 
 /// A point in the CPU's work, to measure a stretch less the NIC interrupt's share.
@@ -106,9 +109,15 @@ impl<F: Future> Future for Measured<F> {
         let r = unsafe { Pin::new_unchecked(&mut this.inner) }.poll(cx);
         let spent = mark.net(work);
         let layer = this.layer;
-        update(|w| match layer {
-            Layer::Stack => w.stack = w.stack.wrapping_add(spent),
-            Layer::Apps => w.apps = w.apps.wrapping_add(spent),
+        critical_section::with(|cs| {
+            let w = WORK.borrow(cs);
+            add(
+                match layer {
+                    Layer::Stack => &w.stack,
+                    Layer::Apps => &w.apps,
+                },
+                spent,
+            )
         });
         r
     }
@@ -121,11 +130,15 @@ fn zero() -> u64 {
 /// The CPU figures for `/stats`.
 pub fn cpu_figures(board: &EmbassyBoard) -> CpuFigures {
     let (work, idle_ns, stack) = critical_section::with(|cs| {
-        (
-            WORK.borrow(cs).get(),
-            IDLE_NS.borrow(cs).get(),
-            STACK.borrow(cs).get(),
-        )
+        let w = WORK.borrow(cs);
+        let work = LayerWork {
+            isr: 0,
+            stack: w.stack.get(),
+            apps: w.apps.get(),
+            main: w.main.get(),
+            loops: w.loops.get(),
+        };
+        (work, IDLE_NS.borrow(cs).get(), STACK.borrow(cs).get())
     });
     CpuFigures {
         uptime_ns: (board.now_ns)(),
@@ -160,10 +173,15 @@ pub fn run(board: EmbassyBoard, stack: Stack, spawn: impl FnOnce(Spawner)) -> ! 
         // SAFETY: polled from this loop only, never re-entered (the pender only sets a flag).
         unsafe { executor.poll() };
         let spent = mark.net(board.work);
-        update(|w| {
-            w.main = w.main.wrapping_add(spent);
-            w.loops = w.loops.wrapping_add(1);
+        critical_section::with(|cs| {
+            let w = WORK.borrow(cs);
+            add(&w.main, spent);
+            add(&w.loops, 1);
         });
+        if PENDED.load(Ordering::Acquire) {
+            // A task was woken during the pass: the board's idle would return at once.
+            continue;
+        }
         let before = (board.now_ns)();
         (board.idle)(|| PENDED.load(Ordering::Acquire));
         let slept = (board.now_ns)().saturating_sub(before);

@@ -7,7 +7,10 @@
 //! // the timer's interrupt: TIME.on_alarm();
 //! ```
 //!
-//! embassy-time's tick is a microsecond (its default rate).
+//! embassy-time's tick is a nanosecond (feature `tick-hz-1_000_000_000` of
+//! embassy-time-driver, set by this crate): the board's clock is the driver's, with no
+//! division on every read of the time (at embassy's default 1 MHz each read divided a 64-bit
+//! count by 1000, a library call on these CPUs).
 
 use core::cell::RefCell;
 use core::marker::PhantomData;
@@ -25,6 +28,9 @@ pub trait BoardTimer {
     /// No timer interrupt.
     fn disarm();
 }
+
+// The driver's ticks are the boards' nanoseconds.
+const _: () = assert!(embassy_time_driver::TICK_HZ == 1_000_000_000);
 
 /// embassy-time's driver on the board timer `T`.
 pub struct BoardTime<T> {
@@ -47,45 +53,52 @@ impl<T: BoardTimer> BoardTime<T> {
         }
     }
 
-    fn now_us() -> u64 {
-        T::now_ns() / 1000
+    /// Now, in embassy-time's ticks (nanoseconds).
+    fn now_ticks() -> u64 {
+        T::now_ns()
     }
 
-    /// Arms the timer for `at` µs (`u64::MAX`: no alarm); false if `at` has passed.
+    /// Arms the timer for tick `at` (`u64::MAX`: no alarm); false if `at` has passed.
     fn set_alarm(at: u64) -> bool {
         if at == u64::MAX {
             T::disarm();
             return true;
         }
-        let at_ns = at.saturating_mul(1000);
-        if at_ns <= T::now_ns() {
+        if at <= T::now_ns() {
             return false;
         }
-        T::arm_at_ns(at_ns);
+        T::arm_at_ns(at);
         true
     }
 
     /// The timer's interrupt (after the board acknowledged it): wakes the timers that are
     /// due and arms the next.
     pub fn on_alarm(&self) {
-        self.alarms.on_alarm(Self::now_us, Self::set_alarm);
+        self.alarms.on_alarm(Self::now_ticks, Self::set_alarm);
     }
 }
 
 impl<T: BoardTimer + 'static> embassy_time_driver::Driver for BoardTime<T> {
     fn now(&self) -> u64 {
-        Self::now_us()
+        Self::now_ticks()
     }
 
     fn schedule_wake(&self, at: u64, waker: &Waker) {
         self.alarms
-            .schedule(at, waker, Self::now_us, Self::set_alarm);
+            .schedule(at, waker, Self::now_ticks, Self::set_alarm);
     }
 }
 
 /// The timers waiting for the board's alarm.
 pub struct Alarms {
-    queue: Mutex<RefCell<Queue>>,
+    timers: Mutex<RefCell<Timers>>,
+}
+
+/// The queue and the time the board's alarm is armed for.
+struct Timers {
+    queue: Queue,
+    /// Tick the alarm is armed for (`u64::MAX`: none).
+    armed: u64,
 }
 
 impl Default for Alarms {
@@ -98,33 +111,46 @@ impl Alarms {
     /// No timers.
     pub const fn new() -> Alarms {
         Alarms {
-            queue: Mutex::new(RefCell::new(Queue::new())),
+            timers: Mutex::new(RefCell::new(Timers {
+                queue: Queue::new(),
+                armed: u64::MAX,
+            })),
         }
     }
 
-    /// `Driver::schedule_wake`: queues `waker` for `at` and moves the alarm if it must.
-    /// `set_alarm(at)` arms the board's timer for `at` (µs; `u64::MAX`: none) and answers
-    /// false if that time has already passed.
+    /// `Driver::schedule_wake`: queues `waker` for `at` and moves the alarm if `at` comes
+    /// before it. `set_alarm(at)` arms the board's timer for `at` (ticks; `u64::MAX`: none)
+    /// and answers false if that time has already passed.
+    ///
+    /// A task re-arms its timer on every poll (embassy-net's runner does, for smoltcp's next
+    /// deadline), mostly for the time it had: the queue then asks for the alarm to be moved
+    /// again, which walks every timer and writes the board's timer. A time at or after the
+    /// armed one needs neither: that alarm's interrupt wakes what is due then and arms the
+    /// next.
     pub fn schedule(&self, at: u64, waker: &Waker, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
         critical_section::with(|cs| {
-            let mut queue = self.queue.borrow(cs).borrow_mut();
-            if queue.schedule_wake(at, waker) {
-                arm(&mut queue, now, set_alarm);
+            let mut timers = self.timers.borrow(cs).borrow_mut();
+            if timers.queue.schedule_wake(at, waker) && at < timers.armed {
+                timers.arm(now, set_alarm);
             }
         })
     }
 
-    /// The board's timer interrupt: wakes the timers that are due and arms the next.
+    /// The board's timer interrupt (the alarm is off): wakes the timers that are due and
+    /// arms the next.
     pub fn on_alarm(&self, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
-        critical_section::with(|cs| arm(&mut self.queue.borrow(cs).borrow_mut(), now, set_alarm))
+        critical_section::with(|cs| self.timers.borrow(cs).borrow_mut().arm(now, set_alarm))
     }
 }
 
-/// Wakes what is due and arms the alarm for the next timer, again until the time armed is
-/// still ahead.
-fn arm(queue: &mut Queue, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
-    let mut next = queue.next_expiration(now());
-    while !set_alarm(next) {
-        next = queue.next_expiration(now());
+impl Timers {
+    /// Wakes what is due and arms the alarm for the next timer, again until the time armed
+    /// is still ahead.
+    fn arm(&mut self, now: fn() -> u64, set_alarm: fn(u64) -> bool) {
+        let mut next = self.queue.next_expiration(now());
+        while !set_alarm(next) {
+            next = self.queue.next_expiration(now());
+        }
+        self.armed = next;
     }
 }
