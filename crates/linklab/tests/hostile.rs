@@ -136,14 +136,6 @@ fn iperf_server_stops_on_sigint_even_when_started_ignoring_it() {
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if child.try_wait().unwrap().is_some() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("linklab iperf -s ignored SIGINT");
+    let exited = common::exit_within(&mut child, Duration::from_secs(3));
+    assert!(exited.is_some(), "linklab iperf -s ignored SIGINT");
 }

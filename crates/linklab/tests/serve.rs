@@ -170,12 +170,7 @@ impl Served {
         let mut child = self.child.take().unwrap().0.take().unwrap();
         // SAFETY: kill(2) on the pid of our own child (`ip netns exec` has exec'd serve).
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let exited = common::wait_until(Duration::from_secs(10), || {
-            child.try_wait().map(|s| s.is_some()).unwrap_or(false)
-        });
-        if !exited {
-            let _ = child.kill();
-        }
+        let exited = common::exit_within(&mut child, Duration::from_secs(10)).is_some();
         let out = child.wait_with_output().expect("wait for serve");
         assert!(
             exited && out.status.success(),

@@ -109,13 +109,7 @@ impl Device {
             _turn: turn,
         };
         // An emulator may first build its image.
-        let up = wait_until(Duration::from_secs(120), || {
-            device
-                .ns
-                .command(&["ip", "link", "show", tap])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
+        let up = wait_until(Duration::from_secs(120), || device.has_tap());
         if !up {
             device.fail("the TAP never appeared");
         }
@@ -249,14 +243,7 @@ impl Device {
         let mut child = self.child.take().expect("running").0.take().expect("child");
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(child.id() as i32, signal) };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while child.try_wait().expect("try_wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        super::exit_within(&mut child, Duration::from_secs(15));
         let out = child.wait_with_output().expect("wait");
         assert!(
             out.status.success(),
@@ -265,6 +252,14 @@ impl Device {
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether the device's TAP exists in the namespace.
+    fn has_tap(&self) -> bool {
+        self.ns
+            .command(&["ip", "link", "show", self.tap])
+            .output()
+            .is_ok_and(|o| o.status.success())
     }
 
     /// Kills the device with SIGKILL (no chance to clean up) and asserts that what it started
@@ -276,12 +271,7 @@ impl Device {
         child.kill().expect("SIGKILL");
         child.wait().expect("wait");
         let gone = super::wait_until(Duration::from_secs(3), || {
-            children.iter().all(|pid| !alive(*pid))
-                && !self
-                    .ns
-                    .command(&["ip", "link", "show", self.tap])
-                    .output()
-                    .is_ok_and(|o| o.status.success())
+            children.iter().all(|pid| !alive(*pid)) && !self.has_tap()
         });
         let left: Vec<_> = children.iter().filter(|p| alive(**p)).collect();
         assert!(gone, "left behind: processes {left:?}, or TAP {}", self.tap);

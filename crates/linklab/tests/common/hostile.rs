@@ -316,14 +316,14 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
         String::from_utf8_lossy(&out.stdout),
         "200",
         "{out:?}; connections: {}; {}",
-        String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"])),
+        connections_to(dev, 80),
         dev.stats()
     );
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(
         was_reset(&mut reader, Duration::from_secs(1)),
         "the zero-window reader was not evicted; connections: {}; {}",
-        String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"])),
+        connections_to(dev, 80),
         dev.stats()
     );
     let second = download();
@@ -335,7 +335,7 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
         assert!(
             !out.status.success(),
             "a new client got in: {out:?}; connections: {}",
-            String::from_utf8_lossy(&dev.run(&["ss", "-tni", "dport", "= :80"]))
+            connections_to(dev, 80)
         );
         std::thread::sleep(Duration::from_millis(300));
     }
@@ -351,6 +351,12 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
     let stats = dev.stats();
     assert_eq!(counter(&stats, "http", "evicted") - before, 1, "{stats}");
     assert_counters_conserve(&stats);
+}
+
+/// What `ss` shows of the host's TCP connections to the device's `port` (for failure messages).
+fn connections_to(dev: &Device, port: u16) -> String {
+    let out = dev.run(&["ss", "-tni", "dport", &format!("= :{port}")]);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// TCP connections the host has established to the device's `port` (per `ss`).

@@ -12,7 +12,7 @@ pub mod spoof;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -150,15 +150,11 @@ impl ChildGuard {
         unsafe {
             libc::kill(child.id() as i32, libc::SIGINT);
         }
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if child.try_wait().expect("try_wait").is_some() {
-                return child.wait_with_output().expect("wait_with_output");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
+        let exited = exit_within(&mut child, timeout).is_some();
         let out = child.wait_with_output().expect("wait_with_output");
+        if exited {
+            return out;
+        }
         panic!(
             "process did not exit within {timeout:?} of SIGINT\nstdout: {}\nstderr: {}",
             String::from_utf8_lossy(&out.stdout),
@@ -174,6 +170,18 @@ impl Drop for ChildGuard {
             let _ = child.wait();
         }
     }
+}
+
+/// Waits up to `within` for `child` to exit: its status, or None when it did not (it is then
+/// killed and reaped; its output pipes can still be read).
+pub fn exit_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    if wait_until(within, || child.try_wait().expect("try_wait").is_some()) {
+        // The status try_wait saw is kept by `child`.
+        return child.try_wait().expect("try_wait");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// Polls `f` every 20 ms until it returns true or `timeout` passes.

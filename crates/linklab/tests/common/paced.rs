@@ -12,7 +12,7 @@ use std::process::{ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{ChildGuard, Netns};
+use super::{exit_within, ChildGuard, Netns};
 
 /// A running paced download.
 pub struct PacedDownload {
@@ -57,19 +57,7 @@ impl PacedDownload {
     /// Waits (at most `within`) for curl to exit: its status (None: still running, killed)
     /// and the body bytes it delivered.
     pub fn finish(mut self, within: Duration) -> (Option<ExitStatus>, u64) {
-        let child = self.curl.0.as_mut().expect("running");
-        let deadline = Instant::now() + within;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = exit_within(self.curl.0.as_mut().expect("running"), within);
         (status, self.drained.join().unwrap())
     }
 }
