@@ -116,14 +116,7 @@ fn client(program: &str, pre: &[&str], port: u16, args: &[String]) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("could not start {program}: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    common::exit_within(&mut child, Duration::from_secs(30));
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -640,16 +640,9 @@ fn stall_when_tcp_begins(p: &Netns, pid: i32, duration: u64) -> Run {
             break;
         }
     }
-    let mut guard = ChildGuard(Some(child));
-    let deadline = Instant::now() + Duration::from_secs(duration + 10);
-    let status = loop {
-        if let Some(s) = guard.0.as_mut().unwrap().try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "the probe hung past its bound");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let child = guard.0.take().unwrap();
+    let mut child = child;
+    let status = common::exit_within(&mut child, Duration::from_secs(duration + 10))
+        .expect("the probe hung past its bound");
     let mut out = child.wait_with_output().unwrap();
     out.status = status;
     out.stdout = reader.join().unwrap().into_bytes();
