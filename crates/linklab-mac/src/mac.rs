@@ -374,38 +374,59 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     pub fn receive(&mut self) -> Option<RxFrame<'q, S>> {
         self.poll();
         loop {
-            let mut read = self.rx.consumer.read()?;
-            match self.rx.classify(read.buf()) {
-                Outcome::Deliver(range) => {
-                    if self.rx.checksum_offload
-                        && !self.rx.nic_vouches(read.bytes())
-                        && checksum::verify(&read.buf()[range.clone()]) == checksum::Verdict::Bad
-                    {
-                        trace!("rx: dropped, bad IPv4/TCP/UDP checksum");
-                        self.rx.checksum_errors += 1;
-                        continue;
-                    }
-                    self.rx.packets += 1;
-                    self.rx.bytes += range.len() as u64;
-                    return Some(RxFrame { read, range });
-                }
-                Outcome::Pause(quanta) => {
-                    debug!("rx: PAUSE for {} quanta", quanta);
-                    self.rx.pause_frames += 1;
-                    self.tx.apply_received_pause(quanta);
-                }
-                Outcome::Filtered => self.rx.filtered += 1,
-                Outcome::Error(e) => {
-                    trace!("rx: dropped, {:?}", e);
-                    match e {
-                        RxError::NoSfd => self.rx.frame_errors += 1,
-                        RxError::Crc => self.rx.crc_errors += 1,
-                        RxError::TooShort => self.rx.short_errors += 1,
-                        RxError::TooLong => self.rx.long_errors += 1,
-                    }
-                }
+            if let Some(frame) = self.take_next()? {
+                return Some(frame);
             }
         }
+    }
+
+    /// Takes the next queued transmission (the one [`peek`](Self::peek) shows) out of the
+    /// queue without lending it to anyone, counted as [`receive`](Self::receive) counts it: a
+    /// good frame a gate above the MAC refused, or a bad one. False when the queue is empty.
+    pub fn drop_next(&mut self) -> bool {
+        self.take_next().is_some()
+    }
+
+    /// The next queued transmission (None when the queue is empty): a good frame for the
+    /// stack, or nothing when it was bad, filtered or PAUSE (counted and released).
+    fn take_next(&mut self) -> Option<Option<RxFrame<'q, S>>> {
+        let mut read = self.rx.consumer.read()?;
+        Some(match self.rx.classify(read.buf()) {
+            Outcome::Deliver(range) => {
+                if self.rx.checksum_offload
+                    && !self.rx.nic_vouches(read.bytes())
+                    && checksum::verify(&read.buf()[range.clone()]) == checksum::Verdict::Bad
+                {
+                    trace!("rx: dropped, bad IPv4/TCP/UDP checksum");
+                    self.rx.checksum_errors += 1;
+                    None
+                } else {
+                    self.rx.packets += 1;
+                    self.rx.bytes += range.len() as u64;
+                    Some(RxFrame { read, range })
+                }
+            }
+            Outcome::Pause(quanta) => {
+                debug!("rx: PAUSE for {} quanta", quanta);
+                self.rx.pause_frames += 1;
+                self.tx.apply_received_pause(quanta);
+                None
+            }
+            Outcome::Filtered => {
+                self.rx.filtered += 1;
+                None
+            }
+            Outcome::Error(e) => {
+                trace!("rx: dropped, {:?}", e);
+                match e {
+                    RxError::NoSfd => self.rx.frame_errors += 1,
+                    RxError::Crc => self.rx.crc_errors += 1,
+                    RxError::TooShort => self.rx.short_errors += 1,
+                    RxError::TooLong => self.rx.long_errors += 1,
+                }
+                None
+            }
+        })
     }
 
     /// Builds a `len`-byte frame in place (`fill` writes destination..payload) and hands it

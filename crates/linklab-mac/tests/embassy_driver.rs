@@ -15,7 +15,9 @@ use std::task::{Context, Wake, Waker};
 
 use common::*;
 use embassy_net_driver::{Driver, HardwareAddress, LinkState, RxToken, TxToken};
-use linklab_mac::embassy::{AlwaysUp, EmbassyMac, LinkSignal, WakeAt, LINK_POLL_NS};
+use linklab_mac::embassy::{
+    Admit, AlwaysUp, EmbassyMac, FrameGate, LinkSignal, WakeAt, LINK_POLL_NS,
+};
 use linklab_mac::pause::build_pause;
 use linklab_mac::{Clock, Inline, Mac, MacConfig, RxQueue};
 
@@ -312,6 +314,29 @@ fn capabilities_and_address() {
     assert!(dev.hardware_address() == HardwareAddress::Ethernet(ME.0));
 }
 
+/// Holds frames tagged 1 while `open` is false, drops frames tagged 3; records the frames
+/// it saw received and sent.
+struct TestGate {
+    open: Rc<Cell<bool>>,
+    seen: Rc<RefCell<Vec<u8>>>,
+    sent: Rc<RefCell<Vec<usize>>>,
+}
+
+impl FrameGate for TestGate {
+    fn admit(&mut self, f: &[u8], _w: &Waker) -> Admit {
+        self.seen.borrow_mut().push(f[14]);
+        match f[14] {
+            1 if !self.open.get() => Admit::Hold,
+            3 => Admit::Drop,
+            _ => Admit::Pass,
+        }
+    }
+
+    fn sent(&mut self, frame: &[u8]) {
+        self.sent.borrow_mut().push(frame.len());
+    }
+}
+
 #[test]
 fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
     let q: RxQueue<Inline<N>> = RxQueue::new();
@@ -322,15 +347,13 @@ fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
         linklab_mac::NoClock,
         MacConfig::tap(ME),
     );
-    // Holds frames tagged 1 while `open` is false; records the frames it saw.
     let open = Rc::new(Cell::new(false));
     let seen = Rc::new(RefCell::new(Vec::new()));
-    let gate = {
-        let (open, seen) = (open.clone(), seen.clone());
-        move |f: &[u8], _w: &Waker| {
-            seen.borrow_mut().push(f[14]);
-            f[14] != 1 || open.get()
-        }
+    let sent = Rc::new(RefCell::new(Vec::new()));
+    let gate = TestGate {
+        open: open.clone(),
+        seen: seen.clone(),
+        sent: sent.clone(),
     };
     let mut dev = EmbassyMac::new(mac, AlwaysUp).with_gate(gate);
     let (_count, waker) = counting_waker();
@@ -349,5 +372,17 @@ fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
         assert_eq!(rx.consume(|f: &mut [u8]| f[14]), want);
     }
     assert_eq!(*seen.borrow(), [1, 1, 1, 2]);
+    // A dropped frame never reaches the stack; the one behind it does.
+    assert!(producer.push(&frame_to_me(3)));
+    assert!(producer.push(&frame_to_me(4)));
+    let (rx, _) = dev
+        .receive(&mut cx)
+        .expect("the frame behind the dropped one");
+    assert_eq!(rx.consume(|f: &mut [u8]| f[14]), 4);
+    assert_eq!(dev.mac().counters().rx_pending(), 0);
+    // What the stack sends is shown to the gate once built.
+    let tx = dev.transmit(&mut cx).expect("a TX token");
+    tx.consume(60, |f: &mut [u8]| f.fill(0));
+    assert_eq!(*sent.borrow(), [60]);
     dev.mac().counters().check_conservation().unwrap();
 }

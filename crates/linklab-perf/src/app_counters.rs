@@ -6,10 +6,15 @@
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of app counters.
-pub const APP_COUNTERS: usize = 19;
+pub const APP_COUNTERS: usize = 25;
 
 /// Each counter's app and name, in the order the values come: echo's (the core's six, then
-/// its TCP socket's lifetime), HTTP's, iperf3's.
+/// its TCP socket's lifetime), HTTP's, iperf3's. Per service, `reclaimed` counts spent or
+/// half-open sockets freed for a new client, `reclaimed_answered` those of them our SYN-ACK
+/// had answered (a peer that believed it was connected would have been reset; the rules
+/// allow it only after the grace with no answer), `evicted` idle connections reset, and
+/// `listen_drops` SYNs dropped unanswered while a handshake we answered could complete
+/// (Linux's name for SYNs a listener dropped; the client sends its SYN again).
 pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("echo", "udp_rx_datagrams"),
     ("echo", "udp_tx_datagrams"),
@@ -20,16 +25,22 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("echo", "tcp_idle_closed"),
     ("echo", "tcp_reclaimed"),
     ("echo", "tcp_evicted"),
+    ("echo", "tcp_reclaimed_answered"),
+    ("echo", "tcp_listen_drops"),
     ("http", "responses"),
     ("http", "idle_closed"),
     ("http", "reclaimed"),
     ("http", "evicted"),
+    ("http", "reclaimed_answered"),
+    ("http", "listen_drops"),
     ("iperf", "tests_done"),
     ("iperf", "tests_failed"),
     ("iperf", "denied"),
     ("iperf", "open_streams"),
     ("iperf", "reclaimed"),
     ("iperf", "evicted"),
+    ("iperf", "reclaimed_answered"),
+    ("iperf", "listen_drops"),
 ];
 
 /// The counters, named: `values` in [`NAMES`]' order.

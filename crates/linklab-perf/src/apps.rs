@@ -13,14 +13,15 @@ use smoltcp::time::{Duration, Instant};
 
 use crate::echo::SmoltcpEchoServer;
 use crate::echo::ECHO_PORT;
-use crate::evict::{candidate, idlest};
+use crate::evict::{half_open_to, Choice};
 use crate::http::{self, Routes};
 use crate::iperf::device::SmoltcpIperfServer;
 use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
 use crate::lifetime::{
-    evict, observe, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, EVICT_GRACE, TCP_KEEP_ALIVE,
-    TCP_TIMEOUT,
+    evict, observe, refresh, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, EVICT_GRACE,
+    TCP_KEEP_ALIVE, TCP_TIMEOUT,
 };
+use crate::synack_watch::{SynAckWatch, SynAcks};
 
 /// HTTP connections served at once (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
@@ -72,15 +73,46 @@ pub struct DeviceApps<'a> {
     echo_tcp: SocketHandle,
     echo_watch: IdleWatch,
     echo_idle_closed: u64,
-    echo_reclaimed: u64,
-    echo_evicted: u64,
+    echo_taken: Taken,
     http: [(SocketHandle, http::Server, IdleWatch); HTTP_SOCKETS],
     http_responses: u64,
     http_idle_closed: u64,
-    http_reclaimed: u64,
-    http_evicted: u64,
+    http_taken: Taken,
     idle_timeout: Duration,
     iperf: SmoltcpIperfServer<'a>,
+}
+
+/// How often a service's sockets were taken for new clients, and how often a new client had
+/// to wait (see [`crate::evict::Choice`]).
+#[derive(Clone, Copy, Default)]
+struct Taken {
+    /// Spent or half-open sockets freed.
+    reclaimed: u64,
+    /// Of those, half-open ones our SYN-ACK had answered (stale: no answer for the grace).
+    reclaimed_answered: u64,
+    /// Idle connections reset.
+    evicted: u64,
+    /// SYNs dropped unanswered while a handshake we answered may be completing.
+    listen_drops: u64,
+}
+
+impl Taken {
+    /// Counts what `choice` did; true when the SYN is to be dropped unanswered.
+    fn count<T>(&mut self, choice: &Choice<T>) -> bool {
+        match choice {
+            Choice::Take(_, c) if c.evicts() => self.evicted += 1,
+            Choice::Take(_, c) => {
+                self.reclaimed += 1;
+                self.reclaimed_answered += u64::from(c.answered());
+            }
+            Choice::Defer => {
+                self.listen_drops += 1;
+                return true;
+            }
+            Choice::Refuse => {}
+        }
+        false
+    }
 }
 
 /// A TCP socket over `b` with the apps' lifetime rules ([`TCP_TIMEOUT`],
@@ -150,13 +182,11 @@ impl<'a> DeviceApps<'a> {
             echo_tcp: tcp,
             echo_watch: IdleWatch::new(),
             echo_idle_closed: 0,
-            echo_reclaimed: 0,
-            echo_evicted: 0,
+            echo_taken: Taken::default(),
             http,
             http_responses: 0,
             http_idle_closed: 0,
-            http_reclaimed: 0,
-            http_evicted: 0,
+            http_taken: Taken::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             iperf,
         }
@@ -215,16 +245,20 @@ impl<'a> DeviceApps<'a> {
 
     /// Runs the interface: ingress one frame at a time, then egress. Before each frame that
     /// opens a TCP connection (see [`crate::lifetime::syn_port`]) to a service none of whose
-    /// sockets listens, frees one for it ([`crate::evict::idlest`]): a spent socket
+    /// sockets listens, frees one for it ([`crate::evict::choose`]): a spent socket
     /// (`reclaimed`), else the connection idle longest beyond [`EVICT_GRACE`] (`evicted`:
-    /// the peer gets a RST), else the oldest half-open one (`reclaimed`: lwIP's rule, so
-    /// spoofed SYNs from hosts that never answer cannot lock real clients out). A SYN that
-    /// finds every connection making progress and none spent or half-open gets smoltcp's
-    /// RST, as from a busy server. After each frame, a UDP echo request is answered and the
-    /// egress run at once (see [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot
-    /// leave is known before the next one is queued. Use instead of `Interface::poll`;
-    /// `next_syn_port` peeks at the device's next frame (for a linklab-mac `Mac`:
-    /// `|mac| mac.peek(syn_port).flatten()`).
+    /// the peer gets a RST), else a half-open one our SYN-ACK has not answered (`reclaimed`:
+    /// lwIP's rule, so spoofed SYNs from hosts that never answer cannot lock real clients
+    /// out), else one answered longer than the grace ago (`reclaimed`, also counted in
+    /// `reclaimed_answered`). While a handshake we answered may still complete, the SYN is
+    /// dropped unanswered (`listen_drops`; its client sends it again), so no client that
+    /// believes it is connected is reset; a SYN that finds every connection making progress
+    /// gets smoltcp's RST, as from a busy server. Every SYN-ACK leaving is watched
+    /// ([`crate::synack_watch`]) to know which handshakes were answered. After each frame, a
+    /// UDP echo request is answered and the egress run at once (see
+    /// [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is known before
+    /// the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
+    /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
     pub fn poll_interface<D: Device + ?Sized>(
         &mut self,
         iface: &mut Interface,
@@ -234,7 +268,7 @@ impl<'a> DeviceApps<'a> {
         next_syn_port: impl FnMut(&D) -> Option<u16>,
     ) {
         self.poll_ingress(iface, device, sockets, now, next_syn_port);
-        Self::poll_egress(iface, device, sockets, now);
+        self.poll_egress(iface, device, sockets, now);
     }
 
     /// [`DeviceApps::poll_interface`]'s first half: maintenance and ingress (with the SYN
@@ -252,40 +286,84 @@ impl<'a> DeviceApps<'a> {
         now: Instant,
         mut next_syn_port: impl FnMut(&D) -> Option<u16>,
     ) {
+        let mut sent = SynAcks::new();
+        let mut device = SynAckWatch {
+            device,
+            sent: &mut sent,
+            hide_syn_to: None,
+        };
         iface.poll_maintenance(now);
         loop {
-            if let Some(port) = next_syn_port(device) {
-                let mut flush = |s: &mut SocketSet<'_>| egress(iface, device, s, now);
-                self.make_room(port, sockets, now, &mut flush);
+            if let Some(port) = next_syn_port(device.device) {
+                self.note_answered(device.sent, sockets, now);
+                let mut flush = |s: &mut SocketSet<'_>| egress(iface, &mut device, s, now);
+                if self.make_room(port, sockets, now, &mut flush) {
+                    device.hide_syn_to = Some(port);
+                }
             }
-            if iface.poll_ingress_single(now, device, sockets) == PollIngressSingleResult::None {
+            let ingress = iface.poll_ingress_single(now, &mut device, sockets);
+            device.hide_syn_to = None;
+            if ingress == PollIngressSingleResult::None {
                 break;
             }
             while self.echo.echo_datagram(sockets, now) {
-                egress(iface, device, sockets, now);
+                egress(iface, &mut device, sockets, now);
             }
         }
+        self.note_answered(&mut sent, sockets, now);
     }
 
-    /// [`DeviceApps::poll_interface`]'s second half: egress until nothing is left to send.
+    /// [`DeviceApps::poll_interface`]'s second half: egress until nothing is left to send
+    /// (noting the SYN-ACKs that leave).
     pub fn poll_egress<D: Device + ?Sized>(
+        &mut self,
         iface: &mut Interface,
         device: &mut D,
         sockets: &mut SocketSet<'_>,
         now: Instant,
     ) {
-        egress(iface, device, sockets, now);
+        let mut sent = SynAcks::new();
+        let mut device = SynAckWatch {
+            device,
+            sent: &mut sent,
+            hide_syn_to: None,
+        };
+        egress(iface, &mut device, sockets, now);
+        self.note_answered(&mut sent, sockets, now);
+    }
+
+    /// Marks the half-open connections whose SYN-ACK left (`sent`, drained) as answered at
+    /// `now` (see [`crate::evict::Kind::Answered`]).
+    fn note_answered(&mut self, sent: &mut SynAcks, sockets: &SocketSet<'_>, now: Instant) {
+        while let Some((port, peer)) = sent.pop() {
+            match port {
+                http::HTTP_PORT => {
+                    for (h, _, watch) in &mut self.http {
+                        if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
+                            watch.note_answered(now);
+                        }
+                    }
+                }
+                ECHO_PORT => {
+                    if half_open_to(sockets.get::<tcp::Socket>(self.echo_tcp), peer) {
+                        self.echo_watch.note_answered(now);
+                    }
+                }
+                _ => self.iperf.note_answered(port, peer, sockets, now),
+            }
+        }
     }
 
     /// Frees a socket for a new connection to `port` when none of its sockets listens (see
-    /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress.
+    /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress. True
+    /// when the SYN is to be dropped unanswered ([`Choice::Defer`]).
     fn make_room<'s>(
         &mut self,
         port: u16,
         sockets: &mut SocketSet<'s>,
         now: Instant,
         flush: &mut dyn FnMut(&mut SocketSet<'s>),
-    ) {
+    ) -> bool {
         match port {
             http::HTTP_PORT => {
                 let listening = self
@@ -293,46 +371,44 @@ impl<'a> DeviceApps<'a> {
                     .iter()
                     .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).state() == tcp::State::Listen);
                 if listening {
-                    return;
+                    return false;
                 }
                 // Progress that came in with the frames before this SYN counts.
                 for (h, _, watch) in &mut self.http {
-                    observe(watch, sockets.get::<tcp::Socket>(*h), now);
+                    refresh(watch, sockets.get::<tcp::Socket>(*h), now);
                 }
                 let facts = self
                     .http
                     .iter()
-                    .map(|(h, _, w)| candidate(sockets.get::<tcp::Socket>(*h), w.last()));
-                let Some((i, taken)) = idlest(facts, now, EVICT_GRACE) else {
-                    return;
-                };
-                let (h, server, watch) = &mut self.http[i];
-                if taken.evicts() {
-                    *h = evict(sockets, *h, http::HTTP_PORT, flush);
-                    self.http_evicted += 1;
-                } else {
-                    *h = relisten(sockets, *h, http::HTTP_PORT);
-                    self.http_reclaimed += 1;
+                    .map(|(h, _, w)| w.candidate(sockets.get::<tcp::Socket>(*h)));
+                let choice = crate::evict::choose(facts, now, EVICT_GRACE);
+                if let Choice::Take(i, taken) = choice {
+                    let (h, server, watch) = &mut self.http[i];
+                    *h = if taken.evicts() {
+                        evict(sockets, *h, http::HTTP_PORT, flush)
+                    } else {
+                        relisten(sockets, *h, http::HTTP_PORT)
+                    };
+                    server.reset();
+                    watch.forget();
                 }
-                server.reset();
-                watch.forget();
+                self.http_taken.count(&choice)
             }
             ECHO_PORT => {
                 let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
-                observe(&mut self.echo_watch, socket, now);
-                let facts = [candidate(socket, self.echo_watch.last())];
-                let Some((_, taken)) = idlest(facts, now, EVICT_GRACE) else {
-                    return;
-                };
-                if taken.evicts() {
-                    self.echo_tcp = evict(sockets, self.echo_tcp, ECHO_PORT, flush);
-                    self.echo_evicted += 1;
-                } else {
-                    self.echo_tcp = relisten(sockets, self.echo_tcp, ECHO_PORT);
-                    self.echo_reclaimed += 1;
+                refresh(&mut self.echo_watch, socket, now);
+                let facts = [self.echo_watch.candidate(socket)];
+                let choice = crate::evict::choose(facts, now, EVICT_GRACE);
+                if let Choice::Take(_, taken) = choice {
+                    self.echo_tcp = if taken.evicts() {
+                        evict(sockets, self.echo_tcp, ECHO_PORT, flush)
+                    } else {
+                        relisten(sockets, self.echo_tcp, ECHO_PORT)
+                    };
+                    self.echo.forget_tcp(self.echo_tcp);
+                    self.echo_watch.forget();
                 }
-                self.echo.forget_tcp(self.echo_tcp);
-                self.echo_watch.forget();
+                self.echo_taken.count(&choice)
             }
             _ => self.iperf.make_room(port, sockets, now, flush),
         }
@@ -379,18 +455,24 @@ impl<'a> DeviceApps<'a> {
             e.tcp_connections,
             e.tcp_bytes,
             self.echo_idle_closed,
-            self.echo_reclaimed,
-            self.echo_evicted,
+            self.echo_taken.reclaimed,
+            self.echo_taken.evicted,
+            self.echo_taken.reclaimed_answered,
+            self.echo_taken.listen_drops,
             self.http_responses,
             self.http_idle_closed,
-            self.http_reclaimed,
-            self.http_evicted,
+            self.http_taken.reclaimed,
+            self.http_taken.evicted,
+            self.http_taken.reclaimed_answered,
+            self.http_taken.listen_drops,
             u64::from(i.tests_done),
             u64::from(i.tests_failed),
             u64::from(i.denied),
             self.iperf.open_streams() as u64,
             u64::from(i.reclaimed),
             u64::from(i.evicted),
+            u64::from(i.reclaimed_answered),
+            u64::from(i.listen_drops),
         ])
     }
 }

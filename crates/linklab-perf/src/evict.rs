@@ -7,13 +7,21 @@
 //! No stack here: [`Progress`] turns what a connection shows at each look ([`Look`]: its
 //! state and the bytes queued each way, from any stack's socket through [`TcpOps`]) into the
 //! instant it last made progress — what the idle timeout and the eviction both count from —
-//! and [`idlest`] picks among plain [`Candidate`] facts. Both are generic over the time type
+//! and [`choose`] picks among plain [`Candidate`] facts.
+//!
+//! A half-open connection is free to take only until our SYN-ACK has left: from then on the
+//! peer, if real, believes it is connected, and taking the socket would reset it. So every
+//! home watches its SYN-ACKs leave ([`crate::rules::syn_ack`]) and marks the socket answered
+//! ([`Progress::answered`]); an answered handshake is left to complete for the grace, and a
+//! SYN that finds nothing else to take is dropped unanswered ([`Choice::Defer`]), so its
+//! client waits for its own retransmission instead of another client being reset. Both are generic over the time type
 //! (smoltcp's or embassy's `Instant`, a `u64` of microseconds), so every home of the apps
 //! shares one rule: the smoltcp adapters ([`crate::lifetime`], `crate::apps`), the iperf3
 //! pool ([`crate::iperf::pool`]) and the embassy-net adapters (`crate::embassy`).
 
 use core::ops::Add;
 
+use crate::rules::Peer;
 use crate::socket::{TcpOps, TcpState};
 
 /// How long a connection must have made no progress before a new client may take its socket,
@@ -37,12 +45,16 @@ pub enum Kind {
     /// Its data: established, or closing while its last bytes are still unacknowledged.
     /// Taken once it made no progress for the grace, the one idle longest first.
     Connection,
-    /// Its handshake: half-open (SYN received, SYN-ACK sent). Taken at once — a spoofed SYN's
-    /// connection never completes, and would otherwise hold the socket until it times out
-    /// (lwIP's rule) — but only when no idle connection can go instead: a real client
-    /// completes its handshake within a round trip, and the client an eviction just reset
-    /// reconnects that fast, so its SYN must not cut off the client that evicted it.
-    HalfOpen,
+    /// Nothing yet: half-open, and our SYN-ACK has not left (its SYN came in this batch, or
+    /// its source has no route or does not answer ARP, as a spoofed one does). No peer can
+    /// believe it is connected; a real one sends its SYN again. Taken at once when no idle
+    /// connection can go instead, the oldest first (lwIP's rule, so spoofed SYNs cannot lock
+    /// real clients out).
+    Unanswered,
+    /// Its handshake: half-open, answered by our SYN-ACK — the peer, if real, completes
+    /// its side on receipt and believes it is connected. Taken only once the grace passed
+    /// with no answer (a live peer answers within a round trip), after any idle connection.
+    Answered,
 }
 
 /// What the choice knows of one busy socket of a service.
@@ -50,8 +62,9 @@ pub enum Kind {
 pub struct Candidate<T> {
     /// What its connection would lose.
     pub kind: Kind,
-    /// When its connection last made progress (see [`Progress`]); None when unknown, taken
-    /// as long ago.
+    /// When its connection last made progress (see [`Progress`]); for an [`Kind::Answered`]
+    /// one, when our SYN-ACK left. None when unknown: taken as long ago, but for an
+    /// unanswered half-open one (see [`choose`]).
     pub last_progress: Option<T>,
 }
 
@@ -61,24 +74,43 @@ impl<T> Candidate<T> {
     pub fn evicts(&self) -> bool {
         self.kind == Kind::Connection
     }
+
+    /// Taking the socket may reset a peer that believes it is connected: an idle
+    /// connection, or a half-open one our SYN-ACK answered (counted as `reclaimed_answered`
+    /// when reclaimed).
+    pub fn answered(&self) -> bool {
+        matches!(self.kind, Kind::Connection | Kind::Answered)
+    }
 }
 
-/// What the choice knows of `socket`, whose connection last made progress at `last_progress`:
-/// None when it listens; otherwise that instant and what the connection would lose
-/// ([`Kind`]) — nothing when closed or closing with nothing of ours left unacknowledged, its
-/// handshake when half-open, its data otherwise (also when closing while the tail of a
-/// download is still unacknowledged).
-pub fn candidate<T>(socket: &impl TcpOps, last_progress: Option<T>) -> Option<Candidate<T>> {
+/// What the choice knows of `socket`, whose connection last made progress at
+/// `last_progress` and whose SYN-ACK left at `answered` (if it did): None when it listens;
+/// otherwise what the connection would lose ([`Kind`]) — nothing when closed or closing with
+/// nothing of ours left unacknowledged, its handshake when half-open (answered or not), its
+/// data otherwise (also when closing while the tail of a download is still
+/// unacknowledged).
+pub fn candidate<T: Copy>(
+    socket: &impl TcpOps,
+    last_progress: Option<T>,
+    answered: Option<T>,
+) -> Option<Candidate<T>> {
     use TcpState::*;
-    let kind = match socket.state() {
+    let (kind, last_progress) = match socket.state() {
         Listen => return None,
-        Closed | TimeWait => Kind::Spent,
-        SynReceived | SynSent => Kind::HalfOpen,
-        Established => Kind::Connection,
-        FinWait1 | FinWait2 | Closing | LastAck | CloseWait if socket.queues().1 == 0 => {
-            Kind::Spent
+        Closed | TimeWait => (Kind::Spent, last_progress),
+        // Over IPv6 no SYN-ACK is watched (`crate::rules::syn_ack` reads IPv4): taken as
+        // answered when first seen, so such a client is never reset by mistake.
+        SynReceived | SynSent => {
+            match answered.or(last_progress.filter(|_| socket.remote_is_ipv6())) {
+                Some(t) => (Kind::Answered, Some(t)),
+                None => (Kind::Unanswered, last_progress),
+            }
         }
-        FinWait1 | FinWait2 | Closing | LastAck | CloseWait => Kind::Connection,
+        Established => (Kind::Connection, last_progress),
+        FinWait1 | FinWait2 | Closing | LastAck | CloseWait if socket.queues().1 == 0 => {
+            (Kind::Spent, last_progress)
+        }
+        FinWait1 | FinWait2 | Closing | LastAck | CloseWait => (Kind::Connection, last_progress),
     };
     Some(Candidate {
         kind,
@@ -86,36 +118,83 @@ pub fn candidate<T>(socket: &impl TcpOps, last_progress: Option<T>) -> Option<Ca
     })
 }
 
-/// The socket to free for a new client, as its index in `candidates`' order and what the
-/// choice knew of it: a spent one, else a connection that made no progress for `grace` at
-/// `now`, else a half-open one — of a kind, the one idle longest. Entries are `None` for
-/// sockets that may not be taken (listening, or protected, e.g. a running iperf3 test).
-/// None when every connection made progress within the grace and nothing is spent or
-/// half-open: the new client must wait.
-pub fn idlest<T, D>(
+/// True when `socket` is half-open (SYN received) with `peer`: the connection a SYN-ACK to
+/// `peer` answered.
+pub fn half_open_to(socket: &impl TcpOps, peer: Peer) -> bool {
+    socket.state() == TcpState::SynReceived && socket.peer() == Some(peer)
+}
+
+/// What to do with a SYN that found every socket of its service busy ([`choose`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice<T> {
+    /// Free this socket for it (its index in the candidates' order, and what was known of
+    /// it).
+    Take(usize, Candidate<T>),
+    /// Drop the SYN unanswered: a handshake our SYN-ACK answered within the grace may be
+    /// completing, and taking its socket would reset a client that believes it is
+    /// connected. The new client sends its SYN again (Linux after 1 s, RFC 6298's initial
+    /// RTO) and finds room then, when the handshake completed or went stale.
+    Defer,
+    /// Refuse the SYN (the stack answers a RST, as a busy server does): every connection
+    /// made progress within the grace.
+    Refuse,
+}
+
+/// The socket to free for a new client (see [`Choice`]): a spent one, else a connection
+/// that made no progress for `grace` at `now`, else an unanswered half-open one, else an
+/// answered half-open one whose SYN-ACK left `grace` ago with no answer — of a kind, the one
+/// idle longest (an unanswered half-open one never looked at yet, whose SYN came in this
+/// batch, as the youngest, so a real client's fresh SYN does not go to the next spoofed one
+/// of the same batch). Entries are `None` for sockets that may not be taken (listening, or
+/// protected, e.g. a running iperf3 test). When nothing may be taken: [`Choice::Defer`] if a
+/// handshake answered within the grace may be completing, else [`Choice::Refuse`].
+pub fn choose<T, D>(
     candidates: impl IntoIterator<Item = Option<Candidate<T>>>,
     now: T,
     grace: D,
-) -> Option<(usize, Candidate<T>)>
+) -> Choice<T>
 where
     T: Copy + Ord + Add<D, Output = T>,
     D: Copy,
 {
-    candidates
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, c)| Some((i, c?)))
-        .filter(|(_, c)| !c.evicts() || c.last_progress.is_none_or(|t| t + grace <= now))
-        .min_by_key(|(_, c)| (c.kind, c.last_progress.or(c.unseen_since(now))))
+    let mut handshaking = false;
+    let mut best: Option<(usize, Candidate<T>)> = None;
+    for (i, c) in candidates.into_iter().enumerate() {
+        let Some(c) = c else { continue };
+        let waits = match c.kind {
+            Kind::Spent | Kind::Unanswered => false,
+            Kind::Connection | Kind::Answered => c.last_progress.is_some_and(|t| now < t + grace),
+        };
+        if waits {
+            handshaking |= c.kind == Kind::Answered;
+            continue;
+        }
+        // Of a kind, the one idle longest; an unanswered one never looked at yet loses a tie.
+        let key = |c: &Candidate<T>| {
+            let unseen = c.unseen_since(now);
+            (
+                c.kind,
+                c.last_progress.or(unseen),
+                unseen.is_some() && c.last_progress.is_none(),
+            )
+        };
+        if best.as_ref().is_none_or(|(_, b)| key(&c) < key(b)) {
+            best = Some((i, c));
+        }
+    }
+    match best {
+        Some((i, c)) => Choice::Take(i, c),
+        None if handshaking => Choice::Defer,
+        None => Choice::Refuse,
+    }
 }
 
 impl<T> Candidate<T> {
-    /// When a candidate never seen making progress counts as having made it: a half-open
-    /// one became half-open since the last look (a SYN of the frames being taken in), so it
-    /// is the youngest, not the oldest — else a real client's fresh handshake would go first
-    /// to the next spoofed SYN in the same batch. A connection, as long ago.
+    /// When a candidate never seen making progress counts as having made it: an unanswered
+    /// half-open one became half-open since the last look (a SYN of the frames being taken
+    /// in), so it is the youngest, not the oldest. A connection, as long ago.
     fn unseen_since(&self, now: T) -> Option<T> {
-        (self.kind == Kind::HalfOpen).then_some(now)
+        (self.kind == Kind::Unanswered).then_some(now)
     }
 }
 
@@ -160,6 +239,7 @@ impl Look {
 pub struct Progress<T> {
     last: Option<T>,
     seen: Option<Look>,
+    answered: Option<T>,
 }
 
 impl<T: Copy> Default for Progress<T> {
@@ -174,6 +254,7 @@ impl<T: Copy> Progress<T> {
         Progress {
             last: None,
             seen: None,
+            answered: None,
         }
     }
 
@@ -182,10 +263,28 @@ impl<T: Copy> Progress<T> {
         self.last
     }
 
+    /// When our SYN-ACK to the watched connection's peer first left (None: not yet, or no
+    /// connection watched); see [`candidate`].
+    pub fn answered(&self) -> Option<T> {
+        self.answered
+    }
+
+    /// Our SYN-ACK to the watched connection's peer left at `now` (only the first counts).
+    pub fn note_answered(&mut self, now: T) {
+        self.answered.get_or_insert(now);
+    }
+
+    /// What the choice knows of `socket`, the watched one ([`candidate`] with what this
+    /// watch saw).
+    pub fn candidate(&self, socket: &impl TcpOps) -> Option<Candidate<T>> {
+        candidate(socket, self.last, self.answered)
+    }
+
     /// Forgets the connection (it ended, or its socket was taken for a new one).
     pub fn forget(&mut self) {
         self.last = None;
         self.seen = None;
+        self.answered = None;
     }
 
     /// One look at the connection at `now` (see [`Look::of`]): `None` when the socket holds
@@ -207,6 +306,18 @@ impl<T: Copy> Progress<T> {
             self.last = Some(now);
         }
         self.seen = Some(look);
+    }
+
+    /// A look right before a choice ([`choose`]): progress that came in since the last
+    /// [`observe`](Self::observe) counts, but a half-open connection this watch has not
+    /// seen yet stays unseen, so it counts as the youngest (its SYN came in the batch being
+    /// taken in, after every one seen before, even within the same instant).
+    pub fn refresh(&mut self, look: Option<Look>, now: T) {
+        let new_handshake = self.seen.is_none()
+            && look.is_some_and(|l| matches!(l.state, TcpState::SynReceived | TcpState::SynSent));
+        if !new_handshake {
+            self.observe(look, now);
+        }
     }
 
     /// When the watched connection will have made no progress for `timeout` (None when no
@@ -245,8 +356,11 @@ mod tests {
         candidate(Kind::Connection, t)
     }
 
-    fn index<T>(choice: Option<(usize, Candidate<T>)>) -> Option<usize> {
-        choice.map(|(i, _)| i)
+    fn index<T>(choice: Choice<T>) -> Option<usize> {
+        match choice {
+            Choice::Take(i, _) => Some(i),
+            _ => None,
+        }
     }
 
     #[test]
@@ -259,26 +373,29 @@ mod tests {
             established(9_900),
             None,
         ];
-        assert_eq!(index(idlest(facts, now, GRACE)), Some(1));
+        assert_eq!(index(choose(facts, now, GRACE)), Some(1));
         // Exactly the grace is enough; a moment less is not.
         assert_eq!(
-            index(idlest([established(now - GRACE)], now, GRACE)),
+            index(choose([established(now - GRACE)], now, GRACE)),
             Some(0)
         );
         assert_eq!(
-            index(idlest([established(now - GRACE + 1)], now, GRACE)),
-            None
+            choose([established(now - GRACE + 1)], now, GRACE),
+            Choice::Refuse
         );
-        // Nobody idle long enough, or nobody at all: the new client waits.
-        assert_eq!(index(idlest([established(9_500), None], now, GRACE)), None);
-        assert_eq!(index(idlest(core::iter::empty(), now, GRACE)), None);
+        // Nobody idle long enough, or nobody at all: the new client is refused.
+        assert_eq!(
+            choose([established(9_500), None], now, GRACE),
+            Choice::Refuse
+        );
+        assert_eq!(choose(core::iter::empty(), now, GRACE), Choice::Refuse);
         // Progress never seen counts as long ago.
         let unknown = Some(Candidate {
             kind: Kind::Connection,
             last_progress: None,
         });
         assert_eq!(
-            index(idlest([established(1), unknown], now, GRACE)),
+            index(choose([established(1), unknown], now, GRACE)),
             Some(1)
         );
     }
@@ -286,33 +403,93 @@ mod tests {
     #[test]
     fn who_loses_least_goes_first() {
         let now = 10_000u64;
-        let half_open = |t| candidate(Kind::HalfOpen, t);
+        let unanswered = |t| candidate(Kind::Unanswered, t);
         let spent = |t| candidate(Kind::Spent, t);
         // Spent before an idle connection before a half-open one, however old.
-        let facts = [half_open(1_000), established(2_000), spent(9_990)];
-        let (i, c) = idlest(facts, now, GRACE).unwrap();
-        assert_eq!((i, c.evicts()), (2, false));
-        let (i, c) = idlest([half_open(1_000), established(2_000)], now, GRACE).unwrap();
-        assert_eq!((i, c.evicts()), (1, true));
+        let facts = [unanswered(1_000), established(2_000), spent(9_990)];
+        let Choice::Take(i, c) = choose(facts, now, GRACE) else {
+            panic!()
+        };
+        assert_eq!((i, c.evicts(), c.answered()), (2, false, false));
+        let Choice::Take(i, c) = choose([unanswered(1_000), established(2_000)], now, GRACE) else {
+            panic!()
+        };
+        assert_eq!((i, c.evicts(), c.answered()), (1, true, true));
         // A spoofed SYN's socket goes at once when no idle connection can.
         assert_eq!(
-            index(idlest([established(9_900), half_open(9_990)], now, GRACE)),
+            index(choose([established(9_900), unanswered(9_990)], now, GRACE)),
             Some(1)
         );
-        // A half-open one not looked at yet (its SYN came in this batch) is the youngest.
+        // An unanswered one not looked at yet (its SYN came in this batch) is the youngest.
         let unseen = Candidate {
-            kind: Kind::HalfOpen,
+            kind: Kind::Unanswered,
             last_progress: None,
         };
         assert_eq!(
-            index(idlest([Some(unseen), half_open(9_000)], now, GRACE)),
+            index(choose([Some(unseen), unanswered(9_000)], now, GRACE)),
             Some(1)
         );
-        // Of two half-open ones, the older.
+        // Of two unanswered ones, the older.
         assert_eq!(
-            index(idlest([half_open(9_995), half_open(9_990)], now, GRACE)),
+            index(choose([unanswered(9_995), unanswered(9_990)], now, GRACE)),
             Some(1)
         );
+    }
+
+    #[test]
+    fn an_answered_handshake_is_left_to_complete_for_the_grace() {
+        let now = 10_000u64;
+        let answered = |t| candidate(Kind::Answered, t);
+        let unanswered = |t| candidate(Kind::Unanswered, t);
+        // Answered just now (its peer may be sending the last ACK): the new SYN waits.
+        assert_eq!(choose([answered(9_999)], now, GRACE), Choice::Defer);
+        assert_eq!(
+            choose([answered(9_999), established(9_999)], now, GRACE),
+            Choice::Defer
+        );
+        // An unanswered one goes instead, however young; so does an idle connection.
+        assert_eq!(
+            index(choose([answered(9_000), unanswered(9_999)], now, GRACE)),
+            Some(1)
+        );
+        assert_eq!(
+            index(choose([answered(9_999), established(1_000)], now, GRACE)),
+            Some(1)
+        );
+        // No answer for the grace: stale, taken last of all, and counted as answered.
+        let Choice::Take(i, c) = choose([answered(now - GRACE)], now, GRACE) else {
+            panic!()
+        };
+        assert_eq!((i, c.evicts(), c.answered()), (0, false, true));
+        assert_eq!(
+            index(choose([answered(1_000), established(8_000)], now, GRACE)),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_half_open_socket_is_answered_once_our_syn_ack_left() {
+        let half_open = crate::socket::InState(TcpState::SynReceived);
+        let mut w = Progress::<u64>::new();
+        w.observe(Look::of(&half_open), 100);
+        assert_eq!(
+            w.candidate(&half_open),
+            Some(Candidate {
+                kind: Kind::Unanswered,
+                last_progress: Some(100)
+            })
+        );
+        w.note_answered(120);
+        w.note_answered(1_200); // a retransmitted SYN-ACK changes nothing
+        assert_eq!(
+            w.candidate(&half_open),
+            Some(Candidate {
+                kind: Kind::Answered,
+                last_progress: Some(120)
+            })
+        );
+        w.forget();
+        assert_eq!(w.answered(), None);
     }
 
     fn look(rx: usize, tx: usize) -> Option<Look> {

@@ -27,3 +27,5 @@ pub mod payload;
 pub mod rules;
 pub mod slice_writer;
 pub mod socket;
+#[cfg(feature = "smoltcp")]
+pub mod synack_watch;

@@ -40,6 +40,11 @@ pub fn observe(watch: &mut IdleWatch, socket: &tcp::Socket<'_>, now: Instant) {
     watch.observe(Look::of(socket), now);
 }
 
+/// A look at `socket` right before a choice (see [`Progress::refresh`]).
+pub fn refresh(watch: &mut IdleWatch, socket: &tcp::Socket<'_>, now: Instant) {
+    watch.refresh(Look::of(socket), now);
+}
+
 /// Removes the socket behind `handle` from the set and adds it back, so it starts with fresh
 /// interface bookkeeping: smoltcp remembers, per socket-set slot, a neighbour it is waiting
 /// for (a spoofed peer that never answers ARP, or one without a route), and a socket reused in

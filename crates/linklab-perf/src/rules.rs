@@ -76,6 +76,45 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
     be16(tcp, 2)
 }
 
+/// A TCP peer on IPv4: its address and port, as a SYN-ACK to it names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Peer {
+    /// The peer's IPv4 address.
+    pub addr: [u8; 4],
+    /// The peer's TCP port.
+    pub port: u16,
+}
+
+/// Our port and the peer if `frame` is an Ethernet II / IPv4 / TCP SYN-ACK (SYN and ACK, no
+/// RST; first fragment): the answer to a peer's SYN, leaving. Once it has left, the peer may
+/// believe it is connected (its side completes on receipt), so the half-open socket is no
+/// longer free to take ([`crate::evict`]). None for anything else; any bytes may be wrong,
+/// nothing panics.
+pub fn syn_ack(frame: &[u8]) -> Option<(u16, Peer)> {
+    const TCP: u8 = 6;
+    let (TCP, tcp) = ipv4_payload(frame)? else {
+        return None;
+    };
+    if tcp.len() < 20 {
+        return None;
+    }
+    const SYN_ACK: u8 = 0x12;
+    const RST: u8 = 0x04;
+    if tcp[13] & (SYN_ACK | RST) != SYN_ACK {
+        return None;
+    }
+    let ip = &frame[14..];
+    let addr = [ip[16], ip[17], ip[18], ip[19]];
+    Some((
+        be16(tcp, 0)?,
+        Peer {
+            addr,
+            port: be16(tcp, 2)?,
+        },
+    ))
+}
+
 /// The destination port of `frame` if it is an Ethernet II / IPv4 / UDP datagram (first
 /// fragment, whole UDP header); None for anything else. Any bytes may be wrong; nothing
 /// panics.
@@ -128,6 +167,34 @@ mod tests {
         let mut padded = [0u8; 64];
         padded[..54].copy_from_slice(&segment(0x02, 7));
         assert_eq!(syn_port(&padded), Some(7));
+    }
+
+    #[test]
+    fn only_a_syn_ack_names_its_peer() {
+        let mut f = segment(0x12, 80);
+        f[34..36].copy_from_slice(&80u16.to_be_bytes()); // source port: ours
+        f[36..38].copy_from_slice(&40000u16.to_be_bytes()); // destination: the peer's
+        f[30..34].copy_from_slice(&[198, 18, 0, 1]);
+        let peer = Peer {
+            addr: [198, 18, 0, 1],
+            port: 40000,
+        };
+        assert_eq!(syn_ack(&f), Some((80, peer)));
+        for flags in [0x02, 0x10, 0x16, 0x14, 0x11] {
+            let mut g = f;
+            g[47] = flags;
+            assert_eq!(syn_ack(&g), None, "{flags:#x}");
+        }
+        // The FIN on a SYN-ACK changes nothing: the peer was still answered.
+        let mut fin = f;
+        fin[47] = 0x13;
+        assert_eq!(syn_ack(&fin), Some((80, peer)));
+        for len in 0..54 {
+            assert_eq!(syn_ack(&f[..len]), None, "{len}");
+        }
+        let mut udp = f;
+        udp[23] = 17;
+        assert_eq!(syn_ack(&udp), None);
     }
 
     #[test]

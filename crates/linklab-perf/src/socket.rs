@@ -90,6 +90,9 @@ pub trait TcpOps {
     fn rst_pending(&self) -> bool;
     /// The peer came over IPv6.
     fn remote_is_ipv6(&self) -> bool;
+    /// The peer, when connected or connecting over IPv4 (to match the SYN-ACKs that leave:
+    /// [`crate::rules::syn_ack`]).
+    fn peer(&self) -> Option<crate::rules::Peer>;
     /// The congestion control the stack runs on this socket, lower case (`none`, `reno`,
     /// `cubic`), for iperf3's results.
     fn congestion_control(&self) -> &'static str;
@@ -209,6 +212,9 @@ impl<T: TcpOps + ?Sized> TcpOps for &mut T {
     fn remote_is_ipv6(&self) -> bool {
         (**self).remote_is_ipv6()
     }
+    fn peer(&self) -> Option<crate::rules::Peer> {
+        (**self).peer()
+    }
     fn congestion_control(&self) -> &'static str {
         (**self).congestion_control()
     }
@@ -237,56 +243,61 @@ impl<T: UdpOps + ?Sized> UdpOps for &mut T {
     }
 }
 
+/// A socket that is only a state (for tests of the rules over [`TcpOps`]).
+#[cfg(test)]
+pub(crate) struct InState(pub TcpState);
+
+#[cfg(test)]
+impl TcpOps for InState {
+    fn state(&self) -> TcpState {
+        self.0
+    }
+    fn can_recv(&self) -> bool {
+        false
+    }
+    fn may_recv(&self) -> bool {
+        false
+    }
+    fn can_send(&self) -> bool {
+        false
+    }
+    fn may_send(&self) -> bool {
+        false
+    }
+    fn queues(&self) -> (usize, usize) {
+        (0, 0)
+    }
+    fn send_room(&self) -> usize {
+        0
+    }
+    fn recv(&mut self, _f: impl FnOnce(&[u8]) -> usize) -> usize {
+        0
+    }
+    fn send(&mut self, _f: impl FnOnce(&mut [u8]) -> usize) -> usize {
+        0
+    }
+    fn listen(&mut self, _port: u16) -> bool {
+        false
+    }
+    fn close(&mut self) {}
+    fn abort(&mut self) {}
+    fn rst_pending(&self) -> bool {
+        false
+    }
+    fn remote_is_ipv6(&self) -> bool {
+        false
+    }
+    fn peer(&self) -> Option<crate::rules::Peer> {
+        None
+    }
+    fn congestion_control(&self) -> &'static str {
+        "none"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A socket that is only a state.
-    struct InState(TcpState);
-
-    impl TcpOps for InState {
-        fn state(&self) -> TcpState {
-            self.0
-        }
-        fn can_recv(&self) -> bool {
-            false
-        }
-        fn may_recv(&self) -> bool {
-            false
-        }
-        fn can_send(&self) -> bool {
-            false
-        }
-        fn may_send(&self) -> bool {
-            false
-        }
-        fn queues(&self) -> (usize, usize) {
-            (0, 0)
-        }
-        fn send_room(&self) -> usize {
-            0
-        }
-        fn recv(&mut self, _f: impl FnOnce(&[u8]) -> usize) -> usize {
-            0
-        }
-        fn send(&mut self, _f: impl FnOnce(&mut [u8]) -> usize) -> usize {
-            0
-        }
-        fn listen(&mut self, _port: u16) -> bool {
-            false
-        }
-        fn close(&mut self) {}
-        fn abort(&mut self) {}
-        fn rst_pending(&self) -> bool {
-            false
-        }
-        fn remote_is_ipv6(&self) -> bool {
-            false
-        }
-        fn congestion_control(&self) -> &'static str {
-            "none"
-        }
-    }
 
     #[test]
     fn open_and_active_are_smoltcps() {

@@ -546,7 +546,7 @@ fn serve<B: Board, T: PhyTx>(
         apps.poll(sockets, &mut Rendered { body, len }, t);
         work.apps = work.apps.wrapping_add(m.net(&mut board));
         let m = Mark::now(&mut board);
-        DeviceApps::poll_egress(iface, mac, sockets, t);
+        apps.poll_egress(iface, mac, sockets, t);
         work.stack = work.stack.wrapping_add(m.net(&mut board));
         blaster.poll(&mut board, iface, sockets, mac, t);
         let t = now(&mut board);

@@ -13,11 +13,13 @@
 //!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way.
 //! * **Link**: [`LinkStatus`] either wakes the task on a change ([`LinkSignal`]) or is read
 //!   again every [`LINK_POLL_NS`] on the clock's timer.
-//! * **A look before the stack** ([`RxGate`], [`EmbassyMac::with_gate`]): each frame is shown
-//!   to the gate before it is lent to embassy-net, which may hold it at the head of the queue
-//!   until it wakes the task (linklab-perf's `ServiceGate` holds a SYN until its service has
-//!   freed a socket for it, and a UDP echo request until the reply before it had its turn to
-//!   leave: embassy-net itself gives no such look).
+//! * **A look at each frame** ([`FrameGate`], [`EmbassyMac::with_gate`]): each received frame
+//!   is shown to the gate before it is lent to embassy-net, which may hold it at the head of
+//!   the queue until it wakes the task, or drop it; each frame sent is shown to it once built
+//!   (linklab-perf's `ServiceGate` holds a SYN until its service has freed a socket for it, or
+//!   drops it while a handshake the service answered may complete, notes the SYN-ACKs that
+//!   leave, and holds a UDP echo request until the reply before it had its turn to leave:
+//!   embassy-net itself gives no such look).
 //!
 //! embassy-net brings its own smoltcp; this module never names a smoltcp type, so the two
 //! stacks' smoltcp versions never meet (see the crate README).
@@ -39,13 +41,30 @@ use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
 use crate::queue::Storage;
 use crate::timing::Clock;
 
-/// Looks at each received frame before the stack does.
-pub trait RxGate {
+/// What the driver does with a received frame ([`FrameGate::admit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Admit {
+    /// Lend it to the stack.
+    Pass,
+    /// Keep it at the head of the queue (nothing behind it is received either) until the
+    /// gate wakes the stack's task, which asks again.
+    Hold,
+    /// Take it from the queue without lending it to the stack (counted as received by the
+    /// MAC: it was a good frame, refused above it).
+    Drop,
+}
+
+/// Looks at each frame: received ones before the stack does, sent ones once the stack built
+/// them.
+pub trait FrameGate {
     /// Called with the next received frame (as the PHY committed it, see [`Mac::peek`])
-    /// before it is lent to the stack: true lets it go; false holds it at the head of the
-    /// queue (nothing behind it is received either) until the gate wakes `waker`, the stack's
-    /// task, which asks again. Keep holds short.
-    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool;
+    /// before it is lent to the stack: pass it, hold it until the gate wakes `waker` (the
+    /// stack's task), or drop it. Keep holds short.
+    fn admit(&mut self, frame: &[u8], waker: &Waker) -> Admit;
+
+    /// Called with each frame the stack built, before it leaves. Nothing by default.
+    fn sent(&mut self, _frame: &[u8]) {}
 }
 
 /// No gate: every frame goes to the stack at once.
@@ -53,16 +72,9 @@ pub trait RxGate {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct OpenGate;
 
-impl RxGate for OpenGate {
-    fn admit(&mut self, _frame: &[u8], _waker: &Waker) -> bool {
-        true
-    }
-}
-
-/// A closure `|frame, waker| -> bool` is a gate, e.g. `|f, w| SYNS.admit(f, w)`.
-impl<F: FnMut(&[u8], &Waker) -> bool> RxGate for F {
-    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
-        self(frame, waker)
+impl FrameGate for OpenGate {
+    fn admit(&mut self, _frame: &[u8], _waker: &Waker) -> Admit {
+        Admit::Pass
     }
 }
 
@@ -76,7 +88,7 @@ pub struct EmbassyMac<
     T: PhyTx,
     C: Clock + WakeAt,
     L: LinkStatus,
-    G: RxGate = OpenGate,
+    G: FrameGate = OpenGate,
 > {
     mac: Mac<'q, S, T, C>,
     link: L,
@@ -103,11 +115,11 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus> EmbassyMac<'q, 
     }
 }
 
-impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate>
+impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate>
     EmbassyMac<'q, S, T, C, L, G>
 {
-    /// The same driver with `gate` looking at each received frame first ([`RxGate`]).
-    pub fn with_gate<H: RxGate>(self, gate: H) -> EmbassyMac<'q, S, T, C, L, H> {
+    /// The same driver with `gate` looking at each frame ([`FrameGate`]).
+    pub fn with_gate<H: FrameGate>(self, gate: H) -> EmbassyMac<'q, S, T, C, L, H> {
         EmbassyMac {
             mac: self.mac,
             link: self.link,
@@ -163,9 +175,10 @@ pub struct EmbassyRxToken<'q, S: Storage> {
 }
 
 /// Permission to build one frame in place in the MAC's TX buffer.
-pub struct EmbassyTxToken<'a, T: PhyTx, C: Clock + WakeAt> {
+pub struct EmbassyTxToken<'a, T: PhyTx, C: Clock + WakeAt, G: FrameGate> {
     tx: &'a mut TxSide<T, C>,
     waker: &'a Waker,
+    gate: &'a mut G,
 }
 
 impl<S: Storage> embassy_net_driver::RxToken for EmbassyRxToken<'_, S> {
@@ -177,13 +190,20 @@ impl<S: Storage> embassy_net_driver::RxToken for EmbassyRxToken<'_, S> {
     }
 }
 
-impl<T: PhyTx, C: Clock + WakeAt> embassy_net_driver::TxToken for EmbassyTxToken<'_, T, C> {
+impl<T: PhyTx, C: Clock + WakeAt, G: FrameGate> embassy_net_driver::TxToken
+    for EmbassyTxToken<'_, T, C, G>
+{
     fn consume<R, F>(self, len: usize, f: F) -> R
     where
         F: FnOnce(&mut [u8]) -> R,
     {
         self.tx.count_request();
-        let r = self.tx.send(len, f);
+        let gate = self.gate;
+        let r = self.tx.send(len, |frame| {
+            let r = f(frame);
+            gate.sent(frame);
+            r
+        });
         if self.tx.has_deferred() {
             // The frame waits for the gap or a PAUSE: wake the stack when it may go.
             self.tx.clock().wake_at(self.tx.ready_at_ns(), self.waker);
@@ -192,7 +212,7 @@ impl<T: PhyTx, C: Clock + WakeAt> embassy_net_driver::TxToken for EmbassyTxToken
     }
 }
 
-impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate> Driver
+impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate> Driver
     for EmbassyMac<'q, S, T, C, L, G>
 {
     type RxToken<'a>
@@ -200,7 +220,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate> Driv
     where
         Self: 'a;
     type TxToken<'a>
-        = EmbassyTxToken<'a, T, C>
+        = EmbassyTxToken<'a, T, C, G>
     where
         Self: 'a;
 
@@ -213,14 +233,21 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate> Driv
         // Register first: a commit after the read finds the waker in place.
         self.mac.rx_queue().register_rx_waker(cx.waker());
         let gate = &mut self.gate;
-        if self.mac.peek(|f| gate.admit(f, cx.waker())) != Some(true) {
-            // Nothing queued (a commit from now on wakes the task), or the gate holds it.
-            return None;
+        loop {
+            match self.mac.peek(|f| gate.admit(f, cx.waker())) {
+                Some(Admit::Pass) => break,
+                Some(Admit::Drop) => {
+                    self.mac.drop_next();
+                }
+                // Nothing queued (a commit from now on wakes the task), or the gate holds it.
+                Some(Admit::Hold) | None => return None,
+            }
         }
         let frame = self.mac.receive()?;
         let waker = remember(&mut self.waker, cx.waker());
         let tx = self.mac.tx_side();
-        Some((EmbassyRxToken { frame }, EmbassyTxToken { tx, waker }))
+        let gate = &mut self.gate;
+        Some((EmbassyRxToken { frame }, EmbassyTxToken { tx, waker, gate }))
     }
 
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
@@ -229,7 +256,8 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: RxGate> Driv
         }
         let waker = remember(&mut self.waker, cx.waker());
         let tx = self.mac.tx_side();
-        Some(EmbassyTxToken { tx, waker })
+        let gate = &mut self.gate;
+        Some(EmbassyTxToken { tx, waker, gate })
     }
 
     fn link_state(&mut self, cx: &mut Context<'_>) -> LinkState {

@@ -33,13 +33,16 @@ pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 /// Lock-free; put it in a `static` and lend it to each app.
 #[derive(Debug, Default)]
 pub struct AppCounters {
-    echo: [AtomicU32; 9],
-    http: [AtomicU32; 4],
-    iperf: [AtomicU32; 6],
+    echo: [AtomicU32; 11],
+    http: [AtomicU32; 6],
+    iperf: [AtomicU32; 8],
     /// Per socket: port << 8 | state code, 0 while unused.
     views: [AtomicU32; SOCKET_VIEWS],
     claimed: AtomicU32,
 }
+
+// The three arrays, chained, are the named counters.
+const _: () = assert!(11 + 6 + 8 == APP_COUNTERS);
 
 /// Index of an HTTP counter.
 pub(crate) enum Http {
@@ -47,6 +50,8 @@ pub(crate) enum Http {
     IdleClosed = 1,
     Reclaimed = 2,
     Evicted = 3,
+    ReclaimedAnswered = 4,
+    ListenDrops = 5,
 }
 
 /// Index of an echo counter the adapter keeps itself (the rest come from the core): TCP's.
@@ -54,15 +59,17 @@ pub(crate) enum EchoTcp {
     IdleClosed = 6,
     Reclaimed = 7,
     Evicted = 8,
+    ReclaimedAnswered = 9,
+    ListenDrops = 10,
 }
 
 impl AppCounters {
     /// All zero.
     pub const fn new() -> AppCounters {
         AppCounters {
-            echo: [const { AtomicU32::new(0) }; 9],
-            http: [const { AtomicU32::new(0) }; 4],
-            iperf: [const { AtomicU32::new(0) }; 6],
+            echo: [const { AtomicU32::new(0) }; 11],
+            http: [const { AtomicU32::new(0) }; 6],
+            iperf: [const { AtomicU32::new(0) }; 8],
             views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
             claimed: AtomicU32::new(0),
         }
@@ -123,6 +130,8 @@ impl AppCounters {
             open_streams as u32,
             c.reclaimed,
             c.evicted,
+            c.reclaimed_answered,
+            c.listen_drops,
         ];
         for (slot, v) in self.iperf.iter().zip(values) {
             slot.store(v, Ordering::Relaxed);

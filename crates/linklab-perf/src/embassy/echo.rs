@@ -13,7 +13,7 @@ use embassy_net::{IpAddress, IpEndpoint, Stack};
 use embassy_time::{Duration, Instant};
 
 use super::counters::EchoTcp;
-use super::service::{make_room, socket_loop, Freed, OnSocket, Shared};
+use super::service::{make_room, socket_loop, Counted, OnSocket, Shared};
 use super::socket::{poll_once, Tcp, Udp};
 use super::{udp_socket, wake_at, AppCounters, Port, ServiceGate, TcpBuffers, UdpBuffers};
 use crate::echo::{echo_on, Echo, ReplyLane, ECHO_PORT};
@@ -53,7 +53,8 @@ impl OnSocket for EchoSocket<'_, '_> {
 
 /// Serves echo on TCP and UDP port 7 forever. TCP: one connection at a time, reset when it
 /// made no progress for the idle timeout; with `gate`, a SYN finding the socket busy frees
-/// it if it is spent or half-open, or idle beyond the grace (evicted: its peer reset). UDP:
+/// it if it is spent or half-open (not answered by us within the grace), or idle beyond the
+/// grace (evicted: its peer reset). UDP:
 /// replies whose next hop does not answer ARP are dropped (`udp_unsent`) — with `gate`, as
 /// soon as a request from another host is read, so they never hold up replies to hosts that
 /// answer; without, after `rules::STUCK_REPLY_MS`. Counts into `counters`.
@@ -73,13 +74,17 @@ pub async fn echo_server(
         view: counters.claim_view(),
     };
     let never = join3(
-        socket_loop(stack, tcp, &shared[0], &mut app),
+        socket_loop(stack, ECHO_PORT, gate, tcp, &shared[0], &mut app),
         udp_loop(stack, udp, &core, counters, gate),
-        make_room(ECHO_PORT, &shared, gate, |freed| {
-            counters.add_echo(match freed {
-                Freed::Reclaimed => EchoTcp::Reclaimed,
-                Freed::Evicted => EchoTcp::Evicted,
-            })
+        make_room(ECHO_PORT, &shared, gate, |counted| match counted {
+            Counted::Reclaimed { answered } => {
+                counters.add_echo(EchoTcp::Reclaimed);
+                if answered {
+                    counters.add_echo(EchoTcp::ReclaimedAnswered);
+                }
+            }
+            Counted::Evicted => counters.add_echo(EchoTcp::Evicted),
+            Counted::ListenDrop => counters.add_echo(EchoTcp::ListenDrops),
         }),
     )
     .await;

@@ -4,25 +4,30 @@
 //! `EmbassyMac::with_gate`) gives both back, one frame at a time, for what needs them:
 //!
 //! - **a SYN to a served TCP port** is held until that service has had a turn to free a
-//!   socket for it (spent, idle beyond the grace, or half-open: [`crate::evict::idlest`], as
-//!   the smoltcp `DeviceApps` does before smoltcp sees the SYN);
+//!   socket for it (spent, idle beyond the grace, or half-open: [`crate::evict::choose`], as
+//!   the smoltcp `DeviceApps` does before smoltcp sees the SYN), and dropped instead when a
+//!   handshake we answered may be completing ([`ServiceGate::defer`]: its client sends it
+//!   again);
+//! - **a SYN-ACK leaving** is noted ([`ServiceGate::sent`]), so a service knows which of its
+//!   half-open connections a peer may already believe complete ([`ServiceGate::answered`]);
 //! - **a datagram to a served UDP port** (UDP echo) is held until the service has answered
 //!   the one before it. The stack's pass that then takes it in also transmits what the
 //!   service queued for the one before, so when the service reads it, a reply still queued
 //!   did not leave when it could: its next hop does not answer ARP (the smoltcp main loop
 //!   knows the same by running the egress after each frame; see [`crate::echo::ReplyLane`]).
 //!
-//! The driver calls [`ServiceGate::admit`] with every frame before lending it to the stack;
-//! a service asks [`ServiceGate::asked`] on each poll and, when asked, does its part and
-//! calls [`ServiceGate::answer`]. One executor turn per new connection and per echo
-//! request; every other frame passes at once.
+//! The driver calls [`ServiceGate::admit`] with every frame before lending it to the stack,
+//! and [`ServiceGate::sent`] with every frame the stack built; a service asks
+//! [`ServiceGate::asked`] on each poll and, when asked, does its part and calls
+//! [`ServiceGate::answer`] (or [`ServiceGate::defer`]). One executor turn per new connection
+//! and per echo request; every other frame passes at once.
 
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use core::task::{Context, Waker};
 
 use atomic_waker::AtomicWaker;
 
-use crate::rules::{syn_port, udp_port};
+use crate::rules::{syn_ack, syn_port, udp_port, Peer};
 
 /// Ports a gate can serve (HTTP, TCP echo, UDP echo, iperf3, one spare).
 pub const WATCHED_PORTS: usize = 5;
@@ -58,6 +63,30 @@ impl Port {
 const IDLE: u8 = 0;
 const ASKED: u8 = 1;
 const ANSWERED: u8 = 2;
+const DEFERRED: u8 = 3;
+
+/// What the driver does with a received frame ([`ServiceGate::admit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Admit {
+    /// Lend it to the stack.
+    Pass,
+    /// Keep it first in the queue until the gate wakes the stack's task.
+    Hold,
+    /// Take it from the queue unread: a SYN its service deferred.
+    Drop,
+}
+
+/// SYN-ACKs remembered (the newest; see [`ServiceGate::answered`]). A service looks each
+/// of its half-open sockets up on its next poll, so this only needs to outlast a turn of
+/// the executor.
+pub const ANSWERS: usize = 8;
+
+/// One SYN-ACK that left: our port and the peer, packed (0: none).
+struct Answer {
+    addr: AtomicU32,
+    ports: AtomicU32,
+}
 
 /// One served port: whose, whether a frame waits for it.
 struct Entry {
@@ -82,6 +111,9 @@ pub struct ServiceGate {
     entries: [Entry; WATCHED_PORTS],
     /// The stack's task, waiting for an answer.
     runner: AtomicWaker,
+    /// The last SYN-ACKs that left, a ring.
+    answers: [Answer; ANSWERS],
+    next_answer: AtomicU8,
 }
 
 impl Default for ServiceGate {
@@ -96,6 +128,13 @@ impl ServiceGate {
         ServiceGate {
             entries: [const { Entry::new() }; WATCHED_PORTS],
             runner: AtomicWaker::new(),
+            answers: [const {
+                Answer {
+                    addr: AtomicU32::new(0),
+                    ports: AtomicU32::new(0),
+                }
+            }; ANSWERS],
+            next_answer: AtomicU8::new(0),
         }
     }
 
@@ -122,29 +161,62 @@ impl ServiceGate {
         })
     }
 
-    /// The driver, before lending `frame` to the stack: true to let it pass; false to hold it
-    /// (it stays first in the queue) until the service of its port has answered, which wakes
-    /// `waker` (the stack's task).
-    pub fn admit(&self, frame: &[u8], waker: &Waker) -> bool {
+    /// The driver, before lending `frame` to the stack: what to do with it ([`Admit`]) — pass
+    /// it; hold it (it stays first in the queue) until the service of its port has answered,
+    /// which wakes `waker` (the stack's task); or drop it, when the service deferred it.
+    pub fn admit(&self, frame: &[u8], waker: &Waker) -> Admit {
         let Some(entry) = Port::of(frame).and_then(|p| self.entry(p)) else {
-            return true;
+            return Admit::Pass;
         };
         match entry.state.load(Ordering::Acquire) {
             ANSWERED => {
                 entry.state.store(IDLE, Ordering::Release);
-                true
+                Admit::Pass
+            }
+            DEFERRED => {
+                entry.state.store(IDLE, Ordering::Release);
+                Admit::Drop
             }
             IDLE => {
                 self.runner.register(waker);
                 entry.state.store(ASKED, Ordering::Release);
                 entry.service.wake();
-                false
+                Admit::Hold
             }
             _ => {
                 self.runner.register(waker);
-                false
+                Admit::Hold
             }
         }
+    }
+
+    /// The driver, with each frame the stack built (once built): a SYN-ACK is remembered,
+    /// so the service of its port can tell the half-open connection was answered.
+    pub fn sent(&self, frame: &[u8]) {
+        let Some((port, peer)) = syn_ack(frame) else {
+            return;
+        };
+        let i = usize::from(self.next_answer.load(Ordering::Relaxed)) % ANSWERS;
+        self.next_answer
+            .store(((i + 1) % ANSWERS) as u8, Ordering::Relaxed);
+        let a = &self.answers[i];
+        a.addr
+            .store(u32::from_be_bytes(peer.addr), Ordering::Relaxed);
+        a.ports.store(
+            u32::from(port) << 16 | u32::from(peer.port),
+            Ordering::Release,
+        );
+    }
+
+    /// True when a SYN-ACK from our `port` to `peer` left lately (one of the last
+    /// [`ANSWERS`]).
+    pub fn answered(&self, port: u16, peer: Peer) -> bool {
+        let ports = u32::from(port) << 16 | u32::from(peer.port);
+        let addr = u32::from_be_bytes(peer.addr);
+        port != 0
+            && self.answers.iter().any(|a| {
+                a.ports.load(Ordering::Acquire) == ports && a.addr.load(Ordering::Relaxed) == addr
+            })
     }
 
     /// The service of `port`, on each poll: true when a frame waits for its answer.
@@ -159,10 +231,20 @@ impl ServiceGate {
 
     /// The service of `port` has done its part: the waiting frame goes to the stack.
     pub fn answer(&self, port: Port) {
+        self.settle(port, ANSWERED);
+    }
+
+    /// The service of `port` defers the waiting SYN ([`crate::evict::Choice::Defer`]): it
+    /// is dropped unanswered, and its client sends it again.
+    pub fn defer(&self, port: Port) {
+        self.settle(port, DEFERRED);
+    }
+
+    fn settle(&self, port: Port, verdict: u8) {
         if let Some(entry) = self.entry(port) {
             if entry
                 .state
-                .compare_exchange(ASKED, ANSWERED, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(ASKED, verdict, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
                 self.runner.wake();
@@ -213,20 +295,66 @@ mod tests {
         let mut cx = Context::from_waker(&service_waker);
         assert!(gate.serve(Port::Tcp(80)));
         // Not served, not a SYN: pass.
-        assert!(gate.admit(&syn(81), &runner_waker));
-        assert!(gate.admit(&[0u8; 60], &runner_waker));
+        assert_eq!(Admit::Pass, gate.admit(&syn(81), &runner_waker));
+        assert_eq!(Admit::Pass, gate.admit(&[0u8; 60], &runner_waker));
         assert!(!gate.asked(Port::Tcp(80), &mut cx));
         // A SYN for 80: held, the service woken and asked.
-        assert!(!gate.admit(&syn(80), &runner_waker));
+        assert_eq!(Admit::Hold, gate.admit(&syn(80), &runner_waker));
         assert_eq!(service.0.load(Ordering::Relaxed), 1);
-        assert!(!gate.admit(&syn(80), &runner_waker));
+        assert_eq!(Admit::Hold, gate.admit(&syn(80), &runner_waker));
         assert!(gate.asked(Port::Tcp(80), &mut cx));
         gate.answer(Port::Tcp(80));
         assert_eq!(runner.0.load(Ordering::Relaxed), 1);
         assert!(!gate.asked(Port::Tcp(80), &mut cx));
         // The same SYN passes once, the next one is held again.
-        assert!(gate.admit(&syn(80), &runner_waker));
-        assert!(!gate.admit(&syn(80), &runner_waker));
+        assert_eq!(Admit::Pass, gate.admit(&syn(80), &runner_waker));
+        assert_eq!(Admit::Hold, gate.admit(&syn(80), &runner_waker));
+    }
+
+    #[test]
+    fn a_deferred_syn_is_dropped_once() {
+        let gate = ServiceGate::new();
+        let waker = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        let mut cx = Context::from_waker(&waker);
+        assert!(gate.serve(Port::Tcp(80)));
+        assert_eq!(Admit::Hold, gate.admit(&syn(80), &waker));
+        assert!(gate.asked(Port::Tcp(80), &mut cx));
+        gate.defer(Port::Tcp(80));
+        assert_eq!(Admit::Drop, gate.admit(&syn(80), &waker));
+        // The next SYN is asked about again.
+        assert_eq!(Admit::Hold, gate.admit(&syn(80), &waker));
+        // A verdict without a question changes nothing.
+        gate.answer(Port::Tcp(80));
+        gate.defer(Port::Tcp(7));
+        assert_eq!(Admit::Pass, gate.admit(&syn(80), &waker));
+    }
+
+    #[test]
+    fn syn_acks_that_left_are_remembered() {
+        let gate = ServiceGate::new();
+        let syn_ack = |port: u16, peer_port: u16| {
+            let mut f = frame(6, peer_port);
+            f[47] = 0x12;
+            f[34..36].copy_from_slice(&port.to_be_bytes());
+            f[30..34].copy_from_slice(&[198, 18, 0, 1]);
+            f
+        };
+        let peer = |port| Peer {
+            addr: [198, 18, 0, 1],
+            port,
+        };
+        assert!(!gate.answered(80, peer(40000)));
+        gate.sent(&syn_ack(80, 40000));
+        gate.sent(&syn(80)); // not a SYN-ACK
+        assert!(gate.answered(80, peer(40000)));
+        assert!(!gate.answered(7, peer(40000)));
+        assert!(!gate.answered(80, peer(40001)));
+        // The ring keeps the last ANSWERS.
+        for p in 1..=ANSWERS as u16 {
+            gate.sent(&syn_ack(80, p));
+        }
+        assert!(!gate.answered(80, peer(40000)));
+        assert!((1..=ANSWERS as u16).all(|p| gate.answered(80, peer(p))));
     }
 
     #[test]
@@ -236,14 +364,14 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         assert!(gate.serve(Port::Udp(7)));
         // TCP 7 is not served: its SYN passes; a datagram to UDP 7 waits.
-        assert!(gate.admit(&syn(7), &waker));
+        assert_eq!(Admit::Pass, gate.admit(&syn(7), &waker));
         let mut datagram = frame(17, 7);
         datagram[16..18].copy_from_slice(&28u16.to_be_bytes());
-        assert!(!gate.admit(&datagram, &waker));
+        assert_eq!(Admit::Hold, gate.admit(&datagram, &waker));
         assert!(!gate.asked(Port::Tcp(7), &mut cx));
         assert!(gate.asked(Port::Udp(7), &mut cx));
         gate.answer(Port::Udp(7));
-        assert!(gate.admit(&datagram, &waker));
+        assert_eq!(Admit::Pass, gate.admit(&datagram, &waker));
         // Port 0 is never served; entries run out after WATCHED_PORTS.
         assert!(!gate.serve(Port::Tcp(0)));
         for p in 1..WATCHED_PORTS as u16 {

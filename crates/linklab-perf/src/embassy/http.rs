@@ -8,7 +8,7 @@ use embassy_futures::join::join3;
 use embassy_net::Stack;
 
 use super::counters::Http;
-use super::service::{make_room, socket_loop, Freed, OnSocket, Shared};
+use super::service::{make_room, socket_loop, Counted, OnSocket, Shared};
 use super::socket::Tcp;
 use super::{AppCounters, ServiceGate, TcpBuffers};
 use crate::http::{serve_on, Routes, Server, HTTP_PORT};
@@ -49,8 +49,9 @@ impl OnSocket for HttpSocket<'_, '_, '_> {
 /// Serves the bench files (and `routes`, e.g. `/stats`) on port 80 forever, one connection
 /// per socket; connections that made no progress for `rules::IDLE_TIMEOUT_MS` are reset.
 /// Counts into `counters`; with `gate` (the driver's gate), a SYN finding both sockets
-/// busy frees one first (`crate::evict::idlest`: a spent one, else the connection idle
-/// longest beyond the grace, its peer reset, else a half-open one).
+/// busy frees one first (`crate::evict::choose`: a spent one, else the connection idle
+/// longest beyond the grace, its peer reset, else a half-open one), or is dropped while a
+/// handshake we answered may complete.
 pub async fn http_server(
     stack: Stack<'_>,
     buffers: [TcpBuffers<'_>; HTTP_SOCKETS],
@@ -69,13 +70,17 @@ pub async fn http_server(
     };
     let (mut a0, mut a1) = (app(), app());
     let never = join3(
-        socket_loop(stack, b0, &shared[0], &mut a0),
-        socket_loop(stack, b1, &shared[1], &mut a1),
-        make_room(HTTP_PORT, &shared, gate, |freed| {
-            counters.add_http(match freed {
-                Freed::Reclaimed => Http::Reclaimed,
-                Freed::Evicted => Http::Evicted,
-            })
+        socket_loop(stack, HTTP_PORT, gate, b0, &shared[0], &mut a0),
+        socket_loop(stack, HTTP_PORT, gate, b1, &shared[1], &mut a1),
+        make_room(HTTP_PORT, &shared, gate, |counted| match counted {
+            Counted::Reclaimed { answered } => {
+                counters.add_http(Http::Reclaimed);
+                if answered {
+                    counters.add_http(Http::ReclaimedAnswered);
+                }
+            }
+            Counted::Evicted => counters.add_http(Http::Evicted),
+            Counted::ListenDrop => counters.add_http(Http::ListenDrops),
         }),
     )
     .await;

@@ -16,7 +16,7 @@ use super::{tcp_socket, udp_socket, AppCounters, Port, ServiceGate, TcpBuffers, 
 use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
 use crate::iperf::wire::DEFAULT_PORT;
-use crate::socket::TcpOps;
+use crate::socket::{TcpOps, TcpState};
 
 /// What the iperf3 server needs: `N` TCP sockets
 /// (3..=[`MAX_TCP_SOCKETS`](crate::iperf::pool::MAX_TCP_SOCKETS): one control, one left
@@ -82,8 +82,8 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
 /// `-R`, `--bidir`, `-P` up to the sockets lent, the results exchange. Counts into
 /// `counters`; with `gate` (the driver's gate), a SYN finding every socket busy frees one
 /// first ([`PoolServer::room_for`]: a spent one, else the idle test, would-be stream or
-/// denied client idle longest beyond the grace, its peer reset, else a half-open one; never
-/// a running test).
+/// denied client idle longest beyond the grace, its peer reset, else a half-open one, not
+/// one we answered within the grace; never a running test).
 pub async fn iperf_server<const N: usize>(
     stack: Stack<'_>,
     buffers: IperfBuffers<'_, N>,
@@ -118,17 +118,27 @@ pub async fn iperf_server<const N: usize>(
             };
             pool.poll(&mut sockets, now);
             // A SYN held by the gate: room is made for it (after the poll, so a socket whose
-            // evicted peer's RST has left listens again first); it goes once a socket listens.
+            // evicted peer's RST has left listens again first); it goes once a socket listens,
+            // or is dropped while a handshake we answered may complete.
             if let Some(g) = gate {
-                if g.asked(Port::Tcp(port), sockets.cx)
-                    && pool.room_for(port, &mut sockets, now) == Room::Ready
-                {
-                    g.answer(Port::Tcp(port));
+                if g.asked(Port::Tcp(port), sockets.cx) {
+                    for i in 0..N {
+                        let socket = sockets.tcp(i);
+                        note_answered(&mut pool, i, &socket, socket.state(), g, now);
+                    }
+                    match pool.room_for(port, &mut sockets, now) {
+                        Room::Ready => g.answer(Port::Tcp(port)),
+                        Room::Defer => g.defer(Port::Tcp(port)),
+                        Room::Freeing => {}
+                    }
                 }
             }
             for (i, view) in views.iter().enumerate() {
                 let mut socket = sockets.tcp(i);
                 let state = socket.state();
+                if let Some(g) = gate {
+                    note_answered(&mut pool, i, &socket, state, g, now);
+                }
                 counters.set_view(*view, port, state);
                 socket.watch(state);
             }
@@ -150,4 +160,23 @@ pub async fn iperf_server<const N: usize>(
     })
     .await;
     match never {}
+}
+
+/// Tells `pool` that TCP socket `i` (in `state`) is answered when `gate` saw our SYN-ACK to
+/// its half-open peer leave.
+fn note_answered<E: Copy + PartialEq>(
+    pool: &mut PoolServer<'_, E>,
+    i: usize,
+    socket: &impl TcpOps,
+    state: TcpState,
+    gate: &ServiceGate,
+    now: u64,
+) {
+    if state == TcpState::SynReceived
+        && socket
+            .peer()
+            .is_some_and(|p| gate.answered(DEFAULT_PORT, p))
+    {
+        pool.note_answered(i, now);
+    }
 }

@@ -51,7 +51,7 @@ mod socket;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use echo::echo_server;
-pub use gate::{Port, ServiceGate, WATCHED_PORTS};
+pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
 

@@ -2,7 +2,9 @@
 //! served until it is idle too long or freed for a new client, then made anew) and the
 //! watcher that frees one when a SYN finds none listening. The rules are the stack-free ones
 //! of [`crate::evict`], as the smoltcp `DeviceApps` applies them: the idle timeout and the
-//! eviction count from [`Progress`], the socket to free is [`idlest`]'s choice.
+//! eviction count from [`Progress`], the socket to free is [`choose`]'s choice; a half-open
+//! socket is answered once the gate saw our SYN-ACK to its peer leave
+//! ([`ServiceGate::answered`]).
 
 use core::cell::Cell;
 use core::convert::Infallible;
@@ -14,7 +16,7 @@ use embassy_time::{with_timeout, Duration, Instant};
 
 use super::socket::Tcp;
 use super::{tcp_socket, wake_at, Port, ServiceGate, TcpBuffers};
-use crate::evict::{candidate, idlest, Candidate, Look, Progress, GRACE_MS};
+use crate::evict::{choose, Candidate, Choice, Look, Progress, GRACE_MS};
 use crate::rules::{IDLE_TIMEOUT_MS, RST_GRACE_MS};
 use crate::socket::{TcpOps, TcpState};
 
@@ -31,13 +33,25 @@ pub(crate) struct Shared {
     free: Cell<Option<Freed>>,
 }
 
-/// How a socket was freed for a new client (the counter it goes to).
+/// How a socket was freed for a new client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Freed {
     /// A half-open or spent socket, taken at once.
     Reclaimed,
     /// An idle connection, reset (its RST sent before the socket is made anew).
     Evicted,
+}
+
+/// What the watcher did for a SYN (the counters it goes to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// A half-open or spent socket freed (`reclaimed`); `answered` when our SYN-ACK had
+    /// answered it (also `reclaimed_answered`).
+    Reclaimed { answered: bool },
+    /// An idle connection reset (`evicted`).
+    Evicted,
+    /// The SYN dropped unanswered (`listen_drops`).
+    ListenDrop,
 }
 
 /// An app served on one socket at a time.
@@ -61,11 +75,14 @@ enum End {
     Freed(Freed),
 }
 
-/// One socket, forever: made from `b`, served by `app` until its connection made no progress
-/// ([`Progress`]) for [`IDLE_TIMEOUT_MS`] or the watcher frees it, then reset and made anew
-/// (after its RST left, at most [`RST_GRACE_MS`] later, when its peer was a live one).
+/// One socket of the service on `port`, forever: made from `b`, served by `app` until its
+/// connection made no progress ([`Progress`]) for [`IDLE_TIMEOUT_MS`] or the watcher frees
+/// it, then reset and made anew (after its RST left, at most [`RST_GRACE_MS`] later, when its
+/// peer was a live one). While half-open, it is answered once `gate` saw our SYN-ACK leave.
 pub(crate) async fn socket_loop(
     stack: Stack<'_>,
+    port: u16,
+    gate: Option<&ServiceGate>,
     b: TcpBuffers<'_>,
     shared: &Shared,
     app: &mut impl OnSocket,
@@ -106,8 +123,14 @@ pub(crate) async fn socket_loop(
                 return Poll::Ready(End::Idle);
             }
             let state = tcp.state();
+            if state == TcpState::SynReceived && progress.answered().is_none() {
+                let peer = tcp.peer();
+                if gate.zip(peer).is_some_and(|(g, p)| g.answered(port, p)) {
+                    progress.note_answered(now);
+                }
+            }
             shared.state.set(Some(state));
-            shared.candidate.set(candidate(&tcp, progress.last()));
+            shared.candidate.set(progress.candidate(&tcp));
             app.published(state);
             tcp.watch(state);
             wake_at(progress.deadline(idle), cx);
@@ -126,16 +149,18 @@ pub(crate) async fn socket_loop(
 }
 
 /// The watcher of a service's sockets: when a SYN for `port` waits (see [`ServiceGate`]) and no
-/// socket listens, asks the one [`idlest`] names (a spent socket, else the connection idle
-/// longest beyond [`GRACE_MS`], else a half-open one) to free itself, and counts it with
-/// `counted`; lets the SYN through once a socket listens, or at once if none can be freed
-/// (every connection making progress: the stack answers a RST, as a busy server does). Join
-/// it after the socket futures, so it reads what they published in the same turn.
+/// socket listens, asks the one [`choose`] names (a spent socket, else the connection idle
+/// longest beyond [`GRACE_MS`], else a half-open one, unanswered before answered) to free
+/// itself, and counts it with `counted`; lets the SYN through once a socket listens, or at
+/// once if none can be freed (every connection making progress: the stack answers a RST, as
+/// a busy server does); drops it while a handshake we answered may complete
+/// ([`Choice::Defer`]). Join it after the socket futures, so it reads what they published in
+/// the same turn.
 pub(crate) async fn make_room(
     port: u16,
     shared: &[Shared],
     gate: Option<&ServiceGate>,
-    mut counted: impl FnMut(Freed),
+    mut counted: impl FnMut(Counted),
 ) -> Infallible {
     let Some(gate) = gate else {
         return poll_fn(|_| Poll::Pending).await;
@@ -160,18 +185,23 @@ pub(crate) async fn make_room(
             // watcher, joined with it) when it is back.
         } else {
             let facts = shared.iter().map(|s| s.candidate.get());
-            match idlest(facts, Instant::now(), grace) {
-                Some((i, taken)) => {
-                    let freed = if taken.evicts() {
-                        Freed::Evicted
+            match choose(facts, Instant::now(), grace) {
+                Choice::Take(i, taken) => {
+                    let (freed, count) = if taken.evicts() {
+                        (Freed::Evicted, Counted::Evicted)
                     } else {
-                        Freed::Reclaimed
+                        let answered = taken.answered();
+                        (Freed::Reclaimed, Counted::Reclaimed { answered })
                     };
                     shared[i].free.set(Some(freed));
-                    counted(freed);
+                    counted(count);
                     cx.waker().wake_by_ref();
                 }
-                None => gate.answer(port),
+                Choice::Defer => {
+                    counted(Counted::ListenDrop);
+                    gate.defer(port);
+                }
+                Choice::Refuse => gate.answer(port),
             }
         }
         Poll::Pending

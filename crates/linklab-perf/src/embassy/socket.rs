@@ -10,6 +10,7 @@ use embassy_net::tcp::{State, TcpSocket};
 use embassy_net::udp::UdpSocket;
 use embassy_net::{IpAddress, IpEndpoint};
 
+use crate::rules::Peer;
 use crate::socket::{TcpOps, TcpState, UdpOps};
 
 /// Polls `f` once in `cx`: its output if it is ready now.
@@ -127,6 +128,18 @@ impl TcpOps for Tcp<'_, '_, '_> {
             Some(IpAddress::Ipv4(_)) | None => false,
             Some(_) => true,
         }
+    }
+    fn peer(&self) -> Option<Peer> {
+        let e = self.socket.remote_endpoint()?;
+        #[allow(irrefutable_let_patterns)]
+        let IpAddress::Ipv4(a) = e.addr
+        else {
+            return None;
+        };
+        Some(Peer {
+            addr: a.octets(),
+            port: e.port,
+        })
     }
     fn congestion_control(&self) -> &'static str {
         // embassy-net builds its smoltcp without the reno and cubic features.

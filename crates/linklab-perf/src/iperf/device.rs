@@ -32,11 +32,13 @@ use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::IpEndpoint;
 
-use super::pool::{PoolServer, PoolSockets};
+use super::pool::{PoolServer, PoolSockets, Room};
 use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::stream::Micros;
+use crate::evict::half_open_to;
 use crate::lifetime::{evict, relisten};
+use crate::rules::Peer;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
 
@@ -144,23 +146,38 @@ impl<'a> SmoltcpIperfServer<'a> {
     /// Called before the stack sees a SYN for `port`: when it is this server's port and no
     /// socket listens, frees one so the SYN finds a listener ([`PoolServer::room_for`]: a
     /// spent socket, else the connection or idle test idle longest beyond the grace, else a
-    /// half-open one). `flush` runs the interface's egress, so an evicted peer gets its RST
-    /// before the socket listens again.
+    /// half-open one, unanswered before answered). `flush` runs the interface's egress, so
+    /// an evicted peer gets its RST before the socket listens again. True when the SYN is to
+    /// be dropped unanswered instead (a handshake we answered may be completing; see
+    /// [`crate::evict::Choice::Defer`]).
     pub fn make_room<'s>(
         &mut self,
         port: u16,
         sockets: &mut SocketSet<'s>,
         now: Instant,
         flush: &mut dyn FnMut(&mut SocketSet<'s>),
-    ) {
+    ) -> bool {
         let mut s = Sockets {
             set: sockets,
             tcp: &mut self.tcp,
             udp: self.udp,
             flush,
         };
-        // Always Ready here: `free` listens at once.
-        let _ = self.pool.room_for(port, &mut s, micros(now));
+        // Never Freeing here: `free` listens at once.
+        self.pool.room_for(port, &mut s, micros(now)) == Room::Defer
+    }
+
+    /// Our SYN-ACK from `port` to `peer` left at `now`: the socket half-open with `peer`, if
+    /// it is one of ours, is answered ([`PoolServer::note_answered`]).
+    pub fn note_answered(&mut self, port: u16, peer: Peer, sockets: &SocketSet<'_>, now: Instant) {
+        if port != self.pool.port() {
+            return;
+        }
+        for (i, h) in self.tcp.iter().enumerate() {
+            if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
+                self.pool.note_answered(i, micros(now));
+            }
+        }
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.

@@ -15,7 +15,7 @@ use super::report::TestReport;
 use super::session::{Failure, Phase, Session};
 use super::stream::Micros;
 use super::wire::{self, COOKIE_SIZE, MAX_STREAMS};
-use crate::evict::{candidate, idlest, Candidate, Kind, GRACE_MS};
+use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState, UdpOps};
 
@@ -63,6 +63,17 @@ pub enum Room {
     /// A socket was freed but listens only once its evicted peer's RST has left (at most
     /// [`RST_GRACE_MS`]): hold the SYN until then.
     Freeing,
+    /// Drop the SYN unanswered: a handshake we answered may be completing, and no other
+    /// socket may be taken ([`Choice::Defer`]); its client sends it again.
+    Defer,
+}
+
+/// What the pool knows of a listening socket's half-open connection: when it was first seen
+/// half-open, and when our SYN-ACK to its peer left (see [`crate::evict::Kind`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Handshake {
+    seen: Option<Micros>,
+    answered: Option<Micros>,
 }
 
 /// What a TCP socket of the pool is doing.
@@ -101,6 +112,11 @@ pub struct ServerCounters {
     /// and made no progress for the grace, a would-be stream that sent no cookie, a denied
     /// client that does not read its answer.
     pub evicted: u32,
+    /// Of the reclaimed, half-open sockets our SYN-ACK had answered (after the grace with no
+    /// answer).
+    pub reclaimed_answered: u32,
+    /// SYNs dropped unanswered while a handshake we answered could complete.
+    pub listen_drops: u32,
 }
 
 /// The iperf3 server's pool logic (see the module docs); `E` is the stack's UDP endpoint.
@@ -108,6 +124,7 @@ pub struct PoolServer<'a, E> {
     session: Session<'a>,
     port: u16,
     slots: [Slot; MAX_TCP_SOCKETS],
+    handshakes: [Handshake; MAX_TCP_SOCKETS],
     cookies: [[u8; COOKIE_SIZE]; MAX_TCP_SOCKETS],
     udp_peers: [Option<E>; MAX_STREAMS],
     counters: ServerCounters,
@@ -128,6 +145,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             session,
             port,
             slots: [Slot::Listening; MAX_TCP_SOCKETS],
+            handshakes: [Handshake::default(); MAX_TCP_SOCKETS],
             cookies: [[0; COOKIE_SIZE]; MAX_TCP_SOCKETS],
             udp_peers: [None; MAX_STREAMS],
             counters: ServerCounters::default(),
@@ -174,14 +192,26 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         self.session.poll_at().into_iter().chain(deadlines).min()
     }
 
+    /// Our SYN-ACK to the peer of TCP socket `i`'s half-open connection left at `now`: its
+    /// peer may believe it is connected (see [`crate::evict::Kind::Answered`]). The stack's
+    /// adapter tells, as it sees SYN-ACKs leave.
+    pub fn note_answered(&mut self, i: usize, now: Micros) {
+        if let Some(h) = self.handshakes.get_mut(i) {
+            h.answered.get_or_insert(now);
+        }
+    }
+
     /// Called before the stack sees a SYN for `port` (at `now`): when it is this server's
     /// port and no socket listens, frees one so the SYN finds a listener
-    /// ([`crate::evict::idlest`]): a spent socket (`reclaimed`), else what has been idle
+    /// ([`crate::evict::choose`]): a spent socket (`reclaimed`), else what has been idle
     /// longest beyond [`GRACE_MS`] (`evicted`: its peer gets a RST) — a would-be stream that
     /// sent no cookie, a denied client that does not read its answer, the test of an idle
-    /// client with all its sockets (never a running test) — else a half-open socket
-    /// (`reclaimed`). [`PoolSockets::free`] makes the socket listen again. (A new client
-    /// that finds a socket listening but the test held is handled once it connects: see
+    /// client with all its sockets (never a running test) — else a half-open socket our
+    /// SYN-ACK has not answered, else one answered longer than the grace ago (`reclaimed`,
+    /// and `reclaimed_answered`). While a handshake we answered may complete and nothing
+    /// else may go, the SYN is to be dropped ([`Room::Defer`], `listen_drops`).
+    /// [`PoolSockets::free`] makes the socket listen again. (A new client that finds a
+    /// socket listening but the test held is handled once it connects: see
     /// [`poll`](Self::poll).)
     pub fn room_for<S: PoolSockets>(&mut self, port: u16, sockets: &mut S, now: Micros) -> Room {
         if port != self.port {
@@ -202,22 +232,33 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             last_progress: Some(t),
         });
         let slots = self.slots;
+        let handshakes = self.handshakes;
         let facts = (0..n).map(|i| {
             let socket = sockets.tcp(i);
             match slots[i] {
-                Slot::Listening => candidate(&socket, None).filter(|c| !c.evicts()),
+                Slot::Listening => {
+                    let h = handshakes[i];
+                    candidate(&socket, h.seen, h.answered).filter(|c| !c.evicts())
+                }
                 // A would-be stream sends its cookie at once: pending since is idle since.
                 Slot::Pending { since, .. } | Slot::Closing { since } => {
-                    candidate(&socket, Some(since))
+                    candidate(&socket, Some(since), None)
                 }
-                Slot::Denying => candidate(&socket, None),
+                Slot::Denying => candidate(&socket, None, None),
                 Slot::Control => test,
                 Slot::Data(_) | Slot::Evicted { .. } => None,
             }
         });
-        let Some((i, taken)) = idlest(facts, now, GRACE_US) else {
-            return Room::Ready;
+        let (i, taken) = match choose(facts, now, GRACE_US) {
+            Choice::Take(i, taken) => (i, taken),
+            Choice::Defer => {
+                linklab_fmt::debug!("iperf: SYN dropped, a handshake we answered may complete");
+                self.counters.listen_drops += 1;
+                return Room::Defer;
+            }
+            Choice::Refuse => return Room::Ready,
         };
+        self.handshakes[i] = Handshake::default();
         if self.slots[i] == Slot::Control {
             self.end_idle_test(sockets, Some(i), now);
         }
@@ -229,6 +270,9 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         } else {
             linklab_fmt::debug!("iperf: half-open or closing connection reclaimed");
             self.counters.reclaimed += 1;
+            if taken.answered() {
+                self.counters.reclaimed_answered += 1;
+            }
         }
         if sockets.free(i, self.port, evicted) {
             self.slots[i] = Slot::Listening;
@@ -369,14 +413,24 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     fn service_slot(&mut self, sock: &mut impl TcpOps, i: usize, now: Micros) {
         match self.slots[i] {
             Slot::Listening => {
+                let handshake = &mut self.handshakes[i];
                 if !sock.is_open() {
+                    *handshake = Handshake::default();
                     if !sock.rst_pending() {
                         let _ = sock.listen(self.port);
                     }
                     return;
                 }
-                if matches!(sock.state(), TcpState::Listen | TcpState::SynReceived) {
-                    return;
+                match sock.state() {
+                    TcpState::Listen => {
+                        *handshake = Handshake::default();
+                        return;
+                    }
+                    TcpState::SynReceived => {
+                        handshake.seen.get_or_insert(now);
+                        return;
+                    }
+                    _ => *handshake = Handshake::default(),
                 }
                 // A connection was established on this socket.
                 if !self.session.is_busy() {

@@ -4,6 +4,7 @@ use smoltcp::socket::{tcp, udp};
 use smoltcp::wire::{IpAddress, IpEndpoint};
 
 use super::{TcpOps, TcpState, UdpOps};
+use crate::rules::Peer;
 
 impl From<tcp::State> for TcpState {
     fn from(s: tcp::State) -> TcpState {
@@ -80,6 +81,18 @@ impl TcpOps for tcp::Socket<'_> {
     fn remote_is_ipv6(&self) -> bool {
         self.remote_endpoint()
             .is_some_and(|e| !matches!(e.addr, IpAddress::Ipv4(_)))
+    }
+    fn peer(&self) -> Option<Peer> {
+        let e = self.remote_endpoint()?;
+        #[allow(irrefutable_let_patterns)]
+        let IpAddress::Ipv4(a) = e.addr
+        else {
+            return None;
+        };
+        Some(Peer {
+            addr: a.octets(),
+            port: e.port,
+        })
     }
     fn congestion_control(&self) -> &'static str {
         // The variants other than None exist only with smoltcp's reno/cubic features: name

@@ -108,8 +108,10 @@ pub fn was_reset(stream: &mut TcpStream, wait: Duration) -> bool {
     }
 }
 
-/// `n` idle holders of `port`: each connects (again every 250 ms while refused, for up to
-/// 20 s), says `says(i)` and then nothing. Returns their connections.
+/// `n` idle holders of `port`: each connects (again every 250 ms while refused or reset,
+/// as an attacker would, for up to 30 s), says `says(i)` and then nothing. Returns their
+/// connections. A holder is a hostile peer: the device may refuse it, drop its SYN or reset
+/// it; only the real clients of a case are held to account.
 pub fn hold(dev: &Device, port: u16, n: usize, says: fn(usize) -> Vec<u8>) -> Vec<Held> {
     let path = format!("/run/netns/{}", dev.ns.name);
     let threads: Vec<_> = (0..n)
@@ -118,12 +120,16 @@ pub fn hold(dev: &Device, port: u16, n: usize, says: fn(usize) -> Vec<u8>) -> Ve
             std::thread::spawn(move || {
                 enter_netns(&path);
                 let device: SocketAddr = format!("{DEVICE}:{port}").parse().unwrap();
-                let deadline = Instant::now() + Duration::from_secs(20);
+                let deadline = Instant::now() + Duration::from_secs(30);
                 loop {
-                    match TcpStream::connect_timeout(&device, Duration::from_secs(3)) {
-                        Ok(mut stream) => {
+                    let held = TcpStream::connect_timeout(&device, Duration::from_secs(3))
+                        .and_then(|mut stream| {
+                            stream.write_all(&says(i))?;
+                            Ok(stream)
+                        });
+                    match held {
+                        Ok(stream) => {
                             let at = Instant::now();
-                            stream.write_all(&says(i)).unwrap();
                             return Held { stream, at };
                         }
                         Err(e) => {
@@ -176,35 +182,40 @@ pub fn oversized_requests_do_not_wedge_http(dev: &Device, dir: &std::path::Path)
 
 /// `n` idle holders on port 80 (the device has 2 HTTP sockets; half the holders send a
 /// request head cut short), each connecting again while refused until it got in; then a new
-/// curl, without retries, is served within 3 s, and every holder but one was reset (and
-/// counted).
+/// curl, without retries, is served within 3 s by evicting an idle holder (counted), and no
+/// handshake the device had answered was taken (`reclaimed_answered`).
 pub fn idle_http_holders_give_way(dev: &Device, n: usize) {
     let stats = dev.stats();
     let before = (
         counter(&stats, "http", "evicted"),
-        counter(&stats, "http", "reclaimed"),
+        counter(&stats, "http", "reclaimed_answered"),
     );
     let mut held = hold(dev, 80, n, partial_head);
     until_idle(&held);
     let started = Instant::now();
     let out = dev.curl(&["-m", "3", "--fail"], "/10kB.txt");
     let waited = started.elapsed();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "200",
+        "{out:?}; {}",
+        dev.stats()
+    );
     assert!(waited < Duration::from_secs(3), "waited {waited:?}");
-    // The curl took the socket of one holder; the others had given way to later ones.
+    // The curl took the socket of an idle holder.
     let reset = held
         .iter_mut()
         .map(|h| was_reset(&mut h.stream, Duration::from_millis(500)))
         .filter(|&r| r)
         .count();
-    assert!(reset >= n - 1, "{reset} of {n} holders reset");
-    // Each holder that lost its socket is counted: evicted when idle, reclaimed when a later
-    // holder's SYN came while it was still in its handshake (and no older idler was there).
     let stats = dev.stats();
-    let evicted = counter(&stats, "http", "evicted") - before.0;
-    let reclaimed = counter(&stats, "http", "reclaimed") - before.1;
-    assert!(evicted >= 1, "{stats}");
-    assert!(evicted + reclaimed >= n as u64 - 1, "{stats}");
+    assert!(reset >= 1, "no holder gave way: {stats}");
+    assert!(counter(&stats, "http", "evicted") > before.0, "{stats}");
+    assert_eq!(
+        counter(&stats, "http", "reclaimed_answered"),
+        before.1,
+        "{stats}"
+    );
     assert_counters_conserve(&stats);
 }
 
@@ -487,7 +498,9 @@ pub fn tcp_echo(dev: &Device) -> Result<[u8; 4], String> {
 /// do not exist, while ordinary clients use all three services without retries: 5 rounds of
 /// curl and TCP echo each served within 3 s, then a stock iperf3 test.
 pub fn a_continuous_syn_flood_does_not_lock_out_clients(dev: &Device) {
-    let before = counter(&dev.stats(), "http", "reclaimed");
+    let stats = dev.stats();
+    let before = counter(&stats, "http", "reclaimed");
+    let answered_before = answered_taken(&stats);
     let stop = Arc::new(AtomicBool::new(false));
     let syn = {
         let target = dev.target();
@@ -520,4 +533,14 @@ pub fn a_continuous_syn_flood_does_not_lock_out_clients(dev: &Device) {
     let stats = dev.stats();
     assert_counters_conserve(&stats);
     assert!(counter(&stats, "http", "reclaimed") > before, "{stats}");
+    // The spoofed SYNs' answers never left (their sources have no route): every socket taken
+    // was unanswered, so no real client in its handshake could have lost its socket.
+    assert_eq!(answered_taken(&stats), answered_before, "{stats}");
+}
+
+/// Half-open sockets taken after the device had answered them, over every service.
+pub fn answered_taken(stats: &Value) -> u64 {
+    counter(stats, "http", "reclaimed_answered")
+        + counter(stats, "echo", "tcp_reclaimed_answered")
+        + counter(stats, "iperf", "reclaimed_answered")
 }

@@ -8,7 +8,9 @@ use core::task::{Context, Waker};
 
 use critical_section::Mutex;
 use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
-use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkStatus, RxGate, LINK_POLL_NS};
+use linklab_mac::embassy::{
+    Admit, EmbassyMac, EmbassyTimeClock, FrameGate, LinkStatus, LINK_POLL_NS,
+};
 use linklab_mac::{Counters, Inline, PhyTx};
 use linklab_perf::embassy::ServiceGate;
 
@@ -43,13 +45,21 @@ impl PhyTx for DynPhy {
     }
 }
 
-/// linklab-perf's service gate (SYNs and UDP echo requests held for their apps) as the
-/// driver's gate.
+/// linklab-perf's service gate (SYNs and UDP echo requests held for their apps, the
+/// SYN-ACKs that leave noted) as the driver's gate.
 pub struct AppGate(pub &'static ServiceGate);
 
-impl RxGate for AppGate {
-    fn admit(&mut self, frame: &[u8], waker: &Waker) -> bool {
-        self.0.admit(frame, waker)
+impl FrameGate for AppGate {
+    fn admit(&mut self, frame: &[u8], waker: &Waker) -> Admit {
+        match self.0.admit(frame, waker) {
+            linklab_perf::embassy::Admit::Pass => Admit::Pass,
+            linklab_perf::embassy::Admit::Hold => Admit::Hold,
+            linklab_perf::embassy::Admit::Drop => Admit::Drop,
+        }
+    }
+
+    fn sent(&mut self, frame: &[u8]) {
+        self.0.sent(frame)
     }
 }
 

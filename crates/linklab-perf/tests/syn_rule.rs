@@ -1,0 +1,496 @@
+//! The SYN rule of `DeviceApps` (`linklab_perf::evict`), frame by frame: the device's apps
+//! over smoltcp on a scripted wire, peers that are TCP clients of a few lines (SYN, then the
+//! ACK of the SYN-ACK, as a kernel does) and ghosts that never answer ARP. What must hold: a
+//! client whose SYN-ACK left is never reset by another client's SYN — it was answered, so it
+//! believes it is connected — and spoofed SYNs still cannot keep real clients out.
+//!
+//! The first case is the sequence that reset an idle holder in CI (issue 30): three SYNs in
+//! one batch while two idle connections hold both HTTP sockets. The first two evict them; the
+//! flush that sends the second eviction's RST also sends the first newcomer's SYN-ACK; the
+//! third SYN then took that answered half-open socket, and the newcomer's ACK met a RST.
+
+use std::collections::VecDeque;
+
+use linklab_perf::apps::{host::host_buffers, DeviceApps};
+use linklab_perf::http::NoRoutes;
+use linklab_perf::rules::syn_port;
+use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
+use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
+use smoltcp::time::{Duration, Instant};
+use smoltcp::wire::{
+    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+    EthernetRepr, IpAddress, IpCidr, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr, TcpControl,
+    TcpPacket, TcpRepr, TcpSeqNumber,
+};
+
+const DEVICE_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 2]);
+const HOST_MAC: EthernetAddress = EthernetAddress([2, 0, 0, 0, 0, 1]);
+const DEVICE_IP: Ipv4Address = Ipv4Address::new(198, 18, 0, 2);
+const HOST_IP: Ipv4Address = Ipv4Address::new(198, 18, 0, 1);
+/// On the device's subnet, never answers ARP.
+const GHOST_IP: Ipv4Address = Ipv4Address::new(198, 18, 0, 77);
+
+/// Frames queued for the device and frames it sent.
+#[derive(Default)]
+struct Wire {
+    to_device: VecDeque<Vec<u8>>,
+    from_device: Vec<Vec<u8>>,
+}
+
+struct Rx(Vec<u8>);
+struct Tx<'a>(&'a mut Vec<Vec<u8>>);
+
+impl phy::RxToken for Rx {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+impl phy::TxToken for Tx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut frame = vec![0; len];
+        let r = f(&mut frame);
+        self.0.push(frame);
+        r
+    }
+}
+
+impl Device for Wire {
+    type RxToken<'a> = Rx;
+    type TxToken<'a> = Tx<'a>;
+
+    fn receive(&mut self, _: Instant) -> Option<(Rx, Tx<'_>)> {
+        let frame = self.to_device.pop_front()?;
+        Some((Rx(frame), Tx(&mut self.from_device)))
+    }
+
+    fn transmit(&mut self, _: Instant) -> Option<Tx<'_>> {
+        Some(Tx(&mut self.from_device))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = 1514;
+        caps
+    }
+}
+
+/// One TCP client on the host (or a ghost), as far as the handshake goes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Client {
+    /// SYN sent, nothing back yet.
+    Connecting,
+    /// SYN-ACK received and acknowledged: it believes it is connected.
+    Connected,
+    /// Reset by the device.
+    Reset,
+}
+
+/// The device (smoltcp + the apps) and the peers on the wire.
+struct Lab {
+    iface: Interface,
+    wire: Wire,
+    sockets: SocketSet<'static>,
+    apps: DeviceApps<'static>,
+    now: Instant,
+    /// Host clients by port.
+    clients: Vec<(u16, Client)>,
+}
+
+const ISN: u32 = 1000;
+
+fn ethernet(
+    dst: EthernetAddress,
+    src: EthernetAddress,
+    ethertype: EthernetProtocol,
+    payload_len: usize,
+    emit: impl FnOnce(&mut [u8]),
+) -> Vec<u8> {
+    let repr = EthernetRepr {
+        src_addr: src,
+        dst_addr: dst,
+        ethertype,
+    };
+    let mut f = vec![0; repr.buffer_len() + payload_len];
+    let mut frame = EthernetFrame::new_unchecked(&mut f);
+    repr.emit(&mut frame);
+    emit(frame.payload_mut());
+    f
+}
+
+/// A TCP segment from `src:port` to the device's `to_port`.
+fn segment(
+    src: Ipv4Address,
+    port: u16,
+    to_port: u16,
+    control: TcpControl,
+    ack: Option<u32>,
+) -> Vec<u8> {
+    let tcp = TcpRepr {
+        src_port: port,
+        dst_port: to_port,
+        control,
+        seq_number: TcpSeqNumber(ISN as i32 + i32::from(ack.is_some())),
+        ack_number: ack.map(|a| TcpSeqNumber(a as i32)),
+        window_len: 64240,
+        window_scale: None,
+        max_seg_size: None,
+        sack_permitted: false,
+        sack_ranges: [None; 3],
+        timestamp: None,
+        payload: &[],
+    };
+    let ip = Ipv4Repr {
+        src_addr: src,
+        dst_addr: DEVICE_IP,
+        next_header: IpProtocol::Tcp,
+        payload_len: tcp.buffer_len(),
+        hop_limit: 64,
+    };
+    ethernet(
+        DEVICE_MAC,
+        HOST_MAC,
+        EthernetProtocol::Ipv4,
+        ip.buffer_len() + tcp.buffer_len(),
+        |b| {
+            let mut packet = Ipv4Packet::new_unchecked(b);
+            ip.emit(&mut packet, &Default::default());
+            let mut t = TcpPacket::new_unchecked(packet.payload_mut());
+            tcp.emit(
+                &mut t,
+                &IpAddress::Ipv4(src),
+                &IpAddress::Ipv4(DEVICE_IP),
+                &Default::default(),
+            );
+        },
+    )
+}
+
+fn arp_reply(to: &ArpRepr) -> Option<Vec<u8>> {
+    let ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Request,
+        source_hardware_addr,
+        source_protocol_addr,
+        target_protocol_addr,
+        ..
+    } = *to
+    else {
+        return None;
+    };
+    if target_protocol_addr != HOST_IP {
+        return None; // a ghost never answers
+    }
+    let reply = ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Reply,
+        source_hardware_addr: HOST_MAC,
+        source_protocol_addr: HOST_IP,
+        target_hardware_addr: source_hardware_addr,
+        target_protocol_addr: source_protocol_addr,
+    };
+    Some(ethernet(
+        DEVICE_MAC,
+        HOST_MAC,
+        EthernetProtocol::Arp,
+        reply.buffer_len(),
+        |b| reply.emit(&mut ArpPacket::new_unchecked(b)),
+    ))
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let mut wire = Wire::default();
+        let now = Instant::from_secs(100);
+        let mut iface = Interface::new(Config::new(DEVICE_MAC.into()), &mut wire, now);
+        iface.update_ip_addrs(|a| a.push(IpCidr::new(IpAddress::Ipv4(DEVICE_IP), 24)).unwrap());
+        let mut sockets = SocketSet::new(Vec::<SocketStorage>::new());
+        let apps = DeviceApps::new(&mut sockets, host_buffers(8192));
+        let mut lab = Lab {
+            iface,
+            wire,
+            sockets,
+            apps,
+            now,
+            clients: Vec::new(),
+        };
+        // The host asks for the device's address first, as a kernel does before its first
+        // SYN: the device learns the host's from the request.
+        let ask = ArpRepr::EthernetIpv4 {
+            operation: ArpOperation::Request,
+            source_hardware_addr: HOST_MAC,
+            source_protocol_addr: HOST_IP,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: DEVICE_IP,
+        };
+        let frame = ethernet(
+            EthernetAddress::BROADCAST,
+            HOST_MAC,
+            EthernetProtocol::Arp,
+            ask.buffer_len(),
+            |b| ask.emit(&mut ArpPacket::new_unchecked(b)),
+        );
+        lab.wire.to_device.push_back(frame);
+        lab.poll();
+        lab
+    }
+
+    /// One pass of the device (ingress with the SYN rule, the apps, egress), then the host's
+    /// answers to what it sent: ARP replies for the host, ACKs of SYN-ACKs, resets noted.
+    fn poll(&mut self) {
+        if std::env::var("SYN_RULE_TRACE").is_ok() {
+            let c: Vec<_> = self
+                .apps
+                .counters()
+                .into_iter()
+                .filter(|(a, _, v)| *a == "http" && *v > 0)
+                .collect();
+            let st: Vec<_> = self
+                .sockets
+                .iter()
+                .filter_map(|(_, s)| match s {
+                    smoltcp::socket::Socket::Tcp(t) => Some((t.state(), t.remote_endpoint())),
+                    _ => None,
+                })
+                .collect();
+            eprintln!(
+                "{} poll, {} queued; {:?} {:?}",
+                self.now,
+                self.wire.to_device.len(),
+                c,
+                st
+            );
+        }
+        let Lab {
+            iface,
+            wire,
+            sockets,
+            apps,
+            now,
+            ..
+        } = self;
+        apps.poll_ingress(iface, wire, sockets, *now, |w: &Wire| {
+            w.to_device.front().and_then(|f| syn_port(f))
+        });
+        apps.poll(sockets, &mut NoRoutes, *now);
+        apps.poll_egress(iface, wire, sockets, *now);
+        for frame in std::mem::take(&mut self.wire.from_device) {
+            self.host_sees(&frame);
+        }
+    }
+
+    fn host_sees(&mut self, frame: &[u8]) {
+        let eth = EthernetFrame::new_checked(frame).unwrap();
+        if std::env::var("SYN_RULE_TRACE").is_ok() {
+            eprintln!("{} device sends {:?}", self.now, eth.ethertype());
+            if let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) {
+                let t = TcpPacket::new_checked(ip.payload()).unwrap();
+                eprintln!(
+                    "{} device -> {}:{} syn={} ack={} rst={}",
+                    self.now,
+                    ip.dst_addr(),
+                    t.dst_port(),
+                    t.syn(),
+                    t.ack(),
+                    t.rst()
+                );
+            }
+        }
+        match eth.ethertype() {
+            EthernetProtocol::Arp => {
+                let arp = ArpRepr::parse(&ArpPacket::new_checked(eth.payload()).unwrap()).unwrap();
+                if let Some(reply) = arp_reply(&arp) {
+                    self.wire.to_device.push_back(reply);
+                }
+            }
+            EthernetProtocol::Ipv4 => {
+                let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+                assert_eq!(ip.dst_addr(), HOST_IP, "only the host is ever reached");
+                let tcp = TcpPacket::new_checked(ip.payload()).unwrap();
+                let port = tcp.dst_port();
+                let Some(c) = self.clients.iter_mut().find(|(p, _)| *p == port) else {
+                    return;
+                };
+                if tcp.rst() {
+                    c.1 = Client::Reset;
+                } else if tcp.syn() && tcp.ack() && c.1 == Client::Connecting {
+                    c.1 = Client::Connected;
+                    let ack = tcp.seq_number().0 as u32 + 1;
+                    let from = tcp.src_port();
+                    self.wire.to_device.push_back(segment(
+                        HOST_IP,
+                        port,
+                        from,
+                        TcpControl::None,
+                        Some(ack),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Queues a SYN from host port `port` to the device's `to` (not yet polled).
+    fn syn(&mut self, port: u16, to: u16) {
+        self.clients.push((port, Client::Connecting));
+        self.wire
+            .to_device
+            .push_back(segment(HOST_IP, port, to, TcpControl::Syn, None));
+    }
+
+    /// Queues a spoofed SYN from a ghost.
+    fn ghost_syn(&mut self, port: u16, to: u16) {
+        self.wire
+            .to_device
+            .push_back(segment(GHOST_IP, port, to, TcpControl::Syn, None));
+    }
+
+    fn client(&self, port: u16) -> Client {
+        self.clients.iter().find(|(p, _)| *p == port).unwrap().1
+    }
+
+    fn wait(&mut self, ms: u64) {
+        self.now += Duration::from_millis(ms);
+        self.poll();
+    }
+
+    fn counter(&self, app: &str, name: &str) -> u64 {
+        let (_, _, v) = self
+            .apps
+            .counters()
+            .into_iter()
+            .find(|(a, n, _)| *a == app && *n == name)
+            .unwrap();
+        v
+    }
+}
+
+#[test]
+fn an_answered_handshake_is_not_reset_by_the_next_syn() {
+    let mut lab = Lab::new();
+    // Two idle holders hold both HTTP sockets for longer than the grace.
+    lab.syn(40001, 80);
+    lab.syn(40002, 80);
+    lab.poll(); // SYN-ACKs
+    lab.poll(); // their ACKs
+    assert_eq!(lab.client(40001), Client::Connected);
+    assert_eq!(lab.client(40002), Client::Connected);
+    lab.wait(1000);
+    // Three newcomers in one batch.
+    lab.syn(40003, 80);
+    lab.syn(40004, 80);
+    lab.syn(40005, 80);
+    lab.poll();
+    lab.poll();
+    // The idle holders were evicted (that is the rule); no newcomer that was answered was
+    // reset. The one whose socket went to the next SYN before its SYN-ACK left waits for its
+    // own retransmission, unhurt.
+    assert_eq!(lab.client(40001), Client::Reset);
+    assert_eq!(lab.client(40002), Client::Reset);
+    for port in [40003, 40004, 40005] {
+        assert_ne!(
+            lab.client(port),
+            Client::Reset,
+            "client {port} was reset after it was answered"
+        );
+    }
+    let connected = [40003, 40004, 40005]
+        .iter()
+        .filter(|p| lab.client(**p) == Client::Connected)
+        .count();
+    assert_eq!(connected, 2);
+    assert_eq!(lab.counter("http", "evicted"), 2);
+    assert_eq!(lab.counter("http", "reclaimed_answered"), 0);
+}
+
+#[test]
+fn a_syn_waits_while_a_handshake_we_answered_completes() {
+    let mut lab = Lab::new();
+    // Client A's SYN is answered; before its ACK comes, B's SYN for the one echo socket.
+    lab.syn(41001, 7);
+    let ingress = |lab: &mut Lab| {
+        let Lab {
+            iface,
+            wire,
+            sockets,
+            apps,
+            now,
+            ..
+        } = lab;
+        apps.poll_ingress(iface, wire, sockets, *now, |w: &Wire| {
+            w.to_device.front().and_then(|f| syn_port(f))
+        });
+        apps.poll_egress(iface, wire, sockets, *now);
+    };
+    ingress(&mut lab); // A's SYN in, its SYN-ACK out; A's ACK is "in flight"
+    let syn_ack_out: Vec<Vec<u8>> = std::mem::take(&mut lab.wire.from_device);
+    assert!(!syn_ack_out.is_empty(), "A's SYN-ACK left");
+    lab.now += Duration::from_millis(5);
+    lab.syn(41002, 7);
+    ingress(&mut lab);
+    assert!(
+        lab.wire.from_device.is_empty(),
+        "B's SYN was dropped unanswered, not refused: {:?}",
+        lab.wire.from_device
+    );
+    assert_eq!(lab.counter("echo", "tcp_listen_drops"), 1);
+    // A's ACK arrives: A is connected, never reset.
+    for frame in syn_ack_out {
+        lab.host_sees(&frame);
+    }
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(41001), Client::Connected);
+    assert_eq!(lab.counter("echo", "tcp_reclaimed"), 0);
+}
+
+#[test]
+fn spoofed_syns_do_not_keep_a_real_client_out() {
+    let mut lab = Lab::new();
+    // Ghosts (no ARP answer: their SYN-ACKs never leave) hold both HTTP sockets.
+    lab.ghost_syn(30001, 80);
+    lab.ghost_syn(30002, 80);
+    lab.poll();
+    // A real client, then more ghosts in the same batch as its handshake and right after.
+    lab.syn(42001, 80);
+    lab.ghost_syn(30003, 80);
+    lab.poll();
+    lab.ghost_syn(30004, 80);
+    lab.wait(10);
+    lab.ghost_syn(30005, 80);
+    lab.wait(10);
+    lab.poll();
+    assert_eq!(lab.client(42001), Client::Connected);
+    assert!(lab.counter("http", "reclaimed") >= 3);
+    assert_eq!(lab.counter("http", "reclaimed_answered"), 0);
+    assert_eq!(lab.counter("http", "listen_drops"), 0);
+}
+
+#[test]
+fn a_handshake_unanswered_for_the_grace_gives_way() {
+    let mut lab = Lab::new();
+    // A client that is answered but never completes (its ACK lost, or a spoofed source
+    // with a route): after the grace, a new SYN takes its socket, counted as answered.
+    lab.clients.push((43001, Client::Connecting));
+    lab.wire
+        .to_device
+        .push_back(segment(HOST_IP, 43001, 7, TcpControl::Syn, None));
+    let Lab {
+        iface,
+        wire,
+        sockets,
+        apps,
+        now,
+        ..
+    } = &mut lab;
+    apps.poll_interface(iface, wire, sockets, *now, |w: &Wire| {
+        w.to_device.front().and_then(|f| syn_port(f))
+    });
+    // The SYN-ACK is lost on the way: nothing comes back.
+    lab.wire.from_device.clear();
+    lab.now += Duration::from_millis(800);
+    lab.syn(43002, 7);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(43002), Client::Connected);
+    assert_eq!(lab.counter("echo", "tcp_reclaimed_answered"), 1);
+}
