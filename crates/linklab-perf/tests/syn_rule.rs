@@ -494,3 +494,34 @@ fn a_handshake_unanswered_for_the_grace_gives_way() {
     assert_eq!(lab.client(43002), Client::Connected);
     assert_eq!(lab.counter("echo", "tcp_reclaimed_answered"), 1);
 }
+
+#[test]
+fn a_spoofed_syn_does_not_take_an_iperf3_client_s_answered_handshake() {
+    // CI's second reset: stock iperf3's control connection under the SYN flood. Ghosts hold
+    // every socket of the iperf3 pool; a real client takes one (an unanswered ghost's), is
+    // answered, and before its ACK another ghost SYN comes. Every half-open socket then
+    // looked alike to the pool (none had a time), and the first — the client's — was taken.
+    let mut lab = Lab::new();
+    let pool = linklab_perf::iperf::device::MAX_TCP_SOCKETS as u16;
+    for port in 30001..=30000 + pool {
+        lab.ghost_syn(port, 5201);
+    }
+    lab.wait(10);
+    lab.syn(44001, 5201);
+    let Lab { iface, wire, sockets, apps, now, .. } = &mut lab;
+    apps.poll_interface(iface, wire, sockets, *now, |w: &Wire| {
+        w.to_device.front().and_then(|f| syn_port(f))
+    });
+    let answer: Vec<Vec<u8>> = std::mem::take(&mut lab.wire.from_device);
+    lab.now += Duration::from_millis(5);
+    lab.ghost_syn(31000, 5201);
+    lab.poll();
+    for frame in answer {
+        lab.host_sees(&frame); // the SYN-ACK reaches the client, its ACK goes back
+    }
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(44001), Client::Connected);
+    assert_eq!(lab.counter("iperf", "reclaimed_answered"), 0);
+    assert!(lab.counter("iperf", "reclaimed") >= 2);
+}
