@@ -508,7 +508,14 @@ fn a_spoofed_syn_does_not_take_an_iperf3_client_s_answered_handshake() {
     }
     lab.wait(10);
     lab.syn(44001, 5201);
-    let Lab { iface, wire, sockets, apps, now, .. } = &mut lab;
+    let Lab {
+        iface,
+        wire,
+        sockets,
+        apps,
+        now,
+        ..
+    } = &mut lab;
     apps.poll_interface(iface, wire, sockets, *now, |w: &Wire| {
         w.to_device.front().and_then(|f| syn_port(f))
     });

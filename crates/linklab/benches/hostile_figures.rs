@@ -23,6 +23,16 @@
 //! **Spoofed UDP burst**: 40 UDP echo requests from hosts that never answer ARP, then at once
 //! one real request, sent again every 250 ms until answered (at most 5 s): whether the first
 //! request was answered, and when the first answer came.
+//!
+//! **Real clients reset** (`-- resets`; `RESETS_CLIENTS=200` clients per pressure): real
+//! clients in turn — `GET /10kB.txt` on port 80, a round trip on TCP echo (7), stock `iperf3
+//! -n 10K` (5201) — under two pressures: spoofed SYNs at 40/s to the three ports from hosts
+//! that do not exist (the hostile campaign's flood), and 20 idle HTTP holders that reconnect
+//! at once (4 clients at a time there, as they wait for an eviction). A client refused or
+//! unanswered tries again after 1 s, as curl `--retry-connrefused` and a kernel's SYN
+//! retransmission do, for up to 60 s. Counted: clients served, clients **reset after their
+//! connection was established** (the device's defences hurting a real client), clients not
+//! served in 60 s, and the device's `reclaimed_answered` / `listen_drops` where it has them.
 
 // The integration tests' helpers (a device on a TAP, the hostile campaign's peers).
 #[path = "../tests/common/mod.rs"]
@@ -190,6 +200,162 @@ fn main() {
     }
     if wanted("udp") {
         udp_echo_right_after_a_spoofed_burst();
+    }
+    if wanted("resets") {
+        real_clients_reset_under_pressure();
+    }
+}
+
+/// How one real client fared (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Fate {
+    Served,
+    /// Reset after its connection was established.
+    Reset,
+    NotServed,
+}
+
+/// One real client of `service` (0: HTTP, 1: TCP echo, 2: iperf3), retrying a refusal or an
+/// unanswered SYN every second for up to 60 s.
+fn real_client(dev: &Device, service: usize) -> Fate {
+    let deadline = Instant::now() + CAP;
+    if service == 2 {
+        while Instant::now() < deadline {
+            let out = dev
+                .ns
+                .command(&[
+                    "iperf3",
+                    "-c",
+                    DEVICE,
+                    "-n",
+                    "10K",
+                    "--connect-timeout",
+                    "3000",
+                ])
+                .output()
+                .expect("iperf3");
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            if out.status.success() {
+                return Fate::Served;
+            }
+            if text.contains("reset") || text.contains("Broken pipe") {
+                println!("  iperf3 reset: {}", text.trim());
+                return Fate::Reset;
+            }
+            // Busy (a test of the last client still closing), refused or unanswered.
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        return Fate::NotServed;
+    }
+    common::in_netns(&dev.ns, move || {
+        let port = if service == 0 { 80 } else { 7 };
+        let device: SocketAddr = format!("{DEVICE}:{port}").parse().unwrap();
+        while Instant::now() < deadline {
+            let Ok(mut s) = TcpStream::connect_timeout(&device, Duration::from_secs(3)) else {
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            };
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut exchange = || -> std::io::Result<bool> {
+                if service == 0 {
+                    s.write_all(b"GET /10kB.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+                    let mut body = Vec::new();
+                    s.read_to_end(&mut body)?;
+                    Ok(body.len() > 10_000)
+                } else {
+                    s.write_all(b"ping")?;
+                    let mut b = [0u8; 4];
+                    s.read_exact(&mut b)?;
+                    Ok(&b == b"ping")
+                }
+            };
+            return match exchange() {
+                Ok(true) => Fate::Served,
+                Err(e)
+                    if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) =>
+                {
+                    Fate::Reset
+                }
+                _ => Fate::NotServed,
+            };
+        }
+        Fate::NotServed
+    })
+}
+
+fn real_clients_reset_under_pressure() {
+    let clients: usize = std::env::var("RESETS_CLIENTS").map_or(200, |r| r.parse().unwrap());
+    let (devices, _) = targets();
+    for (target, dev) in devices {
+        for pressure in ["syn flood 40/s", "20 idle holders"] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let (flood, holders, services, parallel) = if pressure.starts_with("syn") {
+                let t = dev.target();
+                let flood = dev.flood(40, stop.clone(), move |n: u32| {
+                    let port = [80, 7, 5201][(n % 3) as usize];
+                    let ghost = [198, 18, 1, (n % 250) as u8 + 1];
+                    common::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
+                });
+                (Some(flood), None, 3, 1)
+            } else {
+                (None, Some(Holders::start(&dev, 20, Kind::Reconnect)), 1, 4)
+            };
+            std::thread::sleep(Duration::from_secs(2));
+            let stats = |d: &Device| {
+                let s = d.stats();
+                let sum = |name: &str| -> u64 {
+                    ["http", "iperf"]
+                        .iter()
+                        .map(|a| s[a][name].as_u64().unwrap_or(0))
+                        .sum::<u64>()
+                        + s["echo"][format!("tcp_{name}")].as_u64().unwrap_or(0)
+                };
+                (
+                    sum("reclaimed_answered"),
+                    sum("listen_drops"),
+                    sum("evicted"),
+                )
+            };
+            let before = stats(&dev);
+            let started = Instant::now();
+            let fates: Vec<Fate> = std::thread::scope(|scope| {
+                let dev = &dev;
+                let workers: Vec<_> = (0..parallel)
+                    .map(|w| {
+                        scope.spawn(move || {
+                            (w..clients)
+                                .step_by(parallel)
+                                .map(|i| real_client(dev, i % services))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap())
+                    .collect()
+            });
+            let took = started.elapsed().as_secs_f64();
+            stop.store(true, Ordering::Relaxed);
+            if let Some(f) = flood {
+                let _ = f.join();
+            }
+            drop(holders);
+            let after = stats(&dev);
+            let count = |f: Fate| fates.iter().filter(|x| **x == f).count();
+            println!(
+                "{target:>12} | {pressure} | {clients} real clients: {} served, {} reset after connecting, {} not served in {} s | {took:.0} s | device: reclaimed_answered +{}, listen_drops +{}, evicted +{}",
+                count(Fate::Served),
+                count(Fate::Reset),
+                count(Fate::NotServed),
+                CAP.as_secs(),
+                after.0.saturating_sub(before.0),
+                after.1.saturating_sub(before.1),
+                after.2.saturating_sub(before.2),
+            );
+            wait_quiet(&dev, Duration::from_secs(30));
+        }
     }
 }
 
