@@ -40,8 +40,8 @@ use qemu::{Boot, Network, Qemu};
 /// Options of `linklab emu`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The emulated board: mps2-an385 (Cortex-M3, LAN9118) or riscv32-virt (riscv32imac,
-    /// virtio-net).
+    /// The emulated board: mps2-an385 (Cortex-M3, LAN9118), riscv32-virt (riscv32imac,
+    /// virtio-net) or zynq7000 (Cortex-A9, Cadence GEM through zynq7000-hal's driver).
     #[arg(long, value_name = "BOARD", value_parser = Board::by_name)]
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.

@@ -93,7 +93,7 @@ pub struct Images {
 }
 
 /// Every board.
-pub const BOARDS: [Board; 2] = [
+pub const BOARDS: [Board; 3] = [
     Board {
         name: "mps2-an385",
         package: "fw-mps2-an385",
@@ -145,6 +145,25 @@ pub const BOARDS: [Board; 2] = [
             }),
         },
     },
+    Board {
+        name: "zynq7000",
+        package: "fw-zynq7000",
+        target: "armv7a-none-eabi",
+        qemu: "qemu-system-arm",
+        qemu_package: "qemu-system-arm",
+        machine: &["-M", "xilinx-zynq-a9"],
+        config_addr: 0x00FF_FF00,
+        isa: "ARMv7-A (Cortex-A9)",
+        nic: Nic::OnBoard {
+            model: "cadence_gem",
+        },
+        console: "Cadence UART0",
+        images: Images {
+            serial: None,
+            embassy: None,
+            soft_phy: None,
+        },
+    },
 ];
 
 impl Board {
@@ -184,7 +203,7 @@ mod tests {
     fn unknown_board_names_the_known_ones() {
         let e = Board::by_name("esp32").unwrap_err();
         assert!(
-            e.contains("mps2-an385") && e.contains("riscv32-virt"),
+            e.contains("mps2-an385") && e.contains("riscv32-virt") && e.contains("zynq7000"),
             "{e}"
         );
         assert_eq!(
@@ -214,6 +233,11 @@ mod tests {
                 "-device",
                 "virtio-net-device,netdev=n0"
             ]
+        );
+        let zynq = Board::by_name("zynq7000").unwrap();
+        assert_eq!(
+            zynq.tap_args("t0")[1],
+            "tap,ifname=t0,script=no,downscript=no,model=cadence_gem"
         );
     }
 }
