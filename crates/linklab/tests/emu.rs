@@ -221,6 +221,12 @@ fn end_to_end_with(board: &str, probe: bool) {
 /// sides), garbage on the control port then a normal test; /stats conservation, and the
 /// decoded defmt boot line.
 fn embassy_end_to_end(board: &str) {
+    embassy_end_to_end_with(board, false);
+}
+
+/// [`embassy_end_to_end`], with `linklab probe` against the device before it stops when
+/// `probe`.
+fn embassy_end_to_end_with(board: &str, probe: bool) {
     let mut emu = Device::emu_args(board, &["--embassy"]);
 
     ping_20_without_loss(&emu);
@@ -287,6 +293,10 @@ fn embassy_end_to_end(board: &str) {
         stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
         "{stats}"
     );
+    if probe {
+        probe_reports(&emu);
+        assert_conserved(&emu.stats());
+    }
 
     // The console: the image's defmt boot line, decoded (timestamp, level, text).
     let stdout = emu.stop(libc::SIGINT);
@@ -305,6 +315,14 @@ fn riscv32_virt_embassy_image_serves_ping_http_iperf3_and_survives_hostile_peers
 #[test]
 fn mps2_an385_embassy_image_serves_ping_http_iperf3_and_survives_hostile_peers() {
     embassy_end_to_end("mps2-an385");
+}
+
+/// The embassy image over zynq7000-hal's embassy-net driver (behind the board's wrapper,
+/// which hosts linklab-perf's service gate by looking into the HAL's RX ring), with stock
+/// `linklab probe` against it too.
+#[test]
+fn zynq7000_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_peers() {
+    embassy_end_to_end_with("zynq7000", true);
 }
 
 #[test]

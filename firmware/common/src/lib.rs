@@ -17,7 +17,7 @@ pub mod embassy;
 pub mod memory;
 #[cfg(feature = "serial")]
 pub mod serial;
-mod stack;
+pub mod stack;
 pub mod stats;
 
 pub use board::Board;

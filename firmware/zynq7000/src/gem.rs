@@ -179,25 +179,40 @@ pub fn start(mac: [u8; 6]) -> Result<(Driver, Rings, Phy), &'static str> {
 }
 
 /// What the wrapper counts of the traffic through the HAL's tokens.
-#[derive(Default)]
-struct Counts {
+pub struct Counts {
     rx_packets: Cell<u64>,
     rx_bytes: Cell<u64>,
     tx_requests: Cell<u64>,
     tx_bytes: Cell<u64>,
 }
 
+// SAFETY: the firmware runs on one core and takes no interrupt (lib.rs): the counts are
+// only ever touched from its one thread of execution.
+unsafe impl Sync for Counts {}
+
+/// The counts, where `/stats` reads them from any task of the embassy image.
+static COUNTS: Counts = Counts {
+    rx_packets: Cell::new(0),
+    rx_bytes: Cell::new(0),
+    tx_requests: Cell::new(0),
+    tx_bytes: Cell::new(0),
+};
+
 fn add(c: &Cell<u64>, n: u64) {
     c.set(c.get().wrapping_add(n));
 }
 
-/// zynq7000-hal's GEM driver as a smoltcp `Device` (see the module documentation).
+/// zynq7000-hal's GEM driver as a smoltcp `Device` (see the module documentation), and as
+/// an embassy-net `Driver` (feature `embassy`) with linklab-perf's service gate.
 pub struct GemDevice {
     driver: Driver,
     rings: Rings,
     /// The RX slot the HAL's next scan starts from: the one after the frame last consumed.
     next_rx: Cell<usize>,
-    counts: Counts,
+    counts: &'static Counts,
+    /// The embassy image's gate: a frame it holds stays in the ring.
+    #[cfg(feature = "embassy")]
+    gate: Option<&'static linklab_perf::embassy::ServiceGate>,
 }
 
 impl GemDevice {
@@ -207,8 +222,31 @@ impl GemDevice {
             driver,
             rings,
             next_rx: Cell::new(0),
-            counts: Counts::default(),
+            counts: &COUNTS,
+            #[cfg(feature = "embassy")]
+            gate: None,
         }
+    }
+
+    /// The same, with linklab-perf's service gate asked before each frame goes to
+    /// embassy-net (it holds a SYN or a UDP echo request until its app made room).
+    #[cfg(feature = "embassy")]
+    pub fn with_gate(mut self, gate: &'static linklab_perf::embassy::ServiceGate) -> GemDevice {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// The next frame in the ring, without taking it: its bytes (the first [`PEEK_BYTES`]
+    /// fresh from DDR), if it is a whole frame.
+    fn peek(&self) -> Option<&[u8]> {
+        let (slot, len) = self.next_frame()?;
+        // SAFETY: `slot < RX_SLOTS`; the GEM wrote this buffer and software owns it until the
+        // HAL's token releases it, so nothing writes it while it is read here.
+        let buf = unsafe { &*self.rings.rx_buffers.add(slot) };
+        // The GEM wrote DDR behind the caches: drop stale lines first, as the HAL's token
+        // does before it lends the frame (the buffer starts on a line; PEEK_BYTES is lines).
+        let _ = zynq7000_hal::cache::invalidate_data_cache_range(buf.0.as_ptr() as u32, PEEK_BYTES);
+        Some(&buf.0[..len.min(PEEK_BYTES)])
     }
 
     /// The frame the HAL will return next (it scans the whole ring from `next_rx` for the
@@ -278,6 +316,7 @@ impl smoltcp::phy::Device for GemDevice {
             rings,
             next_rx,
             counts,
+            ..
         } = self;
         let mut cx = Context::from_waker(Waker::noop());
         let Some((rx, tx)) = embassy_net_driver::Driver::receive(driver, &mut cx) else {
@@ -300,7 +339,7 @@ impl smoltcp::phy::Device for GemDevice {
         let token = embassy_net_driver::Driver::transmit(&mut self.driver, &mut cx)?;
         Some(GemTx {
             token,
-            counts: &self.counts,
+            counts: self.counts,
         })
     }
 
@@ -321,62 +360,148 @@ impl smoltcp::phy::Device for GemDevice {
 
 impl linklab_firmware::NetDevice for GemDevice {
     fn next_syn_port(&self) -> Option<u16> {
-        let (slot, len) = self.next_frame()?;
-        // SAFETY: `slot < RX_SLOTS`; the GEM wrote this buffer and software owns it until the
-        // HAL's token releases it, so nothing writes it while it is read here.
-        let buf = unsafe { &*self.rings.rx_buffers.add(slot) };
-        // The GEM wrote DDR behind the caches: drop stale lines first, as the HAL's token
-        // does before it lends the frame (the buffer starts on a line; PEEK_BYTES is lines).
-        let _ = zynq7000_hal::cache::invalidate_data_cache_range(buf.0.as_ptr() as u32, PEEK_BYTES);
-        linklab_perf::lifetime::syn_port(&buf.0[..len.min(MTU)])
+        linklab_perf::lifetime::syn_port(self.peek()?)
     }
 
     fn counters(&self) -> Counters {
-        // SAFETY: GEM 0's statistics registers, read only.
-        let mut regs = unsafe { EthernetId::Eth0.steal_regs() };
-        let stats = regs.statistics();
-        // The GEM counts a frame before it writes it to the ring: read its count around the
-        // look at the ring until no frame came in between.
-        let (received, pending) = loop {
-            let before = stats.read_rx_count();
-            let pending = self.rings.rx_pending();
-            if stats.read_rx_count() == before {
-                break (u64::from(before), pending);
-            }
-        };
-        let r = |v: u32| u64::from(v);
-        let crc = r(stats.read_rx_frame_check_sequence_errors());
-        let short = r(stats.read_rx_undersize());
-        let long = r(stats.read_rx_oversize()) + r(stats.read_rx_jabber());
-        let frame = r(stats.read_rx_alignment_errors())
-            + r(stats.read_rx_symbol_errors())
-            + r(stats.read_rx_length_field_errors());
-        let checksum = r(stats.read_rx_ip_header_checksum_errors())
-            + r(stats.read_rx_tcp_checksum_errors())
-            + r(stats.read_rx_udp_checksum_errors());
-        let missed = r(stats.read_rx_resource_errors()) + r(stats.read_rx_overrun_errors());
-        let committed = received + crc + short + long + frame + checksum;
-        let in_flight = self.rings.tx_with_gem();
-        Counters {
-            rx_transmissions: committed + missed,
-            rx_committed: committed,
-            rx_dequeued: committed.saturating_sub(pending),
-            rx_packets: self.counts.rx_packets.get(),
-            rx_bytes: self.counts.rx_bytes.get(),
-            rx_crc_errors: crc,
-            rx_short_length_errors: short,
-            rx_long_length_errors: long,
-            rx_frame_errors: frame,
-            rx_checksum_errors: checksum,
-            rx_missed_errors: missed,
-            tx_requests: self.counts.tx_requests.get(),
-            tx_packets: r(stats.read_tx_count()),
-            tx_bytes: self.counts.tx_bytes.get(),
-            tx_dropped: r(stats.read_tx_underruns())
-                + r(stats.read_excessive_collisions())
-                + r(stats.read_late_collisions()),
-            tx_deferred: in_flight,
-            ..Counters::default()
+        counters(&self.rings)
+    }
+}
+
+/// The counters of `/stats` (see the module documentation) for the GEM with `rings`.
+pub fn counters(rings: &Rings) -> Counters {
+    // SAFETY: GEM 0's statistics registers, read only.
+    let mut regs = unsafe { EthernetId::Eth0.steal_regs() };
+    let stats = regs.statistics();
+    // The GEM counts a frame before it writes it to the ring: read its count around the
+    // look at the ring until no frame came in between.
+    let (received, pending) = loop {
+        let before = stats.read_rx_count();
+        let pending = rings.rx_pending();
+        if stats.read_rx_count() == before {
+            break (u64::from(before), pending);
         }
+    };
+    let r = |v: u32| u64::from(v);
+    let crc = r(stats.read_rx_frame_check_sequence_errors());
+    let short = r(stats.read_rx_undersize());
+    let long = r(stats.read_rx_oversize()) + r(stats.read_rx_jabber());
+    let frame = r(stats.read_rx_alignment_errors())
+        + r(stats.read_rx_symbol_errors())
+        + r(stats.read_rx_length_field_errors());
+    let checksum = r(stats.read_rx_ip_header_checksum_errors())
+        + r(stats.read_rx_tcp_checksum_errors())
+        + r(stats.read_rx_udp_checksum_errors());
+    let missed = r(stats.read_rx_resource_errors()) + r(stats.read_rx_overrun_errors());
+    let committed = received + crc + short + long + frame + checksum;
+    let in_flight = rings.tx_with_gem();
+    Counters {
+        rx_transmissions: committed + missed,
+        rx_committed: committed,
+        rx_dequeued: committed.saturating_sub(pending),
+        rx_packets: COUNTS.rx_packets.get(),
+        rx_bytes: COUNTS.rx_bytes.get(),
+        rx_crc_errors: crc,
+        rx_short_length_errors: short,
+        rx_long_length_errors: long,
+        rx_frame_errors: frame,
+        rx_checksum_errors: checksum,
+        rx_missed_errors: missed,
+        tx_requests: COUNTS.tx_requests.get(),
+        tx_packets: r(stats.read_tx_count()),
+        tx_bytes: COUNTS.tx_bytes.get(),
+        tx_dropped: r(stats.read_tx_underruns())
+            + r(stats.read_excessive_collisions())
+            + r(stats.read_late_collisions()),
+        tx_deferred: in_flight,
+        ..Counters::default()
+    }
+}
+
+#[cfg(feature = "embassy")]
+impl embassy_net_driver::RxToken for GemRx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, f: F) -> R {
+        let GemRx {
+            token,
+            rings,
+            next_rx,
+            counts,
+        } = self;
+        embassy_net_driver::RxToken::consume(token, |frame: &mut [u8]| {
+            let slot = (frame.as_ptr() as usize - rings.rx_buffers as usize)
+                / core::mem::size_of::<AlignedBuffer>();
+            next_rx.set((slot + 1) % RX_SLOTS);
+            add(&counts.rx_packets, 1);
+            add(&counts.rx_bytes, frame.len() as u64);
+            f(frame)
+        })
+    }
+}
+
+#[cfg(feature = "embassy")]
+impl embassy_net_driver::TxToken for GemTx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        add(&self.counts.tx_requests, 1);
+        add(&self.counts.tx_bytes, len as u64);
+        embassy_net_driver::TxToken::consume(self.token, len, f)
+    }
+}
+
+/// The HAL's embassy-net driver, its tokens counted, with the gate before each frame and
+/// QEMU's RX restart (module documentation); its link state and capabilities as the HAL
+/// declares them.
+#[cfg(feature = "embassy")]
+impl embassy_net_driver::Driver for GemDevice {
+    type RxToken<'a> = GemRx<'a>;
+    type TxToken<'a> = GemTx<'a>;
+
+    fn receive(&mut self, cx: &mut Context<'_>) -> Option<(GemRx<'_>, GemTx<'_>)> {
+        if let Some(gate) = self.gate {
+            if let Some(frame) = self.peek() {
+                if !gate.admit(frame, cx.waker()) {
+                    return None;
+                }
+            }
+        }
+        let GemDevice {
+            driver,
+            rings,
+            next_rx,
+            counts,
+            ..
+        } = self;
+        let Some((rx, tx)) = embassy_net_driver::Driver::receive(driver, cx) else {
+            restart_rx_if_stalled(rings);
+            return None;
+        };
+        Some((
+            GemRx {
+                token: rx,
+                rings: *rings,
+                next_rx,
+                counts,
+            },
+            GemTx { token: tx, counts },
+        ))
+    }
+
+    fn transmit(&mut self, cx: &mut Context<'_>) -> Option<GemTx<'_>> {
+        let token = embassy_net_driver::Driver::transmit(&mut self.driver, cx)?;
+        Some(GemTx {
+            token,
+            counts: self.counts,
+        })
+    }
+
+    fn link_state(&mut self, cx: &mut Context<'_>) -> embassy_net_driver::LinkState {
+        embassy_net_driver::Driver::link_state(&mut self.driver, cx)
+    }
+
+    fn capabilities(&self) -> embassy_net_driver::Capabilities {
+        embassy_net_driver::Driver::capabilities(&self.driver)
+    }
+
+    fn hardware_address(&self) -> embassy_net_driver::HardwareAddress {
+        embassy_net_driver::Driver::hardware_address(&self.driver)
     }
 }

@@ -11,6 +11,8 @@
 //! drops the lines it woke on.
 #![no_std]
 
+#[cfg(feature = "embassy")]
+pub mod embassy;
 pub mod entry;
 pub mod gem;
 pub mod phy;

@@ -71,3 +71,15 @@ pub fn clear_event() {
     // SAFETY: as above; the flag is write-1-to-clear.
     unsafe { reg(STATUS).write_volatile(EVENT) };
 }
+
+/// True (and cleared) if the comparator's event fired.
+pub fn take_event() -> bool {
+    // SAFETY: as above.
+    unsafe {
+        let fired = reg(STATUS).read_volatile() & EVENT != 0;
+        if fired {
+            reg(STATUS).write_volatile(EVENT);
+        }
+        fired
+    }
+}

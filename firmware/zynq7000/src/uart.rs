@@ -39,6 +39,17 @@ pub fn write(text: &str) {
     }
 }
 
+/// Writes `bytes` (defmt frames), waiting for room in the FIFO.
+pub fn write_bytes(bytes: &[u8]) {
+    for &b in bytes {
+        // SAFETY: as above.
+        unsafe {
+            while reg(SR).read_volatile() & SR_TX_FULL != 0 {}
+            reg(FIFO).write_volatile(u32::from(b));
+        }
+    }
+}
+
 /// Writes `v` as 8 hex digits.
 pub fn write_hex(v: u32) {
     let mut buf = [0u8; 8];

@@ -43,6 +43,12 @@ pub fn pending() -> bool {
 pub fn clear() {
     crate::gem::note_interrupt(zynq7000_hal::eth::smoltcp::on_interrupt(EthernetId::Eth0));
     crate::timer::clear_event();
+    ack_all();
+}
+
+/// Acknowledges and ends every interrupt the GIC latched (a line still up is signalled
+/// again).
+fn ack_all() {
     for _ in 0..8 {
         // SAFETY: acknowledging and ending interrupts on the GIC's CPU interface.
         unsafe {
@@ -53,4 +59,17 @@ pub fn clear() {
             gicc(ICCEOIR).write_volatile(id);
         }
     }
+}
+
+/// [`clear`] for the embassy image: the HAL's embassy-net handler (which wakes the driver's
+/// wakers), and embassy-time's alarm when the timer's event was what fired.
+#[cfg(feature = "embassy")]
+pub fn clear_embassy() {
+    crate::gem::note_interrupt(zynq7000_hal::eth::embassy_net::on_interrupt(
+        EthernetId::Eth0,
+    ));
+    if crate::timer::take_event() {
+        crate::embassy::time::on_alarm();
+    }
+    ack_all();
 }

@@ -160,7 +160,10 @@ pub const BOARDS: [Board; 3] = [
         console: "Cadence UART0",
         images: Images {
             serial: None,
-            embassy: None,
+            embassy: Some(Flavour {
+                feature: "embassy",
+                bin: "fw-zynq7000-embassy",
+            }),
             soft_phy: None,
         },
     },
