@@ -23,12 +23,12 @@
 //!   smoltcp, the frames still in the RX ring, and the TX descriptors still with the GEM.
 //!   A frame the driver loses (a multi-slot frame or broken fragments, which it returns as
 //!   "no frame" and leaves with software) breaks the RX law.
-//! * **The RX restart QEMU needs** ([`note_interrupt`]): QEMU's GEM, once it found an RX
-//!   descriptor with software ("used bit read"), stops taking frames until the network
-//!   control register is written (real GEMs re-read the descriptor at the next frame). The
-//!   HAL writes it only to start a transmission, so a device that only receives (UDP from
-//!   iperf3) stalled for good after one full ring. After the driver drained the ring, the
-//!   wrapper writes the register once (receive enable, unchanged) when the interrupt said so.
+//! * **The RX restart QEMU needs** ([`note_interrupt`]): QEMU's GEM, once its cached copy of
+//!   the next RX descriptor says software owns it (the ring was full), stops taking frames
+//!   until the network control register is written. The HAL writes it only to start a
+//!   transmission, so a device that only receives (UDP from iperf3) stalled after one full
+//!   ring. After the driver drained the ring, the wrapper writes the register once (receive
+//!   enable, unchanged).
 
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -52,7 +52,7 @@ use crate::phy::Phy;
 pub const RX_SLOTS: usize = linklab_firmware::memory::QUEUE_FRAMES;
 /// TX descriptors and buffers.
 pub const TX_SLOTS: usize = 4;
-/// Bytes of a received frame the SYN peek may read (Ethernet, the longest IPv4 and TCP
+/// Bytes of a received frame the peek makes fresh (Ethernet, the longest IPv4 and TCP
 /// headers, rounded to cache lines).
 const PEEK_BYTES: usize = 160;
 
@@ -110,8 +110,10 @@ const RX_LEN: u32 = 0x1FFF;
 /// TX descriptor word 1, bit 31: the GEM is done with (or was never given) the slot.
 const TX_USED: u32 = 1 << 31;
 
-/// Set when the GEM reported an RX descriptor found with software (see the module
-/// documentation); cleared when the receiver is restarted.
+/// Set when the GEM may have stopped on an RX descriptor software owned: it reported one
+/// (the HAL's interrupt handler), or a frame was taken from the ring, which may have been
+/// full (QEMU then stops without reporting: it only looks at its cached copy of the next
+/// descriptor). Cleared when the receiver is restarted.
 static RX_STALLED: AtomicBool = AtomicBool::new(false);
 
 /// Takes note of what the HAL's interrupt handler found (`zynq7000_hal::eth::*::on_interrupt`).
@@ -121,9 +123,10 @@ pub fn note_interrupt(result: InterruptResult) {
     }
 }
 
-/// Once the ring is drained: if the GEM stopped on a used RX descriptor, writes the network
-/// control register (receive enable, as it is), which makes QEMU's GEM read its descriptor
-/// again and take the frames it held back; on silicon a no-op.
+/// Once the ring is drained after frames were taken from it or the GEM reported a used
+/// descriptor: writes the network control register (receive enable, as it is), which makes
+/// QEMU's GEM read its next descriptor again and take the frames it held back; on silicon a
+/// no-op. One register read and write per drained batch.
 fn restart_rx_if_stalled(rings: &Rings) {
     if RX_STALLED.load(Ordering::Relaxed) && rings.rx_pending() == 0 {
         RX_STALLED.store(false, Ordering::Relaxed);
@@ -236,8 +239,9 @@ impl GemDevice {
         self
     }
 
-    /// The next frame in the ring, without taking it: its bytes (the first [`PEEK_BYTES`]
-    /// fresh from DDR), if it is a whole frame.
+    /// The next frame in the ring, without taking it, if it is a whole frame. Only its
+    /// first [`PEEK_BYTES`] (every header the SYN rule and the gate read) are fresh from DDR;
+    /// its readers look at nothing past the headers.
     fn peek(&self) -> Option<&[u8]> {
         let (slot, len) = self.next_frame()?;
         // SAFETY: `slot < RX_SLOTS`; the GEM wrote this buffer and software owns it until the
@@ -246,7 +250,7 @@ impl GemDevice {
         // The GEM wrote DDR behind the caches: drop stale lines first, as the HAL's token
         // does before it lends the frame (the buffer starts on a line; PEEK_BYTES is lines).
         let _ = zynq7000_hal::cache::invalidate_data_cache_range(buf.0.as_ptr() as u32, PEEK_BYTES);
-        Some(&buf.0[..len.min(PEEK_BYTES)])
+        Some(&buf.0[..len.min(MTU)])
     }
 
     /// The frame the HAL will return next (it scans the whole ring from `next_rx` for the
@@ -285,6 +289,7 @@ impl smoltcp::phy::RxToken for GemRx<'_> {
             let slot = (frame.as_ptr() as usize - rings.rx_buffers as usize)
                 / core::mem::size_of::<AlignedBuffer>();
             next_rx.set((slot + 1) % RX_SLOTS);
+            RX_STALLED.store(true, Ordering::Relaxed);
             add(&counts.rx_packets, 1);
             add(&counts.rx_bytes, frame.len() as u64);
             f(frame)
@@ -431,6 +436,7 @@ impl embassy_net_driver::RxToken for GemRx<'_> {
             let slot = (frame.as_ptr() as usize - rings.rx_buffers as usize)
                 / core::mem::size_of::<AlignedBuffer>();
             next_rx.set((slot + 1) % RX_SLOTS);
+            RX_STALLED.store(true, Ordering::Relaxed);
             add(&counts.rx_packets, 1);
             add(&counts.rx_bytes, frame.len() as u64);
             f(frame)
