@@ -4,7 +4,8 @@
 //! [`DeviceConfig`](linklab_perf::device_config::DeviceConfig) and calls [`run`]: smoltcp over
 //! `linklab_mac::Mac` as its `Device`, running linklab-perf's [`DeviceApps`] (iperf3 5201,
 //! HTTP 80 with the bench files and `/stats`, echo 7, ICMP) — the same apps `linklab serve`
-//! runs on a TAP.
+//! runs on a TAP. A board whose driver is someone else's (a HAL's smoltcp `Device`) calls
+//! [`run_device`] with it instead, through [`NetDevice`].
 //!
 //! `#![no_std]`, no heap: every buffer is a static ([`memory`]).
 #![no_std]
