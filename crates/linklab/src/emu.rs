@@ -12,6 +12,7 @@
 
 mod bad_checksums;
 mod blast;
+mod blob;
 mod board;
 mod defmt;
 mod image;
@@ -31,14 +32,16 @@ use linklab_perf::device_config::DeviceConfig;
 
 use crate::serve::StopSignals;
 use crate::values::{self, bail_usage};
+use blob::ConfigBlob;
 use board::Board;
-use qemu::{Boot, Qemu};
+use image::Image;
+use qemu::{Boot, Network, Qemu};
 
 /// Options of `linklab emu`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The emulated board: mps2-an385 (Cortex-M3, LAN9118) or riscv32-virt (riscv32imac,
-    /// virtio-net).
+    /// The emulated board: mps2-an385 (Cortex-M3, LAN9118), riscv32-virt (riscv32imac,
+    /// virtio-net) or zynq7000 (Cortex-A9, Cadence GEM through zynq7000-hal's driver).
     #[arg(long, value_name = "BOARD", value_parser = Board::by_name)]
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
@@ -124,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     qemu::require(&board)?;
     if args.blast {
-        let image = image::find_or_build(&board, args.image.as_deref())?;
+        let image = image::find_or_build(&board, Image::Main, args.image.as_deref())?;
         let (result, verdict) = blast::measure(&board, &image, args.blast_ms)?;
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
@@ -153,13 +156,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     if args.cost || args.throughput || args.cost_parts {
-        let image = if line_args.is_some() {
-            image::find_or_build_line(&board, args.image.as_deref())?
+        let kind = if line_args.is_some() {
+            Image::SoftPhy
         } else if args.embassy {
-            image::find_or_build_embassy(&board, args.image.as_deref())?
+            Image::Embassy
         } else {
-            image::find_or_build(&board, args.image.as_deref())?
+            Image::Main
         };
+        let image = image::find_or_build(&board, kind, args.image.as_deref())?;
         let result = if args.cost {
             measure::cost(&board, &image, line_args)?
         } else if args.cost_parts {
@@ -202,32 +206,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         return line::run(&session, l, &signals);
     }
-    let image = if args.serial {
-        image::find_or_build_serial(&board, args.image.as_deref())?
+    let kind = if args.serial {
+        Image::Serial
     } else if args.embassy {
-        image::find_or_build_embassy(&board, args.image.as_deref())?
+        Image::Embassy
     } else {
-        image::find_or_build(&board, args.image.as_deref())?
+        Image::Main
     };
+    let image = image::find_or_build(&board, kind, args.image.as_deref())?;
     let config = DeviceConfig {
         ip: ip.octets(),
         prefix,
         mac,
     };
-    let blob = std::env::temp_dir().join(format!("linklab-emu-{}.cfg", std::process::id()));
-    std::fs::write(&blob, config.to_bytes()).context("cannot write the config blob")?;
-    let _remove_blob = RemoveOnDrop(blob.clone());
-
+    let blob = ConfigBlob::write(
+        &format!("linklab-emu-{}", std::process::id()),
+        &config.to_bytes(),
+    )?;
     let mut qemu = Qemu::start(&Boot {
         board: &board,
         image: &image,
-        config_blob: Some(&blob),
-        tap: Some(&tap),
+        config_blob: Some(blob.path()),
+        network: if args.serial {
+            Network::SerialPty
+        } else {
+            Network::Tap(&tap)
+        },
         icount: shift.map(|n| format!("shift={n}")),
-        stream: None,
         netns: None,
         echo_console: true,
-        serial: args.serial,
     })?;
     qemu.wait_for_boot(timeout)?;
     if args.serial {
@@ -276,13 +283,4 @@ fn bridge_serial(
     let result = crate::serial::bridge_pty(&pty, tap, signals);
     qemu.stop();
     result
-}
-
-/// Removes a file when dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -1,6 +1,7 @@
 //! linklab's firmware on emulated MCUs, against real peers: `linklab emu` boots each board's
-//! image in QEMU (mps2-an385 with its LAN9118, riscv32 virt with virtio-net) inside a network
-//! namespace the test creates; stock ping, curl and iperf3 3.12 measure it from the kernel
+//! image in QEMU (mps2-an385 with its LAN9118, riscv32 virt with virtio-net, xilinx-zynq-a9
+//! with its Cadence GEM through zynq7000-hal's driver) inside a network namespace the test
+//! creates; stock ping, curl and iperf3 3.12 measure it from the kernel
 //! side of the TAP. Addresses come from 198.18.0.0/15; nothing leaves the namespace.
 //!
 //! These tests need root, QEMU (Debian's qemu-system-arm and qemu-system-misc) and the images
@@ -59,7 +60,59 @@ fn end_bytes(report: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
 }
 
+/// Stock `linklab probe` against the device (20 s): its report names every service present,
+/// measured TCP both ways, and got the HTTP downloads with their CRC32s.
+fn probe_reports(emu: &Device) {
+    let dir = common::tempdir(&format!("probe-{}", emu.tap));
+    let json = dir.join("probe.json");
+    let html = dir.join("probe.html");
+    let bin = linklab_bin();
+    let out = emu.ns.run(&[
+        bin.to_str().unwrap(),
+        "probe",
+        DEVICE_IP,
+        "--duration",
+        "20",
+        "--json",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["kind"], "probe", "{v}");
+    for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
+        let present = v["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == s && x["state"] == "present");
+        assert!(present, "{s}: {}", v["services"]);
+    }
+    let figure = |id: &str| {
+        v["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .and_then(|f| f["value"].as_f64())
+            .unwrap_or_else(|| panic!("no figure {id}: {}", v["figures"]))
+    };
+    for id in ["tcp.to_device", "tcp.from_device"] {
+        assert!(figure(id) > 1e6, "{id}");
+    }
+    for h in v["http"].as_array().unwrap() {
+        assert_eq!(h["crc_ok"], true, "{h}");
+    }
+    assert!(std::fs::metadata(&html).unwrap().len() > 1000);
+}
+
 fn end_to_end(board: &str) {
+    end_to_end_with(board, false);
+}
+
+/// [`end_to_end`], with `linklab probe` against the device before it stops when `probe`.
+fn end_to_end_with(board: &str, probe: bool) {
     let mut emu = Device::emu(board);
 
     ping_20_without_loss(&emu);
@@ -142,6 +195,10 @@ fn end_to_end(board: &str) {
         stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
         "{stats}"
     );
+    if probe {
+        probe_reports(&emu);
+        assert_conserved(&emu.stats());
+    }
 
     let stdout = emu.stop(libc::SIGINT);
     assert!(stdout.contains("stopped by signal"), "{stdout}");
@@ -164,6 +221,12 @@ fn end_to_end(board: &str) {
 /// sides), garbage on the control port then a normal test; /stats conservation, and the
 /// decoded defmt boot line.
 fn embassy_end_to_end(board: &str) {
+    embassy_end_to_end_with(board, false);
+}
+
+/// [`embassy_end_to_end`], with `linklab probe` against the device before it stops when
+/// `probe`.
+fn embassy_end_to_end_with(board: &str, probe: bool) {
     let mut emu = Device::emu_args(board, &["--embassy"]);
 
     ping_20_without_loss(&emu);
@@ -230,6 +293,10 @@ fn embassy_end_to_end(board: &str) {
         stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
         "{stats}"
     );
+    if probe {
+        probe_reports(&emu);
+        assert_conserved(&emu.stats());
+    }
 
     // The console: the image's defmt boot line, decoded (timestamp, level, text).
     let stdout = emu.stop(libc::SIGINT);
@@ -250,6 +317,14 @@ fn mps2_an385_embassy_image_serves_ping_http_iperf3_and_survives_hostile_peers()
     embassy_end_to_end("mps2-an385");
 }
 
+/// The embassy image over zynq7000-hal's embassy-net driver (behind the board's wrapper,
+/// which hosts linklab-perf's service gate by looking into the HAL's RX ring), with stock
+/// `linklab probe` against it too.
+#[test]
+fn zynq7000_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_peers() {
+    embassy_end_to_end_with("zynq7000", true);
+}
+
 #[test]
 fn riscv32_virt_serves_ping_http_iperf3() {
     end_to_end("riscv32-virt");
@@ -258,6 +333,14 @@ fn riscv32_virt_serves_ping_http_iperf3() {
 #[test]
 fn mps2_an385_serves_ping_http_iperf3() {
     end_to_end("mps2-an385");
+}
+
+/// The main-loop image over a driver linklab did not write: zynq7000-hal's GEM driver from
+/// crates.io, its smoltcp path under the same apps; `/stats`' law there joins the GEM's own
+/// statistics registers to what the driver delivered and what waits in its rings.
+#[test]
+fn zynq7000_serves_ping_http_iperf3_and_probe() {
+    end_to_end_with("zynq7000", true);
 }
 
 #[test]
@@ -271,7 +354,7 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     };
     assert_one_line_error(
         &emu(&["--board", "esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
-        "invalid value 'esp32' for '--board <BOARD>': unknown board; expected one of mps2-an385, riscv32-virt",
+        "invalid value 'esp32' for '--board <BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000",
     );
     assert_one_line_error(
         &emu(&["--board", "mps2-an385", "--tap", "t0", "--ip", "nope"]),

@@ -1,5 +1,5 @@
 //! The hostile-peer campaign of tests/hostile.rs (`common::hostile`) against linklab's
-//! firmware on one emulated board: `linklab emu --board riscv32-virt` boots once and every
+//! firmware on an emulated board: `linklab emu --board riscv32-virt` boots once and every
 //! case runs against it in turn (each waits until the previous case's peers are gone). The
 //! firmware has 2 HTTP sockets, 1 TCP echo socket and 4 iperf3 sockets, and a 2-datagram
 //! UDP echo buffer. Last, `linklab emu` is killed with SIGKILL: its QEMU must die with it.
@@ -32,5 +32,26 @@ fn riscv32_virt_survives_the_hostile_campaign() {
     wait_quiet(&dev, quiet);
     campaign::spoofed_syns_do_not_kill_services(&dev);
     // Killed outright, `linklab emu` takes its QEMU (and so the TAP) with it.
+    dev.kill_leaves_nothing();
+}
+
+/// The campaign's idle-holder and spoofed-SYN cases on the main loop over zynq7000-hal's GEM
+/// driver (`linklab emu --board zynq7000`): the apps' SYN rule there looks at the next frame
+/// in the HAL's RX ring (the HAL has no peek of its own).
+#[test]
+fn zynq7000_idle_holders_and_spoofed_syns_give_way() {
+    let mut dev = Device::emu("zynq7000");
+    let quiet = Duration::from_secs(15);
+    campaign::idle_http_holders_give_way(&dev, 2);
+    wait_quiet(&dev, quiet);
+    campaign::idle_http_holders_give_way(&dev, 6);
+    wait_quiet(&dev, quiet);
+    campaign::idle_iperf3_controls_give_way(&dev, 4);
+    wait_quiet(&dev, quiet);
+    campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::spoofed_syns_do_not_kill_services(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::a_continuous_syn_flood_does_not_lock_out_clients(&dev);
     dev.kill_leaves_nothing();
 }

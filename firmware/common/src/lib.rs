@@ -4,7 +4,8 @@
 //! [`DeviceConfig`](linklab_perf::device_config::DeviceConfig) and calls [`run`]: smoltcp over
 //! `linklab_mac::Mac` as its `Device`, running linklab-perf's [`DeviceApps`] (iperf3 5201,
 //! HTTP 80 with the bench files and `/stats`, echo 7, ICMP) — the same apps `linklab serve`
-//! runs on a TAP.
+//! runs on a TAP. A board whose driver is someone else's (a HAL's smoltcp `Device`) calls
+//! [`run_device`] with it instead, through [`NetDevice`].
 //!
 //! `#![no_std]`, no heap: every buffer is a static ([`memory`]).
 #![no_std]
@@ -17,7 +18,7 @@ pub mod embassy;
 pub mod memory;
 #[cfg(feature = "serial")]
 pub mod serial;
-mod stack;
+pub mod stack;
 pub mod stats;
 
 pub use board::Board;
@@ -446,16 +447,7 @@ fn run_mac<B: Board, T: PhyTx>(
     // IPv4/TCP/UDP checksums in the MAC, word-wise, instead of smoltcp's 16-bit loops
     // (bad ones are dropped and counted in /stats mac.rx_checksum_errors).
     mac.set_checksum_offload(true);
-    let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
-    let m = config.mac;
-    iface_config.random_seed =
-        board.now_ns() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
-    let mut iface = Interface::new(iface_config, &mut mac, now(&mut board));
-    let [a, b, c, d] = config.ip;
-    iface.update_ip_addrs(|addrs| {
-        let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
-    });
-
+    let mut iface = interface(&mut board, &mut mac, &config);
     let (state, (blast_socket, blast_frame)) = device_apps(place, buf, slots, blast);
     let mut blaster = Blaster::new(
         &mut state.sockets,
@@ -464,7 +456,56 @@ fn run_mac<B: Board, T: PhyTx>(
         config.ip,
         config.mac,
     );
+    boot_line(&mut board, &config);
+    serve(
+        board,
+        &mut mac,
+        &mut iface,
+        state,
+        Some(&mut blaster),
+        stack,
+    )
+}
 
+/// Runs the device forever over `device`, any smoltcp `Device` that can show the apps its
+/// next frame and `/stats` its counters ([`NetDevice`]), e.g. a HAL's driver: the same apps
+/// and `/stats` as [`run`], without the packet blaster (its raw way hands frames to
+/// linklab-mac's `PhyTx`; its UDP port stays closed).
+pub fn run_device<B: Board, D: NetDevice>(mut board: B, mut device: D, config: DeviceConfig) -> ! {
+    let stack = stack::paint(board.stack_limit(), board.stack_top());
+    let Some((buf, slots, blast, place)) = take_buffers() else {
+        board.console("linklab firmware: run() called twice\n");
+        loop {
+            board.sleep_until(None);
+        }
+    };
+    let mut iface = interface(&mut board, &mut device, &config);
+    let (state, _) = device_apps(place, buf, slots, blast);
+    boot_line(&mut board, &config);
+    serve(board, &mut device, &mut iface, state, None, stack)
+}
+
+/// smoltcp's interface over `device` at the configured address.
+fn interface<B: Board, D: smoltcp::phy::Device>(
+    board: &mut B,
+    device: &mut D,
+    config: &DeviceConfig,
+) -> Interface {
+    let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
+    let m = config.mac;
+    iface_config.random_seed =
+        board.now_ns() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
+    let mut iface = Interface::new(iface_config, device, now(board));
+    let [a, b, c, d] = config.ip;
+    iface.update_ip_addrs(|addrs| {
+        let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
+    });
+    iface
+}
+
+/// The console's boot line (`linklab emu` waits for it).
+fn boot_line<B: Board>(board: &mut B, config: &DeviceConfig) {
+    let [a, b, c, d] = config.ip;
     let mut line = [0u8; 96];
     let mut w = linklab_perf::slice_writer::SliceWriter::new(&mut line);
     let _ = core::fmt::Write::write_fmt(
@@ -483,19 +524,66 @@ fn run_mac<B: Board, T: PhyTx>(
     );
     let n = w.len();
     board.console(core::str::from_utf8(&line[..n]).unwrap_or("linklab firmware: up\n"));
-    serve(board, &mut mac, &mut iface, state, &mut blaster, stack)
+}
+
+/// What the main loop needs of a network device besides smoltcp's `Device`: a look at the
+/// next received frame for the apps' SYN rule, its counters for `/stats`, and (linklab-mac's
+/// MAC only) the packet blaster's raw way.
+pub trait NetDevice: smoltcp::phy::Device {
+    /// The destination port of the next received frame if it opens a TCP connection
+    /// ([`syn_port`]), looked at without receiving it; None when there is no frame or the
+    /// device cannot show it (then a SYN to a service whose sockets are all busy gets
+    /// smoltcp's RST instead of a socket freed for it).
+    fn next_syn_port(&self) -> Option<u16>;
+
+    /// The counters `/stats` shows, with their conservation law
+    /// ([`linklab_mac::Counters::check_conservation`]).
+    fn counters(&self) -> linklab_mac::Counters;
+
+    /// Runs the packet blaster ([`Blaster::poll`]) where the device has its raw way; does
+    /// nothing by default.
+    fn blast<B: Board>(
+        &mut self,
+        _blaster: &mut Blaster<'static>,
+        _board: &mut B,
+        _iface: &mut Interface,
+        _sockets: &mut SocketSet<'static>,
+        _now: Instant,
+    ) {
+    }
+}
+
+impl<T: PhyTx> NetDevice for Mac<'static, Inline<QUEUE_BYTES>, T, NoClock> {
+    fn next_syn_port(&self) -> Option<u16> {
+        self.peek(syn_port).flatten()
+    }
+
+    fn counters(&self) -> linklab_mac::Counters {
+        Mac::counters(self)
+    }
+
+    fn blast<B: Board>(
+        &mut self,
+        blaster: &mut Blaster<'static>,
+        board: &mut B,
+        iface: &mut Interface,
+        sockets: &mut SocketSet<'static>,
+        now: Instant,
+    ) {
+        blaster.poll(board, iface, sockets, self, now);
+    }
 }
 
 /// The main loop. Its own function, never inlined: its frame (the apps' inlined work) and
 /// the construction of the apps above (`build_apps`, the deepest frame at boot) then never
 /// sit on the stack at the same time.
 #[inline(never)]
-fn serve<B: Board, T: PhyTx>(
+fn serve<B: Board, D: NetDevice>(
     mut board: B,
-    mac: &mut Mac<'static, Inline<QUEUE_BYTES>, T, NoClock>,
+    device: &mut D,
     iface: &mut Interface,
     state: &mut Apps,
-    blaster: &mut Blaster<'static>,
+    mut blaster: Option<&mut Blaster<'static>>,
     stack: stack::Stack,
 ) -> ! {
     let Apps {
@@ -510,7 +598,7 @@ fn serve<B: Board, T: PhyTx>(
         let t = now(&mut board);
         let m = Mark::now(&mut board);
         // Ingress, the apps, then egress: what leaves carries what the apps just did.
-        apps.poll_ingress(iface, mac, sockets, t, |mac| mac.peek(syn_port).flatten());
+        apps.poll_ingress(iface, device, sockets, t, |d| d.next_syn_port());
         work.stack = work.stack.wrapping_add(m.net(&mut board));
         let len = if apps.http_request_pending(sockets) {
             let cpu = CpuFigures {
@@ -530,13 +618,13 @@ fn serve<B: Board, T: PhyTx>(
             };
             Snapshot {
                 board: B::NAME,
-                mac: mac.counters(),
+                mac: device.counters(),
                 apps: apps.counters(),
                 cpu,
                 link_up: board.link_up(),
                 phy: board.phy(),
                 sockets,
-                blast: Some(blaster.counters()),
+                blast: blaster.as_ref().map(|b| b.counters()),
             }
             .write_json(body)
         } else {
@@ -546,9 +634,11 @@ fn serve<B: Board, T: PhyTx>(
         apps.poll(sockets, &mut Rendered { body, len }, t);
         work.apps = work.apps.wrapping_add(m.net(&mut board));
         let m = Mark::now(&mut board);
-        apps.poll_egress(iface, mac, sockets, t);
+        apps.poll_egress(iface, device, sockets, t);
         work.stack = work.stack.wrapping_add(m.net(&mut board));
-        blaster.poll(&mut board, iface, sockets, mac, t);
+        if let Some(b) = blaster.as_deref_mut() {
+            device.blast(b, &mut board, iface, sockets, t);
+        }
         let t = now(&mut board);
         let deadline = [iface.poll_at(t, sockets), apps.poll_at()]
             .into_iter()
@@ -556,7 +646,7 @@ fn serve<B: Board, T: PhyTx>(
             .min();
         work.main = work.main.wrapping_add(awake.net(&mut board));
         work.loops = work.loops.wrapping_add(1);
-        if blaster.busy() || deadline.is_some_and(|d| d <= t) {
+        if blaster.as_ref().is_some_and(|b| b.busy()) || deadline.is_some_and(|d| d <= t) {
             continue;
         }
         let before = board.now_ns();

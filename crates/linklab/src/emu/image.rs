@@ -17,41 +17,50 @@ pub fn firmware_dir() -> PathBuf {
     }
 }
 
-/// The image of `board`: `image` if given, else built (cargo is a no-op when it is up to
-/// date) from the firmware workspace.
-pub fn find_or_build(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    build(board, image, None)
+/// Which of a board's images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// The main loop over the board's NIC (the package's own binary).
+    Main,
+    /// `--serial` ([`super::board::Images::serial`]).
+    Serial,
+    /// `--embassy` ([`super::board::Images::embassy`]).
+    Embassy,
+    /// `--phy10-line` ([`super::board::Images::soft_phy`]).
+    SoftPhy,
 }
 
-/// The serial flavour of `board`'s image (see [`Board::serial_bin`]).
-pub fn find_or_build_serial(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let Some(bin) = board.serial_bin else {
-        bail!(
-            "--serial: {} has no serial image (QEMU's machine has one UART, the console)",
-            board.name
-        );
+/// The `kind` image of `board`: `image` if given, else built (cargo is a no-op when it is up
+/// to date) from the firmware workspace. A board without that image is one line naming it.
+pub fn find_or_build(board: &Board, kind: Image, image: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let flavour = match kind {
+        Image::Main => None,
+        Image::Serial => Some(board.images.serial.with_context(|| {
+            format!(
+                "--serial: {} has no serial image (QEMU's machine has one UART, the console)",
+                board.name
+            )
+        })?),
+        Image::Embassy => Some(
+            board
+                .images
+                .embassy
+                .with_context(|| format!("--embassy: {} has no embassy image", board.name))?,
+        ),
+        Image::SoftPhy => Some(board.images.soft_phy.with_context(|| {
+            let with: Vec<&str> = super::board::BOARDS
+                .iter()
+                .filter(|b| b.images.soft_phy.is_some())
+                .map(|b| b.name)
+                .collect();
+            format!(
+                "--phy10-line: {} has no soft-PHY image ({} has one)",
+                board.name,
+                with.join(", ")
+            )
+        })?),
     };
-    build(board, image, Some(("serial", bin)))
-}
-
-/// The soft-PHY image of `board` (`--phy10-line`): riscv32-virt only.
-pub fn find_or_build_line(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if board.name != "riscv32-virt" {
-        bail!(
-            "--phy10-line: {} has no soft-PHY image (riscv32-virt has one)",
-            board.name
-        );
-    }
-    // The soft PHY's MAC checks the FCS itself: the feature brings linklab-mac's fast FCS.
-    build(board, image, Some(("soft-phy", super::line::BIN)))
-}
-
-/// The embassy flavour of `board`'s image (see [`Board::embassy_bin`]).
-pub fn find_or_build_embassy(board: &Board, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let Some(bin) = board.embassy_bin else {
-        bail!("--embassy: {} has no embassy image", board.name);
-    };
-    build(board, image, Some(("embassy", bin)))
+    build(board, image, flavour.map(|f| (f.feature, f.bin)))
 }
 
 /// Finds or builds the NIC image, or with `flavour` (feature, binary) another one.
@@ -178,13 +187,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_board_without_an_embassy_image_is_one_line() {
-        let board = Board {
-            embassy_bin: None,
-            ..super::super::board::BOARDS[0]
-        };
-        let e = find_or_build_embassy(&board, None).unwrap_err().to_string();
+    fn a_board_without_an_image_is_one_line() {
+        let mut board = super::super::board::BOARDS[0];
+        board.images.embassy = None;
+        let e = find_or_build(&board, Image::Embassy, None)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "--embassy: mps2-an385 has no embassy image");
+        let e = find_or_build(&board, Image::SoftPhy, None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--phy10-line: mps2-an385 has no soft-PHY image (riscv32-virt has one)"
+        );
     }
 
     #[test]

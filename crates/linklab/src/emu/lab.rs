@@ -11,8 +11,9 @@ use anyhow::{bail, Context};
 use linklab_perf::device_config::DeviceConfig;
 use serde_json::Value;
 
+use super::blob::ConfigBlob;
 use super::board::Board;
-use super::qemu::{on_path, Boot, Qemu};
+use super::qemu::{on_path, Boot, Network, Qemu};
 
 /// The device's address in a lab.
 pub const DEVICE_IP: &str = "198.18.0.2";
@@ -28,7 +29,7 @@ pub struct Lab {
     line: Option<std::process::Child>,
     ns: String,
     /// The configuration blob this lab wrote (the line's `linklab emu` writes its own).
-    blob: Option<std::path::PathBuf>,
+    blob: Option<ConfigBlob>,
 }
 
 impl Lab {
@@ -37,16 +38,14 @@ impl Lab {
     pub fn boot(board: &Board, image: &Path, icount: Option<String>) -> anyhow::Result<Lab> {
         require_tools()?;
         let ns = format!("llemu{}", std::process::id());
-        let blob = std::env::temp_dir().join(format!("{ns}.cfg"));
         let config = DeviceConfig {
             ip: [198, 18, 0, 2],
             prefix: 24,
             mac: DeviceConfig::DEFAULT.mac,
         };
-        std::fs::write(&blob, config.to_bytes()).context("cannot write the config blob")?;
+        let blob = ConfigBlob::write(&ns, &config.to_bytes())?;
         let status = Command::new("ip").args(["netns", "add", &ns]).status();
         if !matches!(status, Ok(s) if s.success()) {
-            let _ = std::fs::remove_file(&blob);
             bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
         }
         let mut lab = Lab {
@@ -58,13 +57,11 @@ impl Lab {
         let mut qemu = Qemu::start(&Boot {
             board,
             image,
-            config_blob: lab.blob.as_deref(),
-            tap: Some(TAP),
+            config_blob: lab.blob.as_ref().map(ConfigBlob::path),
+            network: Network::Tap(TAP),
             icount,
-            stream: None,
             netns: Some(&lab.ns),
             echo_console: false,
-            serial: false,
         })?;
         qemu.wait_for_boot(Duration::from_secs(60))?;
         lab.qemu = Some(qemu);
@@ -234,8 +231,6 @@ impl Drop for Lab {
             let _ = child.wait();
         }
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-        if let Some(blob) = &self.blob {
-            let _ = std::fs::remove_file(blob);
-        }
+        self.blob = None;
     }
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::board::Board;
 use super::image;
-use super::qemu::{Boot, Qemu};
+use super::qemu::{Boot, Network, Qemu};
 
 /// The bench image's package in the firmware workspace.
 const PACKAGE: &str = "fw-phy10-bench";
@@ -158,17 +158,15 @@ pub fn measure(
         package: PACKAGE,
         ..*board
     };
-    let image = image::find_or_build(&bench, image)?;
+    let image = image::find_or_build(&bench, image::Image::Main, image)?;
     let mut qemu = Qemu::start(&Boot {
         board: &bench,
         image: &image,
         config_blob: None,
-        tap: None,
+        network: Network::None,
         icount: Some("shift=0".into()),
-        stream: None,
         netns: None,
         echo_console: false,
-        serial: false,
     })?;
     let lines = qemu.lines_until(DONE_LINE, RUN_TIMEOUT)?;
     qemu.stop();

@@ -33,20 +33,28 @@ pub struct Boot<'a> {
     pub image: &'a Path,
     /// The configuration blob file, loaded at the board's config address (None: no blob).
     pub config_blob: Option<&'a Path>,
-    /// The TAP QEMU creates for the NIC (None: no NIC).
-    pub tap: Option<&'a str>,
-    /// Instead of a TAP, the NIC on a `-netdev stream` unix socket at this path (the soft-PHY
-    /// line of `--phy10-line`).
-    pub stream: Option<&'a Path>,
+    /// What the NIC is attached to.
+    pub network: Network<'a>,
     /// `-icount` options (e.g. `shift=0`), or None to run free.
     pub icount: Option<String>,
     /// Run QEMU inside this network namespace (`ip netns exec`).
     pub netns: Option<&'a str>,
     /// Echo the console to our stdout.
     pub echo_console: bool,
+}
+
+/// What a booted image's NIC is attached to.
+#[derive(Clone, Copy, Debug)]
+pub enum Network<'a> {
+    /// No NIC.
+    None,
+    /// A TAP QEMU creates.
+    Tap(&'a str),
+    /// A `-netdev stream` unix socket at this path (the soft-PHY line of `--phy10-line`).
+    Stream(&'a Path),
     /// The serial image: no NIC, the board's second UART on a pseudo-terminal
     /// ([`Qemu::serial_pty`]).
-    pub serial: bool,
+    SerialPty,
 }
 
 /// A running QEMU.
@@ -109,12 +117,13 @@ impl Qemu {
                 b.config_addr
             ));
         }
-        if boot.serial {
-            argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
-        } else if let Some(path) = boot.stream {
-            argv.extend(super::line::qemu_args(path));
-        } else if let Some(tap) = boot.tap {
-            argv.extend(b.nic_args(tap));
+        match boot.network {
+            Network::None => {}
+            Network::SerialPty => {
+                argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
+            }
+            Network::Stream(path) => argv.extend(b.stream_args(path)),
+            Network::Tap(tap) => argv.extend(b.tap_args(tap)),
         }
         if let Some(icount) = &boot.icount {
             argv.push("-icount".into());

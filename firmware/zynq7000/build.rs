@@ -1,0 +1,10 @@
+//! Puts the linker script where the linker finds it and links with it.
+fn main() {
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    std::fs::write(out.join("zynq7000.x"), include_bytes!("zynq7000.x")).expect("write zynq7000.x");
+    println!("cargo:rustc-link-search={}", out.display());
+    println!("cargo:rustc-link-arg-bins=-Tzynq7000.x");
+    // The embassy image logs through defmt: its table goes in the ELF's .defmt section.
+    println!("cargo:rustc-link-arg-bin=fw-zynq7000-embassy=-Tdefmt.x");
+    println!("cargo:rerun-if-changed=zynq7000.x");
+}
