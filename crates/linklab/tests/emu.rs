@@ -32,6 +32,28 @@ fn ping_20_without_loss(emu: &Device) {
     );
 }
 
+/// Stock `iperf3 -u -b 5M -t 2`: the results exchange completes, and the receiver loses
+/// under 5 % — in one of up to three tests. The emulated board's CPU is the host's: on a
+/// busy host one test can lose datagrams the firmware never saw (the emulator was not
+/// scheduled while its NIC model's buffers filled; `linklab emu` raises its priority where
+/// it may, but the client's pacing is at the host's mercy too), so a loss that first appears
+/// is measured again before it counts, as probe and sweep do. Loss in all three is a
+/// failure.
+fn udp_at_5_mbit_s(emu: &Device) {
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let udp = emu.iperf3(&["-t", "2", "-u", "-b", "5M"]);
+        let sum = udp["end"]["sum"].clone();
+        assert!(sum["bytes"].as_u64().unwrap_or(0) > 1_000_000, "{sum}");
+        assert!(sum["packets"].as_u64().unwrap_or(0) > 0, "{sum}");
+        if sum["lost_percent"].as_f64().unwrap_or(100.0) < 5.0 {
+            return;
+        }
+        seen.push(sum);
+    }
+    panic!("UDP at 5 Mbit/s lost 5 % or more in three tests: {seen:?}");
+}
+
 /// curl of every bench file: its length and CRC32.
 fn curl_bench_files(emu: &Device) {
     for file in linklab_perf::payload::BENCH_FILES {
@@ -135,13 +157,7 @@ fn end_to_end_with(board: &str, probe: bool) {
         "{}",
         bidir["end"]
     );
-    let udp = emu.iperf3(&["-t", "2", "-u", "-b", "5M"]);
-    let sum = &udp["end"]["sum"];
-    assert!(sum["bytes"].as_u64().unwrap_or(0) > 1_000_000, "{sum}");
-    assert!(
-        sum["lost_percent"].as_f64().unwrap_or(100.0) < 5.0,
-        "UDP at 5 Mbit/s lost too much: {sum}"
-    );
+    udp_at_5_mbit_s(&emu);
     let parallel = emu.iperf3(&["-t", "2", "-P", "2"]);
     assert_eq!(
         parallel["end"]["streams"].as_array().map(Vec::len),
@@ -261,13 +277,7 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
     let parallel = emu.iperf3(&["-t", "2", "-P", "2"]);
     assert_eq!(parallel["end"]["streams"].as_array().map(Vec::len), Some(2));
     both(&parallel, "sum_sent", "sum_received");
-    let udp = emu.iperf3(&["-t", "2", "-u", "-b", "5M"]);
-    let sum = &udp["end"]["sum"];
-    assert!(sum["bytes"].as_u64().unwrap_or(0) > 1_000_000, "{sum}");
-    assert!(
-        sum["lost_percent"].as_f64().unwrap_or(100.0) < 5.0,
-        "UDP at 5 Mbit/s lost too much: {sum}"
-    );
+    udp_at_5_mbit_s(&emu);
 
     // Garbage on the control port, then a normal test.
     in_netns(&emu.ns, || {

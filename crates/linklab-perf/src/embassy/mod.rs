@@ -19,10 +19,13 @@
 //! static GATE: ServiceGate = ServiceGate::new();
 //! static COUNTERS: AppCounters = AppCounters::new();
 //!
-//! // The driver holds each SYN for a served port until its service made room, and each UDP
-//! // echo request until the reply to the one before had its turn to leave (linklab-mac's
-//! // EmbassyMac; any driver that can look at a frame before lending it can).
-//! let driver = EmbassyMac::new(mac, link).with_gate(|f: &[u8], w: &Waker| GATE.admit(f, w));
+//! // The driver holds each SYN for a served port until its service made room (or drops it
+//! // while a handshake the service answered may complete), shows it each frame it sends (so
+//! // the gate notes the SYN-ACKs that leave), and holds each UDP echo request until the
+//! // reply to the one before had its turn to leave (linklab-mac's EmbassyMac with a
+//! // `FrameGate` that calls `GATE.admit` and `GATE.sent`; any driver that can look at a
+//! // frame before lending it can).
+//! let driver = EmbassyMac::new(mac, link).with_gate(AppGate(&GATE));
 //!
 //! #[embassy_executor::task]
 //! async fn iperf(stack: Stack<'static>, b: apps::IperfBuffers<'static, 4>) -> ! {

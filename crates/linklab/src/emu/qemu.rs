@@ -10,7 +10,8 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The niceness QEMU runs at when we may raise its priority (see [`Qemu::start`]).
+/// The niceness the emulated board (QEMU, its wire) runs at when we may raise its priority
+/// (see [`Qemu::start`]).
 const BOARD_NICE: libc::c_int = -10;
 
 use anyhow::{bail, Context};
@@ -153,16 +154,18 @@ impl Qemu {
                 if libc::getppid() != us {
                     libc::_exit(1);
                 }
-                // A real board's MCU owns its CPU; the emulated one shares the host's. Run
-                // QEMU (all its threads inherit this) ahead of the host's other work where
-                // permitted (root), so a busy host does not starve the board of cycles and
-                // its NIC model of receive buffers: beside two CPU hogs, `iperf3 -u -b 5M`
-                // to the mps2 embassy image lost 3-14 % at nice 0 and 0 % at -10. Where not
-                // permitted, QEMU runs at our own priority.
-                libc::setpriority(libc::PRIO_PROCESS as _, 0, BOARD_NICE);
                 Ok(())
             });
         }
+        // A real board's MCU owns its CPU and its wire; the emulated ones share the host's.
+        // From here on this thread — and what it starts: QEMU and all its threads, the
+        // bridges to the TAP, a simulated line — runs ahead of the host's other work where
+        // permitted (root), so a busy host does not starve the board of cycles and its NIC
+        // model of receive buffers: beside CPU hogs, `iperf3 -u -b 5M` to the mps2 embassy
+        // image lost 3-14 % at nice 0 and 0 % at -10. Where not permitted, nothing changes.
+        // (The image was built before, at our own priority.)
+        // SAFETY: setpriority only changes this thread's scheduling weight.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, BOARD_NICE) };
         // An embassy image's console is defmt frames: decode them with its table.
         let table = super::defmt::table_of(boot.image)?.map(std::sync::Arc::new);
         let mut child = cmd
