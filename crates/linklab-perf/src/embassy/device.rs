@@ -1,11 +1,12 @@
 //! The board-independent part of an embassy firmware that serves the apps: the three
 //! embassy-executor tasks ([`embassy_app_tasks!`](crate::embassy_app_tasks), defined in the
 //! firmware's crate, as embassy-executor wants), static storage for the apps' buffers sized by
-//! the board ([`IperfMemory`], [`HttpMemory`], [`EchoMemory`]: all in `.bss`, no heap), the
-//! static IPv4 configuration, and the "serving at" line once the stack has an address
-//! ([`announce`]). linklab's emulated embassy images and the real-board examples
-//! (`examples/boards/`) run the apps through this one piece of code; what differs between them
-//! is the board: its HAL, its driver, its buffer sizes.
+//! the board ([`IperfMemory`], [`HttpMemory`], [`EchoMemory`]: all in `.bss`, no heap) with the
+//! tasks over it and their spawning ([`embassy_apps!`](crate::embassy_apps)), the static IPv4
+//! configuration, and the "serving at" line once the stack has an address ([`announce`]).
+//! linklab's emulated embassy images and the real-board examples (`examples/boards/`) run the
+//! apps through this one piece of code; what differs between them is the board: its HAL, its
+//! driver, its buffer sizes.
 
 use core::mem::MaybeUninit;
 
@@ -104,6 +105,85 @@ macro_rules! embassy_app_tasks {
     };
 }
 
+/// Everything an embassy firmware needs to serve the apps from buffers sized by the board, in
+/// the calling crate: a `static` of each of the three buffer types given (`.bss`: see
+/// [`IperfMemory`], [`HttpMemory`], [`EchoMemory`]), the three tasks of
+/// [`embassy_app_tasks!`](crate::embassy_app_tasks), and
+///
+/// - `const fn app_sockets(iperf: bool, http_echo: bool) -> usize`: the sockets the apps
+///   chosen take (for embassy-net's `StackResources`);
+/// - `fn spawn_apps::<IPERF, HTTP_ECHO>(spawner, stack) -> Result<(), SpawnError>`: spawns the
+///   iperf3 task if `IPERF`, the HTTP and echo tasks if `HTTP_ECHO`, each over its static
+///   (once: a second call panics, as the buffers are lent for good). An app left out costs
+///   neither its buffers nor its code: they are linked out.
+///
+/// The caller depends on `embassy-executor`, `embassy-net` and `static_cell`, as embassy
+/// firmwares do.
+///
+/// ```ignore
+/// static COUNTERS: AppCounters = AppCounters::new();
+/// linklab_perf::embassy_apps! {
+///     iperf: IperfMemory<4, { 10 * 1460 }, { 4 * 1460 }, 4, 2048>,
+///     http: HttpMemory<1024, { 4 * 1460 }>,
+///     echo: EchoMemory<1024, 2>,
+///     counters: &COUNTERS,
+///     gate: None,
+///     routes: |stack| AppStats::new("my-board", &COUNTERS, stack),
+/// }
+/// // StackResources<{ app_sockets(true, true) }>; after embassy_net::new:
+/// // unwrap!(spawn_apps::<true, true>(spawner, stack));
+/// ```
+#[macro_export]
+macro_rules! embassy_apps {
+    (
+        iperf: $iperf:ty,
+        http: $http:ty,
+        echo: $echo:ty,
+        counters: $counters:expr,
+        gate: $gate:expr,
+        routes: $routes:expr $(,)?
+    ) => {
+        static IPERF_MEMORY: ::static_cell::ConstStaticCell<$iperf> =
+            ::static_cell::ConstStaticCell::new(<$iperf>::new());
+        static HTTP_MEMORY: ::static_cell::ConstStaticCell<$http> =
+            ::static_cell::ConstStaticCell::new(<$http>::new());
+        static ECHO_MEMORY: ::static_cell::ConstStaticCell<$echo> =
+            ::static_cell::ConstStaticCell::new(<$echo>::new());
+
+        $crate::embassy_app_tasks! {
+            iperf_sockets: <$iperf>::TCP_SOCKETS,
+            counters: $counters,
+            gate: $gate,
+            routes: $routes,
+        }
+
+        /// The sockets linklab-perf's apps take: iperf3's if `iperf`, HTTP's and echo's if
+        /// `http_echo`.
+        #[allow(dead_code)]
+        const fn app_sockets(iperf: bool, http_echo: bool) -> usize {
+            iperf as usize * <$iperf>::SOCKETS
+                + http_echo as usize * (<$http>::SOCKETS + <$echo>::SOCKETS)
+        }
+
+        /// Spawns linklab-perf's iperf3 task if `IPERF`, its HTTP and echo tasks if
+        /// `HTTP_ECHO`, over `stack`, each with its static buffers (once).
+        fn spawn_apps<const IPERF: bool, const HTTP_ECHO: bool>(
+            spawner: ::embassy_executor::Spawner,
+            stack: ::embassy_net::Stack<'static>,
+        ) -> ::core::result::Result<(), ::embassy_executor::SpawnError> {
+            if IPERF {
+                spawner.spawn(iperf_task(stack, IPERF_MEMORY.take().buffers())?);
+            }
+            if HTTP_ECHO {
+                spawner.spawn(http_task(stack, HTTP_MEMORY.take().buffers())?);
+                let (tcp, udp) = ECHO_MEMORY.take().buffers();
+                spawner.spawn(echo_task(stack, tcp, udp)?);
+            }
+            Ok(())
+        }
+    };
+}
+
 /// The iperf3 server's buffers as one static: `N` TCP sockets, each with a receive buffer of
 /// `RX` bytes (the TCP window a data stream gets) and a send buffer of `TX` bytes (what a
 /// `-R` stream keeps in flight); one UDP socket holding `UDP` datagrams of
@@ -127,6 +207,8 @@ pub struct IperfMemory<
 impl<const N: usize, const RX: usize, const TX: usize, const UDP: usize, const JSON: usize>
     IperfMemory<N, RX, TX, UDP, JSON>
 {
+    /// The iperf3 server's TCP sockets, `N`.
+    pub const TCP_SOCKETS: usize = N;
     /// The sockets these buffers make (a count for embassy-net's `StackResources`).
     pub const SOCKETS: usize = N + 1;
 
