@@ -21,13 +21,12 @@ use core::cell::Cell;
 
 use critical_section::Mutex;
 use embassy_net::udp::PacketMetadata;
-use embassy_net::{Ipv4Address, Ipv4Cidr, Runner, Stack, StackResources, StaticConfigV4};
+use embassy_net::{Runner, StackResources};
 use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock};
 use linklab_mac::{Mac, MacAddr, MacConfig, PhyTx, RxFormat, TxFormat};
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, ServiceGate, TcpBuffers,
-    UdpBuffers,
+    static_ipv4, AppCounters, IperfBuffers, ServiceGate, TcpBuffers, UdpBuffers,
 };
 use linklab_perf::http::{RouteBody, Routes};
 use linklab_perf::socket::TcpState;
@@ -133,11 +132,7 @@ pub fn run(
         EmbassyMac::new(mac, BoardLink::new(board.link_up)).with_gate(AppGate(&GATE)),
     ));
     let [a, b, c, d] = config.ip;
-    let net_config = embassy_net::Config::ipv4_static(StaticConfigV4 {
-        address: Ipv4Cidr::new(Ipv4Address::new(a, b, c, d), config.prefix),
-        gateway: None,
-        dns_servers: Default::default(),
-    });
+    let net_config = static_ipv4(config.ip, config.prefix);
     static RESOURCES: StaticCell<StackResources<SOCKETS>> = StaticCell::new();
     let m = config.mac;
     let seed = (board.now_ns)() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
@@ -239,28 +234,19 @@ async fn net_task(mut runner: Runner<'static, &'static mut NetDriver>) -> ! {
     measured(Layer::Stack, runner.run()).await
 }
 
-#[embassy_executor::task]
-async fn iperf_task(stack: Stack<'static>, b: IperfBuffers<'static, IPERF_TCP_SOCKETS>) -> ! {
-    measured(Layer::Apps, iperf_server(stack, b, &COUNTERS, Some(&GATE))).await
+// The apps' three tasks, as every embassy firmware of linklab-perf's runs them (the examples
+// in `examples/boards/` too), each poll counted to the apps' layer.
+linklab_perf::embassy_app_tasks! {
+    iperf_sockets: IPERF_TCP_SOCKETS,
+    counters: &COUNTERS,
+    gate: Some(&GATE),
+    routes: |_| StatsRoute,
+    wrap: app_work,
 }
 
-#[embassy_executor::task]
-async fn http_task(stack: Stack<'static>, b: [TcpBuffers<'static>; 2]) -> ! {
-    let mut routes = StatsRoute;
-    measured(
-        Layer::Apps,
-        http_server(stack, b, &mut routes, &COUNTERS, Some(&GATE)),
-    )
-    .await
-}
-
-#[embassy_executor::task]
-async fn echo_task(stack: Stack<'static>, t: TcpBuffers<'static>, u: UdpBuffers<'static>) -> ! {
-    measured(
-        Layer::Apps,
-        echo_server(stack, t, u, &COUNTERS, Some(&GATE)),
-    )
-    .await
+/// An app's future, its polls counted to [`Layer::Apps`].
+fn app_work<F: core::future::Future>(app: F) -> executor::Measured<F> {
+    measured(Layer::Apps, app)
 }
 
 /// `GET /stats`: rendered into the buffer the HTTP server lends, from what the tasks

@@ -45,18 +45,22 @@
 //! all would poll every app on every frame).
 
 mod counters;
+mod device;
 mod echo;
 mod gate;
 mod http;
 mod iperf;
 mod service;
 mod socket;
+mod stats;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
+pub use device::{announce, static_ipv4, EchoMemory, HttpMemory, IperfMemory, MAX_UDP_PAYLOAD};
 pub use echo::echo_server;
 pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
+pub use stats::AppStats;
 
 use core::task::Context;
 

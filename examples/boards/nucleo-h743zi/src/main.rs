@@ -1,0 +1,216 @@
+//! linklab-perf's iperf3 server (5201), HTTP server (80: bench files and `/stats`) and echo (7)
+//! on a NUCLEO-H743ZI (or -H743ZI2): STM32H743ZI at 400 MHz, its Ethernet MAC (embassy-stm32's
+//! ETH v2) and the board's LAN8742A PHY over RMII, embassy-net at 198.18.0.2/24 (feature `dhcp`: DHCP),
+//! logs over defmt-rtt. `cargo run --release`, then `iperf3 -c 198.18.0.2`.
+#![no_std]
+#![no_main]
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::Context;
+
+use defmt::{info, unwrap};
+use embassy_executor::Spawner;
+use embassy_net::{Runner, StackResources};
+use embassy_stm32::eth::{self, Ethernet, GenericPhy, PacketQueue, Phy, Sma};
+use embassy_stm32::peripherals::{ETH, ETH_SMA, RNG};
+use embassy_stm32::rcc::{
+    AHBPrescaler, APBPrescaler, HSIPrescaler, Pll, PllDiv, PllMul, PllPreDiv, PllSource, Sysclk,
+    VoltageScale,
+};
+use embassy_stm32::{bind_interrupts, rng, Config};
+use embassy_time::{Duration, Timer};
+use linklab_perf::device_config::DeviceConfig;
+use linklab_perf::embassy::{
+    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+};
+use static_cell::ConstStaticCell;
+use {defmt_rtt as _, panic_probe as _};
+
+const BOARD: &str = "nucleo-h743zi";
+
+// Sizes for 512 KB of AXI SRAM (the stack has the 128 KB of DTCM to itself, memory.x), a
+// 100 Mbit/s link and a 400 MHz Cortex-M7 that computes every checksum in software: room
+// for twice the F429's windows and sockets.
+
+/// Frames the Ethernet DMA can receive before the stack takes them (1.5 KB each): the
+/// peer sends a whole TCP window back to back at 100 Mbit/s, faster than the stack drains.
+const ETH_RX_FRAMES: usize = 16;
+/// Frames queued to send (1.5 KB each): the segments a send buffer below keeps in flight.
+const ETH_TX_FRAMES: usize = 8;
+/// A full-size TCP segment's payload.
+const MSS: usize = 1460;
+/// Each iperf3 socket's receive buffer, the TCP window it advertises: what the receive
+/// ring holds, less two frames of slack for the ACKs and ARP that share it, so a window
+/// sent back to back is never dropped at the ring (linklab's window lesson: a window
+/// larger than the queue dropped 45 frames of a 1 MB download in `linklab bench`).
+const TCP_WINDOW: usize = (ETH_RX_FRAMES - 2) * MSS;
+/// iperf3 TCP sockets: control, one left listening (to deny a second client), four data
+/// streams (`-P 4`, or `-P 2 --bidir`).
+const IPERF_SOCKETS: usize = 6;
+/// Each iperf3 socket's send buffer (`-R`): eight segments in flight ride out the host's
+/// delayed ACKs at 100 Mbit/s, and are what the TX ring holds.
+const IPERF_TX: usize = ETH_TX_FRAMES * MSS;
+/// iperf3 UDP datagrams held each way (1.5 KB each): `-u` bursts at 100 Mbit/s.
+const IPERF_UDP: usize = 8;
+/// iperf3's control JSON each way: a stock client's parameters are ~300 bytes, the results
+/// ~350 per stream (four streams here).
+const IPERF_JSON: usize = 4096;
+/// An HTTP request head (longer ones are refused with 431).
+const HTTP_RX: usize = 1024;
+/// Each HTTP socket's send buffer: a download keeps eight segments in flight, as iperf3.
+const HTTP_TX: usize = ETH_TX_FRAMES * MSS;
+/// TCP echo's buffers each way: echo measures round trips, not throughput.
+const ECHO_TCP: usize = 1024;
+/// UDP echo datagrams held each way.
+const ECHO_UDP: usize = 2;
+
+/// linklab-perf's iperf3 server runs (feature `iperf`).
+const IPERF: bool = cfg!(feature = "iperf");
+/// linklab-perf's HTTP server and echo run (feature `http-echo`).
+const HTTP_ECHO: bool = cfg!(feature = "http-echo");
+/// embassy-net's sockets: the apps' and DHCP's.
+const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
+
+static COUNTERS: AppCounters = AppCounters::new();
+
+linklab_perf::embassy_apps! {
+    iperf: IperfMemory<IPERF_SOCKETS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
+    http: HttpMemory<HTTP_RX, HTTP_TX>,
+    echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
+    counters: &COUNTERS,
+    // embassy-stm32's driver gives no look at a frame before the stack takes it.
+    gate: None,
+    routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
+}
+
+bind_interrupts!(struct Irqs {
+    ETH => eth::InterruptHandler;
+    RNG => rng::InterruptHandler<RNG>;
+});
+
+type Driver = Ethernet<'static, ETH, PolledPhy>;
+
+#[embassy_executor::task]
+async fn net_task(mut runner: Runner<'static, Driver>) -> ! {
+    runner.run().await
+}
+
+#[embassy_executor::main]
+async fn main(spawner: Spawner) {
+    let p = embassy_stm32::init(clocks());
+    info!("{} booting", BOARD);
+
+    // RMII to the LAN8742A (UM2407, the Nucleo-144 manual for H7; solder bridges as shipped).
+    static PACKETS: ConstStaticCell<PacketQueue<ETH_TX_FRAMES, ETH_RX_FRAMES>> =
+        ConstStaticCell::new(PacketQueue::new());
+    let phy = PolledPhy::new(GenericPhy::new_auto(Sma::new(p.ETH_SMA, p.PA2, p.PC1))); // MDIO, MDC
+    let driver = Ethernet::new_with_phy(
+        PACKETS.take(),
+        p.ETH,
+        Irqs,
+        p.PA1,  // REF_CLK, 50 MHz from the PHY
+        p.PA7,  // CRS_DV
+        p.PC4,  // RXD0
+        p.PC5,  // RXD1
+        p.PG13, // TXD0
+        p.PB13, // TXD1
+        p.PG11, // TX_EN
+        mac_address(),
+        phy,
+    );
+
+    #[cfg(not(feature = "dhcp"))]
+    let config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);
+    #[cfg(feature = "dhcp")]
+    let config = embassy_net::Config::dhcpv4(Default::default());
+    let seed = rng::Rng::new(p.RNG, Irqs).next_u64();
+    static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
+        ConstStaticCell::new(StackResources::new());
+    let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
+
+    spawner.spawn(unwrap!(net_task(runner)));
+    unwrap!(spawn_apps::<IPERF, HTTP_ECHO>(spawner, stack));
+    apps::announce(stack, BOARD).await;
+}
+
+/// 400 MHz from the 64 MHz HSI (64 / 4 × 50 / 2; 400 MHz at voltage scale 1 runs on every
+/// silicon revision), the buses at 200 and 100 MHz.
+fn clocks() -> Config {
+    let mut config = Config::default();
+    config.rcc.hsi = Some(HSIPrescaler::DIV1);
+    config.rcc.pll1 = Some(Pll {
+        source: PllSource::HSI,
+        prediv: PllPreDiv::DIV4,
+        mul: PllMul::MUL50,
+        fracn: None,
+        divp: Some(PllDiv::DIV2),
+        divq: Some(PllDiv::DIV8),
+        divr: None,
+    });
+    config.rcc.sys = Sysclk::PLL1_P;
+    config.rcc.ahb_pre = AHBPrescaler::DIV2;
+    config.rcc.apb1_pre = APBPrescaler::DIV2;
+    config.rcc.apb2_pre = APBPrescaler::DIV2;
+    config.rcc.apb3_pre = APBPrescaler::DIV2;
+    config.rcc.apb4_pre = APBPrescaler::DIV2;
+    config.rcc.voltage_scale = VoltageScale::Scale1;
+    config
+}
+
+/// A locally administered MAC address folded from the chip's 96-bit unique ID, so that two
+/// boards on one bench differ.
+fn mac_address() -> [u8; 6] {
+    let mut mac = DeviceConfig::DEFAULT.mac;
+    for (i, byte) in embassy_stm32::uid::uid().iter().enumerate() {
+        mac[3 + i % 3] ^= byte;
+    }
+    mac
+}
+
+/// How often the PHY's link is read.
+const LINK_POLL: Duration = Duration::from_millis(500);
+
+/// embassy-stm32's `GenericPhy`, its link read at most every [`LINK_POLL`]: embassy-net asks
+/// the driver for the link on every pass of the stack, and each read is an MDIO transfer the
+/// CPU waits out (64 MDC cycles, ~33 µs here), where a full-size frame arrives every 121 µs
+/// at 100 Mbit/s.
+struct PolledPhy {
+    phy: GenericPhy<Sma<'static, ETH_SMA>>,
+    next_read: Timer,
+    up: Option<bool>,
+}
+
+impl PolledPhy {
+    fn new(phy: GenericPhy<Sma<'static, ETH_SMA>>) -> Self {
+        PolledPhy {
+            phy,
+            next_read: Timer::after_ticks(0),
+            up: None,
+        }
+    }
+}
+
+impl Phy for PolledPhy {
+    fn phy_reset(&mut self) {
+        self.phy.phy_reset()
+    }
+
+    fn phy_init(&mut self) {
+        self.phy.phy_init()
+    }
+
+    fn poll_link(&mut self, cx: &mut Context) -> bool {
+        if let Some(up) = self.up {
+            if Pin::new(&mut self.next_read).poll(cx).is_pending() {
+                return up;
+            }
+        }
+        self.next_read = Timer::after(LINK_POLL);
+        // Registers the wake-up for the next read.
+        let _ = Pin::new(&mut self.next_read).poll(cx);
+        let up = self.phy.poll_link(cx);
+        self.up = Some(up);
+        up
+    }
+}

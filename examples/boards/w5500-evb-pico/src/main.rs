@@ -1,0 +1,144 @@
+//! linklab-perf's iperf3 server (5201), HTTP server (80: bench files and `/stats`) and echo (7)
+//! on a W5500-EVB-Pico: RP2040 at 125 MHz and the board's WIZnet W5500 in MACRAW mode over SPI
+//! at 50 MHz (embassy-net-wiznet), embassy-net at 198.18.0.2/24 (feature `dhcp`: DHCP), logs
+//! over defmt-rtt. `cargo run --release`, then `iperf3 -c 198.18.0.2`.
+#![no_std]
+#![no_main]
+
+use defmt::{info, unwrap};
+use embassy_executor::Spawner;
+use embassy_net::{Runner, StackResources};
+use embassy_net_wiznet::chip::W5500;
+use embassy_net_wiznet::{Device, State};
+use embassy_rp::clocks::RoscRng;
+use embassy_rp::gpio::{Input, Level, Output, Pull};
+use embassy_rp::peripherals::{DMA_CH0, DMA_CH1, SPI0};
+use embassy_rp::spi::{self, Async, Spi};
+use embassy_rp::{bind_interrupts, dma};
+use embassy_time::Delay;
+use embedded_hal_bus::spi::ExclusiveDevice;
+use linklab_perf::device_config::DeviceConfig;
+use linklab_perf::embassy::{
+    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+};
+use static_cell::ConstStaticCell;
+use {defmt_rtt as _, panic_probe as _};
+
+const BOARD: &str = "w5500-evb-pico";
+
+// Sizes for 232 KB of SRAM (the last 32 KB are the stack's, memory.x) and a link the SPI bus
+// bounds: 50 MHz of SPI moves at most 50 Mbit/s of frame bytes, less the W5500's command
+// bytes and the RP2040's software checksums (W5500 boards measure ~9-11 Mbit/s of TCP).
+
+/// Frames the driver holds between the W5500 and the stack, each way (1.5 KB each). The
+/// W5500's own 16 KB receive buffer absorbs the line-rate bursts; these only decouple the
+/// SPI transfers from the stack's passes.
+const WIZNET_FRAMES: usize = 4;
+/// The W5500's receive buffer in full-size frames: 16 KB over 1516 bytes (a frame and its
+/// 2-byte length).
+const W5500_RX_FRAMES: usize = 10;
+/// A full-size TCP segment's payload.
+const MSS: usize = 1460;
+/// Each iperf3 socket's receive buffer, the TCP window it advertises: what the W5500's
+/// buffer holds, less two frames of slack for the ACKs and ARP that share it, so a window
+/// sent back to back at 100 Mbit/s is never dropped there (linklab's window lesson: a
+/// window larger than the queue dropped 45 frames of a 1 MB download in `linklab bench`).
+const TCP_WINDOW: usize = (W5500_RX_FRAMES - 2) * MSS;
+/// iperf3 TCP sockets: control, one left listening (to deny a second client), two data
+/// streams (`-P 2` or `--bidir`).
+const IPERF_SOCKETS: usize = 4;
+/// Each iperf3 socket's send buffer (`-R`): four segments keep the SPI busy while the
+/// peer's ACKs come back; more only waits in RAM.
+const IPERF_TX: usize = 4 * MSS;
+/// iperf3 UDP datagrams held each way (1.5 KB each).
+const IPERF_UDP: usize = 4;
+/// iperf3's control JSON each way: a stock client's parameters are ~300 bytes, the results
+/// of two streams ~700.
+const IPERF_JSON: usize = 2048;
+/// An HTTP request head (longer ones are refused with 431).
+const HTTP_RX: usize = 1024;
+/// Each HTTP socket's send buffer: four segments in flight, as iperf3.
+const HTTP_TX: usize = 4 * MSS;
+/// TCP echo's buffers each way: echo measures round trips, not throughput.
+const ECHO_TCP: usize = 1024;
+/// UDP echo datagrams held each way.
+const ECHO_UDP: usize = 2;
+
+/// linklab-perf's iperf3 server runs (feature `iperf`).
+const IPERF: bool = cfg!(feature = "iperf");
+/// linklab-perf's HTTP server and echo run (feature `http-echo`).
+const HTTP_ECHO: bool = cfg!(feature = "http-echo");
+/// embassy-net's sockets: the apps' and DHCP's.
+const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
+
+static COUNTERS: AppCounters = AppCounters::new();
+
+linklab_perf::embassy_apps! {
+    iperf: IperfMemory<IPERF_SOCKETS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
+    http: HttpMemory<HTTP_RX, HTTP_TX>,
+    echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
+    counters: &COUNTERS,
+    // embassy-net-wiznet's driver gives no look at a frame before the stack takes it.
+    gate: None,
+    routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
+}
+
+bind_interrupts!(struct Irqs {
+    DMA_IRQ_0 => dma::InterruptHandler<DMA_CH0>, dma::InterruptHandler<DMA_CH1>;
+});
+
+type W5500Spi = ExclusiveDevice<Spi<'static, SPI0, Async>, Output<'static>, Delay>;
+type W5500Runner =
+    embassy_net_wiznet::Runner<'static, W5500, W5500Spi, Input<'static>, Output<'static>>;
+
+/// The W5500's side: frames over SPI between the chip and the driver's queues.
+#[embassy_executor::task]
+async fn wiznet_task(runner: W5500Runner) -> ! {
+    runner.run().await
+}
+
+#[embassy_executor::task]
+async fn net_task(mut runner: Runner<'static, Device<'static>>) -> ! {
+    runner.run().await
+}
+
+#[embassy_executor::main]
+async fn main(spawner: Spawner) {
+    let p = embassy_rp::init(Default::default());
+    info!("{} booting", BOARD);
+
+    // The W5500 on SPI0 (the board's schematic): SCK 18, MOSI 19, MISO 16, CS 17, INT 21,
+    // RST 20; the W5500 takes SPI up to 80 MHz, the RP2040 gives 62.5 at most.
+    let mut config = spi::Config::default();
+    config.frequency = 50_000_000;
+    let spi = Spi::new(
+        p.SPI0, p.PIN_18, p.PIN_19, p.PIN_16, p.DMA_CH0, p.DMA_CH1, Irqs, config,
+    );
+    let cs = Output::new(p.PIN_17, Level::High);
+    let int = Input::new(p.PIN_21, Pull::Up);
+    let reset = Output::new(p.PIN_20, Level::High);
+    static WIZNET: ConstStaticCell<State<WIZNET_FRAMES, WIZNET_FRAMES>> =
+        ConstStaticCell::new(State::new());
+    // The W5500 has no MAC address of its own: linklab's default, locally administered
+    // (change its last byte for a second board on the same bench).
+    let spi = unwrap!(ExclusiveDevice::new(spi, cs, Delay));
+    let state = WIZNET.take();
+    let mac = DeviceConfig::DEFAULT.mac;
+    let Ok((driver, wiznet)) = embassy_net_wiznet::new(mac, state, spi, int, reset).await else {
+        defmt::panic!("the W5500 did not answer on SPI0");
+    };
+    spawner.spawn(unwrap!(wiznet_task(wiznet)));
+
+    #[cfg(not(feature = "dhcp"))]
+    let config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);
+    #[cfg(feature = "dhcp")]
+    let config = embassy_net::Config::dhcpv4(Default::default());
+    let seed = RoscRng.next_u64();
+    static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
+        ConstStaticCell::new(StackResources::new());
+    let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
+
+    spawner.spawn(unwrap!(net_task(runner)));
+    unwrap!(spawn_apps::<IPERF, HTTP_ECHO>(spawner, stack));
+    apps::announce(stack, BOARD).await;
+}
