@@ -3,7 +3,7 @@
 //! ([`crate::app_counters`]), held in 32-bit atomics (these MCUs have no 64-bit ones), so
 //! they wrap after 2^32.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use portable_atomic::{AtomicU32, Ordering};
 
 use crate::echo::EchoCounters;
 use crate::iperf::pool::ServerCounters;

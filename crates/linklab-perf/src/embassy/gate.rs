@@ -22,7 +22,7 @@
 //! [`ServiceGate::answer`] (or [`ServiceGate::defer`]). One executor turn per new connection
 //! and per echo request; every other frame passes at once.
 
-use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use portable_atomic::{AtomicU32, AtomicU8, Ordering};
 use core::task::{Context, Waker};
 
 use atomic_waker::AtomicWaker;
