@@ -237,29 +237,14 @@ impl Lab {
     /// One pass of the device (ingress with the SYN rule, the apps, egress), then the host's
     /// answers to what it sent: ARP replies for the host, ACKs of SYN-ACKs, resets noted.
     fn poll(&mut self) {
-        if std::env::var("SYN_RULE_TRACE").is_ok() {
-            let c: Vec<_> = self
-                .apps
-                .counters()
-                .into_iter()
-                .filter(|(a, _, v)| *a == "http" && *v > 0)
-                .collect();
-            let st: Vec<_> = self
-                .sockets
-                .iter()
-                .filter_map(|(_, s)| match s {
-                    smoltcp::socket::Socket::Tcp(t) => Some((t.state(), t.remote_endpoint())),
-                    _ => None,
-                })
-                .collect();
-            eprintln!(
-                "{} poll, {} queued; {:?} {:?}",
-                self.now,
-                self.wire.to_device.len(),
-                c,
-                st
-            );
+        self.device_pass();
+        for frame in std::mem::take(&mut self.wire.from_device) {
+            self.host_sees(&frame);
         }
+    }
+
+    /// One pass of the device; what it sent stays on the wire (`wire.from_device`).
+    fn device_pass(&mut self) {
         let Lab {
             iface,
             wire,
@@ -273,28 +258,10 @@ impl Lab {
         });
         apps.poll(sockets, &mut NoRoutes, *now);
         apps.poll_egress(iface, wire, sockets, *now);
-        for frame in std::mem::take(&mut self.wire.from_device) {
-            self.host_sees(&frame);
-        }
     }
 
     fn host_sees(&mut self, frame: &[u8]) {
         let eth = EthernetFrame::new_checked(frame).unwrap();
-        if std::env::var("SYN_RULE_TRACE").is_ok() {
-            eprintln!("{} device sends {:?}", self.now, eth.ethertype());
-            if let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) {
-                let t = TcpPacket::new_checked(ip.payload()).unwrap();
-                eprintln!(
-                    "{} device -> {}:{} syn={} ack={} rst={}",
-                    self.now,
-                    ip.dst_addr(),
-                    t.dst_port(),
-                    t.syn(),
-                    t.ack(),
-                    t.rst()
-                );
-            }
-        }
         match eth.ethertype() {
             EthernetProtocol::Arp => {
                 let arp = ArpRepr::parse(&ArpPacket::new_checked(eth.payload()).unwrap()).unwrap();
@@ -407,26 +374,12 @@ fn a_syn_waits_while_a_handshake_we_answered_completes() {
     let mut lab = Lab::new();
     // Client A's SYN is answered; before its ACK comes, B's SYN for the one echo socket.
     lab.syn(41001, 7);
-    let ingress = |lab: &mut Lab| {
-        let Lab {
-            iface,
-            wire,
-            sockets,
-            apps,
-            now,
-            ..
-        } = lab;
-        apps.poll_ingress(iface, wire, sockets, *now, |w: &Wire| {
-            w.to_device.front().and_then(|f| syn_port(f))
-        });
-        apps.poll_egress(iface, wire, sockets, *now);
-    };
-    ingress(&mut lab); // A's SYN in, its SYN-ACK out; A's ACK is "in flight"
+    lab.device_pass(); // A's SYN in, its SYN-ACK out; A's ACK is "in flight"
     let syn_ack_out: Vec<Vec<u8>> = std::mem::take(&mut lab.wire.from_device);
     assert!(!syn_ack_out.is_empty(), "A's SYN-ACK left");
     lab.now += Duration::from_millis(5);
     lab.syn(41002, 7);
-    ingress(&mut lab);
+    lab.device_pass();
     assert!(
         lab.wire.from_device.is_empty(),
         "B's SYN was dropped unanswered, not refused: {:?}",
@@ -470,21 +423,8 @@ fn a_handshake_unanswered_for_the_grace_gives_way() {
     let mut lab = Lab::new();
     // A client that is answered but never completes (its ACK lost, or a spoofed source
     // with a route): after the grace, a new SYN takes its socket, counted as answered.
-    lab.clients.push((43001, Client::Connecting));
-    lab.wire
-        .to_device
-        .push_back(segment(HOST_IP, 43001, 7, TcpControl::Syn, None));
-    let Lab {
-        iface,
-        wire,
-        sockets,
-        apps,
-        now,
-        ..
-    } = &mut lab;
-    apps.poll_interface(iface, wire, sockets, *now, |w: &Wire| {
-        w.to_device.front().and_then(|f| syn_port(f))
-    });
+    lab.syn(43001, 7);
+    lab.device_pass();
     // The SYN-ACK is lost on the way: nothing comes back.
     lab.wire.from_device.clear();
     lab.now += Duration::from_millis(800);
@@ -508,17 +448,7 @@ fn a_spoofed_syn_does_not_take_an_iperf3_client_s_answered_handshake() {
     }
     lab.wait(10);
     lab.syn(44001, 5201);
-    let Lab {
-        iface,
-        wire,
-        sockets,
-        apps,
-        now,
-        ..
-    } = &mut lab;
-    apps.poll_interface(iface, wire, sockets, *now, |w: &Wire| {
-        w.to_device.front().and_then(|f| syn_port(f))
-    });
+    lab.device_pass();
     let answer: Vec<Vec<u8>> = std::mem::take(&mut lab.wire.from_device);
     lab.now += Duration::from_millis(5);
     lab.ghost_syn(31000, 5201);

@@ -22,8 +22,8 @@
 //! [`ServiceGate::answer`] (or [`ServiceGate::defer`]). One executor turn per new connection
 //! and per echo request; every other frame passes at once.
 
-use portable_atomic::{AtomicU32, AtomicU8, Ordering};
 use core::task::{Context, Waker};
+use portable_atomic::{AtomicU32, AtomicU8, Ordering};
 
 use atomic_waker::AtomicWaker;
 
