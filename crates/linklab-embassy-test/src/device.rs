@@ -126,12 +126,19 @@ pub struct Running {
     ready: Receiver<()>,
     report: Receiver<Report>,
     threads: Vec<JoinHandle<()>>,
+    counters: &'static AppCounters,
 }
 
 impl Running {
     /// Waits until embassy-net sees the link up and has its address, and the servers listen.
     pub fn wait_ready(&self, timeout: Duration) -> bool {
         self.ready.recv_timeout(timeout).is_ok()
+    }
+
+    /// The apps' counters now, while the device runs (a client's last message may still be
+    /// on its way in when the client exits: wait for its count here before stopping).
+    pub fn apps(&self) -> [linklab_perf::embassy::AppCounter; linklab_perf::embassy::APP_COUNTERS] {
+        self.counters.snapshot()
     }
 
     /// Stops the application and the interrupt thread; returns the report.
@@ -228,6 +235,7 @@ pub fn start(netns_path: &str, tap_name: &str) -> std::io::Result<Running> {
         ready,
         report,
         threads: vec![executor, interrupt],
+        counters,
     })
 }
 

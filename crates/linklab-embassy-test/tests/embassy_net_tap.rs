@@ -168,6 +168,19 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
         );
     }
 
+    // iperf3's client exits once it has sent IPERF_DONE; the device counts the test when that
+    // message arrives, which on a busy machine can be after the client is gone. Wait for it
+    // (bounded) before stopping the device, so the counts below are the device's final ones.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let tests_done = |apps: &[linklab_perf::embassy::AppCounter]| {
+        apps.iter()
+            .find(|(app, name, _)| *app == "iperf" && *name == "tests_done")
+            .map_or(0, |c| c.2)
+    };
+    while tests_done(&device.apps()) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     // The MAC afterwards: both conservation laws, traffic in both directions, no overrun
     // (the TCP window embassy-net advertised came from the queue through max_burst_size),
     // every frame spaced by the inter-packet gap, nothing refused by the kernel.
