@@ -261,7 +261,15 @@ fn halved(bin: &Path, runs: usize, dir: &Path) {
     b.run(&["ip", "route", "add", "default", "via", "198.18.42.254"]);
     r.run(&["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
     let rt = ["chrt", "-f", "20"];
-    let _server = a.spawn(&["chrt", "-f", "20", "iperf3", "-s", "-p", "5201"]);
+    // Its output discarded: a pipe nobody reads fills after ~100 tests and stops the server.
+    let _server = ChildGuard(Some(
+        a.command(&["chrt", "-f", "20", "iperf3", "-s", "-p", "5201"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start iperf3 -s"),
+    ));
     let up = wait_until(Duration::from_secs(5), || {
         let out = a
             .command(&["ss", "-Hltn", "sport", "= :5201"])

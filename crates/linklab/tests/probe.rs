@@ -172,7 +172,7 @@ fn two_hosts(tag: &str) -> (Netns, Netns) {
 fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
     let mut argv = prefix.to_vec();
     argv.extend_from_slice(&["iperf3", "-s", "-p", "5201"]);
-    let server = ns.spawn(&argv);
+    let server = spawn_quiet(ns, &argv);
     let up = wait_until(Duration::from_secs(5), || {
         let out = ns
             .command(&["ss", "-Hltn", "sport", "= :5201"])
@@ -182,6 +182,21 @@ fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
     });
     assert!(up, "iperf3 -s did not start");
     server
+}
+
+/// Starts `argv` in `ns` with its output discarded; killed on drop. A stock `iperf3 -s` writes
+/// a report of every test, and a pipe nobody reads fills and stops it (`Netns::spawn` pipes:
+/// such a server stopped answering at its 98th 1-second UDP test here, the baseline test's
+/// three probe runs come near that).
+fn spawn_quiet(ns: &Netns, argv: &[&str]) -> ChildGuard {
+    let child = ns
+        .command(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
+    ChildGuard(Some(child))
 }
 
 /// Every service present, every step done, every figure there and sane.
