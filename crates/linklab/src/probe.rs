@@ -80,7 +80,8 @@ pub struct Args {
     /// An earlier probe's JSON: its figures beside this run's; exit 3 if any is worse.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
-    /// Percent a figure may be worse than the baseline before it counts.
+    /// Percent of the baseline's figure by which the two runs' ranges must lie apart (and by
+    /// more than their widths) before a figure counts as worse.
     #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = values::ranged(0.0, 1000.0))]
     tolerance: f64,
     /// The iperf3 server's port.
