@@ -515,7 +515,7 @@ fn summary(r: &ProbeReport) -> String {
         None => {
             let _ = writeln!(
                 s,
-                "  {:<44} {:>14}  {:<26} samples",
+                "  {:<44} {:>14}  {:<26} from",
                 "figure", "this run", "range"
             );
             for f in &r.figures {
@@ -526,7 +526,7 @@ fn summary(r: &ProbeReport) -> String {
                     f.label,
                     show(f.value, &f.unit),
                     show_range(low, high, &f.unit),
-                    f.samples.len()
+                    f.spread_words()
                 );
             }
         }

@@ -245,6 +245,18 @@ impl Figure {
         }
     }
 
+    /// Where the range comes from, for people: `4 samples`, `quartiles of the probes`, `knee
+    /// range`, or `one measurement` (a version 1 figure).
+    pub fn spread_words(&self) -> String {
+        match self.spread {
+            None => "one measurement".into(),
+            Some(SpreadKind::Samples) if self.samples.len() == 1 => "1 sample".into(),
+            Some(SpreadKind::Samples) => format!("{} samples", self.samples.len()),
+            Some(SpreadKind::Quartiles) => "quartiles of the probes".into(),
+            Some(SpreadKind::Bracket) => "knee range".into(),
+        }
+    }
+
     /// The range the figure lies in, `(low, high)`; `high` is `None` when unbounded (a knee
     /// with no confirmed limit above it). A version 1 figure is its one measurement.
     pub fn range(&self) -> (f64, Option<f64>) {

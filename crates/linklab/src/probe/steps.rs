@@ -272,10 +272,10 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                 ..Params::default()
             };
             // A stock server closes its listener for a moment between tests, and discovery's
-            // handshake may still be on its mind: pause, and retry a refusal twice.
-            if !out.is_empty() {
-                std::thread::sleep(IPERF_PAUSE);
-            }
+            // handshake may still be on its mind (with no step between them, the first test
+            // once met a control connection the server closed at once): pause before every
+            // test, and retry a refusal twice.
+            std::thread::sleep(IPERF_PAUSE);
             let mut result = sweep::step::run_test(&cfg, params);
             for _ in 0..2 {
                 match &result {

@@ -158,7 +158,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     if r.baseline.is_some() {
         s.push_str("<th>baseline</th><th>its range</th><th>this run</th><th>its range</th><th>change</th><th class=\"l\">verdict</th>");
     } else {
-        s.push_str("<th>this run</th><th>range</th><th>samples</th>");
+        s.push_str("<th>this run</th><th>range</th><th class=\"l\">from</th>");
     }
     s.push_str("</tr>");
     // Version 1 baselines carry no ranges: their figures are one measurement each.
@@ -200,12 +200,15 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 row.change_pct.map_or("–".into(), |p| format!("{p:+.1} %"))
             );
         } else {
-            let samples = r.figure(&row.id).map_or(0, |f| f.samples.len());
+            let from = r
+                .figure(&row.id)
+                .map_or(String::new(), |f| f.spread_words());
             let _ = write!(
                 s,
-                "<td>{}</td><td>{}</td><td>{samples}</td>",
+                r#"<td>{}</td><td>{}</td><td class="l">{}</td>"#,
                 opt(row.new),
-                show_range(row.new_low, row.new_high, &row.unit, true)
+                show_range(row.new_low, row.new_high, &row.unit, true),
+                esc(&from)
             );
         }
         s.push_str("</tr>");
