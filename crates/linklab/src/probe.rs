@@ -489,23 +489,6 @@ fn show(v: f64, unit: &str) -> String {
     }
 }
 
-/// A range for people: `640–790` in the figure's unit, `≥ 239` when unbounded above.
-fn show_range(low: f64, high: Option<f64>, unit: &str) -> String {
-    let bare = |v: f64| match unit {
-        "bit/s" => format!("{:.4}", v / 1e6)
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string(),
-        _ => format!("{v:.0}"),
-    };
-    let unit = if unit == "bit/s" { " Mbit/s" } else { " µs" };
-    match high {
-        Some(h) if (h - low).abs() <= f64::EPSILON * h.abs() => format!("{}{unit}", bare(low)),
-        Some(h) => format!("{}–{}{unit}", bare(low), bare(h)),
-        None => format!("≥ {}{unit}", bare(low)),
-    }
-}
-
 /// The text summary: every figure with its range (old beside new with a baseline), what was
 /// absent, failures.
 fn summary(r: &ProbeReport) -> String {
@@ -525,7 +508,7 @@ fn summary(r: &ProbeReport) -> String {
                     "  {:<44} {:>14}  {:<26} {}",
                     f.label,
                     show(f.value, &f.unit),
-                    show_range(low, high, &f.unit),
+                    document::range_text(low, high, &f.unit),
                     f.spread_words()
                 );
             }
@@ -539,7 +522,7 @@ fn summary(r: &ProbeReport) -> String {
             for f in &c.figures {
                 let opt = |v: Option<f64>| v.map_or("-".into(), |v| show(v, &f.unit));
                 let range = |v: Option<f64>, low: Option<f64>, high: Option<f64>| match (v, low) {
-                    (Some(_), Some(l)) => show_range(l, high, &f.unit),
+                    (Some(_), Some(l)) => document::range_text(l, high, &f.unit),
                     _ => "-".into(),
                 };
                 let _ = writeln!(

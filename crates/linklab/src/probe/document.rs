@@ -267,6 +267,29 @@ impl Figure {
     }
 }
 
+/// A figure's range for people, in Mbit/s or µs to three significant digits: `640–790
+/// Mbit/s`, one value when both ends read the same, `≥ 239 Mbit/s` when unbounded above.
+pub fn range_text(low: f64, high: Option<f64>, unit: &str) -> String {
+    let (scale, unit) = if unit == "bit/s" {
+        (1e-6, "Mbit/s")
+    } else {
+        (1.0, "µs")
+    };
+    let bare = |v: f64| {
+        let v = v * scale;
+        match v.abs() {
+            a if a >= 100.0 => format!("{v:.0}"),
+            a if a >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        }
+    };
+    match high.map(bare) {
+        Some(h) if h == bare(low) => format!("{h} {unit}"),
+        Some(h) => format!("{}–{h} {unit}", bare(low)),
+        None => format!("≥ {} {unit}", bare(low)),
+    }
+}
+
 /// The downloads of one HTTP path.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HttpDownload {
@@ -403,5 +426,35 @@ impl ProbeReport {
             ("echo_udp", self.echo_udp.as_ref()),
             ("echo_tcp", self.echo_tcp.as_ref()),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_in_words() {
+        assert_eq!(range_text(640e6, Some(790e6), "bit/s"), "640–790 Mbit/s");
+        assert_eq!(range_text(48.91e6, Some(48.94e6), "bit/s"), "48.9 Mbit/s");
+        assert_eq!(range_text(239e6, None, "bit/s"), "≥ 239 Mbit/s");
+        assert_eq!(range_text(0.35e6, Some(1.8e6), "bit/s"), "0.35–1.80 Mbit/s");
+        assert_eq!(range_text(57.6, Some(72.9), "us"), "57.6–72.9 µs");
+    }
+
+    /// A version 1 figure is its one measurement; a knee with no confirmed limit is unbounded.
+    #[test]
+    fn ranges_of_figures() {
+        let mut v1 = Figure::sampled("x".into(), "x".into(), "bit/s", 5.0, vec![4.0, 6.0]);
+        assert_eq!(v1.range(), (4.0, Some(6.0)));
+        assert_eq!(v1.spread_words(), "2 samples");
+        v1.spread = None;
+        assert_eq!(v1.range(), (5.0, Some(5.0)));
+        assert_eq!(v1.spread_words(), "one measurement");
+        let knee = Figure::knee("k".into(), "k".into(), 90.0, 95.0, None);
+        assert_eq!(knee.range(), (90.0, None), "low is never above the knee");
+        let rtt = Figure::quartiles("r".into(), "r".into(), 50.0, 40.0, 70.0);
+        assert_eq!(rtt.range(), (40.0, Some(70.0)));
+        assert_eq!(rtt.better, Better::Lower);
     }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use super::{rtt_section, sweep_section};
-use crate::probe::document::{Better, Compared, ProbeReport, ServiceState, StepState};
+use crate::probe::document::{range_text, Better, Compared, ProbeReport, ServiceState, StepState};
 use crate::sweep::analysis::describe_all;
 use crate::values::format_rate;
 
@@ -24,24 +24,11 @@ fn show(v: f64, unit: &str) -> String {
     }
 }
 
-/// A range for people: `640–790 Mbit/s`, `≥ 239 Mbit/s` when unbounded above; `–` for a
-/// figure without one (a version 1 document).
+/// A range for people (`–` for a figure without one: a version 1 document).
 fn show_range(low: Option<f64>, high: Option<f64>, unit: &str, spread: bool) -> String {
-    let Some(low) = low.filter(|_| spread) else {
-        return "–".into();
-    };
-    let bare = |v: f64| {
-        if unit == "bit/s" {
-            num(v / 1e6)
-        } else {
-            num(v)
-        }
-    };
-    let unit = if unit == "bit/s" { " Mbit/s" } else { " µs" };
-    match high {
-        Some(h) if h == low => format!("{}{unit}", bare(low)),
-        Some(h) => format!("{}–{}{unit}", bare(low), bare(h)),
-        None => format!("≥ {}{unit}", bare(low)),
+    match low.filter(|_| spread) {
+        Some(low) => range_text(low, high, unit),
+        None => "–".into(),
     }
 }
 
