@@ -3,19 +3,22 @@
 //! Discovery asks which of ICMP echo, an iperf3 server, HTTP and echo (UDP/TCP 7) the host
 //! answers; then each step runs where its service answered, sharing `--duration`: ICMP, UDP
 //! and TCP echo round trips per size (`rtt`), HTTP downloads, iperf3 TCP each way with one and
-//! two streams, and a UDP offered-rate sweep each way (`sweep`). The result is one JSON
-//! document (`document`, schema in `schema/probe.schema.json`) and one HTML page (the `report`
-//! renderer); `--baseline` compares with an earlier run (`baseline`) and exits 3 when a figure
-//! got worse.
+//! two streams, and a UDP offered-rate sweep each way (`sweep`). Every figure is made of
+//! several samples and carries its range. The result is one JSON document (`document`, schema
+//! in `schema/probe.schema.json`) and one HTML page (the `report` renderer); `--baseline`
+//! compares with an earlier run (`baseline`) and exits 3 when a figure got worse beyond the
+//! tolerance and both runs' ranges.
 //!
 //! - `discover`: which services answer;
-//! - `steps`: each measurement, sized to its share of the time;
+//! - `steps`: each measurement, sized to its share of the time, in rounds or batches;
+//! - `figures`: each step's headline figures from its samples;
 //! - `http`: HTTP over std sockets with linklab-perf's client;
 //! - `document`: the JSON; `baseline`: old beside new; `progress`: the terminal line.
 
 mod baseline;
 mod discover;
 pub mod document;
+mod figures;
 mod http;
 mod progress;
 mod steps;
@@ -31,9 +34,7 @@ use anyhow::{anyhow, Context};
 
 use crate::rtt::Transport;
 use crate::values::{self, bail_usage, format_rate};
-use document::{
-    Figure, ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION,
-};
+use document::{ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION};
 
 /// Exit code when a figure is worse than the baseline by more than the tolerance.
 pub const EXIT_WORSE: i32 = 3;
@@ -51,10 +52,17 @@ Services absent on the host are skipped and named in the report; a service that 
 does not speak its protocol (garbage, a busy iperf3 server, a stall) ends the run with an \
 error (exit 1) after the other steps, with the report of what was measured.
 
---baseline: worse means, per figure, a throughput (TCP each way and with 2 streams, the UDP \
-knee each way, each HTTP download's rate) lower than the baseline's by more than --tolerance; \
-a round-trip median (ICMP, UDP and TCP echo, per size) higher by more than --tolerance and by \
-more than 0.2 ms. Exit 3 names each worse figure.")]
+Every figure is several samples with their range: TCP tests in rounds and HTTP paths in \
+batches of downloads (range: lowest to highest sample), round trips over hundreds of probes \
+(range: their middle half, p25 to p75), a UDP knee from the lowest rate where the sweep saw \
+the link fail up to the most it delivered above a limit confirmed by a repeat.
+
+--baseline: a figure is worse when the two runs' ranges lie apart, the bad way, by more than \
+--tolerance and by more than either range is wide (the runs differ by more than each varied \
+within itself): a throughput (TCP each way and with 2 streams, the UDP knee each way, each \
+HTTP path's rate) whose range lies below the baseline's; a round-trip median (ICMP, UDP and \
+TCP echo, per size) whose range lies above, also by more than 0.2 ms. Exit 3 names each worse \
+figure.")]
 pub struct Args {
     /// The device to probe: a host name or an address.
     #[arg(value_name = "HOST")]
@@ -72,7 +80,8 @@ pub struct Args {
     /// An earlier probe's JSON: its figures beside this run's; exit 3 if any is worse.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
-    /// Percent a figure may be worse than the baseline before it counts.
+    /// Percent of the baseline's figure by which the two runs' ranges must lie apart (and by
+    /// more than their widths) before a figure counts as worse.
     #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = values::ranged(0.0, 1000.0))]
     tolerance: f64,
     /// The iperf3 server's port.
@@ -142,13 +151,27 @@ impl Step {
         }
     }
 
-    /// Its share of the time, relative to the others that run.
+    /// Its share of the time, relative to the others that run: the TCP tests' rounds and
+    /// the sweeps' repeats want the most.
     fn weight(self) -> f64 {
         match self {
-            Step::Icmp | Step::EchoUdp | Step::EchoTcp => 1.0,
-            Step::Http => 1.5,
-            Step::Tcp => 4.0,
-            Step::SweepTo | Step::SweepFrom => 3.5,
+            Step::Icmp | Step::EchoUdp | Step::EchoTcp => 0.6,
+            Step::Http => 1.0,
+            Step::Tcp => 6.0,
+            Step::SweepTo | Step::SweepFrom => 3.0,
+        }
+    }
+
+    /// The prefix of its figures' ids (they are replaced when it runs).
+    fn figure_prefix(self) -> &'static str {
+        match self {
+            Step::Icmp => "icmp.",
+            Step::EchoUdp => "echo_udp.",
+            Step::EchoTcp => "echo_tcp.",
+            Step::Http => "http.",
+            Step::Tcp => "tcp.",
+            Step::SweepTo => "udp.knee.to_device",
+            Step::SweepFrom => "udp.knee.from_device",
         }
     }
 }
@@ -320,7 +343,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let mut d = lock(&doc);
         d.steps.push(record(state, detail));
-        d.figures = figures(&d);
     }
     progress.finish();
 
@@ -328,7 +350,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut d = lock(&doc);
         d.failures = failures.clone();
         d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
-        d.figures = figures(&d);
         if let (Some(old), Some(path)) = (&baseline, &args.baseline) {
             d.baseline = Some(baseline::compare(
                 old,
@@ -363,7 +384,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if !worse.is_empty() {
             let _ = std::io::stdout().flush();
             eprintln!(
-                "linklab: worse than the baseline by more than {} %: {}",
+                "linklab: worse than the baseline (ranges apart by more than {} % and their widths): {}",
                 c.tolerance_pct,
                 worse.join(", ")
             );
@@ -373,7 +394,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs one step, storing what it measured in the document; returns its detail and error.
+/// Runs one step, storing what it measured and its figures in the document; returns its
+/// detail and error.
 fn run_step(
     step: Step,
     args: &Args,
@@ -382,15 +404,22 @@ fn run_step(
     doc: &Mutex<ProbeReport>,
 ) -> (String, Option<anyhow::Error>) {
     let host = args.host.as_str();
-    let rtt = |transport, port, sizes: &[usize]| {
-        steps::round_trips(host, SocketAddr::new(addr, port), transport, sizes, time)
+    let rtt = |transport, port, sizes: &[usize], kind| {
+        steps::round_trips(
+            host,
+            SocketAddr::new(addr, port),
+            transport,
+            sizes,
+            time,
+            kind,
+        )
     };
-    match step {
+    let (figures, detail, error) = match step {
         Step::Icmp | Step::EchoUdp | Step::EchoTcp => {
             let o = match step {
-                Step::Icmp => rtt(Transport::Icmp, 0, &[64, 512, 1472]),
-                Step::EchoUdp => rtt(Transport::Udp, args.echo_port, &[64, 512, 1472]),
-                _ => rtt(Transport::Tcp, args.echo_port, &[64, 512, 1460]),
+                Step::Icmp => rtt(Transport::Icmp, 0, &[64, 512, 1472], "icmp"),
+                Step::EchoUdp => rtt(Transport::Udp, args.echo_port, &[64, 512, 1472], "echo_udp"),
+                _ => rtt(Transport::Tcp, args.echo_port, &[64, 512, 1460], "echo_tcp"),
             };
             let mut d = lock(doc);
             let slot = match step {
@@ -399,7 +428,7 @@ fn run_step(
                 _ => &mut d.echo_tcp,
             };
             *slot = o.value;
-            (o.detail, o.error)
+            (o.figures, o.detail, o.error)
         }
         Step::Http => {
             let o = steps::downloads(
@@ -409,22 +438,27 @@ fn run_step(
                 time,
             );
             lock(doc).http = o.value;
-            (o.detail, o.error)
+            (o.figures, o.detail, o.error)
         }
         Step::Tcp => {
             let o = steps::tcp_tests(host, args.iperf_port, time);
             lock(doc).tcp = o.value;
-            (o.detail, o.error)
+            (o.figures, o.detail, o.error)
         }
         Step::SweepTo | Step::SweepFrom => {
             let reverse = step == Step::SweepFrom;
+            // The TCP figures that way (their medians), one or two streams, whichever is higher.
             let anchor = {
                 let d = lock(doc);
-                let dir = if reverse { "from_device" } else { "to_device" };
-                d.tcp
+                let id = if reverse {
+                    "tcp.from_device"
+                } else {
+                    "tcp.to_device"
+                };
+                d.figures
                     .iter()
-                    .filter(|t| t.direction == dir)
-                    .map(|t| t.received.value)
+                    .filter(|f| f.id == id || f.id.starts_with(&format!("{id}.")))
+                    .map(|f| f.value)
                     .reduce(f64::max)
             };
             let o = steps::sweep_one_way(host, args.iperf_port, reverse, anchor, time);
@@ -434,102 +468,80 @@ fn run_step(
             } else {
                 d.sweep_to_device = o.value;
             }
-            (o.detail, o.error)
-        }
-    }
-}
-
-/// The headline figures of what was measured: the ones a baseline compares.
-fn figures(d: &ProbeReport) -> Vec<Figure> {
-    let mut out = Vec::new();
-    let way = |dir: &str| {
-        if dir == "to_device" {
-            "to the device"
-        } else {
-            "from the device"
+            (o.figures, o.detail, o.error)
         }
     };
-    for t in &d.tcp {
-        let (suffix, streams) = if t.streams == 1 {
-            (String::new(), String::new())
-        } else {
-            (
-                format!(".p{}", t.streams),
-                format!(", {} streams", t.streams),
-            )
-        };
-        out.push(Figure::rate(
-            format!("tcp.{}{suffix}", t.direction),
-            format!("TCP {}{streams}", way(&t.direction)),
-            t.received.value,
-        ));
-    }
-    for (dir, sweep) in d.sweeps() {
-        if let Some(s) = sweep {
-            out.push(Figure::rate(
-                format!("udp.knee.{dir}"),
-                format!("UDP knee {}", way(dir)),
-                s.knee_bps.unwrap_or(0.0),
-            ));
-        }
-    }
-    for h in &d.http {
-        out.push(Figure::rate(
-            format!("http.{}", h.path),
-            format!("HTTP GET {}", h.path),
-            h.rate.value,
-        ));
-    }
-    for (kind, r) in d.round_trips() {
-        let Some(r) = r else { continue };
-        let what = match kind {
-            "icmp" => "ICMP echo",
-            "echo_udp" => "UDP echo",
-            _ => "TCP echo",
-        };
-        for s in r.sizes.iter().filter(|s| s.rtt.count > 0) {
-            out.push(Figure::round_trip(
-                format!("{kind}.rtt_p50.{}B", s.size),
-                format!("{what} round trip p50, {} B", s.size),
-                s.rtt.p50_us,
-            ));
-        }
-    }
-    out
+    let mut d = lock(doc);
+    d.figures
+        .retain(|f| !f.id.starts_with(step.figure_prefix()));
+    d.figures.extend(figures);
+    d.figures.sort_by_key(|f| figures::rank(&f.id));
+    (detail, error)
 }
 
-/// The text summary: every figure (old beside new with a baseline), what was absent, failures.
-fn summary(r: &ProbeReport) -> String {
-    let mut s = String::new();
-    let show = |v: f64, unit: &str| match unit {
+/// A figure's value for people (a knee of 0: no rate tracked).
+fn show(v: f64, unit: &str) -> String {
+    match unit {
         "bit/s" if v == 0.0 => "none".into(),
         "bit/s" => format_rate(v),
         "us" => format!("{v:.1} µs"),
         _ => format!("{v} {unit}"),
-    };
+    }
+}
+
+/// The text summary: every figure with its range (old beside new with a baseline), what was
+/// absent, failures.
+fn summary(r: &ProbeReport) -> String {
+    let mut s = String::new();
     let _ = writeln!(s, "\nsummary of {} ({}):", r.host, r.address);
     match &r.baseline {
         None => {
+            let _ = writeln!(
+                s,
+                "  {:<44} {:>14}  {:<26} from",
+                "figure", "this run", "range"
+            );
             for f in &r.figures {
-                let _ = writeln!(s, "  {:<44} {:>14}", f.label, show(f.value, &f.unit));
+                let (low, high) = f.range();
+                let _ = writeln!(
+                    s,
+                    "  {:<44} {:>14}  {:<26} {}",
+                    f.label,
+                    show(f.value, &f.unit),
+                    document::range_text(low, high, &f.unit),
+                    f.spread_words()
+                );
             }
         }
         Some(c) => {
             let _ = writeln!(
                 s,
-                "  {:<44} {:>14} {:>14} {:>9}  (baseline {}, tolerance {} %)",
-                "figure", "baseline", "this run", "change", c.file, c.tolerance_pct
+                "  {:<44} {:>14} {:>14} {:>9}  {:<22} {:<22} (baseline {}, tolerance {} %; worse: ranges apart by more than it and their widths)",
+                "figure", "baseline", "this run", "change", "baseline range", "this run's range", c.file, c.tolerance_pct
             );
             for f in &c.figures {
                 let opt = |v: Option<f64>| v.map_or("-".into(), |v| show(v, &f.unit));
+                let range = |v: Option<f64>, low: Option<f64>, high: Option<f64>| match (v, low) {
+                    (Some(_), Some(l)) => document::range_text(l, high, &f.unit),
+                    _ => "-".into(),
+                };
                 let _ = writeln!(
                     s,
-                    "  {:<44} {:>14} {:>14} {:>9}  {}",
+                    "  {:<44} {:>14} {:>14} {:>9}  {:<22} {:<22} {}",
                     f.label,
                     opt(f.old),
                     opt(f.new),
                     f.change_pct.map_or("-".into(), |p| format!("{p:+.1} %")),
+                    range(f.old, f.old_low, f.old_high),
+                    range(f.new, f.new_low, f.new_high),
                     if f.worse { "WORSE" } else { "" }
+                );
+            }
+            if c.baseline_schema_version < SCHEMA_VERSION {
+                let _ = writeln!(
+                    s,
+                    "  (the baseline is a schema version {} document: each of its figures is one measurement)",
+                    c.baseline_schema_version
                 );
             }
         }
@@ -589,7 +601,6 @@ fn watchdog(doc: Arc<Mutex<ProbeReport>>, out: Outputs, started: Instant, deadli
         );
         r.failures.push(what.clone());
         r.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
-        r.figures = figures(&r);
         let written = out.write(&r);
         eprint!("\r\x1b[2K");
         let _ = std::io::stderr().flush();

@@ -8,10 +8,13 @@
 //! then the knee (the highest offered rate that hit none), what limited the link above it, the
 //! peak received rate, and a collapse when received throughput falls while the offered rate
 //! rises. After the coarse steps, `--refine` bisects between the knee and the next step to
-//! place the knee more precisely.
+//! place the knee more precisely. A rate whose limit would bound the knee is measured again
+//! (`--confirm`) before the limit counts: one spoilt second on a busy host is not the link's
+//! limit (`analysis`); the order of the steps is `search`'s, without I/O.
 
 pub mod analysis;
 mod progress;
+pub mod search;
 pub mod step;
 
 use std::fmt::Write as _;
@@ -69,6 +72,12 @@ pub struct Args {
     #[arg(long, value_name = "PCT", default_value_t = analysis::DEFAULT_TOLERANCE_PCT,
           value_parser = values::ranged(0.5, 50.0))]
     tolerance: f64,
+    /// Attempts at one offered rate that must all hit a limit before it counts: a rate that
+    /// would bound the knee is measured again until it tracks once or hits a limit N times
+    /// (1 = every rate measured once).
+    #[arg(long, value_name = "N", default_value_t = analysis::DEFAULT_CONFIRM,
+          value_parser = clap::value_parser!(u32).range(1..=5))]
+    confirm: u32,
     /// Extra bisection steps between the knee and the next step (0 = none).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
     refine: u32,
@@ -97,15 +106,16 @@ pub struct SweepReport {
     pub duration_s: u32,
     /// Datagram / write length, when given.
     pub length: Option<u32>,
-    /// All steps, sorted by offered rate (refinement steps included).
+    /// Every attempt, sorted by offered rate, repeats of a rate after its first attempt
+    /// (refinement steps included).
     pub steps: Vec<Step>,
     /// The thresholds the limits and the knee were judged by. Absent in files written before
     /// the sweep named limits (their knee was loss alone); `linklab report` recomputes those.
     #[serde(default)]
     pub knee_rule: Option<KneeRule>,
-    /// Highest offered rate at which no limit was hit, bit/s.
+    /// Highest offered rate at which an attempt hit no limit, bit/s.
     pub knee_bps: Option<f64>,
-    /// The first step above the knee and what limited it; `None` when no step above the knee
+    /// The first rate above the knee and what limited it; `None` when no step above the knee
     /// was measured (the link kept up with every offered rate).
     #[serde(default)]
     pub limited_at: Option<LimitedAt>,
@@ -115,7 +125,7 @@ pub struct SweepReport {
     pub collapse: Option<Collapse>,
 }
 
-/// One step of a sweep: one iperf3 test at a fixed offered rate.
+/// One step of a sweep: one iperf3 test at a fixed offered rate (one attempt at that rate).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Step {
     /// Target rate, bit/s.
@@ -137,21 +147,40 @@ pub struct Step {
     pub out_of_order: Option<u64>,
     /// Sender retransmits (TCP, when the sender reports them).
     pub retransmits: Option<u64>,
-    /// True for a bisection step added by `--refine`.
+    /// True for a bisection step added by `--refine` (and its repeats).
     pub refined: bool,
     /// The limits this step hit (empty: it tracked its offered rate).
     #[serde(default)]
     pub limits: Vec<Limit>,
+    /// Which attempt at this offered rate it is: 1 for the first, 2 for its repeat, ... (1 in
+    /// files written before repeats existed).
+    #[serde(default = "one")]
+    pub attempt: u32,
 }
 
-/// The step that shows what stopped the link: the first one above the knee (the lowest step
-/// when no step tracked).
+fn one() -> u32 {
+    1
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The rate that shows what stopped the link: the first one above the knee (the lowest rate
+/// when none tracked).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LimitedAt {
     /// Its offered rate, bit/s.
     pub offered_bps: f64,
-    /// What it hit.
+    /// What its attempts hit, each limit named once.
     pub limits: Vec<Limit>,
+    /// Attempts at this rate (all of them limited).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Whether the limit is confirmed: as many attempts as the rule's `confirm` (false when
+    /// the time ran out before the repeat; true in files written before repeats existed).
+    #[serde(default = "yes")]
+    pub confirmed: bool,
 }
 
 impl SweepReport {
@@ -173,14 +202,18 @@ impl SweepReport {
             return None;
         }
         let old = self.knee_bps;
-        let rule = KneeRule::default();
+        // Every rate was measured once.
+        let rule = KneeRule {
+            confirm: 1,
+            ..KneeRule::default()
+        };
         let tcp = self.tcp();
         for s in &mut self.steps {
             s.limits = rule.limits(s, tcp);
         }
         self.knee_rule = Some(rule);
         self.knee_bps = analysis::knee(&self.steps, &rule, tcp);
-        self.limited_at = limited_at(&self.steps, self.knee_bps);
+        self.limited_at = limited_at(&self.steps, self.knee_bps, &rule, tcp);
         Some(format!(
             "written before linklab sweep named limits: its knee ({}, by {} alone) is recomputed \
              from its steps by the current rule",
@@ -194,11 +227,13 @@ impl SweepReport {
     }
 }
 
-/// The first step above the knee and its limits.
-fn limited_at(steps: &[Step], knee: Option<f64>) -> Option<LimitedAt> {
+/// The first rate above the knee, the limits its attempts hit, and whether it is confirmed.
+fn limited_at(steps: &[Step], knee: Option<f64>, rule: &KneeRule, tcp: bool) -> Option<LimitedAt> {
     analysis::first_limited(steps, knee).map(|s| LimitedAt {
         offered_bps: s.offered_bps,
-        limits: s.limits.clone(),
+        limits: analysis::limits_at(steps, s.offered_bps),
+        attempts: analysis::attempts_at(steps, s.offered_bps).count() as u32,
+        confirmed: analysis::confirmed(steps, s.offered_bps, rule, tcp),
     })
 }
 
@@ -233,6 +268,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let rule = KneeRule {
         loss_pct: analysis::KNEE_LOSS_PCT,
         tolerance_pct: args.tolerance,
+        confirm: args.confirm,
     };
     println!("{}", header_line(args.tcp));
 
@@ -250,12 +286,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rates,
         refine: args.refine,
         pause: Duration::from_millis(args.pause),
-        stop_after_limited: None,
+        climb: false,
         search_down: None,
         deadline: None,
         server_was_ours: false,
     };
-    let total = plan.rates.len() + args.refine as usize;
+    // Each refinement step may be repeated once or more, and so may one coarse rate.
+    let total = plan.rates.len() + (args.refine as usize + 1) * args.confirm as usize;
     let mut rows = Rows {
         bar: progress::Progress::new(std::io::stderr().is_terminal(), total),
         tcp: args.tcp,
@@ -277,7 +314,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 pub struct Plan {
     /// The server and the test shape every step shares.
     pub step: step::StepConfig,
-    /// The thresholds each step is judged by.
+    /// The thresholds each step is judged by, and how many attempts confirm a limit.
     pub rule: KneeRule,
     /// The coarse offered rates, bit/s, measured in this order.
     pub rates: Vec<f64>,
@@ -285,12 +322,12 @@ pub struct Plan {
     pub refine: u32,
     /// Pause between steps (lets queues drain and the server get ready).
     pub pause: Duration,
-    /// Skip the remaining coarse rates once this many steps in a row hit a limit (the knee is
-    /// bracketed; `None`: measure every rate).
-    pub stop_after_limited: Option<usize>,
-    /// When the coarse rates found no knee (every step hit a limit), keep offering this
-    /// fraction of the lowest rate so far until a step tracks (`None`: do not search down).
-    /// The first coarse step hitting a limit then skips the rest and goes down at once.
+    /// Climb: offer the coarse rates above the knee, lowest first, only until a limit above
+    /// the knee is confirmed (`false`: measure every coarse rate).
+    pub climb: bool,
+    /// When no rate tracked, keep going down until one does: each time to 90 % of what the
+    /// lowest rate received, between a quarter and this fraction of it (`None`: do not search
+    /// down). Climbing, the first coarse rate hitting a limit sends the search down at once.
     pub search_down: Option<f64>,
     /// Start no step that could not end by then (`None`: no deadline).
     pub deadline: Option<Instant>,
@@ -338,113 +375,60 @@ impl Drop for Rows {
     }
 }
 
-/// Runs a sweep: the coarse rates, then the bisection between the knee and the step above it.
+/// Runs a sweep in the order `search::Search` gives: the coarse rates, a repeat of any limit
+/// that bounds the knee, the way down when nothing tracked, the bisection toward the knee.
 /// Returns what was measured even when a step fails (with the error).
 pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     let cfg = &plan.step;
-    let mut steps: Vec<Step> = Vec::new();
+    let mut search = search::Search::new(search::Strategy {
+        rule: plan.rule,
+        tcp: cfg.tcp,
+        rates: plan.rates.clone(),
+        refine: plan.refine,
+        climb: plan.climb,
+        search_down: plan.search_down,
+    });
     let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
-    let mut measure_one =
-        |offered: f64, refined: bool, steps: &mut Vec<Step>| -> anyhow::Result<bool> {
-            if let Some(deadline) = plan.deadline {
-                if Instant::now() + plan.pause + step_time > deadline {
-                    return Ok(false);
-                }
-            }
-            if !steps.is_empty() {
-                std::thread::sleep(plan.pause);
-            }
-            obs.starting(steps.len(), offered);
-            let began = Instant::now();
-            // A server that was ours a moment ago may still be tearing down the last test: retry
-            // a busy server mid-sweep a few times. Busy at the first step means someone else.
-            let mut tries = 0;
-            let ours = plan.server_was_ours || !steps.is_empty();
-            let result = loop {
-                let r = step::run_step(cfg, offered);
-                match &r {
-                    Err(e) if step::is_resetting(e) && ours && tries < BUSY_RETRIES => {
-                        tries += 1;
-                        std::thread::sleep(Duration::from_secs(1));
-                    }
-                    _ => break r,
-                }
-            };
-            let mut s = result.with_context(|| format!("step at {}", format_rate(offered)))?;
-            step_time = step_time.max(began.elapsed());
-            s.refined = refined;
-            s.limits = plan.rule.limits(&s, cfg.tcp);
-            obs.finished(&s);
-            steps.push(s);
-            Ok(true)
-        };
     let mut error = None;
-    let mut limited_in_a_row = 0;
-    'coarse: for &r in &plan.rates {
-        match measure_one(r, false, &mut steps) {
-            Ok(true) => {}
-            Ok(false) => break 'coarse,
+    while let Some(next) = search.next() {
+        if let Some(deadline) = plan.deadline {
+            if Instant::now() + plan.pause + step_time > deadline {
+                break;
+            }
+        }
+        let done = search.steps().len();
+        if done > 0 {
+            std::thread::sleep(plan.pause);
+        }
+        obs.starting(done, next.offered);
+        let began = Instant::now();
+        // A server that was ours a moment ago may still be tearing down the last test: retry
+        // a busy server mid-sweep a few times. Busy at the first step means someone else.
+        let mut tries = 0;
+        let ours = plan.server_was_ours || done > 0;
+        let result = loop {
+            let r = step::run_step(cfg, next.offered);
+            match &r {
+                Err(e) if step::is_resetting(e) && ours && tries < BUSY_RETRIES => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                _ => break r,
+            }
+        };
+        match result.with_context(|| format!("step at {}", format_rate(next.offered))) {
+            Ok(s) => {
+                step_time = step_time.max(began.elapsed());
+                obs.finished(search.record(next, s));
+            }
             Err(e) => {
                 error = Some(e);
-                break 'coarse;
-            }
-        }
-        let limited = steps.last().is_some_and(|s| !s.limits.is_empty());
-        limited_in_a_row = if limited { limited_in_a_row + 1 } else { 0 };
-        if plan
-            .stop_after_limited
-            .is_some_and(|n| limited_in_a_row >= n)
-            || (plan.search_down.is_some() && limited && steps.len() == 1)
-        {
-            break;
-        }
-    }
-    // No knee yet: go down until a step tracks.
-    if let Some(fraction) = plan.search_down.filter(|f| *f > 0.0 && *f < 1.0) {
-        while error.is_none() && analysis::knee(&steps, &plan.rule, cfg.tcp).is_none() {
-            let lowest = steps
-                .iter()
-                .map(|s| s.offered_bps)
-                .fold(f64::INFINITY, f64::min);
-            let next = (lowest * fraction / 1e3).round() * 1e3;
-            if !next.is_finite() || next < MIN_BPS {
                 break;
-            }
-            match measure_one(next, false, &mut steps) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => error = Some(e),
             }
         }
     }
-    // Bisect between the knee and the next step above it, where the limit began.
-    if error.is_none() {
-        for _ in 0..plan.refine {
-            steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
-            let Some(k) = analysis::knee(&steps, &plan.rule, cfg.tcp) else {
-                break;
-            };
-            let Some(above) = steps
-                .iter()
-                .find(|s| s.offered_bps > k)
-                .map(|s| s.offered_bps)
-            else {
-                break;
-            };
-            let mid = ((k + above) / 2.0 / 1e3).round() * 1e3;
-            if mid <= k || mid >= above {
-                break;
-            }
-            match measure_one(mid, true, &mut steps) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-    }
+    let mut steps = search.into_steps();
+    // By offered rate; a rate's attempts stay in the order measured (the sort is stable).
     steps.sort_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps));
     let knee_bps = analysis::knee(&steps, &plan.rule, cfg.tcp);
     let report = SweepReport {
@@ -457,7 +441,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
         length: cfg.length,
         knee_rule: Some(plan.rule),
         knee_bps,
-        limited_at: limited_at(&steps, knee_bps),
+        limited_at: limited_at(&steps, knee_bps, &plan.rule, cfg.tcp),
         peak: analysis::peak(&steps),
         collapse: analysis::collapse(&steps),
         steps,
@@ -494,7 +478,12 @@ fn header_line(tcp: bool) -> String {
 }
 
 fn row_line(s: &Step, tcp: bool) -> String {
-    let mark = if s.refined { " (refine)" } else { "" };
+    let mark = match (s.refined, s.attempt > 1) {
+        (true, true) => format!(" (refine, attempt {})", s.attempt),
+        (false, true) => format!(" (attempt {})", s.attempt),
+        (true, false) => " (refine)".into(),
+        (false, false) => String::new(),
+    };
     let limit = analysis::describe_all(&s.limits);
     if tcp {
         let retr = s.retransmits.map_or("-".to_string(), |r| r.to_string());
@@ -543,8 +532,16 @@ pub fn limit_line(r: &SweepReport) -> String {
             }
             f + ")"
         });
+    let confirmed = match (at.attempts, at.confirmed) {
+        (1, true) => String::new(),
+        (n, true) => format!(", in each of {n} attempts"),
+        (n, false) => format!(
+            ", not confirmed ({n} of {} attempts: out of time)",
+            r.rule().confirm
+        ),
+    };
     format!(
-        "{} at {} offered{figures}",
+        "{} at {} offered{figures}{confirmed}",
         analysis::describe_all(&at.limits),
         format_rate(at.offered_bps)
     )
@@ -554,13 +551,14 @@ pub fn limit_line(r: &SweepReport) -> String {
 fn summary(r: &SweepReport) -> String {
     let mut s = String::new();
     let rule = r.rule().describe(r.tcp());
+    let confirm = r.rule().describe_confirm();
     let _ = match r.knee_bps {
         Some(k) => writeln!(
             s,
-            "knee: {} (highest offered rate with {rule})",
+            "knee: {} (highest offered rate with {rule}; {confirm})",
             format_rate(k)
         ),
-        None => writeln!(s, "knee: none (no step with {rule})"),
+        None => writeln!(s, "knee: none (no step with {rule}; {confirm})"),
     };
     let _ = writeln!(s, "limit: {}", limit_line(r));
     if let Some(p) = r.peak {
@@ -612,7 +610,13 @@ mod tests {
         let note = r.upgrade().expect("an older file");
         assert!(note.contains("300 Mbit/s, by loss < 0.1 % alone"), "{note}");
         assert_eq!(r.knee_bps, Some(150e6));
-        assert_eq!(r.knee_rule, Some(KneeRule::default()));
+        assert_eq!(
+            r.knee_rule,
+            Some(KneeRule {
+                confirm: 1,
+                ..KneeRule::default()
+            })
+        );
         let at = r.limited_at.clone().unwrap();
         assert_eq!(at.offered_bps, 200e6);
         assert!(at.limits.contains(&Limit::Sender));
@@ -626,7 +630,7 @@ mod tests {
         assert_eq!(again.upgrade(), None);
         assert_eq!(again.knee_bps, Some(150e6));
         let text = summary(&again);
-        assert!(text.contains("knee: 150 Mbit/s (highest offered rate with received within 5 % of offered and loss < 0.1 %)"), "{text}");
+        assert!(text.contains("knee: 150 Mbit/s (highest offered rate with received within 5 % of offered and loss < 0.1 %; each rate measured once)"), "{text}");
         assert!(
             text.contains("limit: receiver loss + sender could not keep up at 200 Mbit/s offered (sent 146 Mbit/s, received 146 Mbit/s, loss 0.168 %)"),
             "{text}"

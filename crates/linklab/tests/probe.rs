@@ -2,7 +2,8 @@
 //! service), the riscv32 firmware in QEMU (`linklab emu`), a Linux host running stock
 //! `iperf3 -s` only, a host answering ping only; the page in headless Chromium; the JSON
 //! against `schema/probe.schema.json`; a baseline run before and after a tbf halves the link;
-//! and bad input: one clear line each, the report of what was measured, bounded in time.
+//! a baseline written by schema version 1; and bad input: one clear line each, the report of
+//! what was measured, bounded in time.
 //!
 //! Addresses come from 198.18.0.0/15 inside namespaces the tests create; these need root.
 
@@ -171,7 +172,7 @@ fn two_hosts(tag: &str) -> (Netns, Netns) {
 fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
     let mut argv = prefix.to_vec();
     argv.extend_from_slice(&["iperf3", "-s", "-p", "5201"]);
-    let server = ns.spawn(&argv);
+    let server = spawn_quiet(ns, &argv);
     let up = wait_until(Duration::from_secs(5), || {
         let out = ns
             .command(&["ss", "-Hltn", "sport", "= :5201"])
@@ -181,6 +182,21 @@ fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
     });
     assert!(up, "iperf3 -s did not start");
     server
+}
+
+/// Starts `argv` in `ns` with its output discarded; killed on drop. A stock `iperf3 -s` writes
+/// a report of every test, and a pipe nobody reads fills and stops it (`Netns::spawn` pipes:
+/// such a server stopped answering at its 98th 1-second UDP test here, the baseline test's
+/// three probe runs come near that).
+fn spawn_quiet(ns: &Netns, argv: &[&str]) -> ChildGuard {
+    let child = ns
+        .command(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
+    ChildGuard(Some(child))
 }
 
 /// Every service present, every step done, every figure there and sane.
@@ -193,7 +209,8 @@ fn assert_full_run(run: &Run, duration: u64) {
     );
     let v = run.json();
     assert_eq!(v["kind"], "probe");
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
+    assert_ranges(run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
         assert_eq!(run.service(s), "present", "{s}");
     }
@@ -215,6 +232,14 @@ fn assert_full_run(run: &Run, duration: u64) {
         assert_eq!(h["status"], 200, "{h}");
         assert_eq!(h["crc_ok"], true, "{h}");
         assert_eq!(h["rate"]["unit"], "bit/s");
+        // Batches of downloads: the samples add up to the downloads made.
+        let samples = h["samples"].as_array().unwrap();
+        assert!(!samples.is_empty(), "{h}");
+        let n: u64 = samples
+            .iter()
+            .map(|x| x["downloads"].as_u64().unwrap())
+            .sum();
+        assert_eq!(n, h["downloads"].as_u64().unwrap(), "{h}");
     }
     assert_eq!(v["http"].as_array().unwrap().len(), 2);
     assert!(run.figure("http./1MB.txt") > 0.0);
@@ -223,6 +248,42 @@ fn assert_full_run(run: &Run, duration: u64) {
         "the run kept to its budget: {:?}",
         run.wall
     );
+}
+
+/// Every figure carries its range: samples between `low` and `high` (at least one each), the
+/// value inside it; round trips between their quartiles; a knee's range from its low end up
+/// past the confirmed limit (or none).
+fn assert_ranges(run: &Run) {
+    for f in run.json()["figures"].as_array().unwrap() {
+        let value = f["value"].as_f64().unwrap();
+        let low = f["low"].as_f64().unwrap_or_else(|| panic!("no low: {f}"));
+        match f["spread"].as_str() {
+            Some("samples") => {
+                let samples: Vec<f64> = f["samples"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                let high = f["high"].as_f64().unwrap();
+                assert!(!samples.is_empty(), "{f}");
+                assert!(samples.iter().all(|x| (low..=high).contains(x)), "{f}");
+                assert!(low <= value && value <= high, "{f}");
+            }
+            Some("quartiles") => {
+                let high = f["high"].as_f64().unwrap();
+                assert!(low <= value && value <= high, "{f}");
+                assert_eq!(f["unit"], "us");
+            }
+            Some("bracket") => {
+                assert!(low <= value, "{f}");
+                if let Some(high) = f["high"].as_f64() {
+                    assert!(high > value, "{f}");
+                }
+            }
+            other => panic!("spread {other:?}: {f}"),
+        }
+    }
 }
 
 /// The soft NIC answers every service: every step runs; the page renders in Chromium with
@@ -309,6 +370,7 @@ fn emulated_riscv32_firmware() {
     );
     let run = probe(&ns, "emu", "198.18.0.2", 15, &[], &[]);
     assert!(run.out.status.success(), "probe failed: {}", run.stderr());
+    assert_ranges(&run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
         assert_eq!(run.service(s), "present", "{s}");
     }
@@ -369,6 +431,37 @@ fn stock_iperf3_only_then_ping_only() {
     assert!(run.figure("icmp.rtt_p50.1472B") > 0.0);
     assert_eq!(run.json()["figures"].as_array().unwrap().len(), 3);
 
+    // A baseline written by schema version 1 (a run against `serve`, one measurement per
+    // figure) is read as one sample per figure: the ICMP figures compared, the others named
+    // as not measured, the version said; exit 0 (round trips of tens of µs either way).
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/probe_v1.json");
+    let run = probe(
+        &p,
+        "v1-baseline",
+        "198.18.40.1",
+        8,
+        &["--baseline", v1.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
+    let c = &run.json()["baseline"];
+    assert_eq!(c["baseline_schema_version"], 1);
+    let compared = c["figures"].as_array().unwrap();
+    let icmp = compared
+        .iter()
+        .find(|f| f["id"] == "icmp.rtt_p50.64B")
+        .unwrap();
+    assert!(icmp["old"].is_number() && icmp["new"].is_number(), "{icmp}");
+    assert_eq!(icmp["old_low"], icmp["old"], "one sample: {icmp}");
+    let tcp = compared
+        .iter()
+        .find(|f| f["id"] == "tcp.to_device")
+        .unwrap();
+    assert!(tcp["new"].is_null() && tcp["worse"] == false, "{tcp}");
+    assert!(run
+        .stdout()
+        .contains("the baseline is a schema version 1 document"));
+
     // On a terminal (`script` gives it one) the progress line is drawn on stderr.
     let cmd = format!(
         "{} probe 198.18.40.1 --duration 6 -o /dev/null",
@@ -385,8 +478,10 @@ fn stock_iperf3_only_then_ping_only() {
     );
 }
 
-/// Probe a link shaped at 100 Mbit/s, again (exit 0: within the tolerance), then at 50 Mbit/s
-/// with the first as baseline: exit 3 naming the TCP and knee figures.
+/// Probe a link shaped at 100 Mbit/s, again (exit 0: within the tolerance and the ranges), then
+/// at 50 Mbit/s with the first as baseline: exit 3 naming the TCP and knee figures. 30 s a
+/// run: two rounds of TCP tests, and time in each sweep to confirm the limit above its knee
+/// (a knee whose limit was not confirmed is never called worse).
 #[test]
 fn baseline_names_tcp_and_knee_when_the_link_halves() {
     let _alone = LINK.write().unwrap_or_else(|e| e.into_inner());
@@ -411,7 +506,7 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         }
     };
     shape("100mbit");
-    let first = probe(&b, "base", "198.18.41.1", 18, &[], &rt);
+    let first = probe(&b, "base", "198.18.41.1", 30, &[], &rt);
     assert!(first.out.status.success(), "{}", first.stderr());
     let base = first.html.with_file_name("baseline.json");
     std::fs::copy(first.html.with_file_name("probe.json"), &base).unwrap();
@@ -424,7 +519,7 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         );
     }
 
-    let same = probe(&b, "same", "198.18.41.1", 18, &["--baseline", base], &rt);
+    let same = probe(&b, "same", "198.18.41.1", 30, &["--baseline", base], &rt);
     assert_eq!(
         same.out.status.code(),
         Some(0),
@@ -432,9 +527,20 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         same.stderr()
     );
     assert!(same.json()["baseline"]["figures"].as_array().unwrap().len() >= 6);
+    for run in [&first, &same] {
+        assert_ranges(run);
+        for dir in ["to_device", "from_device"] {
+            let tests = run.json()["tcp"].as_array().unwrap();
+            let rounds = tests
+                .iter()
+                .filter(|t| t["direction"] == dir && t["streams"] == 1)
+                .count();
+            assert!(rounds >= 2, "{dir}: {rounds} samples");
+        }
+    }
 
     shape("50mbit");
-    let half = probe(&b, "half", "198.18.41.1", 18, &["--baseline", base], &rt);
+    let half = probe(&b, "half", "198.18.41.1", 30, &["--baseline", base], &rt);
     assert_eq!(half.out.status.code(), Some(3), "halved: {}", half.stderr());
     let line = half.stderr();
     assert_eq!(line.lines().count(), 1, "{line}");
@@ -452,6 +558,17 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         .clone();
     let worse = |id: &str| compared.iter().any(|f| f["id"] == id && f["worse"] == true);
     assert!(worse("tcp.to_device") && worse("udp.knee.from_device"));
+    // Worse beyond the ranges: every sample of the halved run below every one of the first.
+    for f in compared
+        .iter()
+        .filter(|f| f["worse"] == true && f["better"] == "higher")
+    {
+        let (old_low, new_high) = (f["old_low"].as_f64(), f["new_high"].as_f64());
+        assert!(
+            matches!((old_low, new_high), (Some(o), Some(n)) if n < o * 0.9),
+            "{f}"
+        );
+    }
     assert!(half.stdout().contains("WORSE"));
     let page = std::fs::read_to_string(&half.html).unwrap();
     assert!(
@@ -569,7 +686,10 @@ fn bad_input_is_one_clear_line_each() {
             for (file, what) in [
                 (dir.join("missing.json"), "cannot read"),
                 (not_json, "not valid JSON"),
-                (other, "schema version 99, this linklab reads version 1"),
+                (
+                    other,
+                    "schema version 99, this linklab reads versions 1 to 2",
+                ),
                 (sweep, "not a linklab probe result"),
             ] {
                 let out = Command::new(linklab_bin())

@@ -196,6 +196,48 @@ fn older_sweep_files_render_with_the_knee_recomputed() {
     );
 }
 
+/// A probe document of schema version 1 (written by linklab before every figure carried its
+/// samples: one measurement each; `tests/data/probe_v1.json`, a real run against `serve`)
+/// still renders: every figure in the summary table, no ranges, the schema version named.
+#[test]
+fn older_probe_documents_render() {
+    let dir = out_dir();
+    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/probe_v1.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&older).unwrap()).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    // It is what version 1 described (the schema kept beside the current one).
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/probe-v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&doc), "a version 1 document");
+    let figures = doc["figures"].as_array().unwrap();
+    assert!(figures.iter().all(|f| f.get("samples").is_none()));
+
+    let html = dir.join("probe-v1.html");
+    run_ok(
+        Command::new(linklab_bin())
+            .args(["report", "-o"])
+            .arg(&html)
+            .arg(&older),
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("· schema 1</p>"), "the version is named");
+    for f in figures {
+        let row = format!(r#"<tr data-figure="{}">"#, f["id"].as_str().unwrap());
+        let at = page
+            .find(&row)
+            .unwrap_or_else(|| panic!("{row} in the summary"));
+        // This run's value, then no range: one measurement.
+        let cells = &page[at..at + page[at..].find("</tr>").unwrap()];
+        assert!(
+            cells.ends_with(r#"<td>–</td><td class="l">one measurement</td>"#),
+            "{cells}"
+        );
+    }
+    assert!(page.contains("Offered-rate sweep"), "its sweeps render");
+}
+
 #[test]
 fn bad_inputs_are_one_clear_line() {
     let dir = out_dir();

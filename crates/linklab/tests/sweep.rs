@@ -1,10 +1,12 @@
 //! `linklab sweep` with our iperf3 client against stock `iperf3 -s` between namespaces, with a
 //! tbf bottleneck on the router (receiver loss) or on the sender's own interface (a sender that
-//! cannot keep up), in both directions; and its answers to bad input.
+//! cannot keep up), in both directions; a second spoilt by stopping the server, measured again
+//! before it counts; and its answers to bad input.
 
 mod common;
 
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -37,7 +39,7 @@ fn iperf_path(tag: &str) -> Path {
     // Real-time priority for the server: on a loaded machine (parallel builds) a starved
     // receiver overflows its socket buffer (UdpRcvbufErrors) long before the link is full, and
     // the sweep would find the host's knee instead of the link's.
-    let server = a.spawn(&["chrt", "-f", "20", "iperf3", "-s", "-p", "5201"]);
+    let server = spawn_quiet(&a, &["chrt", "-f", "20", "iperf3", "-s", "-p", "5201"]);
     let up = wait_until(Duration::from_secs(5), || {
         let out = a
             .command(&["ss", "-Hltn", "sport", "= :5201"])
@@ -52,6 +54,21 @@ fn iperf_path(tag: &str) -> Path {
         r,
         _server: server,
     }
+}
+
+/// Starts `argv` in `ns` with its output discarded; killed on drop. A stock `iperf3 -s` writes
+/// a report of every test, and a pipe nobody reads fills and stops it (`Netns::spawn` pipes:
+/// such a server stopped answering at its 98th 1-second UDP test here, a sweep test's four
+/// sweeps come near that).
+fn spawn_quiet(ns: &Netns, argv: &[&str]) -> ChildGuard {
+    let child = ns
+        .command(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
+    ChildGuard(Some(child))
 }
 
 /// One heavy sweep at a time: on a 2-core machine two sweeps at hundreds of Mbit/s starve each
@@ -198,6 +215,19 @@ fn check_knee(sw: &Sweep, limit_bps: f64, expected: Expect) -> (f64, bool) {
     let at = &v["limited_at"];
     assert!(at["offered_bps"].as_f64().unwrap() > knee, "{at}");
     assert!(!at["limits"].as_array().unwrap().is_empty(), "{at}");
+    // The limit above the knee was measured again and hit a limit both times.
+    assert_eq!(v["knee_rule"]["confirm"], 2);
+    assert_eq!(at["confirmed"], true, "{at}");
+    assert_eq!(at["attempts"], 2, "{at}");
+    let again = steps
+        .iter()
+        .filter(|s| s.offered == at["offered_bps"].as_f64().unwrap())
+        .count();
+    assert_eq!(again, 2, "both attempts are in the steps");
+    assert!(
+        sw.stdout.contains(" (attempt 2)"),
+        "the repeat is a row of its own"
+    );
     let limit_line = sw
         .stdout
         .lines()
@@ -330,6 +360,114 @@ fn knee_of_an_80_mbit_tbf_on_the_senders_own_interface_both_directions() {
     );
     assert!(check_knee(&fwd, 80e6, Expect::Sender).1);
     assert!(check_knee(&rev, 80e6, Expect::Sender).1);
+}
+
+/// A sweep of `rates` (2 s steps, no refinement) from `p.b`, stopping the server for 400 ms
+/// in the middle of the attempt after the row of `before` (the rate below the top one, as the
+/// row prints it): one spoilt second, as a busy host makes them. The JSON and the text.
+fn spoilt_sweep(
+    p: &Path,
+    rates: &[&str],
+    before: &str,
+    confirm: &str,
+    json: &std::path::Path,
+) -> Sweep {
+    let bin = linklab_bin();
+    let mut argv = vec![
+        "chrt",
+        "-f",
+        "10",
+        bin.to_str().unwrap(),
+        "sweep",
+        "-c",
+        "198.18.1.1",
+    ];
+    argv.extend_from_slice(rates);
+    argv.extend_from_slice(&[
+        "-t",
+        "2",
+        "--refine",
+        "0",
+        "--pause",
+        "100",
+        "--confirm",
+        confirm,
+    ]);
+    argv.extend_from_slice(&["--json", json.to_str().unwrap()]);
+    let mut child =
+        p.b.command(&argv)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let server = p._server.0.as_ref().unwrap().id() as i32;
+    let mut stdout = String::new();
+    let mut spoilt = false;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        stdout += &line;
+        stdout.push('\n');
+        // The row before the top rate's is out: its first attempt starts 100 ms later and
+        // sends for 2 s. Stop the receiving server from 0.8 to 1.2 s into it.
+        if !spoilt && line.trim_start().starts_with(before) {
+            std::thread::sleep(Duration::from_millis(900));
+            // SAFETY: kill(2) on the server this test started.
+            unsafe { libc::kill(server, libc::SIGSTOP) };
+            std::thread::sleep(Duration::from_millis(400));
+            unsafe { libc::kill(server, libc::SIGCONT) };
+            spoilt = true;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    eprintln!("{stdout}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Sweep {
+        json: serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap(),
+        stdout,
+    }
+}
+
+/// The issue 30 fault on a real path: one second spoilt at the top rate (the receiving stock
+/// server stopped for 400 ms, as a busy host stops a process) was the limit — the knee fell to
+/// the rate below. With repeats (the default), that rate is measured again, tracks, and stays
+/// the knee; with `--confirm 1` (the old rule) the spoilt second is the limit.
+#[test]
+fn one_spoilt_second_is_measured_again_not_taken_for_the_limit() {
+    let p = iperf_path("swr");
+    let dir = tempdir("sweep-spoilt");
+    let rates = ["--from", "20M", "--to", "40M", "--step", "10M"];
+    let _one = heavy();
+    let new = spoilt_sweep(&p, &rates, "30.0 Mbit/s", "2", &dir.join("new.json"));
+    let old = spoilt_sweep(&p, &rates, "30.0 Mbit/s", "1", &dir.join("old.json"));
+    for sw in [&new, &old] {
+        let first = steps(&sw.json)
+            .into_iter()
+            .find(|s| s.offered == 40e6)
+            .unwrap();
+        assert!(
+            first.limits.iter().any(|l| l == "receiver_loss"),
+            "the stopped server lost datagrams: {first:?}"
+        );
+    }
+    // Repeated: the second attempt tracked, so the top rate is the knee and no limit was
+    // reached.
+    let at_top: Vec<StepFig> = steps(&new.json)
+        .into_iter()
+        .filter(|s| s.offered == 40e6)
+        .collect();
+    assert_eq!(at_top.len(), 2, "{at_top:?}");
+    assert!(at_top[1].limits.is_empty(), "{at_top:?}");
+    assert_eq!(new.json["knee_bps"].as_f64(), Some(40e6));
+    assert!(new.json["limited_at"].is_null());
+    assert!(new.stdout.contains("limit: none reached"), "{}", new.stdout);
+    // One attempt per rate: the spoilt second is the limit.
+    assert_eq!(old.json["knee_bps"].as_f64(), Some(30e6));
+    assert_eq!(old.json["limited_at"]["offered_bps"].as_f64(), Some(40e6));
+    assert_eq!(old.json["knee_rule"]["confirm"], 1);
 }
 
 #[test]

@@ -21,6 +21,14 @@ use crate::rtt::Transport;
 /// How long a TCP connect, or an answer, may take.
 pub const ANSWER: Duration = Duration::from_millis(1500);
 
+/// Echo requests (ICMP, UDP echo) discovery sends before it calls the service absent.
+const ECHO_TRIES: u32 = 3;
+
+/// How long it waits for the answer to each: three within [`ANSWER`], so that a busy host's
+/// late reply still counts (at 300 ms each, one test run beside two CPU hogs saw a host on a
+/// veth named absent).
+const ECHO_WAIT: Duration = Duration::from_millis(500);
+
 /// The ports discovery asks.
 pub struct Ports {
     /// iperf3 control port.
@@ -57,10 +65,10 @@ fn service(name: &str, port: Option<u16>, state: ServiceState, detail: String) -
     }
 }
 
-/// ICMP echo: three requests, 300 ms apart.
+/// ICMP echo: three requests, 500 ms apart.
 fn icmp(peer: SocketAddr) -> Service {
     let answer = Connection::open(peer, Transport::Icmp, ANSWER)
-        .and_then(|mut c| c.check_echo(Instant::now(), 3, Duration::from_millis(300)));
+        .and_then(|mut c| c.check_echo(Instant::now(), ECHO_TRIES, ECHO_WAIT));
     match answer {
         Ok(()) => service(
             "icmp",
@@ -137,7 +145,7 @@ fn web(host: &str, peer: SocketAddr) -> Service {
 fn echo(peer: SocketAddr, transport: Transport) -> Service {
     let (name, tries, wait) = match transport {
         Transport::Tcp => ("echo-tcp", 1, ANSWER),
-        _ => ("echo-udp", 3, Duration::from_millis(300)),
+        _ => ("echo-udp", ECHO_TRIES, ECHO_WAIT),
     };
     let port = Some(peer.port());
     let mut conn = match Connection::open(peer, transport, ANSWER) {

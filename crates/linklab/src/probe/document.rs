@@ -5,14 +5,22 @@
 //! the embedded `sweep` and `rtt` results are the documents of those subcommands, whose field
 //! names end in their unit (`_bps`, `_us`, `_ms`, `_pct`), so `linklab report` renders them
 //! with the same sections.
+//!
+//! Version 2 measures every figure several times: each headline figure carries its range
+//! (`low`, `high`) and its samples, the TCP tests are listed round by round, each HTTP path's
+//! samples are batches of downloads, and the sweeps keep every attempt at a rate. Version 1
+//! documents (one measurement per figure) still deserialize: the new fields default to none.
 
 use serde::{Deserialize, Serialize};
 
 use crate::rtt::RttReport;
 use crate::sweep::SweepReport;
 
-/// The version of this document's schema; a baseline of another version is refused.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of this document's schema.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest version `linklab report` and `--baseline` read (its figures are one sample each).
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 /// A number and its unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -138,6 +146,23 @@ pub enum Better {
     Lower,
 }
 
+/// How a figure's range was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpreadKind {
+    /// From its samples (TCP tests, HTTP batches): `low` and `high` are the smallest and
+    /// largest; the value is their median.
+    Samples,
+    /// A round-trip median over its probes: `low` and `high` are their first and third
+    /// quartiles (the middle half of the probes).
+    Quartiles,
+    /// A knee's range: `low` is the knee, or lower when an attempt at or below it hit a limit
+    /// (the sweep saw the link fail down to there); `high` the most the link delivered at or
+    /// above the limit a repeat confirmed (what it carried, loss or not), none when no limit
+    /// was confirmed (the knee is then a lower bound).
+    Bracket,
+}
+
 /// A headline figure.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Figure {
@@ -151,49 +176,160 @@ pub struct Figure {
     pub unit: String,
     /// Which way is better.
     pub better: Better,
+    /// How `low` and `high` were found (`None` in version 1 documents: one measurement).
+    #[serde(default)]
+    pub spread: Option<SpreadKind>,
+    /// The lowest the figure was seen (a knee: see [`SpreadKind::Bracket`]).
+    #[serde(default)]
+    pub low: Option<f64>,
+    /// The highest (a knee: `None` when no limit above it was confirmed).
+    #[serde(default)]
+    pub high: Option<f64>,
+    /// The samples, in the order measured (none for round trips and knees: their probes and
+    /// attempts are in their rtt and sweep documents).
+    #[serde(default)]
+    pub samples: Vec<f64>,
 }
 
 impl Figure {
-    /// A figure in bit/s (throughput: higher is better).
-    pub fn rate(id: String, label: String, bps: f64) -> Figure {
+    /// A figure measured as `samples`: `value` (their median) between their smallest and
+    /// largest.
+    pub fn sampled(id: String, label: String, unit: &str, value: f64, samples: Vec<f64>) -> Figure {
+        let low = samples.iter().copied().reduce(f64::min).unwrap_or(value);
+        let high = samples.iter().copied().reduce(f64::max).unwrap_or(value);
         Figure {
             id,
             label,
-            value: bps,
-            unit: "bit/s".into(),
-            better: Better::Higher,
+            value,
+            unit: unit.into(),
+            better: if unit == "us" {
+                Better::Lower
+            } else {
+                Better::Higher
+            },
+            spread: Some(SpreadKind::Samples),
+            low: Some(low),
+            high: Some(high),
+            samples,
         }
     }
 
-    /// A round-trip time in µs (lower is better).
-    pub fn round_trip(id: String, label: String, us: f64) -> Figure {
+    /// A round-trip median in µs between its first and third quartiles.
+    pub fn quartiles(id: String, label: String, p50_us: f64, p25_us: f64, p75_us: f64) -> Figure {
         Figure {
             id,
             label,
-            value: us,
+            value: p50_us,
             unit: "us".into(),
             better: Better::Lower,
+            spread: Some(SpreadKind::Quartiles),
+            low: Some(p25_us.min(p50_us)),
+            high: Some(p75_us.max(p50_us)),
+            samples: Vec::new(),
+        }
+    }
+
+    /// A knee in bit/s: the highest rate that tracked (0: none did), in its range from `low`
+    /// up to `high` (`None`: unbounded; see [`SpreadKind::Bracket`]).
+    pub fn knee(id: String, label: String, knee_bps: f64, low: f64, high: Option<f64>) -> Figure {
+        Figure {
+            id,
+            label,
+            value: knee_bps,
+            unit: "bit/s".into(),
+            better: Better::Higher,
+            spread: Some(SpreadKind::Bracket),
+            low: Some(low.min(knee_bps)),
+            high: high.map(|h| h.max(knee_bps)),
+            samples: Vec::new(),
+        }
+    }
+
+    /// Where the range comes from, for people: `4 samples`, `quartiles of the probes`, `knee
+    /// range`, or `one measurement` (a version 1 figure).
+    pub fn spread_words(&self) -> String {
+        match self.spread {
+            None => "one measurement".into(),
+            Some(SpreadKind::Samples) if self.samples.len() == 1 => "1 sample".into(),
+            Some(SpreadKind::Samples) => format!("{} samples", self.samples.len()),
+            Some(SpreadKind::Quartiles) => "quartiles of the probes".into(),
+            Some(SpreadKind::Bracket) => "knee range".into(),
+        }
+    }
+
+    /// The range the figure lies in, `(low, high)`; `high` is `None` when unbounded (a knee
+    /// with no confirmed limit above it). A version 1 figure is its one measurement.
+    pub fn range(&self) -> (f64, Option<f64>) {
+        match self.spread {
+            None => (self.value, Some(self.value)),
+            Some(_) => (self.low.unwrap_or(self.value), self.high),
         }
     }
 }
 
-/// One HTTP download.
+/// A figure's range for people, in Mbit/s or µs to three significant digits: `640–790
+/// Mbit/s`, one value when both ends read the same, `≥ 239 Mbit/s` when unbounded above.
+pub fn range_text(low: f64, high: Option<f64>, unit: &str) -> String {
+    let (scale, unit) = if unit == "bit/s" {
+        (1e-6, "Mbit/s")
+    } else {
+        (1.0, "µs")
+    };
+    let bare = |v: f64| {
+        let v = v * scale;
+        match v.abs() {
+            a if a >= 100.0 => format!("{v:.0}"),
+            a if a >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        }
+    };
+    match high.map(bare) {
+        Some(h) if h == bare(low) => format!("{h} {unit}"),
+        Some(h) => format!("{}–{h} {unit}", bare(low)),
+        None => format!("≥ {} {unit}", bare(low)),
+    }
+}
+
+/// The downloads of one HTTP path.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HttpDownload {
     /// The path requested.
     pub path: String,
-    /// The response status.
+    /// The response status (of the first download).
     pub status: u16,
-    /// Body bytes received.
+    /// Body bytes of one download.
     pub body: Quantity,
-    /// Request sent to last byte.
+    /// Downloads made (1 in version 1 documents).
+    #[serde(default = "one")]
+    pub downloads: u32,
+    /// Request sent to last byte, added over every download.
     pub time: Quantity,
-    /// Body bits over that time.
+    /// The median of the samples' rates (version 1: the one download's body bits over its
+    /// time).
     pub rate: Quantity,
-    /// False when the time budget cut it short.
+    /// Each sample: back-to-back downloads covering at least a set time, their body bits over
+    /// their added times (none in version 1 documents).
+    #[serde(default)]
+    pub samples: Vec<HttpSample>,
+    /// False when the time budget cut the last download short.
     pub complete: bool,
-    /// For linklab's bench files downloaded whole: whether the CRC32 is right.
+    /// For linklab's bench files downloaded whole: whether every CRC32 was right.
     pub crc_ok: Option<bool>,
+}
+
+/// One sample of an HTTP path: a batch of back-to-back downloads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HttpSample {
+    /// Downloads in the batch.
+    pub downloads: u32,
+    /// Their request-to-last-byte times, added.
+    pub time: Quantity,
+    /// Their body bits over that time.
+    pub rate: Quantity,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One iperf3 TCP test.
@@ -203,6 +339,11 @@ pub struct TcpTest {
     pub direction: String,
     /// Parallel streams (iperf3 -P).
     pub streams: u32,
+    /// The round it ran in, from 1: each round runs every test once, so a busy moment of the
+    /// host spoils one sample of each figure rather than every sample of one (1 in version 1
+    /// documents).
+    #[serde(default = "one")]
+    pub round: u32,
     /// Test length.
     pub time: Quantity,
     /// What the sender sent.
@@ -220,6 +361,9 @@ pub struct Comparison {
     pub file: String,
     /// When the baseline was measured, Unix seconds.
     pub baseline_started_unix_s: u64,
+    /// The baseline's schema version (1: each of its figures is one measurement).
+    #[serde(default = "one")]
+    pub baseline_schema_version: u32,
     /// `--tolerance`, percent.
     pub tolerance_pct: f64,
     /// Round-trip medians must also be worse by more than this to count, milliseconds.
@@ -243,9 +387,21 @@ pub struct Compared {
     pub old: Option<f64>,
     /// This run's value (`None`: not measured this time).
     pub new: Option<f64>,
+    /// The baseline's range: lowest seen (version 1 comparisons: none).
+    #[serde(default)]
+    pub old_low: Option<f64>,
+    /// The baseline's range: highest seen (`None`: unbounded, a knee with no confirmed limit).
+    #[serde(default)]
+    pub old_high: Option<f64>,
+    /// This run's range: lowest seen.
+    #[serde(default)]
+    pub new_low: Option<f64>,
+    /// This run's range: highest seen (`None`: unbounded).
+    #[serde(default)]
+    pub new_high: Option<f64>,
     /// `(new - old) / old`, percent.
     pub change_pct: Option<f64>,
-    /// Worse than the baseline by more than the tolerance.
+    /// Worse than the baseline beyond the tolerance and both runs' ranges.
     pub worse: bool,
 }
 
@@ -270,5 +426,35 @@ impl ProbeReport {
             ("echo_udp", self.echo_udp.as_ref()),
             ("echo_tcp", self.echo_tcp.as_ref()),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_in_words() {
+        assert_eq!(range_text(640e6, Some(790e6), "bit/s"), "640–790 Mbit/s");
+        assert_eq!(range_text(48.91e6, Some(48.94e6), "bit/s"), "48.9 Mbit/s");
+        assert_eq!(range_text(239e6, None, "bit/s"), "≥ 239 Mbit/s");
+        assert_eq!(range_text(0.35e6, Some(1.8e6), "bit/s"), "0.35–1.80 Mbit/s");
+        assert_eq!(range_text(57.6, Some(72.9), "us"), "57.6–72.9 µs");
+    }
+
+    /// A version 1 figure is its one measurement; a knee with no confirmed limit is unbounded.
+    #[test]
+    fn ranges_of_figures() {
+        let mut v1 = Figure::sampled("x".into(), "x".into(), "bit/s", 5.0, vec![4.0, 6.0]);
+        assert_eq!(v1.range(), (4.0, Some(6.0)));
+        assert_eq!(v1.spread_words(), "2 samples");
+        v1.spread = None;
+        assert_eq!(v1.range(), (5.0, Some(5.0)));
+        assert_eq!(v1.spread_words(), "one measurement");
+        let knee = Figure::knee("k".into(), "k".into(), 90.0, 95.0, None);
+        assert_eq!(knee.range(), (90.0, None), "low is never above the knee");
+        let rtt = Figure::quartiles("r".into(), "r".into(), 50.0, 40.0, 70.0);
+        assert_eq!(rtt.range(), (40.0, Some(70.0)));
+        assert_eq!(rtt.better, Better::Lower);
     }
 }

@@ -1,15 +1,18 @@
 //! The measurement steps, each a call into the subcommands' library functions (`rtt::measure`,
-//! `sweep::measure`, `sweep::step::run_test`) or the HTTP adapter, sized to the time it is given.
+//! `sweep::measure`, `sweep::step::run_test`) or the HTTP adapter, sized to the time it is
+//! given. Every figure is made of several samples: hundreds of round-trip probes per size, TCP
+//! tests in rounds, HTTP paths in batches of downloads, and the sweeps measure a limit again
+//! before it counts.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::{Params, Protocol};
 
-use super::document::{HttpDownload, Quantity, TcpTest};
-use super::http;
+use super::document::{Figure, HttpDownload, HttpSample, Quantity, TcpTest};
+use super::{figures, http};
 use crate::rtt::{self, RttReport, Transport};
-use crate::sweep::analysis::{KneeRule, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
+use crate::sweep::analysis::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
 use crate::sweep::{self, step::StepConfig, SweepReport};
 
 /// Spacing of the round-trip probes: 500 per second (5.9 Mbit/s at 1472 B, which any device
@@ -22,30 +25,45 @@ const RTT_DRAIN: Duration = Duration::from_millis(250);
 const RTT_OVERHEAD: Duration = Duration::from_millis(100);
 /// What an iperf3 test costs besides its seconds: connecting, setup, results exchange.
 const IPERF_OVERHEAD: Duration = Duration::from_millis(1000);
+/// What a TCP test costs besides its seconds when planning rounds: its setup, the results
+/// exchange and the pause before it.
+const TCP_TEST_OVERHEAD: Duration = Duration::from_millis(400);
+/// Rounds of the four TCP tests, at most (each test a sample of its figure).
+const TCP_ROUNDS: u32 = 5;
 /// A test fails when the server says nothing for this long beyond its seconds.
 const IPERF_STALL: Duration = Duration::from_secs(3);
 /// Pause between sweep steps.
 const SWEEP_PAUSE: Duration = Duration::from_millis(200);
 /// Pause between two iperf3 tests (a stock server closes and reopens its listener).
 const IPERF_PAUSE: Duration = Duration::from_millis(300);
+/// An HTTP sample covers at least this much download time: back-to-back downloads of a small
+/// path until their added times reach it (one download of a few hundred microseconds is the
+/// host's scheduling as much as the device).
+const HTTP_SAMPLE_TIME: Duration = Duration::from_millis(200);
+/// Samples per HTTP path, at most.
+const HTTP_SAMPLES: usize = 5;
 
-/// The outcome of a step: what it measured, and the error that ended it, if any.
+/// The outcome of a step: what it measured, its figures, and the error that ended it, if any.
 pub struct Outcome<T> {
     /// What was measured (all of it when `error` is `None`).
     pub value: T,
+    /// The headline figures of what was measured.
+    pub figures: Vec<Figure>,
     /// Why it stopped early.
     pub error: Option<anyhow::Error>,
     /// What it did, for the step record.
     pub detail: String,
 }
 
-/// Round trips over `transport` for each of `sizes`, as many probes per size as `time` allows.
+/// Round trips over `transport` for each of `sizes`, as many probes per size as `time` allows;
+/// `kind` names the figures (`icmp`, `echo_udp`, `echo_tcp`).
 pub fn round_trips(
     host: &str,
     peer: SocketAddr,
     transport: Transport,
     sizes: &[usize],
     time: Duration,
+    kind: &str,
 ) -> Outcome<Option<RttReport>> {
     let per_size = time / sizes.len().max(1) as u32;
     let probes = per_size.saturating_sub(RTT_OVERHEAD).as_secs_f64() / RTT_INTERVAL.as_secs_f64();
@@ -66,14 +84,21 @@ pub fn round_trips(
         RTT_INTERVAL.as_millis()
     );
     let value = (!report.sizes.is_empty()).then_some(report);
+    let figures = value
+        .as_ref()
+        .map_or_else(Vec::new, |r| figures::round_trips(kind, r));
     Outcome {
         value,
+        figures,
         error,
         detail,
     }
 }
 
-/// Downloads each path, sharing `time` between them.
+/// Downloads each path in samples, sharing `time` between the paths: each sample is
+/// back-to-back downloads until their added times reach [`HTTP_SAMPLE_TIME`], up to
+/// [`HTTP_SAMPLES`] samples; a download starts only when the last one would still end in
+/// the path's share (the first always runs, for at least 1 s).
 pub fn downloads(
     host: &str,
     peer: SocketAddr,
@@ -85,39 +110,101 @@ pub fn downloads(
     for (i, path) in paths.iter().enumerate() {
         let left = end.saturating_duration_since(Instant::now());
         let share = (left / (paths.len() - i) as u32).max(Duration::from_secs(1));
-        match http::fetch(peer, host, path, share) {
-            Ok(f) => out.push(HttpDownload {
-                path: path.clone(),
-                status: f.status,
-                body: Quantity::new(f.body_bytes as f64, "bytes"),
-                time: Quantity::new(f.seconds, "s"),
-                rate: Quantity::new(
-                    if f.seconds > 0.0 {
-                        f.body_bytes as f64 * 8.0 / f.seconds
-                    } else {
-                        0.0
-                    },
-                    "bit/s",
-                ),
-                complete: f.complete,
-                crc_ok: f.crc_ok,
-            }),
+        match sample_path(host, peer, path, share) {
+            Ok(d) => out.push(d),
             Err(error) => {
                 let detail = format!("{} of {} paths", out.len(), paths.len());
+                let figures = figures::http(&out);
                 return Outcome {
                     value: out,
+                    figures,
                     error: Some(error.context(format!("HTTP at {peer}"))),
                     detail,
                 };
             }
         }
     }
-    let detail = format!("{} paths", out.len());
+    let detail = out
+        .iter()
+        .map(|d| format!("{} {} × {}", d.path, d.samples.len(), d.downloads))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let detail = format!("{} paths (samples × downloads: {detail})", out.len());
     Outcome {
+        figures: figures::http(&out),
         value: out,
         error: None,
         detail,
     }
+}
+
+/// The samples of one path within `share`.
+fn sample_path(
+    host: &str,
+    peer: SocketAddr,
+    path: &str,
+    share: Duration,
+) -> anyhow::Result<HttpDownload> {
+    let end = Instant::now() + share;
+    let mut samples: Vec<HttpSample> = Vec::new();
+    let (mut status, mut body, mut complete) = (0, 0, true);
+    let mut crc: Option<bool> = None;
+    let mut last = Duration::ZERO;
+    'samples: while samples.len() < HTTP_SAMPLES {
+        let (mut n, mut seconds, mut bytes) = (0u32, 0.0, 0u64);
+        while seconds < HTTP_SAMPLE_TIME.as_secs_f64() {
+            let first = samples.is_empty() && n == 0;
+            let left = end.saturating_duration_since(Instant::now());
+            if !first && left < last.max(Duration::from_millis(1)) {
+                break;
+            }
+            let began = Instant::now();
+            let f = http::fetch(peer, host, path, left.max(Duration::from_secs(1)))?;
+            last = began.elapsed();
+            if first {
+                (status, body) = (f.status, f.body_bytes);
+            }
+            crc = match (crc, f.crc_ok) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (_, Some(true)) => Some(true),
+                (c, None) => c,
+            };
+            n += 1;
+            seconds += f.seconds;
+            bytes += f.body_bytes;
+            if !f.complete {
+                complete = false;
+                break;
+            }
+        }
+        if n > 0 {
+            let rate = if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            };
+            samples.push(HttpSample {
+                downloads: n,
+                time: Quantity::new(seconds, "s"),
+                rate: Quantity::new(rate, "bit/s"),
+            });
+        }
+        if !complete || seconds < HTTP_SAMPLE_TIME.as_secs_f64() {
+            break 'samples;
+        }
+    }
+    let rates: Vec<f64> = samples.iter().map(|s| s.rate.value).collect();
+    Ok(HttpDownload {
+        path: path.into(),
+        status,
+        body: Quantity::new(body as f64, "bytes"),
+        downloads: samples.iter().map(|s| s.downloads).sum(),
+        time: Quantity::new(samples.iter().map(|s| s.time.value).sum(), "s"),
+        rate: Quantity::new(figures::median(&rates), "bit/s"),
+        samples,
+        complete,
+        crc_ok: crc,
+    })
 }
 
 /// The iperf3 server both TCP tests and sweeps use.
@@ -133,91 +220,106 @@ pub fn iperf_config(host: &str, port: u16, seconds: u32, reverse: bool, tcp: boo
     }
 }
 
-/// iperf3 TCP to and from the device, then with two streams each way, as `time` allows (the
-/// single-stream tests first: they are the figures that matter most).
+/// The TCP tests in rounds: how many rounds of the four tests and how long each test, for
+/// `time`. As many rounds as fit with 1-second tests, up to [`TCP_ROUNDS`]; longer tests only
+/// when even that many rounds leave time over.
+pub fn tcp_plan(time: Duration) -> (u32, u32) {
+    let round = |seconds: u32| (Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD) * 4;
+    let rounds = (time.as_secs_f64() / round(1).as_secs_f64()).floor() as u32;
+    let rounds = rounds.clamp(1, TCP_ROUNDS);
+    let per_test = time.as_secs_f64() / f64::from(rounds * 4) - TCP_TEST_OVERHEAD.as_secs_f64();
+    (rounds, (per_test.floor() as u32).max(1))
+}
+
+/// iperf3 TCP to and from the device, then with two streams each way, in rounds as `time`
+/// allows (each round runs the four once: a busy moment spoils one sample of each figure,
+/// not every sample of one). The first round's single-stream tests always run.
 pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>> {
     let end = Instant::now() + time;
-    let seconds = ((time / 4)
-        .saturating_sub(IPERF_OVERHEAD)
-        .as_secs_f64()
-        .floor() as u32)
-        .max(1);
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
-    for (reverse, streams) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
-        let direction = if reverse { "from_device" } else { "to_device" };
-        let cost = Duration::from_secs(u64::from(seconds)) + IPERF_OVERHEAD;
-        // The first two always run (a second of grace), the two-stream ones only in time.
-        let grace = if streams == 1 {
-            Duration::from_secs(1)
-        } else {
-            Duration::ZERO
-        };
-        if !out.is_empty() && Instant::now() + cost > end + grace {
-            skipped.push(format!("{direction} -P {streams}"));
-            continue;
+    let (rounds, seconds) = tcp_plan(time);
+    let mut out: Vec<TcpTest> = Vec::new();
+    let mut skipped = 0;
+    let fail = |out: Vec<TcpTest>, error: anyhow::Error| {
+        let figures = figures::tcp(&out);
+        Outcome {
+            value: out,
+            figures,
+            error: Some(error),
+            detail: format!("{seconds} s per test"),
         }
-        let cfg = iperf_config(host, port, seconds, reverse, true);
-        let params = Params {
-            protocol: Protocol::Tcp,
-            duration_s: seconds,
-            reverse,
-            parallel: streams,
-            len: 0,
-            ..Params::default()
-        };
-        // A stock server closes its listener for a moment between tests, and discovery's
-        // handshake may still be on its mind: pause, and retry a refusal twice.
-        if !out.is_empty() {
-            std::thread::sleep(IPERF_PAUSE);
-        }
-        let mut result = sweep::step::run_test(&cfg, params);
-        for _ in 0..2 {
-            match &result {
-                Err(e) if sweep::step::is_resetting(e) => {
-                    std::thread::sleep(Duration::from_millis(500));
-                    result = sweep::step::run_test(&cfg, params);
-                }
-                _ => break,
-            }
-        }
-        let report = match result {
-            Ok(r) => r,
-            Err(error) => {
-                return Outcome {
-                    value: out,
-                    error: Some(error),
-                    detail: format!("{seconds} s per test"),
-                }
-            }
-        };
-        let Some(d) = (if reverse {
-            report.reverse
-        } else {
-            report.forward
-        }) else {
-            return Outcome {
-                value: out,
-                error: Some(anyhow::anyhow!(
-                    "iperf3 server {host}:{port}: the TCP test reported no data for its direction"
-                )),
-                detail: String::new(),
+    };
+    for round in 1..=rounds {
+        for (reverse, streams) in [(false, 1), (true, 1), (false, 2), (true, 2)] {
+            let direction = if reverse { "from_device" } else { "to_device" };
+            let cost = Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD;
+            // The first round's single-stream tests always run (a second of grace).
+            let grace = if round == 1 && streams == 1 {
+                Duration::from_secs(1)
+            } else {
+                Duration::ZERO
             };
-        };
-        out.push(TcpTest {
-            direction: direction.into(),
-            streams: u32::from(streams),
-            time: Quantity::new(d.seconds, "s"),
-            sent: Quantity::new(d.bits_per_second_sent, "bit/s"),
-            received: Quantity::new(d.bits_per_second_received, "bit/s"),
-            retransmits: d.retransmits,
-        });
+            if !out.is_empty() && Instant::now() + cost > end + grace {
+                skipped += 1;
+                continue;
+            }
+            let cfg = iperf_config(host, port, seconds, reverse, true);
+            let params = Params {
+                protocol: Protocol::Tcp,
+                duration_s: seconds,
+                reverse,
+                parallel: streams,
+                len: 0,
+                ..Params::default()
+            };
+            // A stock server closes its listener for a moment between tests, and discovery's
+            // handshake may still be on its mind (with no step between them, the first test
+            // once met a control connection the server closed at once): pause before every
+            // test, and retry a refusal twice.
+            std::thread::sleep(IPERF_PAUSE);
+            let mut result = sweep::step::run_test(&cfg, params);
+            for _ in 0..2 {
+                match &result {
+                    Err(e) if sweep::step::is_resetting(e) => {
+                        std::thread::sleep(Duration::from_millis(500));
+                        result = sweep::step::run_test(&cfg, params);
+                    }
+                    _ => break,
+                }
+            }
+            let report = match result {
+                Ok(r) => r,
+                Err(error) => return fail(out, error),
+            };
+            let Some(d) = (if reverse {
+                report.reverse
+            } else {
+                report.forward
+            }) else {
+                return fail(
+                    out,
+                    anyhow::anyhow!(
+                        "iperf3 server {host}:{port}: the TCP test reported no data for its direction"
+                    ),
+                );
+            };
+            out.push(TcpTest {
+                direction: direction.into(),
+                streams: u32::from(streams),
+                round,
+                time: Quantity::new(d.seconds, "s"),
+                sent: Quantity::new(d.bits_per_second_sent, "bit/s"),
+                received: Quantity::new(d.bits_per_second_received, "bit/s"),
+                retransmits: d.retransmits,
+            });
+        }
     }
-    let mut detail = format!("{} tests of {seconds} s", out.len());
-    if !skipped.is_empty() {
-        detail += &format!(" ({} skipped: out of time)", skipped.join(", "));
+    let ran = out.iter().map(|t| t.round).max().unwrap_or(0);
+    let mut detail = format!("{} tests of {seconds} s in {ran} rounds", out.len());
+    if skipped > 0 {
+        detail += &format!(" ({skipped} skipped: out of time)");
     }
     Outcome {
+        figures: figures::tcp(&out),
         value: out,
         error: None,
         detail,
@@ -225,9 +327,10 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
 }
 
 /// A UDP sweep one way, its coarse rates around `anchor_bps` (the TCP rate that way: UDP
-/// usually tracks at least that far), as many 1-second steps as `time` allows, stopping once
-/// two steps in a row hit a limit, halving the rate while no step tracked (a device whose
-/// UDP path is slower than its TCP one), then bisecting toward the knee.
+/// usually tracks about that far), as many 1-second steps as `time` allows: it climbs from
+/// just under the TCP rate until a limit is confirmed by a repeat (`sweep::analysis`); while
+/// no rate tracked it goes down, to just under what the link received and at least by half;
+/// then it bisects toward the knee.
 pub fn sweep_one_way(
     host: &str,
     port: u16,
@@ -237,12 +340,12 @@ pub fn sweep_one_way(
 ) -> Outcome<Option<SweepReport>> {
     let per_step = Duration::from_secs(1) + SWEEP_PAUSE + IPERF_OVERHEAD;
     let n = (time.as_secs_f64() / per_step.as_secs_f64()) as usize;
-    let multipliers: &[f64] = if n >= 8 {
-        &[0.5, 0.75, 1.0, 1.25, 1.5, 2.0]
-    } else if n >= 5 {
-        &[0.75, 1.0, 1.25, 1.5]
+    // At the TCP rate itself a link-bound UDP stream is at its limit to within the headers:
+    // the climb starts just below it (a slower UDP path is found by going down from there).
+    let multipliers: &[f64] = if n >= 4 {
+        &[0.9, 1.1, 1.5, 2.0]
     } else {
-        &[1.0, 1.3]
+        &[0.9, 1.2]
     };
     let rates: Vec<f64> = match anchor_bps.filter(|r| *r > 0.0) {
         Some(a) => multipliers
@@ -257,21 +360,29 @@ pub fn sweep_one_way(
         rule: KneeRule {
             loss_pct: KNEE_LOSS_PCT,
             tolerance_pct: DEFAULT_TOLERANCE_PCT,
+            confirm: DEFAULT_CONFIRM,
         },
         rates,
         refine: 3,
         pause: SWEEP_PAUSE,
-        stop_after_limited: Some(2),
+        climb: true,
         search_down: Some(0.5),
         server_was_ours: true,
         deadline: Some(Instant::now() + time + Duration::from_millis(500)),
     };
     std::thread::sleep(IPERF_PAUSE);
     let sweep::Measured { report, error } = sweep::measure(&plan, &mut NoWatch);
-    let detail = format!("{} steps of 1 s", report.steps.len());
+    let repeats = report.steps.iter().filter(|s| s.attempt > 1).count();
+    let detail = format!(
+        "{} steps of 1 s ({repeats} of them repeats of a limit)",
+        report.steps.len()
+    );
     let value = (!report.steps.is_empty()).then_some(report);
+    let direction = if reverse { "from_device" } else { "to_device" };
+    let figures = value.iter().map(|s| figures::knee(direction, s)).collect();
     Outcome {
         value,
+        figures,
         error,
         detail,
     }
@@ -281,3 +392,19 @@ pub fn sweep_one_way(
 struct NoWatch;
 
 impl sweep::Observer for NoWatch {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_rounds_fit_the_time() {
+        // 4 tests of 1 s + 0.4 s each make a 5.6 s round.
+        assert_eq!(tcp_plan(Duration::from_secs(4)), (1, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(12)), (2, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(23)), (4, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(28)), (5, 1));
+        // Beyond five rounds, longer tests.
+        assert_eq!(tcp_plan(Duration::from_secs(60)), (5, 2));
+    }
+}

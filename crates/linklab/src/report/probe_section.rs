@@ -1,6 +1,7 @@
 //! The report of a `linklab probe` run: a summary first — each way's throughput, the knees,
 //! the round-trip percentiles, what was absent or failed, and with a baseline the old figure
-//! beside the new one — then the charts: throughput and round-trip medians (old beside new),
+//! beside the new one, each with the range its samples (a knee: its bracket) spanned — then
+//! the charts: throughput and round-trip medians (old beside new, every sample drawn as a dot),
 //! and the sweep, rtt, HTTP and TCP sections of what was measured.
 
 use std::fmt::Write as _;
@@ -8,7 +9,7 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use super::{rtt_section, sweep_section};
-use crate::probe::document::{Better, Compared, ProbeReport, ServiceState, StepState};
+use crate::probe::document::{range_text, Better, Compared, ProbeReport, ServiceState, StepState};
 use crate::sweep::analysis::describe_all;
 use crate::values::format_rate;
 
@@ -20,6 +21,14 @@ fn show(v: f64, unit: &str) -> String {
         "bit/s" => format_rate(v),
         "us" => format!("{} µs", num(v)),
         _ => format!("{} {unit}", num(v)),
+    }
+}
+
+/// A range for people (`–` for a figure without one: a version 1 document).
+fn show_range(low: Option<f64>, high: Option<f64>, unit: &str, spread: bool) -> String {
+    match low.filter(|_| spread) {
+        Some(low) => range_text(low, high, unit),
+        None => "–".into(),
     }
 }
 
@@ -37,6 +46,10 @@ fn rows(r: &ProbeReport) -> Vec<Compared> {
                 better: f.better,
                 old: None,
                 new: Some(f.value),
+                old_low: None,
+                old_high: None,
+                new_low: f.spread.map(|_| f.range().0),
+                new_high: f.spread.and_then(|_| f.range().1),
                 change_pct: None,
                 worse: false,
             })
@@ -82,7 +95,16 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     s.push_str(r#"<div class="facts">"#);
     for f in &r.figures {
         if f.id.starts_with("tcp.") && !f.id.contains(".p") || f.id.starts_with("udp.knee.") {
-            fact(&mut s, "", &show(f.value, &f.unit), &f.label);
+            let (low, high) = f.range();
+            let what = match f.spread {
+                Some(_) => format!(
+                    "{} ({})",
+                    f.label,
+                    show_range(Some(low), high, &f.unit, true)
+                ),
+                None => f.label.clone(),
+            };
+            fact(&mut s, "", &show(f.value, &f.unit), &what);
         }
     }
     let present = r
@@ -102,7 +124,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             &mut s,
             if worse == 0 { "good" } else { "bad" },
             &format!("{worse} worse"),
-            &format!("than the baseline (tolerance {} %)", num(c.tolerance_pct)),
+            &format!(
+                "than the baseline (apart by more than {} % and both ranges' widths)",
+                num(c.tolerance_pct)
+            ),
         );
     }
     s.push_str("</div>");
@@ -118,11 +143,16 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     // The summary table.
     s.push_str(r#"<h3>Summary</h3><div class="tablewrap"><table class="summary"><tr><th class="l">figure</th>"#);
     if r.baseline.is_some() {
-        s.push_str("<th>baseline</th><th>this run</th><th>change</th><th class=\"l\">verdict</th>");
+        s.push_str("<th>baseline</th><th>its range</th><th>this run</th><th>its range</th><th>change</th><th class=\"l\">verdict</th>");
     } else {
-        s.push_str("<th>this run</th>");
+        s.push_str("<th>this run</th><th>range</th><th class=\"l\">from</th>");
     }
     s.push_str("</tr>");
+    // Version 1 baselines carry no ranges: their figures are one measurement each.
+    let old_spread = r
+        .baseline
+        .as_ref()
+        .is_some_and(|c| c.baseline_schema_version > 1);
     for row in &rows {
         let opt = |v: Option<f64>| v.map_or("–".into(), |v| show(v, &row.unit));
         let _ = write!(
@@ -144,13 +174,29 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             let cls = if row.worse { "warn" } else { "ok" };
             let _ = write!(
                 s,
-                r#"<td>{}</td><td>{}</td><td class="{cls}">{}</td><td class="l {cls}">{verdict}</td>"#,
+                r#"<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{cls}">{}</td><td class="l {cls}">{verdict}</td>"#,
                 opt(row.old),
+                show_range(
+                    row.old_low,
+                    row.old_high,
+                    &row.unit,
+                    old_spread && row.old.is_some()
+                ),
                 opt(row.new),
+                show_range(row.new_low, row.new_high, &row.unit, row.new.is_some()),
                 row.change_pct.map_or("–".into(), |p| format!("{p:+.1} %"))
             );
         } else {
-            let _ = write!(s, "<td>{}</td>", opt(row.new));
+            let from = r
+                .figure(&row.id)
+                .map_or(String::new(), |f| f.spread_words());
+            let _ = write!(
+                s,
+                r#"<td>{}</td><td>{}</td><td class="l">{}</td>"#,
+                opt(row.new),
+                show_range(row.new_low, row.new_high, &row.unit, true),
+                esc(&from)
+            );
         }
         s.push_str("</tr>");
     }
@@ -158,13 +204,22 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     if let Some(c) = &r.baseline {
         let _ = write!(
             s,
-            r#"<p class="note">Baseline {} (measured {}). Worse: a throughput lower than the baseline's by more than {} %; a round-trip median higher by more than {} % and by more than {} ms.</p>"#,
+            r#"<p class="note">Baseline {} (measured {}{}). Worse: the two runs' ranges lie apart, the bad way, by a gap larger than the tolerance ({} % of the baseline's figure) and larger than either range is wide — the runs differ by more than each varied within itself; round trips also by more than {} ms.</p>"#,
             esc(&c.file),
             super::page::utc_time(c.baseline_started_unix_s),
-            num(c.tolerance_pct),
+            if c.baseline_schema_version > 1 {
+                String::new()
+            } else {
+                format!(
+                    ", schema version {}: one measurement per figure",
+                    c.baseline_schema_version
+                )
+            },
             num(c.tolerance_pct),
             num(c.rtt_slack_ms)
         );
+    } else {
+        s.push_str(r#"<p class="note">Range: TCP (one test per round) and HTTP (batches of back-to-back downloads): the median of the samples between the lowest and highest; round trips: the median of every probe between the first and third quartiles; a UDP knee: from the lowest rate where the sweep saw the link fail up to the most it delivered above the limit a repeat confirmed (none: no limit confirmed).</p>"#);
     }
 
     // Limits and round-trip percentiles.
@@ -173,22 +228,29 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         if let Some(sw) = sw {
             let what = match &sw.limited_at {
                 Some(at) => format!(
-                    "{} at {} offered",
+                    "{} at {} offered ({})",
                     describe_all(&at.limits),
-                    format_rate(at.offered_bps)
+                    format_rate(at.offered_bps),
+                    match (at.attempts, at.confirmed) {
+                        (1, true) => "one attempt".to_string(),
+                        (n, true) => format!("confirmed: {n} attempts"),
+                        (n, false) => format!("not confirmed: {n} attempt(s), out of time"),
+                    }
                 ),
                 None => "none reached (the knee is a lower bound)".into(),
             };
+            let repeats = sw.steps.iter().filter(|x| x.attempt > 1).count();
             let _ = write!(
                 limits,
-                r#"<tr><td class="l">UDP {}</td><td>{}</td><td class="l">{}</td></tr>"#,
+                r#"<tr><td class="l">UDP {}</td><td>{}</td><td class="l">{}</td><td>{} ({repeats})</td></tr>"#,
                 if dir == "to_device" {
                     "to the device"
                 } else {
                     "from the device"
                 },
                 sw.knee_bps.map_or("none".into(), format_rate),
-                esc(&what)
+                esc(&what),
+                sw.steps.len()
             );
         }
     }
@@ -196,7 +258,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     if !limits.is_empty() {
         let _ = write!(
             s,
-            r#"<div><h3>Knee and limit each way</h3><table><tr><th class="l">sweep</th><th>knee</th><th class="l">limit above the knee</th></tr>{limits}</table></div>"#
+            r#"<div><h3>Knee and limit each way</h3><table><tr><th class="l">sweep</th><th>knee</th><th class="l">limit above the knee</th><th>steps (repeats)</th></tr>{limits}</table></div>"#
         );
     }
     let mut rtts = String::new();
@@ -304,6 +366,24 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 .filter_map(|(i, x)| pick(x).map(|v| ((i + 1) as f64 + dx, v * scale)))
                 .collect()
         };
+        // Every sample of this run as a dot (a round trip: its quartiles; a knee: its range).
+        let dx = if r.baseline.is_some() { 0.19 } else { 0.0 };
+        let dots: Vec<(f64, f64)> = picked
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| r.figure(&x.id).map(|f| (i, f)))
+            .flat_map(|(i, f)| {
+                let values = if f.samples.is_empty() {
+                    let (low, high) = f.range();
+                    [Some(low), high].into_iter().flatten().collect()
+                } else {
+                    f.samples.clone()
+                };
+                values
+                    .into_iter()
+                    .map(move |v| ((i + 1) as f64 + dx, v * scale))
+            })
+            .collect();
         if r.baseline.is_some() {
             c.series.push(Series {
                 name: "baseline".into(),
@@ -343,22 +423,43 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 points: bars(&|x: &Compared| x.new, 0.0),
             });
         }
+        if !dots.is_empty() {
+            c.series.push(Series {
+                name: "samples (round trips: quartiles; knee: range)".into(),
+                color: "#111827",
+                mark: Mark::Points { r: 2.5 },
+                right: false,
+                points: dots,
+            });
+        }
         s.push_str(&c.render());
     }
     s.push_str("</div>");
 
     // HTTP and TCP.
     if !r.http.is_empty() {
-        s.push_str(r#"<h3>HTTP downloads</h3><table><tr><th class="l">path</th><th>status</th><th>body (bytes)</th><th>time (s)</th><th>rate</th><th class="l">complete</th><th class="l">CRC32</th></tr>"#);
+        s.push_str(r#"<h3>HTTP downloads</h3><table><tr><th class="l">path</th><th>status</th><th>body (bytes)</th><th>downloads</th><th>time (s)</th><th>rate (median)</th><th class="l">samples (downloads each)</th><th class="l">complete</th><th class="l">CRC32</th></tr>"#);
         for h in &r.http {
+            let samples = h
+                .samples
+                .iter()
+                .map(|x| format!("{} ({})", format_rate(x.rate.value), x.downloads))
+                .collect::<Vec<_>>()
+                .join(", ");
             let _ = write!(
                 s,
-                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class="l">{}</td><td class="l {}">{}</td></tr>"#,
+                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class="l">{}</td><td class="l">{}</td><td class="l {}">{}</td></tr>"#,
                 esc(&h.path),
                 h.status,
                 h.body.value,
+                h.downloads,
                 h.time.value,
                 format_rate(h.rate.value),
+                if samples.is_empty() {
+                    "–".into()
+                } else {
+                    samples
+                },
                 if h.complete {
                     "yes"
                 } else {
@@ -379,17 +480,18 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         s.push_str("</table>");
     }
     if !r.tcp.is_empty() {
-        s.push_str(r#"<h3>iperf3 TCP</h3><table><tr><th class="l">direction</th><th>streams</th><th>time (s)</th><th>sent</th><th>received</th><th>retransmits</th></tr>"#);
+        s.push_str(r#"<h3>iperf3 TCP</h3><table><tr><th class="l">direction</th><th>streams</th><th>round</th><th>time (s)</th><th>sent</th><th>received</th><th>retransmits</th></tr>"#);
         for t in &r.tcp {
             let _ = write!(
                 s,
-                r#"<tr><td class="l">{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
                 if t.direction == "to_device" {
                     "to the device"
                 } else {
                     "from the device (-R)"
                 },
                 t.streams,
+                t.round,
                 t.time.value,
                 format_rate(t.sent.value),
                 format_rate(t.received.value),

@@ -1,6 +1,7 @@
 //! The report section of a `linklab sweep` result: offered vs sent and received with loss on a
 //! second axis, each step's limit marked (a sender that could not keep up drawn apart from
-//! receiver loss), the knee and the collapse, and the step table.
+//! receiver loss), the knee and the collapse, and the step table, where a rate measured again
+//! shows each attempt on a row of its own.
 
 use std::fmt::Write as _;
 
@@ -67,8 +68,13 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
             "bad",
             &describe_all(&at.limits),
             &format!(
-                "limit above the knee, at {} offered",
-                format_rate(at.offered_bps)
+                "limit above the knee, at {} offered{}",
+                format_rate(at.offered_bps),
+                match (at.attempts, at.confirmed) {
+                    (1, true) => String::new(),
+                    (n, true) => format!(", in each of {n} attempts"),
+                    (n, false) => format!(", not confirmed ({n} attempt(s): out of time)"),
+                }
             ),
         ),
         None => fact(&mut s, "", "none reached", &limit_line(r)),
@@ -278,6 +284,9 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
         if st.refined {
             classes.push("refined");
         }
+        if st.attempt > 1 {
+            classes.push("again");
+        }
         if st.limits.contains(&Limit::Sender) {
             classes.push("sender");
         }
@@ -286,11 +295,16 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
         } else {
             let _ = write!(s, r#"<tr class="{}">"#, classes.join(" "));
         }
+        let mark = match (st.refined, st.attempt > 1) {
+            (true, true) => format!(" (refine, attempt {})", st.attempt),
+            (false, true) => format!(" (attempt {})", st.attempt),
+            (true, false) => " (refine)".into(),
+            (false, false) => String::new(),
+        };
         let _ = write!(
             s,
-            "<td>{}{}</td><td>{}</td><td>{}</td>",
+            "<td>{}{mark}</td><td>{}</td><td>{}</td>",
             format_rate(st.offered_bps),
-            if st.refined { " (refine)" } else { "" },
             format_rate(st.sent_bps),
             format_rate(st.received_bps)
         );
@@ -334,9 +348,16 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
     s.push_str("</table></div>");
     let _ = write!(
         s,
-        r#"<p class="note">limit: <b>receiver loss</b> = loss ≥ {loss} %; <b>sender could not keep up</b> (rows shaded) = sent below {keep} % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); <b>received rate stopped tracking</b> = received below {keep} % of offered with neither to explain it{tcp_note}.</p></section>"#,
+        r#"<p class="note">limit: <b>receiver loss</b> = loss ≥ {loss} %; <b>sender could not keep up</b> (rows shaded) = sent below {keep} % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); <b>received rate stopped tracking</b> = received below {keep} % of offered with neither to explain it{tcp_note}. {confirm}: a rate that tracked once tracks (a busy host can spoil a second, not add capacity).</p></section>"#,
         loss = r.rule().loss_pct,
         keep = 100.0 - r.rule().tolerance_pct,
+        confirm = {
+            let c = r.rule().describe_confirm();
+            let mut chars = c.chars();
+            chars
+                .next()
+                .map_or(String::new(), |f| f.to_uppercase().chain(chars).collect())
+        },
         tcp_note = if tcp {
             " (TCP slows its sender whoever the bottleneck is, so a TCP step is only ever this)"
         } else {

@@ -7,6 +7,14 @@
 //! nothing is lost, it is never sent); or the received rate falls short of the offered rate with
 //! neither to explain it (a queue holding the tail of the test, TCP backing off). The knee is
 //! the highest offered rate at which none of them shows.
+//!
+//! A busy host can spoil a second — a receiver descheduled for 100 ms loses what arrived
+//! meanwhile, a sender that stalls sends short — but it cannot make a link carry more than it
+//! can: the noise of a step is one-sided. So an offered rate may be measured more than once
+//! (each measurement, an *attempt*, is a [`Step`] of its own): the rate tracks when any attempt
+//! tracked, and its limit is *confirmed* only when [`KneeRule::confirm`] attempts in a row hit
+//! one. The sweep measures a limited rate again while it is the one that bounds the knee
+//! ([`needs_repeat`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +27,11 @@ pub const KNEE_LOSS_PCT: f64 = 0.1;
 /// 5 % lets a step at a link's line rate count as tracking (the headers below the iperf3
 /// payload cost 3–4 % with full-size datagrams) while any real shortfall does not.
 pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
+
+/// Attempts that must all hit a limit before it counts: the first one and a repeat. A spoilt
+/// second on a busy host is common, two in a row at the same rate much rarer (the crate README
+/// has the figures); each further attempt costs a step's time at every limit.
+pub const DEFAULT_CONFIRM: u32 = 2;
 
 /// Received throughput this far (fraction) below the peak at a higher offered rate is a collapse.
 pub const COLLAPSE_DROP: f64 = 0.10;
@@ -68,6 +81,14 @@ pub struct KneeRule {
     pub loss_pct: f64,
     /// Received (and sent) rates within this many percent of the offered rate track it.
     pub tolerance_pct: f64,
+    /// Attempts at one offered rate that must all hit a limit before the limit counts (1 in
+    /// files written before repeats existed: every step was measured once).
+    #[serde(default = "one")]
+    pub confirm: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Default for KneeRule {
@@ -75,6 +96,7 @@ impl Default for KneeRule {
         KneeRule {
             loss_pct: KNEE_LOSS_PCT,
             tolerance_pct: DEFAULT_TOLERANCE_PCT,
+            confirm: DEFAULT_CONFIRM,
         }
     }
 }
@@ -109,10 +131,19 @@ impl KneeRule {
             )
         }
     }
+
+    /// How a limit is confirmed, for people.
+    pub fn describe_confirm(&self) -> String {
+        match self.confirm {
+            0 | 1 => "each rate measured once".into(),
+            n => format!("a limit counts once {n} attempts at its rate hit one"),
+        }
+    }
 }
 
-/// The knee: the highest offered rate at which a step hit no limit (see [`KneeRule::limits`]).
-/// A noisy step below it that hit a limit does not move it.
+/// The knee: the highest offered rate at which an attempt hit no limit (see
+/// [`KneeRule::limits`]). A noisy attempt that hit a limit, at that rate or below, does not
+/// move it.
 pub fn knee(steps: &[Step], rule: &KneeRule, tcp: bool) -> Option<f64> {
     steps
         .iter()
@@ -121,14 +152,91 @@ pub fn knee(steps: &[Step], rule: &KneeRule, tcp: bool) -> Option<f64> {
         .reduce(f64::max)
 }
 
-/// The step that shows what stopped the link: the lowest offered rate above the knee (or the
-/// lowest step of all when there is no knee). `None` when every step above the knee tracked,
-/// i.e. the sweep never reached a limit.
+/// The attempts at offered rate `offered`, in the order measured.
+pub fn attempts_at(steps: &[Step], offered: f64) -> impl Iterator<Item = &Step> {
+    steps.iter().filter(move |s| s.offered_bps == offered)
+}
+
+/// Whether the limit at `offered` is confirmed: [`KneeRule::confirm`] attempts there, every
+/// one of them limited.
+pub fn confirmed(steps: &[Step], offered: f64, rule: &KneeRule, tcp: bool) -> bool {
+    let mut n = 0;
+    for s in attempts_at(steps, offered) {
+        if rule.limits(s, tcp).is_empty() {
+            return false;
+        }
+        n += 1;
+    }
+    n >= rule.confirm.max(1)
+}
+
+/// The step that shows what stopped the link: the first attempt at the lowest offered rate
+/// above the knee (or the lowest of all when there is no knee). `None` when every step above
+/// the knee tracked, i.e. the sweep never reached a limit.
 pub fn first_limited(steps: &[Step], knee: Option<f64>) -> Option<&Step> {
     steps
         .iter()
         .filter(|s| knee.is_none_or(|k| s.offered_bps > k))
         .min_by(|a, b| a.offered_bps.total_cmp(&b.offered_bps))
+}
+
+/// The lowest offered rate above the knee whose limit is confirmed: the knee lies below it.
+/// `None` when no limit above the knee was confirmed.
+pub fn bound(steps: &[Step], rule: &KneeRule, tcp: bool) -> Option<f64> {
+    let k = knee(steps, rule, tcp);
+    steps
+        .iter()
+        .map(|s| s.offered_bps)
+        .filter(|&r| k.is_none_or(|k| r > k) && confirmed(steps, r, rule, tcp))
+        .reduce(f64::min)
+}
+
+/// The knee's range, `(low, high)`: from the lowest offered rate at or below the knee at which
+/// an attempt hit a limit (down to there the sweep saw the link both keep up and fail; the knee
+/// itself when every attempt up to it tracked) up to the most the link delivered once a limit
+/// above the knee was confirmed — the confirmed limit's rate or the peak received rate,
+/// whichever is higher (`None`: no limit confirmed, the knee is a lower bound). With no knee,
+/// from 0.
+///
+/// On a link that stops at its capacity the peak is the knee, and the range is the bisection's
+/// bracket. On a host that stalls now and then, loss shows at any rate while the link goes on
+/// delivering far more than the knee: the range then spans what the loss-free knee depends
+/// on — how often this host stalled in this run.
+pub fn knee_range(steps: &[Step], rule: &KneeRule, tcp: bool) -> (f64, Option<f64>) {
+    let high = bound(steps, rule, tcp).map(|b| peak(steps).map_or(b, |p| b.max(p.received_bps)));
+    let Some(k) = knee(steps, rule, tcp) else {
+        return (0.0, high);
+    };
+    let low = steps
+        .iter()
+        .filter(|s| s.offered_bps <= k && !rule.limits(s, tcp).is_empty())
+        .map(|s| s.offered_bps)
+        .fold(k, f64::min);
+    (low, high)
+}
+
+/// The rate to measure again before the sweep goes on: the lowest offered rate above the knee
+/// (the one that bounds it) when its attempts so far all hit a limit and are fewer than
+/// [`KneeRule::confirm`]. A limited rate above a confirmed one is not repeated: it cannot
+/// move the knee.
+pub fn needs_repeat(steps: &[Step], rule: &KneeRule, tcp: bool) -> Option<f64> {
+    let k = knee(steps, rule, tcp);
+    let lowest = first_limited(steps, k)?.offered_bps;
+    let n = attempts_at(steps, lowest).count() as u32;
+    (n < rule.confirm && !confirmed(steps, lowest, rule, tcp)).then_some(lowest)
+}
+
+/// The limits hit at `offered`, over all its attempts, each named once in the order met.
+pub fn limits_at(steps: &[Step], offered: f64) -> Vec<Limit> {
+    let mut out: Vec<Limit> = Vec::new();
+    for s in attempts_at(steps, offered) {
+        for l in &s.limits {
+            if !out.contains(l) {
+                out.push(*l);
+            }
+        }
+    }
+    out
 }
 
 /// The highest received rate of the sweep and the offered rate that produced it.
@@ -172,13 +280,20 @@ pub fn peak(steps: &[Step]) -> Option<Peak> {
     best
 }
 
-/// A collapse: among steps offered above the peak, the lowest received rate, if it is more than
-/// [`COLLAPSE_DROP`] below the peak.
+/// A collapse: among the rates offered above the peak, the lowest received rate (each rate's
+/// best attempt: a spoilt repeat is not a collapse), if it is more than [`COLLAPSE_DROP`]
+/// below the peak.
 pub fn collapse(steps: &[Step]) -> Option<Collapse> {
     let p = peak(steps)?;
+    let best_at = |offered: f64| {
+        attempts_at(steps, offered)
+            .max_by(|a, b| a.received_bps.total_cmp(&b.received_bps))
+            .expect("a rate with an attempt")
+    };
     let worst = steps
         .iter()
         .filter(|s| s.offered_bps > p.offered_bps)
+        .map(|s| best_at(s.offered_bps))
         .min_by(|a, b| a.received_bps.total_cmp(&b.received_bps))?;
     let drop = 1.0 - worst.received_bps / p.received_bps;
     (p.received_bps > 0.0 && drop > COLLAPSE_DROP).then_some(Collapse {
@@ -352,6 +467,45 @@ mod tests {
         let s = vec![step(100.0, 100.0, 0.0), step(200.0, 199.0, 0.0)];
         assert_eq!(knee(&s, &rule, UDP), Some(200e6));
         assert!(first_limited(&s, Some(200e6)).is_none());
+    }
+
+    /// The knee's range: a rate below the knee where the link was seen to fail widens it down
+    /// to there; above, it reaches the confirmed limit or the most delivered, whichever is
+    /// higher.
+    #[test]
+    fn knee_range_spans_what_the_attempts_disagree_about() {
+        let rule = KneeRule::default();
+        let again = |mut s: Step| {
+            s.attempt = 2;
+            s
+        };
+        let clean = vec![
+            step(90.0, 90.0, 0.0),
+            step(110.0, 100.0, 9.0),
+            again(step(110.0, 100.0, 9.0)),
+        ];
+        assert_eq!(knee_range(&clean, &rule, UDP), (90e6, Some(110e6)));
+        // A stalling host: 1 % lost at 110 and above, yet 300 Mbit/s delivered at 330.
+        let stalls = vec![
+            step(90.0, 90.0, 0.0),
+            step(110.0, 109.0, 1.0),
+            again(step(110.0, 109.0, 1.0)),
+            step(330.0, 300.0, 9.0),
+        ];
+        assert_eq!(knee_range(&stalls, &rule, UDP), (90e6, Some(300e6)));
+        // A spoilt second at 50 (tracked when repeated, or not) and a limit measured once.
+        let noisy = vec![
+            step(50.0, 49.0, 1.0),
+            step(90.0, 90.0, 0.0),
+            step(110.0, 100.0, 9.0),
+        ];
+        assert_eq!(knee_range(&noisy, &rule, UDP), (50e6, None));
+        assert_eq!(
+            knee_range(&[step(50.0, 20.0, 60.0)], &rule, UDP),
+            (0.0, None)
+        );
+        let confirmed_only = vec![step(50.0, 20.0, 60.0), again(step(50.0, 20.0, 60.0))];
+        assert_eq!(knee_range(&confirmed_only, &rule, UDP), (0.0, Some(50e6)));
     }
 
     #[test]

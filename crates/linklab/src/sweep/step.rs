@@ -119,5 +119,6 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
         retransmits: d.retransmits,
         refined: false,
         limits: Vec::new(),
+        attempt: 1,
     })
 }

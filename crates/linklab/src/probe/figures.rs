@@ -1,0 +1,223 @@
+//! The headline figures of each step, from what it measured (no I/O): a median of samples
+//! with their range, a round-trip median with its quartiles, or a knee with its range (see
+//! `document::SpreadKind`).
+
+use super::document::{Figure, HttpDownload, TcpTest};
+use crate::rtt::RttReport;
+use crate::sweep::{analysis, SweepReport};
+
+/// The median of `samples` (the mean of the middle two for an even count; 0 for none).
+pub fn median(samples: &[f64]) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// "to the device" / "from the device".
+fn way(direction: &str) -> &'static str {
+    if direction == "to_device" {
+        "to the device"
+    } else {
+        "from the device"
+    }
+}
+
+/// One figure per direction and stream count, over its rounds: the goodputs' median.
+pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
+    let mut kinds: Vec<(&str, u32)> = Vec::new();
+    for t in tests {
+        if !kinds.contains(&(t.direction.as_str(), t.streams)) {
+            kinds.push((t.direction.as_str(), t.streams));
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|(direction, streams)| {
+            let samples: Vec<f64> = tests
+                .iter()
+                .filter(|t| t.direction == direction && t.streams == streams)
+                .map(|t| t.received.value)
+                .collect();
+            let (suffix, label) = if streams == 1 {
+                (String::new(), String::new())
+            } else {
+                (format!(".p{streams}"), format!(", {streams} streams"))
+            };
+            Figure::sampled(
+                format!("tcp.{direction}{suffix}"),
+                format!("TCP {}{label}", way(direction)),
+                "bit/s",
+                median(&samples),
+                samples,
+            )
+        })
+        .collect()
+}
+
+/// The knee of one sweep (0 when no rate tracked) with its range (`analysis::knee_range`).
+pub fn knee(direction: &str, sweep: &SweepReport) -> Figure {
+    let (low, high) = analysis::knee_range(&sweep.steps, &sweep.rule(), sweep.tcp());
+    Figure::knee(
+        format!("udp.knee.{direction}"),
+        format!("UDP knee {}", way(direction)),
+        sweep.knee_bps.unwrap_or(0.0),
+        low,
+        high,
+    )
+}
+
+/// One figure per HTTP path: its samples' rates (batches of downloads), their median.
+pub fn http(downloads: &[HttpDownload]) -> Vec<Figure> {
+    downloads
+        .iter()
+        .map(|h| {
+            let samples: Vec<f64> = h.samples.iter().map(|s| s.rate.value).collect();
+            Figure::sampled(
+                format!("http.{}", h.path),
+                format!("HTTP GET {}", h.path),
+                "bit/s",
+                h.rate.value,
+                samples,
+            )
+        })
+        .collect()
+}
+
+/// One figure per size of a round-trip step: the median of its probes between their first and
+/// third quartiles. `kind` is `icmp`, `echo_udp` or `echo_tcp`.
+pub fn round_trips(kind: &str, report: &RttReport) -> Vec<Figure> {
+    let what = match kind {
+        "icmp" => "ICMP echo",
+        "echo_udp" => "UDP echo",
+        _ => "TCP echo",
+    };
+    report
+        .sizes
+        .iter()
+        .filter(|s| s.rtt.count > 0)
+        .map(|s| {
+            Figure::quartiles(
+                format!("{kind}.rtt_p50.{}B", s.size),
+                format!("{what} round trip p50, {} B", s.size),
+                s.rtt.p50_us,
+                quantile(&s.rtt.histogram, 0.25),
+                quantile(&s.rtt.histogram, 0.75),
+            )
+        })
+        .collect()
+}
+
+/// The value at quantile `q` (0..=1) of a recorded histogram (`[value, count]` ascending): the
+/// first bucket whose cumulative count reaches `q` of the total (0 for an empty one).
+pub fn quantile(histogram: &[(f64, u64)], q: f64) -> f64 {
+    let total: u64 = histogram.iter().map(|b| b.1).sum();
+    let want = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for &(value, count) in histogram {
+        seen += count;
+        if seen >= want {
+            return value;
+        }
+    }
+    0.0
+}
+
+/// Where a figure goes in the list: throughput first (TCP, knees, HTTP), then round trips.
+pub fn rank(id: &str) -> usize {
+    [
+        "tcp.",
+        "udp.knee.",
+        "http.",
+        "icmp.",
+        "echo_udp.",
+        "echo_tcp.",
+    ]
+    .iter()
+    .position(|p| id.starts_with(p))
+    .unwrap_or(6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::document::{Quantity, SpreadKind};
+
+    fn test(direction: &str, streams: u32, round: u32, mbit: f64) -> TcpTest {
+        TcpTest {
+            direction: direction.into(),
+            streams,
+            round,
+            time: Quantity::new(1.0, "s"),
+            sent: Quantity::new(mbit * 1e6, "bit/s"),
+            received: Quantity::new(mbit * 1e6, "bit/s"),
+            retransmits: None,
+        }
+    }
+
+    #[test]
+    fn quantiles_of_a_histogram() {
+        let h = [(10.0, 1), (20.0, 1), (30.0, 1), (40.0, 1)];
+        assert_eq!(quantile(&h, 0.25), 10.0);
+        assert_eq!(quantile(&h, 0.5), 20.0);
+        assert_eq!(quantile(&h, 0.75), 30.0);
+        assert_eq!(quantile(&h, 1.0), 40.0);
+        assert_eq!(quantile(&[(5.0, 100)], 0.25), 5.0);
+        assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+
+    #[test]
+    fn tcp_rounds_make_one_figure_per_kind() {
+        let tests = [
+            test("to_device", 1, 1, 900.0),
+            test("from_device", 1, 1, 500.0),
+            test("to_device", 2, 1, 800.0),
+            test("to_device", 1, 2, 1500.0),
+            test("from_device", 1, 2, 520.0),
+            test("to_device", 2, 2, 700.0),
+            test("to_device", 1, 3, 1200.0),
+        ];
+        let f = tcp(&tests);
+        let ids: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["tcp.to_device", "tcp.from_device", "tcp.to_device.p2"]
+        );
+        assert_eq!(f[0].value, 1200e6);
+        assert_eq!(f[0].range(), (900e6, Some(1500e6)));
+        assert_eq!(f[0].samples, [900e6, 1500e6, 1200e6]);
+        assert_eq!(f[0].spread, Some(SpreadKind::Samples));
+        assert_eq!(f[2].label, "TCP to the device, 2 streams");
+        assert_eq!(f[1].value, 510e6);
+    }
+
+    #[test]
+    fn ranks_put_throughput_first() {
+        let mut ids = [
+            "icmp.rtt_p50.64B",
+            "http./1MB.txt",
+            "udp.knee.to_device",
+            "tcp.to_device",
+        ];
+        ids.sort_by_key(|id| rank(id));
+        assert_eq!(
+            ids,
+            [
+                "tcp.to_device",
+                "udp.knee.to_device",
+                "http./1MB.txt",
+                "icmp.rtt_p50.64B"
+            ]
+        );
+    }
+}
