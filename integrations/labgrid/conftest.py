@@ -28,8 +28,8 @@ def pytest_addoption(parser):
     group.addoption(
         "--probe-duration",
         type=int,
-        default=15,
-        help="linklab probe --duration, seconds (default 15)",
+        default=20,
+        help="linklab probe --duration, seconds (default 20)",
     )
     group.addoption(
         "--tolerance",

@@ -42,7 +42,7 @@ def main(junit_xml, probe_json, figures):
         if figure not in worse:
             problems.append(f"probe's JSON does not mark {figure} worse (worse: {sorted(worse)})")
     if not problems:
-        print(f"caught: {message}")
+        print(f"caught: {message.splitlines()[0][:600]}")
     return problems
 
 

@@ -45,6 +45,32 @@ class ProbeRun:
         return (self.stderr.strip() or self.stdout.strip()[-2000:]) or "(nothing)"
 
 
+@dataclass
+class Device:
+    """A board at "network up": what the tests need of it."""
+
+    board: str
+    address: str
+    late_log: Path
+
+    def late_lines(self):
+        """QEMU's "guest is now late" lines so far in this session (qemu/late-aside)."""
+        if not self.late_log.is_file():
+            return []
+        return self.late_log.read_text().splitlines()
+
+    def fell_behind(self):
+        """'; QEMU fell behind ...' for a failure message when the host did not hold the
+        board's fixed clock, else ''."""
+        lines = self.late_lines()
+        if not lines:
+            return ""
+        return (
+            f"; QEMU fell behind real time in this session ({len(lines)} times, last "
+            f"{lines[-1].strip()!r}, {self.late_log}): the host, not the firmware, set figures"
+        )
+
+
 def run_probe(opts, address, out_dir, baseline=None):
     """Runs `linklab probe ADDRESS` with its JSON and page in `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -78,9 +104,10 @@ def run_probe(opts, address, out_dir, baseline=None):
     return run
 
 
-def attach(record_property, run):
+def attach(record_property, run, device):
     """The run's artifacts and figures as properties of the test (junit XML)."""
     record_property("probe_exit", run.code)
+    record_property("qemu_late_lines", len(device.late_lines()))
     record_property("probe_wall_s", round(run.wall, 1))
     record_property("probe_json", str(run.json_path))
     record_property("probe_page", str(run.page_path))
@@ -101,28 +128,6 @@ def worse_figures(doc):
         if f.get("worse"):
             worse.append(f"{f['id']} {f['change_pct']:+.1f} % ({f['old']:.4g} -> {f['new']:.4g} {f['unit']})")
     return worse
-
-
-def host_fell_behind(late_log):
-    """QEMU's own words when the host could not keep the board's fixed clock, else ''."""
-    if not late_log.is_file():
-        return ""
-    lines = late_log.read_text().splitlines()
-    if not lines:
-        return ""
-    return (
-        f"; QEMU fell behind real time during this session ({lines[-1].strip()!r}, "
-        f"{len(lines)} such lines in {late_log}): the host, not the firmware, set figures"
-    )
-
-
-@dataclass
-class Device:
-    """A board at "network up": what the tests need of it."""
-
-    board: str
-    address: str
-    late_log: Path
 
 
 @pytest.fixture(scope="module")
@@ -149,11 +154,11 @@ def test_baseline(device, linklab_options, record_property):
     if baseline.is_file():
         pytest.skip(f"baseline kept: {baseline}")
     run = run_probe(opts, device.address, opts["results"] / device.board / "baseline")
-    attach(record_property, run)
+    attach(record_property, run, device)
     if run.code != PROBE_OK:
         pytest.fail(
             f"linklab probe failed (exit {run.code}), no baseline recorded: {run.said()}"
-            f"{host_fell_behind(device.late_log)}"
+            f"{device.fell_behind()}"
         )
     baseline.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(run.json_path, baseline)
@@ -167,18 +172,18 @@ def test_probe_against_baseline(device, linklab_options, record_property):
     if not baseline.is_file():
         pytest.fail(f"no baseline at {baseline} (test_baseline records one)")
     run = run_probe(opts, device.address, opts["results"] / device.board, baseline)
-    attach(record_property, run)
+    attach(record_property, run, device)
     doc = run.document()
     if run.code == PROBE_WORSE_THAN_BASELINE:
         worse = worse_figures(doc) if doc else []
         pytest.fail(
             f"linklab probe exit 3, {device.board} is worse than its baseline {baseline}: "
             f"{', '.join(worse) or '(no JSON)'}; probe said: {run.said()}; page: {run.page_path}"
-            f"{host_fell_behind(device.late_log)}"
+            f"{device.fell_behind()}"
         )
     if run.code != PROBE_OK:
         pytest.fail(
-            f"linklab probe failed (exit {run.code}): {run.said()}{host_fell_behind(device.late_log)}"
+            f"linklab probe failed (exit {run.code}): {run.said()}{device.fell_behind()}"
         )
     compared = (doc.get("baseline") or {}).get("figures", [])
     assert compared, f"probe exited 0 but compared no figure with {baseline}"
