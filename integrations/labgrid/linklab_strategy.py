@@ -1,0 +1,108 @@
+"""labgrid strategy that boots a linklab firmware image to "network up".
+
+"Network up" is what `linklab probe` needs of a board: the firmware printed its boot line on
+the console (`linklab firmware: BOARD up, ADDR/PREFIX, ...`, firmware/common's `run`) and the
+address it names answers ping from this host. The strategy binds any power and console
+driver, so the same file drives labgrid's QEMUDriver (power and console in one) and a real
+board behind a PDU and a serial port.
+"""
+
+import enum
+import subprocess
+import time
+
+import attr
+
+from labgrid.factory import target_factory
+from labgrid.step import step
+from labgrid.strategy import Strategy, StrategyError, never_retry
+
+# The firmware's boot line; its address is the one the device configured (from linklab's
+# configuration blob, or 198.18.0.2/24 when there is none).
+BOOT_LINE = rb"linklab firmware: (\S+) up, (\d+\.\d+\.\d+\.\d+)/(\d+)"
+
+
+class Status(enum.Enum):
+    """The states the strategy can put a board in."""
+
+    unknown = 0
+    off = 1
+    network_up = 2
+
+
+@target_factory.reg_driver
+@attr.s(eq=False)
+class LinklabStrategy(Strategy):
+    """Powers a board on, waits for linklab's boot line, then for the device to answer ping.
+
+    board: the name the firmware must report (`mps2-an385`, `riscv32-virt`, ...): a wrong
+    image is an error, not a probe of the wrong thing.
+    """
+
+    bindings = {
+        "power": "PowerProtocol",
+        "console": "ConsoleProtocol",
+    }
+
+    board = attr.ib(validator=attr.validators.instance_of(str))
+    boot_timeout = attr.ib(default=60.0, converter=float)
+    ping_timeout = attr.ib(default=30.0, converter=float)
+    status = attr.ib(default=Status.unknown)
+
+    def __attrs_post_init__(self):
+        super().__attrs_post_init__()
+        self.address = None
+        self.boot_line = None
+        self.boot_seconds = None
+
+    @never_retry
+    @step(args=["status"])
+    def transition(self, status, *, step):  # pylint: disable=redefined-outer-name
+        """Puts the board in `status` (`off` or `network_up`)."""
+        if not isinstance(status, Status):
+            status = Status[status]
+        if status == Status.unknown:
+            raise StrategyError(f"can not transition to {status}")
+        if status == self.status:
+            step.skip("nothing to do")
+            return
+        if status == Status.off:
+            self.target.activate(self.power)
+            self.power.off()
+            self.address = None
+        elif status == Status.network_up:
+            self.transition(Status.off)
+            self.target.activate(self.console)
+            began = time.monotonic()
+            self.power.on()
+            self._await_boot_line()
+            self._await_ping()
+            self.boot_seconds = time.monotonic() - began
+        else:
+            raise StrategyError(f"no transition found from {self.status} to {status}")
+        self.status = status
+
+    def _await_boot_line(self):
+        _, _, match, _ = self.console.expect(BOOT_LINE, timeout=self.boot_timeout)
+        self.boot_line = match.group(0).decode()
+        said = match.group(1).decode()
+        if said != self.board:
+            raise StrategyError(f"expected board {self.board}, the firmware says {said}")
+        self.address = match.group(2).decode()
+
+    def _await_ping(self):
+        deadline = time.monotonic() + self.ping_timeout
+        while time.monotonic() < deadline:
+            ping = subprocess.run(
+                ["ping", "-c", "1", "-W", "1", self.address],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+            if ping.returncode == 0:
+                return
+        raise StrategyError(
+            f"{self.board} printed its boot line but {self.address} did not answer ping "
+            f"within {self.ping_timeout:.0f} s"
+        )
+
