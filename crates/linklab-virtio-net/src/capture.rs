@@ -153,9 +153,9 @@ impl<const RX_WORDS: usize, const TX_WORDS: usize> CaptureDevice<RX_WORDS, TX_WO
             q.rx.add(&[self.rx[i].buf(RX_WORDS * 4, true)])
                 .ok_or(InitError::Device)?;
         self.rx_head[i] = Some(head);
-        if q.rx.needs_notify() {
-            self.regs.write(mmio::reg::QUEUE_NOTIFY, 0);
-        }
+        // Always notified, as `VirtioNet` does (a notification missed under QEMU's TCG leaves
+        // the device without the buffers the firmware thinks it has: see its `post_rx`).
+        self.regs.write(mmio::reg::QUEUE_NOTIFY, 0);
         Ok(())
     }
 

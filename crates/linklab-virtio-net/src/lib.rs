@@ -328,9 +328,14 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             return;
         };
         self.posted = Some((head, grant.take().map_or(Posted::Spill, Posted::Grant)));
-        if self.rx.needs_notify() {
-            self.regs.write(mmio::reg::QUEUE_NOTIFY, RX_QUEUE);
-        }
+        // Always notified, whatever the device's no-notify flag says: the one posted buffer
+        // is all the device has, so a missed notification stops receiving for good. And one
+        // can be missed under QEMU: on a single-vCPU guest TCG drops our fence, so the flag
+        // read may pass the index store while the device thread re-enables notifications and
+        // re-reads the index, each side seeing the other's old value (seen after UDP floods:
+        // the device's available index one behind ours, notifications on, no interrupt; a
+        // probe run in ~30). A notification is a register write per frame.
+        self.regs.write(mmio::reg::QUEUE_NOTIFY, RX_QUEUE);
     }
 
     /// What the receive header says of the frame's checksums.
