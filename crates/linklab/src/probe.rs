@@ -52,8 +52,8 @@ Services absent on the host are skipped and named in the report; a service that 
 does not speak its protocol (garbage, a busy iperf3 server, a stall) ends the run with an \
 error (exit 1) after the other steps, with the report of what was measured.
 
-Every figure is several samples with their range: TCP tests in rounds and HTTP paths in \
-batches of downloads (range: lowest to highest sample), round trips over hundreds of probes \
+Every figure is several samples with their range: TCP tests in rounds, each in quarter-second \
+slices, and HTTP paths in batches of downloads (range: lowest to highest slice or sample), round trips over hundreds of probes \
 (range: their middle half, p25 to p75), a UDP knee from the lowest rate where the sweep saw \
 the link fail up to the most it delivered above a limit confirmed by a repeat.
 

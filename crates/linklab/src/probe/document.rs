@@ -150,8 +150,9 @@ pub enum Better {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpreadKind {
-    /// From its samples (TCP tests, HTTP batches): `low` and `high` are the smallest and
-    /// largest; the value is their median.
+    /// From its samples (HTTP batches; TCP: the quarter-second slices of its tests):
+    /// `low` and `high` are the smallest and largest; the value is their median (TCP: the
+    /// median of its tests' goodputs).
     Samples,
     /// A round-trip median over its probes: `low` and `high` are their first and third
     /// quartiles (the middle half of the probes).
@@ -352,6 +353,11 @@ pub struct TcpTest {
     pub received: Quantity,
     /// Sender retransmits, when the sender reports them.
     pub retransmits: Option<u64>,
+    /// The rate in each quarter second of the test, bit/s, as this side counted it (what it
+    /// sent, or with `-R` received): how much one test varied while it ran, the spread of a
+    /// TCP figure (none in documents before linklab 0.1's slices).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<f64>,
 }
 
 /// This run against a baseline.

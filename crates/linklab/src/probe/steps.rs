@@ -30,6 +30,8 @@ const IPERF_OVERHEAD: Duration = Duration::from_millis(1000);
 const TCP_TEST_OVERHEAD: Duration = Duration::from_millis(400);
 /// Rounds of the four TCP tests, at most (each test a sample of its figure).
 const TCP_ROUNDS: u32 = 5;
+/// Each TCP test's rate is also taken in slices this long: its figure's spread.
+const TCP_SLICE: Duration = Duration::from_millis(250);
 /// A test fails when the server says nothing for this long beyond its seconds.
 const IPERF_STALL: Duration = Duration::from_secs(3);
 /// Pause between sweep steps.
@@ -276,17 +278,17 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
             // once met a control connection the server closed at once): pause before every
             // test, and retry a refusal twice.
             std::thread::sleep(IPERF_PAUSE);
-            let mut result = sweep::step::run_test(&cfg, params);
+            let mut result = sweep::step::run_test_sliced(&cfg, params, TCP_SLICE);
             for _ in 0..2 {
                 match &result {
                     Err(e) if sweep::step::is_resetting(e) => {
                         std::thread::sleep(Duration::from_millis(500));
-                        result = sweep::step::run_test(&cfg, params);
+                        result = sweep::step::run_test_sliced(&cfg, params, TCP_SLICE);
                     }
                     _ => break,
                 }
             }
-            let report = match result {
+            let (report, slices) = match result {
                 Ok(r) => r,
                 Err(error) => return fail(out, error),
             };
@@ -310,6 +312,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                 sent: Quantity::new(d.bits_per_second_sent, "bit/s"),
                 received: Quantity::new(d.bits_per_second_received, "bit/s"),
                 retransmits: d.retransmits,
+                slices,
             });
         }
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use linklab_perf::iperf::host::{run_client, ClientConfig, Error};
+use linklab_perf::iperf::host::{run_client_with, ClientConfig, Error};
 use linklab_perf::iperf::json::{Params, Protocol};
 use linklab_perf::iperf::{Failure, TestReport};
 
@@ -61,12 +61,34 @@ pub fn is_resetting(e: &anyhow::Error) -> bool {
 /// Runs one iperf3 test of `params` against the server in `cfg` (its host, port and
 /// watchdog); a server that refuses because it runs another test is a [`Busy`] error.
 pub fn run_test(cfg: &StepConfig, params: Params) -> anyhow::Result<TestReport> {
+    run_test_sliced(cfg, params, Duration::ZERO).map(|(report, _)| report)
+}
+
+/// [`run_test`], also giving the test's rate in each `slice` of it (bit/s over every stream,
+/// this side's bytes: what the client sent, or with `-R` received), slices shorter than half
+/// of `slice` left out; none when `slice` is zero. A figure of one test then carries how much
+/// it varied while it ran.
+pub fn run_test_sliced(
+    cfg: &StepConfig,
+    params: Params,
+    slice: Duration,
+) -> anyhow::Result<(TestReport, Vec<f64>)> {
     let mut client = ClientConfig::new(&cfg.host);
     client.port = cfg.port;
     client.connect_timeout = Duration::from_secs(3);
     client.watchdog = cfg.watchdog;
     client.params = params;
-    run_client(&client).map_err(|e| {
+    client.interval = slice;
+    let mut rates = Vec::new();
+    let report = run_client_with(&client, &mut |iv| {
+        let seconds = iv.end_s - iv.start_s;
+        if iv.omitted || seconds < slice.as_secs_f64() / 2.0 {
+            return;
+        }
+        let bytes: u64 = iv.streams.iter().map(|s| s.bytes).sum();
+        rates.push(bytes as f64 * 8.0 / seconds);
+    })
+    .map_err(|e| {
         let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
         match e {
             Error::Test(Failure::AccessDenied) => anyhow::Error::new(Busy(message)),
@@ -77,7 +99,8 @@ pub fn run_test(cfg: &StepConfig, params: Params) -> anyhow::Result<TestReport> 
             }
             _ => anyhow::anyhow!(message),
         }
-    })
+    })?;
+    Ok((report, rates))
 }
 
 /// Runs one iperf3 test at `offered` bit/s and condenses its results into a [`Step`].
