@@ -39,9 +39,10 @@ pub struct StreamResult {
     pub end_time: f64,
 }
 
-/// A results document (iperf3 `send_results` / `get_results`).
+/// A results document (iperf3 `send_results` / `get_results`), with at most `S` stream
+/// entries (a document with more is refused as too long).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Results {
+pub struct Results<const S: usize = MAX_STREAMS> {
     /// CPU use, percent (total, user, system); `None` where it cannot be known (written as
     /// `null`, which stock iperf3 reads as 0).
     pub cpu_util: Option<[f64; 3]>,
@@ -50,7 +51,7 @@ pub struct Results {
     /// The TCP congestion control algorithm this side's streams use, if known.
     pub congestion_used: Option<CongestionName>,
     /// Per-stream entries.
-    pub streams: heapless::Vec<StreamResult, MAX_STREAMS>,
+    pub streams: heapless::Vec<StreamResult, S>,
 }
 
 /// A congestion control name as sent (raw, escapes not decoded, as serde-json-core lent
@@ -137,7 +138,7 @@ impl StreamIn {
 
 /// The members of a results document as read.
 #[derive(Default)]
-struct ResultsIn {
+struct ResultsIn<const S: usize> {
     cpu_util_total: Reported,
     cpu_util_user: Reported,
     cpu_util_system: Reported,
@@ -145,12 +146,12 @@ struct ResultsIn {
     congestion_used: Option<CongestionName>,
     /// The stream entries, converted as they are read (one entry's raw members at a time
     /// on the stack, not all of them); `missing` if one lacked a required member.
-    streams: Option<heapless::Vec<StreamResult, MAX_STREAMS>>,
+    streams: Option<heapless::Vec<StreamResult, S>>,
     missing: bool,
 }
 
-impl ResultsIn {
-    fn read(json: &[u8]) -> Result<ResultsIn, JsonError> {
+impl<const S: usize> ResultsIn<S> {
+    fn read(json: &[u8]) -> Result<ResultsIn<S>, JsonError> {
         let mut doc = ResultsIn::default();
         parse_object(json, |key, r| {
             match key {
@@ -237,15 +238,13 @@ impl Serialize for StreamsOut<'_> {
     }
 }
 
-impl Results {
+impl<const S: usize> Results<S> {
     /// Reads a results document; fields iperf3 requires must be present (the CPU figures
     /// may be `null`).
     pub fn from_json(json: &[u8]) -> Result<Self, JsonError> {
         let r = match ResultsIn::read(json) {
             Ok(r) => r,
-            Err(_)
-                if nesting_depth(json) <= MAX_DEPTH && count_stream_objects(json) > MAX_STREAMS =>
-            {
+            Err(_) if nesting_depth(json) <= MAX_DEPTH && count_stream_objects(json) > S => {
                 return Err(JsonError::TooManyStreams)
             }
             Err(_) => return Err(JsonError::Malformed),
@@ -294,7 +293,7 @@ mod tests {
     #[test]
     fn results_roundtrip_and_cjson_shape() {
         let j = br#"{"cpu_util_total":1.5,"cpu_util_user":0.5,"cpu_util_system":1,"sender_has_retransmits":0,"congestion_used":"cubic","streams":[{"id":1,"bytes":1.2e9,"retransmits":-1,"jitter":1.5e-05,"errors":3,"packets":100,"start_time":0,"end_time":2.000104}]}"#;
-        let r = Results::from_json(j).unwrap();
+        let r = Results::<MAX_STREAMS>::from_json(j).unwrap();
         assert_eq!(r.streams.len(), 1);
         assert_eq!(r.streams[0].bytes, 1_200_000_000);
         assert_eq!(r.streams[0].errors, 3);
@@ -302,14 +301,14 @@ mod tests {
         assert_eq!(r.congestion_used.as_deref(), Some("cubic"));
         let mut b = [0u8; 1024];
         let n = r.to_json(&mut b).unwrap();
-        assert_eq!(Results::from_json(&b[..n]).unwrap(), r);
+        assert_eq!(Results::<MAX_STREAMS>::from_json(&b[..n]).unwrap(), r);
     }
 
     /// A side that cannot know its CPU use writes `null`; absent members stay an error
     /// (stock iperf3 refuses such a document).
     #[test]
     fn unknown_cpu_is_null_not_zero() {
-        let r = Results {
+        let r: Results = Results {
             cpu_util: None,
             sender_has_retransmits: 0,
             ..Results::default()
@@ -321,9 +320,12 @@ mod tests {
             doc.starts_with(r#"{"cpu_util_total":null,"cpu_util_user":null,"#),
             "{doc}"
         );
-        assert_eq!(Results::from_json(&b[..n]).unwrap().cpu_util, None);
         assert_eq!(
-            Results::from_json(br#"{"cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[]}"#),
+            Results::<MAX_STREAMS>::from_json(&b[..n]).unwrap().cpu_util,
+            None
+        );
+        assert_eq!(
+            Results::<MAX_STREAMS>::from_json(br#"{"cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[]}"#),
             Err(JsonError::MissingField)
         );
     }
@@ -332,7 +334,7 @@ mod tests {
     #[test]
     fn server_output_members_are_skipped() {
         let j = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"congestion_used":"a-name-longer-than-sixteen","server_output_json":{"start":{"connected":[{"socket":5}]},"intervals":[{"streams":[{"socket":5,"omitted":false}],"sum":{"bytes":1}}],"end":{"streams":[{"receiver":{"bytes":1}}]}},"server_output_text":"line \"one\"\nline two\n","streams":[]}"#;
-        let r = Results::from_json(j).unwrap();
+        let r = Results::<MAX_STREAMS>::from_json(j).unwrap();
         assert_eq!(r.congestion_used.as_deref(), Some("a-name-longer-th"));
         assert_eq!(r.cpu_util, Some([1.0, 0.0, 1.0]));
     }
@@ -340,7 +342,7 @@ mod tests {
     #[test]
     fn hostile_documents_are_refused() {
         assert_eq!(
-            Results::from_json(br#"{"streams":[]}"#),
+            Results::<MAX_STREAMS>::from_json(br#"{"streams":[]}"#),
             Err(JsonError::MissingField)
         );
         let mut big = heapless::Vec::<u8, 4096>::new();
@@ -354,6 +356,9 @@ mod tests {
             );
         }
         let _ = big.extend_from_slice(b"]}");
-        assert_eq!(Results::from_json(&big), Err(JsonError::TooManyStreams));
+        assert_eq!(
+            Results::<MAX_STREAMS>::from_json(&big),
+            Err(JsonError::TooManyStreams)
+        );
     }
 }

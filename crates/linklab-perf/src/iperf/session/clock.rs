@@ -8,8 +8,7 @@ use crate::iperf::stream::{IntervalBase, Micros};
 use crate::iperf::wire::state;
 
 /// The clock of one test.
-#[derive(Default)]
-pub(super) struct Clock {
+pub(super) struct Clock<const S: usize> {
     /// When the test clock started (TEST_START).
     pub(super) start: Option<Micros>,
     /// When counting stopped.
@@ -23,10 +22,24 @@ pub(super) struct Clock {
     /// When the current `-i` interval started.
     interval_start: Micros,
     /// Finished intervals not yet taken.
-    pub(super) pending: heapless::Deque<Interval, 2>,
+    pub(super) pending: heapless::Deque<Interval<S>, 2>,
 }
 
-impl Session<'_> {
+impl<const S: usize> Default for Clock<S> {
+    fn default() -> Self {
+        Clock {
+            start: None,
+            end: None,
+            omit_end: None,
+            omitting: false,
+            next_interval: None,
+            interval_start: 0,
+            pending: heapless::Deque::new(),
+        }
+    }
+}
+
+impl<const S: usize> Session<'_, S> {
     pub(super) fn start_clock(&mut self, now: Micros) {
         let omit_s = self.test.params.omit_s;
         let interval_us = self.interval_us;

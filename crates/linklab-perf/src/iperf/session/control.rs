@@ -10,7 +10,7 @@ use crate::iperf::wire::{
     MAX_UDP_BLOCK_LEN,
 };
 
-impl Session<'_> {
+impl<const S: usize> Session<'_, S> {
     /// Feeds bytes read from the control connection; returns how many were used. Call
     /// again with the rest while it makes progress (it stops after each message so the
     /// caller can act on a phase change, e.g. open streams).

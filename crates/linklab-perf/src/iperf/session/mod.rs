@@ -149,13 +149,13 @@ struct Totals {
 }
 
 /// Everything one test changes: a new test (server) starts from [`Test::new`].
-struct Test {
+struct Test<const S: usize> {
     phase: Phase,
     cookie: [u8; COOKIE_SIZE],
     params: Params,
-    streams: [Stream; MAX_STREAMS],
+    streams: [Stream; S],
     nstreams: usize,
-    clock: clock::Clock,
+    clock: clock::Clock<S>,
     totals: Totals,
     peer: Option<PeerSummary>,
     last_activity: Micros,
@@ -167,7 +167,7 @@ struct Test {
     data_exhausted: bool,
 }
 
-impl Test {
+impl<const S: usize> Test<S> {
     /// Always inlined: outlined, its 4 KB (the stream table) were built in its own frame and
     /// copied into every caller's (the firmware's stack peak was 41 KB at boot, the session
     /// built and copied at four levels; now 16 KB, measured on the Cortex-M3).
@@ -177,7 +177,7 @@ impl Test {
             phase: Phase::Idle,
             cookie: [0; COOKIE_SIZE],
             params: Params::default(),
-            streams: [Stream::default(); MAX_STREAMS],
+            streams: [Stream::default(); S],
             nstreams: 0,
             clock: clock::Clock::default(),
             totals: Totals::default(),
@@ -190,55 +190,12 @@ impl Test {
     }
 }
 
-/// The iperf3 test state machine (client or server), over caller-provided buffers.
-pub struct Session<'a> {
-    role: Role,
-    /// Reporting interval (`-i`), 0 for none.
-    interval_us: Micros,
-    watchdog_us: Micros,
-    reader: ControlReader<'a>,
-    out: Output<'a>,
-    /// The time of the latest call that told us the time.
-    now: Micros,
-    /// Client: the free-text parameters.
-    strings: ParamStrings<'a>,
-    /// Our CPU use over the test, as the adapter measured it.
-    cpu_util: Option<[f64; 3]>,
-    /// The congestion control our TCP streams use, as the adapter read it.
-    congestion_used: Option<CongestionName>,
-    /// Server: the adapter reviews parameters before the streams are created.
-    review_params: bool,
-    /// Server: the adapter supplies its output for `--get-server-output`.
-    supplies_output: bool,
-    /// The adapter paces `--fq-rate` in software (it has no socket pacing).
-    app_fq_pacing: bool,
-    test: Test,
-}
-
 impl<'a> Session<'a> {
-    fn new(role: Role, rx: &'a mut [u8], tx: &'a mut [u8], now: Micros) -> Self {
-        Self {
-            role,
-            interval_us: 0,
-            watchdog_us: DEFAULT_WATCHDOG_US,
-            reader: ControlReader::new(rx, MAX_JSON_LEN),
-            out: Output::new(tx),
-            now,
-            strings: ParamStrings::default(),
-            cpu_util: None,
-            congestion_used: None,
-            review_params: false,
-            supplies_output: false,
-            app_fq_pacing: false,
-            test: Test::new(now),
-        }
-    }
-
     /// A server session over a receive buffer (>= 8 KiB to accept any parameter document
     /// iperf3 may send; smaller buffers refuse larger documents) and a transmit buffer
     /// (>= 4 KiB holds results for 16 streams).
     pub fn server(rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
-        Self::new(Role::Server, rx, tx, 0)
+        Self::server_for(rx, tx)
     }
 
     /// A client session that will run the test in `opts`; the cookie is queued as the
@@ -259,6 +216,58 @@ impl<'a> Session<'a> {
         let cookie = s.test.cookie;
         s.push_out(&cookie);
         s
+    }
+}
+
+/// The iperf3 test state machine (client or server), over caller-provided buffers, with room
+/// for `S` streams (a device serving one stream needs one; [`MAX_STREAMS`] covers every test
+/// iperf3 3.12 can ask for).
+pub struct Session<'a, const S: usize = MAX_STREAMS> {
+    role: Role,
+    /// Reporting interval (`-i`), 0 for none.
+    interval_us: Micros,
+    watchdog_us: Micros,
+    reader: ControlReader<'a>,
+    out: Output<'a>,
+    /// The time of the latest call that told us the time.
+    now: Micros,
+    /// Client: the free-text parameters.
+    strings: ParamStrings<'a>,
+    /// Our CPU use over the test, as the adapter measured it.
+    cpu_util: Option<[f64; 3]>,
+    /// The congestion control our TCP streams use, as the adapter read it.
+    congestion_used: Option<CongestionName>,
+    /// Server: the adapter reviews parameters before the streams are created.
+    review_params: bool,
+    /// Server: the adapter supplies its output for `--get-server-output`.
+    supplies_output: bool,
+    /// The adapter paces `--fq-rate` in software (it has no socket pacing).
+    app_fq_pacing: bool,
+    test: Test<S>,
+}
+
+impl<'a, const S: usize> Session<'a, S> {
+    fn new(role: Role, rx: &'a mut [u8], tx: &'a mut [u8], now: Micros) -> Self {
+        Self {
+            role,
+            interval_us: 0,
+            watchdog_us: DEFAULT_WATCHDOG_US,
+            reader: ControlReader::new(rx, MAX_JSON_LEN),
+            out: Output::new(tx),
+            now,
+            strings: ParamStrings::default(),
+            cpu_util: None,
+            congestion_used: None,
+            review_params: false,
+            supplies_output: false,
+            app_fq_pacing: false,
+            test: Test::new(now),
+        }
+    }
+
+    /// A server session with room for `S` streams (see [`Session::server`]).
+    pub fn server_for(rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
+        Self::new(Role::Server, rx, tx, 0)
     }
 
     /// Sets the watchdog: the test fails after this long without any activity.
@@ -427,7 +436,7 @@ impl<'a> Session<'a> {
 
     /// Takes the oldest interval report not yet taken (`-i`); up to 2 are kept (poll at
     /// least once per interval).
-    pub fn take_interval(&mut self) -> Option<Interval> {
+    pub fn take_interval(&mut self) -> Option<Interval<S>> {
         self.test.clock.pending.pop_front()
     }
 

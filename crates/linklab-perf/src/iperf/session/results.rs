@@ -5,11 +5,11 @@ use super::{Failure, PeerSummary, Role, Session};
 use crate::iperf::json::{Protocol, Results};
 use crate::iperf::report::{DirectionReport, TestReport};
 
-impl Session<'_> {
+impl<const S: usize> Session<'_, S> {
     /// Reads the peer's results document into the streams; false (and failed) if it is
     /// unreadable or names a stream we do not have.
     pub(super) fn take_peer_results(&mut self) -> bool {
-        let r = match Results::from_json(self.reader.payload()) {
+        let r = match Results::<S>::from_json(self.reader.payload()) {
             Ok(r) => r,
             Err(e) => {
                 self.fail(Failure::BadJson(e));
@@ -34,7 +34,7 @@ impl Session<'_> {
     }
 
     /// Our results document (iperf3 `send_results`).
-    pub fn our_results(&self) -> Results {
+    pub fn our_results(&self) -> Results<S> {
         let secs = self.elapsed_s();
         let tcp = self.test.params.protocol == Protocol::Tcp;
         let mut r = Results {
@@ -56,7 +56,7 @@ impl Session<'_> {
 
     /// The test's figures as far as known; complete once [`phase`](Self::phase) is
     /// [`Phase::Done`].
-    pub fn report(&self) -> TestReport {
+    pub fn report(&self) -> TestReport<S> {
         let params = self.test.params;
         let mut rep = TestReport {
             params,

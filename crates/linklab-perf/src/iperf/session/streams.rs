@@ -4,9 +4,9 @@
 use super::{Failure, Phase, Role, Session};
 use crate::iperf::json::Protocol;
 use crate::iperf::stream::{stream_id, Micros, Stream};
-use crate::iperf::wire::{self, state, UdpHeader, MAX_STREAMS};
+use crate::iperf::wire::{self, state, UdpHeader};
 
-impl Session<'_> {
+impl<const S: usize> Session<'_, S> {
     /// A data stream failed during the test.
     pub fn stream_failed(&mut self, now: Micros) {
         self.now = now;
@@ -37,7 +37,7 @@ impl Session<'_> {
     fn add_stream(&mut self, now: Micros) -> Option<usize> {
         if self.test.phase != Phase::CreateStreams
             || self.test.nstreams >= self.streams_wanted()
-            || self.test.nstreams >= MAX_STREAMS
+            || self.test.nstreams >= S
         {
             return None;
         }
