@@ -22,7 +22,8 @@ use crate::echo::{SmoltcpEchoServer, ECHO_PORT};
 use crate::evict::half_open_to;
 use crate::evict::Choice;
 #[cfg(feature = "http")]
-use crate::http::{self, Routes};
+use crate::http;
+use crate::http::Routes;
 use crate::iperf::device::{IperfBuffers, SmoltcpIperfServer, MAX_TCP_SOCKETS};
 use crate::iperf::wire::{DEFAULT_PORT as IPERF_PORT, MAX_STREAMS};
 use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
@@ -145,12 +146,6 @@ fn udp_socket(b: UdpBuffers<'_>) -> udp::Socket<'_> {
         udp::PacketBuffer::new(b.tx_meta, b.tx),
     )
 }
-
-/// What a build without `http` answers HTTP routes with: nothing (there is no server).
-#[cfg(not(feature = "http"))]
-pub trait Routes {}
-#[cfg(not(feature = "http"))]
-impl<T: ?Sized> Routes for T {}
 
 impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H> {
     /// Creates every app's sockets in `sockets` from `buffers`. The socket set needs room for

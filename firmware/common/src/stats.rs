@@ -33,6 +33,15 @@ pub struct LayerWork {
     pub loops: u64,
 }
 
+/// The packet blaster's counters for `/stats` (`crate::blast`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlastCounters {
+    /// Requests obeyed.
+    pub runs: u64,
+    /// Requests refused (malformed, out of range, not IPv4, or during a blast).
+    pub refused: u64,
+}
+
 /// What the CPU did since boot.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuFigures {
@@ -178,6 +187,8 @@ pub trait TcpList {
 impl TcpList for SocketSet<'_> {
     fn each(&self, f: &mut dyn FnMut(TcpEntry)) {
         for (_, socket) in self.iter() {
+            // (Irrefutable in a build without UDP sockets.)
+            #[allow(irrefutable_let_patterns)]
             let Socket::Tcp(s) = socket else { continue };
             if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
                 continue;
@@ -208,7 +219,7 @@ pub struct Snapshot<'a> {
     /// The sockets, for the per-connection list.
     pub sockets: &'a dyn TcpList,
     /// The packet blaster's counters (None in an image without the blaster).
-    pub blast: Option<crate::blast::BlastCounters>,
+    pub blast: Option<BlastCounters>,
 }
 
 /// The `/stats` route answering with a body rendered beforehand (the apps poll the socket
@@ -385,7 +396,7 @@ mod tests {
             link_up: true,
             phy: None,
             sockets,
-            blast: Some(crate::blast::BlastCounters {
+            blast: Some(BlastCounters {
                 runs: 2,
                 refused: 5,
             }),

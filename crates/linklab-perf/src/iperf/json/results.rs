@@ -1,8 +1,6 @@
 //! The results document (iperf3 `send_results` / `get_results`): CPU use, whether the
 //! sender counts retransmits, the congestion control in use, and one entry per stream.
 
-use serde::Serialize;
-
 use super::number::Fixed;
 use super::reader::Reader;
 use super::MAX_DEPTH;
@@ -33,10 +31,11 @@ pub struct StreamResult {
     pub packets: u64,
     /// Packets counted while omitting.
     pub omitted_packets: u64,
-    /// Seconds from test start to the stream's start (always 0).
-    pub start_time: f64,
-    /// Seconds from the stream's start to its end.
-    pub end_time: f64,
+    /// Microseconds from test start to the stream's start (always 0; iperf3's
+    /// `start_time`, in seconds on the wire).
+    pub start_us: u64,
+    /// Microseconds from the stream's start to its end (iperf3's `end_time`).
+    pub end_us: u64,
 }
 
 /// A results document (iperf3 `send_results` / `get_results`), with at most `S` stream
@@ -130,8 +129,8 @@ impl StreamIn {
             omitted_errors: self.omitted_errors.map_or(0, |v| v.to_uint(u64::MAX)),
             packets: packets.to_uint(u64::MAX),
             omitted_packets: self.omitted_packets.map_or(0, |v| v.to_uint(u64::MAX)),
-            start_time: self.start_time.map_or(0.0, Decimal::to_f64),
-            end_time: self.end_time.map_or(0.0, Decimal::to_f64),
+            start_us: self.start_time.map_or(0, Decimal::to_micros),
+            end_us: self.end_time.map_or(0, Decimal::to_micros),
         })
     }
 }
@@ -187,54 +186,92 @@ impl<const S: usize> ResultsIn<S> {
     }
 }
 
-#[derive(Serialize)]
-struct StreamOut {
-    id: u32,
-    bytes: u64,
-    retransmits: i64,
-    jitter: Fixed,
-    errors: u64,
-    omitted_errors: u64,
-    packets: u64,
-    omitted_packets: u64,
-    start_time: Fixed,
-    end_time: Fixed,
+/// A results document being written, without serde or floating point where the values are
+/// integers (every TCP figure): text, integers, microseconds as seconds, and `f64`s only
+/// where a host or a UDP stream has them.
+struct Out<'b> {
+    buf: &'b mut [u8],
+    len: usize,
 }
 
-#[derive(Serialize)]
-struct ResultsOut<'a> {
-    cpu_util_total: Option<Fixed>,
-    cpu_util_user: Option<Fixed>,
-    cpu_util_system: Option<Fixed>,
-    sender_has_retransmits: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    congestion_used: Option<&'a str>,
-    streams: StreamsOut<'a>,
-}
+impl Out<'_> {
+    fn raw(&mut self, text: &[u8]) -> Result<&mut Self, JsonError> {
+        let end = self.len + text.len();
+        let dst = self
+            .buf
+            .get_mut(self.len..end)
+            .ok_or(JsonError::BufferTooSmall)?;
+        dst.copy_from_slice(text);
+        self.len = end;
+        Ok(self)
+    }
 
-/// The stream entries, each written as a [`StreamOut`] when serialized (no array of them
-/// on the stack).
-struct StreamsOut<'a>(&'a [StreamResult]);
-
-impl Serialize for StreamsOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for st in self.0 {
-            seq.serialize_element(&StreamOut {
-                id: st.id,
-                bytes: st.bytes,
-                retransmits: st.retransmits,
-                jitter: Fixed(finite(st.jitter)),
-                errors: st.errors,
-                omitted_errors: st.omitted_errors,
-                packets: st.packets,
-                omitted_packets: st.omitted_packets,
-                start_time: Fixed(finite(st.start_time)),
-                end_time: Fixed(finite(st.end_time)),
-            })?;
+    fn uint(&mut self, mut v: u64) -> Result<&mut Self, JsonError> {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
         }
-        seq.end()
+        self.raw(&digits[i..])
+    }
+
+    fn int(&mut self, v: i64) -> Result<&mut Self, JsonError> {
+        if v < 0 {
+            self.raw(b"-")?;
+        }
+        self.uint(v.unsigned_abs())
+    }
+
+    /// Microseconds as seconds with six decimals (`2.000104`).
+    fn seconds(&mut self, us: u64) -> Result<&mut Self, JsonError> {
+        let frac = us % 1_000_000;
+        self.uint(us / 1_000_000)?.raw(b".")?;
+        let mut digits = [b'0'; 6];
+        let mut f = frac;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (f % 10) as u8;
+            f /= 10;
+        }
+        self.raw(&digits)
+    }
+
+    /// A finite `f64` as [`Fixed`] writes it (`null` if it is not finite).
+    fn float(&mut self, v: f64) -> Result<&mut Self, JsonError> {
+        if !v.is_finite() {
+            return self.raw(b"null");
+        }
+        let mut text = [0u8; 32];
+        let n = Fixed(v).write(&mut text);
+        self.raw(&text[..n])
+    }
+
+    /// A string, quoted and escaped.
+    fn string(&mut self, s: &str) -> Result<&mut Self, JsonError> {
+        self.raw(b"\"")?;
+        for &b in s.as_bytes() {
+            match b {
+                b'"' => self.raw(b"\\\"")?,
+                b'\\' => self.raw(b"\\\\")?,
+                0..=0x1f => {
+                    const HEX: &[u8; 16] = b"0123456789abcdef";
+                    self.raw(&[
+                        b'\\',
+                        b'u',
+                        b'0',
+                        b'0',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 15)],
+                    ])?
+                }
+                _ => self.raw(&[b])?,
+            };
+        }
+        self.raw(b"\"")
     }
 }
 
@@ -271,18 +308,64 @@ impl<const S: usize> Results<S> {
         })
     }
 
-    /// Writes the results document; returns its length.
+    /// Writes the results document; returns its length. CPU figures are known only on a
+    /// host (feature `iperf-host`; a device writes `null`), jitter only on UDP streams
+    /// (feature `iperf-udp`; TCP's is 0): a device's TCP server writes integers only.
     pub fn to_json(&self, out: &mut [u8]) -> Result<usize, JsonError> {
-        let cpu = self.cpu_util.map(|c| c.map(finite));
-        let doc = ResultsOut {
-            cpu_util_total: cpu.map(|c| Fixed(c[0])),
-            cpu_util_user: cpu.map(|c| Fixed(c[1])),
-            cpu_util_system: cpu.map(|c| Fixed(c[2])),
-            sender_has_retransmits: self.sender_has_retransmits,
-            congestion_used: self.congestion_used.as_deref(),
-            streams: StreamsOut(&self.streams),
-        };
-        serde_json_core::to_slice(&doc, out).map_err(|_| JsonError::BufferTooSmall)
+        let mut o = Out { buf: out, len: 0 };
+        let cpu = self.cpu_util.filter(|_| cfg!(feature = "iperf-host"));
+        for (i, key) in [
+            &b"{\"cpu_util_total\":"[..],
+            b",\"cpu_util_user\":",
+            b",\"cpu_util_system\":",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            o.raw(key)?;
+            match cpu {
+                Some(c) => o.float(finite(c[i]))?,
+                None => o.raw(b"null")?,
+            };
+        }
+        o.raw(b",\"sender_has_retransmits\":")?
+            .int(self.sender_has_retransmits)?;
+        if let Some(cc) = &self.congestion_used {
+            o.raw(b",\"congestion_used\":")?.string(cc)?;
+        }
+        o.raw(b",\"streams\":[")?;
+        for (i, st) in self.streams.iter().enumerate() {
+            if i > 0 {
+                o.raw(b",")?;
+            }
+            o.raw(b"{\"id\":")?
+                .uint(st.id.into())?
+                .raw(b",\"bytes\":")?
+                .uint(st.bytes)?
+                .raw(b",\"retransmits\":")?
+                .int(st.retransmits)?
+                .raw(b",\"jitter\":")?;
+            if cfg!(feature = "iperf-udp") && st.jitter.to_bits() != 0 {
+                o.float(finite(st.jitter))?;
+            } else {
+                o.raw(b"0")?;
+            }
+            o.raw(b",\"errors\":")?
+                .uint(st.errors)?
+                .raw(b",\"omitted_errors\":")?
+                .uint(st.omitted_errors)?
+                .raw(b",\"packets\":")?
+                .uint(st.packets)?
+                .raw(b",\"omitted_packets\":")?
+                .uint(st.omitted_packets)?
+                .raw(b",\"start_time\":")?
+                .seconds(st.start_us)?
+                .raw(b",\"end_time\":")?
+                .seconds(st.end_us)?
+                .raw(b"}")?;
+        }
+        o.raw(b"]}")?;
+        Ok(o.len)
     }
 }
 

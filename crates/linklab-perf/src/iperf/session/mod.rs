@@ -23,7 +23,9 @@ mod tests;
 use super::json::{CongestionName, JsonError, ParamStrings, Params};
 use super::report::Interval;
 use super::stream::{Micros, Stream};
-use super::wire::{self, ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
+#[cfg(feature = "iperf-host")]
+use super::wire;
+use super::wire::{ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
 use output::Output;
 
 pub use control::validate_params;
@@ -198,8 +200,9 @@ impl<'a> Session<'a> {
         Self::server_for(rx, tx)
     }
 
-    /// A client session that will run the test in `opts`; the cookie is queued as the
+    /// A client session that will run the test in `opts` (feature `iperf-host`); the cookie is queued as the
     /// first control output. Connect the control connection, then feed it.
+    #[cfg(feature = "iperf-host")]
     pub fn client(
         opts: &ClientOptions<'a>,
         rx: &'a mut [u8],
@@ -232,6 +235,7 @@ pub struct Session<'a, const S: usize = MAX_STREAMS> {
     /// The time of the latest call that told us the time.
     now: Micros,
     /// Client: the free-text parameters.
+    #[cfg_attr(not(feature = "iperf-host"), allow(dead_code))]
     strings: ParamStrings<'a>,
     /// Our CPU use over the test, as the adapter measured it.
     cpu_util: Option<[f64; 3]>,
@@ -338,6 +342,12 @@ impl<'a, const S: usize> Session<'a, S> {
     /// Which end this session plays.
     pub fn role(&self) -> Role {
         self.role
+    }
+
+    /// True for a client session (never without feature `iperf-host`, so a server-only
+    /// build carries none of the client's code).
+    fn is_client(&self) -> bool {
+        cfg!(feature = "iperf-host") && self.role == Role::Client
     }
 
     /// Where the test is.
