@@ -16,7 +16,8 @@ impl<const N: usize> Line<N> {
         }
     }
 
-    /// Appends `text`.
+    /// Appends `text` (never inlined: a line is many calls, each one a call).
+    #[inline(never)]
     pub fn text(&mut self, text: &str) -> &mut Self {
         for &b in text.as_bytes() {
             if self.len < N {
@@ -28,6 +29,7 @@ impl<const N: usize> Line<N> {
     }
 
     /// Appends `n` in decimal.
+    #[inline(never)]
     pub fn num(&mut self, mut n: u64) -> &mut Self {
         let mut digits = [0u8; 20];
         let mut i = digits.len();

@@ -187,7 +187,7 @@ struct BlastBytes {
     frame: [u8; blast::FRAME_LEN],
 }
 
-/// The socket set's slots and the UDP sockets' packet records (not all zero: `.data`, small).
+/// The socket set's slots and the UDP sockets' packet records, written at boot.
 struct Slots {
     sockets: [SocketStorage<'static>; SOCKETS],
     #[cfg(feature = "echo")]
@@ -251,19 +251,13 @@ static mut BLAST_BYTES: BlastBytes = BlastBytes {
     frame: [0; blast::FRAME_LEN],
 };
 
-static mut SLOTS: Slots = Slots {
-    sockets: [SocketStorage::EMPTY; SOCKETS],
-    #[cfg(feature = "echo")]
-    echo_udp_meta: [[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2],
-    #[cfg(feature = "iperf-udp")]
-    iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
-    #[cfg(feature = "iperf-udp")]
-    iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
-    #[cfg(feature = "blast")]
-    blast_rx_meta: [PacketMetadata::EMPTY; BLAST_RX_PACKETS],
-    #[cfg(feature = "blast")]
-    blast_tx_meta: [PacketMetadata::EMPTY; BLAST_TX_PACKETS],
-};
+/// Where [`Slots`] is written at boot (`.bss`: no flash for its initial values).
+struct SlotsCell(UnsafeCell<MaybeUninit<Slots>>);
+
+// SAFETY: handed out once (SLOTS_TAKEN), to the one main loop.
+unsafe impl Sync for SlotsCell {}
+
+static SLOTS: SlotsCell = SlotsCell(UnsafeCell::new(MaybeUninit::uninit()));
 
 /// Set once the main loop's buffers have been handed out.
 static SLOTS_TAKEN: AtomicBool = AtomicBool::new(false);
@@ -313,7 +307,19 @@ pub(crate) fn take_buffers() -> Option<Taken> {
     Some(unsafe {
         Taken {
             bytes: &mut *core::ptr::addr_of_mut!(LOOP_BYTES),
-            slots: &mut *core::ptr::addr_of_mut!(SLOTS),
+            slots: (*SLOTS.0.get()).write(Slots {
+                sockets: [SocketStorage::EMPTY; SOCKETS],
+                #[cfg(feature = "echo")]
+                echo_udp_meta: [[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2],
+                #[cfg(feature = "iperf-udp")]
+                iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
+                #[cfg(feature = "iperf-udp")]
+                iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
+                #[cfg(feature = "blast")]
+                blast_rx_meta: [PacketMetadata::EMPTY; BLAST_RX_PACKETS],
+                #[cfg(feature = "blast")]
+                blast_tx_meta: [PacketMetadata::EMPTY; BLAST_TX_PACKETS],
+            }),
             #[cfg(feature = "blast")]
             blast: &mut *core::ptr::addr_of_mut!(BLAST_BYTES),
             place: &mut *APPS.0.get(),
