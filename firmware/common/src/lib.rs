@@ -31,7 +31,17 @@ use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-#[cfg(all(feature = "minimal", any(feature = "http", feature = "echo", feature = "blast", feature = "iperf-udp", feature = "iperf-parallel", feature = "iperf-bidir")))]
+#[cfg(all(
+    feature = "minimal",
+    any(
+        feature = "http",
+        feature = "echo",
+        feature = "blast",
+        feature = "iperf-udp",
+        feature = "iperf-parallel",
+        feature = "iperf-bidir"
+    )
+))]
 compile_error!("linklab-firmware: feature `minimal` is the iperf3 TCP server alone; build it with `--no-default-features` (no app features)");
 
 use linklab_mac::{Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxFormat, RxQueue, TxFormat};
@@ -44,10 +54,10 @@ use linklab_perf::lifetime::syn_port;
 #[cfg(feature = "blast")]
 use smoltcp::iface::SocketHandle;
 use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet, SocketStorage};
-#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
-use smoltcp::socket::udp::PacketMetadata;
 #[cfg(feature = "blast")]
 use smoltcp::socket::udp;
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
+use smoltcp::socket::udp::PacketMetadata;
 #[cfg(feature = "blast")]
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};

@@ -190,7 +190,10 @@ impl TcpList for SocketSet<'_> {
         for (_, socket) in self.iter() {
             // (Irrefutable in a build without UDP sockets.)
             #[allow(irrefutable_let_patterns)]
-            let Socket::Tcp(s) = socket else { continue };
+            let Socket::Tcp(s) = socket
+            else {
+                continue;
+            };
             if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
                 continue;
             }
@@ -410,7 +413,12 @@ fn conservation_error(
         E::Rx {
             transmissions,
             accounted,
-        } => ("rx transmissions ", transmissions, " != accounted ", accounted),
+        } => (
+            "rx transmissions ",
+            transmissions,
+            " != accounted ",
+            accounted,
+        ),
         E::Tx {
             requests,
             accounted,
