@@ -150,6 +150,11 @@ impl TcpOps for Tcp<'_, '_, '_> {
         // embassy-net builds its smoltcp without the reno and cubic features.
         "none"
     }
+    fn may_leave_bytes(&self) -> bool {
+        // `read_with` registers the waker only when the buffer is empty: bytes left there
+        // would keep the task from ever waking for more.
+        false
+    }
 }
 
 /// An embassy-net UDP socket and the task context its operations register with.

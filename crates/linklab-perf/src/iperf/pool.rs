@@ -14,7 +14,8 @@
 //! segment's payload is copied from the frame (word-aligned) into the buffer on a word. After
 //! iperf3's 37-byte cookie the first flight lands off its word; the first segment that fills
 //! the window realigns the stream, once per connection (the receive slow mode of the
-//! firmware README).
+//! firmware README). Only where the adapter's sockets allow it (`TcpOps::may_leave_bytes`:
+//! not on embassy-net, whose images start each receive ring 3 mod 4 instead).
 //!
 //! Sockets have roles when the adapter says so ([`PoolServer::set_data_slots`]): data
 //! sockets (large buffers: the window) listen only while a test's streams are being
@@ -434,13 +435,6 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     pub fn poll<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P, now: Micros) {
         self.now = now;
         let n = sockets.tcp_count().min(N);
-        #[cfg(feature = "iperf-udp")]
-        {
-            let mut udp = sockets.udp();
-            if !udp.is_open() {
-                let _ = udp.bind(self.port);
-            }
-        }
         // Data first: bytes that arrived before the client's TEST_END still count (reading the
         // control connection first would end the test with them unread, as a short `-n` test
         // shows).
@@ -461,6 +455,10 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         self.service_udp(sockets, now);
         if self.session.params_pending() {
             self.review(sockets, n);
+            // A UDP test's socket gets its buffers before CREATE_STREAMS leaves: the client's
+            // hello follows it at once.
+            #[cfg(feature = "iperf-udp")]
+            self.ready_udp(sockets);
         }
         // Send what the data streams may send after the control turn.
         for i in 0..n {
@@ -634,6 +632,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             Slot::Pending { got, since, ok } => {
                 let cookie = *self.session.cookie();
                 let (mut got, mut ok, mut held) = (got, ok, 0);
+                let keep_word = sock.may_leave_bytes();
                 // Checked where it lies; its last bytes stay in the buffer when that keeps
                 // the read position on a word (see the module docs).
                 while got < COOKIE_SIZE {
@@ -641,7 +640,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
                     let taken = sock.recv(|buf| {
                         seen = buf.len().min(COOKIE_SIZE - got);
                         ok &= buf[..seen] == cookie[got..got + seen];
-                        let take = if got + seen == COOKIE_SIZE {
+                        let take = if got + seen == COOKIE_SIZE && keep_word {
                             word_aligned_take(buf.as_ptr(), seen)
                         } else {
                             seen
@@ -726,6 +725,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// arrive ([`word_aligned_take`]), or until the data runs on past the buffer's end.
     fn read_stream(&mut self, sock: &mut impl TcpOps, i: usize, idx: usize, now: Micros) {
         let held = &mut self.held[i];
+        let keep_word = sock.may_leave_bytes();
         loop {
             let queued = sock.queues().0;
             let mut fresh = 0;
@@ -741,7 +741,11 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
                     }
                     return 0;
                 }
-                let take = word_aligned_take(buf.as_ptr(), len);
+                let take = if keep_word {
+                    word_aligned_take(buf.as_ptr(), len)
+                } else {
+                    len
+                };
                 *held = (len - take) as u8;
                 take
             });
@@ -769,8 +773,11 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         }
     }
 
+    /// Lends the UDP socket its buffers once a UDP test creates its streams (again each
+    /// poll until a chunk is free), and keeps it bound: made anew over its buffers, it is
+    /// not, and a hello arriving before it is would be answered "port unreachable".
     #[cfg(feature = "iperf-udp")]
-    fn service_udp<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P, now: Micros) {
+    fn ready_udp<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P) {
         if self.held()
             && self.session.phase() == Phase::CreateStreams
             && self.session.params().protocol == Protocol::Udp
@@ -778,6 +785,15 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         {
             self.udp_ready = sockets.prepare_udp();
         }
+        let mut sock = sockets.udp();
+        if !sock.is_open() {
+            let _ = sock.bind(self.port);
+        }
+    }
+
+    #[cfg(feature = "iperf-udp")]
+    fn service_udp<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P, now: Micros) {
+        self.ready_udp(sockets);
         let sock = &mut sockets.udp();
         let reading = self.session.should_read();
         loop {
