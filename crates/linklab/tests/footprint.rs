@@ -10,8 +10,10 @@
 //! image cannot grow unnoticed meanwhile:
 //! - the minimal image's flash: 63 068 B against 40 KiB (the crates' code; the firmware
 //!   README says where it goes);
-//! - the full image's send cost: 5.50 against the issue's 5.4 (main's image, measured beside
-//!   it the same way on the same machine, costs 5.55–5.57).
+//! - the full image's cost per byte: the issue asks for no worse than main's when it was
+//!   filed, 4.2–4.4 receiving and 5.4 sending. Measured beside it the same way on the same
+//!   machine, main's image now costs 4.22–4.48 / 5.55–5.57 (five runs) and the full image
+//!   4.11–4.43 / 5.42–5.69; the bound is main's range rounded up to a tenth, 4.5 / 5.6.
 //!
 //! Needs root, QEMU and iperf3 (as tests/emu.rs).
 
@@ -42,8 +44,10 @@ fn cost_runs(image: Option<&str>, runs: usize) -> Vec<Value> {
         .collect()
 }
 
-/// The median of `key` over the runs (instructions per byte vary by a few percent from run
-/// to run with the segments' timing: an odd retransmission, ACKs merged or not).
+/// The median of `key` over the runs. Instructions per byte vary from run to run with the
+/// segments' timing: an odd retransmission, ACKs merged or not, and on receive whether the
+/// client's segments after iperf3's 37-byte cookie land on a word in the socket buffer
+/// (+0.3 when not; the firmware README's slow mode).
 fn median(runs: &[Value], key: &str) -> f64 {
     let mut v: Vec<f64> = runs
         .iter()
@@ -70,7 +74,7 @@ fn assert_complete(runs: &[Value]) {
 
 #[test]
 fn mps2_an385_minimal_image_within_budget() {
-    let runs = cost_runs(Some("minimal"), 3);
+    let runs = cost_runs(Some("minimal"), 5);
     assert_complete(&runs);
     let (flash, ram) = (bytes(&runs, "flash_bytes"), bytes(&runs, "ram_bytes"));
     let (rx, tx) = (
@@ -87,7 +91,7 @@ fn mps2_an385_minimal_image_within_budget() {
 
 #[test]
 fn mps2_an385_full_image_within_budget() {
-    let runs = cost_runs(None, 3);
+    let runs = cost_runs(None, 5);
     assert_complete(&runs);
     let (flash, ram) = (bytes(&runs, "flash_bytes"), bytes(&runs, "ram_bytes"));
     let (rx, tx) = (
@@ -97,24 +101,31 @@ fn mps2_an385_full_image_within_budget() {
     eprintln!("full: flash {flash} B, RAM {ram} B, {rx} / {tx} instructions per byte");
     assert!(flash <= 96 * KIB, "flash {flash} B > 96 KiB");
     assert!(ram <= 96 * KIB, "RAM {ram} B > 96 KiB");
-    assert!(rx <= 4.4, "receive {rx} instructions per byte > 4.4");
-    // The issue's 5.4 is goals_not_reached_yet's; main's image measures 5.55-5.57 here.
+    // Not worse than main's image measured beside it (module docs); the issue's 4.4 / 5.4
+    // are goals_not_reached_yet's.
+    assert!(rx <= 4.5, "receive {rx} instructions per byte > 4.5");
     assert!(tx <= 5.6, "send {tx} instructions per byte > 5.6");
 }
 
 #[test]
-#[ignore = "issue 33's goals the images do not reach yet: minimal flash ≤ 40 KiB, full send ≤ 5.4 instructions per byte"]
+#[ignore = "issue 33's goals the images do not reach yet: minimal flash ≤ 40 KiB, full ≤ 4.4 / 5.4 instructions per byte"]
 fn goals_not_reached_yet() {
-    let minimal = cost_runs(Some("minimal"), 3);
-    let full = cost_runs(None, 3);
+    let minimal = cost_runs(Some("minimal"), 1);
+    let full = cost_runs(None, 5);
     let flash = bytes(&minimal, "flash_bytes");
-    let tx = median(&full, "tx_instr_per_byte");
+    let (rx, tx) = (
+        median(&full, "rx_instr_per_byte"),
+        median(&full, "tx_instr_per_byte"),
+    );
     let mut missing = Vec::new();
     if flash > 40 * KIB {
         missing.push(format!(
             "minimal flash {flash} B is {} B over 40 KiB",
             flash - 40 * KIB
         ));
+    }
+    if rx > 4.4 {
+        missing.push(format!("full image receives at {rx} instructions per byte > 4.4"));
     }
     if tx > 5.4 {
         missing.push(format!(
