@@ -154,14 +154,14 @@ fuzz_target!(|data: &[u8]| {
         },
     ];
     // Data chunks: a 2 KiB window and a 2 KiB send buffer each.
-    let data: Vec<&mut [u8]> = vec![next(), next(), next()];
+    let iperf_data: Vec<&mut [u8]> = vec![next(), next(), next()];
     let buffers = AppBuffers {
         echo_udp,
         echo_tcp,
         http,
         iperf: IperfBuffers {
             control,
-            data,
+            data: iperf_data,
             window: 2048,
             udp_rx: 2048,
             udp_meta: [m2, m3],

@@ -125,7 +125,9 @@ fn goals_not_reached_yet() {
         ));
     }
     if rx > 4.4 {
-        missing.push(format!("full image receives at {rx} instructions per byte > 4.4"));
+        missing.push(format!(
+            "full image receives at {rx} instructions per byte > 4.4"
+        ));
     }
     if tx > 5.4 {
         missing.push(format!(
