@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use libfuzzer_sys::fuzz_target;
 use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::http::NoRoutes;
+use linklab_perf::iperf::device::IperfBuffers;
 use linklab_perf::lifetime::syn_port;
 use linklab_perf::rules::udp_port;
 use smoltcp::iface::{Config, Interface, SocketSet};
@@ -128,12 +129,6 @@ fuzz_target!(|data: &[u8]| {
         tx_meta: m1,
         tx: next(),
     };
-    let iperf_udp = UdpBuffers {
-        rx_meta: m2,
-        rx: next(),
-        tx_meta: m3,
-        tx: next(),
-    };
     let echo_tcp = TcpBuffers {
         rx: next(),
         tx: next(),
@@ -148,23 +143,34 @@ fuzz_target!(|data: &[u8]| {
             tx: next(),
         },
     ];
-    let iperf_tcp: Vec<TcpBuffers<'_>> = (0..3)
-        .map(|_| TcpBuffers {
+    let control = [
+        TcpBuffers {
             rx: next(),
             tx: next(),
-        })
-        .collect();
+        },
+        TcpBuffers {
+            rx: next(),
+            tx: next(),
+        },
+    ];
+    // Data chunks: a 2 KiB window and a 2 KiB send buffer each.
+    let iperf_data: Vec<&mut [u8]> = vec![next(), next(), next()];
     let buffers = AppBuffers {
         echo_udp,
         echo_tcp,
         http,
-        iperf_tcp,
-        iperf_udp,
-        iperf_json_rx: json_rx,
-        iperf_json_tx: json_tx,
+        iperf: IperfBuffers {
+            control,
+            data: iperf_data,
+            window: 2048,
+            udp_rx: 2048,
+            udp_meta: [m2, m3],
+            json_rx,
+            json_tx,
+        },
     };
     let mut sockets = SocketSet::new(vec![]);
-    let mut apps = DeviceApps::new(&mut sockets, buffers);
+    let mut apps: DeviceApps<'_> = DeviceApps::new(&mut sockets, buffers);
     let ports = [80u16, 7, 5201];
 
     let mut rest = data;

@@ -15,7 +15,7 @@ fn step(chunk: &[u8]) -> u64 {
 
 fuzz_target!(|data: &[u8]| {
     let _ = Params::from_json(data);
-    let _ = Results::from_json(data);
+    let _ = Results::<16>::from_json(data);
 
     let split = data.first().map_or(1, |b| usize::from(*b % 7) + 1);
     let (mut rx, mut tx) = ([0u8; 8192], [0u8; 8192]);

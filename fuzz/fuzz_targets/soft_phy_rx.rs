@@ -23,7 +23,12 @@ fuzz_target!(|data: &[u8]| {
     let drain_every = 1 + (mode >> 4) as u32;
     let q: RxQueue<Inline<8192>> = RxQueue::new();
     let producer = q.producer();
-    let mut mac = Mac::new(q.consumer(), |_: &[u8]| {}, NoClock, MacConfig::decoding_phy(ME, 0));
+    let mut mac = Mac::new(
+        q.consumer(),
+        |_: &[u8]| {},
+        NoClock,
+        MacConfig::decoding_phy(ME, 0),
+    );
     let mut rx = RxInterrupt::new(os);
     let mut i = 0u32;
     while input.len() >= 2 {
@@ -58,7 +63,11 @@ fuzz_target!(|data: &[u8]| {
         let p = rx.counters();
         assert_eq!(c.check_conservation(), Ok(()), "{c:?}");
         assert_eq!(c.rx_committed, p.frames + p.truncated, "{c:?} {p:?}");
-        assert_eq!(c.rx_cancelled, p.empty + p.link_pulses + p.noise, "{c:?} {p:?}");
+        assert_eq!(
+            c.rx_cancelled,
+            p.empty + p.link_pulses + p.noise,
+            "{c:?} {p:?}"
+        );
         assert_eq!(c.rx_missed_errors, p.missed, "{c:?} {p:?}");
         let buckets = p.frames + p.truncated + p.empty + p.link_pulses + p.noise + p.missed;
         assert_eq!(u64::from(i), buckets, "{p:?}");

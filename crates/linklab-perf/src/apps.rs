@@ -6,24 +6,32 @@
 //! No heap: the caller lends every socket buffer ([`AppBuffers`]) — statics on an MCU,
 //! leaked vectors on a host — and owns the `SocketSet`.
 
-use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketHandle, SocketSet};
+#[cfg(any(feature = "echo", feature = "http"))]
+use smoltcp::iface::SocketHandle;
+use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketSet};
 use smoltcp::phy::Device;
-use smoltcp::socket::{tcp, udp};
+#[cfg(any(feature = "echo", feature = "http"))]
+use smoltcp::socket::tcp;
+#[cfg(feature = "udp")]
+use smoltcp::socket::udp;
 use smoltcp::time::{Duration, Instant};
 
-use crate::echo::SmoltcpEchoServer;
-use crate::echo::ECHO_PORT;
-use crate::evict::{half_open_to, Choice};
-use crate::http::{self, Routes};
-use crate::iperf::device::SmoltcpIperfServer;
-use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
-use crate::lifetime::{
-    evict, observe, refresh, relisten, IdleWatch, DEFAULT_IDLE_TIMEOUT, EVICT_GRACE,
-    TCP_KEEP_ALIVE, TCP_TIMEOUT,
-};
+#[cfg(feature = "echo")]
+use crate::echo::{SmoltcpEchoServer, ECHO_PORT};
+#[cfg(any(feature = "echo", feature = "http"))]
+use crate::evict::half_open_to;
+use crate::evict::Choice;
+#[cfg(feature = "http")]
+use crate::http;
+use crate::http::Routes;
+use crate::iperf::device::{IperfBuffers, SmoltcpIperfServer, MAX_TCP_SOCKETS};
+use crate::iperf::wire::{DEFAULT_PORT as IPERF_PORT, MAX_STREAMS};
+use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
+#[cfg(any(feature = "echo", feature = "http"))]
+use crate::lifetime::{evict, observe, refresh, relisten, tcp_socket, IdleWatch, EVICT_GRACE};
 use crate::synack_watch::{SynAckWatch, SynAcks};
 
-/// HTTP connections served at once (each one its own listening socket).
+/// HTTP connections served at once by default (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
 
 /// A TCP socket's two buffers.
@@ -35,6 +43,7 @@ pub struct TcpBuffers<'a> {
 }
 
 /// A UDP socket's buffers: packet metadata slots and payload bytes, each way.
+#[cfg(feature = "udp")]
 pub struct UdpBuffers<'a> {
     /// Datagrams the receive side can hold.
     pub rx_meta: &'a mut [udp::PacketMetadata],
@@ -46,45 +55,59 @@ pub struct UdpBuffers<'a> {
     pub tx: &'a mut [u8],
 }
 
-/// Every buffer the apps need.
-pub struct AppBuffers<'a, I> {
+/// Every buffer the apps need: the apps a build has (features `echo`, `http`) and the
+/// iperf3 server's ([`IperfBuffers`]: `I` yields its data chunks); `H` HTTP sockets.
+pub struct AppBuffers<'a, I, const H: usize = HTTP_SOCKETS> {
     /// UDP echo.
+    #[cfg(feature = "echo")]
     pub echo_udp: UdpBuffers<'a>,
     /// TCP echo (its receive side is a TCP window like any other).
+    #[cfg(feature = "echo")]
     pub echo_tcp: TcpBuffers<'a>,
     /// The HTTP sockets (requests are short heads; the send side carries the downloads).
-    pub http: [TcpBuffers<'a>; HTTP_SOCKETS],
-    /// The iperf3 server's TCP sockets, 3..=`iperf::device::MAX_TCP_SOCKETS` (see
-    /// [`SmoltcpIperfServer`] for what each `-P`/`--bidir` needs); receive buffers are the window.
-    pub iperf_tcp: I,
-    /// The iperf3 server's UDP socket (its buffers bound the burst it absorbs).
-    pub iperf_udp: UdpBuffers<'a>,
-    /// iperf3 control JSON received (8 KiB accepts any parameter document).
-    pub iperf_json_rx: &'a mut [u8],
-    /// iperf3 control JSON sent (4 KiB holds results for 16 streams).
-    pub iperf_json_tx: &'a mut [u8],
+    #[cfg(feature = "http")]
+    pub http: [TcpBuffers<'a>; H],
+    /// The iperf3 server's.
+    pub iperf: IperfBuffers<'a, I>,
 }
 
 pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 
-/// The apps and the handles of the sockets they own.
-pub struct DeviceApps<'a> {
+/// The apps and the handles of the sockets they own: iperf3 over at most `N` TCP sockets
+/// with room for `S` streams, and (features `echo`, `http`) echo and `H` HTTP sockets.
+pub struct DeviceApps<
+    'a,
+    const N: usize = MAX_TCP_SOCKETS,
+    const S: usize = MAX_STREAMS,
+    const H: usize = HTTP_SOCKETS,
+> {
+    #[cfg(feature = "echo")]
     echo: SmoltcpEchoServer,
+    #[cfg(feature = "echo")]
     echo_tcp: SocketHandle,
+    #[cfg(feature = "echo")]
     echo_watch: IdleWatch,
+    #[cfg(feature = "echo")]
     echo_idle_closed: u64,
+    #[cfg(feature = "echo")]
     echo_taken: Taken,
-    http: [(SocketHandle, http::Server, IdleWatch); HTTP_SOCKETS],
+    #[cfg(feature = "http")]
+    http: [(SocketHandle, http::Server, IdleWatch); H],
+    #[cfg(feature = "http")]
     http_responses: u64,
+    #[cfg(feature = "http")]
     http_idle_closed: u64,
+    #[cfg(feature = "http")]
     http_taken: Taken,
+    #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
     idle_timeout: Duration,
-    iperf: SmoltcpIperfServer<'a>,
+    iperf: SmoltcpIperfServer<'a, N, S>,
 }
 
 /// How often a service's sockets were taken for new clients, and how often a new client had
 /// to wait (see [`crate::evict::Choice`]).
 #[derive(Clone, Copy, Default)]
+#[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 struct Taken {
     /// Spent or half-open sockets freed.
     reclaimed: u64,
@@ -96,6 +119,7 @@ struct Taken {
     listen_drops: u64,
 }
 
+#[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 impl Taken {
     /// Counts what `choice` did; true when the SYN is to be dropped unanswered.
     fn count<T>(&mut self, choice: &Choice<T>) -> bool {
@@ -115,18 +139,7 @@ impl Taken {
     }
 }
 
-/// A TCP socket over `b` with the apps' lifetime rules ([`TCP_TIMEOUT`],
-/// [`TCP_KEEP_ALIVE`]) and without Nagle's algorithm: with a send buffer of a few segments,
-/// as an MCU has, Nagle holds the last partial segment until the peer's delayed ACK (40 ms on
-/// Linux) and a bulk sender then moves about one segment per 40 ms.
-fn tcp_socket(b: TcpBuffers<'_>) -> tcp::Socket<'_> {
-    let mut s = tcp::Socket::new(tcp::SocketBuffer::new(b.rx), tcp::SocketBuffer::new(b.tx));
-    s.set_nagle_enabled(false);
-    s.set_timeout(Some(TCP_TIMEOUT));
-    s.set_keep_alive(Some(TCP_KEEP_ALIVE));
-    s
-}
-
+#[cfg(feature = "echo")]
 fn udp_socket(b: UdpBuffers<'_>) -> udp::Socket<'_> {
     udp::Socket::new(
         udp::PacketBuffer::new(b.rx_meta, b.rx),
@@ -134,58 +147,50 @@ fn udp_socket(b: UdpBuffers<'_>) -> udp::Socket<'_> {
     )
 }
 
-impl<'a> DeviceApps<'a> {
+impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H> {
     /// Creates every app's sockets in `sockets` from `buffers`. The socket set needs room for
-    /// `4 + ` the number of iperf3 TCP sockets.
+    /// `2 + H` (echo, HTTP) and the iperf3 server's (see [`SmoltcpIperfServer::from_buffers`]).
     ///
     /// Always inlined, so that a caller that writes the result straight into a static (the
     /// firmware) builds it in one frame: outlined, its 13 KB were built and copied once more
     /// (2.3 KB more stack peak on the Cortex-M3 image, measured).
     #[inline(always)]
-    pub fn new<I>(sockets: &mut SocketSet<'a>, buffers: AppBuffers<'a, I>) -> DeviceApps<'a>
+    pub fn new<I>(sockets: &mut SocketSet<'a>, buffers: AppBuffers<'a, I, H>) -> Self
     where
-        I: IntoIterator<Item = TcpBuffers<'a>>,
+        I: IntoIterator<Item = &'a mut [u8]>,
     {
-        let udp = sockets.add(udp_socket(buffers.echo_udp));
-        let tcp = sockets.add(tcp_socket(buffers.echo_tcp));
-        let [h0, h1] = buffers.http;
-        let http = [
-            (
-                sockets.add(tcp_socket(h0)),
-                http::Server::new(),
-                IdleWatch::new(),
-            ),
-            (
-                sockets.add(tcp_socket(h1)),
-                http::Server::new(),
-                IdleWatch::new(),
-            ),
-        ];
-        let mut iperf_tcp: heapless::Vec<SocketHandle, { crate::iperf::device::MAX_TCP_SOCKETS }> =
-            heapless::Vec::new();
-        for b in buffers.iperf_tcp {
-            let handle = sockets.add(tcp_socket(b));
-            if iperf_tcp.push(handle).is_err() {
-                break;
-            }
-        }
-        let iperf_udp = sockets.add(udp_socket(buffers.iperf_udp));
-        let iperf = SmoltcpIperfServer::new(
-            &iperf_tcp,
-            iperf_udp,
-            IPERF_PORT,
-            buffers.iperf_json_rx,
-            buffers.iperf_json_tx,
+        #[cfg(feature = "echo")]
+        let (udp, tcp) = (
+            sockets.add(udp_socket(buffers.echo_udp)),
+            sockets.add(tcp_socket(buffers.echo_tcp)),
         );
+        #[cfg(feature = "http")]
+        let http = buffers.http.map(|b| {
+            (
+                sockets.add(tcp_socket(b)),
+                http::Server::new(),
+                IdleWatch::new(),
+            )
+        });
+        let iperf = SmoltcpIperfServer::from_buffers(sockets, buffers.iperf, IPERF_PORT);
         DeviceApps {
+            #[cfg(feature = "echo")]
             echo: SmoltcpEchoServer::new(udp, tcp),
+            #[cfg(feature = "echo")]
             echo_tcp: tcp,
+            #[cfg(feature = "echo")]
             echo_watch: IdleWatch::new(),
+            #[cfg(feature = "echo")]
             echo_idle_closed: 0,
+            #[cfg(feature = "echo")]
             echo_taken: Taken::default(),
+            #[cfg(feature = "http")]
             http,
+            #[cfg(feature = "http")]
             http_responses: 0,
+            #[cfg(feature = "http")]
             http_idle_closed: 0,
+            #[cfg(feature = "http")]
             http_taken: Taken::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             iperf,
@@ -201,33 +206,48 @@ impl<'a> DeviceApps<'a> {
     }
 
     /// True when an HTTP socket holds request bytes, i.e. a route such as `/stats` may be
-    /// asked for in this poll (so its data is worth gathering).
+    /// asked for in this poll (so its data is worth gathering); never without `http`.
     pub fn http_request_pending(&self, sockets: &SocketSet<'_>) -> bool {
-        self.http
+        #[cfg(feature = "http")]
+        return self
+            .http
             .iter()
-            .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).can_recv())
+            .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).can_recv());
+        #[cfg(not(feature = "http"))]
+        {
+            let _ = sockets;
+            false
+        }
+    }
+
+    /// The iperf3 server (its session and counters).
+    pub fn iperf(&self) -> &SmoltcpIperfServer<'a, N, S> {
+        &self.iperf
     }
 
     /// Runs every app once over the sockets, answering HTTP paths other than the bench files
     /// from `routes`; call after each [`poll_interface`](Self::poll_interface). Each TCP
     /// connection is looked at before and after its app ran, so its [`IdleWatch`] sees what
     /// the peer did and not what the app did.
-    pub fn poll(&mut self, sockets: &mut SocketSet<'_>, routes: &mut dyn Routes, now: Instant) {
+    pub fn poll(&mut self, sockets: &mut SocketSet<'a>, routes: &mut dyn Routes, now: Instant) {
         self.iperf.poll(sockets, now);
-        let _ = self.iperf.take_outcome();
-        observe(
-            &mut self.echo_watch,
-            sockets.get::<tcp::Socket>(self.echo_tcp),
-            now,
-        );
-        self.echo.poll(sockets, now);
-        let echo = sockets.get_mut::<tcp::Socket>(self.echo_tcp);
-        observe(&mut self.echo_watch, echo, now);
-        if self.echo_watch.expired(now, self.idle_timeout) {
-            echo.abort();
-            self.echo_watch.forget();
-            self.echo_idle_closed += 1;
+        #[cfg(feature = "echo")]
+        {
+            observe(
+                &mut self.echo_watch,
+                sockets.get::<tcp::Socket>(self.echo_tcp),
+                now,
+            );
+            self.echo.poll(sockets, now);
+            let echo = sockets.get_mut::<tcp::Socket>(self.echo_tcp);
+            observe(&mut self.echo_watch, echo, now);
+            if self.echo_watch.expired(now, self.idle_timeout) {
+                echo.abort();
+                self.echo_watch.forget();
+                self.echo_idle_closed += 1;
+            }
         }
+        #[cfg(feature = "http")]
         for (handle, server, watch) in &mut self.http {
             let socket = sockets.get_mut::<tcp::Socket>(*handle);
             observe(watch, socket, now);
@@ -241,6 +261,8 @@ impl<'a> DeviceApps<'a> {
                 self.http_idle_closed += 1;
             }
         }
+        #[cfg(not(feature = "http"))]
+        let _ = routes;
     }
 
     /// Runs the interface: ingress one frame at a time, then egress. Before each frame that
@@ -263,7 +285,7 @@ impl<'a> DeviceApps<'a> {
         &mut self,
         iface: &mut Interface,
         device: &mut D,
-        sockets: &mut SocketSet<'_>,
+        sockets: &mut SocketSet<'a>,
         now: Instant,
         next_syn_port: impl FnMut(&D) -> Option<u16>,
     ) {
@@ -282,7 +304,7 @@ impl<'a> DeviceApps<'a> {
         &mut self,
         iface: &mut Interface,
         device: &mut D,
-        sockets: &mut SocketSet<'_>,
+        sockets: &mut SocketSet<'a>,
         now: Instant,
         mut next_syn_port: impl FnMut(&D) -> Option<u16>,
     ) {
@@ -296,7 +318,7 @@ impl<'a> DeviceApps<'a> {
         loop {
             if let Some(port) = next_syn_port(device.device) {
                 self.note_answered(device.sent, sockets, now);
-                let mut flush = |s: &mut SocketSet<'_>| egress(iface, &mut device, s, now);
+                let mut flush = |s: &mut SocketSet<'a>| egress(iface, &mut device, s, now);
                 if self.make_room(port, sockets, now, &mut flush) {
                     device.hide_syn_to = Some(port);
                 }
@@ -306,6 +328,7 @@ impl<'a> DeviceApps<'a> {
             if ingress == PollIngressSingleResult::None {
                 break;
             }
+            #[cfg(feature = "echo")]
             while self.echo.echo_datagram(sockets, now) {
                 egress(iface, &mut device, sockets, now);
             }
@@ -319,7 +342,7 @@ impl<'a> DeviceApps<'a> {
         &mut self,
         iface: &mut Interface,
         device: &mut D,
-        sockets: &mut SocketSet<'_>,
+        sockets: &mut SocketSet<'a>,
         now: Instant,
     ) {
         let mut sent = SynAcks::new();
@@ -337,6 +360,7 @@ impl<'a> DeviceApps<'a> {
     fn note_answered(&mut self, sent: &mut SynAcks, sockets: &SocketSet<'_>, now: Instant) {
         while let Some((port, peer)) = sent.pop() {
             match port {
+                #[cfg(feature = "http")]
                 http::HTTP_PORT => {
                     for (h, _, watch) in &mut self.http {
                         if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
@@ -344,6 +368,7 @@ impl<'a> DeviceApps<'a> {
                         }
                     }
                 }
+                #[cfg(feature = "echo")]
                 ECHO_PORT => {
                     if half_open_to(sockets.get::<tcp::Socket>(self.echo_tcp), peer) {
                         self.echo_watch.note_answered(now);
@@ -357,14 +382,15 @@ impl<'a> DeviceApps<'a> {
     /// Frees a socket for a new connection to `port` when none of its sockets listens (see
     /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress. True
     /// when the SYN is to be dropped unanswered ([`Choice::Defer`]).
-    fn make_room<'s>(
+    fn make_room(
         &mut self,
         port: u16,
-        sockets: &mut SocketSet<'s>,
+        sockets: &mut SocketSet<'a>,
         now: Instant,
-        flush: &mut dyn FnMut(&mut SocketSet<'s>),
+        flush: &mut dyn FnMut(&mut SocketSet<'a>),
     ) -> bool {
         match port {
+            #[cfg(feature = "http")]
             http::HTTP_PORT => {
                 let listening = self
                     .http
@@ -394,6 +420,7 @@ impl<'a> DeviceApps<'a> {
                 }
                 self.http_taken.count(&choice)
             }
+            #[cfg(feature = "echo")]
             ECHO_PORT => {
                 let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
                 refresh(&mut self.echo_watch, socket, now);
@@ -418,6 +445,8 @@ impl<'a> DeviceApps<'a> {
     /// the next `Interface::poll`, so no peer waits forever).
     pub fn abort_all(&mut self, sockets: &mut SocketSet<'_>) {
         for (_, socket) in sockets.iter_mut() {
+            // (Irrefutable in a build without UDP sockets.)
+            #[allow(irrefutable_let_patterns)]
             if let smoltcp::socket::Socket::Tcp(s) = socket {
                 if s.is_active() {
                     s.abort();
@@ -429,23 +458,44 @@ impl<'a> DeviceApps<'a> {
     /// When the apps next need a poll regardless of traffic (pacing timers, idle timeouts),
     /// if ever.
     pub fn poll_at(&self) -> Option<Instant> {
+        #[cfg(any(feature = "echo", feature = "http"))]
         let t = self.idle_timeout;
+        let idle: Option<Instant> = None;
+        #[cfg(feature = "http")]
         let idle = self
             .http
             .iter()
-            .map(|(_, _, w)| w.deadline(t))
-            .chain([self.echo_watch.deadline(t)])
+            .filter_map(|(_, _, w)| w.deadline(t))
+            .chain(idle)
+            .min();
+        #[cfg(feature = "echo")]
+        let idle = [self.echo_watch.deadline(t), idle]
+            .into_iter()
             .flatten()
             .min();
-        [self.iperf.poll_at(), self.echo.poll_at(), idle]
+        #[cfg(feature = "echo")]
+        let echo = self.echo.poll_at();
+        #[cfg(not(feature = "echo"))]
+        let echo = None;
+        [self.iperf.poll_at(), echo, idle]
             .into_iter()
             .flatten()
             .min()
     }
 
-    /// Every app's counters, for `/stats` and the console.
+    /// Every app's counters, for `/stats` and the console (0 for an app the build lacks).
     pub fn counters(&self) -> [AppCounter; APP_COUNTERS] {
-        let e = self.echo.counters();
+        #[cfg(feature = "echo")]
+        let (e, echo_idle_closed, echo_taken) =
+            (self.echo.counters(), self.echo_idle_closed, self.echo_taken);
+        #[cfg(not(feature = "echo"))]
+        let (e, echo_idle_closed, echo_taken) =
+            (crate::echo::EchoCounters::default(), 0, Taken::default());
+        #[cfg(feature = "http")]
+        let (http_responses, http_idle_closed, http_taken) =
+            (self.http_responses, self.http_idle_closed, self.http_taken);
+        #[cfg(not(feature = "http"))]
+        let (http_responses, http_idle_closed, http_taken) = (0, 0, Taken::default());
         let i = self.iperf.counters();
         crate::app_counters::named([
             e.udp_rx_datagrams,
@@ -454,17 +504,17 @@ impl<'a> DeviceApps<'a> {
             e.udp_unsent,
             e.tcp_connections,
             e.tcp_bytes,
-            self.echo_idle_closed,
-            self.echo_taken.reclaimed,
-            self.echo_taken.evicted,
-            self.echo_taken.reclaimed_answered,
-            self.echo_taken.listen_drops,
-            self.http_responses,
-            self.http_idle_closed,
-            self.http_taken.reclaimed,
-            self.http_taken.evicted,
-            self.http_taken.reclaimed_answered,
-            self.http_taken.listen_drops,
+            echo_idle_closed,
+            echo_taken.reclaimed,
+            echo_taken.evicted,
+            echo_taken.reclaimed_answered,
+            echo_taken.listen_drops,
+            http_responses,
+            http_idle_closed,
+            http_taken.reclaimed,
+            http_taken.evicted,
+            http_taken.reclaimed_answered,
+            http_taken.listen_drops,
             u64::from(i.tests_done),
             u64::from(i.tests_failed),
             u64::from(i.denied),
@@ -497,7 +547,7 @@ pub mod host {
     use smoltcp::socket::udp;
 
     use super::{AppBuffers, TcpBuffers, UdpBuffers};
-    use crate::iperf::device::MAX_TCP_SOCKETS;
+    use crate::iperf::device::{IperfBuffers, MAX_TCP_SOCKETS};
     use crate::iperf::wire::MAX_JSON_LEN;
 
     /// Send buffer of each HTTP socket: a few segments are enough for a bench download.
@@ -510,11 +560,14 @@ pub mod host {
     pub const ECHO_UDP_PACKETS: usize = 16;
     /// UDP echo: payload bytes buffered each way.
     pub const ECHO_UDP_BYTES: usize = 16 * 1024;
-    /// Send buffer of each iperf3 TCP socket (what `-R` keeps in flight).
+    /// Send buffer of each iperf3 data socket (what `-R` keeps in flight).
     pub const IPERF_TCP_TX_BUFFER: usize = 64 * 1024;
-    /// iperf3 UDP socket: datagrams buffered each way (a `-b 50M` burst).
+    /// Buffers of each iperf3 control socket, each way.
+    pub const IPERF_CONTROL_BUFFER: usize = 4 * 1024;
+    /// iperf3 UDP socket: datagrams buffered each way (a `-b 50M` burst; the payload bytes
+    /// are a data chunk's).
     pub const IPERF_UDP_PACKETS: usize = 128;
-    /// Payload bytes of the iperf3 UDP socket's buffers, each way.
+    /// Payload bytes the iperf3 UDP socket receives into (of its data chunk).
     pub const IPERF_UDP_BYTES: usize = IPERF_UDP_PACKETS * 1500;
 
     fn leaked(len: usize) -> &'static mut [u8] {
@@ -538,8 +591,9 @@ pub mod host {
     }
 
     /// Every buffer for the apps; TCP sockets that receive bulk data get a receive buffer
-    /// of `tcp_window` bytes (smoltcp advertises its free space as the window).
-    pub fn host_buffers(tcp_window: usize) -> AppBuffers<'static, Vec<TcpBuffers<'static>>> {
+    /// of `tcp_window` bytes (smoltcp advertises its free space as the window), and the
+    /// iperf3 server one data chunk per stream iperf3 can ask for.
+    pub fn host_buffers(tcp_window: usize) -> AppBuffers<'static, Vec<&'static mut [u8]>> {
         AppBuffers {
             echo_udp: udp_buffers(ECHO_UDP_PACKETS, ECHO_UDP_BYTES),
             echo_tcp: tcp_buffers(tcp_window, ECHO_TX_BUFFER),
@@ -547,12 +601,23 @@ pub mod host {
                 tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
                 tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
             ],
-            iperf_tcp: (0..MAX_TCP_SOCKETS)
-                .map(|_| tcp_buffers(tcp_window, IPERF_TCP_TX_BUFFER))
-                .collect(),
-            iperf_udp: udp_buffers(IPERF_UDP_PACKETS, IPERF_UDP_BYTES),
-            iperf_json_rx: leaked(MAX_JSON_LEN),
-            iperf_json_tx: leaked(MAX_JSON_LEN),
+            iperf: IperfBuffers {
+                control: [
+                    tcp_buffers(IPERF_CONTROL_BUFFER, IPERF_CONTROL_BUFFER),
+                    tcp_buffers(IPERF_CONTROL_BUFFER, IPERF_CONTROL_BUFFER),
+                ],
+                data: (0..MAX_TCP_SOCKETS - 2)
+                    .map(|_| leaked(tcp_window.max(IPERF_UDP_BYTES) + IPERF_TCP_TX_BUFFER))
+                    .collect(),
+                window: tcp_window,
+                udp_rx: IPERF_UDP_BYTES,
+                udp_meta: [
+                    vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS].leak(),
+                    vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS].leak(),
+                ],
+                json_rx: leaked(MAX_JSON_LEN),
+                json_tx: leaked(MAX_JSON_LEN),
+            },
         }
     }
 }

@@ -182,10 +182,10 @@ impl<A: Copy + PartialEq, T: Copy + Ord> ReplyLane<A, T> {
     }
 }
 
-#[cfg(feature = "smoltcp")]
+#[cfg(all(feature = "smoltcp", feature = "echo"))]
 pub use adapter::SmoltcpEchoServer;
 
-#[cfg(feature = "smoltcp")]
+#[cfg(all(feature = "smoltcp", feature = "echo"))]
 mod adapter {
     use super::{Echo, EchoCounters, ReplyLane, ECHO_PORT};
     use smoltcp::iface::{SocketHandle, SocketSet};
@@ -319,7 +319,7 @@ mod adapter {
     }
 }
 
-#[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
+#[cfg(all(feature = "echo", any(feature = "smoltcp", feature = "embassy-net")))]
 impl Echo {
     /// Records `n` echoed replies dropped before they could leave.
     pub(crate) fn replies_unsent(&mut self, n: u64) {

@@ -22,6 +22,8 @@ pub mod evict;
 pub mod http;
 pub mod iperf;
 #[cfg(feature = "smoltcp")]
+pub mod lend;
+#[cfg(feature = "smoltcp")]
 pub mod lifetime;
 pub mod payload;
 pub mod rules;

@@ -12,6 +12,7 @@ use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, Socket};
 use smoltcp::time::{Duration, Instant};
 
+use crate::apps::TcpBuffers;
 use crate::evict::{Look, Progress, GRACE_MS};
 
 /// smoltcp's per-socket timeout for every TCP socket of the apps: a connection whose peer
@@ -31,6 +32,18 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_millis(crate::rules::I
 /// How long a connection must have made no progress before a new client may evict it
 /// ([`crate::evict::GRACE_MS`], which says why).
 pub const EVICT_GRACE: Duration = Duration::from_millis(GRACE_MS);
+
+/// A TCP socket over `b` with the apps' lifetime rules ([`TCP_TIMEOUT`],
+/// [`TCP_KEEP_ALIVE`]) and without Nagle's algorithm: with a send buffer of a few segments,
+/// as an MCU has, Nagle holds the last partial segment until the peer's delayed ACK (40 ms on
+/// Linux) and a bulk sender then moves about one segment per 40 ms.
+pub fn tcp_socket(b: TcpBuffers<'_>) -> tcp::Socket<'_> {
+    let mut s = tcp::Socket::new(tcp::SocketBuffer::new(b.rx), tcp::SocketBuffer::new(b.tx));
+    s.set_nagle_enabled(false);
+    s.set_timeout(Some(TCP_TIMEOUT));
+    s.set_keep_alive(Some(TCP_KEEP_ALIVE));
+    s
+}
 
 /// Watches one connection for progress: [`crate::evict::Progress`] over smoltcp's clock.
 pub type IdleWatch = Progress<Instant>;
@@ -60,6 +73,8 @@ pub fn fresh_slot(sockets: &mut SocketSet<'_>, handle: SocketHandle) -> SocketHa
 /// [`fresh_slot`] (so its SYN-ACK to the next client is not held back by a wait for the last
 /// one's neighbour). Returns the socket's (possibly new) handle.
 pub fn relisten(sockets: &mut SocketSet<'_>, handle: SocketHandle, port: u16) -> SocketHandle {
+    // (Irrefutable in a build without UDP sockets.)
+    #[allow(irrefutable_let_patterns)]
     if let Socket::Tcp(s) = sockets.get_mut::<Socket>(handle) {
         s.abort();
         let _ = s.listen(port);

@@ -1,5 +1,7 @@
 //! `core::fmt::Write` into a byte slice, failing instead of overflowing: how the no-heap apps
-//! format text (HTTP heads, the firmware's `/stats`).
+//! format text (HTTP heads, the firmware's `/stats`). [`SliceWriter::text`] and
+//! [`SliceWriter::num`] write without `core::fmt`'s formatter (kilobytes of flash a device
+//! that writes only text and integers does without).
 
 /// A writer into a byte slice that fails instead of overflowing.
 pub struct SliceWriter<'a> {
@@ -32,15 +34,36 @@ impl<'a> SliceWriter<'a> {
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
-}
 
-impl core::fmt::Write for SliceWriter<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+    /// Appends `s`; an error (nothing written) if it does not fit.
+    pub fn text(&mut self, s: &str) -> Result<&mut Self, core::fmt::Error> {
         let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
         let dst = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
         dst.copy_from_slice(s.as_bytes());
         self.len = end;
-        Ok(())
+        Ok(self)
+    }
+
+    /// Appends `n` in decimal; an error (nothing written) if it does not fit.
+    pub fn num(&mut self, mut n: u64) -> Result<&mut Self, core::fmt::Error> {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        // Only ASCII digits were written.
+        self.text(core::str::from_utf8(&digits[i..]).map_err(|_| core::fmt::Error)?)
+    }
+}
+
+impl core::fmt::Write for SliceWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.text(s).map(drop)
     }
 }
 
@@ -59,5 +82,23 @@ mod tests {
         assert_eq!(w.remaining(), 3);
         w.truncate(2);
         assert_eq!(w.len(), 2);
+    }
+
+    #[test]
+    fn text_and_numbers_without_the_formatter() {
+        let mut buf = [0u8; 32];
+        let mut w = SliceWriter::new(&mut buf);
+        w.text("n=")
+            .unwrap()
+            .num(0)
+            .unwrap()
+            .text(",")
+            .unwrap()
+            .num(u64::MAX)
+            .unwrap();
+        assert_eq!(w.len(), 24);
+        assert!(w.num(1234567890).is_err());
+        assert_eq!(w.len(), 24);
+        assert_eq!(&buf[..24], b"n=0,18446744073709551615");
     }
 }

@@ -96,6 +96,13 @@ pub trait TcpOps {
     /// The congestion control the stack runs on this socket, lower case (`none`, `reno`,
     /// `cubic`), for iperf3's results.
     fn congestion_control(&self) -> &'static str;
+    /// True when a reader may leave received bytes in the buffer and still be woken by the
+    /// next ones (smoltcp's sockets polled by a main loop). embassy-net wakes a reader only
+    /// for an empty buffer, so there a reader consumes all it read (the iperf3 server then
+    /// does not keep its read position on a word: `iperf::pool`).
+    fn may_leave_bytes(&self) -> bool {
+        true
+    }
 
     /// Copies received bytes into `buf` (across the receive ring's wrap); how many.
     fn recv_slice(&mut self, buf: &mut [u8]) -> usize {
@@ -217,6 +224,9 @@ impl<T: TcpOps + ?Sized> TcpOps for &mut T {
     }
     fn congestion_control(&self) -> &'static str {
         (**self).congestion_control()
+    }
+    fn may_leave_bytes(&self) -> bool {
+        (**self).may_leave_bytes()
     }
     fn recv_slice(&mut self, buf: &mut [u8]) -> usize {
         (**self).recv_slice(buf)

@@ -68,7 +68,7 @@ fn server_addr() -> IpEndpoint {
 /// Runs one test; returns the client's report (or failure) and the server's outcome.
 fn run_test(
     net: &mut Net,
-    server: &mut SmoltcpIperfServer,
+    server: &mut SmoltcpIperfServer<'static>,
     params: Params,
     port_base: u16,
 ) -> TestReport {
@@ -261,7 +261,7 @@ fn base(protocol: Protocol) -> Params {
     }
 }
 
-fn check(rep: &TestReport, server: &mut SmoltcpIperfServer) {
+fn check(rep: &TestReport, server: &mut SmoltcpIperfServer<'static>) {
     let outcome = server
         .take_outcome()
         .expect("server finished a test")
@@ -285,8 +285,8 @@ fn check(rep: &TestReport, server: &mut SmoltcpIperfServer) {
 #[test]
 fn device_server_runs_every_mode_and_denies_a_second_client() {
     let mut r = rig(10);
-    let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut server = SmoltcpIperfServer::new(&r.tcp, r.udp, PORT, &mut rx, &mut tx);
+    let (rx, tx) = (vec![0u8; 8192].leak(), vec![0u8; 8192].leak());
+    let mut server: SmoltcpIperfServer = SmoltcpIperfServer::new(&r.tcp, r.udp, PORT, rx, tx);
     let mut port = 40000;
     let modes: Vec<Params> = vec![
         base(Protocol::Tcp),
@@ -338,8 +338,8 @@ fn device_server_runs_every_mode_and_denies_a_second_client() {
 #[test]
 fn device_server_back_to_back_and_busy() {
     let mut r = rig(4);
-    let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut server = SmoltcpIperfServer::new(&r.tcp, r.udp, PORT, &mut rx, &mut tx);
+    let (rx, tx) = (vec![0u8; 8192].leak(), vec![0u8; 8192].leak());
+    let mut server: SmoltcpIperfServer = SmoltcpIperfServer::new(&r.tcp, r.udp, PORT, rx, tx);
     // A second client connecting while a test runs gets ACCESS_DENIED.
     let p = Params {
         duration_s: 1,

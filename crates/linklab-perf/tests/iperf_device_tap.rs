@@ -110,8 +110,8 @@ fn device_thread(
         udp::PacketBuffer::new(meta(), vec![0; 128 * 1500]),
         udp::PacketBuffer::new(meta(), vec![0; 128 * 1500]),
     ));
-    let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
-    let mut server = SmoltcpIperfServer::new(&tcp, udp, 5201, &mut rx, &mut tx);
+    let (rx, tx) = (vec![0u8; 8192].leak(), vec![0u8; 8192].leak());
+    let mut server: SmoltcpIperfServer = SmoltcpIperfServer::new(&tcp, udp, 5201, rx, tx);
     ready.send(()).unwrap();
     while !stop.load(Ordering::Relaxed) {
         let t = now();

@@ -55,8 +55,11 @@ pub struct Args {
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
     mac: Option<[u8; 6]>,
-    /// Use this firmware image instead of building it from linklab's firmware/ folder.
-    #[arg(long, value_name = "ELF")]
+    /// Boot another of the board's images by name — `minimal`: the iperf3 TCP server alone
+    /// (`-R`, one stream, the results exchange) and ICMP — or this firmware image (an ELF
+    /// file; a file named like an image is given with a path, e.g. `./minimal`) instead of
+    /// building the main-loop image from linklab's firmware/ folder.
+    #[arg(long, value_name = "NAME|ELF")]
     image: Option<PathBuf>,
     /// Run QEMU with `-icount shift=N` (one instruction per 2^N ns of virtual time), 0..=10.
     #[arg(long, value_name = "N", value_parser = values::ranged(0u32, 10))]
@@ -126,8 +129,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail_usage!("--json: only with --cost, --cost-parts, --throughput, --phy10 or --blast");
     }
     qemu::require(&board)?;
+    // `--image minimal` names an image of the board; any other value is an ELF file.
+    let named = image::named(&board, args.image.as_deref())?;
+    let file = if named.is_some() {
+        None
+    } else {
+        args.image.as_deref()
+    };
+    if named.is_some() {
+        let other = [
+            (args.serial, "--serial"),
+            (args.embassy, "--embassy"),
+            (args.blast, "--blast"),
+            (args.phy10, "--phy10"),
+            (args.cost_parts, "--cost-parts"),
+            (args.line.phy10_line, "--phy10-line"),
+        ];
+        if let Some((_, flag)) = other.iter().find(|(on, _)| *on) {
+            bail_usage!("--image minimal: not with {flag} (the minimal image is the iperf3 TCP server alone)");
+        }
+    }
     if args.blast {
-        let image = image::find_or_build(&board, Image::Main, args.image.as_deref())?;
+        let image = image::find_or_build(&board, Image::Main, file)?;
         let (result, verdict) = blast::measure(&board, &image, args.blast_ms)?;
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
@@ -143,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         l.validate()?;
     }
     if args.phy10 {
-        let (cases, parts, report) = phy10::measure(&board, args.image.as_deref())?;
+        let (cases, parts, report) = phy10::measure(&board, file)?;
         print!("{}", phy10::table(&board, &cases, &parts));
         if let Some(path) = &args.json {
             std::fs::write(path, serde_json::to_vec_pretty(&report)?)
@@ -161,15 +184,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else if args.embassy {
             Image::Embassy
         } else {
-            Image::Main
+            named.unwrap_or(Image::Main)
         };
-        let image = image::find_or_build(&board, kind, args.image.as_deref())?;
+        let image = image::find_or_build(&board, kind, file)?;
+        let console_work = kind == Image::Minimal;
         let result = if args.cost {
-            measure::cost(&board, &image, line_args)?
+            measure::cost(&board, &image, line_args, console_work)?
         } else if args.cost_parts {
             parts::cost_parts(&board, &image)?
         } else {
-            measure::throughput(&board, &image, shift.unwrap_or(3), line_args)?
+            measure::throughput(&board, &image, shift.unwrap_or(3), line_args, console_work)?
         };
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
@@ -200,7 +224,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             board: &board,
             tap: &tap,
             device_config: config.to_bytes().to_vec(),
-            image: args.image.as_deref(),
+            image: file,
             icount: shift,
             boot_timeout: timeout,
         };
@@ -211,9 +235,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else if args.embassy {
         Image::Embassy
     } else {
-        Image::Main
+        named.unwrap_or(Image::Main)
     };
-    let image = image::find_or_build(&board, kind, args.image.as_deref())?;
+    let image = image::find_or_build(&board, kind, file)?;
     let config = DeviceConfig {
         ip: ip.octets(),
         prefix,
@@ -243,7 +267,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!(
         "linklab emu: {}{} on TAP {tap}, device {ip}/{prefix}; Ctrl-C stops it",
         board.name,
-        if args.embassy { " (embassy image)" } else { "" }
+        match kind {
+            Image::Embassy => " (embassy image)",
+            Image::Minimal => " (minimal image)",
+            _ => "",
+        }
     );
     loop {
         if let Some(sig) = signals.take() {

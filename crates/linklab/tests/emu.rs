@@ -335,6 +335,106 @@ fn zynq7000_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_pee
     embassy_end_to_end_with("zynq7000", true);
 }
 
+/// The minimal image of `board` (`linklab emu --image minimal`: the iperf3 TCP server alone
+/// and ICMP): stock ping; stock iperf3 TCP and `-R` with the results exchange (the client's
+/// report carries the device's byte count each way); UDP, `--bidir` and `-P 2` refused as a
+/// stock server built without them refuses (SERVER_ERROR with iperf3's "not implemented":
+/// the client says so and exits non-zero, within seconds); the iperf3 pool's rules (idle
+/// control connections give way to a new client); back-to-back tests; the console's boot
+/// and work lines; SIGINT and the TAP is gone.
+fn minimal_end_to_end(board: &str) {
+    let mut emu = Device::emu_args(board, &["--image", "minimal"]);
+
+    ping_20_without_loss(&emu);
+
+    let tcp = emu.iperf3(&["-t", "2"]);
+    let (sent, received) = (end_bytes(&tcp, "sum_sent"), end_bytes(&tcp, "sum_received"));
+    assert!(sent > 100_000 && received > 100_000, "{}", tcp["end"]);
+    let reverse = emu.iperf3(&["-t", "2", "-R"]);
+    let (sent, received) = (
+        end_bytes(&reverse, "sum_sent"),
+        end_bytes(&reverse, "sum_received"),
+    );
+    assert!(sent > 100_000 && received > 100_000, "{}", reverse["end"]);
+
+    for mode in [&["-u", "-b", "5M"][..], &["--bidir"][..], &["-P", "2"][..]] {
+        let mut argv = vec![
+            "timeout",
+            "20",
+            "iperf3",
+            "-c",
+            DEVICE_IP,
+            "-t",
+            "1",
+            "--connect-timeout",
+            "5000",
+        ];
+        argv.extend_from_slice(mode);
+        let started = std::time::Instant::now();
+        let out = emu.ns.command(&argv).output().expect("run iperf3");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "iperf3 {mode:?}: {text}");
+        assert!(
+            text.contains("iperf3: error - an option you are trying to set is not implemented yet"),
+            "iperf3 {mode:?}: {text}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "iperf3 {mode:?} took {:?}",
+            started.elapsed()
+        );
+    }
+
+    campaign::idle_iperf3_controls_give_way_to_a_client(&emu, 4);
+    for _ in 0..5 {
+        let r = emu.iperf3(&["-n", "200K"]);
+        assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
+        assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
+    }
+
+    let stdout = emu.stop(libc::SIGINT);
+    let boot = format!("linklab firmware: {board} up, 198.18.0.2/24");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains(&boot) && l.ends_with(", minimal")),
+        "no minimal boot line in: {stdout}"
+    );
+    // The work line after the last test (2 timed, 3 refused, 1 after the holders, 5 more).
+    let last = stdout
+        .lines()
+        .rfind(|l| l.starts_with("linklab work: "))
+        .unwrap_or_else(|| panic!("no work line in: {stdout}"));
+    let tests: u64 = last
+        .split_whitespace()
+        .find_map(|m| m.strip_prefix("tests="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no test count in {last}"));
+    assert!(tests >= 11, "{last}");
+    assert!(stdout.contains("stopped by signal"), "{stdout}");
+    let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
+    assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");
+}
+
+#[test]
+fn mps2_an385_minimal_image_serves_iperf3_and_refuses_what_it_leaves_out() {
+    minimal_end_to_end("mps2-an385");
+}
+
+#[test]
+fn riscv32_virt_minimal_image_serves_iperf3_and_refuses_what_it_leaves_out() {
+    minimal_end_to_end("riscv32-virt");
+}
+
+#[test]
+fn zynq7000_minimal_image_serves_iperf3_and_refuses_what_it_leaves_out() {
+    minimal_end_to_end("zynq7000");
+}
+
 #[test]
 fn riscv32_virt_serves_ping_http_iperf3() {
     end_to_end("riscv32-virt");

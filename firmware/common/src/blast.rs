@@ -25,14 +25,7 @@ pub const FRAME_LEN: usize = HEADERS_LEN + blast::MAX_PAYLOAD as usize;
 /// apps once, so a blast never starves them).
 const BURST: u32 = 32;
 
-/// The blaster's counters for `/stats`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BlastCounters {
-    /// Requests obeyed.
-    pub runs: u64,
-    /// Requests refused (malformed, out of range, not IPv4, or during a blast).
-    pub refused: u64,
-}
+pub use crate::stats::BlastCounters;
 
 /// A blast under way.
 struct Running {

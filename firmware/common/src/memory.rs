@@ -1,56 +1,143 @@
-//! Every buffer the firmware owns, as statics sized for a small MCU: the 9-frame RX queue
-//! and the apps' socket buffers. One place to read the RAM budget from.
+//! Every buffer the firmware owns, as statics sized by one [`Sizing`]: the RX queue and the
+//! apps' socket buffers. One place to read the RAM budget from, and the knobs to change it.
+//!
+//! Two presets: [`FULL`], the image with every app and iperf3 mode, and [`MINIMAL`], the
+//! iperf3 TCP server alone (feature `minimal`). [`SIZING`] is the one the build uses; the
+//! statics below take every size from it, so a board (or a user) with other needs edits a
+//! preset or adds one. The linklab-perf README's knob table gives what each knob costs.
 
 use linklab_mac::window::{capacity_for_frames, tcp_rx_window, ETHERNET_MSS};
 use linklab_mac::RxFormat;
 
-/// Full-size frames the RX queue always holds, as in Niccle's MAC write-up.
-pub const QUEUE_FRAMES: usize = 9;
-/// RX queue ring bytes (15 236): the smallest ring that always holds 9 full-size frames with
-/// their FCS, so also without (checked by a test).
+/// The sizes of a firmware image's buffers and the socket counts of its apps.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizing {
+    /// Full-size frames the RX queue always holds. The TCP receive window is derived from
+    /// it: (frames − 2) × MSS, so a window's worth of segments never overruns the queue
+    /// while the main loop catches up.
+    pub queue_frames: usize,
+    /// iperf3 streams carried at once: the data memory's chunks (one TCP window and send
+    /// buffer each, lent to a data socket or the UDP socket: linklab-perf's
+    /// `iperf::device::IperfBuffers`). `-P 2` and `--bidir` need 2.
+    pub iperf_streams: usize,
+    /// Send buffer of an iperf3 data socket, in segments: what `-R` keeps in flight.
+    pub iperf_tx_segments: usize,
+    /// Buffers of each of the two iperf3 control sockets, each way (control messages are
+    /// short: a stock client's parameters ~300 bytes, one stream's results ~350).
+    pub iperf_control: usize,
+    /// iperf3 control JSON each way: a stock client's parameters are ~300 bytes, our
+    /// results ~350 bytes per stream.
+    pub iperf_json: usize,
+    /// Datagram records of the iperf3 UDP socket, received and sent (its bytes are a data
+    /// chunk's: the window part receives, the send part sends).
+    pub iperf_udp_packets: [usize; 2],
+    /// HTTP connections served at once.
+    pub http_sockets: usize,
+    /// HTTP request buffer (a head; what does not fit is refused by the server).
+    pub http_rx: usize,
+    /// Send buffer of each HTTP socket.
+    pub http_tx: usize,
+    /// TCP echo buffers, each way.
+    pub echo_tcp: usize,
+    /// UDP echo: datagrams each way.
+    pub echo_udp_packets: usize,
+    /// UDP echo: payload bytes each way.
+    pub echo_udp: usize,
+}
+
+/// Every app and mode (the default images). Nine frames and a 7-MSS window, as in Niccle's
+/// MAC write-up and the FreeRTOS+TCP peer; two streams (`-P 2`, `--bidir`) in two chunks of
+/// 13 140 bytes that the UDP socket borrows during UDP tests; two segments in flight for
+/// `-R` (on QEMU's TAP, tens of microseconds per round trip, more cost RAM and gain
+/// nothing measurable; a soft PHY's 10BASE-T line needs four: feature `soft-phy`); two
+/// HTTP sockets with two segments to send; echo's small buffers.
+pub const FULL: Sizing = Sizing {
+    queue_frames: 9,
+    iperf_streams: 2,
+    iperf_tx_segments: if cfg!(feature = "soft-phy") { 4 } else { 2 },
+    iperf_control: 512,
+    iperf_json: 2048,
+    iperf_udp_packets: [6, 2],
+    http_sockets: 2,
+    http_rx: 1024,
+    http_tx: 2 * ETHERNET_MSS,
+    echo_tcp: 1024,
+    echo_udp_packets: 2,
+    echo_udp: 1500,
+};
+
+/// The iperf3 TCP server alone (`-R`, one stream, the results exchange) and ICMP: the
+/// FreeRTOS+TCP peer's feature set. Eight frames and a 6-MSS window (8 760 bytes): with
+/// six frames (a 4-MSS window) the device sent an ACK per three segments and received at
+/// 4.5–4.8 instructions per byte; eight frames halve the ACKs, 4.1–4.2 (`linklab emu
+/// --board mps2-an385 --image minimal --cost`), for 6 KB more RAM. One stream, 1 KiB of
+/// control JSON each way (one stream's results are ~350 bytes).
+pub const MINIMAL: Sizing = Sizing {
+    queue_frames: 8,
+    iperf_streams: 1,
+    iperf_tx_segments: 2,
+    iperf_control: 512,
+    iperf_json: 1024,
+    iperf_udp_packets: [0, 0],
+    http_sockets: 0,
+    http_rx: 0,
+    http_tx: 0,
+    echo_tcp: 0,
+    echo_udp_packets: 0,
+    echo_udp: 0,
+};
+
+/// The sizes this build uses.
+pub const SIZING: Sizing = if cfg!(feature = "minimal") {
+    MINIMAL
+} else {
+    FULL
+};
+
+/// Full-size frames the RX queue always holds.
+pub const QUEUE_FRAMES: usize = SIZING.queue_frames;
+/// RX queue ring bytes: the smallest ring that always holds [`QUEUE_FRAMES`] full-size
+/// frames with their FCS, so also without (15 236 for nine; checked by a test).
 pub const QUEUE_BYTES: usize = capacity_for_frames(QUEUE_FRAMES, RxFormat::Aligned { fcs: true });
-/// The TCP receive window derived from the queue: (9 − 2) × 1460 = 10 220 bytes. Using the
-/// FCS format (4 bytes more per frame) makes it safe for either format.
+/// The TCP receive window derived from the queue: (frames − 2) × 1460 (10 220 for nine).
+/// Using the FCS format (4 bytes more per frame) makes it safe for either format.
 pub const TCP_WINDOW: usize =
     tcp_rx_window(QUEUE_BYTES, RxFormat::Aligned { fcs: true }, ETHERNET_MSS);
 
-/// iperf3 TCP sockets: control, one left listening (to deny a second client), and two data
-/// streams: enough for `-P 2` or `--bidir`.
-pub const IPERF_TCP_SOCKETS: usize = 4;
-/// Send buffer of each iperf3 TCP socket: two full segments in flight for `-R` on a NIC,
-/// four on a soft PHY (feature `soft-phy`). Its 10BASE-T line is slow enough that two
-/// segments then a wait for their ACK (its trip over the line, its decoding, the next
-/// segment's encoding) leave the line idle: `linklab emu --board riscv32-virt
-/// --phy10-line --throughput --icount 3` sent at 86.9 % of the 10BASE-T limit with two
-/// and 99.4 % with four (firmware README). On the NIC images' links (QEMU's TAP, tens of
-/// microseconds per round trip) two cost nothing measurable, and four would cost every
-/// image 4 × 2 920 bytes of RAM.
-pub const IPERF_TCP_TX: usize = if cfg!(feature = "soft-phy") {
-    4 * ETHERNET_MSS
-} else {
-    2 * ETHERNET_MSS
-};
-/// iperf3 UDP socket: datagrams and payload bytes received; sent.
-pub const IPERF_UDP_RX_PACKETS: usize = 4;
-/// Payload bytes of the iperf3 UDP receive side.
-pub const IPERF_UDP_RX: usize = 4 * 1500;
-/// Datagrams of the iperf3 UDP send side (`-u -R`).
-pub const IPERF_UDP_TX_PACKETS: usize = 2;
-/// Payload bytes of the iperf3 UDP send side.
-pub const IPERF_UDP_TX: usize = 2 * 1500;
-/// iperf3 control JSON each way: a stock client's parameters are ~300 bytes, the results
-/// for two streams ~700.
-pub const IPERF_JSON: usize = 2048;
-/// HTTP: request buffer (a head; what does not fit is refused by the server) and send buffer.
-pub const HTTP_RX: usize = 1024;
+/// iperf3 streams carried at once (data chunks).
+pub const IPERF_STREAMS: usize = SIZING.iperf_streams;
+/// iperf3 TCP sockets: a data socket per stream, a control one, a spare to deny a second
+/// client.
+pub const IPERF_TCP_SOCKETS: usize = IPERF_STREAMS + 2;
+/// Send buffer of an iperf3 data socket.
+pub const IPERF_TCP_TX: usize = SIZING.iperf_tx_segments * ETHERNET_MSS;
+/// One chunk of the iperf3 data memory: a window and a send buffer.
+pub const IPERF_CHUNK: usize = TCP_WINDOW + IPERF_TCP_TX;
+/// Buffers of an iperf3 control socket, each way.
+pub const IPERF_CONTROL: usize = SIZING.iperf_control;
+/// iperf3 control JSON each way.
+pub const IPERF_JSON: usize = SIZING.iperf_json;
+/// Datagrams the iperf3 UDP socket receives.
+pub const IPERF_UDP_RX_PACKETS: usize = SIZING.iperf_udp_packets[0];
+/// Datagrams the iperf3 UDP socket sends.
+pub const IPERF_UDP_TX_PACKETS: usize = SIZING.iperf_udp_packets[1];
+/// Payload bytes of the embassy image's iperf3 UDP socket, received (its apps take one
+/// buffer pair per socket; the main loop's UDP socket borrows a data chunk instead).
+pub const EMBASSY_IPERF_UDP_RX: usize = 4 * 1500;
+/// Payload bytes of the embassy image's iperf3 UDP socket, sent.
+pub const EMBASSY_IPERF_UDP_TX: usize = 2 * 1500;
+/// HTTP sockets.
+pub const HTTP_SOCKETS: usize = SIZING.http_sockets;
+/// HTTP request buffer.
+pub const HTTP_RX: usize = SIZING.http_rx;
 /// Send buffer of each HTTP socket.
-pub const HTTP_TX: usize = 2 * ETHERNET_MSS;
+pub const HTTP_TX: usize = SIZING.http_tx;
 /// TCP echo buffers.
-pub const ECHO_TCP: usize = 1024;
-/// UDP echo: datagrams and payload bytes each way.
-pub const ECHO_UDP_PACKETS: usize = 2;
+pub const ECHO_TCP: usize = SIZING.echo_tcp;
+/// UDP echo: datagrams each way.
+pub const ECHO_UDP_PACKETS: usize = SIZING.echo_udp_packets;
 /// Payload bytes of UDP echo, each way.
-pub const ECHO_UDP: usize = 1500;
+pub const ECHO_UDP: usize = SIZING.echo_udp;
 /// Packet blaster (`crate::blast`): request bytes received. Requests are 16 bytes; the
 /// buffer holds the largest datagram the link carries so that an oversized one reaches the
 /// blaster, which refuses and counts it (smoltcp drops what does not fit, uncounted).
@@ -61,9 +148,17 @@ pub const BLAST_RX_PACKETS: usize = 4;
 pub const BLAST_TX: usize = linklab_perf::blast::MAX_PAYLOAD as usize;
 /// Datagrams of the blaster's send side.
 pub const BLAST_TX_PACKETS: usize = 1;
-/// Sockets in the set: echo UDP + TCP, 2 HTTP, the iperf3 TCP sockets and its UDP socket,
-/// the packet blaster's UDP socket.
-pub const SOCKETS: usize = 4 + 1 + IPERF_TCP_SOCKETS + 1;
+/// Sockets in the set: the iperf3 server's TCP sockets (and its UDP socket), echo's two,
+/// the HTTP sockets, the packet blaster's.
+pub const SOCKETS: usize = IPERF_TCP_SOCKETS
+    + cfg!(feature = "iperf-udp") as usize
+    + 2 * cfg!(feature = "echo") as usize
+    + if cfg!(feature = "http") {
+        HTTP_SOCKETS
+    } else {
+        0
+    }
+    + cfg!(feature = "blast") as usize;
 
 #[cfg(test)]
 mod tests {
@@ -71,14 +166,16 @@ mod tests {
     use linklab_mac::window::queue_frames;
 
     #[test]
-    fn the_queue_holds_nine_frames_and_is_the_smallest_that_does() {
+    fn the_queue_holds_its_frames_and_is_the_smallest_that_does() {
         for fcs in [true, false] {
             let f = RxFormat::Aligned { fcs };
             assert_eq!(queue_frames(QUEUE_BYTES, f, ETHERNET_MSS), QUEUE_FRAMES);
         }
         let f = RxFormat::Aligned { fcs: true };
         assert!(queue_frames(QUEUE_BYTES - 4, f, ETHERNET_MSS) < QUEUE_FRAMES);
-        assert_eq!(TCP_WINDOW, 7 * 1460);
-        assert_eq!(QUEUE_BYTES, 15_236);
+        assert_eq!(TCP_WINDOW, (QUEUE_FRAMES - 2) * 1460);
+        if !cfg!(feature = "minimal") {
+            assert_eq!(QUEUE_BYTES, 15_236);
+        }
     }
 }

@@ -142,9 +142,7 @@ fn write_stats(
 /// [`SERIAL_RX`], leave through `tx`.
 pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: DeviceConfig) -> ! {
     let taken = take_buffers();
-    let (Some((buf, slots, blast, place)), false) =
-        (taken, LINK_TAKEN.swap(true, Ordering::AcqRel))
-    else {
+    let (Some(taken), false) = (taken, LINK_TAKEN.swap(true, Ordering::AcqRel)) else {
         board.console("linklab firmware: run_serial() called twice\n");
         loop {
             board.sleep_until(None);
@@ -163,7 +161,7 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
         let _ = addrs.push(IpCidr::new(IpAddress::v4(a, b, c, d), config.prefix));
     });
     // No packet blaster over the serial link: its socket stays unbound.
-    let (state, _) = device_apps(place, buf, slots, blast);
+    let (state, _) = device_apps(taken);
     let Apps {
         sockets,
         apps,

@@ -3,8 +3,6 @@
 //! connected TCP sockets, as compact JSON written into the buffer the HTTP server lends (no
 //! heap). Keys match `linklab serve`'s `/stats` where the figure is the same.
 
-use core::fmt::Write;
-
 use linklab_mac::Counters;
 use linklab_perf::apps::AppCounter;
 use linklab_perf::http::{RouteBody, Routes};
@@ -31,6 +29,15 @@ pub struct LayerWork {
     pub main: u64,
     /// Passes of the main loop (to tell a pass's fixed cost from the work per frame).
     pub loops: u64,
+}
+
+/// The packet blaster's counters for `/stats` (`crate::blast`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlastCounters {
+    /// Requests obeyed.
+    pub runs: u64,
+    /// Requests refused (malformed, out of range, not IPv4, or during a blast).
+    pub refused: u64,
 }
 
 /// What the CPU did since boot.
@@ -133,27 +140,30 @@ impl PhyFigures {
     }
 
     fn write_json(&self, mac: &Counters, w: &mut SliceWriter<'_>) -> core::fmt::Result {
-        write!(
+        w.text(",\"phy\":{")?;
+        members(
             w,
-            ",\"phy\":{{\"captures\":{},\"frames\":{},\"truncated\":{},\"empty\":{},\"link_pulses\":{},\"noise\":{},\"missed\":{},\"bad_captures\":{},\"tx_frames\":{},\"tx_dropped\":{}}}",
-            self.captures,
-            self.frames,
-            self.truncated,
-            self.empty,
-            self.link_pulses,
-            self.noise,
-            self.missed,
-            self.bad_captures,
-            self.tx_frames,
-            self.tx_dropped
+            &[
+                ("captures", self.captures),
+                ("frames", self.frames),
+                ("truncated", self.truncated),
+                ("empty", self.empty),
+                ("link_pulses", self.link_pulses),
+                ("noise", self.noise),
+                ("missed", self.missed),
+                ("bad_captures", self.bad_captures),
+                ("tx_frames", self.tx_frames),
+                ("tx_dropped", self.tx_dropped),
+            ],
         )?;
+        w.text("}")?;
         match self.check_with(mac) {
-            Ok(()) => w.write_str(",\"phy_conservation\":{\"holds\":true}"),
-            Err(e) => write!(
-                w,
-                ",\"phy_conservation\":{{\"holds\":false,\"error\":\"{}\"}}",
-                e.as_str()
-            ),
+            Ok(()) => w.text(",\"phy_conservation\":{\"holds\":true}").map(drop),
+            Err(e) => w
+                .text(",\"phy_conservation\":{\"holds\":false,\"error\":\"")?
+                .text(e.as_str())?
+                .text("\"}")
+                .map(drop),
         }
     }
 }
@@ -178,7 +188,12 @@ pub trait TcpList {
 impl TcpList for SocketSet<'_> {
     fn each(&self, f: &mut dyn FnMut(TcpEntry)) {
         for (_, socket) in self.iter() {
-            let Socket::Tcp(s) = socket else { continue };
+            // (Irrefutable in a build without UDP sockets.)
+            #[allow(irrefutable_let_patterns)]
+            let Socket::Tcp(s) = socket
+            else {
+                continue;
+            };
             if matches!(s.state(), tcp::State::Listen | tcp::State::Closed) {
                 continue;
             }
@@ -208,7 +223,7 @@ pub struct Snapshot<'a> {
     /// The sockets, for the per-connection list.
     pub sockets: &'a dyn TcpList,
     /// The packet blaster's counters (None in an image without the blaster).
-    pub blast: Option<crate::blast::BlastCounters>,
+    pub blast: Option<BlastCounters>,
 }
 
 /// The `/stats` route answering with a body rendered beforehand (the apps poll the socket
@@ -242,27 +257,33 @@ impl Snapshot<'_> {
         self.write_fixed(&mut w).ok()?;
         // Keep room for the longest tail: `],"tcp_omitted":N}`.
         const TAIL: usize = 40;
-        w.write_str(",\"tcp\":[").ok()?;
+        w.text(",\"tcp\":[").ok()?;
         let mut written = 0usize;
         let mut omitted = 0usize;
         self.sockets.each(&mut |e| {
             let mark = w.len();
-            let mut r = write!(
-                w,
-                "{}{{\"port\":{},\"state\":\"{}\"",
-                if written > 0 { "," } else { "" },
-                e.port,
-                e.state,
-            );
+            let mut r = (|| {
+                w.text(if written > 0 { "," } else { "" })?
+                    .text("{\"port\":")?
+                    .num(e.port.into())?
+                    .text(",\"state\":\"")?
+                    .text(e.state)?
+                    .text("\"")
+                    .map(drop)
+            })();
             if let Some((rx, tx, cap)) = e.queues {
                 r = r.and_then(|()| {
-                    write!(
-                        w,
-                        ",\"rx_queue\":{rx},\"tx_queue\":{tx},\"rx_capacity\":{cap}"
+                    members(
+                        w.text(",")?,
+                        &[
+                            ("rx_queue", rx as u64),
+                            ("tx_queue", tx as u64),
+                            ("rx_capacity", cap as u64),
+                        ],
                     )
                 });
             }
-            r = r.and_then(|()| w.write_str("}"));
+            r = r.and_then(|()| w.text("}").map(drop));
             if r.is_err() || w.remaining() < TAIL {
                 w.truncate(mark);
                 omitted += 1;
@@ -270,83 +291,140 @@ impl Snapshot<'_> {
                 written += 1;
             }
         });
-        w.write_str("]").ok()?;
+        w.text("]").ok()?;
         if omitted > 0 {
-            write!(w, ",\"tcp_omitted\":{omitted}").ok()?;
+            w.text(",\"tcp_omitted\":").ok()?.num(omitted as u64).ok()?;
         }
-        w.write_str("}").ok()?;
+        w.text("}").ok()?;
         Some(w.len())
     }
 
     fn write_fixed(&self, w: &mut SliceWriter<'_>) -> core::fmt::Result {
         let uptime_ds = self.cpu.uptime_ns / 100_000_000;
-        write!(
-            w,
-            "{{\"board\":\"{}\",\"uptime_s\":{}.{},\"link_up\":{},\"mac\":{{",
-            self.board,
-            uptime_ds / 10,
-            uptime_ds % 10,
-            self.link_up
-        )?;
-        for (i, (k, v)) in self.mac.fields().iter().enumerate() {
-            write!(w, "{}\"{k}\":{v}", if i > 0 { "," } else { "" })?;
-        }
+        w.text("{\"board\":\"")?
+            .text(self.board)?
+            .text("\",\"uptime_s\":")?
+            .num(uptime_ds / 10)?
+            .text(".")?
+            .num(uptime_ds % 10)?
+            .text(",\"link_up\":")?
+            .text(if self.link_up { "true" } else { "false" })?
+            .text(",\"mac\":{")?;
+        members(w, &self.mac.fields())?;
         match self.mac.check_conservation() {
-            Ok(()) => w.write_str("},\"conservation\":{\"holds\":true}")?,
-            Err(e) => write!(
-                w,
-                "}},\"conservation\":{{\"holds\":false,\"error\":\"{e}\"}}"
-            )?,
+            Ok(()) => {
+                w.text("},\"conservation\":{\"holds\":true}")?;
+            }
+            Err(e) => {
+                w.text("},\"conservation\":{\"holds\":false,\"error\":\"")?;
+                conservation_error(w, e)?;
+                w.text("\"}")?;
+            }
         }
         if let Some(phy) = &self.phy {
             phy.write_json(&self.mac, w)?;
         }
-        write!(
-            w,
-            ",\"rx_queue\":{{\"frames\":{QUEUE_FRAMES},\"bytes\":{QUEUE_BYTES}}},\"tcp_window\":{{\"bytes\":{TCP_WINDOW},\"auto\":true}}"
-        )?;
+        w.text(",\"rx_queue\":{\"frames\":")?
+            .num(QUEUE_FRAMES as u64)?
+            .text(",\"bytes\":")?
+            .num(QUEUE_BYTES as u64)?
+            .text("},\"tcp_window\":{\"bytes\":")?
+            .num(TCP_WINDOW as u64)?
+            .text(",\"auto\":true}")?;
         let c = &self.cpu;
-        write!(
+        w.text(",\"cpu\":{")?;
+        members(
             w,
-            ",\"cpu\":{{\"uptime_ns\":{},\"idle_ns\":{},\"busy_ns\":{},\"work_unit\":\"{}\"",
-            c.uptime_ns,
-            c.idle_ns,
-            c.uptime_ns.saturating_sub(c.idle_ns),
-            c.work_unit
+            &[
+                ("uptime_ns", c.uptime_ns),
+                ("idle_ns", c.idle_ns),
+                ("busy_ns", c.uptime_ns.saturating_sub(c.idle_ns)),
+            ],
         )?;
-        write!(
+        w.text(",\"work_unit\":\"")?
+            .text(c.work_unit)?
+            .text("\",\"work\":{")?;
+        members(
             w,
-            ",\"work\":{{\"isr\":{},\"stack\":{},\"apps\":{},\"main\":{},\"loops\":{}}}",
-            c.work.isr, c.work.stack, c.work.apps, c.work.main, c.work.loops
+            &[
+                ("isr", c.work.isr),
+                ("stack", c.work.stack),
+                ("apps", c.work.apps),
+                ("main", c.work.main),
+                ("loops", c.work.loops),
+            ],
         )?;
-        write!(
+        w.text("}},\"memory\":{")?;
+        members(
             w,
-            "}},\"memory\":{{\"stack_peak_bytes\":{},\"stack_size_bytes\":{}}}",
-            c.stack_peak_bytes, c.stack_size_bytes
+            &[
+                ("stack_peak_bytes", c.stack_peak_bytes as u64),
+                ("stack_size_bytes", c.stack_size_bytes as u64),
+            ],
         )?;
+        w.text("}")?;
         if let Some(blast) = &self.blast {
-            write!(
-                w,
-                ",\"blast\":{{\"runs\":{},\"refused\":{}}}",
-                blast.runs, blast.refused
-            )?;
+            w.text(",\"blast\":{")?;
+            members(w, &[("runs", blast.runs), ("refused", blast.refused)])?;
+            w.text("}")?;
         }
         let mut app = "";
         for (name, counter, value) in self.apps {
             if name != app {
-                let open = if app.is_empty() { "" } else { "}" };
-                write!(w, "{open},\"{name}\":{{")?;
+                w.text(if app.is_empty() { "" } else { "}" })?
+                    .text(",\"")?
+                    .text(name)?
+                    .text("\":{")?;
                 app = name;
             } else {
-                w.write_str(",")?;
+                w.text(",")?;
             }
-            write!(w, "\"{counter}\":{value}")?;
+            members(w, &[(counter, value)])?;
         }
         if !app.is_empty() {
-            w.write_str("}")?;
+            w.text("}")?;
         }
         Ok(())
     }
+}
+
+/// Writes `"key":value` members, comma-separated.
+fn members(w: &mut SliceWriter<'_>, kv: &[(&str, u64)]) -> core::fmt::Result {
+    for (i, (k, v)) in kv.iter().enumerate() {
+        w.text(if i > 0 { ",\"" } else { "\"" })?
+            .text(k)?
+            .text("\":")?
+            .num(*v)?;
+    }
+    Ok(())
+}
+
+/// The MAC's broken law in words (as its `Display` says it, without `core::fmt`).
+fn conservation_error(
+    w: &mut SliceWriter<'_>,
+    e: linklab_mac::ConservationError,
+) -> core::fmt::Result {
+    use linklab_mac::ConservationError as E;
+    let (a, x, b, y) = match e {
+        E::RxPendingNegative {
+            committed,
+            dequeued,
+        } => ("dequeued ", dequeued, " > committed ", committed),
+        E::Rx {
+            transmissions,
+            accounted,
+        } => (
+            "rx transmissions ",
+            transmissions,
+            " != accounted ",
+            accounted,
+        ),
+        E::Tx {
+            requests,
+            accounted,
+        } => ("tx requests ", requests, " != accounted ", accounted),
+    };
+    w.text(a)?.num(x)?.text(b)?.num(y).map(drop)
 }
 
 #[cfg(test)]
@@ -385,7 +463,7 @@ mod tests {
             link_up: true,
             phy: None,
             sockets,
-            blast: Some(crate::blast::BlastCounters {
+            blast: Some(BlastCounters {
                 runs: 2,
                 refused: 5,
             }),

@@ -55,8 +55,8 @@ struct Bytes {
     http_tx: [[u8; HTTP_TX]; 2],
     iperf_rx: [[u8; TCP_WINDOW + 4]; IPERF_TCP_SOCKETS],
     iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
-    iperf_udp_rx: [u8; IPERF_UDP_RX],
-    iperf_udp_tx: [u8; IPERF_UDP_TX],
+    iperf_udp_rx: [u8; EMBASSY_IPERF_UDP_RX],
+    iperf_udp_tx: [u8; EMBASSY_IPERF_UDP_TX],
     json_rx: [u8; IPERF_JSON],
     json_tx: [u8; IPERF_JSON],
 }
@@ -72,8 +72,8 @@ static mut BYTES: Bytes = Bytes {
     http_tx: [[0; HTTP_TX]; 2],
     iperf_rx: [[0; TCP_WINDOW + 4]; IPERF_TCP_SOCKETS],
     iperf_tx: [[0; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
-    iperf_udp_rx: [0; IPERF_UDP_RX],
-    iperf_udp_tx: [0; IPERF_UDP_TX],
+    iperf_udp_rx: [0; EMBASSY_IPERF_UDP_RX],
+    iperf_udp_tx: [0; EMBASSY_IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],
     json_tx: [0; IPERF_JSON],
 };

@@ -45,6 +45,7 @@ pub struct AppCounters {
 const _: () = assert!(11 + 6 + 8 == APP_COUNTERS);
 
 /// Index of an HTTP counter.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) enum Http {
     Responses = 0,
     IdleClosed = 1,
@@ -55,6 +56,7 @@ pub(crate) enum Http {
 }
 
 /// Index of an echo counter the adapter keeps itself (the rest come from the core): TCP's.
+#[cfg_attr(not(feature = "echo"), allow(dead_code))]
 pub(crate) enum EchoTcp {
     IdleClosed = 6,
     Reclaimed = 7,
@@ -100,14 +102,17 @@ impl AppCounters {
         }
     }
 
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn add_http(&self, which: Http) {
         self.http[which as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    #[cfg_attr(not(feature = "echo"), allow(dead_code))]
     pub(crate) fn add_echo(&self, which: EchoTcp) {
         self.echo[which as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    #[cfg_attr(not(feature = "echo"), allow(dead_code))]
     pub(crate) fn set_echo_core(&self, c: &EchoCounters) {
         let values = [
             c.udp_rx_datagrams,

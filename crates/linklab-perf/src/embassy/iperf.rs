@@ -6,12 +6,15 @@ use core::future::poll_fn;
 use core::task::{Context, Poll};
 
 use embassy_net::tcp::TcpSocket;
+#[cfg(feature = "iperf-udp")]
 use embassy_net::udp::UdpSocket;
 use embassy_net::{IpEndpoint, Stack};
 use embassy_time::{Instant, Timer};
 
-use super::socket::{poll_once, Tcp, Udp};
-use super::{tcp_socket, udp_socket, AppCounters, Port, ServiceGate, TcpBuffers, UdpBuffers};
+use super::socket::{poll_once, Tcp};
+#[cfg(feature = "iperf-udp")]
+use super::{socket::Udp, udp_socket, UdpBuffers};
+use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
 #[cfg(doc)]
 use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
@@ -28,6 +31,7 @@ pub struct IperfBuffers<'a, const N: usize> {
     /// The TCP sockets' buffers; each receive buffer is that connection's TCP window.
     pub tcp: [TcpBuffers<'a>; N],
     /// The UDP socket's buffers (they bound the burst it absorbs).
+    #[cfg(feature = "iperf-udp")]
     pub udp: UdpBuffers<'a>,
     /// Control JSON received.
     pub json_rx: &'a mut [u8],
@@ -38,6 +42,7 @@ pub struct IperfBuffers<'a, const N: usize> {
 /// The server's sockets and the task context, for one poll.
 struct Sockets<'p, 'a, 'c, const N: usize> {
     tcp: &'p mut [TcpSocket<'a>; N],
+    #[cfg(feature = "iperf-udp")]
     udp: &'p mut UdpSocket<'a>,
     cx: &'p mut Context<'c>,
 }
@@ -48,6 +53,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         = Tcp<'t, 'a, 'c>
     where
         Self: 't;
+    #[cfg(feature = "iperf-udp")]
     type Udp<'t>
         = Udp<'t, 'a, 'c>
     where
@@ -64,6 +70,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         }
     }
 
+    #[cfg(feature = "iperf-udp")]
     fn udp(&mut self) -> Self::Udp<'_> {
         Udp {
             socket: self.udp,
@@ -92,11 +99,13 @@ pub async fn iperf_server<const N: usize>(
 ) -> ! {
     let IperfBuffers {
         tcp,
+        #[cfg(feature = "iperf-udp")]
         udp,
         json_rx,
         json_tx,
     } = buffers;
     let mut tcp = tcp.map(|b| tcp_socket(stack, b));
+    #[cfg(feature = "iperf-udp")]
     let mut udp = udp_socket(stack, udp);
     let mut pool = PoolServer::<IpEndpoint>::new(DEFAULT_PORT, json_rx, json_tx);
     let port = pool.port();
@@ -113,6 +122,7 @@ pub async fn iperf_server<const N: usize>(
             let now = Instant::now().as_micros();
             let mut sockets = Sockets {
                 tcp: &mut tcp,
+                #[cfg(feature = "iperf-udp")]
                 udp: &mut udp,
                 cx,
             };
@@ -142,9 +152,9 @@ pub async fn iperf_server<const N: usize>(
                 counters.set_view(*view, port, state);
                 socket.watch(state);
             }
+            #[cfg(feature = "iperf-udp")]
             sockets.udp().watch();
             counters.set_iperf(pool.counters(), pool.open_streams());
-            let _ = pool.take_outcome();
             // Sleep until the session's next deadline (pacing, intervals, the watchdog) or
             // until a socket wakes the task; a deadline already due runs another pass.
             match pool.poll_at() {

@@ -46,28 +46,38 @@
 
 mod counters;
 mod device;
+#[cfg(feature = "echo")]
 mod echo;
 mod gate;
+#[cfg(feature = "http")]
 mod http;
 mod iperf;
+#[cfg(any(feature = "echo", feature = "http"))]
 mod service;
 mod socket;
 mod stats;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use device::{announce, static_ipv4, EchoMemory, HttpMemory, IperfMemory, MAX_UDP_PAYLOAD};
+#[cfg(feature = "echo")]
 pub use echo::echo_server;
 pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
+#[cfg(feature = "http")]
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
 pub use stats::AppStats;
 
+#[cfg(any(feature = "echo", feature = "http"))]
 use core::task::Context;
 
 use embassy_net::tcp::TcpSocket;
-use embassy_net::udp::{PacketMetadata, UdpSocket};
+use embassy_net::udp::PacketMetadata;
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+use embassy_net::udp::UdpSocket;
 use embassy_net::Stack;
-use embassy_time::{Duration, Instant, Timer};
+use embassy_time::Duration;
+#[cfg(any(feature = "echo", feature = "http"))]
+use embassy_time::{Instant, Timer};
 
 use crate::rules::{TCP_KEEP_ALIVE_MS, TCP_TIMEOUT_MS};
 
@@ -102,11 +112,13 @@ fn tcp_socket<'a>(stack: Stack<'a>, b: TcpBuffers<'a>) -> TcpSocket<'a> {
     s
 }
 
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
 fn udp_socket<'a>(stack: Stack<'a>, b: UdpBuffers<'a>) -> UdpSocket<'a> {
     UdpSocket::new(stack, b.rx_meta, b.rx, b.tx_meta, b.tx)
 }
 
 /// Arranges a wake-up of the task at `at`, at once if it is due.
+#[cfg(any(feature = "echo", feature = "http"))]
 fn wake_at(at: Option<Instant>, cx: &mut Context<'_>) {
     if let Some(at) = at {
         if socket::poll_once(Timer::at(at), cx).is_some() {

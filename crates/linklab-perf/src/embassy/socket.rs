@@ -7,11 +7,16 @@ use core::pin::pin;
 use core::task::{Context, Poll};
 
 use embassy_net::tcp::{State, TcpSocket};
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
 use embassy_net::udp::UdpSocket;
-use embassy_net::{IpAddress, IpEndpoint};
+use embassy_net::IpAddress;
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+use embassy_net::IpEndpoint;
 
 use crate::rules::Peer;
-use crate::socket::{TcpOps, TcpState, UdpOps};
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+use crate::socket::UdpOps;
+use crate::socket::{TcpOps, TcpState};
 
 /// Polls `f` once in `cx`: its output if it is ready now.
 pub(crate) fn poll_once<F: Future>(f: F, cx: &mut Context<'_>) -> Option<F::Output> {
@@ -145,9 +150,15 @@ impl TcpOps for Tcp<'_, '_, '_> {
         // embassy-net builds its smoltcp without the reno and cubic features.
         "none"
     }
+    fn may_leave_bytes(&self) -> bool {
+        // `read_with` registers the waker only when the buffer is empty: bytes left there
+        // would keep the task from ever waking for more.
+        false
+    }
 }
 
 /// An embassy-net UDP socket and the task context its operations register with.
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
 pub(crate) struct Udp<'p, 'a, 'c> {
     /// The socket.
     pub socket: &'p mut UdpSocket<'a>,
@@ -155,6 +166,7 @@ pub(crate) struct Udp<'p, 'a, 'c> {
     pub cx: &'p mut Context<'c>,
 }
 
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
 impl Udp<'_, '_, '_> {
     /// Registers the task for received datagrams and for send room.
     pub fn watch(&mut self) {
@@ -163,6 +175,7 @@ impl Udp<'_, '_, '_> {
     }
 }
 
+#[cfg(any(feature = "echo", feature = "iperf-udp"))]
 impl UdpOps for Udp<'_, '_, '_> {
     type Endpoint = IpEndpoint;
     fn is_open(&self) -> bool {

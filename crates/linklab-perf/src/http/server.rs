@@ -1,7 +1,5 @@
 //! The server side: one connection's GET/HEAD of the bench files and of extra routes.
 
-use core::fmt::Write as _;
-
 use super::head::{first_line, head_end, parse_request_line, Request};
 use super::MAX_HEAD;
 use crate::payload::{self, BenchFile};
@@ -207,10 +205,18 @@ impl Server {
     /// Writes the response head; falls back to a bare 500 if it does not fit.
     fn start_response(&mut self, status: u16, reason: &str, content_type: &str, len: u64) {
         let mut w = SliceWriter::new(&mut self.head);
-        let ok = write!(
-            w,
-            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
-        );
+        let ok = (|| {
+            w.text("HTTP/1.1 ")?
+                .num(status.into())?
+                .text(" ")?
+                .text(reason)?
+                .text("\r\nContent-Type: ")?
+                .text(content_type)?
+                .text("\r\nContent-Length: ")?
+                .num(len)?
+                .text("\r\nConnection: close\r\n\r\n")
+                .map(drop)
+        })();
         self.head_len = w.len();
         self.status = Some(status);
         if ok.is_err() {

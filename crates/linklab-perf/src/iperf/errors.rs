@@ -7,6 +7,9 @@ pub mod i_errno {
     pub const NUM_STREAMS: i32 = 6;
     /// IEBLOCKSIZE: block size too large.
     pub const BLOCK_SIZE: i32 = 7;
+    /// IEUNIMP: an option is not implemented (what iperf3 built without SCTP or QUIC
+    /// answers for them; a device built without a mode answers it too).
+    pub const UNIMP: i32 = 13;
     /// IEUDPBLOCKSIZE: UDP block size invalid.
     pub const UDP_BLOCK_SIZE: i32 = 20;
     /// IERECVPARAMS: unable to receive parameters from the client.

@@ -8,6 +8,26 @@
 //!
 //! Received TCP data is counted and dropped in place in the socket's receive buffer; TCP data
 //! sent is claimed in the send buffer without writing it (iperf3 never checks the payload).
+//! Received data is consumed only up to a word boundary of the receive buffer (up to three
+//! bytes, already counted, wait for the next read): the stack then advertises windows that
+//! end on a word, so a sender that fills the window ends its segment there, and the next
+//! segment's payload is copied from the frame (word-aligned) into the buffer on a word. After
+//! iperf3's 37-byte cookie the first flight lands off its word; the first segment that fills
+//! the window realigns the stream, once per connection (the receive slow mode of the
+//! firmware README). Only where the adapter's sockets allow it (`TcpOps::may_leave_bytes`:
+//! not on embassy-net, whose images start each receive ring 3 mod 4 instead).
+//!
+//! Sockets have roles when the adapter says so ([`PoolServer::set_data_slots`]): data
+//! sockets (large buffers: the window) listen only while a test's streams are being
+//! connected, control sockets (small buffers) carry control connections and deny second
+//! clients; the adapter may lend a data socket its buffers only while it listens or carries a
+//! stream ([`PoolSockets::prepare`], [`PoolSockets::release`]).
+//!
+//! The modes a build leaves out (features `iperf-udp`, `iperf-parallel`, `iperf-bidir`) are
+//! refused as a stock iperf3 server built without them refuses: SERVER_ERROR with iperf3's
+//! `IEUNIMP` ("an option you are trying to set is not implemented yet", what iperf3 sends
+//! for SCTP or QUIC when built without them); a test needing more streams than the sockets
+//! lent gets `IENUMSTREAMS`.
 
 use super::errors::{errno, i_errno};
 use super::json::{Params, Protocol};
@@ -17,7 +37,9 @@ use super::stream::Micros;
 use super::wire::{self, COOKIE_SIZE, MAX_STREAMS};
 use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
 use crate::rules::RST_GRACE_MS;
-use crate::socket::{TcpOps, TcpState, UdpOps};
+#[cfg(feature = "iperf-udp")]
+use crate::socket::UdpOps;
+use crate::socket::{TcpOps, TcpState};
 
 /// Most TCP sockets the server can manage.
 pub const MAX_TCP_SOCKETS: usize = 2 + MAX_STREAMS;
@@ -37,15 +59,35 @@ pub trait PoolSockets {
     where
         Self: 's;
     /// The UDP socket.
+    #[cfg(feature = "iperf-udp")]
     type Udp<'s>: UdpOps<Endpoint = Self::Endpoint>
     where
         Self: 's;
-    /// How many TCP sockets (3..=[`MAX_TCP_SOCKETS`]; extra ones are left alone).
+    /// How many TCP sockets (2..=`N` of the server; extra ones are left alone).
     fn tcp_count(&self) -> usize;
     /// TCP socket `i` (< `tcp_count`).
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_>;
     /// The UDP socket.
+    #[cfg(feature = "iperf-udp")]
     fn udp(&mut self) -> Self::Udp<'_>;
+    /// Data socket `i` is about to listen for a stream: give it its buffers if it has none
+    /// (see [`PoolServer::set_data_slots`]); false if there are none to give now (it is
+    /// asked again on the next poll). By default sockets keep their buffers.
+    fn prepare(&mut self, _i: usize) -> bool {
+        true
+    }
+    /// Data socket `i` is closed and parked until the next test's streams: its buffers may
+    /// go back to the adapter.
+    fn release(&mut self, _i: usize) {}
+    /// A UDP test is starting: give the UDP socket its buffers if it has none; false if
+    /// there are none to give now.
+    #[cfg(feature = "iperf-udp")]
+    fn prepare_udp(&mut self) -> bool {
+        true
+    }
+    /// The UDP test is over: the UDP socket's buffers may go back to the adapter.
+    #[cfg(feature = "iperf-udp")]
+    fn release_udp(&mut self) {}
     /// Makes TCP socket `i`, whose connection the pool just reset for a new client, listen
     /// on `port` again: at once for a half-open or spent connection; for an `evicted` one
     /// (a live peer) after its RST has left. True when it listens now; false when the pool
@@ -81,8 +123,11 @@ struct Handshake {
 enum Slot {
     /// Listening (or about to).
     Listening,
-    /// Connected, reading the 37-byte cookie of a would-be data stream.
-    Pending { got: usize, since: Micros },
+    /// A data socket closed between tests (see [`PoolServer::set_data_slots`]).
+    Parked,
+    /// Connected, reading the 37-byte cookie of a would-be data stream: `got` bytes so far,
+    /// `ok` while they match the test's cookie.
+    Pending { got: usize, since: Micros, ok: bool },
     /// The control connection of the current test.
     Control,
     /// Data stream `idx` of the current test.
@@ -119,24 +164,39 @@ pub struct ServerCounters {
     pub listen_drops: u32,
 }
 
-/// The iperf3 server's pool logic (see the module docs); `E` is the stack's UDP endpoint.
-pub struct PoolServer<'a, E> {
-    session: Session<'a>,
+/// The iperf3 server's pool logic (see the module docs) over at most `N` TCP sockets, with
+/// room for `S` streams; `E` is the stack's UDP endpoint.
+pub struct PoolServer<'a, E, const N: usize = MAX_TCP_SOCKETS, const S: usize = MAX_STREAMS> {
+    session: Session<'a, S>,
     port: u16,
-    slots: [Slot; MAX_TCP_SOCKETS],
-    handshakes: [Handshake; MAX_TCP_SOCKETS],
-    cookies: [[u8; COOKIE_SIZE]; MAX_TCP_SOCKETS],
-    udp_peers: [Option<E>; MAX_STREAMS],
+    slots: [Slot; N],
+    handshakes: [Handshake; N],
+    /// Per data socket: bytes at the head of its receive buffer already counted (left
+    /// there to keep the buffer's read position on a word; see the module docs).
+    held: [u8; N],
+    /// Sockets `..data_slots` are data sockets (0: every socket takes any role).
+    data_slots: usize,
+    #[cfg(feature = "iperf-udp")]
+    udp_peers: [Option<E>; S],
+    /// The UDP socket has its buffers for the current test.
+    #[cfg(feature = "iperf-udp")]
+    udp_ready: bool,
     counters: ServerCounters,
-    last: Option<Result<TestReport, Failure>>,
+    /// The last test's outcome, until taken; its report is read from the session, which
+    /// keeps the finished test until the next client.
+    last: Option<Result<(), Failure>>,
+    /// The finished test was counted; the session only keeps it for its report.
+    done: bool,
     now: Micros,
+    _endpoint: core::marker::PhantomData<E>,
 }
 
-impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
+impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
     /// A server on `port` with JSON buffers `rx` and `tx` (8 KiB `rx` accepts any parameter
-    /// document; 4 KiB `tx` holds results for 16 streams).
+    /// document; a stock client's is ~300 bytes; 4 KiB `tx` holds results for 16 streams,
+    /// one stream's ~350 bytes).
     pub fn new(port: u16, rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
-        let mut session = Session::server(rx, tx);
+        let mut session = Session::server_for(rx, tx);
         // What a device stack cannot do is refused as iperf3 refuses an option its socket
         // rejects; `--fq-rate` is paced by the session, as there is no socket pacing.
         session.set_review_params(true);
@@ -144,13 +204,34 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         Self {
             session,
             port,
-            slots: [Slot::Listening; MAX_TCP_SOCKETS],
-            handshakes: [Handshake::default(); MAX_TCP_SOCKETS],
-            cookies: [[0; COOKIE_SIZE]; MAX_TCP_SOCKETS],
-            udp_peers: [None; MAX_STREAMS],
+            slots: [Slot::Listening; N],
+            handshakes: [Handshake::default(); N],
+            held: [0; N],
+            data_slots: 0,
+            #[cfg(feature = "iperf-udp")]
+            udp_peers: [None; S],
+            #[cfg(feature = "iperf-udp")]
+            udp_ready: false,
             counters: ServerCounters::default(),
             last: None,
+            done: false,
             now: 0,
+            _endpoint: core::marker::PhantomData,
+        }
+    }
+
+    /// Gives the sockets roles: sockets `..d` (at most the socket count less one) are data
+    /// sockets, which listen only while a test's TCP streams are being connected and are
+    /// parked (closed, their buffers back with the adapter: [`PoolSockets::release`])
+    /// otherwise; the rest carry control connections (one for the test, one more to answer
+    /// a second client ACCESS_DENIED) and need only small buffers. While streams are being
+    /// connected the control sockets do not listen, so a stream never lands on one. A test
+    /// needing more streams than `d` is refused (`IENUMSTREAMS`). Without roles (`d` = 0,
+    /// the default) every socket takes any role and all listen.
+    pub fn set_data_slots(&mut self, d: usize) {
+        self.data_slots = d.min(N.saturating_sub(1));
+        for i in 0..self.data_slots {
+            self.slots[i] = Slot::Parked;
         }
     }
 
@@ -160,7 +241,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     }
 
     /// The test session (phase, parameters, live counters).
-    pub fn session(&self) -> &Session<'a> {
+    pub fn session(&self) -> &Session<'a, S> {
         &self.session
     }
 
@@ -169,9 +250,18 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         self.counters
     }
 
-    /// Takes the outcome of the last finished test, if any is new.
-    pub fn take_outcome(&mut self) -> Option<Result<TestReport, Failure>> {
-        self.last.take()
+    /// Takes the outcome of the last finished test, if any is new: its report is made
+    /// now, from the finished test the session keeps until the next client connects (a
+    /// device that never asks carries no report code).
+    pub fn take_outcome(&mut self) -> Option<Result<TestReport<S>, Failure>> {
+        let last = self.last.take()?;
+        Some(last.map(|()| self.session.report()))
+    }
+
+    /// A test holds the server: a client connected and its test is not over (a finished
+    /// test kept for its report holds nothing).
+    fn held(&self) -> bool {
+        self.session.is_busy() && !self.done
     }
 
     /// Number of TCP sockets currently carrying data streams (0 between tests).
@@ -213,11 +303,11 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     /// [`PoolSockets::free`] makes the socket listen again. (A new client that finds a
     /// socket listening but the test held is handled once it connects: see
     /// [`poll`](Self::poll).)
-    pub fn room_for<S: PoolSockets>(&mut self, port: u16, sockets: &mut S, now: Micros) -> Room {
+    pub fn room_for<P: PoolSockets>(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room {
         if port != self.port {
             return Room::Ready;
         }
-        let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
+        let n = sockets.tcp_count().min(N);
         if (0..n).any(|i| sockets.tcp(i).state() == TcpState::Listen) {
             return Room::Ready;
         }
@@ -246,7 +336,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                 }
                 Slot::Denying => candidate(&socket, None, None),
                 Slot::Control => test,
-                Slot::Data(_) | Slot::Evicted { .. } => None,
+                Slot::Data(_) | Slot::Evicted { .. } | Slot::Parked => None,
             }
         });
         let (i, taken) = match choose(facts, now, GRACE_US) {
@@ -305,13 +395,13 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     /// Ends the test of a client that went idle: resets its streams and would-be streams
     /// (and its control connection, unless `control` says the caller evicts that one
     /// itself), and forgets the test.
-    fn end_idle_test<S: PoolSockets>(
+    fn end_idle_test<P: PoolSockets>(
         &mut self,
-        sockets: &mut S,
+        sockets: &mut P,
         control: Option<usize>,
         now: Micros,
     ) {
-        let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
+        let n = sockets.tcp_count().min(N);
         for i in 0..n {
             let ours = matches!(
                 self.slots[i],
@@ -323,20 +413,28 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             }
         }
         self.session.reset();
-        self.udp_peers = [None; MAX_STREAMS];
+        self.done = false;
+        self.end_udp(sockets);
+    }
+
+    /// Forgets the UDP test's peers and lets the UDP socket's buffers go.
+    #[cfg_attr(not(feature = "iperf-udp"), allow(clippy::unused_self))]
+    fn end_udp<P: PoolSockets>(&mut self, _sockets: &mut P) {
+        #[cfg(feature = "iperf-udp")]
+        {
+            self.udp_peers = [None; S];
+            if self.udp_ready {
+                self.udp_ready = false;
+                _sockets.release_udp();
+            }
+        }
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
     /// Call after the stack processed what arrived.
-    pub fn poll<S: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut S, now: Micros) {
+    pub fn poll<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P, now: Micros) {
         self.now = now;
-        let n = sockets.tcp_count().min(MAX_TCP_SOCKETS);
-        {
-            let mut udp = sockets.udp();
-            if !udp.is_open() {
-                let _ = udp.bind(self.port);
-            }
-        }
+        let n = sockets.tcp_count().min(N);
         // Data first: bytes that arrived before the client's TEST_END still count (reading the
         // control connection first would end the test with them unread, as a short `-n` test
         // shows).
@@ -346,16 +444,21 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             }
         }
         for i in 0..n {
-            if self.slots[i] == Slot::Listening && self.session.is_busy() {
+            if self.slots[i] == Slot::Listening && self.held() {
                 self.evict_idle_test_for(sockets, i, now);
             }
             if !matches!(self.slots[i], Slot::Data(_)) {
                 self.service_slot(&mut sockets.tcp(i), i, now);
             }
         }
-        self.service_udp(&mut sockets.udp(), now);
+        #[cfg(feature = "iperf-udp")]
+        self.service_udp(sockets, now);
         if self.session.params_pending() {
             self.review(sockets, n);
+            // A UDP test's socket gets its buffers before CREATE_STREAMS leaves: the client's
+            // hello follows it at once.
+            #[cfg(feature = "iperf-udp")]
+            self.ready_udp(sockets);
         }
         // Send what the data streams may send after the control turn.
         for i in 0..n {
@@ -368,6 +471,67 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
             self.flush_control(&mut sockets.tcp(i));
         }
         self.after_phase(sockets, n);
+        if self.data_slots > 0 {
+            self.apply_roles(sockets, n);
+        }
+    }
+
+    /// True while a test's TCP streams are being connected (data sockets listen then).
+    fn streams_connecting(&self) -> bool {
+        self.held()
+            && self.session.phase() == Phase::CreateStreams
+            && self.session.params().protocol == Protocol::Tcp
+    }
+
+    /// Listens on the sockets whose role wants a listener now and parks the others (see
+    /// [`set_data_slots`](Self::set_data_slots)): data sockets while streams are being
+    /// connected, control sockets otherwise. A socket holding a connection keeps it.
+    fn apply_roles<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
+        let streams = self.streams_connecting();
+        for i in 0..n {
+            let data = i < self.data_slots;
+            let listen = data == streams;
+            match self.slots[i] {
+                Slot::Parked if listen && (!data || sockets.prepare(i)) => {
+                    let mut s = sockets.tcp(i);
+                    s.abort();
+                    let _ = s.listen(self.port);
+                    self.slots[i] = Slot::Listening;
+                }
+                Slot::Listening if !listen => {
+                    let idle = {
+                        let mut s = sockets.tcp(i);
+                        let idle = matches!(
+                            s.state(),
+                            TcpState::Listen | TcpState::Closed | TcpState::TimeWait
+                        ) && !s.rst_pending();
+                        if idle {
+                            s.abort();
+                        }
+                        idle
+                    };
+                    if idle {
+                        self.slots[i] = Slot::Parked;
+                        self.handshakes[i] = Handshake::default();
+                        if data {
+                            sockets.release(i);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// How many streams a test may have: the data sockets (with roles), else every socket
+    /// but the control and the spare one; at most the session's `S`.
+    fn stream_capacity(&self, n: usize) -> usize {
+        let sockets = if self.data_slots > 0 {
+            self.data_slots
+        } else {
+            n.saturating_sub(2)
+        };
+        sockets.min(S)
     }
 
     /// Accepts the client's parameters or refuses what a device stack cannot do, with the
@@ -377,13 +541,13 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     /// never uses Nagle), `-Z` (data is sent in place), `--dont-fragment` (smoltcp always
     /// sets DF), `--fq-rate` (paced by the session), `-C` (reported, like a stock server
     /// that lacks the algorithm, as the congestion control actually used).
-    fn review<S: PoolSockets>(&mut self, sockets: &mut S, n: usize) {
+    fn review<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
         let p = *self.session.params();
         let ipv6 = self.slots[..n]
             .iter()
             .position(|s| *s == Slot::Control)
             .is_some_and(|i| sockets.tcp(i).remote_is_ipv6());
-        match refusal(&p, ipv6) {
+        match refusal(&p, ipv6, self.stream_capacity(n)) {
             Some((code, err)) => self.session.refuse_params(code, err),
             None => {
                 if n > 0 {
@@ -398,7 +562,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     /// A connection established on listening socket `i` while a test holds the server: when
     /// that test's client went idle, the test gives way to it (evicted), as a SYN finding no
     /// socket would make it.
-    fn evict_idle_test_for<S: PoolSockets>(&mut self, sockets: &mut S, i: usize, now: Micros) {
+    fn evict_idle_test_for<P: PoolSockets>(&mut self, sockets: &mut P, i: usize, now: Micros) {
         let established = !matches!(
             sockets.tcp(i).state(),
             TcpState::Closed | TcpState::Listen | TcpState::SynReceived | TcpState::TimeWait
@@ -433,14 +597,22 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                     _ => *handshake = Handshake::default(),
                 }
                 // A connection was established on this socket.
-                if !self.session.is_busy() {
+                if !self.held() {
                     self.session.accept_control(now);
-                    self.udp_peers = [None; MAX_STREAMS];
+                    self.done = false;
+                    #[cfg(feature = "iperf-udp")]
+                    {
+                        self.udp_peers = [None; S];
+                    }
                     self.slots[i] = Slot::Control;
                 } else if self.session.phase() == Phase::CreateStreams
                     && self.session.params().protocol == Protocol::Tcp
                 {
-                    self.slots[i] = Slot::Pending { got: 0, since: now };
+                    self.slots[i] = Slot::Pending {
+                        got: 0,
+                        since: now,
+                        ok: true,
+                    };
                 } else {
                     self.slots[i] = Slot::Denying;
                 }
@@ -457,33 +629,54 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                     session.control_closed(now);
                 }
             }
-            Slot::Pending { got, since } => {
-                let cookie = &mut self.cookies[i];
-                let got = got + sock.recv_slice(&mut cookie[got..]);
-                if got == COOKIE_SIZE {
-                    match self.session.accept_tcp_stream(cookie, now) {
-                        Some(idx) => self.slots[i] = Slot::Data(idx),
+            Slot::Pending { got, since, ok } => {
+                let cookie = *self.session.cookie();
+                let (mut got, mut ok, mut held) = (got, ok, 0);
+                let keep_word = sock.may_leave_bytes();
+                // Checked where it lies; its last bytes stay in the buffer when that keeps
+                // the read position on a word (see the module docs).
+                while got < COOKIE_SIZE {
+                    let mut seen = 0;
+                    let taken = sock.recv(|buf| {
+                        seen = buf.len().min(COOKIE_SIZE - got);
+                        ok &= buf[..seen] == cookie[got..got + seen];
+                        let take = if got + seen == COOKIE_SIZE && keep_word {
+                            word_aligned_take(buf.as_ptr(), seen)
+                        } else {
+                            seen
+                        };
+                        held = (seen - take) as u8;
+                        take
+                    });
+                    got += seen;
+                    if taken == 0 {
+                        break;
+                    }
+                }
+                if got == COOKIE_SIZE && ok {
+                    match self.session.accept_tcp_stream(&cookie, now) {
+                        Some(idx) => {
+                            self.slots[i] = Slot::Data(idx);
+                            self.held[i] = held;
+                        }
                         None => {
                             self.slots[i] = Slot::Denying;
                             self.service_slot(sock, i, now);
                         }
                     }
+                } else if got == COOKIE_SIZE {
+                    self.slots[i] = Slot::Denying;
+                    self.service_slot(sock, i, now);
                 } else if !sock.may_recv() || now.saturating_sub(since) > COOKIE_TIMEOUT_US {
                     sock.abort();
                     self.slots[i] = Slot::Closing { since: now };
                 } else {
-                    self.slots[i] = Slot::Pending { got, since };
+                    self.slots[i] = Slot::Pending { got, since, ok };
                 }
             }
             Slot::Data(idx) => {
                 if self.session.should_read() {
-                    let session = &mut self.session;
-                    while sock.can_recv() {
-                        match sock.recv(|buf| buf.len()) {
-                            0 => break,
-                            n => session.on_tcp_received(idx, n, now),
-                        }
-                    }
+                    self.read_stream(sock, i, idx, now);
                 }
                 if !sock.is_active() {
                     self.session.stream_failed(now);
@@ -509,6 +702,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                     self.slots[i] = Slot::Listening;
                 }
             }
+            Slot::Parked => {}
             Slot::Closing { .. } => match sock.state() {
                 // Aborted, its RST not sent yet (the next transmission sends it; listening
                 // now would forget the peer). A SYN that needs the socket may take it before.
@@ -523,6 +717,44 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                 TcpState::CloseWait => sock.close(),
                 _ => {}
             },
+        }
+    }
+
+    /// Counts what arrived on data stream `idx` (socket `i`) and consumes it, keeping the
+    /// buffer's read position on a word: up to three bytes already counted stay until more
+    /// arrive ([`word_aligned_take`]), or until the data runs on past the buffer's end.
+    fn read_stream(&mut self, sock: &mut impl TcpOps, i: usize, idx: usize, now: Micros) {
+        let held = &mut self.held[i];
+        let keep_word = sock.may_leave_bytes();
+        loop {
+            let queued = sock.queues().0;
+            let mut fresh = 0;
+            let taken = sock.recv(|buf| {
+                let len = buf.len();
+                fresh = len.saturating_sub(usize::from(*held));
+                if fresh == 0 {
+                    // Only bytes already counted: leave them, unless more wait past the
+                    // buffer's end, where this run stops.
+                    if queued > len {
+                        *held = 0;
+                        return len;
+                    }
+                    return 0;
+                }
+                let take = if keep_word {
+                    word_aligned_take(buf.as_ptr(), len)
+                } else {
+                    len
+                };
+                *held = (len - take) as u8;
+                take
+            });
+            if fresh > 0 {
+                self.session.on_tcp_received(idx, fresh, now);
+            }
+            if taken == 0 {
+                break;
+            }
         }
     }
 
@@ -541,7 +773,28 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
         }
     }
 
-    fn service_udp<U: UdpOps<Endpoint = E>>(&mut self, sock: &mut U, now: Micros) {
+    /// Lends the UDP socket its buffers once a UDP test creates its streams (again each
+    /// poll until a chunk is free), and keeps it bound: made anew over its buffers, it is
+    /// not, and a hello arriving before it is would be answered "port unreachable".
+    #[cfg(feature = "iperf-udp")]
+    fn ready_udp<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P) {
+        if self.held()
+            && self.session.phase() == Phase::CreateStreams
+            && self.session.params().protocol == Protocol::Udp
+            && !self.udp_ready
+        {
+            self.udp_ready = sockets.prepare_udp();
+        }
+        let mut sock = sockets.udp();
+        if !sock.is_open() {
+            let _ = sock.bind(self.port);
+        }
+    }
+
+    #[cfg(feature = "iperf-udp")]
+    fn service_udp<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P, now: Micros) {
+        self.ready_udp(sockets);
+        let sock = &mut sockets.udp();
         let reading = self.session.should_read();
         loop {
             let mut hello_from = None;
@@ -607,7 +860,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
     }
 
     /// Closes data streams after the test and everything after a finished test.
-    fn after_phase<S: PoolSockets>(&mut self, sockets: &mut S, n: usize) {
+    fn after_phase<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
         let finished = self.session.is_finished();
         let streams_over =
             !self.session.should_read() && self.session.phase() != Phase::CreateStreams;
@@ -632,7 +885,7 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                 _ => {}
             }
         }
-        if finished && !self.slots.contains(&Slot::Control) {
+        if finished && !self.done && !self.slots.contains(&Slot::Control) {
             match self.session.phase() {
                 Phase::Failed(f) => {
                     linklab_fmt::debug!("iperf: test failed: {:?}", f);
@@ -642,19 +895,46 @@ impl<'a, E: Copy + PartialEq> PoolServer<'a, E> {
                 _ => {
                     linklab_fmt::debug!("iperf: test done");
                     self.counters.tests_done += 1;
-                    self.last = Some(Ok(self.session.report()));
+                    self.last = Some(Ok(()));
                 }
             }
-            self.session.reset();
-            self.udp_peers = [None; MAX_STREAMS];
+            // The session keeps the finished test for its report until the next client.
+            self.done = true;
+            self.end_udp(sockets);
         }
     }
 }
 
+/// Of `len` received bytes lent at `start`, how many to consume so that the read position
+/// stays on a word: all but those past the last word boundary (at most three), or all when
+/// that would consume nothing.
+fn word_aligned_take(start: *const u8, len: usize) -> usize {
+    let past = (start as usize).wrapping_add(len) % 4;
+    if len > past {
+        len - past
+    } else {
+        len
+    }
+}
+
+/// True when `p` asks for a mode this build leaves out (features `iperf-udp`,
+/// `iperf-parallel`, `iperf-bidir`).
+fn unimplemented(p: &Params) -> bool {
+    (p.protocol == Protocol::Udp && !cfg!(feature = "iperf-udp"))
+        || (p.parallel > 1 && !cfg!(feature = "iperf-parallel"))
+        || (p.bidirectional && !cfg!(feature = "iperf-bidir"))
+}
+
 /// What the device refuses of `p`, as (`i_errno`, `errno`); `ipv6` if the client came over
-/// IPv6 (TOS is then the traffic class).
-fn refusal(p: &Params, ipv6: bool) -> Option<(i32, i32)> {
-    if p.window != 0 {
+/// IPv6 (TOS is then the traffic class); `capacity` the streams its sockets carry.
+fn refusal(p: &Params, ipv6: bool, capacity: usize) -> Option<(i32, i32)> {
+    let streams = usize::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
+    if unimplemented(p) {
+        // What iperf3 answers for a protocol or option it was built without (SCTP, QUIC).
+        Some((i_errno::UNIMP, 0))
+    } else if streams > capacity {
+        Some((i_errno::NUM_STREAMS, 0))
+    } else if p.window != 0 {
         Some((i_errno::SET_BUF, errno::EOPNOTSUPP))
     } else if p.mss != 0 {
         Some((i_errno::SET_MSS, errno::EOPNOTSUPP))
@@ -675,6 +955,7 @@ mod tests {
 
     #[test]
     fn refuses_what_a_device_stack_cannot_do() {
+        let refusal = |p: &Params, ipv6| refusal(p, ipv6, 2);
         let ok = Params::default();
         assert_eq!(refusal(&ok, false), None);
         let with = |f: fn(&mut Params)| {
@@ -706,5 +987,59 @@ mod tests {
             p.server_affinity = Some(0);
         });
         assert_eq!(refusal(&honoured, false), None);
+    }
+
+    #[test]
+    fn refuses_more_streams_than_the_sockets_carry() {
+        let p = Params {
+            parallel: 2,
+            ..Params::default()
+        };
+        let refused = refusal(&p, false, 1).map(|r| r.0);
+        let expected = if cfg!(feature = "iperf-parallel") {
+            i_errno::NUM_STREAMS
+        } else {
+            i_errno::UNIMP
+        };
+        assert_eq!(refused, Some(expected));
+        assert_eq!(refusal(&Params::default(), false, 1), None);
+    }
+
+    /// The modes a build leaves out are refused with iperf3's "not implemented".
+    #[test]
+    fn left_out_modes_are_not_implemented() {
+        let udp = Params {
+            protocol: Protocol::Udp,
+            ..Params::default()
+        };
+        let bidir = Params {
+            bidirectional: true,
+            ..Params::default()
+        };
+        let parallel = Params {
+            parallel: 2,
+            ..Params::default()
+        };
+        for (p, built) in [
+            (udp, cfg!(feature = "iperf-udp")),
+            (bidir, cfg!(feature = "iperf-bidir")),
+            (parallel, cfg!(feature = "iperf-parallel")),
+        ] {
+            let want = (!built).then_some((i_errno::UNIMP, 0));
+            assert_eq!(refusal(&p, false, 16), want, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_read_position_stays_on_a_word() {
+        let buf = [0u32; 8];
+        let at = buf.as_ptr().cast::<u8>();
+        // From a word: whole words taken, the rest kept.
+        assert_eq!(word_aligned_take(at, 10), 8);
+        assert_eq!(word_aligned_take(at, 12), 12);
+        // From the cookie's end (37 bytes in): up to the next word.
+        assert_eq!(word_aligned_take(at.wrapping_add(1), 9), 7);
+        // Nothing would be taken: all is.
+        assert_eq!(word_aligned_take(at, 3), 3);
     }
 }

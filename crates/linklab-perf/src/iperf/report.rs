@@ -117,9 +117,10 @@ impl DirectionReport {
 }
 
 /// The outcome of a test, from the client's point of view: `forward` is client to server,
-/// `reverse` server to client (`-R`); `--bidir` fills both.
+/// `reverse` server to client (`-R`); `--bidir` fills both. `S` bounds the per-stream list
+/// (the session's stream capacity).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TestReport {
+pub struct TestReport<const S: usize = MAX_STREAMS> {
     /// The parameters the test ran with.
     pub params: Params,
     /// Test seconds on our clock (omitted period excluded).
@@ -129,7 +130,7 @@ pub struct TestReport {
     /// Server to client figures.
     pub reverse: Option<DirectionReport>,
     /// Per stream: (iperf3 id, true if client to server, figures).
-    pub streams: heapless::Vec<(u32, bool, DirectionReport), MAX_STREAMS>,
+    pub streams: heapless::Vec<(u32, bool, DirectionReport), S>,
 }
 
 /// One stream's figures for one reporting interval.
@@ -151,9 +152,10 @@ pub struct IntervalStream {
     pub jitter_s: f64,
 }
 
-/// One reporting interval (`-i`).
+/// One reporting interval (`-i`); `S` bounds the per-stream list (the session's stream
+/// capacity).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Interval {
+pub struct Interval<const S: usize = MAX_STREAMS> {
     /// Interval start, seconds since the test start.
     pub start_s: f64,
     /// Interval end, seconds since the test start.
@@ -161,5 +163,5 @@ pub struct Interval {
     /// True if inside the omitted period (`-O`).
     pub omitted: bool,
     /// Per-stream figures.
-    pub streams: heapless::Vec<IntervalStream, MAX_STREAMS>,
+    pub streams: heapless::Vec<IntervalStream, S>,
 }

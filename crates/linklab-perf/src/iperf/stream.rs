@@ -152,7 +152,7 @@ impl Stream {
     }
 
     /// This stream's entry in our results document.
-    pub fn result(&self, seconds: f64) -> StreamResult {
+    pub fn result(&self, elapsed_us: u64) -> StreamResult {
         StreamResult {
             id: self.id,
             bytes: self.bytes(),
@@ -165,8 +165,8 @@ impl Stream {
             omitted_errors: self.omitted_cnt_error,
             packets: self.packet_count,
             omitted_packets: self.omitted_packet_count,
-            start_time: 0.0,
-            end_time: seconds,
+            start_us: 0,
+            end_us: elapsed_us,
         }
     }
 }

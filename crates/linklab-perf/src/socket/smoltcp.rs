@@ -1,9 +1,15 @@
 //! [`TcpOps`] and [`UdpOps`] on smoltcp 0.14's sockets (feature `smoltcp`).
 
-use smoltcp::socket::{tcp, udp};
-use smoltcp::wire::{IpAddress, IpEndpoint};
+use smoltcp::socket::tcp;
+#[cfg(feature = "udp")]
+use smoltcp::socket::udp;
+use smoltcp::wire::IpAddress;
+#[cfg(feature = "udp")]
+use smoltcp::wire::IpEndpoint;
 
-use super::{TcpOps, TcpState, UdpOps};
+#[cfg(feature = "udp")]
+use super::UdpOps;
+use super::{TcpOps, TcpState};
 use crate::rules::Peer;
 
 impl From<tcp::State> for TcpState {
@@ -111,6 +117,7 @@ impl TcpOps for tcp::Socket<'_> {
     }
 }
 
+#[cfg(feature = "udp")]
 impl UdpOps for udp::Socket<'_> {
     type Endpoint = IpEndpoint;
     fn is_open(&self) -> bool {

@@ -106,7 +106,7 @@ fn run(tap: &str, window: usize, stop: &AtomicBool) {
 
     let mut sockets = SocketSet::new(vec![]);
     // The same apps and buffers as linklab serve.
-    let mut apps = DeviceApps::new(&mut sockets, host_buffers(window));
+    let mut apps: DeviceApps = DeviceApps::new(&mut sockets, host_buffers(window));
 
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();

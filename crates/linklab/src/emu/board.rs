@@ -77,6 +77,9 @@ pub struct Flavour {
     pub feature: &'static str,
     /// The binary (`--bin`).
     pub bin: &'static str,
+    /// Built with the package's default features (every app) besides `feature`; false for
+    /// an image that leaves them out (`--no-default-features`).
+    pub default_features: bool,
 }
 
 /// A board's images besides the main-loop one (None where the board has none).
@@ -90,6 +93,10 @@ pub struct Images {
     pub embassy: Option<Flavour>,
     /// The soft-PHY image (`--phy10-line`): linklab-phy10 decodes line samples on the MCU.
     pub soft_phy: Option<Flavour>,
+    /// The minimal image (`--image minimal`): the iperf3 TCP server alone (`-R`, one
+    /// stream, the results exchange) and ICMP, without `/stats` (its console prints the work
+    /// counters after each iperf3 test instead).
+    pub minimal: Option<Flavour>,
 }
 
 /// Every board.
@@ -109,12 +116,19 @@ pub const BOARDS: [Board; 3] = [
             serial: Some(Flavour {
                 feature: "serial",
                 bin: "fw-mps2-an385-serial",
+                default_features: true,
             }),
             embassy: Some(Flavour {
                 feature: "embassy",
                 bin: "fw-mps2-an385-embassy",
+                default_features: true,
             }),
             soft_phy: None,
+            minimal: Some(Flavour {
+                feature: "minimal",
+                bin: "fw-mps2-an385-minimal",
+                default_features: false,
+            }),
         },
     },
     Board {
@@ -136,12 +150,19 @@ pub const BOARDS: [Board; 3] = [
             embassy: Some(Flavour {
                 feature: "embassy",
                 bin: "fw-riscv32-virt-embassy",
+                default_features: true,
             }),
             // The soft PHY's MAC checks the FCS itself: the feature brings linklab-mac's
             // fast FCS.
             soft_phy: Some(Flavour {
                 feature: "soft-phy",
                 bin: "fw-riscv32-virt-phy10-line",
+                default_features: true,
+            }),
+            minimal: Some(Flavour {
+                feature: "minimal",
+                bin: "fw-riscv32-virt-minimal",
+                default_features: false,
             }),
         },
     },
@@ -163,8 +184,14 @@ pub const BOARDS: [Board; 3] = [
             embassy: Some(Flavour {
                 feature: "embassy",
                 bin: "fw-zynq7000-embassy",
+                default_features: true,
             }),
             soft_phy: None,
+            minimal: Some(Flavour {
+                feature: "minimal",
+                bin: "fw-zynq7000-minimal",
+                default_features: false,
+            }),
         },
     },
 ];

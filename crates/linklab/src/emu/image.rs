@@ -6,7 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use super::board::Board;
+use super::board::{Board, Flavour};
 
 /// The firmware workspace: `$LINKLAB_FIRMWARE_DIR`, else `firmware/` of the source tree this
 /// binary was built from.
@@ -28,48 +28,78 @@ pub enum Image {
     Embassy,
     /// `--phy10-line` ([`super::board::Images::soft_phy`]).
     SoftPhy,
+    /// `--image minimal` ([`super::board::Images::minimal`]).
+    Minimal,
+}
+
+/// The image names `--image` takes besides an ELF path.
+pub const NAMED_IMAGES: [&str; 1] = ["minimal"];
+
+/// `--image`'s value as one of the board's named images ([`NAMED_IMAGES`]: Some), or an ELF
+/// file (None; a file named like an image is given with a path, e.g. `./minimal`). A name
+/// the board has no image for is one line naming the boards that have it.
+pub fn named(board: &Board, value: Option<&Path>) -> anyhow::Result<Option<Image>> {
+    let Some(name) = value.and_then(Path::to_str) else {
+        return Ok(None);
+    };
+    if !NAMED_IMAGES.contains(&name) {
+        return Ok(None);
+    }
+    if board.images.minimal.is_none() {
+        let with: Vec<&str> = super::board::BOARDS
+            .iter()
+            .filter(|b| b.images.minimal.is_some())
+            .map(|b| b.name)
+            .collect();
+        bail!(
+            "--image {name}: {} has no {name} image ({} have one)",
+            board.name,
+            with.join(", ")
+        );
+    }
+    Ok(Some(Image::Minimal))
 }
 
 /// The `kind` image of `board`: `image` if given, else built (cargo is a no-op when it is up
 /// to date) from the firmware workspace. A board without that image is one line naming it.
 pub fn find_or_build(board: &Board, kind: Image, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let flavour = match kind {
-        Image::Main => None,
-        Image::Serial => Some(board.images.serial.with_context(|| {
-            format!(
-                "--serial: {} has no serial image (QEMU's machine has one UART, the console)",
-                board.name
-            )
-        })?),
-        Image::Embassy => Some(
-            board
-                .images
-                .embassy
-                .with_context(|| format!("--embassy: {} has no embassy image", board.name))?,
-        ),
-        Image::SoftPhy => Some(board.images.soft_phy.with_context(|| {
-            let with: Vec<&str> = super::board::BOARDS
-                .iter()
-                .filter(|b| b.images.soft_phy.is_some())
-                .map(|b| b.name)
-                .collect();
-            format!(
-                "--phy10-line: {} has no soft-PHY image ({} has one)",
-                board.name,
-                with.join(", ")
-            )
-        })?),
-    };
-    build(board, image, flavour.map(|f| (f.feature, f.bin)))
+    let flavour =
+        match kind {
+            Image::Main => None,
+            Image::Serial => Some(board.images.serial.with_context(|| {
+                format!(
+                    "--serial: {} has no serial image (QEMU's machine has one UART, the console)",
+                    board.name
+                )
+            })?),
+            Image::Embassy => Some(
+                board
+                    .images
+                    .embassy
+                    .with_context(|| format!("--embassy: {} has no embassy image", board.name))?,
+            ),
+            Image::SoftPhy => Some(board.images.soft_phy.with_context(|| {
+                let with: Vec<&str> = super::board::BOARDS
+                    .iter()
+                    .filter(|b| b.images.soft_phy.is_some())
+                    .map(|b| b.name)
+                    .collect();
+                format!(
+                    "--phy10-line: {} has no soft-PHY image ({} has one)",
+                    board.name,
+                    with.join(", ")
+                )
+            })?),
+            Image::Minimal => Some(board.images.minimal.with_context(|| {
+                format!("--image minimal: {} has no minimal image", board.name)
+            })?),
+        };
+    build(board, image, flavour)
 }
 
-/// Finds or builds the NIC image, or with `flavour` (feature, binary) another one.
-fn build(
-    board: &Board,
-    image: Option<&Path>,
-    flavour: Option<(&str, &str)>,
-) -> anyhow::Result<PathBuf> {
-    let bin = flavour.map(|(_, bin)| bin);
+/// Finds or builds the NIC image, or with `flavour` another one.
+fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyhow::Result<PathBuf> {
+    let bin = flavour.map(|f| f.bin);
     if let Some(path) = image {
         if !path.is_file() {
             bail!("--image: {} is not a file", path.display());
@@ -113,8 +143,11 @@ fn build(
         "--target",
         board.target,
     ]);
-    if let Some((feature, bin)) = flavour {
-        cargo.args(["--features", feature, "--bin", bin]);
+    if let Some(f) = flavour {
+        if !f.default_features {
+            cargo.arg("--no-default-features");
+        }
+        cargo.args(["--features", f.feature, "--bin", f.bin]);
     }
     let out = cargo
         .output()

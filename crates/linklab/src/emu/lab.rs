@@ -176,6 +176,21 @@ impl Lab {
         Ok(out)
     }
 
+    /// The next console line starting with `prefix` (an image without `/stats` prints its
+    /// work counters as `linklab work: ...` at boot and after each iperf3 test), waiting up
+    /// to `timeout`.
+    pub fn console_line(&mut self, prefix: &str, timeout: Duration) -> anyhow::Result<String> {
+        let qemu = self
+            .qemu
+            .as_mut()
+            .context("the console is only read from a QEMU this lab started")?;
+        let lines = qemu.lines_until(prefix, timeout)?;
+        lines
+            .last()
+            .cloned()
+            .context("the console ended before the line")
+    }
+
     /// The device's `/stats`.
     pub fn stats(&self) -> anyhow::Result<Value> {
         let url = format!("http://{DEVICE_IP}/stats");

@@ -132,13 +132,102 @@ fn report_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("iperf3 report has no end.{side}.bytes"))
 }
 
-/// Instructions per payload byte both ways, flash, RAM and stack.
-pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Value> {
+/// What an image without `/stats` (the minimal one) prints on its console after the work
+/// it counts: `linklab work: isr=.. stack=.. apps=.. main=.. loops=.. rx_packets=..
+/// tx_packets=.. rx_missed=.. stack_peak=.. tests=.. unit=..` (firmware/common's
+/// `work_line`), as the `/stats` document's members the figures below read.
+fn console_stats(line: &str) -> anyhow::Result<Value> {
+    let body = line
+        .split_once("linklab work:")
+        .map(|(_, b)| b)
+        .context("not a work line")?;
+    let mut v = std::collections::BTreeMap::new();
+    let mut unit = String::new();
+    for pair in body.split_whitespace() {
+        let (k, val) = pair
+            .split_once('=')
+            .with_context(|| format!("work line member {pair:?}"))?;
+        if k == "unit" {
+            unit = val.replace('-', " ");
+        } else {
+            let n: u64 = val
+                .parse()
+                .with_context(|| format!("work line member {pair:?}"))?;
+            v.insert(k.to_string(), n);
+        }
+    }
+    let get = |k: &str| {
+        v.get(k)
+            .copied()
+            .with_context(|| format!("work line has no {k}"))
+    };
+    Ok(json!({
+        "cpu": {
+            "work_unit": unit,
+            "work": {
+                "isr": get("isr")?, "stack": get("stack")?, "apps": get("apps")?,
+                "main": get("main")?, "loops": get("loops")?,
+            },
+        },
+        "mac": {
+            "rx_packets": get("rx_packets")?, "tx_packets": get("tx_packets")?,
+            "rx_missed_errors": get("rx_missed")?,
+        },
+        "memory": { "stack_peak_bytes": get("stack_peak")? },
+        "iperf_tests": get("tests")?,
+    }))
+}
+
+/// Waits for the console's work line after iperf3 test number `tests` (see
+/// [`console_stats`]).
+fn console_stats_after(lab: &mut Lab, tests: u64) -> anyhow::Result<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let s = console_stats(&lab.console_line("linklab work:", left)?)?;
+        if s["iperf_tests"].as_u64() == Some(tests) {
+            return Ok(s);
+        }
+    }
+}
+
+/// Instructions per payload byte both ways, flash, RAM and stack. With `console_work` (an
+/// image without `/stats`) the work counters come from the console's work lines, printed at
+/// boot and after each test (there is no fetch to take off; writing a line is counted in
+/// the next one's figures).
+pub fn cost(
+    board: &Board,
+    image: &Path,
+    line: Option<&LineArgs>,
+    console_work: bool,
+) -> anyhow::Result<Value> {
     let size = image_size(image)?;
-    let lab = match line {
+    let mut lab = match line {
         Some(l) => Lab::boot_line(board, image, Some(0), l)?,
         None => Lab::boot(board, image, Some("shift=0".into()))?,
     };
+    if console_work {
+        let s1 = console_stats_after(&mut lab, 0)?;
+        let rx_report = lab.iperf3(&["-n", COST_BYTES])?;
+        let s2 = console_stats_after(&mut lab, 1)?;
+        let tx_report = lab.iperf3(&["-n", COST_BYTES, "-R"])?;
+        let s3 = console_stats_after(&mut lab, 2)?;
+        let none = Work {
+            isr: 0,
+            stack: 0,
+            apps: 0,
+            main: 0,
+        };
+        return cost_json(
+            board,
+            &size,
+            &none,
+            [&s1, &s2, &s3],
+            &rx_report,
+            &tx_report,
+            "console",
+        );
+    }
     let s0 = lab.stats()?;
     let s1 = lab.stats()?;
     let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
@@ -150,18 +239,41 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
     // counting 3.56 MB), and sent, as the device counted them.
     let rx_report = lab.iperf3(&["-n", COST_BYTES])?;
     let s2 = lab.stats()?;
-    let rx_bytes = report_bytes(&rx_report, "sum_received")?;
-    let rx = Work::of(&s1)?.until(&Work::of(&s2)?);
-
     let tx_report = lab.iperf3(&["-n", COST_BYTES, "-R"])?;
     let s3 = lab.stats()?;
-    let tx_bytes = report_bytes(&tx_report, "sum_sent")?;
-    let tx = Work::of(&s2)?.until(&Work::of(&s3)?);
+    cost_json(
+        board,
+        &size,
+        &fetch,
+        [&s1, &s2, &s3],
+        &rx_report,
+        &tx_report,
+        "/stats",
+    )
+}
 
-    let (rx_per_byte, rx_layers) = breakdown(&rx, &fetch, rx_bytes);
-    let (tx_per_byte, tx_layers) = breakdown(&tx, &fetch, tx_bytes);
-    let rx_counts = Counts::between(&s1, &s2);
-    let tx_counts = Counts::between(&s2, &s3);
+/// The `--cost` document from the work before (`s[0]`), between (`s[1]`) and after
+/// (`s[2]`) the two transfers, less `fetch` (what reading the figures cost), and where the
+/// figures were read (`source`).
+fn cost_json(
+    board: &Board,
+    size: &super::image::ImageSize,
+    fetch: &Work,
+    s: [&Value; 3],
+    rx_report: &Value,
+    tx_report: &Value,
+    source: &str,
+) -> anyhow::Result<Value> {
+    let [s1, s2, s3] = s;
+    let rx_bytes = report_bytes(rx_report, "sum_received")?;
+    let rx = Work::of(s1)?.until(&Work::of(s2)?);
+    let tx_bytes = report_bytes(tx_report, "sum_sent")?;
+    let tx = Work::of(s2)?.until(&Work::of(s3)?);
+
+    let (rx_per_byte, rx_layers) = breakdown(&rx, fetch, rx_bytes);
+    let (tx_per_byte, tx_layers) = breakdown(&tx, fetch, tx_bytes);
+    let rx_counts = Counts::between(s1, s2);
+    let tx_counts = Counts::between(s2, s3);
     let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
     Ok(json!({
         "board": board.name,
@@ -172,7 +284,7 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
         "rx_layers": rx_layers,
         "tx_layers": tx_layers,
         "rx_bytes": rx_bytes,
-        "rx_bytes_client_wrote": report_bytes(&rx_report, "sum_sent")?,
+        "rx_bytes_client_wrote": report_bytes(rx_report, "sum_sent")?,
         "tx_bytes": tx_bytes,
         "rx_counts": rx_counts.json(),
         "tx_counts": tx_counts.json(),
@@ -183,7 +295,8 @@ pub fn cost(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Res
         "static_ram_bytes": size.static_ram_bytes,
         "stack_peak_bytes": stack_peak,
         "ram_bytes": size.static_ram_bytes + stack_peak,
-        "conservation_holds": s3["conservation"]["holds"].as_bool().unwrap_or(false),
+        "conservation_holds": s3["conservation"]["holds"].as_bool(),
+        "work_source": source,
     }))
 }
 
@@ -215,12 +328,14 @@ fn http_download_bytes_per_s(lab: &Lab, path: &str) -> anyhow::Result<f64> {
         .with_context(|| format!("curl printed no speed: {text:?}"))
 }
 
-/// Stock iperf3 TCP both ways and a curl download of /1MB.txt (the device sends), QEMU free-running and at a fixed instruction rate.
+/// Stock iperf3 TCP both ways and (unless `no_http`) a curl download of /1MB.txt (the device
+/// sends), QEMU free-running and at a fixed instruction rate.
 pub fn throughput(
     board: &Board,
     image: &Path,
     shift: u32,
     line: Option<&LineArgs>,
+    no_http: bool,
 ) -> anyhow::Result<Value> {
     let mut runs = Vec::new();
     for icount in [None, Some(format!("shift={shift},align=on,sleep=on"))] {
@@ -230,13 +345,18 @@ pub fn throughput(
         };
         let rx = lab.iperf3(&["-t", THROUGHPUT_SECONDS])?;
         let tx = lab.iperf3(&["-t", THROUGHPUT_SECONDS, "-R"])?;
-        let http = http_download_bytes_per_s(&lab, "/1MB.txt")?;
+        // An image without the HTTP server (the minimal one) has no download to time.
+        let http = if no_http {
+            None
+        } else {
+            Some(http_download_bytes_per_s(&lab, "/1MB.txt")?)
+        };
         runs.push(json!({
             "icount": icount,
             "mips": icount.as_ref().map(|_| 1000.0 / f64::from(1u32 << shift)),
             "rx_mbps": mbps(&rx, "sum_received"),
             "tx_mbps": mbps(&tx, "sum_received"),
-            "http_1mb_kB_per_s": (http / 100.0).round() / 10.0,
+            "http_1mb_kB_per_s": http.map(|h| (h / 100.0).round() / 10.0),
         }));
     }
     Ok(json!({ "board": board.name, "isa": board.isa, "runs": runs }))

@@ -64,7 +64,12 @@ impl Apps {
     /// Runs every app once over the sockets, answering extra HTTP paths from `routes` (the
     /// soft NIC's [`StatsRoute`], the serial link's counters); call after each
     /// `Interface::poll`.
-    pub fn poll(&mut self, sockets: &mut SocketSet<'_>, routes: &mut dyn Routes, now: Instant) {
+    pub fn poll(
+        &mut self,
+        sockets: &mut SocketSet<'static>,
+        routes: &mut dyn Routes,
+        now: Instant,
+    ) {
         self.inner.poll(sockets, routes, now);
     }
 
@@ -73,7 +78,7 @@ impl Apps {
         &mut self,
         iface: &mut Interface,
         device: &mut D,
-        sockets: &mut SocketSet<'_>,
+        sockets: &mut SocketSet<'static>,
         now: Instant,
         next_syn_port: impl FnMut(&D) -> Option<u16>,
     ) {

@@ -154,6 +154,17 @@ impl Decimal {
         }
     }
 
+    /// The value in millionths, saturating (negative numbers are 0): a time in seconds as
+    /// microseconds.
+    pub fn to_micros(self) -> u64 {
+        if self.negative {
+            return 0;
+        }
+        self.int
+            .saturating_mul(1_000_000)
+            .saturating_add(u64::from(self.nanos / 1000))
+    }
+
     /// True if the number is not zero.
     pub fn is_nonzero(self) -> bool {
         self.int != 0 || self.nanos != 0
@@ -181,7 +192,7 @@ pub(crate) struct Fixed(pub f64);
 
 impl Fixed {
     /// The text of the number into `out`; returns its length (at most 31 bytes).
-    fn write(&self, out: &mut [u8; 32]) -> usize {
+    pub(crate) fn write(&self, out: &mut [u8; 32]) -> usize {
         let v = self.0;
         let a = if v < 0.0 { -v } else { v };
         // Saturating casts: beyond u64 the integer part is clamped (no iperf3 field gets there).

@@ -1,8 +1,6 @@
 //! The results document (iperf3 `send_results` / `get_results`): CPU use, whether the
 //! sender counts retransmits, the congestion control in use, and one entry per stream.
 
-use serde::Serialize;
-
 use super::number::Fixed;
 use super::reader::Reader;
 use super::MAX_DEPTH;
@@ -33,15 +31,17 @@ pub struct StreamResult {
     pub packets: u64,
     /// Packets counted while omitting.
     pub omitted_packets: u64,
-    /// Seconds from test start to the stream's start (always 0).
-    pub start_time: f64,
-    /// Seconds from the stream's start to its end.
-    pub end_time: f64,
+    /// Microseconds from test start to the stream's start (always 0; iperf3's
+    /// `start_time`, in seconds on the wire).
+    pub start_us: u64,
+    /// Microseconds from the stream's start to its end (iperf3's `end_time`).
+    pub end_us: u64,
 }
 
-/// A results document (iperf3 `send_results` / `get_results`).
+/// A results document (iperf3 `send_results` / `get_results`), with at most `S` stream
+/// entries (a document with more is refused as too long).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Results {
+pub struct Results<const S: usize = MAX_STREAMS> {
     /// CPU use, percent (total, user, system); `None` where it cannot be known (written as
     /// `null`, which stock iperf3 reads as 0).
     pub cpu_util: Option<[f64; 3]>,
@@ -50,7 +50,7 @@ pub struct Results {
     /// The TCP congestion control algorithm this side's streams use, if known.
     pub congestion_used: Option<CongestionName>,
     /// Per-stream entries.
-    pub streams: heapless::Vec<StreamResult, MAX_STREAMS>,
+    pub streams: heapless::Vec<StreamResult, S>,
 }
 
 /// A congestion control name as sent (raw, escapes not decoded, as serde-json-core lent
@@ -129,15 +129,15 @@ impl StreamIn {
             omitted_errors: self.omitted_errors.map_or(0, |v| v.to_uint(u64::MAX)),
             packets: packets.to_uint(u64::MAX),
             omitted_packets: self.omitted_packets.map_or(0, |v| v.to_uint(u64::MAX)),
-            start_time: self.start_time.map_or(0.0, Decimal::to_f64),
-            end_time: self.end_time.map_or(0.0, Decimal::to_f64),
+            start_us: self.start_time.map_or(0, Decimal::to_micros),
+            end_us: self.end_time.map_or(0, Decimal::to_micros),
         })
     }
 }
 
 /// The members of a results document as read.
 #[derive(Default)]
-struct ResultsIn {
+struct ResultsIn<const S: usize> {
     cpu_util_total: Reported,
     cpu_util_user: Reported,
     cpu_util_system: Reported,
@@ -145,12 +145,12 @@ struct ResultsIn {
     congestion_used: Option<CongestionName>,
     /// The stream entries, converted as they are read (one entry's raw members at a time
     /// on the stack, not all of them); `missing` if one lacked a required member.
-    streams: Option<heapless::Vec<StreamResult, MAX_STREAMS>>,
+    streams: Option<heapless::Vec<StreamResult, S>>,
     missing: bool,
 }
 
-impl ResultsIn {
-    fn read(json: &[u8]) -> Result<ResultsIn, JsonError> {
+impl<const S: usize> ResultsIn<S> {
+    fn read(json: &[u8]) -> Result<ResultsIn<S>, JsonError> {
         let mut doc = ResultsIn::default();
         parse_object(json, |key, r| {
             match key {
@@ -186,66 +186,102 @@ impl ResultsIn {
     }
 }
 
-#[derive(Serialize)]
-struct StreamOut {
-    id: u32,
-    bytes: u64,
-    retransmits: i64,
-    jitter: Fixed,
-    errors: u64,
-    omitted_errors: u64,
-    packets: u64,
-    omitted_packets: u64,
-    start_time: Fixed,
-    end_time: Fixed,
+/// A results document being written, without serde or floating point where the values are
+/// integers (every TCP figure): text, integers, microseconds as seconds, and `f64`s only
+/// where a host or a UDP stream has them.
+struct Out<'b> {
+    buf: &'b mut [u8],
+    len: usize,
 }
 
-#[derive(Serialize)]
-struct ResultsOut<'a> {
-    cpu_util_total: Option<Fixed>,
-    cpu_util_user: Option<Fixed>,
-    cpu_util_system: Option<Fixed>,
-    sender_has_retransmits: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    congestion_used: Option<&'a str>,
-    streams: StreamsOut<'a>,
-}
+impl Out<'_> {
+    fn raw(&mut self, text: &[u8]) -> Result<&mut Self, JsonError> {
+        let end = self.len + text.len();
+        let dst = self
+            .buf
+            .get_mut(self.len..end)
+            .ok_or(JsonError::BufferTooSmall)?;
+        dst.copy_from_slice(text);
+        self.len = end;
+        Ok(self)
+    }
 
-/// The stream entries, each written as a [`StreamOut`] when serialized (no array of them
-/// on the stack).
-struct StreamsOut<'a>(&'a [StreamResult]);
-
-impl Serialize for StreamsOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for st in self.0 {
-            seq.serialize_element(&StreamOut {
-                id: st.id,
-                bytes: st.bytes,
-                retransmits: st.retransmits,
-                jitter: Fixed(finite(st.jitter)),
-                errors: st.errors,
-                omitted_errors: st.omitted_errors,
-                packets: st.packets,
-                omitted_packets: st.omitted_packets,
-                start_time: Fixed(finite(st.start_time)),
-                end_time: Fixed(finite(st.end_time)),
-            })?;
+    fn uint(&mut self, mut v: u64) -> Result<&mut Self, JsonError> {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
         }
-        seq.end()
+        self.raw(&digits[i..])
+    }
+
+    fn int(&mut self, v: i64) -> Result<&mut Self, JsonError> {
+        if v < 0 {
+            self.raw(b"-")?;
+        }
+        self.uint(v.unsigned_abs())
+    }
+
+    /// Microseconds as seconds with six decimals (`2.000104`).
+    fn seconds(&mut self, us: u64) -> Result<&mut Self, JsonError> {
+        let frac = us % 1_000_000;
+        self.uint(us / 1_000_000)?.raw(b".")?;
+        let mut digits = [b'0'; 6];
+        let mut f = frac;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (f % 10) as u8;
+            f /= 10;
+        }
+        self.raw(&digits)
+    }
+
+    /// A finite `f64` as [`Fixed`] writes it (`null` if it is not finite).
+    fn float(&mut self, v: f64) -> Result<&mut Self, JsonError> {
+        if !v.is_finite() {
+            return self.raw(b"null");
+        }
+        let mut text = [0u8; 32];
+        let n = Fixed(v).write(&mut text);
+        self.raw(&text[..n])
+    }
+
+    /// A string, quoted and escaped.
+    fn string(&mut self, s: &str) -> Result<&mut Self, JsonError> {
+        self.raw(b"\"")?;
+        for &b in s.as_bytes() {
+            match b {
+                b'"' => self.raw(b"\\\"")?,
+                b'\\' => self.raw(b"\\\\")?,
+                0..=0x1f => {
+                    const HEX: &[u8; 16] = b"0123456789abcdef";
+                    self.raw(&[
+                        b'\\',
+                        b'u',
+                        b'0',
+                        b'0',
+                        HEX[usize::from(b >> 4)],
+                        HEX[usize::from(b & 15)],
+                    ])?
+                }
+                _ => self.raw(&[b])?,
+            };
+        }
+        self.raw(b"\"")
     }
 }
 
-impl Results {
+impl<const S: usize> Results<S> {
     /// Reads a results document; fields iperf3 requires must be present (the CPU figures
     /// may be `null`).
     pub fn from_json(json: &[u8]) -> Result<Self, JsonError> {
         let r = match ResultsIn::read(json) {
             Ok(r) => r,
-            Err(_)
-                if nesting_depth(json) <= MAX_DEPTH && count_stream_objects(json) > MAX_STREAMS =>
-            {
+            Err(_) if nesting_depth(json) <= MAX_DEPTH && count_stream_objects(json) > S => {
                 return Err(JsonError::TooManyStreams)
             }
             Err(_) => return Err(JsonError::Malformed),
@@ -272,18 +308,64 @@ impl Results {
         })
     }
 
-    /// Writes the results document; returns its length.
+    /// Writes the results document; returns its length. CPU figures are known only on a
+    /// host (feature `iperf-host`; a device writes `null`), jitter only on UDP streams
+    /// (feature `iperf-udp`; TCP's is 0): a device's TCP server writes integers only.
     pub fn to_json(&self, out: &mut [u8]) -> Result<usize, JsonError> {
-        let cpu = self.cpu_util.map(|c| c.map(finite));
-        let doc = ResultsOut {
-            cpu_util_total: cpu.map(|c| Fixed(c[0])),
-            cpu_util_user: cpu.map(|c| Fixed(c[1])),
-            cpu_util_system: cpu.map(|c| Fixed(c[2])),
-            sender_has_retransmits: self.sender_has_retransmits,
-            congestion_used: self.congestion_used.as_deref(),
-            streams: StreamsOut(&self.streams),
-        };
-        serde_json_core::to_slice(&doc, out).map_err(|_| JsonError::BufferTooSmall)
+        let mut o = Out { buf: out, len: 0 };
+        let cpu = self.cpu_util.filter(|_| cfg!(feature = "iperf-host"));
+        for (i, key) in [
+            &b"{\"cpu_util_total\":"[..],
+            b",\"cpu_util_user\":",
+            b",\"cpu_util_system\":",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            o.raw(key)?;
+            match cpu {
+                Some(c) => o.float(finite(c[i]))?,
+                None => o.raw(b"null")?,
+            };
+        }
+        o.raw(b",\"sender_has_retransmits\":")?
+            .int(self.sender_has_retransmits)?;
+        if let Some(cc) = &self.congestion_used {
+            o.raw(b",\"congestion_used\":")?.string(cc)?;
+        }
+        o.raw(b",\"streams\":[")?;
+        for (i, st) in self.streams.iter().enumerate() {
+            if i > 0 {
+                o.raw(b",")?;
+            }
+            o.raw(b"{\"id\":")?
+                .uint(st.id.into())?
+                .raw(b",\"bytes\":")?
+                .uint(st.bytes)?
+                .raw(b",\"retransmits\":")?
+                .int(st.retransmits)?
+                .raw(b",\"jitter\":")?;
+            if cfg!(feature = "iperf-udp") && st.jitter.to_bits() != 0 {
+                o.float(finite(st.jitter))?;
+            } else {
+                o.raw(b"0")?;
+            }
+            o.raw(b",\"errors\":")?
+                .uint(st.errors)?
+                .raw(b",\"omitted_errors\":")?
+                .uint(st.omitted_errors)?
+                .raw(b",\"packets\":")?
+                .uint(st.packets)?
+                .raw(b",\"omitted_packets\":")?
+                .uint(st.omitted_packets)?
+                .raw(b",\"start_time\":")?
+                .seconds(st.start_us)?
+                .raw(b",\"end_time\":")?
+                .seconds(st.end_us)?
+                .raw(b"}")?;
+        }
+        o.raw(b"]}")?;
+        Ok(o.len)
     }
 }
 
@@ -294,7 +376,7 @@ mod tests {
     #[test]
     fn results_roundtrip_and_cjson_shape() {
         let j = br#"{"cpu_util_total":1.5,"cpu_util_user":0.5,"cpu_util_system":1,"sender_has_retransmits":0,"congestion_used":"cubic","streams":[{"id":1,"bytes":1.2e9,"retransmits":-1,"jitter":1.5e-05,"errors":3,"packets":100,"start_time":0,"end_time":2.000104}]}"#;
-        let r = Results::from_json(j).unwrap();
+        let r = Results::<MAX_STREAMS>::from_json(j).unwrap();
         assert_eq!(r.streams.len(), 1);
         assert_eq!(r.streams[0].bytes, 1_200_000_000);
         assert_eq!(r.streams[0].errors, 3);
@@ -302,14 +384,14 @@ mod tests {
         assert_eq!(r.congestion_used.as_deref(), Some("cubic"));
         let mut b = [0u8; 1024];
         let n = r.to_json(&mut b).unwrap();
-        assert_eq!(Results::from_json(&b[..n]).unwrap(), r);
+        assert_eq!(Results::<MAX_STREAMS>::from_json(&b[..n]).unwrap(), r);
     }
 
     /// A side that cannot know its CPU use writes `null`; absent members stay an error
     /// (stock iperf3 refuses such a document).
     #[test]
     fn unknown_cpu_is_null_not_zero() {
-        let r = Results {
+        let r: Results = Results {
             cpu_util: None,
             sender_has_retransmits: 0,
             ..Results::default()
@@ -321,9 +403,12 @@ mod tests {
             doc.starts_with(r#"{"cpu_util_total":null,"cpu_util_user":null,"#),
             "{doc}"
         );
-        assert_eq!(Results::from_json(&b[..n]).unwrap().cpu_util, None);
         assert_eq!(
-            Results::from_json(br#"{"cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[]}"#),
+            Results::<MAX_STREAMS>::from_json(&b[..n]).unwrap().cpu_util,
+            None
+        );
+        assert_eq!(
+            Results::<MAX_STREAMS>::from_json(br#"{"cpu_util_user":0,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[]}"#),
             Err(JsonError::MissingField)
         );
     }
@@ -332,7 +417,7 @@ mod tests {
     #[test]
     fn server_output_members_are_skipped() {
         let j = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"congestion_used":"a-name-longer-than-sixteen","server_output_json":{"start":{"connected":[{"socket":5}]},"intervals":[{"streams":[{"socket":5,"omitted":false}],"sum":{"bytes":1}}],"end":{"streams":[{"receiver":{"bytes":1}}]}},"server_output_text":"line \"one\"\nline two\n","streams":[]}"#;
-        let r = Results::from_json(j).unwrap();
+        let r = Results::<MAX_STREAMS>::from_json(j).unwrap();
         assert_eq!(r.congestion_used.as_deref(), Some("a-name-longer-th"));
         assert_eq!(r.cpu_util, Some([1.0, 0.0, 1.0]));
     }
@@ -340,7 +425,7 @@ mod tests {
     #[test]
     fn hostile_documents_are_refused() {
         assert_eq!(
-            Results::from_json(br#"{"streams":[]}"#),
+            Results::<MAX_STREAMS>::from_json(br#"{"streams":[]}"#),
             Err(JsonError::MissingField)
         );
         let mut big = heapless::Vec::<u8, 4096>::new();
@@ -354,6 +439,9 @@ mod tests {
             );
         }
         let _ = big.extend_from_slice(b"]}");
-        assert_eq!(Results::from_json(&big), Err(JsonError::TooManyStreams));
+        assert_eq!(
+            Results::<MAX_STREAMS>::from_json(&big),
+            Err(JsonError::TooManyStreams)
+        );
     }
 }

@@ -1,15 +1,14 @@
 //! Time: the test clock (start, `-O` omitted period, end), `-i` intervals, the client's
 //! end-of-test decision, the server's grace and the watchdog.
 
-use super::{Failure, Phase, Role, Session, Totals, QUIET_END_US, SERVER_GRACE_US};
+use super::{Failure, Phase, Session, Totals, QUIET_END_US, SERVER_GRACE_US};
 use crate::iperf::json::Protocol;
 use crate::iperf::report::{Interval, IntervalStream};
 use crate::iperf::stream::{IntervalBase, Micros};
 use crate::iperf::wire::state;
 
 /// The clock of one test.
-#[derive(Default)]
-pub(super) struct Clock {
+pub(super) struct Clock<const S: usize> {
     /// When the test clock started (TEST_START).
     pub(super) start: Option<Micros>,
     /// When counting stopped.
@@ -23,10 +22,24 @@ pub(super) struct Clock {
     /// When the current `-i` interval started.
     interval_start: Micros,
     /// Finished intervals not yet taken.
-    pub(super) pending: heapless::Deque<Interval, 2>,
+    pub(super) pending: heapless::Deque<Interval<S>, 2>,
 }
 
-impl Session<'_> {
+impl<const S: usize> Default for Clock<S> {
+    fn default() -> Self {
+        Clock {
+            start: None,
+            end: None,
+            omit_end: None,
+            omitting: false,
+            next_interval: None,
+            interval_start: 0,
+            pending: heapless::Deque::new(),
+        }
+    }
+}
+
+impl<const S: usize> Session<'_, S> {
     pub(super) fn start_clock(&mut self, now: Micros) {
         let omit_s = self.test.params.omit_s;
         let interval_us = self.interval_us;
@@ -54,15 +67,20 @@ impl Session<'_> {
 
     /// Seconds from the test start (after omitting) to the end (or now).
     pub fn elapsed_s(&self) -> f64 {
+        self.elapsed_us() as f64 / 1e6
+    }
+
+    /// [`elapsed_s`](Self::elapsed_s) in microseconds.
+    pub fn elapsed_us(&self) -> Micros {
         let c = &self.test.clock;
-        let Some(start) = c.start else { return 0.0 };
+        let Some(start) = c.start else { return 0 };
         let start = if self.test.params.omit_s > 0 && !c.omitting {
             c.omit_end.unwrap_or(start)
         } else {
             start
         };
         let end = c.end.unwrap_or(self.now);
-        end.saturating_sub(start) as f64 / 1e6
+        end.saturating_sub(start)
     }
 
     /// Runs the clocks: end of the omitted period, intervals, the client's end of test,
@@ -88,12 +106,12 @@ impl Session<'_> {
             self.end_omitting(now);
         }
         let running = self.test.phase == Phase::Running;
-        if self.role == Role::Client && running && self.client_done(now) {
+        if self.is_client() && running && self.client_done(now) {
             self.stop_clock();
             self.push_state(state::TEST_END);
             self.test.phase = Phase::Ending;
         }
-        if self.role == Role::Server && running && self.test.params.duration_s > 0 {
+        if !self.is_client() && running && self.test.params.duration_s > 0 {
             let limit = self.timed_us().saturating_add(SERVER_GRACE_US);
             if self
                 .test
@@ -165,7 +183,7 @@ impl Session<'_> {
     /// Receiving-only count-based test: when the sender's silence ends it.
     fn quiet_end(&self) -> Option<Micros> {
         let p = &self.test.params;
-        let receiving_only = self.role == Role::Client && !self.streams().iter().any(|s| s.sender);
+        let receiving_only = self.is_client() && !self.streams().iter().any(|s| s.sender);
         if receiving_only && (p.bytes != 0 || p.blocks != 0) {
             self.test
                 .totals
@@ -196,11 +214,7 @@ impl Session<'_> {
         if self.test.phase == Phase::Running {
             if let Some(start) = c.start {
                 if self.test.params.duration_s > 0 {
-                    let grace = if self.role == Role::Client {
-                        0
-                    } else {
-                        SERVER_GRACE_US
-                    };
+                    let grace = if self.is_client() { 0 } else { SERVER_GRACE_US };
                     take(Some(
                         start.saturating_add(self.timed_us()).saturating_add(grace),
                     ));
@@ -218,7 +232,7 @@ impl Session<'_> {
     fn emit_interval(&mut self, at: Micros, last: bool) {
         let interval_us = self.interval_us;
         let t = &mut self.test;
-        if interval_us == 0 || at <= t.clock.interval_start {
+        if !cfg!(feature = "iperf-host") || interval_us == 0 || at <= t.clock.interval_start {
             return;
         }
         // iperf3 drops a final fragment shorter than a tenth of the interval.

@@ -1,7 +1,7 @@
 //! Control messages: the cookie, state bytes, the parameter and results documents, and the
 //! replies each role sends (iperf3's `iperf_handle_message_server` / `_client`).
 
-use super::{server_error, Failure, Phase, Role, Session};
+use super::{server_error, Failure, Phase, Session};
 use crate::iperf::errors::errno;
 use crate::iperf::json::{JsonError, Params, Protocol};
 use crate::iperf::stream::Micros;
@@ -10,7 +10,7 @@ use crate::iperf::wire::{
     MAX_UDP_BLOCK_LEN,
 };
 
-impl Session<'_> {
+impl<const S: usize> Session<'_, S> {
     /// Feeds bytes read from the control connection; returns how many were used. Call
     /// again with the rest while it makes progress (it stops after each message so the
     /// caller can act on a phase change, e.g. open streams).
@@ -23,7 +23,7 @@ impl Session<'_> {
         let (used, msg) = match self.reader.push(data) {
             Ok(r) => r,
             Err(_) => {
-                if self.role == Role::Server && self.test.phase == Phase::ParamExchange {
+                if !self.is_client() && self.test.phase == Phase::ParamExchange {
                     self.server_error(server_error::RECV_PARAMS, 0);
                 }
                 self.fail(Failure::BadJson(JsonError::Malformed));
@@ -31,9 +31,11 @@ impl Session<'_> {
             }
         };
         if let Some(msg) = msg {
-            match self.role {
-                Role::Server => self.server_msg(msg),
-                Role::Client => self.client_msg(msg, now),
+            if self.is_client() {
+                #[cfg(feature = "iperf-host")]
+                self.client_msg(msg, now);
+            } else {
+                self.server_msg(msg);
             }
         }
         used
@@ -45,7 +47,7 @@ impl Session<'_> {
         match self.test.phase {
             // The server has everything once results went out; a client that hangs up
             // instead of sending IPERF_DONE has still completed the test.
-            Phase::Display if self.role == Role::Server => self.test.phase = Phase::Done,
+            Phase::Display if !self.is_client() => self.test.phase = Phase::Done,
             _ => self.fail(Failure::ControlClosed),
         }
     }
@@ -166,6 +168,7 @@ impl Session<'_> {
         }
     }
 
+    #[cfg(feature = "iperf-host")]
     fn client_msg(&mut self, msg: ControlMsg, now: Micros) {
         match (self.test.phase, msg) {
             (_, ControlMsg::State(state::ACCESS_DENIED)) => self.fail(Failure::AccessDenied),

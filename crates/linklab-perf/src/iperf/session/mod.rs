@@ -23,7 +23,9 @@ mod tests;
 use super::json::{CongestionName, JsonError, ParamStrings, Params};
 use super::report::Interval;
 use super::stream::{Micros, Stream};
-use super::wire::{self, ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
+#[cfg(feature = "iperf-host")]
+use super::wire;
+use super::wire::{ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
 use output::Output;
 
 pub use control::validate_params;
@@ -149,13 +151,13 @@ struct Totals {
 }
 
 /// Everything one test changes: a new test (server) starts from [`Test::new`].
-struct Test {
+struct Test<const S: usize> {
     phase: Phase,
     cookie: [u8; COOKIE_SIZE],
     params: Params,
-    streams: [Stream; MAX_STREAMS],
+    streams: [Stream; S],
     nstreams: usize,
-    clock: clock::Clock,
+    clock: clock::Clock<S>,
     totals: Totals,
     peer: Option<PeerSummary>,
     last_activity: Micros,
@@ -167,7 +169,7 @@ struct Test {
     data_exhausted: bool,
 }
 
-impl Test {
+impl<const S: usize> Test<S> {
     /// Always inlined: outlined, its 4 KB (the stream table) were built in its own frame and
     /// copied into every caller's (the firmware's stack peak was 41 KB at boot, the session
     /// built and copied at four levels; now 16 KB, measured on the Cortex-M3).
@@ -177,7 +179,7 @@ impl Test {
             phase: Phase::Idle,
             cookie: [0; COOKIE_SIZE],
             params: Params::default(),
-            streams: [Stream::default(); MAX_STREAMS],
+            streams: [Stream::default(); S],
             nstreams: 0,
             clock: clock::Clock::default(),
             totals: Totals::default(),
@@ -190,8 +192,40 @@ impl Test {
     }
 }
 
-/// The iperf3 test state machine (client or server), over caller-provided buffers.
-pub struct Session<'a> {
+impl<'a> Session<'a> {
+    /// A server session over a receive buffer (>= 8 KiB to accept any parameter document
+    /// iperf3 may send; smaller buffers refuse larger documents) and a transmit buffer
+    /// (>= 4 KiB holds results for 16 streams).
+    pub fn server(rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
+        Self::server_for(rx, tx)
+    }
+
+    /// A client session that will run the test in `opts` (feature `iperf-host`); the cookie is queued as the
+    /// first control output. Connect the control connection, then feed it.
+    #[cfg(feature = "iperf-host")]
+    pub fn client(
+        opts: &ClientOptions<'a>,
+        rx: &'a mut [u8],
+        tx: &'a mut [u8],
+        now: Micros,
+    ) -> Self {
+        let mut s = Self::new(Role::Client, rx, tx, now);
+        s.test.params = opts.params;
+        s.strings = opts.strings;
+        s.set_interval(opts.interval_us);
+        s.test.cookie = wire::make_cookie(opts.cookie_seed);
+        s.test.phase = Phase::ParamExchange;
+        s.reader.expect(Expect::State);
+        let cookie = s.test.cookie;
+        s.push_out(&cookie);
+        s
+    }
+}
+
+/// The iperf3 test state machine (client or server), over caller-provided buffers, with room
+/// for `S` streams (a device serving one stream needs one; [`MAX_STREAMS`] covers every test
+/// iperf3 3.12 can ask for).
+pub struct Session<'a, const S: usize = MAX_STREAMS> {
     role: Role,
     /// Reporting interval (`-i`), 0 for none.
     interval_us: Micros,
@@ -201,6 +235,7 @@ pub struct Session<'a> {
     /// The time of the latest call that told us the time.
     now: Micros,
     /// Client: the free-text parameters.
+    #[cfg_attr(not(feature = "iperf-host"), allow(dead_code))]
     strings: ParamStrings<'a>,
     /// Our CPU use over the test, as the adapter measured it.
     cpu_util: Option<[f64; 3]>,
@@ -212,10 +247,10 @@ pub struct Session<'a> {
     supplies_output: bool,
     /// The adapter paces `--fq-rate` in software (it has no socket pacing).
     app_fq_pacing: bool,
-    test: Test,
+    test: Test<S>,
 }
 
-impl<'a> Session<'a> {
+impl<'a, const S: usize> Session<'a, S> {
     fn new(role: Role, rx: &'a mut [u8], tx: &'a mut [u8], now: Micros) -> Self {
         Self {
             role,
@@ -234,31 +269,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A server session over a receive buffer (>= 8 KiB to accept any parameter document
-    /// iperf3 may send; smaller buffers refuse larger documents) and a transmit buffer
-    /// (>= 4 KiB holds results for 16 streams).
-    pub fn server(rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
+    /// A server session with room for `S` streams (see [`Session::server`]).
+    pub fn server_for(rx: &'a mut [u8], tx: &'a mut [u8]) -> Self {
         Self::new(Role::Server, rx, tx, 0)
-    }
-
-    /// A client session that will run the test in `opts`; the cookie is queued as the
-    /// first control output. Connect the control connection, then feed it.
-    pub fn client(
-        opts: &ClientOptions<'a>,
-        rx: &'a mut [u8],
-        tx: &'a mut [u8],
-        now: Micros,
-    ) -> Self {
-        let mut s = Self::new(Role::Client, rx, tx, now);
-        s.test.params = opts.params;
-        s.strings = opts.strings;
-        s.set_interval(opts.interval_us);
-        s.test.cookie = wire::make_cookie(opts.cookie_seed);
-        s.test.phase = Phase::ParamExchange;
-        s.reader.expect(Expect::State);
-        let cookie = s.test.cookie;
-        s.push_out(&cookie);
-        s
     }
 
     /// Sets the watchdog: the test fails after this long without any activity.
@@ -329,6 +342,12 @@ impl<'a> Session<'a> {
     /// Which end this session plays.
     pub fn role(&self) -> Role {
         self.role
+    }
+
+    /// True for a client session (never without feature `iperf-host`, so a server-only
+    /// build carries none of the client's code).
+    fn is_client(&self) -> bool {
+        cfg!(feature = "iperf-host") && self.role == Role::Client
     }
 
     /// Where the test is.
@@ -427,7 +446,7 @@ impl<'a> Session<'a> {
 
     /// Takes the oldest interval report not yet taken (`-i`); up to 2 are kept (poll at
     /// least once per interval).
-    pub fn take_interval(&mut self) -> Option<Interval> {
+    pub fn take_interval(&mut self) -> Option<Interval<S>> {
         self.test.clock.pending.pop_front()
     }
 

@@ -1,15 +1,20 @@
 //! Results: the document we send in the results exchange, the peer's document read into
 //! the streams, and the report that combines both.
 
-use super::{Failure, PeerSummary, Role, Session};
+use super::{Failure, PeerSummary, Session};
 use crate::iperf::json::{Protocol, Results};
 use crate::iperf::report::{DirectionReport, TestReport};
 
-impl Session<'_> {
+impl<const S: usize> Session<'_, S> {
     /// Reads the peer's results document into the streams; false (and failed) if it is
-    /// unreadable or names a stream we do not have.
+    /// unreadable or names a stream we do not have. Without feature `iperf-host` the
+    /// document is taken as it is (it only feeds the report).
     pub(super) fn take_peer_results(&mut self) -> bool {
-        let r = match Results::from_json(self.reader.payload()) {
+        if !cfg!(feature = "iperf-host") {
+            // A device's server only answers with its own results.
+            return true;
+        }
+        let r = match Results::<S>::from_json(self.reader.payload()) {
             Ok(r) => r,
             Err(e) => {
                 self.fail(Failure::BadJson(e));
@@ -34,8 +39,8 @@ impl Session<'_> {
     }
 
     /// Our results document (iperf3 `send_results`).
-    pub fn our_results(&self) -> Results {
-        let secs = self.elapsed_s();
+    pub fn our_results(&self) -> Results<S> {
+        let elapsed = self.elapsed_us();
         let tcp = self.test.params.protocol == Protocol::Tcp;
         let mut r = Results {
             cpu_util: self.cpu_util,
@@ -49,14 +54,14 @@ impl Session<'_> {
             r.sender_has_retransmits = i64::from(all && self.test.params.protocol == Protocol::Tcp);
         }
         for s in self.streams() {
-            let _ = r.streams.push(s.result(secs));
+            let _ = r.streams.push(s.result(elapsed));
         }
         r
     }
 
     /// The test's figures as far as known; complete once [`phase`](Self::phase) is
     /// [`Phase::Done`].
-    pub fn report(&self) -> TestReport {
+    pub fn report(&self) -> TestReport<S> {
         let params = self.test.params;
         let mut rep = TestReport {
             params,
@@ -66,7 +71,7 @@ impl Session<'_> {
             streams: heapless::Vec::new(),
         };
         for s in self.streams() {
-            let forward = (self.role == Role::Client) == s.sender;
+            let forward = (self.is_client()) == s.sender;
             let d = DirectionReport::from_stream(s, params.protocol);
             let slot = if forward {
                 &mut rep.forward

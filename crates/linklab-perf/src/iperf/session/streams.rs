@@ -1,12 +1,12 @@
 //! Data streams: setting them up in iperf3's order, counting what they carry, and deciding
 //! when each may send (`-n`/`-k`, `-b` pacing).
 
-use super::{Failure, Phase, Role, Session};
+use super::{Failure, Phase, Session};
 use crate::iperf::json::Protocol;
 use crate::iperf::stream::{stream_id, Micros, Stream};
-use crate::iperf::wire::{self, state, UdpHeader, MAX_STREAMS};
+use crate::iperf::wire::{self, state, UdpHeader};
 
-impl Session<'_> {
+impl<const S: usize> Session<'_, S> {
     /// A data stream failed during the test.
     pub fn stream_failed(&mut self, now: Micros) {
         self.now = now;
@@ -22,13 +22,13 @@ impl Session<'_> {
     fn stream_role_for_next(&self) -> bool {
         let p = usize::from(self.test.params.parallel.max(1));
         let i = self.test.nstreams;
-        match self.role {
+        match self.is_client() {
             // iperf_create_streams: --bidir opens P sending streams, then P receiving.
-            Role::Client if self.test.params.bidirectional => i < p,
-            Role::Client => !self.test.params.reverse,
+            true if self.test.params.bidirectional => i < p,
+            true => !self.test.params.reverse,
             // iperf_run_server: receivers are accepted first, then senders.
-            Role::Server if self.test.params.bidirectional => i >= p,
-            Role::Server => self.test.params.reverse,
+            false if self.test.params.bidirectional => i >= p,
+            false => self.test.params.reverse,
         }
     }
 
@@ -37,7 +37,7 @@ impl Session<'_> {
     fn add_stream(&mut self, now: Micros) -> Option<usize> {
         if self.test.phase != Phase::CreateStreams
             || self.test.nstreams >= self.streams_wanted()
-            || self.test.nstreams >= MAX_STREAMS
+            || self.test.nstreams >= S
         {
             return None;
         }
@@ -46,7 +46,7 @@ impl Session<'_> {
         self.test.streams[idx] = Stream::new(stream_id(idx), sender);
         self.test.nstreams += 1;
         self.test.last_activity = now;
-        if self.role == Role::Server && self.test.nstreams == self.streams_wanted() {
+        if !self.is_client() && self.test.nstreams == self.streams_wanted() {
             self.push_state(state::TEST_START);
             self.start_clock(now);
             self.push_state(state::TEST_RUNNING);
@@ -81,7 +81,7 @@ impl Session<'_> {
     /// hello answered). Returns its index.
     pub fn client_stream_opened(&mut self, now: Micros) -> Option<usize> {
         self.now = now;
-        if self.role != Role::Client {
+        if !self.is_client() {
             return None;
         }
         self.add_stream(now)
@@ -90,12 +90,13 @@ impl Session<'_> {
     /// True if data streams should be read now (iperf3 reads only while running; the
     /// client keeps draining until the end so a sending server never blocks).
     pub fn should_read(&self) -> bool {
-        match self.role {
-            Role::Server => self.test.phase == Phase::Running,
-            Role::Client => matches!(
+        if self.is_client() {
+            matches!(
                 self.test.phase,
                 Phase::Running | Phase::Ending | Phase::ExchangeResults | Phase::Display
-            ),
+            )
+        } else {
+            self.test.phase == Phase::Running
         }
     }
 
@@ -156,7 +157,7 @@ impl Session<'_> {
         if self.test.data_exhausted {
             return true;
         }
-        if self.role == Role::Server && paced {
+        if !self.is_client() && paced {
             return false;
         }
         (p.bytes != 0 && self.test.totals.bytes_sent >= p.bytes)
@@ -185,13 +186,16 @@ impl Session<'_> {
         if rate == 0 || s.bytes_sent == 0 || s.burst_left > 0 {
             return None;
         }
-        let us = u128::from(s.bytes_sent) * 8 * 1_000_000 / u128::from(rate);
-        let tick = u128::from(self.test.params.pacing_timer_us.max(1));
-        let us = us
-            .div_ceil(tick)
-            .saturating_mul(tick)
-            .min(u128::from(u64::MAX / 2));
-        Some(start.saturating_add(us as u64))
+        // In u64 (no 128-bit division on an MCU): bits × 10⁶ fits until 2.3 TB sent, and
+        // saturates beyond (the stream then waits for the end of the test).
+        let us = s
+            .bytes_sent
+            .saturating_mul(8_000_000)
+            .checked_div(rate)
+            .unwrap_or(u64::MAX);
+        let tick = u64::from(self.test.params.pacing_timer_us.max(1));
+        let us = us.div_ceil(tick).saturating_mul(tick).min(u64::MAX / 2);
+        Some(start.saturating_add(us))
     }
 
     /// After `blocks` whole blocks went out on stream `idx`: a burst (`-b RATE/BURST`)
