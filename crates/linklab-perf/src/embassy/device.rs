@@ -13,7 +13,9 @@ use core::mem::MaybeUninit;
 use embassy_net::udp::PacketMetadata;
 use embassy_net::{Config, Ipv4Address, Ipv4Cidr, Stack, StaticConfigV4};
 
-use super::{IperfBuffers, TcpBuffers, UdpBuffers, HTTP_SOCKETS};
+use super::{IperfBuffers, TcpBuffers, UdpBuffers};
+#[cfg(feature = "http")]
+use super::HTTP_SOCKETS;
 
 /// The largest UDP payload an Ethernet frame carries unfragmented (1500 − 20 − 8): one slot
 /// of a UDP socket's buffers in [`IperfMemory`] and [`EchoMemory`] (embassy-net's smoltcp
@@ -199,6 +201,7 @@ pub struct IperfMemory<
 > {
     tcp_rx: [[u8; RX]; N],
     tcp_tx: [[u8; TX]; N],
+    #[cfg_attr(not(feature = "iperf-udp"), allow(dead_code))]
     udp: UdpMemory<UDP>,
     json_rx: [u8; JSON],
     json_tx: [u8; JSON],
@@ -209,8 +212,9 @@ impl<const N: usize, const RX: usize, const TX: usize, const UDP: usize, const J
 {
     /// The iperf3 server's TCP sockets, `N`.
     pub const TCP_SOCKETS: usize = N;
-    /// The sockets these buffers make (a count for embassy-net's `StackResources`).
-    pub const SOCKETS: usize = N + 1;
+    /// The sockets these buffers make (a count for embassy-net's `StackResources`): the UDP
+    /// socket only with feature `iperf-udp`.
+    pub const SOCKETS: usize = N + cfg!(feature = "iperf-udp") as usize;
 
     /// All zero.
     pub const fn new() -> Self {
@@ -231,6 +235,7 @@ impl<const N: usize, const RX: usize, const TX: usize, const UDP: usize, const J
                 rx,
                 tx: tx.next().map_or(&mut [][..], |t| &mut t[..]),
             }),
+            #[cfg(feature = "iperf-udp")]
             udp: self.udp.buffers(),
             json_rx: &mut self.json_rx,
             json_tx: &mut self.json_tx,
@@ -248,11 +253,13 @@ impl<const N: usize, const RX: usize, const TX: usize, const UDP: usize, const J
 
 /// The HTTP server's buffers as one static: [`HTTP_SOCKETS`] sockets, each with `RX` bytes
 /// for a request head and `TX` bytes of send buffer (what a download keeps in flight).
+#[cfg(feature = "http")]
 pub struct HttpMemory<const RX: usize, const TX: usize> {
     rx: [[u8; RX]; HTTP_SOCKETS],
     tx: [[u8; TX]; HTTP_SOCKETS],
 }
 
+#[cfg(feature = "http")]
 impl<const RX: usize, const TX: usize> HttpMemory<RX, TX> {
     /// The sockets these buffers make.
     pub const SOCKETS: usize = HTTP_SOCKETS;
@@ -275,6 +282,7 @@ impl<const RX: usize, const TX: usize> HttpMemory<RX, TX> {
     }
 }
 
+#[cfg(feature = "http")]
 impl<const RX: usize, const TX: usize> Default for HttpMemory<RX, TX> {
     fn default() -> Self {
         Self::new()
@@ -283,12 +291,14 @@ impl<const RX: usize, const TX: usize> Default for HttpMemory<RX, TX> {
 
 /// Echo's buffers as one static: the TCP socket's `TCP` bytes each way, the UDP socket's
 /// `UDP` datagrams of [`MAX_UDP_PAYLOAD`] each way.
+#[cfg(feature = "echo")]
 pub struct EchoMemory<const TCP: usize, const UDP: usize> {
     tcp_rx: [u8; TCP],
     tcp_tx: [u8; TCP],
     udp: UdpMemory<UDP>,
 }
 
+#[cfg(feature = "echo")]
 impl<const TCP: usize, const UDP: usize> EchoMemory<TCP, UDP> {
     /// The sockets these buffers make.
     pub const SOCKETS: usize = 2;
@@ -312,6 +322,7 @@ impl<const TCP: usize, const UDP: usize> EchoMemory<TCP, UDP> {
     }
 }
 
+#[cfg(feature = "echo")]
 impl<const TCP: usize, const UDP: usize> Default for EchoMemory<TCP, UDP> {
     fn default() -> Self {
         Self::new()
@@ -339,6 +350,7 @@ impl<const P: usize> UdpMemory<P> {
         }
     }
 
+    #[cfg_attr(not(any(feature = "echo", feature = "iperf-udp")), allow(dead_code))]
     fn buffers(&mut self) -> UdpBuffers<'_> {
         UdpBuffers {
             rx_meta: self.rx_meta.write([PacketMetadata::EMPTY; P]),
