@@ -314,10 +314,17 @@ impl Snapshot<'_> {
             c.uptime_ns.saturating_sub(c.idle_ns),
             c.work_unit
         )?;
+        // Bytes the images' memcpy copied off their word (its slower path): with the work
+        // above, what a transfer's misaligned copies cost (linklab emu --cost-parts).
         write!(
             w,
-            ",\"work\":{{\"isr\":{},\"stack\":{},\"apps\":{},\"main\":{},\"loops\":{}}}",
-            c.work.isr, c.work.stack, c.work.apps, c.work.main, c.work.loops
+            ",\"work\":{{\"isr\":{},\"stack\":{},\"apps\":{},\"main\":{},\"loops\":{},\"misaligned_copy_bytes\":{}}}",
+            c.work.isr,
+            c.work.stack,
+            c.work.apps,
+            c.work.main,
+            c.work.loops,
+            linklab_memcpy::misaligned_bytes()
         )?;
         write!(
             w,
@@ -408,6 +415,7 @@ mod tests {
         assert_eq!(v["cpu"]["work_unit"], "ns awake");
         assert_eq!(v["cpu"]["work"]["apps"], 3);
         assert_eq!(v["cpu"]["work"]["loops"], 4);
+        assert!(v["cpu"]["work"]["misaligned_copy_bytes"].is_u64());
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
         assert_eq!(
