@@ -166,6 +166,11 @@ pub struct Args {
     /// odd-sized segment) is ~1.
     #[arg(long, value_name = "SHARE", value_parser = values::ranged(0.0, 1.0))]
     pub misaligned_copy: Option<f64>,
+    /// One-way delay between the device and the host in µs (0..=100000) [default: 0.01, 2 m
+    /// of cable]: what sits between them besides the wire (an emulator's TAP and the host's
+    /// kernel; `linklab emu --predict` measures it with ping).
+    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
+    pub latency_us: Option<f64>,
     /// Watchdog: stop after this many seconds of virtual time (1..=86400).
     #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_virtual_s: f64,
@@ -300,7 +305,9 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         link: LinkConfig {
             rate,
             duplex: args.duplex,
-            propagation_ns: PROPAGATION_NS,
+            propagation_ns: args
+                .latency_us
+                .map_or(PROPAGATION_NS, |us| (us * 1000.0).round() as u64),
         },
         impairments: Impairments {
             loss: args.loss,
