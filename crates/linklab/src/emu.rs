@@ -183,6 +183,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             Image::Main
         };
+        // Only the images with a simulator profile are counted or predicted: say so before
+        // building anything.
+        if args.cost_parts || args.predict {
+            if let Err(e) = parts::profile_of(&board, kind) {
+                bail_usage!("{e}");
+            }
+        }
         let image = image::find_or_build(&board, kind, args.image.as_deref())?;
         let result = if args.cost {
             measure::cost(&board, &image, line_args)?

@@ -65,7 +65,7 @@ pub fn profile_of(board: &Board, kind: Image) -> anyhow::Result<(&'static str, &
         ("riscv32-virt", Image::SoftPhy) => "riscv32-soft-phy",
         ("mps2-an385", Image::Main) => "mps2-measured",
         _ => bail!(
-            "--cost-parts: no simulator profile for this image of {} (profiles: riscv32-virt's main-loop, --embassy and --phy10-line images; mps2-an385's main-loop image)",
+            "--cost-parts, --predict: no simulator profile for this image of {} (profiles: riscv32-virt's main-loop, --embassy and --phy10-line images; mps2-an385's main-loop image)",
             board.name
         ),
     };

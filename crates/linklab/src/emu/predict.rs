@@ -80,6 +80,17 @@ struct DeviceSide {
 
 impl DeviceSide {
     fn between(a: &Value, b: &Value, shift: u32, sends: bool) -> anyhow::Result<DeviceSide> {
+        Self::over(&[a.clone(), b.clone()], shift, sends)
+    }
+
+    /// From the first of `snapshots` to the last. The interrupt's work counter is 32 bits in
+    /// `/stats` and advances 2^N per instruction at `shift=N`: a soft PHY's wraps within
+    /// seconds, so it is summed over the snapshots between (each under a wrap apart).
+    fn over(snapshots: &[Value], shift: u32, sends: bool) -> anyhow::Result<DeviceSide> {
+        let (a, b) = match snapshots {
+            [a, .., b] => (a, b),
+            _ => bail!("two /stats snapshots at least"),
+        };
         let get = |v: &Value, p: &[&str]| -> anyhow::Result<u64> {
             let mut x = v;
             for k in p {
@@ -99,7 +110,12 @@ impl DeviceSide {
         // follows the virtual clock), and the M3's count nanoseconds: both are ns of device
         // time, 2^N of them per instruction.
         let per_instruction = f64::from(1u32 << shift);
-        let work = d(&["cpu", "work", "main"])? + d32(&["cpu", "work", "isr"])?;
+        let mut isr = 0.0;
+        for w in snapshots.windows(2) {
+            let at = |v: &Value| get(v, &["cpu", "work", "isr"]).map(|x| x as u32);
+            isr += f64::from(at(&w[1])?.wrapping_sub(at(&w[0])?));
+        }
+        let work = d(&["cpu", "work", "main"])? + isr;
         let bytes = if sends { "tx_bytes" } else { "rx_bytes" };
         Ok(DeviceSide {
             uptime_ns: d(&["cpu", "uptime_ns"])?,
@@ -166,6 +182,7 @@ fn round(x: f64, digits: i32) -> f64 {
 fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<Emulated> {
     let before = lab.stats()?;
     let started = Instant::now();
+    let mut snapshots = vec![before];
     let (bytes, device_s) = match test {
         Test::Receive | Test::Send => {
             let mut opts = vec!["-t", SECONDS];
@@ -173,7 +190,29 @@ fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<Emulated> {
                 Test::Send => opts.push("-R"),
                 _ => opts.extend(["-C", "cubic"]),
             }
-            let r = lab.iperf3(&opts)?;
+            // `/stats` every half second while the transfer runs (the interrupt's counter
+            // wraps, see `DeviceSide::over`); its own work is in the count, a fraction of a
+            // per mille of the transfer's.
+            let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-J", "--connect-timeout", "5000"];
+            argv.extend_from_slice(&opts);
+            let mut child = lab
+                .command(&argv)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .context("cannot run iperf3")?;
+            while child.try_wait()?.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                if child.try_wait()?.is_none() {
+                    snapshots.push(lab.stats()?);
+                }
+            }
+            let out = child.wait_with_output()?;
+            let r: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
+            if let Some(e) = r.get("error") {
+                bail!("iperf3 {}: {e}", opts.join(" "));
+            }
             // The device's own side: its server's bytes and its seconds.
             let side = if test == Test::Send {
                 "sum_sent"
@@ -210,8 +249,8 @@ fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<Emulated> {
         }
     };
     let real_s = started.elapsed().as_secs_f64();
-    let after = lab.stats()?;
-    let side = DeviceSide::between(&before, &after, shift, test != Test::Receive)?;
+    snapshots.push(lab.stats()?);
+    let side = DeviceSide::over(&snapshots, shift, test != Test::Receive)?;
     // curl: the device's time between the two /stats (the transfer and one /stats fetch).
     let device_s = if device_s.is_nan() {
         side.uptime_ns / 1e9
@@ -490,4 +529,49 @@ pub fn predict(
         "runs": per_run,
         "summary": summary,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every image with a profile: the prediction's `linklab bench` options are accepted, and
+    /// the simulator's side of the comparison runs each transfer and reports what it charged.
+    #[test]
+    fn every_profile_predicts_every_transfer() {
+        let riscv = Board::by_name("riscv32-virt").unwrap();
+        let mps2 = Board::by_name("mps2-an385").unwrap();
+        for (board, kind) in [
+            (riscv, Image::Main),
+            (riscv, Image::Embassy),
+            (riscv, Image::SoftPhy),
+            (mps2, Image::Main),
+        ] {
+            let (profile, _) = profile_of(&board, kind).unwrap();
+            let rate = if kind == Image::SoftPhy { "10M" } else { "1G" };
+            for test in Test::ALL {
+                let argv = bench_argv(profile, 31.25, rate, test, 0.5);
+                let sim = simulate(&argv).unwrap_or_else(|e| panic!("{profile} {argv:?}: {e:#}"));
+                assert!(sim.goodput > 0.0, "{profile} {argv:?}");
+                assert!(
+                    sim.busy_share > 0.0 && sim.busy_share <= 1.0,
+                    "{profile} {argv:?}: busy {}",
+                    sim.busy_share
+                );
+                // More than a copy; a NIC image's well under 25, a soft PHY's (which decodes
+                // every bit) under 200.
+                let most = if kind == Image::SoftPhy { 200.0 } else { 25.0 };
+                assert!(
+                    sim.instructions_per_byte > 1.0 && sim.instructions_per_byte < most,
+                    "{profile} {argv:?}: {} instructions per byte",
+                    sim.instructions_per_byte
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn mean_min_max() {
+        assert_eq!(stats(&[3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
+    }
 }
