@@ -84,7 +84,8 @@ pub fn command(board: &Board, kind: Image) -> anyhow::Result<String> {
     let flag = match kind {
         Image::Embassy => " --embassy",
         Image::SoftPhy => " --phy10-line",
-        Image::Main | Image::Serial => "",
+        // profile_of above let only the main-loop image through besides these two.
+        _ => "",
     };
     Ok(format!(
         "linklab emu --board {}{flag} --cost-parts --json {path}",
