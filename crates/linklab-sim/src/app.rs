@@ -20,8 +20,9 @@ pub const PING_INTERVAL_NS: u64 = 1_000_000_000;
 const PING_IDENT: u16 = 0x22b;
 /// First local TCP port; each GET uses the next one.
 const FIRST_LOCAL_PORT: u16 = 49_152;
-/// The device's send buffer with `--device-sends`: two full segments, as linklab's firmware
-/// gives its HTTP and iperf3 sockets (`HTTP_TX`, `IPERF_TCP_TX`).
+/// The device's default send buffer with `--device-sends`: two full segments, as linklab's
+/// NIC images give their HTTP and iperf3 sockets (`HTTP_TX`, `IPERF_TCP_TX`; a counted
+/// profile says what its image has: the soft-PHY image's iperf3 sockets have four).
 pub const DEVICE_SEND_BUFFER: usize = 2 * 1460;
 
 /// One ping's outcome.
@@ -106,6 +107,8 @@ pub struct App {
     next_port: u16,
     closing: Vec<SocketHandle>,
     device_sends: bool,
+    /// The send buffer of each `--device-sends` transfer's socket (bytes).
+    send_buffer: usize,
     /// Virtual time of the last step that made progress (for the watchdog).
     pub last_progress_ns: u64,
 }
@@ -113,7 +116,8 @@ pub struct App {
 impl App {
     /// An app that pings `host_ip` `pings` times, then GETs each of `files` `gets` times
     /// with a TCP receive buffer (= window) of `window` bytes (or, with `device_sends`,
-    /// sends each file to the host's sink `gets` times).
+    /// sends each file to the host's sink `gets` times from a `send_buffer`-byte buffer).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         sockets: &mut SocketSet<'static>,
         host_ip: Ipv4Address,
@@ -122,6 +126,7 @@ impl App {
         gets: u32,
         window: usize,
         device_sends: bool,
+        send_buffer: usize,
     ) -> App {
         let rx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 512]);
         let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 512]);
@@ -148,6 +153,7 @@ impl App {
             next_port: FIRST_LOCAL_PORT,
             closing: Vec::new(),
             device_sends,
+            send_buffer,
             last_progress_ns: 0,
         }
     }

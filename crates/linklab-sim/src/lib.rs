@@ -3,7 +3,10 @@
 //! smoltcp, pinged and downloading over HTTP from a PC) end to end, without hardware.
 //!
 //! * [`wire`]: line rate, preamble, gap, propagation, duplex, impairments.
-//! * [`profile`]: the device's cost model and the `ideal` / `niccle-*` profiles.
+//! * [`cost`]: the device's cost model (what each part of its work costs in time).
+//! * [`counts`]: the counted profiles' data (instructions per part, counted on linklab's
+//!   firmware images; versioned files with the command that writes each).
+//! * [`profile`]: the named profiles: `ideal`, the write-up's `niccle-*`, the counted ones.
 //! * [`device`]: the device's MAC (linklab-mac's queue sized at run time, `Mac`, smoltcp
 //!   `Device`).
 //! * [`host`]: the PC (smoltcp + linklab-perf's HTTP server + ICMP echo).
@@ -12,20 +15,19 @@
 //!   receive interrupt (on the sample path, linklab-phy10's `RxInterrupt` decoding into the
 //!   MAC's grant).
 //! * [`limit`]: the theoretical TCP goodput limit of the link.
-//! * [`measured`]: the `riscv32-measured` profile's instruction counts (a versioned data file).
 //! * [`pcap`]: the capture of the wire.
 //! * [`sample_wire`]: linklab-phy10's sample-level line (`--phy samples`).
 //! * [`name`]: the error of the `FromStr` impls for named values (profiles, rates, duplex).
 
 pub mod app;
+pub mod cost;
+pub mod counts;
 pub mod device;
 pub mod host;
 pub mod limit;
-pub mod measured;
 pub mod name;
 pub mod pcap;
 pub mod profile;
 pub mod sample_wire;
 pub mod sim;
-pub mod soft_phy;
 pub mod wire;

@@ -1,98 +1,14 @@
-//! The device's MCU cost model and the profiles: `ideal`; `niccle-initial`, `niccle-memcpy`,
-//! `niccle-optimized`, with every figure quoted from Niccle's MAC write-up next to the parameter
-//! it sets; and `riscv32-measured`, from instructions counted on linklab's riscv32imac firmware
-//! ([`crate::measured`]) at a clock and CPI ([`Clock`]).
-//!
-//! The device CPU is one resource. An interrupt preempts the main loop; the main loop
-//! (smoltcp + the application) runs only when no interrupt runs. With a bit-banged PHY the
-//! receive interrupt samples the whole frame (the CPU is busy from the interrupt's entry to
-//! the frame's last bit) and transmitting a frame keeps the CPU busy for the frame's wire
-//! time; a DMA PHY does neither.
+//! The device profiles: `ideal`; `niccle-initial`, `niccle-memcpy`, `niccle-optimized`, with
+//! every figure quoted from Niccle's MAC write-up next to the parameter it sets; the counted
+//! profiles, each a data file of instructions counted on one of linklab's firmware images
+//! ([`crate::counts`]) turned into time at a clock ([`CostModel::counted`]); and
+//! `niccle-measured`, Niccle's interrupt with the counted main loop.
 
 use std::fmt;
 
-use crate::measured::{Clock, MeasuredCounts};
+use crate::cost::{CostModel, PhyKind, Workload};
+use crate::counts::{Clock, CountedProfile, LoopShape};
 use crate::name::UnknownName;
-
-/// How the PHY moves bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PhyKind {
-    /// The CPU samples/drives the line itself (Niccle): frames occupy the CPU.
-    BitBanged,
-    /// A DMA engine moves the bits; the CPU only runs the post-processing interrupt.
-    Dma,
-}
-
-/// The device's cost model (all times in nanoseconds, per-byte costs in picoseconds).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct CostModel {
-    /// Bit-banged or DMA PHY.
-    pub phy: PhyKind,
-    /// Time from the first edge of a transmission to the first instruction of the RX
-    /// interrupt (ns).
-    pub irq_latency_ns: u64,
-    /// RX interrupt post-processing after the frame's last bit: fixed part (ns).
-    pub isr_fixed_ns: u64,
-    /// RX interrupt post-processing: per captured byte (ps).
-    pub isr_per_byte_ps: u64,
-    /// Main loop (smoltcp + application) per received frame or timer poll: fixed part (ns).
-    pub main_fixed_ns: u64,
-    /// Main loop per received frame on top of `main_fixed_ns` (ns; 0 in the Niccle profiles,
-    /// whose fitted fixed part covers both).
-    pub main_rx_frame_ns: u64,
-    /// Main loop per received byte (ps).
-    pub main_per_byte_ps: u64,
-    /// Per transmitted frame (smoltcp egress, MAC, driver; ns), paid by the CPU after the
-    /// iteration that sent it (0 in the Niccle profiles).
-    pub tx_frame_ns: u64,
-    /// Per transmitted byte (ps; 0 in the Niccle profiles).
-    pub tx_per_byte_ps: u64,
-    /// One main-loop pass ingests every frame committed when it starts, paying
-    /// `main_fixed_ns` once (linklab's firmware); false: one frame per pass (the Niccle fit,
-    /// whose fixed cost was fitted per frame).
-    pub rx_batch: bool,
-}
-
-impl CostModel {
-    /// RX interrupt post-processing time for `captured` bytes.
-    pub fn isr_ns(&self, captured: usize) -> u64 {
-        self.isr_fixed_ns + self.isr_per_byte_ps * captured as u64 / 1000
-    }
-
-    /// Main-loop time for one iteration that handles a received transmission of `len`
-    /// bytes (0 for a timer poll).
-    pub fn main_ns(&self, len: usize) -> u64 {
-        if len == 0 {
-            return self.main_fixed_ns;
-        }
-        self.main_fixed_ns + self.main_rx_frame_ns + self.main_per_byte_ps * len as u64 / 1000
-    }
-
-    /// CPU time for transmitting a frame of `len` bytes (beyond what the iteration cost).
-    pub fn tx_ns(&self, len: usize) -> u64 {
-        self.tx_frame_ns + self.tx_per_byte_ps * len as u64 / 1000
-    }
-
-    /// The cost model of instructions counted on linklab's riscv32imac firmware
-    /// (`counts`) at `clock`: a DMA NIC like the measured one (virtio-net), no interrupt
-    /// latency beyond the counted instructions.
-    pub fn measured(counts: &MeasuredCounts, clock: Clock) -> CostModel {
-        let p = &counts.parts;
-        CostModel {
-            phy: PhyKind::Dma,
-            irq_latency_ns: 0,
-            isr_fixed_ns: clock.ns(p.isr_per_rx_frame),
-            isr_per_byte_ps: clock.ps(p.isr_per_rx_byte),
-            main_fixed_ns: clock.ns(p.main_per_pass),
-            main_rx_frame_ns: clock.ns(p.main_per_rx_frame),
-            main_per_byte_ps: clock.ps(p.main_per_rx_byte),
-            tx_frame_ns: clock.ns(p.main_per_tx_frame + p.isr_per_tx_frame),
-            tx_per_byte_ps: clock.ps(p.main_per_tx_byte),
-            rx_batch: true,
-        }
-    }
-}
 
 /// A named device profile (`FromStr`/`Display` use the kebab-case names, e.g.
 /// `niccle-optimized`).
@@ -109,13 +25,18 @@ pub enum Profile {
     NiccleMemcpy,
     /// Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM.
     NiccleOptimized,
-    /// Instructions counted on linklab's riscv32imac firmware (QEMU `-icount shift=0`) at a
-    /// clock and CPI (`--mhz`, `--cpi`), with a DMA NIC: no fitted parameter.
+    /// Instructions counted on linklab's riscv32imac main-loop image (virtio-net) under QEMU
+    /// `-icount shift=0`, at a clock and CPI (`--mhz`, `--cpi`): no fitted parameter.
     Riscv32Measured,
-    /// The soft-PHY device (`linklab emu --phy10-line`): linklab-phy10's decoder, encoder and
-    /// the MAC's FCS counted on riscv32imac (`emu --phy10`) plus the `riscv32-measured`
-    /// parts, at `--mhz` and `--cpi`, decoding at 4x: no fitted parameter.
+    /// The same board's embassy image (embassy-executor, embassy-net), counted the same way;
+    /// its runner sends in a pass of its own.
+    Riscv32EmbassyMeasured,
+    /// The soft-PHY image (`linklab emu --phy10-line`: linklab-phy10 decoding line samples
+    /// into the MAC's grants, the MAC's FCS, the encoder), counted the same way.
     Riscv32SoftPhy,
+    /// The Cortex-M3 image (mps2-an385, LAN9118), counted the same way on its 25 MHz timer
+    /// (one instruction per ns at `-icount shift=0`).
+    Mps2Measured,
     /// Niccle's final interrupt (bit-banged PHY, 750 ns latency, 2 µs post-processing, from
     /// the write-up) with the main loop counted on linklab's riscv32imac firmware at a clock
     /// and CPI: what CPI Niccle's flash-resident main loop must have had.
@@ -124,13 +45,15 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile, from the cheapest to Niccle's last.
-    pub const ALL: [Profile; 7] = [
+    pub const ALL: [Profile; 9] = [
         Profile::Ideal,
         Profile::NiccleInitial,
         Profile::NiccleMemcpy,
         Profile::NiccleOptimized,
         Profile::Riscv32Measured,
+        Profile::Riscv32EmbassyMeasured,
         Profile::Riscv32SoftPhy,
+        Profile::Mps2Measured,
         Profile::NiccleMeasured,
     ];
 
@@ -142,7 +65,9 @@ impl Profile {
             Profile::NiccleMemcpy => "niccle-memcpy",
             Profile::NiccleOptimized => "niccle-optimized",
             Profile::Riscv32Measured => "riscv32-measured",
+            Profile::Riscv32EmbassyMeasured => "riscv32-embassy-measured",
             Profile::Riscv32SoftPhy => "riscv32-soft-phy",
+            Profile::Mps2Measured => "mps2-measured",
             Profile::NiccleMeasured => "niccle-measured",
         }
     }
@@ -154,8 +79,10 @@ impl Profile {
             Profile::NiccleInitial => "Niccle's first MAC: alignment, FCS check and a copy inside the RX interrupt",
             Profile::NiccleMemcpy => "Niccle's intermediate MAC: validation moved out of the interrupt, memcpy in RAM, but still one copy of the frame in the interrupt",
             Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM. The main loop's 1080 µs per pass is fitted to the write-up's 620 kB/s: no model from counted instructions reaches it at CPI 1 (see niccle-measured)",
-            Profile::Riscv32Measured => "Instructions counted on linklab's riscv32imac firmware (QEMU -icount shift=0, a DMA NIC) at --mhz and --cpi; no fitted parameter",
-            Profile::Riscv32SoftPhy => "The soft-PHY device of linklab emu --phy10-line: linklab-phy10's decoder (at 4x, or --oversample with --phy samples), encoder and the MAC's FCS counted on riscv32imac, plus riscv32-measured's parts, at --mhz and --cpi; no fitted parameter",
+            Profile::Riscv32Measured => "Instructions counted on linklab's riscv32imac main-loop image (QEMU -icount shift=0, virtio-net) at --mhz and --cpi; no fitted parameter",
+            Profile::Riscv32EmbassyMeasured => "Instructions counted on linklab's riscv32imac embassy image (embassy-net; its runner sends in a pass of its own) at --mhz and --cpi; no fitted parameter",
+            Profile::Riscv32SoftPhy => "The soft-PHY image of linklab emu --phy10-line (linklab-phy10 decoding at 4x, or --oversample with --phy samples; the MAC's FCS; the encoder), counted on riscv32imac, at --mhz and --cpi; no fitted parameter",
+            Profile::Mps2Measured => "Instructions counted on linklab's Cortex-M3 image (mps2-an385, LAN9118, no checksum offload; a 25 MHz timer under -icount shift=0) at --mhz and --cpi; no fitted parameter",
             Profile::NiccleMeasured => "Niccle's final interrupt (bit-banged PHY, from the write-up) with the main loop counted on linklab's riscv32imac firmware at --mhz and --cpi (Niccle's ~620 kB/s needs a CPI near 14: code running from flash through the cache)",
         }
     }
@@ -213,29 +140,41 @@ pub const NICCLE_MEMCPY_FULL_PACKET_NS: u64 = 14_000;
 /// for the fit.
 pub const FITTED_MAIN_FIXED_NS: u64 = 1_080_000;
 
-/// The soft-PHY profile's default factor: the 4x goal point (802.3's ±100 ppm clocks).
-pub const SOFT_PHY_OVERSAMPLE: u8 = 4;
-
 impl Profile {
-    /// The cost model of `riscv32-soft-phy` decoding at `oversample` (4, 5, 6 or 8: the
-    /// factors counted; any other falls back to 8x, the costliest counted).
-    pub fn soft_phy_at(self, clock: Clock, oversample: u8) -> CostModel {
-        let parts = MeasuredCounts::compiled_in();
-        let phy10 = crate::soft_phy::Phy10Counts::compiled_in();
-        crate::soft_phy::cost_model(&parts, &phy10, clock, oversample)
-            .or_else(|| crate::soft_phy::cost_model(&parts, &phy10, clock, 8))
-            .expect("the data file has an 8x case (tested)")
+    /// The data file of a counted profile (`niccle-measured` reads `riscv32-measured`'s);
+    /// None for the write-up's profiles, whose figures are quoted times.
+    pub fn counts(self) -> Option<CountedProfile> {
+        let name = match self {
+            Profile::NiccleMeasured => Profile::Riscv32Measured.name(),
+            Profile::Riscv32Measured
+            | Profile::Riscv32EmbassyMeasured
+            | Profile::Riscv32SoftPhy
+            | Profile::Mps2Measured => self.name(),
+            Profile::Ideal
+            | Profile::NiccleInitial
+            | Profile::NiccleMemcpy
+            | Profile::NiccleOptimized => return None,
+        };
+        Some(CountedProfile::compiled_in(name).expect("every counted profile has a data file"))
     }
 
-    /// The cost model of this profile (`riscv32-measured` at 160 MHz, CPI 1).
+    /// The cost model of this profile (a counted one at 160 MHz, CPI 1).
     pub fn cost(self) -> CostModel {
         self.cost_at(Clock::ESP32_C6)
     }
 
-    /// The cost model of this profile; `clock` only matters for `riscv32-measured`.
+    /// The cost model of this profile for the default workload; `clock` only matters for
+    /// the counted profiles.
     pub fn cost_at(self, clock: Clock) -> CostModel {
+        self.cost_for(clock, &Workload::default())
+            .expect("the default workload needs nothing a profile lacks")
+    }
+
+    /// The cost model of this profile at `clock` for `work` (which only the counted
+    /// profiles read); an error if `work` asks for a decoder factor that was not counted.
+    pub fn cost_for(self, clock: Clock, work: &Workload) -> Result<CostModel, String> {
         let memcpy_ps_per_byte = NICCLE_MEMCPY_FULL_PACKET_NS * 1000 / NICCLE_FULL_PACKET;
-        match self {
+        Ok(match self {
             Profile::Ideal => CostModel {
                 phy: PhyKind::Dma,
                 irq_latency_ns: 0,
@@ -247,6 +186,7 @@ impl Profile {
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
                 rx_batch: false,
+                shape: LoopShape::MainLoop,
             },
             Profile::NiccleInitial => CostModel {
                 phy: PhyKind::BitBanged,
@@ -261,6 +201,7 @@ impl Profile {
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
                 rx_batch: false,
+                shape: LoopShape::MainLoop,
             },
             Profile::NiccleMemcpy => CostModel {
                 phy: PhyKind::BitBanged,
@@ -275,6 +216,7 @@ impl Profile {
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
                 rx_batch: false,
+                shape: LoopShape::MainLoop,
             },
             Profile::NiccleOptimized => CostModel {
                 phy: PhyKind::BitBanged,
@@ -287,17 +229,28 @@ impl Profile {
                 tx_frame_ns: 0,
                 tx_per_byte_ps: 0,
                 rx_batch: false,
+                shape: LoopShape::MainLoop,
             },
-            Profile::Riscv32Measured => CostModel::measured(&MeasuredCounts::compiled_in(), clock),
-            Profile::Riscv32SoftPhy => self.soft_phy_at(clock, SOFT_PHY_OVERSAMPLE),
-            Profile::NiccleMeasured => CostModel {
-                phy: PhyKind::BitBanged,
-                irq_latency_ns: NICCLE_IRQ_LATENCY_NS,
-                isr_fixed_ns: NICCLE_OPTIMIZED_ISR_NS,
-                isr_per_byte_ps: 0,
-                ..CostModel::measured(&MeasuredCounts::compiled_in(), clock)
-            },
-        }
+            Profile::NiccleMeasured => {
+                let counts = self
+                    .counts()
+                    .expect("niccle-measured reads riscv32-measured");
+                return Ok(CostModel {
+                    phy: PhyKind::BitBanged,
+                    irq_latency_ns: NICCLE_IRQ_LATENCY_NS,
+                    isr_fixed_ns: NICCLE_OPTIMIZED_ISR_NS,
+                    isr_per_byte_ps: 0,
+                    ..CostModel::counted(&counts, clock, work)?
+                });
+            }
+            Profile::Riscv32Measured
+            | Profile::Riscv32EmbassyMeasured
+            | Profile::Riscv32SoftPhy
+            | Profile::Mps2Measured => {
+                let counts = self.counts().expect("a counted profile");
+                return CostModel::counted(&counts, clock, work);
+            }
+        })
     }
 }
 
@@ -318,25 +271,107 @@ mod tests {
     }
 
     #[test]
-    fn measured_profile_scales_with_clock_and_cpi() {
-        let p = MeasuredCounts::compiled_in().parts;
-        let at160 = Profile::Riscv32Measured.cost();
+    fn counted_profiles_scale_with_clock_and_cpi() {
+        for profile in Profile::ALL.into_iter().filter(|p| p.counts().is_some()) {
+            let p = profile.counts().unwrap().parts;
+            let at160 = profile.cost();
+            assert_eq!(
+                at160.main_fixed_ns,
+                (p.main_per_pass * 1000.0 / 160.0).round() as u64,
+                "{profile}"
+            );
+            let slow = profile.cost_at(Clock {
+                mhz: 80.0,
+                cpi: 2.0,
+            });
+            // A quarter of the speed: every time four times as long (within rounding: each
+            // part is rounded to a ns or ps on its own, so allow 0.1 %).
+            let four_times =
+                |slow: u64, fast: u64| slow.abs_diff(4 * fast) <= (4 * fast / 1000).max(4);
+            assert!(
+                four_times(slow.main_ns(1000), at160.main_ns(1000)),
+                "{profile}"
+            );
+            assert!(four_times(slow.tx_ns(1514), at160.tx_ns(1514)), "{profile}");
+            assert!(at160.main_ns(0) < at160.main_ns(60), "{profile}");
+        }
+    }
+
+    #[test]
+    fn misaligned_copies_and_http_cost_more_per_byte_and_nothing_else() {
+        let clock = Clock {
+            mhz: 125.0,
+            cpi: 1.0,
+        };
+        let plain = Profile::Riscv32Measured.cost_at(clock);
+        let slow = Profile::Riscv32Measured
+            .cost_for(
+                clock,
+                &Workload {
+                    rx_misaligned: 1.0,
+                    ..Workload::default()
+                },
+            )
+            .unwrap();
+        let mis = Profile::Riscv32Measured
+            .counts()
+            .unwrap()
+            .parts
+            .main_per_misaligned_byte;
+        assert!(mis > 0.0);
         assert_eq!(
-            at160.main_fixed_ns,
-            (p.main_per_pass * 1000.0 / 160.0).round() as u64
+            slow.main_per_byte_ps,
+            plain.main_per_byte_ps + clock.ps(mis)
         );
-        let slow = Profile::Riscv32Measured.cost_at(Clock {
-            mhz: 80.0,
-            cpi: 2.0,
-        });
-        // A quarter of the speed: every time four times as long (within rounding: each
-        // part is rounded to a ns or ps on its own, so allow 0.1 %).
-        let four_times = |slow: u64, fast: u64| slow.abs_diff(4 * fast) <= (4 * fast / 1000).max(4);
-        assert!(four_times(slow.main_ns(1000), at160.main_ns(1000)));
-        assert!(four_times(slow.tx_ns(1514), at160.tx_ns(1514)));
-        assert!(at160.isr_ns(1514) > at160.isr_ns(60));
-        assert!(at160.main_ns(0) < at160.main_ns(60));
-        assert_eq!(at160.phy, PhyKind::Dma);
+        assert_eq!(slow.tx_per_byte_ps, plain.tx_per_byte_ps);
+        assert_eq!(slow.main_fixed_ns, plain.main_fixed_ns);
+        let http = Profile::Riscv32Measured
+            .cost_for(
+                clock,
+                &Workload {
+                    http_sender: true,
+                    ..Workload::default()
+                },
+            )
+            .unwrap();
+        assert!(http.tx_per_byte_ps > plain.tx_per_byte_ps);
+        assert_eq!(http.main_per_byte_ps, plain.main_per_byte_ps);
+    }
+
+    #[test]
+    fn only_a_soft_phy_decodes_at_another_factor() {
+        let clock = Clock::ESP32_C6;
+        let at = |p: Profile, f| {
+            p.cost_for(
+                clock,
+                &Workload {
+                    oversample: Some(f),
+                    ..Workload::default()
+                },
+            )
+        };
+        let four = at(Profile::Riscv32SoftPhy, 4).unwrap();
+        assert_eq!(four, Profile::Riscv32SoftPhy.cost_at(clock));
+        let five = at(Profile::Riscv32SoftPhy, 5).unwrap();
+        assert!(five.isr_per_byte_ps > four.isr_per_byte_ps);
+        let e = at(Profile::Riscv32SoftPhy, 7).unwrap_err();
+        assert!(e.contains("--oversample 7"), "{e}");
+        assert!(at(Profile::Riscv32Measured, 4).is_err());
+    }
+
+    #[test]
+    fn the_embassy_profile_sends_in_a_pass_of_its_own() {
+        assert_eq!(
+            Profile::Riscv32EmbassyMeasured.cost().shape,
+            LoopShape::Executor
+        );
+        for p in [
+            Profile::Riscv32Measured,
+            Profile::Mps2Measured,
+            Profile::Riscv32SoftPhy,
+        ] {
+            assert_eq!(p.cost().shape, LoopShape::MainLoop);
+        }
     }
 
     #[test]

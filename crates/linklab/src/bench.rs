@@ -8,9 +8,10 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use linklab_perf::payload::{BenchFile, BENCH_FILES};
+use linklab_sim::cost::{PhyKind, Workload};
+use linklab_sim::counts::{Clock, CountedProfile};
 use linklab_sim::device::RX_FRAMES_RANGE;
 use linklab_sim::limit::tcp_goodput_limit;
-use linklab_sim::measured::{Clock, MeasuredCounts};
 use linklab_sim::profile::Profile;
 use linklab_sim::sample_wire::{SampleWireConfig, MAX_DRIFT_PPM};
 use linklab_sim::sim::{self, PhyPath, SimConfig, SimReport, HOST_IP};
@@ -65,10 +66,12 @@ pub struct Args {
         value_parser = named_values::<Profile>(Profile::ALL.map(|p| (p.name(), p.summary())))
     )]
     pub profile: Profile,
-    /// Full-size frames the device's RX queue holds (2..=1024).
-    #[arg(long, default_value_t = 9, value_parser = values::ranged(*RX_FRAMES_RANGE.start(), *RX_FRAMES_RANGE.end()))]
-    pub rx_frames: usize,
-    /// Device TCP receive window: `auto` (linklab-mac's window for the queue) or bytes
+    /// Full-size frames the device's RX queue holds (2..=1024) [default: 9, or a counted
+    /// profile's image's].
+    #[arg(long, value_parser = values::ranged(*RX_FRAMES_RANGE.start(), *RX_FRAMES_RANGE.end()))]
+    pub rx_frames: Option<usize>,
+    /// Device TCP receive window: `auto` (linklab-mac's window for the queue; a counted
+    /// profile's image's socket buffer, with the MAC's burst cap its firmware keeps) or bytes
     /// (536..=65535).
     #[arg(long, default_value = "auto", value_parser = values::tcp_window(536, 65_535))]
     pub tcp_window: TcpWindow,
@@ -104,9 +107,9 @@ pub struct Args {
     #[arg(long, default_value_t = 5, value_parser = values::ranged(1u32, 100))]
     pub gets: u32,
     /// The device sends each file to the host's TCP sink instead of downloading it, from a
-    /// two-segment send buffer, as this app of linklab's firmware does (iperf3 -R or curl
-    /// against it); with riscv32-measured the app's own per-byte cost is charged. The host's
-    /// sink checks the CRC32 of what arrived.
+    /// two-segment send buffer (a counted profile's: its image's for that app), as this app
+    /// of linklab's firmware does (iperf3 -R or curl against it); with a counted profile the
+    /// app's own per-byte cost is charged. The host's sink checks the CRC32 of what arrived.
     #[arg(long, value_enum, value_name = "APP")]
     pub device_sends: Option<SendingApp>,
     /// The host's congestion control: cubic (smoltcp's CUBIC, a 2048-byte initial window) or
@@ -148,13 +151,26 @@ pub struct Args {
     /// iteration, in µs (0..=100000); used to fit it (see linklab-sim's README).
     #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
     pub main_fixed_us: Option<f64>,
-    /// `--profile riscv32-measured` or `niccle-measured`: the CPU clock in MHz (1..=10000) [default: 160, the
+    /// A counted profile (riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy,
+    /// mps2-measured, niccle-measured): the CPU clock in MHz (1..=10000) [default: 160, the
     /// ESP32-C6's]. The emulator's `-icount shift=N` runs at 1000 / 2^N MIPS.
     #[arg(long, value_name = "MHZ", value_parser = values::ranged(1.0, 10_000.0))]
     pub mhz: Option<f64>,
-    /// `--profile riscv32-measured` or `niccle-measured`: cycles per instruction (0.1..=100) [default: 1].
+    /// A counted profile: cycles per instruction (0.1..=100) [default: 1].
     #[arg(long, value_name = "CPI", value_parser = values::ranged(0.1, 100.0))]
     pub cpi: Option<f64>,
+    /// A counted profile: the share (0..=1) of the transfer's frame bytes the device copies
+    /// off their word, charged at the counted cost of a misaligned copy [default: 0]. The
+    /// firmware counts it per transfer (`/stats` `cpu.work.misaligned_copy_bytes`): a
+    /// receive stream whose payloads land off their word in the socket buffer (after an
+    /// odd-sized segment) is ~1.
+    #[arg(long, value_name = "SHARE", value_parser = values::ranged(0.0, 1.0))]
+    pub misaligned_copy: Option<f64>,
+    /// One-way delay between the device and the host in µs (0..=100000) [default: 0.01, 2 m
+    /// of cable]: what sits between them besides the wire (an emulator's TAP and the host's
+    /// kernel; `linklab emu --predict` measures it with ping).
+    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
+    pub latency_us: Option<f64>,
     /// Watchdog: stop after this many seconds of virtual time (1..=86400).
     #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0))]
     pub max_virtual_s: f64,
@@ -217,34 +233,54 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
             PhyPath::Samples(cfg)
         }
     };
-    let counted = matches!(
-        args.profile,
-        Profile::Riscv32Measured | Profile::Riscv32SoftPhy | Profile::NiccleMeasured
-    );
-    if (args.mhz.is_some() || args.cpi.is_some()) && !counted {
+    let counts = args.profile.counts();
+    if counts.is_none()
+        && (args.mhz.is_some() || args.cpi.is_some() || args.misaligned_copy.is_some())
+    {
         bail_usage!(
-            "--mhz and --cpi: only with --profile riscv32-measured or niccle-measured (the other profiles are times, not instruction counts)"
+            "--mhz, --cpi and --misaligned-copy: only with a counted profile (riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy, mps2-measured, niccle-measured; the others are times, not instruction counts)"
         );
     }
     let clock = Clock {
         mhz: args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
         cpi: args.cpi.unwrap_or(Clock::ESP32_C6.cpi),
     };
-    let mut cost = match (args.profile, &phy_path) {
-        (Profile::Riscv32SoftPhy, PhyPath::Samples(c)) => {
-            args.profile.soft_phy_at(clock, c.oversample)
-        }
-        _ => args.profile.cost_at(clock),
+    let share = args.misaligned_copy.unwrap_or(0.0);
+    let sending = args.device_sends.is_some();
+    let work = Workload {
+        rx_misaligned: if sending { 0.0 } else { share },
+        tx_misaligned: if sending { share } else { 0.0 },
+        http_sender: args.device_sends == Some(SendingApp::Http),
+        oversample: match (&phy_path, args.profile) {
+            (PhyPath::Samples(c), Profile::Riscv32SoftPhy) => Some(c.oversample),
+            _ => None,
+        },
     };
-    if counted && args.device_sends == Some(SendingApp::Http) {
-        let http = MeasuredCounts::compiled_in().parts.http_per_tx_byte;
-        cost.tx_per_byte_ps += clock.ps(http);
-    }
+    let mut cost = match args.profile.cost_for(clock, &work) {
+        Ok(c) => c,
+        Err(e) => bail_usage!("{e}"),
+    };
+    // A counted profile's device is its image's: its queue, its window (with the MAC's burst
+    // cap, which the firmware keeps), the send buffer of the app that sends.
+    let device = counts.as_ref().map(|c| c.device);
+    let rx_frames = args
+        .rx_frames
+        .or(device.map(|d| d.rx_queue_frames))
+        .unwrap_or(9);
+    let (tcp_window, burst_cap) = match (tcp_window, device) {
+        (None, Some(d)) => (Some(d.tcp_window), true),
+        (w, _) => (w, false),
+    };
+    let send_buffer = match (device, args.device_sends) {
+        (Some(d), Some(SendingApp::Http)) => d.http_send_buffer,
+        (Some(d), _) => d.iperf3_send_buffer,
+        (None, _) => linklab_sim::app::DEVICE_SEND_BUFFER,
+    };
     // A bit-banged PHY must enter its interrupt before the preamble (56 bit times) has
     // passed; at 100M/1G Niccle's 750 ns latency is longer than that, so nothing is ever
     // received: refuse instead of running into the watchdog.
     let preamble_ns = 56 * rate.bit_ps() / 1000;
-    if cost.phy == linklab_sim::profile::PhyKind::BitBanged && cost.irq_latency_ns >= preamble_ns {
+    if cost.phy == PhyKind::BitBanged && cost.irq_latency_ns >= preamble_ns {
         bail_usage!(
             "--rate {}: profile {} has a bit-banged PHY whose {} ns interrupt latency exceeds the {} ns preamble at this rate (accepted: --rate 10M, or --profile ideal)",
             args.rate,
@@ -259,12 +295,19 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
     Ok(SimConfig {
         profile: args.profile,
         cost,
-        rx_frames: args.rx_frames,
+        rx_frames,
         tcp_window,
+        burst_cap,
+        send_buffer,
+        // A counted profile's image: its NIC (or its soft PHY's DMA) paces the line, the
+        // MAC keeps no line timing.
+        mac_line_timing: counts.is_none(),
         link: LinkConfig {
             rate,
             duplex: args.duplex,
-            propagation_ns: PROPAGATION_NS,
+            propagation_ns: args
+                .latency_us
+                .map_or(PROPAGATION_NS, |us| (us * 1000.0).round() as u64),
         },
         impairments: Impairments {
             loss: args.loss,
@@ -351,15 +394,16 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         window_text(cfg, r),
         cfg.seed
     );
-    if matches!(
-        cfg.profile,
-        Profile::Riscv32Measured | Profile::Riscv32SoftPhy | Profile::NiccleMeasured
-    ) {
+    if let Some(c) = cfg.profile.counts() {
         println!(
-            "=== instructions counted on riscv32imac ({}) at {} MHz, CPI {}",
-            linklab_sim::measured::DATA_PATH,
+            "=== instructions counted on {} ({}'s {} image, {}) at {} MHz, CPI {}, {} of the frame bytes copied off their word",
+            c.isa,
+            c.board,
+            c.image,
+            CountedProfile::data_path(&c.profile).unwrap_or("?"),
             args.mhz.unwrap_or(Clock::ESP32_C6.mhz),
-            args.cpi.unwrap_or(Clock::ESP32_C6.cpi)
+            args.cpi.unwrap_or(Clock::ESP32_C6.cpi),
+            args.misaligned_copy.unwrap_or(0.0)
         );
     }
     if !r.pings.is_empty() {
@@ -488,9 +532,11 @@ fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         r.phy.rx_queue_full
     );
     println!(
-        "Virtual time {:.3} s, {} events",
+        "Virtual time {:.3} s, {} events; device CPU busy {:.1} % of it, {} main-loop passes",
         r.virtual_ns as f64 / 1e9,
-        r.events
+        r.events,
+        r.cpu_busy_ns as f64 * 100.0 / r.virtual_ns.max(1) as f64,
+        r.main_passes
     );
     if let Some(why) = &r.stopped {
         println!("WATCHDOG: {why}");
@@ -547,6 +593,10 @@ fn to_json(cfg: &SimConfig, args: &Args, r: &SimReport) -> serde_json::Value {
         "host_counters": r.host,
         "impairment_counters": { "to_device": r.to_device, "to_host": r.to_host },
         "virtual_seconds": r.virtual_ns as f64 / 1e9,
+        "cpu_busy_seconds": r.cpu_busy_ns as f64 / 1e9,
+        "main_passes": r.main_passes,
+        "send_buffer": cfg.send_buffer,
+        "burst_cap": cfg.burst_cap,
         "events": r.events,
         "stopped": r.stopped,
         "conservation": match r.check_conservation(cfg.cost.phy) {

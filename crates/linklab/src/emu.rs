@@ -5,7 +5,8 @@
 //! takes its TAP with it, and the blob is removed.
 //!
 //! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
-//! ([`measure`]); `--blast` runs the firmware's packet blaster against a receiver here
+//! ([`measure`], [`parts`]: the simulator's counted profiles); `--predict` runs the simulator
+//! against the emulated firmware ([`predict`]); `--blast` runs the firmware's packet blaster against a receiver here
 //! ([`blast`]); `--phy10` counts linklab-phy10's decoder on the board's ISA ([`phy10`]).
 //! `--phy10-line` boots the soft-PHY image instead, with a simulated 10BASE-T line between it
 //! and a TAP this process creates ([`line`]); `--cost` and `--throughput` take it too.
@@ -21,6 +22,7 @@ mod line;
 mod measure;
 mod parts;
 mod phy10;
+mod predict;
 mod qemu;
 
 use std::net::Ipv4Addr;
@@ -46,11 +48,11 @@ pub struct Args {
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
     #[arg(long, value_name = "NAME", value_parser = values::interface_name,
-          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts", "blast"])]
+          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts", "blast", "predict"])]
     tap: Option<String>,
     /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
     #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix,
-          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts", "blast"])]
+          required_unless_present_any = ["cost", "throughput", "phy10", "cost_parts", "blast", "predict"])]
     ip: Option<(Ipv4Addr, u8)>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
@@ -71,12 +73,23 @@ pub struct Args {
     /// flash, RAM and peak stack, in a network namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput"])]
     cost: bool,
-    /// Measure instructions per part of the device's work (RX interrupt per frame and per
-    /// byte, main loop per pass, per received and per transmitted frame and byte; riscv32-virt,
-    /// QEMU -icount shift=0, stock iperf3): the data file of linklab bench's riscv32-measured
-    /// profile.
+    /// Count instructions per part of the device's work (RX interrupt per frame and per byte,
+    /// main loop per pass, per received and transmitted frame and byte, per byte copied off
+    /// its word; QEMU -icount shift=0, stock iperf3 and curl): the data file of the image's
+    /// linklab bench profile (riscv32-virt: riscv32-measured, with --embassy
+    /// riscv32-embassy-measured, with --phy10-line riscv32-soft-phy; mps2-an385:
+    /// mps2-measured).
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "icount"])]
     cost_parts: bool,
+    /// Run the image at a fixed instruction rate (`--icount`, default 3: 125 MIPS) against
+    /// stock iperf3 both ways and curl, and linklab bench with the image's counted profile at
+    /// the same MHz on the same transfers; the emulated rates in the device's own clock.
+    #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "cost_parts"])]
+    predict: bool,
+    /// Boots of the image for --predict, 1..=20.
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "predict",
+          value_parser = values::ranged(1u32, 20))]
+    runs: u32,
     /// Measure TCP throughput both ways with stock iperf3, and a curl download of /1MB.txt:
     /// QEMU free-running, then at a fixed instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
@@ -89,7 +102,7 @@ pub struct Args {
     /// Boot the embassy image instead: embassy-executor, embassy-net over linklab-mac's
     /// driver and linklab-perf's embassy apps, its defmt log decoded on the console (also
     /// with --cost and --throughput).
-    #[arg(long, conflicts_with_all = ["serial", "phy10", "cost_parts", "blast", "phy10_line"])]
+    #[arg(long, conflicts_with_all = ["serial", "phy10", "blast", "phy10_line"])]
     embassy: bool,
     /// Count linklab-phy10's Manchester decoder on the board's ISA (riscv32-virt): instructions
     /// per bit of full-length frames under drift and jitter, QEMU -icount shift=0; fails if a
@@ -112,8 +125,8 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value_t = 200, requires = "blast",
           value_parser = values::ranged(1u16, linklab_perf::blast::MAX_DURATION_MS))]
     blast_ms: u16,
-    /// Write the measurement as JSON to FILE (with --cost, --cost-parts, --throughput, --phy10
-    /// or --blast).
+    /// Write the measurement as JSON to FILE (with --cost, --cost-parts, --throughput,
+    /// --predict, --phy10 or --blast).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -124,9 +137,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let shift = args.icount;
     let timeout = Duration::from_secs(args.boot_timeout);
     if args.json.is_some()
-        && !(args.cost || args.throughput || args.cost_parts || args.phy10 || args.blast)
+        && !(args.cost
+            || args.throughput
+            || args.cost_parts
+            || args.predict
+            || args.phy10
+            || args.blast)
     {
-        bail_usage!("--json: only with --cost, --cost-parts, --throughput, --phy10 or --blast");
+        bail_usage!(
+            "--json: only with --cost, --cost-parts, --throughput, --predict, --phy10 or --blast"
+        );
     }
     qemu::require(&board)?;
     // `--image minimal` names an image of the board; any other value is an ELF file.
@@ -143,6 +163,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (args.blast, "--blast"),
             (args.phy10, "--phy10"),
             (args.cost_parts, "--cost-parts"),
+            (args.predict, "--predict"),
             (args.line.phy10_line, "--phy10-line"),
         ];
         if let Some((_, flag)) = other.iter().find(|(on, _)| *on) {
@@ -178,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if args.cost || args.throughput || args.cost_parts {
+    if args.cost || args.throughput || args.cost_parts || args.predict {
         let kind = if line_args.is_some() {
             Image::SoftPhy
         } else if args.embassy {
@@ -186,12 +207,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             named.unwrap_or(Image::Main)
         };
+        // Only the images with a simulator profile are counted or predicted: say so before
+        // building anything.
+        if args.cost_parts || args.predict {
+            if let Err(e) = parts::profile_of(&board, kind) {
+                bail_usage!("{e}");
+            }
+        }
         let image = image::find_or_build(&board, kind, file)?;
         let console_work = kind == Image::Minimal;
         let result = if args.cost {
             measure::cost(&board, &image, line_args, console_work)?
         } else if args.cost_parts {
-            parts::cost_parts(&board, &image)?
+            parts::cost_parts(&board, kind, &image, line_args)?
+        } else if args.predict {
+            predict::predict(
+                &board,
+                kind,
+                &image,
+                shift.unwrap_or(3),
+                args.runs,
+                line_args,
+            )?
         } else {
             measure::throughput(&board, &image, shift.unwrap_or(3), line_args, console_work)?
         };
@@ -205,7 +242,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     }
 
-    // clap requires both unless --cost, --cost-parts or --throughput, which returned above.
+    // clap requires both unless --cost, --cost-parts, --predict or --throughput, which
+    // returned above.
     let (Some(tap), Some((ip, prefix))) = (args.tap, args.ip) else {
         bail_usage!("--tap and --ip are required");
     };

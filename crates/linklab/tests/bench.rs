@@ -258,7 +258,7 @@ fn any_queue_size_from_2_to_1024_frames_runs() {
 
 #[test]
 fn bad_options_name_the_option_and_the_range() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["--loss", "2"], "--loss"),
         (&["--ber", "0.5"], "--ber"),
         (&["--rx-frames", "1025"], "--rx-frames"),
@@ -271,6 +271,7 @@ fn bad_options_name_the_option_and_the_range() {
         (&["--profile", "riscv32-measured", "--mhz", "0"], "--mhz"),
         (&["--profile", "riscv32-measured", "--cpi", "x"], "--cpi"),
         (&["--device-sends", "ftp"], "--device-sends"),
+        (&["--latency-us", "1e9"], "--latency-us"),
     ];
     for (args, option) in cases {
         let out = bench(args);
@@ -315,6 +316,44 @@ fn measured_profile_sends_and_the_sink_checks_every_byte() {
     let sent: Vec<&str> = text.lines().filter(|l| l.starts_with("Sent ")).collect();
     assert_eq!(sent.len(), 4, "{text}");
     assert!(sent.iter().all(|l| l.ends_with("(ok)")), "{text}");
+}
+
+/// `--latency-us` puts a delay between the device and the host: a counted device that waits
+/// for each window's ACK moves less and is busy a smaller share of the time; the link records
+/// the delay.
+#[test]
+fn latency_between_device_and_host_slows_a_counted_device() {
+    let run = |name: &str, latency: &str| {
+        let args = [
+            "--profile",
+            "riscv32-measured",
+            "--mhz",
+            "62.5",
+            "--rate",
+            "1G",
+            "--duplex",
+            "full",
+            "--pings",
+            "0",
+            "--gets",
+            "1",
+            "--sizes",
+            "1MB",
+            "--latency-us",
+            latency,
+        ];
+        let (j, _) = bench_json(name, &args);
+        assert_downloads_ok(&j);
+        let d = &j["downloads"][0];
+        let rate = d["body_bytes"].as_f64().unwrap() / d["seconds"].as_f64().unwrap();
+        let busy = j["cpu_busy_seconds"].as_f64().unwrap() / j["virtual_seconds"].as_f64().unwrap();
+        (rate, busy, j["link"]["propagation_ns"].as_u64().unwrap())
+    };
+    let (near, near_busy, near_ns) = run("latency-near", "0.01");
+    let (far, far_busy, far_ns) = run("latency-far", "200");
+    assert_eq!((near_ns, far_ns), (10, 200_000));
+    assert!(far < 0.9 * near, "{far} vs {near} B/s");
+    assert!(far_busy < near_busy, "{far_busy} vs {near_busy}");
 }
 
 #[test]

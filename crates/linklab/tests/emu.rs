@@ -576,9 +576,14 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         ]),
         "--serial",
     );
+    // An image without a simulator profile is neither counted nor predicted.
     assert_one_line_error(
-        &emu(&["--board", "riscv32-virt", "--embassy", "--cost-parts"]),
-        "--cost-parts",
+        &emu(&["--board", "mps2-an385", "--embassy", "--cost-parts"]),
+        "no simulator profile",
+    );
+    assert_one_line_error(
+        &emu(&["--board", "zynq7000", "--predict"]),
+        "no simulator profile",
     );
 
     // No QEMU on PATH: the package to install.

@@ -352,6 +352,13 @@ impl Snapshot<'_> {
                 ("apps", c.work.apps),
                 ("main", c.work.main),
                 ("loops", c.work.loops),
+                // Bytes the images' memcpy copied off their word (its slower path): with the
+                // work above, what a transfer's misaligned copies cost (linklab emu
+                // --cost-parts).
+                (
+                    "misaligned_copy_bytes",
+                    u64::from(linklab_memcpy::misaligned_bytes()),
+                ),
             ],
         )?;
         w.text("}},\"memory\":{")?;
@@ -486,6 +493,7 @@ mod tests {
         assert_eq!(v["cpu"]["work_unit"], "ns awake");
         assert_eq!(v["cpu"]["work"]["apps"], 3);
         assert_eq!(v["cpu"]["work"]["loops"], 4);
+        assert!(v["cpu"]["work"]["misaligned_copy_bytes"].is_u64());
         assert_eq!(v["memory"]["stack_peak_bytes"], 4096);
         assert_eq!(v["echo"]["udp_rx_datagrams"], 3);
         assert_eq!(

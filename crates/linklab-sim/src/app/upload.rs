@@ -1,16 +1,13 @@
 //! `--device-sends`: the device sends each file to the host's TCP sink (its bytes from the
-//! bench payload), from a two-segment send buffer with Nagle off, as linklab's firmware serves
-//! curl and iperf3 `-R`.
+//! bench payload), from the device's send buffer (two segments unless the profile says
+//! otherwise) with Nagle off, as linklab's firmware serves curl and iperf3 `-R`.
 
 use linklab_perf::http::expected_crc32;
 use smoltcp::iface::{Interface, SocketHandle, SocketSet};
 use smoltcp::socket::tcp;
 use smoltcp::wire::IpAddress;
 
-use super::{
-    failed, next_file, take_port, App, AppEvent, DownloadResult, NextFile, Phase,
-    DEVICE_SEND_BUFFER,
-};
+use super::{failed, next_file, take_port, App, AppEvent, DownloadResult, NextFile, Phase};
 
 /// One `--device-sends` transfer: the file's bytes from `connect` until the host has
 /// acknowledged all of them and the FIN, and closed its side.
@@ -46,7 +43,7 @@ impl App {
             Some(u) => u,
             None => {
                 let rx = tcp::SocketBuffer::new(vec![0; 1024]);
-                let tx = tcp::SocketBuffer::new(vec![0; DEVICE_SEND_BUFFER]);
+                let tx = tcp::SocketBuffer::new(vec![0; self.send_buffer]);
                 let mut socket = tcp::Socket::new(rx, tx);
                 // linklab's firmware turns Nagle off (see its README).
                 socket.set_nagle_enabled(false);

@@ -7,8 +7,9 @@ use linklab_mac::RxFormat;
 use linklab_perf::payload::{BenchFile, BENCH_FILES};
 use smoltcp::wire::Ipv4Address;
 
+use crate::cost::CostModel;
 use crate::device::RX_FRAMES_RANGE;
-use crate::profile::{CostModel, Profile};
+use crate::profile::Profile;
 use crate::sample_wire::{SampleWireConfig, SampleWireError};
 use crate::wire::{Duplex, Impairments, LinkConfig, Rate};
 
@@ -53,6 +54,18 @@ pub struct SimConfig {
     pub rx_frames: usize,
     /// TCP receive window (socket buffer) in bytes; `None` = linklab-mac's safe window.
     pub tcp_window: Option<usize>,
+    /// Keep linklab-mac's burst cap on the window the device advertises (smoltcp's
+    /// `max_burst_size`), as linklab's firmware does: the counted profiles' devices advertise
+    /// at most 6 × 1474 bytes with a 9-frame queue. Off by default: the window is the socket
+    /// buffer, even past what the queue holds (the write-up's window lesson).
+    pub burst_cap: bool,
+    /// The device's send buffer (bytes) with [`SimConfig::device_sends`].
+    pub send_buffer: usize,
+    /// The device's MAC holds each frame back for the line's gap itself (a MAC timing a
+    /// bit-banged PHY, as in the write-up). False: the NIC or PHY paces the line and the MAC
+    /// hands smoltcp every frame at once, as linklab's firmware images do (their MAC keeps no
+    /// line timing); the wire keeps its gap either way.
+    pub mac_line_timing: bool,
     /// Link parameters.
     pub link: LinkConfig,
     /// Impairments.
@@ -94,6 +107,9 @@ impl Default for SimConfig {
             cost: profile.cost(),
             rx_frames: 9,
             tcp_window: None,
+            burst_cap: false,
+            send_buffer: crate::app::DEVICE_SEND_BUFFER,
+            mac_line_timing: true,
             link: LinkConfig {
                 rate: Rate::M10,
                 duplex: Duplex::Half,

@@ -17,7 +17,7 @@ use rand::Rng;
 use super::events::{Ev, LineRx};
 use super::main_loop::MainState;
 use super::Sim;
-use crate::profile::PhyKind;
+use crate::cost::PhyKind;
 
 /// Bits of preamble before the SFD: an interrupt entering later has lost the frame's start.
 const PREAMBLE_BITS: u64 = 56;
@@ -51,6 +51,7 @@ impl Sim<'_> {
         let entry = self.now.max(self.cpu_busy_until) + self.cfg.cost.irq_latency_ns;
         let exit = entry + self.cfg.cost.isr_ns(0);
         self.cpu_busy_until = exit;
+        self.busy_ns += exit - entry;
         self.schedule(entry, Ev::IsrEnter);
         self.schedule(
             exit,
@@ -89,6 +90,7 @@ impl Sim<'_> {
             }
         };
         self.cpu_busy_until = exit;
+        self.busy_ns += exit - entry;
         let line = if start_bit < total_bits {
             if start_bit > PREAMBLE_BITS {
                 self.phy.rx_truncated += 1;
@@ -128,6 +130,7 @@ impl Sim<'_> {
             remaining,
             resumed_at: Some(r),
             rx,
+            app,
         } = self.main
         {
             self.main = MainState::Working {
@@ -135,6 +138,7 @@ impl Sim<'_> {
                 remaining: remaining.saturating_sub(self.now - r),
                 resumed_at: None,
                 rx,
+                app,
             };
         }
         self.grant = self.producer.grant().ok();
@@ -159,6 +163,7 @@ impl Sim<'_> {
             remaining,
             resumed_at: None,
             rx,
+            app,
             ..
         } = self.main
         {
@@ -170,6 +175,7 @@ impl Sim<'_> {
                 remaining,
                 resumed_at: Some(self.now),
                 rx,
+                app,
             };
             self.schedule(self.now + remaining, Ev::MainDone(g));
         } else {

@@ -6,7 +6,8 @@
 use super::events::{Ev, Node};
 use super::{instant, Sim};
 use crate::app::AppEvent;
-use crate::profile::PhyKind;
+use crate::cost::PhyKind;
+use crate::counts::LoopShape;
 use crate::sim::report::FileStats;
 
 /// The main loop's state on the CPU.
@@ -20,6 +21,9 @@ pub(super) enum MainState {
         resumed_at: Option<u64>,
         /// Committed frames this iteration ingests (0: a timer poll).
         rx: usize,
+        /// An executor's pass that runs the apps' tasks only (after a runner pass that
+        /// moved frames).
+        app: bool,
     },
 }
 
@@ -113,7 +117,14 @@ impl Sim<'_> {
                 }
             }
         };
+        self.start_pass(work, rx, false);
+    }
+
+    /// Puts a pass of `work` ns (and the transmit cost owed) on the CPU.
+    fn start_pass(&mut self, work: u64, rx: usize, app: bool) {
         let cost = work + std::mem::take(&mut self.tx_debt_ns);
+        self.busy_ns += cost;
+        self.passes += 1;
         self.main_gen += 1;
         let gen = self.main_gen;
         self.main = MainState::Working {
@@ -121,6 +132,7 @@ impl Sim<'_> {
             remaining: cost,
             resumed_at: Some(self.now),
             rx,
+            app,
         };
         self.schedule(self.now + cost, Ev::MainDone(gen));
     }
@@ -132,6 +144,7 @@ impl Sim<'_> {
             gen: g,
             resumed_at: Some(_),
             rx,
+            app,
             ..
         } = self.main
         else {
@@ -142,6 +155,16 @@ impl Sim<'_> {
         }
         self.main = MainState::Idle;
         let now = instant(self.now);
+        if app {
+            // An executor's pass of the apps' tasks: what they queue leaves in the runner's
+            // next pass (their writes wake it: the stack's `poll_at` is then due at once).
+            let events = self.app.step(self.now, &mut self.iface, &mut self.sockets);
+            for e in events {
+                self.record(e);
+            }
+            self.kick_main();
+            return;
+        }
         for _ in 0..rx {
             self.iface
                 .poll_ingress_single(now, &mut self.mac, &mut self.sockets);
@@ -153,9 +176,26 @@ impl Sim<'_> {
             }
             self.dequeued_seen = dequeued;
         }
+        // linklab's main loop: ingress, the apps, egress (what the apps queued leaves now).
+        // An embassy executor: the runner's pass (ingress and egress); when it took frames in
+        // (data to read, an ACK that made room), the apps' tasks it woke run in a pass of
+        // their own (above); a timer wakes them in the runner's pass.
+        let executor = self.cfg.cost.shape == LoopShape::Executor;
+        if executor {
+            self.egress(now);
+            let sent = self.take_mac_tx();
+            if sent {
+                self.request_attempt(Node::Device, self.now);
+            }
+            if rx > 0 {
+                self.start_pass(self.cfg.cost.main_fixed_ns, 0, true);
+                return;
+            }
+        }
         let events = self.app.step(self.now, &mut self.iface, &mut self.sockets);
-        self.iface
-            .poll_egress(now, &mut self.mac, &mut self.sockets);
+        if !executor {
+            self.egress(now);
+        }
         let sent = self.take_mac_tx();
         if rx == 0 && !sent && events.is_empty() {
             // A timer poll that did nothing: do not spin at the same instant.
@@ -168,6 +208,16 @@ impl Sim<'_> {
             self.request_attempt(Node::Device, self.now);
         }
         self.kick_main();
+    }
+
+    /// smoltcp's egress until it has nothing more to send, as linklab's firmware loops it
+    /// (one call sends at most one segment per socket).
+    fn egress(&mut self, now: smoltcp::time::Instant) {
+        while self
+            .iface
+            .poll_egress(now, &mut self.mac, &mut self.sockets)
+            != smoltcp::iface::PollResult::None
+        {}
     }
 
     fn record(&mut self, e: AppEvent) {

@@ -8,7 +8,7 @@ use linklab_phy10::RxOutcome;
 
 use super::events::{Ev, Node};
 use super::{instant, Sim};
-use crate::profile::PhyKind;
+use crate::cost::PhyKind;
 use crate::wire::{Duplex, Impaired, NLP_PERIOD_NS};
 
 impl Sim<'_> {

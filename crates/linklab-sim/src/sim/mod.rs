@@ -100,6 +100,10 @@ struct Sim<'q> {
     /// CPU time owed for frames the device transmitted (the profile's per-frame and per-byte
     /// transmit cost), paid at the start of the next main-loop iteration.
     tx_debt_ns: u64,
+    /// CPU time spent on the device's work (interrupts and main-loop passes), ns.
+    busy_ns: u64,
+    /// Main-loop passes run.
+    passes: u64,
     dev_wake_at: Option<u64>,
     // Host.
     host: Host,
@@ -140,8 +144,13 @@ pub fn run(cfg: SimConfig) -> Result<SimReport, SimError> {
 fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> SimReport {
     let clock = VirtualClock::default();
     let format = cfg.phy_path.rx_format();
-    let rate = cfg.link.rate.bits_per_s();
+    let rate = if cfg.mac_line_timing {
+        cfg.link.rate.bits_per_s()
+    } else {
+        0
+    };
     let mut mac = device_mac(queue, MacAddr(DEVICE_MAC), rate, format, clock.clone());
+    mac.set_burst_cap(cfg.burst_cap);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     let mut dev_config = Config::new(HardwareAddress::Ethernet(EthernetAddress(DEVICE_MAC)));
     dev_config.random_seed = rng.gen();
@@ -161,6 +170,7 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         cfg.gets,
         window,
         cfg.device_sends,
+        cfg.send_buffer,
     );
     let mut sim = Sim {
         pcap: cfg.pcap.then(PcapWriter::new),
@@ -189,6 +199,8 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         dequeued_seen: 0,
         no_poll_before: 0,
         tx_debt_ns: 0,
+        busy_ns: 0,
+        passes: 0,
         dev_wake_at: None,
         host,
         host_wake_at: None,
@@ -219,6 +231,8 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         queue_capacity: queue.capacity(),
         queue_frames: queue_frames(queue.capacity(), format, ETHERNET_MSS),
         virtual_ns: sim.now,
+        cpu_busy_ns: sim.busy_ns,
+        main_passes: sim.passes,
         events: sim.events,
         pcap: sim.pcap,
         stopped,

@@ -6,9 +6,9 @@ use std::fmt;
 use linklab_mac::{ConservationError as MacLawBroken, Counters};
 
 use crate::app::{DownloadResult, PingResult};
+use crate::cost::PhyKind;
 use crate::host::HostCounters;
 use crate::pcap::PcapWriter;
-use crate::profile::PhyKind;
 use crate::wire::ImpairmentCounters;
 
 /// The simulated PHY's own counters (the "PHY TX/RX" lines of Niccle's MAC write-up).
@@ -90,6 +90,11 @@ pub struct SimReport {
     pub queue_frames: usize,
     /// Virtual time at the end (ns).
     pub virtual_ns: u64,
+    /// Virtual time the device's CPU spent working (its receive interrupt and main-loop
+    /// passes, with what they transmitted), ns: the rest it waited for the wire or the host.
+    pub cpu_busy_ns: u64,
+    /// Main-loop passes the device ran.
+    pub main_passes: u64,
     /// Events processed.
     pub events: u64,
     /// The capture, if asked for.

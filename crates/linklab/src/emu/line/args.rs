@@ -8,7 +8,7 @@ use crate::values::{self, bail_usage};
 pub struct LineArgs {
     /// Boot the soft-PHY image (riscv32-virt): linklab-phy10 decodes line samples on the MCU;
     /// this process is the line between it and the TAP (it creates the TAP).
-    #[arg(long, conflicts_with_all = ["serial", "phy10", "cost_parts", "blast"])]
+    #[arg(long, conflicts_with_all = ["serial", "phy10", "blast"])]
     pub phy10_line: bool,
     /// The device's sampler: samples per bit, 4..=8.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = values::ranged(4u8, 8),

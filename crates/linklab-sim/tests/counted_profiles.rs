@@ -1,0 +1,170 @@
+//! The counted profiles in the simulator (deterministic, so exact relations hold): every one
+//! completes a transfer both ways with every byte right (the host's sink checks what the
+//! device sent) and follows the clock — halving the MHz, or doubling the CPI, halves a
+//! CPU-bound transfer's rate; the device advertises the window its image advertised; bytes
+//! copied off their word slow receiving; and an embassy-shaped loop makes more passes per
+//! segment sent than the main loop with the same counts.
+
+use linklab_perf::payload;
+use linklab_sim::counts::{Clock, LoopShape};
+use linklab_sim::profile::Profile;
+use linklab_sim::sim::{self, SimConfig, SimReport, DEVICE_MAC};
+use linklab_sim::wire::{Duplex, LinkConfig, Rate};
+
+/// The counted profiles.
+fn counted() -> impl Iterator<Item = Profile> {
+    Profile::ALL
+        .into_iter()
+        .filter(|p| p.counts().is_some() && *p != Profile::NiccleMeasured)
+}
+
+/// A 1 MB transfer with `profile` at `clock` over a 1 Gbit/s full-duplex wire (far faster
+/// than the CPU, like the emulator's TAP), configured as `linklab bench` configures a counted
+/// profile: the image's window with its burst cap, its send buffer, no line timing in the MAC.
+fn config(profile: Profile, clock: Clock, device_sends: bool) -> SimConfig {
+    let d = profile.counts().expect("counted").device;
+    SimConfig {
+        profile,
+        cost: profile.cost_at(clock),
+        rx_frames: d.rx_queue_frames,
+        tcp_window: Some(d.tcp_window),
+        burst_cap: true,
+        send_buffer: d.iperf3_send_buffer,
+        mac_line_timing: false,
+        pings: 1,
+        gets: 1,
+        files: vec![payload::find("/1MB.txt").expect("a bench file")],
+        device_sends,
+        link: LinkConfig {
+            rate: Rate::G1,
+            duplex: Duplex::Full,
+            propagation_ns: 10,
+        },
+        ..SimConfig::default()
+    }
+}
+
+fn run(cfg: SimConfig) -> SimReport {
+    let r = sim::run(cfg.clone()).expect("a valid configuration");
+    assert_eq!(r.stopped, None, "{}", cfg.profile);
+    let mut body = vec![0u8; 1_000_000];
+    payload::fill(0, &mut body);
+    let d = &r.downloads[0];
+    assert_eq!(d.error, None);
+    assert_eq!((d.body_bytes, d.crc32), (1_000_000, crc32fast::hash(&body)));
+    r.check_conservation(cfg.cost.phy).unwrap();
+    r
+}
+
+fn rate(r: &SimReport) -> f64 {
+    r.downloads[0].bytes_per_s
+}
+
+fn clock(mhz: f64, cpi: f64) -> Clock {
+    Clock { mhz, cpi }
+}
+
+#[test]
+fn every_counted_profile_completes_both_ways_and_follows_the_clock() {
+    for profile in counted() {
+        for sends in [false, true] {
+            let fast = rate(&run(config(profile, clock(62.5, 1.0), sends)));
+            let slow = rate(&run(config(profile, clock(31.25, 1.0), sends)));
+            let slow_cpi = rate(&run(config(profile, clock(62.5, 2.0), sends)));
+            let ratio = fast / slow;
+            assert!(
+                (1.8..=2.2).contains(&ratio),
+                "{profile} sends {sends}: {fast} / {slow}"
+            );
+            // The same instruction rate gives the same run.
+            assert!(
+                (slow - slow_cpi).abs() < 1e-6 * slow,
+                "{profile}: {slow} vs {slow_cpi}"
+            );
+        }
+    }
+}
+
+/// The TCP windows the device advertised in the run's capture (IPv4, no options).
+fn device_windows(r: &SimReport) -> Vec<u16> {
+    let mut bytes = Vec::new();
+    r.pcap
+        .as_ref()
+        .expect("a capture")
+        .write_to(&mut bytes)
+        .unwrap();
+    let mut windows = Vec::new();
+    let mut at = 24; // pcap's global header
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        let frame = &bytes[at + 16..at + 16 + len];
+        at += 16 + len;
+        let ipv4_tcp = frame.len() >= 54 && frame[12..14] == [8, 0] && frame[23] == 6;
+        if frame[6..12] == DEVICE_MAC && ipv4_tcp {
+            let tcp = 14 + usize::from(frame[14] & 0xf) * 4;
+            windows.push(u16::from_be_bytes([frame[tcp + 14], frame[tcp + 15]]));
+        }
+    }
+    windows
+}
+
+#[test]
+fn the_device_advertises_the_window_its_image_advertised() {
+    for profile in counted() {
+        let d = profile.counts().unwrap().device;
+        let mut cfg = config(profile, clock(62.5, 1.0), false);
+        cfg.pcap = true;
+        let windows = device_windows(&run(cfg.clone()));
+        assert_eq!(
+            windows.iter().copied().max().map(usize::from),
+            Some(d.advertised_window),
+            "{profile}"
+        );
+        // Without the cap, the socket buffer's whole free space (the window lesson).
+        cfg.burst_cap = false;
+        let uncapped = device_windows(&run(cfg));
+        assert_eq!(
+            uncapped.iter().copied().max().map(usize::from),
+            Some(d.tcp_window),
+            "{profile}"
+        );
+    }
+}
+
+#[test]
+fn bytes_copied_off_their_word_slow_receiving() {
+    let c = clock(62.5, 1.0);
+    let aligned = run(config(Profile::Riscv32Measured, c, false));
+    let mut cfg = config(Profile::Riscv32Measured, c, false);
+    cfg.cost = Profile::Riscv32Measured
+        .cost_for(
+            c,
+            &linklab_sim::cost::Workload {
+                rx_misaligned: 1.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let misaligned = run(cfg);
+    assert!(rate(&misaligned) < 0.95 * rate(&aligned));
+    assert!(misaligned.cpu_busy_ns > aligned.cpu_busy_ns);
+}
+
+#[test]
+fn an_executor_sends_in_more_passes_than_the_main_loop() {
+    let c = clock(62.5, 1.0);
+    let main = run(config(Profile::Riscv32Measured, c, true));
+    let mut cfg = config(Profile::Riscv32Measured, c, true);
+    cfg.cost.shape = LoopShape::Executor;
+    let executor = run(cfg);
+    let per_segment = |r: &SimReport| r.main_passes as f64 / r.mac.tx_packets as f64;
+    // The main loop sends what its app queued in the same pass: two segments per pass from
+    // a two-segment buffer; the executor's runner sends it a pass later.
+    assert!(per_segment(&main) < 0.7, "{}", per_segment(&main));
+    assert!(
+        per_segment(&executor) > 1.3 * per_segment(&main),
+        "{} vs {}",
+        per_segment(&executor),
+        per_segment(&main)
+    );
+}
