@@ -13,9 +13,9 @@ use core::mem::MaybeUninit;
 use embassy_net::udp::PacketMetadata;
 use embassy_net::{Config, Ipv4Address, Ipv4Cidr, Stack, StaticConfigV4};
 
-use super::{IperfBuffers, TcpBuffers, UdpBuffers};
 #[cfg(feature = "http")]
 use super::HTTP_SOCKETS;
+use super::{IperfBuffers, TcpBuffers, UdpBuffers};
 
 /// The largest UDP payload an Ethernet frame carries unfragmented (1500 − 20 − 8): one slot
 /// of a UDP socket's buffers in [`IperfMemory`] and [`EchoMemory`] (embassy-net's smoltcp

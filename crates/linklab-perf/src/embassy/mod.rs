@@ -58,11 +58,11 @@ mod socket;
 mod stats;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
-pub use device::{announce, static_ipv4, IperfMemory, MAX_UDP_PAYLOAD};
 #[cfg(feature = "echo")]
 pub use device::EchoMemory;
 #[cfg(feature = "http")]
 pub use device::HttpMemory;
+pub use device::{announce, static_ipv4, IperfMemory, MAX_UDP_PAYLOAD};
 #[cfg(feature = "echo")]
 pub use echo::echo_server;
 pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
