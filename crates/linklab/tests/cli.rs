@@ -12,8 +12,17 @@ use common::linklab_bin;
 /// Value names whose values cannot be wrong until the command runs (a path to write or read, a
 /// host name to resolve: a bad one is a run-time error, exit 1, tested with each subcommand),
 /// or that are free text (an iperf3 title: every printable value is valid; control characters
-/// are refused, tested in iperf_cli.rs).
-const NOT_WALKED: &[&str] = &["FILE", "ELF", "PATH", "HOST", "FILE.json", "TEXT"];
+/// are refused, tested in iperf_cli.rs). `NAME|ELF` (emu's `--image`) is an image's name or
+/// else a firmware file: any other value is a path, read when the command runs.
+const NOT_WALKED: &[&str] = &[
+    "FILE",
+    "ELF",
+    "NAME|ELF",
+    "PATH",
+    "HOST",
+    "FILE.json",
+    "TEXT",
+];
 
 /// A value the option's parser must refuse, by the option's value name.
 fn bad_value(value_name: &str) -> &'static str {
