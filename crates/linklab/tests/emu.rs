@@ -32,6 +32,13 @@ fn ping_20_without_loss(emu: &Device) {
     );
 }
 
+/// Three pings 0.2 s apart, all answered: the device still serves (and its loop went round).
+fn ping_3_without_loss(emu: &Device) {
+    let ping = String::from_utf8(emu.run(&["ping", "-c", "3", "-i", "0.2", "-W", "2", DEVICE_IP]))
+        .unwrap();
+    assert!(ping.contains(" 0% packet loss"), "{ping}");
+}
+
 /// Stock `iperf3 -u -b 5M -t 2`: the results exchange completes, and the receiver loses
 /// under 5 % — in one of up to three tests. The emulated board's CPU is the host's: on a
 /// busy host one test can lose datagrams the firmware never saw (the emulator was not
@@ -194,9 +201,7 @@ fn end_to_end_with(board: &str, probe: bool) {
         assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
         assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
     }
-    let ping = String::from_utf8(emu.run(&["ping", "-c", "3", "-i", "0.2", "-W", "2", DEVICE_IP]))
-        .unwrap();
-    assert!(ping.contains(" 0% packet loss"), "{ping}");
+    ping_3_without_loss(&emu);
 
     let stats = emu.stats();
     assert_eq!(stats["board"], board, "{stats}");
@@ -400,9 +405,7 @@ fn minimal_end_to_end(board: &str) {
     // come in, which can be after the client exited; the line takes a while on a UART that
     // QEMU paces at its baud rate (zynq7000's). Pings answered after the last test mean the
     // device's loop has been round since: its line is out before the stop.
-    let ping = String::from_utf8(emu.run(&["ping", "-c", "3", "-i", "0.2", "-W", "2", DEVICE_IP]))
-        .unwrap();
-    assert!(ping.contains(" 0% packet loss"), "{ping}");
+    ping_3_without_loss(&emu);
     let stdout = emu.stop(libc::SIGINT);
     let boot = format!("linklab firmware: {board} up, 198.18.0.2/24");
     assert!(
