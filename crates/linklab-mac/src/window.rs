@@ -98,6 +98,28 @@ pub const fn smoltcp_max_burst_size(capacity: usize, format: RxFormat) -> usize 
     }
 }
 
+/// The TCP receive buffer (bytes) for a smoltcp socket behind this MAC's burst cap: the
+/// largest whole number of `mss` segments within both [`tcp_rx_window`] and the cap smoltcp
+/// puts on the window it advertises ([`smoltcp_max_burst_size`] × 1474). Every window the
+/// socket advertises then ends on a segment boundary, so a peer that fills it sends whole
+/// segments. A buffer past the cap is never advertised, and a cap that is not a whole number
+/// of segments makes the peer cut a segment short in every window: Linux sent six segments
+/// of 1460 bytes and one of 84 to a 10 220-byte buffer under an 8 844-byte cap (1 252
+/// payload bytes per frame on `linklab emu --board mps2-an385 --cost`).
+pub const fn smoltcp_tcp_rx_buffer(capacity: usize, format: RxFormat, mss: usize) -> usize {
+    let cap = smoltcp_max_burst_size(capacity, format) * SMOLTCP_BURST_SEGMENT;
+    let window = tcp_rx_window(capacity, format, mss);
+    let whole = match cap.checked_div(mss) {
+        Some(segments) => segments * mss,
+        None => 0,
+    };
+    if window < whole {
+        window
+    } else {
+        whole
+    }
+}
+
 /// The smallest queue capacity (bytes) that always holds `frames` full-size TCP segments
 /// (MSS 1460) in `format`: [`queue_frames`] of the result is `frames` (for `frames >= 1`),
 /// and one byte less holds fewer. The first frame takes a whole grant's worth of the
@@ -140,6 +162,32 @@ mod tests {
         assert_eq!(
             capacity_for_frames(9, RxFormat::Aligned { fcs: true }),
             15_236
+        );
+    }
+
+    #[test]
+    fn the_rx_buffer_is_whole_segments_under_the_cap() {
+        for format in FORMATS {
+            for frames in 1..=64 {
+                let c = capacity_for_frames(frames, format);
+                let buffer = smoltcp_tcp_rx_buffer(c, format, ETHERNET_MSS);
+                let cap = smoltcp_max_burst_size(c, format) * SMOLTCP_BURST_SEGMENT;
+                assert_eq!(buffer % ETHERNET_MSS, 0, "{frames} frames, {format:?}");
+                assert!(
+                    (ETHERNET_MSS..=cap).contains(&buffer),
+                    "{frames}, {format:?}"
+                );
+                assert!(buffer <= tcp_rx_window(c, format, ETHERNET_MSS));
+                // The largest such: one more segment would pass the cap or the window.
+                let more = buffer + ETHERNET_MSS;
+                assert!(more > cap || more > tcp_rx_window(c, format, ETHERNET_MSS));
+            }
+        }
+        // Nine frames: a 7-segment window under a 6 × 1474 cap gives six segments.
+        let c = capacity_for_frames(9, RxFormat::Aligned { fcs: true });
+        assert_eq!(
+            smoltcp_tcp_rx_buffer(c, RxFormat::Aligned { fcs: true }, 1460),
+            8_760
         );
     }
 }

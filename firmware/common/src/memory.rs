@@ -6,7 +6,7 @@
 //! statics below take every size from it, so a board (or a user) with other needs edits a
 //! preset or adds one. The linklab-perf README's knob table gives what each knob costs.
 
-use linklab_mac::window::{capacity_for_frames, tcp_rx_window, ETHERNET_MSS};
+use linklab_mac::window::{capacity_for_frames, smoltcp_tcp_rx_buffer, ETHERNET_MSS};
 use linklab_mac::RxFormat;
 
 /// The sizes of a firmware image's buffers and the socket counts of its apps.
@@ -45,9 +45,10 @@ pub struct Sizing {
     pub echo_udp: usize,
 }
 
-/// Every app and mode (the default images). Nine frames and a 7-MSS window, as in Niccle's
-/// MAC write-up and the FreeRTOS+TCP peer; two streams (`-P 2`, `--bidir`) in two chunks of
-/// 13 140 bytes that the UDP socket borrows during UDP tests; two segments in flight for
+/// Every app and mode (the default images). Nine frames, as in Niccle's MAC write-up and
+/// the FreeRTOS+TCP peer, and a window of six segments (Niccle's seven, less what smoltcp's
+/// cap cuts off: [`TCP_WINDOW`]); two streams (`-P 2`, `--bidir`) in two chunks of 11 680
+/// bytes that the UDP socket borrows during UDP tests; two segments in flight for
 /// `-R` (on QEMU's TAP, tens of microseconds per round trip, more cost RAM and gain
 /// nothing measurable; a soft PHY's 10BASE-T line needs four: feature `soft-phy`); two
 /// HTTP sockets with two segments to send; echo's small buffers.
@@ -67,10 +68,10 @@ pub const FULL: Sizing = Sizing {
 };
 
 /// The iperf3 TCP server alone (`-R`, one stream, the results exchange) and ICMP: the
-/// FreeRTOS+TCP peer's feature set. Eight frames and a 6-MSS window (8 760 bytes): with
-/// six frames (a 4-MSS window) the device sent an ACK per three segments and received at
-/// 4.5–4.8 instructions per byte; eight frames halve the ACKs, 4.1–4.2 (`linklab emu
-/// --board mps2-an385 --image minimal --cost`), for 6 KB more RAM. One stream, 1 KiB of
+/// FreeRTOS+TCP peer's feature set. Eight frames and a window of five segments (7 300
+/// bytes, [`TCP_WINDOW`]): with six frames the device sent an ACK per three segments and
+/// received at 4.5–4.8 instructions per byte; eight frames halve the ACKs, 3.9–4.0
+/// (`linklab emu --board mps2-an385 --image minimal --cost`), for 6 KB more RAM. One stream, 1 KiB of
 /// control JSON each way (one stream's results are ~350 bytes).
 pub const MINIMAL: Sizing = Sizing {
     queue_frames: 8,
@@ -99,10 +100,13 @@ pub const QUEUE_FRAMES: usize = SIZING.queue_frames;
 /// RX queue ring bytes: the smallest ring that always holds [`QUEUE_FRAMES`] full-size
 /// frames with their FCS, so also without (15 236 for nine; checked by a test).
 pub const QUEUE_BYTES: usize = capacity_for_frames(QUEUE_FRAMES, RxFormat::Aligned { fcs: true });
-/// The TCP receive window derived from the queue: (frames − 2) × 1460 (10 220 for nine).
-/// Using the FCS format (4 bytes more per frame) makes it safe for either format.
+/// The TCP receive window derived from the queue: (frames − 2) × 1460 segments, as many
+/// of them as fit under the cap smoltcp puts on the advertised window (linklab-mac's
+/// `smoltcp_tcp_rx_buffer`: 8 760 bytes, six segments, for nine frames), so a peer that
+/// fills the window sends whole segments. Using the FCS format (4 bytes more per frame)
+/// makes it safe for either format.
 pub const TCP_WINDOW: usize =
-    tcp_rx_window(QUEUE_BYTES, RxFormat::Aligned { fcs: true }, ETHERNET_MSS);
+    smoltcp_tcp_rx_buffer(QUEUE_BYTES, RxFormat::Aligned { fcs: true }, ETHERNET_MSS);
 
 /// iperf3 streams carried at once (data chunks).
 pub const IPERF_STREAMS: usize = SIZING.iperf_streams;
@@ -163,7 +167,7 @@ pub const SOCKETS: usize = IPERF_TCP_SOCKETS
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linklab_mac::window::queue_frames;
+    use linklab_mac::window::{queue_frames, smoltcp_max_burst_size, SMOLTCP_BURST_SEGMENT};
 
     #[test]
     fn the_queue_holds_its_frames_and_is_the_smallest_that_does() {
@@ -173,7 +177,12 @@ mod tests {
         }
         let f = RxFormat::Aligned { fcs: true };
         assert!(queue_frames(QUEUE_BYTES - 4, f, ETHERNET_MSS) < QUEUE_FRAMES);
-        assert_eq!(TCP_WINDOW, (QUEUE_FRAMES - 2) * 1460);
+        // Whole segments under the cap of every RX format the boards give the MAC.
+        assert_eq!(TCP_WINDOW % ETHERNET_MSS, 0);
+        for format in [f, RxFormat::Aligned { fcs: false }, RxFormat::Tagged] {
+            let cap = smoltcp_max_burst_size(QUEUE_BYTES, format) * SMOLTCP_BURST_SEGMENT;
+            assert!(TCP_WINDOW <= cap && TCP_WINDOW + ETHERNET_MSS > cap, "{format:?}");
+        }
         if !cfg!(feature = "minimal") {
             assert_eq!(QUEUE_BYTES, 15_236);
         }
