@@ -181,7 +181,10 @@ mod tests {
         assert_eq!(TCP_WINDOW % ETHERNET_MSS, 0);
         for format in [f, RxFormat::Aligned { fcs: false }, RxFormat::Tagged] {
             let cap = smoltcp_max_burst_size(QUEUE_BYTES, format) * SMOLTCP_BURST_SEGMENT;
-            assert!(TCP_WINDOW <= cap && TCP_WINDOW + ETHERNET_MSS > cap, "{format:?}");
+            assert!(
+                TCP_WINDOW <= cap && TCP_WINDOW + ETHERNET_MSS > cap,
+                "{format:?}"
+            );
         }
         if !cfg!(feature = "minimal") {
             assert_eq!(QUEUE_BYTES, 15_236);
