@@ -110,7 +110,7 @@ impl Connection {
                 (Half::Udp(sock), Half::Udp(rx))
             }
             Transport::Tcp => {
-                let stream = TcpStream::connect_timeout(&peer, connect_timeout)
+                let stream = connect_tcp(peer, connect_timeout)
                     .map_err(describe)
                     .with_context(|| format!("could not connect to {peer} (TCP)"))?;
                 stream
@@ -351,6 +351,30 @@ impl Half {
             Half::Udp(s) => s.send(buf).map(|_| ()),
             Half::Tcp(s) => s.write_all(buf),
             Half::Icmp(s) => s.send(buf),
+        }
+    }
+}
+
+/// How long a refused TCP connection is tried again: a device with one echo socket (linklab's
+/// firmware) refuses while that socket goes from the last connection back to listening, which
+/// a client that reconnects at once (probe's next size) can meet.
+const REFUSED_GRACE: Duration = Duration::from_secs(1);
+/// The pause between those tries.
+const REFUSED_RETRY: Duration = Duration::from_millis(20);
+
+/// Connects to `peer`, trying again while it refuses, for up to [`REFUSED_GRACE`] (at most
+/// `timeout`); then the last answer stands.
+fn connect_tcp(peer: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let start = Instant::now();
+    loop {
+        match TcpStream::connect_timeout(&peer, timeout) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ECONNREFUSED)
+                    && start.elapsed() + REFUSED_RETRY < REFUSED_GRACE.min(timeout) =>
+            {
+                std::thread::sleep(REFUSED_RETRY);
+            }
+            result => return result,
         }
     }
 }
