@@ -40,7 +40,7 @@ pub struct CostModel {
     /// Main loop per received byte (ps).
     pub main_per_byte_ps: u64,
     /// Per transmitted frame (smoltcp egress, MAC, driver; ns), paid by the CPU after the
-    /// iteration that sent it (0 in the Niccle profiles).
+    /// iteration that made it and before the frame leaves (0 in the Niccle profiles).
     pub tx_frame_ns: u64,
     /// Per transmitted byte (ps; 0 in the Niccle profiles).
     pub tx_per_byte_ps: u64,

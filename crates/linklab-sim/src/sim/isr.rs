@@ -130,7 +130,7 @@ impl Sim<'_> {
             remaining,
             resumed_at: Some(r),
             rx,
-            app,
+            pass,
         } = self.main
         {
             self.main = MainState::Working {
@@ -138,7 +138,7 @@ impl Sim<'_> {
                 remaining: remaining.saturating_sub(self.now - r),
                 resumed_at: None,
                 rx,
-                app,
+                pass,
             };
         }
         self.grant = self.producer.grant().ok();
@@ -163,7 +163,7 @@ impl Sim<'_> {
             remaining,
             resumed_at: None,
             rx,
-            app,
+            pass,
             ..
         } = self.main
         {
@@ -175,7 +175,7 @@ impl Sim<'_> {
                 remaining,
                 resumed_at: Some(self.now),
                 rx,
-                app,
+                pass,
             };
             self.schedule(self.now + remaining, Ev::MainDone(g));
         } else {

@@ -1,7 +1,9 @@
 //! The device's main loop: smoltcp, the MAC and the application, run as preemptible work on
 //! the CPU between interrupts. One iteration per received transmission (or due timer), each
 //! costing the profile's fixed + per-byte time; its effects (the stack reading the frame,
-//! replies handed to the PHY) happen when the iteration completes.
+//! the apps' writes) happen when the iteration completes. The frames its egress makes then
+//! leave one by one, each once the CPU has paid its transmit cost, as the firmware copies a
+//! frame to the NIC and starts it before it builds the next.
 
 use super::events::{Ev, Node};
 use super::{instant, Sim};
@@ -9,6 +11,18 @@ use crate::app::AppEvent;
 use crate::cost::PhyKind;
 use crate::counts::LoopShape;
 use crate::sim::report::FileStats;
+
+/// What a stretch of the main loop's work does when it completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pass {
+    /// A pass of the loop (or an executor's runner): ingress, the apps, egress.
+    Loop,
+    /// An executor's pass that runs the apps' tasks only (after a runner pass that moved
+    /// frames).
+    App,
+    /// The transmit work of the next frame egress made: the frame leaves when it is paid.
+    Tx,
+}
 
 /// The main loop's state on the CPU.
 #[derive(Clone, Copy, Debug)]
@@ -21,9 +35,7 @@ pub(super) enum MainState {
         resumed_at: Option<u64>,
         /// Committed frames this iteration ingests (0: a timer poll).
         rx: usize,
-        /// An executor's pass that runs the apps' tasks only (after a runner pass that
-        /// moved frames).
-        app: bool,
+        pass: Pass,
     },
 }
 
@@ -49,6 +61,11 @@ impl Sim<'_> {
             .map(|w| cost.tx_ns(w.len()))
             .sum::<u64>();
         out.len() > before
+    }
+
+    /// Moves the frames egress made to the ones waiting for their transmit cost.
+    fn take_egress(&mut self) {
+        self.tx_unpaid.extend(self.mac.phy_mut().0.drain(..));
     }
 
     /// The MAC may hold a frame back for the inter-packet gap: let it go when due (part of
@@ -84,7 +101,25 @@ impl Sim<'_> {
         if !matches!(self.main, MainState::Idle) || self.isr_active {
             return;
         }
+        let cost = self.cfg.cost;
         let dev = Node::Device.idx();
+        // Frames egress made go first, each after its transmit cost (a profile without one
+        // hands them all to the PHY at once).
+        while let Some(w) = self.tx_unpaid.front() {
+            let ns = cost.tx_ns(w.len());
+            if ns > 0 {
+                self.start_pass(ns, 0, Pass::Tx);
+                return;
+            }
+            if let Some(w) = self.tx_unpaid.pop_front() {
+                self.tx_queue[dev].push_back(w);
+                self.request_attempt(Node::Device, self.now);
+            }
+        }
+        if std::mem::take(&mut self.app_pass_due) {
+            self.start_pass(cost.main_fixed_ns, 0, Pass::App);
+            return;
+        }
         if self.cfg.cost.phy == PhyKind::BitBanged
             && (self.transmitting[dev] || !self.tx_queue[dev].is_empty())
         {
@@ -95,7 +130,6 @@ impl Sim<'_> {
             self.set_dev_wake(at);
             return;
         }
-        let cost = self.cfg.cost;
         let (rx, work) = match self.committed.front() {
             // One pass ingests every committed frame (the firmware's loop) or one frame
             // per pass (the Niccle fit): the pass's fixed cost once, each frame's on top.
@@ -117,14 +151,14 @@ impl Sim<'_> {
                 }
             }
         };
-        self.start_pass(work, rx, false);
+        self.start_pass(work, rx, Pass::Loop);
     }
 
-    /// Puts a pass of `work` ns (and the transmit cost owed) on the CPU.
-    fn start_pass(&mut self, work: u64, rx: usize, app: bool) {
+    /// Puts `work` ns of `pass` (and the transmit cost owed) on the CPU.
+    fn start_pass(&mut self, work: u64, rx: usize, pass: Pass) {
         let cost = work + std::mem::take(&mut self.tx_debt_ns);
         self.busy_ns += cost;
-        self.passes += 1;
+        self.passes += u64::from(pass != Pass::Tx);
         self.main_gen += 1;
         let gen = self.main_gen;
         self.main = MainState::Working {
@@ -132,19 +166,19 @@ impl Sim<'_> {
             remaining: cost,
             resumed_at: Some(self.now),
             rx,
-            app,
+            pass,
         };
         self.schedule(self.now + cost, Ev::MainDone(gen));
     }
 
     /// A main-loop iteration completes: smoltcp ingress of one frame (if it was started for
-    /// one), the application, smoltcp egress, and the MAC's transmissions to the wire.
+    /// one), the application and smoltcp egress, whose frames then leave as they are paid.
     pub(super) fn main_done(&mut self, gen: u64) {
         let MainState::Working {
             gen: g,
             resumed_at: Some(_),
             rx,
-            app,
+            pass,
             ..
         } = self.main
         else {
@@ -155,7 +189,15 @@ impl Sim<'_> {
         }
         self.main = MainState::Idle;
         let now = instant(self.now);
-        if app {
+        if pass == Pass::Tx {
+            if let Some(w) = self.tx_unpaid.pop_front() {
+                self.tx_queue[Node::Device.idx()].push_back(w);
+                self.request_attempt(Node::Device, self.now);
+            }
+            self.kick_main();
+            return;
+        }
+        if pass == Pass::App {
             // An executor's pass of the apps' tasks: what they queue leaves in the runner's
             // next pass (their writes wake it: the stack's `poll_at` is then due at once).
             let events = self.app.step(self.now, &mut self.iface, &mut self.sockets);
@@ -183,12 +225,11 @@ impl Sim<'_> {
         let executor = self.cfg.cost.shape == LoopShape::Executor;
         if executor {
             self.egress(now);
-            let sent = self.take_mac_tx();
-            if sent {
-                self.request_attempt(Node::Device, self.now);
-            }
+            self.take_egress();
             if rx > 0 {
-                self.start_pass(self.cfg.cost.main_fixed_ns, 0, true);
+                // After the runner has sent what it made.
+                self.app_pass_due = true;
+                self.kick_main();
                 return;
             }
         }
@@ -196,16 +237,14 @@ impl Sim<'_> {
         if !executor {
             self.egress(now);
         }
-        let sent = self.take_mac_tx();
+        let sent = !self.mac.phy_mut().0.is_empty();
+        self.take_egress();
         if rx == 0 && !sent && events.is_empty() {
             // A timer poll that did nothing: do not spin at the same instant.
             self.no_poll_before = self.now + 1_000;
         }
         for e in events {
             self.record(e);
-        }
-        if sent {
-            self.request_attempt(Node::Device, self.now);
         }
         self.kick_main();
     }

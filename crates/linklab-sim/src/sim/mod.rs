@@ -97,8 +97,14 @@ struct Sim<'q> {
     committed: VecDeque<usize>,
     dequeued_seen: u64,
     no_poll_before: u64,
-    /// CPU time owed for frames the device transmitted (the profile's per-frame and per-byte
-    /// transmit cost), paid at the start of the next main-loop iteration.
+    /// Frames the device's egress made whose transmit cost the CPU has not yet paid (they
+    /// leave in order as it does).
+    tx_unpaid: VecDeque<Vec<u8>>,
+    /// An executor's apps' pass is due once the runner's frames are paid.
+    app_pass_due: bool,
+    /// CPU time owed for frames the MAC let go after holding them for the gap (the profile's
+    /// per-frame and per-byte transmit cost), paid at the start of the next main-loop
+    /// iteration.
     tx_debt_ns: u64,
     /// CPU time spent on the device's work (interrupts and main-loop passes), ns.
     busy_ns: u64,
@@ -198,6 +204,8 @@ fn run_on(cfg: SimConfig, queue: &DeviceQueue, samples: Option<SampleLine>) -> S
         committed: VecDeque::new(),
         dequeued_seen: 0,
         no_poll_before: 0,
+        tx_unpaid: VecDeque::new(),
+        app_pass_due: false,
         tx_debt_ns: 0,
         busy_ns: 0,
         passes: 0,
