@@ -37,14 +37,23 @@ impl<F: Fn() -> u64> Clock for FnClock<F> {
     }
 }
 
-/// Nanoseconds `bits` bit times take at `line_rate_bps` (rounded up; 0 if the rate is 0).
+/// Nanoseconds `bits` bit times take at `line_rate_bps` (rounded up; 0 if the rate is 0;
+/// saturating).
+///
+/// In 64-bit arithmetic: 128-bit division costs a Cortex-M ~1 KB of flash. Whole seconds
+/// first, then the rest of the bits, fewer than the rate, whose nanoseconds fit 64 bits at
+/// every rate up to 18 Gb/s. Above that the rest is rounded up from whole Gb/s.
 pub fn bits_ns(bits: u64, line_rate_bps: u64) -> u64 {
+    const NS_PER_S: u64 = 1_000_000_000;
     if line_rate_bps == 0 {
         return 0;
     }
-    let num = bits as u128 * 1_000_000_000u128;
-    let ns = num.div_ceil(line_rate_bps as u128);
-    ns.min(u64::MAX as u128) as u64
+    let (secs, rest) = (bits / line_rate_bps, bits % line_rate_bps);
+    let rest_ns = match rest.checked_mul(NS_PER_S) {
+        Some(n) => n.div_ceil(line_rate_bps),
+        None => rest.div_ceil(line_rate_bps / NS_PER_S),
+    };
+    secs.saturating_mul(NS_PER_S).saturating_add(rest_ns)
 }
 
 /// The inter-packet gap in nanoseconds at `line_rate_bps` (9600 ns at 10 Mb/s).
@@ -63,5 +72,49 @@ mod tests {
         assert_eq!(ipg_ns(1_000_000_000), 96);
         assert_eq!(ipg_ns(0), 0);
         assert_eq!(bits_ns(8 * 72, 10_000_000), 57_600);
+    }
+
+    /// The exact rounded-up quotient (128-bit) at every rate up to 18 Gb/s; at or above it
+    /// elsewhere, never below.
+    #[test]
+    fn bit_times_match_exact_arithmetic() {
+        let exact = |bits: u64, rate: u64| {
+            (bits as u128 * 1_000_000_000)
+                .div_ceil(rate as u128)
+                .min(u64::MAX as u128) as u64
+        };
+        let rates = [
+            1,
+            3,
+            7,
+            9_600,
+            10_000_000,
+            100_000_000,
+            999_999_937,
+            1_000_000_000,
+        ];
+        let more = [10_000_000_000, 18_000_000_000, 25_000_000_000, u64::MAX];
+        let bits = [
+            0,
+            1,
+            7,
+            96,
+            12_144,
+            33_553_920,
+            1 << 40,
+            u64::MAX / 3,
+            u64::MAX,
+        ];
+        for &b in &bits {
+            for &r in &rates {
+                assert_eq!(bits_ns(b, r), exact(b, r), "{b} bits at {r} b/s");
+            }
+            for &r in &more[..2] {
+                assert_eq!(bits_ns(b, r), exact(b, r), "{b} bits at {r} b/s");
+            }
+            for &r in &more[2..] {
+                assert!(bits_ns(b, r) >= exact(b, r), "{b} bits at {r} b/s");
+            }
+        }
     }
 }

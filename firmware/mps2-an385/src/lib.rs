@@ -20,6 +20,23 @@ pub const IRQ_TIMER1: u16 = 9;
 /// The LAN9118.
 pub const IRQ_ETHERNET: u16 = 13;
 
+/// Device interrupt lines of QEMU's mps2-an385 NVIC (its `num-irq`).
+pub const IRQ_LINES: usize = 32;
+
+extern "C" {
+    /// cortex-m-rt's default handler, which each image defines with `#[exception]`: it
+    /// reads the interrupt number and serves every line.
+    fn DefaultHandler();
+}
+
+/// The device part of the vector table: one entry per line the board has, each to
+/// `DefaultHandler`. (Without it, cortex-m-rt's generic table has 240: 832 bytes of flash
+/// for lines that do not exist; its `device` feature lets the board give its own.)
+#[link_section = ".vector_table.interrupts"]
+#[no_mangle]
+#[used]
+pub static __INTERRUPTS: [unsafe extern "C" fn(); IRQ_LINES] = [DefaultHandler; IRQ_LINES];
+
 /// An NVIC interrupt by number (no device crate needed for three of them).
 #[derive(Clone, Copy)]
 pub struct Irq(pub u16);

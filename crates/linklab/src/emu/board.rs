@@ -80,6 +80,27 @@ pub struct Flavour {
     /// Built with the package's default features (every app) besides `feature`; false for
     /// an image that leaves them out (`--no-default-features`).
     pub default_features: bool,
+    /// The cargo profile it is built with.
+    pub profile: Profile,
+}
+
+/// A cargo profile of the firmware workspace (firmware/Cargo.toml).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// `release`: every image but the minimal ones.
+    Release,
+    /// `minimal`: release with smoltcp optimised for size too, for the minimal images.
+    Minimal,
+}
+
+impl Profile {
+    /// The name `cargo build --profile` takes, also the folder under `target/<triple>/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Release => "release",
+            Profile::Minimal => "minimal",
+        }
+    }
 }
 
 /// A board's images besides the main-loop one (None where the board has none).
@@ -117,17 +138,20 @@ pub const BOARDS: [Board; 3] = [
                 feature: "serial",
                 bin: "fw-mps2-an385-serial",
                 default_features: true,
+                profile: Profile::Release,
             }),
             embassy: Some(Flavour {
                 feature: "embassy",
                 bin: "fw-mps2-an385-embassy",
                 default_features: true,
+                profile: Profile::Release,
             }),
             soft_phy: None,
             minimal: Some(Flavour {
                 feature: "minimal",
                 bin: "fw-mps2-an385-minimal",
                 default_features: false,
+                profile: Profile::Minimal,
             }),
         },
     },
@@ -151,6 +175,7 @@ pub const BOARDS: [Board; 3] = [
                 feature: "embassy",
                 bin: "fw-riscv32-virt-embassy",
                 default_features: true,
+                profile: Profile::Release,
             }),
             // The soft PHY's MAC checks the FCS itself: the feature brings linklab-mac's
             // fast FCS.
@@ -158,11 +183,13 @@ pub const BOARDS: [Board; 3] = [
                 feature: "soft-phy",
                 bin: "fw-riscv32-virt-phy10-line",
                 default_features: true,
+                profile: Profile::Release,
             }),
             minimal: Some(Flavour {
                 feature: "minimal",
                 bin: "fw-riscv32-virt-minimal",
                 default_features: false,
+                profile: Profile::Minimal,
             }),
         },
     },
@@ -185,12 +212,14 @@ pub const BOARDS: [Board; 3] = [
                 feature: "embassy",
                 bin: "fw-zynq7000-embassy",
                 default_features: true,
+                profile: Profile::Release,
             }),
             soft_phy: None,
             minimal: Some(Flavour {
                 feature: "minimal",
                 bin: "fw-zynq7000-minimal",
                 default_features: false,
+                profile: Profile::Minimal,
             }),
         },
     },

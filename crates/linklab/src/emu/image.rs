@@ -6,7 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use super::board::{Board, Flavour};
+use super::board::{Board, Flavour, Profile};
 
 /// The firmware workspace: `$LINKLAB_FIRMWARE_DIR`, else `firmware/` of the source tree this
 /// binary was built from.
@@ -100,6 +100,7 @@ pub fn find_or_build(board: &Board, kind: Image, image: Option<&Path>) -> anyhow
 /// Finds or builds the NIC image, or with `flavour` another one.
 fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyhow::Result<PathBuf> {
     let bin = flavour.map(|f| f.bin);
+    let profile = flavour.map_or(Profile::Release, |f| f.profile).name();
     if let Some(path) = image {
         if !path.is_file() {
             bail!("--image: {} is not a file", path.display());
@@ -110,7 +111,7 @@ fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyho
     let built = dir
         .join("target")
         .join(board.target)
-        .join("release")
+        .join(profile)
         .join(bin.unwrap_or(board.package));
     if !dir.join("Cargo.toml").is_file() {
         if built.is_file() {
@@ -136,7 +137,8 @@ fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyho
     let mut cargo = Command::new("cargo");
     cargo.current_dir(&dir).args([
         "build",
-        "--release",
+        "--profile",
+        profile,
         "-q",
         "-p",
         board.package,

@@ -105,81 +105,113 @@ pub struct ParamStrings<'a> {
     pub congestion: Option<&'a str>,
 }
 
-/// The members of a parameter document as read: numbers, and flags (present and not
-/// `null`).
+/// The flag members of a parameter document (they count when present and not `null`), in
+/// [`Flag`]'s order. (`tcp`, the default, is read like any member not named here.)
+const FLAG_KEYS: [&[u8]; 8] = [
+    b"udp",
+    b"sctp",
+    b"nodelay",
+    b"reverse",
+    b"bidirectional",
+    b"get_server_output",
+    b"udp_counters_64bit",
+    b"repeating_payload",
+];
+
+/// A flag member, its index in [`FLAG_KEYS`].
+#[derive(Clone, Copy)]
+enum Flag {
+    Udp,
+    Sctp,
+    Nodelay,
+    Reverse,
+    Bidirectional,
+    GetServerOutput,
+    UdpCounters64bit,
+    RepeatingPayload,
+}
+
+/// The number members of a parameter document, in [`Number`]'s order.
+const NUMBER_KEYS: [&[u8]; 17] = [
+    b"omit",
+    b"server_affinity",
+    b"time",
+    b"num",
+    b"blockcount",
+    b"MSS",
+    b"parallel",
+    b"window",
+    b"len",
+    b"bandwidth",
+    b"fqrate",
+    b"pacing_timer",
+    b"burst",
+    b"TOS",
+    b"flowlabel",
+    b"zerocopy",
+    b"dont_fragment",
+];
+
+/// A number member, its index in [`NUMBER_KEYS`].
+#[derive(Clone, Copy)]
+enum Number {
+    Omit,
+    ServerAffinity,
+    Time,
+    Num,
+    Blockcount,
+    Mss,
+    Parallel,
+    Window,
+    Len,
+    Bandwidth,
+    Fqrate,
+    PacingTimer,
+    Burst,
+    Tos,
+    Flowlabel,
+    Zerocopy,
+    DontFragment,
+}
+
+/// The members of a parameter document as read: flags (present and not `null`) and numbers
+/// (`None` when absent or `null`). Kept in arrays indexed by key, not one field per key: a
+/// device's flash pays once for the lookup instead of once per key.
 #[derive(Default)]
 struct ParamsIn {
-    tcp: bool,
-    udp: bool,
-    sctp: bool,
-    omit: Option<Decimal>,
-    server_affinity: Option<Decimal>,
-    time: Option<Decimal>,
-    num: Option<Decimal>,
-    blockcount: Option<Decimal>,
-    mss: Option<Decimal>,
-    nodelay: bool,
-    parallel: Option<Decimal>,
-    reverse: bool,
-    bidirectional: bool,
-    window: Option<Decimal>,
-    len: Option<Decimal>,
-    bandwidth: Option<Decimal>,
-    fqrate: Option<Decimal>,
-    pacing_timer: Option<Decimal>,
-    burst: Option<Decimal>,
-    tos: Option<Decimal>,
-    flowlabel: Option<Decimal>,
-    get_server_output: bool,
-    udp_counters_64bit: bool,
-    repeating_payload: bool,
-    zerocopy: Option<Decimal>,
-    dont_fragment: Option<Decimal>,
+    flags: [bool; FLAG_KEYS.len()],
+    numbers: [Option<Decimal>; NUMBER_KEYS.len()],
 }
 
 impl ParamsIn {
     fn read(json: &[u8]) -> Result<ParamsIn, JsonError> {
         let mut p = ParamsIn::default();
         parse_object(json, |key, r| {
-            let flag = match key {
-                b"tcp" => &mut p.tcp,
-                b"udp" => &mut p.udp,
-                b"sctp" => &mut p.sctp,
-                b"nodelay" => &mut p.nodelay,
-                b"reverse" => &mut p.reverse,
-                b"bidirectional" => &mut p.bidirectional,
-                b"get_server_output" => &mut p.get_server_output,
-                b"udp_counters_64bit" => &mut p.udp_counters_64bit,
-                b"repeating_payload" => &mut p.repeating_payload,
-                _ => {
-                    let number = match key {
-                        b"omit" => &mut p.omit,
-                        b"server_affinity" => &mut p.server_affinity,
-                        b"time" => &mut p.time,
-                        b"num" => &mut p.num,
-                        b"blockcount" => &mut p.blockcount,
-                        b"MSS" => &mut p.mss,
-                        b"parallel" => &mut p.parallel,
-                        b"window" => &mut p.window,
-                        b"len" => &mut p.len,
-                        b"bandwidth" => &mut p.bandwidth,
-                        b"fqrate" => &mut p.fqrate,
-                        b"pacing_timer" => &mut p.pacing_timer,
-                        b"burst" => &mut p.burst,
-                        b"TOS" => &mut p.tos,
-                        b"flowlabel" => &mut p.flowlabel,
-                        b"zerocopy" => &mut p.zerocopy,
-                        b"dont_fragment" => &mut p.dont_fragment,
-                        _ => return r.skip().map(drop),
-                    };
-                    *number = r.opt_number()?;
-                    return Ok(());
-                }
-            };
-            *flag = r.skip()?;
+            if let Some(i) = FLAG_KEYS.iter().position(|k| *k == key) {
+                p.flags[i] = r.skip()?;
+            } else if let Some(i) = NUMBER_KEYS.iter().position(|k| *k == key) {
+                p.numbers[i] = r.opt_number()?;
+            } else {
+                r.skip()?;
+            }
             Ok(())
         })?;
         Ok(p)
+    }
+
+    fn flag(&self, f: Flag) -> bool {
+        self.flags[f as usize]
+    }
+
+    fn number(&self, n: Number) -> Option<Decimal> {
+        self.numbers[n as usize]
+    }
+
+    /// Number `n` clamped to `0..=max` ([`Decimal::to_uint`]), `absent` when absent or
+    /// `null`. Not inlined: one copy serves every member.
+    #[inline(never)]
+    fn uint(&self, n: Number, absent: u64, max: u64) -> u64 {
+        self.number(n).map_or(absent, |v| v.to_uint(max))
     }
 }
 
@@ -248,49 +280,44 @@ impl Params {
     pub fn from_json(json: &[u8]) -> Result<Self, JsonError> {
         let p = ParamsIn::read(json)?;
         let d = Params::default();
-        let protocol = if p.udp {
+        let protocol = if p.flag(Flag::Udp) {
             Protocol::Udp
         } else {
-            let _ = p.tcp;
             Protocol::Tcp
         };
-        let to_uint = |v: Decimal, max: u64| v.to_uint(max);
-        let count = |v: Option<Decimal>| v.map_or(0, |v| v.to_uint(u64::MAX));
-        let small =
-            |v: Option<Decimal>, max: u32| v.map_or(0, |v| v.to_uint(u64::from(max)) as u32);
+        let max32 = u64::from(u32::MAX);
         Ok(Self {
             protocol,
-            sctp: p.sctp,
-            omit_s: small(p.omit, 3600),
-            duration_s: p.time.map_or(d.duration_s, |v| to_uint(v, 86_400) as u32),
-            bytes: count(p.num),
-            blocks: count(p.blockcount),
-            parallel: p.parallel.map_or(1, |v| to_uint(v, 255) as u8),
-            reverse: p.reverse,
-            bidirectional: p.bidirectional,
-            len: p
-                .len
-                .map_or(d.len, |v| to_uint(v, u64::from(u32::MAX)) as u32),
-            rate_bps: count(p.bandwidth),
-            burst: small(p.burst, u32::MAX),
-            pacing_timer_us: p
-                .pacing_timer
-                .map_or(d.pacing_timer_us, |v| to_uint(v, 1_000_000) as u32),
-            fq_rate_bps: count(p.fqrate),
-            udp_counters_64bit: p.udp_counters_64bit,
-            window: small(p.window, u32::MAX),
-            mss: small(p.mss, u32::MAX),
-            nodelay: p.nodelay,
-            tos: small(p.tos, 255) as u8,
-            flowlabel: small(p.flowlabel, 0xf_ffff),
+            sctp: p.flag(Flag::Sctp),
+            omit_s: p.uint(Number::Omit, 0, 3600) as u32,
+            duration_s: p.uint(Number::Time, d.duration_s.into(), 86_400) as u32,
+            bytes: p.uint(Number::Num, 0, u64::MAX),
+            blocks: p.uint(Number::Blockcount, 0, u64::MAX),
+            parallel: p.uint(Number::Parallel, 1, 255) as u8,
+            reverse: p.flag(Flag::Reverse),
+            bidirectional: p.flag(Flag::Bidirectional),
+            len: p.uint(Number::Len, d.len.into(), max32) as u32,
+            rate_bps: p.uint(Number::Bandwidth, 0, u64::MAX),
+            burst: p.uint(Number::Burst, 0, max32) as u32,
+            pacing_timer_us: p.uint(Number::PacingTimer, d.pacing_timer_us.into(), 1_000_000)
+                as u32,
+            fq_rate_bps: p.uint(Number::Fqrate, 0, u64::MAX),
+            udp_counters_64bit: p.flag(Flag::UdpCounters64bit),
+            window: p.uint(Number::Window, 0, max32) as u32,
+            mss: p.uint(Number::Mss, 0, max32) as u32,
+            nodelay: p.flag(Flag::Nodelay),
+            tos: p.uint(Number::Tos, 0, 255) as u8,
+            flowlabel: p.uint(Number::Flowlabel, 0, 0xf_ffff) as u32,
             server_affinity: p
-                .server_affinity
+                .number(Number::ServerAffinity)
                 .filter(|v| !v.negative)
-                .map(|v| to_uint(v, u64::from(u16::MAX)) as u16),
-            get_server_output: p.get_server_output,
-            repeating_payload: p.repeating_payload,
-            zerocopy: p.zerocopy.is_some_and(Decimal::is_nonzero),
-            dont_fragment: p.dont_fragment.is_some_and(Decimal::is_nonzero),
+                .map(|v| v.to_uint(u64::from(u16::MAX)) as u16),
+            get_server_output: p.flag(Flag::GetServerOutput),
+            repeating_payload: p.flag(Flag::RepeatingPayload),
+            zerocopy: p.number(Number::Zerocopy).is_some_and(Decimal::is_nonzero),
+            dont_fragment: p
+                .number(Number::DontFragment)
+                .is_some_and(Decimal::is_nonzero),
         })
     }
 
