@@ -105,20 +105,20 @@ pub struct ParamStrings<'a> {
     pub congestion: Option<&'a str>,
 }
 
-/// The flag members of a parameter document (they count when present and not `null`), in
-/// [`Flag`]'s order. (`tcp`, the default, is read like any member not named here.)
-const FLAG_KEYS: [&[u8]; 8] = [
-    b"udp",
-    b"sctp",
-    b"nodelay",
-    b"reverse",
-    b"bidirectional",
-    b"get_server_output",
-    b"udp_counters_64bit",
-    b"repeating_payload",
+/// The flag members of a parameter document (they count when present and not `null`).
+/// (`tcp`, the default, is read like any member not named here.)
+const FLAG_KEYS: [(&[u8], Flag); 8] = [
+    (b"udp", Flag::Udp),
+    (b"sctp", Flag::Sctp),
+    (b"nodelay", Flag::Nodelay),
+    (b"reverse", Flag::Reverse),
+    (b"bidirectional", Flag::Bidirectional),
+    (b"get_server_output", Flag::GetServerOutput),
+    (b"udp_counters_64bit", Flag::UdpCounters64bit),
+    (b"repeating_payload", Flag::RepeatingPayload),
 ];
 
-/// A flag member, its index in [`FLAG_KEYS`].
+/// A flag member: its index in [`ParamsIn::flags`].
 #[derive(Clone, Copy)]
 enum Flag {
     Udp,
@@ -131,28 +131,28 @@ enum Flag {
     RepeatingPayload,
 }
 
-/// The number members of a parameter document, in [`Number`]'s order.
-const NUMBER_KEYS: [&[u8]; 17] = [
-    b"omit",
-    b"server_affinity",
-    b"time",
-    b"num",
-    b"blockcount",
-    b"MSS",
-    b"parallel",
-    b"window",
-    b"len",
-    b"bandwidth",
-    b"fqrate",
-    b"pacing_timer",
-    b"burst",
-    b"TOS",
-    b"flowlabel",
-    b"zerocopy",
-    b"dont_fragment",
+/// The number members of a parameter document.
+const NUMBER_KEYS: [(&[u8], Number); 17] = [
+    (b"omit", Number::Omit),
+    (b"server_affinity", Number::ServerAffinity),
+    (b"time", Number::Time),
+    (b"num", Number::Num),
+    (b"blockcount", Number::Blockcount),
+    (b"MSS", Number::Mss),
+    (b"parallel", Number::Parallel),
+    (b"window", Number::Window),
+    (b"len", Number::Len),
+    (b"bandwidth", Number::Bandwidth),
+    (b"fqrate", Number::Fqrate),
+    (b"pacing_timer", Number::PacingTimer),
+    (b"burst", Number::Burst),
+    (b"TOS", Number::Tos),
+    (b"flowlabel", Number::Flowlabel),
+    (b"zerocopy", Number::Zerocopy),
+    (b"dont_fragment", Number::DontFragment),
 ];
 
-/// A number member, its index in [`NUMBER_KEYS`].
+/// A number member: its index in [`ParamsIn::numbers`].
 #[derive(Clone, Copy)]
 enum Number {
     Omit,
@@ -187,10 +187,10 @@ impl ParamsIn {
     fn read(json: &[u8]) -> Result<ParamsIn, JsonError> {
         let mut p = ParamsIn::default();
         parse_object(json, |key, r| {
-            if let Some(i) = FLAG_KEYS.iter().position(|k| *k == key) {
-                p.flags[i] = r.skip()?;
-            } else if let Some(i) = NUMBER_KEYS.iter().position(|k| *k == key) {
-                p.numbers[i] = r.opt_number()?;
+            if let Some(&(_, f)) = FLAG_KEYS.iter().find(|(k, _)| *k == key) {
+                p.flags[f as usize] = r.skip()?;
+            } else if let Some(&(_, n)) = NUMBER_KEYS.iter().find(|(k, _)| *k == key) {
+                p.numbers[n as usize] = r.opt_number()?;
             } else {
                 r.skip()?;
             }
@@ -399,6 +399,44 @@ mod tests {
         assert!(p.nodelay && p.get_server_output && p.repeating_payload);
         assert!(p.zerocopy && p.dont_fragment && !p.sctp);
         assert!(Params::from_json(br#"{"sctp":true}"#).unwrap().sctp);
+    }
+
+    /// Each flag member sets its own field and no other.
+    #[test]
+    fn each_flag_sets_its_own_field() {
+        let fields = |p: Params| {
+            [
+                p.protocol == Protocol::Udp,
+                p.sctp,
+                p.nodelay,
+                p.reverse,
+                p.bidirectional,
+                p.get_server_output,
+                p.udp_counters_64bit,
+                p.repeating_payload,
+            ]
+        };
+        let keys = [
+            "udp",
+            "sctp",
+            "nodelay",
+            "reverse",
+            "bidirectional",
+            "get_server_output",
+            "udp_counters_64bit",
+            "repeating_payload",
+        ];
+        for (i, key) in keys.iter().enumerate() {
+            let doc = std::format!(r#"{{"{key}":1}}"#);
+            let set = fields(Params::from_json(doc.as_bytes()).unwrap());
+            let want: [bool; 8] = core::array::from_fn(|j| j == i);
+            assert_eq!(set, want, "{key}");
+            let doc = std::format!(r#"{{"{key}":null}}"#);
+            assert_eq!(
+                fields(Params::from_json(doc.as_bytes()).unwrap()),
+                [false; 8]
+            );
+        }
     }
 
     #[test]
