@@ -120,7 +120,7 @@ impl Sim<'_> {
             self.start_pass(cost.main_fixed_ns, 0, Pass::App);
             return;
         }
-        if self.cfg.cost.phy == PhyKind::BitBanged
+        if cost.phy == PhyKind::BitBanged
             && (self.transmitting[dev] || !self.tx_queue[dev].is_empty())
         {
             return; // Blocked in the transmit call.
