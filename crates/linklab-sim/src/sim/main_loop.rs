@@ -68,6 +68,14 @@ impl Sim<'_> {
         self.tx_unpaid.extend(self.mac.phy_mut().0.drain(..));
     }
 
+    /// Hands the first frame waiting for its transmit cost, now paid, to the PHY.
+    fn release_paid(&mut self) {
+        if let Some(w) = self.tx_unpaid.pop_front() {
+            self.tx_queue[Node::Device.idx()].push_back(w);
+            self.request_attempt(Node::Device, self.now);
+        }
+    }
+
     /// The MAC may hold a frame back for the inter-packet gap: let it go when due (part of
     /// the transmit call, no main-loop iteration), or wake up then.
     pub(super) fn service_mac(&mut self) {
@@ -105,16 +113,12 @@ impl Sim<'_> {
         let dev = Node::Device.idx();
         // Frames egress made go first, each after its transmit cost (a profile without one
         // hands them all to the PHY at once).
-        while let Some(w) = self.tx_unpaid.front() {
-            let ns = cost.tx_ns(w.len());
+        while let Some(ns) = self.tx_unpaid.front().map(|w| cost.tx_ns(w.len())) {
             if ns > 0 {
                 self.start_pass(ns, 0, Pass::Tx);
                 return;
             }
-            if let Some(w) = self.tx_unpaid.pop_front() {
-                self.tx_queue[dev].push_back(w);
-                self.request_attempt(Node::Device, self.now);
-            }
+            self.release_paid();
         }
         if std::mem::take(&mut self.app_pass_due) {
             self.start_pass(cost.main_fixed_ns, 0, Pass::App);
@@ -190,10 +194,7 @@ impl Sim<'_> {
         self.main = MainState::Idle;
         let now = instant(self.now);
         if pass == Pass::Tx {
-            if let Some(w) = self.tx_unpaid.pop_front() {
-                self.tx_queue[Node::Device.idx()].push_back(w);
-                self.request_attempt(Node::Device, self.now);
-            }
+            self.release_paid();
             self.kick_main();
             return;
         }
