@@ -23,7 +23,9 @@ use crate::frame::{max_len_for, FCS_LEN, HEADER_LEN, MIN_FRAME_LEN};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RxFormat {
-    /// Raw samples: part of the preamble, SFD at any bit offset, either polarity, FCS.
+    /// Raw samples: part of the preamble, SFD at any bit offset, either polarity, FCS
+    /// (feature `soft-framing`).
+    #[cfg(feature = "soft-framing")]
     Raw,
     /// Byte-aligned frames that start at the destination address: what an Ethernet
     /// controller, a PHY that decodes the line itself (linklab-phy10's decoder writes the
@@ -111,6 +113,7 @@ pub enum RxError {
     Crc,
 }
 
+#[cfg(feature = "soft-framing")]
 /// Bytes at the start of a raw capture searched for the SFD.
 ///
 /// A capture that starts inside the preamble has the SFD within its first 8 bytes; the
@@ -118,6 +121,7 @@ pub enum RxError {
 /// garbage from being taken for an SFD after a long scan.
 pub const SFD_SEARCH_LEN: usize = 32;
 
+#[cfg(feature = "soft-framing")]
 /// Where an SFD was found in a raw capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -128,6 +132,7 @@ pub struct SfdPosition {
     pub inverted: bool,
 }
 
+#[cfg(feature = "soft-framing")]
 /// Finds the first SFD (either polarity) in the first [`SFD_SEARCH_LEN`] bytes of `raw`.
 pub fn find_sfd(raw: &[u8]) -> Option<SfdPosition> {
     let limit = raw.len().min(SFD_SEARCH_LEN);
@@ -157,6 +162,7 @@ pub fn find_sfd(raw: &[u8]) -> Option<SfdPosition> {
     None
 }
 
+#[cfg(feature = "soft-framing")]
 /// Shifts the bit stream starting at bit `start` down to byte 0 of `buf`, inverting it if
 /// asked; returns the number of whole bytes now at the front.
 pub fn realign(buf: &mut [u8], start_bit: usize, invert: bool) -> usize {
@@ -232,6 +238,7 @@ fn check_with_fcs(frame: &[u8]) -> Result<usize, RxError> {
 /// captures are realigned to start at byte 0; aligned frames are not moved.
 pub fn deframe(buf: &mut [u8], format: RxFormat) -> Result<Range<usize>, RxError> {
     match format {
+        #[cfg(feature = "soft-framing")]
         RxFormat::Raw => {
             let sfd = find_sfd(buf).ok_or(RxError::NoSfd)?;
             let (start, n) = if sfd.frame_bit % 8 == 0 && !sfd.inverted {
@@ -269,7 +276,8 @@ fn check_plain(frame: &[u8]) -> Result<Range<usize>, RxError> {
     Ok(0..n)
 }
 
-#[cfg(test)]
+// Frames to deframe are built in the wire and FCS formats.
+#[cfg(all(test, feature = "soft-framing"))]
 mod tests {
     use super::*;
     use crate::tx::{build, TxFormat};

@@ -95,7 +95,9 @@ pub struct MacConfig {
 }
 
 impl MacConfig {
-    /// A sampling PHY: raw RX captures, wire-format TX, timing at `line_rate_bps`.
+    /// A sampling PHY: raw RX captures, wire-format TX, timing at `line_rate_bps` (feature
+    /// `soft-framing`).
+    #[cfg(feature = "soft-framing")]
     pub const fn raw_phy(address: MacAddr, line_rate_bps: u64) -> Self {
         MacConfig {
             address,
@@ -109,7 +111,8 @@ impl MacConfig {
     /// A soft PHY that decodes the line itself (linklab-phy10): its interrupt writes the bytes
     /// after the SFD, FCS included, straight into the grant, and the MAC checks the FCS on
     /// the consumer side; wire-format TX (the PHY encodes what it gets), timing at
-    /// `line_rate_bps`.
+    /// `line_rate_bps` (feature `soft-framing`).
+    #[cfg(feature = "soft-framing")]
     pub const fn decoding_phy(address: MacAddr, line_rate_bps: u64) -> Self {
         MacConfig {
             address,

@@ -4,18 +4,24 @@
 //! the frame length (the shape of smoltcp's `TxToken::consume`), then pads and appends the
 //! FCS behind it. No second copy is made.
 
-use crate::fcs;
-use crate::frame::{
-    FCS_LEN, MAX_VLAN_FRAME_LEN, MIN_FRAME_LEN, PREAMBLE_BYTE, PREAMBLE_LEN, PREAMBLE_SFD_LEN, SFD,
+use crate::frame::MAX_VLAN_FRAME_LEN;
+#[cfg(feature = "soft-framing")]
+use crate::{
+    fcs,
+    frame::{FCS_LEN, MIN_FRAME_LEN, PREAMBLE_BYTE, PREAMBLE_LEN, PREAMBLE_SFD_LEN, SFD},
 };
 
 /// What the PHY expects to be handed on transmit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TxFormat {
-    /// Preamble, SFD, frame zero-padded to 60 bytes, FCS: what a PHY puts on the wire.
+    /// Preamble, SFD, frame zero-padded to 60 bytes, FCS: what a PHY puts on the wire
+    /// (feature `soft-framing`).
+    #[cfg(feature = "soft-framing")]
     Wire,
-    /// Frame padded to 60 bytes and FCS, no preamble (a PHY that adds the preamble itself).
+    /// Frame padded to 60 bytes and FCS, no preamble (a PHY that adds the preamble itself;
+    /// feature `soft-framing`).
+    #[cfg(feature = "soft-framing")]
     Fcs,
     /// The frame as given, no preamble, no padding, no FCS (a Linux TAP).
     Plain,
@@ -25,8 +31,11 @@ impl TxFormat {
     /// Bytes in front of the frame in this format.
     pub fn head_len(self) -> usize {
         match self {
+            #[cfg(feature = "soft-framing")]
             TxFormat::Wire => PREAMBLE_SFD_LEN,
-            TxFormat::Fcs | TxFormat::Plain => 0,
+            #[cfg(feature = "soft-framing")]
+            TxFormat::Fcs => 0,
+            TxFormat::Plain => 0,
         }
     }
 
@@ -34,6 +43,7 @@ impl TxFormat {
     pub fn wire_len(self, frame_len: usize) -> usize {
         match self {
             TxFormat::Plain => frame_len,
+            #[cfg(feature = "soft-framing")]
             TxFormat::Wire | TxFormat::Fcs => {
                 self.head_len() + frame_len.max(MIN_FRAME_LEN) + FCS_LEN
             }
@@ -86,11 +96,13 @@ pub fn build<R>(
     let total = format.wire_len(frame_len);
     let out = out.get_mut(..total).ok_or(TxError::BufferTooSmall)?;
     let head = format.head_len();
+    #[cfg(feature = "soft-framing")]
     if format == TxFormat::Wire {
         out[..PREAMBLE_LEN].fill(PREAMBLE_BYTE);
         out[PREAMBLE_LEN] = SFD;
     }
     let r = fill(&mut out[head..head + frame_len]);
+    #[cfg(feature = "soft-framing")]
     if format != TxFormat::Plain {
         let padded = frame_len.max(MIN_FRAME_LEN);
         out[head + frame_len..head + padded].fill(0);
@@ -104,6 +116,7 @@ pub fn build<R>(
 mod tests {
     use super::*;
 
+    #[cfg(feature = "soft-framing")]
     #[test]
     fn wire_format_layout() {
         let mut buf = [0xEEu8; 100];
@@ -127,6 +140,7 @@ mod tests {
         assert_eq!((n, v), (42, 42));
     }
 
+    #[cfg(feature = "soft-framing")]
     #[test]
     fn errors() {
         let mut small = [0u8; 50];

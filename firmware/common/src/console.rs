@@ -16,15 +16,15 @@ impl<const N: usize> Line<N> {
         }
     }
 
-    /// Appends `text` (never inlined: a line is many calls, each one a call).
+    /// Appends `text`, cut to whole characters where the line is full (never inlined: a line
+    /// is many calls, each one a call).
     #[inline(never)]
     pub fn text(&mut self, text: &str) -> &mut Self {
-        for &b in text.as_bytes() {
-            if self.len < N {
-                self.buf[self.len] = b;
-                self.len += 1;
-            }
+        let mut take = text.len().min(N - self.len);
+        while !text.is_char_boundary(take) {
+            take -= 1;
         }
+        self.push(&text.as_bytes()[..take]);
         self
     }
 
@@ -41,17 +41,24 @@ impl<const N: usize> Line<N> {
                 break;
             }
         }
-        // Only ASCII digits were written.
-        self.text(core::str::from_utf8(&digits[i..]).unwrap_or("?"))
+        // ASCII digits: each one a whole character.
+        let take = (digits.len() - i).min(N - self.len);
+        self.push(&digits[i..i + take]);
+        self
+    }
+
+    /// Appends bytes that end on a character boundary and fit.
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
     }
 
     /// The line so far.
     pub fn as_str(&self) -> &str {
-        // Only whole UTF-8 text was appended, but a cut may split a character.
-        match core::str::from_utf8(&self.buf[..self.len]) {
-            Ok(s) => s,
-            Err(e) => core::str::from_utf8(&self.buf[..e.valid_up_to()]).unwrap_or(""),
-        }
+        // SAFETY: `text` and `num` append whole characters only (UTF-8 text cut on a
+        // character boundary, ASCII digits), so the bytes so far are UTF-8. Not checked
+        // again: the check is 0.5 KB of flash in a minimal image.
+        unsafe { core::str::from_utf8_unchecked(&self.buf[..self.len]) }
     }
 }
 
@@ -73,5 +80,14 @@ mod tests {
         let mut short = Line::<4>::new();
         short.text("abc").num(12345);
         assert_eq!(short.as_str(), "abc1");
+        // A character that does not fit whole is left out.
+        let mut cut = Line::<4>::new();
+        cut.text("ab").text("!é");
+        assert_eq!(cut.as_str(), "ab!");
+        cut.text("é").text("c");
+        assert_eq!(cut.as_str(), "ab!c");
+        let mut digits = Line::<3>::new();
+        digits.text("x").num(12345);
+        assert_eq!(digits.as_str(), "x12");
     }
 }

@@ -71,8 +71,8 @@ pub const FULL: Sizing = Sizing {
 /// FreeRTOS+TCP peer's feature set. Eight frames and a window of five segments (7 300
 /// bytes, [`TCP_WINDOW`]): with six frames the device sent an ACK per three segments and
 /// received at 4.5–4.8 instructions per byte; eight frames halve the ACKs, 3.9–4.0
-/// (`linklab emu --board mps2-an385 --image minimal --cost`), for 6 KB more RAM. One stream, 1 KiB of
-/// control JSON each way (one stream's results are ~350 bytes).
+/// (`linklab emu --board mps2-an385 --image minimal --cost`), for 6 KB more RAM. One stream,
+/// 1 KiB of control JSON each way (one stream's results are ~350 bytes).
 pub const MINIMAL: Sizing = Sizing {
     queue_frames: 8,
     iperf_streams: 1,
@@ -167,7 +167,7 @@ pub const SOCKETS: usize = IPERF_TCP_SOCKETS
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linklab_mac::window::{queue_frames, smoltcp_max_burst_size, SMOLTCP_BURST_SEGMENT};
+    use linklab_mac::window::{queue_frames, smoltcp_window_cap};
 
     #[test]
     fn the_queue_holds_its_frames_and_is_the_smallest_that_does() {
@@ -180,7 +180,7 @@ mod tests {
         // Whole segments under the cap of every RX format the boards give the MAC.
         assert_eq!(TCP_WINDOW % ETHERNET_MSS, 0);
         for format in [f, RxFormat::Aligned { fcs: false }, RxFormat::Tagged] {
-            let cap = smoltcp_max_burst_size(QUEUE_BYTES, format) * SMOLTCP_BURST_SEGMENT;
+            let cap = smoltcp_window_cap(QUEUE_BYTES, format);
             assert!(
                 TCP_WINDOW <= cap && TCP_WINDOW + ETHERNET_MSS > cap,
                 "{format:?}"

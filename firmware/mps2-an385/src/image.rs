@@ -84,7 +84,7 @@ fn main() -> ! {
 fn panic(info: &core::panic::PanicInfo) -> ! {
     cortex_m::interrupt::disable();
     uart::write("linklab firmware: panic");
-    if let Some(loc) = info.location() {
+    if let Some(loc) = linklab_firmware::panic_location(info) {
         uart::write(" at ");
         uart::write(loc.file());
     }

@@ -119,11 +119,12 @@ pub fn unexpected_trap(code: usize) -> ! {
     halt()
 }
 
-/// Says on the console where the panic was, and halts (an image's `#[panic_handler]`).
+/// Says on the console that there was a panic, and where (not in the minimal image:
+/// [`linklab_firmware::panic_location`]), and halts (an image's `#[panic_handler]`).
 pub fn report_panic(info: &core::panic::PanicInfo) -> ! {
     cpu::disable_interrupts();
     uart::write("linklab firmware: panic");
-    if let Some(loc) = info.location() {
+    if let Some(loc) = linklab_firmware::panic_location(info) {
         uart::write(" at ");
         uart::write(loc.file());
         uart::write(":");

@@ -72,10 +72,11 @@ pub fn halt() -> ! {
     }
 }
 
-/// Writes a panic to the console and halts.
+/// Writes a panic to the console (where, but not in the minimal image:
+/// [`linklab_firmware::panic_location`]) and halts.
 pub fn report_panic(info: &core::panic::PanicInfo) -> ! {
     uart::write("linklab firmware: panic");
-    if let Some(loc) = info.location() {
+    if let Some(loc) = linklab_firmware::panic_location(info) {
         uart::write(" at ");
         uart::write(loc.file());
         uart::write(":");

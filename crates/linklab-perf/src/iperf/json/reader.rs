@@ -30,6 +30,8 @@ impl<'a> Reader<'a> {
         Reader { text, at: 0 }
     }
 
+    /// The next byte after white space. Not inlined: one copy serves every token.
+    #[inline(never)]
     fn peek(&mut self) -> Option<u8> {
         while let Some(&b) = self.text.get(self.at) {
             if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {

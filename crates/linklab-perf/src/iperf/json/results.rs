@@ -195,6 +195,8 @@ struct Out<'b> {
 }
 
 impl Out<'_> {
+    /// Not inlined: one copy serves the ~30 places that write text.
+    #[inline(never)]
     fn raw(&mut self, text: &[u8]) -> Result<&mut Self, JsonError> {
         let end = self.len + text.len();
         let dst = self

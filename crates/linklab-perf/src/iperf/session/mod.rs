@@ -432,6 +432,8 @@ impl<'a, const S: usize> Session<'a, S> {
     }
 
     /// Ends the test with `why` (the first failure wins; a finished test stays as it is).
+    /// Not inlined: one copy serves its dozen callers.
+    #[inline(never)]
     fn fail(&mut self, why: Failure) {
         if !self.is_finished() {
             self.stop_clock();
