@@ -1,5 +1,7 @@
 //! MAC behaviour: address filter, inter-packet gap, PAUSE (both directions), TAP mode,
 //! the TCP window formula.
+// Its frames are built in the soft PHY's formats (`TxFormat::Wire`, `MacConfig::raw_phy`).
+#![cfg(feature = "soft-framing")]
 
 mod common;
 

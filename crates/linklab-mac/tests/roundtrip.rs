@@ -1,4 +1,6 @@
 //! TX → impairment → RX queue → deframe round trips (proptest).
+// Its frames are built in the soft PHY's formats (`TxFormat::Wire`, `MacConfig::raw_phy`).
+#![cfg(feature = "soft-framing")]
 
 mod common;
 

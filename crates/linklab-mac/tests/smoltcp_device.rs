@@ -1,7 +1,8 @@
 //! smoltcp over two MACs joined by an impaired raw "wire": TCP data arrives intact, the
 //! receiver's queue is never overrun when its TCP window comes from `tcp_rx_window`, and
 //! the counters balance.
-#![cfg(feature = "smoltcp")]
+// Its MACs are joined by a raw wire (`MacConfig::raw_phy`).
+#![cfg(all(feature = "smoltcp", feature = "soft-framing"))]
 
 mod common;
 

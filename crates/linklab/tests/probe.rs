@@ -572,7 +572,12 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         num("old_low") - num("new_high"),
         num("new_high") - num("new_low"),
     );
-    let apart = gap > 0.1 * num("old") && gap > num("old_high") - num("old_low") && gap > width;
+    let tolerance = half.json()["baseline"]["tolerance_pct"]
+        .as_f64()
+        .expect("tolerance_pct");
+    let apart = gap > tolerance / 100.0 * num("old")
+        && gap > num("old_high") - num("old_low")
+        && gap > width;
     assert_eq!(worse("tcp.to_device"), apart, "{to}");
     assert_eq!(line.contains("tcp.to_device "), apart, "{line}");
     // Worse beyond the ranges: every sample of the halved run below every one of the first.
