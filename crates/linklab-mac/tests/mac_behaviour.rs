@@ -1,22 +1,28 @@
 //! MAC behaviour: address filter, inter-packet gap, PAUSE (both directions), TAP mode,
 //! the TCP window formula.
-// Its frames are built in the soft PHY's formats (`TxFormat::Wire`, `MacConfig::raw_phy`).
-#![cfg(feature = "soft-framing")]
+//!
+//! The tests over a TAP or a controller run in every build; those whose frames are in the
+//! soft PHY's formats (`TxFormat::Wire`, `MacConfig::raw_phy`) need `soft-framing`.
 
 mod common;
 
 use common::*;
 use linklab_mac::deframe::RxFormat;
-use linklab_mac::pause::{self, MacControl, PAUSE_DESTINATION};
-use linklab_mac::queue::{FRAME_HEADER_LEN, GRANT_FOOTPRINT};
-use linklab_mac::tx::{build, TxFormat};
-use linklab_mac::window::{
-    capacity_for_frames, queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES,
-};
+use linklab_mac::pause::{self, MacControl};
 use linklab_mac::{
-    Inline, Mac, MacAddr, MacConfig, NoClock, PauseWatermarks, RxQueue, TxError, MIN_QUEUE_CAPACITY,
+    Inline, Mac, MacAddr, MacConfig, NoClock, PauseWatermarks, RxQueue, MIN_QUEUE_CAPACITY,
+};
+// What only the soft PHY's tests use.
+#[cfg(feature = "soft-framing")]
+use linklab_mac::{
+    pause::PAUSE_DESTINATION,
+    queue::{FRAME_HEADER_LEN, GRANT_FOOTPRINT},
+    tx::{build, TxFormat},
+    window::{capacity_for_frames, queue_frames, stored_len, tcp_rx_window, RESERVED_FRAMES},
+    TxError,
 };
 
+#[cfg(feature = "soft-framing")]
 fn wire_frame(dst: MacAddr, payload: &[u8]) -> Vec<u8> {
     let mut buf = vec![0u8; 1600];
     let (n, ()) = build(&mut buf, TxFormat::Wire, 14 + payload.len(), |f| {
@@ -28,6 +34,7 @@ fn wire_frame(dst: MacAddr, payload: &[u8]) -> Vec<u8> {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn address_filter_in_the_mac() {
     let q: RxQueue<Inline<16384>> = RxQueue::new();
     let p = q.producer();
@@ -62,6 +69,7 @@ fn address_filter_in_the_mac() {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn inter_packet_gap_is_96_bit_times_after_the_end() {
     let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();
@@ -103,6 +111,7 @@ fn inter_packet_gap_is_96_bit_times_after_the_end() {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn received_pause_holds_transmitter_for_the_quanta() {
     let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();
@@ -158,6 +167,7 @@ fn received_pause_holds_transmitter_for_the_quanta() {
 /// A PAUSE from the wire near the end of the clock's range saturates instead of
 /// overflowing (the quanta are wire input, the clock is the user's).
 #[test]
+#[cfg(feature = "soft-framing")]
 fn received_pause_at_the_end_of_time_does_not_overflow() {
     let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let clock = ManualClock::default();
@@ -182,6 +192,7 @@ fn received_pause_at_the_end_of_time_does_not_overflow() {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn rx_watermarks_send_pause_and_resume() {
     let q: RxQueue<Inline<16384>> = RxQueue::new();
     let p = q.producer();
@@ -289,6 +300,11 @@ fn tap_mode_plain_frames_both_ways() {
     drop(f);
     mac.transmit(42, |f| f.copy_from_slice(&arp)).unwrap();
     assert_eq!(rec.take(), vec![arp.clone()]);
+    // The longest untagged frame, as given.
+    let mut full = vec![0u8; 1514];
+    fill_frame(&mut full, ME, PEER, &[7; 1500]);
+    assert!(q.producer().push(&full));
+    assert_eq!(mac.receive().as_deref(), Some(&full[..]));
     // Too short for a header, too long: counted.
     assert!(q.producer().push(&arp[..13]));
     assert!(q.producer().push(&vec![0u8; 1515]));
@@ -470,6 +486,7 @@ fn frames_are_built_in_a_lent_buffer_with_partial_checksums() {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn vlan_tagged_frames_may_be_1522_bytes() {
     let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let mut mac = Mac::new(
@@ -527,6 +544,7 @@ fn vlan_tagged_frames_may_be_1522_bytes() {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn tcp_window_formula() {
     // Stored length of a full segment in raw mode: 8 + 1514 + 4 + 1.
     assert_eq!(stored_len(RxFormat::Raw, 1514), 1527);
@@ -555,6 +573,7 @@ fn tcp_window_formula() {
 /// The window is safe: a peer that sends a whole window of full segments plus the two
 /// reserved frames back to back never overruns the queue, from any drained position.
 #[test]
+#[cfg(feature = "soft-framing")]
 fn a_full_window_burst_never_overruns() {
     const N: usize = 16384;
     let window = tcp_rx_window(N, RxFormat::Raw, 1460);
@@ -608,6 +627,7 @@ fn a_full_window_burst_never_overruns() {
 }
 
 #[test]
+#[cfg(feature = "soft-framing")]
 fn mac_control_other_than_pause_is_filtered_and_too_long_tx_dropped() {
     let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
     let rec = Recorder::default();

@@ -1,7 +1,8 @@
 //! The RX queue over bbqueue: capacity rule, liveness after drain, exact frame counts, and
 //! the conservation law under any sequence of grants, commits, cancels and reads; for queues
 //! sized at compile time (inline storage) and at run time (heap storage).
-// Its frames are built in the soft PHY's formats (`TxFormat::Wire`, `MacConfig::raw_phy`).
+// Its frames and sizes are in the soft PHY's formats (`TxFormat::Wire`, `RxFormat::Raw`); the
+// queue itself has no code that depends on `soft-framing`.
 #![cfg(feature = "soft-framing")]
 
 mod common;
