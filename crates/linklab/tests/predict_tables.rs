@@ -1,0 +1,157 @@
+//! The two prediction tables in linklab-sim's README ("Results" and "Why, from the same
+//! files") are the files `linklab emu --predict` wrote into `firmware/results/predict/`:
+//! this test renders them from those files and fails when the README does not hold them
+//! verbatim, printing the tables to paste. A rerun of the matrix therefore cannot leave
+//! the README's figures behind.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// The matrix's files, in the README's order: image, then rate.
+const FILES: [&str; 4] = [
+    "riscv32-virt",
+    "riscv32-virt-embassy",
+    "riscv32-virt-phy10-line",
+    "mps2-an385",
+];
+/// `-icount shift=N` for 125, 62.5 and 31.25 MIPS.
+const SHIFTS: [u32; 3] = [3, 4, 5];
+/// The transfers of each run, in the order of each file's `summary`.
+const TRANSFERS: [&str; 3] = ["receive", "send", "curl"];
+/// An error past this is printed in bold: the issue's goal.
+const GOAL_PCT: f64 = 15.0;
+
+fn num(v: &Value, key: &str) -> f64 {
+    v.get(key)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("missing number {key} in {v}"))
+}
+
+/// A whole number with a space between thousands (the READMEs' style).
+fn thousands(x: f64) -> String {
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    if x < -0.5 {
+        out.insert(0, '−');
+    }
+    out
+}
+
+/// A signed percentage with a real minus sign, bold past the goal.
+fn pct(x: f64) -> String {
+    let s = format!("{x:+.1} %").replace('-', "−");
+    if x.abs() > GOAL_PCT {
+        format!("**{s}**")
+    } else {
+        s
+    }
+}
+
+fn share(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
+fn range(values: &[f64], fmt: impl Fn(f64) -> String) -> String {
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("[{}–{}]", fmt(min), fmt(max))
+}
+
+/// The README's two tables' rows and the count of means within the goal.
+fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
+    let (mut rates, mut costs, mut within) = (Vec::new(), Vec::new(), 0);
+    for file in FILES {
+        for shift in SHIFTS {
+            let path = dir.join(format!("{file}-shift{shift}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let j: Value = serde_json::from_str(&text).expect("a predict file is JSON");
+            let mips = num(&j, "mips");
+            let head = format!("| `{}` | {mips} |", j["profile"].as_str().expect("profile"));
+            let (mut rate_cells, mut cost_cells) = (Vec::new(), Vec::new());
+            for (k, transfer) in TRANSFERS.iter().enumerate() {
+                let sum = &j["summary"][k];
+                let emulated = &sum["emulated_kB_per_s"];
+                let error = num(sum, "error_of_mean_pct");
+                if error.abs() <= GOAL_PCT {
+                    within += 1;
+                }
+                rate_cells.push(format!(
+                    "{} [{}–{}] → {}",
+                    thousands(num(emulated, "mean")),
+                    thousands(num(emulated, "min")),
+                    thousands(num(emulated, "max")),
+                    thousands(num(&sum["predicted_kB_per_s"], "mean"))
+                ));
+                rate_cells.push(pct(error));
+                let runs: Vec<&Value> = j["runs"]
+                    .as_array()
+                    .expect("runs")
+                    .iter()
+                    .map(|r| &r[*transfer])
+                    .collect();
+                let per_byte: Vec<f64> = runs
+                    .iter()
+                    .map(|r| num(r, "instructions_per_byte"))
+                    .collect();
+                let busy: Vec<f64> = runs.iter().map(|r| num(r, "device_busy_share")).collect();
+                cost_cells.push(format!(
+                    "{:.2} {} → {:.2}",
+                    num(&sum["instructions_per_byte"], "mean"),
+                    range(&per_byte, |x| format!("{x:.2}")),
+                    num(sum, "predicted_instructions_per_byte")
+                ));
+                cost_cells.push(pct(num(sum, "instructions_per_byte_error_pct")));
+                cost_cells.push(format!(
+                    "{} {} → {}",
+                    share(busy.iter().sum::<f64>() / busy.len() as f64),
+                    range(&busy, |x| format!("{:.0}", x * 100.0)),
+                    share(num(sum, "predicted_busy_share"))
+                ));
+            }
+            rates.push(format!("{head} {} |", rate_cells.join(" | ")));
+            costs.push(format!("{head} {} |", cost_cells.join(" | ")));
+        }
+    }
+    (rates, costs, within)
+}
+
+#[test]
+fn readme_tables_are_the_stored_predictions() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let (rates, costs, within) = render(&root.join("firmware/results/predict"));
+    let readme_path = root.join("crates/linklab-sim/README.md");
+    let readme = std::fs::read_to_string(&readme_path).expect("linklab-sim's README");
+    let missing: Vec<&String> = rates
+        .iter()
+        .chain(&costs)
+        .filter(|row| !readme.lines().any(|l| l == row.as_str()))
+        .collect();
+    let count = format!("{within} of the 36 means are within it");
+    assert!(
+        missing.is_empty() && readme.contains(&count),
+        "{} does not hold the stored predictions ({} rows differ; the count should read \
+         \"{count}\"). The tables from firmware/results/predict:\n\n{}\n\n{}\n",
+        readme_path.display(),
+        missing.len(),
+        rates.join("\n"),
+        costs.join("\n")
+    );
+}
+
+#[test]
+fn numbers_print_as_the_readmes_do() {
+    assert_eq!(thousands(1234567.4), "1 234 567");
+    assert_eq!(thousands(999.6), "1 000");
+    assert_eq!(thousands(12.0), "12");
+    assert_eq!(pct(-21.04), "**−21.0 %**");
+    assert_eq!(pct(15.0), "+15.0 %");
+    assert_eq!(pct(3.25), "+3.2 %");
+}
