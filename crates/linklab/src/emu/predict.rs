@@ -461,10 +461,11 @@ pub fn predict(
                 .map(|t| {
                     let v = &tests[t.key()];
                     format!(
-                        "{} {} -> {} kB/s",
+                        "{} {} -> {} kB/s{}",
                         t.key(),
                         v["emulated_kB_per_s"],
-                        v["predicted_kB_per_s"]
+                        v["predicted_kB_per_s"],
+                        clock_note(v["device_seconds_per_real_second"].as_f64().unwrap_or(1.0))
                     )
                 })
                 .collect::<Vec<_>>()
@@ -533,6 +534,20 @@ pub fn predict(
     }))
 }
 
+/// How far the device's clock may run from real time before a run says so.
+const CLOCK_SLACK: f64 = 0.1;
+
+/// A note for a transfer whose device clock ran off real time: the simulator's host and
+/// device share one clock, and here QEMU's guest and the host did not, so the host's waits
+/// (and a soft PHY's line, paced in real time) took a different share of the device's time.
+fn clock_note(device_s_per_real_s: f64) -> String {
+    if (device_s_per_real_s - 1.0).abs() > CLOCK_SLACK {
+        format!(" (device clock {device_s_per_real_s:.2}x real time)")
+    } else {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,6 +585,14 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_clock_off_real_time_is_noted() {
+        assert_eq!(clock_note(1.05), "");
+        assert_eq!(clock_note(0.95), "");
+        assert_eq!(clock_note(1.41), " (device clock 1.41x real time)");
+        assert_eq!(clock_note(0.48), " (device clock 0.48x real time)");
     }
 
     #[test]
