@@ -1,8 +1,9 @@
 //! The two prediction tables in linklab-sim's README ("Results" and "Why, from the same
 //! files") are the files `linklab emu --predict` wrote into `firmware/results/predict/`:
 //! this test renders them from those files and fails when the README does not hold them
-//! verbatim, printing the tables to paste. A rerun of the matrix therefore cannot leave
-//! the README's figures behind.
+//! verbatim, printing the tables to paste, and when the README's count of means within
+//! ±15 % is not the files'. The prose around the tables is not checked: after a rerun it
+//! is updated by hand.
 
 use std::path::Path;
 
@@ -79,7 +80,10 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
             for (k, transfer) in TRANSFERS.iter().enumerate() {
                 let sum = &j["summary"][k];
                 let emulated = &sum["emulated_kB_per_s"];
-                let error = num(sum, "error_of_mean_pct");
+                // From the means, not the file's `error_of_mean_pct` (rounded to 0.1): a
+                // mean at +15.006 % misses the goal and is printed bold as one.
+                let predicted = num(&sum["predicted_kB_per_s"], "mean");
+                let error = (predicted / num(emulated, "mean") - 1.0) * 100.0;
                 if error.abs() <= GOAL_PCT {
                     within += 1;
                 }
@@ -88,7 +92,7 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
                     thousands(num(emulated, "mean")),
                     thousands(num(emulated, "min")),
                     thousands(num(emulated, "max")),
-                    thousands(num(&sum["predicted_kB_per_s"], "mean"))
+                    thousands(predicted)
                 ));
                 rate_cells.push(pct(error));
                 let runs: Vec<&Value> = j["runs"]
@@ -129,18 +133,26 @@ fn readme_tables_are_the_stored_predictions() {
     let (rates, costs, within) = render(&root.join("firmware/results/predict"));
     let readme_path = root.join("crates/linklab-sim/README.md");
     let readme = std::fs::read_to_string(&readme_path).expect("linklab-sim's README");
-    let missing: Vec<&String> = rates
-        .iter()
-        .chain(&costs)
-        .filter(|row| !readme.lines().any(|l| l == row.as_str()))
-        .collect();
+    let lines: Vec<&str> = readme.lines().collect();
+    let table_holds = |rows: &[String]| {
+        // The header's rule, then the rows in order, then the table's end.
+        lines.windows(rows.len() + 2).any(|w| {
+            w[0].starts_with("|---")
+                && w[1..=rows.len()]
+                    .iter()
+                    .zip(rows)
+                    .all(|(l, r)| *l == r.as_str())
+                && !w[rows.len() + 1].starts_with('|')
+        })
+    };
     let count = format!("{within} of the 36 means are within it");
     assert!(
-        missing.is_empty() && readme.contains(&count),
-        "{} does not hold the stored predictions ({} rows differ; the count should read \
-         \"{count}\"). The tables from firmware/results/predict:\n\n{}\n\n{}\n",
+        table_holds(&rates) && table_holds(&costs) && readme.contains(&count),
+        "{} does not hold the stored predictions as two whole tables (rates: {}, costs: {}; \
+         the count should read \"{count}\"). The tables from firmware/results/predict:\n\n{}\n\n{}\n",
         readme_path.display(),
-        missing.len(),
+        table_holds(&rates),
+        table_holds(&costs),
         rates.join("\n"),
         costs.join("\n")
     );
@@ -153,5 +165,6 @@ fn numbers_print_as_the_readmes_do() {
     assert_eq!(thousands(12.0), "12");
     assert_eq!(pct(-21.04), "**−21.0 %**");
     assert_eq!(pct(15.0), "+15.0 %");
+    assert_eq!(pct(15.006), "**+15.0 %**");
     assert_eq!(pct(3.25), "+3.2 %");
 }

@@ -172,6 +172,10 @@ struct Emulated {
     device_s: f64,
     /// Real seconds the transfer took, as the host saw it.
     real_s: f64,
+    /// Real seconds between the first and the last `/stats`: the span `side`'s uptime
+    /// covers, so the two clocks are compared over the same stretch (for curl, whose
+    /// transfer is a fraction of a second, the last `/stats` fetch is not a rounding error).
+    stats_real_s: f64,
     side: DeviceSide,
 }
 
@@ -252,6 +256,7 @@ fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<Emulated> {
     };
     let real_s = started.elapsed().as_secs_f64();
     snapshots.push(lab.stats()?);
+    let stats_real_s = started.elapsed().as_secs_f64();
     let side = DeviceSide::over(&snapshots, shift, test != Test::Receive)?;
     // curl: the device's time between the two /stats (the transfer and one /stats fetch).
     let device_s = if device_s.is_nan() {
@@ -263,6 +268,7 @@ fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<Emulated> {
         bytes,
         device_s,
         real_s,
+        stats_real_s,
         side,
     })
 }
@@ -436,7 +442,7 @@ pub fn predict(
                     "emulated_kB_per_s": round(emulated_bps / 1000.0, 1),
                     "real_seconds": round(e.real_s, 3),
                     "real_kB_per_s": round(e.bytes / e.real_s / 1000.0, 1),
-                    "device_seconds_per_real_second": round(e.side.uptime_ns / 1e9 / e.real_s, 3),
+                    "device_seconds_per_real_second": round(e.side.uptime_ns / 1e9 / e.stats_real_s, 3),
                     "device_busy_share": round(busy_share, 3),
                     "instructions_per_byte": round(emulated_per_byte, 3),
                     "misaligned_copy_share": round(share, 3),
