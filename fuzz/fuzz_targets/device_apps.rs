@@ -1,7 +1,7 @@
 //! Fuzzes linklab-perf's smoltcp adapters as a device runs them: the iperf3 server, HTTP and
 //! echo (`DeviceApps`, with its socket lifetime rules, SYN reclaiming and eviction) behind a
 //! smoltcp interface, fed fuzzer-built frames; and the frame looks the embassy gate takes
-//! (`rules::syn_port`, `rules::udp_port`). The harness builds valid Ethernet/IPv4 headers and
+//! (`rules::syn_port`, `rules::udp_port`, `rules::tcp_port`). The harness builds valid Ethernet/IPv4 headers and
 //! checksums around fuzzer-chosen TCP flags, sequence numbers, ports and payloads (so the
 //! segments reach the sockets), mixed with raw frames and clock steps. Nothing may panic.
 #![no_main]
@@ -13,7 +13,7 @@ use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
 use linklab_perf::http::NoRoutes;
 use linklab_perf::iperf::device::IperfBuffers;
 use linklab_perf::lifetime::syn_port;
-use linklab_perf::rules::udp_port;
+use linklab_perf::rules::{tcp_port, udp_port};
 use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::udp::PacketMetadata;
@@ -207,8 +207,10 @@ fuzz_target!(|data: &[u8]| {
         }
         apps.poll_interface(&mut iface, &mut wire, &mut sockets, now, |w| {
             let front = w.rx.front()?;
-            // The embassy gate's other look at a frame (it holds UDP echo requests).
+            // The embassy gate's other looks at a frame (it holds UDP echo requests, and
+            // wakes the iperf3 server for a segment to its port).
             let _ = udp_port(front);
+            let _ = tcp_port(front);
             syn_port(front)
         });
         apps.poll(&mut sockets, &mut NoRoutes, now);

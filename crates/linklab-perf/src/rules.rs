@@ -76,6 +76,20 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
     be16(tcp, 2)
 }
 
+/// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment of any kind
+/// (first fragment, whole 20-byte header); None for anything else. Any bytes may be wrong;
+/// nothing panics.
+pub fn tcp_port(frame: &[u8]) -> Option<u16> {
+    const TCP: u8 = 6;
+    let (TCP, tcp) = ipv4_payload(frame)? else {
+        return None;
+    };
+    if tcp.len() < 20 {
+        return None;
+    }
+    be16(tcp, 2)
+}
+
 /// A TCP peer on IPv4: its address and port, as a SYN-ACK to it names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -167,6 +181,25 @@ mod tests {
         let mut padded = [0u8; 64];
         padded[..54].copy_from_slice(&segment(0x02, 7));
         assert_eq!(syn_port(&padded), Some(7));
+    }
+
+    #[test]
+    fn every_whole_tcp_header_names_its_port() {
+        for flags in [0x02, 0x10, 0x11, 0x18, 0x04] {
+            assert_eq!(tcp_port(&segment(flags, 5201)), Some(5201), "{flags:#x}");
+        }
+        let mut udp = segment(0x10, 5201);
+        udp[23] = 17;
+        assert_eq!(tcp_port(&udp), None);
+        let mut frag = segment(0x10, 5201);
+        frag[21] = 1;
+        assert_eq!(tcp_port(&frag), None);
+        let mut short = segment(0x10, 5201);
+        short[16..18].copy_from_slice(&39u16.to_be_bytes()); // 19 bytes of TCP header
+        assert_eq!(tcp_port(&short), None);
+        for len in 0..54 {
+            assert_eq!(tcp_port(&segment(0x10, 5201)[..len]), None, "{len}");
+        }
     }
 
     #[test]

@@ -98,8 +98,9 @@ pub trait TcpOps {
     fn congestion_control(&self) -> &'static str;
     /// True when a reader may leave received bytes in the buffer and still be woken by the
     /// next ones (smoltcp's sockets polled by a main loop). embassy-net wakes a reader only
-    /// for an empty buffer, so there a reader consumes all it read (the iperf3 server then
-    /// does not keep its read position on a word: `iperf::pool`).
+    /// for an empty buffer, so there only the iperf3 server with the driver's gate, which
+    /// wakes it for each segment, may (it keeps its read position on a word:
+    /// `iperf::pool`); without one a reader consumes all it read.
     fn may_leave_bytes(&self) -> bool {
         true
     }

@@ -10,6 +10,11 @@
 //!   again);
 //! - **a SYN-ACK leaving** is noted ([`ServiceGate::sent`]), so a service knows which of its
 //!   half-open connections a peer may already believe complete ([`ServiceGate::answered`]);
+//! - **any TCP segment to a watched port** wakes the service that asked
+//!   ([`ServiceGate::wake_on_segment`]): the iperf3 server, which leaves up to three bytes
+//!   of a stream in its socket to keep the read position on a word (the receive slow mode,
+//!   `crate::iperf::pool`), and which embassy-net would not wake for more while the socket
+//!   still holds some;
 //! - **a datagram to a served UDP port** (UDP echo) is held until the service has answered
 //!   the one before it. The stack's pass that then takes it in also transmits what the
 //!   service queued for the one before, so when the service reads it, a reply still queued
@@ -27,7 +32,7 @@ use portable_atomic::{AtomicU32, AtomicU8, Ordering};
 
 use atomic_waker::AtomicWaker;
 
-use crate::rules::{syn_ack, syn_port, udp_port, Peer};
+use crate::rules::{syn_ack, syn_port, tcp_port, udp_port, Peer};
 
 /// Ports a gate can serve (HTTP, TCP echo, UDP echo, iperf3, one spare).
 pub const WATCHED_PORTS: usize = 5;
@@ -114,6 +119,10 @@ pub struct ServiceGate {
     /// The last SYN-ACKs that left, a ring.
     answers: [Answer; ANSWERS],
     next_answer: AtomicU8,
+    /// The TCP port whose next segment wakes `segment` (0: none).
+    segment_port: AtomicU32,
+    /// The service waiting for a segment to `segment_port`.
+    segment: AtomicWaker,
 }
 
 impl Default for ServiceGate {
@@ -135,6 +144,8 @@ impl ServiceGate {
                 }
             }; ANSWERS],
             next_answer: AtomicU8::new(0),
+            segment_port: AtomicU32::new(0),
+            segment: AtomicWaker::new(),
         }
     }
 
@@ -165,6 +176,11 @@ impl ServiceGate {
     /// it; hold it (it stays first in the queue) until the service of its port has answered,
     /// which wakes `waker` (the stack's task); or drop it, when the service deferred it.
     pub fn admit(&self, frame: &[u8], waker: &Waker) -> Admit {
+        let watched = self.segment_port.load(Ordering::Acquire);
+        if watched != 0 && tcp_port(frame).is_some_and(|p| u32::from(p) == watched) {
+            self.segment_port.store(0, Ordering::Release);
+            self.segment.wake();
+        }
         let Some(entry) = Port::of(frame).and_then(|p| self.entry(p)) else {
             return Admit::Pass;
         };
@@ -227,6 +243,15 @@ impl ServiceGate {
         };
         entry.service.register(cx.waker());
         entry.state.load(Ordering::Acquire) == ASKED
+    }
+
+    /// A service, on a poll: wake its task when the next TCP segment to `port` reaches the
+    /// stack (once; the service asks again on each poll it still needs it). For a socket
+    /// that keeps bytes it has seen: embassy-net wakes a reader only when its socket is
+    /// empty.
+    pub fn wake_on_segment(&self, port: u16, cx: &mut Context<'_>) {
+        self.segment.register(cx.waker());
+        self.segment_port.store(u32::from(port), Ordering::Release);
     }
 
     /// The service of `port` has done its part: the waiting frame goes to the stack.
@@ -378,5 +403,34 @@ mod tests {
             assert!(gate.serve(Port::Tcp(p)));
         }
         assert!(!gate.serve(Port::Tcp(999)));
+    }
+
+    #[test]
+    fn a_watched_port_wakes_its_service_once_per_ask() {
+        let gate = ServiceGate::new();
+        let runner = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        let service = Arc::new(Count(AtomicUsize::new(0)));
+        let service_waker = Waker::from(service.clone());
+        let mut cx = Context::from_waker(&service_waker);
+        let mut segment = frame(6, 5201);
+        segment[47] = 0x10; // ACK: a data segment, not a SYN
+                            // Not asked: nothing wakes.
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        assert_eq!(service.0.load(Ordering::Relaxed), 0);
+        gate.wake_on_segment(5201, &mut cx);
+        // Other ports, UDP to the port, and bytes that are no frame pass without waking.
+        assert_eq!(Admit::Pass, gate.admit(&frame(6, 80), &runner));
+        let mut datagram = frame(17, 5201);
+        datagram[16..18].copy_from_slice(&28u16.to_be_bytes());
+        assert_eq!(Admit::Pass, gate.admit(&datagram, &runner));
+        assert_eq!(Admit::Pass, gate.admit(&[0u8; 60], &runner));
+        assert_eq!(service.0.load(Ordering::Relaxed), 0);
+        // The segment passes (the gate holds nothing for it) and wakes the service once.
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        assert_eq!(service.0.load(Ordering::Relaxed), 1);
+        gate.wake_on_segment(5201, &mut cx);
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        assert_eq!(service.0.load(Ordering::Relaxed), 2);
     }
 }

@@ -45,6 +45,9 @@ struct Sockets<'p, 'a, 'c, const N: usize> {
     #[cfg(feature = "iperf-udp")]
     udp: &'p mut UdpSocket<'a>,
     cx: &'p mut Context<'c>,
+    /// The gate wakes the server for more data ([`ServiceGate::wake_on_segment`]), so its
+    /// streams may keep up to three bytes in their sockets.
+    may_leave_bytes: bool,
 }
 
 impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
@@ -67,6 +70,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         Tcp {
             socket: &mut self.tcp[i],
             cx: self.cx,
+            may_leave_bytes: self.may_leave_bytes,
         }
     }
 
@@ -90,7 +94,10 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
 /// `counters`; with `gate` (the driver's gate), a SYN finding every socket busy frees one
 /// first ([`PoolServer::room_for`]: a spent one, else the idle test, would-be stream or
 /// denied client idle longest beyond the grace, its peer reset, else a half-open one, not
-/// one we answered within the grace; never a running test).
+/// one we answered within the grace; never a running test), and a receiving stream keeps
+/// its read position on a word, the gate waking the server for each segment (without a
+/// gate, a stream that lands off its word after iperf3's cookie stays off it: the receive
+/// slow mode, `crate::iperf::pool`). The gate must see every frame the driver receives.
 pub async fn iperf_server<const N: usize>(
     stack: Stack<'_>,
     buffers: IperfBuffers<'_, N>,
@@ -125,6 +132,7 @@ pub async fn iperf_server<const N: usize>(
                 #[cfg(feature = "iperf-udp")]
                 udp: &mut udp,
                 cx,
+                may_leave_bytes: gate.is_some(),
             };
             pool.poll(&mut sockets, now);
             // A SYN held by the gate: room is made for it (after the poll, so a socket whose
@@ -154,6 +162,10 @@ pub async fn iperf_server<const N: usize>(
             }
             #[cfg(feature = "iperf-udp")]
             sockets.udp().watch();
+            // A stream keeping bytes is not woken by its socket for more: the gate wakes it.
+            if let Some(g) = gate.filter(|_| pool.keeps_bytes()) {
+                g.wake_on_segment(port, sockets.cx);
+            }
             counters.set_iperf(pool.counters(), pool.open_streams());
             // Sleep until the session's next deadline (pacing, intervals, the watchdog) or
             // until a socket wakes the task; a deadline already due runs another pass.

@@ -103,6 +103,7 @@ pub(crate) async fn socket_loop(
             let mut tcp = Tcp {
                 socket: &mut socket,
                 cx,
+                may_leave_bytes: false,
             };
             if let Some(freed) = shared.free.get() {
                 tcp.abort();

@@ -14,8 +14,10 @@
 //! segment's payload is copied from the frame (word-aligned) into the buffer on a word. After
 //! iperf3's 37-byte cookie the first flight lands off its word; the first segment that fills
 //! the window realigns the stream, once per connection (the receive slow mode of the
-//! firmware README). Only where the adapter's sockets allow it (`TcpOps::may_leave_bytes`:
-//! not on embassy-net, whose images start each receive ring 3 mod 4 instead).
+//! firmware README). Only where the adapter's sockets allow it (`TcpOps::may_leave_bytes`):
+//! on embassy-net, only with the driver's gate, which wakes the server for the next segment
+//! while it keeps bytes ([`PoolServer::keeps_bytes`]; embassy-net wakes a reader only when its
+//! socket is empty).
 //!
 //! Sockets have roles when the adapter says so ([`PoolServer::set_data_slots`]): data
 //! sockets (large buffers: the window) listen only while a test's streams are being
@@ -262,6 +264,13 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// test kept for its report holds nothing).
     fn held(&self) -> bool {
         self.session.is_busy() && !self.done
+    }
+
+    /// True when a data socket keeps bytes it has counted, to keep its read position on a
+    /// word ([`TcpOps::may_leave_bytes`]): its adapter must wake the server when more
+    /// arrive, even if its stack wakes a reader only for an empty socket.
+    pub fn keeps_bytes(&self) -> bool {
+        self.held.iter().any(|&h| h != 0)
     }
 
     /// Number of TCP sockets currently carrying data streams (0 between tests).
