@@ -145,9 +145,10 @@ const IPERF_RX_LEN: usize = TCP_WINDOW + 4;
 /// bytes further on than a whole number of segments: from a ring that starts on a word,
 /// smoltcp copied each payload (word-aligned in the frame) with `memcpy`'s misaligned path,
 /// 3.6 instructions per byte on the Cortex-M3 instead of ~1.2 (measured with `linklab emu
-/// --cost`). Started at 3 mod 4, the ring puts byte 37 on a word. (The main loop's iperf3
-/// server keeps its read position on a word instead; on embassy-net a reader must take all
-/// it reads to be woken again: linklab-perf's `TcpOps::may_leave_bytes`.)
+/// --cost`). Started at 3 mod 4, the ring puts byte 37 on a word; after an odd-sized
+/// segment the server's read position, kept on a word (linklab-perf's
+/// `TcpOps::may_leave_bytes`, with the driver's gate waking the server for each segment),
+/// brings the stream back onto it.
 #[cfg(feature = "embassy")]
 pub(crate) const IPERF_RX_SKEW: usize = (4 - linklab_perf::iperf::wire::COOKIE_SIZE % 4) % 4;
 

@@ -25,7 +25,8 @@
 //! and [`ServiceGate::sent`] with every frame the stack built; a service asks
 //! [`ServiceGate::asked`] on each poll and, when asked, does its part and calls
 //! [`ServiceGate::answer`] (or [`ServiceGate::defer`]). One executor turn per new connection
-//! and per echo request; every other frame passes at once.
+//! and per echo request, and one iperf3 turn per segment while a stream keeps bytes; every
+//! other frame passes at once.
 
 use core::task::{Context, Waker};
 use portable_atomic::{AtomicU32, AtomicU8, Ordering};
@@ -245,10 +246,14 @@ impl ServiceGate {
         entry.state.load(Ordering::Acquire) == ASKED
     }
 
-    /// A service, on a poll: wake its task when the next TCP segment to `port` reaches the
-    /// stack (once; the service asks again on each poll it still needs it). For a socket
+    /// A service, on a poll: wake its task when the driver admits the next IPv4 TCP segment
+    /// to `port` (once; the service asks again on each poll it still needs it), for a socket
     /// that keeps bytes it has seen: embassy-net wakes a reader only when its socket is
-    /// empty.
+    /// empty. The wake comes as the driver lends the frame, before the stack has it: the
+    /// service must run after the stack's pass (the images' single executor polls a woken
+    /// task after the runner's pass returns; a service at a higher priority than the runner
+    /// would read one segment early). One service per gate: a second call replaces the
+    /// first's port and task. A frame the gate holds or drops wakes it too.
     pub fn wake_on_segment(&self, port: u16, cx: &mut Context<'_>) {
         self.segment.register(cx.waker());
         self.segment_port.store(u32::from(port), Ordering::Release);

@@ -94,10 +94,12 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
 /// `counters`; with `gate` (the driver's gate), a SYN finding every socket busy frees one
 /// first ([`PoolServer::room_for`]: a spent one, else the idle test, would-be stream or
 /// denied client idle longest beyond the grace, its peer reset, else a half-open one, not
-/// one we answered within the grace; never a running test), and a receiving stream keeps
-/// its read position on a word, the gate waking the server for each segment (without a
-/// gate, a stream that lands off its word after iperf3's cookie stays off it: the receive
-/// slow mode, `crate::iperf::pool`). The gate must see every frame the driver receives.
+/// one we answered within the grace; never a running test), and a receiving IPv4 stream
+/// keeps its read position on a word, the gate waking the server for each segment (without
+/// a gate, a stream that lands off its word after iperf3's cookie stays off it: the receive
+/// slow mode, `crate::iperf::pool`). The gate must see every frame the driver receives, and
+/// this task must not run at a higher priority than embassy-net's runner
+/// ([`ServiceGate::wake_on_segment`]).
 pub async fn iperf_server<const N: usize>(
     stack: Stack<'_>,
     buffers: IperfBuffers<'_, N>,

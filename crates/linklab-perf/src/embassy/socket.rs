@@ -32,8 +32,9 @@ pub(crate) struct Tcp<'p, 'a, 'c> {
     pub socket: &'p mut TcpSocket<'a>,
     /// The app task's context.
     pub cx: &'p mut Context<'c>,
-    /// The app may leave received bytes in the socket ([`TcpOps::may_leave_bytes`]): it has
-    /// another way to be woken for more (the driver's gate, `ServiceGate::wake_on_segment`).
+    /// The app may leave received bytes in the socket ([`TcpOps::may_leave_bytes`]) of an
+    /// IPv4 peer: it has another way to be woken for more (the driver's gate,
+    /// `ServiceGate::wake_on_segment`).
     pub may_leave_bytes: bool,
 }
 
@@ -155,8 +156,9 @@ impl TcpOps for Tcp<'_, '_, '_> {
     }
     fn may_leave_bytes(&self) -> bool {
         // `read_with` registers the waker only when the buffer is empty: bytes left there
-        // keep the task from waking for more, unless the app has another way.
-        self.may_leave_bytes
+        // keep the task from waking for more, unless the app has another way (the gate,
+        // which reads IPv4 frames only).
+        self.may_leave_bytes && !self.remote_is_ipv6()
     }
 }
 

@@ -266,11 +266,14 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         self.session.is_busy() && !self.done
     }
 
-    /// True when a data socket keeps bytes it has counted, to keep its read position on a
-    /// word ([`TcpOps::may_leave_bytes`]): its adapter must wake the server when more
-    /// arrive, even if its stack wakes a reader only for an empty socket.
+    /// True when a data stream keeps bytes it has counted in its socket, to keep its read
+    /// position on a word ([`TcpOps::may_leave_bytes`]): its adapter must wake the server
+    /// when more arrive, even if its stack wakes a reader only for an empty socket.
     pub fn keeps_bytes(&self) -> bool {
-        self.held.iter().any(|&h| h != 0)
+        self.slots
+            .iter()
+            .zip(&self.held)
+            .any(|(slot, &held)| matches!(slot, Slot::Data(_)) && held != 0)
     }
 
     /// Number of TCP sockets currently carrying data streams (0 between tests).
