@@ -8,5 +8,8 @@ fn main() {
     println!("cargo:rustc-link-arg=-Tlink.x");
     // The embassy image logs through defmt: its table goes in the ELF's .defmt section.
     println!("cargo:rustc-link-arg-bin=fw-riscv32-virt-embassy=-Tdefmt.x");
+    // The minimal image, built for size, folds identical functions (lld's ICF; firmware
+    // README, "The minimal image's profile"): Rust promises no function an address of its own.
+    println!("cargo:rustc-link-arg-bin=fw-riscv32-virt-minimal=--icf=all");
     println!("cargo:rerun-if-changed=link.x");
 }

@@ -53,18 +53,29 @@ fn ipv4_payload(frame: &[u8]) -> Option<(u8, &[u8])> {
     Some((*ip.get(9)?, ip.get(header_len..total_len)?))
 }
 
+/// IPv4 protocol numbers of the transports read here.
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+/// The fixed part of each one's header.
+const TCP_HEADER: usize = 20;
+const UDP_HEADER: usize = 8;
+
+/// The transport header and payload of `frame` if it is an Ethernet II / IPv4 packet of
+/// `protocol` (first fragment) with at least `header` bytes; None for anything else.
+fn transport(frame: &[u8], protocol: u8, header: usize) -> Option<&[u8]> {
+    let (p, payload) = ipv4_payload(frame)?;
+    (p == protocol && payload.len() >= header).then_some(payload)
+}
+
 /// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment opening a
 /// connection (SYN without ACK or RST, first fragment); None for anything else. Any bytes
 /// may be wrong; nothing panics. Reads the few fields it needs in place, checking every
 /// length it relies on (so it needs no stack's wire types: the smoltcp 0.14 main loop and
 /// an embassy-net driver, smoltcp 0.13 inside, share it).
 pub fn syn_port(frame: &[u8]) -> Option<u16> {
-    const TCP: u8 = 6;
-    let (TCP, tcp) = ipv4_payload(frame)? else {
-        return None;
-    };
+    let tcp = transport(frame, TCP, TCP_HEADER)?;
     let data_offset = usize::from(*tcp.get(12)? >> 4) * 4;
-    if data_offset < 20 || data_offset > tcp.len() {
+    if data_offset < TCP_HEADER || data_offset > tcp.len() {
         return None;
     }
     let flags = *tcp.get(13)?;
@@ -80,14 +91,7 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
 /// (first fragment, whole 20-byte header); None for anything else. Any bytes may be wrong;
 /// nothing panics.
 pub fn tcp_port(frame: &[u8]) -> Option<u16> {
-    const TCP: u8 = 6;
-    let (TCP, tcp) = ipv4_payload(frame)? else {
-        return None;
-    };
-    if tcp.len() < 20 {
-        return None;
-    }
-    be16(tcp, 2)
+    be16(transport(frame, TCP, TCP_HEADER)?, 2)
 }
 
 /// A TCP peer on IPv4: its address and port, as a SYN-ACK to it names them.
@@ -106,20 +110,14 @@ pub struct Peer {
 /// longer free to take ([`crate::evict`]). None for anything else; any bytes may be wrong,
 /// nothing panics.
 pub fn syn_ack(frame: &[u8]) -> Option<(u16, Peer)> {
-    const TCP: u8 = 6;
-    let (TCP, tcp) = ipv4_payload(frame)? else {
-        return None;
-    };
-    if tcp.len() < 20 {
-        return None;
-    }
+    let tcp = transport(frame, TCP, TCP_HEADER)?;
     const SYN_ACK: u8 = 0x12;
     const RST: u8 = 0x04;
-    if tcp[13] & (SYN_ACK | RST) != SYN_ACK {
+    if tcp.get(13)? & (SYN_ACK | RST) != SYN_ACK {
         return None;
     }
-    let ip = &frame[14..];
-    let addr = [ip[16], ip[17], ip[18], ip[19]];
+    // The destination address (the peer's), in the whole IPv4 header ipv4_payload found.
+    let addr = frame.get(30..34)?.try_into().ok()?;
     Some((
         be16(tcp, 0)?,
         Peer {
@@ -133,14 +131,7 @@ pub fn syn_ack(frame: &[u8]) -> Option<(u16, Peer)> {
 /// fragment, whole UDP header); None for anything else. Any bytes may be wrong; nothing
 /// panics.
 pub fn udp_port(frame: &[u8]) -> Option<u16> {
-    const UDP: u8 = 17;
-    let (UDP, udp) = ipv4_payload(frame)? else {
-        return None;
-    };
-    if udp.len() < 8 {
-        return None;
-    }
-    be16(udp, 2)
+    be16(transport(frame, UDP, UDP_HEADER)?, 2)
 }
 
 #[cfg(test)]

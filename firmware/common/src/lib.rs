@@ -657,11 +657,15 @@ fn interface<B: Board, D: smoltcp::phy::Device>(
     iface
 }
 
+/// Every console line of the firmware: one size, so an image links one copy of the line
+/// code (two sizes linked two: 244 B of the minimal image).
+type ConsoleLine = Line<256>;
+
 /// The console's boot line (`linklab emu` waits for it): the board, the address, the queue
 /// and window, and the image's flavour (`minimal` for the iperf3 server alone).
 fn boot_line<B: Board>(board: &mut B, config: &DeviceConfig) {
     let [a, b, c, d] = config.ip;
-    let mut line = Line::<128>::new();
+    let mut line = ConsoleLine::new();
     line.text("linklab firmware: ")
         .text(B::NAME)
         .text(" up, ")
@@ -859,7 +863,7 @@ fn work_line<B: Board>(
     stack_peak: usize,
     tests: u32,
 ) {
-    let mut line = Line::<256>::new();
+    let mut line = ConsoleLine::new();
     line.text("linklab work: isr=")
         .num(ISR_WORK.load(Ordering::Relaxed).into())
         .text(" stack=")

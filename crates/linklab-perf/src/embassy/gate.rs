@@ -418,8 +418,8 @@ mod tests {
         let service_waker = Waker::from(service.clone());
         let mut cx = Context::from_waker(&service_waker);
         let mut segment = frame(6, 5201);
-        segment[47] = 0x10; // ACK: a data segment, not a SYN
-                            // Not asked: nothing wakes.
+        // An ACK: a data segment, not a SYN. Not asked: nothing wakes.
+        segment[47] = 0x10;
         assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
         assert_eq!(service.0.load(Ordering::Relaxed), 0);
         gate.wake_on_segment(5201, &mut cx);
