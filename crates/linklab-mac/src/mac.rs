@@ -625,10 +625,20 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     /// the clock is not read (on an MCU a read can cost a timer access and a conversion per
     /// frame).
     fn now_ns(&self) -> u64 {
-        if self.line_rate_bps == 0 {
+        if self.line_rate() == 0 {
             0
         } else {
             self.clock.now_ns()
+        }
+    }
+
+    /// The line rate the MAC times transmissions by: 0 (no timing) under a clock that never
+    /// moves ([`Clock::TIMED`]), known when the image is built, so it links no timing code.
+    fn line_rate(&self) -> u64 {
+        if C::TIMED {
+            self.line_rate_bps
+        } else {
+            0
         }
     }
 
@@ -640,20 +650,20 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     fn apply_received_pause(&mut self, quanta: u16) {
         let now = self.now_ns();
         // Saturating: the quanta come from the wire and the clock from the user.
-        self.paused_until_ns = now.saturating_add(pause::quanta_ns(quanta, self.line_rate_bps));
+        self.paused_until_ns = now.saturating_add(pause::quanta_ns(quanta, self.line_rate()));
     }
 
     /// Nanoseconds a transmission of a `frame_len`-byte frame occupies the line.
     fn line_ns(&self, frame_len: usize) -> u64 {
         let bytes = frame::PREAMBLE_SFD_LEN + frame_len.max(MIN_FRAME_LEN) + FCS_LEN;
-        bits_ns(8 * bytes as u64, self.line_rate_bps)
+        bits_ns(8 * bytes as u64, self.line_rate())
     }
 
     /// End of the gap after a `frame_len`-byte frame that starts at `now`: its time on the
     /// line plus 96 bit times.
     fn gap_after(&self, frame_len: usize, now: u64) -> u64 {
         now.saturating_add(self.line_ns(frame_len))
-            .saturating_add(ipg_ns(self.line_rate_bps))
+            .saturating_add(ipg_ns(self.line_rate()))
     }
 
     /// Hands the built transmission to the PHY now and starts the gap.
@@ -777,7 +787,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         self.pause_asserted = quanta != 0;
         // Refresh at half the pause time. Without line timing (rate 0) that time is unknown
         // (it would be 0, a PAUSE on every poll): no refresh, only the watermark crossings.
-        let hold_ns = pause::quanta_ns(quanta, self.line_rate_bps);
+        let hold_ns = pause::quanta_ns(quanta, self.line_rate());
         self.pause_refresh_ns = if hold_ns == 0 {
             NEVER
         } else {

@@ -8,11 +8,17 @@ pub const IPG_BITS: u64 = 96;
 /// On a microcontroller: a hardware timer. In a simulator: virtual time. For a TAP
 /// (no line timing) use [`NoClock`] with a line rate of 0.
 pub trait Clock {
+    /// False for a clock that never moves ([`NoClock`]): the MAC then keeps no line timing
+    /// whatever its line rate, and a build leaves that code out.
+    const TIMED: bool = true;
+
     /// Nanoseconds since an arbitrary fixed origin; never decreases.
     fn now_ns(&self) -> u64;
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
+    const TIMED: bool = C::TIMED;
+
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
     }
@@ -23,6 +29,8 @@ impl<C: Clock + ?Sized> Clock for &C {
 pub struct NoClock;
 
 impl Clock for NoClock {
+    const TIMED: bool = false;
+
     fn now_ns(&self) -> u64 {
         0
     }

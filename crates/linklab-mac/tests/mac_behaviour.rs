@@ -110,6 +110,39 @@ fn inter_packet_gap_is_96_bit_times_after_the_end() {
     c.check_conservation().unwrap();
 }
 
+/// A clock that never moves keeps no line timing, whatever rate the configuration names:
+/// frames leave back to back and a received PAUSE holds nothing (`Clock::TIMED`; the NIC
+/// images' MAC links no timing code).
+#[test]
+#[cfg(feature = "soft-framing")]
+fn without_a_clock_there_is_no_gap_and_no_pause_time() {
+    let q: RxQueue<Inline<{ MIN_QUEUE_CAPACITY }>> = RxQueue::new();
+    let p = q.producer();
+    let rec = Recorder::default();
+    let mut mac = Mac::new(
+        q.consumer(),
+        rec.clone(),
+        NoClock,
+        MacConfig::raw_phy(ME, 10_000_000),
+    );
+    let mut buf = [0u8; 80];
+    let (n, _) = build(&mut buf, TxFormat::Wire, 60, |f| {
+        pause::build_pause(f, PEER, 0xFFFF)
+    })
+    .unwrap();
+    assert!(p.push(&buf[..n]));
+    assert!(mac.receive().is_none()); // consumed by the MAC
+    assert_eq!(mac.paused_until_ns(), 0);
+    assert_eq!(mac.counters().rx_pause_frames, 1);
+    for _ in 0..3 {
+        mac.transmit(60, |f| fill_frame(f, PEER, ME, b"")).unwrap();
+        assert_eq!(rec.take().len(), 1);
+    }
+    assert!(!mac.tx_deferred());
+    assert_eq!(mac.poll_at_ns(), None);
+    mac.counters().check_conservation().unwrap();
+}
+
 #[test]
 #[cfg(feature = "soft-framing")]
 fn received_pause_holds_transmitter_for_the_quanta() {

@@ -281,6 +281,8 @@ impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H>
     /// [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is known before
     /// the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
     /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
+    /// Without feature `evict` there is no SYN rule and no SYN-ACK watch: a SYN that finds
+    /// every socket busy gets smoltcp's RST.
     pub fn poll_interface<D: Device + ?Sized>(
         &mut self,
         iface: &mut Interface,
@@ -316,7 +318,13 @@ impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H>
         };
         iface.poll_maintenance(now);
         loop {
-            if let Some(port) = next_syn_port(device.device) {
+            // The SYN rule frees sockets, so a build without eviction skips it.
+            let syn = if cfg!(feature = "evict") {
+                next_syn_port(device.device)
+            } else {
+                None
+            };
+            if let Some(port) = syn {
                 self.note_answered(device.sent, sockets, now);
                 let mut flush = |s: &mut SocketSet<'a>| egress(iface, &mut device, s, now);
                 if self.make_room(port, sockets, now, &mut flush) {
@@ -358,6 +366,9 @@ impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H>
     /// Marks the half-open connections whose SYN-ACK left (`sent`, drained) as answered at
     /// `now` (see [`crate::evict::Kind::Answered`]).
     fn note_answered(&mut self, sent: &mut SynAcks, sockets: &SocketSet<'_>, now: Instant) {
+        if !cfg!(feature = "evict") {
+            return;
+        }
         while let Some((port, peer)) = sent.pop() {
             match port {
                 #[cfg(feature = "http")]

@@ -18,6 +18,10 @@
 //! (smoltcp's or embassy's `Instant`, a `u64` of microseconds), so every home of the apps
 //! shares one rule: the smoltcp adapters ([`crate::lifetime`], `crate::apps`), the iperf3
 //! pool ([`crate::iperf::pool`]) and the embassy-net adapters (`crate::embassy`).
+//!
+//! Feature `evict` (on by default): without it [`choose`] takes nothing, every home skips
+//! its SYN rule and SYN-ACK watch, and a client that finds every socket busy is answered as
+//! a busy stock server answers (iperf3's ACCESS_DENIED, or the stack's RST).
 
 use core::ops::Add;
 
@@ -147,7 +151,8 @@ pub enum Choice<T> {
 /// batch, as the youngest, so a real client's fresh SYN does not go to the next spoofed one
 /// of the same batch). Entries are `None` for sockets that may not be taken (listening, or
 /// protected, e.g. a running iperf3 test). When nothing may be taken: [`Choice::Defer`] if a
-/// handshake answered within the grace may be completing, else [`Choice::Refuse`].
+/// handshake answered within the grace may be completing, else [`Choice::Refuse`]. Always
+/// [`Choice::Refuse`] in a build without feature `evict`, which then links none of this.
 pub fn choose<T, D>(
     candidates: impl IntoIterator<Item = Option<Candidate<T>>>,
     now: T,
@@ -157,6 +162,9 @@ where
     T: Copy + Ord + Add<D, Output = T>,
     D: Copy,
 {
+    if !cfg!(feature = "evict") {
+        return Choice::Refuse;
+    }
     let mut handshaking = false;
     let mut best: Option<(usize, Candidate<T>)> = None;
     for (i, c) in candidates.into_iter().enumerate() {

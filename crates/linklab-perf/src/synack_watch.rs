@@ -24,7 +24,11 @@ impl SynAcks {
         SynAcks(heapless::Deque::new())
     }
 
+    /// Notes `frame` if it is a SYN-ACK (only eviction reads them: nothing without `evict`).
     fn note(&mut self, frame: &[u8]) {
+        if !cfg!(feature = "evict") {
+            return;
+        }
         if let Some(sent) = syn_ack(frame) {
             if self.0.is_full() {
                 self.0.pop_front();

@@ -2,8 +2,10 @@
 //! completes a transfer both ways with every byte right (the host's sink checks what the
 //! device sent) and follows the clock — halving the MHz, or doubling the CPI, halves a
 //! CPU-bound transfer's rate; the device advertises the window its image advertised; bytes
-//! copied off their word slow receiving; and an embassy-shaped loop makes more passes per
-//! segment sent than the main loop with the same counts.
+//! copied off their word slow receiving; an embassy-shaped loop makes more passes per
+//! segment sent than the main loop with the same counts; and a pass takes in the frames that
+//! arrive while it is still taking frames in, as the firmware's ingress loops until the
+//! queue is empty.
 
 use linklab_perf::payload;
 use linklab_sim::counts::{Clock, LoopShape};
@@ -167,4 +169,29 @@ fn an_executor_sends_in_more_passes_than_the_main_loop() {
         per_segment(&executor),
         per_segment(&main)
     );
+}
+
+/// Receiving, the host's window arrives while the device's pass takes its first segments in
+/// (the wire is far faster than the CPU), and that pass takes them all: one main-loop pass,
+/// and one ACK, per window, whatever the clock; a pass that took in only what was committed
+/// when it started would need two or more. (An executor's runner passes alternate with the
+/// apps' and the window updates they cause: more passes per window, shown above.)
+#[test]
+fn a_pass_takes_in_what_arrives_while_it_takes_frames_in() {
+    let main_loops = counted().filter(|p| {
+        let c = p.counts().expect("counted");
+        *p != Profile::Riscv32SoftPhy && c.device.shape == LoopShape::MainLoop
+    });
+    for profile in main_loops {
+        let window = profile.counts().expect("counted").device.tcp_window;
+        let segments = (window / 1460) as f64;
+        for mhz in [125.0, 31.25] {
+            let r = run(config(profile, clock(mhz, 1.0), false));
+            let per_frame = r.main_passes as f64 / r.mac.rx_packets as f64;
+            assert!(
+                per_frame <= 1.15 / segments,
+                "{profile} at {mhz} MHz: {per_frame:.3} passes per frame, window {segments} segments"
+            );
+        }
+    }
 }

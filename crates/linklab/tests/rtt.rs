@@ -150,10 +150,12 @@ fn udp_and_tcp_p50_is_2ms_with_1ms_delay_each_way() {
             );
         }
         let s0 = &json["sizes"][0];
-        // Paced every 2 ms: the replies arrive about 2 ms apart, and the realized bandwidth is
-        // size * 8 / 2 ms.
-        let gap = s0["interarrival"]["p50_us"].as_f64().unwrap();
-        assert!((1800.0..=2200.0).contains(&gap), "inter-arrival p50 {gap}");
+        // Paced every 2 ms on a fixed schedule: the replies arrive 2 ms apart on average, and
+        // the realized bandwidth is size * 8 / 2 ms. (The mean, not the median: on a loaded
+        // machine a late probe is followed by the ones due meanwhile, sent at once, so most
+        // gaps can be shorter than 2 ms while the schedule holds.)
+        let gap = s0["interarrival"]["mean_us"].as_f64().unwrap();
+        assert!((1800.0..=2200.0).contains(&gap), "inter-arrival mean {gap}");
         let bw = s0["realized_bps"].as_f64().unwrap();
         assert!(
             (bw - 64.0 * 8.0 / 2e-3).abs() / (64.0 * 8.0 / 2e-3) < 0.1,

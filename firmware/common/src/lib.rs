@@ -26,6 +26,9 @@ pub mod stats;
 pub use board::Board;
 // The images' memcpy (linked in place of compiler_builtins').
 use linklab_memcpy as _;
+// The minimal images' 64-bit division and memset (linked in place of compiler_builtins').
+#[cfg(feature = "minimal")]
+use linklab_small_builtins as _;
 
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
@@ -37,9 +40,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
         feature = "http",
         feature = "echo",
         feature = "blast",
+        feature = "evict",
         feature = "iperf-udp",
         feature = "iperf-parallel",
-        feature = "iperf-bidir"
+        feature = "iperf-bidir",
+        feature = "iperf-rate"
     )
 ))]
 compile_error!("linklab-firmware: feature `minimal` is the iperf3 TCP server alone; build it with `--no-default-features` (no app features)");

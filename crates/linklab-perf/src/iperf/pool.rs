@@ -25,11 +25,11 @@
 //! clients; the adapter may lend a data socket its buffers only while it listens or carries a
 //! stream ([`PoolSockets::prepare`], [`PoolSockets::release`]).
 //!
-//! The modes a build leaves out (features `iperf-udp`, `iperf-parallel`, `iperf-bidir`) are
-//! refused as a stock iperf3 server built without them refuses: SERVER_ERROR with iperf3's
-//! `IEUNIMP` ("an option you are trying to set is not implemented yet", what iperf3 sends
-//! for SCTP or QUIC when built without them); a test needing more streams than the sockets
-//! lent gets `IENUMSTREAMS`.
+//! The modes a build leaves out (features `iperf-udp`, `iperf-parallel`, `iperf-bidir`,
+//! `iperf-rate`) are refused as a stock iperf3 server built without them refuses:
+//! SERVER_ERROR with iperf3's `IEUNIMP` ("an option you are trying to set is not implemented
+//! yet", what iperf3 sends for SCTP or QUIC when built without them); a test needing more
+//! streams than the sockets lent gets `IENUMSTREAMS`.
 
 use super::errors::{errno, i_errno};
 use super::json::{Params, Protocol};
@@ -398,10 +398,12 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     }
 
     /// True when the test holding the server may give way to a new client: not running, and
-    /// no progress for [`GRACE_MS`].
+    /// no progress for [`GRACE_MS`]. Never without feature `evict`.
     fn test_evictable(&self, now: Micros) -> bool {
-        self.test_progress()
-            .is_some_and(|t| t.saturating_add(GRACE_US) <= now)
+        cfg!(feature = "evict")
+            && self
+                .test_progress()
+                .is_some_and(|t| t.saturating_add(GRACE_US) <= now)
     }
 
     /// Ends the test of a client that went idle: resets its streams and would-be streams
@@ -930,11 +932,13 @@ fn word_aligned_take(start: *const u8, len: usize) -> usize {
 }
 
 /// True when `p` asks for a mode this build leaves out (features `iperf-udp`,
-/// `iperf-parallel`, `iperf-bidir`).
+/// `iperf-parallel`, `iperf-bidir`, `iperf-rate`).
 fn unimplemented(p: &Params) -> bool {
+    let paced = p.rate_bps != 0 || p.fq_rate_bps != 0 || p.burst != 0;
     (p.protocol == Protocol::Udp && !cfg!(feature = "iperf-udp"))
         || (p.parallel > 1 && !cfg!(feature = "iperf-parallel"))
         || (p.bidirectional && !cfg!(feature = "iperf-bidir"))
+        || (paced && !cfg!(feature = "iperf-rate"))
 }
 
 /// What the device refuses of `p`, as (`i_errno`, `errno`); `ipv6` if the client came over
@@ -995,7 +999,9 @@ mod tests {
             p.nodelay = true;
             p.zerocopy = true;
             p.dont_fragment = true;
-            p.fq_rate_bps = 1_000_000;
+            if cfg!(feature = "iperf-rate") {
+                p.fq_rate_bps = 1_000_000;
+            }
             p.server_affinity = Some(0);
         });
         assert_eq!(refusal(&honoured, false), None);
@@ -1032,10 +1038,25 @@ mod tests {
             parallel: 2,
             ..Params::default()
         };
+        let rate = Params {
+            rate_bps: 10_000_000,
+            ..Params::default()
+        };
+        let fq_rate = Params {
+            fq_rate_bps: 10_000_000,
+            ..Params::default()
+        };
+        let burst = Params {
+            burst: 10,
+            ..Params::default()
+        };
         for (p, built) in [
             (udp, cfg!(feature = "iperf-udp")),
             (bidir, cfg!(feature = "iperf-bidir")),
             (parallel, cfg!(feature = "iperf-parallel")),
+            (rate, cfg!(feature = "iperf-rate")),
+            (fq_rate, cfg!(feature = "iperf-rate")),
+            (burst, cfg!(feature = "iperf-rate")),
         ] {
             let want = (!built).then_some((i_errno::UNIMP, 0));
             assert_eq!(refusal(&p, false, 16), want, "{p:?}");

@@ -131,6 +131,7 @@ impl Sim<'_> {
             resumed_at: Some(r),
             rx,
             pass,
+            tail,
         } = self.main
         {
             self.main = MainState::Working {
@@ -139,6 +140,7 @@ impl Sim<'_> {
                 resumed_at: None,
                 rx,
                 pass,
+                tail,
             };
         }
         self.grant = self.producer.grant().ok();
@@ -158,12 +160,14 @@ impl Sim<'_> {
         };
         if committed > 0 {
             self.committed.push_back(committed);
+            self.join_pass(committed);
         }
         if let MainState::Working {
             remaining,
             resumed_at: None,
             rx,
             pass,
+            tail,
             ..
         } = self.main
         {
@@ -176,6 +180,7 @@ impl Sim<'_> {
                 resumed_at: Some(self.now),
                 rx,
                 pass,
+                tail,
             };
             self.schedule(self.now + remaining, Ev::MainDone(g));
         } else {

@@ -1,7 +1,10 @@
 //! The device's main loop: smoltcp, the MAC and the application, run as preemptible work on
 //! the CPU between interrupts. One iteration per received transmission (or due timer), each
 //! costing the profile's fixed + per-byte time; its effects (the stack reading the frame,
-//! the apps' writes) happen when the iteration completes. The frames its egress makes then
+//! the apps' writes) happen when the iteration completes. With a counted profile an
+//! iteration takes in every committed frame, and those committed while it is still taking
+//! frames in (its fixed work comes after), as the firmware's ingress loops until the queue
+//! is empty. The frames its egress makes then
 //! leave one by one, each once the CPU has paid its transmit cost, as the firmware copies a
 //! frame to the NIC and starts it before it builds the next.
 
@@ -36,6 +39,11 @@ pub(super) enum MainState {
         /// Committed frames this iteration ingests (0: a timer poll).
         rx: usize,
         pass: Pass,
+        /// The work after its ingress (ns): the pass's own fixed work, its apps and egress.
+        /// While more than this is left the pass is still taking frames in, and a frame
+        /// committed then is taken in by it too, as the firmware's ingress loops until the
+        /// queue is empty ([`Sim::join_pass`]).
+        tail: u64,
     },
 }
 
@@ -165,14 +173,47 @@ impl Sim<'_> {
         self.passes += u64::from(pass != Pass::Tx);
         self.main_gen += 1;
         let gen = self.main_gen;
+        // Only a pass of the loop (or the runner) takes frames in, and only where a pass
+        // takes in every committed frame (not the Niccle fit's one per pass).
+        let ingests = pass == Pass::Loop && self.cfg.cost.rx_batch;
         self.main = MainState::Working {
             gen,
             remaining: cost,
             resumed_at: Some(self.now),
             rx,
             pass,
+            tail: if ingests {
+                self.cfg.cost.main_fixed_ns
+            } else {
+                cost
+            },
         };
         self.schedule(self.now + cost, Ev::MainDone(gen));
+    }
+
+    /// A frame of `len` bytes was committed while the main loop was preempted: a pass still
+    /// taking frames in takes it in too, its per-frame work added (true); else it waits for
+    /// the next pass (false).
+    pub(super) fn join_pass(&mut self, len: usize) -> bool {
+        let MainState::Working {
+            remaining,
+            rx,
+            tail,
+            resumed_at: None,
+            ..
+        } = &mut self.main
+        else {
+            return false;
+        };
+        if *remaining <= *tail {
+            return false;
+        }
+        let cost = self.cfg.cost;
+        let work = cost.main_ns(len) - cost.main_fixed_ns;
+        *remaining += work;
+        *rx += 1;
+        self.busy_ns += work;
+        true
     }
 
     /// A main-loop iteration completes: smoltcp ingress of one frame (if it was started for

@@ -231,10 +231,9 @@ pub fn idle_iperf3_controls_give_way(dev: &Device, n: usize) {
     assert_counters_conserve(&stats);
 }
 
-/// [`idle_iperf3_controls_give_way`] without `/stats` (the minimal image): `n` idle
-/// control connections hold the server in turn; a stock `iperf3 -c` is served within 3 s
-/// and every holder is reset.
-pub fn idle_iperf3_controls_give_way_to_a_client(dev: &Device, n: usize) {
+/// [`idle_iperf3_controls_give_way`] without `/stats`: `n` idle control connections hold
+/// the server in turn; a stock `iperf3 -c` is served within 3 s and every holder is reset.
+fn idle_iperf3_controls_give_way_to_a_client(dev: &Device, n: usize) {
     let path = format!("/run/netns/{}", dev.ns.name);
     // One at a time: a holder holds the server once it is not denied.
     let mut held = Vec::new();
@@ -265,6 +264,70 @@ pub fn idle_iperf3_controls_give_way_to_a_client(dev: &Device, n: usize) {
             "holder {i}"
         );
     }
+}
+
+/// A build without socket eviction (linklab-perf's `evict`; the minimal image): an idle
+/// iperf3 control connection holds the server, and a stock `iperf3 -c` is told at once what a
+/// stock server tells it while busy (ACCESS_DENIED: "the server is busy running a test"),
+/// not left to hang; the holder is not reset for it. The session's watchdog (10 s without
+/// activity) then ends the idle test, and the next client is served.
+pub fn a_held_iperf3_server_answers_busy(dev: &Device) {
+    let path = format!("/run/netns/{}", dev.ns.name);
+    let mut holder = std::thread::spawn(move || {
+        enter_netns(&path);
+        control_holder(0)
+    })
+    .join()
+    .unwrap();
+    until_idle(std::slice::from_ref(&holder));
+    let argv = [
+        "timeout",
+        "20",
+        "iperf3",
+        "-c",
+        DEVICE,
+        "-n",
+        "100K",
+        "--connect-timeout",
+        "3000",
+    ];
+    let started = Instant::now();
+    let out = dev.ns.command(&argv).output().expect("run iperf3");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("the server is busy running a test"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Still held: the new client took nothing from it.
+    assert!(!was_reset(&mut holder.stream, Duration::from_millis(300)));
+    // The watchdog ends the idle test (a FIN or a RST) within its 10 s of the holder's
+    // last byte, with a second to spare for the loop.
+    let ended = wait_until(Duration::from_secs(12), || {
+        holder
+            .stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut sink = [0u8; 64];
+        match holder.stream.read(&mut sink) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+        }
+    });
+    assert!(ended, "the idle test held the server past its watchdog");
+    let report = dev.iperf3(&["-n", "100K"]);
+    assert!(
+        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0) >= 100_000,
+        "{}",
+        report["end"]
+    );
 }
 
 /// One idle iperf3 control connection: connects, sends a cookie (even `i`) or nothing, and

@@ -167,6 +167,10 @@ impl<const S: usize> Session<'_, S> {
     /// The rate sending streams are paced to: `-b`, and the lower of `-b` and `--fq-rate`
     /// when the adapter paces `--fq-rate` in software; 0 = unlimited.
     fn pacing_rate(&self) -> u64 {
+        // Without `iperf-rate` no paced test is accepted (the pool refuses it).
+        if !cfg!(feature = "iperf-rate") {
+            return 0;
+        }
         let p = &self.test.params;
         let fq = if self.app_fq_pacing { p.fq_rate_bps } else { 0 };
         match (p.rate_bps, fq) {
@@ -202,7 +206,7 @@ impl<const S: usize> Session<'_, S> {
     /// starts when the rate allowed the first block and ends `BURST` blocks later.
     fn count_burst(&mut self, idx: usize, blocks: u64) {
         let burst = self.test.params.burst;
-        if burst == 0 || blocks == 0 {
+        if !cfg!(feature = "iperf-rate") || burst == 0 || blocks == 0 {
             return;
         }
         if let Some(s) = self.streams_mut().get_mut(idx) {
