@@ -202,6 +202,22 @@ impl Device {
         report
     }
 
+    /// Stock `iperf3 -c DEVICE` with `extra`, in text, stopped after 20 s whatever it does:
+    /// its exit status, what it printed (stdout and stderr) and how long it took. For the
+    /// tests a device is to refuse.
+    pub fn iperf3_text(&self, extra: &[&str]) -> (Option<i32>, String, std::time::Duration) {
+        let mut argv = vec!["timeout", "20", "iperf3", "-c", DEVICE];
+        argv.extend_from_slice(extra);
+        let started = std::time::Instant::now();
+        let out = self.ns.command(&argv).output().expect("run iperf3");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text, started.elapsed())
+    }
+
     /// Sends raw Ethernet frames out of the kernel side of the TAP.
     pub fn inject(&self, frames: Vec<Vec<u8>>) {
         let tap = self.tap;

@@ -280,31 +280,10 @@ pub fn a_held_iperf3_server_answers_busy(dev: &Device) {
     .join()
     .unwrap();
     until_idle(std::slice::from_ref(&holder));
-    let argv = [
-        "timeout",
-        "20",
-        "iperf3",
-        "-c",
-        DEVICE,
-        "-n",
-        "100K",
-        "--connect-timeout",
-        "3000",
-    ];
-    let started = Instant::now();
-    let out = dev.ns.command(&argv).output().expect("run iperf3");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    let (status, text, took) = dev.iperf3_text(&["-n", "100K", "--connect-timeout", "3000"]);
+    assert_eq!(status, Some(1), "{text}");
     assert!(text.contains("the server is busy running a test"), "{text}");
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
     // Still held: the new client took nothing from it.
     assert!(!was_reset(&mut holder.stream, Duration::from_millis(300)));
     // The watchdog ends the idle test (a FIN or a RST) within its 10 s of the holder's
