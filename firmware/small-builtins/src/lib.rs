@@ -6,8 +6,9 @@
 //! runs per byte of a transfer: the images divide 64-bit times and counts a few times per
 //! main-loop pass (nanoseconds to microseconds, the results' seconds) and clear buffers when
 //! they are built. A minimal image, sized for flash, takes these instead: one division of
-//! ~0.2 KB (the 32-bit hardware division where both operands fit, then 16-bit digits while
-//! the divisor fits 16 bits, else a bit at a time) and a word-at-a-time `memset`.
+//! 308 bytes on the Cortex-M3 (684 on riscv32imac, which counts leading zeros in software:
+//! the 32-bit hardware division where both operands fit, then 16-bit digits while the
+//! divisor fits 16 bits, else a bit at a time) and a word-at-a-time `memset`.
 //!
 //! The crate is `no_builtins`, so the compiler never turns these loops into calls to the
 //! routines they replace.

@@ -192,9 +192,9 @@ impl Sim<'_> {
     }
 
     /// A frame of `len` bytes was committed while the main loop was preempted: a pass still
-    /// taking frames in takes it in too, its per-frame work added (true); else it waits for
-    /// the next pass (false).
-    pub(super) fn join_pass(&mut self, len: usize) -> bool {
+    /// taking frames in takes it in too, its per-frame work added; else it waits for the
+    /// next pass.
+    pub(super) fn join_pass(&mut self, len: usize) {
         let MainState::Working {
             remaining,
             rx,
@@ -203,17 +203,16 @@ impl Sim<'_> {
             ..
         } = &mut self.main
         else {
-            return false;
+            return;
         };
         if *remaining <= *tail {
-            return false;
+            return;
         }
         let cost = self.cfg.cost;
         let work = cost.main_ns(len) - cost.main_fixed_ns;
         *remaining += work;
         *rx += 1;
         self.busy_ns += work;
-        true
     }
 
     /// A main-loop iteration completes: smoltcp ingress of one frame (if it was started for
