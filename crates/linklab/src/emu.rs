@@ -2,7 +2,8 @@
 //! boots it in QEMU with its NIC on a TAP that QEMU creates, and hands it its address through
 //! a small configuration blob that QEMU's loader puts in RAM (no rebuild per address). The
 //! user then runs stock ping, curl and iperf3 against the device; Ctrl-C stops QEMU, which
-//! takes its TAP with it, and the blob is removed.
+//! takes its TAP with it. The blob is removed once the image has booted (QEMU read it when it
+//! started), so a killed `linklab emu` leaves nothing in the temporary directory.
 //!
 //! `--cost`, `--cost-parts` and `--throughput` measure instead, in a namespace of their own
 //! ([`measure`], [`parts`]: the simulator's counted profiles); `--predict` runs the simulator
@@ -299,6 +300,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         echo_console: true,
     })?;
     qemu.wait_for_boot(timeout)?;
+    // QEMU's loader read the blob when it started: remove it now, so nothing of ours stays
+    // in the temporary directory even if this process is killed.
+    drop(blob);
     if args.serial {
         return bridge_serial(&mut qemu, &board, &tap, ip, prefix, &signals);
     }

@@ -14,7 +14,7 @@
 //!   machine, main's image cost 4.22–4.48 / 5.55–5.57 (five runs) then; the receive bound is
 //!   that range rounded up to a tenth, 4.5. Sending moves with the host: each ACK the
 //!   host's iperf3 client sends costs a main-loop pass, a received frame and its interrupt
-//!   (≈ 7 400 instructions by this round's `crates/linklab-sim/data/mps2-measured.json`),
+//!   (≈ 6 400 instructions by `crates/linklab-sim/data/mps2-measured.json` as refreshed at e08a3c7),
 //!   and how often Linux ACKs the device's two segments in flight depends on when the
 //!   client reads. On one machine on one day, when this bound was set, the tree then and
 //!   its parent (built in a worktree), interleaved, gave medians of five of 5.61–5.80 and

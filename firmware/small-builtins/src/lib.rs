@@ -2,13 +2,15 @@
 //! of compiler_builtins' (whose symbols are weak, so the linker takes these).
 //!
 //! compiler_builtins' are built for speed: its 64-bit division is 866 bytes on the Cortex-M3
-//! and 954 on riscv32imac, its `memset` family (five Arm entry points) 750 bytes. Neither
-//! runs per byte of a transfer: the images divide 64-bit times and counts a few times per
-//! main-loop pass (nanoseconds to microseconds, the results' seconds) and clear buffers when
-//! they are built. A minimal image, sized for flash, takes these instead: one division of
-//! 308 bytes on the Cortex-M3 (684 on riscv32imac, which counts leading zeros in software:
-//! the 32-bit hardware division where both operands fit, then 16-bit digits while the
-//! divisor fits 16 bits, else a bit at a time) and a word-at-a-time `memset`.
+//! and 954 on riscv32imac, its `memset` family (`memset`, Arm's `__aeabi_memset*` and
+//! `__aeabi_memclr*`) 750 bytes. Neither runs per byte of a transfer: the images divide
+//! 64-bit times and counts a few times per main-loop pass (nanoseconds to microseconds, the
+//! results' seconds) and clear buffers when they are built. A minimal image, sized for
+//! flash, takes these instead: a word-at-a-time `memset`, and one division of 308 bytes on
+//! the Cortex-M3 (684 on riscv32imac, which counts leading zeros in software): the 32-bit
+//! division where both operands fit (the hardware's on the Cortex-M3 and riscv32imac, a
+//! library routine on the Cortex-A9, which has none), then 16-bit digits while the divisor
+//! fits 16 bits, else a bit at a time.
 //!
 //! The crate is `no_builtins`, so the compiler never turns these loops into calls to the
 //! routines they replace.
@@ -61,10 +63,9 @@ pub fn div_rem(n: u64, d: u64) -> (u64, u64) {
     (q, r)
 }
 
-/// `n / d` and `n % d` in 32 bits (the hardware's division), `d != 0`. Without a panic
-/// path: this crate is `no_builtins`, so it is left out of link-time optimisation, and
-/// could not link to core's panic functions, which that optimisation keeps only for callers
-/// it sees.
+/// `n / d` and `n % d` in 32 bits (the hardware's division where there is one), `d != 0`.
+/// Without a panic path (`checked_div`, `checked_rem`), so this `no_builtins` crate needs
+/// nothing of core's panic machinery.
 fn div_rem32(n: u32, d: u32) -> (u32, u32) {
     match (n.checked_div(d), n.checked_rem(d)) {
         (Some(q), Some(r)) => (q, r),

@@ -28,8 +28,6 @@ pub struct Lab {
     /// `linklab emu --phy10-line` (the soft-PHY image and its line) in place of QEMU.
     line: Option<std::process::Child>,
     ns: String,
-    /// The configuration blob this lab wrote (the line's `linklab emu` writes its own).
-    blob: Option<ConfigBlob>,
 }
 
 impl Lab {
@@ -52,18 +50,20 @@ impl Lab {
             qemu: None,
             line: None,
             ns,
-            blob: Some(blob),
         };
         let mut qemu = Qemu::start(&Boot {
             board,
             image,
-            config_blob: lab.blob.as_ref().map(ConfigBlob::path),
+            config_blob: Some(blob.path()),
             network: Network::Tap(TAP),
             icount,
             netns: Some(&lab.ns),
             echo_console: false,
         })?;
         qemu.wait_for_boot(Duration::from_secs(60))?;
+        // QEMU's loader read the blob when it started: remove it now, so nothing of ours stays
+        // in the temporary directory even if this process is killed.
+        drop(blob);
         lab.qemu = Some(qemu);
         lab.configure()
     }
@@ -86,7 +86,6 @@ impl Lab {
         let mut lab = Lab {
             qemu: None,
             line: None,
-            blob: None,
             ns,
         };
         let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
@@ -246,6 +245,5 @@ impl Drop for Lab {
             let _ = child.wait();
         }
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-        self.blob = None;
     }
 }

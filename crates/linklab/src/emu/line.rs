@@ -193,6 +193,9 @@ pub fn run(
     })?;
     let stream = socket.accept(Duration::from_secs(10))?;
     qemu.wait_for_boot(s.boot_timeout)?;
+    // QEMU's loader read the blob when it started: remove it now, so nothing of ours stays
+    // in the temporary directory even if this process is killed.
+    drop(blob);
     let line = Line::start(args, tap, stream)?;
     println!(
         "linklab emu: {} soft PHY at {}x on TAP {} (drift {} ppm, jitter {} samples, noise {}, {}); Ctrl-C stops it",

@@ -279,7 +279,8 @@ impl Device {
     }
 
     /// Kills the device with SIGKILL (no chance to clean up) and asserts that what it started
-    /// dies with it: every child process (an emulator) is gone within 3 s, and with it the TAP.
+    /// dies with it: every child process (an emulator) is gone within 3 s, and with it the TAP;
+    /// and that it left no configuration blob in the temporary directory.
     pub fn kill_leaves_nothing(&mut self) {
         let mut child = self.child.take().expect("running").0.take().expect("child");
         let children = children_of(child.id());
@@ -291,6 +292,8 @@ impl Device {
         });
         let left: Vec<_> = children.iter().filter(|p| alive(**p)).collect();
         assert!(gone, "left behind: processes {left:?}, or TAP {}", self.tap);
+        let blob = std::env::temp_dir().join(format!("linklab-emu-{}.cfg", child.id()));
+        assert!(!blob.exists(), "left behind: {}", blob.display());
     }
 }
 

@@ -140,7 +140,9 @@ pub fn iface_with(ns: &Netns, addr: &str) -> String {
         .unwrap_or_else(|| panic!("no interface with {addr}: {text}"))
 }
 
-/// A background child process that is killed (and reaped) when dropped.
+/// A background child process that is stopped (and reaped) when dropped: SIGTERM, so a
+/// `linklab` process removes what it made (its TAP, the config blob `linklab emu` leaves
+/// in the temporary directory), then SIGKILL if it has not exited within 3 s.
 pub struct ChildGuard(pub Option<Child>);
 
 impl ChildGuard {
@@ -166,8 +168,14 @@ impl ChildGuard {
 impl Drop for ChildGuard {
     fn drop(&mut self) {
         if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+            if !matches!(child.try_wait(), Ok(None)) {
+                return; // Exited and reaped already (or not ours to wait for).
+            }
+            // SAFETY: a signal to our own child, not yet reaped (its pid is still ours).
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
+            exit_within(&mut child, Duration::from_secs(3));
         }
     }
 }
