@@ -286,10 +286,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &format!("linklab-emu-{}", std::process::id()),
         &config.to_bytes(),
     )?;
-    let mut qemu = Qemu::start(&Boot {
+    let mut qemu = Qemu::start(Boot {
         board: &board,
         image: &image,
-        config_blob: Some(blob.path()),
+        config_blob: Some(blob),
         network: if args.serial {
             Network::SerialPty
         } else {
@@ -300,9 +300,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         echo_console: true,
     })?;
     qemu.wait_for_boot(timeout)?;
-    // QEMU's loader read the blob when it started: remove it now, so nothing of ours stays
-    // in the temporary directory even if this process is killed.
-    drop(blob);
     if args.serial {
         return bridge_serial(&mut qemu, &board, &tap, ip, prefix, &signals);
     }

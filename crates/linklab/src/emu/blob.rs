@@ -1,6 +1,6 @@
 //! The configuration blob file: the device's address (and a soft PHY's factor) that QEMU's
 //! loader puts in the board's RAM at boot, so no image is rebuilt per address. Removed when
-//! dropped, which its users do as soon as the image has booted.
+//! dropped: `Qemu` drops it once the image has booted (QEMU read it when it started).
 
 use std::path::{Path, PathBuf};
 

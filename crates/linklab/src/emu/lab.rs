@@ -51,19 +51,16 @@ impl Lab {
             line: None,
             ns,
         };
-        let mut qemu = Qemu::start(&Boot {
+        let mut qemu = Qemu::start(Boot {
             board,
             image,
-            config_blob: Some(blob.path()),
+            config_blob: Some(blob),
             network: Network::Tap(TAP),
             icount,
             netns: Some(&lab.ns),
             echo_console: false,
         })?;
         qemu.wait_for_boot(Duration::from_secs(60))?;
-        // QEMU's loader read the blob when it started: remove it now, so nothing of ours stays
-        // in the temporary directory even if this process is killed.
-        drop(blob);
         lab.qemu = Some(qemu);
         lab.configure()
     }

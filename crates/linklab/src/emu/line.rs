@@ -182,10 +182,10 @@ pub fn run(
         &args.blob(&s.device_config),
     )?;
     let socket = Socket::bind()?;
-    let mut qemu = Qemu::start(&Boot {
+    let mut qemu = Qemu::start(Boot {
         board: s.board,
         image: &image,
-        config_blob: Some(blob.path()),
+        config_blob: Some(blob),
         network: Network::Stream(socket.path()),
         icount: s.icount.map(icount_options),
         netns: None,
@@ -193,9 +193,6 @@ pub fn run(
     })?;
     let stream = socket.accept(Duration::from_secs(10))?;
     qemu.wait_for_boot(s.boot_timeout)?;
-    // QEMU's loader read the blob when it started: remove it now, so nothing of ours stays
-    // in the temporary directory even if this process is killed.
-    drop(blob);
     let line = Line::start(args, tap, stream)?;
     println!(
         "linklab emu: {} soft PHY at {}x on TAP {} (drift {} ppm, jitter {} samples, noise {}, {}); Ctrl-C stops it",

@@ -159,7 +159,7 @@ pub fn measure(
         ..*board
     };
     let image = image::find_or_build(&bench, image::Image::Main, image)?;
-    let mut qemu = Qemu::start(&Boot {
+    let mut qemu = Qemu::start(Boot {
         board: &bench,
         image: &image,
         config_blob: None,

@@ -16,6 +16,7 @@ const BOARD_NICE: libc::c_int = -10;
 
 use anyhow::{bail, Context};
 
+use super::blob::ConfigBlob;
 use super::board::Board;
 
 /// Console lines kept for an error message.
@@ -32,8 +33,11 @@ pub struct Boot<'a> {
     pub board: &'a Board,
     /// The ELF image.
     pub image: &'a Path,
-    /// The configuration blob file, loaded at the board's config address (None: no blob).
-    pub config_blob: Option<&'a Path>,
+    /// The configuration blob, loaded at the board's config address (None: no blob). QEMU
+    /// keeps it until the image has booted ([`Qemu::wait_for_boot`]): the loader read it when
+    /// QEMU started, so nothing of ours stays in the temporary directory after that, even if
+    /// this process is killed.
+    pub config_blob: Option<ConfigBlob>,
     /// What the NIC is attached to.
     pub network: Network<'a>,
     /// `-icount` options (e.g. `shift=0`), or None to run free.
@@ -61,6 +65,8 @@ pub enum Network<'a> {
 /// A running QEMU.
 pub struct Qemu {
     child: Option<Child>,
+    /// [`Boot::config_blob`], until the boot line.
+    config_blob: Option<ConfigBlob>,
     lines: Receiver<String>,
     kept: Arc<Mutex<VecDeque<String>>>,
 }
@@ -94,7 +100,7 @@ pub fn require(board: &Board) -> anyhow::Result<()> {
 impl Qemu {
     /// Starts QEMU (in its own process group, so a terminal's Ctrl-C reaches us, and we stop
     /// it in order).
-    pub fn start(boot: &Boot<'_>) -> anyhow::Result<Qemu> {
+    pub fn start(boot: Boot<'_>) -> anyhow::Result<Qemu> {
         let b = boot.board;
         require(b)?;
         let mut argv: Vec<String> = Vec::new();
@@ -110,11 +116,11 @@ impl Qemu {
             .map(String::from),
         );
         argv.push(boot.image.display().to_string());
-        if let Some(blob) = boot.config_blob {
+        if let Some(blob) = &boot.config_blob {
             argv.push("-device".into());
             argv.push(format!(
                 "loader,file={},addr={:#x},force-raw=on",
-                blob.display(),
+                blob.path().display(),
                 b.config_addr
             ));
         }
@@ -220,6 +226,7 @@ impl Qemu {
         }
         Ok(Qemu {
             child: Some(child),
+            config_blob: boot.config_blob,
             lines,
             kept,
         })
@@ -235,7 +242,10 @@ impl Qemu {
                 .lines
                 .recv_timeout(left.min(Duration::from_millis(200)))
             {
-                Ok(line) if is_boot_line(&line) => return Ok(line),
+                Ok(line) if is_boot_line(&line) => {
+                    self.config_blob = None;
+                    return Ok(line);
+                }
                 Ok(_) => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
