@@ -36,8 +36,9 @@ pub enum RxFormat {
         /// preamble nor FCS.
         fcs: bool,
     },
-    /// Byte-aligned frames without FCS, each followed by 0–3 bytes of padding and the
-    /// driver's [`RX_TAG_LEN`]-byte [`RxTag`] (written by [`crate::RxGrant::commit_tagged`]): a
+    /// Byte-aligned frames without FCS, each followed by padding and the driver's
+    /// [`RX_TAG_LEN`]-byte [`RxTag`] (written by [`crate::RxGrant::commit_tagged`] and
+    /// [`crate::RxRun::commit_first_tagged`]): a
     /// NIC that tells the MAC what it knows of each frame's IPv4/TCP/UDP checksums, so that
     /// the MAC's checksum offload does not verify what the NIC already did (virtio-net with
     /// `VIRTIO_NET_F_GUEST_CSUM`).
@@ -45,7 +46,7 @@ pub enum RxFormat {
 }
 
 /// Bytes of the [`RxTag`] after every frame of [`RxFormat::Tagged`] (with the padding
-/// before it, at most [`RX_TAG_LEN`] + 3 bytes after the frame).
+/// before it).
 pub const RX_TAG_LEN: usize = 4;
 
 /// What a NIC's driver knows of a received frame's IPv4, TCP and UDP checksums.
@@ -67,8 +68,9 @@ pub enum RxChecksums {
 pub struct RxTag {
     /// The frame's checksums as the driver knows them.
     pub checksums: RxChecksums,
-    /// Padding bytes (0..=3) between the frame and the tag.
-    pub padding: u8,
+    /// Padding bytes between the frame and the tag: 0–3 to keep the next frame on its
+    /// word, or the rest of a buffer of an [`crate::RxRun`] with buffers posted behind it.
+    pub padding: u16,
 }
 
 impl RxTag {
@@ -78,16 +80,18 @@ impl RxTag {
             RxChecksums::Unchecked => 0,
             RxChecksums::Valid => 1,
         };
-        [c, self.padding, 0, 0]
+        let [lo, hi] = self.padding.to_le_bytes();
+        [c, lo, hi, 0]
     }
 
-    /// The tag at the end of `buf` (a committed transmission), None if it is too short or
-    /// the padding is not one a driver writes. An unknown checksum byte reads as
+    /// The tag at the end of `buf` (a committed transmission), None if it is too short, its
+    /// padding is longer than what precedes it or its last byte is not 0. An unknown
+    /// checksum byte reads as
     /// [`RxChecksums::Unchecked`]: the MAC then verifies.
     pub fn of(buf: &[u8]) -> Option<RxTag> {
         let t = buf.len().checked_sub(RX_TAG_LEN)?;
-        let (c, padding) = (buf[t], buf[t + 1]);
-        if padding > 3 || usize::from(padding) > t {
+        let (c, padding) = (buf[t], u16::from_le_bytes([buf[t + 1], buf[t + 2]]));
+        if buf[t + 3] != 0 || usize::from(padding) > t {
             return None;
         }
         let checksums = if c == 1 {
@@ -357,8 +361,22 @@ mod tests {
         buf[62..66].copy_from_slice(&tag.to_bytes());
         assert_eq!(deframe(&mut buf[..66], RxFormat::Tagged), Ok(0..60));
         assert_eq!(RxTag::of(&buf[..66]), Some(tag));
-        // A tag with impossible padding, or no room for one, is a short frame.
-        buf[63] = 9;
+        // A run's buffer: the frame, then padding to the buffer's end, then the tag.
+        let mut long = [7u8; 1534];
+        let tag = RxTag {
+            checksums: RxChecksums::Valid,
+            padding: 1534 - 4 - 60,
+        };
+        long[1530..].copy_from_slice(&tag.to_bytes());
+        assert_eq!(deframe(&mut long, RxFormat::Tagged), Ok(0..60));
+        // A tag with padding longer than what precedes it, a last byte other than 0, or no
+        // room for one, is a short frame.
+        buf[62..66].copy_from_slice(&[1, 63, 0, 0]);
+        assert_eq!(
+            deframe(&mut buf[..66], RxFormat::Tagged),
+            Err(RxError::TooShort)
+        );
+        buf[62..66].copy_from_slice(&[1, 2, 0, 1]);
         assert_eq!(
             deframe(&mut buf[..66], RxFormat::Tagged),
             Err(RxError::TooShort)

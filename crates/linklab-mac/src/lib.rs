@@ -97,6 +97,7 @@ pub mod impair;
 mod mac;
 pub mod pause;
 pub mod queue;
+pub mod run;
 pub mod timing;
 pub mod tx;
 pub mod window;
@@ -116,5 +117,6 @@ pub use queue::{
     Inline, QueueTooSmall, RxConsumer, RxGrant, RxProducer, RxQueue, RxRead, Storage, FRAME_ALIGN,
     MIN_QUEUE_CAPACITY, RX_GRANT_LEN,
 };
+pub use run::{RxRun, MAX_RUN_SLOTS, RUN_SLOT_LEN, RUN_STRIDE};
 pub use timing::{Clock, FnClock, NoClock};
 pub use tx::{TxError, TxFormat};

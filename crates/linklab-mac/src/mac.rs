@@ -88,7 +88,8 @@ pub struct MacConfig {
     pub rx_format: RxFormat,
     /// What the PHY expects on transmit.
     pub tx_format: TxFormat,
-    /// Line rate in bit/s for the inter-packet gap and PAUSE timing; 0 = no timing.
+    /// Line rate in bit/s for the inter-packet gap and PAUSE timing; 0 = no timing (as is
+    /// any rate under a clock that never moves, `Clock::TIMED` false).
     pub line_rate_bps: u64,
     /// Send PAUSE on RX queue watermarks (None = off, the default).
     pub flow_control: Option<PauseWatermarks>,

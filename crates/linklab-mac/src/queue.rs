@@ -66,7 +66,7 @@ pub const GRANT_FOOTPRINT: usize = RX_GRANT_LEN + FRAME_HEADER_LEN;
 /// Smallest allowed queue capacity (see the capacity rule above).
 pub const MIN_QUEUE_CAPACITY: usize = 2 * GRANT_FOOTPRINT;
 
-type Bbq<S> = BBQueue<S, AtomicCoord, Polling>;
+pub(crate) type Bbq<S> = BBQueue<S, AtomicCoord, Polling>;
 
 /// Ring bytes one stored frame of `frame_len` bytes takes (capped to 1..=`RX_GRANT_LEN`, as a
 /// commit is), header included.
@@ -163,7 +163,7 @@ impl std::error::Error for QueueTooSmall {}
 /// `RxQueue<BoxedSlice>` for a size chosen at run time; then hand out one producer and one
 /// consumer.
 pub struct RxQueue<S: Storage> {
-    bbq: Bbq<S>,
+    pub(crate) bbq: Bbq<S>,
     pub(crate) producer_counters: ProducerCounters,
     pub(crate) dequeued: AtomicU32,
     pub(crate) released_bytes: AtomicU32,
@@ -288,7 +288,7 @@ pub struct QueueFull;
 /// Producer half of an [`RxQueue`]: used by the PHY, typically in an interrupt.
 pub struct RxProducer<'q, S: Storage> {
     inner: FramedProducer<&'q Bbq<S>>,
-    queue: &'q RxQueue<S>,
+    pub(crate) queue: &'q RxQueue<S>,
 }
 
 impl<'q, S: Storage> RxProducer<'q, S> {
@@ -358,15 +358,7 @@ impl<S: Storage> RxGrant<'_, S> {
             return; // Drop cancels.
         }
         if let Some(g) = self.inner.take() {
-            let c = &self.queue.producer_counters;
-            // Count before the frame becomes visible, so the consumer can never have
-            // dequeued more than was committed.
-            ProducerCounters::bump(&c.committed, 1);
-            ProducerCounters::bump(&c.committed_bytes, (used + FRAME_HEADER_LEN) as u32);
-            g.commit(used as u16);
-            // Lock-free: safe from the interrupt while the task registers.
-            #[cfg(feature = "embassy")]
-            self.queue.rx_waker.wake();
+            self.queue.commit(g, used);
         }
     }
 
@@ -398,18 +390,8 @@ impl<S: Storage> RxGrant<'_, S> {
     /// (what the driver knows of its checksums) for [`crate::RxFormat::Tagged`], padded as
     /// [`RxGrant::commit_padded`] pads (the next grant starts at [`FRAME_ALIGN`] mod 4).
     pub fn commit_tagged(mut self, used: usize, checksums: RxChecksums) {
-        let buf = self.buf();
-        let used = used.min(buf.len().saturating_sub(RX_TAG_LEN + 3));
-        let end = buf.as_ptr() as usize + used + RX_TAG_LEN + FRAME_HEADER_LEN;
-        let padding = (FRAME_ALIGN + 4 - end % 4) % 4;
-        let tag = RxTag {
-            checksums,
-            padding: padding as u8,
-        };
-        let at = used + padding;
-        buf[used..at].fill(0);
-        buf[at..at + RX_TAG_LEN].copy_from_slice(&tag.to_bytes());
-        self.commit(at + RX_TAG_LEN);
+        let len = tag_frame(self.buf(), used, checksums, None);
+        self.commit(len);
     }
 
     /// Gives the grant back without a transmission (`rx_cancelled`, outside the law).
@@ -422,6 +404,58 @@ impl<S: Storage> Drop for RxGrant<'_, S> {
             ProducerCounters::bump(&self.queue.producer_counters.cancelled, 1);
             g.abort();
         }
+    }
+}
+
+/// Writes the [`RxTag`] behind the first `used` bytes of `buf` (a grant's data; capped so
+/// the tag fits) and returns the stored length: with `fill`, the tag ends `fill` bytes in (a
+/// buffer of an [`crate::RxRun`]; the padding before it is left as it was, never read);
+/// without, 0–3 zero bytes come first so that the next grant starts at [`FRAME_ALIGN`]
+/// mod 4.
+#[inline]
+pub(crate) fn tag_frame(
+    buf: &mut [u8],
+    used: usize,
+    checksums: RxChecksums,
+    fill: Option<usize>,
+) -> usize {
+    let used = used.min(buf.len().saturating_sub(RX_TAG_LEN + 3));
+    let at = match fill {
+        Some(n) => n.min(buf.len()).saturating_sub(RX_TAG_LEN).max(used),
+        None => {
+            let end = buf.as_ptr() as usize + used + RX_TAG_LEN + FRAME_HEADER_LEN;
+            let at = used + (FRAME_ALIGN + 4 - end % 4) % 4;
+            buf[used..at].fill(0);
+            at
+        }
+    };
+    let tag = RxTag {
+        checksums,
+        padding: (at - used) as u16,
+    };
+    buf[at..at + RX_TAG_LEN].copy_from_slice(&tag.to_bytes());
+    at + RX_TAG_LEN
+}
+
+impl<S: Storage> RxQueue<S> {
+    /// Makes the first `used` bytes of `g` one transmission for the consumer, counted.
+    pub(crate) fn commit(&self, g: FramedGrantW<&Bbq<S>>, used: usize) {
+        let c = &self.producer_counters;
+        // Count before the frame becomes visible, so the consumer can never have dequeued
+        // more than was committed.
+        ProducerCounters::bump(&c.committed, 1);
+        ProducerCounters::bump(&c.committed_bytes, (used + FRAME_HEADER_LEN) as u32);
+        g.commit(used as u16);
+        // Lock-free: safe from the interrupt while the task registers.
+        #[cfg(feature = "embassy")]
+        self.rx_waker.wake();
+    }
+
+    /// The ring's first byte's address and its length.
+    pub(crate) fn ring(&self) -> (usize, usize) {
+        // SAFETY: only the address is taken; nothing is read or written through it.
+        let (ptr, len) = unsafe { self.bbq.storage().ptr_len() };
+        (ptr.as_ptr() as usize, len)
     }
 }
 

@@ -6,7 +6,9 @@ pub const IPG_BITS: u64 = 96;
 /// A monotonic clock in nanoseconds. The MAC uses it for the inter-packet gap and PAUSE.
 ///
 /// On a microcontroller: a hardware timer. In a simulator: virtual time. For a TAP
-/// (no line timing) use [`NoClock`] with a line rate of 0.
+/// (no line timing) use [`NoClock`]: its `TIMED` is false, so the MAC keeps no line timing
+/// and a build leaves that code out (a line rate of 0 also turns the timing off, but keeps
+/// the code).
 pub trait Clock {
     /// False for a clock that never moves ([`NoClock`]): the MAC then keeps no line timing
     /// whatever its line rate, and a build leaves that code out.

@@ -44,7 +44,8 @@ pub const IP_TCP_HEADERS: usize = 40;
 /// The usual Ethernet MSS (1500 − 40).
 pub const ETHERNET_MSS: usize = 1460;
 
-/// Bytes the PHY commits to the queue for a frame of `frame_len` bytes (without FCS).
+/// Bytes the PHY commits to the queue for a frame of `frame_len` bytes (without FCS), at
+/// most.
 pub const fn stored_len(format: RxFormat, frame_len: usize) -> usize {
     match format {
         // Preamble+SFD, FCS, one byte of bit shift.
@@ -52,9 +53,16 @@ pub const fn stored_len(format: RxFormat, frame_len: usize) -> usize {
         RxFormat::Raw => crate::frame::PREAMBLE_SFD_LEN + frame_len + FCS_LEN + 1,
         RxFormat::Aligned { fcs: true } => frame_len + FCS_LEN,
         RxFormat::Aligned { fcs: false } => frame_len,
-        // The tag; its padding is 0 for a full-size frame in a word-aligned ring (the
-        // frame then ends where the next one's grant is aligned again).
-        RxFormat::Tagged => frame_len + crate::deframe::RX_TAG_LEN,
+        // A frame committed from an `RxRun` with buffers behind it fills its buffer; a
+        // single grant's takes the tag and 0-3 bytes of padding: the larger.
+        RxFormat::Tagged => {
+            let single = frame_len + crate::deframe::RX_TAG_LEN + 3;
+            if single > crate::run::RUN_SLOT_LEN {
+                single
+            } else {
+                crate::run::RUN_SLOT_LEN
+            }
+        }
     }
 }
 

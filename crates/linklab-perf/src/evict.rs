@@ -19,9 +19,10 @@
 //! shares one rule: the smoltcp adapters ([`crate::lifetime`], `crate::apps`), the iperf3
 //! pool ([`crate::iperf::pool`]) and the embassy-net adapters (`crate::embassy`).
 //!
-//! Feature `evict` (on by default): without it [`choose`] takes nothing, every home skips
-//! its SYN rule and SYN-ACK watch, and a client that finds every socket busy is answered as
-//! a busy stock server answers (iperf3's ACCESS_DENIED, or the stack's RST).
+//! Feature `evict` (on by default): without it [`choose`] takes nothing, the smoltcp homes
+//! skip their SYN rule and SYN-ACK watch (embassy-net's gate still holds a SYN for its
+//! service's turn, then lets it pass), and a client that finds every socket busy is answered
+//! as a busy stock server answers (iperf3's ACCESS_DENIED, or the stack's RST).
 
 use core::ops::Add;
 

@@ -9,18 +9,23 @@
 //! riscv32imac).
 //!
 //! * RX, in the interrupt handler ([`VirtioNet::on_interrupt`]): the device writes each
-//!   frame straight into a grant of linklab-mac's RX queue: the posted buffer is a chain of
-//!   two descriptors, the 12-byte virtio-net header into the driver's memory and the frame
-//!   into the grant. The interrupt commits the grant with a tag
-//!   (`RxGrant::commit_tagged`, for `RxFormat::Tagged`) saying what the device knows of the
-//!   frame's checksums: with `VIRTIO_NET_F_GUEST_CSUM`, a frame the host validated
+//!   frame straight into linklab-mac's RX queue. Up to [`RX_POSTED`] buffers are posted at
+//!   once, the buffers of one `RxRun` (one grant cut into frame buffers), each a chain of two
+//!   descriptors: a 12-byte virtio-net header into the driver's memory and the frame into
+//!   the run. The interrupt commits each frame, oldest first, with a tag
+//!   (`RxRun::commit_first_tagged`, for `RxFormat::Tagged`) saying what the device knows of
+//!   the frame's checksums: with `VIRTIO_NET_F_GUEST_CSUM`, a frame the host validated
 //!   (`DATA_VALID`) or whose checksum it leaves partial because the frame never crossed a
 //!   wire (`NEEDS_CSUM`) is vouched for, so the MAC does not sum it again; the others (a
-//!   frame from a raw socket, say) the MAC verifies, dropping and counting bad ones. Then it
-//!   takes the next grant and posts it. bbqueue hands out one grant at a time, so one frame
-//!   buffer is posted at a time; when the queue is full, the driver's spill buffer is posted
-//!   instead, and a frame that lands there is copied into a grant if one has come free by
-//!   then, else dropped and counted (`rx_missed_errors`), as a NIC whose DMA ring ran dry.
+//!   frame from a raw socket, say) the MAC verifies, dropping and counting bad ones. The
+//!   run keeps the buffers behind it in place and grows behind them where the ring has
+//!   room; the new ones are posted. With one buffer posted (bbqueue lends one grant at a
+//!   time), QEMU held the next frame until the interrupt posted another and read no more
+//!   from its TAP until its main loop's next turn, in real time: 0.30-0.37 main-loop passes
+//!   per received frame where a window's burst takes 0.17. When the queue is full, the
+//!   driver's spill buffer is posted instead, and a frame that lands there is copied into a
+//!   grant if one has come free by then, else dropped and counted (`rx_missed_errors`), as
+//!   a NIC whose DMA ring ran dry.
 //! * TX, in the main loop (linklab-mac's `PhyTx` through [`SharedTx`]): the MAC builds
 //!   each frame straight in one of [`TX_BUFFERS`] driver buffers, behind room for the
 //!   virtio-net header ([`VirtioNet::tx_buffer`], `PhyTx::tx_buffer`), so nothing is copied;
@@ -48,13 +53,15 @@ pub mod mmio;
 pub mod queue;
 
 use linklab_mac::checksum::l4_checksum_field;
-use linklab_mac::{PhyTx, RxChecksums, RxGrant, RxProducer, Storage, RX_GRANT_LEN};
+use linklab_mac::{PhyTx, RxChecksums, RxProducer, RxRun, Storage, RUN_SLOT_LEN};
 
 use mmio::{feature, Mmio, Registers};
 use queue::{Buf, QueueMemory, Virtqueue, QUEUE_SIZE};
 
 /// Transmit buffers (a frame each).
 pub const TX_BUFFERS: usize = 4;
+/// Receive buffers posted at once: chains of two descriptors fill the queue.
+pub const RX_POSTED: usize = QUEUE_SIZE / 2;
 /// Size of a transmit buffer and of the spill buffer: the 12-byte header plus a 1514-byte
 /// frame (1518 with a VLAN tag), rounded up, with room to start 0–3 bytes in (word-aligned
 /// copies).
@@ -92,7 +99,9 @@ pub enum InitError {
 pub struct DriverCounters {
     /// Frames dropped on transmit: no free buffer, or longer than a buffer.
     pub tx_dropped: u64,
-    /// Received buffers whose length the device reported wrong (dropped).
+    /// Received buffers whose length the device reported wrong: dropped, or, with buffers
+    /// posted behind (which must stay where they are), passed on empty, which the MAC then
+    /// also counts (`rx_short_length_errors`).
     pub rx_bad_length: u64,
     /// Frames that landed in the spill buffer (the RX queue had no room when it was
     /// posted): copied into a grant if one had come free, else dropped (and counted
@@ -108,13 +117,13 @@ struct Buffer([u8; BUFFER_LEN]);
 #[repr(C, align(16))]
 struct Header([u8; HEADER_LEN]);
 
-/// Everything the driver shares with the device: both queues, the receive header, the
-/// spill buffer, the transmit buffers (8.5 KB). [`VirtioNet::new`] takes the crate's static
-/// once; [`VirtioNet::with_memory`] is handed one.
+/// Everything the driver shares with the device: both queues, a receive header per posted
+/// buffer, the spill buffer, the transmit buffers (8 KB). [`VirtioNet::new`] takes the
+/// crate's static once; [`VirtioNet::with_memory`] is handed one.
 pub struct NicMemory {
     rx_queue: QueueMemory,
     tx_queue: QueueMemory,
-    rx_header: Header,
+    rx_headers: [Header; RX_POSTED],
     spill: Buffer,
     tx: [Buffer; TX_BUFFERS],
 }
@@ -125,7 +134,7 @@ impl NicMemory {
         NicMemory {
             rx_queue: QueueMemory::new(),
             tx_queue: QueueMemory::new(),
-            rx_header: Header([0; HEADER_LEN]),
+            rx_headers: [const { Header([0; HEADER_LEN]) }; RX_POSTED],
             spill: Buffer([0; BUFFER_LEN]),
             tx: [const { Buffer([0; BUFFER_LEN]) }; TX_BUFFERS],
         }
@@ -170,17 +179,9 @@ pub unsafe fn probe(slots: impl IntoIterator<Item = Slot>) -> Option<Slot> {
     })
 }
 
-/// What is posted on the receive queue.
-enum Posted<S: Storage + 'static> {
-    /// A grant of the RX queue: the device writes the frame straight into it.
-    Grant(RxGrant<'static, S>),
-    /// The spill buffer (the queue was full).
-    Spill,
-}
-
-/// A virtio-net device: its queues, the grant (or spill buffer) posted for the next frame,
-/// and its transmit buffers. `S` is the RX queue's storage; `R` how its registers are
-/// reached.
+/// A virtio-net device: its queues, the receive buffers posted (a run of the RX queue, or
+/// the spill buffer) and its transmit buffers. `S` is the RX queue's storage; `R` how its
+/// registers are reached.
 pub struct VirtioNet<S: Storage + 'static, R: Registers = Mmio> {
     regs: R,
     irq: u32,
@@ -189,8 +190,18 @@ pub struct VirtioNet<S: Storage + 'static, R: Registers = Mmio> {
     rx: Virtqueue,
     tx: Virtqueue,
     mem: &'static mut NicMemory,
-    /// The chain posted on the receive queue: (its head descriptor, what it is).
-    posted: Option<(u16, Posted<S>)>,
+    /// The run whose first `posted` buffers are posted, one chain each, in order (None: no
+    /// buffer of the RX queue is posted).
+    run: Option<RxRun<'static, S>>,
+    /// True while the spill buffer is posted (alone).
+    spill_posted: bool,
+    /// Chains posted and not yet used.
+    posted: usize,
+    /// Chains used since start: the oldest posted chain's number (its header is
+    /// `rx_headers[number % RX_POSTED]`).
+    used: usize,
+    /// The head descriptor of each posted chain, at its number % RX_POSTED.
+    heads: [u16; RX_POSTED],
     /// The head descriptor of each transmit buffer in flight.
     tx_heads: [Option<u16>; TX_BUFFERS],
     /// The transmit buffer lent to the MAC ([`VirtioNet::tx_buffer`]), not yet sent.
@@ -249,7 +260,11 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             rx,
             tx,
             mem,
-            posted: None,
+            run: None,
+            spill_posted: false,
+            posted: 0,
+            used: 0,
+            heads: [0; RX_POSTED],
             tx_heads: [None; TX_BUFFERS],
             lent: None,
             counters: DriverCounters::default(),
@@ -260,7 +275,7 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
     /// (the device keeps the addresses of what is posted).
     pub fn start(&mut self) -> Result<(), InitError> {
         self.post_rx();
-        if self.posted.is_none() {
+        if self.posted == 0 {
             return Err(InitError::Device);
         }
         Ok(())
@@ -296,53 +311,81 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
         self.features & feature::CSUM != 0
     }
 
-    /// Posts a grant of the RX queue for the next frame, or the spill buffer when the queue
-    /// has no room.
+    /// Posts the run's buffers that are not posted yet, taking a run if there is none; the
+    /// spill buffer when the queue has no room and nothing is posted.
     fn post_rx(&mut self) {
-        let header = Buf {
-            addr: self.mem.rx_header.0.as_ptr() as usize,
-            len: HEADER_LEN,
-            device_writes: true,
-        };
-        let (mut grant, frame) = match self.producer.grant() {
-            Ok(mut g) => {
-                let b = g.buf();
-                let frame = Buf {
-                    addr: b.as_mut_ptr() as usize,
-                    len: b.len(),
-                    device_writes: true,
-                };
-                (Some(g), frame)
-            }
-            Err(_) => {
-                let frame = Buf {
+        if self.spill_posted {
+            return;
+        }
+        if self.run.is_none() && self.posted == 0 {
+            self.run = self.producer.grant_run().ok();
+            if self.run.is_none() {
+                let spill = Buf {
                     addr: self.mem.spill.0.as_mut_ptr() as usize,
                     len: BUFFER_LEN,
                     device_writes: true,
                 };
-                (None, frame)
+                self.spill_posted = self.post_chain(spill);
+                self.notify_rx();
+                return;
             }
+        }
+        let mut added = false;
+        while let Some(run) = self.run.as_mut() {
+            let slot = run.slot(self.posted);
+            if slot.is_empty() {
+                break;
+            }
+            let frame = Buf {
+                addr: slot.as_mut_ptr() as usize,
+                len: slot.len(),
+                device_writes: true,
+            };
+            if !self.post_chain(frame) {
+                break; // Cannot happen: RX_POSTED chains of two fill the queue exactly.
+            }
+            added = true;
+        }
+        if added {
+            self.notify_rx();
+        }
+    }
+
+    /// Offers `frame` behind the next chain's header; true if the queue took it.
+    fn post_chain(&mut self, frame: Buf) -> bool {
+        let number = self.used.wrapping_add(self.posted) % RX_POSTED;
+        let header = Buf {
+            addr: self.mem.rx_headers[number].0.as_ptr() as usize,
+            len: HEADER_LEN,
+            device_writes: true,
         };
-        let Some(head) = self.rx.add(&[header, frame]) else {
-            // Cannot happen (one chain of two in eight descriptors); the grant is cancelled.
-            return;
-        };
-        self.posted = Some((head, grant.take().map_or(Posted::Spill, Posted::Grant)));
-        // Always notified, whatever the device's no-notify flag says: the one posted buffer
-        // is all the device has, so a missed notification stops receiving for good. And one
-        // can be missed under QEMU: on a single-vCPU guest TCG drops our fence, so the flag
-        // read may pass the index store while the device thread re-enables notifications and
-        // re-reads the index, each side seeing the other's old value (seen after UDP floods:
-        // the device's available index one behind ours, notifications on, no interrupt; a
-        // probe run in ~30). A notification is a register write per frame.
+        match self.rx.add(&[header, frame]) {
+            Some(head) => {
+                self.heads[number] = head;
+                self.posted += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Tells the device the receive queue has new buffers.
+    fn notify_rx(&mut self) {
+        // Always notified, whatever the device's no-notify flag says: a missed notification
+        // with nothing else posted stops receiving for good. And one can be missed under
+        // QEMU: on a single-vCPU guest TCG drops our fence, so the flag read may pass the
+        // index store while the device thread re-enables notifications and re-reads the
+        // index, each side seeing the other's old value (seen after UDP floods: the device's
+        // available index one behind ours, notifications on, no interrupt; a probe run in
+        // ~30). A notification is a register write per interrupt.
         self.regs.write(mmio::reg::QUEUE_NOTIFY, RX_QUEUE);
     }
 
-    /// What the receive header says of the frame's checksums.
-    fn rx_checksums(&self) -> RxChecksums {
+    /// What receive header `number` says of its frame's checksums.
+    fn rx_checksums(&self, number: usize) -> RxChecksums {
         // Volatile: the device wrote it.
         // SAFETY: a byte of our own memory.
-        let flags = unsafe { core::ptr::read_volatile(self.mem.rx_header.0.as_ptr()) };
+        let flags = unsafe { core::ptr::read_volatile(self.mem.rx_headers[number].0.as_ptr()) };
         if self.features & feature::GUEST_CSUM != 0
             && flags & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0
         {
@@ -353,41 +396,64 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
     }
 
     /// The interrupt handler's work: acknowledges the interrupt, commits every frame the
-    /// device wrote (into the posted grant, or from the spill buffer into a grant if one is
-    /// free now, else counted missed) and posts the next buffer each time. Returns the
-    /// frames committed.
+    /// device wrote, oldest first (from the run, or from the spill buffer into a grant if
+    /// one is free now, else counted missed), posts what has room, and looks again: QEMU
+    /// hands over a frame it held as the notification is written, and taking it here costs
+    /// less than another interrupt. Returns the frames committed.
     pub fn on_interrupt(&mut self) -> usize {
         mmio::ack_interrupt(&self.regs);
         let mut committed = 0;
-        while let Some((head, written)) = self.rx.pop_used() {
-            let Some((posted_head, what)) = self.posted.take() else {
-                break;
-            };
-            if head != posted_head {
-                // Not the chain we posted: the device is broken; stop receiving.
-                break;
-            }
-            let len = (written as usize).saturating_sub(HEADER_LEN);
-            let checksums = self.rx_checksums();
-            match what {
-                Posted::Grant(grant) if (1..=RX_GRANT_LEN).contains(&len) => {
-                    grant.commit_tagged(len, checksums);
+        loop {
+            let mut took = false;
+            while let Some((head, written)) = self.rx.pop_used() {
+                let number = self.used % RX_POSTED;
+                if self.posted == 0 || head != self.heads[number] {
+                    // Not the chain posted first: the device is broken; stop receiving.
+                    return committed;
+                }
+                took = true;
+                self.used = self.used.wrapping_add(1);
+                self.posted -= 1;
+                let len = (written as usize).saturating_sub(HEADER_LEN);
+                if self.take_frame(len, number) {
                     committed += 1;
                 }
-                Posted::Spill if (1..=BUFFER_LEN).contains(&len) => {
-                    self.counters.rx_spilled += 1;
-                    if self.commit_spilled(len, checksums) {
-                        committed += 1;
-                    }
-                }
-                _ => {
-                    debug!("virtio-net: RX buffer with a bad length dropped");
-                    self.counters.rx_bad_length += 1;
-                }
+            }
+            if !took {
+                return committed;
             }
             self.post_rx();
         }
-        committed
+    }
+
+    /// Commits the frame of `len` bytes the device wrote into the oldest posted chain
+    /// (header `number`): from the run, or copied from the spill buffer. True if committed.
+    fn take_frame(&mut self, len: usize, number: usize) -> bool {
+        let checksums = self.rx_checksums(number);
+        if self.spill_posted {
+            self.spill_posted = false;
+            if (1..=BUFFER_LEN).contains(&len) {
+                self.counters.rx_spilled += 1;
+                return self.commit_spilled(len, checksums);
+            }
+        } else if let Some(run) = self.run.as_mut() {
+            if (1..=RUN_SLOT_LEN).contains(&len) {
+                if !run.commit_first_tagged(len, checksums, self.posted, RX_POSTED) {
+                    self.run = None;
+                }
+                return true;
+            }
+            // With buffers behind (the device's), pass this one on empty (the MAC counts it
+            // short) to keep them where they are; else give it back.
+            if self.posted == 0
+                || !run.commit_first_tagged(0, RxChecksums::Unchecked, self.posted, RX_POSTED)
+            {
+                self.run = None;
+            }
+        }
+        debug!("virtio-net: RX buffer with a bad length dropped");
+        self.counters.rx_bad_length += 1;
+        false
     }
 
     /// Copies the frame in the spill buffer into a grant, if one is free; else counts it

@@ -263,6 +263,29 @@ fn device(
     dev
 }
 
+/// A queue with room for a whole run behind the first frame (a firmware image's ring is
+/// 15 364 bytes), and a device over it.
+fn device_with_room(
+    m: &'static Model,
+) -> (
+    &'static RxQueue<Inline<16384>>,
+    VirtioNet<Inline<16384>, &'static Model>,
+) {
+    let q: &'static RxQueue<Inline<16384>> = Box::leak(Box::new(RxQueue::new()));
+    let mem = Box::leak(Box::new(NicMemory::new()));
+    let mut dev = VirtioNet::with_memory(m, 5, q.producer(), mem).unwrap();
+    dev.start().unwrap();
+    (q, dev)
+}
+
+/// The MAC's configuration for what the driver commits.
+fn tagged() -> MacConfig {
+    MacConfig {
+        rx_format: RxFormat::Tagged,
+        ..MacConfig::tap(MacAddr(MAC))
+    }
+}
+
 fn model(offered: u64) -> &'static Model {
     Box::leak(Box::new(Model::new(offered)))
 }
@@ -334,22 +357,17 @@ fn frames_land_in_grants_tagged_by_their_header() {
         ring.contains(&addr),
         "the posted frame buffer is the RX queue's memory"
     );
-    assert_eq!(len, RX_GRANT_LEN);
+    assert_eq!(len, linklab_mac::RUN_SLOT_LEN);
     assert_eq!(addr % 4, linklab_mac::FRAME_ALIGN);
 
     let frame = udp_frame(b"hello");
     for flags in [HDR_F_DATA_VALID, 0, HDR_F_NEEDS_CSUM] {
         assert!(m.deliver(flags, &frame));
-        assert!(!m.deliver(flags, &frame), "one chain posted at a time");
         assert_eq!(dev.on_interrupt(), 1);
         assert_eq!(m.0.borrow().interrupt, 0, "acknowledged");
     }
 
-    let config = MacConfig {
-        rx_format: RxFormat::Tagged,
-        ..MacConfig::tap(MacAddr(MAC))
-    };
-    let mut mac = Mac::new(q.consumer(), |_: &[u8]| {}, NoClock, config);
+    let mut mac = Mac::new(q.consumer(), |_: &[u8]| {}, NoClock, tagged());
     mac.set_checksum_offload(true);
     let mut got = Vec::new();
     while let Some(f) = mac.receive() {
@@ -362,6 +380,45 @@ fn frames_land_in_grants_tagged_by_their_header() {
         "the frame without flags was verified"
     );
     c.check_conservation().unwrap();
+}
+
+/// One buffer is posted at first; once a frame came in, RX_POSTED, each on the RX queue's
+/// memory a run's stride apart, so the device can write a burst before the interrupt runs.
+/// The burst comes out whole and in order.
+#[test]
+fn a_burst_lands_in_the_posted_buffers_in_order() {
+    let m = model(OFFERED);
+    let (q, mut dev) = device_with_room(m);
+    let first = udp_frame(b"first");
+    assert!(m.deliver(HDR_F_DATA_VALID, &first));
+    assert!(
+        !m.deliver(HDR_F_DATA_VALID, &first),
+        "one buffer posted at first"
+    );
+    assert_eq!(dev.on_interrupt(), 1);
+    let burst: Vec<Vec<u8>> = (0..RX_POSTED)
+        .map(|i| udp_frame(&vec![i as u8; 100 + 300 * i]))
+        .collect();
+    let mut at = Vec::new();
+    for f in &burst {
+        at.push(m.posted_frame_buffer().expect("a buffer posted").0);
+        assert!(m.deliver(HDR_F_DATA_VALID, f));
+    }
+    assert!(
+        !m.deliver(HDR_F_DATA_VALID, &first),
+        "{RX_POSTED} buffers posted"
+    );
+    assert!(at
+        .windows(2)
+        .all(|w| w[1] - w[0] == linklab_mac::RUN_STRIDE));
+    assert_eq!(dev.on_interrupt(), RX_POSTED);
+    let mut mac = Mac::new(q.consumer(), |_: &[u8]| {}, NoClock, tagged());
+    assert_eq!(&mac.receive().unwrap()[..], &first[..]);
+    for f in &burst {
+        assert_eq!(&mac.receive().unwrap()[..], &f[..]);
+    }
+    assert!(mac.receive().is_none());
+    mac.counters().check_conservation().unwrap();
 }
 
 /// Without GUEST_CSUM the header's flags mean nothing: every frame is verified.
@@ -390,15 +447,7 @@ fn a_full_queue_spills_then_recovers() {
     let m = model(OFFERED);
     let q = leaked_queue();
     let mut dev = device(m, q);
-    let mut mac = Mac::new(
-        q.consumer(),
-        |_: &[u8]| {},
-        NoClock,
-        MacConfig {
-            rx_format: RxFormat::Tagged,
-            ..MacConfig::tap(MacAddr(MAC))
-        },
-    );
+    let mut mac = Mac::new(q.consumer(), |_: &[u8]| {}, NoClock, tagged());
     let frame = udp_frame(&[0xAB; 1400]);
     let mut held = 0;
     for _ in 0..8 {
@@ -437,6 +486,30 @@ fn bad_lengths_are_counted() {
     assert_eq!(dev.counters().rx_bad_length, 1);
     assert!(q.consumer().read().is_none());
     assert!(m.posted_frame_buffer().is_some(), "posted again");
+}
+
+/// With buffers posted behind it, a completion whose length cannot be a frame is passed on
+/// empty (the MAC counts it short), so the buffers behind stay where the device writes.
+#[test]
+fn a_bad_length_with_buffers_behind_keeps_them_in_place() {
+    let m = model(OFFERED);
+    let (q, mut dev) = device_with_room(m);
+    let first = udp_frame(b"first");
+    assert!(m.deliver(HDR_F_DATA_VALID, &first));
+    assert_eq!(dev.on_interrupt(), 1);
+    let (head, _) = m.take_chain(0).unwrap();
+    m.push_used(0, head, 5);
+    let after = udp_frame(b"after");
+    assert!(m.deliver(HDR_F_DATA_VALID, &after));
+    assert_eq!(dev.on_interrupt(), 1);
+    assert_eq!(dev.counters().rx_bad_length, 1);
+    let mut mac = Mac::new(q.consumer(), |_: &[u8]| {}, NoClock, tagged());
+    assert_eq!(&mac.receive().unwrap()[..], &first[..]);
+    assert_eq!(&mac.receive().unwrap()[..], &after[..]);
+    assert!(mac.receive().is_none());
+    let c = mac.counters();
+    assert_eq!(c.rx_short_length_errors, 1);
+    c.check_conservation().unwrap();
 }
 
 /// Frames go out behind a header that asks the device to complete TCP/UDP checksums; with

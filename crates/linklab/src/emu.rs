@@ -84,7 +84,8 @@ pub struct Args {
     cost_parts: bool,
     /// Run the image at a fixed instruction rate (`--icount`, default 3: 125 MIPS) against
     /// stock iperf3 both ways and curl, and linklab bench with the image's counted profile at
-    /// the same MHz on the same transfers; the emulated rates in the device's own clock.
+    /// the same MHz on the same transfers; the emulated rates in the device's own clock. The
+    /// host's TCP runs without its tail-loss probe, which QEMU's 3 ms alignment stops set off.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "cost_parts"])]
     predict: bool,
     /// Boots of the image for --predict, 1..=20.
@@ -92,7 +93,8 @@ pub struct Args {
           value_parser = values::ranged(1u32, 20))]
     runs: u32,
     /// Measure TCP throughput both ways with stock iperf3, and a curl download of /1MB.txt:
-    /// QEMU free-running, then at a fixed instruction rate (`--icount`, default 3: 125 MIPS), in a namespace of its own.
+    /// QEMU free-running, then at a fixed instruction rate (`--icount`, default 3: 125 MIPS;
+    /// the host's tail-loss probe off, as with --predict), in a namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip"])]
     throughput: bool,
     /// Boot the serial image instead (mps2-an385): no NIC; the network runs over

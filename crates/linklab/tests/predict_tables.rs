@@ -74,6 +74,13 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
             let text = std::fs::read_to_string(&path)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let j: Value = serde_json::from_str(&text).expect("a predict file is JSON");
+            // The harness the README describes: the host's tail-loss probe off.
+            assert_eq!(
+                j["host_tail_loss_probe"],
+                Value::Bool(false),
+                "{} was not run with the host's tail-loss probe off (rerun linklab emu --predict)",
+                path.display()
+            );
             let mips = num(&j, "mips");
             let head = format!("| `{}` | {mips} |", j["profile"].as_str().expect("profile"));
             let (mut rate_cells, mut cost_cells) = (Vec::new(), Vec::new());

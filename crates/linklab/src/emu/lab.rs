@@ -144,6 +144,38 @@ impl Lab {
         bail!("the device booted but never answered ping");
     }
 
+    /// Turns Linux's tail-loss probe off in the lab's namespace (`net.ipv4.tcp_early_retrans
+    /// = 0`), for a run at a fixed instruction rate. QEMU's `-icount align=on` lets the guest
+    /// run up to 3 ms ahead of real time, then stops it until real time catches up. The
+    /// kernel's probe fires after about two round trips without an ACK, so in such a stop it
+    /// sends a segment again, and a probe acknowledged without a DSACK (smoltcp sends none)
+    /// is taken as a loss: the congestion window falls to 3-5 segments and the device waits
+    /// for a host that holds back. A device on a wire never stops like that. Retransmission
+    /// on timeout and on duplicate ACKs stay as they are. The setting is the namespace's own
+    /// since Linux 4.15; on a kernel where it is global, this process's own is put back and
+    /// the run refused.
+    pub fn without_tail_loss_probes(&self) -> anyhow::Result<()> {
+        const SETTING: &str = "/proc/sys/net/ipv4/tcp_early_retrans";
+        let ours =
+            std::fs::read_to_string(SETTING).with_context(|| format!("cannot read {SETTING}"))?;
+        self.run(&["sh", "-c", &format!("echo 0 > {SETTING}")])?;
+        let out = self.run(&["cat", SETTING])?;
+        if String::from_utf8_lossy(&out.stdout).trim() != "0" {
+            bail!(
+                "cannot turn off the tail-loss probe in the namespace {}",
+                self.ns
+            );
+        }
+        if std::fs::read_to_string(SETTING).ok().as_deref() != Some(ours.as_str()) {
+            let _ = std::fs::write(SETTING, ours.trim());
+            bail!(
+                "this kernel keeps {SETTING} for every namespace (Linux before 4.15): the \
+                 host's tail-loss probe cannot be turned off for the lab alone"
+            );
+        }
+        Ok(())
+    }
+
     /// The namespace's name (under /run/netns).
     pub fn netns(&self) -> &str {
         &self.ns

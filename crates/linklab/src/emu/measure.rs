@@ -343,6 +343,9 @@ pub fn throughput(
             Some(l) => Lab::boot_line(board, image, icount.as_ref().map(|_| shift), l)?,
             None => Lab::boot(board, image, icount.clone())?,
         };
+        if icount.is_some() {
+            lab.without_tail_loss_probes()?;
+        }
         let rx = lab.iperf3(&["-t", THROUGHPUT_SECONDS])?;
         let tx = lab.iperf3(&["-t", THROUGHPUT_SECONDS, "-R"])?;
         // An image without the HTTP server (the minimal one) has no download to time.
