@@ -3,7 +3,9 @@
 //!
 //! The producer takes a grant of [`RX_GRANT_LEN`] bytes *before* it knows what is
 //! coming, lets the PHY write straight into it, then commits the length it used, or
-//! cancels (a link test pulse, noise). The consumer reads the oldest transmission in place
+//! cancels (a link test pulse, noise). A NIC that takes several posted buffers is lent a
+//! run of them instead, one grant cut into buffers [`RX_GRANT_LEN`] bytes apart
+//! ([`crate::run`]). The consumer reads the oldest transmission in place
 //! and releases it. SFD search, realignment and the FCS check happen on the consumer side
 //! ([`crate::Mac::receive`]); the producer does no per-byte work at all.
 //!
@@ -52,8 +54,9 @@ pub use bbqueue::traits::storage::{Inline, Storage};
 use crate::counters::ProducerCounters;
 use crate::deframe::{RxChecksums, RxTag, RX_TAG_LEN};
 
-/// Size of every producer grant: a tagged maximum frame in raw form (8 bytes preamble/SFD,
-/// 1522 bytes frame with FCS, 1 byte of bit shift) rounded up to 1536.
+/// Size of a producer's grant for one frame: a tagged maximum frame in raw form (8 bytes
+/// preamble/SFD, 1522 bytes frame with FCS, 1 byte of bit shift) rounded up to 1536. A
+/// run's buffers ([`crate::run::RUN_STRIDE`]) are this many bytes apart, header included.
 pub const RX_GRANT_LEN: usize = 1536;
 /// Bytes bbqueue's framed mode stores in front of every frame (a `u16` length).
 pub const FRAME_HEADER_LEN: usize = 2;
