@@ -21,8 +21,8 @@ const PING_IDENT: u16 = 0x22b;
 /// First local TCP port; each GET uses the next one.
 const FIRST_LOCAL_PORT: u16 = 49_152;
 /// The device's default send buffer with `--device-sends`: two full segments, as linklab's
-/// NIC images give their HTTP and iperf3 sockets (`HTTP_TX`, `IPERF_TCP_TX`; a counted
-/// profile says what its image has: the soft-PHY image's iperf3 sockets have four).
+/// NIC images give their iperf3 sockets (`IPERF_TCP_TX`; a counted profile says what its
+/// image has for each app: three segments for HTTP, four for the soft-PHY image's iperf3).
 pub const DEVICE_SEND_BUFFER: usize = 2 * 1460;
 
 /// One ping's outcome.
@@ -347,9 +347,7 @@ impl App {
         let transfer = match current {
             Some(t) => t,
             None => {
-                let rx = tcp::SocketBuffer::new(vec![0; self.window]);
-                let tx = tcp::SocketBuffer::new(vec![0; 1024]);
-                let mut socket = tcp::Socket::new(rx, tx);
+                let mut socket = device_socket(self.window, 1024);
                 let port = take_port(&mut self.next_port);
                 let remote = (IpAddress::Ipv4(self.host_ip), HTTP_PORT);
                 if let Err(e) = socket.connect(iface.context(), remote, port) {
@@ -454,6 +452,18 @@ fn next_file(
         return NextFile::Stepped;
     }
     NextFile::Transfer(bench)
+}
+
+/// A TCP socket of the device with `rx` and `tx` bytes of buffer, as linklab's firmware has
+/// them: no congestion window. The firmware builds smoltcp without its reno and cubic
+/// features; this crate turns cubic on for the host, which in smoltcp makes it every new
+/// socket's default, so the device's sockets turn it off.
+fn device_socket(rx: usize, tx: usize) -> tcp::Socket<'static> {
+    let rx = tcp::SocketBuffer::new(vec![0; rx]);
+    let tx = tcp::SocketBuffer::new(vec![0; tx]);
+    let mut socket = tcp::Socket::new(rx, tx);
+    socket.set_congestion_control(tcp::CongestionControl::None);
+    socket
 }
 
 /// The next local TCP port (wrapping to the first ephemeral one).

@@ -195,3 +195,21 @@ fn a_pass_takes_in_what_arrives_while_it_takes_frames_in() {
         }
     }
 }
+
+/// The device's TCP is the firmware's: smoltcp without a congestion window (this crate
+/// builds smoltcp with CUBIC for the host, which would make it every socket's default), so
+/// from a three-segment send buffer it sends whole segments. With CUBIC's 2 048-byte first
+/// window it settled into 1 460 + 588 and 1 460 + 872 byte flights: a third more frames.
+#[test]
+fn the_device_sends_whole_segments_as_the_firmware_does() {
+    let mut cfg = config(Profile::Riscv32EmbassyMeasured, clock(125.0, 1.0), true);
+    cfg.send_buffer = 3 * 1460;
+    let r = run(cfg);
+    let segments = 1_000_000u64.div_ceil(1460);
+    // The data segments, the handshake's and the close's, one ping.
+    assert!(
+        (segments..=segments + 6).contains(&r.mac.tx_packets),
+        "{} frames sent for {segments} segments",
+        r.mac.tx_packets
+    );
+}

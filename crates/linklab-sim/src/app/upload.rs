@@ -7,7 +7,9 @@ use smoltcp::iface::{Interface, SocketHandle, SocketSet};
 use smoltcp::socket::tcp;
 use smoltcp::wire::IpAddress;
 
-use super::{failed, next_file, take_port, App, AppEvent, DownloadResult, NextFile, Phase};
+use super::{
+    device_socket, failed, next_file, take_port, App, AppEvent, DownloadResult, NextFile, Phase,
+};
 
 /// One `--device-sends` transfer: the file's bytes from `connect` until the host has
 /// acknowledged all of them and the FIN, and closed its side.
@@ -42,9 +44,7 @@ impl App {
         let upload = match current {
             Some(u) => u,
             None => {
-                let rx = tcp::SocketBuffer::new(vec![0; 1024]);
-                let tx = tcp::SocketBuffer::new(vec![0; self.send_buffer]);
-                let mut socket = tcp::Socket::new(rx, tx);
+                let mut socket = device_socket(1024, self.send_buffer);
                 // linklab's firmware turns Nagle off (see its README).
                 socket.set_nagle_enabled(false);
                 let port = take_port(&mut self.next_port);

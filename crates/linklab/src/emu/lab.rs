@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::blob::ConfigBlob;
 use super::board::Board;
-use super::qemu::{on_path, Boot, Network, Qemu};
+use super::qemu::{dies_with_us, on_path, Boot, Network, Qemu};
 
 /// The device's address in a lab.
 pub const DEVICE_IP: &str = "198.18.0.2";
@@ -181,10 +181,13 @@ impl Lab {
         &self.ns
     }
 
-    /// A command to run inside the namespace.
+    /// A command to run inside the namespace. It dies with us: a `linklab` killed in the
+    /// middle of a transfer leaves no client behind (an `iperf3 -R` whose server vanished
+    /// spins on a core until killed).
     pub fn command(&self, argv: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns]).args(argv);
+        dies_with_us(&mut c);
         c
     }
 

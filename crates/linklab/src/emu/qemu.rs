@@ -143,26 +143,17 @@ impl Qemu {
             .stderr(Stdio::piped())
             .process_group(0);
         // SAFETY: only async-signal-safe calls between fork and exec: unblock the signals a
-        // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM; and
-        // have the kernel kill QEMU if we die without stopping it (SIGKILL, a crash), so no
-        // emulator is left holding its TAP. The parent-death signal follows the thread that
-        // forked: every Qemu::start runs on the main thread, which lives as long as we do.
-        let us = std::process::id() as libc::pid_t;
+        // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM.
         unsafe {
             cmd.pre_exec(move || {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // We died between fork and prctl: the signal will never come.
-                if libc::getppid() != us {
-                    libc::_exit(1);
-                }
                 Ok(())
             });
         }
+        // No emulator is left holding its TAP if we die without stopping it.
+        dies_with_us(&mut cmd);
         // A real board's MCU owns its CPU and its wire; the emulated ones share the host's.
         // From here on this thread — and what it starts: QEMU and all its threads, the
         // bridges to the TAP, a simulated line — runs ahead of the host's other work where
@@ -363,5 +354,26 @@ impl Qemu {
 impl Drop for Qemu {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Has the kernel kill `cmd`'s process (SIGKILL) when we die without stopping it — killed,
+/// crashed — so that no emulator or stock tool we started outlives us. The parent-death
+/// signal follows the thread that forked: call it only for commands started on the main
+/// thread, which lives as long as we do.
+pub fn dies_with_us(cmd: &mut Command) {
+    let us = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // We died between fork and prctl: the signal will never come.
+            if libc::getppid() != us {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
     }
 }
