@@ -14,6 +14,7 @@ pub mod app_counters;
 #[cfg(feature = "smoltcp")]
 pub mod apps;
 pub mod blast;
+pub mod data_memory;
 pub mod device_config;
 pub mod echo;
 #[cfg(feature = "embassy-net")]
