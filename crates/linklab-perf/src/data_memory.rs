@@ -280,6 +280,18 @@ pub fn stream_share(
     Some(Share { rx, tx })
 }
 
+/// The data memory as the smoltcp adapters lend it (feature `smoltcp`): the bytes, and the
+/// UDP socket's datagram records (received, sent), lent with a slice to whichever server's
+/// UDP socket carries a test or waits for one.
+#[cfg(feature = "smoltcp")]
+pub struct SmoltcpDataMemory<'a> {
+    /// The bytes.
+    pub bytes: DataMemory<'a>,
+    /// The UDP records: two arrays, received and sent.
+    #[cfg(feature = "udp")]
+    pub udp_meta: crate::lend::Lender<'a, smoltcp::socket::udp::PacketMetadata, 2>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

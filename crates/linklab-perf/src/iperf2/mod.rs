@@ -56,7 +56,10 @@
 //! [`UdpServerConfig::first_transit`] to [`FirstTransit::Skip`] (2.1.8 would count the
 //! whole clock offset into the first jitter sample).
 
+#[cfg(feature = "smoltcp")]
+pub mod device;
 pub mod pattern;
+pub mod pool;
 pub mod request;
 pub mod tcp_sender;
 pub mod tcp_server;

@@ -1,0 +1,80 @@
+//! The pool's UDP socket: a flow's first datagram starts a test, every datagram is counted,
+//! the FIN is answered with the server report.
+
+use super::{Iperf2Pool, Iperf2Sockets};
+use crate::iperf::stream::Micros;
+use crate::iperf2::request::Protocol;
+use crate::iperf2::wire::report::DATAGRAM_LEN as REPORT_LEN;
+use crate::socket::UdpOps;
+
+impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
+    /// Takes what arrived on the UDP socket and sends the reports due. A datagram that
+    /// would start a flow while the server is busy (another flow, a TCP test, an iperf3
+    /// test) is dropped.
+    pub(super) fn service_udp<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, now: Micros) {
+        if !self.udp_armed {
+            return;
+        }
+        loop {
+            // A flow may start only while no test holds the server, or the memory would be
+            // iperf3's (it claimed it: our slices are about to go back).
+            let may_start = self.test.is_none() && !s.must_yield();
+            let flowing = self.udp.is_busy();
+            let udp = &mut self.udp;
+            let mut taken = None;
+            let got = s.udp().recv(|data, from| {
+                if flowing || may_start {
+                    if udp.on_datagram(from, data, now) {
+                        taken = Some((from, data.len()));
+                    }
+                }
+            });
+            if !got {
+                break;
+            }
+            let Some((from, len)) = taken else {
+                self.counters.datagrams_dropped += 1;
+                continue;
+            };
+            if !flowing && self.udp.is_busy() {
+                // A flow started: its test, over the memory (nobody could claim it since
+                // `may_start` was known).
+                if !self.start_test(s, Protocol::Udp, P::udp_addr(from), now) {
+                    self.udp = crate::iperf2::UdpServer::new(self.udp_cfg);
+                    self.counters.datagrams_dropped += 1;
+                    continue;
+                }
+                s.set_udp_busy();
+                self.counters.streams += 1;
+            }
+            self.count_bytes_udp(len, now);
+        }
+        let mut report = [0u8; REPORT_LEN];
+        while let Some((peer, n)) = self.udp.next_output(now, &mut report) {
+            let Some(out) = report.get(..n) else { break };
+            let queued = s.udp().send(n, peer, |buf| match buf.get_mut(..n) {
+                Some(b) => {
+                    b.copy_from_slice(out);
+                    n
+                }
+                None => 0,
+            });
+            if !queued {
+                // Lost; the client's next FIN asks again.
+                break;
+            }
+        }
+        self.udp.poll(now);
+        while let Some((_, outcome)) = self.udp.take_finished() {
+            if outcome.timed_out {
+                linklab_fmt::debug!("iperf2: UDP flow timed out");
+                self.fail();
+            }
+        }
+    }
+
+    fn count_bytes_udp(&mut self, len: usize, now: Micros) {
+        self.counters.bytes_received += len as u64;
+        self.progress(now);
+    }
+}
