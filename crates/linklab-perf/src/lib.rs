@@ -25,7 +25,7 @@ pub mod http;
 pub mod iperf;
 #[cfg(feature = "iperf2")]
 pub mod iperf2;
-#[cfg(feature = "smoltcp")]
+#[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
 pub mod lend;
 #[cfg(feature = "smoltcp")]
 pub mod lifetime;

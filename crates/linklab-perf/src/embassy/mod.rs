@@ -52,6 +52,9 @@ mod gate;
 #[cfg(feature = "http")]
 mod http;
 mod iperf;
+#[cfg(feature = "iperf2")]
+mod iperf2;
+mod memory;
 #[cfg(any(feature = "echo", feature = "http"))]
 mod service;
 mod socket;
@@ -69,6 +72,9 @@ pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
 #[cfg(feature = "http")]
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
+#[cfg(feature = "iperf2")]
+pub use iperf2::{iperf2_server, Iperf2Buffers};
+pub use memory::SharedMemory;
 pub use stats::AppStats;
 
 #[cfg(any(feature = "echo", feature = "http"))]

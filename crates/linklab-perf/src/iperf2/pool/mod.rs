@@ -190,12 +190,13 @@ enum Role {
 
 /// The test the server runs: one client's streams and connect-backs, or one UDP flow.
 #[derive(Clone, Copy, Debug)]
-struct Test {
+pub(super) struct Test {
     protocol: Protocol,
     /// The client's IPv4 address (connections from any other are refused; None over IPv6).
     client: Option<[u8; 4]>,
-    /// Streams the client's header says it opens (its `-P`, bounded by the sockets).
-    threads: usize,
+    /// Streams the client's header says it opens (its `-P`, bounded by the sockets); None
+    /// until a header is read (a socket keeps listening for more streams until then).
+    threads: Option<usize>,
     /// Streams taken.
     accepted: usize,
     /// Something failed.
@@ -357,33 +358,32 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         }
     }
 
-    /// Listens for what may come next, over a slice: between tests a TCP socket and the UDP
-    /// socket (idle slices); during a TCP test, a socket for the client's next stream until
-    /// all its header announced are in.
-    fn arm<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, n: usize) {
+    /// Listens for what may come next, over a slice: between tests one TCP socket and the
+    /// UDP socket (idle slices); during a TCP test, one TCP socket for the client's next
+    /// stream until the streams its header announced are in. A listener that got a SYN
+    /// (half-open) does not count: another listens beside it, the UDP socket's idle slice
+    /// giving way if the memory has no other (a `-P 2` client's second SYN comes before its
+    /// first connection is up).
+    pub(super) fn arm<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, n: usize) {
         let want_tcp = match self.test {
             None => true,
-            Some(t) => t.protocol == Protocol::Tcp && t.accepted < t.threads,
+            Some(t) => {
+                t.protocol == Protocol::Tcp && t.threads.is_none_or(|want| t.accepted < want)
+            }
         };
-        let listening = (0..n).any(|i| matches!(self.roles[i], Role::Listening(_)));
-        if want_tcp && !listening {
-            let idle = self.test.is_none();
-            let share = Share {
-                rx: self.sizes.window,
-                tx: self.sizes.tx,
-            };
-            if let Some(i) = (0..n).find(|&i| matches!(self.roles[i], Role::Parked)) {
-                if s.prepare(i, share, idle) {
-                    let mut sock = s.tcp(i);
-                    sock.abort();
-                    let _ = sock.listen(self.port);
-                    self.roles[i] = Role::Listening(Handshake::default());
-                }
-            }
-        } else if !want_tcp {
-            for i in 0..n {
-                self.park_listener(s, i);
-            }
+        let ready: heapless::Vec<usize, M> = (0..n)
+            .filter(|&i| {
+                matches!(self.roles[i], Role::Listening(_))
+                    && s.tcp(i).state() == crate::socket::TcpState::Listen
+            })
+            .collect();
+        if want_tcp && ready.is_empty() {
+            self.arm_listener(s, n);
+        }
+        // One listener is enough; none when no stream is wanted.
+        let keep = usize::from(want_tcp);
+        for &i in ready.iter().skip(keep) {
+            self.park_listener(s, i);
         }
         let want_udp = self.test.is_none_or(|t| t.protocol == Protocol::Udp);
         if want_udp && !self.udp_armed {
@@ -401,6 +401,31 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             if !sock.is_open() {
                 let _ = sock.bind(self.port);
             }
+        }
+    }
+
+    /// Makes a parked TCP socket listen over a stream's slice (idle between tests); the idle
+    /// UDP socket gives its slice up if that is what it takes.
+    fn arm_listener<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, n: usize) {
+        let Some(i) = (0..n).find(|&i| matches!(self.roles[i], Role::Parked)) else {
+            return;
+        };
+        let idle = self.test.is_none();
+        let share = Share {
+            rx: self.sizes.window,
+            tx: self.sizes.tx,
+        };
+        let mut ok = s.prepare(i, share, idle);
+        if !ok && self.udp_armed && !self.udp.is_busy() {
+            s.release_udp();
+            self.udp_armed = false;
+            ok = s.prepare(i, share, idle);
+        }
+        if ok {
+            let mut sock = s.tcp(i);
+            sock.abort();
+            let _ = sock.listen(self.port);
+            self.roles[i] = Role::Listening(Handshake::default());
         }
     }
 
@@ -444,15 +469,56 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             return false;
         }
         self.counters.tests += 1;
-        self.test = Some(Test {
+        self.test = self.test_record(protocol, client, now);
+        true
+    }
+
+    /// A new test's record.
+    pub(super) fn test_record(
+        &self,
+        protocol: Protocol,
+        client: Option<[u8; 4]>,
+        now: Micros,
+    ) -> Option<Test> {
+        Some(Test {
             protocol,
             client,
-            threads: 1,
+            threads: None,
             accepted: 0,
             failed: false,
             last_progress: now,
-        });
-        true
+        })
+    }
+
+    /// True when the running test may give way to a new client: nothing moved for the
+    /// grace ([`crate::evict::GRACE_MS`]). Never without feature `evict`.
+    pub(super) fn test_evictable(&self, now: Micros) -> bool {
+        cfg!(feature = "evict")
+            && self.test.is_some_and(|t| {
+                t.last_progress
+                    .saturating_add(crate::evict::GRACE_MS * 1000)
+                    <= now
+            })
+    }
+
+    /// Ends the running test for a new client: its streams and connect-backs are reset
+    /// (`evicted`; the test failed). The memory stays claimed: the caller starts the new
+    /// client's test on it, or gives it back.
+    pub(super) fn evict_test<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, now: Micros) {
+        linklab_fmt::debug!("iperf2: idle test evicted for a new client");
+        self.counters.evicted += 1;
+        self.counters.tests_failed += 1;
+        self.pending.clear();
+        for j in 0..s.tcp_count().min(M) {
+            if matches!(self.roles[j], Role::Stream(_) | Role::Back(_)) {
+                s.tcp(j).abort();
+                self.roles[j] = Role::Closing { since: now };
+            }
+        }
+        if self.udp.is_busy() {
+            self.udp = UdpServer::new(self.udp_cfg);
+        }
+        self.test = None;
     }
 
     /// Marks the running test failed.

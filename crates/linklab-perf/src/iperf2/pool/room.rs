@@ -90,16 +90,8 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                 s.tcp(i).abort();
             }
             _ => {
-                linklab_fmt::debug!("iperf2: idle test evicted for a new client");
-                self.counters.evicted += 1;
-                self.fail();
-                self.pending.clear();
-                for j in 0..n {
-                    if matches!(self.roles[j], Role::Stream(_) | Role::Back(_)) {
-                        s.tcp(j).abort();
-                        self.roles[j] = Role::Closing { since: now };
-                    }
-                }
+                self.evict_test(s, now);
+                s.unclaim();
             }
         }
         // The sockets reset release their slices once their RSTs left: at once where the

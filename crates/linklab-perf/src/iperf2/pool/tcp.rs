@@ -67,8 +67,17 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         let joins = self.test.is_some_and(|t| {
             t.protocol == Protocol::Tcp && t.client.is_some() && t.client == client
         });
-        let accepted =
-            joins || (self.test.is_none() && self.start_test(s, Protocol::Tcp, client, now));
+        if !joins && self.test.is_some() && self.test_evictable(now) {
+            // Another client while the test's own went idle: its test gives way.
+            self.evict_test(s, now);
+            self.counters.tests += 1;
+            self.test = self.test_record(Protocol::Tcp, client, now);
+        }
+        let accepted = joins
+            || self
+                .test
+                .is_some_and(|t| t.accepted == 0 && t.client == client)
+            || (self.test.is_none() && self.start_test(s, Protocol::Tcp, client, now));
         if !accepted {
             linklab_fmt::debug!("iperf2: busy, a connection reset");
             s.tcp(i).abort();
@@ -152,7 +161,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         self.count_bytes(got, sent, now);
         if let (Some(r), Some(t)) = (conn.request(), self.test.as_mut()) {
             let announced = usize::try_from(r.threads).unwrap_or(M).clamp(1, M);
-            t.threads = t.threads.max(announced);
+            t.threads = Some(t.threads.unwrap_or(0).max(announced));
         }
         if let Some(cb) = back {
             // To the address this connection came from, at the port its header named.
