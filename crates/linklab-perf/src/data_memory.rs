@@ -244,6 +244,39 @@ impl Share {
     }
 }
 
+/// How a data memory is shared by a server's streams: its bytes and what one stream gets
+/// when the memory allows (a TCP window and send buffer: one "chunk"); a UDP socket gets a
+/// chunk too, its first `udp_rx` bytes for the datagrams it receives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DataPlan {
+    /// The memory's bytes.
+    pub bytes: usize,
+    /// A receiving stream's window (whole segments).
+    pub window: usize,
+    /// A sending stream's send buffer.
+    pub tx: usize,
+    /// The UDP socket's receive bytes.
+    pub udp_rx: usize,
+}
+
+impl DataPlan {
+    /// The share of each of `streams` TCP streams ([`stream_share`]).
+    pub fn stream_share(&self, streams: usize, receives: bool, sends: bool) -> Option<Share> {
+        stream_share(self.bytes, streams, receives, sends, self.window, self.tx)
+    }
+
+    /// The UDP socket's share: `udp_rx` bytes received and a send buffer (within the
+    /// memory).
+    pub fn udp_share(&self) -> Share {
+        let rx = self.udp_rx.min(self.bytes);
+        Share {
+            rx,
+            tx: self.tx.min(self.bytes - rx),
+        }
+    }
+}
+
 /// What a test's data sockets get of `memory` bytes when it carries `streams` TCP streams
 /// (the directions they carry: data `receives` from the client, `sends` to it; both for
 /// `--bidir`, where a socket's direction is known only once its stream connects):

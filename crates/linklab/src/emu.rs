@@ -74,6 +74,9 @@ pub struct Args {
     /// flash, RAM and peak stack, in a network namespace of its own.
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput"])]
     cost: bool,
+    /// With --cost: move the bytes with stock iperf 2 (`iperf -c -n 4M`, and `-R`) instead.
+    #[arg(long, requires = "cost", conflicts_with_all = ["phy10_line"])]
+    iperf2: bool,
     /// Count instructions per part of the device's work (RX interrupt per frame and per byte,
     /// main loop per pass, per received and transmitted frame and byte, per byte copied off
     /// its word; QEMU -icount shift=0, stock iperf3 and curl): the data file of the image's
@@ -219,7 +222,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let image = image::find_or_build(&board, kind, file)?;
         let console_work = kind == Image::Minimal;
-        let result = if args.cost {
+        let result = if args.cost && args.iperf2 {
+            if console_work {
+                bail_usage!("--iperf2: not with --image minimal (it serves iperf3 alone)");
+            }
+            measure::cost_iperf2(&board, &image)?
+        } else if args.cost {
             measure::cost(&board, &image, line_args, console_work)?
         } else if args.cost_parts {
             parts::cost_parts(&board, kind, &image, line_args)?

@@ -7,14 +7,20 @@ use core::sync::atomic::Ordering;
 
 #[cfg(feature = "echo")]
 use linklab_perf::apps::UdpBuffers;
-use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers};
+use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers};
+use linklab_perf::data_memory::DataPlan;
 use linklab_perf::iperf::device::IperfBuffers;
 #[cfg(feature = "blast")]
 use smoltcp::iface::SocketHandle;
 use smoltcp::iface::{SocketSet, SocketStorage};
 #[cfg(feature = "blast")]
 use smoltcp::socket::udp;
-#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "iperf-udp",
+    feature = "iperf2",
+    feature = "blast"
+))]
 use smoltcp::socket::udp::PacketMetadata;
 
 #[cfg(feature = "blast")]
@@ -24,9 +30,10 @@ use crate::buffers::{BlastBytes, BLAST_BYTES};
 use crate::buffers::{LoopBytes, Slots, LOOP_BYTES, SLOTS, SLOTS_TAKEN};
 use crate::memory::*;
 
-/// The apps of this build over smoltcp: iperf3 with its sockets and streams, and the HTTP
-/// sockets.
-pub(crate) type LoopApps = DeviceApps<'static, IPERF_TCP_SOCKETS, IPERF_STREAMS, HTTP_SOCKETS>;
+/// The apps of this build over smoltcp: iperf3 with its sockets and streams, the HTTP
+/// sockets, iperf 2's sockets.
+pub(crate) type LoopApps =
+    DeviceApps<'static, IPERF_TCP_SOCKETS, IPERF_DATA_SOCKETS, HTTP_SOCKETS, IPERF2_TCP_SOCKETS>;
 
 /// The apps, their socket set and the `/stats` body: the main loop's largest state (the
 /// iperf3 session, the HTTP servers' request heads), built in place in [`APPS`] rather
@@ -73,9 +80,9 @@ pub(crate) fn take_buffers() -> Option<Taken> {
                 sockets: [SocketStorage::EMPTY; SOCKETS],
                 #[cfg(feature = "echo")]
                 echo_udp_meta: [[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2],
-                #[cfg(feature = "iperf-udp")]
+                #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
                 iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
-                #[cfg(feature = "iperf-udp")]
+                #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
                 iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
                 #[cfg(feature = "blast")]
                 blast_rx_meta: [PacketMetadata::EMPTY; BLAST_RX_PACKETS],
@@ -125,9 +132,7 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
     );
     #[cfg(not(feature = "blast"))]
     let blast_parts = ();
-    let [c0, c1] = &mut buf.iperf_control;
-    let [c0_rx, c0_tx] = c0;
-    let [c1_rx, c1_tx] = c1;
+    let [(c0_rx, c0_tx), (c1_rx, c1_tx)] = &mut buf.iperf_control;
     let iperf = IperfBuffers {
         control: [
             TcpBuffers {
@@ -139,14 +144,25 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
                 tx: c1_tx,
             },
         ],
-        data: buf.iperf_data.iter_mut().map(|c| &mut c[..]),
-        window: TCP_WINDOW,
-        #[cfg(feature = "iperf-udp")]
-        udp_rx: TCP_WINDOW,
-        #[cfg(feature = "iperf-udp")]
-        udp_meta: [&mut slots.iperf_udp_rx_meta, &mut slots.iperf_udp_tx_meta],
         json_rx: &mut buf.json_rx,
         json_tx: &mut buf.json_tx,
+    };
+    let data = DataBuffers {
+        bytes: &mut buf.iperf_data,
+        plan: DataPlan {
+            bytes: IPERF_DATA,
+            window: TCP_WINDOW,
+            tx: IPERF_TCP_TX,
+            udp_rx: TCP_WINDOW,
+        },
+        #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
+        udp_meta: [
+            &mut slots.iperf_udp_rx_meta[..],
+            &mut slots.iperf_udp_tx_meta[..],
+        ],
+        // linklab-perf's UDP sockets (echo's) without an iperf UDP test: no records to lend.
+        #[cfg(all(feature = "echo", not(any(feature = "iperf-udp", feature = "iperf2"))))]
+        udp_meta: [&mut [], &mut []],
     };
     #[cfg(feature = "echo")]
     let (echo_udp, echo_tcp) = {
@@ -179,6 +195,7 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
         #[cfg(feature = "http")]
         http,
         iperf,
+        data,
     };
     // SAFETY: as above; `sockets` is the field written first, `body` is zeroed in place.
     let apps = unsafe {
@@ -202,10 +219,10 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
 /// this frame once rather than each in its own frame and copied up (the apps were built
 /// and copied four levels deep: a 41 KB stack peak at boot on the Cortex-M3, now 16 KB).
 #[inline(never)]
-fn build_apps<I: IntoIterator<Item = &'static mut [u8]>>(
+fn build_apps(
     at: &mut MaybeUninit<LoopApps>,
     sockets: &mut SocketSet<'static>,
-    buffers: AppBuffers<'static, I, HTTP_SOCKETS>,
+    buffers: AppBuffers<'static, HTTP_SOCKETS>,
 ) {
     at.write(DeviceApps::new(sockets, buffers));
 }

@@ -9,7 +9,12 @@ use core::sync::atomic::AtomicBool;
 use core::sync::atomic::Ordering;
 
 use smoltcp::iface::SocketStorage;
-#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "iperf-udp",
+    feature = "iperf2",
+    feature = "blast"
+))]
 use smoltcp::socket::udp::PacketMetadata;
 
 #[cfg(feature = "blast")]
@@ -105,9 +110,9 @@ pub(crate) fn take_bytes() -> Option<&'static mut Bytes> {
 
 /// The main loop's socket buffers, in one static (all zero: `.bss`), word-aligned with every
 /// buffer a whole number of words (checked below), as the embassy image's: the apps a build
-/// has, and the iperf3 server's two control sockets and its data memory (one chunk per
-/// stream, each a window and a send buffer, lent to a data socket or the UDP socket only
-/// while it carries a test: linklab-perf's `iperf::device::IperfBuffers`).
+/// has, the iperf3 server's two control sockets, and the iperf servers' data memory (its
+/// shares lent to a data socket or a UDP socket only while it carries a test, or iperf 2's
+/// while it waits for one: linklab-perf's `data_memory`).
 #[repr(C, align(4))]
 pub(crate) struct LoopBytes {
     #[cfg(feature = "echo")]
@@ -119,8 +124,9 @@ pub(crate) struct LoopBytes {
     #[cfg(feature = "http")]
     pub(crate) http_tx: [[u8; HTTP_TX]; HTTP_SOCKETS],
     /// Per control socket: receive, send.
-    pub(crate) iperf_control: [[[u8; IPERF_CONTROL]; 2]; 2],
-    pub(crate) iperf_data: [[u8; IPERF_CHUNK]; IPERF_STREAMS],
+    pub(crate) iperf_control: [([u8; IPERF_CONTROL_RX], [u8; IPERF_CONTROL_TX]); 2],
+    /// The iperf servers' data memory.
+    pub(crate) iperf_data: [u8; IPERF_DATA],
     pub(crate) json_rx: [u8; IPERF_JSON],
     pub(crate) json_tx: [u8; IPERF_JSON],
 }
@@ -140,9 +146,10 @@ pub(crate) struct Slots {
     pub(crate) sockets: [SocketStorage<'static>; SOCKETS],
     #[cfg(feature = "echo")]
     pub(crate) echo_udp_meta: [[PacketMetadata; ECHO_UDP_PACKETS]; 2],
-    #[cfg(feature = "iperf-udp")]
+    /// The iperf servers' UDP records (lent with a share of the data memory).
+    #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
     pub(crate) iperf_udp_rx_meta: [PacketMetadata; IPERF_UDP_RX_PACKETS],
-    #[cfg(feature = "iperf-udp")]
+    #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
     pub(crate) iperf_udp_tx_meta: [PacketMetadata; IPERF_UDP_TX_PACKETS],
     #[cfg(feature = "blast")]
     pub(crate) blast_rx_meta: [PacketMetadata; BLAST_RX_PACKETS],
@@ -160,7 +167,8 @@ const _: () = {
         TCP_WINDOW,
         IPERF_CHUNK,
         IPERF_TCP_TX,
-        IPERF_CONTROL,
+        IPERF_CONTROL_RX,
+        IPERF_CONTROL_TX,
         EMBASSY_IPERF_UDP_RX,
         EMBASSY_IPERF_UDP_TX,
         IPERF_JSON,
@@ -186,8 +194,8 @@ pub(crate) static mut LOOP_BYTES: LoopBytes = LoopBytes {
     http_rx: [[0; HTTP_RX]; HTTP_SOCKETS],
     #[cfg(feature = "http")]
     http_tx: [[0; HTTP_TX]; HTTP_SOCKETS],
-    iperf_control: [[[0; IPERF_CONTROL]; 2]; 2],
-    iperf_data: [[0; IPERF_CHUNK]; IPERF_STREAMS],
+    iperf_control: [([0; IPERF_CONTROL_RX], [0; IPERF_CONTROL_TX]); 2],
+    iperf_data: [0; IPERF_DATA],
     json_rx: [0; IPERF_JSON],
     json_tx: [0; IPERF_JSON],
 };

@@ -20,12 +20,12 @@ use smoltcp::time::Instant;
 use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
 
 use super::pool::{Iperf2Counters, Iperf2Pool, Iperf2Sizes, Iperf2Sockets, Room};
-use crate::apps::TcpBuffers;
 use crate::data_memory::{Share, SmoltcpDataMemory, Tenant};
 use crate::evict::half_open_to;
 use crate::iperf::stream::Micros;
 use crate::lifetime::{relisten, tcp_socket};
 use crate::rules::Peer;
+use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::MAX_TCP_SOCKETS;
 

@@ -2,6 +2,7 @@
 //! connected, control sockets (small buffers) the rest of the time.
 
 use super::{Handshake, PoolServer, PoolSockets, Slot};
+use crate::data_memory::DataPlan;
 use crate::iperf::json::Protocol;
 use crate::iperf::session::Phase;
 use crate::socket::{TcpOps, TcpState};
@@ -22,6 +23,16 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         }
     }
 
+    /// [`set_data_slots`](Self::set_data_slots), with the data memory the data sockets are
+    /// lent shared as `plan` says: each test's streams get an equal share of it
+    /// ([`DataPlan::stream_share`]), so a test may have as many streams as there are data
+    /// sockets and the memory gives each a window of two segments (and a sending one a
+    /// segment to send).
+    pub fn set_data_memory(&mut self, d: usize, plan: DataPlan) {
+        self.set_data_slots(d);
+        self.plan = Some(plan);
+    }
+
     /// True while a test's TCP streams are being connected (data sockets listen then).
     pub(super) fn streams_connecting(&self) -> bool {
         self.held()
@@ -34,11 +45,21 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// connected, control sockets otherwise. A socket holding a connection keeps it.
     pub(super) fn apply_roles<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
         let streams = self.streams_connecting();
+        // Data sockets listen for the streams still to come, no more (each takes a share).
+        let connected = self.slots[..n]
+            .iter()
+            .filter(|s| matches!(s, Slot::Data(_) | Slot::Pending { .. } | Slot::Listening))
+            .count();
+        let mut wanted = self.test_streams().saturating_sub(connected);
         for i in 0..n {
             let data = i < self.data_slots;
             let listen = data == streams;
             match self.slots[i] {
-                Slot::Parked if listen && (!data || sockets.prepare(i)) => {
+                Slot::Parked if listen && data && wanted == 0 => {}
+                Slot::Parked if listen && (!data || sockets.prepare(i, self.share)) => {
+                    if data {
+                        wanted -= 1;
+                    }
                     let mut s = sockets.tcp(i);
                     s.abort();
                     let _ = s.listen(self.port);
@@ -69,14 +90,51 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         }
     }
 
-    /// How many streams a test may have: the data sockets (with roles), else every socket
-    /// but the control and the spare one; at most the session's `S`.
-    pub(super) fn stream_capacity(&self, n: usize) -> usize {
+    /// How many streams a test of `p` may have: the data sockets (with roles: as many as
+    /// the data memory gives a share, [`DataPlan::stream_share`]), else every socket but the
+    /// control and the spare one; at most the session's `S`.
+    pub(super) fn stream_capacity(&self, n: usize, p: &crate::iperf::json::Params) -> usize {
         let sockets = if self.data_slots > 0 {
             self.data_slots
         } else {
             n.saturating_sub(2)
         };
-        sockets.min(S)
+        let (receives, sends) = directions(p);
+        let memory = |streams: usize| {
+            self.plan
+                .is_none_or(|plan: DataPlan| plan.stream_share(streams, receives, sends).is_some())
+        };
+        (1..=sockets.min(S))
+            .take_while(|&k| memory(k))
+            .last()
+            .unwrap_or(0)
     }
+
+    /// The TCP streams of the test under way (0 for UDP or without one).
+    pub(super) fn test_streams(&self) -> usize {
+        let p = self.session.params();
+        if !self.held() || p.protocol != Protocol::Tcp {
+            return 0;
+        }
+        usize::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 }
+    }
+
+    /// True once a data socket listens for each stream still to connect (always without
+    /// roles: every socket listens).
+    pub(super) fn listening_for_streams<P: PoolSockets>(&self, _sockets: &mut P, n: usize) -> bool {
+        if self.data_slots == 0 {
+            return true;
+        }
+        let ready = self.slots[..n]
+            .iter()
+            .take(self.data_slots)
+            .filter(|s| matches!(s, Slot::Data(_) | Slot::Pending { .. } | Slot::Listening))
+            .count();
+        ready >= self.test_streams()
+    }
+}
+
+/// Which ways a test's TCP data go: (the device receives, the device sends).
+pub(super) fn directions(p: &crate::iperf::json::Params) -> (bool, bool) {
+    (!p.reverse || p.bidirectional, p.reverse || p.bidirectional)
 }

@@ -238,6 +238,9 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             first_transit: super::FirstTransit::Skip,
             serve_reverse: false,
             serve_connect_back: false,
+            // A client repeats its FIN every 10 ms until a report arrives: half a second
+            // answers those of a lost report, and frees the server for the next test soon.
+            linger_us: 500_000,
             ..UdpServerConfig::default()
         };
         Self {
