@@ -258,12 +258,17 @@ pub struct DataPlan {
     pub tx: usize,
     /// The UDP socket's receive bytes.
     pub udp_rx: usize,
+    /// Bytes each stream's slice takes beyond its share (the embassy adapter starts a
+    /// receive ring 3 bytes in: 4).
+    pub per_stream: usize,
 }
 
 impl DataPlan {
-    /// The share of each of `streams` TCP streams ([`stream_share`]).
+    /// The share of each of `streams` TCP streams ([`stream_share`] of the memory less what
+    /// each slice takes beyond its share).
     pub fn stream_share(&self, streams: usize, receives: bool, sends: bool) -> Option<Share> {
-        stream_share(self.bytes, streams, receives, sends, self.window, self.tx)
+        let bytes = self.bytes.saturating_sub(self.per_stream * streams.max(1));
+        stream_share(bytes, streams, receives, sends, self.window, self.tx)
     }
 
     /// The UDP socket's share: `udp_rx` bytes received and a send buffer (within the

@@ -154,6 +154,7 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
             window: TCP_WINDOW,
             tx: IPERF_TCP_TX,
             udp_rx: TCP_WINDOW,
+            per_stream: 0,
         },
         #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
         udp_meta: [

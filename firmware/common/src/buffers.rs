@@ -39,43 +39,16 @@ pub(crate) struct Bytes {
     pub(crate) echo_tcp_tx: [u8; ECHO_TCP],
     pub(crate) http_rx: [[u8; HTTP_RX]; 2],
     pub(crate) http_tx: [[u8; HTTP_TX]; 2],
-    pub(crate) iperf_rx: [IperfRx; IPERF_TCP_SOCKETS],
-    pub(crate) iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    /// The iperf3 control sockets' buffers: receive, send.
+    pub(crate) iperf_control: [([u8; IPERF_CONTROL_RX], [u8; IPERF_CONTROL_TX]); 2],
+    /// The iperf servers' data memory, and the 4 bytes a share takes beyond its buffers on
+    /// embassy-net (its receive ring starts 3 mod 4: linklab-perf's `embassy` iperf3
+    /// server) for each stream of the full chunks.
+    pub(crate) iperf_data: [u8; EMBASSY_IPERF_DATA],
     pub(crate) iperf_udp_rx: [u8; EMBASSY_IPERF_UDP_RX],
     pub(crate) iperf_udp_tx: [u8; EMBASSY_IPERF_UDP_TX],
     pub(crate) json_rx: [u8; IPERF_JSON],
     pub(crate) json_tx: [u8; IPERF_JSON],
-}
-
-/// Bytes behind one iperf3 TCP socket's receive buffer in the embassy image: the window and
-/// room to start it [`IPERF_RX_SKEW`] bytes in.
-#[cfg(feature = "embassy")]
-const IPERF_RX_LEN: usize = TCP_WINDOW + 4;
-
-/// Where in its [`IperfRx`] an embassy iperf3 socket's receive ring starts: 3 mod 4. Every
-/// iperf3 data stream begins with the client's 37-byte cookie (`iperf::wire::COOKIE_SIZE`),
-/// and smoltcp's receive ring never rewinds to its start, so every later segment lands 37
-/// bytes further on than a whole number of segments: from a ring that starts on a word,
-/// smoltcp copied each payload (word-aligned in the frame) with `memcpy`'s misaligned path,
-/// 3.6 instructions per byte on the Cortex-M3 instead of ~1.2 (measured with `linklab emu
-/// --cost`). Started at 3 mod 4, the ring puts byte 37 on a word; after an odd-sized
-/// segment the server's read position, kept on a word (linklab-perf's
-/// `TcpOps::may_leave_bytes`, with the driver's gate waking the server for each segment),
-/// brings the stream back onto it.
-#[cfg(feature = "embassy")]
-pub(crate) const IPERF_RX_SKEW: usize = (4 - linklab_perf::iperf::wire::COOKIE_SIZE % 4) % 4;
-
-/// One iperf3 TCP socket's receive bytes in the embassy image ([`IperfRx::ring`] is the
-/// buffer to lend).
-#[cfg(feature = "embassy")]
-pub(crate) struct IperfRx([u8; IPERF_RX_LEN]);
-
-#[cfg(feature = "embassy")]
-impl IperfRx {
-    /// The receive ring: [`TCP_WINDOW`] bytes from [`IPERF_RX_SKEW`] on.
-    pub(crate) fn ring(&mut self) -> &mut [u8] {
-        &mut self.0[IPERF_RX_SKEW..IPERF_RX_SKEW + TCP_WINDOW]
-    }
 }
 
 #[cfg(feature = "embassy")]
@@ -86,8 +59,8 @@ static mut BYTES: Bytes = Bytes {
     echo_tcp_tx: [0; ECHO_TCP],
     http_rx: [[0; HTTP_RX]; 2],
     http_tx: [[0; HTTP_TX]; 2],
-    iperf_rx: [const { IperfRx([0; IPERF_RX_LEN]) }; IPERF_TCP_SOCKETS],
-    iperf_tx: [[0; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    iperf_control: [([0; IPERF_CONTROL_RX], [0; IPERF_CONTROL_TX]); 2],
+    iperf_data: [0; EMBASSY_IPERF_DATA],
     iperf_udp_rx: [0; EMBASSY_IPERF_UDP_RX],
     iperf_udp_tx: [0; EMBASSY_IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],

@@ -164,6 +164,9 @@ pub const IPERF_JSON: usize = SIZING.iperf_json;
 pub const IPERF_UDP_RX_PACKETS: usize = SIZING.iperf_udp_packets[0];
 /// Datagrams the iperf3 UDP socket sends.
 pub const IPERF_UDP_TX_PACKETS: usize = SIZING.iperf_udp_packets[1];
+/// The embassy image's data memory: [`IPERF_DATA`] and the 4 bytes each full chunk's share
+/// takes beyond its buffers there (its iperf3 receive rings start 3 mod 4).
+pub const EMBASSY_IPERF_DATA: usize = IPERF_DATA + 4 * IPERF_STREAMS;
 /// Payload bytes of the embassy image's iperf3 UDP socket, received (its apps take one
 /// buffer pair per socket; the main loop's UDP socket borrows a data chunk instead).
 pub const EMBASSY_IPERF_UDP_RX: usize = 4 * 1500;

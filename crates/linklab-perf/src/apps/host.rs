@@ -80,6 +80,7 @@ pub fn host_buffers(tcp_window: usize) -> AppBuffers<'static> {
                 window: tcp_window,
                 tx: IPERF_TCP_TX_BUFFER,
                 udp_rx: IPERF_UDP_BYTES,
+                per_stream: 0,
             },
             udp_meta: [
                 vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS].leak(),

@@ -34,35 +34,35 @@ pub struct Iperf2Buffers {
 }
 
 /// A TCP socket without buffers: parked.
-fn parked_tcp(stack: Stack<'static>) -> TcpSocket<'static> {
+fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
     TcpSocket::new(stack, &mut [], &mut [])
 }
 
 /// A UDP socket without buffers: parked (unbound).
-fn parked_udp(stack: Stack<'static>) -> UdpSocket<'static> {
+fn parked_udp(stack: Stack<'_>) -> UdpSocket<'_> {
     UdpSocket::new(stack, &mut [], &mut [], &mut [], &mut [])
 }
 
 /// The server's sockets, the memory and the task context, for one poll.
-struct Sockets<'p, 'c, const M: usize> {
-    stack: Stack<'static>,
-    tcp: &'p mut [TcpSocket<'static>; M],
+struct Sockets<'p, 'a, 'c, const M: usize> {
+    stack: Stack<'a>,
+    tcp: &'p mut [TcpSocket<'a>; M],
     slices: &'p mut [Option<u8>; M],
-    udp: &'p mut UdpSocket<'static>,
+    udp: &'p mut UdpSocket<'a>,
     udp_slice: &'p mut Option<u8>,
     meta: &'p mut Lender<'static, PacketMetadata, 2>,
     memory: &'static SharedMemory,
     cx: &'p mut Context<'c>,
 }
 
-impl<'c, const M: usize> Iperf2Sockets for Sockets<'_, 'c, M> {
+impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
     type Endpoint = IpEndpoint;
     type Tcp<'t>
-        = Tcp<'t, 'static, 'c>
+        = Tcp<'t, 'a, 'c>
     where
         Self: 't;
     type Udp<'t>
-        = Udp<'t, 'static, 'c>
+        = Udp<'t, 'a, 'c>
     where
         Self: 't;
 
@@ -216,7 +216,7 @@ impl<'c, const M: usize> Iperf2Sockets for Sockets<'_, 'c, M> {
 /// listener if a stream may be taken now, else frees what an idle test or a half-open peer
 /// holds ([`Iperf2Pool::room_for`]).
 pub async fn iperf2_server<const M: usize>(
-    stack: Stack<'static>,
+    stack: Stack<'_>,
     buffers: Iperf2Buffers,
     counters: &AppCounters,
     gate: Option<&ServiceGate>,
@@ -226,7 +226,7 @@ pub async fn iperf2_server<const M: usize>(
         udp_meta,
         sizes,
     } = buffers;
-    let mut tcp: [TcpSocket<'static>; M] = core::array::from_fn(|_| parked_tcp(stack));
+    let mut tcp: [TcpSocket<'_>; M] = core::array::from_fn(|_| parked_tcp(stack));
     let mut slices = [None; M];
     let mut udp = parked_udp(stack);
     let mut udp_slice = None;

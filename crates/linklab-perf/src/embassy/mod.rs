@@ -65,7 +65,9 @@ pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use device::EchoMemory;
 #[cfg(feature = "http")]
 pub use device::HttpMemory;
-pub use device::{announce, static_ipv4, IperfMemory, MAX_UDP_PAYLOAD};
+#[cfg(not(feature = "iperf2"))]
+pub use device::Iperf2Buffers;
+pub use device::{announce, static_ipv4, IperfMemory, IPERF2_SOCKETS, MAX_UDP_PAYLOAD};
 #[cfg(feature = "echo")]
 pub use echo::echo_server;
 pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
