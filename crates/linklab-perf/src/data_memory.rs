@@ -161,6 +161,14 @@ impl<'a, const K: usize> DataMemory<'a, K> {
         }
     }
 
+    /// Slice `id`'s socket only waits again (its test is over): idle, given back when the
+    /// other tenant claims the memory.
+    pub fn set_idle(&mut self, id: usize) {
+        if let Some(Some(s)) = self.slices.get_mut(id) {
+            s.idle = true;
+        }
+    }
+
     /// Takes slice `id` back; its bytes may be lent again.
     ///
     /// # Safety

@@ -167,6 +167,12 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         }
     }
 
+    fn set_udp_idle(&mut self) {
+        if let Some(id) = *self.udp_slice {
+            self.memory.with(|m| m.set_idle(usize::from(id)));
+        }
+    }
+
     fn claim(&mut self) -> bool {
         self.memory
             .with(|m| m.claim(Tenant::Iperf2))

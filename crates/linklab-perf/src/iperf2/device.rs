@@ -181,6 +181,12 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
         }
     }
 
+    fn set_udp_idle(&mut self) {
+        if let Some(id) = *self.udp_slice {
+            self.memory.bytes.set_idle(usize::from(id));
+        }
+    }
+
     fn claim(&mut self) -> bool {
         self.memory.bytes.claim(Tenant::Iperf2)
     }

@@ -19,7 +19,7 @@ use super::{assert_conserved, in_netns, wait_until};
 pub const PORT: u16 = 5001;
 
 /// One flow's line of `iperf -y C` (TCP): who sent to whom and what.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Flow {
     /// The sender's address.
     pub src: String,
@@ -85,7 +85,10 @@ fn flows(text: &str) -> Vec<Flow> {
     text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.trim().split(',').collect();
-            if f.len() < 9 || f[0].len() < 14 || !f[0].bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            if f.len() < 9
+                || f[0].len() < 14
+                || !f[0].bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            {
                 return None;
             }
             Some(Flow {
@@ -162,10 +165,33 @@ fn one_test(dev: &Device, args: &[&str], check: impl Fn(&Run) -> (u64, u64)) -> 
     let after = settled(dev);
     let (received, sent) = check(&run);
     let mode = args.join(" ");
-    assert_eq!(delta(&before, &after, "tests_done"), 1, "{mode}: {}\n{}", after["iperf2"], run.text);
-    assert_eq!(delta(&before, &after, "tests_failed"), 0, "{mode}: {}", after["iperf2"]);
-    assert_eq!(delta(&before, &after, "bytes_received"), received, "{mode}: {}\n{}", after["iperf2"], run.text);
-    assert_eq!(delta(&before, &after, "bytes_sent"), sent, "{mode}: {}\n{}", after["iperf2"], run.text);
+    assert_eq!(
+        delta(&before, &after, "tests_done"),
+        1,
+        "{mode}: {}\n{}",
+        after["iperf2"],
+        run.text
+    );
+    assert_eq!(
+        delta(&before, &after, "tests_failed"),
+        0,
+        "{mode}: {}",
+        after["iperf2"]
+    );
+    assert_eq!(
+        delta(&before, &after, "bytes_received"),
+        received,
+        "{mode}: {}\n{}",
+        after["iperf2"],
+        run.text
+    );
+    assert_eq!(
+        delta(&before, &after, "bytes_sent"),
+        sent,
+        "{mode}: {}\n{}",
+        after["iperf2"],
+        run.text
+    );
     assert_iperf2_conserves(&after);
     run
 }
@@ -181,7 +207,9 @@ pub fn tcp_modes(dev: &Device, parallel: usize) {
     assert!(run.to_device() > 100_000, "{}", run.text);
     // -P: one line per stream.
     let p = parallel.to_string();
-    let run = one_test(dev, &["-t", "1", "-P", &p, "-y", "C"], |r| (r.to_device(), 0));
+    let run = one_test(dev, &["-t", "1", "-P", &p, "-y", "C"], |r| {
+        (r.to_device(), 0)
+    });
     let streams = run.streams_to_device();
     assert_eq!(streams.len(), parallel, "{}", run.text);
     assert!(streams.iter().all(|f| f.bytes > 10_000), "{}", run.text);
@@ -189,12 +217,20 @@ pub fn tcp_modes(dev: &Device, parallel: usize) {
     let run = one_test(dev, &["-t", "1", "-r", "-y", "C"], |r| {
         (r.to_device(), r.connected_back(PORT))
     });
-    assert!(run.to_device() > 100_000 && run.connected_back(PORT) > 100_000, "{}", run.text);
+    assert!(
+        run.to_device() > 100_000 && run.connected_back(PORT) > 100_000,
+        "{}",
+        run.text
+    );
     // -d: both at once.
     let run = one_test(dev, &["-t", "1", "-d", "-y", "C"], |r| {
         (r.to_device(), r.connected_back(PORT))
     });
-    assert!(run.to_device() > 10_000 && run.connected_back(PORT) > 10_000, "{}", run.text);
+    assert!(
+        run.to_device() > 10_000 && run.connected_back(PORT) > 10_000,
+        "{}",
+        run.text
+    );
     // -R: the device sends on the client's connection (the header is what it receives).
     let run = one_test(dev, &["-t", "1", "-R", "-y", "C"], |r| {
         (60, r.from_device_inline())
@@ -204,18 +240,31 @@ pub fn tcp_modes(dev: &Device, parallel: usize) {
     let run = one_test(dev, &["-t", "1", "--full-duplex", "-y", "C"], |r| {
         (r.to_device(), r.from_device_inline())
     });
-    assert!(run.to_device() > 10_000 && run.from_device_inline() > 10_000, "{}", run.text);
+    assert!(
+        run.to_device() > 10_000 && run.from_device_inline() > 10_000,
+        "{}",
+        run.text
+    );
     // -X: the client waits for the device's version reply before it sends.
     let run = one_test(dev, &["-t", "1", "-X", "-y", "C"], |r| (r.to_device(), 0));
     assert!(run.to_device() > 100_000, "{}", run.text);
-    assert!(run.took < Duration::from_secs(5), "{:?}: {}", run.took, run.text);
+    assert!(
+        run.took < Duration::from_secs(5),
+        "{:?}: {}",
+        run.took,
+        run.text
+    );
 }
 
 /// The server report a UDP client printed: (lost, total datagrams).
 fn udp_report(text: &str) -> Option<(u64, u64)> {
     let after = text.split("Server Report:").nth(1)?;
-    let line = after.lines().find(|l| l.contains('/') && l.contains("ms"))?;
-    let field = line.split_whitespace().find(|w| w.contains('/') && !w.contains("sec"))?;
+    let line = after
+        .lines()
+        .find(|l| l.contains(" ms ") && l.contains('('))?;
+    let field = line
+        .split_whitespace()
+        .find(|w| w.contains('/') && !w.contains("sec"))?;
     let (lost, total) = field.split_once('/')?;
     Some((lost.parse().ok()?, total.parse().ok()?))
 }
@@ -226,7 +275,7 @@ fn udp_sent(text: &str) -> Option<u64> {
     text[at + 5..].split_whitespace().next()?.parse().ok()
 }
 
-/// Stock `iperf -c -u -b 10M -t 1`: the device's server report reaches the client, its count
+/// Stock `iperf -c -u -b 5M -t 1`: the device's server report reaches the client, its count
 /// of datagrams is the client's, and the loss is under 5 % (in one of up to three tries: an
 /// emulator not scheduled while its NIC model's buffers filled loses datagrams the firmware
 /// never saw, as tests/emu.rs's UDP check says).
@@ -234,22 +283,32 @@ pub fn udp_mode(dev: &Device) {
     let mut seen = Vec::new();
     for _ in 0..3 {
         let before = settled(dev);
-        let run = iperf(dev, &["-u", "-b", "10M", "-t", "1"]);
+        let run = iperf(dev, &["-u", "-b", "5M", "-t", "1"]);
         let after = settled(dev);
-        let (lost, total) = udp_report(&run.text)
-            .unwrap_or_else(|| panic!("no server report: {}", run.text));
+        let (lost, total) =
+            udp_report(&run.text).unwrap_or_else(|| panic!("no server report: {}", run.text));
         let sent = udp_sent(&run.text).unwrap_or_else(|| panic!("no datagram count: {}", run.text));
-        // The report counts the client's datagrams, its FIN among them (as 2.1.8's).
-        assert!(total == sent || total == sent + 1, "{total} of {sent}: {}", run.text);
-        assert_eq!(delta(&before, &after, "tests_done"), 1, "{}", after["iperf2"]);
-        assert!(delta(&before, &after, "bytes_received") >= (total - lost) * 1470 / 2, "{}", after["iperf2"]);
+        // The report counts the client's data datagrams: its count less the FIN, as a
+        // stock 2.1.8 server's report does (896 sent, 0/895 from `iperf -s -u`).
+        assert_eq!(total + 1, sent, "{}", run.text);
+        assert_eq!(
+            delta(&before, &after, "tests_done"),
+            1,
+            "{}",
+            after["iperf2"]
+        );
+        assert!(
+            delta(&before, &after, "bytes_received") >= (total - lost) * 1470 / 2,
+            "{}",
+            after["iperf2"]
+        );
         assert_iperf2_conserves(&after);
         if lost * 20 < total {
             return;
         }
         seen.push(run.text);
     }
-    panic!("UDP at 10 Mbit/s lost 5 % or more in three tests: {seen:?}");
+    panic!("UDP at 5 Mbit/s lost 5 % or more in three tests: {seen:?}");
 }
 
 /// The second host address on the device's link, for a client that is not the test's.
@@ -260,7 +319,14 @@ const OTHER_HOST: &str = "198.18.0.3";
 fn connect_from_other_host(dev: &Device) -> TcpStream {
     let _ = dev
         .ns
-        .command(&["ip", "addr", "add", &format!("{OTHER_HOST}/24"), "dev", dev.tap])
+        .command(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{OTHER_HOST}/24"),
+            "dev",
+            dev.tap,
+        ])
         .output();
     let device: SocketAddr = format!("{DEVICE}:{PORT}").parse().unwrap();
     let path = format!("/run/netns/{}", dev.ns.name);
@@ -269,7 +335,8 @@ fn connect_from_other_host(dev: &Device) -> TcpStream {
         let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         let from: SocketAddr = format!("{OTHER_HOST}:0").parse().unwrap();
         s.bind(&from.into()).unwrap();
-        s.connect_timeout(&device.into(), Duration::from_secs(5)).unwrap();
+        s.connect_timeout(&device.into(), Duration::from_secs(5))
+            .unwrap();
         TcpStream::from(s)
     })
     .join()
@@ -321,7 +388,12 @@ pub fn hostile(dev: &Device) {
     send_and_close(dev, h);
     let after = settled(dev);
     assert_eq!(delta(&before, &after, "tests"), 1, "{}", after["iperf2"]);
-    assert_eq!(delta(&before, &after, "bytes_received"), 100_060, "{}", after["iperf2"]);
+    assert_eq!(
+        delta(&before, &after, "bytes_received"),
+        100_060,
+        "{}",
+        after["iperf2"]
+    );
     assert_iperf2_conserves(&after);
     stock_still_served(dev);
 
@@ -331,8 +403,18 @@ pub fn hostile(dev: &Device) {
     h.extend(std::iter::repeat_n(b'0', 10_000));
     send_and_close(dev, h);
     let after = settled(dev);
-    assert_eq!(delta(&before, &after, "connect_backs"), 0, "{}", after["iperf2"]);
-    assert_eq!(delta(&before, &after, "tests_failed"), 1, "{}", after["iperf2"]);
+    assert_eq!(
+        delta(&before, &after, "connect_backs"),
+        0,
+        "{}",
+        after["iperf2"]
+    );
+    assert_eq!(
+        delta(&before, &after, "tests_failed"),
+        1,
+        "{}",
+        after["iperf2"]
+    );
     assert_iperf2_conserves(&after);
 
     // An iperf3 cookie (and parameters) on 5001: refused, nothing sent back.
@@ -342,7 +424,12 @@ pub fn hostile(dev: &Device) {
     let back = send_and_close(dev, cookie);
     assert!(back.is_empty(), "{back:?}");
     let after = settled(dev);
-    assert_eq!(delta(&before, &after, "tests_failed"), 1, "{}", after["iperf2"]);
+    assert_eq!(
+        delta(&before, &after, "tests_failed"),
+        1,
+        "{}",
+        after["iperf2"]
+    );
     assert_iperf2_conserves(&after);
 
     // A header cut short (30 of its 60 bytes), then the close.
@@ -350,7 +437,12 @@ pub fn hostile(dev: &Device) {
     send_and_close(dev, header(flags_21, 1, 5001, 0)[..30].to_vec());
     let after = settled(dev);
     assert_eq!(delta(&before, &after, "tests"), 1, "{}", after["iperf2"]);
-    assert_eq!(delta(&before, &after, "bytes_received"), 30, "{}", after["iperf2"]);
+    assert_eq!(
+        delta(&before, &after, "bytes_received"),
+        30,
+        "{}",
+        after["iperf2"]
+    );
     assert_iperf2_conserves(&after);
     stock_still_served(dev);
 
@@ -362,10 +454,19 @@ pub fn hostile(dev: &Device) {
     let started = Instant::now();
     let run = iperf(dev, &["-n", "100K", "-y", "C"]);
     assert_eq!(run.to_device(), 100 * 1024, "{}", run.text);
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
-    holder.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    holder
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
     let mut b = [0u8; 8];
-    assert!(!matches!(holder.read(&mut b), Ok(n) if n > 0), "the holder got bytes");
+    assert!(
+        !matches!(holder.read(&mut b), Ok(n) if n > 0),
+        "the holder got bytes"
+    );
     let after = settled(dev);
     assert_eq!(delta(&before, &after, "evicted"), 1, "{}", after["iperf2"]);
     assert_iperf2_conserves(&after);
@@ -384,7 +485,16 @@ fn stock_still_served(dev: &Device) {
 /// `TCP_MAXSEG`), and `-u -l 1000` draws no warning.
 pub fn iperf3_streams_and_mss(dev: &Device) {
     let capture = format!("/tmp/linklab-mss-{}.pcap", dev.ns.name);
-    let mut tshark = dev.ns.spawn(&["tshark", "-i", dev.tap, "-w", &capture, "-q", "-f", "tcp[tcpflags] & tcp-syn != 0"]);
+    let tshark = dev.ns.spawn(&[
+        "tshark",
+        "-i",
+        dev.tap,
+        "-w",
+        &capture,
+        "-q",
+        "-f",
+        "tcp[tcpflags] & tcp-syn != 0",
+    ]);
     std::thread::sleep(Duration::from_secs(2));
     for extra in [&["-P", "3"][..], &["-P", "3", "-R"]] {
         let mut args = vec!["-t", "1"];
@@ -393,19 +503,34 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
         let streams = r["end"]["streams"].as_array().map(Vec::len);
         assert_eq!(streams, Some(3), "{extra:?}: {}", r["end"]);
         for s in r["end"]["streams"].as_array().unwrap() {
-            assert!(s["receiver"]["bytes"].as_u64().unwrap_or(0) > 10_000, "{extra:?}: {s}");
+            assert!(
+                s["receiver"]["bytes"].as_u64().unwrap_or(0) > 10_000,
+                "{extra:?}: {s}"
+            );
         }
     }
     let udp = dev.iperf3(&["-u", "-b", "1M", "-t", "1"]);
     let blksize = udp["start"]["test_start"]["blksize"].as_u64();
-    assert!(blksize == Some(1448) || blksize == Some(1460), "UDP length {blksize:?}");
+    assert!(
+        blksize == Some(1448) || blksize == Some(1460),
+        "UDP length {blksize:?}"
+    );
     let (_, text, _) = dev.iperf3_text(&["-u", "-b", "1M", "-t", "1", "-l", "1000"]);
     assert!(!text.contains("exceeds TCP MSS"), "{text}");
     std::thread::sleep(Duration::from_millis(500));
     let _ = tshark.interrupt(Duration::from_secs(5));
     let out = dev.ns.run(&[
-        "tshark", "-r", &capture, "-Y", "tcp.flags.syn==1 && tcp.flags.ack==1",
-        "-T", "fields", "-e", "tcp.window_size_value", "-e", "tcp.options.mss_val",
+        "tshark",
+        "-r",
+        &capture,
+        "-Y",
+        "tcp.flags.syn==1 && tcp.flags.ack==1",
+        "-T",
+        "fields",
+        "-e",
+        "tcp.window_size_value",
+        "-e",
+        "tcp.options.mss_val",
     ]);
     let _ = std::fs::remove_file(&capture);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -420,7 +545,10 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
     assert!(syn_acks.len() >= 8, "{text}");
     for (window, mss) in syn_acks {
         assert_eq!(mss, 1460, "{text}");
-        assert!(window >= 2 * 1460, "a SYN-ACK offered {window} bytes: {text}");
+        assert!(
+            window >= 2 * 1460,
+            "a SYN-ACK offered {window} bytes: {text}"
+        );
     }
 }
 

@@ -99,6 +99,8 @@ pub trait Iperf2Sockets {
     fn release_udp(&mut self);
     /// The UDP socket's slice now carries a test.
     fn set_udp_busy(&mut self);
+    /// The UDP socket's test is over: its slice only waits again (idle).
+    fn set_udp_idle(&mut self);
     /// Claims the data memory for a test (false: iperf3 holds it for one).
     fn claim(&mut self) -> bool;
     /// The test is over: the memory is free for the next claim.
@@ -276,7 +278,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             .iter()
             .filter(|r| matches!(r, Role::Stream(_) | Role::Back(_)))
             .count();
-        tcp + usize::from(self.udp.is_busy())
+        tcp + usize::from(self.udp_running())
     }
 
     /// True while a test holds the server.
@@ -333,7 +335,9 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         for i in 0..n {
             self.park_listener(s, i);
         }
-        if self.udp_armed && !self.udp.is_busy() {
+        if self.udp_armed && !self.udp_running() {
+            // A flow that only lingers for its client's FIN repeats goes too.
+            self.udp = UdpServer::new(self.udp_cfg);
             s.release_udp();
             self.udp_armed = false;
         }
@@ -438,7 +442,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         let Some(t) = self.test else { return };
         let running = (0..n).any(|i| matches!(self.roles[i], Role::Stream(_) | Role::Back(_)))
             || !self.pending.is_empty()
-            || self.udp.is_busy();
+            || self.udp_running();
         // A TCP test whose client announced more streams than came is over once those
         // that came are (stock iperf opens them all at once).
         if running {
@@ -456,6 +460,10 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             linklab_fmt::debug!("iperf2: test done");
         }
         self.test = None;
+        if t.protocol == Protocol::Udp {
+            // The flow may still answer its client's FIN repeats; the memory is free.
+            s.set_udp_idle();
+        }
         s.unclaim();
     }
 

@@ -5,6 +5,7 @@ use super::{Iperf2Pool, Iperf2Sockets};
 use crate::iperf::stream::Micros;
 use crate::iperf2::request::Protocol;
 use crate::iperf2::wire::report::DATAGRAM_LEN as REPORT_LEN;
+use crate::iperf2::{UdpPhase, UdpServer};
 use crate::socket::UdpOps;
 
 impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
@@ -20,10 +21,17 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             // iperf3's (it claimed it: our slices are about to go back).
             let may_start = self.test.is_none() && !s.must_yield();
             let flowing = self.udp.is_busy();
+            // The last flow's test is over: it only answers its client's FIN repeats.
+            let lingering = self.udp_lingering();
             let udp = &mut self.udp;
+            let cfg = self.udp_cfg;
             let mut taken = None;
             let got = s.udp().recv(|data, from| {
-                if flowing || may_start {
+                if lingering.is_some_and(|peer| peer != from) && may_start {
+                    // A new flow: the last one has had its report.
+                    *udp = UdpServer::new(cfg);
+                }
+                if udp.is_busy() || may_start {
                     if udp.on_datagram(from, data, now) {
                         taken = Some((from, data.len()));
                     }
@@ -36,11 +44,11 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                 self.counters.datagrams_dropped += 1;
                 continue;
             };
-            if !flowing && self.udp.is_busy() {
+            if (!flowing || lingering.is_some_and(|p| p != from)) && self.udp_running() {
                 // A flow started: its test, over the memory (nobody could claim it since
                 // `may_start` was known).
                 if !self.start_test(s, Protocol::Udp, P::udp_addr(from), now) {
-                    self.udp = crate::iperf2::UdpServer::new(self.udp_cfg);
+                    self.udp = UdpServer::new(self.udp_cfg);
                     self.counters.datagrams_dropped += 1;
                     continue;
                 }
@@ -71,6 +79,19 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                 self.fail();
             }
         }
+    }
+
+    /// True while a UDP flow runs: it receives, or waits for its FIN's report to go out.
+    pub(super) fn udp_running(&self) -> bool {
+        self.udp.is_busy() && self.udp_lingering().is_none()
+    }
+
+    /// The peer of a flow that only lingers: its FIN came and its report went out (it
+    /// answers the client's FIN repeats until its linger is over, but its test is done).
+    fn udp_lingering(&self) -> Option<E> {
+        self.udp.sessions().find_map(|(peer, s)| {
+            (s.phase() == UdpPhase::Reporting && s.outcome().reports_sent > 0).then_some(peer)
+        })
     }
 
     fn count_bytes_udp(&mut self, len: usize, now: Micros) {
