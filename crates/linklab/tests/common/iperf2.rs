@@ -485,6 +485,7 @@ fn stock_still_served(dev: &Device) {
 /// `TCP_MAXSEG`), and `-u -l 1000` draws no warning.
 pub fn iperf3_streams_and_mss(dev: &Device) {
     let capture = format!("/tmp/linklab-mss-{}.pcap", dev.ns.name);
+    let _ = std::fs::remove_file(&capture);
     let tshark = dev.ns.spawn(&[
         "tshark",
         "-i",
@@ -495,7 +496,12 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
         "-f",
         "tcp[tcpflags] & tcp-syn != 0",
     ]);
-    std::thread::sleep(Duration::from_secs(2));
+    // Capturing once the file has its header (a pcapng section and interface block).
+    let started = wait_until(Duration::from_secs(20), || {
+        std::fs::metadata(&capture).is_ok_and(|m| m.len() >= 24)
+    });
+    assert!(started, "tshark did not start capturing");
+    std::thread::sleep(Duration::from_millis(500));
     for extra in [&["-P", "3"][..], &["-P", "3", "-R"]] {
         let mut args = vec!["-t", "1"];
         args.extend_from_slice(extra);
