@@ -94,34 +94,39 @@ impl<'a, const K: usize> DataMemory<'a, K> {
         self.len == 0
     }
 
-    /// The slices lent now, in address order.
-    fn lent(&self) -> heapless::Vec<Slice, K> {
-        let mut v: heapless::Vec<Slice, K> = self.slices.iter().flatten().copied().collect();
-        v.sort_unstable_by_key(|s| s.start);
-        v
+    /// Where free runs start: the region's start and each lent slice's end.
+    fn run_starts(&self) -> impl Iterator<Item = usize> + '_ {
+        core::iter::once(0).chain(self.slices.iter().flatten().map(|s| s.start + s.len))
     }
 
-    /// The start of the first free run of `len` bytes, if any.
-    fn first_fit(&self, len: usize) -> Option<usize> {
-        let mut at = 0;
-        for s in self.lent() {
-            if s.start.saturating_sub(at) >= len {
-                return Some(at);
+    /// The free bytes from `at` on, up to the next lent slice or the region's end (0 when a
+    /// slice covers `at`).
+    fn free_from(&self, at: usize) -> usize {
+        let mut end = self.len;
+        for s in self.slices.iter().flatten() {
+            if s.start <= at && at < s.start + s.len {
+                return 0;
             }
-            at = at.max(s.start + s.len);
+            if s.start >= at {
+                end = end.min(s.start);
+            }
         }
-        (self.len.saturating_sub(at) >= len).then_some(at)
+        end.saturating_sub(at)
+    }
+
+    /// The start of the first free run of `len` bytes, if any (lowest address first).
+    fn first_fit(&self, len: usize) -> Option<usize> {
+        self.run_starts()
+            .filter(|&at| self.free_from(at) >= len)
+            .min()
     }
 
     /// The longest run of free bytes.
     pub fn largest_free(&self) -> usize {
-        let mut at = 0;
-        let mut best = 0;
-        for s in self.lent() {
-            best = best.max(s.start.saturating_sub(at));
-            at = at.max(s.start + s.len);
-        }
-        best.max(self.len.saturating_sub(at))
+        self.run_starts()
+            .map(|at| self.free_from(at))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Lends `len` bytes (rounded up to a word; at least one word) to `tenant`: the slice's

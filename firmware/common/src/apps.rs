@@ -76,24 +76,45 @@ pub(crate) fn take_buffers() -> Option<Taken> {
     Some(unsafe {
         Taken {
             bytes: &mut *core::ptr::addr_of_mut!(LOOP_BYTES),
-            slots: (*SLOTS.0.get()).write(Slots {
-                sockets: [SocketStorage::EMPTY; SOCKETS],
-                #[cfg(feature = "echo")]
-                echo_udp_meta: [[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2],
-                #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
-                iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
-                #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
-                iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
-                #[cfg(feature = "blast")]
-                blast_rx_meta: [PacketMetadata::EMPTY; BLAST_RX_PACKETS],
-                #[cfg(feature = "blast")]
-                blast_tx_meta: [PacketMetadata::EMPTY; BLAST_TX_PACKETS],
-            }),
+            slots: slots_in_place(&mut *SLOTS.0.get()),
             #[cfg(feature = "blast")]
             blast: &mut *core::ptr::addr_of_mut!(BLAST_BYTES),
             place: &mut *APPS.0.get(),
         }
     })
+}
+
+/// Writes the empty [`Slots`] where they live, an element at a time: built by value, they
+/// were a temporary of the main loop's outermost frame, which lives as long as the firmware
+/// (5.6 KB of stack with the full image's sixteen sockets).
+fn slots_in_place(place: &mut MaybeUninit<Slots>) -> &mut Slots {
+    let p = place.as_mut_ptr();
+    // SAFETY: every field of `*p` is written once through a raw pointer (the socket
+    // storages one element at a time), without reading, before it is assumed initialised.
+    unsafe {
+        let sockets = core::ptr::addr_of_mut!((*p).sockets).cast::<SocketStorage<'static>>();
+        for i in 0..SOCKETS {
+            sockets.add(i).write(SocketStorage::EMPTY);
+        }
+        #[cfg(feature = "echo")]
+        core::ptr::addr_of_mut!((*p).echo_udp_meta)
+            .write([[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2]);
+        #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
+        {
+            core::ptr::addr_of_mut!((*p).iperf_udp_rx_meta)
+                .write([PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS]);
+            core::ptr::addr_of_mut!((*p).iperf_udp_tx_meta)
+                .write([PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS]);
+        }
+        #[cfg(feature = "blast")]
+        {
+            core::ptr::addr_of_mut!((*p).blast_rx_meta)
+                .write([PacketMetadata::EMPTY; BLAST_RX_PACKETS]);
+            core::ptr::addr_of_mut!((*p).blast_tx_meta)
+                .write([PacketMetadata::EMPTY; BLAST_TX_PACKETS]);
+        }
+        place.assume_init_mut()
+    }
 }
 
 /// The packet blaster's socket (added to `sockets`) and its frame buffer.
@@ -225,5 +246,5 @@ fn build_apps(
     sockets: &mut SocketSet<'static>,
     buffers: AppBuffers<'static, HTTP_SOCKETS>,
 ) {
-    at.write(DeviceApps::new(sockets, buffers));
+    DeviceApps::init(at, sockets, buffers);
 }

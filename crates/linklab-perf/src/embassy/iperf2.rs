@@ -189,6 +189,12 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
             .unwrap_or(false)
     }
 
+    fn memory_taken(&self) -> bool {
+        self.memory
+            .with(|m| m.holder() == Some(Tenant::Iperf3))
+            .unwrap_or(true)
+    }
+
     fn connect(&mut self, i: usize, to: Peer, _local_port: u16) -> bool {
         // embassy-net picks the local port.
         let [a, b, c, d] = to.addr;

@@ -49,6 +49,7 @@ use crate::data_memory::{DataPlan, Share, SmoltcpDataMemory, Tenant};
 use crate::evict::half_open_to;
 use crate::lifetime::{evict, relisten, tcp_socket};
 use crate::rules::Peer;
+use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
@@ -81,9 +82,12 @@ struct Held<const N: usize> {
 /// sockets and `S` streams.
 pub struct SmoltcpIperfServer<'a, const N: usize = MAX_TCP_SOCKETS, const S: usize = MAX_STREAMS> {
     pool: PoolServer<'a, IpEndpoint, N, S>,
-    tcp: heapless::Vec<SocketHandle, N>,
+    /// Its TCP sockets: none for a parked data socket (kept out of the set, so smoltcp does
+    /// not walk it on every pass).
+    tcp: heapless::Vec<Option<SocketHandle>, N>,
+    /// Its UDP socket: none while parked.
     #[cfg(feature = "iperf-udp")]
-    udp: SocketHandle,
+    udp: Option<SocketHandle>,
     held: Held<N>,
 }
 
@@ -91,41 +95,23 @@ pub struct SmoltcpIperfServer<'a, const N: usize = MAX_TCP_SOCKETS, const S: usi
 /// egress (so an evicted peer gets its RST before its socket listens again).
 struct Sockets<'p, 'a, const N: usize> {
     set: &'p mut SocketSet<'a>,
-    tcp: &'p mut [SocketHandle],
+    tcp: &'p mut [Option<SocketHandle>],
     #[cfg(feature = "iperf-udp")]
-    udp: &'p mut SocketHandle,
+    udp: &'p mut Option<SocketHandle>,
     held: &'p mut Held<N>,
     memory: Option<&'p mut SmoltcpDataMemory<'a>>,
     flush: &'p mut dyn FnMut(&mut SocketSet<'a>),
 }
 
-/// A TCP socket without buffers: a data socket parked between tests.
-fn parked_tcp<'a>() -> tcp::Socket<'a> {
-    tcp::Socket::new(
-        tcp::SocketBuffer::new(&mut [][..]),
-        tcp::SocketBuffer::new(&mut [][..]),
-    )
-}
-
-/// A UDP socket without buffers: the iperf3 UDP socket between UDP tests (it drops what
-/// comes).
-#[cfg(feature = "iperf-udp")]
-fn parked_udp<'a>() -> udp::Socket<'a> {
-    udp::Socket::new(
-        udp::PacketBuffer::new(&mut [][..], &mut [][..]),
-        udp::PacketBuffer::new(&mut [][..], &mut [][..]),
-    )
-}
-
 impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
     type Endpoint = IpEndpoint;
     type Tcp<'t>
-        = &'t mut tcp::Socket<'a>
+        = Maybe<&'t mut tcp::Socket<'a>>
     where
         Self: 't;
     #[cfg(feature = "iperf-udp")]
     type Udp<'t>
-        = &'t mut udp::Socket<'a>
+        = Maybe<&'t mut udp::Socket<'a>>
     where
         Self: 't;
 
@@ -134,22 +120,30 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
     }
 
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
-        self.set.get_mut::<tcp::Socket>(self.tcp[i])
+        match self.tcp[i] {
+            Some(h) => Maybe::Socket(self.set.get_mut::<tcp::Socket>(h)),
+            None => Maybe::Parked,
+        }
     }
 
     #[cfg(feature = "iperf-udp")]
     fn udp(&mut self) -> Self::Udp<'_> {
-        self.set.get_mut::<udp::Socket>(*self.udp)
+        match *self.udp {
+            Some(h) => Maybe::Socket(self.set.get_mut::<udp::Socket>(h)),
+            None => Maybe::Parked,
+        }
     }
 
     /// Listens again at once, in a fresh slot (see [`relisten`]); an evicted peer's RST is
     /// sent first ([`evict`]).
     fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
-        self.tcp[i] = if evicted {
-            evict(self.set, self.tcp[i], port, self.flush)
-        } else {
-            relisten(self.set, self.tcp[i], port)
-        };
+        if let Some(h) = self.tcp[i] {
+            self.tcp[i] = Some(if evicted {
+                evict(self.set, h, port, self.flush)
+            } else {
+                relisten(self.set, h, port)
+            });
+        }
         true
     }
 
@@ -165,8 +159,10 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
             return false;
         };
         let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
-        let _ = self.set.remove(self.tcp[i]);
-        self.tcp[i] = self.set.add(tcp_socket(TcpBuffers { rx, tx }));
+        if let Some(h) = self.tcp[i].take() {
+            let _ = self.set.remove(h);
+        }
+        self.tcp[i] = Some(self.set.add(tcp_socket(TcpBuffers { rx, tx })));
         self.held.tcp[i] = Some(id as u8);
         true
     }
@@ -177,8 +173,9 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
             return;
         };
         if let Some(id) = self.held.tcp[i].take() {
-            let _ = self.set.remove(self.tcp[i]);
-            self.tcp[i] = self.set.add(parked_tcp());
+            if let Some(h) = self.tcp[i].take() {
+                let _ = self.set.remove(h);
+            }
             // SAFETY: the only socket made over slice `id` was just removed from the set and
             // dropped.
             unsafe { m.bytes.give_back(usize::from(id)) };
@@ -208,11 +205,13 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
             return false;
         };
         let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
-        let _ = self.set.remove(*self.udp);
-        *self.udp = self.set.add(udp::Socket::new(
+        if let Some(h) = self.udp.take() {
+            let _ = self.set.remove(h);
+        }
+        *self.udp = Some(self.set.add(udp::Socket::new(
             udp::PacketBuffer::new(rx_meta, rx),
             udp::PacketBuffer::new(tx_meta, tx),
-        ));
+        )));
         self.held.udp = Some(id as u8);
         true
     }
@@ -224,8 +223,9 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
             return;
         };
         if let Some(id) = self.held.udp.take() {
-            let _ = self.set.remove(*self.udp);
-            *self.udp = self.set.add(parked_udp());
+            if let Some(h) = self.udp.take() {
+                let _ = self.set.remove(h);
+            }
             // SAFETY: the only socket made over slice `id` and the two records was just
             // removed from the set and dropped.
             unsafe {
@@ -267,8 +267,8 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
         let n = tcp.len().min(N);
         Self {
             pool: PoolServer::new(port, rx, tx),
-            tcp: heapless::Vec::from_slice(&tcp[..n]).unwrap_or_default(),
-            udp,
+            tcp: tcp[..n].iter().map(|h| Some(*h)).collect(),
+            udp: Some(udp),
             held: Held {
                 tcp: [None; N],
                 udp: None,
@@ -294,10 +294,10 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
         let d = N.saturating_sub(2);
         let mut tcp = heapless::Vec::new();
         for _ in 0..d {
-            let _ = tcp.push(sockets.add(parked_tcp()));
+            let _ = tcp.push(None);
         }
         for c in b.control {
-            let _ = tcp.push(sockets.add(tcp_socket(c)));
+            let _ = tcp.push(Some(sockets.add(tcp_socket(c))));
         }
         let mut pool = PoolServer::new(port, b.json_rx, b.json_tx);
         pool.set_data_memory(d, plan);
@@ -305,7 +305,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
             pool,
             tcp,
             #[cfg(feature = "iperf-udp")]
-            udp: sockets.add(parked_udp()),
+            udp: None,
             held: Held {
                 tcp: [None; N],
                 #[cfg(feature = "iperf-udp")]
@@ -389,7 +389,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
             return;
         }
         for (i, h) in self.tcp.iter().enumerate() {
-            if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
+            if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
                 self.pool.note_answered(i, micros(now));
             }
         }
@@ -397,7 +397,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
 
     /// True when `handle` is one of the server's TCP sockets.
     pub fn owns(&self, handle: SocketHandle) -> bool {
-        self.tcp.contains(&handle)
+        self.tcp.contains(&Some(handle))
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.

@@ -271,11 +271,12 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         self.session.poll(now);
         // The data sockets listen before CREATE_STREAMS leaves (their memory may have to be
         // given back by iperf 2 first: the client's streams then wait for it).
-        if self.data_slots > 0 {
+        let connecting = self.data_slots > 0 && self.streams_connecting();
+        if connecting {
             self.apply_roles(sockets, n);
         }
         if let Some(i) = self.slots.iter().position(|s| *s == Slot::Control) {
-            if !self.streams_connecting() || self.listening_for_streams(sockets, n) {
+            if !connecting || self.listening_for_streams(sockets, n) {
                 self.flush_control(&mut sockets.tcp(i));
             }
         }

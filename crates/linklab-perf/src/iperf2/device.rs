@@ -6,7 +6,7 @@
 //!
 //! `DeviceApps` (`crate::apps`) runs it beside the iperf3 server; alone:
 //! ```ignore
-//! let mut server = SmoltcpIperf2Server::<3>::new(&mut sockets, 5001, sizes);
+//! let mut server = SmoltcpIperf2Server::<3>::new(5001, sizes);
 //! loop {
 //!     server.start_connects(&mut iface, &mut sockets); // connect-backs asked for
 //!     iface.poll(now, &mut device, &mut sockets);
@@ -25,6 +25,7 @@ use crate::evict::half_open_to;
 use crate::iperf::stream::Micros;
 use crate::lifetime::{relisten, tcp_socket};
 use crate::rules::Peer;
+use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::MAX_TCP_SOCKETS;
@@ -41,38 +42,24 @@ struct Held {
 /// first stream while a test may still open one) and one UDP socket.
 pub struct SmoltcpIperf2Server<const M: usize = MAX_TCP_SOCKETS> {
     pool: Iperf2Pool<IpEndpoint, M>,
-    tcp: heapless::Vec<SocketHandle, M>,
+    /// Its TCP sockets: none while parked (kept out of the set, so smoltcp does not walk
+    /// them on every pass).
+    tcp: [Option<SocketHandle>; M],
     held: [Held; M],
-    udp: SocketHandle,
+    /// Its UDP socket: none while parked.
+    udp: Option<SocketHandle>,
     udp_slice: Option<u8>,
     /// Connects asked for, made before the interface's next ingress or egress (smoltcp's
     /// `connect` needs the interface's context).
     connects: heapless::Vec<(usize, IpEndpoint, u16), M>,
 }
 
-/// A TCP socket without buffers: parked.
-fn parked_tcp<'a>() -> tcp::Socket<'a> {
-    tcp::Socket::new(
-        tcp::SocketBuffer::new(&mut [][..]),
-        tcp::SocketBuffer::new(&mut [][..]),
-    )
-}
-
-/// A UDP socket without buffers: parked (unbound; datagrams to the port get ICMP port
-/// unreachable).
-fn parked_udp<'a>() -> udp::Socket<'a> {
-    udp::Socket::new(
-        udp::PacketBuffer::new(&mut [][..], &mut [][..]),
-        udp::PacketBuffer::new(&mut [][..], &mut [][..]),
-    )
-}
-
 /// The server's sockets in a smoltcp socket set and the memory, for one poll.
 struct Sockets<'p, 'a, const M: usize> {
     set: &'p mut SocketSet<'a>,
-    tcp: &'p mut [SocketHandle],
+    tcp: &'p mut [Option<SocketHandle>; M],
     held: &'p mut [Held; M],
-    udp: &'p mut SocketHandle,
+    udp: &'p mut Option<SocketHandle>,
     udp_slice: &'p mut Option<u8>,
     memory: &'p mut SmoltcpDataMemory<'a>,
     connects: &'p mut heapless::Vec<(usize, IpEndpoint, u16), M>,
@@ -82,24 +69,30 @@ struct Sockets<'p, 'a, const M: usize> {
 impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
     type Endpoint = IpEndpoint;
     type Tcp<'t>
-        = &'t mut tcp::Socket<'a>
+        = Maybe<&'t mut tcp::Socket<'a>>
     where
         Self: 't;
     type Udp<'t>
-        = &'t mut udp::Socket<'a>
+        = Maybe<&'t mut udp::Socket<'a>>
     where
         Self: 't;
 
     fn tcp_count(&self) -> usize {
-        self.tcp.len()
+        M
     }
 
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
-        self.set.get_mut::<tcp::Socket>(self.tcp[i])
+        match self.tcp[i] {
+            Some(h) => Maybe::Socket(self.set.get_mut::<tcp::Socket>(h)),
+            None => Maybe::Parked,
+        }
     }
 
     fn udp(&mut self) -> Self::Udp<'_> {
-        self.set.get_mut::<udp::Socket>(*self.udp)
+        match *self.udp {
+            Some(h) => Maybe::Socket(self.set.get_mut::<udp::Socket>(h)),
+            None => Maybe::Parked,
+        }
     }
 
     fn prepare(&mut self, i: usize, share: Share, idle: bool) -> bool {
@@ -110,8 +103,10 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
             return false;
         };
         let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
-        let _ = self.set.remove(self.tcp[i]);
-        self.tcp[i] = self.set.add(tcp_socket(TcpBuffers { rx, tx }));
+        if let Some(h) = self.tcp[i].take() {
+            let _ = self.set.remove(h);
+        }
+        self.tcp[i] = Some(self.set.add(tcp_socket(TcpBuffers { rx, tx })));
         self.held[i].slice = Some(id as u8);
         true
     }
@@ -119,8 +114,9 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
     fn release(&mut self, i: usize) {
         self.connects.retain(|c| c.0 != i);
         if let Some(id) = self.held[i].slice.take() {
-            let _ = self.set.remove(self.tcp[i]);
-            self.tcp[i] = self.set.add(parked_tcp());
+            if let Some(h) = self.tcp[i].take() {
+                let _ = self.set.remove(h);
+            }
             // SAFETY: the only socket made over slice `id` was just removed from the set and
             // dropped.
             unsafe { self.memory.bytes.give_back(usize::from(id)) };
@@ -152,19 +148,22 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
             return false;
         };
         let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
-        let _ = self.set.remove(*self.udp);
-        *self.udp = self.set.add(udp::Socket::new(
+        if let Some(h) = self.udp.take() {
+            let _ = self.set.remove(h);
+        }
+        *self.udp = Some(self.set.add(udp::Socket::new(
             udp::PacketBuffer::new(rx_meta, rx),
             udp::PacketBuffer::new(tx_meta, tx),
-        ));
+        )));
         *self.udp_slice = Some(id as u8);
         true
     }
 
     fn release_udp(&mut self) {
         if let Some(id) = self.udp_slice.take() {
-            let _ = self.set.remove(*self.udp);
-            *self.udp = self.set.add(parked_udp());
+            if let Some(h) = self.udp.take() {
+                let _ = self.set.remove(h);
+            }
             // SAFETY: the only socket made over slice `id` and the two records was just
             // removed from the set and dropped.
             unsafe {
@@ -199,6 +198,10 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
         self.memory.bytes.must_yield(Tenant::Iperf2)
     }
 
+    fn memory_taken(&self) -> bool {
+        self.memory.bytes.holder() == Some(Tenant::Iperf3)
+    }
+
     fn connect(&mut self, i: usize, to: Peer, local_port: u16) -> bool {
         let [a, b, c, d] = to.addr;
         let remote = IpEndpoint::new(IpAddress::Ipv4(Ipv4Address::new(a, b, c, d)), to.port);
@@ -207,7 +210,9 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
 
     /// In a fresh slot (see [`crate::lifetime::relisten`]).
     fn relisten(&mut self, i: usize, port: u16) {
-        self.tcp[i] = relisten(self.set, self.tcp[i], port);
+        if let Some(h) = self.tcp[i] {
+            self.tcp[i] = Some(relisten(self.set, h, port));
+        }
     }
 
     fn flush(&mut self) -> bool {
@@ -230,19 +235,15 @@ fn micros(t: Instant) -> Micros {
 }
 
 impl<const M: usize> SmoltcpIperf2Server<M> {
-    /// A server on `port` whose `M` TCP sockets and UDP socket are added to `sockets`
-    /// (parked, without buffers: the set needs room for `M + 1`); their slices of the data
-    /// memory are of `sizes`.
-    pub fn new(sockets: &mut SocketSet<'_>, port: u16, sizes: Iperf2Sizes) -> Self {
-        let mut tcp = heapless::Vec::new();
-        for _ in 0..M {
-            let _ = tcp.push(sockets.add(parked_tcp()));
-        }
+    /// A server on `port` with `M` TCP sockets and a UDP socket, added to a socket set
+    /// only while they are lent a slice of the data memory (of `sizes`): the set needs room
+    /// for `M + 1`.
+    pub fn new(port: u16, sizes: Iperf2Sizes) -> Self {
         Self {
             pool: Iperf2Pool::new(port, sizes),
-            tcp,
+            tcp: [None; M],
             held: [Held::default(); M],
-            udp: sockets.add(parked_udp()),
+            udp: None,
             udp_slice: None,
             connects: heapless::Vec::new(),
         }
@@ -260,12 +261,21 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
 
     /// True when `handle` is one of the server's TCP sockets.
     pub fn owns(&self, handle: SocketHandle) -> bool {
-        self.tcp.contains(&handle)
+        self.tcp.contains(&Some(handle))
+    }
+
+    /// True while iperf3's test holds the memory and this server holds nothing of it
+    /// ([`Iperf2Pool::dormant`]): its polls have nothing to do.
+    fn dormant(&self, memory: &SmoltcpDataMemory<'_>) -> bool {
+        memory.bytes.holder() == Some(Tenant::Iperf3) && self.pool.dormant()
     }
 
     /// When the server next needs [`poll`](Self::poll) (at once while a connect waits for
     /// [`start_connects`](Self::start_connects)).
     pub fn poll_at(&self) -> Option<Instant> {
+        if self.pool.dormant() {
+            return None;
+        }
         if !self.connects.is_empty() {
             return Some(Instant::from_micros(0));
         }
@@ -302,6 +312,9 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
         memory: &mut SmoltcpDataMemory<'a>,
         now: Instant,
     ) {
+        if self.dormant(memory) {
+            return;
+        }
         let mut no_flush = |_: &mut SocketSet<'a>| {};
         let (pool, mut s) = self.sockets(sockets, memory, &mut no_flush);
         pool.poll(&mut s, micros(now));
@@ -311,7 +324,7 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
     /// interface's context): call before the interface's ingress or egress.
     pub fn start_connects(&mut self, iface: &mut Interface, sockets: &mut SocketSet<'_>) {
         while let Some((i, remote, local)) = self.connects.pop() {
-            if let Some(h) = self.tcp.get(i) {
+            if let Some(Some(h)) = self.tcp.get(i) {
                 let s = sockets.get_mut::<tcp::Socket>(*h);
                 // A failed connect leaves the socket closed: the pool sees the connect-back
                 // fail.
@@ -341,7 +354,7 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
             return;
         }
         for (i, h) in self.tcp.iter().enumerate() {
-            if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
+            if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
                 self.pool.note_answered(i, micros(now));
             }
         }

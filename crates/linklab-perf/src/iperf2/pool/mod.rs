@@ -108,6 +108,8 @@ pub trait Iperf2Sockets {
     /// True when iperf3 claimed the memory while this server holds idle slices: its
     /// listening sockets are to give them back.
     fn must_yield(&self) -> bool;
+    /// True while iperf3 holds the memory for a test (nothing of it may be lent here).
+    fn memory_taken(&self) -> bool;
     /// Opens TCP socket `i` to `to` from `local_port`; false if it cannot.
     fn connect(&mut self, i: usize, to: Peer, local_port: u16) -> bool;
     /// Resets TCP socket `i` (a half-open handshake) and makes it listen on `port` again.
@@ -286,6 +288,17 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         self.test.is_some()
     }
 
+    /// True when the server holds nothing and waits for nothing: no test, no socket lent a
+    /// slice, no connect-back to open. While iperf3's test holds the memory such a server has
+    /// nothing to do until it is over, and its adapter may skip its polls.
+    pub fn dormant(&self) -> bool {
+        self.test.is_none()
+            && self.pending.is_empty()
+            && !self.udp_armed
+            && !self.udp.is_busy()
+            && self.roles.iter().all(|r| matches!(r, Role::Parked))
+    }
+
     /// When the server next needs [`poll`](Self::poll) even without network activity.
     pub fn poll_at(&self) -> Option<Micros> {
         let now = self.now;
@@ -372,6 +385,10 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
     /// giving way if the memory has no other (a `-P 2` client's second SYN comes before its
     /// first connection is up).
     pub(super) fn arm<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, n: usize) {
+        if self.test.is_none() && s.memory_taken() {
+            // iperf3's test holds the memory: nothing listens (its clients get a RST).
+            return;
+        }
         let want_tcp = match self.test {
             None => true,
             Some(t) => {
