@@ -18,10 +18,12 @@ use fw_zynq7000::{init, timer, uart, wake, CONFIG_ADDR};
 use linklab_firmware::memory::*;
 use linklab_firmware::stats::{Snapshot, TcpEntry, TcpList};
 use linklab_perf::device_config::DeviceConfig;
+use linklab_perf::data_memory::DataPlan;
 use linklab_perf::embassy::{
-    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, ServiceGate, TcpBuffers,
-    UdpBuffers,
+    echo_server, http_server, iperf2_server, iperf_server, AppCounters, Iperf2Buffers,
+    IperfBuffers, ServiceGate, SharedMemory, TcpBuffers, UdpBuffers, IPERF2_SOCKETS,
 };
+use linklab_perf::iperf2::pool::Iperf2Sizes;
 use linklab_perf::http::{RouteBody, Routes};
 use linklab_perf::socket::TcpState;
 use static_cell::StaticCell;
@@ -40,9 +42,8 @@ unsafe impl Sync for RingsCell {}
 
 static RINGS: RingsCell = RingsCell(Cell::new(None));
 
-/// Bytes behind one iperf3 TCP socket's receive ring: the window, started 3 mod 4 so that
-/// every segment after the 37-byte cookie lands on a word (as the main-loop image does).
-const IPERF_RX_SKEW: usize = (4 - linklab_perf::iperf::wire::COOKIE_SIZE % 4) % 4;
+/// The iperf servers' data memory, shared by iperf3's and iperf 2's tasks.
+static DATA_MEMORY: SharedMemory = SharedMemory::new();
 
 /// Every socket buffer, word-aligned, in `.bss`.
 #[repr(C, align(4))]
@@ -53,8 +54,8 @@ struct Bytes {
     echo_tcp_tx: [u8; ECHO_TCP],
     http_rx: [[u8; HTTP_RX]; 2],
     http_tx: [[u8; HTTP_TX]; 2],
-    iperf_rx: [[u8; TCP_WINDOW + 4]; IPERF_TCP_SOCKETS],
-    iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    iperf_control: [([u8; IPERF_CONTROL_RX], [u8; IPERF_CONTROL_TX]); 2],
+    iperf_data: [u8; EMBASSY_IPERF_DATA],
     iperf_udp_rx: [u8; EMBASSY_IPERF_UDP_RX],
     iperf_udp_tx: [u8; EMBASSY_IPERF_UDP_TX],
     json_rx: [u8; IPERF_JSON],
@@ -70,8 +71,8 @@ static mut BYTES: Bytes = Bytes {
     echo_tcp_tx: [0; ECHO_TCP],
     http_rx: [[0; HTTP_RX]; 2],
     http_tx: [[0; HTTP_TX]; 2],
-    iperf_rx: [[0; TCP_WINDOW + 4]; IPERF_TCP_SOCKETS],
-    iperf_tx: [[0; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    iperf_control: [([0; IPERF_CONTROL_RX], [0; IPERF_CONTROL_TX]); 2],
+    iperf_data: [0; EMBASSY_IPERF_DATA],
     iperf_udp_rx: [0; EMBASSY_IPERF_UDP_RX],
     iperf_udp_tx: [0; EMBASSY_IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],
@@ -84,6 +85,8 @@ struct Meta {
     echo_tx: [PacketMetadata; ECHO_UDP_PACKETS],
     iperf_rx: [PacketMetadata; IPERF_UDP_RX_PACKETS],
     iperf_tx: [PacketMetadata; IPERF_UDP_TX_PACKETS],
+    iperf2_rx: [PacketMetadata; IPERF_UDP_RX_PACKETS],
+    iperf2_tx: [PacketMetadata; IPERF_UDP_TX_PACKETS],
 }
 
 extern "C" {
@@ -152,8 +155,8 @@ extern "C" fn main_entry() -> ! {
         echo_tcp_tx,
         http_rx: [h0, h1],
         http_tx: [t0, t1],
-        iperf_rx,
-        iperf_tx,
+        iperf_control: [(c0_rx, c0_tx), (c1_rx, c1_tx)],
+        iperf_data,
         iperf_udp_rx,
         iperf_udp_tx,
         json_rx,
@@ -165,17 +168,29 @@ extern "C" fn main_entry() -> ! {
         echo_tx: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
         iperf_rx: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
         iperf_tx: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
+        iperf2_rx: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
+        iperf2_tx: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
     });
-    let mut iperf_tx = iperf_tx.each_mut().map(Some);
-    let mut next_tx = iperf_tx.iter_mut();
+    DATA_MEMORY.init(iperf_data);
     let iperf = IperfBuffers {
-        tcp: iperf_rx.each_mut().map(|rx| TcpBuffers {
-            rx: &mut rx[IPERF_RX_SKEW..IPERF_RX_SKEW + TCP_WINDOW],
-            tx: next_tx
-                .next()
-                .and_then(Option::take)
-                .map_or(&mut [][..], |t| &mut t[..]),
-        }),
+        control: [
+            TcpBuffers {
+                rx: c0_rx,
+                tx: c0_tx,
+            },
+            TcpBuffers {
+                rx: c1_rx,
+                tx: c1_tx,
+            },
+        ],
+        memory: &DATA_MEMORY,
+        plan: DataPlan {
+            bytes: EMBASSY_IPERF_DATA,
+            window: TCP_WINDOW,
+            tx: IPERF_TCP_TX,
+            udp_rx: TCP_WINDOW,
+            per_stream: 4,
+        },
         udp: UdpBuffers {
             rx_meta: &mut meta.iperf_rx,
             rx: iperf_udp_rx,
@@ -184,6 +199,16 @@ extern "C" fn main_entry() -> ! {
         },
         json_rx,
         json_tx,
+    };
+    let iperf2 = Iperf2Buffers {
+        memory: &DATA_MEMORY,
+        udp_meta: [&mut meta.iperf2_rx, &mut meta.iperf2_tx],
+        sizes: Iperf2Sizes {
+            window: TCP_WINDOW,
+            tx: IPERF_TCP_TX,
+            udp_rx: TCP_WINDOW,
+            udp_tx: IPERF_TCP_TX,
+        },
     };
     let http = [TcpBuffers { rx: h0, tx: t0 }, TcpBuffers { rx: h1, tx: t1 }];
     let echo_tcp = TcpBuffers {
@@ -213,6 +238,7 @@ extern "C" fn main_entry() -> ! {
         for token in [
             net_task(runner).map(|t| spawner.spawn(t)),
             iperf_task(stack, iperf).map(|t| spawner.spawn(t)),
+            iperf2_task(stack, iperf2).map(|t| spawner.spawn(t)),
             http_task(stack, http).map(|t| spawner.spawn(t)),
             echo_task(stack, echo_tcp, echo_udp).map(|t| spawner.spawn(t)),
         ] {
@@ -231,6 +257,15 @@ async fn net_task(mut runner: Runner<'static, &'static mut GemDevice>) -> ! {
 #[embassy_executor::task]
 async fn iperf_task(stack: Stack<'static>, b: IperfBuffers<'static, IPERF_TCP_SOCKETS>) -> ! {
     measured(Layer::Apps, iperf_server(stack, b, &COUNTERS, Some(&GATE))).await
+}
+
+#[embassy_executor::task]
+async fn iperf2_task(stack: Stack<'static>, b: Iperf2Buffers) -> ! {
+    measured(
+        Layer::Apps,
+        iperf2_server::<IPERF2_SOCKETS>(stack, b, &COUNTERS, Some(&GATE)),
+    )
+    .await
 }
 
 #[embassy_executor::task]

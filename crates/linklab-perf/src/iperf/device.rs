@@ -409,7 +409,9 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     }
 
     /// [`poll`](Self::poll) for a server made by [`from_buffers`](Self::from_buffers), its
-    /// data sockets lent shares of `memory`.
+    /// data sockets lent shares of `memory`. Not inlined: `DeviceApps` calls it twice when
+    /// iperf 2 gives memory back (inlined, the whole server was linked twice: 5 KB).
+    #[inline(never)]
     pub fn poll_lent(
         &mut self,
         sockets: &mut SocketSet<'a>,

@@ -56,12 +56,12 @@ impl Run {
     }
 
     /// Bytes of the flows sent to the device's iperf 2 port.
-    pub fn to_device(&self) -> u64 {
+    pub fn received(&self) -> u64 {
         self.streams_to_device().iter().map(|f| f.bytes).sum()
     }
 
     /// Bytes of the flows the device sent from its iperf 2 port (`-R`, `--full-duplex`).
-    pub fn from_device_inline(&self) -> u64 {
+    pub fn sent_inline(&self) -> u64 {
         self.flows
             .iter()
             .filter(|f| f.src == DEVICE && f.src_port == PORT)
@@ -201,53 +201,53 @@ fn one_test(dev: &Device, args: &[&str], check: impl Fn(&Run) -> (u64, u64)) -> 
 /// listens for `-r`/`-d` on port 5001 of its own address (iperf's default).
 pub fn tcp_modes(dev: &Device, parallel: usize) {
     // -n: exactly the bytes asked for, the 60-byte header among them (as iperf 2 counts).
-    let run = one_test(dev, &["-n", "1M", "-y", "C"], |r| (r.to_device(), 0));
-    assert_eq!(run.to_device(), 1 << 20, "{}", run.text);
-    let run = one_test(dev, &["-t", "1", "-y", "C"], |r| (r.to_device(), 0));
-    assert!(run.to_device() > 100_000, "{}", run.text);
+    let run = one_test(dev, &["-n", "1M", "-y", "C"], |r| (r.received(), 0));
+    assert_eq!(run.received(), 1 << 20, "{}", run.text);
+    let run = one_test(dev, &["-t", "1", "-y", "C"], |r| (r.received(), 0));
+    assert!(run.received() > 100_000, "{}", run.text);
     // -P: one line per stream.
     let p = parallel.to_string();
     let run = one_test(dev, &["-t", "1", "-P", &p, "-y", "C"], |r| {
-        (r.to_device(), 0)
+        (r.received(), 0)
     });
     let streams = run.streams_to_device();
     assert_eq!(streams.len(), parallel, "{}", run.text);
     assert!(streams.iter().all(|f| f.bytes > 10_000), "{}", run.text);
     // -r: the client's test, then the device connects back to the client's port 5001.
     let run = one_test(dev, &["-t", "1", "-r", "-y", "C"], |r| {
-        (r.to_device(), r.connected_back(PORT))
+        (r.received(), r.connected_back(PORT))
     });
     assert!(
-        run.to_device() > 100_000 && run.connected_back(PORT) > 100_000,
+        run.received() > 100_000 && run.connected_back(PORT) > 100_000,
         "{}",
         run.text
     );
     // -d: both at once.
     let run = one_test(dev, &["-t", "1", "-d", "-y", "C"], |r| {
-        (r.to_device(), r.connected_back(PORT))
+        (r.received(), r.connected_back(PORT))
     });
     assert!(
-        run.to_device() > 10_000 && run.connected_back(PORT) > 10_000,
+        run.received() > 10_000 && run.connected_back(PORT) > 10_000,
         "{}",
         run.text
     );
     // -R: the device sends on the client's connection (the header is what it receives).
     let run = one_test(dev, &["-t", "1", "-R", "-y", "C"], |r| {
-        (60, r.from_device_inline())
+        (60, r.sent_inline())
     });
-    assert!(run.from_device_inline() > 100_000, "{}", run.text);
+    assert!(run.sent_inline() > 100_000, "{}", run.text);
     // --full-duplex: both ways on the one connection.
     let run = one_test(dev, &["-t", "1", "--full-duplex", "-y", "C"], |r| {
-        (r.to_device(), r.from_device_inline())
+        (r.received(), r.sent_inline())
     });
     assert!(
-        run.to_device() > 10_000 && run.from_device_inline() > 10_000,
+        run.received() > 10_000 && run.sent_inline() > 10_000,
         "{}",
         run.text
     );
     // -X: the client waits for the device's version reply before it sends.
-    let run = one_test(dev, &["-t", "1", "-X", "-y", "C"], |r| (r.to_device(), 0));
-    assert!(run.to_device() > 100_000, "{}", run.text);
+    let run = one_test(dev, &["-t", "1", "-X", "-y", "C"], |r| (r.received(), 0));
+    assert!(run.received() > 100_000, "{}", run.text);
     assert!(
         run.took < Duration::from_secs(5),
         "{:?}: {}",
@@ -453,7 +453,7 @@ pub fn hostile(dev: &Device) {
     std::thread::sleep(Duration::from_millis(1000));
     let started = Instant::now();
     let run = iperf(dev, &["-n", "100K", "-y", "C"]);
-    assert_eq!(run.to_device(), 100 * 1024, "{}", run.text);
+    assert_eq!(run.received(), 100 * 1024, "{}", run.text);
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "{:?}",
@@ -475,7 +475,7 @@ pub fn hostile(dev: &Device) {
 /// A stock `iperf -c -n 100K` right after: served whole.
 fn stock_still_served(dev: &Device) {
     let run = iperf(dev, &["-n", "100K", "-y", "C"]);
-    assert_eq!(run.to_device(), 100 * 1024, "{}", run.text);
+    assert_eq!(run.received(), 100 * 1024, "{}", run.text);
 }
 
 /// iperf3 with three streams each way (`-P 3`, `-P 3 -R`): every stream carries bytes, and

@@ -177,8 +177,10 @@ struct Back {
     connected: bool,
 }
 
-/// What a TCP socket of the pool is doing.
+/// What a TCP socket of the pool is doing. No heap: each socket's role holds its
+/// connection's state in place, so the roles are as large as a stream's.
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Role {
     /// Closed, without buffers.
     Parked,

@@ -31,10 +31,8 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                     // A new flow: the last one has had its report.
                     *udp = UdpServer::new(cfg);
                 }
-                if udp.is_busy() || may_start {
-                    if udp.on_datagram(from, data, now) {
-                        taken = Some((from, data.len()));
-                    }
+                if (udp.is_busy() || may_start) && udp.on_datagram(from, data, now) {
+                    taken = Some((from, data.len()));
                 }
             });
             if !got {
