@@ -139,8 +139,15 @@ fn mps2_an385_full_image_iperf2_within_the_iperf3_bounds() {
         .map(|i| {
             let json = dir.join(format!("cost-{i}.json"));
             let mut cmd = Command::new(linklab_bin());
-            cmd.args(["emu", "--board", "mps2-an385", "--cost", "--iperf2", "--json"])
-                .arg(&json);
+            cmd.args([
+                "emu",
+                "--board",
+                "mps2-an385",
+                "--cost",
+                "--iperf2",
+                "--json",
+            ])
+            .arg(&json);
             run_ok(&mut cmd);
             serde_json::from_slice(&std::fs::read(&json).expect("read --json")).unwrap()
         })
