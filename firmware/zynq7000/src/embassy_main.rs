@@ -17,14 +17,14 @@ use fw_zynq7000::gem::{self, GemDevice, Rings};
 use fw_zynq7000::{init, timer, uart, wake, CONFIG_ADDR};
 use linklab_firmware::memory::*;
 use linklab_firmware::stats::{Snapshot, TcpEntry, TcpList};
-use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::data_memory::DataPlan;
+use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
     echo_server, http_server, iperf2_server, iperf_server, AppCounters, Iperf2Buffers,
     IperfBuffers, ServiceGate, SharedMemory, TcpBuffers, UdpBuffers, IPERF2_SOCKETS,
 };
-use linklab_perf::iperf2::pool::Iperf2Sizes;
 use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::iperf2::pool::Iperf2Sizes;
 use linklab_perf::socket::TcpState;
 use static_cell::StaticCell;
 
