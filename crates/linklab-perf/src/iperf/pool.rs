@@ -229,7 +229,17 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             Slot::Evicted { since } => Some(since + RST_GRACE_US),
             _ => None,
         });
-        self.session.poll_at().into_iter().chain(deadlines).min()
+        // CREATE_STREAMS waits for the data sockets' memory (iperf 2 gives its idle shares
+        // back in its own poll): look again soon.
+        let waiting =
+            (self.data_slots > 0 && self.streams_connecting() && !self.listening_for_streams(N))
+                .then_some(self.now + 1_000);
+        self.session
+            .poll_at()
+            .into_iter()
+            .chain(deadlines)
+            .chain(waiting)
+            .min()
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
@@ -276,7 +286,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             self.apply_roles(sockets, n);
         }
         if let Some(i) = self.slots.iter().position(|s| *s == Slot::Control) {
-            if !connecting || self.listening_for_streams(sockets, n) {
+            if !connecting || self.listening_for_streams(n) {
                 self.flush_control(&mut sockets.tcp(i));
             }
         }

@@ -46,10 +46,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     pub(super) fn apply_roles<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
         let streams = self.streams_connecting();
         // Data sockets listen for the streams still to come, no more (each takes a share).
-        let connected = self.slots[..n]
-            .iter()
-            .filter(|s| matches!(s, Slot::Data(_) | Slot::Pending { .. } | Slot::Listening))
-            .count();
+        let connected = self.data_sockets_ready(n);
         let mut wanted = self.test_streams().saturating_sub(connected);
         for i in 0..n {
             let data = i < self.data_slots;
@@ -121,16 +118,17 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
 
     /// True once a data socket listens for each stream still to connect (always without
     /// roles: every socket listens).
-    pub(super) fn listening_for_streams<P: PoolSockets>(&self, _sockets: &mut P, n: usize) -> bool {
-        if self.data_slots == 0 {
-            return true;
-        }
-        let ready = self.slots[..n]
+    pub(super) fn listening_for_streams(&self, n: usize) -> bool {
+        self.data_slots == 0 || self.data_sockets_ready(n) >= self.test_streams()
+    }
+
+    /// The data sockets (of the first `n` sockets) that listen for a stream, read one's
+    /// cookie or carry one.
+    fn data_sockets_ready(&self, n: usize) -> usize {
+        self.slots[..n.min(self.data_slots)]
             .iter()
-            .take(self.data_slots)
             .filter(|s| matches!(s, Slot::Data(_) | Slot::Pending { .. } | Slot::Listening))
-            .count();
-        ready >= self.test_streams()
+            .count()
     }
 }
 
