@@ -409,9 +409,9 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     }
 
     /// [`poll`](Self::poll) for a server made by [`from_buffers`](Self::from_buffers), its
-    /// data sockets lent shares of `memory`. Not inlined: `DeviceApps` calls it twice when
-    /// iperf 2 gives memory back (inlined, the whole server was linked twice: 5 KB).
-    #[inline(never)]
+    /// data sockets lent shares of `memory`. With iperf 2 not inlined: `DeviceApps` calls it
+    /// twice when iperf 2 gives memory back.
+    #[cfg_attr(feature = "iperf2", inline(never))]
     pub fn poll_lent(
         &mut self,
         sockets: &mut SocketSet<'a>,

@@ -231,9 +231,11 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         });
         // CREATE_STREAMS waits for the data sockets' memory (iperf 2 gives its idle shares
         // back in its own poll): look again soon.
-        let waiting =
-            (self.data_slots > 0 && self.streams_connecting() && !self.listening_for_streams(N))
-                .then_some(self.now + 1_000);
+        let waiting = (cfg!(feature = "iperf2")
+            && self.data_slots > 0
+            && self.streams_connecting()
+            && !self.listening_for_streams(N))
+        .then_some(self.now + 1_000);
         self.session
             .poll_at()
             .into_iter()
@@ -280,8 +282,11 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         }
         self.session.poll(now);
         // The data sockets listen before CREATE_STREAMS leaves (their memory may have to be
-        // given back by iperf 2 first: the client's streams then wait for it).
-        let connecting = self.data_slots > 0 && self.streams_connecting();
+        // given back by iperf 2 first: the client's streams then wait for it). Without iperf 2
+        // the memory is always there, and they listen in the same poll, before the stack
+        // sends CREATE_STREAMS.
+        let connecting =
+            cfg!(feature = "iperf2") && self.data_slots > 0 && self.streams_connecting();
         if connecting {
             self.apply_roles(sockets, n);
         }

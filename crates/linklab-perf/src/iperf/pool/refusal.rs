@@ -23,9 +23,10 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             .is_some_and(|i| sockets.tcp(i).remote_is_ipv6());
         match refusal(&p, ipv6, self.stream_capacity(n, &p)) {
             Some((code, err)) => self.session.refuse_params(code, err),
-            None if !sockets.claim() => self.deny_busy(n),
+            // The memory is another server's only with iperf 2.
+            None if cfg!(feature = "iperf2") && !sockets.claim() => self.deny_busy(n),
             None => {
-                self.claimed = true;
+                self.claimed = cfg!(feature = "iperf2");
                 self.lend_for_test(sockets, &p);
                 if n > 0 {
                     let cc = sockets.tcp(0).congestion_control();
@@ -54,11 +55,14 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         let Some(plan) = self.plan else { return };
         let streams = usize::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
         let (receives, sends) = directions(p);
-        if let Some(share) = plan.stream_share(streams, receives, sends) {
+        if let Some(share) = super::roles::share_of(&plan, streams, receives, sends) {
             self.share = share;
         }
+        // (With one stream at a time every share is the same: a socket left listening keeps
+        // its own.)
+        let shares_differ = cfg!(any(feature = "iperf-parallel", feature = "iperf-bidir"));
         for i in 0..self.data_slots.min(sockets.tcp_count()) {
-            if self.slots[i] != Slot::Parked {
+            if shares_differ && self.slots[i] != Slot::Parked {
                 sockets.tcp(i).abort();
                 sockets.release(i);
                 self.slots[i] = Slot::Parked;

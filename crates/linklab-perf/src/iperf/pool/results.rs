@@ -19,7 +19,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// The test is over: the data memory's claim goes (the data sockets give their shares
     /// back as they park).
     pub(super) fn give_back_memory<P: PoolSockets>(&mut self, sockets: &mut P) {
-        if self.claimed {
+        if cfg!(feature = "iperf2") && self.claimed {
             self.claimed = false;
             sockets.unclaim();
         }

@@ -2,7 +2,7 @@
 //! connected, control sockets (small buffers) the rest of the time.
 
 use super::{Handshake, PoolServer, PoolSockets, Slot};
-use crate::data_memory::DataPlan;
+use crate::data_memory::{DataPlan, Share};
 use crate::iperf::json::Protocol;
 use crate::iperf::session::Phase;
 use crate::socket::{TcpOps, TcpState};
@@ -45,9 +45,14 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// connected, control sockets otherwise. A socket holding a connection keeps it.
     pub(super) fn apply_roles<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
         let streams = self.streams_connecting();
-        // Data sockets listen for the streams still to come, no more (each takes a share).
-        let connected = self.data_sockets_ready(n);
-        let mut wanted = self.test_streams().saturating_sub(connected);
+        // Data sockets listen for the streams still to come, no more (each takes a share; a
+        // build of one stream at a time has one data socket).
+        let mut wanted = if cfg!(any(feature = "iperf-parallel", feature = "iperf-bidir")) {
+            self.test_streams()
+                .saturating_sub(self.data_sockets_ready(n))
+        } else {
+            usize::MAX
+        };
         for i in 0..n {
             let data = i < self.data_slots;
             let listen = data == streams;
@@ -99,7 +104,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         let (receives, sends) = directions(p);
         let memory = |streams: usize| {
             self.plan
-                .is_none_or(|plan: DataPlan| plan.stream_share(streams, receives, sends).is_some())
+                .is_none_or(|plan: DataPlan| share_of(&plan, streams, receives, sends).is_some())
         };
         (1..=sockets.min(S))
             .take_while(|&k| memory(k))
@@ -130,6 +135,25 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             .filter(|s| matches!(s, Slot::Data(_) | Slot::Pending { .. } | Slot::Listening))
             .count()
     }
+}
+
+/// What each of `streams` streams gets of the data memory ([`DataPlan::stream_share`]). A
+/// build that serves one stream at a time (without `iperf-parallel` and `iperf-bidir`: the
+/// minimal images) gives its one stream, whichever way it goes, the window and send buffer
+/// it was sized for, and links none of the sharing.
+pub(super) fn share_of(
+    plan: &DataPlan,
+    streams: usize,
+    receives: bool,
+    sends: bool,
+) -> Option<Share> {
+    if cfg!(any(feature = "iperf-parallel", feature = "iperf-bidir")) {
+        return plan.stream_share(streams, receives, sends);
+    }
+    (streams <= 1).then_some(Share {
+        rx: plan.window,
+        tx: plan.tx,
+    })
 }
 
 /// Which ways a test's TCP data go: (the device receives, the device sends).
