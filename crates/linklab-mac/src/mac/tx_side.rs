@@ -93,7 +93,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
 
     /// Start of the next data transmission: after the gap and after any received PAUSE.
     /// True if the PHY takes a full-size frame now ([`PhyTx::ready`]).
-    #[cfg(feature = "smoltcp")]
+    #[cfg(any(feature = "smoltcp", feature = "embassy"))]
     pub(crate) fn phy_ready(&mut self) -> bool {
         self.phy.ready()
     }
