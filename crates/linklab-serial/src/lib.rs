@@ -39,7 +39,11 @@
 //! a.counters().check_conservation().unwrap();
 //! b.counters().check_conservation().unwrap();
 //! ```
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(test)]
 extern crate std;
