@@ -26,7 +26,11 @@
 macro_rules! exclusive_features {
     () => {
         #[cfg(all(feature = "defmt", feature = "log"))]
-        compile_error!("features `defmt` and `log` are mutually exclusive: enable at most one");
+        compile_error!(concat!(
+            env!("CARGO_PKG_NAME"),
+            ": features `defmt` and `log` exclude each other; turn on one of them for this crate \
+             (`defmt` for a defmt logger, `log` for the log facade), not both"
+        ));
     };
 }
 
