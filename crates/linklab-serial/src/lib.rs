@@ -14,7 +14,8 @@
 //! * [`selftest`]: echo frames across sizes with PRBS payloads, from either end, no app
 //!   needed at the other.
 //! * `device` (feature `smoltcp`): `smoltcp::phy::Device` for [`Link`].
-//! * [`impair`]: a deterministic line impairment model for tests and benchmarks.
+//! * `impair` (feature `impair`): a deterministic line impairment model for tests and
+//!   benchmarks.
 //!
 //! # Usage
 //!
@@ -52,6 +53,7 @@ pub mod counters;
 #[cfg(feature = "smoltcp")]
 pub mod device;
 pub mod framing;
+#[cfg(feature = "impair")]
 pub mod impair;
 mod link;
 pub mod rto;
