@@ -17,8 +17,12 @@ use embassy_time_queue_utils::Queue;
 use linklab_lan9118::{Lan9118Rx, Lan9118Tx, Mmio};
 use linklab_mac::embassy::{AlwaysUp, EmbassyMac, EmbassyTimeClock};
 use linklab_mac::{Mac, RxProducer};
-use linklab_perf::embassy::{self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory};
-use outside_firmware::{lan9118, mac_config, millis, start_clock, tick, DeviceConfig, Queue as RxBytes, RX};
+use linklab_perf::embassy::{
+    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+};
+use outside_firmware::{
+    lan9118, mac_config, millis, start_clock, tick, DeviceConfig, Queue as RxBytes, RX,
+};
 use static_cell::ConstStaticCell;
 
 const BOARD: &str = "mps2-an386";

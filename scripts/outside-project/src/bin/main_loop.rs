@@ -111,13 +111,25 @@ fn main() -> ! {
             tx: &mut m.echo_tcp.1,
         },
         http: [
-            TcpBuffers { rx: h0_rx, tx: h0_tx },
-            TcpBuffers { rx: h1_rx, tx: h1_tx },
+            TcpBuffers {
+                rx: h0_rx,
+                tx: h0_tx,
+            },
+            TcpBuffers {
+                rx: h1_rx,
+                tx: h1_tx,
+            },
         ],
         iperf: IperfBuffers {
             control: [
-                TcpBuffers { rx: c0_rx, tx: c0_tx },
-                TcpBuffers { rx: c1_rx, tx: c1_tx },
+                TcpBuffers {
+                    rx: c0_rx,
+                    tx: c0_tx,
+                },
+                TcpBuffers {
+                    rx: c1_rx,
+                    tx: c1_tx,
+                },
             ],
             data: m.iperf_data.each_mut().map(|chunk| &mut chunk[..]),
             window: WINDOW,
