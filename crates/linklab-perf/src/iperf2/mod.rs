@@ -11,6 +11,9 @@
 //! - [`udp_stats`]: loss, out-of-order and RFC 1889 jitter exactly as 2.1.8 counts them;
 //! - [`tcp_sender`], [`udp_sender`]: one flow's sending side (`-t`/`-n`, `-b`, the FIN);
 //! - [`tcp_server`]: one server-side TCP connection ([`TcpServerConn`]);
+//! - [`client`]: one client-side TCP connection ([`TcpClientFlow`]);
+//! - [`flow`]: what every TCP flow offers its host ([`TcpFlow`]), and a send-only flow
+//!   for connect-backs ([`SendFlow`]);
 //! - [`udp_server`]: the UDP server's flows ([`UdpServerSession`], [`UdpServer`]).
 //!
 //! # Hosting the server from a socket loop (device or host)
@@ -56,6 +59,8 @@
 //! [`UdpServerConfig::first_transit`] to [`FirstTransit::Skip`] (2.1.8 would count the
 //! whole clock offset into the first jitter sample).
 
+pub mod client;
+pub mod flow;
 pub mod pattern;
 pub mod request;
 pub mod tcp_sender;
@@ -66,6 +71,8 @@ pub mod udp_stats;
 pub mod wire;
 
 pub use crate::iperf::stream::Micros;
+pub use client::{ClientEnd, TcpClientConfig, TcpClientFlow};
+pub use flow::{SendFlow, TcpFlow};
 pub use request::{Amount, HeaderStyle, Mode, Protocol, TestRequest};
 pub use tcp_sender::TcpSender;
 pub use tcp_server::{ConnectBack, TcpEnd, TcpOutcome, TcpPhase, TcpServerConfig, TcpServerConn};
