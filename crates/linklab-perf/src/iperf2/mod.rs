@@ -7,6 +7,7 @@
 //!
 //! # Layers
 //! - [`wire`]: typed views over the header, datagram, report and ack bytes;
+//! - [`detect`]: which iperf a connection's first bytes come from;
 //! - [`request`]: what a header asks for ([`TestRequest`]: mode, amount, port, rate);
 //! - [`udp_stats`]: loss, out-of-order and RFC 1889 jitter exactly as 2.1.8 counts them;
 //! - [`tcp_sender`], [`udp_sender`]: one flow's sending side (`-t`/`-n`, `-b`, the FIN);
@@ -60,6 +61,7 @@
 //! whole clock offset into the first jitter sample).
 
 pub mod client;
+pub mod detect;
 pub mod flow;
 #[cfg(feature = "std")]
 pub mod host;

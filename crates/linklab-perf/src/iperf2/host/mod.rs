@@ -22,7 +22,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub use client::{run_client, ClientConfig, ClientError, ClientSummary};
 pub use events::{Event, FlowReport, FlowTag, UdpFigures};
-pub use server::{Server, ServerConfig};
+pub use server::{serve_handed_over, Server, ServerConfig};
 
 use crate::iperf::stream::Micros;
 

@@ -144,6 +144,19 @@ impl Server {
     }
 }
 
+/// Serves one TCP connection that another server accepted and found to be an iperf 2
+/// client's (its bytes still unread), on a thread of its own, with the default settings;
+/// its events go nowhere. The iperf3 server uses it for an iperf 2 client on its port.
+pub fn serve_handed_over(stream: TcpStream) {
+    let Ok(peer) = stream.peer_addr() else {
+        return;
+    };
+    thread::spawn(move || {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        serve_tcp(stream, peer, &ServerConfig::default(), &tx);
+    });
+}
+
 /// One accepted TCP connection, to its end.
 fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events: &Sender<Event>) {
     let id = next_id();
@@ -180,7 +193,7 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
                     Some(Mode::FullDuplex) => FlowTag::FullDuplex,
                     _ => FlowTag::Plain,
                 };
-                if !conn.is_finished() || conn.outcome().end == Some(TcpEnd::Completed) {
+                if matches!(conn.outcome().end, None | Some(TcpEnd::Completed)) {
                     let _ = events.send(Event::Connected {
                         id,
                         local,
@@ -216,7 +229,9 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
         }
         Some(TcpEnd::IdleTimeout) => {
             let _ = events.send(Event::Notice(std::format!(
-                "[{id:3}] {peer}: nothing moved for {} s, closed",
+                "[{id:3}] {} port {}: nothing moved for {} s, closed",
+                super::client::plain(peer.ip()),
+                peer.port(),
                 cfg.tcp.idle_timeout_us / 1_000_000
             )));
         }
@@ -224,7 +239,8 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
     }
     if o.connect_back_refused {
         let _ = events.send(Event::Notice(std::format!(
-            "[{id:3}] {peer} asked for a connect-back to port {}: refused",
+            "[{id:3}] {} asked for a connect-back to port {}: refused",
+            super::client::plain(peer.ip()),
             o.request.map_or(0, |r| r.port)
         )));
     }
