@@ -131,8 +131,8 @@ mod tests {
         let hits = (0..4000u64)
             .filter(|s| elicits_iperf2_reply(&make_cookie(*s)))
             .count();
-        // About one seed in a few hundred.
-        assert!(hits > 2, "{hits}");
+        // About one seed in 70 (60 of these 4000).
+        assert!(hits > 20, "{hits}");
         let c = make_cookie(
             (0..4000u64)
                 .find(|s| elicits_iperf2_reply(&make_cookie(*s)))
