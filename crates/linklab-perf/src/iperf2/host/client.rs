@@ -56,6 +56,8 @@ pub struct ClientConfig {
     pub peer_detect: bool,
     /// `-i`, 0 for none.
     pub interval_us: Micros,
+    /// SO_SNDBUF and SO_RCVBUF of the test sockets (`-w`), `None` for the system's.
+    pub window: Option<usize>,
 }
 
 impl ClientConfig {
@@ -74,6 +76,7 @@ impl ClientConfig {
             style: HeaderStyle::V21,
             peer_detect: false,
             interval_us: 0,
+            window: None,
         }
     }
 
@@ -400,6 +403,7 @@ fn run_tcp(
     });
     let request = cfg.request();
     let write_len = cfg.buf_len.map_or(DEFAULT_TCP_LEN, |l| l as usize);
+    let window = cfg.window;
     let mut handles = Vec::new();
     for _ in 0..cfg.parallel.max(1) {
         let ev = events.clone();
@@ -410,6 +414,11 @@ fn run_tcp(
             move || -> Result<Option<(u32, u32)>, ClientError> {
                 let mut stream = connect(addr, Duration::from_secs(10))
                     .map_err(|e| ClientError::Io(std::format!("connect to {addr} failed"), e))?;
+                if let Some(w) = window {
+                    let r = socket2::SockRef::from(&stream);
+                    let _ = r.set_send_buffer_size(w);
+                    let _ = r.set_recv_buffer_size(w);
+                }
                 let id = next_id();
                 let local = stream.local_addr().unwrap_or(addr);
                 let mode = request.mode;
@@ -535,6 +544,7 @@ fn run_udp(
         ipg_us: len as f64 * 8.0 * 1e6 / rate.max(1) as f64,
     });
     let mut handles = Vec::new();
+    let window = cfg.window;
     for _ in 0..cfg.parallel.max(1) {
         let ev = events.clone();
         handles.push(thread::spawn(move || -> Result<(), ClientError> {
@@ -546,7 +556,11 @@ fn run_udp(
             let sock = UdpSocket::bind(any)
                 .and_then(|s| s.connect(addr).map(|_| s))
                 .map_err(|e| ClientError::Io(std::format!("connect to {addr} failed"), e))?;
-            let _ = socket2::SockRef::from(&sock).set_send_buffer_size(4 << 20);
+            let r = socket2::SockRef::from(&sock);
+            let _ = r.set_send_buffer_size(window.unwrap_or(4 << 20));
+            if let Some(w) = window {
+                let _ = r.set_recv_buffer_size(w);
+            }
             let id = next_id();
             let local = sock.local_addr().unwrap_or(addr);
             let reverse = request.mode == Mode::Reverse;

@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub bind: Option<IpAddr>,
     /// Largest TCP write when the server sends (`-l`).
     pub write_len: usize,
+    /// SO_RCVBUF of the listener or UDP socket (`-w`), `None` for the system's.
+    pub window: Option<usize>,
     /// The TCP sessions' settings.
     pub tcp: TcpServerConfig,
     /// The UDP server's settings.
@@ -49,6 +51,7 @@ impl Default for ServerConfig {
             interval_us: 0,
             bind: None,
             write_len: DEFAULT_TCP_LEN,
+            window: None,
             // A host server caps what it sends at a day, not the device's hour.
             tcp: TcpServerConfig {
                 max_send_us: 86_400_000_000,
@@ -94,10 +97,13 @@ impl Server {
     pub fn bind(cfg: ServerConfig) -> io::Result<Self> {
         let listener = if cfg.udp {
             let s = bound(cfg.bind, cfg.port, Type::DGRAM)?;
-            let _ = s.set_recv_buffer_size(4 << 20);
+            s.set_recv_buffer_size(cfg.window.unwrap_or(4 << 20))?;
             Listener::Udp(s.into())
         } else {
             let s = bound(cfg.bind, cfg.port, Type::STREAM)?;
+            if let Some(w) = cfg.window {
+                s.set_recv_buffer_size(w)?;
+            }
             s.listen(128)?;
             Listener::Tcp(s.into())
         };
