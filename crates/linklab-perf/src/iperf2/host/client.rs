@@ -115,8 +115,8 @@ pub enum ClientError {
     Iperf3Server,
     /// The server closed the connection before the test's data was sent.
     ServerClosed,
-    /// The connection was reset.
-    Reset,
+    /// The connection was reset, after this many bytes were sent and received.
+    Reset(u64, u64),
     /// Nothing moved for the watchdog's time.
     Timeout,
     /// `-r`/`-d`: the server did not connect back.
@@ -133,7 +133,10 @@ impl core::fmt::Display for ClientError {
             ClientError::ServerClosed => {
                 f.write_str("the server closed the connection before the test ended")
             }
-            ClientError::Reset => f.write_str("the connection was reset during the test"),
+            ClientError::Reset(sent, got) => write!(
+                f,
+                "the connection was reset during the test ({sent} bytes sent, {got} received)"
+            ),
             ClientError::Timeout => {
                 f.write_str("the server stopped responding (nothing moved for 10 s)")
             }
@@ -282,7 +285,9 @@ fn run_tcp(
                 match flow.end() {
                     Some(ClientEnd::Iperf3Server) => return Err(ClientError::Iperf3Server),
                     Some(ClientEnd::ServerClosed) => return Err(ClientError::ServerClosed),
-                    Some(ClientEnd::Reset) => return Err(ClientError::Reset),
+                    Some(ClientEnd::Reset) => {
+                        return Err(ClientError::Reset(flow.sent(), flow.received()))
+                    }
                     Some(ClientEnd::Timeout) => return Err(ClientError::Timeout),
                     _ => {}
                 }
