@@ -119,14 +119,9 @@ fn find(lines: &[Line], src: u16, dst: u16) -> Option<&Line> {
         .find(|l| l.src_port == src && l.dst_port == dst)
 }
 
-/// Every flow line of the client has a server line with the same ports and the same bytes
-/// (less `uncounted`: what the server reads but does not count).
-fn assert_same_flows(what: &str, client_out: &str, server_out: &str, flows: usize) {
-    assert_flows(what, client_out, server_out, flows, 0, 0)
-}
-
-/// As [`assert_same_flows`]; for a UDP receiver's line, the datagrams it counts lost (of
-/// `datagram_len` bytes) are the difference: a loaded machine's loopback drops a datagram
+/// Every flow line of the client has a server line with the same ports and the same bytes,
+/// less `uncounted` (what the server reads but does not count); for a UDP receiver's line,
+/// the datagrams it counts lost (of `datagram_len` bytes) are the difference: a loaded machine's loopback drops a datagram
 /// now and then even at 10 Mbit/s, and every one sent is either counted or counted lost.
 fn assert_flows(
     what: &str,
