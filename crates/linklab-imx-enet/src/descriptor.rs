@@ -128,6 +128,11 @@ impl Descriptor {
     }
 }
 
+// SAFETY: a descriptor is reached by volatile accesses from one half of the driver (each
+// half owns its ring) and by the DMA; the halves may run in different contexts (the receive
+// half in the interrupt handler), never both on the same descriptor.
+unsafe impl Sync for Descriptor {}
+
 impl Default for Descriptor {
     fn default() -> Self {
         Self::new()
@@ -138,6 +143,10 @@ impl Default for Descriptor {
 /// 64 as Linux's fec driver keeps its multi-queue ENETs' buffers).
 #[repr(C, align(64))]
 pub struct Buffer(pub(crate) UnsafeCell<[u8; BUFFER_LEN]>);
+
+// SAFETY: as for `Descriptor`: each buffer belongs to one half of the driver (a transmit
+// buffer to the transmit half, the spill buffer to the receive half) and the DMA.
+unsafe impl Sync for Buffer {}
 
 impl Buffer {
     const fn new() -> Buffer {
@@ -161,10 +170,6 @@ pub struct EnetMemory {
     pub(crate) tx_buffers: [Buffer; TX_DESCRIPTORS],
     pub(crate) spill: Buffer,
 }
-
-// SAFETY: the driver hands the memory's parts to its receive and transmit halves, each the
-// only user of its part; the DMA is the other party, reached through volatile accesses.
-unsafe impl Sync for EnetMemory {}
 
 impl EnetMemory {
     /// Zeroed memory (a static lands in `.bss`).

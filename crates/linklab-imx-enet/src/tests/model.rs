@@ -49,6 +49,24 @@ pub struct State {
 
 pub struct Model(pub RefCell<State>);
 
+impl State {
+    /// Moves past the receive descriptor whose word 0 was `word0` (to the ring's start after
+    /// the one marked wrap).
+    fn next_rx(&mut self, word0: u32) {
+        self.rx_at = if word0 & WRAP != 0 {
+            self.regs[RDSR / 4]
+        } else {
+            self.rx_at + 32
+        };
+    }
+
+    /// Stops receiving when the next descriptor is not empty, as QEMU does.
+    fn rx_stop_if_full(&mut self) {
+        let next_empty = desc(self.rx_at).read(0) & RX_EMPTY != 0;
+        self.regs[RDAR / 4] = if next_empty { RDAR_ACTIVE } else { 0 };
+    }
+}
+
 fn desc(at: u32) -> &'static Descriptor {
     // SAFETY: the driver told the model where its rings are (RDSR/TDSR, advanced by 32);
     // they live in leaked memory for the whole test. Read and written as the DMA would.
@@ -130,7 +148,7 @@ impl Model {
             bytes.extend_from_slice(&[0, 0]);
         }
         bytes.extend_from_slice(frame);
-        bytes.extend_from_slice(&crc32(frame).to_le_bytes());
+        bytes.extend_from_slice(&linklab_mac::fcs::bytewise(frame).to_le_bytes());
         let mut last_flags = flags;
         let ftrl = s.regs[FTRL / 4] as usize;
         if bytes.len() > ftrl {
@@ -177,15 +195,9 @@ impl Model {
             if d.read(2) & RX_INT != 0 {
                 s.regs[EIR / 4] |= if last { EIR_RXF } else { EIR_RXB };
             }
-            s.rx_at = if word0 & WRAP != 0 {
-                s.regs[RDSR / 4]
-            } else {
-                s.rx_at + 32
-            };
+            s.next_rx(word0);
         }
-        // Stops when the next descriptor is not empty, as QEMU does.
-        let next_empty = desc(s.rx_at).read(0) & RX_EMPTY != 0;
-        s.regs[RDAR / 4] = if next_empty { RDAR_ACTIVE } else { 0 };
+        s.rx_stop_if_full();
         true
     }
 
@@ -205,13 +217,8 @@ impl Model {
         }
         d.write(0, (old & WRAP) | (word0 & !(RX_EMPTY | WRAP)));
         s.regs[EIR / 4] |= EIR_RXF;
-        s.rx_at = if old & WRAP != 0 {
-            s.regs[RDSR / 4]
-        } else {
-            s.rx_at + 32
-        };
-        let next_empty = desc(s.rx_at).read(0) & RX_EMPTY != 0;
-        s.regs[RDAR / 4] = if next_empty { RDAR_ACTIVE } else { 0 };
+        s.next_rx(old);
+        s.rx_stop_if_full();
         true
     }
 
@@ -353,22 +360,6 @@ impl Registers for &Model {
             _ => {}
         }
     }
-}
-
-/// The IEEE 802.3 FCS of `frame` (reflected CRC-32), as the ENET appends it.
-pub fn crc32(frame: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in frame {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// `value` moved to memory below 4 GiB (the ENET's descriptors hold 32-bit addresses), for
