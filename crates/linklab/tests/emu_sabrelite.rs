@@ -56,7 +56,10 @@ fn sabrelite_at_125_mips_sweeps_to_its_knee_each_way() {
         let knee = v["knee_bps"]
             .as_f64()
             .unwrap_or_else(|| panic!("no knee (reverse {reverse}): {v}"));
-        assert!(knee >= 10e6 && knee < 300e6, "knee {knee} (reverse {reverse})");
+        assert!(
+            knee >= 10e6 && knee < 300e6,
+            "knee {knee} (reverse {reverse})"
+        );
         let steps = v["steps"].as_array().expect("steps");
         let above: Vec<&Value> = steps
             .iter()
