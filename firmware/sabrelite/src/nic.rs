@@ -33,6 +33,19 @@ static RX: IrqOwned<EnetRx<Inline<QUEUE_BYTES>, Mmio>> = IrqOwned::new();
 /// The PHY's MDIO address (0xFF: none found).
 static PHY_ADDRESS: AtomicU8 = AtomicU8::new(0xFF);
 
+extern "C" {
+    /// The non-cacheable section's bounds (linklab-cortex-a9's cortex-a9.x).
+    static __uncached_start: u8;
+    static __uncached_end: u8;
+}
+
+/// True if `addr` lies in the non-cacheable section, where the DMA's memory must be.
+fn in_uncached_section(addr: usize) -> bool {
+    let start = core::ptr::addr_of!(__uncached_start) as usize;
+    let end = core::ptr::addr_of!(__uncached_end) as usize;
+    (start..end).contains(&addr)
+}
+
 /// The registers.
 pub fn regs() -> Mmio {
     // SAFETY: the ENET's window on the i.MX6.
@@ -46,6 +59,10 @@ pub type Tx = EnetTx<Mmio>;
 /// receive half to the interrupt handler (the line stays disabled at the GIC until the board
 /// enables it); the transmit half, or the console line saying why not.
 pub fn start(mac: [u8; 6]) -> Result<Tx, &'static str> {
+    if !in_uncached_section(core::ptr::addr_of!(RX_QUEUE) as usize) {
+        // sabrelite.x's section picks the queue by its symbol's name: a rename moves it.
+        return Err("linklab firmware: the RX queue is not in the non-cacheable section\n");
+    }
     if MEMORY_TAKEN.swap(true, Ordering::AcqRel) {
         return Err("linklab firmware: the NIC was started twice\n");
     }
