@@ -80,7 +80,7 @@ pub struct Args {
     /// its word; QEMU -icount shift=0, stock iperf3 and curl): the data file of the image's
     /// linklab bench profile (riscv32-virt: riscv32-measured, with --embassy
     /// riscv32-embassy-measured, with --phy10-line riscv32-soft-phy; mps2-an385:
-    /// mps2-measured).
+    /// mps2-measured; sabrelite: sabrelite-measured).
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "icount"])]
     cost_parts: bool,
     /// Run the image at a fixed instruction rate (`--icount`, default 3: 125 MIPS) against
