@@ -1,5 +1,6 @@
 //! Sans-IO network measurement apps for microcontrollers and hosts: an iperf3-compatible
-//! server and client, an HTTP bench-file server and download client, TCP and UDP echo.
+//! server and client, an iperf 2 server and client (feature `iperf2`), an HTTP bench-file
+//! server and download client, TCP and UDP echo.
 //! `#![no_std]` without `alloc`: every buffer is lent by the caller.
 //!
 //! A stock `iperf3 -c DEVICE` (with `-R`, `--bidir`, `-P`, `-u -b`, the results exchange and
@@ -196,6 +197,8 @@ pub mod embassy;
 pub mod evict;
 pub mod http;
 pub mod iperf;
+#[cfg(feature = "iperf2")]
+pub mod iperf2;
 #[cfg(feature = "smoltcp")]
 pub mod lend;
 #[cfg(feature = "smoltcp")]
