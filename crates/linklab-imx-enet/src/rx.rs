@@ -151,7 +151,7 @@ impl<S: Storage + 'static, R: Registers> EnetRx<S, R> {
             }
             if let Some(run) = self.run.as_mut() {
                 let first = run.slot(0).as_ptr() as usize;
-                if first.wrapping_sub(SHIFT) % self.rx_align != 0 {
+                if !first.wrapping_sub(SHIFT).is_multiple_of(self.rx_align) {
                     self.counters.rx_unaligned_runs += 1;
                     self.run = None;
                 }

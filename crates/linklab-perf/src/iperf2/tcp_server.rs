@@ -16,7 +16,7 @@
 //!    (smoltcp `close()`, std `shutdown(Write)`);
 //! 5. [`take_connect_back`](TcpServerConn::take_connect_back): open a connection to the
 //!    **peer's own address** at [`ConnectBack::port`] and run a
-//!    [`TcpSender`](super::TcpSender) of [`ConnectBack::amount`] on it, sending no header;
+//!    [`TcpSender`] of [`ConnectBack::amount`] on it, sending no header;
 //! 6. [`poll`](TcpServerConn::poll) with the time; sleep until
 //!    [`poll_at`](TcpServerConn::poll_at); when [`is_finished`](TcpServerConn::is_finished),
 //!    read [`outcome`](TcpServerConn::outcome) and close (abort if it ended by the watchdog
