@@ -148,7 +148,7 @@ impl Model {
             bytes.extend_from_slice(&[0, 0]);
         }
         bytes.extend_from_slice(frame);
-        bytes.extend_from_slice(&linklab_mac::fcs::bytewise(frame).to_le_bytes());
+        bytes.extend_from_slice(&linklab_mac::fcs::fcs(frame).to_le_bytes());
         let mut last_flags = flags;
         let ftrl = s.regs[FTRL / 4] as usize;
         if bytes.len() > ftrl {
