@@ -18,6 +18,7 @@
 mod baseline;
 mod discover;
 pub mod document;
+mod downloads;
 mod figures;
 mod http;
 mod progress;
@@ -93,16 +94,34 @@ pub struct Args {
     /// The echo port (UDP and TCP, RFC 862).
     #[arg(long, value_name = "N", default_value_t = 7)]
     echo_port: u16,
-    /// Paths to download over HTTP, comma separated or repeated (linklab's devices serve
-    /// /10kB.txt, /100kB.txt, /1MB.txt, /3MB.txt).
+    /// A path to download over HTTP; repeat for more (default /100kB.txt and /1MB.txt,
+    /// two of linklab's bench files: /10kB.txt, /100kB.txt, /1MB.txt, /3MB.txt).
+    #[arg(long = "http", value_name = "PATH")]
+    http: Vec<String>,
+    /// The old spelling of --http (comma separated); kept for one round, it says so.
     #[arg(
         long = "http-path",
         value_name = "PATH",
         value_delimiter = ',',
-        default_value = "/100kB.txt,/1MB.txt"
+        hide = true
     )]
-    http_paths: Vec<String>,
+    http_path: Vec<String>,
 }
+
+impl Args {
+    /// The paths to download: `--http`, then the old `--http-path`, or the defaults.
+    fn http_paths(&self) -> Vec<String> {
+        let given: Vec<String> = self.http.iter().chain(&self.http_path).cloned().collect();
+        if given.is_empty() {
+            DEFAULT_HTTP_PATHS.iter().map(|p| p.to_string()).collect()
+        } else {
+            given
+        }
+    }
+}
+
+/// The paths `--http` downloads when none is given: two of linklab's bench files.
+const DEFAULT_HTTP_PATHS: [&str; 2] = ["/100kB.txt", "/1MB.txt"];
 
 /// The steps, in the order they run, with their share of the time.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -178,12 +197,14 @@ impl Step {
 
 /// Runs `linklab probe`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    for p in &args.http_paths {
+    let http_paths = args.http_paths();
+    for p in &http_paths {
         if linklab_perf::http::Client::new("h", p).is_err() {
-            bail_usage!(
-                "--http-path {p:?}: a path starts with / and has only printable characters"
-            );
+            bail_usage!("--http {p:?}: a path starts with / and has only printable characters");
         }
+    }
+    if !args.http_path.is_empty() {
+        eprintln!("linklab: note: --http-path is now --http PATH (repeat it for more paths); --http-path goes in the next release");
     }
     let baseline = match &args.baseline {
         Some(path) => Some(baseline::load(path)?),
@@ -206,6 +227,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         services: Vec::new(),
         steps: Vec::new(),
         figures: Vec::new(),
+        not_measured: Vec::new(),
         icmp: None,
         echo_udp: None,
         echo_tcp: None,
@@ -321,7 +343,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             continue;
         }
         progress.step(i + 2, step.name());
-        let (detail, error) = run_step(step, &args, addr, time, &doc);
+        let (detail, error) = run_step(step, &args, &http_paths, addr, time, &doc);
         let state = if error.is_some() {
             StepState::Failed
         } else {
@@ -379,7 +401,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .figures
             .iter()
             .filter(|f| f.worse)
-            .map(|f| format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)))
+            .map(|f| match &f.missing {
+                Some(m) => format!("{} {}", f.id, m.split(':').next().unwrap_or(m)),
+                None => format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)),
+            })
             .collect();
         if !worse.is_empty() {
             let _ = std::io::stdout().flush();
@@ -399,6 +424,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn run_step(
     step: Step,
     args: &Args,
+    http_paths: &[String],
     addr: IpAddr,
     time: Duration,
     doc: &Mutex<ProbeReport>,
@@ -414,7 +440,7 @@ fn run_step(
             kind,
         )
     };
-    let (figures, detail, error) = match step {
+    let (figures, not_measured, detail, error) = match step {
         Step::Icmp | Step::EchoUdp | Step::EchoTcp => {
             let o = match step {
                 Step::Icmp => rtt(Transport::Icmp, 0, &[64, 512, 1472], "icmp"),
@@ -428,22 +454,22 @@ fn run_step(
                 _ => &mut d.echo_tcp,
             };
             *slot = o.value;
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
         Step::Http => {
-            let o = steps::downloads(
+            let o = downloads::downloads(
                 host,
                 SocketAddr::new(addr, args.http_port),
-                &args.http_paths,
+                http_paths,
                 time,
             );
             lock(doc).http = o.value;
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
         Step::Tcp => {
             let o = steps::tcp_tests(host, args.iperf_port, time);
             lock(doc).tcp = o.value;
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
         Step::SweepTo | Step::SweepFrom => {
             let reverse = step == Step::SweepFrom;
@@ -468,7 +494,7 @@ fn run_step(
             } else {
                 d.sweep_to_device = o.value;
             }
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
     };
     let mut d = lock(doc);
@@ -476,6 +502,9 @@ fn run_step(
         .retain(|f| !f.id.starts_with(step.figure_prefix()));
     d.figures.extend(figures);
     d.figures.sort_by_key(|f| figures::rank(&f.id));
+    d.not_measured
+        .retain(|f| !f.id.starts_with(step.figure_prefix()));
+    d.not_measured.extend(not_measured);
     (detail, error)
 }
 
@@ -503,13 +532,23 @@ fn summary(r: &ProbeReport) -> String {
             );
             for f in &r.figures {
                 let (low, high) = f.range();
+                let via = f.via.as_ref().map_or(String::new(), |v| format!(" · {v}"));
                 let _ = writeln!(
                     s,
-                    "  {:<44} {:>14}  {:<26} {}",
+                    "  {:<44} {:>14}  {:<26} {}{via}",
                     f.label,
                     show(f.value, &f.unit),
                     document::range_text(low, high, &f.unit),
                     f.spread_words()
+                );
+            }
+            for m in &r.not_measured {
+                let _ = writeln!(
+                    s,
+                    "  {:<44} {:>14}  {} (no figure)",
+                    m.label,
+                    m.state.word(),
+                    m.reason
                 );
             }
         }
@@ -525,19 +564,40 @@ fn summary(r: &ProbeReport) -> String {
                     (Some(_), Some(l)) => document::range_text(l, high, &f.unit),
                     _ => "-".into(),
                 };
+                let new = match (&f.missing, f.new) {
+                    (Some(m), None) => m.split(':').next().unwrap_or("-").to_string(),
+                    _ => opt(f.new),
+                };
                 let _ = writeln!(
                     s,
-                    "  {:<44} {:>14} {:>14} {:>9}  {:<22} {:<22} {}",
+                    "  {:<44} {:>14} {:>14} {:>9}  {:<22} {:<22} {}{}",
                     f.label,
                     opt(f.old),
-                    opt(f.new),
+                    new,
                     f.change_pct.map_or("-".into(), |p| format!("{p:+.1} %")),
                     range(f.old, f.old_low, f.old_high),
                     range(f.new, f.new_low, f.new_high),
-                    if f.worse { "WORSE" } else { "" }
+                    if f.worse { "WORSE" } else { "" },
+                    f.missing
+                        .as_ref()
+                        .map_or(String::new(), |m| format!(" ({m})"))
                 );
             }
-            if c.baseline_schema_version < SCHEMA_VERSION {
+            for m in r
+                .not_measured
+                .iter()
+                .filter(|m| !c.figures.iter().any(|f| f.id == m.id))
+            {
+                let _ = writeln!(
+                    s,
+                    "  {:<44} {:>14} {:>14}  {} (no figure)",
+                    m.label,
+                    "-",
+                    m.state.word(),
+                    m.reason
+                );
+            }
+            if c.baseline_schema_version < 2 {
                 let _ = writeln!(
                     s,
                     "  (the baseline is a schema version {} document: each of its figures is one measurement)",

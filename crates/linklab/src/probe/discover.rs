@@ -180,7 +180,7 @@ fn describe(e: &std::io::Error) -> String {
 }
 
 /// An error that may wrap an `io::Error`, in plain words.
-fn io_text(e: &anyhow::Error) -> String {
+pub fn io_text(e: &anyhow::Error) -> String {
     match e.downcast_ref::<std::io::Error>() {
         Some(io) => describe(io),
         None => format!("{e:#}"),

@@ -2,7 +2,7 @@
 //! with their range, a round-trip median with its quartiles, or a knee with its range (see
 //! `document::SpreadKind`).
 
-use super::document::{Figure, HttpDownload, TcpTest};
+use super::document::{Figure, HttpDownload, NotMeasured, PathState, TcpTest, Unmeasured};
 use crate::rtt::RttReport;
 use crate::sweep::{analysis, SweepReport};
 
@@ -59,13 +59,19 @@ pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
                 (format!(".p{streams}"), format!(", {streams} streams"))
             };
             let value = median(&goodputs);
+            let via = if direction == "to_device" {
+                "iperf3"
+            } else {
+                "iperf3 -R"
+            };
             let mut figure = Figure::sampled(
                 format!("tcp.{direction}{suffix}"),
                 format!("TCP {}{label}", way(direction)),
                 "bit/s",
                 value,
                 samples,
-            );
+            )
+            .via(via);
             // The goodput (the receiver's count) may lie a little outside the sender's slices.
             figure.low = figure.low.map(|l| l.min(value));
             figure.high = figure.high.map(|h| h.max(value));
@@ -84,21 +90,53 @@ pub fn knee(direction: &str, sweep: &SweepReport) -> Figure {
         low,
         high,
     )
+    .via(if sweep.reverse {
+        "iperf3 -u -R sweep"
+    } else {
+        "iperf3 -u sweep"
+    })
 }
 
-/// One figure per HTTP path: its samples' rates (batches of downloads), their median.
+/// One figure per HTTP path downloaded whole and checked (state `done`): its samples' rates
+/// (batches of downloads), their median. A path absent, failed or out of time has none.
 pub fn http(downloads: &[HttpDownload]) -> Vec<Figure> {
     downloads
         .iter()
-        .map(|h| {
+        .filter(|h| h.state == PathState::Done)
+        .filter_map(|h| {
             let samples: Vec<f64> = h.samples.iter().map(|s| s.rate.value).collect();
-            Figure::sampled(
-                format!("http.{}", h.path),
-                format!("HTTP GET {}", h.path),
-                "bit/s",
-                h.rate.value,
-                samples,
+            let rate = h.rate.as_ref()?;
+            Some(
+                Figure::sampled(
+                    format!("http.{}", h.path),
+                    format!("HTTP GET {}", h.path),
+                    "bit/s",
+                    rate.value,
+                    samples,
+                )
+                .via("HTTP GET"),
             )
+        })
+        .collect()
+}
+
+/// What each HTTP path without a rate lacks, in words, for `not_measured`.
+pub fn http_not_measured(downloads: &[HttpDownload]) -> Vec<NotMeasured> {
+    downloads
+        .iter()
+        .filter_map(|h| {
+            let state = match h.state {
+                PathState::Done => return None,
+                PathState::Absent => Unmeasured::Absent,
+                PathState::Failed => Unmeasured::Failed,
+                PathState::OutOfTime => Unmeasured::OutOfTime,
+            };
+            Some(NotMeasured {
+                id: format!("http.{}", h.path),
+                label: format!("HTTP GET {}", h.path),
+                state,
+                reason: h.reason.clone().unwrap_or_default(),
+            })
         })
         .collect()
 }
@@ -110,6 +148,11 @@ pub fn round_trips(kind: &str, report: &RttReport) -> Vec<Figure> {
         "icmp" => "ICMP echo",
         "echo_udp" => "UDP echo",
         _ => "TCP echo",
+    };
+    let via = match kind {
+        "icmp" => "ICMP echo",
+        "echo_udp" => "UDP echo (RFC 862)",
+        _ => "TCP echo (RFC 862)",
     };
     report
         .sizes
@@ -123,6 +166,22 @@ pub fn round_trips(kind: &str, report: &RttReport) -> Vec<Figure> {
                 quantile(&s.rtt.histogram, 0.25),
                 quantile(&s.rtt.histogram, 0.75),
             )
+            .via(via)
+        })
+        .collect()
+}
+
+/// The sizes of a round-trip step where no probe came back: no median, a line saying so.
+pub fn round_trips_not_measured(kind: &str, report: &RttReport) -> Vec<NotMeasured> {
+    report
+        .sizes
+        .iter()
+        .filter(|s| s.rtt.count == 0)
+        .map(|s| NotMeasured {
+            id: format!("{kind}.rtt_p50.{}B", s.size),
+            label: format!("{kind} round trip p50, {} B", s.size),
+            state: Unmeasured::Failed,
+            reason: format!("none of the {} probes of {} B came back", s.sent, s.size),
         })
         .collect()
 }

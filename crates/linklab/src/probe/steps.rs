@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::{Params, Protocol};
 
-use super::document::{Figure, HttpDownload, HttpSample, Quantity, TcpTest};
-use super::{figures, http};
+use super::document::{Figure, NotMeasured, Quantity, TcpTest};
+use super::figures;
 use crate::rtt::{self, RttReport, Transport};
 use crate::sweep::analysis::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
 use crate::sweep::{self, step::StepConfig, SweepReport};
@@ -38,12 +38,6 @@ const IPERF_STALL: Duration = Duration::from_secs(3);
 const SWEEP_PAUSE: Duration = Duration::from_millis(200);
 /// Pause between two iperf3 tests (a stock server closes and reopens its listener).
 const IPERF_PAUSE: Duration = Duration::from_millis(300);
-/// An HTTP sample covers at least this much download time: back-to-back downloads of a small
-/// path until their added times reach it (one download of a few hundred microseconds is the
-/// host's scheduling as much as the device).
-const HTTP_SAMPLE_TIME: Duration = Duration::from_millis(200);
-/// Samples per HTTP path, at most.
-const HTTP_SAMPLES: usize = 5;
 
 /// The outcome of a step: what it measured, its figures, and the error that ended it, if any.
 pub struct Outcome<T> {
@@ -51,6 +45,8 @@ pub struct Outcome<T> {
     pub value: T,
     /// The headline figures of what was measured.
     pub figures: Vec<Figure>,
+    /// The figures it could not make, with the reason.
+    pub not_measured: Vec<NotMeasured>,
     /// Why it stopped early.
     pub error: Option<anyhow::Error>,
     /// What it did, for the step record.
@@ -89,124 +85,23 @@ pub fn round_trips(
     let figures = value
         .as_ref()
         .map_or_else(Vec::new, |r| figures::round_trips(kind, r));
+    let not_measured = value
+        .as_ref()
+        .map_or_else(Vec::new, |r| figures::round_trips_not_measured(kind, r));
+    // A size where no probe came back makes no figure: the step says so.
+    let error = error.or_else(|| {
+        (!not_measured.is_empty()).then(|| {
+            let what: Vec<&str> = not_measured.iter().map(|m| m.reason.as_str()).collect();
+            anyhow::anyhow!("{kind} at {host}: {}", what.join("; "))
+        })
+    });
     Outcome {
         value,
         figures,
+        not_measured,
         error,
         detail,
     }
-}
-
-/// Downloads each path in samples, sharing `time` between the paths: each sample is
-/// back-to-back downloads until their added times reach [`HTTP_SAMPLE_TIME`], up to
-/// [`HTTP_SAMPLES`] samples; a download starts only when the last one would still end in
-/// the path's share (the first always runs, for at least 1 s).
-pub fn downloads(
-    host: &str,
-    peer: SocketAddr,
-    paths: &[String],
-    time: Duration,
-) -> Outcome<Vec<HttpDownload>> {
-    let mut out = Vec::new();
-    let end = Instant::now() + time;
-    for (i, path) in paths.iter().enumerate() {
-        let left = end.saturating_duration_since(Instant::now());
-        let share = (left / (paths.len() - i) as u32).max(Duration::from_secs(1));
-        match sample_path(host, peer, path, share) {
-            Ok(d) => out.push(d),
-            Err(error) => {
-                let detail = format!("{} of {} paths", out.len(), paths.len());
-                let figures = figures::http(&out);
-                return Outcome {
-                    value: out,
-                    figures,
-                    error: Some(error.context(format!("HTTP at {peer}"))),
-                    detail,
-                };
-            }
-        }
-    }
-    let detail = out
-        .iter()
-        .map(|d| format!("{} {} × {}", d.path, d.samples.len(), d.downloads))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let detail = format!("{} paths (samples × downloads: {detail})", out.len());
-    Outcome {
-        figures: figures::http(&out),
-        value: out,
-        error: None,
-        detail,
-    }
-}
-
-/// The samples of one path within `share`.
-fn sample_path(
-    host: &str,
-    peer: SocketAddr,
-    path: &str,
-    share: Duration,
-) -> anyhow::Result<HttpDownload> {
-    let end = Instant::now() + share;
-    let mut samples: Vec<HttpSample> = Vec::new();
-    let (mut status, mut body, mut complete) = (0, 0, true);
-    let mut crc: Option<bool> = None;
-    let mut last = Duration::ZERO;
-    'samples: while samples.len() < HTTP_SAMPLES {
-        let (mut n, mut seconds, mut bytes) = (0u32, 0.0, 0u64);
-        while seconds < HTTP_SAMPLE_TIME.as_secs_f64() {
-            let first = samples.is_empty() && n == 0;
-            let left = end.saturating_duration_since(Instant::now());
-            if !first && left < last.max(Duration::from_millis(1)) {
-                break;
-            }
-            let began = Instant::now();
-            let f = http::fetch(peer, host, path, left.max(Duration::from_secs(1)))?;
-            last = began.elapsed();
-            if first {
-                (status, body) = (f.status, f.body_bytes);
-            }
-            crc = match (crc, f.crc_ok) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (_, Some(true)) => Some(true),
-                (c, None) => c,
-            };
-            n += 1;
-            seconds += f.seconds;
-            bytes += f.body_bytes;
-            if !f.complete {
-                complete = false;
-                break;
-            }
-        }
-        if n > 0 {
-            let rate = if seconds > 0.0 {
-                bytes as f64 * 8.0 / seconds
-            } else {
-                0.0
-            };
-            samples.push(HttpSample {
-                downloads: n,
-                time: Quantity::new(seconds, "s"),
-                rate: Quantity::new(rate, "bit/s"),
-            });
-        }
-        if !complete || seconds < HTTP_SAMPLE_TIME.as_secs_f64() {
-            break 'samples;
-        }
-    }
-    let rates: Vec<f64> = samples.iter().map(|s| s.rate.value).collect();
-    Ok(HttpDownload {
-        path: path.into(),
-        status,
-        body: Quantity::new(body as f64, "bytes"),
-        downloads: samples.iter().map(|s| s.downloads).sum(),
-        time: Quantity::new(samples.iter().map(|s| s.time.value).sum(), "s"),
-        rate: Quantity::new(figures::median(&rates), "bit/s"),
-        samples,
-        complete,
-        crc_ok: crc,
-    })
 }
 
 /// The iperf3 server both TCP tests and sweeps use.
@@ -246,6 +141,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
         Outcome {
             value: out,
             figures,
+            not_measured: Vec::new(),
             error: Some(error),
             detail: format!("{seconds} s per test"),
         }
@@ -304,6 +200,18 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                     ),
                 );
             };
+            // A figure only where bytes moved: the receiver's count (ours with -R, the
+            // server's results otherwise).
+            if d.bytes_received == 0 {
+                return fail(
+                    out,
+                    anyhow::anyhow!(
+                        "iperf3 server {host}:{port}: the TCP test {} moved nothing (the receiver counted 0 bytes of {} sent)",
+                        if reverse { "from the device (-R)" } else { "to the device" },
+                        d.bytes_sent
+                    ),
+                );
+            }
             out.push(TcpTest {
                 direction: direction.into(),
                 streams: u32::from(streams),
@@ -323,6 +231,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
     }
     Outcome {
         figures: figures::tcp(&out),
+        not_measured: Vec::new(),
         value: out,
         error: None,
         detail,
@@ -382,10 +291,32 @@ pub fn sweep_one_way(
     );
     let value = (!report.steps.is_empty()).then_some(report);
     let direction = if reverse { "from_device" } else { "to_device" };
-    let figures = value.iter().map(|s| figures::knee(direction, s)).collect();
+    // A knee only where something arrived: a sweep whose every step delivered nothing is a
+    // UDP path that does not work, not a knee of 0.
+    let delivered = |s: &SweepReport| s.steps.iter().any(|x| x.received_bps > 0.0);
+    let error = match &value {
+        Some(s) if !delivered(s) => Some(error.unwrap_or_else(|| {
+            anyhow::anyhow!(
+                "UDP {} ({host}:{port}): nothing arrived at any of {} offered rates",
+                if reverse {
+                    "from the device (-R)"
+                } else {
+                    "to the device"
+                },
+                s.steps.len()
+            )
+        })),
+        _ => error,
+    };
+    let figures = value
+        .iter()
+        .filter(|s| delivered(s))
+        .map(|s| figures::knee(direction, s))
+        .collect();
     Outcome {
         value,
         figures,
+        not_measured: Vec::new(),
         error,
         detail,
     }

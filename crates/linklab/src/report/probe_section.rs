@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use super::{rtt_section, sweep_section};
-use crate::probe::document::{range_text, Better, Compared, ProbeReport, ServiceState, StepState};
+use crate::probe::document::{
+    range_text, Better, Compared, PathState, ProbeReport, ServiceState, StepState, Unmeasured,
+};
 use crate::sweep::analysis::describe_all;
 use crate::values::format_rate;
 
@@ -52,6 +54,7 @@ fn rows(r: &ProbeReport) -> Vec<Compared> {
                 new_high: f.spread.and_then(|_| f.range().1),
                 change_pct: None,
                 worse: false,
+                missing: None,
             })
             .collect(),
     }
@@ -162,7 +165,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             esc(&row.label)
         );
         if r.baseline.is_some() {
-            let verdict = if row.worse {
+            let missing = row.missing.as_ref().map(|m| format!("worse: {m}"));
+            let verdict = if let Some(m) = &missing {
+                m.as_str()
+            } else if row.worse {
                 "worse"
             } else if row.old.is_none() {
                 "new"
@@ -182,14 +188,18 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                     &row.unit,
                     old_spread && row.old.is_some()
                 ),
-                opt(row.new),
+                match &row.missing {
+                    Some(m) => m.split(':').next().unwrap_or("–").to_string(),
+                    None => opt(row.new),
+                },
                 show_range(row.new_low, row.new_high, &row.unit, row.new.is_some()),
                 row.change_pct.map_or("–".into(), |p| format!("{p:+.1} %"))
             );
         } else {
-            let from = r
-                .figure(&row.id)
-                .map_or(String::new(), |f| f.spread_words());
+            let from = r.figure(&row.id).map_or(String::new(), |f| {
+                let via = f.via.as_ref().map_or(String::new(), |v| format!(" · {v}"));
+                f.spread_words() + &via
+            });
             let _ = write!(
                 s,
                 r#"<td>{}</td><td>{}</td><td class="l">{}</td>"#,
@@ -199,6 +209,35 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             );
         }
         s.push_str("</tr>");
+    }
+    // What a step could not measure: a plain line each, never a zero.
+    for m in r
+        .not_measured
+        .iter()
+        .filter(|m| !rows.iter().any(|x| x.id == m.id))
+    {
+        let cls = if m.state == Unmeasured::Failed {
+            "warn"
+        } else {
+            "sender"
+        };
+        // The reason spans the columns after the state: range and from, or with a baseline
+        // this run's range, change and verdict.
+        let span = if r.baseline.is_some() { 3 } else { 2 };
+        let _ = write!(
+            s,
+            r#"<tr data-figure="{}" data-missing="{}"><td class="l">{}</td>{}<td class="{cls}">{}</td><td class="l" colspan="{span}">{}</td></tr>"#,
+            esc(&m.id),
+            m.state.word(),
+            esc(&m.label),
+            if r.baseline.is_some() {
+                "<td>–</td><td>–</td>"
+            } else {
+                ""
+            },
+            m.state.word(),
+            esc(&m.reason)
+        );
     }
     s.push_str("</table></div>");
     if let Some(c) = &r.baseline {
@@ -438,7 +477,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
 
     // HTTP and TCP.
     if !r.http.is_empty() {
-        s.push_str(r#"<h3>HTTP downloads</h3><table><tr><th class="l">path</th><th>status</th><th>body (bytes)</th><th>downloads</th><th>time (s)</th><th>rate (median)</th><th class="l">samples (downloads each)</th><th class="l">complete</th><th class="l">CRC32</th></tr>"#);
+        s.push_str(r#"<h3>HTTP downloads</h3><table><tr><th class="l">path</th><th class="l">status line</th><th>announced (bytes)</th><th>body (bytes)</th><th>downloads</th><th>time (s)</th><th>rate (median)</th><th class="l">samples (downloads each)</th><th class="l">complete</th><th class="l">content</th></tr>"#);
         for h in &r.http {
             let samples = h
                 .samples
@@ -446,15 +485,39 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 .map(|x| format!("{} ({})", format_rate(x.rate.value), x.downloads))
                 .collect::<Vec<_>>()
                 .join(", ");
+            let status = h
+                .status_line
+                .clone()
+                .unwrap_or_else(|| h.status.map_or("–".into(), |c| c.to_string()));
+            let rate = match (&h.rate, h.state) {
+                (Some(q), PathState::Done) => format_rate(q.value),
+                (_, PathState::Done) => "–".into(),
+                (_, other) => format!("none: {}", path_word(other)),
+            };
+            let content = match (h.crc_ok, h.index_bytes_ok) {
+                (Some(false), _) => "CRC32 WRONG",
+                (_, Some(false)) => "byte i = i & 0xff: WRONG",
+                (Some(true), _) => "CRC32 ok",
+                (_, Some(true)) => "byte i = i & 0xff: ok",
+                _ => "–",
+            };
             let _ = write!(
                 s,
-                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class="l">{}</td><td class="l">{}</td><td class="l {}">{}</td></tr>"#,
+                r#"<tr data-path="{}" data-state="{}"><td class="l">{}</td><td class="l {}">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class="l">{}</td><td class="l">{}</td><td class="l {}">{}</td></tr>"#,
                 esc(&h.path),
-                h.status,
+                path_word(h.state),
+                esc(&h.path),
+                if h.state == PathState::Done {
+                    "ok"
+                } else {
+                    "warn"
+                },
+                esc(&status),
+                h.content_length.map_or("–".into(), |n| n.to_string()),
                 h.body.value,
                 h.downloads,
                 h.time.value,
-                format_rate(h.rate.value),
+                esc(&rate),
                 if samples.is_empty() {
                     "–".into()
                 } else {
@@ -463,19 +526,22 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 if h.complete {
                     "yes"
                 } else {
-                    "cut short by the budget"
+                    "cut short by the budget (not counted)"
                 },
-                if h.crc_ok == Some(false) {
+                if content.contains("WRONG") {
                     "warn"
                 } else {
                     "ok"
                 },
-                match h.crc_ok {
-                    Some(true) => "ok",
-                    Some(false) => "WRONG",
-                    None => "–",
-                }
+                content
             );
+            if let Some(reason) = &h.reason {
+                let _ = write!(
+                    s,
+                    r#"<tr><td></td><td class="l" colspan="9">{}</td></tr>"#,
+                    esc(reason)
+                );
+            }
         }
         s.push_str("</table>");
     }
@@ -516,6 +582,16 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         }
     }
     s
+}
+
+/// An HTTP path's state on the page.
+fn path_word(state: PathState) -> &'static str {
+    match state {
+        PathState::Done => "done",
+        PathState::Absent => "absent",
+        PathState::Failed => "failed",
+        PathState::OutOfTime => "out of time",
+    }
 }
 
 #[cfg(test)]
