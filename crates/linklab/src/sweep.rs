@@ -1,8 +1,9 @@
-//! `linklab sweep`: an offered-rate sweep against any iperf3 server (the i.MX6 FEC iperf
-//! study's `bwtest.sh`).
+//! `linklab sweep`: an offered-rate sweep against any iperf3 server, or (`--iperf 2`) an iperf
+//! 2 server that sends UDP reports (the i.MX6 FEC iperf study's `bwtest.sh`).
 //!
 //! Each step is one iperf3 test run by our own client (`linklab_perf::iperf::host`) at a fixed
-//! offered rate. The sweep reports per step the offered, sent and received rate, loss, jitter
+//! offered rate, or one iperf 2 UDP test (`linklab_perf::iperf2::host`, `step2`) judged by the
+//! server's report (to the device) or by what we received (`-R`, an iperf 2.1 server). The sweep reports per step the offered, sent and received rate, loss, jitter
 //! and out-of-order datagrams (TCP: goodput and retransmits) and which limit the step hit
 //! (receiver loss, a sender that could not keep up, a received rate that stopped tracking);
 //! then the knee (the highest offered rate that hit none), what limited the link above it, the
@@ -16,6 +17,7 @@ pub mod analysis;
 mod progress;
 pub mod search;
 pub mod step;
+pub mod step2;
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -39,12 +41,17 @@ const BUSY_RETRIES: u32 = 3;
 /// Options of `linklab sweep`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// iperf3 server to test against (stock `iperf3 -s` or `linklab iperf -s`).
+    /// iperf server to test against (stock `iperf3 -s`, `linklab iperf -s`; with `--iperf
+    /// 2`, stock `iperf -s -u`, `linklab iperf2 -s -u`, a device's iperf 2 server).
     #[arg(short = 'c', long, value_name = "HOST")]
     client: String,
-    /// Server port.
-    #[arg(short = 'p', long, default_value_t = 5201)]
-    port: u16,
+    /// Server port (default 5201 for iperf3, 5001 for iperf 2).
+    #[arg(short = 'p', long)]
+    port: Option<u16>,
+    /// Which iperf the server speaks: 3, or 2 (UDP only: each step's loss and jitter from
+    /// the server's report; `-R` needs an iperf 2.1 server).
+    #[arg(long, value_name = "3|2", default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=3))]
+    iperf: u8,
     /// First offered rate (bit/s, k/M/G suffix).
     #[arg(long, value_name = "RATE", default_value = "50M", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
     from: f64,
@@ -94,12 +101,15 @@ pub struct Args {
 pub struct SweepReport {
     /// Always `"sweep"`: tells `linklab report` what this file is.
     pub kind: String,
-    /// The iperf3 server as given.
+    /// The iperf server as given.
     pub host: String,
     /// Its port.
     pub port: u16,
     /// `"udp"` or `"tcp"`.
     pub protocol: String,
+    /// `"iperf3"` or `"iperf2"` (`"iperf3"` in files written before iperf 2 sweeps).
+    #[serde(default = "iperf3")]
+    pub iperf: String,
     /// True when the server sent (iperf3 `-R`).
     pub reverse: bool,
     /// Seconds per step.
@@ -162,6 +172,10 @@ fn one() -> u32 {
     1
 }
 
+fn iperf3() -> String {
+    "iperf3".into()
+}
+
 fn yes() -> bool {
     true
 }
@@ -192,6 +206,11 @@ impl SweepReport {
     /// True for a TCP sweep.
     pub fn tcp(&self) -> bool {
         self.protocol == "tcp"
+    }
+
+    /// True for a sweep of iperf 2 tests.
+    pub fn is_iperf2(&self) -> bool {
+        self.iperf == "iperf2"
     }
 
     /// Brings a file written before the sweep named limits up to date: classifies its steps and
@@ -248,6 +267,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let rates = step_rates(from, to, step)?;
+    let iperf2 = args.iperf == 2;
+    if iperf2 && args.tcp {
+        bail_usage!("--tcp: not with --iperf 2 (an iperf 2 server reports nothing on TCP; the sweep judges UDP steps by the server's report)");
+    }
+    let port = args.port.unwrap_or(if iperf2 { 5001 } else { 5201 });
 
     let protocol = if args.tcp { "tcp" } else { "udp" };
     let direction = if args.reverse {
@@ -256,9 +280,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "client -> server"
     };
     println!(
-        "linklab sweep: {}:{} {protocol}, {direction}, {} s per step, {} step{} from {} to {}",
+        "linklab sweep: {}:{port} {}{protocol}, {direction}, {} s per step, {} step{} from {} to {}",
         args.client,
-        args.port,
+        if iperf2 { "iperf 2 " } else { "" },
         args.time,
         rates.len(),
         if rates.len() == 1 { "" } else { "s" },
@@ -275,7 +299,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let plan = Plan {
         step: step::StepConfig {
             host: args.client.clone(),
-            port: args.port,
+            port,
+            iperf2,
             tcp: args.tcp,
             reverse: args.reverse,
             seconds: args.time,
@@ -436,6 +461,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
         host: cfg.host.clone(),
         port: cfg.port,
         protocol: if cfg.tcp { "tcp" } else { "udp" }.into(),
+        iperf: if cfg.iperf2 { "iperf2" } else { "iperf3" }.into(),
         reverse: cfg.reverse,
         duration_s: cfg.seconds,
         length: cfg.length,
@@ -650,6 +676,7 @@ mod tests {
             host: "h".into(),
             port: 5201,
             protocol: "udp".into(),
+            iperf: "iperf3".into(),
             reverse: false,
             duration_s: 1,
             length: None,

@@ -100,7 +100,7 @@ pub struct ProbeReport {
 /// A service and what discovery found.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Service {
-    /// `icmp`, `iperf3`, `http`, `echo-udp` or `echo-tcp`.
+    /// `icmp`, `iperf3`, `iperf2`, `http`, `echo-udp` or `echo-tcp`.
     pub name: String,
     /// Its port (none for ICMP).
     pub port: Option<u16>,
@@ -108,6 +108,10 @@ pub struct Service {
     pub state: ServiceState,
     /// What it answered, or why it counts as absent or failed.
     pub detail: String,
+    /// The server's version when it said it (an iperf 2.1 server's reply); none before
+    /// version 3.
+    #[serde(default)]
+    pub version: Option<String>,
 }
 
 /// What discovery found on a service's port.
@@ -430,10 +434,21 @@ fn one() -> u32 {
     1
 }
 
-/// One iperf3 TCP test.
+fn iperf3() -> String {
+    "iperf3".into()
+}
+
+/// One TCP test (iperf3, or iperf 2 since version 3).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TcpTest {
-    /// `to_device` (we send) or `from_device` (iperf3 -R).
+    /// `iperf3` or `iperf2` (`iperf3` in documents before version 3).
+    #[serde(default = "iperf3")]
+    pub iperf: String,
+    /// How it ran: `iperf3`, `iperf3 -R`, `iperf 2`, `iperf 2 -R`, `iperf 2 -r (the device
+    /// connected back)` (none before version 3).
+    #[serde(default)]
+    pub via: Option<String>,
+    /// `to_device` (we send) or `from_device` (iperf3 -R; iperf 2 -R or -r).
     pub direction: String,
     /// Parallel streams (iperf3 -P).
     pub streams: u32,
@@ -446,7 +461,9 @@ pub struct TcpTest {
     pub time: Quantity,
     /// What the sender sent.
     pub sent: Quantity,
-    /// What the receiver got (goodput): the figure.
+    /// What the receiver got (goodput): the figure. iperf 2 to the device: our count of
+    /// what we sent, which the server read to the end before it closed (it reports nothing
+    /// back on TCP).
     pub received: Quantity,
     /// Sender retransmits, when the sender reports them.
     pub retransmits: Option<u64>,

@@ -31,20 +31,24 @@ fn way(direction: &str) -> &'static str {
 /// test still carries how much it varied; the first slice is the test's start — slow start,
 /// and on the sending side the host's socket buffer filling ahead of the device, 140 Mbit/s
 /// through a 100 Mbit/s shaper). Tests without slices count as one sample each.
+///
+/// iperf 2's figures are `iperf2.tcp.*` and say so in their label: a baseline never compares
+/// them with iperf3's, which count what the receiver got.
 pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
-    let mut kinds: Vec<(&str, u32)> = Vec::new();
+    let mut kinds: Vec<(&str, &str, u32)> = Vec::new();
     for t in tests {
-        if !kinds.contains(&(t.direction.as_str(), t.streams)) {
-            kinds.push((t.direction.as_str(), t.streams));
+        let kind = (t.iperf.as_str(), t.direction.as_str(), t.streams);
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
         }
     }
     kinds
         .into_iter()
-        .map(|(direction, streams)| {
+        .map(|(iperf, direction, streams)| {
             let of_kind = || {
-                tests
-                    .iter()
-                    .filter(move |t| t.direction == direction && t.streams == streams)
+                tests.iter().filter(move |t| {
+                    t.iperf == iperf && t.direction == direction && t.streams == streams
+                })
             };
             let goodputs: Vec<f64> = of_kind().map(|t| t.received.value).collect();
             let samples: Vec<f64> = of_kind()
@@ -59,19 +63,26 @@ pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
                 (format!(".p{streams}"), format!(", {streams} streams"))
             };
             let value = median(&goodputs);
-            let via = if direction == "to_device" {
-                "iperf3"
+            let via = of_kind().find_map(|t| t.via.clone()).unwrap_or_else(|| {
+                if direction == "to_device" {
+                    "iperf3".into()
+                } else {
+                    "iperf3 -R".into()
+                }
+            });
+            let (prefix, tool) = if iperf == "iperf2" {
+                ("iperf2.", " (iperf 2)")
             } else {
-                "iperf3 -R"
+                ("", "")
             };
             let mut figure = Figure::sampled(
-                format!("tcp.{direction}{suffix}"),
-                format!("TCP {}{label}", way(direction)),
+                format!("{prefix}tcp.{direction}{suffix}"),
+                format!("TCP {}{label}{tool}", way(direction)),
                 "bit/s",
                 value,
                 samples,
             )
-            .via(via);
+            .via(&via);
             // The goodput (the receiver's count) may lie a little outside the sender's slices.
             figure.low = figure.low.map(|l| l.min(value));
             figure.high = figure.high.map(|h| h.max(value));
@@ -83,18 +94,49 @@ pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
 /// The knee of one sweep (0 when no rate tracked) with its range (`analysis::knee_range`).
 pub fn knee(direction: &str, sweep: &SweepReport) -> Figure {
     let (low, high) = analysis::knee_range(&sweep.steps, &sweep.rule(), sweep.tcp());
+    let iperf2 = sweep.is_iperf2();
     Figure::knee(
-        format!("udp.knee.{direction}"),
-        format!("UDP knee {}", way(direction)),
+        format!(
+            "{}udp.knee.{direction}",
+            if iperf2 { "iperf2." } else { "" }
+        ),
+        format!(
+            "UDP knee {}{}",
+            way(direction),
+            if iperf2 { " (iperf 2)" } else { "" }
+        ),
         sweep.knee_bps.unwrap_or(0.0),
         low,
         high,
     )
-    .via(if sweep.reverse {
-        "iperf3 -u -R sweep"
-    } else {
-        "iperf3 -u sweep"
+    .via(match (iperf2, sweep.reverse) {
+        (false, false) => "iperf3 -u sweep",
+        (false, true) => "iperf3 -u -R sweep",
+        (true, false) => "iperf 2 -u sweep (the server's reports)",
+        (true, true) => "iperf 2 -u -R sweep",
     })
+}
+
+/// The knee a sweep one way could not give, and why.
+pub fn knee_not_measured(
+    direction: &str,
+    iperf2: bool,
+    state: Unmeasured,
+    reason: String,
+) -> NotMeasured {
+    NotMeasured {
+        id: format!(
+            "{}udp.knee.{direction}",
+            if iperf2 { "iperf2." } else { "" }
+        ),
+        label: format!(
+            "UDP knee {}{}",
+            way(direction),
+            if iperf2 { " (iperf 2)" } else { "" }
+        ),
+        state,
+        reason,
+    }
 }
 
 /// One figure per HTTP path downloaded whole and checked (state `done`): its samples' rates
@@ -203,6 +245,7 @@ pub fn quantile(histogram: &[(f64, u64)], q: f64) -> f64 {
 
 /// Where a figure goes in the list: throughput first (TCP, knees, HTTP), then round trips.
 pub fn rank(id: &str) -> usize {
+    let id = id.strip_prefix("iperf2.").unwrap_or(id);
     [
         "tcp.",
         "udp.knee.",
@@ -223,6 +266,8 @@ mod tests {
 
     fn test(direction: &str, streams: u32, round: u32, mbit: f64) -> TcpTest {
         TcpTest {
+            iperf: "iperf3".into(),
+            via: None,
             direction: direction.into(),
             streams,
             round,

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::{Params, Protocol};
 
-use super::document::{Figure, NotMeasured, Quantity, TcpTest};
+use super::document::{Figure, NotMeasured, Quantity, TcpTest, Unmeasured};
 use super::figures;
 use crate::rtt::{self, RttReport, Transport};
 use crate::sweep::analysis::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
+use crate::sweep::step2::NoReport;
 use crate::sweep::{self, step::StepConfig, SweepReport};
 
 /// Spacing of the round-trip probes: 500 per second (5.9 Mbit/s at 1472 B, which any device
@@ -104,11 +105,19 @@ pub fn round_trips(
     }
 }
 
-/// The iperf3 server both TCP tests and sweeps use.
-pub fn iperf_config(host: &str, port: u16, seconds: u32, reverse: bool, tcp: bool) -> StepConfig {
+/// The iperf server (iperf3, or iperf 2 when `iperf2`) both TCP tests and sweeps use.
+pub fn iperf_config(
+    host: &str,
+    port: u16,
+    iperf2: bool,
+    seconds: u32,
+    reverse: bool,
+    tcp: bool,
+) -> StepConfig {
     StepConfig {
         host: host.into(),
         port,
+        iperf2,
         tcp,
         reverse,
         seconds,
@@ -117,14 +126,16 @@ pub fn iperf_config(host: &str, port: u16, seconds: u32, reverse: bool, tcp: boo
     }
 }
 
-/// The TCP tests in rounds: how many rounds of the four tests and how long each test, for
-/// `time`. As many rounds as fit with 1-second tests, up to [`TCP_ROUNDS`]; longer tests only
-/// when even that many rounds leave time over.
-pub fn tcp_plan(time: Duration) -> (u32, u32) {
-    let round = |seconds: u32| (Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD) * 4;
+/// The TCP tests in rounds: how many rounds of `tests` tests (iperf3: four; iperf 2: its two
+/// directions) and how long each test, for `time`. As many rounds as fit with 1-second
+/// tests, up to [`TCP_ROUNDS`]; longer tests only when even that many rounds leave time over.
+pub fn tcp_plan(time: Duration, tests: u32) -> (u32, u32) {
+    let round =
+        |seconds: u32| (Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD) * tests;
     let rounds = (time.as_secs_f64() / round(1).as_secs_f64()).floor() as u32;
     let rounds = rounds.clamp(1, TCP_ROUNDS);
-    let per_test = time.as_secs_f64() / f64::from(rounds * 4) - TCP_TEST_OVERHEAD.as_secs_f64();
+    let per_test =
+        time.as_secs_f64() / f64::from(rounds * tests) - TCP_TEST_OVERHEAD.as_secs_f64();
     (rounds, (per_test.floor() as u32).max(1))
 }
 
@@ -133,7 +144,7 @@ pub fn tcp_plan(time: Duration) -> (u32, u32) {
 /// not every sample of one). The first round's single-stream tests always run.
 pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>> {
     let end = Instant::now() + time;
-    let (rounds, seconds) = tcp_plan(time);
+    let (rounds, seconds) = tcp_plan(time, 4);
     let mut out: Vec<TcpTest> = Vec::new();
     let mut skipped = 0;
     let fail = |out: Vec<TcpTest>, error: anyhow::Error| {
@@ -160,7 +171,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                 skipped += 1;
                 continue;
             }
-            let cfg = iperf_config(host, port, seconds, reverse, true);
+            let cfg = iperf_config(host, port, false, seconds, reverse, true);
             let params = Params {
                 protocol: Protocol::Tcp,
                 duration_s: seconds,
@@ -213,6 +224,8 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                 );
             }
             out.push(TcpTest {
+                iperf: "iperf3".into(),
+                via: Some(if reverse { "iperf3 -R" } else { "iperf3" }.into()),
                 direction: direction.into(),
                 streams: u32::from(streams),
                 round,
@@ -246,6 +259,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
 pub fn sweep_one_way(
     host: &str,
     port: u16,
+    iperf2: bool,
     reverse: bool,
     anchor_bps: Option<f64>,
     time: Duration,
@@ -268,7 +282,7 @@ pub fn sweep_one_way(
         None => vec![1e6, 10e6, 100e6, 1e9],
     };
     let plan = sweep::Plan {
-        step: iperf_config(host, port, 1, reverse, false),
+        step: iperf_config(host, port, iperf2, 1, reverse, false),
         rule: KneeRule {
             loss_pct: KNEE_LOSS_PCT,
             tolerance_pct: DEFAULT_TOLERANCE_PCT,
@@ -284,6 +298,11 @@ pub fn sweep_one_way(
     };
     std::thread::sleep(IPERF_PAUSE);
     let sweep::Measured { report, error } = sweep::measure(&plan, &mut NoWatch);
+    // An iperf 2 server that sends no UDP report has no knee to give: a plain line.
+    let (error, no_report) = match error {
+        Some(e) if e.downcast_ref::<NoReport>().is_some() => (None, Some(format!("{e:#}"))),
+        e => (e, None),
+    };
     let repeats = report.steps.iter().filter(|s| s.attempt > 1).count();
     let detail = format!(
         "{} steps of 1 s ({repeats} of them repeats of a limit)",
@@ -313,10 +332,14 @@ pub fn sweep_one_way(
         .filter(|s| delivered(s))
         .map(|s| figures::knee(direction, s))
         .collect();
+    let not_measured = no_report
+        .map(|reason| figures::knee_not_measured(direction, iperf2, Unmeasured::Absent, reason))
+        .into_iter()
+        .collect();
     Outcome {
         value,
         figures,
-        not_measured: Vec::new(),
+        not_measured,
         error,
         detail,
     }
@@ -334,11 +357,14 @@ mod tests {
     #[test]
     fn tcp_rounds_fit_the_time() {
         // 4 tests of 1 s + 0.4 s each make a 5.6 s round.
-        assert_eq!(tcp_plan(Duration::from_secs(4)), (1, 1));
-        assert_eq!(tcp_plan(Duration::from_secs(12)), (2, 1));
-        assert_eq!(tcp_plan(Duration::from_secs(23)), (4, 1));
-        assert_eq!(tcp_plan(Duration::from_secs(28)), (5, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(4), 4), (1, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(12), 4), (2, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(23), 4), (4, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(28), 4), (5, 1));
         // Beyond five rounds, longer tests.
-        assert_eq!(tcp_plan(Duration::from_secs(60)), (5, 2));
+        assert_eq!(tcp_plan(Duration::from_secs(60), 4), (5, 2));
+        // iperf 2's two directions a round.
+        assert_eq!(tcp_plan(Duration::from_secs(12), 2), (4, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(30), 2), (5, 2));
     }
 }

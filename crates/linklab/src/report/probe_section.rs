@@ -60,8 +60,11 @@ fn rows(r: &ProbeReport) -> Vec<Compared> {
     }
 }
 
-/// A short name for a chart's axis: `tcp.to_device.p2` → `TCP → ×2`.
+/// A short name for a chart's axis: `tcp.to_device.p2` → `TCP → ×2`, iperf 2's marked.
 fn short(id: &str) -> String {
+    if let Some(rest) = id.strip_prefix("iperf2.") {
+        return format!("{} (iperf 2)", short(rest));
+    }
     let arrow = |s: &str| s.replace("to_device", "→").replace("from_device", "←");
     if let Some(rest) = id.strip_prefix("tcp.") {
         return format!("TCP {}", arrow(rest).replace(".p", " ×"));
@@ -97,7 +100,8 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     // Key facts: each way's TCP and knee, the lowest ICMP median, the services.
     s.push_str(r#"<div class="facts">"#);
     for f in &r.figures {
-        if f.id.starts_with("tcp.") && !f.id.contains(".p") || f.id.starts_with("udp.knee.") {
+        let id = f.id.strip_prefix("iperf2.").unwrap_or(&f.id);
+        if id.starts_with("tcp.") && !id.contains(".p") || id.starts_with("udp.knee.") {
             let (low, high) = f.range();
             let what = match f.spread {
                 Some(_) => format!(
@@ -281,12 +285,13 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             let repeats = sw.steps.iter().filter(|x| x.attempt > 1).count();
             let _ = write!(
                 limits,
-                r#"<tr><td class="l">UDP {}</td><td>{}</td><td class="l">{}</td><td>{} ({repeats})</td></tr>"#,
+                r#"<tr><td class="l">UDP {}{}</td><td>{}</td><td class="l">{}</td><td>{} ({repeats})</td></tr>"#,
                 if dir == "to_device" {
                     "to the device"
                 } else {
                     "from the device"
                 },
+                if sw.is_iperf2() { " (iperf 2)" } else { "" },
                 sw.knee_bps.map_or("none".into(), format_rate),
                 esc(&what),
                 sw.steps.len()
@@ -546,16 +551,22 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         s.push_str("</table>");
     }
     if !r.tcp.is_empty() {
-        s.push_str(r#"<h3>iperf3 TCP</h3><table><tr><th class="l">direction</th><th>streams</th><th>round</th><th>time (s)</th><th>sent</th><th>received</th><th>retransmits</th></tr>"#);
+        s.push_str(r#"<h3>TCP tests</h3><table><tr><th class="l">direction</th><th class="l">measured by</th><th>streams</th><th>round</th><th>time (s)</th><th>sent</th><th>received</th><th>retransmits</th></tr>"#);
         for t in &r.tcp {
             let _ = write!(
                 s,
-                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                r#"<tr data-iperf="{}"><td class="l">{}</td><td class="l">{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                esc(&t.iperf),
                 if t.direction == "to_device" {
                     "to the device"
                 } else {
-                    "from the device (-R)"
+                    "from the device"
                 },
+                esc(t.via.as_deref().unwrap_or(if t.direction == "to_device" {
+                    "iperf3"
+                } else {
+                    "iperf3 -R"
+                })),
                 t.streams,
                 t.round,
                 t.time.value,
@@ -605,5 +616,6 @@ mod tests {
         assert_eq!(short("udp.knee.to_device"), "knee →");
         assert_eq!(short("http./1MB.txt"), "/1MB.txt");
         assert_eq!(short("echo_udp.rtt_p50.64B"), "UDP 64B");
+        assert_eq!(short("iperf2.tcp.from_device"), "TCP ← (iperf 2)");
     }
 }
