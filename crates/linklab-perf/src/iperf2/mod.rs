@@ -61,6 +61,8 @@
 
 pub mod client;
 pub mod flow;
+#[cfg(feature = "std")]
+pub mod host;
 pub mod pattern;
 pub mod request;
 pub mod tcp_sender;

@@ -23,7 +23,7 @@ mod measure;
 mod server;
 mod sockets;
 mod streams;
-mod sys;
+pub(crate) mod sys;
 
 use std::io;
 use std::net::SocketAddr;
