@@ -26,6 +26,7 @@ mod downloads;
 mod figures;
 mod http;
 mod iperf2;
+mod iperf2_tradeoff;
 mod outputs;
 mod plan;
 mod progress;
@@ -241,7 +242,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             match (i.is_iperf2(), i.replies) {
                 (false, _) => "",
                 (true, true) => " (it sends its version: -R for the way back)",
-                (true, false) => " (no version reply: -r, the device connecting back, for the way back)",
+                (true, false) =>
+                    " (no version reply: -r, the device connecting back, for the way back)",
             }
         ));
     }
@@ -294,8 +296,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 services
                     .iter()
                     .filter(|s| {
-                        s.name == service
-                            || (service == IPERF && s.name.starts_with("iperf"))
+                        s.name == service || (service == IPERF && s.name.starts_with("iperf"))
                     })
                     .map(|s| format!("{} {}: {}", s.name, state_word(s.state), s.detail))
                     .collect::<Vec<_>>()

@@ -55,7 +55,9 @@ pub fn discover(host: &str, addr: std::net::IpAddr, ports: &Ports) -> Vec<Servic
         let icmp = s.spawn(|| vec![icmp(at(0))]);
         let iperf = s.spawn(|| {
             let three = ports.iperf3.map(|p| iperf3(at(p)));
-            let found = three.as_ref().is_some_and(|x| x.state == ServiceState::Present);
+            let found = three
+                .as_ref()
+                .is_some_and(|x| x.state == ServiceState::Present);
             let two = ports.iperf2.filter(|_| !found).map(|p| iperf2(at(p)));
             three.into_iter().chain(two).collect()
         });

@@ -14,7 +14,7 @@
 //! UDP: `steps::sweep_one_way` with iperf 2 steps (`sweep::step2`), judged by the server's
 //! report; a server without reports gets a plain line, never a zero.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -22,9 +22,10 @@ use linklab_perf::iperf2::host::{run_client, ClientConfig, ClientError, Event, F
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
 
 use super::document::{NotMeasured, Quantity, TcpTest, Unmeasured};
+use super::figures;
+use super::iperf2_tradeoff::{self, Way};
 use super::plan::Iperf;
 use super::steps::{self, tcp_plan, Outcome};
-use super::figures;
 use crate::sweep::SweepReport;
 
 /// Each test's rate is also taken in slices this long: its figure's spread.
@@ -32,17 +33,32 @@ const SLICE_US: u64 = 250_000;
 /// Pause between two tests (the server closes the last one's sockets).
 const PAUSE: Duration = Duration::from_millis(300);
 
-/// What one test gave each way: `(bytes, seconds, slices)`.
-type Way = (u64, f64, Vec<f64>);
-
 /// One iperf 2 TCP test in `mode` for `seconds`; what it moved each way (to, from) and the
-/// error that ended it, if any.
+/// error that ended it, if any. `-r` runs as stock 2.1.8 writes it (`iperf2_tradeoff`: what
+/// lwiperf needs of it), the rest through our iperf 2 client.
 fn one_test(
     host: &str,
     port: u16,
     mode: Mode,
     seconds: u32,
 ) -> (Option<Way>, Option<Way>, Option<ClientError>) {
+    if mode == Mode::Tradeoff {
+        let addr: Option<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next());
+        return match addr {
+            Some(a) => iperf2_tradeoff::run(a, seconds, Duration::from_micros(SLICE_US)),
+            None => (
+                None,
+                None,
+                Some(ClientError::Io(
+                    format!("cannot resolve {host}"),
+                    std::io::ErrorKind::NotFound.into(),
+                )),
+            ),
+        };
+    }
     let mut cfg = ClientConfig::new(host);
     cfg.port = port;
     cfg.protocol = Protocol::Tcp;
@@ -136,7 +152,11 @@ pub fn tcp_tests(host: &str, iperf: &Iperf, time: Duration) -> Outcome<Vec<TcpTe
                 if w.0 == 0 {
                     error = Some(anyhow::anyhow!(
                         "{server}: the TCP test {} moved nothing (0 bytes counted)",
-                        if way == "to_device" { "to the device" } else { "from the device" }
+                        if way == "to_device" {
+                            "to the device"
+                        } else {
+                            "from the device"
+                        }
                     ));
                     break 'rounds;
                 }
@@ -219,8 +239,11 @@ pub fn sweep_one_way(
         detail: "not run".into(),
     };
     if reverse {
-        if let Some(why) = no_udp {
-            return absent(format!("no UDP server to the device either ({why})"));
+        if no_udp.is_some() {
+            return absent(format!(
+                "iperf 2 server {host}:{}: no UDP report to the device (above), so no UDP server to ask the other way",
+                iperf.port
+            ));
         }
         if !iperf.replies {
             return absent(format!(

@@ -63,4 +63,3 @@ pub fn watchdog(doc: Arc<Mutex<ProbeReport>>, out: Outputs, started: Instant, de
         std::process::exit(1);
     });
 }
-

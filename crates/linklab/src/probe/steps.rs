@@ -134,8 +134,7 @@ pub fn tcp_plan(time: Duration, tests: u32) -> (u32, u32) {
         |seconds: u32| (Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD) * tests;
     let rounds = (time.as_secs_f64() / round(1).as_secs_f64()).floor() as u32;
     let rounds = rounds.clamp(1, TCP_ROUNDS);
-    let per_test =
-        time.as_secs_f64() / f64::from(rounds * tests) - TCP_TEST_OVERHEAD.as_secs_f64();
+    let per_test = time.as_secs_f64() / f64::from(rounds * tests) - TCP_TEST_OVERHEAD.as_secs_f64();
     (rounds, (per_test.floor() as u32).max(1))
 }
 
@@ -300,14 +299,19 @@ pub fn sweep_one_way(
     let sweep::Measured { report, error } = sweep::measure(&plan, &mut NoWatch);
     // An iperf 2 server that sends no UDP report has no knee to give: a plain line.
     let (error, no_report) = match error {
-        Some(e) if e.downcast_ref::<NoReport>().is_some() => (None, Some(format!("{e:#}"))),
+        Some(e) if e.downcast_ref::<NoReport>().is_some() => {
+            (None, e.downcast_ref::<NoReport>().map(|n| n.0.clone()))
+        }
         e => (e, None),
     };
     let repeats = report.steps.iter().filter(|s| s.attempt > 1).count();
-    let detail = format!(
-        "{} steps of 1 s ({repeats} of them repeats of a limit)",
-        report.steps.len()
-    );
+    let detail = match &no_report {
+        Some(_) => "no UDP report from the iperf 2 server: no knee".to_string(),
+        None => format!(
+            "{} steps of 1 s ({repeats} of them repeats of a limit)",
+            report.steps.len()
+        ),
+    };
     let value = (!report.steps.is_empty()).then_some(report);
     let direction = if reverse { "from_device" } else { "to_device" };
     // A knee only where something arrived: a sweep whose every step delivered nothing is a

@@ -125,4 +125,3 @@ pub fn summary(r: &ProbeReport) -> String {
     }
     s
 }
-
