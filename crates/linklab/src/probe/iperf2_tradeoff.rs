@@ -63,7 +63,7 @@ pub fn run(
     let back = std::thread::spawn(move || receive_back(&listener, device, port, &ended_rx, slice));
     let forward = send(server, &header[..header_len], seconds, slice);
     let _ = ended_tx.send(Instant::now());
-    let back = back.join().unwrap_or_else(|_| Err(ClientError::Timeout));
+    let back = back.join().unwrap_or(Err(ClientError::Timeout));
     match (forward, back) {
         (Ok(to), Ok(from)) => (Some(to), Some(from), None),
         (Ok(to), Err(e)) => (Some(to), None, Some(e)),
