@@ -88,9 +88,11 @@ pub struct Args {
     /// Extra bisection steps between the knee and the next step (0 = none).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
     refine: u32,
-    /// Pause between steps in milliseconds (lets queues drain and the server get ready).
-    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=60_000))]
-    pause: u64,
+    /// Pause between steps in milliseconds (lets queues drain and the server get ready;
+    /// default 300, with `--iperf 2` 1000: stock iperf 2.1.8's UDP server crashed when a test
+    /// began 0.2 s after its last).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pause: Option<u64>,
     /// Also write the results as JSON to FILE (input of `linklab report`).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -310,7 +312,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rule,
         rates,
         refine: args.refine,
-        pause: Duration::from_millis(args.pause),
+        pause: Duration::from_millis(args.pause.unwrap_or(if iperf2 { 1000 } else { 300 })),
         climb: false,
         search_down: None,
         deadline: None,

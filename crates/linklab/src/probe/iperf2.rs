@@ -82,7 +82,7 @@ fn one_test(
             _ => None,
         });
         let r = last?;
-        let slices = events
+        let mut slices: Vec<f64> = events
             .iter()
             .filter_map(|e| match e {
                 Event::Interval(i) if i.sent == sent => Some(*i),
@@ -91,6 +91,10 @@ fn one_test(
             .filter(|i| i.end_s - i.start_s >= SLICE_US as f64 / 2e6)
             .map(|i| i.bits_per_second())
             .collect();
+        // The slices after the last byte are the wait for the peer's close, not the link.
+        while slices.last() == Some(&0.0) {
+            slices.pop();
+        }
         Some((r.bytes, r.end_s - r.start_s, slices))
     };
     let to = way(true).filter(|_| mode != Mode::Reverse);

@@ -6,7 +6,9 @@
 //! has no UDP server, ESP-IDF's and NuttX's count bytes and answer nothing — gives no step at
 //! all ([`NoReport`]), never a loss of 100 % or a rate of zero. From the device (`-R`, an
 //! iperf 2.1 server sending on our flow), by what we received: the datagrams' ids say how
-//! many the server sent, so loss, out-of-order and the sender's rate come from our count.
+//! many the server sent, so loss and out-of-order come from our count, and the sender's
+//! rate is those datagrams over the test's time (it sends for the time our header asked;
+//! our receiving span is longer by the path's queueing).
 
 use std::sync::mpsc;
 
@@ -65,7 +67,7 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
         let ours = finals()
             .find(|r| !r.sent && r.udp.is_some())
             .ok_or_else(|| anyhow::anyhow!("{server}: UDP -R: nothing arrived from the server"))?;
-        return Ok(received(offered, &ours));
+        return Ok(received(offered, &ours, cfg.seconds));
     }
     let sent = finals().find(|r| r.sent);
     match (result, sent, reports.first()) {
@@ -125,15 +127,15 @@ fn reported(offered: f64, sent: &FlowReport, report: &FlowReport) -> Step {
 }
 
 /// A step from the device (`-R`), from what we received: the ids' highest is what the server
-/// sent, so its rate is our received rate scaled by sent over arrived datagrams.
-fn received(offered: f64, ours: &FlowReport) -> Step {
+/// sent, each datagram the size of those that arrived, over the `seconds` it sent for.
+fn received(offered: f64, ours: &FlowReport, seconds: u32) -> Step {
     let u = ours.udp.unwrap_or_default();
     let rx = ours.bits_per_second();
     let arrived = u.total.saturating_sub(u.lost);
     Step {
         offered_bps: offered,
         sent_bps: if arrived > 0 {
-            rx * u.total as f64 / arrived as f64
+            ours.bytes as f64 / arrived as f64 * u.total as f64 * 8.0 / f64::from(seconds.max(1))
         } else {
             0.0
         },
