@@ -63,6 +63,15 @@ Services absent on the host are skipped and named in the report; a service that 
 does not speak its protocol (garbage, a busy iperf3 server, a stall) ends the run with an \
 error (exit 1) after the other steps, with the report of what was measured.
 
+A figure exists only where bytes moved whole and were checked: an HTTP path counts with a \
+2xx status and the body it announced (or the body to the close when it announced none); a \
+404 is the path absent (a plain line, exit 0), any other status, a short or long body, a \
+stall or wrong bytes is the path failed (exit 1), both with the status line and no rate. \
+Where no iperf3 server answers, iperf 2 (lwIP's lwiperf, ESP-IDF, Zephyr, NuttX, stock \
+iperf -s) measures TCP to the device, and from it with -R (a server that sends its version) \
+or -r (the device connects back); UDP where the server sends reports. What it cannot give \
+is a plain line: absent, with the reason, never a zero.
+
 Every figure is several samples with their range: TCP tests in rounds, each in quarter-second \
 slices, and HTTP paths in batches of downloads (range: lowest to highest slice or sample), round trips over hundreds of probes \
 (range: their middle half, p25 to p75), a UDP knee from the lowest rate where the sweep saw \
@@ -72,7 +81,8 @@ the link fail up to the most it delivered above a limit confirmed by a repeat.
 --tolerance and by more than either range is wide (the runs differ by more than each varied \
 within itself): a throughput (TCP each way and with 2 streams, the UDP knee each way, each \
 HTTP path's rate) whose range lies below the baseline's; a round-trip median (ICMP, UDP and \
-TCP echo, per size) whose range lies above, also by more than 0.2 ms. Exit 3 names each worse \
+TCP echo, per size) whose range lies above, also by more than 0.2 ms; a figure the baseline \
+had that this run found absent or failed (a path now answering 404). Exit 3 names each worse \
 figure.")]
 pub struct Args {
     /// The device to probe: a host name or an address.
