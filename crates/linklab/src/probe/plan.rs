@@ -162,3 +162,48 @@ pub fn choose(services: &[Service]) -> Option<Iperf> {
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(name: &str, state: ServiceState, version: Option<&str>) -> Service {
+        Service {
+            name: name.into(),
+            port: Some(if name == "iperf3" { 5201 } else { 5001 }),
+            state,
+            detail: String::new(),
+            version: version.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn the_port_given_is_the_iperf_named() {
+        assert_eq!(IperfChoice::Auto.ports(None), (Some(5201), Some(5001)));
+        assert_eq!(
+            IperfChoice::Auto.ports(Some(6000)),
+            (Some(6000), Some(5001))
+        );
+        assert_eq!(IperfChoice::Three.ports(None), (Some(5201), None));
+        assert_eq!(IperfChoice::Two.ports(Some(6001)), (None, Some(6001)));
+    }
+
+    #[test]
+    fn iperf3_first_then_iperf2() {
+        use ServiceState::*;
+        let three = [svc("iperf3", Present, None), svc("iperf2", Present, None)];
+        assert_eq!(choose(&three).map(|i| i.version), Some(3));
+        let two = [
+            svc("iperf3", Failed, None),
+            svc("iperf2", Present, Some("2.1.8")),
+        ];
+        let i = choose(&two).unwrap();
+        assert!(i.is_iperf2() && i.replies && i.port == 5001);
+        let silent = [svc("iperf3", Absent, None), svc("iperf2", Present, None)];
+        assert!(!choose(&silent).unwrap().replies);
+        assert_eq!(
+            choose(&[svc("iperf3", Absent, None), svc("iperf2", Absent, None)]),
+            None
+        );
+    }
+}
