@@ -164,6 +164,11 @@ impl TcpClientFlow {
         if self.end.is_some() || !self.peer_closed {
             return;
         }
+        let full_duplex = self.cfg.request.mode == Mode::FullDuplex;
+        if full_duplex && self.sending() {
+            // The server's FIN ends only its direction: ours runs to its end.
+            return;
+        }
         if self.sending() && !self.sender.is_some_and(|s| s.is_done()) {
             self.finish(ClientEnd::ServerClosed);
         } else if !self.sending() || self.cfg.request.mode == Mode::Reverse {

@@ -50,6 +50,9 @@ pub struct Args {
     /// Port to receive -r/-d connect-backs on (default: -p).
     #[arg(short = 'L', long = "listenport", value_name = "PORT", value_parser = crate::values::ranged(1u16, 65535))]
     pub listenport: Option<u16>,
+    /// TCP window / UDP buffer size: SO_RCVBUF (and SO_SNDBUF on the client).
+    #[arg(short = 'w', long = "window", value_name = "BYTES", value_parser = bytes(1024, 1 << 30))]
+    pub window: Option<u64>,
     /// Report style: C for CSV.
     #[arg(short = 'y', long = "reportstyle", value_name = "C", value_parser = report_style)]
     pub reportstyle: Option<char>,

@@ -40,6 +40,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         if let Some(l) = a.len {
             cfg.write_len = l as usize;
         }
+        cfg.window = a.window.map(|w| w as usize);
         let port = cfg.port;
         let server =
             Server::bind(cfg).map_err(|e| anyhow::anyhow!("cannot listen on port {port}: {e}"))?;
@@ -89,6 +90,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     };
     cfg.peer_detect = a.peer_detect;
     cfg.interval_us = interval_us;
+    cfg.window = a.window.map(|w| w as usize);
     let (tx, rx) = mpsc::channel();
     let parallel = cfg.parallel;
     let runner = std::thread::spawn(move || host::run_client(&cfg, &tx));

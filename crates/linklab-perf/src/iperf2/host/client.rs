@@ -4,27 +4,23 @@
 //! it failed ([`ClientError`]).
 
 use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::string::String;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 use std::vec::Vec;
 
-use socket2::Type;
-
+use super::back::{listen_back, tcp_report};
 use super::events::{Event, FlowReport, FlowTag};
-use super::server::{bound, ServerConfig};
 use super::tcp::{connect, drive, Meter};
-use super::udp::{self, figures, Limit};
+use super::udp::{self, figures};
 use super::{next_id, now_us, wall_offset_us};
 use crate::iperf::stream::Micros;
 use crate::iperf2::client::{ClientEnd, TcpClientConfig, TcpClientFlow};
 use crate::iperf2::flow::TcpFlow;
 use crate::iperf2::request::{Amount, HeaderStyle, Mode, Protocol, TestRequest};
-use crate::iperf2::tcp_server::{TcpServerConfig, TcpServerConn};
 use crate::iperf2::udp_sender::{FinMode, UdpSender, UdpSenderConfig};
 use crate::iperf2::wire::report::ReportInfo;
 use crate::iperf2::wire::{DEFAULT_TCP_LEN, DEFAULT_UDP_LEN, DEFAULT_UDP_RATE};
@@ -56,6 +52,8 @@ pub struct ClientConfig {
     pub peer_detect: bool,
     /// `-i`, 0 for none.
     pub interval_us: Micros,
+    /// SO_SNDBUF and SO_RCVBUF of the test sockets (`-w`), `None` for the system's.
+    pub window: Option<usize>,
 }
 
 impl ClientConfig {
@@ -74,6 +72,7 @@ impl ClientConfig {
             style: HeaderStyle::V21,
             peer_detect: false,
             interval_us: 0,
+            window: None,
         }
     }
 
@@ -116,8 +115,8 @@ pub enum ClientError {
     Iperf3Server,
     /// The server closed the connection before the test's data was sent.
     ServerClosed,
-    /// The connection was reset.
-    Reset,
+    /// The connection was reset, after this many bytes were sent and received.
+    Reset(u64, u64),
     /// Nothing moved for the watchdog's time.
     Timeout,
     /// `-r`/`-d`: the server did not connect back.
@@ -134,7 +133,10 @@ impl core::fmt::Display for ClientError {
             ClientError::ServerClosed => {
                 f.write_str("the server closed the connection before the test ended")
             }
-            ClientError::Reset => f.write_str("the connection was reset during the test"),
+            ClientError::Reset(sent, got) => write!(
+                f,
+                "the connection was reset during the test ({sent} bytes sent, {got} received)"
+            ),
             ClientError::Timeout => {
                 f.write_str("the server stopped responding (nothing moved for 10 s)")
             }
@@ -206,182 +208,6 @@ pub fn run_client(
     Ok(s)
 }
 
-/// The `-r`/`-d` listener: opened before connecting; serves the connect-backs that come
-/// before `deadline` (moved by the caller once its own flows ended).
-struct BackListener {
-    deadline: Arc<AtomicU64>,
-    handle: thread::JoinHandle<usize>,
-    port: u16,
-}
-
-impl BackListener {
-    fn wait(self, until: Micros) -> usize {
-        self.deadline.store(until, Ordering::Relaxed);
-        self.handle.join().unwrap_or(0)
-    }
-}
-
-fn listen_back(
-    cfg: &ClientConfig,
-    addr: SocketAddr,
-    events: &Sender<Event>,
-) -> Result<Option<BackListener>, ClientError> {
-    if !cfg.mode.connects_back() {
-        return Ok(None);
-    }
-    let port = cfg.listen_port.unwrap_or(cfg.port);
-    let ip = if addr.is_ipv4() { "0.0.0.0" } else { "::" };
-    let bind: Option<IpAddr> = ip.parse().ok();
-    let deadline = Arc::new(AtomicU64::new(u64::MAX));
-    let wanted = cfg.parallel.max(1) as usize;
-    let ev = events.clone();
-    let dl = deadline.clone();
-    let interval_us = cfg.interval_us;
-    let handle = match cfg.protocol {
-        Protocol::Tcp => {
-            let s = bound(bind, port, Type::STREAM)
-                .and_then(|s| s.listen(16).map(|_| s))
-                .map_err(|e| {
-                    ClientError::Io(std::format!("listen on TCP port {port} for -r/-d"), e)
-                })?;
-            let listener: TcpListener = s.into();
-            let _ = listener.set_nonblocking(true);
-            let _ = events.send(Event::Listening {
-                protocol: Protocol::Tcp,
-                port,
-            });
-            thread::spawn(move || accept_back(listener, wanted, &dl, interval_us, &ev))
-        }
-        Protocol::Udp => {
-            let s = bound(bind, port, Type::DGRAM).map_err(|e| {
-                ClientError::Io(std::format!("listen on UDP port {port} for -r/-d"), e)
-            })?;
-            let sock: UdpSocket = s.into();
-            let _ = events.send(Event::Listening {
-                protocol: Protocol::Udp,
-                port,
-            });
-            thread::spawn(move || {
-                let scfg = ServerConfig {
-                    udp: true,
-                    ..ServerConfig::default()
-                };
-                let limit = Limit {
-                    flows: wanted,
-                    deadline: &dl,
-                };
-                udp::serve_flows(&sock, &scfg, &ev, Some(limit)).unwrap_or(0)
-            })
-        }
-    };
-    Ok(Some(BackListener {
-        deadline,
-        handle,
-        port,
-    }))
-}
-
-/// Accepts up to `wanted` connect-backs and receives each to its end.
-fn accept_back(
-    listener: TcpListener,
-    wanted: usize,
-    deadline: &AtomicU64,
-    interval_us: Micros,
-    events: &Sender<Event>,
-) -> usize {
-    let mut handles = Vec::new();
-    while handles.len() < wanted && now_us() < deadline.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((mut stream, peer)) => {
-                let ev = events.clone();
-                handles.push(thread::spawn(move || {
-                    let id = next_id();
-                    let local = stream.local_addr().unwrap_or(peer);
-                    let _ = ev.send(Event::Connected {
-                        id,
-                        local,
-                        peer,
-                        protocol: Protocol::Tcp,
-                        tag: FlowTag::Plain,
-                        reversed: false,
-                    });
-                    let cfg = TcpServerConfig {
-                        send_ack: false,
-                        serve_reverse: false,
-                        serve_full_duplex: false,
-                        serve_connect_back: false,
-                        ..TcpServerConfig::default()
-                    };
-                    let start = now_us();
-                    let mut conn = TcpServerConn::new(cfg, start);
-                    let mut meter = Meter::new(interval_us, start);
-                    let next = meter.next();
-                    drive(
-                        &mut stream,
-                        &mut conn,
-                        DEFAULT_TCP_LEN,
-                        || next,
-                        |now, c| {
-                            meter.tick(now, TcpFlow::byte_counts(c), |s, e, rx, _| {
-                                let _ = ev.send(Event::Interval(tcp_report(
-                                    id, local, peer, s, e, rx, false, false,
-                                )));
-                            });
-                        },
-                    );
-                    let o = conn.outcome();
-                    let secs = o.last_rx_us.saturating_sub(o.start_us) as f64 / 1e6;
-                    let _ = ev.send(Event::Final(tcp_report(
-                        id,
-                        local,
-                        peer,
-                        0.0,
-                        secs,
-                        o.bytes_received,
-                        false,
-                        false,
-                    )));
-                }));
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                thread::sleep(Duration::from_millis(5))
-            }
-            Err(_) => thread::sleep(Duration::from_millis(5)),
-        }
-    }
-    let n = handles.len();
-    for h in handles {
-        let _ = h.join();
-    }
-    n
-}
-
-#[allow(clippy::too_many_arguments)]
-fn tcp_report(
-    id: u32,
-    local: SocketAddr,
-    peer: SocketAddr,
-    start_s: f64,
-    end_s: f64,
-    bytes: u64,
-    sent: bool,
-    reversed: bool,
-) -> FlowReport {
-    FlowReport {
-        id,
-        local,
-        peer,
-        protocol: Protocol::Tcp,
-        sent,
-        reversed,
-        start_s,
-        end_s,
-        bytes,
-        udp: None,
-        threads: 1,
-    }
-}
-
 /// How long after our flows the `-r`/`-d` listener waits for connect-backs to start.
 const CONNECT_BACK_WAIT_US: Micros = 3_000_000;
 
@@ -400,6 +226,7 @@ fn run_tcp(
     });
     let request = cfg.request();
     let write_len = cfg.buf_len.map_or(DEFAULT_TCP_LEN, |l| l as usize);
+    let window = cfg.window;
     let mut handles = Vec::new();
     for _ in 0..cfg.parallel.max(1) {
         let ev = events.clone();
@@ -410,6 +237,11 @@ fn run_tcp(
             move || -> Result<Option<(u32, u32)>, ClientError> {
                 let mut stream = connect(addr, Duration::from_secs(10))
                     .map_err(|e| ClientError::Io(std::format!("connect to {addr} failed"), e))?;
+                if let Some(w) = window {
+                    let r = socket2::SockRef::from(&stream);
+                    let _ = r.set_send_buffer_size(w);
+                    let _ = r.set_recv_buffer_size(w);
+                }
                 let id = next_id();
                 let local = stream.local_addr().unwrap_or(addr);
                 let mode = request.mode;
@@ -453,7 +285,9 @@ fn run_tcp(
                 match flow.end() {
                     Some(ClientEnd::Iperf3Server) => return Err(ClientError::Iperf3Server),
                     Some(ClientEnd::ServerClosed) => return Err(ClientError::ServerClosed),
-                    Some(ClientEnd::Reset) => return Err(ClientError::Reset),
+                    Some(ClientEnd::Reset) => {
+                        return Err(ClientError::Reset(flow.sent(), flow.received()))
+                    }
                     Some(ClientEnd::Timeout) => return Err(ClientError::Timeout),
                     _ => {}
                 }
@@ -535,6 +369,7 @@ fn run_udp(
         ipg_us: len as f64 * 8.0 * 1e6 / rate.max(1) as f64,
     });
     let mut handles = Vec::new();
+    let window = cfg.window;
     for _ in 0..cfg.parallel.max(1) {
         let ev = events.clone();
         handles.push(thread::spawn(move || -> Result<(), ClientError> {
@@ -546,7 +381,11 @@ fn run_udp(
             let sock = UdpSocket::bind(any)
                 .and_then(|s| s.connect(addr).map(|_| s))
                 .map_err(|e| ClientError::Io(std::format!("connect to {addr} failed"), e))?;
-            let _ = socket2::SockRef::from(&sock).set_send_buffer_size(4 << 20);
+            let r = socket2::SockRef::from(&sock);
+            let _ = r.set_send_buffer_size(window.unwrap_or(4 << 20));
+            if let Some(w) = window {
+                let _ = r.set_recv_buffer_size(w);
+            }
             let id = next_id();
             let local = sock.local_addr().unwrap_or(addr);
             let reverse = request.mode == Mode::Reverse;

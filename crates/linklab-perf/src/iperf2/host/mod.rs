@@ -7,9 +7,11 @@
 //! - `tcp`: one loop that drives any [`TcpFlow`](super::TcpFlow) over a `TcpStream`;
 //! - `udp`: the UDP server's socket loop, the UDP client, the `-R` receiver;
 //! - `server`: listeners, accepted connections, connect-backs;
-//! - `client`: `-P` connections, `-r`/`-d` listeners, UDP;
+//! - `client`: `-P` connections, UDP flows;
+//! - `back`: the client's `-r`/`-d` listener;
 //! - `events`: what the host reports.
 
+mod back;
 mod client;
 mod events;
 mod server;
@@ -22,7 +24,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub use client::{run_client, ClientConfig, ClientError, ClientSummary};
 pub use events::{Event, FlowReport, FlowTag, UdpFigures};
-pub use server::{Server, ServerConfig};
+pub use server::{serve_handed_over, Server, ServerConfig};
 
 use crate::iperf::stream::Micros;
 

@@ -35,6 +35,8 @@ pub struct ServerConfig {
     pub bind: Option<IpAddr>,
     /// Largest TCP write when the server sends (`-l`).
     pub write_len: usize,
+    /// SO_RCVBUF of the listener or UDP socket (`-w`), `None` for the system's.
+    pub window: Option<usize>,
     /// The TCP sessions' settings.
     pub tcp: TcpServerConfig,
     /// The UDP server's settings.
@@ -49,6 +51,7 @@ impl Default for ServerConfig {
             interval_us: 0,
             bind: None,
             write_len: DEFAULT_TCP_LEN,
+            window: None,
             // A host server caps what it sends at a day, not the device's hour.
             tcp: TcpServerConfig {
                 max_send_us: 86_400_000_000,
@@ -94,10 +97,13 @@ impl Server {
     pub fn bind(cfg: ServerConfig) -> io::Result<Self> {
         let listener = if cfg.udp {
             let s = bound(cfg.bind, cfg.port, Type::DGRAM)?;
-            let _ = s.set_recv_buffer_size(4 << 20);
+            s.set_recv_buffer_size(cfg.window.unwrap_or(4 << 20))?;
             Listener::Udp(s.into())
         } else {
             let s = bound(cfg.bind, cfg.port, Type::STREAM)?;
+            if let Some(w) = cfg.window {
+                s.set_recv_buffer_size(w)?;
+            }
             s.listen(128)?;
             Listener::Tcp(s.into())
         };
@@ -144,6 +150,19 @@ impl Server {
     }
 }
 
+/// Serves one TCP connection that another server accepted and found to be an iperf 2
+/// client's (its bytes still unread), on a thread of its own, with the default settings;
+/// its events go nowhere. The iperf3 server uses it for an iperf 2 client on its port.
+pub fn serve_handed_over(stream: TcpStream) {
+    let Ok(peer) = stream.peer_addr() else {
+        return;
+    };
+    thread::spawn(move || {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        serve_tcp(stream, peer, &ServerConfig::default(), &tx);
+    });
+}
+
 /// One accepted TCP connection, to its end.
 fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events: &Sender<Event>) {
     let id = next_id();
@@ -180,7 +199,7 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
                     Some(Mode::FullDuplex) => FlowTag::FullDuplex,
                     _ => FlowTag::Plain,
                 };
-                if !conn.is_finished() || conn.outcome().end == Some(TcpEnd::Completed) {
+                if matches!(conn.outcome().end, None | Some(TcpEnd::Completed)) {
                     let _ = events.send(Event::Connected {
                         id,
                         local,
@@ -216,7 +235,9 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
         }
         Some(TcpEnd::IdleTimeout) => {
             let _ = events.send(Event::Notice(std::format!(
-                "[{id:3}] {peer}: nothing moved for {} s, closed",
+                "[{id:3}] {} port {}: nothing moved for {} s, closed",
+                super::client::plain(peer.ip()),
+                peer.port(),
                 cfg.tcp.idle_timeout_us / 1_000_000
             )));
         }
@@ -224,7 +245,8 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
     }
     if o.connect_back_refused {
         let _ = events.send(Event::Notice(std::format!(
-            "[{id:3}] {peer} asked for a connect-back to port {}: refused",
+            "[{id:3}] {} asked for a connect-back to port {}: refused",
+            super::client::plain(peer.ip()),
             o.request.map_or(0, |r| r.port)
         )));
     }

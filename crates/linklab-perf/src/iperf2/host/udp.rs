@@ -142,8 +142,10 @@ pub(super) fn serve_flows(
         while let Some((peer, o)) = server.take_finished() {
             done += 1;
             if let Some((id, printed)) = ids.remove(&peer) {
-                if o.request.mode == Mode::Reverse {
-                    let secs = o.report.duration_s;
+                if o.request.mode != Mode::Reverse && !printed {
+                    let _ = events.send(Event::Final(final_report(id, peer, port, &o.report)));
+                }
+                if o.request.mode.server_sends_inline() {
                     let _ = events.send(Event::Final(FlowReport {
                         sent: true,
                         reversed: true,
@@ -151,9 +153,6 @@ pub(super) fn serve_flows(
                         udp: None,
                         ..final_report(id, peer, port, &o.report)
                     }));
-                    let _ = secs;
-                } else if !printed {
-                    let _ = events.send(Event::Final(final_report(id, peer, port, &o.report)));
                 }
                 if o.timed_out {
                     let _ = events.send(Event::Notice(std::format!(
