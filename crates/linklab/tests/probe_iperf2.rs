@@ -72,11 +72,19 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
         ]);
     }
     let rt = ["chrt", "-f", "20"];
-    let _tcp = quiet(&d, &[rt[0], rt[1], rt[2], "iperf", "-s", "-p", "5001"]);
-    let _udp = quiet(
-        &d,
-        &[rt[0], rt[1], rt[2], "iperf", "-s", "-u", "-p", "5001"],
+    // The TCP server's words, for a failure message.
+    let tcp_log = common::tempdir("probe-iperf2-servers").join("tcp.log");
+    let sh = format!(
+        "exec chrt -f 20 iperf -s -p 5001 > {} 2>&1",
+        tcp_log.display()
     );
+    let _tcp = quiet(&d, &["sh", "-c", &sh]);
+    let udp_log = tcp_log.with_file_name("udp.log");
+    let sh = format!(
+        "exec chrt -f 20 iperf -s -u -p 5001 > {} 2>&1",
+        udp_log.display()
+    );
+    let _udp = quiet(&d, &["sh", "-c", &sh]);
     let up = wait_until(Duration::from_secs(5), || {
         let tcp = d.command(&["ss", "-Hltn", "sport", "= :5001"]).output();
         let udp = d.command(&["ss", "-Hlun", "sport", "= :5001"]).output();
@@ -84,7 +92,14 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
     });
     assert!(up, "stock iperf -s / -s -u did not start");
     let run = probe(&p, "iperf2", "198.18.44.1", 30, &[], &rt);
-    assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
+    assert_eq!(
+        run.out.status.code(),
+        Some(0),
+        "{}\nstock iperf -s said:\n{}\nstock iperf -s -u said:\n{}",
+        run.stderr(),
+        std::fs::read_to_string(&tcp_log).unwrap_or_default(),
+        std::fs::read_to_string(&udp_log).unwrap_or_default()
+    );
     let v = run.json();
 
     assert_eq!(run.service("iperf3"), "absent");

@@ -86,16 +86,17 @@ fn send(
 ) -> Result<Way, ClientError> {
     let mut s = TcpStream::connect_timeout(&server, Duration::from_secs(3))
         .map_err(|e| io(&format!("connect to {server} failed"), e))?;
-    let broken = |e: std::io::Error| match e.kind() {
+    // A failure, with the bytes sent by then.
+    let broken = |e: std::io::Error, sent: u64| match e.kind() {
         ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted => {
-            ClientError::Reset
+            ClientError::Reset(sent, 0)
         }
         ErrorKind::WouldBlock | ErrorKind::TimedOut => ClientError::Timeout,
         _ => io("send", e),
     };
-    s.set_write_timeout(Some(IDLE)).map_err(broken)?;
+    s.set_write_timeout(Some(IDLE)).map_err(|e| broken(e, 0))?;
     let start = Instant::now();
-    s.write_all(header).map_err(broken)?;
+    s.write_all(header).map_err(|e| broken(e, 0))?;
     let mut buf = vec![0u8; DEFAULT_TCP_LEN];
     pattern::fill(&mut buf, 0);
     if let Some(b) = buf.get_mut(..header.len()) {
@@ -105,20 +106,20 @@ fn send(
     let mut points = vec![(0.0, 0u64)];
     let end = start + Duration::from_secs(u64::from(seconds));
     while Instant::now() < end {
-        s.write_all(&buf).map_err(broken)?;
+        s.write_all(&buf).map_err(|e| broken(e, sent))?;
         sent += buf.len() as u64;
         points.push((start.elapsed().as_secs_f64(), sent));
     }
-    s.shutdown(Shutdown::Write).map_err(broken)?;
+    s.shutdown(Shutdown::Write).map_err(|e| broken(e, sent))?;
     s.set_read_timeout(Some(Duration::from_secs(u64::from(seconds).max(2))))
-        .map_err(broken)?;
+        .map_err(|e| broken(e, sent))?;
     let mut sink = [0u8; 4096];
     loop {
         match s.read(&mut sink) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(broken(e)),
+            Err(e) => return Err(broken(e, sent)),
         }
     }
     Ok((sent, start.elapsed().as_secs_f64(), slices(&points, slice)))
@@ -169,7 +170,7 @@ fn receive_back(
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return Err(ClientError::Timeout)
             }
-            Err(_) => return Err(ClientError::Reset),
+            Err(_) => return Err(ClientError::Reset(0, bytes)),
         }
     }
     Ok((bytes, (last - start).as_secs_f64(), slices(&points, slice)))

@@ -12,10 +12,10 @@
 
 use std::sync::mpsc;
 
-use linklab_perf::iperf2::host::{run_client, ClientConfig, Event, FlowReport};
+use linklab_perf::iperf2::host::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
 
-use super::step::StepConfig;
+use super::step::{NotListening, StepConfig};
 use super::Step;
 
 /// The iperf 2 server sent no UDP report for a test to it: it has no UDP server, or one that
@@ -63,7 +63,16 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
         })
         .collect();
     if cfg.reverse {
-        result.map_err(|e| anyhow::anyhow!("{server}: UDP -R: {e}"))?;
+        result.map_err(|e| match e {
+            // Nothing arrived within 3 s of our asking: stock iperf 2.1.8's UDP server once
+            // started a -R flow too late for that, right after another (its log showed the
+            // flow sent whole). A server that ran our last test a moment ago is asked again
+            // (`sweep::measure` retries what `step::is_resetting` says).
+            ClientError::Timeout => anyhow::Error::new(NotListening(format!(
+                "{server}: UDP -R: nothing arrived within 3 s of asking"
+            ))),
+            e => anyhow::anyhow!("{server}: UDP -R: {e}"),
+        })?;
         let ours = finals()
             .find(|r| !r.sent && r.udp.is_some())
             .ok_or_else(|| anyhow::anyhow!("{server}: UDP -R: nothing arrived from the server"))?;
