@@ -64,7 +64,11 @@ pub fn classify(first: &[u8]) -> FirstBytes {
     if is_pattern(&first[..first.len().min(16)]) {
         return FirstBytes::Iperf2Pattern;
     }
-    match header_len(get_u32(first, 0)) {
+    let w = get_u32(first, 0);
+    if !plausible_flags(w) {
+        return FirstBytes::Unknown;
+    }
+    match header_len(w) {
         HeaderLen::Bytes(n) => {
             let kept = &first[..first.len().min(n)];
             if kept.len() < super::wire::header::V1_LEN {
@@ -77,6 +81,18 @@ pub fn classify(first: &[u8]) -> FirstBytes {
         }
         _ => FirstBytes::Unknown,
     }
+}
+
+/// True if `w` is a flags word an iperf 2 client sends: no bit set that no version uses
+/// (bits 9-15 and 18-23), and either the length bits (2.1) or only the top byte's flags and
+/// RUN_NOW (2.0's `-r`/`-d`). A 2.1.8 server reads any word with a header bit as a header;
+/// this stricter test keeps a stray byte stream on an iperf3 port from passing as one.
+fn plausible_flags(w: u32) -> bool {
+    use super::wire::flags::LEN_BIT;
+    if w & 0x00FC_FE00 != 0 {
+        return false;
+    }
+    w & LEN_BIT != 0 || w & 0x00FF_FFFE == 0
 }
 
 /// True if a 2.1 iperf 2 server that reads `cookie` as a connection's first bytes takes a
@@ -124,6 +140,17 @@ mod tests {
         assert_eq!(classify(b"01234567890123456789"), FirstBytes::Iperf2Pattern);
         assert_eq!(classify(b"GET / HTTP/1.1\r\n"), FirstBytes::Unknown);
         assert_eq!(classify(b"ab"), FirstBytes::NeedMore);
+        // Random high bytes read as a header by 2.1.8, but not as a client here.
+        let garbage: std::vec::Vec<u8> = (0..64u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 0x80)
+            .collect();
+        assert_eq!(classify(&garbage), FirstBytes::Unknown);
+        // 2.0's -r and -d headers are clients.
+        let mut h20 = [0u8; 24];
+        h20[0] = 0x80;
+        assert_eq!(classify(&h20), FirstBytes::Iperf2Header);
+        h20[3] = 1;
+        assert_eq!(classify(&h20), FirstBytes::Iperf2Header);
     }
 
     #[test]
