@@ -51,7 +51,7 @@ enum Command {
     Sweep(sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
     Rtt(rtt::Args),
-    /// Characterise a network device (ping, iperf3, HTTP, echo) into one report.
+    /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
     Probe(probe::Args),
     /// Render JSON results into a self-contained HTML report.
     Report(report::Args),
