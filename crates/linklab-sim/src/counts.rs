@@ -1,5 +1,5 @@
 //! The counted profiles' data: instructions per part of the device's work, counted on one of
-//! linklab's firmware images under QEMU `-icount shift=0` by `linklab emu --cost-parts`, one
+//! linklab's firmware images under QEMU `-icount shift=0` by `linklab emu parts`, one
 //! versioned file per profile (`data/<profile>.json`) with the command that wrote it, what the
 //! image's device looks like (its RX queue, TCP window and send buffers, the shape of its
 //! loop) and a fingerprint of the sources it was counted from, so a check can say when the

@@ -41,7 +41,7 @@ enum Command {
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
     Serial(serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
-    Emu(emu::Args),
+    Emu(Box<emu::Args>),
     /// iperf3-compatible client and server.
     Iperf(Box<iperf::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Serial(args) => serial::run(args),
-        Command::Emu(args) => emu::run(args),
+        Command::Emu(args) => emu::run(*args),
         Command::Iperf(args) => iperf::run(*args),
         Command::Sweep(args) => sweep::run(args),
         Command::Rtt(args) => rtt::run(args),

@@ -248,7 +248,7 @@ fn embassy_end_to_end(board: &str) {
 /// [`embassy_end_to_end`], with `linklab probe` against the device before it stops when
 /// `probe`.
 fn embassy_end_to_end_with(board: &str, probe: bool) {
-    let mut emu = Device::emu_args(board, &["--embassy"]);
+    let mut emu = Device::emu_args(board, &["--image", "embassy"]);
 
     ping_20_without_loss(&emu);
     curl_bench_files(&emu);
@@ -340,7 +340,7 @@ fn zynq7000_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_pee
     embassy_end_to_end_with("zynq7000", true);
 }
 
-/// The minimal image of `board` (`linklab emu --image minimal`: the iperf3 TCP server alone
+/// The minimal image of `board` (`linklab emu BOARD --image minimal`: the iperf3 TCP server alone
 /// and ICMP): stock ping; stock iperf3 TCP and `-R` with the results exchange (the client's
 /// report carries the device's byte count each way); UDP, `--bidir` and `-P 2` refused as a
 /// stock server built without them refuses (SERVER_ERROR with iperf3's "not implemented":
@@ -465,16 +465,16 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
             .expect("run linklab")
     };
     assert_one_line_error(
-        &emu(&["--board", "esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
-        "invalid value 'esp32' for '--board <BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000",
+        &emu(&["esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
+        "invalid value 'esp32' for '[BOARD]': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000",
     );
     assert_one_line_error(
-        &emu(&["--board", "mps2-an385", "--tap", "t0", "--ip", "nope"]),
-        "--ip",
+        &emu(&["cost", "esp32"]),
+        "invalid value 'esp32' for '<BOARD>': unknown board",
     );
+    assert_one_line_error(&emu(&["mps2-an385", "--tap", "t0", "--ip", "nope"]), "--ip");
     assert_one_line_error(
         &emu(&[
-            "--board",
             "mps2-an385",
             "--tap",
             "t0",
@@ -487,47 +487,50 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     );
 
     // The soft-PHY line: a board without the image, factors and jitter the decoder does not
-    // take.
+    // take, line options for an image without a line.
     let line = |extra: &[&str]| {
-        let mut a = vec![
-            "--board",
-            "riscv32-virt",
-            "--tap",
-            "t0",
-            "--ip",
-            "198.18.0.2/24",
-        ];
+        let mut a = vec!["riscv32-virt", "--tap", "t0", "--ip", "198.18.0.2/24"];
         a.extend_from_slice(extra);
         emu(&a)
     };
     assert_one_line_error(
         &emu(&[
-            "--board",
             "mps2-an385",
             "--tap",
             "t0",
             "--ip",
             "198.18.0.2/24",
-            "--phy10-line",
+            "--image",
+            "soft-phy",
         ]),
-        "--phy10-line: mps2-an385 has no soft-PHY image",
+        "--image soft-phy: mps2-an385 has no soft-phy image (riscv32-virt has one",
     );
+    let soft = ["--image", "soft-phy"];
     for (bad, names) in [
-        (&["--phy10-line", "--oversample", "3"][..], "--oversample"),
-        (&["--phy10-line", "--oversample", "9"][..], "--oversample"),
-        (&["--phy10-line", "--drift", "6000"][..], "--drift"),
-        (&["--phy10-line", "--drift=-20000"][..], "--drift"),
         (
-            &["--phy10-line", "--jitter", "0.5"][..],
+            &[&soft[..], &["--oversample", "3"]].concat(),
+            "--oversample",
+        ),
+        (
+            &[&soft[..], &["--oversample", "9"]].concat(),
+            "--oversample",
+        ),
+        (&[&soft[..], &["--drift", "6000"]].concat(), "--drift"),
+        (&[&soft[..], &["--drift=-20000"]].concat(), "--drift"),
+        (
+            &[&soft[..], &["--jitter", "0.5"]].concat(),
             "--jitter 0.5: out of range at --oversample 4",
         ),
         (
-            &["--phy10-line", "--oversample", "8", "--jitter", "1.5"][..],
+            &[&soft[..], &["--oversample", "8", "--jitter", "1.5"]].concat(),
             "--jitter",
         ),
-        (&["--phy10-line", "--jitter", "x"][..], "--jitter"),
-        (&["--phy10-line", "--noise", "1.5"][..], "--noise"),
-        (&["--oversample", "5"][..], "--phy10-line"),
+        (&[&soft[..], &["--jitter", "x"]].concat(), "--jitter"),
+        (&[&soft[..], &["--noise", "1.5"]].concat(), "--noise"),
+        (
+            &vec!["--oversample", "5"],
+            "--oversample: only with --image soft-phy",
+        ),
     ] {
         assert_one_line_error(&line(bad), names);
     }
@@ -536,63 +539,61 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     // A TAP that exists and is not ours.
     let ns = Netns::new("emubad");
     ns.run(&["ip", "tuntap", "add", "dev", "taken0", "mode", "tap"]);
-    let out = linklab_in(
-        &ns,
-        &[
-            "emu",
-            "--board",
-            "riscv32-virt",
-            "--tap",
-            "taken0",
-            "--ip",
-            "198.18.0.2/24",
-        ],
-    );
-    assert_one_line_error(&out, "already exists");
-    let out = linklab_in(
-        &ns,
-        &[
-            "emu",
-            "--board",
-            "riscv32-virt",
-            "--embassy",
-            "--tap",
-            "taken0",
-            "--ip",
-            "198.18.0.2/24",
-        ],
-    );
-    assert_one_line_error(&out, "already exists");
+    for image in ["main", "embassy"] {
+        let out = linklab_in(
+            &ns,
+            &[
+                "emu",
+                "riscv32-virt",
+                "--image",
+                image,
+                "--tap",
+                "taken0",
+                "--ip",
+                "198.18.0.2/24",
+            ],
+        );
+        assert_one_line_error(&out, "already exists");
+    }
     ns.run(&["ip", "link", "show", "taken0"]);
-    // --embassy with a flavour it is not.
+    // A measuring verb with an image it does not measure, one image at a time.
+    assert_one_line_error(
+        &emu(&["cost", "mps2-an385", "--image", "serial"]),
+        "cost: mps2-an385's serial image has no NIC",
+    );
+    assert_one_line_error(
+        &emu(&["blast", "zynq7000"]),
+        "blast: zynq7000's main image has no packet blaster",
+    );
     assert_one_line_error(
         &emu(&[
-            "--board",
             "mps2-an385",
-            "--embassy",
-            "--serial",
+            "--image",
+            "embassy",
+            "--image",
+            "serial",
             "--tap",
             "t0",
             "--ip",
             "198.18.0.2/24",
         ]),
-        "--serial",
+        "--image",
     );
     // An image without a simulator profile is neither counted nor predicted.
     assert_one_line_error(
-        &emu(&["--board", "mps2-an385", "--embassy", "--cost-parts"]),
-        "no simulator profile",
+        &emu(&["parts", "mps2-an385", "--image", "embassy"]),
+        "has no simulator profile",
     );
+    assert_one_line_error(&emu(&["predict", "zynq7000"]), "has no simulator profile");
     assert_one_line_error(
-        &emu(&["--board", "zynq7000", "--predict"]),
-        "no simulator profile",
+        &emu(&["phy10", "mps2-an385"]),
+        "mps2-an385 has no phy10-bench image",
     );
 
     // No QEMU on PATH: the package to install.
     let out = Command::new(linklab_bin())
         .args([
             "emu",
-            "--board",
             "riscv32-virt",
             "--tap",
             "llq0",
@@ -613,7 +614,6 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
             &ns,
             &[
                 "emu",
-                "--board",
                 "mps2-an385",
                 "--tap",
                 "llbad0",
@@ -635,7 +635,48 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     }
 }
 
-/// The soft-PHY device: `linklab emu --phy10-line` boots the image whose receive interrupt
+/// The flags of before the verbs still work this round, and say how they are spelled now:
+/// one line with the new spelling, then what the new spelling does (here: one error line).
+#[test]
+fn old_flags_say_the_new_spelling() {
+    for (old, new, error) in [
+        (
+            &["--board", "mps2-an385", "--embassy", "--cost-parts"][..],
+            "linklab emu parts mps2-an385 --image embassy",
+            "parts: mps2-an385's embassy image has no simulator profile",
+        ),
+        (
+            &["--board", "zynq7000", "--blast", "--blast-ms", "10"][..],
+            "linklab emu blast zynq7000 --ms 10",
+            "blast: zynq7000's main image has no packet blaster",
+        ),
+        (
+            &["--board", "mps2-an385", "--phy10-line", "--tap", "t0", "--ip", "198.18.0.2/24"][..],
+            "linklab emu mps2-an385 --image soft-phy --tap t0 --ip 198.18.0.2/24",
+            "--image soft-phy: mps2-an385 has no soft-phy image",
+        ),
+    ] {
+        let out = Command::new(linklab_bin())
+            .arg("emu")
+            .args(old)
+            .output()
+            .expect("run linklab");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 2, "{stderr}");
+        assert_eq!(
+            lines[0],
+            format!("linklab emu: the old flags work this round; this is now spelled: {new}")
+        );
+        assert!(
+            lines[1].starts_with("linklab: error: ") && lines[1].contains(error),
+            "{stderr}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+    }
+}
+
+/// The soft-PHY device: `linklab emu riscv32-virt --image soft-phy` boots the image whose receive interrupt
 /// decodes line samples with linklab-phy10 straight into the MAC's grants, and puts every
 /// frame from the TAP on a simulated 10BASE-T line (paced at 10 Mbit/s); the image's
 /// transmit samples are decoded back by the line. Once on a clean 4x line with the malformed
@@ -646,9 +687,10 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
 #[test]
 fn riscv32_soft_phy_line_serves_ping_http_iperf3() {
     for line in [
-        &["--phy10-line", "--bad-captures"][..],
+        &["--image", "soft-phy", "--bad-captures"][..],
         &[
-            "--phy10-line",
+            "--image",
+            "soft-phy",
             "--oversample",
             "5",
             "--drift",
@@ -666,7 +708,7 @@ fn riscv32_soft_phy_line_serves_ping_http_iperf3() {
 /// are counted (FCS errors, short frames, decode failures) and never delivered; the laws
 /// still hold.
 fn noisy_line_counts_damaged_frames() {
-    let mut emu = Device::emu_args("riscv32-virt", &["--phy10-line", "--noise", "0.002"]);
+    let mut emu = Device::emu_args("riscv32-virt", &["--image", "soft-phy", "--noise", "0.002"]);
     let ping = String::from_utf8(emu.run(&[
         "ping", "-c", "50", "-i", "0.02", "-s", "1400", "-W", "1", DEVICE_IP,
     ]))
@@ -827,7 +869,7 @@ fn soft_phy_line(line: &[&str]) {
     assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");
 }
 
-/// linklab-phy10's decoder on riscv32imac: `linklab emu --phy10` builds firmware/phy10-bench,
+/// linklab-phy10's decoder on riscv32imac: `linklab emu phy10` builds firmware/phy10-bench,
 /// runs it under QEMU `-icount shift=0` and fails unless every frame of every case (clean, the
 /// goal points, 802.3's jitter, +-0.5 % at 4x and 8x) came out bit-exact. The instruction
 /// counts are a benchmark (README), not asserted here; that they were counted is.
@@ -836,7 +878,7 @@ fn phy10_bench_decodes_every_frame_on_riscv32() {
     let _turn = one_at_a_time();
     let json = std::env::temp_dir().join(format!("linklab-phy10-{}.json", std::process::id()));
     let out = Command::new(linklab_bin())
-        .args(["emu", "--board", "riscv32-virt", "--phy10", "--json"])
+        .args(["emu", "phy10", "riscv32-virt", "--json"])
         .arg(&json)
         .output()
         .expect("run linklab");
@@ -865,8 +907,11 @@ fn phy10_bench_decodes_every_frame_on_riscv32() {
     }
     // The bench only runs where minstret counts instructions exactly.
     let out = Command::new(linklab_bin())
-        .args(["emu", "--board", "mps2-an385", "--phy10"])
+        .args(["emu", "phy10", "mps2-an385"])
         .output()
         .expect("run linklab");
-    assert_one_line_error(&out, "--phy10: only on riscv32-virt");
+    assert_one_line_error(
+        &out,
+        "phy10: --image phy10-bench: mps2-an385 has no phy10-bench image (riscv32-virt has one",
+    );
 }
