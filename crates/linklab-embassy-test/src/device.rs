@@ -19,8 +19,7 @@ use linklab_mac::{BoxedSlice, Clock, Counters, Mac, MacAddr, MacConfig, PhyTx, R
 use linklab_perf::embassy::{AppCounters, ServiceGate};
 
 use crate::app::Stop;
-use crate::serve::nic::{pump_rx, TapPhy};
-use crate::serve::tap::Tap;
+use linklab_tap::{pump_rx, Tap, TapPhy};
 
 /// The device's address and prefix (RFC 2544 space, inside the test's namespace).
 pub const DEVICE_CIDR: &str = "198.18.0.2/24";

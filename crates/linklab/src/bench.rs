@@ -58,6 +58,10 @@ where
 
 /// Options of `linklab bench`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "--help shows the rest: the link's errors, the simulated host, the sample wire (--phy samples), the cost model (--mhz, --cpi, ...) and the watchdogs.\n\nExamples:\n  linklab bench --profile niccle-initial\n  linklab bench --profile riscv32-measured --mhz 125 --rate 1G --duplex full --device-sends iperf3 --sizes 3MB",
+    after_long_help = "Examples:\n  linklab bench --profile niccle-initial\n  linklab bench --profile riscv32-measured --mhz 125 --rate 1G --duplex full --device-sends iperf3 --sizes 3MB"
+)]
 pub struct Args {
     /// Device profile: cost model of the MCU.
     #[arg(
@@ -66,13 +70,15 @@ pub struct Args {
         value_parser = named_values::<Profile>(Profile::ALL.map(|p| (p.name(), p.summary())))
     )]
     pub profile: Profile,
-    /// Full-size frames the device's RX queue holds (2..=1024) [default: 9, or a counted
-    /// profile's image's].
+    /// Full-size frames the device's RX queue holds (2..=1024) [default: 9].
+    ///
+    /// A counted profile's default is its image's queue.
     #[arg(long, value_parser = values::ranged(*RX_FRAMES_RANGE.start(), *RX_FRAMES_RANGE.end()))]
     pub rx_frames: Option<usize>,
-    /// Device TCP receive window: `auto` (linklab-mac's window for the queue; a counted
-    /// profile's image's socket buffer, with the MAC's burst cap its firmware keeps) or bytes
-    /// (536..=65535).
+    /// Device TCP receive window: `auto` or bytes (536..=65535).
+    ///
+    /// `auto`: linklab-mac's window for the queue; a counted profile's image's socket buffer,
+    /// with the MAC's burst cap its firmware keeps.
     #[arg(long, default_value = "auto", value_parser = values::tcp_window(536, 65_535))]
     pub tcp_window: TcpWindow,
     /// Line rate: 10M, 100M or 1G.
@@ -89,10 +95,12 @@ pub struct Args {
     #[arg(long, default_value_t = 0.0, value_parser = values::fraction_below(1.0))]
     pub loss: f64,
     /// Bit error rate (0 <= P <= 0.001).
-    #[arg(long, default_value_t = 0.0, value_parser = values::ranged(0.0, 1e-3))]
+    #[arg(long, default_value_t = 0.0, value_parser = values::ranged(0.0, 1e-3),
+          hide_short_help = true)]
     pub ber: f64,
     /// Probability that a transmission is cut short (0 <= P < 1).
-    #[arg(long, default_value_t = 0.0, value_parser = values::fraction_below(1.0))]
+    #[arg(long, default_value_t = 0.0, value_parser = values::fraction_below(1.0),
+          hide_short_help = true)]
     pub truncate: f64,
     /// RNG seed: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
@@ -106,6 +114,8 @@ pub struct Args {
     /// GETs per file (1..=100).
     #[arg(long, default_value_t = 5, value_parser = values::ranged(1u32, 100))]
     pub gets: u32,
+    /// The device sends each file to the host instead, as this app of the firmware does.
+    ///
     /// The device sends each file to the host's TCP sink instead of downloading it, from a
     /// two-segment send buffer (a counted profile's: its image's for that app), as this app
     /// of linklab's firmware does (iperf3 -R or curl against it); with a counted profile the
@@ -116,70 +126,90 @@ pub struct Args {
     /// none (the first flight fills the device's window, as Linux's 10-segment initial window
     /// does; no reduction after a loss). The host's 1 s minimum RTO (Linux: 200 ms) and its
     /// lack of SACK-based recovery are smoltcp's and cannot be set.
-    #[arg(long, default_value = "cubic", value_parser = ["cubic", "none"])]
+    #[arg(long, default_value = "cubic", value_parser = ["cubic", "none"],
+          hide_short_help = true, help_heading = "The simulated host")]
     pub host_cc: String,
     /// The host's delayed-ACK timeout in ms (0..=500): smoltcp's 10 by default, Linux's is at
     /// least 40. Both ACK every second full segment at once.
-    #[arg(long, default_value_t = 10, value_parser = values::ranged(0u64, 500))]
+    #[arg(long, default_value_t = 10, value_parser = values::ranged(0u64, 500),
+          hide_short_help = true, help_heading = "The simulated host")]
     pub host_ack_delay_ms: u64,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write every frame on the wire (with FCS) to a pcap FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
     pub pcap: Option<PathBuf>,
     /// Wire model: byte images, or Manchester samples through linklab-phy10.
-    #[arg(long, value_enum, default_value_t = PhyArg::Bytes)]
+    #[arg(long, value_enum, default_value_t = PhyArg::Bytes, hide_short_help = true,
+          help_heading = "The sample wire")]
     pub phy: PhyArg,
     /// `--phy samples`: receiver samples per bit time (2..=8). The default, 8, decodes ±1
     /// sample of edge jitter (±12.5 ns, inside 802.3's ±13.5 ns); at 4x a half bit is only 2
     /// samples and ±1 sample of jitter makes different bit patterns identical (see
     /// linklab-phy10's README).
-    #[arg(long, default_value_t = 8, value_parser = values::ranged(2u8, 8))]
+    #[arg(long, default_value_t = 8, value_parser = values::ranged(2u8, 8),
+          hide_short_help = true, help_heading = "The sample wire")]
     pub oversample: u8,
     /// `--phy samples`: transmitter clock offset in ppm (-20000..=20000).
     #[arg(long, default_value_t = 0, allow_hyphen_values = true,
-          value_parser = values::ranged(-MAX_DRIFT_PPM, MAX_DRIFT_PPM))]
+          value_parser = values::ranged(-MAX_DRIFT_PPM, MAX_DRIFT_PPM),
+          hide_short_help = true, help_heading = "The sample wire")]
     pub drift: i32,
     /// `--phy samples`: peak edge jitter in samples (0..=oversample).
-    #[arg(long, default_value_t = 0)]
+    #[arg(
+        long,
+        default_value_t = 0,
+        hide_short_help = true,
+        help_heading = "The sample wire"
+    )]
     pub jitter: u8,
     /// `--phy samples`: probability that a sample is flipped (0..=1).
-    #[arg(long, default_value_t = 0.0, value_parser = values::ranged(0.0, 1.0))]
+    #[arg(long, default_value_t = 0.0, value_parser = values::ranged(0.0, 1.0),
+          hide_short_help = true, help_heading = "The sample wire")]
     pub noise: f64,
     /// Override the profile's one fitted parameter, the main loop's fixed cost per
     /// iteration, in µs (0..=100000); used to fit it (see linklab-sim's README).
-    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
+    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0),
+          hide_short_help = true, help_heading = "The cost model")]
     pub main_fixed_us: Option<f64>,
-    /// A counted profile (riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy,
-    /// mps2-measured, niccle-measured): the CPU clock in MHz (1..=10000) [default: 160, the
-    /// ESP32-C6's]. The emulator's `-icount shift=N` runs at 1000 / 2^N MIPS.
+    /// A counted profile's CPU clock in MHz (1..=10000) [default: 160, the ESP32-C6's].
+    ///
+    /// The counted profiles: riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy,
+    /// mps2-measured, niccle-measured. The emulator's `-icount shift=N` runs at 1000 / 2^N
+    /// MIPS.
     #[arg(long, value_name = "MHZ", value_parser = values::ranged(1.0, 10_000.0))]
     pub mhz: Option<f64>,
     /// A counted profile: cycles per instruction (0.1..=100) [default: 1].
-    #[arg(long, value_name = "CPI", value_parser = values::ranged(0.1, 100.0))]
+    #[arg(long, value_name = "CPI", value_parser = values::ranged(0.1, 100.0),
+          hide_short_help = true, help_heading = "The cost model")]
     pub cpi: Option<f64>,
     /// A counted profile: the share (0..=1) of the transfer's frame bytes the device copies
     /// off their word, charged at the counted cost of a misaligned copy [default: 0]. The
     /// firmware counts it per transfer (`/stats` `cpu.work.misaligned_copy_bytes`): a
     /// receive stream whose payloads land off their word in the socket buffer (after an
     /// odd-sized segment) is ~1.
-    #[arg(long, value_name = "SHARE", value_parser = values::ranged(0.0, 1.0))]
+    #[arg(long, value_name = "SHARE", value_parser = values::ranged(0.0, 1.0),
+          hide_short_help = true, help_heading = "The cost model")]
     pub misaligned_copy: Option<f64>,
     /// One-way delay between the device and the host in µs (0..=100000) [default: 0.01, 2 m
     /// of cable]: what sits between them besides the wire (an emulator's TAP and the host's
-    /// kernel; `linklab emu --predict` measures it with ping).
-    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
+    /// kernel; `linklab emu predict` measures it with ping).
+    #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0),
+          hide_short_help = true, help_heading = "The simulated host")]
     pub latency_us: Option<f64>,
     /// Watchdog: stop after this many seconds of virtual time (1..=86400).
-    #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0))]
+    #[arg(long, default_value_t = 7200.0, value_parser = values::ranged(1.0, 86_400.0),
+          hide_short_help = true, help_heading = "Watchdogs")]
     pub max_virtual_s: f64,
     /// Watchdog: stop after this many seconds of wall time (1..=86400).
-    #[arg(long, default_value_t = 600.0, value_parser = values::ranged(1.0, 86_400.0))]
+    #[arg(long, default_value_t = 600.0, value_parser = values::ranged(1.0, 86_400.0),
+          hide_short_help = true, help_heading = "Watchdogs")]
     pub max_wall_s: f64,
     /// Watchdog: stop when the application made no progress for this many virtual seconds
     /// (1..=86400).
-    #[arg(long, default_value_t = 300.0, value_parser = values::ranged(1.0, 86_400.0))]
+    #[arg(long, default_value_t = 300.0, value_parser = values::ranged(1.0, 86_400.0),
+          hide_short_help = true, help_heading = "Watchdogs")]
     pub max_stall_s: f64,
 }
 

@@ -49,11 +49,11 @@ use rand::SeedableRng;
 use super::blob::ConfigBlob;
 use super::board::Board;
 use super::qemu::{Boot, Network, Qemu};
-use crate::serve::tap::Tap;
 use crate::values;
 pub use args::{LineArgs, LineOptions};
 pub use counters::Counters;
 use from_device::FromDevice;
+use linklab_tap::Tap;
 use socket::{set_send_buffer, Socket};
 use to_device::ToDevice;
 
