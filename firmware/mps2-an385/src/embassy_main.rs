@@ -9,31 +9,14 @@
 use cortex_m::peripheral::NVIC;
 use cortex_m_rt::{entry, exception};
 use fw_mps2_an385::{nic, timer, uart, Irq, CONFIG_ADDR, IRQ_ETHERNET, IRQ_TIMER0, IRQ_TIMER1};
-use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_lan9118::Lan9118;
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
-/// embassy-time on the CMSDK timers: timer 0 (extended to 64 bits) for now, timer 1's
-/// one-shot for the alarm.
-struct Cmsdk;
-
-impl BoardTimer for Cmsdk {
-    fn now_ns() -> u64 {
-        timer::now_ns()
-    }
-
-    fn arm_at_ns(ns: u64) {
-        timer::arm_at_ns(ns)
-    }
-
-    fn disarm() {
-        timer::disarm()
-    }
-}
-
-embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Cmsdk> = BoardTime::new());
+// embassy-time on the CMSDK timers: timer 0 (extended to 64 bits) for now, timer 1's
+// one-shot for the alarm.
+linklab_firmware::board_time_driver!(TIME, timer);
 
 /// Every device interrupt (cortex-m-rt's default handler gets the interrupt number).
 #[exception]

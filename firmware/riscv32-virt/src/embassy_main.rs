@@ -9,29 +9,12 @@
 
 use fw_riscv32_virt::board::CONFIG_ADDR;
 use fw_riscv32_virt::{cpu, nic, timer, uart};
-use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
-/// embassy-time on the ACLINT: mtime (10 MHz) for now, mtimecmp for the alarm.
-struct Aclint;
-
-impl BoardTimer for Aclint {
-    fn now_ns() -> u64 {
-        timer::now_ns()
-    }
-
-    fn arm_at_ns(ns: u64) {
-        timer::arm_at_ns(ns)
-    }
-
-    fn disarm() {
-        timer::disarm()
-    }
-}
-
-embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Aclint> = BoardTime::new());
+// embassy-time on the ACLINT: mtime (10 MHz) for now, mtimecmp for the alarm.
+linklab_firmware::board_time_driver!(TIME, timer);
 
 /// The trap handler (called from `entry.S` with interrupts off).
 #[no_mangle]

@@ -69,7 +69,7 @@ pub fn clear_embassy() {
         EthernetId::Eth0,
     ));
     if crate::timer::take_event() {
-        crate::embassy::time::on_alarm();
+        crate::embassy::on_alarm();
     }
     ack_all();
 }

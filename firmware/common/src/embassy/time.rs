@@ -1,9 +1,10 @@
 //! An `embassy_time_driver::Driver` on any board's timer ([`BoardTime`]): the board says how
 //! to read its clock and arm a one-shot ([`BoardTimer`]), this module keeps the queue of
-//! timers. In the image:
+//! timers. In the image, over a module `timer` with `now_ns`, `arm_at_ns` and `disarm`
+//! ([`board_time_driver!`](crate::board_time_driver)):
 //!
 //! ```ignore
-//! embassy_time_driver::time_driver_impl!(static TIME: BoardTime<MyTimer> = BoardTime::new());
+//! linklab_firmware::board_time_driver!(TIME, timer);
 //! // the timer's interrupt: TIME.on_alarm();
 //! ```
 //!
@@ -153,4 +154,39 @@ impl Timers {
         }
         self.armed = next;
     }
+}
+
+/// embassy-time-driver, for [`board_time_driver!`](crate::board_time_driver).
+#[doc(hidden)]
+pub use embassy_time_driver as __driver;
+
+/// Defines embassy-time's driver, `static $name`, on the board's timer module `$timer` (its
+/// `now_ns()`, `arm_at_ns(ns)` and `disarm()` as [`BoardTimer`]'s): one line per image in
+/// place of a `BoardTimer` type of its own. The timer's interrupt calls `$name.on_alarm()`.
+#[macro_export]
+macro_rules! board_time_driver {
+    ($name:ident, $timer:ident) => {
+        /// The board's timer as embassy-time's ([`BoardTimer`](
+        /// $crate::embassy::time::BoardTimer)).
+        pub struct BoardClock;
+
+        impl $crate::embassy::time::BoardTimer for BoardClock {
+            fn now_ns() -> u64 {
+                $timer::now_ns()
+            }
+
+            fn arm_at_ns(ns: u64) {
+                $timer::arm_at_ns(ns)
+            }
+
+            fn disarm() {
+                $timer::disarm()
+            }
+        }
+
+        $crate::embassy::time::__driver::time_driver_impl!(
+            static $name: $crate::embassy::time::BoardTime<BoardClock> =
+                $crate::embassy::time::BoardTime::new()
+        );
+    };
 }
