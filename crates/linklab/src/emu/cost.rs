@@ -8,38 +8,29 @@
 //! `/stats` before and after a stock iperf3 transfer, less the cost of one `/stats` fetch,
 //! divided by the payload bytes the device's iperf3 server counted (received, or sent).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::board::{Attach, Board, Work as WorkSource};
-use super::image::{carries_traffic, image_size, Chosen, ImageArgs};
+use super::board::{Board, Work as WorkSource};
+use super::image::{carries_traffic, image_size, Chosen, Measure};
 use super::lab::Lab;
-use super::line::{LineArgs, LineOptions};
+use super::line::LineArgs;
 use super::transfer::{Transfer, Watch};
 
 /// Options of `linklab emu cost`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: ImageArgs,
-    #[command(flatten)]
-    line: LineOptions,
-    /// Write the figures as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    measure: Measure,
 }
 
 /// Runs `linklab emu cost`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (board, chosen) = args.target.choose_for("cost", carries_traffic)?;
-    let line = args
-        .line
-        .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
-    let image = chosen.find_or_build(&board)?;
-    let result = cost(&board, &chosen, &image, line.as_ref())?;
-    super::report(&result, args.json.as_deref())
+    let p = args.measure.prepare("cost", carries_traffic)?;
+    let result = cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?;
+    args.measure.report(&result)
 }
 
 /// Bytes moved each way for the instruction count.

@@ -7,6 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context};
 
 use super::board::{Attach, Board, ImageSpec, Work};
+use super::line::{LineArgs, LineOptions};
 use crate::values::bail_usage;
 
 /// The firmware workspace: `$LINKLAB_FIRMWARE_DIR`, else `firmware/` of the source tree this
@@ -51,6 +52,58 @@ impl ImageArgs {
         }
         super::qemu::require(&board)?;
         Ok((board, chosen))
+    }
+}
+
+/// What every measuring verb takes: the board and image, the soft-PHY line's options (with
+/// `--image soft-phy`), and where to write the figures.
+#[derive(clap::Args, Debug)]
+pub struct Measure {
+    #[command(flatten)]
+    pub target: ImageArgs,
+    #[command(flatten)]
+    line: LineOptions,
+    /// Write the figures as JSON to FILE too.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// A measuring verb's board and image, ready: the ELF built and the line's settings.
+pub struct Prepared {
+    /// The board.
+    pub board: Board,
+    /// The image's entry and given ELF.
+    pub chosen: Chosen,
+    /// The ELF to boot.
+    pub image: PathBuf,
+    /// The soft-PHY line's settings (a soft-PHY image only).
+    pub line: Option<LineArgs>,
+}
+
+impl Measure {
+    /// The board and image for `verb`, which must accept the image (see
+    /// [`ImageArgs::choose_for`]), built, with its line's settings.
+    pub fn prepare(
+        &self,
+        verb: &str,
+        accepts: impl Fn(&ImageSpec) -> Result<(), String>,
+    ) -> anyhow::Result<Prepared> {
+        let (board, chosen) = self.target.choose_for(verb, accepts)?;
+        let line = self
+            .line
+            .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
+        let image = chosen.find_or_build(&board)?;
+        Ok(Prepared {
+            board,
+            chosen,
+            image,
+            line,
+        })
+    }
+
+    /// Prints the figures, and writes them to `--json FILE` if given.
+    pub fn report(&self, result: &serde_json::Value) -> anyhow::Result<()> {
+        super::report(result, self.json.as_deref())
     }
 }
 

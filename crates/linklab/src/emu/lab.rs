@@ -32,26 +32,31 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// A new namespace of this process's, with nothing in it yet (the stock tools checked).
+    fn empty() -> anyhow::Result<Lab> {
+        require_tools()?;
+        let ns = format!("llemu{}", std::process::id());
+        let status = Command::new("ip").args(["netns", "add", &ns]).status();
+        if !matches!(status, Ok(s) if s.success()) {
+            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
+        }
+        Ok(Lab {
+            qemu: None,
+            line: None,
+            ns,
+        })
+    }
+
     /// Boots `image` of `board` with `icount` (None: free-running) in a new namespace and
     /// waits until the device answers ping.
     pub fn boot(board: &Board, image: &Path, icount: Option<String>) -> anyhow::Result<Lab> {
-        require_tools()?;
-        let ns = format!("llemu{}", std::process::id());
+        let mut lab = Lab::empty()?;
         let config = DeviceConfig {
             ip: [198, 18, 0, 2],
             prefix: 24,
             mac: DeviceConfig::DEFAULT.mac,
         };
-        let blob = ConfigBlob::write(&ns, &config.to_bytes())?;
-        let status = Command::new("ip").args(["netns", "add", &ns]).status();
-        if !matches!(status, Ok(s) if s.success()) {
-            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
-        }
-        let mut lab = Lab {
-            qemu: None,
-            line: None,
-            ns,
-        };
+        let blob = ConfigBlob::write(&lab.ns, &config.to_bytes())?;
         let mut qemu = Qemu::start(Boot {
             board,
             image,
@@ -75,17 +80,7 @@ impl Lab {
         shift: Option<u32>,
         line: &super::line::LineArgs,
     ) -> anyhow::Result<Lab> {
-        require_tools()?;
-        let ns = format!("llemu{}", std::process::id());
-        let status = Command::new("ip").args(["netns", "add", &ns]).status();
-        if !matches!(status, Ok(s) if s.success()) {
-            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
-        }
-        let mut lab = Lab {
-            qemu: None,
-            line: None,
-            ns,
-        };
+        let mut lab = Lab::empty()?;
         let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
         let mut argv: Vec<String> = vec![
             exe.display().to_string(),

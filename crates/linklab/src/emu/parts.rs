@@ -15,7 +15,7 @@
 //! transfers (tshark). A soft-PHY image's decoder at every factor comes from
 //! `linklab emu phy10` on the same board.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use anyhow::{bail, Context};
@@ -25,33 +25,25 @@ use linklab_sim::counts::{
 use serde_json::{json, Value};
 
 use super::board::{Attach, Board, ImageSpec, Runtime, BOARDS};
-use super::image::ImageArgs;
+use super::image::Measure;
 use super::lab::{Lab, DEVICE_IP, TAP};
-use super::line::{LineArgs, LineOptions};
+use super::line::LineArgs;
 use super::transfer::{Transfer, Watch};
 
-/// Options of `linklab emu parts`.
+/// Options of `linklab emu parts` (`--json FILE`: the profile's file under
+/// crates/linklab-sim/data/).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: ImageArgs,
-    #[command(flatten)]
-    line: LineOptions,
-    /// Write the data file to FILE too (the profile's file under crates/linklab-sim/data/).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    measure: Measure,
 }
 
-/// Runs `linklab emu parts`.
+/// Runs `linklab emu parts`: only the images with a simulator profile are counted (said
+/// before anything is built).
 pub fn run(args: Args) -> anyhow::Result<()> {
-    // Only the images with a simulator profile are counted: said before anything is built.
-    let (board, chosen) = args.target.choose_for("parts", counted)?;
-    let line = args
-        .line
-        .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
-    let image = chosen.find_or_build(&board)?;
-    let result = cost_parts(&board, chosen.spec, &image, line.as_ref())?;
-    super::report(&result, args.json.as_deref())
+    let p = args.measure.prepare("parts", counted)?;
+    let result = cost_parts(&p.board, p.chosen.spec, &p.image, p.line.as_ref())?;
+    args.measure.report(&result)
 }
 
 /// One transfer: the kernel side's MTU, then iperf3 options after `-c DEVICE -J`.

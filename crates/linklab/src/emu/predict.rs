@@ -22,16 +22,16 @@
 //! off their word, which the simulator is given (`--misaligned-copy`): the peer's
 //! segmentation decides it, not the device.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 use clap::Parser;
 use serde_json::{json, Value};
 
 use super::board::{Attach, Board, ImageSpec};
-use super::image::ImageArgs;
+use super::image::Measure;
 use super::lab::{Lab, DEVICE_IP};
-use super::line::{LineArgs, LineOptions};
+use super::line::LineArgs;
 use super::parts::{counted, profile_of};
 use super::transfer::{Clocks, Moved, Transfer, Watch};
 use crate::values;
@@ -40,36 +40,27 @@ use crate::values;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: ImageArgs,
+    measure: Measure,
     /// The fixed rate: `-icount shift=N`, 1000 / 2^N MIPS (3: 125 MIPS), 0..=10.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(0u32, 10))]
     icount: u32,
     /// Boots of the image, 1..=20.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(1u32, 20))]
     runs: u32,
-    #[command(flatten)]
-    line: LineOptions,
-    /// Write the comparison as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
 }
 
 /// Runs `linklab emu predict`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (board, chosen) = args.target.choose_for("predict", counted)?;
-    let line = args
-        .line
-        .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
-    let image = chosen.find_or_build(&board)?;
+    let p = args.measure.prepare("predict", counted)?;
     let result = predict(
-        &board,
-        chosen.spec,
-        &image,
+        &p.board,
+        p.chosen.spec,
+        &p.image,
         args.icount,
         args.runs,
-        line.as_ref(),
+        p.line.as_ref(),
     )?;
-    super::report(&result, args.json.as_deref())
+    args.measure.report(&result)
 }
 
 /// Seconds of each iperf3 test.
@@ -364,13 +355,6 @@ pub fn predict(
             }),
         );
         for (test, series) in table.iter_mut() {
-            let Series {
-                emulated,
-                predicted,
-                per_byte,
-                busy,
-                sim_busy,
-            } = series;
             let (e, side) = emulate(&lab, *test, shift)?;
             let share = side.misaligned_share();
             let argv = bench_argv(profile, mips, rate, *test, share);
@@ -378,7 +362,9 @@ pub fn predict(
             let (goodput, sim_busy_share) = (sim.goodput, sim.busy_share);
             let bytes = e.bytes as f64;
             let emulated_per_byte = side.instructions / bytes;
-            per_byte.push((emulated_per_byte, sim.instructions_per_byte));
+            series
+                .per_byte
+                .push((emulated_per_byte, sim.instructions_per_byte));
             let emulated_bps = e.clocks.rate(e.bytes);
             let busy_share = side.instructions / (side.uptime_ns / 1e9 * mips * 1e6);
             // The device's clock against real time over the span /stats covers (for curl,
@@ -388,10 +374,10 @@ pub fn predict(
                 device_s: side.uptime_ns / 1e9,
                 real_s: e.stats_real_s,
             };
-            emulated.push(emulated_bps);
-            predicted.push(goodput);
-            busy.push(busy_share);
-            sim_busy.push(sim_busy_share);
+            series.emulated.push(emulated_bps);
+            series.predicted.push(goodput);
+            series.busy.push(busy_share);
+            series.sim_busy.push(sim_busy_share);
             let mut figures = json!({
                     "emulated_bytes": bytes,
                     "emulated_device_seconds": round(e.clocks.device_s, 4),

@@ -7,14 +7,14 @@
 //! them, and the host's rate is shown beside it only when the emulator fell behind real
 //! time, with a line saying by how much ([`super::transfer::Clocks::behind`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::board::{Attach, Board, Work};
-use super::image::{carries_traffic, Chosen, ImageArgs};
+use super::board::{Board, Work};
+use super::image::{carries_traffic, Chosen, Measure};
 use super::lab::Lab;
-use super::line::{LineArgs, LineOptions};
+use super::line::LineArgs;
 use super::transfer::{Transfer, Unit, Watch};
 use crate::values;
 
@@ -22,26 +22,17 @@ use crate::values;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    target: ImageArgs,
+    measure: Measure,
     /// The fixed rate of the second run: `-icount shift=N`, 1000 / 2^N MIPS, 0..=10.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(0u32, 10))]
     icount: u32,
-    #[command(flatten)]
-    line: LineOptions,
-    /// Write the figures as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
 }
 
 /// Runs `linklab emu throughput`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (board, chosen) = args.target.choose_for("throughput", carries_traffic)?;
-    let line = args
-        .line
-        .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
-    let image = chosen.find_or_build(&board)?;
-    let result = throughput(&board, &chosen, &image, args.icount, line.as_ref())?;
-    super::report(&result, args.json.as_deref())
+    let p = args.measure.prepare("throughput", carries_traffic)?;
+    let result = throughput(&p.board, &p.chosen, &p.image, args.icount, p.line.as_ref())?;
+    args.measure.report(&result)
 }
 
 /// Seconds of each iperf3 run.
