@@ -16,7 +16,6 @@
 //! `linklab emu phy10` on the same board.
 
 use std::path::Path;
-use std::process::Stdio;
 
 use anyhow::{bail, Context};
 use linklab_sim::counts::{
@@ -24,11 +23,16 @@ use linklab_sim::counts::{
 };
 use serde_json::{json, Value};
 
+mod capture;
+mod solve;
+
 use super::board::{Attach, Board, ImageSpec, Runtime, BOARDS};
 use super::image::Measure;
 use super::lab::{Lab, DEVICE_IP, TAP};
 use super::line::LineArgs;
 use super::transfer::{Transfer, Watch};
+use capture::{queued_while, Capture};
+use solve::{dot, nonnegative_least_squares};
 
 /// Options of `linklab emu parts` (`--json FILE`: the profile's file under
 /// crates/linklab-sim/data/).
@@ -233,177 +237,8 @@ impl Counts {
     }
 }
 
-/// Least squares: the `x` minimizing |A x − y|, by the normal equations (a handful of
-/// unknowns, well-scaled after dividing each column by its largest value). None if singular.
-fn least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
-    let n = a.first()?.len();
-    let scale: Vec<f64> = (0..n)
-        .map(|j| a.iter().map(|r| r[j].abs()).fold(0.0, f64::max).max(1e-12))
-        .collect();
-    // Normal equations M x' = b with x' = x · scale.
-    let mut m = vec![vec![0.0; n + 1]; n];
-    for (row, &yi) in a.iter().zip(y) {
-        for i in 0..n {
-            for j in 0..n {
-                m[i][j] += row[i] / scale[i] * row[j] / scale[j];
-            }
-            m[i][n] += row[i] / scale[i] * yi;
-        }
-    }
-    for c in 0..n {
-        let p = (c..n).max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))?;
-        if m[p][c].abs() < 1e-9 {
-            return None;
-        }
-        m.swap(c, p);
-        let pivot = m[c].clone();
-        for (r, row) in m.iter_mut().enumerate() {
-            if r != c {
-                let f = row[c] / pivot[c];
-                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
-                    *x -= f * p;
-                }
-            }
-        }
-    }
-    Some((0..n).map(|i| m[i][n] / m[i][i] / scale[i]).collect())
-}
-
-/// Least squares with every unknown at least 0 (no part of the work costs less than
-/// nothing): solve, and while an unknown comes out negative, hold the most negative at 0 and
-/// solve for the others again (an active set; a handful of unknowns). None if singular.
-fn nonnegative_least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
-    let n = a.first()?.len();
-    let mut free: Vec<usize> = (0..n).collect();
-    loop {
-        let sub: Vec<Vec<f64>> = a
-            .iter()
-            .map(|row| free.iter().map(|&j| row[j]).collect())
-            .collect();
-        let x = least_squares(&sub, y)?;
-        let worst = x
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| **v < 0.0)
-            .min_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(i, _)| i);
-        match worst {
-            Some(i) => {
-                free.remove(i);
-            }
-            None => {
-                let mut full = vec![0.0; n];
-                for (&j, v) in free.iter().zip(x) {
-                    full[j] = v;
-                }
-                return Some(full);
-            }
-        }
-    }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
-}
-
-/// A packet capture on the lab's TAP while a transfer runs (dumpcap, headers only), read
-/// back with tshark.
-struct Capture {
-    child: std::process::Child,
-    file: std::path::PathBuf,
-}
-
-impl Capture {
-    fn start(lab: &Lab, name: &str) -> anyhow::Result<Capture> {
-        let file = std::env::temp_dir().join(format!(
-            "linklab-parts-{}-{name}.pcapng",
-            std::process::id()
-        ));
-        let path = file.display().to_string();
-        let child = lab
-            .command(&["dumpcap", "-q", "-i", TAP, "-s", "96", "-w", &path])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot run dumpcap (Debian's tshark package)")?;
-        // dumpcap needs a moment before it captures.
-        for _ in 0..50 {
-            if file.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        Ok(Capture { child, file })
-    }
-
-    /// Stops the capture and returns, for the device's TCP segments from `port`, the largest
-    /// window it advertised and the most bytes it had in flight (tshark's analysis).
-    fn stop(mut self, port: u16) -> anyhow::Result<(u64, u64)> {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        // SAFETY: a signal to the child we started.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-        let _ = self.child.wait();
-        let filter = format!("ip.src=={DEVICE_IP} && tcp.srcport=={port}");
-        let out = std::process::Command::new("tshark")
-            .args(["-r", &self.file.display().to_string(), "-Y", &filter])
-            .args(["-T", "fields", "-e", "tcp.window_size", "-e"])
-            .arg("tcp.analysis.bytes_in_flight")
-            .stderr(Stdio::null())
-            .output()
-            .context("cannot run tshark (Debian's tshark package)")?;
-        let _ = std::fs::remove_file(&self.file);
-        let (mut window, mut flight) = (0u64, 0u64);
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let mut f = line.split('\t');
-            let mut next = || f.next().and_then(|v| v.trim().parse::<u64>().ok());
-            window = window.max(next().unwrap_or(0));
-            flight = flight.max(next().unwrap_or(0));
-        }
-        if window == 0 {
-            bail!(
-                "parts: the capture of the transfer shows no segment from the device's port {port}"
-            );
-        }
-        Ok((window, flight))
-    }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.file);
-    }
-}
-
-/// The most bytes the device's sockets on `port` held to send (`/stats` `tcp[].tx_queue`,
-/// polled) while `argv` ran in the lab; 0 where `/stats` lists no queues (the embassy image).
-fn queued_while(lab: &Lab, port: u16, argv: &[&str]) -> anyhow::Result<u64> {
-    let mut child = lab
-        .command(argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    let mut most = 0;
-    while child.try_wait()?.is_none() {
-        if let Ok(stats) = lab.stats() {
-            for s in stats["tcp"].as_array().into_iter().flatten() {
-                if s["port"].as_u64() == Some(u64::from(port)) {
-                    most = most.max(s["tx_queue"].as_u64().unwrap_or(0));
-                }
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    Ok(most)
 }
 
 /// Sets the kernel side's MTU (the MSS both ends use).
@@ -638,49 +473,6 @@ pub fn cost_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn least_squares_recovers_exact_coefficients() {
-        let x = [3.0, 0.5, 200.0];
-        let a: Vec<Vec<f64>> = [
-            [10.0, 15_000.0, 5.0],
-            [20.0, 10_000.0, 9.0],
-            [7.0, 700.0, 30.0],
-            [1.0, 60.0, 1.0],
-        ]
-        .iter()
-        .map(|r| r.to_vec())
-        .collect();
-        let y: Vec<f64> = a.iter().map(|r| dot(r, &x)).collect();
-        let got = least_squares(&a, &y).unwrap();
-        for (g, w) in got.iter().zip(x) {
-            assert!((g - w).abs() < 1e-6 * w.abs().max(1.0), "{got:?}");
-        }
-        assert!(least_squares(&[vec![1.0, 2.0], vec![2.0, 4.0]], &[1.0, 2.0]).is_none());
-    }
-
-    #[test]
-    fn no_part_comes_out_negative() {
-        // y = 2 a − 0.3 b: plain least squares finds b negative; held at 0, a alone explains
-        // what it can (a·y / a·a).
-        let a: Vec<Vec<f64>> = [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 5.0]]
-            .iter()
-            .map(|r| r.to_vec())
-            .collect();
-        let y: Vec<f64> = a.iter().map(|r| dot(r, &[2.0, -0.3])).collect();
-        assert!((least_squares(&a, &y).unwrap()[1] + 0.3).abs() < 1e-9);
-        let x = nonnegative_least_squares(&a, &y).unwrap();
-        assert_eq!(x[1], 0.0);
-        let alone = dot(&[1.0, 2.0, 3.0, 4.0], &y) / 30.0;
-        assert!((x[0] - alone).abs() < 1e-9, "{x:?}");
-        // Where nothing goes negative, the same as least squares.
-        let y: Vec<f64> = a.iter().map(|r| dot(r, &[1.0, 0.5])).collect();
-        let x = nonnegative_least_squares(&a, &y).unwrap();
-        assert!(
-            (x[0] - 1.0).abs() < 1e-9 && (x[1] - 0.5).abs() < 1e-9,
-            "{x:?}"
-        );
-    }
 
     #[test]
     fn every_counted_profile_has_an_image_and_a_command_that_writes_its_file() {
