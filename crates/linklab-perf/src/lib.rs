@@ -1,4 +1,5 @@
-//! linklab-perf: sans-IO measurement apps — an iperf3-compatible client and server, HTTP
+//! linklab-perf: sans-IO measurement apps — an iperf3-compatible client and server, an
+//! iperf 2 client and server (feature `iperf2`), HTTP
 //! download, echo — with thin adapters to smoltcp sockets (feature `smoltcp`, device side) and
 //! std::net (feature `std`, host side). `#![no_std]` without `alloc`.
 #![no_std]
@@ -21,6 +22,8 @@ pub mod embassy;
 pub mod evict;
 pub mod http;
 pub mod iperf;
+#[cfg(feature = "iperf2")]
+pub mod iperf2;
 #[cfg(feature = "smoltcp")]
 pub mod lend;
 #[cfg(feature = "smoltcp")]

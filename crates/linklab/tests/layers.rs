@@ -91,7 +91,25 @@ const ROWS: &[Row] = &[
         packages: &["fw-zynq7000"],
         layer: 4,
         kind: "no_std",
-        uses: &["linklab-firmware", "linklab-mac", "linklab-perf"],
+        uses: &[
+            "linklab-firmware",
+            "linklab-cortex-a9",
+            "linklab-mac",
+            "linklab-perf",
+        ],
+    },
+    Row {
+        label: "fw-sabrelite",
+        packages: &["fw-sabrelite"],
+        layer: 4,
+        kind: "no_std",
+        uses: &[
+            "linklab-firmware",
+            "linklab-cortex-a9",
+            "linklab-imx-enet",
+            "linklab-mac",
+            "linklab-perf",
+        ],
     },
     Row {
         label: "examples/boards/*",
@@ -104,6 +122,13 @@ const ROWS: &[Row] = &[
         layer: 4,
         kind: "no_std",
         uses: &["linklab-perf"],
+    },
+    Row {
+        label: "examples/boards/teensy41",
+        packages: &["teensy41"],
+        layer: 4,
+        kind: "no_std",
+        uses: &["linklab-imx-enet", "linklab-mac", "linklab-perf"],
     },
     Row {
         label: "linklab-fuzz",
@@ -165,6 +190,13 @@ const ROWS: &[Row] = &[
         uses: &["linklab-mac", "linklab-mmio", "linklab-fmt"],
     },
     Row {
+        label: "linklab-imx-enet",
+        packages: &["linklab-imx-enet"],
+        layer: 2,
+        kind: "no_std",
+        uses: &["linklab-mac", "linklab-mmio", "linklab-fmt"],
+    },
+    Row {
         label: "linklab-app-gate",
         packages: &["linklab-app-gate"],
         layer: 2,
@@ -216,6 +248,13 @@ const ROWS: &[Row] = &[
     Row {
         label: "linklab-mmio",
         packages: &["linklab-mmio"],
+        layer: 0,
+        kind: "no_std",
+        uses: &[],
+    },
+    Row {
+        label: "linklab-cortex-a9",
+        packages: &["linklab-cortex-a9"],
         layer: 0,
         kind: "no_std",
         uses: &[],

@@ -2,7 +2,7 @@
 //! package's library: UART0, CMSDK timers, the LAN9118 and its interrupt), an
 //! `embassy_time_driver::Driver` on the CMSDK timers, and linklab-firmware's embassy image
 //! (embassy-executor, embassy-net over linklab-mac's `EmbassyMac`, linklab-perf's embassy
-//! apps). Logs are defmt frames on UART0, decoded by `linklab emu --embassy`.
+//! apps). Logs are defmt frames on UART0, decoded by `linklab emu BOARD --image embassy`.
 #![no_std]
 #![no_main]
 

@@ -3,7 +3,7 @@
 //! `embassy_time_driver::Driver` on the ACLINT's mtime/mtimecmp, and linklab-firmware's
 //! embassy image (embassy-executor, embassy-net over linklab-mac's `EmbassyMac`,
 //! linklab-perf's embassy apps). Logs are defmt frames on the NS16550, decoded by
-//! `linklab emu --embassy`.
+//! `linklab emu BOARD --image embassy`.
 #![no_std]
 #![no_main]
 

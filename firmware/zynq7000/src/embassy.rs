@@ -4,9 +4,9 @@
 //! driver is zynq7000-hal's). This module gives it the global timer (embassy-time's driver:
 //! its nanoseconds, its comparator for the alarm) and the way the CPU waits ([`idle`]).
 
-use crate::{timer, wake};
+use crate::{wake, GIC, TIMER};
 
-linklab_firmware::board_time_driver!(TIME, timer);
+linklab_firmware::board_time_driver!(TIME, const TIMER);
 
 /// The comparator fired (its event cleared): wakes the timers that are due, arms the next.
 pub fn on_alarm() {
@@ -17,10 +17,10 @@ pub fn on_alarm() {
 /// the HAL's GEM handler and embassy-time's alarm ([`wake::clear_embassy`]), counted as
 /// interrupt work. No interrupt is ever taken (IRQs stay masked).
 pub fn idle(ready: fn() -> bool) {
-    if !ready() && !wake::pending() {
+    if !ready() && !GIC.pending() {
         aarch32_cpu::asm::wfi();
     }
-    let start = timer::now_ns();
+    let start = TIMER.now_ns();
     wake::clear_embassy();
-    linklab_firmware::add_isr_work(timer::now_ns() - start);
+    linklab_firmware::add_isr_work(TIMER.now_ns() - start);
 }

@@ -13,7 +13,7 @@ use core::cell::Cell;
 use embassy_net::Runner;
 use fw_zynq7000::embassy::idle;
 use fw_zynq7000::gem::{self, GemDevice, Rings};
-use fw_zynq7000::{init, timer, uart, wake, CONFIG_ADDR};
+use fw_zynq7000::{init, uart, wake, CONFIG_ADDR, TIMER};
 use linklab_firmware::embassy::{self as image, measured, EmbassyBoard, Layer};
 use linklab_mac::Counters;
 use static_cell::StaticCell;
@@ -34,6 +34,11 @@ fn counters() -> Counters {
         .map_or_else(Counters::default, |rings| gem::counters(&rings))
 }
 
+/// Nanoseconds since the global timer started.
+fn now_ns() -> u64 {
+    TIMER.now_ns()
+}
+
 extern "C" {
     static _stack_limit: u8;
     static _stack_top: u8;
@@ -43,8 +48,8 @@ extern "C" {
 extern "C" fn main_entry() -> ! {
     let board = EmbassyBoard {
         name: "zynq7000",
-        now_ns: timer::now_ns,
-        work: timer::now_ns,
+        now_ns,
+        work: now_ns,
         counts_instructions: false,
         link_up: fw_zynq7000::phy::link_up_now,
         idle,
@@ -54,8 +59,9 @@ extern "C" fn main_entry() -> ! {
     };
     let painted = linklab_firmware::stack::paint(board.stack_limit, board.stack_top);
     uart::init();
+    linklab_cortex_a9::set_console(uart::write);
     let mut periphs = init();
-    timer::init();
+    TIMER.init();
     wake::init(&mut periphs);
     linklab_firmware::embassy::logger::set_console(board.console);
     // SAFETY: RAM, inside the region the linker script keeps free for the blob.

@@ -27,7 +27,7 @@ use crate::values::{self, bail_usage};
 /// What boots an image: the board, the image, the TAP and the device's address.
 #[derive(clap::Args, Debug)]
 pub struct BootArgs {
-    /// The emulated board: mps2-an385, riscv32-virt or zynq7000 (`linklab emu boards`).
+    /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
     #[arg(value_name = "BOARD", value_parser = Board::by_name,
           required_unless_present = "old_board")]
     board: Option<Board>,

@@ -22,7 +22,7 @@ pub fn firmware_dir() -> PathBuf {
 /// The board and image a measuring verb runs.
 #[derive(clap::Args, Debug)]
 pub struct ImageArgs {
-    /// The emulated board: mps2-an385, riscv32-virt or zynq7000 (`linklab emu boards`).
+    /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
     #[arg(value_name = "BOARD", value_parser = Board::by_name)]
     pub board: Board,
     /// The image: main (the default), embassy, soft-phy, minimal, or an ELF file.

@@ -160,27 +160,34 @@ impl Timers {
 #[doc(hidden)]
 pub use embassy_time_driver as __driver;
 
-/// Defines embassy-time's driver, `static $name`, on the board's timer module `$timer` (its
-/// `now_ns()`, `arm_at_ns(ns)` and `disarm()` as [`BoardTimer`]'s): one line per image in
-/// place of a `BoardTimer` type of its own. The timer's interrupt calls `$name.on_alarm()`.
+/// Defines embassy-time's driver, `static $name`, on the board's timer: a module `$timer`
+/// with functions `now_ns()`, `arm_at_ns(ns)` and `disarm()`, or (`const $timer`) a value
+/// with those methods. One line per image in place of a [`BoardTimer`] type of its own; the
+/// timer's interrupt calls `$name.on_alarm()`.
 #[macro_export]
 macro_rules! board_time_driver {
+    ($name:ident, const $timer:path) => {
+        $crate::board_time_driver!(@driver $name, $timer.now_ns(), ns => $timer.arm_at_ns(ns), $timer.disarm());
+    };
     ($name:ident, $timer:ident) => {
+        $crate::board_time_driver!(@driver $name, $timer::now_ns(), ns => $timer::arm_at_ns(ns), $timer::disarm());
+    };
+    (@driver $name:ident, $now:expr, $ns:ident => $arm:expr, $disarm:expr) => {
         /// The board's timer as embassy-time's ([`BoardTimer`](
         /// $crate::embassy::time::BoardTimer)).
         pub struct BoardClock;
 
         impl $crate::embassy::time::BoardTimer for BoardClock {
             fn now_ns() -> u64 {
-                $timer::now_ns()
+                $now
             }
 
-            fn arm_at_ns(ns: u64) {
-                $timer::arm_at_ns(ns)
+            fn arm_at_ns($ns: u64) {
+                $arm
             }
 
             fn disarm() {
-                $timer::disarm()
+                $disarm
             }
         }
 
