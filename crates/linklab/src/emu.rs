@@ -44,7 +44,7 @@ use crate::values::bail_usage;
     disable_help_subcommand = true,
     override_usage = "linklab emu BOARD [--image NAME|ELF] --tap NAME --ip ADDR/PREFIX\n       linklab emu VERB BOARD [--image NAME|ELF] [OPTIONS]",
     subcommand_value_name = "VERB",
-    subcommand_help_heading = "Measuring verbs (each boots the image in a network namespace of its own)",
+    subcommand_help_heading = "Verbs (each measuring one boots the image in a network namespace of its own)",
     after_help = "The soft-phy image takes the line's options (--oversample, --drift, ...: see --help).\n\nExamples:\n  linklab emu boards\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu cost mps2-an385 --image minimal"
 )]
 pub struct Args {

@@ -68,6 +68,15 @@ pub struct Measure {
     json: Option<PathBuf>,
 }
 
+/// The fixed instruction rate a verb runs the image at.
+#[derive(clap::Args, Debug)]
+pub struct FixedRate {
+    /// The fixed rate: `-icount shift=N`, 1000 / 2^N MIPS (3: 125 MIPS), 0..=10.
+    #[arg(long = "icount", value_name = "N", default_value_t = 3,
+          value_parser = crate::values::ranged(0u32, 10))]
+    pub shift: u32,
+}
+
 /// A measuring verb's board and image, ready: the ELF built and the line's settings.
 pub struct Prepared {
     /// The board.

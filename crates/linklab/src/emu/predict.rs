@@ -29,7 +29,7 @@ use clap::Parser;
 use serde_json::{json, Value};
 
 use super::board::{Attach, Board, ImageSpec};
-use super::image::Measure;
+use super::image::{FixedRate, Measure};
 use super::lab::{Lab, DEVICE_IP};
 use super::line::LineArgs;
 use super::parts::{counted, profile_of};
@@ -41,9 +41,8 @@ use crate::values;
 pub struct Args {
     #[command(flatten)]
     measure: Measure,
-    /// The fixed rate: `-icount shift=N`, 1000 / 2^N MIPS (3: 125 MIPS), 0..=10.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(0u32, 10))]
-    icount: u32,
+    #[command(flatten)]
+    rate: FixedRate,
     /// Boots of the image, 1..=20.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(1u32, 20))]
     runs: u32,
@@ -56,7 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &p.board,
         p.chosen.spec,
         &p.image,
-        args.icount,
+        args.rate.shift,
         args.runs,
         p.line.as_ref(),
     )?;

@@ -12,26 +12,31 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::board::{Board, Work};
-use super::image::{carries_traffic, Chosen, Measure};
+use super::image::{carries_traffic, Chosen, FixedRate, Measure};
 use super::lab::Lab;
 use super::line::LineArgs;
 use super::transfer::{Transfer, Unit, Watch};
-use crate::values;
 
 /// Options of `linklab emu throughput`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     measure: Measure,
-    /// The fixed rate of the second run: `-icount shift=N`, 1000 / 2^N MIPS, 0..=10.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(0u32, 10))]
-    icount: u32,
+    /// The second run's fixed rate.
+    #[command(flatten)]
+    rate: FixedRate,
 }
 
 /// Runs `linklab emu throughput`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let p = args.measure.prepare("throughput", carries_traffic)?;
-    let result = throughput(&p.board, &p.chosen, &p.image, args.icount, p.line.as_ref())?;
+    let result = throughput(
+        &p.board,
+        &p.chosen,
+        &p.image,
+        args.rate.shift,
+        p.line.as_ref(),
+    )?;
     args.measure.report(&result)
 }
 
