@@ -4,7 +4,7 @@
 //! on transmit, a 32-bit word at a time.
 //!
 //! smoltcp sums 16-bit words: on riscv32imac that measured ~3.5 instructions per payload byte
-//! of TCP receive (`linklab emu --cost` with its verification off: 10.4 → 6.8). Here the sum
+//! of TCP receive (`linklab emu cost` with its verification off: 10.4 → 6.8). Here the sum
 //! reads aligned 32-bit words into a 64-bit accumulator (RFC 1071's byte-order independence
 //! and deferred carries): ~1 instruction per byte on rv32, less on a Cortex-M.
 

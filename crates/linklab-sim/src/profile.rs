@@ -31,7 +31,7 @@ pub enum Profile {
     /// The same board's embassy image (embassy-executor, embassy-net), counted the same way;
     /// its runner sends in a pass of its own.
     Riscv32EmbassyMeasured,
-    /// The soft-PHY image (`linklab emu --phy10-line`: linklab-phy10 decoding line samples
+    /// The soft-PHY image (`linklab emu riscv32-virt --image soft-phy`: linklab-phy10 decoding line samples
     /// into the MAC's grants, the MAC's FCS, the encoder), counted the same way.
     Riscv32SoftPhy,
     /// The Cortex-M3 image (mps2-an385, LAN9118), counted the same way on its 25 MHz timer
@@ -87,7 +87,7 @@ impl Profile {
             Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM. The main loop's 1080 µs per pass is fitted to the write-up's 620 kB/s: no model from counted instructions reaches it at CPI 1 (see niccle-measured)",
             Profile::Riscv32Measured => "Instructions counted on linklab's riscv32imac main-loop image (QEMU -icount shift=0, virtio-net) at --mhz and --cpi; no fitted parameter",
             Profile::Riscv32EmbassyMeasured => "Instructions counted on linklab's riscv32imac embassy image (embassy-net; its runner sends in a pass of its own) at --mhz and --cpi; no fitted parameter",
-            Profile::Riscv32SoftPhy => "The soft-PHY image of linklab emu --phy10-line (linklab-phy10 decoding at 4x, or --oversample with --phy samples; the MAC's FCS; the encoder), counted on riscv32imac, at --mhz and --cpi; no fitted parameter",
+            Profile::Riscv32SoftPhy => "The soft-PHY image of linklab emu riscv32-virt --image soft-phy (linklab-phy10 decoding at 4x, or --oversample with --phy samples; the MAC's FCS; the encoder), counted on riscv32imac, at --mhz and --cpi; no fitted parameter",
             Profile::Mps2Measured => "Instructions counted on linklab's Cortex-M3 image (mps2-an385, LAN9118, no checksum offload; a 25 MHz timer under -icount shift=0) at --mhz and --cpi; no fitted parameter",
             Profile::SabreliteMeasured => "Instructions counted on linklab's Cortex-A9 image (QEMU sabrelite, the i.MX6 FEC iperf study's board: the ENET through linklab-imx-enet; the global timer under -icount shift=0) at --mhz and --cpi; no fitted parameter",
             Profile::NiccleMeasured => "Niccle's final interrupt (bit-banged PHY, from the write-up) with the main loop counted on linklab's riscv32imac firmware at --mhz and --cpi (Niccle's ~620 kB/s needs a CPI near 14: code running from flash through the cache)",

@@ -42,7 +42,7 @@ enum Command {
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
     Serial(serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
-    Emu(emu::Args),
+    Emu(Box<emu::Args>),
     /// iperf3-compatible client and server.
     Iperf(Box<iperf::Args>),
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
@@ -81,7 +81,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Serial(args) => serial::run(args),
-        Command::Emu(args) => emu::run(args),
+        Command::Emu(args) => emu::run(*args),
         Command::Iperf(args) => iperf::run(*args),
         Command::Iperf2(args) => iperf2::run(*args),
         Command::Sweep(args) => sweep::run(args),

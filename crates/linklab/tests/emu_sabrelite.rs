@@ -1,4 +1,4 @@
-//! The i.MX6 FEC iperf study's board, emulated (`linklab emu --board sabrelite --embassy`:
+//! The i.MX6 FEC iperf study's board, emulated (`linklab emu sabrelite --image embassy`:
 //! QEMU's sabrelite, one core of its i.MX6 Quad, the ENET through linklab-imx-enet, the
 //! embassy image) at a fixed instruction rate, as the study measured its board: a UDP
 //! offered-rate sweep each way (`linklab sweep`, the study's `bwtest.sh`) up to rates the
@@ -60,7 +60,7 @@ fn sweep(emu: &Device, reverse: bool) -> Value {
 
 #[test]
 fn sabrelite_at_125_mips_sweeps_past_its_limit_each_way() {
-    let mut emu = Device::emu_args("sabrelite", &["--embassy", "--icount", SHIFT]);
+    let mut emu = Device::emu_args("sabrelite", &["--image", "embassy", "--icount", SHIFT]);
     let before = emu.stats();
     let tcp = emu.iperf3(&["-t", "3"]);
     assert!(

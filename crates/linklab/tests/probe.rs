@@ -228,7 +228,7 @@ fn emulated_riscv32_firmware() {
     let (ns, _device) = tap_device(
         "pre",
         "llpf0",
-        &["emu", "--board", "riscv32-virt"],
+        &["emu", "riscv32-virt"],
         Duration::from_secs(120),
     );
     let run = probe(&ns, "emu", "198.18.0.2", 15, &[], &[]);

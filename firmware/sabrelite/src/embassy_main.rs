@@ -3,36 +3,19 @@
 //! interrupt), an `embassy_time_driver::Driver` on the global timer, and linklab-firmware's
 //! embassy image (embassy-executor, embassy-net over linklab-mac's `EmbassyMac`,
 //! linklab-perf's embassy apps). Logs are defmt frames on UART1, decoded by
-//! `linklab emu --embassy`.
+//! `linklab emu BOARD --image embassy`.
 #![no_std]
 #![no_main]
 
 use fw_sabrelite::nic::{self, IRQ_ENET};
 use fw_sabrelite::{init, now_ns, serve_interrupts, uart, CONFIG_ADDR, GIC, TIMER};
 use linklab_cortex_a9::gtimer;
-use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
-/// embassy-time on the global timer: its count for now, its comparator for the alarm.
-struct Gt;
-
-impl BoardTimer for Gt {
-    fn now_ns() -> u64 {
-        TIMER.now_ns()
-    }
-
-    fn arm_at_ns(ns: u64) {
-        TIMER.arm_at_ns(ns)
-    }
-
-    fn disarm() {
-        TIMER.disarm()
-    }
-}
-
-embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Gt> = BoardTime::new());
+// embassy-time on the global timer: its count for now, its comparator for the alarm.
+linklab_firmware::board_time_driver!(TIME, const TIMER);
 
 /// Every interrupt: the ENET's receive, the timer's alarm (the comparator off first, then
 /// the queue arms the next); the handler's time counts as interrupt work.

@@ -33,7 +33,7 @@ pub fn clear_embassy() {
         EthernetId::Eth0,
     ));
     if crate::TIMER.take_event() {
-        crate::embassy::time::on_alarm();
+        crate::embassy::on_alarm();
     }
     crate::GIC.ack_all();
 }

@@ -6,7 +6,7 @@ use std::io;
 
 use linklab_mac::{PhyTx, RxProducer, Storage};
 
-use super::tap::Tap;
+use crate::tap::Tap;
 
 /// Most frames moved from the TAP per round, so a flood cannot starve the main loop (the
 /// kernel keeps the rest in the TAP's own queue, like a NIC's FIFO).

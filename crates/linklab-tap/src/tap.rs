@@ -17,8 +17,7 @@ pub struct Tap {
 }
 
 impl Tap {
-    /// Opens (creating it if needed) the TAP interface `name`; `name` must already be valid
-    /// (1..=15 bytes, see `args`).
+    /// Opens (creating it if needed) the TAP interface `name` (1..=15 bytes, no NUL).
     pub fn open(name: &str) -> io::Result<Tap> {
         let existed = Path::new("/sys/class/net").join(name).exists();
         // SAFETY: plain open(2) of a constant, NUL-terminated path.

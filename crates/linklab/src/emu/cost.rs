@@ -1,5 +1,4 @@
-//! `linklab emu --cost` and `--throughput`: what the firmware costs, counted on its own ISA,
-//! and what stock iperf3 measures against it.
+//! `linklab emu cost`: what the firmware costs, counted on its own ISA.
 //!
 //! Instructions: QEMU's `-icount shift=0` runs one guest instruction per nanosecond of virtual
 //! time. The firmware counts its awake work per layer (`/stats` `cpu.work`): on riscv32 with
@@ -14,15 +13,28 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::board::Board;
-use super::image::image_size;
+use super::board::{Board, Work as WorkSource};
+use super::image::{carries_traffic, image_size, Chosen, Measure};
 use super::lab::Lab;
 use super::line::LineArgs;
+use super::transfer::{Transfer, Watch};
+
+/// Options of `linklab emu cost`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    measure: Measure,
+}
+
+/// Runs `linklab emu cost`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let p = args.measure.prepare("cost", carries_traffic)?;
+    let result = cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?;
+    args.measure.report(&result)
+}
 
 /// Bytes moved each way for the instruction count.
 const COST_BYTES: &str = "4M";
-/// Seconds of each throughput run.
-const THROUGHPUT_SECONDS: &str = "5";
 
 /// The device's awake work since boot: the main loop plus the interrupt handler (the ISR
 /// counter wraps at 32 bits; differences below are taken modulo that).
@@ -191,16 +203,17 @@ fn console_stats_after(lab: &mut Lab, tests: u64) -> anyhow::Result<Value> {
     }
 }
 
-/// Instructions per payload byte both ways, flash, RAM and stack. With `console_work` (an
-/// image without `/stats`) the work counters come from the console's work lines, printed at
-/// boot and after each test (there is no fetch to take off; writing a line is counted in
-/// the next one's figures).
+/// Instructions per payload byte both ways, flash, RAM and stack. With an image without
+/// `/stats` (its work on the console) the work counters come from the console's work lines,
+/// printed at boot and after each test (there is no fetch to take off; writing a line is
+/// counted in the next one's figures).
 pub fn cost(
     board: &Board,
+    chosen: &Chosen,
     image: &Path,
     line: Option<&LineArgs>,
-    console_work: bool,
 ) -> anyhow::Result<Value> {
+    let console_work = chosen.spec.work == WorkSource::Console;
     let size = image_size(image)?;
     let mut lab = match line {
         Some(l) => Lab::boot_line(board, image, Some(0), l)?,
@@ -208,9 +221,9 @@ pub fn cost(
     };
     if console_work {
         let s1 = console_stats_after(&mut lab, 0)?;
-        let rx_report = lab.iperf3(&["-n", COST_BYTES])?;
+        let rx_report = moved(&lab, false)?;
         let s2 = console_stats_after(&mut lab, 1)?;
-        let tx_report = lab.iperf3(&["-n", COST_BYTES, "-R"])?;
+        let tx_report = moved(&lab, true)?;
         let s3 = console_stats_after(&mut lab, 2)?;
         let none = Work {
             isr: 0,
@@ -237,9 +250,9 @@ pub fn cost(
     // test with up to a few hundred kB of that still in its send buffer, never sent: a
     // capture of one run had 3.57 MB of payload on the TAP for 4.19 MB "sent", the device
     // counting 3.56 MB), and sent, as the device counted them.
-    let rx_report = lab.iperf3(&["-n", COST_BYTES])?;
+    let rx_report = moved(&lab, false)?;
     let s2 = lab.stats()?;
-    let tx_report = lab.iperf3(&["-n", COST_BYTES, "-R"])?;
+    let tx_report = moved(&lab, true)?;
     let s3 = lab.stats()?;
     cost_json(
         board,
@@ -252,7 +265,19 @@ pub fn cost(
     )
 }
 
-/// The `--cost` document from the work before (`s[0]`), between (`s[1]`) and after
+/// [`COST_BYTES`] one way (the device's counters are read around it by the caller): the
+/// iperf3 report.
+fn moved(lab: &Lab, device_sends: bool) -> anyhow::Result<Value> {
+    let t = Transfer::Iperf3 {
+        device_sends,
+        options: &["-n", COST_BYTES],
+    };
+    lab.transfer(t, Watch::Nothing)?
+        .report
+        .context("an iperf3 transfer has its report")
+}
+
+/// The `cost` document from the work before (`s[0]`), between (`s[1]`) and after
 /// (`s[2]`) the two transfers, less `fetch` (what reading the figures cost), and where the
 /// figures were read (`source`).
 fn cost_json(
@@ -298,69 +323,4 @@ fn cost_json(
         "conservation_holds": s3["conservation"]["holds"].as_bool(),
         "work_source": source,
     }))
-}
-
-fn mbps(report: &Value, key: &str) -> f64 {
-    let bps = report["end"][key]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0);
-    (bps / 1e4).round() / 100.0
-}
-
-/// Stock curl downloading `path` from the device (the device sends): bytes per second of
-/// body, as curl measures it (`%{speed_download}`).
-fn http_download_bytes_per_s(lab: &Lab, path: &str) -> anyhow::Result<f64> {
-    let url = format!("http://{}{path}", super::lab::DEVICE_IP);
-    let out = lab.run(&[
-        "curl",
-        "-sS",
-        "--max-time",
-        "60",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{speed_download}",
-        &url,
-    ])?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim()
-        .parse::<f64>()
-        .with_context(|| format!("curl printed no speed: {text:?}"))
-}
-
-/// Stock iperf3 TCP both ways and (unless `no_http`) a curl download of /1MB.txt (the device
-/// sends), QEMU free-running and at a fixed instruction rate.
-pub fn throughput(
-    board: &Board,
-    image: &Path,
-    shift: u32,
-    line: Option<&LineArgs>,
-    no_http: bool,
-) -> anyhow::Result<Value> {
-    let mut runs = Vec::new();
-    for icount in [None, Some(format!("shift={shift},align=on,sleep=on"))] {
-        let lab = match line {
-            Some(l) => Lab::boot_line(board, image, icount.as_ref().map(|_| shift), l)?,
-            None => Lab::boot(board, image, icount.clone())?,
-        };
-        if icount.is_some() {
-            lab.without_tail_loss_probes()?;
-        }
-        let rx = lab.iperf3(&["-t", THROUGHPUT_SECONDS])?;
-        let tx = lab.iperf3(&["-t", THROUGHPUT_SECONDS, "-R"])?;
-        // An image without the HTTP server (the minimal one) has no download to time.
-        let http = if no_http {
-            None
-        } else {
-            Some(http_download_bytes_per_s(&lab, "/1MB.txt")?)
-        };
-        runs.push(json!({
-            "icount": icount,
-            "mips": icount.as_ref().map(|_| 1000.0 / f64::from(1u32 << shift)),
-            "rx_mbps": mbps(&rx, "sum_received"),
-            "tx_mbps": mbps(&tx, "sum_received"),
-            "http_1mb_kB_per_s": http.map(|h| (h / 100.0).round() / 10.0),
-        }));
-    }
-    Ok(json!({ "board": board.name, "isa": board.isa, "runs": runs }))
 }
