@@ -1,5 +1,5 @@
 //! The images' footprint and data-path cost against issue 33's budget, as `linklab emu
-//! --board mps2-an385 [--image minimal] --cost --json` measures them (QEMU `-icount
+//! cost mps2-an385 [--image minimal] --json` measures them (QEMU `-icount
 //! shift=0`, stock iperf3 4 MB each way): flash (vectors + .text + .rodata + .data), RAM
 //! (static + the stack's painted peak) and instructions per payload byte, device receiving
 //! and sending. Each test fails past its bound.
@@ -32,26 +32,32 @@ const KIB: u64 = 1024;
 
 /// What iperf 2 (linklab-firmware's feature `iperf2`, which the full images serve since issue
 /// 48) adds to the full image's flash on mps2-an385: 112 388 B with it, 89 320 B without
-/// (`scripts/knob-sizes`, "full without iperf2"; `linklab emu --board mps2-an385 --cost`
-/// of each, the same). Its sans-IO core is 6.1 KB of it, its hosting (the pool, the smoltcp
+/// (`scripts/knob-sizes`, "full without iperf2"; `linklab emu cost mps2-an385` of each,
+/// the same). Its sans-IO core is 6.1 KB of it, its hosting (the pool, the smoltcp
 /// adapter) 7.8 KB, soft-float arithmetic for the UDP report's jitter ~3 KB.
 const IPERF2_FLASH: u64 = 23_068;
 
 /// What iperf 2 adds to the full image's RAM (static and the stack's painted peak): 98 552 B
-/// with it, 94 904 B without (`linklab emu --board mps2-an385 --cost` of each): its sockets'
+/// with it, 94 904 B without (`linklab emu cost mps2-an385` of each): its sockets'
 /// slots and its state; its buffers are the iperf3 data memory's (one test at a time).
 const IPERF2_RAM: u64 = 3_648;
 
-/// Runs `linklab emu --cost` on mps2-an385 (`image`: `--image` value, or the main-loop
+/// Runs `linklab emu cost` on mps2-an385 (`image`: `--image` value, or the main-loop
 /// image) `runs` times; returns each run's JSON document.
 fn cost_runs(image: Option<&str>, runs: usize) -> Vec<Value> {
-    let dir = common::tempdir(&format!("footprint-{}", image.unwrap_or("full")));
+    cost_runs_with(image, &[], runs)
+}
+
+/// [`cost_runs`] with `more` options of `linklab emu cost` (`--iperf2`).
+fn cost_runs_with(image: Option<&str>, more: &[&str], runs: usize) -> Vec<Value> {
+    let name = format!("footprint-{}{}", image.unwrap_or("full"), more.concat());
+    let dir = common::tempdir(&name);
     (0..runs)
         .map(|i| {
             let json = dir.join(format!("cost-{i}.json"));
             let mut cmd = Command::new(linklab_bin());
-            cmd.args(["emu", "--board", "mps2-an385", "--cost", "--json"])
-                .arg(&json);
+            cmd.args(["emu", "cost", "mps2-an385", "--json"]).arg(&json);
+            cmd.args(more);
             if let Some(name) = image {
                 cmd.args(["--image", name]);
             }
@@ -130,28 +136,11 @@ fn mps2_an385_full_image_within_budget() {
 }
 
 /// iperf 2's cost per byte on the full image (issue 48: no worse than iperf3's on the same
-/// image): stock `iperf -c -n 4M`, and `-R`, through `linklab emu --cost --iperf2`, within
+/// image): stock `iperf -c -n 4M`, and `-R`, through `linklab emu cost --iperf2`, within
 /// the bounds iperf3's figures have above.
 #[test]
 fn mps2_an385_full_image_iperf2_within_the_iperf3_bounds() {
-    let dir = common::tempdir("footprint-iperf2");
-    let runs: Vec<Value> = (0..5)
-        .map(|i| {
-            let json = dir.join(format!("cost-{i}.json"));
-            let mut cmd = Command::new(linklab_bin());
-            cmd.args([
-                "emu",
-                "--board",
-                "mps2-an385",
-                "--cost",
-                "--iperf2",
-                "--json",
-            ])
-            .arg(&json);
-            run_ok(&mut cmd);
-            serde_json::from_slice(&std::fs::read(&json).expect("read --json")).unwrap()
-        })
-        .collect();
+    let runs = cost_runs_with(None, &["--iperf2"], 5);
     for r in &runs {
         assert_eq!(r["tool"], "iperf2", "{r}");
         assert_eq!(r["rx_bytes"].as_u64(), Some(4 << 20), "{r}");

@@ -100,7 +100,7 @@ pub(crate) fn serve<B: Board, D: NetDevice>(
         work.main = work.main.wrapping_add(awake.net(&mut board));
         work.loops = work.loops.wrapping_add(1);
         // Without /stats, the work so far goes to the console at boot and after each
-        // iperf3 test (what `linklab emu --cost` reads from a minimal image).
+        // iperf3 test (what `linklab emu cost` reads from a minimal image).
         #[cfg(not(feature = "stats"))]
         {
             let c = apps.iperf().counters();

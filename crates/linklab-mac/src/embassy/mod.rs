@@ -265,7 +265,9 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate> D
         }
         if !self.mac.tx_side().phy_ready() {
             let now = self.mac.clock().now_ns();
-            self.mac.clock().wake_at(now.saturating_add(TX_RETRY_NS), cx.waker());
+            self.mac
+                .clock()
+                .wake_at(now.saturating_add(TX_RETRY_NS), cx.waker());
             return None;
         }
         let waker = remember(&mut self.waker, cx.waker());

@@ -55,15 +55,38 @@ pub const MAX_UDP_PAYLOAD: usize = 1472;
 /// - `wrap` (optional): a function every app's future goes through, e.g. one that measures
 ///   the apps' share of the CPU.
 ///
-/// ```ignore
+/// ```no_run
+/// # #[cfg(all(feature = "http", feature = "iperf2"))]
+/// # mod example {
+/// use embassy_executor::{SpawnError, Spawner};
+/// use embassy_net::Stack;
+/// use linklab_perf::embassy::{AppCounters, AppStats, IperfMemory, SharedMemory};
+/// use static_cell::ConstStaticCell;
+///
 /// static COUNTERS: AppCounters = AppCounters::new();
+/// // Six TCP sockets (two control, four data), a data memory of two streams.
+/// static IPERF: ConstStaticCell<IperfMemory<6, 2, 8192, 4096, 4, 2048>> =
+///     ConstStaticCell::new(IperfMemory::new());
+/// // The data memory as the two iperf servers' tasks share it.
+/// static DATA_MEMORY: SharedMemory = SharedMemory::new();
+///
 /// linklab_perf::embassy_app_tasks! {
-///     iperf_sockets: 4,
+///     iperf_sockets: 6,
 ///     counters: &COUNTERS,
 ///     gate: None,
 ///     routes: |stack| AppStats::new("my-board", &COUNTERS, stack),
 /// }
-/// // in main: spawner.spawn(unwrap!(iperf_task(stack, IPERF.take().buffers())));
+///
+/// pub fn start_iperf(spawner: Spawner, stack: Stack<'static>) -> Result<(), SpawnError> {
+///     let (iperf, iperf2) = IPERF.take().buffers(&DATA_MEMORY);
+///     spawner.spawn(iperf_task(stack, iperf)?);
+///     if let Some(b) = iperf2 {
+///         spawner.spawn(iperf2_task(stack, b)?);
+///     }
+///     Ok(())
+/// }
+/// # }
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! embassy_app_tasks {
@@ -195,7 +218,13 @@ macro_rules! __spawn_iperf2 {
 /// The caller depends on `embassy-executor`, `embassy-net` and `static_cell`, as embassy
 /// firmwares do.
 ///
-/// ```ignore
+/// ```no_run
+/// # #[cfg(all(feature = "http", feature = "echo"))]
+/// # mod example {
+/// use embassy_executor::Spawner;
+/// use embassy_net::{Stack, StackResources};
+/// use linklab_perf::embassy::{AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory};
+///
 /// static COUNTERS: AppCounters = AppCounters::new();
 /// linklab_perf::embassy_apps! {
 ///     iperf: IperfMemory<6, 2, { 10 * 1460 }, { 4 * 1460 }, 4, 2048>,
@@ -205,8 +234,16 @@ macro_rules! __spawn_iperf2 {
 ///     gate: None,
 ///     routes: |stack| AppStats::new("my-board", &COUNTERS, stack),
 /// }
-/// // StackResources<{ app_sockets(true, true) }>; after embassy_net::new:
-/// // unwrap!(spawn_apps::<true, true>(spawner, stack));
+///
+/// /// For `embassy_net::new`.
+/// pub type Resources = StackResources<{ app_sockets(true, true) }>;
+///
+/// /// After `embassy_net::new`.
+/// pub fn start(spawner: Spawner, stack: Stack<'static>) {
+///     spawn_apps::<true, true>(spawner, stack).unwrap();
+/// }
+/// # }
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! embassy_apps {

@@ -23,13 +23,30 @@
 //! stream's ~350 bytes).
 //!
 //! # Main loop
-//! ```ignore
-//! let mut server = SmoltcpIperfServer::<6, 4>::from_buffers(&mut sockets, buffers, 5201, plan);
-//! loop {
-//!     iface.poll(now, &mut device, &mut sockets);
-//!     server.poll_lent(&mut sockets, &mut memory, now);
-//!     let wake = [iface.poll_at(now, &sockets), server.poll_at()].into_iter().flatten().min();
-//!     // sleep until `wake` or the next packet
+//! ```no_run
+//! use linklab_perf::data_memory::{DataPlan, SmoltcpDataMemory};
+//! use linklab_perf::iperf::device::{IperfBuffers, SmoltcpIperfServer};
+//! use smoltcp::iface::{Interface, SocketSet};
+//! use smoltcp::phy::Device;
+//! use smoltcp::time::Instant;
+//!
+//! fn serve<'a, D: Device>(
+//!     iface: &mut Interface,
+//!     device: &mut D,
+//!     sockets: &mut SocketSet<'a>,
+//!     buffers: IperfBuffers<'a>,
+//!     memory: &mut SmoltcpDataMemory<'a>,
+//!     plan: DataPlan,
+//!     now: impl Fn() -> Instant,
+//! ) -> ! {
+//!     let mut server = SmoltcpIperfServer::<6, 4>::from_buffers(sockets, buffers, 5201, plan);
+//!     loop {
+//!         let t = now();
+//!         iface.poll(t, device, sockets);
+//!         server.poll_lent(sockets, memory, t);
+//!         let wake = [iface.poll_at(t, sockets), server.poll_at()].into_iter().flatten().min();
+//!         // sleep until `wake` or the next packet
+//!     }
 //! }
 //! ```
 

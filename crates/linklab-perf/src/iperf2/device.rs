@@ -5,12 +5,31 @@
 //! sends a stream, and parked without buffers otherwise. No heap.
 //!
 //! `DeviceApps` (`crate::apps`) runs it beside the iperf3 server; alone:
-//! ```ignore
-//! let mut server = SmoltcpIperf2Server::<3>::new(5001, sizes);
-//! loop {
-//!     server.start_connects(&mut iface, &mut sockets); // connect-backs asked for
-//!     iface.poll(now, &mut device, &mut sockets);
-//!     server.poll(&mut sockets, &mut memory, now);
+//! ```no_run
+//! use linklab_perf::data_memory::SmoltcpDataMemory;
+//! use linklab_perf::iperf2::device::SmoltcpIperf2Server;
+//! use linklab_perf::iperf2::pool::Iperf2Sizes;
+//! use smoltcp::iface::{Interface, SocketSet};
+//! use smoltcp::phy::Device;
+//! use smoltcp::time::Instant;
+//!
+//! fn serve<'a, D: Device>(
+//!     iface: &mut Interface,
+//!     device: &mut D,
+//!     sockets: &mut SocketSet<'a>, // room for 3 + 1 sockets
+//!     memory: &mut SmoltcpDataMemory<'a>,
+//!     now: impl Fn() -> Instant,
+//! ) -> ! {
+//!     let sizes = Iperf2Sizes { window: 8 * 1460, tx: 4 * 1460, udp_rx: 4 * 1470, udp_tx: 512 };
+//!     let mut server = SmoltcpIperf2Server::<3>::new(5001, sizes);
+//!     loop {
+//!         let t = now();
+//!         server.start_connects(iface, sockets); // the connect-backs asked for
+//!         iface.poll(t, device, sockets);
+//!         server.poll(sockets, memory, t);
+//!         let wake = [iface.poll_at(t, sockets), server.poll_at()].into_iter().flatten().min();
+//!         // sleep until `wake` or the next packet
+//!     }
 //! }
 //! ```
 

@@ -7,11 +7,18 @@
 //!
 //! # Layers
 //! - [`wire`]: typed views over the header, datagram, report and ack bytes;
+//! - [`detect`]: which iperf a connection's first bytes come from;
 //! - [`request`]: what a header asks for ([`TestRequest`]: mode, amount, port, rate);
 //! - [`udp_stats`]: loss, out-of-order and RFC 1889 jitter exactly as 2.1.8 counts them;
 //! - [`tcp_sender`], [`udp_sender`]: one flow's sending side (`-t`/`-n`, `-b`, the FIN);
 //! - [`tcp_server`]: one server-side TCP connection ([`TcpServerConn`]);
+//! - [`client`]: one client-side TCP connection ([`TcpClientFlow`]);
+//! - [`flow`]: what every TCP flow offers its host ([`TcpFlow`]), and a send-only flow
+//!   for connect-backs ([`SendFlow`]);
 //! - [`udp_server`]: the UDP server's flows ([`UdpServerSession`], [`UdpServer`]).
+//! - [`pool`]: the server of port 5001 over a fixed set of sockets ([`pool::Iperf2Pool`]);
+//!   [`device`] (feature `smoltcp`) runs it over smoltcp sockets lent from the iperf
+//!   servers' data memory.
 //!
 //! # Hosting the server from a socket loop (device or host)
 //! Time is [`Micros`] on any monotonic clock. Nothing here opens a socket, allocates or
@@ -23,7 +30,9 @@
 //! 1. received bytes → `on_received(bytes, now)` (all consumed; discard them in place);
 //!    FIN → `on_peer_closed(now)`; RST/error → `on_reset(now)`;
 //! 2. write `control_output()` (the 28-byte version reply, when the header asks for it)
-//!    before anything else, then `control_sent(n, now)`;
+//!    before anything else, then `control_sent(n, now)` (a connection refused for an iperf3
+//!    cookie still writes the reply its first bytes asked for: `is_finished()` stays false
+//!    until it is out);
 //! 3. `send_allowance(now)` pattern bytes may be written (`-R`, `--full-duplex`): fill
 //!    them with `fill(buf)`, write, `on_sent(n, now)`;
 //! 4. `wants_close_write()` → shut the write side (`close()` on smoltcp), then
@@ -52,12 +61,20 @@
 //! Deadlines: the flow watchdog ([`UdpServerConfig::idle_timeout_us`]), the linger after
 //! the FIN ([`UdpServerConfig::linger_us`]), the `-R` sender's pacing (1 ms steps).
 //!
+//! State sizes (x86-64, checked by a test): `TcpServerConn` 368 B, `UdpServerSession`
+//! 608 B, `UdpServer<_, 1>` 672 B; none allocates.
+//!
 //! A device without the sender's wall clock sets
 //! [`UdpServerConfig::first_transit`] to [`FirstTransit::Skip`] (2.1.8 would count the
 //! whole clock offset into the first jitter sample).
 
+pub mod client;
+pub mod detect;
 #[cfg(feature = "smoltcp")]
 pub mod device;
+pub mod flow;
+#[cfg(feature = "std")]
+pub mod host;
 pub mod pattern;
 pub mod pool;
 pub mod request;
@@ -69,6 +86,8 @@ pub mod udp_stats;
 pub mod wire;
 
 pub use crate::iperf::stream::Micros;
+pub use client::{ClientEnd, TcpClientConfig, TcpClientFlow};
+pub use flow::{SendFlow, TcpFlow};
 pub use request::{Amount, HeaderStyle, Mode, Protocol, TestRequest};
 pub use tcp_sender::TcpSender;
 pub use tcp_server::{ConnectBack, TcpEnd, TcpOutcome, TcpPhase, TcpServerConfig, TcpServerConn};

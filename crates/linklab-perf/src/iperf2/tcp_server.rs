@@ -16,7 +16,7 @@
 //!    (smoltcp `close()`, std `shutdown(Write)`);
 //! 5. [`take_connect_back`](TcpServerConn::take_connect_back): open a connection to the
 //!    **peer's own address** at [`ConnectBack::port`] and run a
-//!    [`TcpSender`](super::TcpSender) of [`ConnectBack::amount`] on it, sending no header;
+//!    [`TcpSender`] of [`ConnectBack::amount`] on it, sending no header;
 //! 6. [`poll`](TcpServerConn::poll) with the time; sleep until
 //!    [`poll_at`](TcpServerConn::poll_at); when [`is_finished`](TcpServerConn::is_finished),
 //!    read [`outcome`](TcpServerConn::outcome) and close (abort if it ended by the watchdog
@@ -209,8 +209,12 @@ impl TcpServerConn {
         self.request.as_ref()
     }
 
-    /// True once the connection is over: close it.
+    /// True once the connection is over (and any reply still due is written): close it.
     pub fn is_finished(&self) -> bool {
+        self.is_over() && self.ack_left == 0
+    }
+
+    fn is_over(&self) -> bool {
         matches!(self.phase, TcpPhase::Finished(_))
     }
 
@@ -237,7 +241,7 @@ impl TcpServerConn {
     }
 
     fn finish(&mut self, end: TcpEnd) {
-        if !self.is_finished() {
+        if !self.is_over() {
             self.phase = TcpPhase::Finished(end);
             self.ack_left = 0;
         }
@@ -246,10 +250,11 @@ impl TcpServerConn {
     /// Counts received bytes and reads the header from the first of them. All of `data` is
     /// consumed.
     pub fn on_received(&mut self, data: &[u8], now: Micros) {
-        if data.is_empty() || self.is_finished() {
+        if data.is_empty() || self.is_over() {
             return;
         }
         let before = self.received;
+        let mut iperf3 = false;
         self.received = self.received.saturating_add(data.len() as u64);
         // Keep the connection's first bytes (the header reader below keeps the same ones)
         // to recognise an iperf3 cookie whether or not they read as a header.
@@ -259,14 +264,8 @@ impl TcpServerConn {
                 if let (Some(dst), Some(src)) = (self.head.get_mut(at..at + n), data.get(..n)) {
                     dst.copy_from_slice(src);
                 }
-                if before + n as u64 == COOKIE_LEN as u64
-                    && self.request.is_none()
-                    && is_iperf3_cookie(&self.head)
-                {
-                    return self.finish(TcpEnd::Refused(
-                        "an iperf3 client (its cookie) on the iperf 2 port",
-                    ));
-                }
+                iperf3 = before + n as u64 == COOKIE_LEN as u64
+                    && super::detect::is_iperf3_cookie(&self.head);
             }
         }
         self.last_rx_us = now;
@@ -286,6 +285,15 @@ impl TcpServerConn {
             if self.head_filled == self.head_want {
                 self.header_step(now);
             }
+        }
+        if iperf3 {
+            // Refused, but a version reply its first bytes asked for still goes out (an
+            // iperf3 client then learns at once that this is an iperf 2 server).
+            let ack = self.ack_left;
+            self.finish(TcpEnd::Refused(
+                "an iperf3 client (its cookie) on the iperf 2 port",
+            ));
+            self.ack_left = ack;
         }
     }
 
@@ -373,6 +381,7 @@ impl TcpServerConn {
             s.stop();
         }
         self.finish(TcpEnd::Reset);
+        self.ack_left = 0;
     }
 
     fn check_done(&mut self) {
@@ -385,9 +394,6 @@ impl TcpServerConn {
 
     /// Control bytes to write before any pattern: the version reply, if due.
     pub fn control_output(&self) -> &[u8] {
-        if self.is_finished() {
-            return &[];
-        }
         ACK.get(ACK_LEN - self.ack_left..).unwrap_or(&[])
     }
 
@@ -403,7 +409,7 @@ impl TcpServerConn {
     /// Pattern bytes that may be written now (`-R`, `--full-duplex`); 0 while the reply is
     /// pending, when there is nothing to send, or while paced.
     pub fn send_allowance(&mut self, now: Micros) -> usize {
-        if self.ack_left > 0 || self.is_finished() || self.write_closed {
+        if self.ack_left > 0 || self.is_over() || self.write_closed {
             return 0;
         }
         self.sender.as_mut().map_or(0, |s| s.allowance(now))
@@ -429,7 +435,7 @@ impl TcpServerConn {
     /// True when our sending is done and the write side should be shut (then call
     /// [`write_closed`](Self::write_closed)).
     pub fn wants_close_write(&self) -> bool {
-        !self.write_closed && !self.is_finished() && self.sender.is_some_and(|s| s.is_done())
+        !self.write_closed && !self.is_over() && self.sender.is_some_and(|s| s.is_done())
     }
 
     /// The host shut the write side.
@@ -451,7 +457,7 @@ impl TcpServerConn {
 
     /// Checks the clocks: the end of a timed send, the watchdog.
     pub fn poll(&mut self, now: Micros) {
-        if self.is_finished() {
+        if self.is_over() {
             return;
         }
         if let Some(s) = self.sender.as_mut() {
@@ -468,7 +474,7 @@ impl TcpServerConn {
 
     /// When to poll next: the watchdog, or the sender's next step.
     pub fn poll_at(&self, now: Micros) -> Option<Micros> {
-        if self.is_finished() {
+        if self.is_over() {
             return None;
         }
         let dog = self.last_activity.saturating_add(self.cfg.idle_timeout_us);
@@ -482,20 +488,6 @@ impl TcpServerConn {
 
 /// Length of an iperf3 control cookie: 36 characters of its alphabet and a NUL.
 const COOKIE_LEN: usize = crate::iperf::wire::COOKIE_SIZE;
-
-/// True if `head` starts with an iperf3 cookie. Its first word reads as an iperf 2 header
-/// (the letters set the EXTEND bit), so without this an iperf3 client would wait for a
-/// 60-byte header it never sends until the watchdog.
-fn is_iperf3_cookie(head: &[u8]) -> bool {
-    let Some(cookie) = head.get(..COOKIE_LEN) else {
-        return false;
-    };
-    let (chars, nul) = cookie.split_at(COOKIE_LEN - 1);
-    nul == [0]
-        && chars
-            .iter()
-            .all(|c| crate::iperf::wire::COOKIE_ALPHABET.contains(c))
-}
 
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ use super::pattern;
 use super::request::{Amount, HeaderStyle, TestRequest};
 use super::wire::ack::HeaderAck;
 use super::wire::datagram::DatagramFormat;
+use super::wire::header::TCP_LEN as TCP_HEADER_LEN;
 use super::wire::report::{ReportInfo, V1_LEN as REPORT_V1_LEN};
 use super::wire::{ServerReport, UdpDatagram, MIN_UDP_LEN};
 use crate::iperf::stream::Micros;
@@ -127,6 +128,12 @@ impl UdpSender {
         self.bytes
     }
 
+    /// Bytes a receiver counts: the data and the first FIN (a full datagram; repeats of
+    /// the FIN are not counted by a receiver).
+    pub fn bytes_with_fin(&self) -> u64 {
+        self.bytes + u64::from(self.fin_sent.min(1)) * self.cfg.len as u64
+    }
+
     /// When the first datagram went out.
     pub fn started_at(&self) -> Option<Micros> {
         self.start
@@ -206,13 +213,28 @@ impl UdpSender {
                 -(self.last_id + 1 + i64::from(self.fin_sent))
             }
         };
-        let len = self.cfg.len;
-        let out = buf.get_mut(..len)?;
         let at = self.cfg.format.header_len();
+        let len = match self.cfg.amount {
+            // -n: the last datagram carries what is left, as 2.1.8's last write does (but
+            // never less than the headers it must carry).
+            Amount::Bytes(n) if id > 0 => {
+                let min = at + self.cfg.header.map_or(0, |_| TCP_HEADER_LEN);
+                let left = n.saturating_sub(self.bytes).max(min as u64);
+                self.cfg
+                    .len
+                    .min(usize::try_from(left).unwrap_or(usize::MAX))
+            }
+            _ => self.cfg.len,
+        };
+        let out = buf.get_mut(..len)?;
         if let Some(payload) = out.get_mut(at..) {
-            pattern::fill(payload, 0);
-            if let Some((req, style)) = self.cfg.header {
-                req.write(style, payload);
+            match self.cfg.header {
+                // 2.1.8 sends zeros after its header (its buffer's unused header space).
+                Some((req, style)) => {
+                    payload.fill(0);
+                    req.write(style, payload);
+                }
+                None => pattern::fill(payload, 0),
             }
         }
         let mut d = UdpDatagram::new_unchecked(&mut out[..]);
@@ -397,7 +419,7 @@ mod tests {
         let got = TestRequest::from_udp_datagram(&b, DatagramFormat::Current);
         assert!(got.seqno_64);
         assert_eq!(&b[16..20], &0x4801_0098u32.to_be_bytes());
-        // The pattern fills what follows the header.
-        assert_eq!(b[76], b'0');
+        // Zeros follow the header, as 2.1.8 sends them.
+        assert_eq!(b[76], 0);
     }
 }

@@ -103,7 +103,8 @@ pub struct UdpOutcome {
     pub stats: UdpReceiveStats,
     /// The report (what was or would be sent).
     pub report: ReportInfo,
-    /// Datagrams and bytes the server sent (`-R`).
+    /// Datagrams and bytes the server sent (`-R`; the FIN included, as the client counts
+    /// it).
     pub sent: (u64, u64),
     /// Reports sent.
     pub reports_sent: u8,
@@ -192,7 +193,12 @@ impl UdpServerSession {
             request: self.request,
             stats: self.stats,
             report: self.report(),
-            sent: self.sender.map_or((0, 0), |s| (s.datagrams(), s.bytes())),
+            sent: self.sender.map_or((0, 0), |s| {
+                (
+                    s.datagrams() + u64::from(s.fins_sent().min(1)),
+                    s.bytes_with_fin(),
+                )
+            }),
             reports_sent: self.reports_sent,
             timed_out: self.timed_out,
             connect_back_refused: self.connect_back_refused,

@@ -201,3 +201,18 @@ fn never_panics_on_any_prefix() {
         }
     }
 }
+
+#[test]
+fn iperf3_probe_cookie_gets_the_reply_then_refused() {
+    let seed = (0..4000u64)
+        .find(|s| crate::iperf2::detect::elicits_iperf2_reply(&crate::iperf::wire::make_cookie(*s)))
+        .unwrap();
+    let cookie = crate::iperf::wire::make_cookie(seed);
+    let mut c = TcpServerConn::new(TcpServerConfig::default(), 0);
+    c.on_received(&cookie, 0);
+    assert!(!c.is_finished());
+    assert_eq!(c.control_output().len(), 28);
+    c.control_sent(28, 1);
+    assert!(c.is_finished());
+    assert!(matches!(c.outcome().end, Some(TcpEnd::Refused(_))));
+}

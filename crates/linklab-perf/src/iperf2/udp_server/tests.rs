@@ -142,3 +142,15 @@ fn reverse_sends_paced_then_one_fin() {
     assert!((want..=want + 2).contains(&data), "{data} datagrams");
     assert!(now < 1_100_000, "ended at {now}");
 }
+
+#[test]
+fn state_sizes_stay_small() {
+    // What a device pays per TCP connection and per UDP flow slot (no heap); on x86-64:
+    // 368, 608 and 672 bytes when measured.
+    let tcp = core::mem::size_of::<crate::iperf2::TcpServerConn>();
+    let flow = core::mem::size_of::<UdpServerSession>();
+    let server = core::mem::size_of::<UdpServer<[u8; 6], 1>>();
+    assert!(tcp <= 384, "TcpServerConn {tcp} B");
+    assert!(flow <= 640, "UdpServerSession {flow} B");
+    assert!(server <= flow + 64, "UdpServer<_, 1> {server} B");
+}
