@@ -67,13 +67,14 @@ mod arm {
         let mut at = dst.as_mut_ptr();
         if blocks > 0 {
             // SAFETY: `blocks * BURST` words from `at` lie in `dst`; the loads are the
-            // port's (the caller's contract). r6, r7 are reserved by the compiler; the eight
-            // data registers are named, the rest it picks.
+            // port's (the caller's contract). The eight data registers are named, outside
+            // what the compiler keeps (r6, and the frame pointer: r7 in Thumb, r11 in A32);
+            // it picks the rest.
             unsafe {
                 asm!(
                     "2:",
-                    "ldm {port}, {{r2, r3, r4, r5, r8, r9, r10, r11}}",
-                    "stm {at}!, {{r2, r3, r4, r5, r8, r9, r10, r11}}",
+                    "ldm {port}, {{r2, r3, r4, r5, r8, r9, r10, r12}}",
+                    "stm {at}!, {{r2, r3, r4, r5, r8, r9, r10, r12}}",
                     "adds {sum}, {sum}, r2",
                     "adcs {sum}, {sum}, r3",
                     "adcs {sum}, {sum}, r4",
@@ -81,7 +82,7 @@ mod arm {
                     "adcs {sum}, {sum}, r8",
                     "adcs {sum}, {sum}, r9",
                     "adcs {sum}, {sum}, r10",
-                    "adcs {sum}, {sum}, r11",
+                    "adcs {sum}, {sum}, r12",
                     "adc {sum}, {sum}, #0",
                     "subs {n}, {n}, #1",
                     "bne 2b",
@@ -90,7 +91,7 @@ mod arm {
                     sum = inout(reg) sum,
                     n = inout(reg) blocks => _,
                     out("r2") _, out("r3") _, out("r4") _, out("r5") _,
-                    out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+                    out("r8") _, out("r9") _, out("r10") _, out("r12") _,
                     options(nostack),
                 );
             }
@@ -119,15 +120,15 @@ mod arm {
             unsafe {
                 asm!(
                     "2:",
-                    "ldm {at}!, {{r2, r3, r4, r5, r8, r9, r10, r11}}",
-                    "stm {port}, {{r2, r3, r4, r5, r8, r9, r10, r11}}",
+                    "ldm {at}!, {{r2, r3, r4, r5, r8, r9, r10, r12}}",
+                    "stm {port}, {{r2, r3, r4, r5, r8, r9, r10, r12}}",
                     "subs {n}, {n}, #1",
                     "bne 2b",
                     port = in(reg) port,
                     at = inout(reg) at,
                     n = inout(reg) blocks => _,
                     out("r2") _, out("r3") _, out("r4") _, out("r5") _,
-                    out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+                    out("r8") _, out("r9") _, out("r10") _, out("r12") _,
                     options(nostack),
                 );
             }
