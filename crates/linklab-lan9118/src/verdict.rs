@@ -94,17 +94,18 @@ fn good(frame: &[u8], body: &[u32], body_sum: u32) -> Option<bool> {
     let (at, skip) = (tail_from / 4, tail_from % 4);
     let first = u32::from_le(*body.get(at)?) & (u32::MAX << (8 * skip));
     let tail = add_ones(sum_words(body.get(at + 1..)?), first);
-    let segment = [ethernet, header, tail]
-        .into_iter()
-        .fold(body_sum, |acc, part| add_ones(acc, !part));
+    // The segment's sum, plus the pseudo-header's addresses (IPv4 header bytes 12..20:
+    // words 6 and 7 of the header, 3 + 3 and 3 + 4 of `body`).
+    let mut segment = add_ones(body_sum, !ethernet);
+    segment = add_ones(segment, !header);
+    segment = add_ones(segment, !tail);
+    segment = add_ones(segment, u32::from_le(*body.get(6)?));
+    segment = add_ones(segment, u32::from_le(*body.get(7)?));
     // The little-endian words from an even position sum to the byte-swapped sum of the
-    // big-endian 16-bit words (RFC 1071 2(B)).
-    let segment = fold(segment).swap_bytes();
-    let be = |i: usize| u32::from(u16::from_be_bytes([ip[i], ip[i + 1]]));
-    let pseudo = be(12) + be(14) + be(16) + be(18) + u32::from(proto) + l4_len as u32;
+    // big-endian 16-bit words (RFC 1071 2(B)); the rest of the pseudo-header is big-endian.
+    let all = fold(u32::from(fold(segment).swap_bytes()) + u32::from(proto) + l4_len as u32);
     // Zero in one's complement has two forms; a sum with the pseudo-header in it is never
     // the positive one, but modulo 0xffff both mean "right".
-    let all = fold(pseudo + u32::from(segment));
     Some(all == 0xffff || all == 0)
 }
 
