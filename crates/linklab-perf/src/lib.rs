@@ -30,4 +30,6 @@ pub mod rules;
 pub mod slice_writer;
 pub mod socket;
 #[cfg(feature = "smoltcp")]
+pub mod socket_buffers;
+#[cfg(feature = "smoltcp")]
 pub mod synack_watch;

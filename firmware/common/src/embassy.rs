@@ -86,10 +86,10 @@ static GATE: ServiceGate = ServiceGate::new();
 /// `addr..addr + linklab_perf::device_config::CONFIG_LEN` must be readable memory.
 pub unsafe fn config(addr: usize) -> DeviceConfig {
     // SAFETY: forwarded from the caller.
-    match unsafe { crate::read_config(addr) } {
+    match unsafe { crate::config::read_config(addr) } {
         Ok(c) => c,
         Err(e) => {
-            let why = crate::config_problem(e);
+            let why = crate::config::config_problem(e);
             defmt::warn!("linklab firmware: {=str}, using 198.18.0.2/24", why);
             DeviceConfig::DEFAULT
         }
@@ -108,7 +108,7 @@ pub fn run(
     let stack_paint = crate::stack::paint(board.stack_limit, board.stack_top);
     critical_section::with(|cs| BOARD.borrow(cs).set(Some(board)));
     logger::set_console(board.console);
-    let Some(bytes) = crate::take_bytes() else {
+    let Some(bytes) = crate::buffers::take_bytes() else {
         defmt::error!("linklab firmware: run() called twice");
         loop {
             (board.idle)(|| false);
@@ -143,7 +143,7 @@ pub fn run(
         seed,
     );
 
-    let crate::Bytes {
+    let crate::buffers::Bytes {
         echo_udp_rx,
         echo_udp_tx,
         echo_tcp_rx,

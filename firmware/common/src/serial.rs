@@ -18,8 +18,10 @@ use smoltcp::iface::{Config as IfaceConfig, Interface};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
+use crate::apps::{device_apps, take_buffers, Apps};
+use crate::main_loop::now;
 use crate::stats::Rendered;
-use crate::{device_apps, now, take_buffers, Apps, Board};
+use crate::Board;
 
 /// The UART's line rate the link assumes (QEMU's UARTs move bytes as fast as the host side
 /// takes them; 4 Mbaud is the highest standard rate, so `linklab serial --baud 4000000`).

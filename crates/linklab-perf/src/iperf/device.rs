@@ -42,11 +42,11 @@ use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::stream::Micros;
 use super::wire::MAX_STREAMS;
-use crate::apps::TcpBuffers;
 use crate::evict::half_open_to;
 use crate::lend::Lender;
 use crate::lifetime::{evict, relisten, tcp_socket};
 use crate::rules::Peer;
+use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
 
