@@ -47,11 +47,12 @@ pub struct Sizing {
 
 /// Every app and mode (the default images). Nine frames, as in Niccle's MAC write-up and
 /// the FreeRTOS+TCP peer, and a window of six segments (Niccle's seven, less what smoltcp's
-/// cap cuts off: [`TCP_WINDOW`]); two streams (`-P 2`, `--bidir`) in two chunks of 11 680
-/// bytes that the UDP socket borrows during UDP tests; two segments in flight for `-R`
-/// (the device waits for the host's ACK there too, busy 81 % of its clock sending at 125
-/// MIPS on the embassy image, but a third per stream would take the full image's RAM past
-/// 96 KiB on mps2-an385; a soft PHY's 10BASE-T line needs four: feature `soft-phy`); two
+/// cap cuts off: [`TCP_WINDOW`]); two streams (`-P 2`, `--bidir`) in two chunks of 14 600
+/// bytes that the UDP socket borrows during UDP tests; four segments in flight for `-R`
+/// (lwIP's perf configuration sends from eight: each main-loop pass then sends up to four
+/// segments for the ACKs it took in, where two cost a pass per two: `linklab emu --board
+/// mps2-an385 --cost` sent 4.31 -> 3.49-3.52 instructions per byte, the passes per segment
+/// 0.51 -> 0.26, for 5 840 B of RAM; a soft PHY's 10BASE-T line needed four too); two
 /// HTTP sockets with three segments to send each (with two, a curl download waited for the
 /// host's ACK: at 125 MIPS the embassy image sent 11.6 MB/s, busy 80 % of its clock; three
 /// give 13.3 MB/s for 2 920 bytes: `linklab emu --board riscv32-virt --embassy --predict
@@ -59,7 +60,7 @@ pub struct Sizing {
 pub const FULL: Sizing = Sizing {
     queue_frames: 9,
     iperf_streams: 2,
-    iperf_tx_segments: if cfg!(feature = "soft-phy") { 4 } else { 2 },
+    iperf_tx_segments: 4,
     iperf_control: 512,
     iperf_json: 2048,
     iperf_udp_packets: [6, 2],
