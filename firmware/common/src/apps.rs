@@ -85,6 +85,7 @@ fn empty_slots(at: &mut MaybeUninit<Slots>) -> &mut Slots {
     ///
     /// # Safety
     /// `array` points to `N` writable elements of `T`.
+    #[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
     unsafe fn fill<T: Copy, const N: usize>(array: *mut [T; N], value: T) {
         for i in 0..N {
             // SAFETY: element `i` of the array the caller vouches for.
