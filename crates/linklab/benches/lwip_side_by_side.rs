@@ -29,7 +29,7 @@
 //! Options (after `--`): `--runs N` (default 2), `--write-readme`, `--json FILE`,
 //! `--throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
 //! machine), `--profile` (per-function instructions per byte of every transfer), `--no-cost`
-//! (skip `linklab emu --cost`), `--only lwip|main|minimal` (repeatable).
+//! (skip `linklab emu --cost`), `--only lwip|main|compact|minimal` (repeatable).
 
 #[path = "lwip_side_by_side/counter.rs"]
 mod counter;
@@ -174,25 +174,27 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             key: "main",
             label: "linklab main loop".into(),
             elf,
-            speaks: Speaks::Linklab { http: true },
+            speaks: Speaks::Linklab { stats: true },
             device_count: true,
         });
     }
-    if wanted("minimal") && std::env::var_os("LINKLAB_IMAGE").is_none() {
+    // The images built with the `minimal` profile: lwIP's feature set, the iperf3 server alone.
+    for (key, label) in [
+        ("compact", "linklab compact (lwIP's feature set)"),
+        ("minimal", "linklab minimal"),
+    ] {
+        if !wanted(key) || std::env::var_os("LINKLAB_IMAGE").is_some() {
+            continue;
+        }
+        let bin = format!("fw-mps2-an385-{key}");
         let mut args = vec!["--profile", "minimal"];
         args.extend(TARGET);
-        args.extend([
-            "--no-default-features",
-            "--features",
-            "minimal",
-            "--bin",
-            "fw-mps2-an385-minimal",
-        ]);
+        args.extend(["--no-default-features", "--features", key, "--bin", &bin]);
         v.push(Image {
-            key: "minimal",
-            label: "linklab minimal".into(),
-            elf: build_firmware(&args, "minimal/fw-mps2-an385-minimal")?,
-            speaks: Speaks::Linklab { http: false },
+            key,
+            label: label.into(),
+            elf: build_firmware(&args, &format!("minimal/{bin}"))?,
+            speaks: Speaks::Linklab { stats: false },
             device_count: false,
         });
     }

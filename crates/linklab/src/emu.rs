@@ -59,9 +59,11 @@ pub struct Args {
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
     mac: Option<[u8; 6]>,
     /// Boot another of the board's images by name — `minimal`: the iperf3 TCP server alone
-    /// (`-R`, one stream, the results exchange) and ICMP — or this firmware image (an ELF
-    /// file; a file named like an image is given with a path, e.g. `./minimal`) instead of
-    /// building the main-loop image from linklab's firmware/ folder.
+    /// (`-R`, one stream, the results exchange) and ICMP; `compact` (mps2-an385): lwIP's
+    /// feature set, the iperf3 TCP server both ways, HTTP with the bench files and ICMP —
+    /// or this firmware image (an ELF file; a file named like an image is given with a
+    /// path, e.g. `./minimal`) instead of building the main-loop image from linklab's
+    /// firmware/ folder.
     #[arg(long, value_name = "NAME|ELF")]
     image: Option<PathBuf>,
     /// Run QEMU with `-icount shift=N` (one instruction per 2^N ns of virtual time), 0..=10.
@@ -170,7 +172,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (args.line.phy10_line, "--phy10-line"),
         ];
         if let Some((_, flag)) = other.iter().find(|(on, _)| *on) {
-            bail_usage!("--image minimal: not with {flag} (the minimal image is the iperf3 TCP server alone)");
+            let name = args
+                .image
+                .as_deref()
+                .map_or("".into(), |p| p.display().to_string());
+            bail_usage!("--image {name}: not with {flag} (the {name} image is the main loop with fewer apps)");
         }
     }
     if args.blast {
@@ -218,7 +224,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         let image = image::find_or_build(&board, kind, file)?;
-        let console_work = kind == Image::Minimal;
+        let console_work = kind.console_work();
         let result = if args.cost {
             measure::cost(&board, &image, line_args, console_work)?
         } else if args.cost_parts {
@@ -233,7 +239,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 line_args,
             )?
         } else {
-            measure::throughput(&board, &image, shift.unwrap_or(3), line_args, console_work)?
+            measure::throughput(
+                &board,
+                &image,
+                shift.unwrap_or(3),
+                line_args,
+                kind == Image::Minimal,
+            )?
         };
         println!("{}", serde_json::to_string_pretty(&result)?);
         if let Some(path) = &args.json {
@@ -311,6 +323,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         match kind {
             Image::Embassy => " (embassy image)",
             Image::Minimal => " (minimal image)",
+            Image::Compact => " (compact image)",
             _ => "",
         }
     );

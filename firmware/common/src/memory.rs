@@ -93,9 +93,31 @@ pub const MINIMAL: Sizing = Sizing {
     echo_udp: 0,
 };
 
+/// lwIP's feature set (feature `compact`): the iperf3 TCP server (one stream, `-R`, the
+/// results exchange), the HTTP bench-file server on one socket, ICMP, sized as the lwIP
+/// peer's perf configuration: nine frames and a window of six segments (lwIP's `TCP_WND`,
+/// 8 760 bytes), four segments in flight (`-R`; lwIP sends from eight, whose RAM this image
+/// keeps for its RX queue), one HTTP socket sending from three segments.
+pub const COMPACT: Sizing = Sizing {
+    queue_frames: 9,
+    iperf_streams: 1,
+    iperf_tx_segments: 4,
+    iperf_control: 512,
+    iperf_json: 1024,
+    iperf_udp_packets: [0, 0],
+    http_sockets: 1,
+    http_rx: 1024,
+    http_tx: 3 * ETHERNET_MSS,
+    echo_tcp: 0,
+    echo_udp_packets: 0,
+    echo_udp: 0,
+};
+
 /// The sizes this build uses.
 pub const SIZING: Sizing = if cfg!(feature = "minimal") {
     MINIMAL
+} else if cfg!(feature = "compact") {
+    COMPACT
 } else {
     FULL
 };

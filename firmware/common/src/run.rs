@@ -202,6 +202,9 @@ fn boot_line<B: Board>(board: &mut B, config: &DeviceConfig) {
     if cfg!(feature = "minimal") {
         line.text(", minimal");
     }
+    if cfg!(feature = "compact") {
+        line.text(", compact");
+    }
     line.text("\n");
     board.console(line.as_str());
 }

@@ -22,8 +22,9 @@ use super::emulator::{Clock, Emulator, DEVICE};
 pub enum Speaks {
     /// lwIP's peer image: lwiperf (iperf 2, port 5001), its console reports each test.
     Lwip,
-    /// A linklab image: iperf3 (5201); `http` if it serves `/stats`.
-    Linklab { http: bool },
+    /// A linklab image: iperf3 (5201); `stats` if it serves `/stats` (else its console
+    /// prints work lines with the stack's peak).
+    Linklab { stats: bool },
 }
 
 /// One counted transfer.
@@ -205,7 +206,7 @@ fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
             let first = mem.iter().position(|&b| b != 0).unwrap_or(mem.len());
             Ok(SCAN - first as u64)
         }
-        Speaks::Linklab { http: true } => {
+        Speaks::Linklab { stats: true } => {
             let url = format!("http://{DEVICE}/stats");
             let out = emu.run(&["curl", "-sS", "--max-time", "20", &url])?;
             let stats: Value = serde_json::from_slice(&out.stdout).context("/stats")?;
@@ -213,7 +214,7 @@ fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
                 .as_u64()
                 .context("/stats has no memory.stack_peak_bytes")
         }
-        Speaks::Linklab { http: false } => {
+        Speaks::Linklab { stats: false } => {
             let line = emu
                 .lines("linklab work:")
                 .pop()

@@ -89,7 +89,8 @@ pub struct Flavour {
 pub enum Profile {
     /// `release`: every image but the minimal ones.
     Release,
-    /// `minimal`: release with smoltcp optimised for size too, for the minimal images.
+    /// `minimal`: release with smoltcp optimised for size too, for the minimal and compact
+    /// images.
     Minimal,
 }
 
@@ -118,6 +119,10 @@ pub struct Images {
     /// stream, the results exchange) and ICMP, without `/stats` (its console prints the work
     /// counters after each iperf3 test instead).
     pub minimal: Option<Flavour>,
+    /// The compact image (`--image compact`): lwIP's feature set — the iperf3 TCP server both
+    /// ways, the HTTP bench-file server, ICMP — without `/stats` (the console's work lines,
+    /// as the minimal image).
+    pub compact: Option<Flavour>,
 }
 
 /// Every board.
@@ -150,6 +155,12 @@ pub const BOARDS: [Board; 3] = [
             minimal: Some(Flavour {
                 feature: "minimal",
                 bin: "fw-mps2-an385-minimal",
+                default_features: false,
+                profile: Profile::Minimal,
+            }),
+            compact: Some(Flavour {
+                feature: "compact",
+                bin: "fw-mps2-an385-compact",
                 default_features: false,
                 profile: Profile::Minimal,
             }),
@@ -191,6 +202,7 @@ pub const BOARDS: [Board; 3] = [
                 default_features: false,
                 profile: Profile::Minimal,
             }),
+            compact: None,
         },
     },
     Board {
@@ -221,6 +233,7 @@ pub const BOARDS: [Board; 3] = [
                 default_features: false,
                 profile: Profile::Minimal,
             }),
+            compact: None,
         },
     },
 ];

@@ -30,34 +30,44 @@ pub enum Image {
     SoftPhy,
     /// `--image minimal` ([`super::board::Images::minimal`]).
     Minimal,
+    /// `--image compact` ([`super::board::Images::compact`]).
+    Compact,
 }
 
-/// The image names `--image` takes besides an ELF path.
-pub const NAMED_IMAGES: [&str; 1] = ["minimal"];
+impl Image {
+    /// True for the images without `/stats`, whose console prints the work counters
+    /// (`--cost` reads them there).
+    pub fn console_work(self) -> bool {
+        matches!(self, Image::Minimal | Image::Compact)
+    }
+}
 
-/// `--image`'s value as one of the board's named images ([`NAMED_IMAGES`]: Some), or an ELF
+/// `--image`'s value as one of the board's named images (`minimal`, `compact`: Some), or an ELF
 /// file (None; a file named like an image is given with a path, e.g. `./minimal`). A name
 /// the board has no image for is one line naming the boards that have it.
 pub fn named(board: &Board, value: Option<&Path>) -> anyhow::Result<Option<Image>> {
     let Some(name) = value.and_then(Path::to_str) else {
         return Ok(None);
     };
-    if !NAMED_IMAGES.contains(&name) {
-        return Ok(None);
-    }
-    if board.images.minimal.is_none() {
+    let (kind, of): (Image, fn(&Board) -> bool) = match name {
+        "minimal" => (Image::Minimal, |b| b.images.minimal.is_some()),
+        "compact" => (Image::Compact, |b| b.images.compact.is_some()),
+        _ => return Ok(None),
+    };
+    if !of(board) {
         let with: Vec<&str> = super::board::BOARDS
             .iter()
-            .filter(|b| b.images.minimal.is_some())
+            .filter(|b| of(b))
             .map(|b| b.name)
             .collect();
         bail!(
-            "--image {name}: {} has no {name} image ({} have one)",
+            "--image {name}: {} has no {name} image ({} {} one)",
             board.name,
-            with.join(", ")
+            with.join(", "),
+            if with.len() == 1 { "has" } else { "have" }
         );
     }
-    Ok(Some(Image::Minimal))
+    Ok(Some(kind))
 }
 
 /// The `kind` image of `board`: `image` if given, else built (cargo is a no-op when it is up
@@ -92,6 +102,9 @@ pub fn find_or_build(board: &Board, kind: Image, image: Option<&Path>) -> anyhow
             })?),
             Image::Minimal => Some(board.images.minimal.with_context(|| {
                 format!("--image minimal: {} has no minimal image", board.name)
+            })?),
+            Image::Compact => Some(board.images.compact.with_context(|| {
+                format!("--image compact: {} has no compact image", board.name)
             })?),
         };
     build(board, image, flavour)
@@ -236,6 +249,19 @@ mod tests {
             e,
             "--phy10-line: mps2-an385 has no soft-PHY image (riscv32-virt has one)"
         );
+        let riscv = super::super::board::BOARDS[1];
+        let e = named(&riscv, Some(Path::new("compact")))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--image compact: riscv32-virt has no compact image (mps2-an385 has one)"
+        );
+        assert_eq!(
+            named(&riscv, Some(Path::new("minimal"))).unwrap(),
+            Some(Image::Minimal)
+        );
+        assert_eq!(named(&riscv, Some(Path::new("./compact"))).unwrap(), None);
     }
 
     #[test]
