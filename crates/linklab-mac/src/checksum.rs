@@ -47,7 +47,7 @@ pub fn sum(data: &[u8]) -> u16 {
     // Bytes are summed by their position from the start of `data`: an even position is
     // the high byte of a big-endian word.
     let byte_at = |pos: usize, b: u8| -> u64 {
-        if pos % 2 == 0 {
+        if pos.is_multiple_of(2) {
             u64::from(b) << 8
         } else {
             u64::from(b)

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// Every counted profile: its name, its data file (relative to the repository root) and the
 /// file, compiled in.
-pub const PROFILES: [(&str, &str, &str); 4] = [
+pub const PROFILES: [(&str, &str, &str); 5] = [
     (
         "riscv32-measured",
         "crates/linklab-sim/data/riscv32-measured.json",
@@ -32,6 +32,11 @@ pub const PROFILES: [(&str, &str, &str); 4] = [
         "mps2-measured",
         "crates/linklab-sim/data/mps2-measured.json",
         include_str!("../data/mps2-measured.json"),
+    ),
+    (
+        "sabrelite-measured",
+        "crates/linklab-sim/data/sabrelite-measured.json",
+        include_str!("../data/sabrelite-measured.json"),
     ),
 ];
 

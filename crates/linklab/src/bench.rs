@@ -152,7 +152,7 @@ pub struct Args {
     #[arg(long, value_name = "US", value_parser = values::ranged(0.0, 100_000.0))]
     pub main_fixed_us: Option<f64>,
     /// A counted profile (riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy,
-    /// mps2-measured, niccle-measured): the CPU clock in MHz (1..=10000) [default: 160, the
+    /// mps2-measured, sabrelite-measured, niccle-measured): the CPU clock in MHz (1..=10000) [default: 160, the
     /// ESP32-C6's]. The emulator's `-icount shift=N` runs at 1000 / 2^N MIPS.
     #[arg(long, value_name = "MHZ", value_parser = values::ranged(1.0, 10_000.0))]
     pub mhz: Option<f64>,
@@ -238,7 +238,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         && (args.mhz.is_some() || args.cpi.is_some() || args.misaligned_copy.is_some())
     {
         bail_usage!(
-            "--mhz, --cpi and --misaligned-copy: only with a counted profile (riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy, mps2-measured, niccle-measured; the others are times, not instruction counts)"
+            "--mhz, --cpi and --misaligned-copy: only with a counted profile (riscv32-measured, riscv32-embassy-measured, riscv32-soft-phy, mps2-measured, sabrelite-measured, niccle-measured; the others are times, not instruction counts)"
         );
     }
     let clock = Clock {

@@ -44,7 +44,8 @@ use qemu::{Boot, Network, Qemu};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The emulated board: mps2-an385 (Cortex-M3, LAN9118), riscv32-virt (riscv32imac,
-    /// virtio-net) or zynq7000 (Cortex-A9, Cadence GEM through zynq7000-hal's driver).
+    /// virtio-net), zynq7000 (Cortex-A9, Cadence GEM through zynq7000-hal's driver) or
+    /// sabrelite (i.MX6's Cortex-A9, the ENET through linklab-imx-enet).
     #[arg(long, value_name = "BOARD", value_parser = Board::by_name)]
     board: Board,
     /// TAP interface for the NIC: created by QEMU, gone when it stops; must not exist yet.
@@ -81,7 +82,7 @@ pub struct Args {
     /// its word; QEMU -icount shift=0, stock iperf3 and curl): the data file of the image's
     /// linklab bench profile (riscv32-virt: riscv32-measured, with --embassy
     /// riscv32-embassy-measured, with --phy10-line riscv32-soft-phy; mps2-an385:
-    /// mps2-measured).
+    /// mps2-measured; sabrelite: sabrelite-measured).
     #[arg(long, conflicts_with_all = ["tap", "ip", "throughput", "cost", "icount"])]
     cost_parts: bool,
     /// Run the image at a fixed instruction rate (`--icount`, default 3: 125 MIPS) against

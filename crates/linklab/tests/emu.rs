@@ -1,6 +1,7 @@
 //! linklab's firmware on emulated MCUs, against real peers: `linklab emu` boots each board's
 //! image in QEMU (mps2-an385 with its LAN9118, riscv32 virt with virtio-net, xilinx-zynq-a9
-//! with its Cadence GEM through zynq7000-hal's driver) inside a network namespace the test
+//! with its Cadence GEM through zynq7000-hal's driver, sabrelite with its i.MX6 ENET through
+//! linklab-imx-enet) inside a network namespace the test
 //! creates; stock ping, curl and iperf3 3.12 measure it from the kernel
 //! side of the TAP. Addresses come from 198.18.0.0/15; nothing leaves the namespace.
 //!
@@ -502,6 +503,23 @@ fn zynq7000_serves_ping_http_iperf3_and_probe() {
     end_to_end_with("zynq7000", true);
 }
 
+/// The i.MX6 FEC iperf study's board: the main loop over linklab-imx-enet, the ENET's
+/// receive interrupt writing frames straight into linklab-mac's RX queue.
+#[test]
+fn sabrelite_serves_ping_http_iperf3_and_probe() {
+    end_to_end_with("sabrelite", true);
+}
+
+#[test]
+fn sabrelite_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_peers() {
+    embassy_end_to_end_with("sabrelite", true);
+}
+
+#[test]
+fn sabrelite_minimal_image_serves_iperf3_and_refuses_what_it_leaves_out() {
+    minimal_end_to_end("sabrelite");
+}
+
 #[test]
 fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     let emu = |args: &[&str]| {
@@ -513,7 +531,7 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     };
     assert_one_line_error(
         &emu(&["--board", "esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
-        "invalid value 'esp32' for '--board <BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000",
+        "invalid value 'esp32' for '--board <BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000, sabrelite",
     );
     assert_one_line_error(
         &emu(&["--board", "mps2-an385", "--tap", "t0", "--ip", "nope"]),

@@ -14,7 +14,7 @@ use embassy_net::udp::PacketMetadata;
 use embassy_net::{Ipv4Address, Ipv4Cidr, Runner, Stack, StackResources, StaticConfigV4};
 use fw_zynq7000::embassy::executor::{self, measured, Layer};
 use fw_zynq7000::gem::{self, GemDevice, Rings};
-use fw_zynq7000::{init, timer, uart, wake, CONFIG_ADDR};
+use fw_zynq7000::{init, uart, wake, CONFIG_ADDR, TIMER};
 use linklab_firmware::memory::*;
 use linklab_firmware::stats::{Snapshot, TcpEntry, TcpList};
 use linklab_perf::device_config::DeviceConfig;
@@ -110,8 +110,9 @@ extern "C" fn main_entry() -> ! {
         Some(core::ptr::addr_of!(_stack_top) as usize),
     );
     uart::init();
+    linklab_cortex_a9::set_console(uart::write);
     let mut periphs = init();
-    timer::init();
+    TIMER.init();
     wake::init(&mut periphs);
     let config = config();
     let (driver, rings, _phy) = match gem::start(config.mac) {
@@ -135,7 +136,7 @@ extern "C" fn main_entry() -> ! {
     });
     static RESOURCES: StaticCell<StackResources<SOCKETS>> = StaticCell::new();
     let m = config.mac;
-    let seed = timer::now_ns() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
+    let seed = TIMER.now_ns() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
     let (stack, runner) = embassy_net::new(
         device,
         net_config,

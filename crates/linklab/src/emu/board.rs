@@ -126,7 +126,7 @@ pub struct Images {
 }
 
 /// Every board.
-pub const BOARDS: [Board; 3] = [
+pub const BOARDS: [Board; 4] = [
     Board {
         name: "mps2-an385",
         package: "fw-mps2-an385",
@@ -236,6 +236,38 @@ pub const BOARDS: [Board; 3] = [
             compact: None,
         },
     },
+    // The i.MX6 FEC iperf study's board: one core of its i.MX6 Quad, the ENET (QEMU's
+    // imx.enet, its PHY at MDIO address 6 as on the real board) through linklab-imx-enet.
+    Board {
+        name: "sabrelite",
+        package: "fw-sabrelite",
+        target: "armv7a-none-eabi",
+        qemu: "qemu-system-arm",
+        qemu_package: "qemu-system-arm",
+        machine: &["-M", "sabrelite", "-smp", "1"],
+        config_addr: 0x10EF_FF00,
+        isa: "ARMv7-A (Cortex-A9)",
+        // The SoC's own ENET takes the first NIC whatever the model says; named for the reader.
+        nic: Nic::OnBoard { model: "imx.enet" },
+        console: "i.MX UART1",
+        images: Images {
+            serial: None,
+            embassy: Some(Flavour {
+                feature: "embassy",
+                bin: "fw-sabrelite-embassy",
+                default_features: true,
+                profile: Profile::Release,
+            }),
+            soft_phy: None,
+            minimal: Some(Flavour {
+                feature: "minimal",
+                bin: "fw-sabrelite-minimal",
+                default_features: false,
+                profile: Profile::Minimal,
+            }),
+            compact: None,
+        },
+    },
 ];
 
 impl Board {
@@ -275,7 +307,10 @@ mod tests {
     fn unknown_board_names_the_known_ones() {
         let e = Board::by_name("esp32").unwrap_err();
         assert!(
-            e.contains("mps2-an385") && e.contains("riscv32-virt") && e.contains("zynq7000"),
+            e.contains("mps2-an385")
+                && e.contains("riscv32-virt")
+                && e.contains("zynq7000")
+                && e.contains("sabrelite"),
             "{e}"
         );
         assert_eq!(

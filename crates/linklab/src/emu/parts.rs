@@ -64,8 +64,9 @@ pub fn profile_of(board: &Board, kind: Image) -> anyhow::Result<(&'static str, &
         ("riscv32-virt", Image::Embassy) => "riscv32-embassy-measured",
         ("riscv32-virt", Image::SoftPhy) => "riscv32-soft-phy",
         ("mps2-an385", Image::Main) => "mps2-measured",
+        ("sabrelite", Image::Main) => "sabrelite-measured",
         _ => bail!(
-            "--cost-parts, --predict: no simulator profile for this image of {} (profiles: riscv32-virt's main-loop, --embassy and --phy10-line images; mps2-an385's main-loop image)",
+            "--cost-parts, --predict: no simulator profile for this image of {} (profiles: riscv32-virt's main-loop, --embassy and --phy10-line images; mps2-an385's and sabrelite's main-loop images)",
             board.name
         ),
     };
@@ -113,6 +114,14 @@ pub fn sources(board: &Board, kind: Image) -> Vec<String> {
         "mps2-an385" => {
             s.extend(["crates/linklab-lan9118/src", "crates/linklab-mmio/src"].map(String::from))
         }
+        "sabrelite" => s.extend(
+            [
+                "crates/linklab-imx-enet/src",
+                "crates/linklab-mmio/src",
+                "firmware/cortex-a9",
+            ]
+            .map(String::from),
+        ),
         _ => s.push("crates/linklab-virtio-net/src".into()),
     }
     if kind == Image::SoftPhy {
@@ -659,11 +668,13 @@ mod tests {
     fn every_counted_profile_has_an_image_and_a_command_that_writes_its_file() {
         let riscv = Board::by_name("riscv32-virt").unwrap();
         let mps2 = Board::by_name("mps2-an385").unwrap();
+        let sabrelite = Board::by_name("sabrelite").unwrap();
         let images = [
             (riscv, Image::Main),
             (riscv, Image::Embassy),
             (riscv, Image::SoftPhy),
             (mps2, Image::Main),
+            (sabrelite, Image::Main),
         ];
         for (name, path, _) in PROFILES {
             let (board, kind) = images
@@ -691,5 +702,6 @@ mod tests {
         }
         assert!(sources(&riscv, Image::SoftPhy).contains(&"crates/linklab-phy10/src".into()));
         assert!(sources(&mps2, Image::Main).contains(&"crates/linklab-lan9118/src".into()));
+        assert!(sources(&sabrelite, Image::Main).contains(&"crates/linklab-imx-enet/src".into()));
     }
 }

@@ -18,7 +18,7 @@ use linklab_firmware::stats::{CpuFigures, LayerWork};
 use linklab_firmware::ISR_WORK;
 use static_cell::StaticCell;
 
-use crate::{timer, wake};
+use crate::{wake, GIC, TIMER};
 
 /// Set by the pender (a task was woken): poll again before sleeping.
 static PENDED: AtomicBool = AtomicBool::new(false);
@@ -74,12 +74,12 @@ impl Mark {
     fn now() -> Mark {
         Mark {
             isr: ISR_WORK.load(Ordering::Relaxed),
-            ns: timer::now_ns(),
+            ns: TIMER.now_ns(),
         }
     }
 
     fn net(&self) -> u64 {
-        let all = timer::now_ns().wrapping_sub(self.ns);
+        let all = TIMER.now_ns().wrapping_sub(self.ns);
         let isr = ISR_WORK.load(Ordering::Relaxed).wrapping_sub(self.isr);
         all.saturating_sub(u64::from(isr))
     }
@@ -120,7 +120,7 @@ impl<F: Future> Future for Measured<F> {
 pub fn cpu_figures() -> CpuFigures {
     let stack = FIGURES.painted.get();
     CpuFigures {
-        uptime_ns: timer::now_ns(),
+        uptime_ns: TIMER.now_ns(),
         idle_ns: FIGURES.idle_ns.get(),
         stack_peak_bytes: stack.map_or(0, |s| s.peak()),
         stack_size_bytes: stack.map_or(0, |s| s.size()),
@@ -151,13 +151,13 @@ pub fn run(painted: Stack, spawn: impl FnOnce(Spawner)) -> ! {
         if PENDED.load(Ordering::Acquire) {
             continue;
         }
-        let before = timer::now_ns();
-        if !wake::pending() {
+        let before = TIMER.now_ns();
+        if !GIC.pending() {
             aarch32_cpu::asm::wfi();
         }
-        let start = timer::now_ns();
+        let start = TIMER.now_ns();
         wake::clear_embassy();
-        linklab_firmware::add_isr_work(timer::now_ns() - start);
-        add(&FIGURES.idle_ns, timer::now_ns().saturating_sub(before));
+        linklab_firmware::add_isr_work(TIMER.now_ns() - start);
+        add(&FIGURES.idle_ns, TIMER.now_ns().saturating_sub(before));
     }
 }

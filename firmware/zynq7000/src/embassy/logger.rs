@@ -59,4 +59,4 @@ unsafe impl defmt::Logger for Logger {
     }
 }
 
-defmt::timestamp!("{=u64:us}", crate::timer::now_ns() / 1000);
+defmt::timestamp!("{=u64:us}", crate::TIMER.now_ns() / 1000);

@@ -9,7 +9,7 @@ use core::task::Waker;
 use critical_section::Mutex;
 use embassy_time_queue_utils::Queue;
 
-use crate::timer;
+use crate::TIMER;
 
 const _: () = assert!(embassy_time_driver::TICK_HZ == 1_000_000_000);
 
@@ -31,22 +31,22 @@ embassy_time_driver::time_driver_impl!(static TIME: GlobalTimer = GlobalTimer {
 /// Arms the comparator for `at` (`u64::MAX`: none); false if `at` has passed.
 fn set_alarm(at: u64) -> bool {
     if at == u64::MAX {
-        timer::disarm();
+        TIMER.disarm();
         return true;
     }
-    if at <= timer::now_ns() {
+    if at <= TIMER.now_ns() {
         return false;
     }
-    timer::arm_at_ns(at);
+    TIMER.arm_at_ns(at);
     true
 }
 
 impl Timers {
     /// Wakes what is due and arms the comparator for the next timer.
     fn arm(&mut self) {
-        let mut next = self.queue.next_expiration(timer::now_ns());
+        let mut next = self.queue.next_expiration(TIMER.now_ns());
         while !set_alarm(next) {
-            next = self.queue.next_expiration(timer::now_ns());
+            next = self.queue.next_expiration(TIMER.now_ns());
         }
         self.armed = next;
     }
@@ -54,7 +54,7 @@ impl Timers {
 
 impl embassy_time_driver::Driver for GlobalTimer {
     fn now(&self) -> u64 {
-        timer::now_ns()
+        TIMER.now_ns()
     }
 
     fn schedule_wake(&self, at: u64, waker: &Waker) {

@@ -46,6 +46,6 @@ pub trait PoolSockets {
     /// Makes TCP socket `i`, whose connection the pool just reset for a new client, listen
     /// on `port` again: at once for a half-open or spent connection; for an `evicted` one
     /// (a live peer) after its RST has left. True when it listens now; false when the pool
-    /// is to make it listen once the RST left (see [`Room::Freeing`]).
+    /// is to make it listen once the RST left (see [`Room::Freeing`](super::Room::Freeing)).
     fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool;
 }
