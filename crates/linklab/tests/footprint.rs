@@ -32,8 +32,7 @@ fn cost_runs(image: Option<&str>, runs: usize) -> Vec<Value> {
         .map(|i| {
             let json = dir.join(format!("cost-{i}.json"));
             let mut cmd = Command::new(linklab_bin());
-            cmd.args(["emu", "cost", "mps2-an385", "--json"])
-                .arg(&json);
+            cmd.args(["emu", "cost", "mps2-an385", "--json"]).arg(&json);
             if let Some(name) = image {
                 cmd.args(["--image", name]);
             }

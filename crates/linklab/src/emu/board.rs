@@ -224,7 +224,8 @@ impl ImageSpec {
     /// console.
     const fn compact(bin: &'static str) -> ImageSpec {
         ImageSpec {
-            about: "lwIP's feature set: iperf3 TCP both ways, HTTP bench files, ICMP; built for size",
+            about:
+                "lwIP's feature set: iperf3 TCP both ways, HTTP bench files, ICMP; built for size",
             ..ImageSpec::minimal(bin)
         }
         .named("compact", "compact")
