@@ -1,7 +1,7 @@
 //! iperf 2 and iperf3's streams on linklab's firmware images, against the stock tools:
 //! `linklab emu` boots each board's main-loop and embassy image once (mps2-an385, riscv32
-//! virt; as tests/emu.rs does, in a network namespace the test creates) and Debian's iperf
-//! 2.1.8 runs every mode the images serve in sequence (`-n`, `-t`, `-P 2`, `-r`, `-d`, `-R`,
+//! virt, sabrelite; zynq7000's main-loop image; as tests/emu.rs does, in a network
+//! namespace the test creates) and Debian's iperf 2.1.8 runs every mode the images serve in sequence (`-n`, `-t`, `-P 2`, `-r`, `-d`, `-R`,
 //! `--full-duplex`, `-X`, UDP with its server report; `-t 1` each), each test's bytes as the
 //! client counted them equal to the device's counters; then stock iperf3 with three streams
 //! each way and the full MSS on every connection (the regressions of issue 48: `-P 3`
@@ -48,4 +48,22 @@ fn riscv32_virt_image_serves_iperf2_and_iperf3_three_streams() {
 #[test]
 fn riscv32_virt_embassy_image_serves_iperf2_and_iperf3_three_streams() {
     image("riscv32-virt", &["--embassy"], false);
+}
+
+/// The i.MX6 FEC iperf study's board and its loop (`iperf -c HOST -r`, among the modes):
+/// QEMU's sabrelite over linklab-imx-enet (issue 52).
+#[test]
+fn sabrelite_image_serves_iperf2_and_iperf3_three_streams() {
+    image("sabrelite", &[], false);
+}
+
+#[test]
+fn sabrelite_embassy_image_serves_iperf2_and_iperf3_three_streams() {
+    image("sabrelite", &["--embassy"], false);
+}
+
+/// zynq7000-hal's GEM driver under the same apps.
+#[test]
+fn zynq7000_image_serves_iperf2_and_iperf3_three_streams() {
+    image("zynq7000", &[], false);
 }
