@@ -8,9 +8,10 @@ use embassy_net::udp::PacketMetadata;
 use embassy_net::Stack;
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::signal::Signal;
+use linklab_perf::data_memory::{DataPlan, MIN_RX};
 use linklab_perf::embassy::{
-    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, ServiceGate, TcpBuffers,
-    UdpBuffers,
+    echo_server, http_server, iperf_server, AppCounters, IperfBuffers, ServiceGate, SharedMemory,
+    TcpBuffers, UdpBuffers,
 };
 use linklab_perf::http::NoRoutes;
 
@@ -18,8 +19,11 @@ use linklab_perf::http::NoRoutes;
 /// every other wake-up of the stack is the driver's or embassy-net's own).
 pub type Stop = Signal<CriticalSectionRawMutex, ()>;
 
-/// iperf3 TCP sockets: control, a spare listener, two data streams.
-const IPERF_SOCKETS: usize = 4;
+/// iperf3 TCP sockets: control, a spare listener, four data sockets (over two streams' worth
+/// of data memory, shared out when a test has more).
+const IPERF_SOCKETS: usize = 6;
+/// Send buffer of an iperf3 data stream.
+const IPERF_TX: usize = 4 * 1460;
 
 fn leaked(len: usize) -> &'static mut [u8] {
     vec![0u8; len].leak()
@@ -50,8 +54,20 @@ pub async fn serve(
     gate: &ServiceGate,
     stop: &Stop,
 ) {
+    // Two streams' window and send buffer, and the 4 bytes each share takes there.
+    let chunk = window + IPERF_TX + 4;
+    let memory: &'static SharedMemory = Box::leak(Box::new(SharedMemory::new()));
+    memory.init(leaked(2 * chunk));
     let iperf = IperfBuffers::<IPERF_SOCKETS> {
-        tcp: core::array::from_fn(|_| tcp(window, 4 * 1460)),
+        control: [tcp(MIN_RX, 512), tcp(MIN_RX, 512)],
+        memory,
+        plan: DataPlan {
+            bytes: 2 * chunk,
+            window,
+            tx: IPERF_TX,
+            udp_rx: window,
+            per_stream: 4,
+        },
         udp: udp(16, 16 * 1500),
         json_rx: leaked(8192),
         json_tx: leaked(4096),

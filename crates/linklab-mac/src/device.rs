@@ -81,9 +81,15 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Device for Mac<'q, S, T, C> {
         Some((MacRxToken { frame }, MacTxToken { tx: self.tx_side() }))
     }
 
+    /// None while a frame is deferred, or while the PHY has no room for one: smoltcp then
+    /// keeps what it would send and tries again on its next egress (a NIC whose transmit
+    /// buffers are all in flight would otherwise drop the frame, and the TCP stream lose a
+    /// segment to a retransmission timeout: three iperf3 streams sending at once did, on
+    /// virtio-net's four buffers).
     fn transmit(&mut self, _timestamp: Instant) -> Option<Self::TxToken<'_>> {
         self.poll();
-        if self.tx_side().has_deferred() {
+        let tx = self.tx_side();
+        if tx.has_deferred() || !tx.phy_ready() {
             return None;
         }
         Some(MacTxToken { tx: self.tx_side() })

@@ -6,10 +6,13 @@
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of app counters.
-pub const APP_COUNTERS: usize = 25;
+pub const APP_COUNTERS: usize = 39;
 
 /// Each counter's app and name, in the order the values come: echo's (the core's six, then
-/// its TCP socket's lifetime), HTTP's, iperf3's. Per service, `reclaimed` counts spent or
+/// its TCP socket's lifetime), HTTP's, iperf3's, iperf 2's (`iperf2`: tests started, done and
+/// failed — `tests` is `tests_done + tests_failed`, plus one while a test runs —, the
+/// connections and UDP flows taken into tests, connect-backs opened, clients turned away
+/// while busy, datagrams dropped, payload bytes each way, then the socket lifetime's). Per service, `reclaimed` counts spent or
 /// half-open sockets freed for a new client, `reclaimed_answered` those of them our SYN-ACK
 /// had answered (a peer that believed it was connected would have been reset; the rules
 /// allow it only after the grace with no answer), `evicted` idle connections reset, and
@@ -41,7 +44,42 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("iperf", "evicted"),
     ("iperf", "reclaimed_answered"),
     ("iperf", "listen_drops"),
+    ("iperf2", "tests"),
+    ("iperf2", "tests_done"),
+    ("iperf2", "tests_failed"),
+    ("iperf2", "streams"),
+    ("iperf2", "open_streams"),
+    ("iperf2", "connect_backs"),
+    ("iperf2", "refused"),
+    ("iperf2", "datagrams_dropped"),
+    ("iperf2", "bytes_received"),
+    ("iperf2", "bytes_sent"),
+    ("iperf2", "reclaimed"),
+    ("iperf2", "evicted"),
+    ("iperf2", "reclaimed_answered"),
+    ("iperf2", "listen_drops"),
 ];
+
+/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2`).
+#[cfg(feature = "iperf2")]
+pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) -> [u64; 14] {
+    [
+        u64::from(c.tests),
+        u64::from(c.tests_done),
+        u64::from(c.tests_failed),
+        u64::from(c.streams),
+        open_streams as u64,
+        u64::from(c.connect_backs),
+        u64::from(c.refused),
+        u64::from(c.datagrams_dropped),
+        c.bytes_received,
+        c.bytes_sent,
+        u64::from(c.reclaimed),
+        u64::from(c.evicted),
+        u64::from(c.reclaimed_answered),
+        u64::from(c.listen_drops),
+    ]
+}
 
 /// The counters, named: `values` in [`NAMES`]' order.
 pub fn named(values: [u64; APP_COUNTERS]) -> [AppCounter; APP_COUNTERS] {

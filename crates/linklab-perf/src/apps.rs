@@ -1,35 +1,43 @@
 //! The set of apps every linklab device runs over smoltcp (feature `smoltcp`): echo (UDP and
-//! TCP 7), the HTTP bench-file server with extra routes such as `GET /stats` (TCP 80), and the
-//! iperf3 server (TCP/UDP 5201). One code path for every home of a device: the TAP soft NIC
+//! TCP 7), the HTTP bench-file server with extra routes such as `GET /stats` (TCP 80), the
+//! iperf3 server (TCP/UDP 5201) and (feature `iperf2`) the iperf 2 server (TCP/UDP 5001), the
+//! two iperf servers lending their data sockets one data memory ([`crate::data_memory`]: one
+//! test at a time across both). One code path for every home of a device: the TAP soft NIC
 //! (`linklab serve`) and each firmware image run this same [`DeviceApps`].
 //!
 //! No heap: the caller lends every socket buffer ([`AppBuffers`]) — statics on an MCU,
 //! leaked vectors on a host — and owns the `SocketSet`.
 
+mod counters;
+#[cfg(feature = "std")]
+pub mod host;
+mod interface;
+
+use core::ptr::addr_of_mut;
 #[cfg(any(feature = "echo", feature = "http"))]
 use smoltcp::iface::SocketHandle;
-use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketSet};
-use smoltcp::phy::Device;
+use smoltcp::iface::SocketSet;
 #[cfg(any(feature = "echo", feature = "http"))]
 use smoltcp::socket::tcp;
-#[cfg(feature = "echo")]
+#[cfg(feature = "udp")]
 use smoltcp::socket::udp;
+
 use smoltcp::time::{Duration, Instant};
 
+use crate::data_memory::{DataMemory, DataPlan, SmoltcpDataMemory};
 #[cfg(feature = "echo")]
-use crate::echo::{SmoltcpEchoServer, ECHO_PORT};
-#[cfg(any(feature = "echo", feature = "http"))]
-use crate::evict::half_open_to;
+use crate::echo::SmoltcpEchoServer;
 use crate::evict::Choice;
 #[cfg(feature = "http")]
 use crate::http;
 use crate::http::Routes;
 use crate::iperf::device::{IperfBuffers, SmoltcpIperfServer, MAX_TCP_SOCKETS};
 use crate::iperf::wire::{DEFAULT_PORT as IPERF_PORT, MAX_STREAMS};
+#[cfg(feature = "iperf2")]
+use crate::iperf2::device::SmoltcpIperf2Server;
 use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
 #[cfg(any(feature = "echo", feature = "http"))]
-use crate::lifetime::{evict, observe, refresh, relisten, tcp_socket, IdleWatch, EVICT_GRACE};
-use crate::synack_watch::{SynAckWatch, SynAcks};
+use crate::lifetime::{observe, tcp_socket, IdleWatch};
 
 pub use crate::socket_buffers::TcpBuffers;
 #[cfg(feature = "udp")]
@@ -38,9 +46,28 @@ pub use crate::socket_buffers::UdpBuffers;
 /// HTTP connections served at once by default (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
 
-/// Every buffer the apps need: the apps a build has (features `echo`, `http`) and the
-/// iperf3 server's ([`IperfBuffers`]: `I` yields its data chunks); `H` HTTP sockets.
-pub struct AppBuffers<'a, I, const H: usize = HTTP_SOCKETS> {
+/// iperf 2's TCP sockets by default: two streams, or a stream and its `-d` connect-back, and
+/// one listening for the next stream or client.
+pub const IPERF2_SOCKETS: usize = 3;
+
+/// The iperf servers' data memory (see [`crate::data_memory`]): its bytes, how a test's
+/// streams share them, the UDP sockets' records.
+pub struct DataBuffers<'a> {
+    /// The bytes.
+    pub bytes: &'a mut [u8],
+    /// How a test's streams share them (a stream's window and send buffer when the memory
+    /// allows, the UDP socket's receive bytes).
+    pub plan: DataPlan,
+    /// The UDP sockets' datagram records, received and sent (lent with a share to whichever
+    /// server's UDP socket carries or waits for a test).
+    #[cfg(feature = "udp")]
+    pub udp_meta: [&'a mut [udp::PacketMetadata]; 2],
+}
+
+/// Every buffer the apps need: the apps a build has (features `echo`, `http`), the iperf3
+/// server's control sockets ([`IperfBuffers`]) and the iperf servers' data memory
+/// ([`DataBuffers`]); `H` HTTP sockets.
+pub struct AppBuffers<'a, const H: usize = HTTP_SOCKETS> {
     /// UDP echo.
     #[cfg(feature = "echo")]
     pub echo_udp: UdpBuffers<'a>,
@@ -50,19 +77,23 @@ pub struct AppBuffers<'a, I, const H: usize = HTTP_SOCKETS> {
     /// The HTTP sockets (requests are short heads; the send side carries the downloads).
     #[cfg(feature = "http")]
     pub http: [TcpBuffers<'a>; H],
-    /// The iperf3 server's.
-    pub iperf: IperfBuffers<'a, I>,
+    /// The iperf3 server's control sockets and JSON.
+    pub iperf: IperfBuffers<'a>,
+    /// The iperf servers' data memory.
+    pub data: DataBuffers<'a>,
 }
 
 pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 
-/// The apps and the handles of the sockets they own: iperf3 over at most `N` TCP sockets
-/// with room for `S` streams, and (features `echo`, `http`) echo and `H` HTTP sockets.
+/// The apps and the handles of the sockets they own: iperf3 over `N` TCP sockets (two
+/// control sockets, `N - 2` data sockets) with room for `S` streams, (features `echo`,
+/// `http`) echo and `H` HTTP sockets, (feature `iperf2`) iperf 2 over `M` TCP sockets.
 pub struct DeviceApps<
     'a,
     const N: usize = MAX_TCP_SOCKETS,
     const S: usize = MAX_STREAMS,
     const H: usize = HTTP_SOCKETS,
+    const M: usize = IPERF2_SOCKETS,
 > {
     #[cfg(feature = "echo")]
     echo: SmoltcpEchoServer,
@@ -85,27 +116,31 @@ pub struct DeviceApps<
     #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
     idle_timeout: Duration,
     iperf: SmoltcpIperfServer<'a, N, S>,
+    /// The data memory the iperf servers' data sockets are lent.
+    memory: SmoltcpDataMemory<'a>,
+    #[cfg(feature = "iperf2")]
+    iperf2: SmoltcpIperf2Server<M>,
 }
 
 /// How often a service's sockets were taken for new clients, and how often a new client had
 /// to wait (see [`crate::evict::Choice`]).
 #[derive(Clone, Copy, Default)]
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
-struct Taken {
+pub(super) struct Taken {
     /// Spent or half-open sockets freed.
-    reclaimed: u64,
+    pub(super) reclaimed: u64,
     /// Of those, half-open ones our SYN-ACK had answered (stale: no answer for the grace).
-    reclaimed_answered: u64,
+    pub(super) reclaimed_answered: u64,
     /// Idle connections reset.
-    evicted: u64,
+    pub(super) evicted: u64,
     /// SYNs dropped unanswered while a handshake we answered may be completing.
-    listen_drops: u64,
+    pub(super) listen_drops: u64,
 }
 
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 impl Taken {
     /// Counts what `choice` did; true when the SYN is to be dropped unanswered.
-    fn count<T>(&mut self, choice: &Choice<T>) -> bool {
+    pub(super) fn count<T>(&mut self, choice: &Choice<T>) -> bool {
         match choice {
             Choice::Take(_, c) if c.evicts() => self.evicted += 1,
             Choice::Take(_, c) => {
@@ -130,53 +165,82 @@ fn udp_socket(b: UdpBuffers<'_>) -> udp::Socket<'_> {
     )
 }
 
-impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H> {
+impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
+    DeviceApps<'a, N, S, H, M>
+{
     /// Creates every app's sockets in `sockets` from `buffers`. The socket set needs room for
-    /// `2 + H` (echo, HTTP) and the iperf3 server's (see [`SmoltcpIperfServer::from_buffers`]).
-    ///
-    /// Always inlined, so that a caller that writes the result straight into a static (the
-    /// firmware) builds it in one frame: outlined, its 13 KB were built and copied once more
-    /// (2.3 KB more stack peak on the Cortex-M3 image, measured).
+    /// `2 + H` (echo, HTTP), the iperf3 server's (see [`SmoltcpIperfServer::from_buffers`])
+    /// and `M + 1` (iperf 2). (To build the apps where they are to live, without a copy on
+    /// the stack, see [`init`](Self::init).)
+    pub fn new(sockets: &mut SocketSet<'a>, buffers: AppBuffers<'a, H>) -> Self {
+        let mut place = core::mem::MaybeUninit::uninit();
+        Self::init(&mut place, sockets, buffers);
+        // SAFETY: `init` initialised every field of `place`.
+        unsafe { place.assume_init() }
+    }
+
+    /// [`new`](Self::new), built in `place` a field at a time: a firmware that keeps its
+    /// apps in a static builds them there, with no whole copy of them on its stack (built by
+    /// value, their construction took a 15 KB frame at boot on the Cortex-M3 image).
     #[inline(always)]
-    pub fn new<I>(sockets: &mut SocketSet<'a>, buffers: AppBuffers<'a, I, H>) -> Self
-    where
-        I: IntoIterator<Item = &'a mut [u8]>,
-    {
-        #[cfg(feature = "echo")]
-        let (udp, tcp) = (
-            sockets.add(udp_socket(buffers.echo_udp)),
-            sockets.add(tcp_socket(buffers.echo_tcp)),
-        );
-        #[cfg(feature = "http")]
-        let http = buffers.http.map(|b| {
-            (
-                sockets.add(tcp_socket(b)),
-                http::Server::new(),
-                IdleWatch::new(),
-            )
-        });
-        let iperf = SmoltcpIperfServer::from_buffers(sockets, buffers.iperf, IPERF_PORT);
-        DeviceApps {
+    pub fn init<'p>(
+        place: &'p mut core::mem::MaybeUninit<Self>,
+        sockets: &mut SocketSet<'a>,
+        buffers: AppBuffers<'a, H>,
+    ) -> &'p mut Self {
+        let p = place.as_mut_ptr();
+        let plan = buffers.data.plan;
+        // SAFETY: every field of `*p` is written exactly once below through a raw pointer,
+        // without reading any, before the whole is assumed initialised.
+        unsafe {
             #[cfg(feature = "echo")]
-            echo: SmoltcpEchoServer::new(udp, tcp),
-            #[cfg(feature = "echo")]
-            echo_tcp: tcp,
-            #[cfg(feature = "echo")]
-            echo_watch: IdleWatch::new(),
-            #[cfg(feature = "echo")]
-            echo_idle_closed: 0,
-            #[cfg(feature = "echo")]
-            echo_taken: Taken::default(),
+            {
+                let udp = sockets.add(udp_socket(buffers.echo_udp));
+                let tcp = sockets.add(tcp_socket(buffers.echo_tcp));
+                addr_of_mut!((*p).echo).write(SmoltcpEchoServer::new(udp, tcp));
+                addr_of_mut!((*p).echo_tcp).write(tcp);
+                addr_of_mut!((*p).echo_watch).write(IdleWatch::new());
+                addr_of_mut!((*p).echo_idle_closed).write(0);
+                addr_of_mut!((*p).echo_taken).write(Taken::default());
+            }
             #[cfg(feature = "http")]
-            http,
-            #[cfg(feature = "http")]
-            http_responses: 0,
-            #[cfg(feature = "http")]
-            http_idle_closed: 0,
-            #[cfg(feature = "http")]
-            http_taken: Taken::default(),
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            iperf,
+            {
+                let http =
+                    addr_of_mut!((*p).http).cast::<(SocketHandle, http::Server, IdleWatch)>();
+                for (i, b) in buffers.http.into_iter().enumerate() {
+                    http.add(i).write((
+                        sockets.add(tcp_socket(b)),
+                        http::Server::new(),
+                        IdleWatch::new(),
+                    ));
+                }
+                addr_of_mut!((*p).http_responses).write(0);
+                addr_of_mut!((*p).http_idle_closed).write(0);
+                addr_of_mut!((*p).http_taken).write(Taken::default());
+            }
+            addr_of_mut!((*p).idle_timeout).write(DEFAULT_IDLE_TIMEOUT);
+            addr_of_mut!((*p).iperf).write(SmoltcpIperfServer::from_buffers(
+                sockets,
+                buffers.iperf,
+                IPERF_PORT,
+                plan,
+            ));
+            #[cfg(feature = "iperf2")]
+            addr_of_mut!((*p).iperf2).write(SmoltcpIperf2Server::new(
+                crate::iperf2::DEFAULT_PORT,
+                crate::iperf2::pool::Iperf2Sizes {
+                    window: plan.window,
+                    tx: plan.tx,
+                    udp_rx: plan.udp_rx,
+                    udp_tx: plan.tx,
+                },
+            ));
+            addr_of_mut!((*p).memory).write(SmoltcpDataMemory {
+                bytes: DataMemory::new(buffers.data.bytes),
+                #[cfg(feature = "udp")]
+                udp_meta: crate::lend::Lender::new(buffers.data.udp_meta),
+            });
+            place.assume_init_mut()
         }
     }
 
@@ -208,12 +272,31 @@ impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H>
         &self.iperf
     }
 
+    /// The iperf 2 server (its counters).
+    #[cfg(feature = "iperf2")]
+    pub fn iperf2(&self) -> &SmoltcpIperf2Server<M> {
+        &self.iperf2
+    }
+
     /// Runs every app once over the sockets, answering HTTP paths other than the bench files
     /// from `routes`; call after each [`poll_interface`](Self::poll_interface). Each TCP
     /// connection is looked at before and after its app ran, so its [`IdleWatch`] sees what
     /// the peer did and not what the app did.
     pub fn poll(&mut self, sockets: &mut SocketSet<'a>, routes: &mut dyn Routes, now: Instant) {
-        self.iperf.poll(sockets, now);
+        self.iperf.poll_lent(sockets, &mut self.memory, now);
+        #[cfg(feature = "iperf2")]
+        {
+            // iperf3 claimed the memory: iperf 2 gives back its idle shares, and iperf3 lends
+            // them to its data sockets at once (its client's streams follow CREATE_STREAMS).
+            let yields = self
+                .memory
+                .bytes
+                .must_yield(crate::data_memory::Tenant::Iperf2);
+            self.iperf2.poll(sockets, &mut self.memory, now);
+            if yields {
+                self.iperf.poll_lent(sockets, &mut self.memory, now);
+            }
+        }
         #[cfg(feature = "echo")]
         {
             observe(
@@ -246,193 +329,6 @@ impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H>
         }
         #[cfg(not(feature = "http"))]
         let _ = routes;
-    }
-
-    /// Runs the interface: ingress one frame at a time, then egress. Before each frame that
-    /// opens a TCP connection (see [`crate::lifetime::syn_port`]) to a service none of whose
-    /// sockets listens, frees one for it ([`crate::evict::choose`]): a spent socket
-    /// (`reclaimed`), else the connection idle longest beyond [`EVICT_GRACE`] (`evicted`:
-    /// the peer gets a RST), else a half-open one our SYN-ACK has not answered (`reclaimed`:
-    /// lwIP's rule, so spoofed SYNs from hosts that never answer cannot lock real clients
-    /// out), else one answered longer than the grace ago (`reclaimed`, also counted in
-    /// `reclaimed_answered`). While a handshake we answered may still complete, the SYN is
-    /// dropped unanswered (`listen_drops`; its client sends it again), so no client that
-    /// believes it is connected is reset; a SYN that finds every connection making progress
-    /// gets smoltcp's RST, as from a busy server. Every SYN-ACK leaving is watched
-    /// ([`crate::synack_watch`]) to know which handshakes were answered. After each frame, a
-    /// UDP echo request is answered and the egress run at once (see
-    /// [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is known before
-    /// the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
-    /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
-    /// Without feature `evict` there is no SYN rule and no SYN-ACK watch: a SYN that finds
-    /// every socket busy gets smoltcp's RST.
-    pub fn poll_interface<D: Device + ?Sized>(
-        &mut self,
-        iface: &mut Interface,
-        device: &mut D,
-        sockets: &mut SocketSet<'a>,
-        now: Instant,
-        next_syn_port: impl FnMut(&D) -> Option<u16>,
-    ) {
-        self.poll_ingress(iface, device, sockets, now, next_syn_port);
-        self.poll_egress(iface, device, sockets, now);
-    }
-
-    /// [`DeviceApps::poll_interface`]'s first half: maintenance and ingress (with the SYN
-    /// rule), nothing sent but what ingress answers at once. Run the apps, then
-    /// [`DeviceApps::poll_egress`]: the segments then leave with what the apps just did —
-    /// an ACK carries the window the app's read just opened (sent before it, the window
-    /// lacked what the app had not read yet, e.g. iperf3's 37-byte cookie, and the peer
-    /// filled it with an odd-sized segment, leaving every later payload off its word in the
-    /// receive buffer), and data the app just queued goes out in the same pass.
-    pub fn poll_ingress<D: Device + ?Sized>(
-        &mut self,
-        iface: &mut Interface,
-        device: &mut D,
-        sockets: &mut SocketSet<'a>,
-        now: Instant,
-        mut next_syn_port: impl FnMut(&D) -> Option<u16>,
-    ) {
-        let mut sent = SynAcks::new();
-        let mut device = SynAckWatch {
-            device,
-            sent: &mut sent,
-            hide_syn_to: None,
-        };
-        iface.poll_maintenance(now);
-        loop {
-            // The SYN rule frees sockets, so a build without eviction skips it.
-            let syn = if cfg!(feature = "evict") {
-                next_syn_port(device.device)
-            } else {
-                None
-            };
-            if let Some(port) = syn {
-                self.note_answered(device.sent, sockets, now);
-                let mut flush = |s: &mut SocketSet<'a>| egress(iface, &mut device, s, now);
-                if self.make_room(port, sockets, now, &mut flush) {
-                    device.hide_syn_to = Some(port);
-                }
-            }
-            let ingress = iface.poll_ingress_single(now, &mut device, sockets);
-            device.hide_syn_to = None;
-            if ingress == PollIngressSingleResult::None {
-                break;
-            }
-            #[cfg(feature = "echo")]
-            while self.echo.echo_datagram(sockets, now) {
-                egress(iface, &mut device, sockets, now);
-            }
-        }
-        self.note_answered(&mut sent, sockets, now);
-    }
-
-    /// [`DeviceApps::poll_interface`]'s second half: egress until nothing is left to send
-    /// (noting the SYN-ACKs that leave).
-    pub fn poll_egress<D: Device + ?Sized>(
-        &mut self,
-        iface: &mut Interface,
-        device: &mut D,
-        sockets: &mut SocketSet<'a>,
-        now: Instant,
-    ) {
-        let mut sent = SynAcks::new();
-        let mut device = SynAckWatch {
-            device,
-            sent: &mut sent,
-            hide_syn_to: None,
-        };
-        egress(iface, &mut device, sockets, now);
-        self.note_answered(&mut sent, sockets, now);
-    }
-
-    /// Marks the half-open connections whose SYN-ACK left (`sent`, drained) as answered at
-    /// `now` (see [`crate::evict::Kind::Answered`]).
-    fn note_answered(&mut self, sent: &mut SynAcks, sockets: &SocketSet<'_>, now: Instant) {
-        if !cfg!(feature = "evict") {
-            return;
-        }
-        while let Some((port, peer)) = sent.pop() {
-            match port {
-                #[cfg(feature = "http")]
-                http::HTTP_PORT => {
-                    for (h, _, watch) in &mut self.http {
-                        if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
-                            watch.note_answered(now);
-                        }
-                    }
-                }
-                #[cfg(feature = "echo")]
-                ECHO_PORT => {
-                    if half_open_to(sockets.get::<tcp::Socket>(self.echo_tcp), peer) {
-                        self.echo_watch.note_answered(now);
-                    }
-                }
-                _ => self.iperf.note_answered(port, peer, sockets, now),
-            }
-        }
-    }
-
-    /// Frees a socket for a new connection to `port` when none of its sockets listens (see
-    /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress. True
-    /// when the SYN is to be dropped unanswered ([`Choice::Defer`]).
-    fn make_room(
-        &mut self,
-        port: u16,
-        sockets: &mut SocketSet<'a>,
-        now: Instant,
-        flush: &mut dyn FnMut(&mut SocketSet<'a>),
-    ) -> bool {
-        match port {
-            #[cfg(feature = "http")]
-            http::HTTP_PORT => {
-                let listening = self
-                    .http
-                    .iter()
-                    .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).state() == tcp::State::Listen);
-                if listening {
-                    return false;
-                }
-                // Progress that came in with the frames before this SYN counts.
-                for (h, _, watch) in &mut self.http {
-                    refresh(watch, sockets.get::<tcp::Socket>(*h), now);
-                }
-                let facts = self
-                    .http
-                    .iter()
-                    .map(|(h, _, w)| w.candidate(sockets.get::<tcp::Socket>(*h)));
-                let choice = crate::evict::choose(facts, now, EVICT_GRACE);
-                if let Choice::Take(i, taken) = choice {
-                    let (h, server, watch) = &mut self.http[i];
-                    *h = if taken.evicts() {
-                        evict(sockets, *h, http::HTTP_PORT, flush)
-                    } else {
-                        relisten(sockets, *h, http::HTTP_PORT)
-                    };
-                    server.reset();
-                    watch.forget();
-                }
-                self.http_taken.count(&choice)
-            }
-            #[cfg(feature = "echo")]
-            ECHO_PORT => {
-                let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
-                refresh(&mut self.echo_watch, socket, now);
-                let facts = [self.echo_watch.candidate(socket)];
-                let choice = crate::evict::choose(facts, now, EVICT_GRACE);
-                if let Choice::Take(_, taken) = choice {
-                    self.echo_tcp = if taken.evicts() {
-                        evict(sockets, self.echo_tcp, ECHO_PORT, flush)
-                    } else {
-                        relisten(sockets, self.echo_tcp, ECHO_PORT)
-                    };
-                    self.echo.forget_tcp(self.echo_tcp);
-                    self.echo_watch.forget();
-                }
-                self.echo_taken.count(&choice)
-            }
-            _ => self.iperf.make_room(port, sockets, now, flush),
-        }
     }
 
     /// Resets every open TCP connection of the apps (a device going down: the RSTs leave on
@@ -471,147 +367,13 @@ impl<'a, const N: usize, const S: usize, const H: usize> DeviceApps<'a, N, S, H>
         let echo = self.echo.poll_at();
         #[cfg(not(feature = "echo"))]
         let echo = None;
-        [self.iperf.poll_at(), echo, idle]
+        #[cfg(feature = "iperf2")]
+        let iperf2 = self.iperf2.poll_at();
+        #[cfg(not(feature = "iperf2"))]
+        let iperf2 = None;
+        [self.iperf.poll_at(), iperf2, echo, idle]
             .into_iter()
             .flatten()
             .min()
-    }
-
-    /// Every app's counters, for `/stats` and the console (0 for an app the build lacks).
-    pub fn counters(&self) -> [AppCounter; APP_COUNTERS] {
-        #[cfg(feature = "echo")]
-        let (e, echo_idle_closed, echo_taken) =
-            (self.echo.counters(), self.echo_idle_closed, self.echo_taken);
-        #[cfg(not(feature = "echo"))]
-        let (e, echo_idle_closed, echo_taken) =
-            (crate::echo::EchoCounters::default(), 0, Taken::default());
-        #[cfg(feature = "http")]
-        let (http_responses, http_idle_closed, http_taken) =
-            (self.http_responses, self.http_idle_closed, self.http_taken);
-        #[cfg(not(feature = "http"))]
-        let (http_responses, http_idle_closed, http_taken) = (0, 0, Taken::default());
-        let i = self.iperf.counters();
-        crate::app_counters::named([
-            e.udp_rx_datagrams,
-            e.udp_tx_datagrams,
-            e.udp_dropped,
-            e.udp_unsent,
-            e.tcp_connections,
-            e.tcp_bytes,
-            echo_idle_closed,
-            echo_taken.reclaimed,
-            echo_taken.evicted,
-            echo_taken.reclaimed_answered,
-            echo_taken.listen_drops,
-            http_responses,
-            http_idle_closed,
-            http_taken.reclaimed,
-            http_taken.evicted,
-            http_taken.reclaimed_answered,
-            http_taken.listen_drops,
-            u64::from(i.tests_done),
-            u64::from(i.tests_failed),
-            u64::from(i.denied),
-            self.iperf.open_streams() as u64,
-            u64::from(i.reclaimed),
-            u64::from(i.evicted),
-            u64::from(i.reclaimed_answered),
-            u64::from(i.listen_drops),
-        ])
-    }
-}
-
-/// Runs the interface's egress until it has nothing more to send.
-fn egress<D: Device + ?Sized>(
-    iface: &mut Interface,
-    device: &mut D,
-    sockets: &mut SocketSet<'_>,
-    now: Instant,
-) {
-    while iface.poll_egress(now, device, sockets) != PollResult::None {}
-}
-
-/// Buffers sized for a host (the TAP soft NIC and its baseline bench), leaked once: the
-/// sockets borrow them for the whole run, as firmware keeps its buffers in statics.
-#[cfg(feature = "std")]
-pub mod host {
-    use std::vec;
-    use std::vec::Vec;
-
-    use smoltcp::socket::udp;
-
-    use super::{AppBuffers, TcpBuffers, UdpBuffers};
-    use crate::iperf::device::{IperfBuffers, MAX_TCP_SOCKETS};
-    use crate::iperf::wire::MAX_JSON_LEN;
-
-    /// Send buffer of each HTTP socket: a few segments are enough for a bench download.
-    pub const HTTP_TX_BUFFER: usize = 32 * 1024;
-    /// Receive buffer of each HTTP socket: requests are one short head.
-    pub const HTTP_RX_BUFFER: usize = 2 * 1024;
-    /// Send buffer of the TCP echo socket (its receive side is the TCP window).
-    pub const ECHO_TX_BUFFER: usize = 16 * 1024;
-    /// UDP echo: datagrams buffered each way.
-    pub const ECHO_UDP_PACKETS: usize = 16;
-    /// UDP echo: payload bytes buffered each way.
-    pub const ECHO_UDP_BYTES: usize = 16 * 1024;
-    /// Send buffer of each iperf3 data socket (what `-R` keeps in flight).
-    pub const IPERF_TCP_TX_BUFFER: usize = 64 * 1024;
-    /// Buffers of each iperf3 control socket, each way.
-    pub const IPERF_CONTROL_BUFFER: usize = 4 * 1024;
-    /// iperf3 UDP socket: datagrams buffered each way (a `-b 50M` burst; the payload bytes
-    /// are a data chunk's).
-    pub const IPERF_UDP_PACKETS: usize = 128;
-    /// Payload bytes the iperf3 UDP socket receives into (of its data chunk).
-    pub const IPERF_UDP_BYTES: usize = IPERF_UDP_PACKETS * 1500;
-
-    fn leaked(len: usize) -> &'static mut [u8] {
-        vec![0; len].leak()
-    }
-
-    fn udp_buffers(packets: usize, bytes: usize) -> UdpBuffers<'static> {
-        UdpBuffers {
-            rx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
-            rx: leaked(bytes),
-            tx_meta: vec![udp::PacketMetadata::EMPTY; packets].leak(),
-            tx: leaked(bytes),
-        }
-    }
-
-    fn tcp_buffers(rx: usize, tx: usize) -> TcpBuffers<'static> {
-        TcpBuffers {
-            rx: leaked(rx),
-            tx: leaked(tx),
-        }
-    }
-
-    /// Every buffer for the apps; TCP sockets that receive bulk data get a receive buffer
-    /// of `tcp_window` bytes (smoltcp advertises its free space as the window), and the
-    /// iperf3 server one data chunk per stream iperf3 can ask for.
-    pub fn host_buffers(tcp_window: usize) -> AppBuffers<'static, Vec<&'static mut [u8]>> {
-        AppBuffers {
-            echo_udp: udp_buffers(ECHO_UDP_PACKETS, ECHO_UDP_BYTES),
-            echo_tcp: tcp_buffers(tcp_window, ECHO_TX_BUFFER),
-            http: [
-                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
-                tcp_buffers(HTTP_RX_BUFFER, HTTP_TX_BUFFER),
-            ],
-            iperf: IperfBuffers {
-                control: [
-                    tcp_buffers(IPERF_CONTROL_BUFFER, IPERF_CONTROL_BUFFER),
-                    tcp_buffers(IPERF_CONTROL_BUFFER, IPERF_CONTROL_BUFFER),
-                ],
-                data: (0..MAX_TCP_SOCKETS - 2)
-                    .map(|_| leaked(tcp_window.max(IPERF_UDP_BYTES) + IPERF_TCP_TX_BUFFER))
-                    .collect(),
-                window: tcp_window,
-                udp_rx: IPERF_UDP_BYTES,
-                udp_meta: [
-                    vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS].leak(),
-                    vec![udp::PacketMetadata::EMPTY; IPERF_UDP_PACKETS].leak(),
-                ],
-                json_rx: leaked(MAX_JSON_LEN),
-                json_tx: leaked(MAX_JSON_LEN),
-            },
-        }
     }
 }

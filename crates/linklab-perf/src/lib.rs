@@ -4,9 +4,10 @@
 //! `#![no_std]` without `alloc`: every buffer is lent by the caller.
 //!
 //! A stock `iperf3 -c DEVICE` (with `-R`, `--bidir`, `-P`, `-u -b`, the results exchange and
-//! `-J`), `curl http://DEVICE/1MB.txt` and `nc DEVICE 7` measure your device with nothing
-//! of linklab on the host. The apps are written once, sans-IO ([`iperf`], [`http`],
-//! [`echo`]), and run in three homes, each an adapter turned on by a feature:
+//! `-J`), `iperf -c DEVICE` (iperf 2: `-r`, `-d`, `-R`, `-u`), `curl http://DEVICE/1MB.txt`
+//! and `nc DEVICE 7` measure your device with nothing of linklab on the host. The apps are
+//! written once, sans-IO ([`iperf`], [`iperf2`], [`http`], [`echo`]), and run in three
+//! homes, each an adapter turned on by a feature:
 //!
 //! | home | feature | what you call |
 //! |---|---|---|
@@ -33,8 +34,10 @@
 //! // Three statics (.bss), three embassy-executor tasks over them, `app_sockets` and
 //! // `spawn_apps`, defined here in your crate.
 //! linklab_perf::embassy_apps! {
-//!     // TCP sockets, window, send buffer, UDP datagrams, control JSON bytes
-//!     iperf: IperfMemory<4, 14_600, 5_840, 4, 2048>,
+//!     // TCP sockets (two control, four data), the data memory in streams (iperf3's and
+//!     // iperf 2's, one test at a time), a stream's window and send buffer, UDP datagrams,
+//!     // control JSON bytes
+//!     iperf: IperfMemory<6, 2, 14_600, 5_840, 4, 2048>,
 //!     http: HttpMemory<1024, 5_840>, // request head, send buffer
 //!     echo: EchoMemory<1024, 2>,     // TCP bytes, UDP datagrams
 //!     counters: &COUNTERS,
@@ -42,7 +45,7 @@
 //!     routes: |stack| AppStats::new("my-board", &COUNTERS, stack), // GET /stats
 //! }
 //!
-//! /// embassy-net's sockets: the apps' (iperf3, and HTTP with echo).
+//! /// embassy-net's sockets: the apps' (iperf3 with iperf 2, and HTTP with echo).
 //! pub type Resources = StackResources<{ app_sockets(true, true) }>;
 //!
 //! /// After `embassy_net::new(driver, config, resources, seed)` and spawning its runner:
@@ -63,7 +66,8 @@
 //! ```no_run
 //! # #[cfg(all(feature = "smoltcp", feature = "http", feature = "echo", feature = "iperf-udp"))]
 //! # mod example {
-//! use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+//! use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+//! use linklab_perf::data_memory::{DataPlan, MIN_RX};
 //! use linklab_perf::http::NoRoutes;
 //! use linklab_perf::iperf::device::IperfBuffers;
 //! use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
@@ -72,7 +76,13 @@
 //! use smoltcp::time::Instant;
 //! use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
 //!
-//! /// Serves iperf3 (5201, two streams), HTTP (80) and echo (7) on 198.18.0.2/24 forever.
+//! /// The iperf servers' data memory: two streams of an 8 KiB window and a 4 KiB send buffer
+//! /// (word-aligned: it is lent out in words).
+//! #[repr(C, align(4))]
+//! struct Data([u8; 2 * (8192 + 4096)]);
+//!
+//! /// Serves iperf3 (5201, up to two streams), iperf 2 (5001), HTTP (80) and echo (7) on
+//! /// 198.18.0.2/24 forever.
 //! pub fn serve<D: Device>(mut device: D, mac: [u8; 6], now: impl Fn() -> Instant) -> ! {
 //!     let mut iface = Interface::new(
 //!         Config::new(EthernetAddress(mac).into()),
@@ -83,9 +93,10 @@
 //!         let _ = ips.push(IpCidr::new(Ipv4Address::new(198, 18, 0, 2).into(), 24));
 //!     });
 //!
-//!     // iperf3: two control sockets, a chunk per stream (window + send buffer), JSON.
-//!     let (mut c0, mut c1) = (([0; 512], [0; 512]), ([0; 512], [0; 512]));
-//!     let (mut d0, mut d1) = ([0u8; 8192 + 4096], [0u8; 8192 + 4096]);
+//!     // iperf3: two control sockets (a receive buffer of two segments keeps the client's
+//!     // MSS whole) and JSON; the data memory, lent to iperf3's or iperf 2's streams.
+//!     let (mut c0, mut c1) = (([0; MIN_RX], [0; 512]), ([0; MIN_RX], [0; 512]));
+//!     let mut data = Data([0; 2 * (8192 + 4096)]);
 //!     let mut udp_meta = [[PacketMetadata::EMPTY; 4], [PacketMetadata::EMPTY; 4]];
 //!     let [meta_rx, meta_tx] = &mut udp_meta;
 //!     let (mut json_rx, mut json_tx) = ([0; 2048], [0; 2048]);
@@ -112,16 +123,23 @@
 //!                 TcpBuffers { rx: &mut c0.0, tx: &mut c0.1 },
 //!                 TcpBuffers { rx: &mut c1.0, tx: &mut c1.1 },
 //!             ],
-//!             data: [&mut d0[..], &mut d1[..]],
-//!             window: 8192, // the first 8 KiB of a chunk: a stream's TCP window
-//!             udp_rx: 6000, // a UDP test's chunk: received datagrams, then sent
-//!             udp_meta: [meta_rx, meta_tx],
 //!             json_rx: &mut json_rx,
 //!             json_tx: &mut json_tx,
 //!         },
+//!         data: DataBuffers {
+//!             bytes: &mut data.0,
+//!             plan: DataPlan {
+//!                 bytes: 2 * (8192 + 4096),
+//!                 window: 8192, // a receiving stream's TCP window
+//!                 tx: 4096,     // a sending stream's send buffer
+//!                 udp_rx: 6000, // a UDP test's received datagrams
+//!                 per_stream: 0,
+//!             },
+//!             udp_meta: [meta_rx, meta_tx],
+//!         },
 //!     };
-//!     // 4 HTTP and echo sockets, iperf3's 2 control + 2 data + 1 UDP.
-//!     let mut storage = [SocketStorage::EMPTY; 9];
+//!     // 4 HTTP and echo sockets; iperf3's 2 control + 2 data + 1 UDP; iperf 2's 3 TCP + 1 UDP.
+//!     let mut storage = [SocketStorage::EMPTY; 13];
 //!     let mut sockets = SocketSet::new(&mut storage[..]);
 //!     // At most 4 iperf3 TCP sockets, 2 streams.
 //!     let mut apps = DeviceApps::<4, 2>::new(&mut sockets, buffers);
@@ -190,6 +208,7 @@ pub mod app_counters;
 #[cfg(feature = "smoltcp")]
 pub mod apps;
 pub mod blast;
+pub mod data_memory;
 pub mod device_config;
 pub mod echo;
 #[cfg(feature = "embassy-net")]
@@ -199,7 +218,7 @@ pub mod http;
 pub mod iperf;
 #[cfg(feature = "iperf2")]
 pub mod iperf2;
-#[cfg(feature = "smoltcp")]
+#[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
 pub mod lend;
 #[cfg(feature = "smoltcp")]
 pub mod lifetime;

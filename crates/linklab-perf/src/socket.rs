@@ -173,6 +173,135 @@ pub trait UdpOps {
     fn send(&mut self, len: usize, to: Self::Endpoint, f: impl FnOnce(&mut [u8]) -> usize) -> bool;
 }
 
+/// A socket of a pool, or none: a parked one, kept out of its stack's socket set (so the
+/// stack does not walk it on every pass) until it is lent buffers. Parked, it is closed
+/// and takes nothing: it receives and sends nothing and does not listen.
+pub enum Maybe<T> {
+    /// The socket.
+    Socket(T),
+    /// No socket.
+    Parked,
+}
+
+impl<T: TcpOps> TcpOps for Maybe<T> {
+    fn state(&self) -> TcpState {
+        match self {
+            Maybe::Socket(s) => s.state(),
+            Maybe::Parked => TcpState::Closed,
+        }
+    }
+    fn can_recv(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.can_recv())
+    }
+    fn may_recv(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.may_recv())
+    }
+    fn can_send(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.can_send())
+    }
+    fn may_send(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.may_send())
+    }
+    fn queues(&self) -> (usize, usize) {
+        match self {
+            Maybe::Socket(s) => s.queues(),
+            Maybe::Parked => (0, 0),
+        }
+    }
+    fn send_room(&self) -> usize {
+        match self {
+            Maybe::Socket(s) => s.send_room(),
+            Maybe::Parked => 0,
+        }
+    }
+    fn recv(&mut self, f: impl FnOnce(&[u8]) -> usize) -> usize {
+        match self {
+            Maybe::Socket(s) => s.recv(f),
+            Maybe::Parked => 0,
+        }
+    }
+    fn send(&mut self, f: impl FnOnce(&mut [u8]) -> usize) -> usize {
+        match self {
+            Maybe::Socket(s) => s.send(f),
+            Maybe::Parked => 0,
+        }
+    }
+    fn listen(&mut self, port: u16) -> bool {
+        match self {
+            Maybe::Socket(s) => s.listen(port),
+            Maybe::Parked => false,
+        }
+    }
+    fn close(&mut self) {
+        if let Maybe::Socket(s) = self {
+            s.close()
+        }
+    }
+    fn abort(&mut self) {
+        if let Maybe::Socket(s) = self {
+            s.abort()
+        }
+    }
+    fn rst_pending(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.rst_pending())
+    }
+    fn remote_is_ipv6(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.remote_is_ipv6())
+    }
+    fn peer(&self) -> Option<crate::rules::Peer> {
+        match self {
+            Maybe::Socket(s) => s.peer(),
+            Maybe::Parked => None,
+        }
+    }
+    fn congestion_control(&self) -> &'static str {
+        match self {
+            Maybe::Socket(s) => s.congestion_control(),
+            Maybe::Parked => "none",
+        }
+    }
+    fn may_leave_bytes(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.may_leave_bytes())
+    }
+    fn recv_slice(&mut self, buf: &mut [u8]) -> usize {
+        match self {
+            Maybe::Socket(s) => s.recv_slice(buf),
+            Maybe::Parked => 0,
+        }
+    }
+    fn send_slice(&mut self, data: &[u8]) -> usize {
+        match self {
+            Maybe::Socket(s) => s.send_slice(data),
+            Maybe::Parked => 0,
+        }
+    }
+}
+
+impl<T: UdpOps> UdpOps for Maybe<T> {
+    type Endpoint = T::Endpoint;
+    fn is_open(&self) -> bool {
+        matches!(self, Maybe::Socket(s) if s.is_open())
+    }
+    fn bind(&mut self, port: u16) -> bool {
+        match self {
+            Maybe::Socket(s) => s.bind(port),
+            Maybe::Parked => false,
+        }
+    }
+    fn recv(&mut self, f: impl FnOnce(&[u8], Self::Endpoint)) -> bool {
+        match self {
+            Maybe::Socket(s) => s.recv(f),
+            Maybe::Parked => false,
+        }
+    }
+    fn send(&mut self, len: usize, to: Self::Endpoint, f: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        match self {
+            Maybe::Socket(s) => s.send(len, to, f),
+            Maybe::Parked => false,
+        }
+    }
+}
+
 #[cfg(feature = "smoltcp")]
 mod smoltcp;
 

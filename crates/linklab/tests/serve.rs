@@ -12,6 +12,7 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use common::iperf2;
 use common::{assert_conserved, in_netns, linklab_bin, mac_counter, ChildGuard, Netns};
 use serde_json::Value;
 
@@ -545,4 +546,23 @@ fn an_existing_tap_is_used_and_left_in_place() {
         links.contains(&format!(" {TAP}:")),
         "serve removed a TAP it did not create: {links}"
     );
+}
+
+/// iperf 2 on the soft NIC, against Debian's stock iperf 2.1.8 (`iperf`): every mode it
+/// serves (`-n`, `-t`, `-P 3`, `-r`, `-d`, `-R`, `--full-duplex`, `-X`, UDP with its server
+/// report), each test's bytes as the client counted them equal to the device's counters;
+/// the hostile cases (2^31 threads, connect-back port 0, an iperf3 cookie, a cut header, a
+/// silent holder); and iperf3 with three streams each way and the full MSS (every SYN-ACK
+/// offers two segments). One soft NIC for all, about 30 s.
+#[test]
+fn stock_iperf2_every_mode_hostile_peers_and_iperf3_three_streams() {
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let dev = common::device::Device::serve("ip2");
+    iperf2::iperf3_streams_and_mss(&dev);
+    iperf2::tcp_modes(&dev, 3);
+    iperf2::udp_mode(&dev);
+    iperf2::hostile(&dev);
+    iperf2::counters_conserve(&dev);
 }

@@ -7,14 +7,20 @@ use core::sync::atomic::Ordering;
 
 #[cfg(feature = "echo")]
 use linklab_perf::apps::UdpBuffers;
-use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers};
+use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers};
+use linklab_perf::data_memory::DataPlan;
 use linklab_perf::iperf::device::IperfBuffers;
 #[cfg(feature = "blast")]
 use smoltcp::iface::SocketHandle;
 use smoltcp::iface::{SocketSet, SocketStorage};
 #[cfg(feature = "blast")]
 use smoltcp::socket::udp;
-#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "iperf-udp",
+    feature = "iperf2",
+    feature = "blast"
+))]
 use smoltcp::socket::udp::PacketMetadata;
 
 #[cfg(feature = "blast")]
@@ -24,9 +30,10 @@ use crate::buffers::{BlastBytes, BLAST_BYTES};
 use crate::buffers::{LoopBytes, Slots, LOOP_BYTES, SLOTS, SLOTS_TAKEN};
 use crate::memory::*;
 
-/// The apps of this build over smoltcp: iperf3 with its sockets and streams, and the HTTP
-/// sockets.
-pub(crate) type LoopApps = DeviceApps<'static, IPERF_TCP_SOCKETS, IPERF_STREAMS, HTTP_SOCKETS>;
+/// The apps of this build over smoltcp: iperf3 with its sockets and streams, the HTTP
+/// sockets, iperf 2's sockets.
+pub(crate) type LoopApps =
+    DeviceApps<'static, IPERF_TCP_SOCKETS, IPERF_DATA_SOCKETS, HTTP_SOCKETS, IPERF2_TCP_SOCKETS>;
 
 /// The apps, their socket set and the `/stats` body: the main loop's largest state (the
 /// iperf3 session, the HTTP servers' request heads), built in place in [`APPS`] rather
@@ -69,7 +76,7 @@ pub(crate) fn take_buffers() -> Option<Taken> {
     Some(unsafe {
         Taken {
             bytes: &mut *core::ptr::addr_of_mut!(LOOP_BYTES),
-            slots: empty_slots(&mut *SLOTS.0.get()),
+            slots: slots_in_place(&mut *SLOTS.0.get()),
             #[cfg(feature = "blast")]
             blast: &mut *core::ptr::addr_of_mut!(BLAST_BYTES),
             place: &mut *APPS.0.get(),
@@ -77,55 +84,36 @@ pub(crate) fn take_buffers() -> Option<Taken> {
     })
 }
 
-/// Writes every slot of `at` empty, one element at a time where it lives: `Slots` built
-/// by value and then written (3.6 KB of socket slots on mps2-an385's full image) sat on the
-/// boot's stack under the apps' construction, the stack's peak.
-fn empty_slots(at: &mut MaybeUninit<Slots>) -> &mut Slots {
-    /// Writes `value` into each element of the array at `array`.
-    ///
-    /// # Safety
-    /// `array` points to `N` writable elements of `T`.
-    #[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
-    unsafe fn fill<T: Copy, const N: usize>(array: *mut [T; N], value: T) {
-        for i in 0..N {
-            // SAFETY: element `i` of the array the caller vouches for.
-            unsafe { array.cast::<T>().add(i).write(value) };
-        }
-    }
-    let p = at.as_mut_ptr();
-    // SAFETY: every field of `*p` is written below, through raw pointers to its elements,
-    // before the whole is assumed initialised.
+/// Writes the empty [`Slots`] where they live, an element at a time: built by value, they
+/// were a temporary of the main loop's outermost frame, which lives as long as the firmware
+/// (5.6 KB of stack with the full image's sixteen sockets).
+fn slots_in_place(place: &mut MaybeUninit<Slots>) -> &mut Slots {
+    let p = place.as_mut_ptr();
+    // SAFETY: every field of `*p` is written once through a raw pointer (the socket
+    // storages one element at a time), without reading, before it is assumed initialised.
     unsafe {
         let sockets = core::ptr::addr_of_mut!((*p).sockets).cast::<SocketStorage<'static>>();
         for i in 0..SOCKETS {
             sockets.add(i).write(SocketStorage::EMPTY);
         }
         #[cfg(feature = "echo")]
-        fill(
-            core::ptr::addr_of_mut!((*p).echo_udp_meta),
-            [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
-        );
-        #[cfg(feature = "iperf-udp")]
-        fill(
-            core::ptr::addr_of_mut!((*p).iperf_udp_rx_meta),
-            PacketMetadata::EMPTY,
-        );
-        #[cfg(feature = "iperf-udp")]
-        fill(
-            core::ptr::addr_of_mut!((*p).iperf_udp_tx_meta),
-            PacketMetadata::EMPTY,
-        );
+        core::ptr::addr_of_mut!((*p).echo_udp_meta)
+            .write([[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2]);
+        #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
+        {
+            core::ptr::addr_of_mut!((*p).iperf_udp_rx_meta)
+                .write([PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS]);
+            core::ptr::addr_of_mut!((*p).iperf_udp_tx_meta)
+                .write([PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS]);
+        }
         #[cfg(feature = "blast")]
-        fill(
-            core::ptr::addr_of_mut!((*p).blast_rx_meta),
-            PacketMetadata::EMPTY,
-        );
-        #[cfg(feature = "blast")]
-        fill(
-            core::ptr::addr_of_mut!((*p).blast_tx_meta),
-            PacketMetadata::EMPTY,
-        );
-        at.assume_init_mut()
+        {
+            core::ptr::addr_of_mut!((*p).blast_rx_meta)
+                .write([PacketMetadata::EMPTY; BLAST_RX_PACKETS]);
+            core::ptr::addr_of_mut!((*p).blast_tx_meta)
+                .write([PacketMetadata::EMPTY; BLAST_TX_PACKETS]);
+        }
+        place.assume_init_mut()
     }
 }
 
@@ -165,9 +153,7 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
     );
     #[cfg(not(feature = "blast"))]
     let blast_parts = ();
-    let [c0, c1] = &mut buf.iperf_control;
-    let [c0_rx, c0_tx] = c0;
-    let [c1_rx, c1_tx] = c1;
+    let [(c0_rx, c0_tx), (c1_rx, c1_tx)] = &mut buf.iperf_control;
     let iperf = IperfBuffers {
         control: [
             TcpBuffers {
@@ -179,14 +165,26 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
                 tx: c1_tx,
             },
         ],
-        data: buf.iperf_data.iter_mut().map(|c| &mut c[..]),
-        window: TCP_WINDOW,
-        #[cfg(feature = "iperf-udp")]
-        udp_rx: TCP_WINDOW,
-        #[cfg(feature = "iperf-udp")]
-        udp_meta: [&mut slots.iperf_udp_rx_meta, &mut slots.iperf_udp_tx_meta],
         json_rx: &mut buf.json_rx,
         json_tx: &mut buf.json_tx,
+    };
+    let data = DataBuffers {
+        bytes: &mut buf.iperf_data,
+        plan: DataPlan {
+            bytes: IPERF_DATA,
+            window: TCP_WINDOW,
+            tx: IPERF_TCP_TX,
+            udp_rx: TCP_WINDOW,
+            per_stream: 0,
+        },
+        #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
+        udp_meta: [
+            &mut slots.iperf_udp_rx_meta[..],
+            &mut slots.iperf_udp_tx_meta[..],
+        ],
+        // linklab-perf's UDP sockets (echo's) without an iperf UDP test: no records to lend.
+        #[cfg(all(feature = "echo", not(any(feature = "iperf-udp", feature = "iperf2"))))]
+        udp_meta: [&mut [], &mut []],
     };
     #[cfg(feature = "echo")]
     let (echo_udp, echo_tcp) = {
@@ -219,6 +217,7 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
         #[cfg(feature = "http")]
         http,
         iperf,
+        data,
     };
     // SAFETY: as above; `sockets` is the field written first, `body` is zeroed in place.
     let apps = unsafe {
@@ -242,10 +241,10 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
 /// this frame once rather than each in its own frame and copied up (the apps were built
 /// and copied four levels deep: a 41 KB stack peak at boot on the Cortex-M3, now 16 KB).
 #[inline(never)]
-fn build_apps<I: IntoIterator<Item = &'static mut [u8]>>(
+fn build_apps(
     at: &mut MaybeUninit<LoopApps>,
     sockets: &mut SocketSet<'static>,
-    buffers: AppBuffers<'static, I, HTTP_SOCKETS>,
+    buffers: AppBuffers<'static, HTTP_SOCKETS>,
 ) {
-    at.write(DeviceApps::new(sockets, buffers));
+    DeviceApps::init(at, sockets, buffers);
 }

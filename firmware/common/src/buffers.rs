@@ -9,7 +9,12 @@ use core::sync::atomic::AtomicBool;
 use core::sync::atomic::Ordering;
 
 use smoltcp::iface::SocketStorage;
-#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "iperf-udp",
+    feature = "iperf2",
+    feature = "blast"
+))]
 use smoltcp::socket::udp::PacketMetadata;
 
 #[cfg(feature = "blast")]
@@ -34,43 +39,16 @@ pub(crate) struct Bytes {
     pub(crate) echo_tcp_tx: [u8; ECHO_TCP],
     pub(crate) http_rx: [[u8; HTTP_RX]; 2],
     pub(crate) http_tx: [[u8; HTTP_TX]; 2],
-    pub(crate) iperf_rx: [IperfRx; IPERF_TCP_SOCKETS],
-    pub(crate) iperf_tx: [[u8; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    /// The iperf3 control sockets' buffers: receive, send.
+    pub(crate) iperf_control: [([u8; IPERF_CONTROL_RX], [u8; IPERF_CONTROL_TX]); 2],
+    /// The iperf servers' data memory, and the 4 bytes a share takes beyond its buffers on
+    /// embassy-net (its receive ring starts 3 mod 4: linklab-perf's `embassy` iperf3
+    /// server) for each stream of the full chunks.
+    pub(crate) iperf_data: [u8; EMBASSY_IPERF_DATA],
     pub(crate) iperf_udp_rx: [u8; EMBASSY_IPERF_UDP_RX],
     pub(crate) iperf_udp_tx: [u8; EMBASSY_IPERF_UDP_TX],
     pub(crate) json_rx: [u8; IPERF_JSON],
     pub(crate) json_tx: [u8; IPERF_JSON],
-}
-
-/// Bytes behind one iperf3 TCP socket's receive buffer in the embassy image: the window and
-/// room to start it [`IPERF_RX_SKEW`] bytes in.
-#[cfg(feature = "embassy")]
-const IPERF_RX_LEN: usize = TCP_WINDOW + 4;
-
-/// Where in its [`IperfRx`] an embassy iperf3 socket's receive ring starts: 3 mod 4. Every
-/// iperf3 data stream begins with the client's 37-byte cookie (`iperf::wire::COOKIE_SIZE`),
-/// and smoltcp's receive ring never rewinds to its start, so every later segment lands 37
-/// bytes further on than a whole number of segments: from a ring that starts on a word,
-/// smoltcp copied each payload (word-aligned in the frame) with `memcpy`'s misaligned path,
-/// 3.6 instructions per byte on the Cortex-M3 instead of ~1.2 (measured with `linklab emu
-/// --cost`). Started at 3 mod 4, the ring puts byte 37 on a word; after an odd-sized
-/// segment the server's read position, kept on a word (linklab-perf's
-/// `TcpOps::may_leave_bytes`, with the driver's gate waking the server for each segment),
-/// brings the stream back onto it.
-#[cfg(feature = "embassy")]
-pub(crate) const IPERF_RX_SKEW: usize = (4 - linklab_perf::iperf::wire::COOKIE_SIZE % 4) % 4;
-
-/// One iperf3 TCP socket's receive bytes in the embassy image ([`IperfRx::ring`] is the
-/// buffer to lend).
-#[cfg(feature = "embassy")]
-pub(crate) struct IperfRx([u8; IPERF_RX_LEN]);
-
-#[cfg(feature = "embassy")]
-impl IperfRx {
-    /// The receive ring: [`TCP_WINDOW`] bytes from [`IPERF_RX_SKEW`] on.
-    pub(crate) fn ring(&mut self) -> &mut [u8] {
-        &mut self.0[IPERF_RX_SKEW..IPERF_RX_SKEW + TCP_WINDOW]
-    }
 }
 
 #[cfg(feature = "embassy")]
@@ -81,8 +59,8 @@ static mut BYTES: Bytes = Bytes {
     echo_tcp_tx: [0; ECHO_TCP],
     http_rx: [[0; HTTP_RX]; 2],
     http_tx: [[0; HTTP_TX]; 2],
-    iperf_rx: [const { IperfRx([0; IPERF_RX_LEN]) }; IPERF_TCP_SOCKETS],
-    iperf_tx: [[0; IPERF_TCP_TX]; IPERF_TCP_SOCKETS],
+    iperf_control: [([0; IPERF_CONTROL_RX], [0; IPERF_CONTROL_TX]); 2],
+    iperf_data: [0; EMBASSY_IPERF_DATA],
     iperf_udp_rx: [0; EMBASSY_IPERF_UDP_RX],
     iperf_udp_tx: [0; EMBASSY_IPERF_UDP_TX],
     json_rx: [0; IPERF_JSON],
@@ -105,9 +83,9 @@ pub(crate) fn take_bytes() -> Option<&'static mut Bytes> {
 
 /// The main loop's socket buffers, in one static (all zero: `.bss`), word-aligned with every
 /// buffer a whole number of words (checked below), as the embassy image's: the apps a build
-/// has, and the iperf3 server's two control sockets and its data memory (one chunk per
-/// stream, each a window and a send buffer, lent to a data socket or the UDP socket only
-/// while it carries a test: linklab-perf's `iperf::device::IperfBuffers`).
+/// has, the iperf3 server's two control sockets, and the iperf servers' data memory (its
+/// shares lent to a data socket or a UDP socket only while it carries a test, or iperf 2's
+/// while it waits for one: linklab-perf's `data_memory`).
 #[repr(C, align(4))]
 pub(crate) struct LoopBytes {
     #[cfg(feature = "echo")]
@@ -119,8 +97,9 @@ pub(crate) struct LoopBytes {
     #[cfg(feature = "http")]
     pub(crate) http_tx: [[u8; HTTP_TX]; HTTP_SOCKETS],
     /// Per control socket: receive, send.
-    pub(crate) iperf_control: [[[u8; IPERF_CONTROL]; 2]; 2],
-    pub(crate) iperf_data: [[u8; IPERF_CHUNK]; IPERF_STREAMS],
+    pub(crate) iperf_control: [([u8; IPERF_CONTROL_RX], [u8; IPERF_CONTROL_TX]); 2],
+    /// The iperf servers' data memory.
+    pub(crate) iperf_data: [u8; IPERF_DATA],
     pub(crate) json_rx: [u8; IPERF_JSON],
     pub(crate) json_tx: [u8; IPERF_JSON],
 }
@@ -140,9 +119,10 @@ pub(crate) struct Slots {
     pub(crate) sockets: [SocketStorage<'static>; SOCKETS],
     #[cfg(feature = "echo")]
     pub(crate) echo_udp_meta: [[PacketMetadata; ECHO_UDP_PACKETS]; 2],
-    #[cfg(feature = "iperf-udp")]
+    /// The iperf servers' UDP records (lent with a share of the data memory).
+    #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
     pub(crate) iperf_udp_rx_meta: [PacketMetadata; IPERF_UDP_RX_PACKETS],
-    #[cfg(feature = "iperf-udp")]
+    #[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
     pub(crate) iperf_udp_tx_meta: [PacketMetadata; IPERF_UDP_TX_PACKETS],
     #[cfg(feature = "blast")]
     pub(crate) blast_rx_meta: [PacketMetadata; BLAST_RX_PACKETS],
@@ -160,7 +140,8 @@ const _: () = {
         TCP_WINDOW,
         IPERF_CHUNK,
         IPERF_TCP_TX,
-        IPERF_CONTROL,
+        IPERF_CONTROL_RX,
+        IPERF_CONTROL_TX,
         EMBASSY_IPERF_UDP_RX,
         EMBASSY_IPERF_UDP_TX,
         IPERF_JSON,
@@ -186,8 +167,8 @@ pub(crate) static mut LOOP_BYTES: LoopBytes = LoopBytes {
     http_rx: [[0; HTTP_RX]; HTTP_SOCKETS],
     #[cfg(feature = "http")]
     http_tx: [[0; HTTP_TX]; HTTP_SOCKETS],
-    iperf_control: [[[0; IPERF_CONTROL]; 2]; 2],
-    iperf_data: [[0; IPERF_CHUNK]; IPERF_STREAMS],
+    iperf_control: [([0; IPERF_CONTROL_RX], [0; IPERF_CONTROL_TX]); 2],
+    iperf_data: [0; IPERF_DATA],
     json_rx: [0; IPERF_JSON],
     json_tx: [0; IPERF_JSON],
 };

@@ -24,11 +24,14 @@ use embassy_net::udp::PacketMetadata;
 use embassy_net::{Runner, StackResources};
 use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock};
 use linklab_mac::{Counters, Mac, MacAddr, MacConfig, PhyTx, RxFormat, TxFormat};
+use linklab_perf::data_memory::DataPlan;
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    static_ipv4, AppCounters, IperfBuffers, ServiceGate, TcpBuffers, UdpBuffers,
+    static_ipv4, AppCounters, Iperf2Buffers, IperfBuffers, ServiceGate, SharedMemory, TcpBuffers,
+    UdpBuffers,
 };
 use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::iperf2::pool::Iperf2Sizes;
 use linklab_perf::socket::TcpState;
 use static_cell::StaticCell;
 
@@ -217,8 +220,8 @@ pub fn serve(
         echo_tcp_tx,
         http_rx: [h0, h1],
         http_tx: [t0, t1],
-        iperf_rx,
-        iperf_tx,
+        iperf_control: [(c0_rx, c0_tx), (c1_rx, c1_tx)],
+        iperf_data,
         iperf_udp_rx,
         iperf_udp_tx,
         json_rx,
@@ -230,17 +233,30 @@ pub fn serve(
         echo_tx: [PacketMetadata::EMPTY; ECHO_UDP_PACKETS],
         iperf_rx: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
         iperf_tx: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
+        iperf2_rx: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
+        iperf2_tx: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
     });
-    let mut iperf_tx = iperf_tx.each_mut().map(Some);
-    let mut next_tx = iperf_tx.iter_mut();
+    static DATA_MEMORY: SharedMemory = SharedMemory::new();
+    DATA_MEMORY.init(iperf_data);
     let iperf = IperfBuffers {
-        tcp: iperf_rx.each_mut().map(|rx| TcpBuffers {
-            rx: rx.ring(),
-            tx: next_tx
-                .next()
-                .and_then(Option::take)
-                .map_or(&mut [][..], |t| &mut t[..]),
-        }),
+        control: [
+            TcpBuffers {
+                rx: c0_rx,
+                tx: c0_tx,
+            },
+            TcpBuffers {
+                rx: c1_rx,
+                tx: c1_tx,
+            },
+        ],
+        memory: &DATA_MEMORY,
+        plan: DataPlan {
+            bytes: EMBASSY_IPERF_DATA,
+            window: TCP_WINDOW,
+            tx: IPERF_TCP_TX,
+            udp_rx: TCP_WINDOW,
+            per_stream: 4,
+        },
         udp: UdpBuffers {
             rx_meta: &mut meta.iperf_rx,
             rx: iperf_udp_rx,
@@ -249,6 +265,16 @@ pub fn serve(
         },
         json_rx,
         json_tx,
+    };
+    let iperf2 = Iperf2Buffers {
+        memory: &DATA_MEMORY,
+        udp_meta: [&mut meta.iperf2_rx, &mut meta.iperf2_tx],
+        sizes: Iperf2Sizes {
+            window: TCP_WINDOW,
+            tx: IPERF_TCP_TX,
+            udp_rx: TCP_WINDOW,
+            udp_tx: IPERF_TCP_TX,
+        },
     };
     let http = [TcpBuffers { rx: h0, tx: t0 }, TcpBuffers { rx: h1, tx: t1 }];
     let echo_tcp = TcpBuffers {
@@ -278,6 +304,7 @@ pub fn serve(
         // Each fails only if spawned twice; serve() runs once (the buffers were taken above).
         for token in [
             iperf_task(stack, iperf).map(|t| spawner.spawn(t)),
+            iperf2_task(stack, iperf2).map(|t| spawner.spawn(t)),
             http_task(stack, http).map(|t| spawner.spawn(t)),
             echo_task(stack, echo_tcp, echo_udp).map(|t| spawner.spawn(t)),
         ] {
@@ -294,6 +321,8 @@ struct Meta {
     echo_tx: [PacketMetadata; ECHO_UDP_PACKETS],
     iperf_rx: [PacketMetadata; IPERF_UDP_RX_PACKETS],
     iperf_tx: [PacketMetadata; IPERF_UDP_TX_PACKETS],
+    iperf2_rx: [PacketMetadata; IPERF_UDP_RX_PACKETS],
+    iperf2_tx: [PacketMetadata; IPERF_UDP_TX_PACKETS],
 }
 
 #[embassy_executor::task]

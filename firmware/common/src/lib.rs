@@ -55,7 +55,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
         feature = "iperf-udp",
         feature = "iperf-parallel",
         feature = "iperf-bidir",
-        feature = "iperf-rate"
+        feature = "iperf-rate",
+        feature = "iperf2"
     )
 ))]
 compile_error!("linklab-firmware: feature `minimal` is the iperf3 TCP server alone; build it with `--no-default-features` (no app features)");

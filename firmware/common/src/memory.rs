@@ -8,6 +8,7 @@
 
 use linklab_mac::window::{capacity_for_frames, smoltcp_tcp_rx_buffer, ETHERNET_MSS};
 use linklab_mac::RxFormat;
+use linklab_perf::data_memory::MIN_RX;
 
 /// The sizes of a firmware image's buffers and the socket counts of its apps.
 #[derive(Clone, Copy, Debug)]
@@ -16,15 +17,27 @@ pub struct Sizing {
     /// it: (frames − 2) × MSS, so a window's worth of segments never overruns the queue
     /// while the main loop catches up.
     pub queue_frames: usize,
-    /// iperf3 streams carried at once: the data memory's chunks (one TCP window and send
-    /// buffer each, lent to a data socket or the UDP socket: linklab-perf's
-    /// `iperf::device::IperfBuffers`). `-P 2` and `--bidir` need 2.
+    /// The iperf servers' data memory (iperf3's and iperf 2's, one test at a time across
+    /// both: linklab-perf's `data_memory`), in chunks: streams carried at once with the full
+    /// window and send buffer each. A test with more streams shares it out
+    /// (`data_memory::stream_share`: `-P 3` gets three five-segment windows of the full
+    /// image's two chunks).
     pub iperf_streams: usize,
+    /// iperf3's data sockets: the most streams a test may have (`-P 3`; `-P 2 --bidir`
+    /// needs 4), each taking a share of the data memory only while it carries a stream.
+    pub iperf_data_sockets: usize,
     /// Send buffer of an iperf3 data socket, in segments: what `-R` keeps in flight.
     pub iperf_tx_segments: usize,
-    /// Buffers of each of the two iperf3 control sockets, each way (control messages are
-    /// short: a stock client's parameters ~300 bytes, one stream's results ~350).
-    pub iperf_control: usize,
+    /// Receive buffer of each of the two iperf3 control sockets: at least two segments
+    /// (`data_memory::MIN_RX`), so the client's Linux keeps its MSS whole (it cuts it to half
+    /// the largest window offered), which stock iperf3 sizes its UDP datagrams by.
+    pub iperf_control_rx: usize,
+    /// Send buffer of each iperf3 control socket (control messages are short: one stream's
+    /// results ~350 bytes).
+    pub iperf_control_tx: usize,
+    /// iperf 2's TCP sockets (feature `iperf2`): streams and connect-backs at once, and one
+    /// listening for the next stream.
+    pub iperf2_sockets: usize,
     /// iperf3 control JSON each way: a stock client's parameters are ~300 bytes, our
     /// results ~350 bytes per stream.
     pub iperf_json: usize,
@@ -48,7 +61,9 @@ pub struct Sizing {
 /// Every app and mode (the default images). Nine frames, as in Niccle's MAC write-up and
 /// the FreeRTOS+TCP peer, and a window of six segments (Niccle's seven, less what smoltcp's
 /// cap cuts off: [`TCP_WINDOW`]); two streams (`-P 2`, `--bidir`) in two chunks of 16 060
-/// bytes that the UDP socket borrows during UDP tests; five segments in flight for `-R`
+/// bytes that the UDP socket borrows during UDP tests, and that more streams share (four
+/// data sockets: `-P 3`, `-P 2 --bidir`; iperf 2's tests borrow the same memory); control
+/// sockets that receive two segments (the client's MSS); five segments in flight for `-R`
 /// (lwIP's perf configuration sends from eight: each main-loop pass sends what the ACKs it
 /// took in freed, and the fewer passes per segment the less each segment costs — on
 /// mps2-an385, `linklab emu --cost` sent 4.31 instructions per byte from two, 3.49–3.56 from
@@ -63,8 +78,11 @@ pub struct Sizing {
 pub const FULL: Sizing = Sizing {
     queue_frames: 9,
     iperf_streams: 2,
+    iperf_data_sockets: 4,
     iperf_tx_segments: 5,
-    iperf_control: 512,
+    iperf_control_rx: MIN_RX,
+    iperf_control_tx: 512,
+    iperf2_sockets: 3,
     iperf_json: 2048,
     iperf_udp_packets: [6, 2],
     http_sockets: 2,
@@ -84,8 +102,13 @@ pub const FULL: Sizing = Sizing {
 pub const MINIMAL: Sizing = Sizing {
     queue_frames: 8,
     iperf_streams: 1,
+    iperf_data_sockets: 1,
     iperf_tx_segments: 2,
-    iperf_control: 512,
+    // No UDP test, so the client's MSS on the control connection sizes nothing: 512 bytes,
+    // not MIN_RX (4 816 bytes of RAM less across the two).
+    iperf_control_rx: 512,
+    iperf_control_tx: 512,
+    iperf2_sockets: 0,
     iperf_json: 1024,
     iperf_udp_packets: [0, 0],
     http_sockets: 0,
@@ -105,8 +128,12 @@ pub const MINIMAL: Sizing = Sizing {
 pub const COMPACT: Sizing = Sizing {
     queue_frames: 9,
     iperf_streams: 1,
+    iperf_data_sockets: 1,
     iperf_tx_segments: 6,
-    iperf_control: 512,
+    // No UDP test: 512 bytes, as the minimal image's.
+    iperf_control_rx: 512,
+    iperf_control_tx: 512,
+    iperf2_sockets: 0,
     iperf_json: 1024,
     iperf_udp_packets: [0, 0],
     http_sockets: 1,
@@ -140,23 +167,37 @@ pub const QUEUE_BYTES: usize = capacity_for_frames(QUEUE_FRAMES, RxFormat::Tagge
 /// makes it safe for every format.
 pub const TCP_WINDOW: usize = smoltcp_tcp_rx_buffer(QUEUE_BYTES, RxFormat::Tagged, ETHERNET_MSS);
 
-/// iperf3 streams carried at once (data chunks).
+/// Streams the data memory carries at once with the full window and send buffer (chunks).
 pub const IPERF_STREAMS: usize = SIZING.iperf_streams;
-/// iperf3 TCP sockets: a data socket per stream, a control one, a spare to deny a second
-/// client.
-pub const IPERF_TCP_SOCKETS: usize = IPERF_STREAMS + 2;
+/// iperf3's data sockets: the most streams a test may have.
+pub const IPERF_DATA_SOCKETS: usize = SIZING.iperf_data_sockets;
+/// iperf3 TCP sockets: the data sockets, a control one, a spare to deny a second client.
+pub const IPERF_TCP_SOCKETS: usize = IPERF_DATA_SOCKETS + 2;
+/// iperf 2's TCP sockets (1 in a build without it: a count its type needs).
+pub const IPERF2_TCP_SOCKETS: usize = if cfg!(feature = "iperf2") {
+    SIZING.iperf2_sockets
+} else {
+    1
+};
 /// Send buffer of an iperf3 data socket.
 pub const IPERF_TCP_TX: usize = SIZING.iperf_tx_segments * ETHERNET_MSS;
-/// One chunk of the iperf3 data memory: a window and a send buffer.
+/// One chunk of the data memory: a window and a send buffer.
 pub const IPERF_CHUNK: usize = TCP_WINDOW + IPERF_TCP_TX;
-/// Buffers of an iperf3 control socket, each way.
-pub const IPERF_CONTROL: usize = SIZING.iperf_control;
+/// The iperf servers' data memory.
+pub const IPERF_DATA: usize = IPERF_STREAMS * IPERF_CHUNK;
+/// Receive buffer of an iperf3 control socket.
+pub const IPERF_CONTROL_RX: usize = SIZING.iperf_control_rx;
+/// Send buffer of an iperf3 control socket.
+pub const IPERF_CONTROL_TX: usize = SIZING.iperf_control_tx;
 /// iperf3 control JSON each way.
 pub const IPERF_JSON: usize = SIZING.iperf_json;
 /// Datagrams the iperf3 UDP socket receives.
 pub const IPERF_UDP_RX_PACKETS: usize = SIZING.iperf_udp_packets[0];
 /// Datagrams the iperf3 UDP socket sends.
 pub const IPERF_UDP_TX_PACKETS: usize = SIZING.iperf_udp_packets[1];
+/// The embassy image's data memory: [`IPERF_DATA`] and the 4 bytes each full chunk's share
+/// takes beyond its buffers there (its iperf3 receive rings start 3 mod 4).
+pub const EMBASSY_IPERF_DATA: usize = IPERF_DATA + 4 * IPERF_STREAMS;
 /// Payload bytes of the embassy image's iperf3 UDP socket, received (its apps take one
 /// buffer pair per socket; the main loop's UDP socket borrows a data chunk instead).
 pub const EMBASSY_IPERF_UDP_RX: usize = 4 * 1500;
@@ -184,10 +225,15 @@ pub const BLAST_RX_PACKETS: usize = 4;
 pub const BLAST_TX: usize = linklab_perf::blast::MAX_PAYLOAD as usize;
 /// Datagrams of the blaster's send side.
 pub const BLAST_TX_PACKETS: usize = 1;
-/// Sockets in the set: the iperf3 server's TCP sockets (and its UDP socket), echo's two,
-/// the HTTP sockets, the packet blaster's.
+/// Sockets in the set: the iperf3 server's TCP sockets (and its UDP socket), iperf 2's TCP
+/// and UDP sockets, echo's two, the HTTP sockets, the packet blaster's.
 pub const SOCKETS: usize = IPERF_TCP_SOCKETS
     + cfg!(feature = "iperf-udp") as usize
+    + if cfg!(feature = "iperf2") {
+        IPERF2_TCP_SOCKETS + 1
+    } else {
+        0
+    }
     + 2 * cfg!(feature = "echo") as usize
     + if cfg!(feature = "http") {
         HTTP_SOCKETS
@@ -229,5 +275,21 @@ mod tests {
         if !cfg!(feature = "minimal") {
             assert_eq!(QUEUE_BYTES, 15_364);
         }
+    }
+
+    /// The full image serves iperf3's `-P 3` (each way) and every socket that receives a
+    /// client's segments offers two of them: the client keeps its MSS whole.
+    #[test]
+    fn the_full_image_serves_three_streams_and_keeps_the_mss() {
+        use linklab_perf::data_memory::stream_share;
+        if cfg!(feature = "minimal") {
+            return;
+        }
+        assert!(IPERF_DATA_SOCKETS >= 3);
+        for (rx, tx) in [(true, false), (false, true)] {
+            let share = stream_share(IPERF_DATA, 3, rx, tx, TCP_WINDOW, IPERF_TCP_TX).unwrap();
+            assert!(share.rx >= MIN_RX, "{share:?}");
+        }
+        assert!(IPERF_CONTROL_RX >= MIN_RX);
     }
 }

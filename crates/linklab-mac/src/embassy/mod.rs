@@ -161,6 +161,11 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate>
     }
 }
 
+/// How long after finding the PHY without room the stack tries to transmit again: a sixth of
+/// a full frame's time at 100 Mbit/s (an emulated NIC frees its buffers at once; a real one
+/// as its frames leave).
+const TX_RETRY_NS: u64 = 20_000;
+
 /// Keeps a clone of the task's waker (cloned again only when the task changes).
 fn remember<'w>(slot: &'w mut Option<Waker>, waker: &Waker) -> &'w Waker {
     if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
@@ -250,8 +255,19 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate> D
         Some((EmbassyRxToken { frame }, EmbassyTxToken { tx, waker, gate }))
     }
 
+    /// None while a frame is deferred, or while the PHY has no room for one (its buffers all
+    /// in flight: virtio-net's driver would drop the frame, and the TCP stream lose the
+    /// segment to a retransmission timeout); the stack is woken to try again a little later
+    /// (a NIC that frees its transmit buffers without an interrupt says nothing when it does).
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
         if self.tx_blocked(cx.waker()) {
+            return None;
+        }
+        if !self.mac.tx_side().phy_ready() {
+            let now = self.mac.clock().now_ns();
+            self.mac
+                .clock()
+                .wake_at(now.saturating_add(TX_RETRY_NS), cx.waker());
             return None;
         }
         let waker = remember(&mut self.waker, cx.waker());

@@ -92,6 +92,12 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     }
 
     /// Start of the next data transmission: after the gap and after any received PAUSE.
+    /// True if the PHY takes a full-size frame now ([`PhyTx::ready`]).
+    #[cfg(any(feature = "smoltcp", feature = "embassy"))]
+    pub(crate) fn phy_ready(&mut self) -> bool {
+        self.phy.ready()
+    }
+
     pub(crate) fn ready_at_ns(&self) -> u64 {
         self.gap_end_ns.max(self.paused_until_ns)
     }

@@ -9,8 +9,9 @@ use crate::echo::EchoCounters;
 use crate::iperf::pool::ServerCounters;
 use crate::socket::TcpState;
 
-/// TCP sockets whose port and state the apps publish (2 HTTP, 1 echo, up to 13 iperf3).
-pub const SOCKET_VIEWS: usize = 16;
+/// TCP sockets whose port and state the apps publish (2 HTTP, 1 echo, up to 13 iperf3 and
+/// iperf 2).
+pub const SOCKET_VIEWS: usize = 20;
 
 /// The states by code, for the packed socket views.
 const STATES: [TcpState; 11] = [
@@ -36,13 +37,14 @@ pub struct AppCounters {
     echo: [AtomicU32; 11],
     http: [AtomicU32; 6],
     iperf: [AtomicU32; 8],
+    iperf2: [AtomicU32; 14],
     /// Per socket: port << 8 | state code, 0 while unused.
     views: [AtomicU32; SOCKET_VIEWS],
     claimed: AtomicU32,
 }
 
-// The three arrays, chained, are the named counters.
-const _: () = assert!(11 + 6 + 8 == APP_COUNTERS);
+// The four arrays, chained, are the named counters.
+const _: () = assert!(11 + 6 + 8 + 14 == APP_COUNTERS);
 
 /// Index of an HTTP counter.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
@@ -72,6 +74,7 @@ impl AppCounters {
             echo: [const { AtomicU32::new(0) }; 11],
             http: [const { AtomicU32::new(0) }; 6],
             iperf: [const { AtomicU32::new(0) }; 8],
+            iperf2: [const { AtomicU32::new(0) }; 14],
             views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
             claimed: AtomicU32::new(0),
         }
@@ -143,10 +146,24 @@ impl AppCounters {
         }
     }
 
+    /// Publishes iperf 2's counters (bytes wrap at 2^32, as every counter here).
+    #[cfg(feature = "iperf2")]
+    pub(crate) fn set_iperf2(&self, c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) {
+        let values = crate::app_counters::iperf2_values(c, open_streams);
+        for (slot, v) in self.iperf2.iter().zip(values) {
+            slot.store(v as u32, Ordering::Relaxed);
+        }
+    }
+
     /// Every counter now, named as the smoltcp `DeviceApps::counters` names them.
     pub fn snapshot(&self) -> [AppCounter; APP_COUNTERS] {
         let mut values = [0u64; APP_COUNTERS];
-        let all = self.echo.iter().chain(&self.http).chain(&self.iperf);
+        let all = self
+            .echo
+            .iter()
+            .chain(&self.http)
+            .chain(&self.iperf)
+            .chain(&self.iperf2);
         for (slot, v) in values.iter_mut().zip(all) {
             *slot = u64::from(v.load(Ordering::Relaxed));
         }

@@ -13,9 +13,19 @@ use core::mem::MaybeUninit;
 use embassy_net::udp::PacketMetadata;
 use embassy_net::{Config, Ipv4Address, Ipv4Cidr, Stack, StaticConfigV4};
 
+use super::memory::SharedMemory;
 #[cfg(feature = "http")]
 use super::HTTP_SOCKETS;
 use super::{IperfBuffers, TcpBuffers, UdpBuffers};
+use crate::data_memory::{DataPlan, MIN_RX};
+
+/// iperf 2's buffers, or a stand-in in a build without it (`IperfMemory::buffers` gives
+/// `None` then).
+#[cfg(feature = "iperf2")]
+pub use super::Iperf2Buffers;
+/// iperf 2's buffers: none in a build without linklab-perf's feature `iperf2`.
+#[cfg(not(feature = "iperf2"))]
+pub enum Iperf2Buffers {}
 
 /// The largest UDP payload an Ethernet frame carries unfragmented (1500 − 20 − 8): one slot
 /// of a UDP socket's buffers in [`IperfMemory`] and [`EchoMemory`] (embassy-net's smoltcp
@@ -26,6 +36,8 @@ pub const MAX_UDP_PAYLOAD: usize = 1472;
 /// one task per app (each woken only by its own sockets):
 ///
 /// - `iperf_task(stack, IperfBuffers<'static, N>)`: the iperf3 server (5201),
+/// - `iperf2_task(stack, Iperf2Buffers)` (linklab-perf's feature `iperf2`): the iperf 2
+///   server (5001), over the data memory it shares with iperf3's,
 /// - `http_task(stack, [TcpBuffers<'static>; HTTP_SOCKETS])`: the bench files and the routes
 ///   (80),
 /// - `echo_task(stack, TcpBuffers<'static>, UdpBuffers<'static>)`: TCP and UDP echo (7).
@@ -44,26 +56,33 @@ pub const MAX_UDP_PAYLOAD: usize = 1472;
 ///   the apps' share of the CPU.
 ///
 /// ```no_run
-/// # #[cfg(feature = "http")]
+/// # #[cfg(all(feature = "http", feature = "iperf2"))]
 /// # mod example {
 /// use embassy_executor::{SpawnError, Spawner};
 /// use embassy_net::Stack;
-/// use linklab_perf::embassy::{AppCounters, AppStats, IperfMemory};
+/// use linklab_perf::embassy::{AppCounters, AppStats, IperfMemory, SharedMemory};
 /// use static_cell::ConstStaticCell;
 ///
 /// static COUNTERS: AppCounters = AppCounters::new();
-/// static IPERF: ConstStaticCell<IperfMemory<4, 8192, 4096, 4, 2048>> =
+/// // Six TCP sockets (two control, four data), a data memory of two streams.
+/// static IPERF: ConstStaticCell<IperfMemory<6, 2, 8192, 4096, 4, 2048>> =
 ///     ConstStaticCell::new(IperfMemory::new());
+/// // The data memory as the two iperf servers' tasks share it.
+/// static DATA_MEMORY: SharedMemory = SharedMemory::new();
 ///
 /// linklab_perf::embassy_app_tasks! {
-///     iperf_sockets: 4,
+///     iperf_sockets: 6,
 ///     counters: &COUNTERS,
 ///     gate: None,
 ///     routes: |stack| AppStats::new("my-board", &COUNTERS, stack),
 /// }
 ///
 /// pub fn start_iperf(spawner: Spawner, stack: Stack<'static>) -> Result<(), SpawnError> {
-///     spawner.spawn(iperf_task(stack, IPERF.take().buffers())?);
+///     let (iperf, iperf2) = IPERF.take().buffers(&DATA_MEMORY);
+///     spawner.spawn(iperf_task(stack, iperf)?);
+///     if let Some(b) = iperf2 {
+///         spawner.spawn(iperf2_task(stack, b)?);
+///     }
 ///     Ok(())
 /// }
 /// # }
@@ -88,6 +107,12 @@ macro_rules! embassy_app_tasks {
         ) -> ! {
             let app = $crate::embassy::iperf_server(stack, buffers, $counters, $gate);
             $crate::embassy_app_tasks!(@wrap $($wrap)?; app).await
+        }
+
+        $crate::__iperf2_task! {
+            counters: $counters,
+            gate: $gate
+            $(, wrap: $wrap)?
         }
 
         /// linklab-perf's HTTP server (port 80: the bench files and the routes), in a task of
@@ -123,6 +148,60 @@ macro_rules! embassy_app_tasks {
     };
 }
 
+/// The iperf 2 task of [`embassy_app_tasks!`](crate::embassy_app_tasks) (linklab-perf's
+/// feature `iperf2`; nothing without it).
+#[cfg(feature = "iperf2")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __iperf2_task {
+    (counters: $counters:expr, gate: $gate:expr $(, wrap: $wrap:path)?) => {
+        /// linklab-perf's iperf 2 server (port 5001), in a task of its own.
+        #[allow(dead_code)]
+        #[::embassy_executor::task]
+        async fn iperf2_task(
+            stack: ::embassy_net::Stack<'static>,
+            buffers: $crate::embassy::Iperf2Buffers,
+        ) -> ! {
+            let app = $crate::embassy::iperf2_server::<{ $crate::embassy::IPERF2_SOCKETS }>(
+                stack, buffers, $counters, $gate,
+            );
+            $crate::embassy_app_tasks!(@wrap $($wrap)?; app).await
+        }
+    };
+}
+
+/// The iperf 2 task of [`embassy_app_tasks!`](crate::embassy_app_tasks): none in a build
+/// without linklab-perf's feature `iperf2`.
+#[cfg(not(feature = "iperf2"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __iperf2_task {
+    ($($t:tt)*) => {};
+}
+
+/// Spawns the iperf 2 task over `buffers` (linklab-perf's feature `iperf2`; nothing without
+/// it).
+#[cfg(feature = "iperf2")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __spawn_iperf2 {
+    ($spawner:expr, $stack:expr, $buffers:expr) => {
+        if let Some(b) = $buffers {
+            $spawner.spawn(iperf2_task($stack, b)?);
+        }
+    };
+}
+
+/// Spawns the iperf 2 task: nothing in a build without linklab-perf's feature `iperf2`.
+#[cfg(not(feature = "iperf2"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __spawn_iperf2 {
+    ($spawner:expr, $stack:expr, $buffers:expr) => {
+        let _ = $buffers;
+    };
+}
+
 /// Everything an embassy firmware needs to serve the apps from buffers sized by the board, in
 /// the calling crate: a `static` of each of the three buffer types given (`.bss`: see
 /// [`IperfMemory`], [`HttpMemory`], [`EchoMemory`]), the three tasks of
@@ -131,7 +210,8 @@ macro_rules! embassy_app_tasks {
 /// - `const fn app_sockets(iperf: bool, http_echo: bool) -> usize`: the sockets the apps
 ///   chosen take (for embassy-net's `StackResources`);
 /// - `fn spawn_apps::<IPERF, HTTP_ECHO>(spawner, stack) -> Result<(), SpawnError>`: spawns the
-///   iperf3 task if `IPERF`, the HTTP and echo tasks if `HTTP_ECHO`, each over its static
+///   iperf3 task (and, with linklab-perf's feature `iperf2`, the iperf 2 task over the same
+///   data memory) if `IPERF`, the HTTP and echo tasks if `HTTP_ECHO`, each over its static
 ///   (once: a second call panics, as the buffers are lent for good). An app left out costs
 ///   neither its buffers nor its code: they are linked out.
 ///
@@ -147,7 +227,7 @@ macro_rules! embassy_app_tasks {
 ///
 /// static COUNTERS: AppCounters = AppCounters::new();
 /// linklab_perf::embassy_apps! {
-///     iperf: IperfMemory<4, { 10 * 1460 }, { 4 * 1460 }, 4, 2048>,
+///     iperf: IperfMemory<6, 2, { 10 * 1460 }, { 4 * 1460 }, 4, 2048>,
 ///     http: HttpMemory<1024, { 4 * 1460 }>,
 ///     echo: EchoMemory<1024, 2>,
 ///     counters: &COUNTERS,
@@ -177,6 +257,7 @@ macro_rules! embassy_apps {
     ) => {
         static IPERF_MEMORY: ::static_cell::ConstStaticCell<$iperf> =
             ::static_cell::ConstStaticCell::new(<$iperf>::new());
+        static DATA_MEMORY: $crate::embassy::SharedMemory = $crate::embassy::SharedMemory::new();
         static HTTP_MEMORY: ::static_cell::ConstStaticCell<$http> =
             ::static_cell::ConstStaticCell::new(<$http>::new());
         static ECHO_MEMORY: ::static_cell::ConstStaticCell<$echo> =
@@ -204,7 +285,9 @@ macro_rules! embassy_apps {
             stack: ::embassy_net::Stack<'static>,
         ) -> ::core::result::Result<(), ::embassy_executor::SpawnError> {
             if IPERF {
-                spawner.spawn(iperf_task(stack, IPERF_MEMORY.take().buffers())?);
+                let (iperf, iperf2) = IPERF_MEMORY.take().buffers(&DATA_MEMORY);
+                spawner.spawn(iperf_task(stack, iperf)?);
+                $crate::__spawn_iperf2!(spawner, stack, iperf2);
             }
             if HTTP_ECHO {
                 spawner.spawn(http_task(stack, HTTP_MEMORY.take().buffers())?);
@@ -216,65 +299,150 @@ macro_rules! embassy_apps {
     };
 }
 
-/// The iperf3 server's buffers as one static: `N` TCP sockets, each with a receive buffer of
-/// `RX` bytes (the TCP window a data stream gets) and a send buffer of `TX` bytes (what a
-/// `-R` stream keeps in flight); one UDP socket holding `UDP` datagrams of
-/// [`MAX_UDP_PAYLOAD`] each way; `JSON` bytes for the control JSON each way (a stock client's
-/// parameters are ~300 bytes, the results ~350 per stream). Zeroed, so a `static` of it is
-/// `.bss`: `static IPERF: ConstStaticCell<IperfMemory<…>> = ConstStaticCell::new(IperfMemory::new());`
+/// iperf 2's TCP sockets on embassy-net: two streams, or a stream and its `-d` connect-back,
+/// and one listening for the next stream or client.
+pub const IPERF2_SOCKETS: usize = 3;
+
+/// One chunk of the iperf servers' data memory: a window, a send buffer, and the four bytes
+/// a receive ring's start 3 mod 4 takes (`crate::embassy::iperf`'s `RX_SKEW`).
+#[repr(C)]
+struct Chunk<const RX: usize, const TX: usize> {
+    rx: [u8; RX],
+    tx: [u8; TX],
+    skew: [u8; 4],
+}
+
+/// The iperf servers' buffers as one static: `N` TCP sockets for iperf3 (two control
+/// sockets, `N - 2` data sockets: the most streams a test may have) and the data memory its
+/// data sockets, and iperf 2's (feature `iperf2`, [`IPERF2_SOCKETS`]), are lent while they
+/// carry a test — `CHUNKS` chunks of a receive window of `RX` bytes and a send buffer of `TX`
+/// bytes (what a `-R` stream keeps in flight), each a stream's when the test has no more
+/// streams than chunks, shared out equally when it has more
+/// ([`crate::data_memory::stream_share`]); iperf3's UDP socket holding `UDP` datagrams of
+/// [`MAX_UDP_PAYLOAD`] each way (and iperf 2's UDP socket that many records, its bytes a
+/// share); `JSON` bytes for the control JSON each way (a stock client's parameters are ~300
+/// bytes, the results ~350 per stream). Zeroed, so a `static` of it is `.bss`:
+/// `static IPERF: ConstStaticCell<IperfMemory<…>> = ConstStaticCell::new(IperfMemory::new());`
 pub struct IperfMemory<
     const N: usize,
+    const CHUNKS: usize,
     const RX: usize,
     const TX: usize,
     const UDP: usize,
     const JSON: usize,
 > {
-    tcp_rx: [[u8; RX]; N],
-    tcp_tx: [[u8; TX]; N],
+    control_rx: [[u8; MIN_RX]; 2],
+    control_tx: [[u8; CONTROL_TX]; 2],
+    data: [Chunk<RX, TX>; CHUNKS],
     #[cfg_attr(not(feature = "iperf-udp"), allow(dead_code))]
     udp: UdpMemory<UDP>,
+    #[cfg_attr(not(feature = "iperf2"), allow(dead_code))]
+    udp2_meta: MaybeUninit<[[PacketMetadata; UDP]; 2]>,
     json_rx: [u8; JSON],
     json_tx: [u8; JSON],
 }
 
-impl<const N: usize, const RX: usize, const TX: usize, const UDP: usize, const JSON: usize>
-    IperfMemory<N, RX, TX, UDP, JSON>
+/// Send buffer of each iperf3 control socket (one stream's results are ~350 bytes).
+const CONTROL_TX: usize = 512;
+
+impl<
+        const N: usize,
+        const CHUNKS: usize,
+        const RX: usize,
+        const TX: usize,
+        const UDP: usize,
+        const JSON: usize,
+    > IperfMemory<N, CHUNKS, RX, TX, UDP, JSON>
 {
     /// The iperf3 server's TCP sockets, `N`.
     pub const TCP_SOCKETS: usize = N;
-    /// The sockets these buffers make (a count for embassy-net's `StackResources`): the UDP
-    /// socket only with feature `iperf-udp`.
-    pub const SOCKETS: usize = N + cfg!(feature = "iperf-udp") as usize;
+    /// The sockets these buffers make (a count for embassy-net's `StackResources`):
+    /// iperf3's, its UDP socket with feature `iperf-udp`, iperf 2's `IPERF2_SOCKETS + 1`
+    /// with feature `iperf2`.
+    pub const SOCKETS: usize = N
+        + cfg!(feature = "iperf-udp") as usize
+        + cfg!(feature = "iperf2") as usize * (IPERF2_SOCKETS + 1);
 
     /// All zero.
     pub const fn new() -> Self {
         IperfMemory {
-            tcp_rx: [[0; RX]; N],
-            tcp_tx: [[0; TX]; N],
+            control_rx: [[0; MIN_RX]; 2],
+            control_tx: [[0; CONTROL_TX]; 2],
+            data: [const {
+                Chunk {
+                    rx: [0; RX],
+                    tx: [0; TX],
+                    skew: [0; 4],
+                }
+            }; CHUNKS],
             udp: UdpMemory::new(),
+            udp2_meta: MaybeUninit::uninit(),
             json_rx: [0; JSON],
             json_tx: [0; JSON],
         }
     }
 
-    /// The buffers, lent to [`iperf_server`](super::iperf_server).
-    pub fn buffers(&mut self) -> IperfBuffers<'_, N> {
-        let mut tx = self.tcp_tx.iter_mut();
-        IperfBuffers {
-            tcp: self.tcp_rx.each_mut().map(|rx| TcpBuffers {
-                rx,
-                tx: tx.next().map_or(&mut [][..], |t| &mut t[..]),
-            }),
-            #[cfg(feature = "iperf-udp")]
-            udp: self.udp.buffers(),
-            json_rx: &mut self.json_rx,
-            json_tx: &mut self.json_tx,
-        }
+    /// The buffers, lent to [`iperf_server`](super::iperf_server) and (feature `iperf2`)
+    /// [`iperf2_server`](super::iperf2_server), the data memory through `memory` (given its
+    /// bytes here: once).
+    pub fn buffers(
+        &'static mut self,
+        memory: &'static SharedMemory,
+    ) -> (IperfBuffers<'static, N>, Option<Iperf2Buffers>) {
+        let bytes = core::mem::size_of::<[Chunk<RX, TX>; CHUNKS]>();
+        // SAFETY: the chunks are byte arrays (`repr(C)`, alignment 1, no padding), so the
+        // `data` field is `bytes` initialised bytes, borrowed mutably for 'static here.
+        let data =
+            unsafe { core::slice::from_raw_parts_mut(self.data.as_mut_ptr().cast::<u8>(), bytes) };
+        memory.init(data);
+        let plan = DataPlan {
+            bytes,
+            window: RX,
+            tx: TX,
+            udp_rx: RX,
+            per_stream: 4,
+        };
+        let [c0, c1] = &mut self.control_rx;
+        let [t0, t1] = &mut self.control_tx;
+        #[cfg(feature = "iperf2")]
+        let iperf2 = {
+            let [rx_meta, tx_meta] = self.udp2_meta.write([[PacketMetadata::EMPTY; UDP]; 2]);
+            Some(Iperf2Buffers {
+                memory,
+                udp_meta: [rx_meta, tx_meta],
+                sizes: crate::iperf2::pool::Iperf2Sizes {
+                    window: RX,
+                    tx: TX,
+                    udp_rx: RX,
+                    udp_tx: TX,
+                },
+            })
+        };
+        #[cfg(not(feature = "iperf2"))]
+        let iperf2 = None;
+        (
+            IperfBuffers {
+                control: [TcpBuffers { rx: c0, tx: t0 }, TcpBuffers { rx: c1, tx: t1 }],
+                memory,
+                plan,
+                #[cfg(feature = "iperf-udp")]
+                udp: self.udp.buffers(),
+                json_rx: &mut self.json_rx,
+                json_tx: &mut self.json_tx,
+            },
+            iperf2,
+        )
     }
 }
 
-impl<const N: usize, const RX: usize, const TX: usize, const UDP: usize, const JSON: usize> Default
-    for IperfMemory<N, RX, TX, UDP, JSON>
+impl<
+        const N: usize,
+        const CHUNKS: usize,
+        const RX: usize,
+        const TX: usize,
+        const UDP: usize,
+        const JSON: usize,
+    > Default for IperfMemory<N, CHUNKS, RX, TX, UDP, JSON>
 {
     fn default() -> Self {
         Self::new()

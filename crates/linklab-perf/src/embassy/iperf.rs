@@ -1,5 +1,7 @@
-//! The iperf3 server on embassy-net: the shared pool logic ([`PoolServer`]) over sockets the
-//! user lends, polled whenever one of its sockets or its next deadline wakes the task.
+//! The iperf3 server on embassy-net: the shared pool logic ([`PoolServer`]) over two control
+//! sockets the user lends and data sockets made anew over shares of the data memory it
+//! shares with the iperf 2 server ([`SharedMemory`]) while they carry a test, polled whenever
+//! one of its sockets, its next deadline or the iperf 2 task wakes it.
 
 use core::convert::Infallible;
 use core::future::poll_fn;
@@ -11,25 +13,42 @@ use embassy_net::udp::UdpSocket;
 use embassy_net::{IpEndpoint, Stack};
 use embassy_time::{Instant, Timer};
 
+use super::memory::SharedMemory;
 use super::socket::{poll_once, Tcp};
 #[cfg(feature = "iperf-udp")]
 use super::{socket::Udp, udp_socket, UdpBuffers};
 use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
+use crate::data_memory::{DataPlan, Share, Tenant};
 #[cfg(doc)]
 use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
-use crate::iperf::wire::DEFAULT_PORT;
+use crate::iperf::wire::{COOKIE_SIZE, DEFAULT_PORT};
 use crate::socket::{TcpOps, TcpState};
 
+/// Where a data socket's receive ring starts in its share: 3 mod 4. Every iperf3 data
+/// stream begins with the client's 37-byte cookie, and smoltcp's receive ring never rewinds
+/// to its start, so from a ring on a word every later segment would land off its word (and
+/// smoltcp copy it with `memcpy`'s misaligned path: 3.6 instructions per byte on the
+/// Cortex-M3 instead of ~1.2); from 3 mod 4 byte 37 is on a word.
+const RX_SKEW: usize = (4 - COOKIE_SIZE % 4) % 4;
+
 /// What the iperf3 server needs: `N` TCP sockets
-/// (3..=[`MAX_TCP_SOCKETS`](crate::iperf::pool::MAX_TCP_SOCKETS): one control, one left
-/// listening to deny a second client, one per data stream, so `-P p` needs
-/// `2 + p` and `-P p --bidir` `2 + 2p`), one UDP socket, and the control JSON buffers
+/// (4..=[`MAX_TCP_SOCKETS`](crate::iperf::pool::MAX_TCP_SOCKETS): two control sockets —
+/// the test's, and one left listening to deny a second client — over `control`, and `N - 2`
+/// data sockets, one per stream, each made over a share of `memory` while it carries one:
+/// `-P p` needs `2 + p` sockets and `-P p --bidir` `2 + 2p`, and the memory a share for
+/// each, [`DataPlan::stream_share`]), one UDP socket, and the control JSON buffers
 /// (`json_rx` 8 KiB accepts any parameter document; a stock client's is ~300 bytes;
 /// `json_tx` 4 KiB holds results for 16 streams, two streams' ~700 bytes).
 pub struct IperfBuffers<'a, const N: usize> {
-    /// The TCP sockets' buffers; each receive buffer is that connection's TCP window.
-    pub tcp: [TcpBuffers<'a>; N],
+    /// The two control sockets' buffers. A receive buffer of two segments
+    /// ([`crate::data_memory::MIN_RX`]) keeps the client's MSS whole: stock iperf3 sizes its
+    /// UDP datagrams by it.
+    pub control: [TcpBuffers<'a>; 2],
+    /// The data memory, shared with the iperf 2 server (one test at a time across both).
+    pub memory: &'static SharedMemory,
+    /// How a test's streams share it.
+    pub plan: DataPlan,
     /// The UDP socket's buffers (they bound the burst it absorbs).
     #[cfg(feature = "iperf-udp")]
     pub udp: UdpBuffers<'a>,
@@ -39,9 +58,13 @@ pub struct IperfBuffers<'a, const N: usize> {
     pub json_tx: &'a mut [u8],
 }
 
-/// The server's sockets and the task context, for one poll.
+/// The server's sockets, the memory and the task context, for one poll.
 struct Sockets<'p, 'a, 'c, const N: usize> {
+    stack: Stack<'a>,
     tcp: &'p mut [TcpSocket<'a>; N],
+    /// The memory's slice each data socket holds.
+    slices: &'p mut [Option<u8>; N],
+    memory: &'static SharedMemory,
     #[cfg(feature = "iperf-udp")]
     udp: &'p mut UdpSocket<'a>,
     cx: &'p mut Context<'c>,
@@ -87,6 +110,70 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
     fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
         !evicted && self.tcp(i).listen(port)
     }
+
+    /// Makes data socket `i` anew over a share of the memory (its receive ring from
+    /// [`RX_SKEW`] on).
+    fn prepare(&mut self, i: usize, share: Share) -> bool {
+        if self.slices[i].is_some() {
+            return true;
+        }
+        let len = share.len() + 4;
+        let lent = self
+            .memory
+            .with(|m| m.lend(Tenant::Iperf3, len, false))
+            .flatten();
+        let Some((id, bytes)) = lent else {
+            return false;
+        };
+        let (rx, tx) = bytes.split_at_mut((share.rx + 4).min(bytes.len()));
+        let skew = RX_SKEW.min(rx.len());
+        let rx = &mut rx[skew..];
+        let rx_len = share.rx.min(rx.len());
+        self.tcp[i] = tcp_socket(
+            self.stack,
+            TcpBuffers {
+                rx: &mut rx[..rx_len],
+                tx,
+            },
+        );
+        self.slices[i] = Some(id as u8);
+        true
+    }
+
+    /// Makes data socket `i` anew without buffers and gives its share back.
+    fn release(&mut self, i: usize) {
+        if let Some(id) = self.slices[i].take() {
+            // The socket over the share is dropped here (embassy-net removes it from the
+            // stack), before the share goes back.
+            self.tcp[i] = parked_tcp(self.stack);
+            // SAFETY: the only socket made over slice `id` was just dropped.
+            self.memory
+                .with(|m| unsafe { m.give_back(usize::from(id)) });
+        }
+    }
+
+    fn claim(&mut self) -> bool {
+        let (claimed, yields) = self
+            .memory
+            .with(|m| (m.claim(Tenant::Iperf3), m.must_yield(Tenant::Iperf2)))
+            .unwrap_or((false, false));
+        if yields {
+            // iperf 2's idle shares go back in its task; it wakes this one then.
+            self.memory.wake(Tenant::Iperf2);
+        }
+        claimed
+    }
+
+    fn unclaim(&mut self) {
+        self.memory.with(|m| m.unclaim(Tenant::Iperf3));
+        // iperf 2 listens again over the memory.
+        self.memory.wake(Tenant::Iperf2);
+    }
+}
+
+/// A TCP socket without buffers: a data socket parked between tests.
+fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
+    TcpSocket::new(stack, &mut [], &mut [])
 }
 
 /// Serves iperf3 on port 5201 forever over `buffers` (see [`IperfBuffers`]): TCP and UDP,
@@ -100,23 +187,34 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
 /// slow mode, `crate::iperf::pool`). The gate must see every frame the driver receives, and
 /// this task must not run at a higher priority than embassy-net's runner
 /// ([`ServiceGate::wake_on_segment`]).
-pub async fn iperf_server<const N: usize>(
-    stack: Stack<'_>,
-    buffers: IperfBuffers<'_, N>,
+pub async fn iperf_server<'a, const N: usize>(
+    stack: Stack<'a>,
+    buffers: IperfBuffers<'a, N>,
     counters: &AppCounters,
     gate: Option<&ServiceGate>,
 ) -> ! {
     let IperfBuffers {
-        tcp,
+        control,
+        memory,
+        plan,
         #[cfg(feature = "iperf-udp")]
         udp,
         json_rx,
         json_tx,
     } = buffers;
-    let mut tcp = tcp.map(|b| tcp_socket(stack, b));
+    // The data sockets first (a stream's SYN finds one before a control socket), parked.
+    let mut control = control.into_iter();
+    let mut tcp: [TcpSocket<'a>; N] = core::array::from_fn(|i| match i.checked_sub(N - 2) {
+        Some(_) => control
+            .next()
+            .map_or_else(|| parked_tcp(stack), |b| tcp_socket(stack, b)),
+        None => parked_tcp(stack),
+    });
+    let mut slices = [None; N];
     #[cfg(feature = "iperf-udp")]
     let mut udp = udp_socket(stack, udp);
     let mut pool = PoolServer::<IpEndpoint>::new(DEFAULT_PORT, json_rx, json_tx);
+    pool.set_data_memory(N.saturating_sub(2), plan);
     let port = pool.port();
     if let Some(g) = gate {
         g.serve(Port::Tcp(port));
@@ -129,8 +227,12 @@ pub async fn iperf_server<const N: usize>(
     let never = poll_fn(|cx| {
         loop {
             let now = Instant::now().as_micros();
+            memory.register(Tenant::Iperf3, cx.waker());
             let mut sockets = Sockets {
+                stack,
                 tcp: &mut tcp,
+                slices: &mut slices,
+                memory,
                 #[cfg(feature = "iperf-udp")]
                 udp: &mut udp,
                 cx,

@@ -58,6 +58,9 @@ mod gate;
 #[cfg(feature = "http")]
 mod http;
 mod iperf;
+#[cfg(feature = "iperf2")]
+mod iperf2;
+mod memory;
 #[cfg(any(feature = "echo", feature = "http"))]
 mod service;
 mod socket;
@@ -68,13 +71,18 @@ pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};
 pub use device::EchoMemory;
 #[cfg(feature = "http")]
 pub use device::HttpMemory;
-pub use device::{announce, static_ipv4, IperfMemory, MAX_UDP_PAYLOAD};
+#[cfg(not(feature = "iperf2"))]
+pub use device::Iperf2Buffers;
+pub use device::{announce, static_ipv4, IperfMemory, IPERF2_SOCKETS, MAX_UDP_PAYLOAD};
 #[cfg(feature = "echo")]
 pub use echo::echo_server;
 pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
 #[cfg(feature = "http")]
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};
+#[cfg(feature = "iperf2")]
+pub use iperf2::{iperf2_server, Iperf2Buffers};
+pub use memory::SharedMemory;
 pub use stats::AppStats;
 
 #[cfg(any(feature = "echo", feature = "http"))]

@@ -7,14 +7,14 @@ use core::pin::pin;
 use core::task::{Context, Poll};
 
 use embassy_net::tcp::{State, TcpSocket};
-#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 use embassy_net::udp::UdpSocket;
 use embassy_net::IpAddress;
-#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 use embassy_net::IpEndpoint;
 
 use crate::rules::Peer;
-#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 use crate::socket::UdpOps;
 use crate::socket::{TcpOps, TcpState};
 
@@ -163,7 +163,7 @@ impl TcpOps for Tcp<'_, '_, '_> {
 }
 
 /// An embassy-net UDP socket and the task context its operations register with.
-#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 pub(crate) struct Udp<'p, 'a, 'c> {
     /// The socket.
     pub socket: &'p mut UdpSocket<'a>,
@@ -171,7 +171,7 @@ pub(crate) struct Udp<'p, 'a, 'c> {
     pub cx: &'p mut Context<'c>,
 }
 
-#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 impl Udp<'_, '_, '_> {
     /// Registers the task for received datagrams and for send room.
     pub fn watch(&mut self) {
@@ -180,7 +180,7 @@ impl Udp<'_, '_, '_> {
     }
 }
 
-#[cfg(any(feature = "echo", feature = "iperf-udp"))]
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 impl UdpOps for Udp<'_, '_, '_> {
     type Endpoint = IpEndpoint;
     fn is_open(&self) -> bool {

@@ -5,12 +5,15 @@
 //!
 //! # Two ways to give it sockets
 //! - [`SmoltcpIperfServer::from_buffers`] (what `DeviceApps` and the firmware use): the
-//!   server makes its sockets from an [`IperfBuffers`]: two control sockets with small
-//!   buffers (the test's control connection, and one to answer a second client
-//!   ACCESS_DENIED), and the data memory, one chunk per stream it carries at once. A chunk
-//!   is lent to a data socket only while it listens for or carries a stream, and to the UDP
-//!   socket during a UDP test (the two never carry a test at the same time), so the
-//!   windows cost nothing twice. `-P p` needs `p` chunks, `-P p --bidir` `2p`.
+//!   server makes its sockets: two control sockets over [`IperfBuffers`] (the test's control
+//!   connection, and one to answer a second client ACCESS_DENIED), and data sockets without
+//!   buffers, each lent a share of the device's data memory ([`SmoltcpDataMemory`],
+//!   [`crate::data_memory`], shared with the iperf 2 server) only while it listens for or
+//!   carries a stream, and the UDP socket one during a UDP test: the windows cost nothing
+//!   twice, and a test's streams share the memory ([`crate::data_memory::stream_share`]:
+//!   one or two streams get the window and send buffer the device was sized for, more an
+//!   equal part each, never a window under two segments). Poll it with
+//!   [`poll_lent`](SmoltcpIperfServer::poll_lent).
 //! - [`SmoltcpIperfServer::new`] (feature `iperf-udp`): `N >= 3` TCP sockets and one UDP
 //!   socket the caller made, every TCP socket taking any role (one control, one spare, the
 //!   rest data streams): size them alike, the receive buffer is the window.
@@ -21,23 +24,26 @@
 //!
 //! # Main loop
 //! ```no_run
+//! use linklab_perf::data_memory::{DataPlan, SmoltcpDataMemory};
 //! use linklab_perf::iperf::device::{IperfBuffers, SmoltcpIperfServer};
 //! use smoltcp::iface::{Interface, SocketSet};
 //! use smoltcp::phy::Device;
 //! use smoltcp::time::Instant;
 //!
-//! fn serve<'a, D: Device, I: IntoIterator<Item = &'a mut [u8]>>(
+//! fn serve<'a, D: Device>(
 //!     iface: &mut Interface,
 //!     device: &mut D,
 //!     sockets: &mut SocketSet<'a>,
-//!     buffers: IperfBuffers<'a, I>,
+//!     buffers: IperfBuffers<'a>,
+//!     memory: &mut SmoltcpDataMemory<'a>,
+//!     plan: DataPlan,
 //!     now: impl Fn() -> Instant,
 //! ) -> ! {
-//!     let mut server = SmoltcpIperfServer::<4, 2>::from_buffers(sockets, buffers, 5201);
+//!     let mut server = SmoltcpIperfServer::<6, 4>::from_buffers(sockets, buffers, 5201, plan);
 //!     loop {
 //!         let t = now();
 //!         iface.poll(t, device, sockets);
-//!         server.poll(sockets, t);
+//!         server.poll_lent(sockets, memory, t);
 //!         let wake = [iface.poll_at(t, sockets), server.poll_at()].into_iter().flatten().min();
 //!         // sleep until `wake` or the next packet
 //!     }
@@ -56,55 +62,36 @@ use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::stream::Micros;
 use super::wire::MAX_STREAMS;
+use crate::data_memory::{DataPlan, Share, SmoltcpDataMemory, Tenant};
 use crate::evict::half_open_to;
-use crate::lend::Lender;
 use crate::lifetime::{evict, relisten, tcp_socket};
 use crate::rules::Peer;
+use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
 
-/// What [`SmoltcpIperfServer::from_buffers`] makes its sockets of (see the module docs).
-pub struct IperfBuffers<'a, I> {
+/// What [`SmoltcpIperfServer::from_buffers`] makes its control sockets of (its data sockets
+/// are lent the data memory's shares).
+pub struct IperfBuffers<'a> {
     /// The two control sockets' buffers: the test's control connection, and one left
-    /// listening to answer a second client ACCESS_DENIED. Control messages are short
-    /// (a stock client's parameters ~300 bytes, one stream's results ~350): 512 bytes each
-    /// way are plenty.
+    /// listening to answer a second client ACCESS_DENIED. Control messages are short (a
+    /// stock client's parameters ~300 bytes, one stream's results ~350), but a receive
+    /// buffer of two segments ([`crate::data_memory::MIN_RX`]) keeps the client's MSS whole:
+    /// stock iperf3 sizes its UDP datagrams by it.
     pub control: [TcpBuffers<'a>; 2],
-    /// The data memory: one chunk per stream carried at once (at most `N - 2`), each lent
-    /// whole to a data socket while it listens for or carries a stream (its receive window
-    /// is the first [`window`](Self::window) bytes, its send buffer the rest), and one to the
-    /// UDP socket during a UDP test (the datagrams it receives in the first
-    /// [`udp_rx`](Self::udp_rx) bytes, those it sends in the rest).
-    pub data: I,
-    /// The receive window of a data socket: the first part of each chunk.
-    pub window: usize,
-    /// The UDP socket's receive bytes: the first part of the chunk it gets.
-    #[cfg(feature = "iperf-udp")]
-    pub udp_rx: usize,
-    /// The UDP socket's datagram records, received and sent (its payload bytes are a data
-    /// chunk's).
-    #[cfg(feature = "iperf-udp")]
-    pub udp_meta: [&'a mut [udp::PacketMetadata]; 2],
     /// Control JSON received.
     pub json_rx: &'a mut [u8],
     /// Control JSON sent.
     pub json_tx: &'a mut [u8],
 }
 
-/// The data memory and which socket holds which chunk.
-struct DataMemory<'a, const N: usize> {
-    chunks: Lender<'a, u8, N>,
-    window: usize,
-    /// The chunk data socket `i` holds.
-    holder: [Option<u8>; N],
+/// What each socket holds of the data memory (slice numbers).
+#[derive(Clone, Copy, Debug)]
+struct Held<const N: usize> {
+    tcp: [Option<u8>; N],
     #[cfg(feature = "iperf-udp")]
-    udp_rx: usize,
-    #[cfg(feature = "iperf-udp")]
-    udp_meta: Lender<'a, udp::PacketMetadata, 2>,
-    /// The chunk (and records) the UDP socket holds.
-    #[cfg(feature = "iperf-udp")]
-    udp_chunk: Option<u8>,
+    udp: Option<u8>,
 }
 
 /// An iperf3 server over smoltcp sockets (see the module docs for what it needs): the
@@ -112,50 +99,36 @@ struct DataMemory<'a, const N: usize> {
 /// sockets and `S` streams.
 pub struct SmoltcpIperfServer<'a, const N: usize = MAX_TCP_SOCKETS, const S: usize = MAX_STREAMS> {
     pool: PoolServer<'a, IpEndpoint, N, S>,
-    tcp: heapless::Vec<SocketHandle, N>,
+    /// Its TCP sockets: none for a parked data socket (kept out of the set, so smoltcp does
+    /// not walk it on every pass).
+    tcp: heapless::Vec<Option<SocketHandle>, N>,
+    /// Its UDP socket: none while parked.
     #[cfg(feature = "iperf-udp")]
-    udp: SocketHandle,
-    memory: Option<DataMemory<'a, N>>,
+    udp: Option<SocketHandle>,
+    held: Held<N>,
 }
 
 /// The server's sockets in a smoltcp socket set, for one poll; `flush` runs the interface's
 /// egress (so an evicted peer gets its RST before its socket listens again).
 struct Sockets<'p, 'a, const N: usize> {
     set: &'p mut SocketSet<'a>,
-    tcp: &'p mut [SocketHandle],
+    tcp: &'p mut [Option<SocketHandle>],
     #[cfg(feature = "iperf-udp")]
-    udp: &'p mut SocketHandle,
-    memory: Option<&'p mut DataMemory<'a, N>>,
+    udp: &'p mut Option<SocketHandle>,
+    held: &'p mut Held<N>,
+    memory: Option<&'p mut SmoltcpDataMemory<'a>>,
     flush: &'p mut dyn FnMut(&mut SocketSet<'a>),
-}
-
-/// A TCP socket without buffers: a data socket parked between tests.
-fn parked_tcp<'a>() -> tcp::Socket<'a> {
-    tcp::Socket::new(
-        tcp::SocketBuffer::new(&mut [][..]),
-        tcp::SocketBuffer::new(&mut [][..]),
-    )
-}
-
-/// A UDP socket without buffers: the iperf3 UDP socket between UDP tests (it drops what
-/// comes).
-#[cfg(feature = "iperf-udp")]
-fn parked_udp<'a>() -> udp::Socket<'a> {
-    udp::Socket::new(
-        udp::PacketBuffer::new(&mut [][..], &mut [][..]),
-        udp::PacketBuffer::new(&mut [][..], &mut [][..]),
-    )
 }
 
 impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
     type Endpoint = IpEndpoint;
     type Tcp<'t>
-        = &'t mut tcp::Socket<'a>
+        = Maybe<&'t mut tcp::Socket<'a>>
     where
         Self: 't;
     #[cfg(feature = "iperf-udp")]
     type Udp<'t>
-        = &'t mut udp::Socket<'a>
+        = Maybe<&'t mut udp::Socket<'a>>
     where
         Self: 't;
 
@@ -164,101 +137,131 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
     }
 
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
-        self.set.get_mut::<tcp::Socket>(self.tcp[i])
+        match self.tcp[i] {
+            Some(h) => Maybe::Socket(self.set.get_mut::<tcp::Socket>(h)),
+            None => Maybe::Parked,
+        }
     }
 
     #[cfg(feature = "iperf-udp")]
     fn udp(&mut self) -> Self::Udp<'_> {
-        self.set.get_mut::<udp::Socket>(*self.udp)
+        match *self.udp {
+            Some(h) => Maybe::Socket(self.set.get_mut::<udp::Socket>(h)),
+            None => Maybe::Parked,
+        }
     }
 
     /// Listens again at once, in a fresh slot (see [`relisten`]); an evicted peer's RST is
     /// sent first ([`evict`]).
     fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
-        self.tcp[i] = if evicted {
-            evict(self.set, self.tcp[i], port, self.flush)
-        } else {
-            relisten(self.set, self.tcp[i], port)
-        };
+        if let Some(h) = self.tcp[i] {
+            self.tcp[i] = Some(if evicted {
+                evict(self.set, h, port, self.flush)
+            } else {
+                relisten(self.set, h, port)
+            });
+        }
         true
     }
 
-    /// Makes data socket `i` anew over a chunk of the data memory (in the slot it left).
-    fn prepare(&mut self, i: usize) -> bool {
+    /// Makes data socket `i` anew over a share of the data memory (in the slot it left).
+    fn prepare(&mut self, i: usize, share: Share) -> bool {
         let Some(m) = self.memory.as_deref_mut() else {
             return true;
         };
-        if m.holder[i].is_some() {
+        if self.held.tcp[i].is_some() {
             return true;
         }
-        let Some((c, bytes)) = m.chunks.lend() else {
+        let Some((id, bytes)) = m.bytes.lend(Tenant::Iperf3, share.len(), false) else {
             return false;
         };
-        let (rx, tx) = bytes.split_at_mut(m.window.min(bytes.len()));
-        let _ = self.set.remove(self.tcp[i]);
-        self.tcp[i] = self.set.add(tcp_socket(TcpBuffers { rx, tx }));
-        m.holder[i] = Some(c as u8);
+        let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
+        if let Some(h) = self.tcp[i].take() {
+            let _ = self.set.remove(h);
+        }
+        self.tcp[i] = Some(self.set.add(tcp_socket(TcpBuffers { rx, tx })));
+        self.held.tcp[i] = Some(id as u8);
         true
     }
 
-    /// Makes data socket `i` anew without buffers and takes its chunk back.
+    /// Makes data socket `i` anew without buffers and gives its share back.
     fn release(&mut self, i: usize) {
         let Some(m) = self.memory.as_deref_mut() else {
             return;
         };
-        if let Some(c) = m.holder[i].take() {
-            let _ = self.set.remove(self.tcp[i]);
-            self.tcp[i] = self.set.add(parked_tcp());
-            // SAFETY: the only socket made over chunk `c` was just removed from the set and
+        if let Some(id) = self.held.tcp[i].take() {
+            if let Some(h) = self.tcp[i].take() {
+                let _ = self.set.remove(h);
+            }
+            // SAFETY: the only socket made over slice `id` was just removed from the set and
             // dropped.
-            unsafe { m.chunks.give_back(usize::from(c)) };
+            unsafe { m.bytes.give_back(usize::from(id)) };
         }
     }
 
-    /// Makes the UDP socket anew over a chunk of the data memory.
+    /// Makes the UDP socket anew over a share of the data memory and its records.
     #[cfg(feature = "iperf-udp")]
-    fn prepare_udp(&mut self) -> bool {
+    fn prepare_udp(&mut self, share: Share) -> bool {
         let Some(m) = self.memory.as_deref_mut() else {
             return true;
         };
-        if m.udp_chunk.is_some() {
+        if self.held.udp.is_some() {
             return true;
         }
-        let Some((c, bytes)) = m.chunks.lend() else {
+        let Some((id, bytes)) = m.bytes.lend(Tenant::Iperf3, share.len(), false) else {
             return false;
         };
         let (Some((_, rx_meta)), Some((_, tx_meta))) = (m.udp_meta.lend(), m.udp_meta.lend())
         else {
-            // SAFETY: chunk `c` was lent just now and given to nothing.
-            unsafe { m.chunks.give_back(c) };
+            // SAFETY: slice `id` and the records lent (if one was) were given to nothing.
+            unsafe {
+                m.bytes.give_back(id);
+                m.udp_meta.give_back(0);
+                m.udp_meta.give_back(1);
+            }
             return false;
         };
-        let (rx, tx) = bytes.split_at_mut(m.udp_rx.min(bytes.len()));
-        let _ = self.set.remove(*self.udp);
-        *self.udp = self.set.add(udp::Socket::new(
+        let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
+        if let Some(h) = self.udp.take() {
+            let _ = self.set.remove(h);
+        }
+        *self.udp = Some(self.set.add(udp::Socket::new(
             udp::PacketBuffer::new(rx_meta, rx),
             udp::PacketBuffer::new(tx_meta, tx),
-        ));
-        m.udp_chunk = Some(c as u8);
+        )));
+        self.held.udp = Some(id as u8);
         true
     }
 
-    /// Makes the UDP socket anew without buffers and takes its chunk and records back.
+    /// Makes the UDP socket anew without buffers and gives its share and records back.
     #[cfg(feature = "iperf-udp")]
     fn release_udp(&mut self) {
         let Some(m) = self.memory.as_deref_mut() else {
             return;
         };
-        if let Some(c) = m.udp_chunk.take() {
-            let _ = self.set.remove(*self.udp);
-            *self.udp = self.set.add(parked_udp());
-            // SAFETY: the only socket made over chunk `c` and the two records was just
+        if let Some(id) = self.held.udp.take() {
+            if let Some(h) = self.udp.take() {
+                let _ = self.set.remove(h);
+            }
+            // SAFETY: the only socket made over slice `id` and the two records was just
             // removed from the set and dropped.
             unsafe {
-                m.chunks.give_back(usize::from(c));
+                m.bytes.give_back(usize::from(id));
                 m.udp_meta.give_back(0);
                 m.udp_meta.give_back(1);
             }
+        }
+    }
+
+    fn claim(&mut self) -> bool {
+        self.memory
+            .as_deref_mut()
+            .is_none_or(|m| m.bytes.claim(Tenant::Iperf3))
+    }
+
+    fn unclaim(&mut self) {
+        if let Some(m) = self.memory.as_deref_mut() {
+            m.bytes.unclaim(Tenant::Iperf3);
         }
     }
 }
@@ -281,52 +284,50 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
         let n = tcp.len().min(N);
         Self {
             pool: PoolServer::new(port, rx, tx),
-            tcp: heapless::Vec::from_slice(&tcp[..n]).unwrap_or_default(),
-            udp,
-            memory: None,
+            tcp: tcp[..n].iter().map(|h| Some(*h)).collect(),
+            udp: Some(udp),
+            held: Held {
+                tcp: [None; N],
+                udp: None,
+            },
         }
     }
 
-    /// A server on `port` whose sockets it makes in `sockets` from `b` (see the module
-    /// docs): a data socket per chunk of `b.data` (at most `N - 2`, and at most `S` are
-    /// used), first in the set so that a stream's SYN finds one before a control socket,
-    /// then the two control sockets and the UDP socket. The set needs room for `2 + ` the
-    /// chunks (`+ 1` with feature `iperf-udp`).
+    /// A server on `port` whose sockets it makes in `sockets` (see the module docs): `N - 2`
+    /// data sockets without buffers, first in the set so that a stream's SYN finds one before
+    /// a control socket, then the two control sockets over `b` and the UDP socket. The set
+    /// needs room for `N` (`N + 1` with feature `iperf-udp`). Its data sockets share the data
+    /// memory as `plan` says; poll it with [`poll_lent`](Self::poll_lent).
     ///
     /// Always inlined, as [`crate::apps::DeviceApps::new`], so that a caller building it in
     /// a static builds it in one frame.
     #[inline(always)]
-    pub fn from_buffers<I>(sockets: &mut SocketSet<'a>, b: IperfBuffers<'a, I>, port: u16) -> Self
-    where
-        I: IntoIterator<Item = &'a mut [u8]>,
-    {
-        let chunks: Lender<'a, u8, N> = Lender::new(b.data);
-        let d = chunks.len().min(N.saturating_sub(2));
+    pub fn from_buffers(
+        sockets: &mut SocketSet<'a>,
+        b: IperfBuffers<'a>,
+        port: u16,
+        plan: DataPlan,
+    ) -> Self {
+        let d = N.saturating_sub(2);
         let mut tcp = heapless::Vec::new();
         for _ in 0..d {
-            let _ = tcp.push(sockets.add(parked_tcp()));
+            let _ = tcp.push(None);
         }
         for c in b.control {
-            let _ = tcp.push(sockets.add(tcp_socket(c)));
+            let _ = tcp.push(Some(sockets.add(tcp_socket(c))));
         }
         let mut pool = PoolServer::new(port, b.json_rx, b.json_tx);
-        pool.set_data_slots(d);
+        pool.set_data_memory(d, plan);
         Self {
             pool,
             tcp,
             #[cfg(feature = "iperf-udp")]
-            udp: sockets.add(parked_udp()),
-            memory: Some(DataMemory {
-                chunks,
-                window: b.window,
-                holder: [None; N],
+            udp: None,
+            held: Held {
+                tcp: [None; N],
                 #[cfg(feature = "iperf-udp")]
-                udp_rx: b.udp_rx,
-                #[cfg(feature = "iperf-udp")]
-                udp_meta: Lender::new(b.udp_meta),
-                #[cfg(feature = "iperf-udp")]
-                udp_chunk: None,
-            }),
+                udp: None,
+            },
         }
     }
 
@@ -361,6 +362,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     fn sockets<'p>(
         &'p mut self,
         set: &'p mut SocketSet<'a>,
+        memory: Option<&'p mut SmoltcpDataMemory<'a>>,
         flush: &'p mut dyn FnMut(&mut SocketSet<'a>),
     ) -> (&'p mut PoolServer<'a, IpEndpoint, N, S>, Sockets<'p, 'a, N>) {
         (
@@ -370,7 +372,8 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
                 tcp: &mut self.tcp,
                 #[cfg(feature = "iperf-udp")]
                 udp: &mut self.udp,
-                memory: self.memory.as_mut(),
+                held: &mut self.held,
+                memory,
                 flush,
             },
         )
@@ -387,10 +390,11 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
         &mut self,
         port: u16,
         sockets: &mut SocketSet<'a>,
+        memory: Option<&mut SmoltcpDataMemory<'a>>,
         now: Instant,
         flush: &mut dyn FnMut(&mut SocketSet<'a>),
     ) -> bool {
-        let (pool, mut s) = self.sockets(sockets, flush);
+        let (pool, mut s) = self.sockets(sockets, memory, flush);
         // Never Freeing here: `free` listens at once.
         pool.room_for(port, &mut s, micros(now)) == Room::Defer
     }
@@ -402,7 +406,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
             return;
         }
         for (i, h) in self.tcp.iter().enumerate() {
-            if half_open_to(sockets.get::<tcp::Socket>(*h), peer) {
+            if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
                 self.pool.note_answered(i, micros(now));
             }
         }
@@ -410,14 +414,29 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
 
     /// True when `handle` is one of the server's TCP sockets.
     pub fn owns(&self, handle: SocketHandle) -> bool {
-        self.tcp.contains(&handle)
+        self.tcp.contains(&Some(handle))
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
-    /// Call after every `Interface::poll`.
+    /// Call after every `Interface::poll` (a server made by [`new`](Self::new)).
     pub fn poll(&mut self, sockets: &mut SocketSet<'a>, now: Instant) {
         let mut no_flush = |_: &mut SocketSet<'a>| {};
-        let (pool, mut s) = self.sockets(sockets, &mut no_flush);
+        let (pool, mut s) = self.sockets(sockets, None, &mut no_flush);
+        pool.poll(&mut s, micros(now));
+    }
+
+    /// [`poll`](Self::poll) for a server made by [`from_buffers`](Self::from_buffers), its
+    /// data sockets lent shares of `memory`. With iperf 2 not inlined: `DeviceApps` calls it
+    /// twice when iperf 2 gives memory back.
+    #[cfg_attr(feature = "iperf2", inline(never))]
+    pub fn poll_lent(
+        &mut self,
+        sockets: &mut SocketSet<'a>,
+        memory: &mut SmoltcpDataMemory<'a>,
+        now: Instant,
+    ) {
+        let mut no_flush = |_: &mut SocketSet<'a>| {};
+        let (pool, mut s) = self.sockets(sockets, Some(memory), &mut no_flush);
         pool.poll(&mut s, micros(now));
     }
 }

@@ -19,11 +19,14 @@
 //! while it keeps bytes ([`PoolServer::keeps_bytes`]; embassy-net wakes a reader only when its
 //! socket is empty).
 //!
-//! Sockets have roles when the adapter says so ([`PoolServer::set_data_slots`]): data
+//! Sockets have roles when the adapter says so ([`PoolServer::set_data_memory`]): data
 //! sockets (large buffers: the window) listen only while a test's streams are being
 //! connected, control sockets (small buffers) carry control connections and deny second
-//! clients; the adapter may lend a data socket its buffers only while it listens or carries a
-//! stream ([`PoolSockets::prepare`], [`PoolSockets::release`]).
+//! clients; the adapter lends a data socket its buffers, a share of one data memory
+//! ([`crate::data_memory`]) sized for the test's streams, only while it listens or carries a
+//! stream ([`PoolSockets::prepare`], [`PoolSockets::release`]), and the memory is claimed
+//! for the test ([`PoolSockets::claim`]): one test at a time with iperf 2, whose client
+//! keeps iperf3's out (ACCESS_DENIED) while it runs.
 //!
 //! The modes a build leaves out (features `iperf-udp`, `iperf-parallel`, `iperf-bidir`,
 //! `iperf-rate`) are refused as a stock iperf3 server built without them refuses:
@@ -47,6 +50,7 @@ pub use sockets::PoolSockets;
 use super::session::{Failure, Session};
 use super::stream::Micros;
 use super::wire::MAX_STREAMS;
+use crate::data_memory::{DataPlan, Share};
 use crate::evict::GRACE_MS;
 use crate::rules::RST_GRACE_MS;
 use crate::socket::TcpOps;
@@ -126,6 +130,12 @@ pub struct PoolServer<'a, E, const N: usize = MAX_TCP_SOCKETS, const S: usize = 
     held: [u8; N],
     /// Sockets `..data_slots` are data sockets (0: every socket takes any role).
     data_slots: usize,
+    /// How the data memory the data sockets are lent is shared (with roles).
+    plan: Option<DataPlan>,
+    /// What each data socket of the current test gets of it.
+    share: Share,
+    /// The data memory is claimed for the current test.
+    claimed: bool,
     #[cfg(feature = "iperf-udp")]
     udp_peers: [Option<E>; S],
     /// The UDP socket has its buffers for the current test.
@@ -158,6 +168,9 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             handshakes: [Handshake::default(); N],
             held: [0; N],
             data_slots: 0,
+            plan: None,
+            share: Share { rx: 0, tx: 0 },
+            claimed: false,
             #[cfg(feature = "iperf-udp")]
             udp_peers: [None; S],
             #[cfg(feature = "iperf-udp")]
@@ -216,7 +229,19 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             Slot::Evicted { since } => Some(since + RST_GRACE_US),
             _ => None,
         });
-        self.session.poll_at().into_iter().chain(deadlines).min()
+        // CREATE_STREAMS waits for the data sockets' memory (iperf 2 gives its idle shares
+        // back in its own poll): look again soon.
+        let waiting = (cfg!(feature = "iperf2")
+            && self.data_slots > 0
+            && self.streams_connecting()
+            && !self.listening_for_streams(N))
+        .then_some(self.now + 1_000);
+        self.session
+            .poll_at()
+            .into_iter()
+            .chain(deadlines)
+            .chain(waiting)
+            .min()
     }
 
     /// Does all pending work: accepts, reads and writes control and data, runs timers.
@@ -256,8 +281,19 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             }
         }
         self.session.poll(now);
+        // The data sockets listen before CREATE_STREAMS leaves (their memory may have to be
+        // given back by iperf 2 first: the client's streams then wait for it). Without iperf 2
+        // the memory is always there, and they listen in the same poll, before the stack
+        // sends CREATE_STREAMS.
+        let connecting =
+            cfg!(feature = "iperf2") && self.data_slots > 0 && self.streams_connecting();
+        if connecting {
+            self.apply_roles(sockets, n);
+        }
         if let Some(i) = self.slots.iter().position(|s| *s == Slot::Control) {
-            self.flush_control(&mut sockets.tcp(i));
+            if !connecting || self.listening_for_streams(n) {
+                self.flush_control(&mut sockets.tcp(i));
+            }
         }
         self.after_phase(sockets, n);
         if self.data_slots > 0 {

@@ -16,6 +16,9 @@
 //! - [`flow`]: what every TCP flow offers its host ([`TcpFlow`]), and a send-only flow
 //!   for connect-backs ([`SendFlow`]);
 //! - [`udp_server`]: the UDP server's flows ([`UdpServerSession`], [`UdpServer`]).
+//! - [`pool`]: the server of port 5001 over a fixed set of sockets ([`pool::Iperf2Pool`]);
+//!   [`device`] (feature `smoltcp`) runs it over smoltcp sockets lent from the iperf
+//!   servers' data memory.
 //!
 //! # Hosting the server from a socket loop (device or host)
 //! Time is [`Micros`] on any monotonic clock. Nothing here opens a socket, allocates or
@@ -67,10 +70,13 @@
 
 pub mod client;
 pub mod detect;
+#[cfg(feature = "smoltcp")]
+pub mod device;
 pub mod flow;
 #[cfg(feature = "std")]
 pub mod host;
 pub mod pattern;
+pub mod pool;
 pub mod request;
 pub mod tcp_sender;
 pub mod tcp_server;

@@ -171,7 +171,7 @@ impl ImageSpec {
     const fn main() -> ImageSpec {
         ImageSpec {
             name: "main",
-            about: "the main loop over the NIC: iperf3, HTTP with /stats, echo, ICMP",
+            about: "the main loop over the NIC: iperf3, iperf 2, HTTP with /stats, echo, ICMP",
             package: None,
             bin: None,
             feature: None,

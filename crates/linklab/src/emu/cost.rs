@@ -7,15 +7,17 @@
 //! which under `shift=0` are instructions (40 per tick). Each figure is the difference of
 //! `/stats` before and after a stock iperf3 transfer, less the cost of one `/stats` fetch,
 //! divided by the payload bytes the device's iperf3 server counted (received, or sent).
+//! With `--iperf2` the transfers are stock iperf 2's (`iperf -c -n 4M`, and `-R`), divided by
+//! the bytes the device's iperf 2 server counted.
 
 use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::board::{Board, Work as WorkSource};
+use super::board::{Board, ImageSpec, Work as WorkSource};
 use super::image::{carries_traffic, image_size, Chosen, Measure};
-use super::lab::Lab;
+use super::lab::{Lab, DEVICE_IP};
 use super::line::LineArgs;
 use super::transfer::{Transfer, Watch};
 
@@ -24,13 +26,32 @@ use super::transfer::{Transfer, Watch};
 pub struct Args {
     #[command(flatten)]
     measure: Measure,
+    /// Move the bytes with stock iperf 2 instead (`iperf -c -n 4M`, and `-R`, against the
+    /// device's port 5001): what its iperf 2 server costs per byte.
+    #[arg(long)]
+    iperf2: bool,
 }
 
 /// Runs `linklab emu cost`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let p = args.measure.prepare("cost", carries_traffic)?;
-    let result = cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?;
+    let result = if args.iperf2 {
+        let p = args.measure.prepare("cost --iperf2", serves_iperf2)?;
+        cost_iperf2(&p.board, &p.image, p.line.as_ref())?
+    } else {
+        let p = args.measure.prepare("cost", carries_traffic)?;
+        cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?
+    };
     args.measure.report(&result)
+}
+
+/// Accepts an image that serves iperf 2 and has `/stats` (its iperf 2 counters): one built
+/// with every app (linklab-firmware's feature `iperf2` among them).
+fn serves_iperf2(spec: &ImageSpec) -> Result<(), String> {
+    carries_traffic(spec)?;
+    if !spec.default_features || spec.work != WorkSource::Stats {
+        return Err("does not serve iperf 2 (only the images with every app and /stats do)".into());
+    }
+    Ok(())
 }
 
 /// Bytes moved each way for the instruction count.
@@ -236,8 +257,7 @@ pub fn cost(
             &size,
             &none,
             [&s1, &s2, &s3],
-            &rx_report,
-            &tx_report,
+            iperf3_bytes(&rx_report, &tx_report)?,
             "console",
         );
     }
@@ -259,10 +279,84 @@ pub fn cost(
         &size,
         &fetch,
         [&s1, &s2, &s3],
-        &rx_report,
-        &tx_report,
+        iperf3_bytes(&rx_report, &tx_report)?,
         "/stats",
     )
+}
+
+/// The bytes of the two iperf3 transfers: received (as the device counted them), written
+/// by the client, sent.
+fn iperf3_bytes(rx_report: &Value, tx_report: &Value) -> anyhow::Result<Moved> {
+    Ok(Moved {
+        received: report_bytes(rx_report, "sum_received")?,
+        client_wrote: report_bytes(rx_report, "sum_sent")?,
+        sent: report_bytes(tx_report, "sum_sent")?,
+        tool: "iperf3",
+    })
+}
+
+/// What the two transfers of a cost run moved, and with which tool.
+struct Moved {
+    /// Payload bytes the device received.
+    received: u64,
+    /// What the client says it wrote of them.
+    client_wrote: u64,
+    /// Payload bytes the device sent.
+    sent: u64,
+    /// The stock tool that moved them.
+    tool: &'static str,
+}
+
+/// The bytes of stock `iperf -c DEVICE ARGS -y C` (iperf 2): the sum of its flows' lines.
+fn iperf2_bytes(lab: &Lab, args: &[&str]) -> anyhow::Result<u64> {
+    let mut argv = vec!["iperf", "-c", DEVICE_IP, "-y", "C"];
+    argv.extend_from_slice(args);
+    let out = lab.run(&argv)?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bytes: u64 = text
+        .lines()
+        .filter_map(|l| l.split(',').nth(7)?.parse::<u64>().ok())
+        .sum();
+    if bytes == 0 {
+        anyhow::bail!(
+            "iperf {}: no transfer ({})",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(bytes)
+}
+
+/// A `/stats` iperf 2 counter.
+fn iperf2_counter(stats: &Value, name: &str) -> anyhow::Result<u64> {
+    stats["iperf2"][name]
+        .as_u64()
+        .with_context(|| format!("/stats has no iperf2.{name} (an image without iperf 2?)"))
+}
+
+/// [`cost`] with stock iperf 2 moving the bytes: `iperf -c -n 4M` (the device receives) and
+/// `iperf -c -n 4M -R` (it sends on the client's connection), each divided by the bytes the
+/// device's iperf 2 server counted.
+pub fn cost_iperf2(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Value> {
+    let size = image_size(image)?;
+    let lab = match line {
+        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
+        None => Lab::boot(board, image, Some("shift=0".into()))?,
+    };
+    let s0 = lab.stats()?;
+    let s1 = lab.stats()?;
+    let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
+    let client_wrote = iperf2_bytes(&lab, &["-n", COST_BYTES])?;
+    let s2 = lab.stats()?;
+    iperf2_bytes(&lab, &["-n", COST_BYTES, "-R"])?;
+    let s3 = lab.stats()?;
+    let moved = Moved {
+        received: iperf2_counter(&s2, "bytes_received")? - iperf2_counter(&s1, "bytes_received")?,
+        client_wrote,
+        sent: iperf2_counter(&s3, "bytes_sent")? - iperf2_counter(&s2, "bytes_sent")?,
+        tool: "iperf2",
+    };
+    cost_json(board, &size, &fetch, [&s1, &s2, &s3], moved, "/stats")
 }
 
 /// [`COST_BYTES`] one way (the device's counters are read around it by the caller): the
@@ -285,14 +379,13 @@ fn cost_json(
     size: &super::image::ImageSize,
     fetch: &Work,
     s: [&Value; 3],
-    rx_report: &Value,
-    tx_report: &Value,
+    moved: Moved,
     source: &str,
 ) -> anyhow::Result<Value> {
     let [s1, s2, s3] = s;
-    let rx_bytes = report_bytes(rx_report, "sum_received")?;
+    let rx_bytes = moved.received;
     let rx = Work::of(s1)?.until(&Work::of(s2)?);
-    let tx_bytes = report_bytes(tx_report, "sum_sent")?;
+    let tx_bytes = moved.sent;
     let tx = Work::of(s2)?.until(&Work::of(s3)?);
 
     let (rx_per_byte, rx_layers) = breakdown(&rx, fetch, rx_bytes);
@@ -309,7 +402,7 @@ fn cost_json(
         "rx_layers": rx_layers,
         "tx_layers": tx_layers,
         "rx_bytes": rx_bytes,
-        "rx_bytes_client_wrote": report_bytes(rx_report, "sum_sent")?,
+        "rx_bytes_client_wrote": moved.client_wrote,
         "tx_bytes": tx_bytes,
         "rx_counts": rx_counts.json(),
         "tx_counts": tx_counts.json(),
@@ -322,5 +415,6 @@ fn cost_json(
         "ram_bytes": size.static_ram_bytes + stack_peak,
         "conservation_holds": s3["conservation"]["holds"].as_bool(),
         "work_source": source,
+        "tool": moved.tool,
     }))
 }

@@ -42,9 +42,19 @@ impl Routes for StatsRoute<'_> {
     }
 }
 
+/// The apps of a host: every socket count linklab-perf allows (iperf3's streams, iperf 2's
+/// `-P` and connect-backs), with buffers sized for a host.
+type HostApps = DeviceApps<
+    'static,
+    { linklab_perf::iperf::device::MAX_TCP_SOCKETS },
+    { linklab_perf::iperf::wire::MAX_STREAMS },
+    { linklab_perf::apps::HTTP_SOCKETS },
+    { linklab_perf::iperf2::pool::MAX_TCP_SOCKETS },
+>;
+
 /// The apps, with buffers sized for a host.
 pub struct Apps {
-    inner: DeviceApps<'static>,
+    inner: HostApps,
 }
 
 impl Apps {

@@ -6,6 +6,7 @@
 
 pub mod device;
 pub mod hostile;
+pub mod iperf2;
 pub mod paced;
 pub mod spoof;
 

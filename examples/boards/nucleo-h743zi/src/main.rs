@@ -40,15 +40,20 @@ const ETH_RX_FRAMES: usize = 16;
 const ETH_TX_FRAMES: usize = 8;
 /// A full-size TCP segment's payload.
 const MSS: usize = 1460;
-/// Each iperf3 socket's receive buffer, the TCP window it advertises: what the receive
+/// Each iperf3 data stream's receive buffer, the TCP window it advertises: what the receive
 /// ring holds, less two frames of slack for the ACKs and ARP that share it, so a window
 /// sent back to back is never dropped at the ring (linklab's window lesson: a window
 /// larger than the queue dropped 45 frames of a 1 MB download in `linklab bench`).
 const TCP_WINDOW: usize = (ETH_RX_FRAMES - 2) * MSS;
-/// iperf3 TCP sockets: control, one left listening (to deny a second client), four data
-/// streams (`-P 4`, or `-P 2 --bidir`).
+/// iperf3 TCP sockets: two control sockets (the test's, and one left listening to deny a
+/// second client) and four data sockets (`-P 4`, `-P 2 --bidir`), each lent a share of the
+/// data memory only while it carries a stream.
 const IPERF_SOCKETS: usize = 6;
-/// Each iperf3 socket's send buffer (`-R`): eight segments in flight ride out the host's
+/// The data memory, in streams of a full window and send buffer each (four): a test with
+/// more streams shares it out equally (never a window under two segments); iperf 2's tests
+/// (port 5001) borrow the same memory, one test at a time across both.
+const IPERF_STREAMS: usize = 4;
+/// Each iperf3 data stream's send buffer (`-R`): eight segments in flight ride out the host's
 /// delayed ACKs at 100 Mbit/s, and are what the TX ring holds.
 const IPERF_TX: usize = ETH_TX_FRAMES * MSS;
 /// iperf3 UDP datagrams held each way (1.5 KB each): `-u` bursts at 100 Mbit/s.
@@ -75,7 +80,7 @@ const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as
 static COUNTERS: AppCounters = AppCounters::new();
 
 linklab_perf::embassy_apps! {
-    iperf: IperfMemory<IPERF_SOCKETS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
+    iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,

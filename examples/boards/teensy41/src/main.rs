@@ -39,19 +39,24 @@ const RX_FRAMES: usize = 12;
 pub const RX_QUEUE_BYTES: usize = capacity_for_frames(RX_FRAMES, RxFormat::Tagged);
 /// A full-size TCP segment's payload.
 const MSS: usize = 1460;
-/// Each iperf3 socket's receive buffer, the TCP window it advertises: what the RX queue
+/// Each iperf3 data stream's receive buffer, the TCP window it advertises: what the RX queue
 /// holds, less two frames of slack for the ACKs and ARP that share it.
 const TCP_WINDOW: usize = (RX_FRAMES - 2) * MSS;
-/// iperf3 TCP sockets: control, one left listening (to deny a second client), two data
-/// streams (`-P 2` or `--bidir`).
-const IPERF_SOCKETS: usize = 4;
-/// Each iperf3 socket's send buffer (`-R`): what the ENET's 4 transmit descriptors hold.
+/// iperf3 TCP sockets: two control sockets (the test's, and one left listening to deny a
+/// second client) and four data sockets (`-P 4`, `-P 2 --bidir`), each lent a share of the
+/// data memory only while it carries a stream.
+const IPERF_SOCKETS: usize = 6;
+/// The data memory, in streams of a full window and send buffer each (four): a test with
+/// more streams shares it out equally (never a window under two segments); iperf 2's tests
+/// (port 5001) borrow the same memory, one test at a time across both.
+const IPERF_STREAMS: usize = 4;
+/// Each iperf3 data stream's send buffer (`-R`): what the ENET's 4 transmit descriptors hold.
 const IPERF_TX: usize = linklab_imx_enet::TX_DESCRIPTORS * MSS;
 /// iperf3 UDP datagrams held each way.
 const IPERF_UDP: usize = 4;
-/// iperf3's control JSON each way: a client's parameters ~300 bytes, two streams' results
-/// ~700.
-const IPERF_JSON: usize = 2048;
+/// iperf3's control JSON each way: a client's parameters ~300 bytes, the results ~350 per
+/// stream (four streams here).
+const IPERF_JSON: usize = 4096;
 /// An HTTP request head (longer ones are refused with 431).
 const HTTP_RX: usize = 1024;
 /// Each HTTP socket's send buffer, as iperf3's.
@@ -74,7 +79,7 @@ static RX_QUEUE: RxQueue<Inline<RX_QUEUE_BYTES>> = RxQueue::new();
 static COUNTERS: AppCounters = AppCounters::new();
 
 linklab_perf::embassy_apps! {
-    iperf: IperfMemory<IPERF_SOCKETS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
+    iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,

@@ -1,7 +1,7 @@
 //! linklab-perf's apps on embassy-net over linklab-mac's embassy driver and the LAN9118: the
-//! iperf3 server (5201), HTTP with the bench files and `/stats` (80), TCP and UDP echo (7),
-//! each in its own task, as `linklab_perf::embassy_apps!` defines them. embassy's time comes
-//! from SysTick (a driver of a dozen lines below).
+//! iperf3 server (5201), the iperf 2 server (5001), HTTP with the bench files and `/stats`
+//! (80), TCP and UDP echo (7), each in its own task, as `linklab_perf::embassy_apps!` defines
+//! them. embassy's time comes from SysTick (a driver of a dozen lines below).
 #![no_std]
 #![no_main]
 
@@ -30,8 +30,10 @@ const BOARD: &str = "mps2-an386";
 static COUNTERS: AppCounters = AppCounters::new();
 
 linklab_perf::embassy_apps! {
-    // TCP sockets, window (the RX queue less two frames), send buffer, UDP datagrams, JSON
-    iperf: IperfMemory<4, { 8 * 1460 }, { 4 * 1460 }, 4, 2048>,
+    // TCP sockets (two control, four data), the data memory in streams (iperf3's and
+    // iperf 2's, one test at a time), a stream's window (the RX queue less two frames) and
+    // send buffer, UDP datagrams, JSON
+    iperf: IperfMemory<6, 2, { 8 * 1460 }, { 4 * 1460 }, 4, 2048>,
     http: HttpMemory<1024, { 4 * 1460 }>,
     echo: EchoMemory<1024, 2>,
     counters: &COUNTERS,

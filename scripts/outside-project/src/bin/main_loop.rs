@@ -1,12 +1,13 @@
-//! linklab-perf's apps — the iperf3 server (5201), HTTP with the bench files (80), TCP and
-//! UDP echo (7) — in a smoltcp main loop over linklab-mac and the LAN9118: the shape of a
+//! linklab-perf's apps — the iperf3 server (5201), the iperf 2 server (5001), HTTP with the
+//! bench files (80), TCP and UDP echo (7) — in a smoltcp main loop over linklab-mac and the LAN9118: the shape of a
 //! bare-metal firmware. Every buffer is a static; nothing is on the heap.
 #![no_std]
 #![no_main]
 
 use cortex_m_rt::{entry, exception};
 use linklab_mac::{Mac, NoClock};
-use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::data_memory::{DataPlan, MIN_RX};
 use linklab_perf::http::NoRoutes;
 use linklab_perf::iperf::device::IperfBuffers;
 use linklab_perf::rules::syn_port;
@@ -23,18 +24,28 @@ const MSS: usize = 1460;
 const WINDOW: usize = 8 * MSS;
 /// Each iperf3 stream's send buffer (`-R`): four segments in flight.
 const SEND: usize = 4 * MSS;
-/// iperf3 streams at once (`-P 2`, or `--bidir`).
+/// The iperf servers' data memory, in streams of a full window and send buffer (`-P 2`, or
+/// `--bidir`): a test with more streams shares it out; iperf 2's tests borrow it too, one
+/// test at a time across both servers.
 const STREAMS: usize = 2;
-/// UDP datagrams an iperf3 UDP test holds each way.
+/// iperf3's data sockets: the most streams a test may have (`-P 4`, `-P 2 --bidir`), each
+/// lent a share of the data memory only while it carries one.
+const DATA_SOCKETS: usize = 4;
+/// UDP datagrams a UDP test (iperf3's or iperf 2's) holds each way.
 const UDP_DATAGRAMS: usize = 4;
-/// Sockets: iperf3's two control sockets, a data socket per stream and its UDP socket, two
-/// HTTP sockets, TCP and UDP echo.
-const SOCKETS: usize = 2 + STREAMS + 1 + 2 + 2;
+/// iperf 2's TCP sockets (two streams, or a stream and its `-d` connect-back, and one
+/// listening).
+const IPERF2_SOCKETS: usize = 3;
+/// Sockets: iperf3's two control sockets, its data sockets and UDP socket, iperf 2's TCP
+/// and UDP sockets, two HTTP sockets, TCP and UDP echo.
+const SOCKETS: usize = 2 + DATA_SOCKETS + 1 + IPERF2_SOCKETS + 1 + 2 + 2;
 
-/// Every byte buffer the apps use, zeroed: one static in `.bss`.
+/// Every byte buffer the apps use, zeroed: one static in `.bss` (word-aligned: the data
+/// memory is lent out in words).
+#[repr(C, align(4))]
 struct Buffers {
-    iperf_control: [([u8; 512], [u8; 512]); 2],
-    iperf_data: [[u8; WINDOW + SEND]; STREAMS],
+    iperf_data: [u8; STREAMS * (WINDOW + SEND)],
+    iperf_control: [([u8; MIN_RX], [u8; 512]); 2],
     iperf_json: ([u8; 2048], [u8; 2048]),
     http: [([u8; 1024], [u8; SEND]); 2],
     echo_tcp: ([u8; 1024], [u8; 1024]),
@@ -42,8 +53,8 @@ struct Buffers {
 }
 
 static BUFFERS: ConstStaticCell<Buffers> = ConstStaticCell::new(Buffers {
-    iperf_control: [([0; 512], [0; 512]); 2],
-    iperf_data: [[0; WINDOW + SEND]; STREAMS],
+    iperf_data: [0; STREAMS * (WINDOW + SEND)],
+    iperf_control: [([0; MIN_RX], [0; 512]); 2],
     iperf_json: ([0; 2048], [0; 2048]),
     http: [([0; 1024], [0; SEND]); 2],
     echo_tcp: ([0; 1024], [0; 1024]),
@@ -131,15 +142,25 @@ fn main() -> ! {
                     tx: c1_tx,
                 },
             ],
-            data: m.iperf_data.each_mut().map(|chunk| &mut chunk[..]),
-            window: WINDOW,
-            udp_rx: WINDOW,
-            udp_meta: [meta_rx, meta_tx],
             json_rx: &mut m.iperf_json.0,
             json_tx: &mut m.iperf_json.1,
         },
+        data: DataBuffers {
+            bytes: &mut m.iperf_data,
+            plan: DataPlan {
+                bytes: STREAMS * (WINDOW + SEND),
+                window: WINDOW,
+                tx: SEND,
+                udp_rx: WINDOW,
+                per_stream: 0,
+            },
+            udp_meta: [meta_rx, meta_tx],
+        },
     };
-    let mut apps = DeviceApps::<{ 2 + STREAMS }, STREAMS>::new(&mut sockets, buffers);
+    let mut apps = DeviceApps::<{ 2 + DATA_SOCKETS }, DATA_SOCKETS, 2, IPERF2_SOCKETS>::new(
+        &mut sockets,
+        buffers,
+    );
 
     loop {
         // The controller's RX FIFO into the MAC's queue (an interrupt handler's work).

@@ -163,6 +163,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         self.session.reset();
         self.done = false;
         self.end_udp(sockets);
+        self.give_back_memory(sockets);
     }
 
     /// A connection established on listening socket `i` while a test holds the server: when

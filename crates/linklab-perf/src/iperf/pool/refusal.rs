@@ -1,6 +1,7 @@
 //! The client's parameters accepted, or refused as a stock iperf3 server refuses what its
 //! sockets or its build cannot do.
 
+use super::roles::directions;
 use super::{PoolServer, PoolSockets, Slot};
 use crate::iperf::errors::{errno, i_errno};
 use crate::iperf::json::{Params, Protocol};
@@ -20,14 +21,51 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             .iter()
             .position(|s| *s == Slot::Control)
             .is_some_and(|i| sockets.tcp(i).remote_is_ipv6());
-        match refusal(&p, ipv6, self.stream_capacity(n)) {
+        match refusal(&p, ipv6, self.stream_capacity(n, &p)) {
             Some((code, err)) => self.session.refuse_params(code, err),
+            // The memory is another server's only with iperf 2.
+            None if cfg!(feature = "iperf2") && !sockets.claim() => self.deny_busy(n),
             None => {
+                self.claimed = cfg!(feature = "iperf2");
+                self.lend_for_test(sockets, &p);
                 if n > 0 {
                     let cc = sockets.tcp(0).congestion_control();
                     self.session.set_congestion_used(cc);
                 }
                 self.session.accept_params();
+            }
+        }
+    }
+
+    /// The data memory is iperf 2's, for a test of its own: this client is told the server
+    /// is busy, as a second iperf3 client is (ACCESS_DENIED), and the test is forgotten.
+    fn deny_busy(&mut self, n: usize) {
+        linklab_fmt::debug!("iperf: busy with an iperf 2 test");
+        if let Some(i) = self.slots[..n].iter().position(|s| *s == Slot::Control) {
+            self.slots[i] = Slot::Denying;
+        }
+        self.session.reset();
+        self.done = false;
+    }
+
+    /// Sizes the data sockets' share for the test of `p`, and makes every data socket left
+    /// from the last test give its buffers back (it is over; each socket of this one gets
+    /// this test's share).
+    fn lend_for_test<P: PoolSockets>(&mut self, sockets: &mut P, p: &crate::iperf::json::Params) {
+        let Some(plan) = self.plan else { return };
+        let streams = usize::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
+        let (receives, sends) = directions(p);
+        if let Some(share) = super::roles::share_of(&plan, streams, receives, sends) {
+            self.share = share;
+        }
+        // (With one stream at a time every share is the same: a socket left listening keeps
+        // its own.)
+        let shares_differ = cfg!(any(feature = "iperf-parallel", feature = "iperf-bidir"));
+        for i in 0..self.data_slots.min(sockets.tcp_count()) {
+            if shares_differ && self.slots[i] != Slot::Parked {
+                sockets.tcp(i).abort();
+                sockets.release(i);
+                self.slots[i] = Slot::Parked;
             }
         }
     }

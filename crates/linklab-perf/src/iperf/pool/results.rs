@@ -16,6 +16,15 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     }
 
     /// Closes data streams after the test and everything after a finished test.
+    /// The test is over: the data memory's claim goes (the data sockets give their shares
+    /// back as they park).
+    pub(super) fn give_back_memory<P: PoolSockets>(&mut self, sockets: &mut P) {
+        if cfg!(feature = "iperf2") && self.claimed {
+            self.claimed = false;
+            sockets.unclaim();
+        }
+    }
+
     pub(super) fn after_phase<P: PoolSockets>(&mut self, sockets: &mut P, n: usize) {
         let finished = self.session.is_finished();
         let streams_over =
@@ -57,6 +66,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             // The session keeps the finished test for its report until the next client.
             self.done = true;
             self.end_udp(sockets);
+            self.give_back_memory(sockets);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What a stack's adapter lends the pool: its sockets, one poll at a time, and the buffers it
 //! may give and take back as sockets change roles.
 
+use crate::data_memory::Share;
 use crate::socket::TcpOps;
 #[cfg(feature = "iperf-udp")]
 use crate::socket::UdpOps;
@@ -25,24 +26,32 @@ pub trait PoolSockets {
     /// The UDP socket.
     #[cfg(feature = "iperf-udp")]
     fn udp(&mut self) -> Self::Udp<'_>;
-    /// Data socket `i` is about to listen for a stream: give it its buffers if it has none
-    /// (see [`super::PoolServer::set_data_slots`]); false if there are none to give now (it is
-    /// asked again on the next poll). By default sockets keep their buffers.
-    fn prepare(&mut self, _i: usize) -> bool {
+    /// Data socket `i` is about to listen for a stream: give it buffers of `share` if it
+    /// has none (see [`super::PoolServer::set_data_memory`]); false if there are none to give
+    /// now (it is asked again on the next poll). By default sockets keep their buffers.
+    fn prepare(&mut self, _i: usize, _share: Share) -> bool {
         true
     }
     /// Data socket `i` is closed and parked until the next test's streams: its buffers may
     /// go back to the adapter.
     fn release(&mut self, _i: usize) {}
-    /// A UDP test is starting: give the UDP socket its buffers if it has none; false if
-    /// there are none to give now.
+    /// A UDP test is starting: give the UDP socket buffers of `share` if it has none; false
+    /// if there are none to give now.
     #[cfg(feature = "iperf-udp")]
-    fn prepare_udp(&mut self) -> bool {
+    fn prepare_udp(&mut self, _share: Share) -> bool {
         true
     }
     /// The UDP test is over: the UDP socket's buffers may go back to the adapter.
     #[cfg(feature = "iperf-udp")]
     fn release_udp(&mut self) {}
+    /// A test's parameters were accepted: claim the data memory for it (false when another
+    /// server, iperf 2, holds it for a test of its own: the client is told the server is
+    /// busy). By default there is nothing to claim.
+    fn claim(&mut self) -> bool {
+        true
+    }
+    /// The test is over: the data memory is free for the next claim.
+    fn unclaim(&mut self) {}
     /// Makes TCP socket `i`, whose connection the pool just reset for a new client, listen
     /// on `port` again: at once for a half-open or spent connection; for an `evicted` one
     /// (a live peer) after its RST has left. True when it listens now; false when the pool

@@ -31,7 +31,8 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             && self.session.params().protocol == Protocol::Udp
             && !self.udp_ready
         {
-            self.udp_ready = sockets.prepare_udp();
+            let share = self.plan.map(|p| p.udp_share()).unwrap_or(self.share);
+            self.udp_ready = sockets.prepare_udp(share);
         }
         let mut sock = sockets.udp();
         if !sock.is_open() {

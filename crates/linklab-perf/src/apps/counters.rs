@@ -1,0 +1,71 @@
+//! [`DeviceApps`]' counters, named as every home names them ([`crate::app_counters`]).
+
+use super::DeviceApps;
+#[cfg(not(all(feature = "echo", feature = "http")))]
+use super::Taken;
+use crate::app_counters::{AppCounter, APP_COUNTERS};
+
+impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<'_, N, S, H, M> {
+    /// Every app's counters, for `/stats` and the console (0 for an app the build lacks).
+    pub fn counters(&self) -> [AppCounter; APP_COUNTERS] {
+        #[cfg(feature = "echo")]
+        let (e, echo_idle_closed, echo_taken) =
+            (self.echo.counters(), self.echo_idle_closed, self.echo_taken);
+        #[cfg(not(feature = "echo"))]
+        let (e, echo_idle_closed, echo_taken) =
+            (crate::echo::EchoCounters::default(), 0, Taken::default());
+        #[cfg(feature = "http")]
+        let (http_responses, http_idle_closed, http_taken) =
+            (self.http_responses, self.http_idle_closed, self.http_taken);
+        #[cfg(not(feature = "http"))]
+        let (http_responses, http_idle_closed, http_taken) = (0, 0, Taken::default());
+        let i = self.iperf.counters();
+        #[cfg(feature = "iperf2")]
+        let i2 =
+            crate::app_counters::iperf2_values(&self.iperf2.counters(), self.iperf2.open_streams());
+        #[cfg(not(feature = "iperf2"))]
+        let i2 = [0u64; 14];
+        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_] = i2;
+        crate::app_counters::named([
+            e.udp_rx_datagrams,
+            e.udp_tx_datagrams,
+            e.udp_dropped,
+            e.udp_unsent,
+            e.tcp_connections,
+            e.tcp_bytes,
+            echo_idle_closed,
+            echo_taken.reclaimed,
+            echo_taken.evicted,
+            echo_taken.reclaimed_answered,
+            echo_taken.listen_drops,
+            http_responses,
+            http_idle_closed,
+            http_taken.reclaimed,
+            http_taken.evicted,
+            http_taken.reclaimed_answered,
+            http_taken.listen_drops,
+            u64::from(i.tests_done),
+            u64::from(i.tests_failed),
+            u64::from(i.denied),
+            self.iperf.open_streams() as u64,
+            u64::from(i.reclaimed),
+            u64::from(i.evicted),
+            u64::from(i.reclaimed_answered),
+            u64::from(i.listen_drops),
+            a,
+            b,
+            c,
+            d,
+            e2,
+            f,
+            g,
+            h,
+            i_,
+            j,
+            k,
+            l,
+            m,
+            n_,
+        ])
+    }
+}

@@ -1,0 +1,304 @@
+//! iperf 2's server on embassy-net: the shared pool logic ([`Iperf2Pool`]) over sockets made
+//! anew over slices of the data memory it shares with the iperf3 server ([`SharedMemory`]),
+//! polled whenever one of its sockets, its next deadline or the iperf3 task wakes it.
+
+use core::convert::Infallible;
+use core::future::poll_fn;
+use core::task::{Context, Poll};
+
+use embassy_net::tcp::TcpSocket;
+use embassy_net::udp::{PacketMetadata, UdpSocket};
+use embassy_net::{IpAddress, IpEndpoint, Ipv4Address, Stack};
+use embassy_time::{Instant, Timer};
+
+use super::memory::SharedMemory;
+use super::socket::{poll_once, Tcp, Udp};
+use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
+use crate::data_memory::{Share, Tenant};
+use crate::iperf2::pool::{Iperf2Pool, Iperf2Sizes, Iperf2Sockets, Room};
+use crate::iperf2::DEFAULT_PORT;
+use crate::lend::Lender;
+use crate::rules::Peer;
+use crate::socket::{TcpOps, TcpState};
+
+/// What the iperf 2 server needs besides its sockets (`M` TCP and one UDP, made by the task:
+/// `M + 1` of embassy-net's `StackResources`): the data memory it shares with the iperf3
+/// server, the UDP socket's datagram records, and the sizes of the slices it borrows.
+pub struct Iperf2Buffers {
+    /// The data memory, shared with the iperf3 server (one test at a time across both).
+    pub memory: &'static SharedMemory,
+    /// The UDP socket's records: received, sent.
+    pub udp_meta: [&'static mut [PacketMetadata]; 2],
+    /// The slices: a stream's window and send buffer, the UDP socket's bytes.
+    pub sizes: Iperf2Sizes,
+}
+
+/// A TCP socket without buffers: parked.
+fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
+    TcpSocket::new(stack, &mut [], &mut [])
+}
+
+/// A UDP socket without buffers: parked (unbound).
+fn parked_udp(stack: Stack<'_>) -> UdpSocket<'_> {
+    UdpSocket::new(stack, &mut [], &mut [], &mut [], &mut [])
+}
+
+/// The server's sockets, the memory and the task context, for one poll.
+struct Sockets<'p, 'a, 'c, const M: usize> {
+    stack: Stack<'a>,
+    tcp: &'p mut [TcpSocket<'a>; M],
+    slices: &'p mut [Option<u8>; M],
+    udp: &'p mut UdpSocket<'a>,
+    udp_slice: &'p mut Option<u8>,
+    meta: &'p mut Lender<'static, PacketMetadata, 2>,
+    memory: &'static SharedMemory,
+    cx: &'p mut Context<'c>,
+}
+
+impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
+    type Endpoint = IpEndpoint;
+    type Tcp<'t>
+        = Tcp<'t, 'a, 'c>
+    where
+        Self: 't;
+    type Udp<'t>
+        = Udp<'t, 'a, 'c>
+    where
+        Self: 't;
+
+    fn tcp_count(&self) -> usize {
+        M
+    }
+
+    fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
+        Tcp {
+            socket: &mut self.tcp[i],
+            cx: self.cx,
+            may_leave_bytes: false,
+        }
+    }
+
+    fn udp(&mut self) -> Self::Udp<'_> {
+        Udp {
+            socket: self.udp,
+            cx: self.cx,
+        }
+    }
+
+    fn prepare(&mut self, i: usize, share: Share, idle: bool) -> bool {
+        if self.slices[i].is_some() {
+            return true;
+        }
+        let lent = self
+            .memory
+            .with(|m| m.lend(Tenant::Iperf2, share.len(), idle))
+            .flatten();
+        let Some((id, bytes)) = lent else {
+            return false;
+        };
+        let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
+        self.tcp[i] = tcp_socket(self.stack, TcpBuffers { rx, tx });
+        self.slices[i] = Some(id as u8);
+        true
+    }
+
+    fn release(&mut self, i: usize) {
+        if let Some(id) = self.slices[i].take() {
+            // The socket over the slice is dropped here (embassy-net removes it from the
+            // stack), before the slice goes back.
+            self.tcp[i] = parked_tcp(self.stack);
+            // SAFETY: the only socket made over slice `id` was just dropped.
+            self.memory
+                .with(|m| unsafe { m.give_back(usize::from(id)) });
+            self.memory.wake(Tenant::Iperf3);
+        }
+    }
+
+    fn set_busy(&mut self, i: usize) {
+        if let Some(id) = self.slices[i] {
+            self.memory.with(|m| m.set_busy(usize::from(id)));
+        }
+    }
+
+    fn prepare_udp(&mut self, share: Share, idle: bool) -> bool {
+        if self.udp_slice.is_some() {
+            return true;
+        }
+        let lent = self
+            .memory
+            .with(|m| m.lend(Tenant::Iperf2, share.len(), idle))
+            .flatten();
+        let Some((id, bytes)) = lent else {
+            return false;
+        };
+        let (Some((_, rx_meta)), Some((_, tx_meta))) = (self.meta.lend(), self.meta.lend()) else {
+            // SAFETY: slice `id` and the records lent (if one was) were given to nothing.
+            self.memory.with(|m| unsafe { m.give_back(id) });
+            unsafe {
+                self.meta.give_back(0);
+                self.meta.give_back(1);
+            }
+            return false;
+        };
+        let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
+        *self.udp = UdpSocket::new(self.stack, rx_meta, rx, tx_meta, tx);
+        *self.udp_slice = Some(id as u8);
+        true
+    }
+
+    fn release_udp(&mut self) {
+        if let Some(id) = self.udp_slice.take() {
+            *self.udp = parked_udp(self.stack);
+            // SAFETY: the only socket made over slice `id` and the two records was just
+            // dropped.
+            self.memory
+                .with(|m| unsafe { m.give_back(usize::from(id)) });
+            unsafe {
+                self.meta.give_back(0);
+                self.meta.give_back(1);
+            }
+            self.memory.wake(Tenant::Iperf3);
+        }
+    }
+
+    fn set_udp_busy(&mut self) {
+        if let Some(id) = *self.udp_slice {
+            self.memory.with(|m| m.set_busy(usize::from(id)));
+        }
+    }
+
+    fn set_udp_idle(&mut self) {
+        if let Some(id) = *self.udp_slice {
+            self.memory.with(|m| m.set_idle(usize::from(id)));
+        }
+    }
+
+    fn claim(&mut self) -> bool {
+        self.memory
+            .with(|m| m.claim(Tenant::Iperf2))
+            .unwrap_or(false)
+    }
+
+    fn unclaim(&mut self) {
+        self.memory.with(|m| m.unclaim(Tenant::Iperf2));
+    }
+
+    fn must_yield(&self) -> bool {
+        self.memory
+            .with(|m| m.must_yield(Tenant::Iperf2))
+            .unwrap_or(false)
+    }
+
+    fn memory_taken(&self) -> bool {
+        self.memory
+            .with(|m| m.holder() == Some(Tenant::Iperf3))
+            .unwrap_or(true)
+    }
+
+    fn connect(&mut self, i: usize, to: Peer, _local_port: u16) -> bool {
+        // embassy-net picks the local port.
+        let [a, b, c, d] = to.addr;
+        let remote = IpEndpoint::new(IpAddress::Ipv4(Ipv4Address::new(a, b, c, d)), to.port);
+        !matches!(
+            poll_once(self.tcp[i].connect(remote), self.cx),
+            Some(Err(_))
+        )
+    }
+
+    fn flush(&mut self) -> bool {
+        // The stack sends on its runner's next pass.
+        false
+    }
+
+    fn udp_addr(e: IpEndpoint) -> Option<[u8; 4]> {
+        #[allow(irrefutable_let_patterns)]
+        let IpAddress::Ipv4(a) = e.addr
+        else {
+            return None;
+        };
+        Some(a.octets())
+    }
+}
+
+/// Serves iperf 2 on port 5001 forever (see [`Iperf2Pool`]): TCP (`-P`, `-r`, `-d`, `-R`,
+/// `--full-duplex`, `-X`) and UDP, over `M` TCP sockets (at most
+/// [`MAX_TCP_SOCKETS`](crate::iperf2::pool::MAX_TCP_SOCKETS)) and
+/// one UDP socket, each made over a slice of `buffers.memory` while it carries a test or
+/// waits for one. Counts into `counters`; with `gate`, a SYN finding nothing listening gets a
+/// listener if a stream may be taken now, else frees what an idle test or a half-open peer
+/// holds ([`Iperf2Pool::room_for`]).
+pub async fn iperf2_server<const M: usize>(
+    stack: Stack<'_>,
+    buffers: Iperf2Buffers,
+    counters: &AppCounters,
+    gate: Option<&ServiceGate>,
+) -> ! {
+    let Iperf2Buffers {
+        memory,
+        udp_meta,
+        sizes,
+    } = buffers;
+    let mut tcp: [TcpSocket<'_>; M] = core::array::from_fn(|_| parked_tcp(stack));
+    let mut slices = [None; M];
+    let mut udp = parked_udp(stack);
+    let mut udp_slice = None;
+    let mut meta: Lender<'static, PacketMetadata, 2> = Lender::new(udp_meta);
+    let mut pool = Iperf2Pool::<IpEndpoint, M>::new(DEFAULT_PORT, sizes);
+    let port = pool.port();
+    if let Some(g) = gate {
+        g.serve(Port::Tcp(port));
+    }
+    let views: [Option<usize>; M] = core::array::from_fn(|_| counters.claim_view());
+    let mut timer_at: Option<u64> = None;
+    let never = poll_fn(|cx| loop {
+        let now = Instant::now().as_micros();
+        memory.register(Tenant::Iperf2, cx.waker());
+        let mut s = Sockets {
+            stack,
+            tcp: &mut tcp,
+            slices: &mut slices,
+            udp: &mut udp,
+            udp_slice: &mut udp_slice,
+            meta: &mut meta,
+            memory,
+            cx,
+        };
+        pool.poll(&mut s, now);
+        if let Some(g) = gate {
+            if g.asked(Port::Tcp(port), s.cx) {
+                for i in 0..M {
+                    let sock = s.tcp(i);
+                    if sock.state() == TcpState::SynReceived
+                        && sock.peer().is_some_and(|p| g.answered(port, p))
+                    {
+                        pool.note_answered(i, now);
+                    }
+                }
+                match pool.room_for(port, &mut s, now) {
+                    Room::Ready => g.answer(Port::Tcp(port)),
+                    Room::Defer => g.defer(Port::Tcp(port)),
+                    Room::Freeing => {}
+                }
+            }
+        }
+        for (i, view) in views.iter().enumerate() {
+            let mut sock = s.tcp(i);
+            let state = sock.state();
+            counters.set_view(*view, port, state);
+            sock.watch(state);
+        }
+        s.udp().watch();
+        counters.set_iperf2(&pool.counters(), pool.open_streams());
+        match pool.poll_at() {
+            Some(at) if timer_at.is_some_and(|t| t <= at && t > now) => {}
+            Some(at) if poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() => {
+                continue;
+            }
+            Some(at) => timer_at = Some(at),
+            None => {}
+        }
+        return Poll::<Infallible>::Pending;
+    })
+    .await;
+    match never {}
+}
