@@ -99,7 +99,7 @@ mod tests {
         // Zeros after the header, to its room.
         let mut z = [0xffu8; 14];
         fill_blocks(&mut z, 0, 12, head(b"HD", 5));
-        assert_eq!(&z, b"HD\0\0\05678901HD");
+        assert_eq!(&z, b"HD\0\0\x005678901HD");
         // A block shorter than the head holds the head's start only.
         let mut c = [0u8; 7];
         fill_blocks(&mut c, 1, 3, head(b"HEADER", 244));
