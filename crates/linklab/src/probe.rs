@@ -26,7 +26,6 @@ mod downloads;
 mod figures;
 mod http;
 mod iperf2;
-mod iperf2_tradeoff;
 mod outputs;
 mod plan;
 mod progress;

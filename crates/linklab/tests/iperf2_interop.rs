@@ -5,14 +5,21 @@
 //! counted, line by line from their CSV output (`-y C`: exact byte counts, matched by the
 //! flows' ports), and for lossy UDP the server report the client relays against the
 //! server's own figures. Plus the wrong-protocol answers of item 4 of issue 48 and bad
-//! options.
+//! options, and the TCP byte stream our client writes recorded beside stock 2.1.8's for
+//! the same options: byte for byte the same.
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::Output;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{assert_one_line_error, linklab_bin, run_bounded, wait_until, ChildGuard, Netns};
+use common::{
+    assert_one_line_error, enter_netns, in_netns, linklab_bin, run_bounded, wait_until, ChildGuard,
+    Netns,
+};
 
 /// One CSV report line (iperf 2's `reportCSV_bw_format` and `_jitter_loss_format`).
 #[derive(Debug, Clone)]
@@ -435,5 +442,86 @@ fn bad_options_one_line() {
             .unwrap();
         assert_one_line_error(&out, says);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+/// A TCP server that records every byte of each connection to its end, then closes it;
+/// for a `-r` header (VERSION1) it connects back to the port the header names and closes
+/// at once (an empty way back, so the client's test ends without waiting).
+fn recording_sink(listener: TcpListener, streams: mpsc::Sender<Vec<u8>>) {
+    for conn in listener.incoming() {
+        let Ok(mut conn) = conn else { return };
+        let mut bytes = Vec::new();
+        if conn.read_to_end(&mut bytes).is_err() {
+            continue;
+        }
+        if bytes.first().is_some_and(|b| b & 0x80 != 0) && bytes.len() >= 12 {
+            let port = u16::try_from(u32::from_be_bytes(bytes[8..12].try_into().unwrap()));
+            if let (Ok(port), Ok(peer)) = (port, conn.peer_addr()) {
+                if let Ok(mut back) = TcpStream::connect((peer.ip(), port)) {
+                    let _ = back.flush();
+                    let _ = back.shutdown(Shutdown::Both);
+                }
+            }
+        }
+        drop(conn);
+        if streams.send(bytes).is_err() {
+            return;
+        }
+    }
+}
+
+/// The TCP bytes stock `iperf -c` and `linklab iperf2 -c` write with the same options,
+/// recorded by a sink (not an iperf server: nothing answers, so nothing but the options
+/// shapes them): equal byte for byte. 2.1.8 sends its header alone, then its `-l` write
+/// buffer again and again — the header's bytes, then the digit of each byte's index —
+/// the last write cut to what `-n` leaves; lwIP's lwiperf relies on that for `-r`.
+#[test]
+fn tcp_byte_stream_is_stock_2_1_8s() {
+    let ns = Netns::new("i2bs");
+    let listener = in_netns(&ns, || {
+        TcpListener::bind("127.0.0.1:5001").expect("bind 5001")
+    });
+    let (tx, rx) = mpsc::channel();
+    let path = format!("/run/netns/{}", ns.name);
+    std::thread::spawn(move || {
+        enter_netns(&path); // its connect-backs go to the namespace's loopback
+        recording_sink(listener, tx)
+    });
+    let cases: [&[&str]; 6] = [
+        &["-n", "300K"],
+        &["-n", "200K", "-b", "100M"],
+        &["-n", "300K", "-l", "100K"],
+        &["-n", "100000", "-l", "1002", "-C"],
+        &["-n", "300K", "-r", "-L", "5002"],
+        &["-n", "200K", "-d", "-L", "5003", "-l", "64K"],
+    ];
+    for args in cases {
+        let mut streams = Vec::new();
+        for make in [stock as fn(&[&str]) -> Vec<String>, linklab] {
+            let mut a = vec!["-c", "127.0.0.1"];
+            a.extend_from_slice(args);
+            let argv = make(&a);
+            let out = client(&ns, &argv);
+            let bytes = rx
+                .recv_timeout(Duration::from_secs(5))
+                .unwrap_or_else(|_| panic!("{argv:?}: nothing recorded:\n{}", text(&out)));
+            streams.push(bytes);
+        }
+        let (theirs, ours) = (&streams[0], &streams[1]);
+        assert!(
+            theirs.len() > 1000,
+            "{args:?}: stock wrote {} bytes",
+            theirs.len()
+        );
+        assert_eq!(theirs.len(), ours.len(), "{args:?}: lengths");
+        if let Some(i) = (0..theirs.len()).find(|&i| theirs[i] != ours[i]) {
+            let end = (i + 16).min(theirs.len());
+            panic!(
+                "{args:?}: first difference at byte {i}: stock {:02x?}, ours {:02x?}",
+                &theirs[i..end],
+                &ours[i..end]
+            );
+        }
     }
 }

@@ -4,17 +4,34 @@
 //! `-R` (receive on the one connection) and `--full-duplex` (both), then the write side
 //! shut and the connection drained to the server's close.
 //!
+//! The bytes are stock 2.1.8's: the header as its own write ([`TcpFlow::control_output`]),
+//! then `-l` blocks that each begin with the header's bytes, zeros to the end of 2.1.8's
+//! header structure (244 bytes), and the digits of their index after that
+//! ([`pattern::fill_blocks`]; lwIP's lwiperf checks those header bytes on a `-r`/`-d` test
+//! and ends the test when they are not there). A host gives the header a write of its own
+//! before any data, as 2.1.8 does: lwiperf also takes the first segment to be the header
+//! alone.
+//!
 //! The first bytes a client receives tell it what answered: a 2.1 server's version reply
 //! (`CLIENTHDRACK`), data (`-R`), or — a single iperf3 state byte (PARAM_EXCHANGE) — an
 //! iperf3 server, which ends the flow at once with [`ClientEnd::Iperf3Server`].
 
 use super::flow::TcpFlow;
+use super::pattern;
 use super::request::{Amount, HeaderStyle, Mode, TestRequest};
 use super::tcp_sender::TcpSender;
 use super::wire::ack::{HeaderAck, LEN as ACK_LEN};
 use super::wire::header::TCP_LEN;
+use super::wire::DEFAULT_TCP_LEN;
 use crate::iperf::stream::Micros;
 use crate::iperf::wire::state;
+
+/// The room 2.1.8 clears for its TCP header at the start of its write buffer before it
+/// writes the 60 bytes it sends: `sizeof(struct client_tcp_testhdr)` — the header (24),
+/// its extension (36), start time and fq rate (20), isochronous settings (32) and a permit
+/// key (2 + 128), 242 bytes padded to 244 (include/payloads.h; Settings.cpp
+/// `Settings_GenerateClientHdr`).
+pub const V21_HEADER_ROOM: usize = 244;
 
 /// How a client flow runs.
 #[derive(Clone, Copy, Debug)]
@@ -27,6 +44,9 @@ pub struct TcpClientConfig {
     pub idle_timeout_us: Micros,
     /// How long to wait for the server's close after ours (2.1.8: max(test time, 2 s)).
     pub drain_us: Micros,
+    /// `-l`: the length of the write buffer whose blocks the data is made of (each begins
+    /// with the header's bytes); 2.1.8's default is 128 KiB.
+    pub block_len: usize,
 }
 
 impl TcpClientConfig {
@@ -38,6 +58,7 @@ impl TcpClientConfig {
             style: HeaderStyle::V21,
             idle_timeout_us: 10_000_000,
             drain_us: request.amount.time_us().unwrap_or(0).max(2_000_000),
+            block_len: DEFAULT_TCP_LEN,
         }
     }
 }
@@ -140,6 +161,25 @@ impl TcpClientFlow {
     /// Bytes sent, the header's included (as 2.1.8 counts them).
     pub fn sent(&self) -> u64 {
         self.head_sent as u64 + self.sender.map_or(0, |s| s.sent())
+    }
+
+    /// The header this flow sends first (and that begins every block of its data).
+    pub fn header(&self) -> &[u8] {
+        self.head.get(..self.head_len).unwrap_or(&[])
+    }
+
+    /// Fills `buf` with the data bytes at `offset` bytes after the header: the stream
+    /// [`TcpFlow::fill`] writes, from any point (a host may build its write buffer once).
+    pub fn fill_at(&self, offset: u64, buf: &mut [u8]) {
+        let room = match self.cfg.style {
+            HeaderStyle::V21 => V21_HEADER_ROOM,
+            HeaderStyle::V20 | HeaderStyle::None => self.head_len,
+        };
+        let head = pattern::BlockHead {
+            header: self.header(),
+            room,
+        };
+        pattern::fill_blocks(buf, offset, self.cfg.block_len, head);
     }
 
     /// When the connection was made, and when our last byte went out.
@@ -271,7 +311,7 @@ impl TcpFlow for TcpClientFlow {
 
     fn fill(&self, buf: &mut [u8]) {
         if let Some(s) = &self.sender {
-            s.fill(buf);
+            self.fill_at(s.sent(), buf);
         }
     }
 

@@ -303,7 +303,8 @@ impl TestRequest {
         f
     }
 
-    /// The extension's `upperflags` our client sends.
+    /// The extension's `upperflags` our client sends (a rate goes in `lRate`/`uRate`
+    /// alone: 2.1.8 sets no `BWSET` bit for it, and its server reads the rate without one).
     pub fn upper_flags(&self) -> u16 {
         let mut u = match self.mode {
             Mode::Reverse => upper::REVERSE,
@@ -312,9 +313,6 @@ impl TestRequest {
         };
         if self.no_udp_fin && self.protocol == Protocol::Udp {
             u |= upper::NOUDPFIN;
-        }
-        if self.rate_bps != 0 && self.protocol == Protocol::Tcp {
-            u |= upper::BWSET;
         }
         u
     }

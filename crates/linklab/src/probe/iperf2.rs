@@ -14,7 +14,7 @@
 //! UDP: `steps::sweep_one_way` with iperf 2 steps (`sweep::step2`), judged by the server's
 //! report; a server without reports gets a plain line, never a zero.
 
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -23,42 +23,27 @@ use linklab_perf::iperf2::{Amount, Mode, Protocol};
 
 use super::document::{NotMeasured, Quantity, TcpTest, Unmeasured};
 use super::figures;
-use super::iperf2_tradeoff::{self, Way};
 use super::plan::Iperf;
 use super::steps::{self, tcp_plan, Outcome};
 use crate::sweep::SweepReport;
+
+/// What one way of a test moved: `(bytes, seconds, slices in bit/s)`.
+type Way = (u64, f64, Vec<f64>);
 
 /// Each test's rate is also taken in slices this long: its figure's spread.
 const SLICE_US: u64 = 250_000;
 /// Pause between two tests (the server closes the last one's sockets).
 const PAUSE: Duration = Duration::from_millis(300);
 
-/// One iperf 2 TCP test in `mode` for `seconds`; what it moved each way (to, from) and the
-/// error that ended it, if any. `-r` runs as stock 2.1.8 writes it (`iperf2_tradeoff`: what
-/// lwiperf needs of it), the rest through our iperf 2 client.
+/// One iperf 2 TCP test in `mode` for `seconds` through our iperf 2 client (it writes as
+/// stock 2.1.8 does, which lwiperf's `-r` needs); what it moved each way (to, from) and
+/// the error that ended it, if any.
 fn one_test(
     host: &str,
     port: u16,
     mode: Mode,
     seconds: u32,
 ) -> (Option<Way>, Option<Way>, Option<ClientError>) {
-    if mode == Mode::Tradeoff {
-        let addr: Option<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next());
-        return match addr {
-            Some(a) => iperf2_tradeoff::run(a, seconds, Duration::from_micros(SLICE_US)),
-            None => (
-                None,
-                None,
-                Some(ClientError::Io(
-                    format!("cannot resolve {host}"),
-                    std::io::ErrorKind::NotFound.into(),
-                )),
-            ),
-        };
-    }
     let mut cfg = ClientConfig::new(host);
     cfg.port = port;
     cfg.protocol = Protocol::Tcp;

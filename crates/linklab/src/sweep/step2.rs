@@ -68,7 +68,7 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
             // started a -R flow too late for that, right after another (its log showed the
             // flow sent whole). A server that ran our last test a moment ago is asked again
             // (`sweep::measure` retries what `step::is_resetting` says).
-            ClientError::Timeout => anyhow::Error::new(NotListening(format!(
+            ClientError::Timeout(_) => anyhow::Error::new(NotListening(format!(
                 "{server}: UDP -R: nothing arrived within 3 s of asking"
             ))),
             e => anyhow::anyhow!("{server}: UDP -R: {e}"),

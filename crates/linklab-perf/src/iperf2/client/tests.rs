@@ -128,3 +128,107 @@ fn an_iperf3_server_is_named() {
         assert_eq!(c.end(), Some(ClientEnd::Iperf3Server), "{style:?}");
     }
 }
+
+/// Everything a client flow writes, as a host would: the header as its own write, then
+/// data in writes of `chunk` bytes (partial writes of a non-blocking socket); returns the
+/// length written into `out`.
+fn stream(cfg: TcpClientConfig, chunk: usize, out: &mut [u8]) -> usize {
+    let mut c = TcpClientFlow::new(cfg, 0);
+    let mut len = 0;
+    let h = c.control_output().len();
+    out[..h].copy_from_slice(c.control_output());
+    c.control_sent(h, 0);
+    len += h;
+    let mut now = 0;
+    while !TcpFlow::wants_close_write(&c) && now < 1_000_000 {
+        let n = TcpFlow::send_allowance(&mut c, now).min(chunk);
+        TcpFlow::fill(&c, &mut out[len..len + n]);
+        TcpFlow::on_sent(&mut c, n, now);
+        len += n;
+        now += 1;
+    }
+    assert!(TcpFlow::wants_close_write(&c), "the flow ended");
+    assert_eq!(c.sent(), len as u64);
+    len
+}
+
+/// The byte stream of stock iperf 2.1.8's client (Client.cpp `SendFirstPayload`, `RunTCP`;
+/// compat/string.c `pattern`; Settings.cpp `Settings_GenerateClientHdr`): the header
+/// alone, then `-l` blocks of its write buffer — the header's bytes, zeros to 244, then
+/// the digit of each byte's index in the buffer — the last cut to what `-n` leaves, the
+/// header counted in `-n`.
+#[test]
+fn the_byte_stream_is_stock_2_1_8s() {
+    let mut cfg = TcpClientConfig::new(request(Mode::Tradeoff, Amount::Bytes(3_000)));
+    cfg.block_len = 1_000;
+    let mut out = [0u8; 4_000];
+    let len = stream(cfg, 333, &mut out);
+    assert_eq!(len, 3_000);
+    let s = &out[..len];
+    // -r's 2.1 header: VERSION1 | EXTEND | the length bit | 60 << 1.
+    let head = &s[..60];
+    assert_eq!(&head[..4], &[0xC0, 0x01, 0x00, 0x78]);
+    assert_eq!(
+        &head[8..12],
+        &5001u32.to_be_bytes(),
+        "the port to connect back to"
+    );
+    assert_eq!(&head[20..24], &3_000u32.to_be_bytes(), "-n");
+    // Block k starts at 60 + 1000 k: the header, zeros, the digits of indices 244..1000.
+    for start in [60, 1_060, 2_060] {
+        assert_eq!(&s[start..start + 60], head, "block at {start}");
+        assert!(s[start + 60..start + 244].iter().all(|b| *b == 0));
+        assert_eq!(&s[start + 244..start + 250], b"456789");
+    }
+    assert_eq!(
+        &s[1_050..1_060],
+        b"0123456789",
+        "the end of block 0 (indices 990..999)"
+    );
+    // The last block cut at 940 bytes: index 939.
+    assert_eq!(s[2_999], b'9');
+    for (i, b) in s[60..].iter().enumerate() {
+        let k = i % 1_000;
+        let want = match k {
+            0..60 => head[k],
+            60..244 => 0,
+            _ => b'0' + (k % 10) as u8,
+        };
+        assert_eq!(*b, want, "data byte {i}");
+    }
+
+    // -C: no header; the digits restart with every block (1002 is not a multiple of 10).
+    let mut cfg = TcpClientConfig::new(request(Mode::Normal, Amount::Bytes(2_100)));
+    cfg.style = HeaderStyle::None;
+    cfg.block_len = 1_002;
+    let len = stream(cfg, 4_096, &mut out);
+    assert_eq!(len, 2_100);
+    assert_eq!(&out[998..1_006], b"89010123");
+    assert_eq!(&out[2_000..2_008], b"89010123", "and at 2004");
+
+    // 2.0's 24-byte header begins every block the same way.
+    let mut cfg = TcpClientConfig::new(request(Mode::Dual, Amount::Bytes(2_048)));
+    cfg.style = HeaderStyle::V20;
+    cfg.block_len = 1_000;
+    let len = stream(cfg, 100, &mut out);
+    assert_eq!(len, 2_048);
+    assert_eq!(&out[..4], &[0x80, 0x00, 0x00, 0x01]);
+    assert_eq!(&out[24..48], &out[..24]);
+    assert_eq!(&out[1_024..1_048], &out[..24]);
+    assert_eq!(&out[48..52], b"4567", "2.0 clears nothing after its header");
+}
+
+#[test]
+fn fill_at_is_the_stream_from_any_offset() {
+    let mut cfg = TcpClientConfig::new(request(Mode::Normal, Amount::Time(100)));
+    cfg.block_len = 777;
+    let c = TcpClientFlow::new(cfg, 0);
+    let mut whole = [0u8; 3_000];
+    c.fill_at(0, &mut whole);
+    for offset in [0usize, 1, 59, 60, 776, 777, 778, 1_600] {
+        let mut part = [0u8; 900];
+        c.fill_at(offset as u64, &mut part);
+        assert_eq!(&part[..], &whole[offset..offset + 900], "at {offset}");
+    }
+    assert_eq!(&whole[777..837], c.header());
+}

@@ -17,7 +17,7 @@ use socket2::Type;
 use super::client::{ClientConfig, ClientError};
 use super::events::{Event, FlowReport, FlowTag};
 use super::server::{bound, ServerConfig};
-use super::tcp::{drive, Meter};
+use super::tcp::{drive, Meter, Payload};
 use super::udp::{self, Limit};
 use super::{next_id, now_us};
 use crate::iperf::stream::Micros;
@@ -141,7 +141,7 @@ fn accept_back(
                     drive(
                         &mut stream,
                         &mut conn,
-                        DEFAULT_TCP_LEN,
+                        &Payload::digits(DEFAULT_TCP_LEN),
                         || next,
                         |now, c| {
                             meter.tick(now, TcpFlow::byte_counts(c), |s, e, rx, _| {

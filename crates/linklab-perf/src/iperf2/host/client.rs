@@ -14,7 +14,7 @@ use std::vec::Vec;
 
 use super::back::{listen_back, tcp_report};
 use super::events::{Event, FlowReport, FlowTag};
-use super::tcp::{connect, drive, Meter};
+use super::tcp::{connect, drive, Meter, Payload};
 use super::udp::{self, figures};
 use super::{next_id, now_us, wall_offset_us};
 use crate::iperf::stream::Micros;
@@ -117,8 +117,9 @@ pub enum ClientError {
     ServerClosed,
     /// The connection was reset, after this many bytes were sent and received.
     Reset(u64, u64),
-    /// Nothing moved for the watchdog's time.
-    Timeout,
+    /// Nothing moved for this long (the watchdog of a TCP flow; a UDP `-R` receiver's
+    /// wait for the server's datagrams).
+    Timeout(Duration),
     /// `-r`/`-d`: the server did not connect back.
     NoConnectBack(u16),
 }
@@ -137,9 +138,11 @@ impl core::fmt::Display for ClientError {
                 f,
                 "the connection was reset during the test ({sent} bytes sent, {got} received)"
             ),
-            ClientError::Timeout => {
-                f.write_str("the server stopped responding (nothing moved for 10 s)")
-            }
+            ClientError::Timeout(waited) => write!(
+                f,
+                "the server stopped responding (nothing moved for {})",
+                seconds(*waited)
+            ),
             ClientError::NoConnectBack(p) => {
                 write!(
                     f,
@@ -151,6 +154,16 @@ impl core::fmt::Display for ClientError {
 }
 
 impl std::error::Error for ClientError {}
+
+/// A wait as people say it: "10 s", "2.5 s".
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        std::format!("{s:.0} s")
+    } else {
+        std::format!("{s} s")
+    }
+}
 
 /// IPv4-mapped IPv6 addresses as IPv4.
 pub(super) fn plain(ip: IpAddr) -> IpAddr {
@@ -210,6 +223,9 @@ pub fn run_client(
 
 /// How long after our flows the `-r`/`-d` listener waits for connect-backs to start.
 const CONNECT_BACK_WAIT_US: Micros = 3_000_000;
+/// How long a UDP `-R` receiver waits with nothing arriving (for the first datagram, or
+/// for more) before it gives up.
+const REVERSE_QUIET_US: Micros = 3_000_000;
 
 fn run_tcp(
     cfg: &ClientConfig,
@@ -232,6 +248,7 @@ fn run_tcp(
         let ev = events.clone();
         let mut ccfg = TcpClientConfig::new(request);
         ccfg.style = cfg.style;
+        ccfg.block_len = write_len;
         let interval_us = cfg.interval_us;
         handles.push(thread::spawn(
             move || -> Result<Option<(u32, u32)>, ClientError> {
@@ -259,12 +276,13 @@ fn run_tcp(
                 });
                 let start = now_us();
                 let mut flow = TcpClientFlow::new(ccfg, start);
+                let payload = Payload::client(&flow, write_len);
                 let mut meter = Meter::new(interval_us, start);
                 let next = meter.next();
                 drive(
                     &mut stream,
                     &mut flow,
-                    write_len,
+                    &payload,
                     || next,
                     |now, f| {
                         meter.tick(now, TcpFlow::byte_counts(f), |s, e, rx, tx| {
@@ -288,7 +306,11 @@ fn run_tcp(
                     Some(ClientEnd::Reset) => {
                         return Err(ClientError::Reset(flow.sent(), flow.received()))
                     }
-                    Some(ClientEnd::Timeout) => return Err(ClientError::Timeout),
+                    Some(ClientEnd::Timeout) => {
+                        return Err(ClientError::Timeout(Duration::from_micros(
+                            ccfg.idle_timeout_us,
+                        )))
+                    }
                     _ => {}
                 }
                 let secs = end.saturating_sub(start) as f64 / 1e6;
@@ -403,12 +425,8 @@ fn run_udp(
             });
             if reverse {
                 let header = udp::header_datagram(&request, len);
-                let quiet = request
-                    .amount
-                    .time_us()
-                    .unwrap_or(0)
-                    .saturating_add(3_000_000);
-                let (stats, span) = udp::receive_reverse(&sock, &header, quiet.min(3_000_000));
+                let quiet = REVERSE_QUIET_US;
+                let (stats, span) = udp::receive_reverse(&sock, &header, quiet);
                 let secs = span.map_or(0.0, |(a, b)| b.saturating_sub(a) as f64 / 1e6);
                 let info: ReportInfo = stats.report(secs, false);
                 let _ = ev.send(Event::Final(FlowReport {
@@ -425,7 +443,7 @@ fn run_udp(
                     threads: 1,
                 }));
                 if span.is_none() {
-                    return Err(ClientError::Timeout);
+                    return Err(ClientError::Timeout(Duration::from_micros(quiet)));
                 }
                 return Ok(());
             }

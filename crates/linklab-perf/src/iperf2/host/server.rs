@@ -12,7 +12,7 @@ use std::time::Duration;
 use socket2::{Domain, Socket, Type};
 
 use super::events::{Event, FlowReport, FlowTag};
-use super::tcp::{connect, drive, Meter};
+use super::tcp::{connect, drive, Meter, Payload};
 use super::{next_id, now_us, udp};
 use crate::iperf::stream::Micros;
 use crate::iperf2::flow::{SendFlow, TcpFlow};
@@ -188,7 +188,7 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
     drive(
         &mut stream,
         &mut conn,
-        cfg.write_len,
+        &Payload::digits(cfg.write_len),
         || next,
         |now, conn| {
             let mode = conn.request().map(|r| r.mode);
@@ -307,7 +307,13 @@ fn connect_back_tcp(
         0 => write_len,
         n => n as usize,
     };
-    drive(&mut stream, &mut flow, len, || None, |_, _| {});
+    drive(
+        &mut stream,
+        &mut flow,
+        &Payload::digits(len),
+        || None,
+        |_, _| {},
+    );
     let s = flow.sender();
     let end = s.last_send().unwrap_or(start);
     let _ = events.send(Event::Final(FlowReport {

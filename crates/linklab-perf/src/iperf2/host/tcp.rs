@@ -1,7 +1,8 @@
 //! One loop that drives any [`TcpFlow`] over a non-blocking `TcpStream`: reads until the
-//! socket is empty, writes control bytes then pattern bytes while the flow allows, shuts
+//! socket is empty, writes control bytes then data bytes while the flow allows, shuts
 //! the write side when asked, and sleeps in `ppoll(2)` until the socket or the flow's next
-//! deadline (or the next `-i` boundary) wakes it.
+//! deadline (or the next `-i` boundary) wakes it. The data bytes come from a [`Payload`]
+//! built once from the flow's own fill, so no write fills a buffer again.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -13,6 +14,7 @@ use std::vec::Vec;
 use super::now_us;
 use crate::iperf::host::sys;
 use crate::iperf::stream::Micros;
+use crate::iperf2::client::TcpClientFlow;
 use crate::iperf2::flow::TcpFlow;
 use crate::iperf2::pattern;
 
@@ -61,23 +63,66 @@ impl Meter {
     }
 }
 
-/// Runs `flow` on `stream` until it is finished. `write_len` is the largest write (`-l`).
+/// Largest write a [`Payload`] allows (`-l` is cut to it).
+const MAX_WRITE: usize = 1 << 22;
+
+/// A flow's data bytes, built once: they repeat every `period` bytes, and `bytes` holds
+/// them from the stream's offset 0 through one write past a period, so the bytes at any
+/// offset are one slice.
+pub(super) struct Payload {
+    bytes: Vec<u8>,
+    period: usize,
+    write_len: usize,
+}
+
+impl Payload {
+    /// Data that repeats every `period` bytes, written at most `write_len` at a time;
+    /// `fill(buf)` gives the bytes from offset 0.
+    pub(super) fn new(period: usize, write_len: usize, fill: impl FnOnce(&mut [u8])) -> Self {
+        let period = period.max(1);
+        let write_len = write_len.clamp(1, MAX_WRITE);
+        let mut bytes = vec![0; period + write_len];
+        fill(&mut bytes);
+        Self {
+            bytes,
+            period,
+            write_len,
+        }
+    }
+
+    /// iperf's digits running on (what our servers send), in writes of `write_len`.
+    pub(super) fn digits(write_len: usize) -> Self {
+        Self::new(10, write_len, |b| pattern::fill(b, 0))
+    }
+
+    /// A client's data as stock iperf 2 writes it: blocks of `-l` (`block_len`), each
+    /// beginning with the header (see [`TcpClientFlow::fill_at`]), one block a write.
+    pub(super) fn client(flow: &TcpClientFlow, block_len: usize) -> Self {
+        let block = block_len.clamp(1, MAX_WRITE);
+        Self::new(block, block, |b| flow.fill_at(0, b))
+    }
+
+    /// The next write's bytes: at most `n` (and at most one write) from `offset`.
+    fn at(&self, offset: u64, n: usize) -> &[u8] {
+        let from = (offset % self.period as u64) as usize;
+        let n = n.min(self.write_len);
+        self.bytes.get(from..from + n).unwrap_or(&[])
+    }
+}
+
+/// Runs `flow` on `stream` until it is finished, its data from `payload`.
 /// `on_turn(now, flow)` runs after each turn (interval reports, connect-backs).
 pub(super) fn drive<F: TcpFlow>(
     stream: &mut TcpStream,
     flow: &mut F,
-    write_len: usize,
+    payload: &Payload,
     mut wake_at: impl FnMut() -> Option<Micros>,
     mut on_turn: impl FnMut(Micros, &mut F),
 ) {
     let _ = stream.set_nonblocking(true);
-    let write_len = write_len.clamp(1, 1 << 22);
-    // The pattern once, 10 bytes longer so any offset's write is one slice of it.
-    let mut pat: Vec<u8> = vec![0; write_len + 10];
-    pattern::fill(&mut pat, 0);
     let mut rbuf: Vec<u8> = vec![0; 256 * 1024];
     let mut eof = false;
-    let mut sent_pattern: u64 = 0;
+    let mut sent_data: u64 = 0;
     loop {
         let now = now_us();
         flow.poll(now);
@@ -123,14 +168,13 @@ pub(super) fn drive<F: TcpFlow>(
                     .write(&tmp[..n])
                     .inspect(|k| flow.control_sent(*k, now))
             } else {
-                let n = flow.send_allowance(now).min(write_len);
-                if n == 0 {
+                let data = payload.at(sent_data, flow.send_allowance(now));
+                if data.is_empty() {
                     break;
                 }
-                let at = (sent_pattern % 10) as usize;
-                stream.write(&pat[at..at + n]).inspect(|k| {
+                stream.write(data).inspect(|k| {
                     flow.on_sent(*k, now);
-                    sent_pattern += *k as u64;
+                    sent_data += *k as u64;
                 })
             };
             match r {
@@ -187,4 +231,36 @@ pub(super) fn connect(addr: std::net::SocketAddr, timeout: Duration) -> io::Resu
     let s = TcpStream::connect_timeout(&addr, timeout)?;
     let _ = s.set_nodelay(false);
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iperf2::client::TcpClientConfig;
+    use crate::iperf2::request::{Amount, Mode, Protocol, TestRequest};
+
+    #[test]
+    fn a_client_payload_is_the_flows_own_stream() {
+        let request = TestRequest {
+            mode: Mode::Tradeoff,
+            amount: Amount::Time(100),
+            port: 5001,
+            ..TestRequest::plain(Protocol::Tcp)
+        };
+        let mut cfg = TcpClientConfig::new(request);
+        cfg.block_len = 1_000;
+        let flow = TcpClientFlow::new(cfg, 0);
+        let payload = Payload::client(&flow, 1_000);
+        let mut want = vec![0u8; 1_000];
+        for offset in [0u64, 1, 59, 60, 999, 1_000, 1_001, 123_456_789] {
+            flow.fill_at(offset, &mut want);
+            assert_eq!(payload.at(offset, 5_000), &want[..], "at {offset}");
+        }
+        // A write never passes `-l`, and a shorter allowance is honoured.
+        flow.fill_at(0, &mut want);
+        assert_eq!(payload.at(10, 7), &want[10..17]);
+        // Our servers' digits run on across writes.
+        let digits = Payload::digits(4);
+        assert_eq!(digits.at(8, 4), b"8901");
+    }
 }
