@@ -725,9 +725,19 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         r
     }
 
-    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
+    #[cfg_attr(not(feature = "embassy"), allow(dead_code))]
     pub(crate) fn has_deferred(&self) -> bool {
         self.deferred.is_some()
+    }
+
+    /// True while a frame built now could not go: one is deferred (the gap, a PAUSE), or
+    /// the PHY has no room for one ([`PhyTx::ready`]: a driver whose transmit buffers are
+    /// all in flight drops what it is handed). The stack then keeps its frame and tries
+    /// again; a TCP segment handed over and dropped would wait for the retransmission
+    /// timer (1 s and more) instead.
+    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
+    pub(crate) fn blocked(&mut self) -> bool {
+        self.deferred.is_some() || !self.phy.ready()
     }
 
     #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]

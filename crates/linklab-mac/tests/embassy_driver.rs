@@ -386,3 +386,46 @@ fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
     assert_eq!(*sent.borrow(), [60]);
     dev.mac().counters().check_conservation().unwrap();
 }
+
+#[test]
+fn a_full_transmit_ring_hands_out_no_token_and_asks_to_look_again() {
+    let q: RxQueue<Inline<N>> = RxQueue::new();
+    let timer = TestTimer::default();
+    let ring = Ring::default();
+    ring.free.set(2);
+    // No line timing (rate 0): only the ring holds frames back.
+    let mac = Mac::new(
+        q.consumer(),
+        ring.clone(),
+        timer.clone(),
+        MacConfig::raw_phy(ME, 0),
+    );
+    let mut dev = EmbassyMac::new(mac, AlwaysUp);
+    let (_count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    for tag in [b"one", b"two"] {
+        let t = dev.transmit(&mut cx).expect("a buffer is free");
+        t.consume(60, |f: &mut [u8]| fill_frame(f, PEER, ME, tag));
+    }
+    assert!(timer.take().is_empty());
+    // The ring is full: no token (a frame built now would be dropped), and the timer is
+    // asked to wake the stack to look again; a received frame waits too.
+    timer.now.set(1_000);
+    assert!(dev.transmit(&mut cx).is_none());
+    q.producer().push(&frame_to_me(7));
+    assert!(dev.receive(&mut cx).is_none());
+    let asked = timer.take();
+    assert!(!asked.is_empty());
+    assert!(asked.iter().all(
+        |(at, w)| *at == 1_000 + linklab_mac::embassy::TX_FULL_RETRY_NS && w.will_wake(&waker)
+    ));
+    // A buffer completes: the next frame goes, nothing was dropped.
+    ring.free.set(1);
+    let t = dev.transmit(&mut cx).expect("a buffer freed");
+    t.consume(60, |f: &mut [u8]| fill_frame(f, PEER, ME, b"three"));
+    assert_eq!(ring.sent.borrow().len(), 3);
+    assert_eq!(ring.dropped.get(), 0);
+    let c = dev.mac().counters();
+    assert_eq!((c.tx_requests, c.tx_packets, c.tx_dropped), (3, 3, 0));
+    c.check_conservation().unwrap();
+}

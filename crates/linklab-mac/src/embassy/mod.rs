@@ -10,7 +10,10 @@
 //!   is a lock-free `AtomicWaker` (CAS, no critical section), present only with this feature.
 //! * **TX**: while a frame waits for the inter-packet gap or a received PAUSE, the driver
 //!   hands out no tokens and asks the clock's [`WakeAt`] to wake the task when it may go
-//!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way.
+//!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way. While the PHY has no room
+//!   for a frame ([`PhyTx::ready`]: every transmit buffer in flight), it hands out none
+//!   either and looks again [`TX_FULL_RETRY_NS`] later (a driver says nothing when a buffer
+//!   frees; what it was handed meanwhile it would drop).
 //! * **Link**: [`LinkStatus`] either wakes the task on a change ([`LinkSignal`]) or is read
 //!   again every [`LINK_POLL_NS`] on the clock's timer.
 //! * **A look at each frame** ([`FrameGate`], [`EmbassyMac::with_gate`]): each received frame
@@ -38,6 +41,11 @@ pub use timer::WakeAt;
 
 use crate::frame::MAX_FRAME_LEN;
 use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
+
+/// How soon the driver looks again when the PHY had no room for a frame, in ns of the MAC's
+/// clock: 50 µs, under half the time a full-size frame takes on a 100 Mbit/s line, so a
+/// buffer that frees is used within a frame time; a wake-up every 50 µs only while full.
+pub const TX_FULL_RETRY_NS: u64 = 50_000;
 use crate::queue::Storage;
 use crate::timing::Clock;
 
@@ -151,13 +159,23 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate>
     }
 
     /// Sends what time allows; if a frame is still deferred, asks the clock to wake `waker`
-    /// when it may go and answers true. Also schedules any other timed MAC work.
+    /// when it may go and answers true; if the PHY has no room for a frame
+    /// ([`crate::PhyTx::ready`]), asks for a wake-up [`TX_FULL_RETRY_NS`] later and answers
+    /// true. Also schedules any other timed MAC work.
     fn tx_blocked(&mut self, waker: &Waker) -> bool {
         self.mac.poll();
         if let Some(at) = self.mac.poll_at_ns() {
             self.mac.clock().wake_at(at, waker);
         }
-        self.mac.tx_deferred()
+        if self.mac.tx_deferred() {
+            return true;
+        }
+        if !self.mac.phy_mut().ready() {
+            let at = self.mac.clock().now_ns().saturating_add(TX_FULL_RETRY_NS);
+            self.mac.clock().wake_at(at, waker);
+            return true;
+        }
+        false
     }
 }
 
