@@ -447,3 +447,26 @@ fn state_fits_a_microcontroller() {
     assert!(session <= 8 * 1024, "Session is {session} bytes");
     assert!(server <= 10 * 1024, "SmoltcpIperfServer is {server} bytes");
 }
+
+/// The server over lent memory (`from_buffers`, as `DeviceApps` and the firmware make it:
+/// each stream's socket made over a data chunk lent by `lend::Lender` and the chunk taken
+/// back when the test ends): TCP tests each way in turn reuse the chunks, and every test
+/// ends with no stream open. Short (64 kB each), so Miri can run it over the lending's
+/// unsafe code (`scripts/soak --miri`).
+#[test]
+fn a_server_over_lent_memory_lends_and_takes_back_its_chunks() {
+    let mut net = net();
+    let buffers = linklab_perf::apps::host::host_buffers(8192);
+    let mut server = SmoltcpIperfServer::from_buffers(&mut net.sockets, buffers.iperf, PORT);
+    for (i, reverse) in [false, true, false].into_iter().enumerate() {
+        let params = Params {
+            duration_s: 0,
+            bytes: 65536,
+            reverse,
+            len: 4096,
+            ..base(Protocol::Tcp)
+        };
+        let report = run_test(&mut net, &mut server, params, 41000 + 100 * i as u16);
+        check(&report, &mut server);
+    }
+}
