@@ -122,10 +122,15 @@ def present_services(doc):
 
 
 def worse_figures(doc):
-    """`id change (old -> new unit)` of each figure probe's comparison marked worse."""
+    """`id change (old -> new unit)` of each figure probe's comparison marked worse; a figure
+    the device no longer gives (schema 3: a 404, a failed download) with probe's reason."""
     worse = []
     for f in (doc.get("baseline") or {}).get("figures", []):
-        if f.get("worse"):
+        if not f.get("worse"):
+            continue
+        if f.get("missing"):
+            worse.append(f"{f['id']} {f['missing']}")
+        else:
             worse.append(f"{f['id']} {f['change_pct']:+.1f} % ({f['old']:.4g} -> {f['new']:.4g} {f['unit']})")
     return worse
 

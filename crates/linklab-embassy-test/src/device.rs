@@ -12,15 +12,15 @@ use std::time::Duration;
 use embassy_executor::{Executor, Spawner};
 use embassy_futures::select::select;
 use embassy_net::{Ipv4Address, Ipv4Cidr, Stack, StackResources, StaticConfigV4};
-use linklab_mac::embassy::{Admit, EmbassyMac, EmbassyTimeClock, FrameGate, LinkSignal, WakeAt};
+use linklab_app_gate::AppGate;
+use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkSignal, WakeAt};
 use linklab_mac::timing::{bits_ns, ipg_ns};
 use linklab_mac::window::{capacity_for_frames, tcp_rx_window, ETHERNET_MSS};
 use linklab_mac::{BoxedSlice, Clock, Counters, Mac, MacAddr, MacConfig, PhyTx, RxQueue};
 use linklab_perf::embassy::{AppCounters, ServiceGate};
 
 use crate::app::Stop;
-use crate::serve::nic::{pump_rx, TapPhy};
-use crate::serve::tap::Tap;
+use linklab_tap::{pump_rx, Tap, TapPhy};
 
 /// The device's address and prefix (RFC 2544 space, inside the test's namespace).
 pub const DEVICE_CIDR: &str = "198.18.0.2/24";
@@ -32,25 +32,6 @@ const MAC_ADDRESS: MacAddr = MacAddr([0x02, 0x4c, 0x4c, 0x00, 0x00, 0x02]);
 
 /// The driver type embassy-net runs on.
 type Driver = EmbassyMac<'static, BoxedSlice, Paced, SeenClock, &'static LinkSignal, AppGate>;
-
-/// The driver's look at each frame: linklab-perf's service gate, so a SYN finding all of a
-/// service's sockets busy gets one freed first (or is dropped while a handshake answered may
-/// complete), and a UDP echo request comes in once the reply before it had its turn to leave.
-struct AppGate(&'static ServiceGate);
-
-impl FrameGate for AppGate {
-    fn admit(&mut self, frame: &[u8], waker: &Waker) -> Admit {
-        match self.0.admit(frame, waker) {
-            linklab_perf::embassy::Admit::Pass => Admit::Pass,
-            linklab_perf::embassy::Admit::Hold => Admit::Hold,
-            linklab_perf::embassy::Admit::Drop => Admit::Drop,
-        }
-    }
-
-    fn sent(&mut self, frame: &[u8]) {
-        self.0.sent(frame)
-    }
-}
 
 /// embassy-time's clock and timer as the MAC uses them, remembering the last time read (the
 /// MAC reads the clock right before it hands a frame to the PHY, so that is the frame's

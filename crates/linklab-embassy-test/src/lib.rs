@@ -2,8 +2,7 @@
 //! linklab-mac's `embassy` feature (tests/embassy_net_tap.rs drives it with stock ping, curl
 //! and nc from a network namespace).
 //!
-//! * The TAP is the PHY, exactly as in `linklab serve` (its `tap.rs` and `nic.rs` are reused
-//!   as they are): a thread plays the receive interrupt, moving each frame the kernel hands
+//! * The TAP is the PHY, exactly as in `linklab serve` (linklab-tap, which both use): a thread plays the receive interrupt, moving each frame the kernel hands
 //!   over into a grant of the MAC's RX queue; each commit wakes the embassy task through the
 //!   queue's waker. Transmit writes the MAC's frames back to the TAP.
 //! * The MAC keeps 10 Mb/s line timing (inter-packet gap) on embassy-time's std driver
@@ -20,12 +19,3 @@ mod app;
 mod device;
 
 pub use device::{start, Report, Running, DEVICE_CIDR, LINE_RATE_BPS};
-
-/// linklab serve's TAP and its PHY glue (`crates/linklab/src/serve/{tap,nic}.rs`), reused as
-/// they are.
-#[allow(dead_code)]
-#[path = "../../linklab/src/serve"]
-mod serve {
-    pub mod nic;
-    pub mod tap;
-}

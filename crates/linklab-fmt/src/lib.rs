@@ -11,12 +11,17 @@
 //! The format strings use the subset both loggers understand: `{}`, `{:?}` and `{:#x}` (the
 //! arguments then implement both `defmt::Format` and `Debug`/`Display`).
 //!
-//! A caller declares, in its `lib.rs`:
+//! A caller declares, in its `lib.rs`, and logs:
 //!
-//! ```ignore
+//! ```
 //! #[macro_use]
 //! extern crate linklab_fmt;
-//! linklab_fmt::exclusive_features!();
+//! linklab_fmt::exclusive_features!(); // both `defmt` and `log` on: one error naming the fix
+//!
+//! fn on_frame(len: usize) {
+//!     trace!("frame of {} bytes", len); // to defmt, to log, or (here) to nothing
+//! }
+//! # fn main() { on_frame(60) }
 //! ```
 #![no_std]
 
@@ -26,7 +31,11 @@
 macro_rules! exclusive_features {
     () => {
         #[cfg(all(feature = "defmt", feature = "log"))]
-        compile_error!("features `defmt` and `log` are mutually exclusive: enable at most one");
+        compile_error!(concat!(
+            env!("CARGO_PKG_NAME"),
+            ": features `defmt` and `log` exclude each other; turn on one of them for this crate \
+             (`defmt` for a defmt logger, `log` for the log facade), not both"
+        ));
     };
 }
 

@@ -23,7 +23,11 @@
 //!
 //! Registers are reached through [`Registers`], so the logic is tested on the host against a
 //! model of the controller.
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
 #[macro_use]

@@ -4,7 +4,7 @@
 //! on transmit, a 32-bit word at a time.
 //!
 //! smoltcp sums 16-bit words: on riscv32imac that measured ~3.5 instructions per payload byte
-//! of TCP receive (`linklab emu --cost` with its verification off: 10.4 → 6.8). Here the sum
+//! of TCP receive (`linklab emu cost` with its verification off: 10.4 → 6.8). Here the sum
 //! reads aligned 32-bit words into a 64-bit accumulator (RFC 1071's byte-order independence
 //! and deferred carries): ~1 instruction per byte on rv32, less on a Cortex-M.
 
@@ -46,7 +46,7 @@ pub fn sum(data: &[u8]) -> u16 {
     // Bytes are summed by their position from the start of `data`: an even position is
     // the high byte of a big-endian word.
     let byte_at = |pos: usize, b: u8| -> u64 {
-        if pos % 2 == 0 {
+        if pos.is_multiple_of(2) {
             u64::from(b) << 8
         } else {
             u64::from(b)

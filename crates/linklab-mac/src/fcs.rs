@@ -19,6 +19,7 @@ pub const POLY: u32 = 0xEDB8_8320;
 /// Eight 256-entry tables for slicing-by-8 (table 0 alone is the classic byte-wise table).
 static TABLES: [[u32; 256]; 8] = make_tables();
 
+#[cfg(any(test, feature = "_fcs-backends"))]
 /// The classic byte-wise table (table 0 of [`TABLES`], its own static so that a build using
 /// only [`bytewise`] links 1 KiB, not 8).
 static BYTE_TABLE: [u32; 256] = make_tables()[0];
@@ -64,6 +65,8 @@ const fn make_tables() -> [[u32; 256]; 8] {
     t
 }
 
+#[cfg(any(test, feature = "_fcs-backends"))]
+#[doc(hidden)]
 /// Advances a raw (pre-inverted) CRC state one byte at a time: the reference implementation.
 pub fn update_bytewise(mut crc: u32, data: &[u8]) -> u32 {
     for &b in data {
@@ -82,6 +85,8 @@ pub fn update_nibble(mut crc: u32, data: &[u8]) -> u32 {
     crc
 }
 
+#[cfg(any(test, feature = "_fcs-backends"))]
+#[doc(hidden)]
 /// Advances a raw CRC state four bytes per step (slicing-by-4, 4 KiB of tables).
 pub fn update_slicing4(mut crc: u32, data: &[u8]) -> u32 {
     let mut chunks = data.chunks_exact(4);
@@ -121,6 +126,8 @@ pub fn update_slicing8(mut crc: u32, data: &[u8]) -> u32 {
     slice_tail(crc, chunks.remainder())
 }
 
+#[cfg(any(test, feature = "_fcs-backends"))]
+#[doc(hidden)]
 /// The FCS of `data` computed byte-wise (reference, 1 KiB table).
 pub fn bytewise(data: &[u8]) -> u32 {
     !update_bytewise(!0, data)
@@ -131,6 +138,8 @@ pub fn nibble(data: &[u8]) -> u32 {
     !update_nibble(!0, data)
 }
 
+#[cfg(any(test, feature = "_fcs-backends"))]
+#[doc(hidden)]
 /// The FCS of `data` computed with slicing-by-4.
 pub fn slicing4(data: &[u8]) -> u32 {
     !update_slicing4(!0, data)

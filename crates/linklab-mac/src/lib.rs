@@ -73,7 +73,11 @@
 //! and [`RxProducer::push`] to copy each frame read from the TAP into the queue. For a soft
 //! PHY that decodes the line itself (linklab-phy10) use [`MacConfig::decoding_phy`]: its
 //! interrupt decodes straight into the grant, FCS included, and the MAC checks it here.
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "std")]
 extern crate std;

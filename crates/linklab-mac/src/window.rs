@@ -120,7 +120,7 @@ pub const fn smoltcp_window_cap(capacity: usize, format: RxFormat) -> usize {
 /// segments. A buffer past the cap is never advertised, and a cap that is not a whole number
 /// of segments leaves a short segment in every window the peer fills: a 10 220-byte buffer
 /// under an 8 844-byte cap (six segments and 84 bytes) got 1 252 payload bytes per frame on
-/// `linklab emu --board mps2-an385 --cost`, about 8 844 / 7, against 1 444 with this buffer.
+/// `linklab emu cost mps2-an385`, about 8 844 / 7, against 1 444 with this buffer.
 pub const fn smoltcp_tcp_rx_buffer(capacity: usize, format: RxFormat, mss: usize) -> usize {
     let cap = smoltcp_window_cap(capacity, format);
     let window = tcp_rx_window(capacity, format, mss);

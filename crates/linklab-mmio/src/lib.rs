@@ -7,6 +7,48 @@
 //! address. Register-struct crates (tock-registers, volatile-register, safe-mmio) describe a
 //! register block as a typed struct in memory, which a host model cannot stand in for; an
 //! offset-addressed trait is what the drivers' models implement.
+//!
+//! A driver over any register block, and a host test of it against a model:
+//!
+//! ```
+//! use core::cell::Cell;
+//! use linklab_mmio::{Mmio, Registers};
+//!
+//! /// A device with a control register at 0x00 and a status register at 0x04.
+//! struct Device<R: Registers>(R);
+//!
+//! impl<R: Registers> Device<R> {
+//!     fn enable(&self) {
+//!         self.0.write(0x00, 1);
+//!     }
+//!     fn ready(&self) -> bool {
+//!         self.0.read(0x04) & 1 != 0
+//!     }
+//! }
+//!
+//! /// On the board: the registers at their address.
+//! fn on_board() -> Device<Mmio> {
+//!     // SAFETY: the device's register window, used by nothing else.
+//!     Device(unsafe { Mmio::new(0x4000_0000) })
+//! }
+//!
+//! /// In a host test: a model that becomes ready once enabled.
+//! struct Model(Cell<u32>);
+//!
+//! impl Registers for Model {
+//!     fn read(&self, offset: usize) -> u32 {
+//!         if offset == 0x04 { self.0.get() } else { 0 }
+//!     }
+//!     fn write(&self, offset: usize, value: u32) {
+//!         if offset == 0x00 { self.0.set(value & 1) }
+//!     }
+//! }
+//!
+//! let device = Device(Model(Cell::new(0)));
+//! assert!(!device.ready());
+//! device.enable();
+//! assert!(device.ready());
+//! ```
 #![no_std]
 
 /// 32-bit register access at byte offsets from a device's base.

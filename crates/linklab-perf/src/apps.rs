@@ -12,7 +12,7 @@ use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketSet};
 use smoltcp::phy::Device;
 #[cfg(any(feature = "echo", feature = "http"))]
 use smoltcp::socket::tcp;
-#[cfg(feature = "udp")]
+#[cfg(feature = "echo")]
 use smoltcp::socket::udp;
 use smoltcp::time::{Duration, Instant};
 
@@ -31,29 +31,12 @@ use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
 use crate::lifetime::{evict, observe, refresh, relisten, tcp_socket, IdleWatch, EVICT_GRACE};
 use crate::synack_watch::{SynAckWatch, SynAcks};
 
+pub use crate::socket_buffers::TcpBuffers;
+#[cfg(feature = "udp")]
+pub use crate::socket_buffers::UdpBuffers;
+
 /// HTTP connections served at once by default (each one its own listening socket).
 pub const HTTP_SOCKETS: usize = 2;
-
-/// A TCP socket's two buffers.
-pub struct TcpBuffers<'a> {
-    /// Receive buffer: its free space is the window smoltcp advertises.
-    pub rx: &'a mut [u8],
-    /// Send buffer: what may be in flight, unacknowledged.
-    pub tx: &'a mut [u8],
-}
-
-/// A UDP socket's buffers: packet metadata slots and payload bytes, each way.
-#[cfg(feature = "udp")]
-pub struct UdpBuffers<'a> {
-    /// Datagrams the receive side can hold.
-    pub rx_meta: &'a mut [udp::PacketMetadata],
-    /// Payload bytes the receive side can hold.
-    pub rx: &'a mut [u8],
-    /// Datagrams the send side can hold.
-    pub tx_meta: &'a mut [udp::PacketMetadata],
-    /// Payload bytes the send side can hold.
-    pub tx: &'a mut [u8],
-}
 
 /// Every buffer the apps need: the apps a build has (features `echo`, `http`) and the
 /// iperf3 server's ([`IperfBuffers`]: `I` yields its data chunks); `H` HTTP sockets.

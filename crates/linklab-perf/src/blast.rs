@@ -1,6 +1,6 @@
 //! The packet blaster's messages: what the host asks a device to blast, what the device
 //! reports back, and the datagrams' payload pattern. Sans-IO; the firmware
-//! (`firmware/common/src/blast.rs`) and `linklab emu --blast` speak it over UDP port
+//! (`firmware/common/src/blast.rs`) and `linklab emu blast` speak it over UDP port
 //! [`PORT`].
 //!
 //! A blast sends UDP datagrams back to the requester for a bounded time, one of two ways:

@@ -12,8 +12,8 @@ use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::{tcp, Socket};
 use smoltcp::time::{Duration, Instant};
 
-use crate::apps::TcpBuffers;
 use crate::evict::{Look, Progress, GRACE_MS};
+use crate::socket_buffers::TcpBuffers;
 
 /// smoltcp's per-socket timeout for every TCP socket of the apps: a connection whose peer
 /// sends nothing for this long while we wait for it (SYN-RECEIVED, unacknowledged data,

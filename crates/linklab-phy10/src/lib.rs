@@ -11,7 +11,11 @@
 //!
 //! Samples are bit-packed LSB first in `u32` words, `1` = line high. Bits are sent LSB first;
 //! a `1` bit is low then high (rising mid-bit edge), as in 802.3 clause 14.
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 // The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.

@@ -137,7 +137,7 @@ impl Iterator for FlpPulses {
             let slot = self.slot;
             self.slot += 1;
             let clock = slot / 2;
-            if slot % 2 == 0 {
+            if slot.is_multiple_of(2) {
                 return Some(clock * FLP_CLOCK_PERIOD_NS);
             }
             if (self.word >> clock) & 1 == 1 {

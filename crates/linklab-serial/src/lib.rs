@@ -14,7 +14,8 @@
 //! * [`selftest`]: echo frames across sizes with PRBS payloads, from either end, no app
 //!   needed at the other.
 //! * `device` (feature `smoltcp`): `smoltcp::phy::Device` for [`Link`].
-//! * [`impair`]: a deterministic line impairment model for tests and benchmarks.
+//! * `impair` (feature `impair`): a deterministic line impairment model for tests and
+//!   benchmarks.
 //!
 //! # Usage
 //!
@@ -39,7 +40,11 @@
 //! a.counters().check_conservation().unwrap();
 //! b.counters().check_conservation().unwrap();
 //! ```
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(test)]
 extern crate std;
@@ -48,6 +53,7 @@ pub mod counters;
 #[cfg(feature = "smoltcp")]
 pub mod device;
 pub mod framing;
+#[cfg(feature = "impair")]
 pub mod impair;
 mod link;
 pub mod rto;

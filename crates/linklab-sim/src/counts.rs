@@ -1,5 +1,5 @@
 //! The counted profiles' data: instructions per part of the device's work, counted on one of
-//! linklab's firmware images under QEMU `-icount shift=0` by `linklab emu --cost-parts`, one
+//! linklab's firmware images under QEMU `-icount shift=0` by `linklab emu parts`, one
 //! versioned file per profile (`data/<profile>.json`) with the command that wrote it, what the
 //! image's device looks like (its RX queue, TCP window and send buffers, the shape of its
 //! loop) and a fingerprint of the sources it was counted from, so a check can say when the
@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// Every counted profile: its name, its data file (relative to the repository root) and the
 /// file, compiled in.
-pub const PROFILES: [(&str, &str, &str); 4] = [
+pub const PROFILES: [(&str, &str, &str); 5] = [
     (
         "riscv32-measured",
         "crates/linklab-sim/data/riscv32-measured.json",
@@ -32,6 +32,11 @@ pub const PROFILES: [(&str, &str, &str); 4] = [
         "mps2-measured",
         "crates/linklab-sim/data/mps2-measured.json",
         include_str!("../data/mps2-measured.json"),
+    ),
+    (
+        "sabrelite-measured",
+        "crates/linklab-sim/data/sabrelite-measured.json",
+        include_str!("../data/sabrelite-measured.json"),
     ),
 ];
 
@@ -106,7 +111,7 @@ pub struct Device {
 
 /// A soft PHY's decoder, for decoding at another factor than the image's
 /// (`--phy samples --oversample N`): linklab-phy10's decoder counted on the same ISA by
-/// `linklab emu --phy10` (instructions per wire bit, the costliest case at each factor).
+/// `linklab emu phy10` (instructions per wire bit, the costliest case at each factor).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Decoder {
     /// The factor the image decoded at while counted (its interrupt's per-byte part).

@@ -31,12 +31,16 @@ pub enum Profile {
     /// The same board's embassy image (embassy-executor, embassy-net), counted the same way;
     /// its runner sends in a pass of its own.
     Riscv32EmbassyMeasured,
-    /// The soft-PHY image (`linklab emu --phy10-line`: linklab-phy10 decoding line samples
+    /// The soft-PHY image (`linklab emu riscv32-virt --image soft-phy`: linklab-phy10 decoding line samples
     /// into the MAC's grants, the MAC's FCS, the encoder), counted the same way.
     Riscv32SoftPhy,
     /// The Cortex-M3 image (mps2-an385, LAN9118), counted the same way on its 25 MHz timer
     /// (one instruction per ns at `-icount shift=0`).
     Mps2Measured,
+    /// The Cortex-A9 image (QEMU's sabrelite, the i.MX6 FEC iperf study's board: the ENET
+    /// through linklab-imx-enet, checksums inserted on transmit), counted the same way on its
+    /// global timer (one instruction per ns at `-icount shift=0`).
+    SabreliteMeasured,
     /// Niccle's final interrupt (bit-banged PHY, 750 ns latency, 2 µs post-processing, from
     /// the write-up) with the main loop counted on linklab's riscv32imac firmware at a clock
     /// and CPI: what CPI Niccle's flash-resident main loop must have had.
@@ -45,7 +49,7 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile, from the cheapest to Niccle's last.
-    pub const ALL: [Profile; 9] = [
+    pub const ALL: [Profile; 10] = [
         Profile::Ideal,
         Profile::NiccleInitial,
         Profile::NiccleMemcpy,
@@ -54,6 +58,7 @@ impl Profile {
         Profile::Riscv32EmbassyMeasured,
         Profile::Riscv32SoftPhy,
         Profile::Mps2Measured,
+        Profile::SabreliteMeasured,
         Profile::NiccleMeasured,
     ];
 
@@ -68,6 +73,7 @@ impl Profile {
             Profile::Riscv32EmbassyMeasured => "riscv32-embassy-measured",
             Profile::Riscv32SoftPhy => "riscv32-soft-phy",
             Profile::Mps2Measured => "mps2-measured",
+            Profile::SabreliteMeasured => "sabrelite-measured",
             Profile::NiccleMeasured => "niccle-measured",
         }
     }
@@ -81,8 +87,9 @@ impl Profile {
             Profile::NiccleOptimized => "Niccle's final MAC: zero-copy grant/commit in the interrupt, code in RAM. The main loop's 1080 µs per pass is fitted to the write-up's 620 kB/s: no model from counted instructions reaches it at CPI 1 (see niccle-measured)",
             Profile::Riscv32Measured => "Instructions counted on linklab's riscv32imac main-loop image (QEMU -icount shift=0, virtio-net) at --mhz and --cpi; no fitted parameter",
             Profile::Riscv32EmbassyMeasured => "Instructions counted on linklab's riscv32imac embassy image (embassy-net; its runner sends in a pass of its own) at --mhz and --cpi; no fitted parameter",
-            Profile::Riscv32SoftPhy => "The soft-PHY image of linklab emu --phy10-line (linklab-phy10 decoding at 4x, or --oversample with --phy samples; the MAC's FCS; the encoder), counted on riscv32imac, at --mhz and --cpi; no fitted parameter",
+            Profile::Riscv32SoftPhy => "The soft-PHY image of linklab emu riscv32-virt --image soft-phy (linklab-phy10 decoding at 4x, or --oversample with --phy samples; the MAC's FCS; the encoder), counted on riscv32imac, at --mhz and --cpi; no fitted parameter",
             Profile::Mps2Measured => "Instructions counted on linklab's Cortex-M3 image (mps2-an385, LAN9118, no checksum offload; a 25 MHz timer under -icount shift=0) at --mhz and --cpi; no fitted parameter",
+            Profile::SabreliteMeasured => "Instructions counted on linklab's Cortex-A9 image (QEMU sabrelite, the i.MX6 FEC iperf study's board: the ENET through linklab-imx-enet; the global timer under -icount shift=0) at --mhz and --cpi; no fitted parameter",
             Profile::NiccleMeasured => "Niccle's final interrupt (bit-banged PHY, from the write-up) with the main loop counted on linklab's riscv32imac firmware at --mhz and --cpi (Niccle's ~620 kB/s needs a CPI near 14: code running from flash through the cache)",
         }
     }
@@ -149,7 +156,8 @@ impl Profile {
             Profile::Riscv32Measured
             | Profile::Riscv32EmbassyMeasured
             | Profile::Riscv32SoftPhy
-            | Profile::Mps2Measured => self.name(),
+            | Profile::Mps2Measured
+            | Profile::SabreliteMeasured => self.name(),
             Profile::Ideal
             | Profile::NiccleInitial
             | Profile::NiccleMemcpy
@@ -246,7 +254,8 @@ impl Profile {
             Profile::Riscv32Measured
             | Profile::Riscv32EmbassyMeasured
             | Profile::Riscv32SoftPhy
-            | Profile::Mps2Measured => {
+            | Profile::Mps2Measured
+            | Profile::SabreliteMeasured => {
                 let counts = self.counts().expect("a counted profile");
                 return CostModel::counted(&counts, clock, work);
             }
@@ -368,6 +377,7 @@ mod tests {
         for p in [
             Profile::Riscv32Measured,
             Profile::Mps2Measured,
+            Profile::SabreliteMeasured,
             Profile::Riscv32SoftPhy,
         ] {
             assert_eq!(p.cost().shape, LoopShape::MainLoop);

@@ -24,8 +24,8 @@ fn every_data_file_parses_and_its_counts_are_sane() {
         assert_eq!(m.icount, "shift=0", "{path}");
         assert!(
             m.command
-                .starts_with(&format!("linklab emu --board {} ", m.board))
-                && m.command.ends_with(&format!("--cost-parts --json {path}")),
+                .starts_with(&format!("linklab emu parts {} ", m.board))
+                && m.command.ends_with(&format!("--json {path}")),
             "{path}: {}",
             m.command
         );

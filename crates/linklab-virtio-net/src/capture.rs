@@ -7,7 +7,7 @@
 //! capture (bit-packed samples, `u32` words little endian, LSB first: linklab-phy10's
 //! layout), and each "packet" the firmware sends is a buffer of samples to put on the line.
 //! The program at the other end of QEMU's `-netdev stream` socket is the line (`linklab emu
-//! --phy10-line`); nothing on this path is an Ethernet frame.
+//! riscv32-virt --image soft-phy`); nothing on this path is an Ethernet frame.
 //!
 //! The buffers are word-aligned `u32` arrays sized by the caller (`RX_WORDS`, `TX_WORDS`):
 //! a full-length frame at 8x is about 12 KB of samples, far more than a network buffer. The

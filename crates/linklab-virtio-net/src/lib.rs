@@ -37,7 +37,11 @@
 //!
 //! RX and TX share one device, so the main loop reaches it only with interrupts masked
 //! ([`SharedTx`] takes the board's critical section).
+//!
+//! # Features
+#![doc = document_features::document_features!()]
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The logging macros (trace!, debug!, ...) for every module below; see linklab-fmt.
 #[macro_use]

@@ -1,7 +1,7 @@
 //! A split virtqueue (virtio 1.x, section 2.7): the descriptor table, the driver area
 //! ("available" ring) and the device area ("used" ring) of a queue of [`QUEUE_SIZE`]
 //! entries, in one block of memory the driver owns ([`QueueMemory`], 224 bytes), and the
-//! driver's side of it ([`Virtqueue`]): chains of buffers offered, completions taken back.
+//! driver's side of it (`Virtqueue`): chains of buffers offered, completions taken back.
 //!
 //! Everything the device reads or writes is accessed with volatile reads and writes, and
 //! fences order them (the descriptors before the ring entry before the index; the used

@@ -110,7 +110,7 @@ fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
             let dev = match target.as_str() {
                 "serve" => Device::serve_with(&bin, "fig"),
                 t => match t.strip_suffix("-embassy") {
-                    Some(board) => Device::emu_with(&bin, board, &["--embassy"]),
+                    Some(board) => Device::emu_with(&bin, board, &["--image", "embassy"]),
                     None => Device::emu_with(&bin, t, &[]),
                 },
             };

@@ -12,7 +12,7 @@
 //! `PROBE_DURATION` the probe's `--duration` on the devices (default: the probe's own, 60 s),
 //! `PROBE_HALVED_DURATION` on the halved link (default 25 s, the baseline test's).
 //!
-//! - **serve**, **riscv32-virt**: `linklab serve` / `linklab emu --board riscv32-virt` on a
+//! - **serve**, **riscv32-virt**: `linklab serve` / `linklab emu riscv32-virt` on a
 //!   TAP; run 1 writes the baseline, runs 2..N compare with it at the default tolerance. Every
 //!   exit 3 there is a false regression (the device did not change). Per figure: the lowest,
 //!   median and highest value over the N runs and their spread ((max − min) / median).

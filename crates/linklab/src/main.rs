@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod emu;
 mod iperf;
+mod iperf2;
 mod probe;
 mod report;
 mod rtt;
@@ -41,14 +42,16 @@ enum Command {
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
     Serial(serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
-    Emu(emu::Args),
+    Emu(Box<emu::Args>),
     /// iperf3-compatible client and server.
     Iperf(Box<iperf::Args>),
+    /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
+    Iperf2(Box<iperf2::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
     Sweep(sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
     Rtt(rtt::Args),
-    /// Characterise a network device (ping, iperf3, HTTP, echo) into one report.
+    /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
     Probe(probe::Args),
     /// Render JSON results into a self-contained HTML report.
     Report(report::Args),
@@ -78,8 +81,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Serial(args) => serial::run(args),
-        Command::Emu(args) => emu::run(args),
+        Command::Emu(args) => emu::run(*args),
         Command::Iperf(args) => iperf::run(*args),
+        Command::Iperf2(args) => iperf2::run(*args),
         Command::Sweep(args) => sweep::run(args),
         Command::Rtt(args) => rtt::run(args),
         Command::Probe(args) => probe::run(args),

@@ -1,40 +1,51 @@
 //! `linklab probe HOST`: one command that characterises a network device into one report.
 //!
-//! Discovery asks which of ICMP echo, an iperf3 server, HTTP and echo (UDP/TCP 7) the host
-//! answers; then each step runs where its service answered, sharing `--duration`: ICMP, UDP
-//! and TCP echo round trips per size (`rtt`), HTTP downloads, iperf3 TCP each way with one and
-//! two streams, and a UDP offered-rate sweep each way (`sweep`). Every figure is made of
-//! several samples and carries its range. The result is one JSON document (`document`, schema
-//! in `schema/probe.schema.json`) and one HTML page (the `report` renderer); `--baseline`
-//! compares with an earlier run (`baseline`) and exits 3 when a figure got worse beyond the
-//! tolerance and both runs' ranges.
+//! Discovery asks which of ICMP echo, an iperf server (iperf3, else iperf 2), HTTP and echo
+//! (UDP/TCP 7) the host answers; then each step runs where its service answered, sharing
+//! `--duration`: ICMP, UDP and TCP echo round trips per size (`rtt`), HTTP downloads, TCP
+//! each way (iperf3 with one and two streams; iperf 2 with what the server answers), and a
+//! UDP offered-rate sweep each way (`sweep`) where the server reports. Every figure is made of
+//! several samples, carries its range and says what measured it; a figure a step could not
+//! make is a line saying why, never a zero. The result is one JSON document (`document`,
+//! schema in `schema/probe.schema.json`) and one HTML page (the `report` renderer);
+//! `--baseline` compares with an earlier run (`baseline`) and exits 3 when a figure got worse
+//! beyond the tolerance and both runs' ranges, or went missing because the device answered
+//! otherwise.
 //!
-//! - `discover`: which services answer;
-//! - `steps`: each measurement, sized to its share of the time, in rounds or batches;
+//! - `discover`: which services answer; `plan`: the steps and the iperf in use;
+//! - `steps`, `downloads`, `iperf2`: each measurement, sized to its share of the time;
 //! - `figures`: each step's headline figures from its samples;
 //! - `http`: HTTP over std sockets with linklab-perf's client;
-//! - `document`: the JSON; `baseline`: old beside new; `progress`: the terminal line.
+//! - `document`: the JSON; `baseline`: old beside new; `summary`: the text; `outputs`: the
+//!   files; `progress`: the terminal line.
 
 mod baseline;
 mod discover;
 pub mod document;
+mod downloads;
 mod figures;
 mod http;
+mod iperf2;
+mod iperf2_tradeoff;
+mod outputs;
+mod plan;
 mod progress;
 mod steps;
+mod summary;
 
-use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 
 use crate::rtt::Transport;
-use crate::values::{self, bail_usage, format_rate};
+use crate::values::{self, bail_usage};
 use document::{ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION};
+use outputs::{watchdog, Outputs};
+use plan::{Iperf, IperfChoice, Step, IPERF};
 
 /// Exit code when a figure is worse than the baseline by more than the tolerance.
 pub const EXIT_WORSE: i32 = 3;
@@ -52,6 +63,15 @@ Services absent on the host are skipped and named in the report; a service that 
 does not speak its protocol (garbage, a busy iperf3 server, a stall) ends the run with an \
 error (exit 1) after the other steps, with the report of what was measured.
 
+A figure exists only where bytes moved whole and were checked: an HTTP path counts with a \
+2xx status and the body it announced (or the body to the close when it announced none); a \
+404 is the path absent (a plain line, exit 0), any other status, a short or long body, a \
+stall or wrong bytes is the path failed (exit 1), both with the status line and no rate. \
+Where no iperf3 server answers, iperf 2 (lwIP's lwiperf, ESP-IDF, Zephyr, NuttX, stock \
+iperf -s) measures TCP to the device, and from it with -R (a server that sends its version) \
+or -r (the device connects back); UDP where the server sends reports. What it cannot give \
+is a plain line: absent, with the reason, never a zero.
+
 Every figure is several samples with their range: TCP tests in rounds, each in quarter-second \
 slices, and HTTP paths in batches of downloads (range: lowest to highest slice or sample), round trips over hundreds of probes \
 (range: their middle half, p25 to p75), a UDP knee from the lowest rate where the sweep saw \
@@ -61,7 +81,8 @@ the link fail up to the most it delivered above a limit confirmed by a repeat.
 --tolerance and by more than either range is wide (the runs differ by more than each varied \
 within itself): a throughput (TCP each way and with 2 streams, the UDP knee each way, each \
 HTTP path's rate) whose range lies below the baseline's; a round-trip median (ICMP, UDP and \
-TCP echo, per size) whose range lies above, also by more than 0.2 ms. Exit 3 names each worse \
+TCP echo, per size) whose range lies above, also by more than 0.2 ms; a figure the baseline \
+had that this run found absent or failed (a path now answering 404). Exit 3 names each worse \
 figure.")]
 pub struct Args {
     /// The device to probe: a host name or an address.
@@ -84,106 +105,62 @@ pub struct Args {
     /// more than their widths) before a figure counts as worse.
     #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = values::ranged(0.0, 1000.0))]
     tolerance: f64,
-    /// The iperf3 server's port.
-    #[arg(long, value_name = "N", default_value_t = 5201)]
-    iperf_port: u16,
+    /// Which iperf measures TCP and UDP: `auto` (iperf3 on --iperf-port or 5201, else
+    /// iperf 2 on 5001), `3` or `2` (only that one).
+    #[arg(long, value_name = "auto|3|2", default_value = "auto")]
+    iperf: IperfChoice,
+    /// The iperf server's port (default 5201 for iperf3, 5001 for iperf 2; with `--iperf
+    /// auto`, iperf3's).
+    #[arg(long, value_name = "N")]
+    iperf_port: Option<u16>,
     /// The HTTP port.
     #[arg(long, value_name = "N", default_value_t = 80)]
     http_port: u16,
     /// The echo port (UDP and TCP, RFC 862).
     #[arg(long, value_name = "N", default_value_t = 7)]
     echo_port: u16,
-    /// Paths to download over HTTP, comma separated or repeated (linklab's devices serve
-    /// /10kB.txt, /100kB.txt, /1MB.txt, /3MB.txt).
+    /// A path to download over HTTP, besides /100kB.txt and /1MB.txt (two of linklab's bench
+    /// files, always asked: a device without them shows them absent); repeat for more.
+    #[arg(long = "http", value_name = "PATH")]
+    http: Vec<String>,
+    /// The old spelling of --http (comma separated); kept for one round, it says so.
     #[arg(
         long = "http-path",
         value_name = "PATH",
         value_delimiter = ',',
-        default_value = "/100kB.txt,/1MB.txt"
+        hide = true
     )]
-    http_paths: Vec<String>,
+    http_path: Vec<String>,
 }
 
-/// The steps, in the order they run, with their share of the time.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Step {
-    Icmp,
-    EchoUdp,
-    EchoTcp,
-    Http,
-    Tcp,
-    SweepTo,
-    SweepFrom,
-}
-
-impl Step {
-    const ALL: [Step; 7] = [
-        Step::Icmp,
-        Step::EchoUdp,
-        Step::EchoTcp,
-        Step::Http,
-        Step::Tcp,
-        Step::SweepTo,
-        Step::SweepFrom,
-    ];
-
-    /// The name in the JSON and on screen.
-    fn name(self) -> &'static str {
-        match self {
-            Step::Icmp => "icmp",
-            Step::EchoUdp => "echo-udp",
-            Step::EchoTcp => "echo-tcp",
-            Step::Http => "http",
-            Step::Tcp => "tcp",
-            Step::SweepTo => "sweep-to-device",
-            Step::SweepFrom => "sweep-from-device",
+impl Args {
+    /// The paths to download: the defaults, then `--http` and the old `--http-path`, each
+    /// once.
+    fn http_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = Vec::new();
+        let given = self.http.iter().chain(&self.http_path).map(String::as_str);
+        for p in DEFAULT_HTTP_PATHS.into_iter().chain(given) {
+            if !paths.iter().any(|q| q == p) {
+                paths.push(p.to_string());
+            }
         }
-    }
-
-    /// The service it needs.
-    fn service(self) -> &'static str {
-        match self {
-            Step::Icmp => "icmp",
-            Step::EchoUdp => "echo-udp",
-            Step::EchoTcp => "echo-tcp",
-            Step::Http => "http",
-            Step::Tcp | Step::SweepTo | Step::SweepFrom => "iperf3",
-        }
-    }
-
-    /// Its share of the time, relative to the others that run: the TCP tests' rounds and
-    /// the sweeps' repeats want the most.
-    fn weight(self) -> f64 {
-        match self {
-            Step::Icmp | Step::EchoUdp | Step::EchoTcp => 0.6,
-            Step::Http => 1.0,
-            Step::Tcp => 6.0,
-            Step::SweepTo | Step::SweepFrom => 3.0,
-        }
-    }
-
-    /// The prefix of its figures' ids (they are replaced when it runs).
-    fn figure_prefix(self) -> &'static str {
-        match self {
-            Step::Icmp => "icmp.",
-            Step::EchoUdp => "echo_udp.",
-            Step::EchoTcp => "echo_tcp.",
-            Step::Http => "http.",
-            Step::Tcp => "tcp.",
-            Step::SweepTo => "udp.knee.to_device",
-            Step::SweepFrom => "udp.knee.from_device",
-        }
+        paths
     }
 }
+
+/// The paths always downloaded: two of linklab's bench files.
+const DEFAULT_HTTP_PATHS: [&str; 2] = ["/100kB.txt", "/1MB.txt"];
 
 /// Runs `linklab probe`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    for p in &args.http_paths {
+    let http_paths = args.http_paths();
+    for p in &http_paths {
         if linklab_perf::http::Client::new("h", p).is_err() {
-            bail_usage!(
-                "--http-path {p:?}: a path starts with / and has only printable characters"
-            );
+            bail_usage!("--http {p:?}: a path starts with / and has only printable characters");
         }
+    }
+    if !args.http_path.is_empty() {
+        eprintln!("linklab: note: --http-path is now --http PATH (repeat it for more paths); --http-path goes in the next release");
     }
     let baseline = match &args.baseline {
         Some(path) => Some(baseline::load(path)?),
@@ -206,6 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         services: Vec::new(),
         steps: Vec::new(),
         figures: Vec::new(),
+        not_measured: Vec::new(),
         icmp: None,
         echo_udp: None,
         echo_tcp: None,
@@ -228,8 +206,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "linklab probe: {} ({addr}), {} s",
         args.host, args.duration
     ));
+    let (iperf3_port, iperf2_port) = args.iperf.ports(args.iperf_port);
     let ports = discover::Ports {
-        iperf: args.iperf_port,
+        iperf3: iperf3_port,
+        iperf2: iperf2_port,
         http: args.http_port,
         echo: args.echo_port,
     };
@@ -245,10 +225,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if services.iter().all(|s| s.state == ServiceState::Absent) {
         progress.finish();
+        let iperfs: Vec<String> = [("iperf3", iperf3_port), ("iperf 2", iperf2_port)]
+            .iter()
+            .filter_map(|(n, p)| p.map(|p| format!("{n} ({p})")))
+            .collect();
         return Err(anyhow!(
-            "{} ({addr}) answered none of ICMP echo, iperf3 ({}), HTTP ({}), echo ({}): unreachable or down ({})",
+            "{} ({addr}) answered none of ICMP echo, {}, HTTP ({}), echo ({}): unreachable or down ({})",
             args.host,
-            args.iperf_port,
+            iperfs.join(", "),
             args.http_port,
             args.echo_port,
             services
@@ -259,12 +243,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     lock(&doc).services = services.clone();
+    let iperf = plan::choose(&services);
+    if let Some(i) = &iperf {
+        progress.println(&format!(
+            "  TCP and UDP through {} on port {}{}",
+            if i.is_iperf2() { "iperf 2" } else { "iperf3" },
+            i.port,
+            match (i.is_iperf2(), i.replies) {
+                (false, _) => "",
+                (true, true) => " (it sends its version: -R for the way back)",
+                (true, false) =>
+                    " (no version reply: -r, the device connecting back, for the way back)",
+            }
+        ));
+    }
 
     let usable = |name: &str| {
+        if name == IPERF {
+            return iperf.is_some();
+        }
         services
             .iter()
             .find(|s| s.name == name)
             .is_some_and(|s| s.state == ServiceState::Present)
+    };
+    // The iperf steps' service as people read it.
+    let shown = |name: &str| match (&iperf, name) {
+        (Some(i), IPERF) if i.is_iperf2() => "iperf2".to_string(),
+        (Some(_), IPERF) => "iperf3".to_string(),
+        _ => name.to_string(),
     };
     // Services that failed (in discovery, or in a step since): their other steps are skipped.
     let mut failed_services: Vec<String> = services
@@ -293,10 +300,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let service = step.service();
         let failed_since = usable(service) && failed_services.iter().any(|f| f == service);
         if !usable(service) || failed_since {
-            let why = match services.iter().find(|s| s.name == service) {
-                _ if failed_since => format!("{service} failed in an earlier step"),
-                Some(s) => format!("{service} {}: {}", state_word(s.state), s.detail),
-                None => String::new(),
+            let why = if failed_since {
+                format!("{} failed in an earlier step", shown(service))
+            } else {
+                services
+                    .iter()
+                    .filter(|s| {
+                        s.name == service || (service == IPERF && s.name.starts_with("iperf"))
+                    })
+                    .map(|s| format!("{} {}: {}", s.name, state_word(s.state), s.detail))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             };
             progress.println(&format!("  {:<18} skipped ({why})", step.name()));
             lock(&doc).steps.push(record(StepState::Skipped, why));
@@ -321,7 +335,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             continue;
         }
         progress.step(i + 2, step.name());
-        let (detail, error) = run_step(step, &args, addr, time, &doc);
+        let (detail, error) = run_step(step, &args, &http_paths, iperf.as_ref(), addr, time, &doc);
         let state = if error.is_some() {
             StepState::Failed
         } else {
@@ -361,7 +375,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         d.clone()
     };
     outputs.write(&report)?;
-    print!("{}", summary(&report));
+    print!("{}", summary::summary(&report));
     println!(
         "wrote {}{} in {:.1} s",
         outputs.html.display(),
@@ -379,7 +393,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .figures
             .iter()
             .filter(|f| f.worse)
-            .map(|f| format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)))
+            .map(|f| match &f.missing {
+                Some(m) => format!("{} {}", f.id, m.split(':').next().unwrap_or(m)),
+                None => format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)),
+            })
             .collect();
         if !worse.is_empty() {
             let _ = std::io::stdout().flush();
@@ -399,6 +416,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 fn run_step(
     step: Step,
     args: &Args,
+    http_paths: &[String],
+    iperf: Option<&Iperf>,
     addr: IpAddr,
     time: Duration,
     doc: &Mutex<ProbeReport>,
@@ -414,7 +433,7 @@ fn run_step(
             kind,
         )
     };
-    let (figures, detail, error) = match step {
+    let (figures, not_measured, detail, error) = match step {
         Step::Icmp | Step::EchoUdp | Step::EchoTcp => {
             let o = match step {
                 Step::Icmp => rtt(Transport::Icmp, 0, &[64, 512, 1472], "icmp"),
@@ -428,188 +447,76 @@ fn run_step(
                 _ => &mut d.echo_tcp,
             };
             *slot = o.value;
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
         Step::Http => {
-            let o = steps::downloads(
+            let o = downloads::downloads(
                 host,
                 SocketAddr::new(addr, args.http_port),
-                &args.http_paths,
+                http_paths,
                 time,
             );
             lock(doc).http = o.value;
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
         Step::Tcp => {
-            let o = steps::tcp_tests(host, args.iperf_port, time);
+            let o = match iperf {
+                Some(i) if i.is_iperf2() => iperf2::tcp_tests(host, i, time),
+                _ => steps::tcp_tests(host, iperf.map_or(plan::IPERF3_PORT, |i| i.port), time),
+            };
             lock(doc).tcp = o.value;
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
         Step::SweepTo | Step::SweepFrom => {
             let reverse = step == Step::SweepFrom;
             // The TCP figures that way (their medians), one or two streams, whichever is higher.
             let anchor = {
                 let d = lock(doc);
-                let id = if reverse {
-                    "tcp.from_device"
-                } else {
-                    "tcp.to_device"
-                };
+                let id = format!(
+                    "{}{}",
+                    Step::Tcp.figure_prefix(iperf.is_some_and(|i| i.is_iperf2())),
+                    if reverse { "from_device" } else { "to_device" }
+                );
                 d.figures
                     .iter()
                     .filter(|f| f.id == id || f.id.starts_with(&format!("{id}.")))
                     .map(|f| f.value)
                     .reduce(f64::max)
             };
-            let o = steps::sweep_one_way(host, args.iperf_port, reverse, anchor, time);
+            let o = match iperf {
+                Some(i) if i.is_iperf2() => {
+                    // No UDP report to the device: the way back has no UDP server either.
+                    let no_udp = lock(doc)
+                        .not_measured(Step::SweepTo.figure_prefix(true))
+                        .map(|m| m.reason.clone());
+                    iperf2::sweep_one_way(host, i, reverse, anchor, no_udp, time)
+                }
+                _ => steps::sweep_one_way(
+                    host,
+                    iperf.map_or(plan::IPERF3_PORT, |i| i.port),
+                    false,
+                    reverse,
+                    anchor,
+                    time,
+                ),
+            };
             let mut d = lock(doc);
             if reverse {
                 d.sweep_from_device = o.value;
             } else {
                 d.sweep_to_device = o.value;
             }
-            (o.figures, o.detail, o.error)
+            (o.figures, o.not_measured, o.detail, o.error)
         }
     };
+    let prefix = step.figure_prefix(iperf.is_some_and(|i| i.is_iperf2()));
     let mut d = lock(doc);
-    d.figures
-        .retain(|f| !f.id.starts_with(step.figure_prefix()));
+    d.figures.retain(|f| !f.id.starts_with(prefix));
     d.figures.extend(figures);
     d.figures.sort_by_key(|f| figures::rank(&f.id));
+    d.not_measured.retain(|f| !f.id.starts_with(prefix));
+    d.not_measured.extend(not_measured);
     (detail, error)
-}
-
-/// A figure's value for people (a knee of 0: no rate tracked).
-fn show(v: f64, unit: &str) -> String {
-    match unit {
-        "bit/s" if v == 0.0 => "none".into(),
-        "bit/s" => format_rate(v),
-        "us" => format!("{v:.1} µs"),
-        _ => format!("{v} {unit}"),
-    }
-}
-
-/// The text summary: every figure with its range (old beside new with a baseline), what was
-/// absent, failures.
-fn summary(r: &ProbeReport) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "\nsummary of {} ({}):", r.host, r.address);
-    match &r.baseline {
-        None => {
-            let _ = writeln!(
-                s,
-                "  {:<44} {:>14}  {:<26} from",
-                "figure", "this run", "range"
-            );
-            for f in &r.figures {
-                let (low, high) = f.range();
-                let _ = writeln!(
-                    s,
-                    "  {:<44} {:>14}  {:<26} {}",
-                    f.label,
-                    show(f.value, &f.unit),
-                    document::range_text(low, high, &f.unit),
-                    f.spread_words()
-                );
-            }
-        }
-        Some(c) => {
-            let _ = writeln!(
-                s,
-                "  {:<44} {:>14} {:>14} {:>9}  {:<22} {:<22} (baseline {}, tolerance {} %; worse: ranges apart by more than it and their widths)",
-                "figure", "baseline", "this run", "change", "baseline range", "this run's range", c.file, c.tolerance_pct
-            );
-            for f in &c.figures {
-                let opt = |v: Option<f64>| v.map_or("-".into(), |v| show(v, &f.unit));
-                let range = |v: Option<f64>, low: Option<f64>, high: Option<f64>| match (v, low) {
-                    (Some(_), Some(l)) => document::range_text(l, high, &f.unit),
-                    _ => "-".into(),
-                };
-                let _ = writeln!(
-                    s,
-                    "  {:<44} {:>14} {:>14} {:>9}  {:<22} {:<22} {}",
-                    f.label,
-                    opt(f.old),
-                    opt(f.new),
-                    f.change_pct.map_or("-".into(), |p| format!("{p:+.1} %")),
-                    range(f.old, f.old_low, f.old_high),
-                    range(f.new, f.new_low, f.new_high),
-                    if f.worse { "WORSE" } else { "" }
-                );
-            }
-            if c.baseline_schema_version < SCHEMA_VERSION {
-                let _ = writeln!(
-                    s,
-                    "  (the baseline is a schema version {} document: each of its figures is one measurement)",
-                    c.baseline_schema_version
-                );
-            }
-        }
-    }
-    let absent: Vec<String> = r
-        .services
-        .iter()
-        .filter(|x| x.state == ServiceState::Absent)
-        .map(|x| x.name.clone())
-        .collect();
-    if !absent.is_empty() {
-        let _ = writeln!(s, "  absent (skipped): {}", absent.join(", "));
-    }
-    for f in &r.failures {
-        let _ = writeln!(s, "  failed: {f}");
-    }
-    s
-}
-
-/// Where the outputs go.
-#[derive(Clone)]
-struct Outputs {
-    html: PathBuf,
-    json: Option<PathBuf>,
-}
-
-impl Outputs {
-    /// Writes the JSON (if asked) and the HTML page of `r`.
-    fn write(&self, r: &ProbeReport) -> anyhow::Result<()> {
-        if let Some(path) = &self.json {
-            let text = serde_json::to_string_pretty(r).expect("the document serializes");
-            std::fs::write(path, text + "\n")
-                .with_context(|| format!("--json: cannot write {}", path.display()))?;
-        }
-        let name = self.json.as_deref().map_or_else(
-            || format!("linklab probe {}", r.host),
-            |p| p.display().to_string(),
-        );
-        std::fs::write(&self.html, crate::report::probe_page(r, &name))
-            .with_context(|| format!("-o: cannot write {}", self.html.display()))
-    }
-}
-
-/// The last line of defence for "never past --duration": at `deadline` (the budget plus a few
-/// seconds) a step still running is abandoned; what was measured is written and the run ends.
-fn watchdog(doc: Arc<Mutex<ProbeReport>>, out: Outputs, started: Instant, deadline: Instant) {
-    std::thread::spawn(move || {
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-        let mut r = lock(&doc).clone();
-        let running = Step::ALL
-            .iter()
-            .find(|s| !r.steps.iter().any(|x| x.name == s.name()))
-            .map_or("the end", |s| s.name());
-        let what = format!(
-            "stopped: step {running} was still running {} s past --duration",
-            OVERRUN.as_secs()
-        );
-        r.failures.push(what.clone());
-        r.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
-        let written = out.write(&r);
-        eprint!("\r\x1b[2K");
-        let _ = std::io::stderr().flush();
-        match written {
-            Ok(()) => eprintln!("linklab: error: {what} (the report has what was measured)"),
-            Err(e) => eprintln!("linklab: error: {what}; {e:#}"),
-        }
-        std::process::exit(1);
-    });
 }
 
 /// The first address `host` resolves to (IPv4 first).

@@ -4,6 +4,7 @@
 mod bench_section;
 mod page;
 mod probe_section;
+mod probe_tables;
 mod rtt_section;
 mod serial_section;
 mod svg;

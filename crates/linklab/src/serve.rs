@@ -9,10 +9,8 @@
 
 pub(crate) mod apps;
 mod config;
-mod nic;
 mod signals;
 mod stats;
-pub(crate) mod tap;
 
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
@@ -30,10 +28,9 @@ use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 use crate::values::{self, TcpWindow};
 use apps::{Apps, StatsRoute};
 use config::Config;
-use nic::TapPhy;
+use linklab_tap::{Tap, TapPhy};
 
 use stats::Snapshot;
-use tap::Tap;
 
 pub use signals::{wait_readable, StopSignals};
 
@@ -178,7 +175,7 @@ fn serve_on(
         if let Some(signal) = signals.take() {
             break signal;
         }
-        nic::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
+        linklab_tap::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
         let now = device_now(started);
         apps.poll_interface(&mut iface, &mut mac, &mut sockets, now, |mac| {
             mac.peek(syn_port).flatten()

@@ -1,8 +1,9 @@
-//! `linklab sweep`: an offered-rate sweep against any iperf3 server (the i.MX6 FEC iperf
-//! study's `bwtest.sh`).
+//! `linklab sweep`: an offered-rate sweep against any iperf3 server, or (`--iperf 2`) an iperf
+//! 2 server that sends UDP reports (the i.MX6 FEC iperf study's `bwtest.sh`).
 //!
 //! Each step is one iperf3 test run by our own client (`linklab_perf::iperf::host`) at a fixed
-//! offered rate. The sweep reports per step the offered, sent and received rate, loss, jitter
+//! offered rate, or one iperf 2 UDP test (`linklab_perf::iperf2::host`, `step2`) judged by the
+//! server's report (to the device) or by what we received (`-R`, an iperf 2.1 server). The sweep reports per step the offered, sent and received rate, loss, jitter
 //! and out-of-order datagrams (TCP: goodput and retransmits) and which limit the step hit
 //! (receiver loss, a sender that could not keep up, a received rate that stopped tracking);
 //! then the knee (the highest offered rate that hit none), what limited the link above it, the
@@ -16,8 +17,9 @@ pub mod analysis;
 mod progress;
 pub mod search;
 pub mod step;
+pub mod step2;
+mod text;
 
-use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,6 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::values::{self, bail_usage, format_rate};
 use analysis::{Collapse, KneeRule, Limit, Peak};
+pub use text::limit_line;
+use text::{header_line, row_line, summary};
 
 /// Lowest offered rate accepted, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -39,12 +43,17 @@ const BUSY_RETRIES: u32 = 3;
 /// Options of `linklab sweep`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// iperf3 server to test against (stock `iperf3 -s` or `linklab iperf -s`).
+    /// iperf server to test against (stock `iperf3 -s`, `linklab iperf -s`; with `--iperf
+    /// 2`, stock `iperf -s -u`, `linklab iperf2 -s -u`, a device's iperf 2 server).
     #[arg(short = 'c', long, value_name = "HOST")]
     client: String,
-    /// Server port.
-    #[arg(short = 'p', long, default_value_t = 5201)]
-    port: u16,
+    /// Server port (default 5201 for iperf3, 5001 for iperf 2).
+    #[arg(short = 'p', long)]
+    port: Option<u16>,
+    /// Which iperf the server speaks: 3, or 2 (UDP only: each step's loss and jitter from
+    /// the server's report; `-R` needs an iperf 2.1 server).
+    #[arg(long, value_name = "3|2", default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=3))]
+    iperf: u8,
     /// First offered rate (bit/s, k/M/G suffix).
     #[arg(long, value_name = "RATE", default_value = "50M", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
     from: f64,
@@ -81,9 +90,11 @@ pub struct Args {
     /// Extra bisection steps between the knee and the next step (0 = none).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
     refine: u32,
-    /// Pause between steps in milliseconds (lets queues drain and the server get ready).
-    #[arg(long, value_name = "MS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=60_000))]
-    pause: u64,
+    /// Pause between steps in milliseconds (lets queues drain and the server get ready;
+    /// default 300, with `--iperf 2` 1000: stock iperf 2.1.8's UDP server crashed when a test
+    /// began 0.2 s after its last).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pause: Option<u64>,
     /// Also write the results as JSON to FILE (input of `linklab report`).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -94,12 +105,15 @@ pub struct Args {
 pub struct SweepReport {
     /// Always `"sweep"`: tells `linklab report` what this file is.
     pub kind: String,
-    /// The iperf3 server as given.
+    /// The iperf server as given.
     pub host: String,
     /// Its port.
     pub port: u16,
     /// `"udp"` or `"tcp"`.
     pub protocol: String,
+    /// `"iperf3"` or `"iperf2"` (`"iperf3"` in files written before iperf 2 sweeps).
+    #[serde(default = "iperf3")]
+    pub iperf: String,
     /// True when the server sent (iperf3 `-R`).
     pub reverse: bool,
     /// Seconds per step.
@@ -162,6 +176,10 @@ fn one() -> u32 {
     1
 }
 
+fn iperf3() -> String {
+    "iperf3".into()
+}
+
 fn yes() -> bool {
     true
 }
@@ -192,6 +210,11 @@ impl SweepReport {
     /// True for a TCP sweep.
     pub fn tcp(&self) -> bool {
         self.protocol == "tcp"
+    }
+
+    /// True for a sweep of iperf 2 tests.
+    pub fn is_iperf2(&self) -> bool {
+        self.iperf == "iperf2"
     }
 
     /// Brings a file written before the sweep named limits up to date: classifies its steps and
@@ -248,6 +271,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let rates = step_rates(from, to, step)?;
+    let iperf2 = args.iperf == 2;
+    if iperf2 && args.tcp {
+        bail_usage!("--tcp: not with --iperf 2 (an iperf 2 server reports nothing on TCP; the sweep judges UDP steps by the server's report)");
+    }
+    let port = args.port.unwrap_or(if iperf2 { 5001 } else { 5201 });
 
     let protocol = if args.tcp { "tcp" } else { "udp" };
     let direction = if args.reverse {
@@ -256,9 +284,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "client -> server"
     };
     println!(
-        "linklab sweep: {}:{} {protocol}, {direction}, {} s per step, {} step{} from {} to {}",
+        "linklab sweep: {}:{port} {}{protocol}, {direction}, {} s per step, {} step{} from {} to {}",
         args.client,
-        args.port,
+        if iperf2 { "iperf 2 " } else { "" },
         args.time,
         rates.len(),
         if rates.len() == 1 { "" } else { "s" },
@@ -275,7 +303,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let plan = Plan {
         step: step::StepConfig {
             host: args.client.clone(),
-            port: args.port,
+            port,
+            iperf2,
             tcp: args.tcp,
             reverse: args.reverse,
             seconds: args.time,
@@ -285,7 +314,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rule,
         rates,
         refine: args.refine,
-        pause: Duration::from_millis(args.pause),
+        pause: Duration::from_millis(args.pause.unwrap_or(if iperf2 { 1000 } else { 300 })),
         climb: false,
         search_down: None,
         deadline: None,
@@ -436,6 +465,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
         host: cfg.host.clone(),
         port: cfg.port,
         protocol: if cfg.tcp { "tcp" } else { "udp" }.into(),
+        iperf: if cfg.iperf2 { "iperf2" } else { "iperf3" }.into(),
         reverse: cfg.reverse,
         duration_s: cfg.seconds,
         length: cfg.length,
@@ -461,129 +491,6 @@ pub fn step_rates(from: f64, to: f64, step: f64) -> anyhow::Result<Vec<f64>> {
         );
     }
     Ok((0..n).map(|i| from + step * i as f64).collect())
-}
-
-fn header_line(tcp: bool) -> String {
-    if tcp {
-        format!(
-            "{:>14} {:>14} {:>14} {:>12}  {}",
-            "offered", "sent", "goodput", "retransmits", "limit"
-        )
-    } else {
-        format!(
-            "{:>14} {:>14} {:>14} {:>8} {:>17} {:>10} {:>6}  {}",
-            "offered", "sent", "received", "loss%", "lost/packets", "jitter ms", "ooo", "limit"
-        )
-    }
-}
-
-fn row_line(s: &Step, tcp: bool) -> String {
-    let mark = match (s.refined, s.attempt > 1) {
-        (true, true) => format!(" (refine, attempt {})", s.attempt),
-        (false, true) => format!(" (attempt {})", s.attempt),
-        (true, false) => " (refine)".into(),
-        (false, false) => String::new(),
-    };
-    let limit = analysis::describe_all(&s.limits);
-    if tcp {
-        let retr = s.retransmits.map_or("-".to_string(), |r| r.to_string());
-        format!(
-            "{:>14} {:>14} {:>14} {:>12}  {limit}{mark}",
-            format_rate(s.offered_bps),
-            format_rate(s.sent_bps),
-            format_rate(s.received_bps),
-            retr
-        )
-    } else {
-        format!(
-            "{:>14} {:>14} {:>14} {:>8.3} {:>17} {:>10.3} {:>6}  {limit}{mark}",
-            format_rate(s.offered_bps),
-            format_rate(s.sent_bps),
-            format_rate(s.received_bps),
-            s.loss_pct,
-            format!("{}/{}", s.lost, s.packets),
-            s.jitter_ms,
-            s.out_of_order.map_or("-".to_string(), |n| n.to_string())
-        )
-    }
-}
-
-/// The limit line: what stopped the link above the knee, with that step's figures.
-pub fn limit_line(r: &SweepReport) -> String {
-    let Some(at) = &r.limited_at else {
-        let top = r.steps.iter().map(|s| s.offered_bps).fold(0.0, f64::max);
-        return format!(
-            "none reached: every step up to {} tracked, the knee is at or above it",
-            format_rate(top)
-        );
-    };
-    let figures = r
-        .steps
-        .iter()
-        .find(|s| s.offered_bps == at.offered_bps)
-        .map_or(String::new(), |s| {
-            let mut f = format!(
-                " (sent {}, received {}",
-                format_rate(s.sent_bps),
-                format_rate(s.received_bps)
-            );
-            if !r.tcp() {
-                let _ = write!(f, ", loss {:.3} %", s.loss_pct);
-            }
-            f + ")"
-        });
-    let confirmed = match (at.attempts, at.confirmed) {
-        (1, true) => String::new(),
-        (n, true) => format!(", in each of {n} attempts"),
-        (n, false) => format!(
-            ", not confirmed ({n} of {} attempts: out of time)",
-            r.rule().confirm
-        ),
-    };
-    format!(
-        "{} at {} offered{figures}{confirmed}",
-        analysis::describe_all(&at.limits),
-        format_rate(at.offered_bps)
-    )
-}
-
-/// The closing lines: knee, limit, peak, collapse.
-fn summary(r: &SweepReport) -> String {
-    let mut s = String::new();
-    let rule = r.rule().describe(r.tcp());
-    let confirm = r.rule().describe_confirm();
-    let _ = match r.knee_bps {
-        Some(k) => writeln!(
-            s,
-            "knee: {} (highest offered rate with {rule}; {confirm})",
-            format_rate(k)
-        ),
-        None => writeln!(s, "knee: none (no step with {rule}; {confirm})"),
-    };
-    let _ = writeln!(s, "limit: {}", limit_line(r));
-    if let Some(p) = r.peak {
-        let _ = writeln!(
-            s,
-            "peak: {} received at {} offered",
-            format_rate(p.received_bps),
-            format_rate(p.offered_bps)
-        );
-    }
-    let _ = match r.collapse {
-        Some(c) => writeln!(
-            s,
-            "collapse: received falls to {} at {} offered ({:.1} % below the peak)",
-            format_rate(c.received_bps),
-            format_rate(c.offered_bps),
-            c.drop_pct
-        ),
-        None => writeln!(
-            s,
-            "collapse: none (received stays within {} % of the peak)",
-            analysis::COLLAPSE_DROP * 100.0
-        ),
-    };
-    s
 }
 
 #[cfg(test)]
@@ -650,6 +557,7 @@ mod tests {
             host: "h".into(),
             port: 5201,
             protocol: "udp".into(),
+            iperf: "iperf3".into(),
             reverse: false,
             duration_s: 1,
             length: None,

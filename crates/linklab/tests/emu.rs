@@ -1,6 +1,7 @@
 //! linklab's firmware on emulated MCUs, against real peers: `linklab emu` boots each board's
 //! image in QEMU (mps2-an385 with its LAN9118, riscv32 virt with virtio-net, xilinx-zynq-a9
-//! with its Cadence GEM through zynq7000-hal's driver) inside a network namespace the test
+//! with its Cadence GEM through zynq7000-hal's driver, sabrelite with its i.MX6 ENET through
+//! linklab-imx-enet) inside a network namespace the test
 //! creates; stock ping, curl and iperf3 3.12 measure it from the kernel
 //! side of the TAP. Addresses come from 198.18.0.0/15; nothing leaves the namespace.
 //!
@@ -11,14 +12,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::time::Duration;
 
-use common::device::{one_at_a_time, Device, DEVICE as DEVICE_IP};
+use common::device::{Device, DEVICE as DEVICE_IP};
 use common::hostile::{self as campaign, counter};
-use common::{
-    assert_conserved, assert_one_line_error, in_netns, linklab_bin, linklab_in, mac_counter, Netns,
-};
+use common::{assert_conserved, end_bytes, in_netns, linklab_bin, mac_counter};
 use serde_json::Value;
 
 /// Stock `ping -c 20`: every echo answered.
@@ -81,14 +79,6 @@ fn curl_bench_files(emu: &Device) {
         );
     }
 }
-
-/// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
-fn end_bytes(report: &Value, key: &str) -> u64 {
-    report["end"][key]["bytes"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
-}
-
 /// Stock `linklab probe` against the device (20 s): its report names every service present,
 /// measured TCP both ways, and got the HTTP downloads with their CRC32s.
 fn probe_reports(emu: &Device) {
@@ -248,7 +238,7 @@ fn embassy_end_to_end(board: &str) {
 /// [`embassy_end_to_end`], with `linklab probe` against the device before it stops when
 /// `probe`.
 fn embassy_end_to_end_with(board: &str, probe: bool) {
-    let mut emu = Device::emu_args(board, &["--embassy"]);
+    let mut emu = Device::emu_args(board, &["--image", "embassy"]);
 
     ping_20_without_loss(&emu);
     curl_bench_files(&emu);
@@ -340,7 +330,7 @@ fn zynq7000_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_pee
     embassy_end_to_end_with("zynq7000", true);
 }
 
-/// The minimal image of `board` (`linklab emu --image minimal`: the iperf3 TCP server alone
+/// The minimal image of `board` (`linklab emu BOARD --image minimal`: the iperf3 TCP server alone
 /// and ICMP): stock ping; stock iperf3 TCP and `-R` with the results exchange (the client's
 /// report carries the device's byte count each way); UDP, `--bidir` and `-P 2` refused as a
 /// stock server built without them refuses (SERVER_ERROR with iperf3's "not implemented":
@@ -455,418 +445,19 @@ fn zynq7000_serves_ping_http_iperf3_and_probe() {
     end_to_end_with("zynq7000", true);
 }
 
+/// The i.MX6 FEC iperf study's board: the main loop over linklab-imx-enet, the ENET's
+/// receive interrupt writing frames straight into linklab-mac's RX queue.
 #[test]
-fn bad_input_gets_one_line_and_leaves_nothing_behind() {
-    let emu = |args: &[&str]| {
-        Command::new(linklab_bin())
-            .arg("emu")
-            .args(args)
-            .output()
-            .expect("run linklab")
-    };
-    assert_one_line_error(
-        &emu(&["--board", "esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
-        "invalid value 'esp32' for '--board <BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000",
-    );
-    assert_one_line_error(
-        &emu(&["--board", "mps2-an385", "--tap", "t0", "--ip", "nope"]),
-        "--ip",
-    );
-    assert_one_line_error(
-        &emu(&[
-            "--board",
-            "mps2-an385",
-            "--tap",
-            "t0",
-            "--ip",
-            "198.18.0.2/24",
-            "--icount",
-            "99",
-        ]),
-        "--icount",
-    );
-
-    // The soft-PHY line: a board without the image, factors and jitter the decoder does not
-    // take.
-    let line = |extra: &[&str]| {
-        let mut a = vec![
-            "--board",
-            "riscv32-virt",
-            "--tap",
-            "t0",
-            "--ip",
-            "198.18.0.2/24",
-        ];
-        a.extend_from_slice(extra);
-        emu(&a)
-    };
-    assert_one_line_error(
-        &emu(&[
-            "--board",
-            "mps2-an385",
-            "--tap",
-            "t0",
-            "--ip",
-            "198.18.0.2/24",
-            "--phy10-line",
-        ]),
-        "--phy10-line: mps2-an385 has no soft-PHY image",
-    );
-    for (bad, names) in [
-        (&["--phy10-line", "--oversample", "3"][..], "--oversample"),
-        (&["--phy10-line", "--oversample", "9"][..], "--oversample"),
-        (&["--phy10-line", "--drift", "6000"][..], "--drift"),
-        (&["--phy10-line", "--drift=-20000"][..], "--drift"),
-        (
-            &["--phy10-line", "--jitter", "0.5"][..],
-            "--jitter 0.5: out of range at --oversample 4",
-        ),
-        (
-            &["--phy10-line", "--oversample", "8", "--jitter", "1.5"][..],
-            "--jitter",
-        ),
-        (&["--phy10-line", "--jitter", "x"][..], "--jitter"),
-        (&["--phy10-line", "--noise", "1.5"][..], "--noise"),
-        (&["--oversample", "5"][..], "--phy10-line"),
-    ] {
-        assert_one_line_error(&line(bad), names);
-    }
-    assert!(!std::path::Path::new("/sys/class/net/t0").exists());
-
-    // A TAP that exists and is not ours.
-    let ns = Netns::new("emubad");
-    ns.run(&["ip", "tuntap", "add", "dev", "taken0", "mode", "tap"]);
-    let out = linklab_in(
-        &ns,
-        &[
-            "emu",
-            "--board",
-            "riscv32-virt",
-            "--tap",
-            "taken0",
-            "--ip",
-            "198.18.0.2/24",
-        ],
-    );
-    assert_one_line_error(&out, "already exists");
-    let out = linklab_in(
-        &ns,
-        &[
-            "emu",
-            "--board",
-            "riscv32-virt",
-            "--embassy",
-            "--tap",
-            "taken0",
-            "--ip",
-            "198.18.0.2/24",
-        ],
-    );
-    assert_one_line_error(&out, "already exists");
-    ns.run(&["ip", "link", "show", "taken0"]);
-    // --embassy with a flavour it is not.
-    assert_one_line_error(
-        &emu(&[
-            "--board",
-            "mps2-an385",
-            "--embassy",
-            "--serial",
-            "--tap",
-            "t0",
-            "--ip",
-            "198.18.0.2/24",
-        ]),
-        "--serial",
-    );
-    // An image without a simulator profile is neither counted nor predicted.
-    assert_one_line_error(
-        &emu(&["--board", "mps2-an385", "--embassy", "--cost-parts"]),
-        "no simulator profile",
-    );
-    assert_one_line_error(
-        &emu(&["--board", "zynq7000", "--predict"]),
-        "no simulator profile",
-    );
-
-    // No QEMU on PATH: the package to install.
-    let out = Command::new(linklab_bin())
-        .args([
-            "emu",
-            "--board",
-            "riscv32-virt",
-            "--tap",
-            "llq0",
-            "--ip",
-            "198.18.0.2/24",
-        ])
-        .env("PATH", "/nonexistent")
-        .output()
-        .expect("run linklab");
-    assert_one_line_error(&out, "install Debian's qemu-system-misc package");
-
-    // An image that does not boot (the riscv image on the ARM board): a timeout with the
-    // console's last lines, and no TAP left behind.
-    let image = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../firmware/target/riscv32imac-unknown-none-elf/release/fw-riscv32-virt");
-    if image.is_file() {
-        let out = linklab_in(
-            &ns,
-            &[
-                "emu",
-                "--board",
-                "mps2-an385",
-                "--tap",
-                "llbad0",
-                "--ip",
-                "198.18.0.2/24",
-                "--image",
-                image.to_str().unwrap(),
-                "--boot-timeout",
-                "3",
-            ],
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("did not boot within 3 s") || stderr.contains("QEMU exited"),
-            "{stderr}"
-        );
-        let links = String::from_utf8(ns.run(&["ip", "-o", "link", "show"]).stdout).unwrap();
-        assert!(!links.contains(" llbad0:"), "{links}");
-    }
+fn sabrelite_serves_ping_http_iperf3_and_probe() {
+    end_to_end_with("sabrelite", true);
 }
 
-/// The soft-PHY device: `linklab emu --phy10-line` boots the image whose receive interrupt
-/// decodes line samples with linklab-phy10 straight into the MAC's grants, and puts every
-/// frame from the TAP on a simulated 10BASE-T line (paced at 10 Mbit/s); the image's
-/// transmit samples are decoded back by the line. Once on a clean 4x line with the malformed
-/// captures of `--bad-captures` first, once on a harsher one (5x, TX 0.5 % fast, ±0.5 sample
-/// of jitter): stock ping, curl with CRC32s, stock iperf3 both ways, and the laws of the PHY
-/// and the MAC recomputed from `/stats` and of the line from its last line. Then a noisy
-/// line, whose damaged frames are counted and never delivered.
 #[test]
-fn riscv32_soft_phy_line_serves_ping_http_iperf3() {
-    for line in [
-        &["--phy10-line", "--bad-captures"][..],
-        &[
-            "--phy10-line",
-            "--oversample",
-            "5",
-            "--drift",
-            "5000",
-            "--jitter",
-            "0.5",
-        ][..],
-    ] {
-        soft_phy_line(line);
-    }
-    noisy_line_counts_damaged_frames();
+fn sabrelite_embassy_image_serves_ping_http_iperf3_probe_and_survives_hostile_peers() {
+    embassy_end_to_end_with("sabrelite", true);
 }
 
-/// Sample noise on the line (0.2 % of the samples toward the device flipped): damaged frames
-/// are counted (FCS errors, short frames, decode failures) and never delivered; the laws
-/// still hold.
-fn noisy_line_counts_damaged_frames() {
-    let mut emu = Device::emu_args("riscv32-virt", &["--phy10-line", "--noise", "0.002"]);
-    let ping = String::from_utf8(emu.run(&[
-        "ping", "-c", "50", "-i", "0.02", "-s", "1400", "-W", "1", DEVICE_IP,
-    ]))
-    .unwrap();
-    let stats = emu.stats();
-    assert_conserved(&stats);
-    assert_eq!(stats["phy_conservation"]["holds"], true, "{stats}");
-    let crc = mac_counter(&stats, "rx_crc_errors");
-    assert!(crc > 0, "no FCS error at 0.2 % sample noise: {stats}");
-    // Every echo request that arrived damaged was dropped by the MAC, not answered: the
-    // device answered at most the good ones.
-    let received: u64 = ping
-        .split(" received")
-        .next()
-        .and_then(|s| s.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{ping}"));
-    assert!(received < 50, "no ping lost to noise: {ping} {stats}");
-    assert!(
-        received <= mac_counter(&stats, "rx_packets"),
-        "{ping} {stats}"
-    );
-    emu.stop(libc::SIGINT);
-}
-
-fn soft_phy_line(line: &[&str]) {
-    let mut emu = Device::emu_args("riscv32-virt", line);
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
-            .unwrap();
-    assert!(
-        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
-        "{line:?}: {ping}"
-    );
-    for file in linklab_perf::payload::BENCH_FILES
-        .iter()
-        .filter(|f| f.path == "/100kB.txt" || f.path == "/1MB.txt")
-    {
-        let body = emu.run(&[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "60",
-            &format!("http://{DEVICE_IP}{}", file.path),
-        ]);
-        assert_eq!(
-            body.len() as u64,
-            file.len,
-            "{line:?} {}: length",
-            file.path
-        );
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(*file),
-            "{line:?} {}: CRC32",
-            file.path
-        );
-    }
-    let rx = emu.iperf3(&["-t", "3"]);
-    assert!(
-        end_bytes(&rx, "sum_received") > 500_000,
-        "{line:?}: {}",
-        rx["end"]
-    );
-    let tx = emu.iperf3(&["-t", "3", "-R"]);
-    assert!(
-        end_bytes(&tx, "sum_received") > 500_000,
-        "{line:?}: {}",
-        tx["end"]
-    );
-
-    let stats = emu.stats();
-    assert_conserved(&stats);
-    let phy = |k: &str| {
-        stats["phy"][k]
-            .as_u64()
-            .unwrap_or_else(|| panic!("no phy.{k} in {stats}"))
-    };
-    assert_eq!(stats["phy_conservation"]["holds"], true, "{stats}");
-    // The law across PHY and MAC, recomputed: every capture in one bucket; the MAC saw what
-    // the PHY committed, cancelled and missed, and sent what the PHY encoded or dropped.
-    let buckets = [
-        "frames",
-        "truncated",
-        "empty",
-        "link_pulses",
-        "noise",
-        "missed",
-    ];
-    assert_eq!(
-        phy("captures"),
-        buckets.iter().map(|k| phy(k)).sum::<u64>(),
-        "{stats}"
-    );
-    assert_eq!(
-        mac_counter(&stats, "rx_committed"),
-        phy("frames") + phy("truncated"),
-        "{stats}"
-    );
-    assert_eq!(
-        mac_counter(&stats, "rx_cancelled"),
-        phy("empty") + phy("link_pulses") + phy("noise"),
-        "{stats}"
-    );
-    assert_eq!(
-        mac_counter(&stats, "rx_missed_errors"),
-        phy("missed"),
-        "{stats}"
-    );
-    assert_eq!(
-        mac_counter(&stats, "tx_packets"),
-        phy("tx_frames") + phy("tx_dropped"),
-        "{stats}"
-    );
-    assert!(phy("link_pulses") > 0, "no link pulse arrived: {stats}");
-    if line.contains(&"--bad-captures") {
-        // Garbage, all ones, all zeros, one sample, a clock pattern: decode failures; a
-        // frame cut short: a short frame; a frame with one bit flipped: an FCS error, not
-        // delivered; and the device went on serving (above).
-        assert!(phy("noise") >= 5, "{stats}");
-        assert!(phy("truncated") >= 1, "{stats}");
-        assert!(
-            mac_counter(&stats, "rx_short_length_errors") >= 1,
-            "{stats}"
-        );
-        assert_eq!(mac_counter(&stats, "rx_crc_errors"), 1, "{stats}");
-    } else {
-        assert_eq!(mac_counter(&stats, "rx_crc_errors"), 0, "{stats}");
-        assert_eq!(phy("noise"), 0, "{stats}");
-    }
-
-    let stdout = emu.stop(libc::SIGINT);
-    let summary = stdout
-        .lines()
-        .find(|l| l.starts_with("linklab emu: line "))
-        .unwrap_or_else(|| panic!("no line summary: {stdout}"));
-    let line_counter = |k: &str| -> u64 {
-        summary
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {k}= in {summary}"))
-    };
-    assert!(summary.ends_with("law=holds"), "{summary}");
-    // The device counted no capture the line did not send, and sent no frame the line did
-    // not get (the line's last counts come after /stats, so these are bounds).
-    assert!(
-        line_counter("captures_sent") >= phy("captures"),
-        "{summary} {stats}"
-    );
-    assert!(
-        line_counter("buffers_received") >= phy("tx_frames"),
-        "{summary} {stats}"
-    );
-    assert_eq!(line_counter("fcs_errors"), 0, "{summary}");
-    let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
-    assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");
-}
-
-/// linklab-phy10's decoder on riscv32imac: `linklab emu --phy10` builds firmware/phy10-bench,
-/// runs it under QEMU `-icount shift=0` and fails unless every frame of every case (clean, the
-/// goal points, 802.3's jitter, +-0.5 % at 4x and 8x) came out bit-exact. The instruction
-/// counts are a benchmark (README), not asserted here; that they were counted is.
 #[test]
-fn phy10_bench_decodes_every_frame_on_riscv32() {
-    let _turn = one_at_a_time();
-    let json = std::env::temp_dir().join(format!("linklab-phy10-{}.json", std::process::id()));
-    let out = Command::new(linklab_bin())
-        .args(["emu", "--board", "riscv32-virt", "--phy10", "--json"])
-        .arg(&json)
-        .output()
-        .expect("run linklab");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("instructions/bit"), "{stdout}");
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
-    assert_eq!(report["isa"], "riscv32imac");
-    let cases = report["cases"].as_array().unwrap();
-    assert!(cases.len() >= 9, "{report}");
-    for case in cases {
-        let frames = case["frames"].as_u64().unwrap();
-        assert!(frames > 0, "{case}");
-        assert_eq!(case["ok"].as_u64(), Some(frames), "{case}");
-        assert!(case["instructions"].as_u64().unwrap() > 0, "{case}");
-        assert_eq!(
-            case["bits"].as_u64(),
-            Some(frames * 1526 * 8),
-            "wire bits: {case}"
-        );
-    }
-    // The bench only runs where minstret counts instructions exactly.
-    let out = Command::new(linklab_bin())
-        .args(["emu", "--board", "mps2-an385", "--phy10"])
-        .output()
-        .expect("run linklab");
-    assert_one_line_error(&out, "--phy10: only on riscv32-virt");
+fn sabrelite_minimal_image_serves_iperf3_and_refuses_what_it_leaves_out() {
+    minimal_end_to_end("sabrelite");
 }

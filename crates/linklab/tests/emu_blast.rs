@@ -1,4 +1,4 @@
-//! The firmware's packet blaster on both emulated boards: `linklab emu --blast` boots each
+//! The firmware's packet blaster on both emulated boards: `linklab emu blast BOARD` boots each
 //! image at QEMU `-icount shift=0` in a namespace of its own, asks for 1472- and 18-byte UDP
 //! datagrams sent raw (straight to the NIC driver) and through smoltcp, receives them, and
 //! sends four requests the device must refuse, then frames with wrong IPv4, TCP and UDP
@@ -20,15 +20,7 @@ fn blast(board: &str) {
     let json =
         std::env::temp_dir().join(format!("linklab-blast-{board}-{}.json", std::process::id()));
     let out = Command::new(linklab_bin())
-        .args([
-            "emu",
-            "--board",
-            board,
-            "--blast",
-            "--blast-ms",
-            "50",
-            "--json",
-        ])
+        .args(["emu", "blast", board, "--ms", "50", "--json"])
         .arg(&json)
         .output()
         .expect("run linklab");
@@ -98,20 +90,13 @@ fn blaster_on_both_boards_accounts_for_every_frame() {
     blast("mps2-an385");
     // Bad options: one line, no QEMU started.
     let out = Command::new(linklab_bin())
-        .args([
-            "emu",
-            "--board",
-            "riscv32-virt",
-            "--blast",
-            "--blast-ms",
-            "0",
-        ])
+        .args(["emu", "blast", "riscv32-virt", "--ms", "0"])
         .output()
         .expect("run linklab");
-    assert_one_line_error(&out, "--blast-ms");
+    assert_one_line_error(&out, "--ms");
     let out = Command::new(linklab_bin())
-        .args(["emu", "--board", "riscv32-virt", "--blast-ms", "10"])
+        .args(["emu", "riscv32-virt", "--ms", "10"])
         .output()
         .expect("run linklab");
-    assert_one_line_error(&out, "--blast");
+    assert_one_line_error(&out, "--ms");
 }

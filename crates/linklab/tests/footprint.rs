@@ -1,5 +1,5 @@
 //! The images' footprint and data-path cost against issue 33's budget, as `linklab emu
-//! --board mps2-an385 [--image minimal] --cost --json` measures them (QEMU `-icount
+//! cost mps2-an385 [--image minimal] --json` measures them (QEMU `-icount
 //! shift=0`, stock iperf3 4 MB each way): flash (vectors + .text + .rodata + .data), RAM
 //! (static + the stack's painted peak) and instructions per payload byte, device receiving
 //! and sending. Each test fails past its bound.
@@ -29,7 +29,7 @@ use std::process::Command;
 
 const KIB: u64 = 1024;
 
-/// Runs `linklab emu --cost` on mps2-an385 (`image`: `--image` value, or the main-loop
+/// Runs `linklab emu cost` on mps2-an385 (`image`: `--image` value, or the main-loop
 /// image) `runs` times; returns each run's JSON document.
 fn cost_runs(image: Option<&str>, runs: usize) -> Vec<Value> {
     let dir = common::tempdir(&format!("footprint-{}", image.unwrap_or("full")));
@@ -37,8 +37,7 @@ fn cost_runs(image: Option<&str>, runs: usize) -> Vec<Value> {
         .map(|i| {
             let json = dir.join(format!("cost-{i}.json"));
             let mut cmd = Command::new(linklab_bin());
-            cmd.args(["emu", "--board", "mps2-an385", "--cost", "--json"])
-                .arg(&json);
+            cmd.args(["emu", "cost", "mps2-an385", "--json"]).arg(&json);
             if let Some(name) = image {
                 cmd.args(["--image", name]);
             }

@@ -1,8 +1,9 @@
 //! The hostile-peer campaign of tests/hostile.rs (`common::hostile`) against linklab's
-//! firmware on an emulated board: `linklab emu --board riscv32-virt` boots once and every
-//! case runs against it in turn (each waits until the previous case's peers are gone). The
-//! firmware has 2 HTTP sockets, 1 TCP echo socket and 4 iperf3 sockets, and a 2-datagram
-//! UDP echo buffer. Last, `linklab emu` is killed with SIGKILL: its QEMU must die with it.
+//! firmware on an emulated board: `linklab emu riscv32-virt` (and `sabrelite`, over
+//! linklab-imx-enet) boots once and every case runs against it in turn (each waits until
+//! the previous case's peers are gone). The firmware has 2 HTTP sockets, 1 TCP echo socket
+//! and 4 iperf3 sockets, and a 2-datagram UDP echo buffer. Last, `linklab emu` is killed with
+//! SIGKILL: its QEMU must die with it.
 //! Needs root and QEMU, as tests/emu.rs.
 
 mod common;
@@ -14,7 +15,19 @@ use common::hostile::{self as campaign, wait_quiet};
 
 #[test]
 fn riscv32_virt_survives_the_hostile_campaign() {
-    let mut dev = Device::emu("riscv32-virt");
+    whole_campaign("riscv32-virt");
+}
+
+/// The i.MX6 FEC iperf study's board (`linklab emu sabrelite`): the same campaign
+/// over the ENET's driver.
+#[test]
+fn sabrelite_survives_the_hostile_campaign() {
+    whole_campaign("sabrelite");
+}
+
+/// Every case of the campaign against `board`'s main-loop image, booted once.
+fn whole_campaign(board: &str) {
+    let mut dev = Device::emu(board);
     let quiet = Duration::from_secs(15);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);
     wait_quiet(&dev, quiet);
@@ -36,7 +49,7 @@ fn riscv32_virt_survives_the_hostile_campaign() {
 }
 
 /// The campaign's idle-holder and spoofed-SYN cases on the main loop over zynq7000-hal's GEM
-/// driver (`linklab emu --board zynq7000`): the apps' SYN rule there looks at the next frame
+/// driver (`linklab emu zynq7000`): the apps' SYN rule there looks at the next frame
 /// in the HAL's RX ring (the HAL has no peek of its own).
 #[test]
 fn zynq7000_idle_holders_and_spoofed_syns_give_way() {

@@ -1,5 +1,5 @@
 //! The two prediction tables in linklab-sim's README ("Results" and "Why, from the same
-//! files") are the files `linklab emu --predict` wrote into `firmware/results/predict/`:
+//! files") are the files `linklab emu predict` wrote into `firmware/results/predict/`:
 //! this test renders them from those files and fails when the README does not hold them
 //! verbatim, printing the tables to paste, and when the README's count of means within
 //! ±15 % is not the files'. The prose around the tables is not checked: after a rerun it
@@ -78,7 +78,7 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
             assert_eq!(
                 j["host_tail_loss_probe"],
                 Value::Bool(false),
-                "{} was not run with the host's tail-loss probe off (rerun linklab emu --predict)",
+                "{} was not run with the host's tail-loss probe off (rerun linklab emu predict)",
                 path.display()
             );
             let mips = num(&j, "mips");

@@ -8,21 +8,22 @@
 //! Addresses come from 198.18.0.0/15 inside namespaces the tests create; these need root.
 
 mod common;
+mod probe_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_one_line_error, charts, chromium, iface_with, linklab_bin, run_bounded, tempdir,
-    veth_pair, wait_until, ChildGuard, Netns,
+    assert_one_line_error, charts, chromium, iface_with, linklab_bin, tempdir, veth_pair,
+    wait_until, ChildGuard, Netns,
 };
-use serde_json::Value;
+use probe_support::{assert_ranges, finished, probe, Run};
 
 /// Throughput figures are compared only in the baseline test, which runs alone; the others
 /// share the machine (two at a time).
@@ -30,108 +31,6 @@ static LINK: RwLock<()> = RwLock::new(());
 
 fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
     LINK.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// One probe run: its output, its JSON (when written), its wall time.
-struct Run {
-    out: Output,
-    json: Option<Value>,
-    wall: Duration,
-    html: PathBuf,
-}
-
-impl Run {
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
-    }
-    fn json(&self) -> &Value {
-        self.json.as_ref().unwrap_or_else(|| {
-            panic!(
-                "no JSON written; stdout: {}\nstderr: {}",
-                self.stdout(),
-                self.stderr()
-            )
-        })
-    }
-    fn service(&self, name: &str) -> String {
-        let services = self.json()["services"].as_array().expect("services");
-        let s = services
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap_or_else(|| panic!("no service {name}"));
-        s["state"].as_str().unwrap().to_string()
-    }
-    fn figure(&self, id: &str) -> f64 {
-        self.json()["figures"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == id)
-            .and_then(|f| f["value"].as_f64())
-            .unwrap_or_else(|| panic!("no figure {id}: {}", self.json()["figures"]))
-    }
-}
-
-/// Runs `linklab probe HOST --duration D ARGS` in `ns` (with `prefix`, e.g. `chrt -f 20`),
-/// killed if it runs past the promised bound (`--duration` + 10 s).
-fn probe(ns: &Netns, tag: &str, host: &str, duration: u64, args: &[&str], prefix: &[&str]) -> Run {
-    let dir = tempdir(&format!("probe-{tag}"));
-    let json = dir.join("probe.json");
-    let html = dir.join("probe.html");
-    let _ = std::fs::remove_file(&json);
-    let _ = std::fs::remove_file(&html);
-    let bin = linklab_bin();
-    let d = duration.to_string();
-    let mut argv: Vec<&str> = prefix.to_vec();
-    argv.extend_from_slice(&[bin.to_str().unwrap(), "probe", host, "--duration", &d]);
-    argv.extend_from_slice(&[
-        "--json",
-        json.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    argv.extend_from_slice(args);
-    let began = Instant::now();
-    let out = run_bounded(&mut ns.command(&argv), Duration::from_secs(duration + 10));
-    finished(tag, out, began.elapsed(), &json, html)
-}
-
-/// A finished run: printed for people, its JSON (if any) read and validated.
-fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathBuf) -> Run {
-    eprintln!(
-        "probe {tag}: {:.1} s, {}\n{}{}",
-        wall.as_secs_f64(),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json = std::fs::read(json)
-        .ok()
-        .map(|b| serde_json::from_slice(&b).expect("the JSON parses"));
-    if let Some(v) = &json {
-        assert_valid(v);
-    }
-    Run {
-        out,
-        json,
-        wall,
-        html,
-    }
-}
-
-/// Validates a probe document against the schema checked into the repository.
-fn assert_valid(doc: &Value) {
-    let schema: Value = serde_json::from_str(include_str!("../schema/probe.schema.json"))
-        .expect("the schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "schema violations: {errors:#?}");
 }
 
 /// A device on a TAP in a fresh namespace (`linklab serve` or `linklab emu`): starts it, puts
@@ -209,7 +108,7 @@ fn assert_full_run(run: &Run, duration: u64) {
     );
     let v = run.json();
     assert_eq!(v["kind"], "probe");
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_ranges(run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
         assert_eq!(run.service(s), "present", "{s}");
@@ -248,42 +147,6 @@ fn assert_full_run(run: &Run, duration: u64) {
         "the run kept to its budget: {:?}",
         run.wall
     );
-}
-
-/// Every figure carries its range: samples between `low` and `high` (at least one each), the
-/// value inside it; round trips between their quartiles; a knee's range from its low end up
-/// past the confirmed limit (or none).
-fn assert_ranges(run: &Run) {
-    for f in run.json()["figures"].as_array().unwrap() {
-        let value = f["value"].as_f64().unwrap();
-        let low = f["low"].as_f64().unwrap_or_else(|| panic!("no low: {f}"));
-        match f["spread"].as_str() {
-            Some("samples") => {
-                let samples: Vec<f64> = f["samples"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap())
-                    .collect();
-                let high = f["high"].as_f64().unwrap();
-                assert!(!samples.is_empty(), "{f}");
-                assert!(samples.iter().all(|x| (low..=high).contains(x)), "{f}");
-                assert!(low <= value && value <= high, "{f}");
-            }
-            Some("quartiles") => {
-                let high = f["high"].as_f64().unwrap();
-                assert!(low <= value && value <= high, "{f}");
-                assert_eq!(f["unit"], "us");
-            }
-            Some("bracket") => {
-                assert!(low <= value, "{f}");
-                if let Some(high) = f["high"].as_f64() {
-                    assert!(high > value, "{f}");
-                }
-            }
-            other => panic!("spread {other:?}: {f}"),
-        }
-    }
 }
 
 /// The soft NIC answers every service: every step runs; the page renders in Chromium with
@@ -365,7 +228,7 @@ fn emulated_riscv32_firmware() {
     let (ns, _device) = tap_device(
         "pre",
         "llpf0",
-        &["emu", "--board", "riscv32-virt"],
+        &["emu", "riscv32-virt"],
         Duration::from_secs(120),
     );
     let run = probe(&ns, "emu", "198.18.0.2", 15, &[], &[]);
@@ -711,7 +574,7 @@ fn bad_input_is_one_clear_line_each() {
                 (not_json, "not valid JSON"),
                 (
                     other,
-                    "schema version 99, this linklab reads versions 1 to 2",
+                    "schema version 99, this linklab reads versions 1 to 3",
                 ),
                 (sweep, "not a linklab probe result"),
             ] {
@@ -727,10 +590,10 @@ fn bad_input_is_one_clear_line_each() {
             }
             assert!(!dir.join("never.html").exists());
             let out = Command::new(linklab_bin())
-                .args(["probe", "127.0.0.1", "--http-path", "no-slash"])
+                .args(["probe", "127.0.0.1", "--http", "no-slash"])
                 .output()
                 .unwrap();
-            assert_one_line_error(&out, "--http-path \"no-slash\"");
+            assert_one_line_error(&out, "--http \"no-slash\"");
             assert_eq!(out.status.code(), Some(2), "a usage error");
         });
     });

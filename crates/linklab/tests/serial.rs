@@ -275,7 +275,7 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
 
 /// The real proof: the serial image on QEMU's mps2-an385 (Cortex-M3) — linklab-serial's link
 /// on the board's UART1, smoltcp over it, the device apps — bridged to a TAP by
-/// `linklab emu --serial`, with stock ping, curl and iperf3 in a namespace.
+/// `linklab emu mps2-an385 --image serial`, with stock ping, curl and iperf3 in a namespace.
 #[test]
 fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
     let ns = Netns::new("sfw");
@@ -283,9 +283,9 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
     let emu = ns.spawn(&[
         bin.to_str().unwrap(),
         "emu",
-        "--board",
         "mps2-an385",
-        "--serial",
+        "--image",
+        "serial",
         "--tap",
         "llsfw0",
         "--ip",

@@ -1,4 +1,4 @@
-//! The packet blaster (`linklab emu --blast`): on a request from the host on UDP port
+//! The packet blaster (`linklab emu blast`): on a request from the host on UDP port
 //! [`blast::PORT`] (linklab-perf's `blast` messages), sends UDP datagrams back to the
 //! requester for a bounded time, either built here and handed straight to the NIC driver's
 //! transmit path (no smoltcp: the ceiling of the wire) or through a smoltcp UDP socket (the

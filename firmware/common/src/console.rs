@@ -68,6 +68,10 @@ impl<const N: usize> Default for Line<N> {
     }
 }
 
+/// Every console line of the firmware: one size, so an image links one copy of the line
+/// code (two sizes linked two: 244 B of the minimal image).
+pub(crate) type ConsoleLine = Line<256>;
+
 #[cfg(test)]
 mod tests {
     use super::Line;

@@ -23,7 +23,7 @@ use critical_section::Mutex;
 use embassy_net::udp::PacketMetadata;
 use embassy_net::{Runner, StackResources};
 use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock};
-use linklab_mac::{Mac, MacAddr, MacConfig, PhyTx, RxFormat, TxFormat};
+use linklab_mac::{Counters, Mac, MacAddr, MacConfig, PhyTx, RxFormat, TxFormat};
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
     static_ipv4, AppCounters, IperfBuffers, ServiceGate, TcpBuffers, UdpBuffers,
@@ -36,9 +36,7 @@ use crate::memory::*;
 use crate::stats::{Snapshot, TcpEntry, TcpList};
 use crate::RX_QUEUE;
 use driver::{AppGate, BoardLink, NetDriver};
-use executor::{measured, Layer};
-
-pub use executor::pender;
+pub use executor::{measured, pender, Layer, Measured};
 
 /// What a board gives the embassy image, as plain functions (the apps' tasks and the
 /// `/stats` route reach them without the board's type).
@@ -86,18 +84,32 @@ static GATE: ServiceGate = ServiceGate::new();
 /// `addr..addr + linklab_perf::device_config::CONFIG_LEN` must be readable memory.
 pub unsafe fn config(addr: usize) -> DeviceConfig {
     // SAFETY: forwarded from the caller.
-    match unsafe { crate::read_config(addr) } {
+    match unsafe { crate::config::read_config(addr) } {
         Ok(c) => c,
         Err(e) => {
-            let why = crate::config_problem(e);
+            let why = crate::config::config_problem(e);
             defmt::warn!("linklab firmware: {=str}, using 198.18.0.2/24", why);
             DeviceConfig::DEFAULT
         }
     }
 }
 
+/// The MAC's counters for `/stats`, as the image's driver publishes them (set once by
+/// [`serve`]).
+static MAC_COUNTERS: Mutex<Cell<Option<CountersSource>>> = Mutex::new(Cell::new(None));
+
+/// Where the MAC's counters come from.
+type CountersSource = fn() -> Counters;
+
+/// The apps' service gate, for a driver of the board's own that holds SYNs and UDP echo
+/// requests for their apps (as linklab-mac's does with it; see [`ServiceGate`]).
+pub fn gate() -> &'static ServiceGate {
+    &GATE
+}
+
 /// Runs the embassy image forever over [`RX_QUEUE`] (filled by the board's NIC interrupt
-/// with aligned frames in `rx_format`) and the NIC's transmit side `phy` (plain frames).
+/// with aligned frames in `rx_format`) and the NIC's transmit side `phy` (plain frames):
+/// linklab-mac's `EmbassyMac` as embassy-net's driver, then [`serve`].
 /// The board's interrupts must be unmasked by then (the time driver's alarm among them).
 pub fn run(
     board: EmbassyBoard,
@@ -106,14 +118,35 @@ pub fn run(
     config: DeviceConfig,
 ) -> ! {
     let stack_paint = crate::stack::paint(board.stack_limit, board.stack_top);
-    critical_section::with(|cs| BOARD.borrow(cs).set(Some(board)));
     logger::set_console(board.console);
-    let Some(bytes) = crate::take_bytes() else {
-        defmt::error!("linklab firmware: run() called twice");
-        loop {
-            (board.idle)(|| false);
-        }
-    };
+    let driver = mac_driver(&board, phy, rx_format, &config);
+    let (stack, runner) = net_stack(&board, driver, &config);
+    serve(
+        board,
+        stack_paint,
+        stack,
+        &config,
+        driver::counters,
+        move |spawner| {
+            if net_task(runner).map(|t| spawner.spawn(t)).is_err() {
+                defmt::error!("linklab firmware: a task could not be spawned");
+            }
+        },
+    )
+}
+
+/// linklab-mac's MAC over [`RX_QUEUE`] and `phy` as embassy-net's driver, built in its own
+/// frame: the MAC (its transmit buffer among it) is built on the stack before it moves into
+/// its static, and that frame must not stay under the executor's for the image's life. Built
+/// in `run`'s own frame it did: mps2-an385's embassy image peaked at 17 160 B of stack, 15 200
+/// B this way (`linklab emu cost mps2-an385 --image embassy`).
+#[inline(never)]
+fn mac_driver(
+    board: &EmbassyBoard,
+    phy: &'static mut dyn PhyTx,
+    rx_format: RxFormat,
+    config: &DeviceConfig,
+) -> &'static mut NetDriver {
     let mut mac = Mac::new(
         RX_QUEUE.consumer(),
         driver::DynPhy(phy),
@@ -128,22 +161,56 @@ pub fn run(
     // (bad frames dropped and counted), so embassy-net's smoltcp does not.
     mac.set_checksum_offload(true);
     static DRIVER: StaticCell<NetDriver> = StaticCell::new();
-    let driver = DRIVER.init(NetDriver::new(
+    DRIVER.init(NetDriver::new(
         EmbassyMac::new(mac, BoardLink::new(board.link_up)).with_gate(AppGate(&GATE)),
-    ));
-    let [a, b, c, d] = config.ip;
+    ))
+}
+
+/// embassy-net's stack over `driver` at the configured address, its resources static.
+pub fn net_stack<D: embassy_net_driver::Driver>(
+    board: &EmbassyBoard,
+    driver: D,
+    config: &DeviceConfig,
+) -> (embassy_net::Stack<'static>, Runner<'static, D>) {
     let net_config = static_ipv4(config.ip, config.prefix);
     static RESOURCES: StaticCell<StackResources<SOCKETS>> = StaticCell::new();
     let m = config.mac;
     let seed = (board.now_ns)() ^ u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
-    let (stack, runner) = embassy_net::new(
+    embassy_net::new(
         driver,
         net_config,
         RESOURCES.init(StackResources::new()),
         seed,
-    );
+    )
+}
 
-    let crate::Bytes {
+/// Runs the apps forever on embassy-net's `stack` over whatever driver the board has:
+/// linklab-perf's embassy apps, each in its own task, over the static buffers, `/stats`
+/// with the MAC's counters from `mac_counters`; `spawn_net` spawns embassy-net's runner
+/// (its task is the driver's type's: an embassy task cannot be generic), counted with
+/// [`measured`]`(`[`Layer::Stack`]`, ...)`. `stack_paint` is the stack as painted at the
+/// image's start.
+pub fn serve(
+    board: EmbassyBoard,
+    stack_paint: crate::stack::Stack,
+    stack: embassy_net::Stack<'static>,
+    config: &DeviceConfig,
+    mac_counters: fn() -> Counters,
+    spawn_net: impl FnOnce(embassy_executor::Spawner),
+) -> ! {
+    critical_section::with(|cs| {
+        BOARD.borrow(cs).set(Some(board));
+        MAC_COUNTERS.borrow(cs).set(Some(mac_counters));
+    });
+    logger::set_console(board.console);
+    let Some(bytes) = crate::buffers::take_bytes() else {
+        defmt::error!("linklab firmware: run() called twice");
+        loop {
+            (board.idle)(|| false);
+        }
+    };
+    let [a, b, c, d] = config.ip;
+    let crate::buffers::Bytes {
         echo_udp_rx,
         echo_udp_tx,
         echo_tcp_rx,
@@ -207,9 +274,9 @@ pub fn run(
         TCP_WINDOW
     );
     executor::run(board, stack_paint, move |spawner| {
-        // Each fails only if spawned twice; run() runs once (the buffers were taken above).
+        spawn_net(spawner);
+        // Each fails only if spawned twice; serve() runs once (the buffers were taken above).
         for token in [
-            net_task(runner).map(|t| spawner.spawn(t)),
             iperf_task(stack, iperf).map(|t| spawner.spawn(t)),
             http_task(stack, http).map(|t| spawner.spawn(t)),
             echo_task(stack, echo_tcp, echo_udp).map(|t| spawner.spawn(t)),
@@ -245,7 +312,7 @@ linklab_perf::embassy_app_tasks! {
 }
 
 /// An app's future, its polls counted to [`Layer::Apps`].
-fn app_work<F: core::future::Future>(app: F) -> executor::Measured<F> {
+fn app_work<F: core::future::Future>(app: F) -> Measured<F> {
     measured(Layer::Apps, app)
 }
 
@@ -261,7 +328,8 @@ impl Routes for StatsRoute {
         let board = the_board()?;
         let len = Snapshot {
             board: board.name,
-            mac: driver::counters(),
+            mac: critical_section::with(|cs| MAC_COUNTERS.borrow(cs).get())
+                .map_or_else(Counters::default, |counters| counters()),
             apps: COUNTERS.snapshot(),
             cpu: executor::cpu_figures(&board),
             link_up: (board.link_up)(),

@@ -54,7 +54,7 @@ pub struct Sizing {
 /// 96 KiB on mps2-an385; a soft PHY's 10BASE-T line needs four: feature `soft-phy`); two
 /// HTTP sockets with three segments to send each (with two, a curl download waited for the
 /// host's ACK: at 125 MIPS the embassy image sent 11.6 MB/s, busy 80 % of its clock; three
-/// give 13.3 MB/s for 2 920 bytes: `linklab emu --board riscv32-virt --embassy --predict
+/// give 13.3 MB/s for 2 920 bytes: `linklab emu predict riscv32-virt --image embassy
 /// --icount 3`); echo's small buffers.
 pub const FULL: Sizing = Sizing {
     queue_frames: 9,
@@ -75,7 +75,7 @@ pub const FULL: Sizing = Sizing {
 /// FreeRTOS+TCP peer's feature set. Eight frames and a window of five segments (7 300
 /// bytes, [`TCP_WINDOW`]): with six frames the device sent an ACK per three segments and
 /// received at 4.5–4.8 instructions per byte; eight frames halve the ACKs, 3.9–4.0
-/// (`linklab emu --board mps2-an385 --image minimal --cost`), for 6 KB more RAM. One stream,
+/// (`linklab emu cost mps2-an385 --image minimal`), for 6 KB more RAM. One stream,
 /// 1 KiB of control JSON each way (one stream's results are ~350 bytes).
 pub const MINIMAL: Sizing = Sizing {
     queue_frames: 8,

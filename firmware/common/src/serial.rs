@@ -1,7 +1,7 @@
 //! The serial flavour of the device (feature `serial`): no NIC — Ethernet frames travel over
 //! linklab-serial's reliable link on one of the board's UARTs, and smoltcp runs over the
 //! link as its `Device`, with the same apps as every other linklab device. The host end is
-//! `linklab serial --tap` (or `linklab emu --serial`, which starts it).
+//! `linklab serial --tap` (or `linklab emu mps2-an385 --image serial`, which starts it).
 //!
 //! The board's UART receive interrupt pushes bytes into [`SERIAL_RX`]; the main loop feeds
 //! them to the link, runs smoltcp and the apps, and writes the link's output to the UART
@@ -18,8 +18,10 @@ use smoltcp::iface::{Config as IfaceConfig, Interface};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
+use crate::apps::{device_apps, take_buffers, Apps};
+use crate::main_loop::now;
 use crate::stats::Rendered;
-use crate::{device_apps, now, take_buffers, Apps, Board};
+use crate::Board;
 
 /// The UART's line rate the link assumes (QEMU's UARTs move bytes as fast as the host side
 /// takes them; 4 Mbaud is the highest standard rate, so `linklab serial --baud 4000000`).

@@ -354,7 +354,7 @@ impl Snapshot<'_> {
                 ("loops", c.work.loops),
                 // Bytes the images' memcpy copied off their word (its slower path): with the
                 // work above, what a transfer's misaligned copies cost (linklab emu
-                // --cost-parts).
+                // parts).
                 (
                     "misaligned_copy_bytes",
                     u64::from(linklab_memcpy::misaligned_bytes()),

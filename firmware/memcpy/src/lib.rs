@@ -6,7 +6,7 @@
 //! and the copies are between word-aligned addresses by design (the queue's grants and the
 //! MAC's transmit buffer start frames at 2 mod 4, the socket buffers are aligned to match).
 //! compiler_builtins' `memcpy` moves one word per loop step there: ~1.25 instructions per
-//! byte on riscv32imac and the Cortex-M3 (`linklab emu --cost` and a per-function
+//! byte on riscv32imac and the Cortex-M3 (`linklab emu cost` and a per-function
 //! instruction profile). This one moves a block of words per step: eight on riscv32 (eight
 //! loads, eight stores, two pointer increments and a branch per 32 bytes), four on the M3
 //! (one load-multiple and one store-multiple).

@@ -2,38 +2,21 @@
 //! package's library: UART0, CMSDK timers, the LAN9118 and its interrupt), an
 //! `embassy_time_driver::Driver` on the CMSDK timers, and linklab-firmware's embassy image
 //! (embassy-executor, embassy-net over linklab-mac's `EmbassyMac`, linklab-perf's embassy
-//! apps). Logs are defmt frames on UART0, decoded by `linklab emu --embassy`.
+//! apps). Logs are defmt frames on UART0, decoded by `linklab emu BOARD --image embassy`.
 #![no_std]
 #![no_main]
 
 use cortex_m::peripheral::NVIC;
 use cortex_m_rt::{entry, exception};
 use fw_mps2_an385::{nic, timer, uart, Irq, CONFIG_ADDR, IRQ_ETHERNET, IRQ_TIMER0, IRQ_TIMER1};
-use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_lan9118::Lan9118;
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
-/// embassy-time on the CMSDK timers: timer 0 (extended to 64 bits) for now, timer 1's
-/// one-shot for the alarm.
-struct Cmsdk;
-
-impl BoardTimer for Cmsdk {
-    fn now_ns() -> u64 {
-        timer::now_ns()
-    }
-
-    fn arm_at_ns(ns: u64) {
-        timer::arm_at_ns(ns)
-    }
-
-    fn disarm() {
-        timer::disarm()
-    }
-}
-
-embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Cmsdk> = BoardTime::new());
+// embassy-time on the CMSDK timers: timer 0 (extended to 64 bits) for now, timer 1's
+// one-shot for the alarm.
+linklab_firmware::board_time_driver!(TIME, timer);
 
 /// Every device interrupt (cortex-m-rt's default handler gets the interrupt number).
 #[exception]

@@ -1,7 +1,7 @@
 //! linklab firmware for QEMU's mps2-an385, minimal image: the same board code as the NIC
 //! image (image.rs), built with linklab-firmware's feature `minimal`: the iperf3 TCP server
 //! alone (`-R`, one stream, the results exchange) and ICMP, sized by `memory::MINIMAL`.
-//! `linklab emu --board mps2-an385 --image minimal` boots it.
+//! `linklab emu mps2-an385 --image minimal` boots it.
 #![no_std]
 #![no_main]
 

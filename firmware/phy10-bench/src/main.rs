@@ -5,7 +5,7 @@
 //! `minstret` is read around `Decoder::decode` only. One line per case on the UART, then QEMU
 //! is told to exit.
 //!
-//! `linklab emu --board riscv32-virt --phy10` builds this image, runs it and prints the table.
+//! `linklab emu phy10 riscv32-virt` builds this image, runs it and prints the table.
 //! The bring-up (entry, CSRs, UART) is the riscv32-virt board's (`fw_riscv32_virt`).
 #![no_std]
 #![no_main]

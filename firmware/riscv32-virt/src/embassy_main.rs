@@ -3,35 +3,18 @@
 //! `embassy_time_driver::Driver` on the ACLINT's mtime/mtimecmp, and linklab-firmware's
 //! embassy image (embassy-executor, embassy-net over linklab-mac's `EmbassyMac`,
 //! linklab-perf's embassy apps). Logs are defmt frames on the NS16550, decoded by
-//! `linklab emu --embassy`.
+//! `linklab emu BOARD --image embassy`.
 #![no_std]
 #![no_main]
 
 use fw_riscv32_virt::board::CONFIG_ADDR;
 use fw_riscv32_virt::{cpu, nic, timer, uart};
-use linklab_firmware::embassy::time::{BoardTime, BoardTimer};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
-/// embassy-time on the ACLINT: mtime (10 MHz) for now, mtimecmp for the alarm.
-struct Aclint;
-
-impl BoardTimer for Aclint {
-    fn now_ns() -> u64 {
-        timer::now_ns()
-    }
-
-    fn arm_at_ns(ns: u64) {
-        timer::arm_at_ns(ns)
-    }
-
-    fn disarm() {
-        timer::disarm()
-    }
-}
-
-embassy_time_driver::time_driver_impl!(static TIME: BoardTime<Aclint> = BoardTime::new());
+// embassy-time on the ACLINT: mtime (10 MHz) for now, mtimecmp for the alarm.
+linklab_firmware::board_time_driver!(TIME, timer);
 
 /// The trap handler (called from `entry.S` with interrupts off).
 #[no_mangle]

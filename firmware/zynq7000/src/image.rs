@@ -2,13 +2,14 @@
 // minimal_main.rs), included into each crate root: linklab-firmware's features pick the apps.
 
 use fw_zynq7000::gem::{self, GemDevice};
-use fw_zynq7000::{halt, init, report_panic, timer, uart, wake, Zynq, CONFIG_ADDR};
+use fw_zynq7000::{halt, init, report_panic, uart, wake, Zynq, CONFIG_ADDR, TIMER};
 
 #[no_mangle]
 extern "C" fn main_entry() -> ! {
     uart::init();
+    linklab_cortex_a9::set_console(uart::write);
     let mut periphs = init();
-    timer::init();
+    TIMER.init();
     wake::init(&mut periphs);
     let mut board = Zynq { phy: None };
     // SAFETY: RAM, inside the region the linker script keeps free for the blob.

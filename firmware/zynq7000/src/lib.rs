@@ -1,10 +1,11 @@
 //! Bring-up of QEMU's xilinx-zynq-a9 (a Zynq-7000: Cortex-A9, the Cadence GEM), shared by the
-//! images that run on it: the reset entry and the exception stacks ([`entry`]), the MMU and
-//! caches as zynq7000-hal sets them up plus one non-cacheable section for the GEM's
-//! descriptor rings ([`init`]), the UART console ([`uart`]), the global timer for time and
-//! sleep deadlines ([`timer`]), the GIC lines the CPU wakes on ([`wake`]), the Marvell PHY
-//! QEMU models ([`phy`]), the GEM through zynq7000-hal's driver ([`gem`]), and the board's
-//! services for linklab-firmware ([`Zynq`]).
+//! images that run on it: the MMU and caches as zynq7000-hal sets them up plus one
+//! non-cacheable section for the GEM's descriptor rings ([`init`]), the UART console
+//! ([`uart`]), the global timer for time and sleep deadlines ([`TIMER`]), the GIC lines the
+//! CPU wakes on ([`wake`]), the Marvell PHY QEMU models ([`phy`]), the GEM through
+//! zynq7000-hal's driver ([`gem`]), and the board's services for linklab-firmware
+//! ([`Zynq`]). The reset entry, the vectors, the timer's and the GIC's registers are every
+//! Cortex-A9's: linklab-cortex-a9.
 //!
 //! No interrupt is ever taken: the CPU runs with IRQs masked and WFI wakes on any interrupt
 //! the GIC signals, masked or not; the main loop then polls the driver, and [`wake::clear`]
@@ -13,14 +14,22 @@
 
 #[cfg(feature = "embassy")]
 pub mod embassy;
-pub mod entry;
 pub mod gem;
 pub mod phy;
-pub mod timer;
 pub mod uart;
 pub mod wake;
 
+use linklab_cortex_a9::gic::Gic;
+use linklab_cortex_a9::gtimer::GlobalTimer;
+pub use linklab_cortex_a9::halt;
 use linklab_firmware::Board;
+
+/// The Cortex-A9 MPCore's private region (GIC, timers) on the Zynq-7000.
+pub const PERIPHBASE: usize = 0xF8F0_0000;
+/// The global timer: time and sleep deadlines.
+pub const TIMER: GlobalTimer = GlobalTimer::at(PERIPHBASE);
+/// The GIC.
+pub const GIC: Gic = Gic::at(PERIPHBASE);
 
 /// Where `linklab emu` puts the configuration blob (the last 256 bytes of RAM in
 /// `zynq7000.x`).
@@ -65,40 +74,10 @@ pub fn init() -> zynq7000::Peripherals {
     periphs
 }
 
-/// Stops here for good (WFI with every interrupt masked still wakes; loop).
-pub fn halt() -> ! {
-    loop {
-        aarch32_cpu::asm::wfi();
-    }
-}
-
 /// Writes a panic to the console (where, but not in the minimal image:
 /// [`linklab_firmware::panic_location`]) and halts.
 pub fn report_panic(info: &core::panic::PanicInfo) -> ! {
-    uart::write("linklab firmware: panic");
-    if let Some(loc) = linklab_firmware::panic_location(info) {
-        uart::write(" at ");
-        uart::write(loc.file());
-        uart::write(":");
-        let mut buf = [0u8; 10];
-        uart::write(decimal(loc.line(), &mut buf));
-    }
-    uart::write("\n");
-    halt()
-}
-
-/// `n` in decimal, in `buf`.
-pub fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    core::str::from_utf8(&buf[i..]).unwrap_or("?")
+    linklab_cortex_a9::report_panic(linklab_firmware::panic_location(info))
 }
 
 /// The board's services for the main loop.
@@ -111,7 +90,7 @@ impl Board for Zynq {
     const NAME: &'static str = "zynq7000";
 
     fn now_ns(&mut self) -> u64 {
-        timer::now_ns()
+        TIMER.now_ns()
     }
 
     fn sleep_until(&mut self, deadline_ns: Option<u64>) {
@@ -119,18 +98,18 @@ impl Board for Zynq {
         // GEM's line stays up until its status is cleared below, so a frame that came in after
         // the main loop's last poll ends the WFI at once.
         match deadline_ns {
-            Some(d) => timer::arm_at_ns(d),
-            None => timer::disarm(),
+            Some(d) => TIMER.arm_at_ns(d),
+            None => TIMER.disarm(),
         }
-        let due = deadline_ns.is_some_and(|d| timer::now_ns() >= d);
-        if !(due || wake::pending()) {
+        let due = deadline_ns.is_some_and(|d| TIMER.now_ns() >= d);
+        if !(due || GIC.pending()) {
             aarch32_cpu::asm::wfi();
         }
         // What an interrupt handler would do (the HAL's GEM handler, the GIC's acknowledge),
         // counted as the boards' handlers are: `/stats` cpu.work.isr.
-        let start = timer::now_ns();
+        let start = TIMER.now_ns();
         wake::clear();
-        linklab_firmware::add_isr_work(timer::now_ns() - start);
+        linklab_firmware::add_isr_work(TIMER.now_ns() - start);
     }
 
     fn console(&mut self, text: &str) {

@@ -1,6 +1,8 @@
 //! The console: the Cadence UART0 at 0xE000_0000, which QEMU's `-serial stdio` carries.
 //! Transmit only, polled (the reset state's reference clock is on in QEMU's SLCR).
 
+use linklab_cortex_a9::polled::PolledTx;
+
 const BASE: usize = 0xE000_0000;
 /// Control register: TX and RX enable, resets.
 const CR: usize = 0x00;
@@ -28,34 +30,19 @@ pub fn init() {
     }
 }
 
+/// The transmitter, polled.
+const TX: PolledTx = PolledTx {
+    data: BASE + FIFO,
+    status: BASE + SR,
+    full: SR_TX_FULL,
+};
+
 /// Writes `text`, waiting for room in the FIFO.
 pub fn write(text: &str) {
-    for b in text.bytes() {
-        // SAFETY: as above.
-        unsafe {
-            while reg(SR).read_volatile() & SR_TX_FULL != 0 {}
-            reg(FIFO).write_volatile(u32::from(b));
-        }
-    }
+    TX.write(text);
 }
 
 /// Writes `bytes` (defmt frames), waiting for room in the FIFO.
 pub fn write_bytes(bytes: &[u8]) {
-    for &b in bytes {
-        // SAFETY: as above.
-        unsafe {
-            while reg(SR).read_volatile() & SR_TX_FULL != 0 {}
-            reg(FIFO).write_volatile(u32::from(b));
-        }
-    }
-}
-
-/// Writes `v` as 8 hex digits.
-pub fn write_hex(v: u32) {
-    let mut buf = [0u8; 8];
-    for (i, b) in buf.iter_mut().enumerate() {
-        let nibble = (v >> (28 - 4 * i)) & 0xF;
-        *b = b"0123456789abcdef"[nibble as usize];
-    }
-    write(core::str::from_utf8(&buf).unwrap_or("????????"));
+    TX.write_bytes(bytes);
 }

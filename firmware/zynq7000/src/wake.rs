@@ -5,21 +5,6 @@
 
 use zynq7000_hal::eth::EthernetId;
 
-/// The GIC's CPU interface.
-const GICC: usize = 0xF8F0_0100;
-/// Interrupt acknowledge.
-const ICCIAR: usize = 0x0C;
-/// End of interrupt.
-const ICCEOIR: usize = 0x10;
-/// Highest pending interrupt.
-const ICCHPIR: usize = 0x18;
-/// "No interrupt pending".
-const SPURIOUS: u32 = 1023;
-
-fn gicc(offset: usize) -> *mut u32 {
-    (GICC + offset) as *mut u32
-}
-
 /// The GIC set up by zynq7000-hal: its fixed sensitivities, every line enabled and routed to
 /// CPU 0, distributor and CPU interface on; the CPU's IRQs left masked.
 pub fn init(periphs: &mut zynq7000::Peripherals) {
@@ -31,34 +16,13 @@ pub fn init(periphs: &mut zynq7000::Peripherals) {
     gic.enable();
 }
 
-/// True when the GIC signals an interrupt (WFI would end at once).
-pub fn pending() -> bool {
-    // SAFETY: a read-only register of the GIC's CPU interface.
-    unsafe { gicc(ICCHPIR).read_volatile() & 0x3FF != SPURIOUS }
-}
-
 /// Clears what woke the CPU: the GEM's interrupt status (zynq7000-hal's handler), the
 /// timer's event, then every interrupt the GIC latched (acknowledged and ended; a line still
 /// up is signalled again).
 pub fn clear() {
     crate::gem::note_interrupt(zynq7000_hal::eth::smoltcp::on_interrupt(EthernetId::Eth0));
-    crate::timer::clear_event();
-    ack_all();
-}
-
-/// Acknowledges and ends every interrupt the GIC latched (a line still up is signalled
-/// again).
-fn ack_all() {
-    for _ in 0..8 {
-        // SAFETY: acknowledging and ending interrupts on the GIC's CPU interface.
-        unsafe {
-            let id = gicc(ICCIAR).read_volatile() & 0x3FF;
-            if id == SPURIOUS {
-                break;
-            }
-            gicc(ICCEOIR).write_volatile(id);
-        }
-    }
+    crate::TIMER.clear_event();
+    crate::GIC.ack_all();
 }
 
 /// [`clear`] for the embassy image: the HAL's embassy-net handler (which wakes the driver's
@@ -68,8 +32,8 @@ pub fn clear_embassy() {
     crate::gem::note_interrupt(zynq7000_hal::eth::embassy_net::on_interrupt(
         EthernetId::Eth0,
     ));
-    if crate::timer::take_event() {
-        crate::embassy::time::on_alarm();
+    if crate::TIMER.take_event() {
+        crate::embassy::on_alarm();
     }
-    ack_all();
+    crate::GIC.ack_all();
 }

@@ -41,13 +41,13 @@ pub use timer::WakeAt;
 
 use crate::frame::MAX_FRAME_LEN;
 use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
+use crate::queue::Storage;
+use crate::timing::Clock;
 
 /// How soon the driver looks again when the PHY had no room for a frame, in ns of the MAC's
 /// clock: 50 µs, under half the time a full-size frame takes on a 100 Mbit/s line, so a
 /// buffer that frees is used within a frame time; a wake-up every 50 µs only while full.
 pub const TX_FULL_RETRY_NS: u64 = 50_000;
-use crate::queue::Storage;
-use crate::timing::Clock;
 
 /// What the driver does with a received frame ([`FrameGate::admit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -43,15 +43,31 @@ pub const MAX_UDP_PAYLOAD: usize = 1472;
 /// - `wrap` (optional): a function every app's future goes through, e.g. one that measures
 ///   the apps' share of the CPU.
 ///
-/// ```ignore
+/// ```no_run
+/// # #[cfg(feature = "http")]
+/// # mod example {
+/// use embassy_executor::{SpawnError, Spawner};
+/// use embassy_net::Stack;
+/// use linklab_perf::embassy::{AppCounters, AppStats, IperfMemory};
+/// use static_cell::ConstStaticCell;
+///
 /// static COUNTERS: AppCounters = AppCounters::new();
+/// static IPERF: ConstStaticCell<IperfMemory<4, 8192, 4096, 4, 2048>> =
+///     ConstStaticCell::new(IperfMemory::new());
+///
 /// linklab_perf::embassy_app_tasks! {
 ///     iperf_sockets: 4,
 ///     counters: &COUNTERS,
 ///     gate: None,
 ///     routes: |stack| AppStats::new("my-board", &COUNTERS, stack),
 /// }
-/// // in main: spawner.spawn(unwrap!(iperf_task(stack, IPERF.take().buffers())));
+///
+/// pub fn start_iperf(spawner: Spawner, stack: Stack<'static>) -> Result<(), SpawnError> {
+///     spawner.spawn(iperf_task(stack, IPERF.take().buffers())?);
+///     Ok(())
+/// }
+/// # }
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! embassy_app_tasks {
@@ -122,7 +138,13 @@ macro_rules! embassy_app_tasks {
 /// The caller depends on `embassy-executor`, `embassy-net` and `static_cell`, as embassy
 /// firmwares do.
 ///
-/// ```ignore
+/// ```no_run
+/// # #[cfg(all(feature = "http", feature = "echo"))]
+/// # mod example {
+/// use embassy_executor::Spawner;
+/// use embassy_net::{Stack, StackResources};
+/// use linklab_perf::embassy::{AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory};
+///
 /// static COUNTERS: AppCounters = AppCounters::new();
 /// linklab_perf::embassy_apps! {
 ///     iperf: IperfMemory<4, { 10 * 1460 }, { 4 * 1460 }, 4, 2048>,
@@ -132,8 +154,16 @@ macro_rules! embassy_app_tasks {
 ///     gate: None,
 ///     routes: |stack| AppStats::new("my-board", &COUNTERS, stack),
 /// }
-/// // StackResources<{ app_sockets(true, true) }>; after embassy_net::new:
-/// // unwrap!(spawn_apps::<true, true>(spawner, stack));
+///
+/// /// For `embassy_net::new`.
+/// pub type Resources = StackResources<{ app_sockets(true, true) }>;
+///
+/// /// After `embassy_net::new`.
+/// pub fn start(spawner: Spawner, stack: Stack<'static>) {
+///     spawn_apps::<true, true>(spawner, stack).unwrap();
+/// }
+/// # }
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! embassy_apps {

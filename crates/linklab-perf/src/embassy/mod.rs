@@ -14,18 +14,22 @@
 //!
 //! No heap, no smoltcp of ours (embassy-net brings its own): the user lends every buffer.
 //!
-//! ```ignore
+//! The driver holds each SYN for a served port until its service made room (or drops it
+//! while a handshake the service answered may complete), shows it each frame it sends (so
+//! the gate notes the SYN-ACKs that leave), and holds each UDP echo request until the reply
+//! to the one before had its turn to leave: linklab-mac's `EmbassyMac::with_gate` with a
+//! `FrameGate` that calls `GATE.admit` and `GATE.sent`; any driver that can look at a frame
+//! before lending it can. The tasks:
+//!
+//! ```no_run
+//! # #[cfg(all(feature = "http", feature = "echo"))]
+//! # mod example {
+//! use embassy_net::Stack;
 //! use linklab_perf::embassy::{self as apps, AppCounters, ServiceGate};
+//! use linklab_perf::http::NoRoutes;
+//!
 //! static GATE: ServiceGate = ServiceGate::new();
 //! static COUNTERS: AppCounters = AppCounters::new();
-//!
-//! // The driver holds each SYN for a served port until its service made room (or drops it
-//! // while a handshake the service answered may complete), shows it each frame it sends (so
-//! // the gate notes the SYN-ACKs that leave), and holds each UDP echo request until the
-//! // reply to the one before had its turn to leave (linklab-mac's EmbassyMac with a
-//! // `FrameGate` that calls `GATE.admit` and `GATE.sent`; any driver that can look at a
-//! // frame before lending it can).
-//! let driver = EmbassyMac::new(mac, link).with_gate(AppGate(&GATE));
 //!
 //! #[embassy_executor::task]
 //! async fn iperf(stack: Stack<'static>, b: apps::IperfBuffers<'static, 4>) -> ! {
@@ -39,6 +43,8 @@
 //! async fn echo(stack: Stack<'static>, t: apps::TcpBuffers<'static>, u: apps::UdpBuffers<'static>) -> ! {
 //!     apps::echo_server(stack, t, u, &COUNTERS, Some(&GATE)).await
 //! }
+//! # }
+//! # fn main() {}
 //! ```
 //!
 //! One task per app keeps each woken only by its own sockets (a single task joining them

@@ -2,7 +2,7 @@
 
 use core::fmt::Write as _;
 
-use super::head::{head_end, parse_decimal, parse_status_line};
+use super::head::{first_line, head_end, parse_decimal, parse_status_line};
 use super::{MAX_HEAD, MAX_REQUEST};
 use crate::payload::{self, BenchFile};
 use crate::slice_writer::SliceWriter;
@@ -153,6 +153,18 @@ impl Client {
     /// The response's status code, once its head has been parsed.
     pub fn status(&self) -> Option<u16> {
         (self.status != 0).then_some(self.status)
+    }
+
+    /// The response's status line without its line ending (`HTTP/1.0 404 File not found`),
+    /// once its head has been parsed: what a prober names when it refuses a response.
+    pub fn status_line(&self) -> Option<&[u8]> {
+        (self.status != 0).then(|| first_line(self.head.get(..self.head_len).unwrap_or(&[])))
+    }
+
+    /// The body length the response announced (`Content-Length`), once its head has been
+    /// parsed; `None` when it announced none (the body then ends at the server's close).
+    pub fn content_length(&self) -> Option<u64> {
+        self.content_length
     }
 
     /// Body bytes received so far.
@@ -361,9 +373,16 @@ mod tests {
         assert_eq!(c.status(), None);
         c.receive(b"Length: 10\r\n\r\nnot").unwrap();
         assert_eq!(c.status(), Some(404));
+        assert_eq!(c.status_line(), Some(&b"HTTP/1.1 404 Not Found"[..]));
+        assert_eq!(c.content_length(), Some(10));
+        let mut none = Client::new("h", "/x").unwrap();
+        none.receive(b"HTTP/1.0 200 OK\n\nbody").unwrap();
+        assert_eq!(none.status_line(), Some(&b"HTTP/1.0 200 OK"[..]));
+        assert_eq!(none.content_length(), None);
         let mut bad = Client::new("h", "/x").unwrap();
         assert!(bad.receive(b"garbage\r\n\r\n").is_err());
         assert_eq!(bad.status(), None);
+        assert_eq!(bad.status_line(), None);
     }
 
     #[test]

@@ -47,8 +47,8 @@
 //! [`smoltcp_fetch`] runs a [`Client`] over a TCP socket the caller has connected.
 
 //!
-//! One concept per file: [`head`] parses request and status lines, [`server`] answers one
-//! connection, [`client`] downloads over one, `socket` runs a server over any stack's
+//! One concept per file: `head` parses request and status lines, `server` answers one
+//! connection, `client` downloads over one, `socket` runs a server over any stack's
 //! socket ([`serve_on`]), and `smoltcp` binds both to smoltcp sockets.
 
 mod client;

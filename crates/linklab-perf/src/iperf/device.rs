@@ -20,13 +20,27 @@
 //! stream's ~350 bytes).
 //!
 //! # Main loop
-//! ```ignore
-//! let mut server = SmoltcpIperfServer::<4, 2>::from_buffers(&mut sockets, buffers, 5201);
-//! loop {
-//!     iface.poll(now, &mut device, &mut sockets);
-//!     server.poll(&mut sockets, now);
-//!     let wake = [iface.poll_at(now, &sockets), server.poll_at()].into_iter().flatten().min();
-//!     // sleep until `wake` or the next packet
+//! ```no_run
+//! use linklab_perf::iperf::device::{IperfBuffers, SmoltcpIperfServer};
+//! use smoltcp::iface::{Interface, SocketSet};
+//! use smoltcp::phy::Device;
+//! use smoltcp::time::Instant;
+//!
+//! fn serve<'a, D: Device, I: IntoIterator<Item = &'a mut [u8]>>(
+//!     iface: &mut Interface,
+//!     device: &mut D,
+//!     sockets: &mut SocketSet<'a>,
+//!     buffers: IperfBuffers<'a, I>,
+//!     now: impl Fn() -> Instant,
+//! ) -> ! {
+//!     let mut server = SmoltcpIperfServer::<4, 2>::from_buffers(sockets, buffers, 5201);
+//!     loop {
+//!         let t = now();
+//!         iface.poll(t, device, sockets);
+//!         server.poll(sockets, t);
+//!         let wake = [iface.poll_at(t, sockets), server.poll_at()].into_iter().flatten().min();
+//!         // sleep until `wake` or the next packet
+//!     }
 //! }
 //! ```
 
@@ -42,11 +56,11 @@ use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::stream::Micros;
 use super::wire::MAX_STREAMS;
-use crate::apps::TcpBuffers;
 use crate::evict::half_open_to;
 use crate::lend::Lender;
 use crate::lifetime::{evict, relisten, tcp_socket};
 use crate::rules::Peer;
+use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
 

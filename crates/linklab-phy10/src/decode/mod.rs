@@ -1,7 +1,7 @@
 //! RX: decode an oversampled capture into bytes, with clock recovery.
 //!
 //! The decoder works in three steps:
-//! 1. **Lock** ([`lock`]): follow edges one bit time apart (the preamble's `1010...` has an
+//! 1. **Lock** (`lock`): follow edges one bit time apart (the preamble's `1010...` has an
 //!    edge in the middle of every bit and nowhere else) for more than [`LOCK_INTERVALS`] bits
 //!    and fit phase and period to them by least squares. A capture that never locks is a link
 //!    pulse (isolated 100 ns pulses) or noise.
@@ -11,16 +11,16 @@
 //! 3. **Decode** the frame into the caller's buffer until a bit cell has no mid-bit transition
 //!    (TP_IDL or idle: end of frame) or the capture or buffer runs out (truncated).
 //!
-//! Clock recovery ([`dpll`]) is edge tracking with a second-order DPLL: `t` (fixed point,
+//! Clock recovery (`dpll`) is edge tracking with a second-order DPLL: `t` (fixed point,
 //! samples) predicts where the next mid-bit edge lies, and each edge's offset from it corrects
 //! phase and period, with gains that shrink as the loop has seen more edges.
 //!
-//! The frame is decoded a word at a time ([`x4`] at 4x, [`words`] at 5x..8x): the cells of a
+//! The frame is decoded a word at a time (`x4` at 4x, `words` at 5x..8x): the cells of a
 //! 32-sample window, each checked for its mid-bit transition where the loop predicts it,
 //! their bits gathered with a multiply, their edge offsets summed, one loop update per 2, 4
 //! or 8 words. Where a
 //! word cannot be vouched for (a missing edge, an edge outside its window, the end of the
-//! frame) and at 2x and 3x, the slow path ([`cell`]) reads one cell at a time: the transition
+//! frame) and at 2x and 3x, the slow path (`cell`) reads one cell at a time: the transition
 //! nearest the prediction is the mid-bit edge, near ties are settled on the data ahead.
 
 mod ahead;

@@ -38,7 +38,7 @@ fn capture_bytes(
 
 /// Bytes [`capture_bytes`] writes for a `wire_len`-byte wire (given room).
 fn captured_len(wire_len: usize, start_bit: usize, shift: usize) -> usize {
-    (wire_len * 8).saturating_sub(start_bit) / 8 + usize::from(shift % 8 != 0)
+    (wire_len * 8).saturating_sub(start_bit) / 8 + usize::from(!shift.is_multiple_of(8))
 }
 
 impl Sim<'_> {

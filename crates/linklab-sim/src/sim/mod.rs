@@ -269,7 +269,9 @@ impl Sim<'_> {
             if self.now.saturating_sub(self.app.last_progress_ns) > self.cfg.max_stall_ns {
                 return Err(self.stalled("no progress"));
             }
-            if self.events % 4096 == 0 && wall.elapsed().as_secs_f64() > self.cfg.max_wall_s {
+            if self.events.is_multiple_of(4096)
+                && wall.elapsed().as_secs_f64() > self.cfg.max_wall_s
+            {
                 return Err(self.stalled("wall-time limit reached"));
             }
             self.handle(ev);

@@ -1,4 +1,4 @@
-//! `linklab emu --blast`: the raw ceiling beside the stack. The firmware's packet blaster
+//! `linklab emu blast`: the raw ceiling beside the stack. The firmware's packet blaster
 //! (firmware/common/src/blast.rs, messages in `linklab_perf::blast`) sends UDP datagrams
 //! back to a receiver here for a bounded time of the device's clock, two ways: frames it
 //! builds itself, handed straight to the NIC driver's transmit path, and the same datagrams
@@ -17,7 +17,7 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -25,7 +25,38 @@ use linklab_perf::blast::{self, Report, Request, Way};
 use serde_json::{json, Value};
 
 use super::board::Board;
+use super::image::ImageArgs;
 use super::lab::{Lab, DEVICE_IP, TAP};
+use crate::values;
+
+/// Options of `linklab emu blast`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    target: ImageArgs,
+    /// Milliseconds of the device's clock each blast lasts, 1..=2000.
+    #[arg(long, value_name = "MS", default_value_t = 200,
+          value_parser = values::ranged(1u16, blast::MAX_DURATION_MS))]
+    ms: u16,
+    /// Write the figures as JSON to FILE too.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Runs `linklab emu blast`: the figures, then whether every frame was accounted for.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (board, chosen) = args.target.choose_for("blast", |spec| {
+        if spec.blaster {
+            Ok(())
+        } else {
+            Err("has no packet blaster".into())
+        }
+    })?;
+    let image = chosen.find_or_build(&board)?;
+    let (result, verdict) = measure(&board, &image, args.ms)?;
+    super::report(&result, args.json.as_deref())?;
+    verdict
+}
 
 /// Payload sizes blasted: a full-size frame, and the smallest.
 const PAYLOADS: [u16; 2] = [blast::MAX_PAYLOAD, blast::MIN_PAYLOAD];
@@ -348,7 +379,7 @@ pub fn measure(
     let verdict = runs.iter().try_for_each(Run::check).and(checksum_verdict).and_then(|()| {
         if refused != refusals || obeyed != runs.len() as u64 {
             bail!(
-                "--blast: the device counted {refused} refusals of {refusals} bad requests and {obeyed} blasts of {}",
+                "blast: the device counted {refused} refusals of {refusals} bad requests and {obeyed} blasts of {}",
                 runs.len()
             );
         }

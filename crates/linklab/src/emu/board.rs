@@ -1,12 +1,18 @@
-//! The emulated boards `linklab emu` knows, one entry each: the QEMU machine, the Rust target
-//! and package of its firmware, its images, its NIC and its console.
+//! The emulated boards `linklab emu` knows and their images: one table, board × image. A
+//! board is one entry of [`BOARDS`] (the QEMU machine, the Rust target and package of its
+//! firmware, its NIC and console, where its configuration goes) with its images (how each is
+//! built, what its network is attached to, where its work counters are read, the simulator
+//! profile counted from it). Every command looks its board and image up here; adding a board
+//! is adding one entry.
+
+use crate::values::bail_usage;
 
 /// One emulated board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Board {
-    /// The name users type (`--board`), also the firmware crate's folder under `firmware/`.
+    /// The name users type, also the firmware crate's folder under `firmware/`.
     pub name: &'static str,
-    /// The firmware package (cargo `-p`); its binary of the same name is the main-loop image.
+    /// The firmware package (cargo `-p`); its binary of the same name is the `main` image.
     pub package: &'static str,
     /// The Rust target the images are built for.
     pub target: &'static str,
@@ -24,8 +30,10 @@ pub struct Board {
     pub nic: Nic,
     /// The console: the UART QEMU's first `-serial` carries, for reports.
     pub console: &'static str,
-    /// The images besides the main-loop one.
-    pub images: Images,
+    /// The NIC driver's sources (for a counted profile's fingerprint).
+    pub driver_sources: &'static [&'static str],
+    /// The images, `main` first.
+    pub images: &'static [ImageSpec],
 }
 
 /// How QEMU attaches a board's NIC to a network backend (`tap,...` or `stream,...`).
@@ -70,18 +78,37 @@ impl Nic {
     }
 }
 
-/// One more image of a board's package: a cargo feature and the binary it enables.
+/// One image of a board: what it is, how it is built, how it meets the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Flavour {
-    /// The cargo feature (`--features`).
-    pub feature: &'static str,
-    /// The binary (`--bin`).
-    pub bin: &'static str,
-    /// Built with the package's default features (every app) besides `feature`; false for
-    /// an image that leaves them out (`--no-default-features`).
+pub struct ImageSpec {
+    /// The name users type (`--image NAME`).
+    pub name: &'static str,
+    /// What it runs, in a few words.
+    pub about: &'static str,
+    /// The package, when not the board's (a bench image of its own).
+    pub package: Option<&'static str>,
+    /// The binary (`--bin`); None: the package's own.
+    pub bin: Option<&'static str>,
+    /// The cargo feature that enables it (`--features`), if any.
+    pub feature: Option<&'static str>,
+    /// Built with the package's default features (every app) besides `feature`; false for an
+    /// image that leaves them out (`--no-default-features`).
     pub default_features: bool,
     /// The cargo profile it is built with.
     pub profile: Profile,
+    /// What its network is attached to.
+    pub attach: Attach,
+    /// Where its work counters are read.
+    pub work: Work,
+    /// How its apps run: the main loop or embassy's executor.
+    pub runtime: Runtime,
+    /// It carries the packet blaster (`linklab emu blast`).
+    pub blaster: bool,
+    /// The simulator profile counted from it (`linklab emu parts`), if any.
+    pub sim_profile: Option<&'static str>,
+    /// Sources besides the firmware's, the MAC's, the apps' and the driver's that its counts
+    /// measure (a counted profile's fingerprint).
+    pub extra_sources: &'static [&'static str],
 }
 
 /// A cargo profile of the firmware workspace (firmware/Cargo.toml).
@@ -103,25 +130,184 @@ impl Profile {
     }
 }
 
-/// A board's images besides the main-loop one (None where the board has none).
+/// What an image's network is attached to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Images {
-    /// The serial flavour (`--serial`): the network over linklab-serial's link on the board's
-    /// second UART instead of the NIC; None where the machine has a single UART.
-    pub serial: Option<Flavour>,
-    /// The embassy image (`--embassy`): embassy-executor, embassy-net and linklab-perf's
-    /// embassy apps, defmt on the console.
-    pub embassy: Option<Flavour>,
-    /// The soft-PHY image (`--phy10-line`): linklab-phy10 decodes line samples on the MCU.
-    pub soft_phy: Option<Flavour>,
-    /// The minimal image (`--image minimal`): the iperf3 TCP server alone (`-R`, one
-    /// stream, the results exchange) and ICMP, without `/stats` (its console prints the work
-    /// counters after each iperf3 test instead).
-    pub minimal: Option<Flavour>,
+pub enum Attach {
+    /// The board's NIC, on a TAP QEMU creates.
+    Nic,
+    /// No NIC: linklab-serial's link on the board's second UART, which QEMU puts on a
+    /// pseudo-terminal; `linklab emu` bridges it to the TAP.
+    SerialPty,
+    /// The NIC on a unix socket: `linklab emu` is the simulated 10BASE-T line between it and
+    /// the TAP (linklab-phy10 decodes line samples on the MCU).
+    SoftPhyLine,
+    /// No network (a bench image that prints its figures on the console).
+    None,
+}
+
+/// Where an image's work counters are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// `GET /stats` (`cpu.work`, the MAC's counters, uptime).
+    Stats,
+    /// Its console's `linklab work: ...` line, at boot and after each iperf3 test (an image
+    /// without the HTTP server).
+    Console,
+    /// Nowhere.
+    None,
+}
+
+/// How an image's apps run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// firmware/common's main loop over smoltcp.
+    MainLoop,
+    /// embassy-executor and embassy-net.
+    Embassy,
+}
+
+impl ImageSpec {
+    /// The main-loop image over the board's NIC: every app, `/stats`, the packet blaster.
+    const fn main() -> ImageSpec {
+        ImageSpec {
+            name: "main",
+            about: "the main loop over the NIC: iperf3, HTTP with /stats, echo, ICMP",
+            package: None,
+            bin: None,
+            feature: None,
+            default_features: true,
+            profile: Profile::Release,
+            attach: Attach::Nic,
+            work: Work::Stats,
+            runtime: Runtime::MainLoop,
+            blaster: true,
+            sim_profile: None,
+            extra_sources: &[],
+        }
+    }
+
+    /// An image enabled by cargo feature `feature` with binary `bin`, otherwise as `main`.
+    const fn flavour(name: &'static str, feature: &'static str, bin: &'static str) -> ImageSpec {
+        ImageSpec {
+            name,
+            feature: Some(feature),
+            bin: Some(bin),
+            blaster: false,
+            ..ImageSpec::main()
+        }
+    }
+
+    /// The embassy image: embassy-executor, embassy-net and linklab-perf's embassy apps,
+    /// defmt on the console.
+    const fn embassy(bin: &'static str) -> ImageSpec {
+        ImageSpec {
+            about: "embassy-executor and embassy-net running linklab-perf's embassy apps",
+            runtime: Runtime::Embassy,
+            ..ImageSpec::flavour("embassy", "embassy", bin)
+        }
+    }
+
+    /// The minimal image: the iperf3 TCP server alone (`-R`, one stream, the results
+    /// exchange) and ICMP, built for size, its work on the console.
+    const fn minimal(bin: &'static str) -> ImageSpec {
+        ImageSpec {
+            about: "the iperf3 TCP server alone and ICMP, built for size (no /stats)",
+            default_features: false,
+            profile: Profile::Minimal,
+            work: Work::Console,
+            ..ImageSpec::flavour("minimal", "minimal", bin)
+        }
+    }
+
+    /// The serial image: the network over linklab-serial's link on the second UART.
+    const fn serial(bin: &'static str) -> ImageSpec {
+        ImageSpec {
+            about: "no NIC: linklab-serial's link on UART1, bridged to the TAP",
+            attach: Attach::SerialPty,
+            ..ImageSpec::flavour("serial", "serial", bin)
+        }
+    }
+
+    /// The soft-PHY image: linklab-phy10 decodes line samples on the MCU.
+    const fn soft_phy(bin: &'static str) -> ImageSpec {
+        ImageSpec {
+            about: "linklab-phy10 decoding 10BASE-T line samples; linklab emu is the line",
+            attach: Attach::SoftPhyLine,
+            extra_sources: &["crates/linklab-phy10/src", "firmware/phy10-bench"],
+            ..ImageSpec::flavour("soft-phy", "soft-phy", bin)
+        }
+    }
+
+    /// The phy10 bench image (`linklab emu phy10`): linklab-phy10's decoder counted on the
+    /// console, no network.
+    const fn phy10_bench(package: &'static str) -> ImageSpec {
+        ImageSpec {
+            name: "phy10-bench",
+            about: "linklab-phy10's decoder counted per bit, no network",
+            package: Some(package),
+            attach: Attach::None,
+            work: Work::None,
+            blaster: false,
+            ..ImageSpec::main()
+        }
+    }
+
+    /// The same image, counted into simulator profile `p`.
+    const fn counted(self, p: &'static str) -> ImageSpec {
+        ImageSpec {
+            sim_profile: Some(p),
+            ..self
+        }
+    }
+
+    /// The same image, without the packet blaster.
+    const fn without_blaster(self) -> ImageSpec {
+        ImageSpec {
+            blaster: false,
+            ..self
+        }
+    }
+
+    /// The `cargo` arguments that build it (in the firmware workspace).
+    pub fn cargo_args(&self, board: &Board) -> Vec<&'static str> {
+        let mut c = vec![
+            "build",
+            "--profile",
+            self.profile.name(),
+            "-p",
+            self.package.unwrap_or(board.package),
+        ];
+        if !self.default_features {
+            c.push("--no-default-features");
+        }
+        if let Some(f) = self.feature {
+            c.extend(["--features", f]);
+        }
+        if let Some(b) = self.bin {
+            c.extend(["--bin", b]);
+        }
+        c.extend(["--target", board.target]);
+        c
+    }
+
+    /// The cargo command that builds it (from the firmware workspace), as a user types it.
+    pub fn build_command(&self, board: &Board) -> String {
+        format!("cargo {}", self.cargo_args(board).join(" "))
+    }
+
+    /// The ELF's file name under `target/<triple>/<profile>/`.
+    pub fn file_name(&self, board: &Board) -> &'static str {
+        self.bin.or(self.package).unwrap_or(board.package)
+    }
+
+    /// Has a network to serve on (a TAP, through the NIC, the serial link or the line).
+    pub fn serves(&self) -> bool {
+        self.attach != Attach::None
+    }
 }
 
 /// Every board.
-pub const BOARDS: [Board; 3] = [
+pub const BOARDS: [Board; 4] = [
     Board {
         name: "mps2-an385",
         package: "fw-mps2-an385",
@@ -133,27 +319,13 @@ pub const BOARDS: [Board; 3] = [
         isa: "ARMv7-M (Cortex-M3)",
         nic: Nic::OnBoard { model: "lan9118" },
         console: "CMSDK UART0",
-        images: Images {
-            serial: Some(Flavour {
-                feature: "serial",
-                bin: "fw-mps2-an385-serial",
-                default_features: true,
-                profile: Profile::Release,
-            }),
-            embassy: Some(Flavour {
-                feature: "embassy",
-                bin: "fw-mps2-an385-embassy",
-                default_features: true,
-                profile: Profile::Release,
-            }),
-            soft_phy: None,
-            minimal: Some(Flavour {
-                feature: "minimal",
-                bin: "fw-mps2-an385-minimal",
-                default_features: false,
-                profile: Profile::Minimal,
-            }),
-        },
+        driver_sources: &["crates/linklab-lan9118/src", "crates/linklab-mmio/src"],
+        images: &[
+            ImageSpec::main().counted("mps2-measured"),
+            ImageSpec::embassy("fw-mps2-an385-embassy"),
+            ImageSpec::serial("fw-mps2-an385-serial"),
+            ImageSpec::minimal("fw-mps2-an385-minimal"),
+        ],
     },
     Board {
         name: "riscv32-virt",
@@ -169,29 +341,16 @@ pub const BOARDS: [Board; 3] = [
             globals: &["virtio-mmio.force-legacy=false"],
         },
         console: "NS16550 UART",
-        images: Images {
-            serial: None,
-            embassy: Some(Flavour {
-                feature: "embassy",
-                bin: "fw-riscv32-virt-embassy",
-                default_features: true,
-                profile: Profile::Release,
-            }),
+        driver_sources: &["crates/linklab-virtio-net/src"],
+        images: &[
+            ImageSpec::main().counted("riscv32-measured"),
+            ImageSpec::embassy("fw-riscv32-virt-embassy").counted("riscv32-embassy-measured"),
             // The soft PHY's MAC checks the FCS itself: the feature brings linklab-mac's
             // fast FCS.
-            soft_phy: Some(Flavour {
-                feature: "soft-phy",
-                bin: "fw-riscv32-virt-phy10-line",
-                default_features: true,
-                profile: Profile::Release,
-            }),
-            minimal: Some(Flavour {
-                feature: "minimal",
-                bin: "fw-riscv32-virt-minimal",
-                default_features: false,
-                profile: Profile::Minimal,
-            }),
-        },
+            ImageSpec::soft_phy("fw-riscv32-virt-phy10-line").counted("riscv32-soft-phy"),
+            ImageSpec::minimal("fw-riscv32-virt-minimal"),
+            ImageSpec::phy10_bench("fw-phy10-bench"),
+        ],
     },
     Board {
         name: "zynq7000",
@@ -206,24 +365,45 @@ pub const BOARDS: [Board; 3] = [
             model: "cadence_gem",
         },
         console: "Cadence UART0",
-        images: Images {
-            serial: None,
-            embassy: Some(Flavour {
-                feature: "embassy",
-                bin: "fw-zynq7000-embassy",
-                default_features: true,
-                profile: Profile::Release,
-            }),
-            soft_phy: None,
-            minimal: Some(Flavour {
-                feature: "minimal",
-                bin: "fw-zynq7000-minimal",
-                default_features: false,
-                profile: Profile::Minimal,
-            }),
-        },
+        driver_sources: &[],
+        images: &[
+            // zynq7000-hal's driver is a smoltcp Device of its own: no raw way for the blaster.
+            ImageSpec::main().without_blaster(),
+            ImageSpec::embassy("fw-zynq7000-embassy"),
+            ImageSpec::minimal("fw-zynq7000-minimal"),
+        ],
+    },
+    // The i.MX6 FEC iperf study's board: one core of its i.MX6 Quad, the ENET (QEMU's
+    // imx.enet, its PHY at MDIO address 6 as on the real board) through linklab-imx-enet.
+    Board {
+        name: "sabrelite",
+        package: "fw-sabrelite",
+        target: "armv7a-none-eabi",
+        qemu: "qemu-system-arm",
+        qemu_package: "qemu-system-arm",
+        machine: &["-M", "sabrelite", "-smp", "1"],
+        config_addr: 0x10EF_FF00,
+        isa: "ARMv7-A (Cortex-A9)",
+        // The SoC's own ENET takes the first NIC whatever the model says; named for the reader.
+        nic: Nic::OnBoard { model: "imx.enet" },
+        console: "i.MX UART1",
+        driver_sources: &[
+            "crates/linklab-imx-enet/src",
+            "crates/linklab-mmio/src",
+            "firmware/cortex-a9",
+        ],
+        images: &[
+            ImageSpec::main().counted("sabrelite-measured"),
+            ImageSpec::embassy("fw-sabrelite-embassy"),
+            ImageSpec::minimal("fw-sabrelite-minimal"),
+        ],
     },
 ];
+
+/// The names of every board, for messages.
+pub fn board_names() -> String {
+    BOARDS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
+}
 
 impl Board {
     /// The board called `name`, or an error listing the known ones (a clap value parser).
@@ -232,10 +412,40 @@ impl Board {
             .iter()
             .find(|b| b.name == name)
             .copied()
-            .ok_or_else(|| {
-                let known: Vec<&str> = BOARDS.iter().map(|b| b.name).collect();
-                format!("unknown board; expected one of {}", known.join(", "))
-            })
+            .ok_or_else(|| format!("unknown board; expected one of {}", board_names()))
+    }
+
+    /// Its image called `name`, or one line naming its images and the boards that have one.
+    pub fn image(&self, name: &str) -> anyhow::Result<&'static ImageSpec> {
+        if let Some(i) = self.images.iter().find(|i| i.name == name) {
+            return Ok(i);
+        }
+        let with: Vec<&str> = BOARDS
+            .iter()
+            .filter(|b| b.images.iter().any(|i| i.name == name))
+            .map(|b| b.name)
+            .collect();
+        let own: Vec<&str> = self.images.iter().map(|i| i.name).collect();
+        if with.is_empty() {
+            bail_usage!(
+                "--image {name}: no board has such an image ({}'s: {})",
+                self.name,
+                own.join(", ")
+            );
+        }
+        bail_usage!(
+            "--image {name}: {} has no {name} image ({} {} one; {}'s: {})",
+            self.name,
+            with.join(", "),
+            if with.len() == 1 { "has" } else { "have" },
+            self.name,
+            own.join(", ")
+        )
+    }
+
+    /// The `main` image.
+    pub fn main_image(&self) -> &'static ImageSpec {
+        &self.images[0]
     }
 
     /// QEMU's options for the NIC on TAP `tap`.
@@ -254,6 +464,38 @@ impl Board {
     }
 }
 
+/// The board × image table as text (`linklab emu boards`).
+pub fn table() -> String {
+    let mut out = String::new();
+    for b in &BOARDS {
+        let nic = match b.nic {
+            Nic::OnBoard { model } => model,
+            Nic::Device { device, .. } => device,
+        };
+        out.push_str(&format!(
+            "{}: {}, NIC {nic}, console {}; {} {}; config blob at {:#x}\n",
+            b.name,
+            b.isa,
+            b.console,
+            b.qemu,
+            b.machine.join(" "),
+            b.config_addr
+        ));
+        for i in b.images {
+            let profile = i
+                .sim_profile
+                .map(|p| format!(" [profile {p}]"))
+                .unwrap_or_default();
+            out.push_str(&format!("  {:<12} {}{profile}\n", i.name, i.about));
+            out.push_str(&format!("  {:<12}   {}\n", "", i.build_command(b)));
+        }
+    }
+    out.push_str(
+        "(cargo builds run in linklab's firmware/ folder; linklab emu runs them itself.)\n",
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,13 +504,63 @@ mod tests {
     fn unknown_board_names_the_known_ones() {
         let e = Board::by_name("esp32").unwrap_err();
         assert!(
-            e.contains("mps2-an385") && e.contains("riscv32-virt") && e.contains("zynq7000"),
+            e.contains("mps2-an385")
+                && e.contains("riscv32-virt")
+                && e.contains("zynq7000")
+                && e.contains("sabrelite"),
             "{e}"
         );
         assert_eq!(
             Board::by_name("riscv32-virt").unwrap().qemu,
             "qemu-system-riscv32"
         );
+    }
+
+    #[test]
+    fn every_board_has_a_main_image_first_and_names_each_image_once() {
+        for b in &BOARDS {
+            assert_eq!(b.main_image().name, "main", "{}", b.name);
+            for (n, i) in b.images.iter().enumerate() {
+                assert!(
+                    b.images[..n].iter().all(|j| j.name != i.name),
+                    "{}: {} twice",
+                    b.name,
+                    i.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_image_is_one_line_naming_who_has_it() {
+        let mps2 = Board::by_name("mps2-an385").unwrap();
+        let e = mps2.image("soft-phy").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--image soft-phy: mps2-an385 has no soft-phy image (riscv32-virt has one; mps2-an385's: main, embassy, serial, minimal)"
+        );
+        let e = mps2.image("nope").unwrap_err().to_string();
+        assert!(
+            e.starts_with("--image nope: no board has such an image"),
+            "{e}"
+        );
+        assert_eq!(mps2.image("minimal").unwrap().profile, Profile::Minimal);
+    }
+
+    #[test]
+    fn build_commands_are_the_ones_scripts_check_runs() {
+        let check = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/check"),
+        )
+        .unwrap();
+        for b in &BOARDS {
+            for i in b.images {
+                let c = i.build_command(b);
+                // scripts/check spells `--profile release` as `--release`.
+                let spelled = c.replace("--profile release", "--release");
+                assert!(check.contains(&spelled), "scripts/check lacks: {spelled}");
+            }
+        }
     }
 
     #[test]

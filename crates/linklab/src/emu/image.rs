@@ -6,7 +6,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use super::board::{Board, Flavour, Profile};
+use super::board::{Attach, Board, ImageSpec, Work};
+use super::line::{LineArgs, LineOptions};
+use crate::values::bail_usage;
 
 /// The firmware workspace: `$LINKLAB_FIRMWARE_DIR`, else `firmware/` of the source tree this
 /// binary was built from.
@@ -17,108 +19,185 @@ pub fn firmware_dir() -> PathBuf {
     }
 }
 
-/// Which of a board's images.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Image {
-    /// The main loop over the board's NIC (the package's own binary).
-    Main,
-    /// `--serial` ([`super::board::Images::serial`]).
-    Serial,
-    /// `--embassy` ([`super::board::Images::embassy`]).
-    Embassy,
-    /// `--phy10-line` ([`super::board::Images::soft_phy`]).
-    SoftPhy,
-    /// `--image minimal` ([`super::board::Images::minimal`]).
-    Minimal,
+/// The board and image a measuring verb runs.
+#[derive(clap::Args, Debug)]
+pub struct ImageArgs {
+    /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
+    #[arg(value_name = "BOARD", value_parser = Board::by_name)]
+    pub board: Board,
+    /// The image: main (the default), embassy, soft-phy, minimal, or an ELF file.
+    ///
+    /// A name from the board's row of `linklab emu boards`; the image is built from
+    /// linklab's firmware/ folder when needed. Any other value is an ELF file taken as the
+    /// main image (a file named like an image is given with a path, e.g. `./minimal`).
+    #[arg(long, value_name = "NAME|ELF")]
+    pub image: Option<PathBuf>,
+    /// With --image NAME: this ELF file of that image instead of building it.
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    pub elf: Option<PathBuf>,
 }
 
-/// The image names `--image` takes besides an ELF path.
-pub const NAMED_IMAGES: [&str; 1] = ["minimal"];
-
-/// `--image`'s value as one of the board's named images ([`NAMED_IMAGES`]: Some), or an ELF
-/// file (None; a file named like an image is given with a path, e.g. `./minimal`). A name
-/// the board has no image for is one line naming the boards that have it.
-pub fn named(board: &Board, value: Option<&Path>) -> anyhow::Result<Option<Image>> {
-    let Some(name) = value.and_then(Path::to_str) else {
-        return Ok(None);
-    };
-    if !NAMED_IMAGES.contains(&name) {
-        return Ok(None);
-    }
-    if board.images.minimal.is_none() {
-        let with: Vec<&str> = super::board::BOARDS
-            .iter()
-            .filter(|b| b.images.minimal.is_some())
-            .map(|b| b.name)
-            .collect();
-        bail!(
-            "--image {name}: {} has no {name} image ({} have one)",
-            board.name,
-            with.join(", ")
-        );
-    }
-    Ok(Some(Image::Minimal))
-}
-
-/// The `kind` image of `board`: `image` if given, else built (cargo is a no-op when it is up
-/// to date) from the firmware workspace. A board without that image is one line naming it.
-pub fn find_or_build(board: &Board, kind: Image, image: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let flavour =
-        match kind {
-            Image::Main => None,
-            Image::Serial => Some(board.images.serial.with_context(|| {
-                format!(
-                    "--serial: {} has no serial image (QEMU's machine has one UART, the console)",
-                    board.name
-                )
-            })?),
-            Image::Embassy => Some(
-                board
-                    .images
-                    .embassy
-                    .with_context(|| format!("--embassy: {} has no embassy image", board.name))?,
-            ),
-            Image::SoftPhy => Some(board.images.soft_phy.with_context(|| {
-                let with: Vec<&str> = super::board::BOARDS
-                    .iter()
-                    .filter(|b| b.images.soft_phy.is_some())
-                    .map(|b| b.name)
-                    .collect();
-                format!(
-                    "--phy10-line: {} has no soft-PHY image ({} has one)",
-                    board.name,
-                    with.join(", ")
-                )
-            })?),
-            Image::Minimal => Some(board.images.minimal.with_context(|| {
-                format!("--image minimal: {} has no minimal image", board.name)
-            })?),
-        };
-    build(board, image, flavour)
-}
-
-/// Finds or builds the NIC image, or with `flavour` another one.
-fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyhow::Result<PathBuf> {
-    let bin = flavour.map(|f| f.bin);
-    let profile = flavour.map_or(Profile::Release, |f| f.profile).name();
-    if let Some(path) = image {
-        if !path.is_file() {
-            bail!("--image: {} is not a file", path.display());
+impl ImageArgs {
+    /// The board (its QEMU installed) and the chosen image, which `verb` must accept
+    /// (`accepts` says why not: one usage line).
+    pub fn choose_for(
+        &self,
+        verb: &str,
+        accepts: impl Fn(&ImageSpec) -> Result<(), String>,
+    ) -> anyhow::Result<(Board, Chosen)> {
+        let board = self.board;
+        let chosen = choose(&board, self.image.as_deref(), self.elf.as_deref())?;
+        if let Err(why) = accepts(chosen.spec) {
+            bail_usage!("{verb}: {}'s {} image {why}", board.name, chosen.spec.name);
         }
-        return Ok(path.to_path_buf());
+        super::qemu::require(&board)?;
+        Ok((board, chosen))
     }
+}
+
+/// What every measuring verb takes: the board and image, the soft-PHY line's options (with
+/// `--image soft-phy`), and where to write the figures.
+#[derive(clap::Args, Debug)]
+pub struct Measure {
+    #[command(flatten)]
+    pub target: ImageArgs,
+    #[command(flatten)]
+    line: LineOptions,
+    /// Write the figures as JSON to FILE too.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// The fixed instruction rate a verb runs the image at.
+#[derive(clap::Args, Debug)]
+pub struct FixedRate {
+    /// The fixed rate: `-icount shift=N`, 1000 / 2^N MIPS (3: 125 MIPS), 0..=10.
+    #[arg(long = "icount", value_name = "N", default_value_t = 3,
+          value_parser = crate::values::ranged(0u32, 10))]
+    pub shift: u32,
+}
+
+/// A measuring verb's board and image, ready: the ELF built and the line's settings.
+pub struct Prepared {
+    /// The board.
+    pub board: Board,
+    /// The image's entry and given ELF.
+    pub chosen: Chosen,
+    /// The ELF to boot.
+    pub image: PathBuf,
+    /// The soft-PHY line's settings (a soft-PHY image only).
+    pub line: Option<LineArgs>,
+}
+
+impl Measure {
+    /// The board and image for `verb`, which must accept the image (see
+    /// [`ImageArgs::choose_for`]), built, with its line's settings.
+    pub fn prepare(
+        &self,
+        verb: &str,
+        accepts: impl Fn(&ImageSpec) -> Result<(), String>,
+    ) -> anyhow::Result<Prepared> {
+        let (board, chosen) = self.target.choose_for(verb, accepts)?;
+        let line = self
+            .line
+            .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
+        let image = chosen.find_or_build(&board)?;
+        Ok(Prepared {
+            board,
+            chosen,
+            image,
+            line,
+        })
+    }
+
+    /// Prints the figures, and writes them to `--json FILE` if given.
+    pub fn report(&self, result: &serde_json::Value) -> anyhow::Result<()> {
+        super::report(result, self.json.as_deref())
+    }
+}
+
+/// Accepts an image whose traffic stock iperf3 can measure: over the NIC or the soft-PHY
+/// line, its work counted (`/stats` or the console).
+pub fn carries_traffic(spec: &ImageSpec) -> Result<(), String> {
+    match (spec.attach, spec.work) {
+        (Attach::Nic | Attach::SoftPhyLine, Work::Stats | Work::Console) => Ok(()),
+        (Attach::SerialPty, _) => {
+            Err("has no NIC (its network is the serial link: linklab serial measures that)".into())
+        }
+        _ => Err(format!("has no network ({})", spec.about)),
+    }
+}
+
+/// A board's image as chosen on the command line: its entry in the table and, if given, its
+/// ELF file (else it is built).
+#[derive(Clone, Debug)]
+pub struct Chosen {
+    /// The image's entry.
+    pub spec: &'static ImageSpec,
+    /// The ELF file given for it (`--image ELF`, or `--elf` with `--image NAME`).
+    pub elf: Option<PathBuf>,
+}
+
+/// `--image NAME|ELF` (None: `main`) and `--elf FILE` of `board`: a value without a `/` that
+/// is not a file is a name from the board's table (one line naming who has it when the board
+/// has none); any other value is an ELF file of the `main` image.
+pub fn choose(board: &Board, image: Option<&Path>, elf: Option<&Path>) -> anyhow::Result<Chosen> {
+    let name = image
+        .and_then(Path::to_str)
+        .filter(|v| !v.contains('/') && (is_image_name(v) || !Path::new(v).is_file()));
+    let spec = match (image, name) {
+        (None, _) => board.main_image(),
+        (Some(_), Some(name)) => board.image(name)?,
+        (Some(file), None) => {
+            if elf.is_some() {
+                bail_usage!("--elf: with --image NAME, not with an ELF file as --image");
+            }
+            return Ok(Chosen {
+                spec: board.main_image(),
+                elf: Some(file.to_path_buf()),
+            });
+        }
+    };
+    Ok(Chosen {
+        spec,
+        elf: elf.map(Path::to_path_buf),
+    })
+}
+
+/// True when `v` names an image of some board (a file of that name in the working folder is
+/// then given as `./NAME`).
+fn is_image_name(v: &str) -> bool {
+    super::board::BOARDS
+        .iter()
+        .any(|b| b.images.iter().any(|i| i.name == v))
+}
+
+impl Chosen {
+    /// The ELF: the one given, else built (cargo is a no-op when it is up to date) from the
+    /// firmware workspace.
+    pub fn find_or_build(&self, board: &Board) -> anyhow::Result<PathBuf> {
+        match &self.elf {
+            Some(path) if !path.is_file() => bail!("--image: {} is not a file", path.display()),
+            Some(path) => Ok(path.clone()),
+            None => build(board, self.spec),
+        }
+    }
+}
+
+/// Builds `spec` of `board` (or finds it built, where there are no firmware sources).
+fn build(board: &Board, spec: &ImageSpec) -> anyhow::Result<PathBuf> {
     let dir = firmware_dir();
     let built = dir
         .join("target")
         .join(board.target)
-        .join(profile)
-        .join(bin.unwrap_or(board.package));
+        .join(spec.profile.name())
+        .join(spec.file_name(board));
     if !dir.join("Cargo.toml").is_file() {
         if built.is_file() {
             return Ok(built);
         }
         bail!(
-            "no firmware sources at {} and no --image: set LINKLAB_FIRMWARE_DIR to linklab's firmware/ folder",
+            "no firmware sources at {} and no --image ELF: set LINKLAB_FIRMWARE_DIR to linklab's firmware/ folder",
             dir.display()
         );
     }
@@ -134,24 +213,10 @@ fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyho
             );
         }
     }
-    let mut cargo = Command::new("cargo");
-    cargo.current_dir(&dir).args([
-        "build",
-        "--profile",
-        profile,
-        "-q",
-        "-p",
-        board.package,
-        "--target",
-        board.target,
-    ]);
-    if let Some(f) = flavour {
-        if !f.default_features {
-            cargo.arg("--no-default-features");
-        }
-        cargo.args(["--features", f.feature, "--bin", f.bin]);
-    }
-    let out = cargo
+    let out = Command::new("cargo")
+        .current_dir(&dir)
+        .args(spec.cargo_args(board))
+        .arg("-q")
         .output()
         .context("cannot run cargo to build the firmware image")?;
     if !out.status.success() {
@@ -160,7 +225,11 @@ fn build(board: &Board, image: Option<&Path>, flavour: Option<Flavour>) -> anyho
             .lines()
             .find(|l| l.starts_with("error"))
             .unwrap_or("cargo build failed");
-        bail!("building the {} image failed: {first}", board.name);
+        bail!(
+            "building {}'s {} image failed: {first}",
+            board.name,
+            spec.name
+        );
     }
     Ok(built)
 }
@@ -222,20 +291,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_board_without_an_image_is_one_line() {
-        let mut board = super::super::board::BOARDS[0];
-        board.images.embassy = None;
-        let e = find_or_build(&board, Image::Embassy, None)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "--embassy: mps2-an385 has no embassy image");
-        let e = find_or_build(&board, Image::SoftPhy, None)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "--phy10-line: mps2-an385 has no soft-PHY image (riscv32-virt has one)"
+    fn an_image_is_a_name_or_a_file() {
+        let board = super::super::board::BOARDS[0];
+        let main = choose(&board, None, None).unwrap();
+        assert_eq!((main.spec.name, main.elf), ("main", None));
+        let minimal = choose(&board, Some(Path::new("minimal")), None).unwrap();
+        assert_eq!(minimal.spec.name, "minimal");
+        let file = choose(&board, Some(Path::new("./minimal")), None).unwrap();
+        assert_eq!(file.spec.name, "main");
+        assert_eq!(file.elf.as_deref(), Some(Path::new("./minimal")));
+        let e = choose(&board, Some(Path::new("soft-phy")), None).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--image soft-phy: mps2-an385 has no soft-phy image"),
+            "{e}"
         );
+        let given = choose(&board, Some(Path::new("embassy")), Some(Path::new("e.elf"))).unwrap();
+        assert_eq!(given.spec.name, "embassy");
+        assert_eq!(given.elf.as_deref(), Some(Path::new("e.elf")));
     }
 
     #[test]

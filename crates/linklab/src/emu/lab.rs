@@ -25,32 +25,38 @@ pub const TAP: &str = "llemu0";
 /// A booted image in its own namespace.
 pub struct Lab {
     qemu: Option<Qemu>,
-    /// `linklab emu --phy10-line` (the soft-PHY image and its line) in place of QEMU.
+    /// `linklab emu BOARD --image soft-phy` (the soft-PHY image and its line) in place of
+    /// QEMU.
     line: Option<std::process::Child>,
     ns: String,
 }
 
 impl Lab {
+    /// A new namespace of this process's, with nothing in it yet (the stock tools checked).
+    fn empty() -> anyhow::Result<Lab> {
+        require_tools()?;
+        let ns = format!("llemu{}", std::process::id());
+        let status = Command::new("ip").args(["netns", "add", &ns]).status();
+        if !matches!(status, Ok(s) if s.success()) {
+            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
+        }
+        Ok(Lab {
+            qemu: None,
+            line: None,
+            ns,
+        })
+    }
+
     /// Boots `image` of `board` with `icount` (None: free-running) in a new namespace and
     /// waits until the device answers ping.
     pub fn boot(board: &Board, image: &Path, icount: Option<String>) -> anyhow::Result<Lab> {
-        require_tools()?;
-        let ns = format!("llemu{}", std::process::id());
+        let mut lab = Lab::empty()?;
         let config = DeviceConfig {
             ip: [198, 18, 0, 2],
             prefix: 24,
             mac: DeviceConfig::DEFAULT.mac,
         };
-        let blob = ConfigBlob::write(&ns, &config.to_bytes())?;
-        let status = Command::new("ip").args(["netns", "add", &ns]).status();
-        if !matches!(status, Ok(s) if s.success()) {
-            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
-        }
-        let mut lab = Lab {
-            qemu: None,
-            line: None,
-            ns,
-        };
+        let blob = ConfigBlob::write(&lab.ns, &config.to_bytes())?;
         let mut qemu = Qemu::start(Boot {
             board,
             image,
@@ -65,39 +71,29 @@ impl Lab {
         lab.configure()
     }
 
-    /// Boots the soft-PHY image of `board` with its line (`linklab emu --phy10-line`, this
-    /// very program, run in the namespace with `line`'s options and `--icount shift`) and
-    /// waits until the device answers ping.
+    /// Boots the soft-PHY image `image` of `board` with its line (`linklab emu BOARD --image
+    /// soft-phy`, this very program, run in the namespace with `line`'s options and
+    /// `--icount shift`) and waits until the device answers ping.
     pub fn boot_line(
         board: &Board,
         image: &Path,
         shift: Option<u32>,
         line: &super::line::LineArgs,
     ) -> anyhow::Result<Lab> {
-        require_tools()?;
-        let ns = format!("llemu{}", std::process::id());
-        let status = Command::new("ip").args(["netns", "add", &ns]).status();
-        if !matches!(status, Ok(s) if s.success()) {
-            bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");
-        }
-        let mut lab = Lab {
-            qemu: None,
-            line: None,
-            ns,
-        };
+        let mut lab = Lab::empty()?;
         let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
         let mut argv: Vec<String> = vec![
             exe.display().to_string(),
             "emu".into(),
-            "--board".into(),
             board.name.into(),
-            "--phy10-line".into(),
+            "--image".into(),
+            "soft-phy".into(),
+            "--elf".into(),
+            image.display().to_string(),
             "--tap".into(),
             TAP.into(),
             "--ip".into(),
             format!("{DEVICE_IP}/24"),
-            "--image".into(),
-            image.display().to_string(),
         ];
         argv.extend(line.to_argv());
         if let Some(n) = shift {
@@ -110,7 +106,7 @@ impl Lab {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .context("cannot start linklab emu --phy10-line")?;
+            .context("cannot start linklab emu --image soft-phy")?;
         lab.line = Some(child);
         for _ in 0..600 {
             let shown = lab.command(&["ip", "link", "show", TAP]).output();
@@ -119,11 +115,11 @@ impl Lab {
                 return lab.configure();
             }
             if let Some(Ok(Some(status))) = lab.line.as_mut().map(|c| c.try_wait()) {
-                bail!("linklab emu --phy10-line exited ({status}) before its TAP appeared");
+                bail!("linklab emu --image soft-phy exited ({status}) before its TAP appeared");
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        bail!("linklab emu --phy10-line did not create its TAP within 120 s")
+        bail!("linklab emu --image soft-phy did not create its TAP within 120 s")
     }
 
     /// Configures the kernel side of the TAP and waits until the device answers ping.
@@ -227,19 +223,6 @@ impl Lab {
         let url = format!("http://{DEVICE_IP}/stats");
         let out = self.run(&["curl", "-sS", "--max-time", "20", &url])?;
         serde_json::from_slice(&out.stdout).context("/stats is not JSON")
-    }
-
-    /// Stock `iperf3 -c DEVICE -J` with `extra` options; its JSON report.
-    pub fn iperf3(&self, extra: &[&str]) -> anyhow::Result<Value> {
-        let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-J", "--connect-timeout", "5000"];
-        argv.extend_from_slice(extra);
-        let out = self.command(&argv).output().context("cannot run iperf3")?;
-        let report: Value =
-            serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
-        if let Some(e) = report.get("error") {
-            bail!("iperf3 {}: {e}", extra.join(" "));
-        }
-        Ok(report)
     }
 }
 

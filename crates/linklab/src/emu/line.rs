@@ -1,4 +1,5 @@
-//! `linklab emu --phy10-line`: the 10BASE-T line between a TAP and the soft-PHY firmware.
+//! `linklab emu riscv32-virt --image soft-phy`: the 10BASE-T line between a TAP and the
+//! soft-PHY firmware.
 //!
 //! The firmware (firmware/riscv32-virt's `fw-riscv32-virt-phy10-line`) is its own PHY: it
 //! receives line samples and decodes them with linklab-phy10. QEMU has no sampler, so a
@@ -47,13 +48,12 @@ use rand::SeedableRng;
 
 use super::blob::ConfigBlob;
 use super::board::Board;
-use super::image::{self, Image};
 use super::qemu::{Boot, Network, Qemu};
-use crate::serve::tap::Tap;
 use crate::values;
-pub use args::LineArgs;
+pub use args::{LineArgs, LineOptions};
 pub use counters::Counters;
 use from_device::FromDevice;
+use linklab_tap::Tap;
 use socket::{set_send_buffer, Socket};
 use to_device::ToDevice;
 
@@ -76,7 +76,7 @@ impl Line {
             jitter_samples: 0,
             noise: args.noise,
         })
-        .map_err(|e| values::usage(format!("--phy10-line: {e}")))?
+        .map_err(|e| values::usage(format!("the soft-PHY line: {e}")))?
         .with_transmitter(Oversample::X2);
         wire.set_jitter(args.jitter)
             .map_err(|e| values::usage(format!("--jitter: {e}")))?;
@@ -144,8 +144,8 @@ pub struct Session<'a> {
     pub tap: &'a str,
     /// The device's configuration blob (`DeviceConfig::to_bytes`).
     pub device_config: Vec<u8>,
-    /// The image, if given.
-    pub image: Option<&'a Path>,
+    /// The soft-PHY image.
+    pub image: &'a Path,
     /// `--icount N`.
     pub icount: Option<u32>,
     /// How long to wait for the boot line.
@@ -168,8 +168,6 @@ pub fn run(
     args: &LineArgs,
     signals: &crate::serve::StopSignals,
 ) -> anyhow::Result<()> {
-    args.validate()?;
-    let image = image::find_or_build(s.board, Image::SoftPhy, s.image)?;
     if Path::new("/sys/class/net").join(s.tap).exists() {
         bail!(
             "--tap {}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)",
@@ -184,7 +182,7 @@ pub fn run(
     let socket = Socket::bind()?;
     let mut qemu = Qemu::start(Boot {
         board: s.board,
-        image: &image,
+        image: s.image,
         config_blob: Some(blob),
         network: Network::Stream(socket.path()),
         icount: s.icount.map(icount_options),

@@ -1,4 +1,4 @@
-//! `linklab emu --cost-parts`: one counted profile of the simulator, from its image. QEMU
+//! `linklab emu parts`: one counted profile of the simulator, from its image. QEMU
 //! runs at `-icount shift=0`; stock iperf3 moves data both ways with several segment sizes
 //! (the kernel side's MTU sets the MSS both ends use: the device refuses iperf3's `-M`, as a
 //! stack without a settable MSS does; MTUs of 1499 and 1498 give segments that are not whole
@@ -13,10 +13,9 @@
 //! The device's figures come from the image too: its RX queue and TCP window from `/stats`,
 //! the window it advertises and the bytes it keeps in flight from a capture of the
 //! transfers (tshark). A soft-PHY image's decoder at every factor comes from
-//! `linklab emu --phy10` on the same board.
+//! `linklab emu phy10` on the same board.
 
 use std::path::Path;
-use std::process::Stdio;
 
 use anyhow::{bail, Context};
 use linklab_sim::counts::{
@@ -24,13 +23,35 @@ use linklab_sim::counts::{
 };
 use serde_json::{json, Value};
 
-use super::board::Board;
-use super::image::Image;
+mod capture;
+mod solve;
+
+use super::board::{Attach, Board, ImageSpec, Runtime, BOARDS};
+use super::image::Measure;
 use super::lab::{Lab, DEVICE_IP, TAP};
 use super::line::LineArgs;
+use super::transfer::{Transfer, Watch};
+use capture::{queued_while, Capture};
+use solve::{dot, nonnegative_least_squares};
+
+/// Options of `linklab emu parts` (`--json FILE`: the profile's file under
+/// crates/linklab-sim/data/).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    measure: Measure,
+}
+
+/// Runs `linklab emu parts`: only the images with a simulator profile are counted (said
+/// before anything is built).
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let p = args.measure.prepare("parts", counted)?;
+    let result = cost_parts(&p.board, p.chosen.spec, &p.image, p.line.as_ref())?;
+    args.measure.report(&result)
+}
 
 /// One transfer: the kernel side's MTU, then iperf3 options after `-c DEVICE -J`.
-type Transfer = (u16, &'static [&'static str]);
+type Run = (u16, &'static [&'static str]);
 
 /// The iperf3 transfers, device receiving then sending. The host sends with CUBIC, as the
 /// simulator's host does (this machine may default to BBR, which paces). Sending, the
@@ -41,7 +62,7 @@ type Transfer = (u16, &'static [&'static str]);
 /// less than a pass that moves data, and the linear parts then miss the other transfers by
 /// up to 23 % (one count with them; without, every transfer but the 100 kB download within
 /// 1.6 %).
-const RUNS: [Transfer; 8] = [
+const RUNS: [Run; 8] = [
     (1500, &["-n", "2M", "-C", "cubic"]),
     (1499, &["-n", "2M", "-C", "cubic"]),
     (1498, &["-n", "1M", "-C", "cubic"]),
@@ -56,18 +77,16 @@ const FIRST_SEND: usize = 5;
 /// The HTTP downloads (paths on the device).
 const HTTP_RUNS: [&str; 2] = ["/1MB.txt", "/100kB.txt"];
 
-/// The counted profile of `board`'s `kind` image and its data file, or an error naming the
+/// The counted profile of `board`'s `spec` image and its data file, or an error naming the
 /// images that have one.
-pub fn profile_of(board: &Board, kind: Image) -> anyhow::Result<(&'static str, &'static str)> {
-    let name = match (board.name, kind) {
-        ("riscv32-virt", Image::Main) => "riscv32-measured",
-        ("riscv32-virt", Image::Embassy) => "riscv32-embassy-measured",
-        ("riscv32-virt", Image::SoftPhy) => "riscv32-soft-phy",
-        ("mps2-an385", Image::Main) => "mps2-measured",
-        _ => bail!(
-            "--cost-parts, --predict: no simulator profile for this image of {} (profiles: riscv32-virt's main-loop, --embassy and --phy10-line images; mps2-an385's main-loop image)",
-            board.name
-        ),
+pub fn profile_of(board: &Board, spec: &ImageSpec) -> anyhow::Result<(&'static str, &'static str)> {
+    let Some(name) = spec.sim_profile else {
+        bail!(
+            "{}'s {} image {}",
+            board.name,
+            spec.name,
+            counted(spec).err().unwrap_or_default()
+        );
     };
     let path = PROFILES
         .iter()
@@ -77,26 +96,45 @@ pub fn profile_of(board: &Board, kind: Image) -> anyhow::Result<(&'static str, &
     Ok((name, path))
 }
 
-/// The command that writes the data file of `board`'s `kind` image (from the repository
+/// Accepts an image a simulator profile is counted from; else says which are.
+pub fn counted(spec: &ImageSpec) -> Result<(), String> {
+    if spec.sim_profile.is_some() {
+        return Ok(());
+    }
+    let counted: Vec<String> = BOARDS
+        .iter()
+        .flat_map(|b| {
+            b.images
+                .iter()
+                .filter(|i| i.sim_profile.is_some())
+                .map(move |i| format!("{} {}", b.name, i.name))
+        })
+        .collect();
+    Err(format!(
+        "has no simulator profile (the images that have one: {})",
+        counted.join(", ")
+    ))
+}
+
+/// The command that writes the data file of `board`'s `spec` image (from the repository
 /// root, as root).
-pub fn command(board: &Board, kind: Image) -> anyhow::Result<String> {
-    let (_, path) = profile_of(board, kind)?;
-    let flag = match kind {
-        Image::Embassy => " --embassy",
-        Image::SoftPhy => " --phy10-line",
-        // profile_of above let only the main-loop image through besides these two.
-        _ => "",
+pub fn command(board: &Board, spec: &ImageSpec) -> anyhow::Result<String> {
+    let (_, path) = profile_of(board, spec)?;
+    let image = if spec.name == "main" {
+        String::new()
+    } else {
+        format!(" --image {}", spec.name)
     };
     Ok(format!(
-        "linklab emu --board {}{flag} --cost-parts --json {path}",
+        "linklab emu parts {}{image} --json {path}",
         board.name
     ))
 }
 
-/// The sources whose code the counts of `board`'s `kind` image measure: the firmware
+/// The sources whose code the counts of `board`'s `spec` image measure: the firmware
 /// workspace's common code, memcpy and lock file (smoltcp's version), the board's crate, its
 /// driver, the MAC and the apps (and for a soft PHY, linklab-phy10 and its bench image).
-pub fn sources(board: &Board, kind: Image) -> Vec<String> {
+pub fn sources(board: &Board, spec: &ImageSpec) -> Vec<String> {
     let mut s: Vec<String> = [
         "firmware/Cargo.toml",
         "firmware/Cargo.lock",
@@ -109,15 +147,8 @@ pub fn sources(board: &Board, kind: Image) -> Vec<String> {
     .map(String::from)
     .to_vec();
     s.push(format!("firmware/{}", board.name));
-    match board.name {
-        "mps2-an385" => {
-            s.extend(["crates/linklab-lan9118/src", "crates/linklab-mmio/src"].map(String::from))
-        }
-        _ => s.push("crates/linklab-virtio-net/src".into()),
-    }
-    if kind == Image::SoftPhy {
-        s.extend(["crates/linklab-phy10/src", "firmware/phy10-bench"].map(String::from));
-    }
+    s.extend(board.driver_sources.iter().map(|d| d.to_string()));
+    s.extend(spec.extra_sources.iter().map(|d| d.to_string()));
     s
 }
 
@@ -206,175 +237,8 @@ impl Counts {
     }
 }
 
-/// Least squares: the `x` minimizing |A x − y|, by the normal equations (a handful of
-/// unknowns, well-scaled after dividing each column by its largest value). None if singular.
-fn least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
-    let n = a.first()?.len();
-    let scale: Vec<f64> = (0..n)
-        .map(|j| a.iter().map(|r| r[j].abs()).fold(0.0, f64::max).max(1e-12))
-        .collect();
-    // Normal equations M x' = b with x' = x · scale.
-    let mut m = vec![vec![0.0; n + 1]; n];
-    for (row, &yi) in a.iter().zip(y) {
-        for i in 0..n {
-            for j in 0..n {
-                m[i][j] += row[i] / scale[i] * row[j] / scale[j];
-            }
-            m[i][n] += row[i] / scale[i] * yi;
-        }
-    }
-    for c in 0..n {
-        let p = (c..n).max_by(|&i, &j| m[i][c].abs().total_cmp(&m[j][c].abs()))?;
-        if m[p][c].abs() < 1e-9 {
-            return None;
-        }
-        m.swap(c, p);
-        let pivot = m[c].clone();
-        for (r, row) in m.iter_mut().enumerate() {
-            if r != c {
-                let f = row[c] / pivot[c];
-                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
-                    *x -= f * p;
-                }
-            }
-        }
-    }
-    Some((0..n).map(|i| m[i][n] / m[i][i] / scale[i]).collect())
-}
-
-/// Least squares with every unknown at least 0 (no part of the work costs less than
-/// nothing): solve, and while an unknown comes out negative, hold the most negative at 0 and
-/// solve for the others again (an active set; a handful of unknowns). None if singular.
-fn nonnegative_least_squares(a: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
-    let n = a.first()?.len();
-    let mut free: Vec<usize> = (0..n).collect();
-    loop {
-        let sub: Vec<Vec<f64>> = a
-            .iter()
-            .map(|row| free.iter().map(|&j| row[j]).collect())
-            .collect();
-        let x = least_squares(&sub, y)?;
-        let worst = x
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| **v < 0.0)
-            .min_by(|a, b| a.1.total_cmp(b.1))
-            .map(|(i, _)| i);
-        match worst {
-            Some(i) => {
-                free.remove(i);
-            }
-            None => {
-                let mut full = vec![0.0; n];
-                for (&j, v) in free.iter().zip(x) {
-                    full[j] = v;
-                }
-                return Some(full);
-            }
-        }
-    }
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
-}
-
-/// A packet capture on the lab's TAP while a transfer runs (dumpcap, headers only), read
-/// back with tshark.
-struct Capture {
-    child: std::process::Child,
-    file: std::path::PathBuf,
-}
-
-impl Capture {
-    fn start(lab: &Lab, name: &str) -> anyhow::Result<Capture> {
-        let file = std::env::temp_dir().join(format!(
-            "linklab-parts-{}-{name}.pcapng",
-            std::process::id()
-        ));
-        let path = file.display().to_string();
-        let child = lab
-            .command(&["dumpcap", "-q", "-i", TAP, "-s", "96", "-w", &path])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("cannot run dumpcap (Debian's tshark package)")?;
-        // dumpcap needs a moment before it captures.
-        for _ in 0..50 {
-            if file.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        Ok(Capture { child, file })
-    }
-
-    /// Stops the capture and returns, for the device's TCP segments from `port`, the largest
-    /// window it advertised and the most bytes it had in flight (tshark's analysis).
-    fn stop(mut self, port: u16) -> anyhow::Result<(u64, u64)> {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        // SAFETY: a signal to the child we started.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-        let _ = self.child.wait();
-        let filter = format!("ip.src=={DEVICE_IP} && tcp.srcport=={port}");
-        let out = std::process::Command::new("tshark")
-            .args(["-r", &self.file.display().to_string(), "-Y", &filter])
-            .args(["-T", "fields", "-e", "tcp.window_size", "-e"])
-            .arg("tcp.analysis.bytes_in_flight")
-            .stderr(Stdio::null())
-            .output()
-            .context("cannot run tshark (Debian's tshark package)")?;
-        let _ = std::fs::remove_file(&self.file);
-        let (mut window, mut flight) = (0u64, 0u64);
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let mut f = line.split('\t');
-            let mut next = || f.next().and_then(|v| v.trim().parse::<u64>().ok());
-            window = window.max(next().unwrap_or(0));
-            flight = flight.max(next().unwrap_or(0));
-        }
-        if window == 0 {
-            bail!("--cost-parts: the capture of the transfer shows no segment from the device's port {port}");
-        }
-        Ok((window, flight))
-    }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.file);
-    }
-}
-
-/// The most bytes the device's sockets on `port` held to send (`/stats` `tcp[].tx_queue`,
-/// polled) while `argv` ran in the lab; 0 where `/stats` lists no queues (the embassy image).
-fn queued_while(lab: &Lab, port: u16, argv: &[&str]) -> anyhow::Result<u64> {
-    let mut child = lab
-        .command(argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    let mut most = 0;
-    while child.try_wait()?.is_none() {
-        if let Ok(stats) = lab.stats() {
-            for s in stats["tcp"].as_array().into_iter().flatten() {
-                if s["port"].as_u64() == Some(u64::from(port)) {
-                    most = most.max(s["tx_queue"].as_u64().unwrap_or(0));
-                }
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    Ok(most)
 }
 
 /// Sets the kernel side's MTU (the MSS both ends use).
@@ -383,29 +247,29 @@ fn set_mtu(lab: &Lab, mtu: u16) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Counts `board`'s `kind` image (`image`; a soft PHY's on the line `line`, which must be the
+/// Counts `board`'s `spec` image (`image`; a soft PHY's on the line `line`, which must be the
 /// default clean 4x line) and returns the data file of its simulator profile.
 pub fn cost_parts(
     board: &Board,
-    kind: Image,
+    spec: &ImageSpec,
     image: &Path,
     line: Option<&LineArgs>,
 ) -> anyhow::Result<Value> {
-    let (name, _) = profile_of(board, kind)?;
+    let (name, _) = profile_of(board, spec)?;
     if let Some(l) = line {
         if l.oversample != 4 || l.drift != 0 || l.jitter != 0.0 || l.noise != 0.0 || l.no_pace {
-            bail!("--cost-parts: the soft-PHY profile is counted on the default line (4x, no drift, jitter or noise, paced)");
+            bail!("parts: the soft-PHY profile is counted on the default line (4x, no drift, jitter or noise, paced)");
         }
     }
     let root = super::image::firmware_dir()
         .parent()
         .context("the firmware folder has no parent")?
         .to_path_buf();
-    let sources = sources(board, kind);
+    let sources = sources(board, spec);
     let print = fingerprint(&root, &sources).context("cannot fingerprint the measured sources")?;
     // A soft PHY's decoder at every factor, from the bench image on the same board.
-    let decoder = match kind {
-        Image::SoftPhy => {
+    let decoder = match spec.attach {
+        Attach::SoftPhyLine => {
             let (cases, _, _) = super::phy10::measure(board, None)?;
             let mut per_wire_bit: Vec<(u8, f64)> = Vec::new();
             for c in &cases {
@@ -446,11 +310,15 @@ pub fn cost_parts(
         // counts nothing: its work is left out (`prev` moves past it) and it is run again.
         let mut tries = 0;
         let report = loop {
-            match lab.iperf3(opts) {
-                Ok(r) => break r,
+            let t = Transfer::Iperf3 {
+                device_sends: false,
+                options: opts,
+            };
+            match lab.transfer(t, Watch::Nothing) {
+                Ok(m) => break m.report,
                 Err(e) if tries < 2 => {
                     tries += 1;
-                    eprintln!("--cost-parts: {e}; again");
+                    eprintln!("parts: {e}; again");
                     std::thread::sleep(std::time::Duration::from_secs(1));
                     prev = lab.stats()?;
                 }
@@ -469,14 +337,13 @@ pub fn cost_parts(
         let next = lab.stats()?;
         let what = format!("{} (kernel-side MTU {mtu})", opts.join(" "));
         let c = Counts::between(&prev, &next)?.minus(&fetch);
-        runs.push((what, c, Some(report)));
+        runs.push((what, c, report));
         prev = next;
     }
     let mut http_flight = 0;
     for (i, path) in HTTP_RUNS.into_iter().enumerate() {
-        let url = format!("http://{DEVICE_IP}{path}");
         let capture = (i == 0).then(|| Capture::start(&lab, "http")).transpose()?;
-        lab.run(&["curl", "-sS", "--max-time", "120", "-o", "/dev/null", &url])?;
+        lab.transfer(Transfer::Download { path }, Watch::Nothing)?;
         if let Some(c) = capture {
             http_flight = c.stop(80)?.1;
         }
@@ -487,7 +354,7 @@ pub fn cost_parts(
         prev = next;
     }
     if prev["conservation"]["holds"].as_bool() != Some(true) {
-        bail!("--cost-parts: the MAC's conservation law does not hold after the runs");
+        bail!("parts: the MAC's conservation law does not hold after the runs");
     }
     // The send buffers, where `/stats` lists the sockets' queues (the main-loop images):
     // the most bytes queued while a sender keeps them full, on transfers not counted.
@@ -520,9 +387,9 @@ pub fn cost_parts(
         advertised_window: advertised as usize,
         iperf3_send_buffer: iperf3_flight.max(iperf3_queued) as usize,
         http_send_buffer: http_flight.max(http_queued) as usize,
-        shape: match kind {
-            Image::Embassy => LoopShape::Executor,
-            _ => LoopShape::MainLoop,
+        shape: match spec.runtime {
+            Runtime::Embassy => LoopShape::Executor,
+            Runtime::MainLoop => LoopShape::MainLoop,
         },
     };
 
@@ -576,22 +443,17 @@ pub fn cost_parts(
         profile: name.into(),
         about: format!(
             "Instructions per part of the device's work on linklab's {} image of {} ({}), counted under QEMU -icount shift=0 over stock iperf3 transfers and curl downloads (each less one /stats fetch), solved by least squares; read by linklab-sim's {name} profile",
-            match kind {
-                Image::Embassy => "embassy",
-                Image::SoftPhy => "soft-PHY",
+            match (spec.attach, spec.runtime) {
+                (Attach::SoftPhyLine, _) => "soft-PHY",
+                (_, Runtime::Embassy) => "embassy",
                 _ => "main-loop",
             },
             board.name,
             board.isa
         ),
-        command: command(board, kind)?,
+        command: command(board, spec)?,
         board: board.name.into(),
-        image: match kind {
-            Image::Embassy => "embassy",
-            Image::SoftPhy => "soft-phy",
-            _ => "main",
-        }
-        .into(),
+        image: spec.name.into(),
         isa: board.isa.into(),
         icount: "shift=0".into(),
         work_unit: prev["cpu"]["work_unit"]
@@ -613,83 +475,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn least_squares_recovers_exact_coefficients() {
-        let x = [3.0, 0.5, 200.0];
-        let a: Vec<Vec<f64>> = [
-            [10.0, 15_000.0, 5.0],
-            [20.0, 10_000.0, 9.0],
-            [7.0, 700.0, 30.0],
-            [1.0, 60.0, 1.0],
-        ]
-        .iter()
-        .map(|r| r.to_vec())
-        .collect();
-        let y: Vec<f64> = a.iter().map(|r| dot(r, &x)).collect();
-        let got = least_squares(&a, &y).unwrap();
-        for (g, w) in got.iter().zip(x) {
-            assert!((g - w).abs() < 1e-6 * w.abs().max(1.0), "{got:?}");
-        }
-        assert!(least_squares(&[vec![1.0, 2.0], vec![2.0, 4.0]], &[1.0, 2.0]).is_none());
-    }
-
-    #[test]
-    fn no_part_comes_out_negative() {
-        // y = 2 a − 0.3 b: plain least squares finds b negative; held at 0, a alone explains
-        // what it can (a·y / a·a).
-        let a: Vec<Vec<f64>> = [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 5.0]]
-            .iter()
-            .map(|r| r.to_vec())
-            .collect();
-        let y: Vec<f64> = a.iter().map(|r| dot(r, &[2.0, -0.3])).collect();
-        assert!((least_squares(&a, &y).unwrap()[1] + 0.3).abs() < 1e-9);
-        let x = nonnegative_least_squares(&a, &y).unwrap();
-        assert_eq!(x[1], 0.0);
-        let alone = dot(&[1.0, 2.0, 3.0, 4.0], &y) / 30.0;
-        assert!((x[0] - alone).abs() < 1e-9, "{x:?}");
-        // Where nothing goes negative, the same as least squares.
-        let y: Vec<f64> = a.iter().map(|r| dot(r, &[1.0, 0.5])).collect();
-        let x = nonnegative_least_squares(&a, &y).unwrap();
-        assert!(
-            (x[0] - 1.0).abs() < 1e-9 && (x[1] - 0.5).abs() < 1e-9,
-            "{x:?}"
-        );
-    }
-
-    #[test]
     fn every_counted_profile_has_an_image_and_a_command_that_writes_its_file() {
-        let riscv = Board::by_name("riscv32-virt").unwrap();
-        let mps2 = Board::by_name("mps2-an385").unwrap();
-        let images = [
-            (riscv, Image::Main),
-            (riscv, Image::Embassy),
-            (riscv, Image::SoftPhy),
-            (mps2, Image::Main),
-        ];
-        for (name, path, _) in PROFILES {
-            let (board, kind) = images
-                .iter()
-                .find(|(b, k)| profile_of(b, *k).is_ok_and(|(n, _)| n == name))
-                .unwrap_or_else(|| panic!("no image counts {name}"));
-            let c = command(board, *kind).unwrap();
-            assert!(c.ends_with(&format!("--cost-parts --json {path}")), "{c}");
-            assert!(c.contains(board.name));
-        }
-        assert!(profile_of(&mps2, Image::Embassy).is_err());
+        let counted: Vec<(&Board, &ImageSpec)> = BOARDS
+            .iter()
+            .flat_map(|b| {
+                b.images
+                    .iter()
+                    .filter(|i| i.sim_profile.is_some())
+                    .map(move |i| (b, i))
+            })
+            .collect();
         // scripts/refresh-profiles runs every profile's command.
         let script = super::super::image::firmware_dir()
             .parent()
             .unwrap()
             .join("scripts/refresh-profiles");
         let script = std::fs::read_to_string(&script).unwrap();
-        for (board, kind) in images {
-            let c = command(&board, kind).unwrap();
+        for (name, path, _) in PROFILES {
+            let (board, spec) = counted
+                .iter()
+                .find(|(b, i)| profile_of(b, i).is_ok_and(|(n, _)| n == name))
+                .unwrap_or_else(|| panic!("no image counts {name}"));
+            let c = command(board, spec).unwrap();
+            assert!(
+                c.starts_with(&format!("linklab emu parts {} ", board.name))
+                    && c.ends_with(&format!("--json {path}")),
+                "{c}"
+            );
             let line = c.replacen("linklab ", "\"$linklab\" ", 1);
             assert!(
                 script.contains(&line),
                 "scripts/refresh-profiles lacks: {line}"
             );
         }
-        assert!(sources(&riscv, Image::SoftPhy).contains(&"crates/linklab-phy10/src".into()));
-        assert!(sources(&mps2, Image::Main).contains(&"crates/linklab-lan9118/src".into()));
+        let mps2 = Board::by_name("mps2-an385").unwrap();
+        let riscv = Board::by_name("riscv32-virt").unwrap();
+        let e = profile_of(&mps2, mps2.image("embassy").unwrap()).unwrap_err();
+        assert!(
+            e.to_string().contains("has no simulator profile")
+                && e.to_string().contains("riscv32-virt soft-phy"),
+            "{e}"
+        );
+        assert!(sources(&riscv, riscv.image("soft-phy").unwrap())
+            .contains(&"crates/linklab-phy10/src".into()));
+        assert!(sources(&mps2, mps2.main_image()).contains(&"crates/linklab-lan9118/src".into()));
     }
 }

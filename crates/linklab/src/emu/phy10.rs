@@ -1,21 +1,49 @@
-//! `linklab emu --board riscv32-virt --phy10`: linklab-phy10's Manchester decoder counted on
-//! the MCU's own ISA. Builds firmware/phy10-bench, boots it in QEMU under `-icount shift=0`
+//! `linklab emu phy10 riscv32-virt`: linklab-phy10's Manchester decoder counted on the MCU's
+//! own ISA. Builds the board's phy10-bench image (firmware/phy10-bench), boots it in QEMU under `-icount shift=0`
 //! (no NIC), and turns its console lines (one per case: frames encoded by linklab-phy10, sent
 //! through a drift and jitter model, decoded; `minstret` read around `Decoder::decode` only)
 //! into a table of instructions per wire bit.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 use super::board::Board;
-use super::image;
-use super::qemu::{Boot, Network, Qemu};
+use super::image::Chosen;
+use super::qemu::{self, Boot, Network, Qemu};
 
-/// The bench image's package in the firmware workspace.
-const PACKAGE: &str = "fw-phy10-bench";
+/// Options of `linklab emu phy10`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The emulated board: one with a phy10-bench image (riscv32-virt).
+    #[arg(value_name = "BOARD", value_parser = Board::by_name)]
+    board: Board,
+    /// This ELF file of the phy10-bench image instead of building it.
+    #[arg(long, value_name = "FILE")]
+    elf: Option<PathBuf>,
+    /// Write the figures as JSON to FILE too.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Runs `linklab emu phy10`: the table; fails if a frame was not decoded bit-exact.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let (cases, parts, report) = measure(&args.board, args.elf.as_deref())?;
+    print!("{}", table(&args.board, &cases, &parts));
+    if let Some(path) = &args.json {
+        super::write_json(&report, path)?;
+    }
+    let wrong: u64 = cases.iter().map(|c| c.frames - c.ok).sum();
+    if wrong > 0 {
+        bail!("phy10: {wrong} frames were not decoded bit-exact");
+    }
+    Ok(())
+}
+
+/// The bench image's name in the board's table.
+const BENCH: &str = "phy10-bench";
 /// What the image prints for each case, and when it is done.
 const CASE_LINE: &str = "phy10-bench case=";
 const DONE_LINE: &str = "phy10-bench: done";
@@ -148,19 +176,19 @@ pub fn measure(
     board: &Board,
     image: Option<&Path>,
 ) -> anyhow::Result<(Vec<CaseResult>, Parts, Value)> {
-    if board.name != "riscv32-virt" {
-        bail!(
-            "--phy10: only on riscv32-virt (its minstret counts instructions exactly under -icount shift=0), not {}",
-            board.name
-        );
+    // The boards whose instruction counter counts exactly under -icount shift=0 (riscv32's
+    // minstret) have the image.
+    let spec = board
+        .image(BENCH)
+        .map_err(|e| crate::values::usage(format!("phy10: {e}")))?;
+    qemu::require(board)?;
+    let image = Chosen {
+        spec,
+        elf: image.map(Path::to_path_buf),
     }
-    let bench = Board {
-        package: PACKAGE,
-        ..*board
-    };
-    let image = image::find_or_build(&bench, image::Image::Main, image)?;
+    .find_or_build(board)?;
     let mut qemu = Qemu::start(Boot {
-        board: &bench,
+        board,
         image: &image,
         config_blob: None,
         network: Network::None,
@@ -195,7 +223,7 @@ pub fn measure(
     Ok((cases, parts, report))
 }
 
-/// The table `linklab emu --phy10` prints.
+/// The table `linklab emu phy10` prints.
 pub fn table(board: &Board, cases: &[CaseResult], parts: &Parts) -> String {
     let mut out = format!(
         "linklab-phy10 decoder on {} ({}), QEMU -icount shift=0, minstret around Decoder::decode\n",

@@ -1,4 +1,4 @@
-//! `linklab emu --predict`: the simulator against the emulated firmware. Boots the image at
+//! `linklab emu predict`: the simulator against the emulated firmware. Boots the image at
 //! a fixed instruction rate (`-icount shift=N,align=on,sleep=on`: 1000 / 2^N MIPS), runs
 //! stock iperf3 each way and a curl download of /3MB.txt, and runs `linklab bench` with the
 //! image's counted profile at the same MHz on the same transfers; `--runs` times.
@@ -23,17 +23,44 @@
 //! segmentation decides it, not the device.
 
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Parser;
 use serde_json::{json, Value};
 
-use super::board::Board;
-use super::image::Image;
+use super::board::{Attach, Board, ImageSpec};
+use super::image::{FixedRate, Measure};
 use super::lab::{Lab, DEVICE_IP};
 use super::line::LineArgs;
-use super::parts::profile_of;
+use super::parts::{counted, profile_of};
+use super::transfer::{Clocks, Moved, Transfer, Watch};
+use crate::values;
+
+/// Options of `linklab emu predict`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    measure: Measure,
+    #[command(flatten)]
+    rate: FixedRate,
+    /// Boots of the image, 1..=20.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(1u32, 20))]
+    runs: u32,
+}
+
+/// Runs `linklab emu predict`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let p = args.measure.prepare("predict", counted)?;
+    let result = predict(
+        &p.board,
+        p.chosen.spec,
+        &p.image,
+        args.rate.shift,
+        args.runs,
+        p.line.as_ref(),
+    )?;
+    args.measure.report(&result)
+}
 
 /// Seconds of each iperf3 test.
 const SECONDS: &str = "5";
@@ -171,112 +198,31 @@ fn host_latency_us(lab: &Lab, shift: u32, mips: f64) -> anyhow::Result<(f64, f64
     Ok((rtt_us, echo_us, ((rtt_us - echo_us) / 2.0).max(0.0)))
 }
 
-/// One emulated transfer.
-struct Emulated {
-    /// Payload bytes the device moved, over seconds of its own clock.
-    bytes: f64,
-    device_s: f64,
-    /// Real seconds the transfer took, as the host saw it.
-    real_s: f64,
-    /// Real seconds between the first and the last `/stats`: the span `side`'s uptime
-    /// covers, so the two clocks are compared over the same stretch (for curl, whose
-    /// transfer is a fraction of a second, the last `/stats` fetch is not a rounding error).
-    stats_real_s: f64,
-    side: DeviceSide,
-}
-
 fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
 
-/// Runs one transfer against the lab's device.
-fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<Emulated> {
-    let before = lab.stats()?;
-    let started = Instant::now();
-    let mut snapshots = vec![before];
-    let (bytes, device_s) = match test {
-        Test::Receive | Test::Send => {
-            let mut opts = vec!["-t", SECONDS];
-            match test {
-                Test::Send => opts.push("-R"),
-                _ => opts.extend(["-C", "cubic"]),
-            }
-            // `/stats` every half second while the transfer runs (the interrupt's counter
-            // wraps, see `DeviceSide::over`); its own work is in the count, a fraction of a
-            // per mille of the transfer's.
-            let mut argv = vec!["iperf3", "-c", DEVICE_IP, "-J", "--connect-timeout", "5000"];
-            argv.extend_from_slice(&opts);
-            let mut child = lab
-                .command(&argv)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .context("cannot run iperf3")?;
-            while child.try_wait()?.is_none() {
-                std::thread::sleep(std::time::Duration::from_millis(500));
-                if child.try_wait()?.is_none() {
-                    snapshots.push(lab.stats()?);
-                }
-            }
-            let out = child.wait_with_output()?;
-            let r: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
-            if let Some(e) = r.get("error") {
-                bail!("iperf3 {}: {e}", opts.join(" "));
-            }
-            // The device's own side: its server's bytes and its seconds.
-            let side = if test == Test::Send {
-                "sum_sent"
-            } else {
-                "sum_received"
-            };
-            let e = &r["end"][side];
-            (
-                e["bytes"].as_f64().context("iperf3 report without bytes")?,
-                e["seconds"]
-                    .as_f64()
-                    .context("iperf3 report without seconds")?,
-            )
-        }
-        Test::Curl => {
-            let url = format!("http://{DEVICE_IP}/3MB.txt");
-            let out = lab.run(&[
-                "curl",
-                "-sS",
-                "--max-time",
-                "120",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{size_download}",
-                &url,
-            ])?;
-            let text = String::from_utf8_lossy(&out.stdout);
-            let size: f64 = text
-                .trim()
-                .parse()
-                .with_context(|| format!("curl printed no size: {text:?}"))?;
-            (size, f64::NAN)
-        }
+/// Runs one transfer against the lab's device: what it moved (in the device's clock) and
+/// what the device did meanwhile.
+fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<(Moved, DeviceSide)> {
+    let t = match test {
+        Test::Receive => Transfer::Iperf3 {
+            device_sends: false,
+            options: &["-t", SECONDS, "-C", "cubic"],
+        },
+        Test::Send => Transfer::Iperf3 {
+            device_sends: true,
+            options: &["-t", SECONDS],
+        },
+        Test::Curl => Transfer::Download { path: "/3MB.txt" },
     };
-    let real_s = started.elapsed().as_secs_f64();
-    snapshots.push(lab.stats()?);
-    let stats_real_s = started.elapsed().as_secs_f64();
-    let side = DeviceSide::over(&snapshots, shift, test != Test::Receive)?;
-    // curl: the device's time between the two /stats (the transfer and one /stats fetch).
-    let device_s = if device_s.is_nan() {
-        side.uptime_ns / 1e9
-    } else {
-        device_s
-    };
-    Ok(Emulated {
-        bytes,
-        device_s,
-        real_s,
-        stats_real_s,
-        side,
-    })
+    // `/stats` every half second while an iperf3 transfer runs (the interrupt's counter
+    // wraps, see `DeviceSide::over`); its own work is in the count, a fraction of a per mille
+    // of the transfer's.
+    let moved = lab.transfer_retrying(t, Watch::Often, "predict")?;
+    let side = DeviceSide::over(&moved.snapshots, shift, test != Test::Receive)?;
+    Ok((moved, side))
 }
 
 /// `linklab bench` as a library call, from its own options.
@@ -372,20 +318,20 @@ fn stats(xs: &[f64]) -> (f64, f64, f64) {
     (mean, min, max)
 }
 
-/// Runs the comparison: `runs` boots of `board`'s `kind` image at `shift`.
+/// Runs the comparison: `runs` boots of `board`'s `spec` image (`image`) at `shift`.
 pub fn predict(
     board: &Board,
-    kind: Image,
+    spec: &ImageSpec,
     image: &Path,
     shift: u32,
     runs: u32,
     line: Option<&LineArgs>,
 ) -> anyhow::Result<Value> {
-    let (profile, _) = profile_of(board, kind)?;
+    let (profile, _) = profile_of(board, spec)?;
     let mips = 1000.0 / f64::from(1u32 << shift);
     // The soft PHY's line is paced at 10 Mbit/s each way; the NICs' TAPs are far faster
     // than the CPU.
-    let rate = if kind == Image::SoftPhy { "10M" } else { "1G" };
+    let rate = line_rate(spec);
     let icount = format!("shift={shift},align=on,sleep=on");
     let mut per_run = Vec::new();
     let mut table: Vec<(Test, Series)> =
@@ -408,54 +354,40 @@ pub fn predict(
             }),
         );
         for (test, series) in table.iter_mut() {
-            let Series {
-                emulated,
-                predicted,
-                per_byte,
-                busy,
-                sim_busy,
-            } = series;
-            // A transfer the device refused or dropped midway (iperf3's "control socket has
-            // closed unexpectedly" now and then, at the lower rates) is run again, twice at most.
-            let mut tries = 0;
-            let e = loop {
-                match emulate(&lab, *test, shift) {
-                    Ok(e) => break e,
-                    Err(err) if tries < 2 => {
-                        tries += 1;
-                        eprintln!("--predict: {err:#}; again");
-                        std::thread::sleep(std::time::Duration::from_secs(2));
-                    }
-                    Err(err) => return Err(err),
-                }
-            };
-            let share = e.side.misaligned_share();
+            let (e, side) = emulate(&lab, *test, shift)?;
+            let share = side.misaligned_share();
             let argv = bench_argv(profile, mips, rate, *test, share);
             let sim = simulate(&argv)?;
             let (goodput, sim_busy_share) = (sim.goodput, sim.busy_share);
-            let emulated_per_byte = e.side.instructions / e.bytes;
-            per_byte.push((emulated_per_byte, sim.instructions_per_byte));
-            let emulated_bps = e.bytes / e.device_s;
-            let busy_share = e.side.instructions / (e.side.uptime_ns / 1e9 * mips * 1e6);
-            emulated.push(emulated_bps);
-            predicted.push(goodput);
-            busy.push(busy_share);
-            sim_busy.push(sim_busy_share);
-            tests.insert(
-                test.key().into(),
-                json!({
-                    "emulated_bytes": e.bytes,
-                    "emulated_device_seconds": round(e.device_s, 4),
+            let bytes = e.bytes as f64;
+            let emulated_per_byte = side.instructions / bytes;
+            series
+                .per_byte
+                .push((emulated_per_byte, sim.instructions_per_byte));
+            let emulated_bps = e.clocks.rate(e.bytes);
+            let busy_share = side.instructions / (side.uptime_ns / 1e9 * mips * 1e6);
+            // The device's clock against real time over the span /stats covers (for curl,
+            // whose transfer is a fraction of a second, the last fetch is not a rounding
+            // error).
+            let stats_clocks = Clocks {
+                device_s: side.uptime_ns / 1e9,
+                real_s: e.stats_real_s,
+            };
+            series.emulated.push(emulated_bps);
+            series.predicted.push(goodput);
+            series.busy.push(busy_share);
+            series.sim_busy.push(sim_busy_share);
+            let mut figures = json!({
+                    "emulated_bytes": bytes,
+                    "emulated_device_seconds": round(e.clocks.device_s, 4),
                     "emulated_kB_per_s": round(emulated_bps / 1000.0, 1),
-                    "real_seconds": round(e.real_s, 3),
-                    "real_kB_per_s": round(e.bytes / e.real_s / 1000.0, 1),
-                    "device_seconds_per_real_second": round(e.side.uptime_ns / 1e9 / e.stats_real_s, 3),
+                    "device_seconds_per_real_second": round(stats_clocks.pace(), 3),
                     "device_busy_share": round(busy_share, 3),
                     "instructions_per_byte": round(emulated_per_byte, 3),
                     "misaligned_copy_share": round(share, 3),
-                    "frames_received": e.side.rx_frames,
-                    "frames_sent": e.side.tx_frames,
-                    "passes": e.side.passes,
+                    "frames_received": side.rx_frames,
+                    "frames_sent": side.tx_frames,
+                    "passes": side.passes,
                     "predicted_kB_per_s": round(goodput / 1000.0, 1),
                     "predicted_instructions_per_byte": round(sim.instructions_per_byte, 3),
                     "predicted_busy_share": round(sim_busy_share, 3),
@@ -463,8 +395,14 @@ pub fn predict(
                     "bench": format!("linklab bench {}", argv.join(" ")),
                     "emulated_device_bound_kB_per_s": round(emulated_bps / busy_share / 1000.0, 1),
                     "predicted_device_bound_kB_per_s": round(goodput / sim_busy_share / 1000.0, 1),
-                }),
-            );
+            });
+            // The host's rate only beside the line that says the emulator fell behind.
+            if let Some(note) = e.clocks.behind() {
+                figures["real_seconds"] = json!(round(e.clocks.real_s, 3));
+                figures["real_kB_per_s"] = json!(round(e.clocks.host_rate(e.bytes) / 1000.0, 1));
+                figures["behind"] = json!(note);
+            }
+            tests.insert(test.key().into(), figures);
         }
         eprintln!(
             "run {}/{runs}: {}",
@@ -538,7 +476,7 @@ pub fn predict(
         .collect();
     Ok(json!({
         "board": board.name,
-        "image": match kind { Image::Embassy => "embassy", Image::SoftPhy => "soft-phy", _ => "main" },
+        "image": spec.name,
         "profile": profile,
         "icount": icount,
         "mips": mips,
@@ -547,6 +485,16 @@ pub fn predict(
         "runs": per_run,
         "summary": summary,
     }))
+}
+
+/// The simulated link's rate for `spec`: a soft PHY's line is paced at 10 Mbit/s each way;
+/// the NICs' TAPs are far faster than the CPU.
+fn line_rate(spec: &ImageSpec) -> &'static str {
+    if spec.attach == Attach::SoftPhyLine {
+        "10M"
+    } else {
+        "1G"
+    }
 }
 
 /// How far the device's clock may run from real time before a run says so.
@@ -571,16 +519,15 @@ mod tests {
     /// the simulator's side of the comparison runs each transfer and reports what it charged.
     #[test]
     fn every_profile_predicts_every_transfer() {
-        let riscv = Board::by_name("riscv32-virt").unwrap();
-        let mps2 = Board::by_name("mps2-an385").unwrap();
-        for (board, kind) in [
-            (riscv, Image::Main),
-            (riscv, Image::Embassy),
-            (riscv, Image::SoftPhy),
-            (mps2, Image::Main),
-        ] {
-            let (profile, _) = profile_of(&board, kind).unwrap();
-            let rate = if kind == Image::SoftPhy { "10M" } else { "1G" };
+        let counted = super::super::board::BOARDS.iter().flat_map(|b| {
+            b.images
+                .iter()
+                .filter(|i| i.sim_profile.is_some())
+                .map(move |i| (b, i))
+        });
+        for (board, spec) in counted {
+            let (profile, _) = profile_of(board, spec).unwrap();
+            let rate = line_rate(spec);
             for test in Test::ALL {
                 let argv = bench_argv(profile, 31.25, rate, test, 0.5);
                 let sim = simulate(&argv).unwrap_or_else(|e| panic!("{profile} {argv:?}: {e:#}"));
@@ -592,7 +539,11 @@ mod tests {
                 );
                 // More than a copy; a NIC image's well under 25, a soft PHY's (which decodes
                 // every bit) under 200.
-                let most = if kind == Image::SoftPhy { 200.0 } else { 25.0 };
+                let most = if spec.attach == Attach::SoftPhyLine {
+                    200.0
+                } else {
+                    25.0
+                };
                 assert!(
                     sim.instructions_per_byte > 1.0 && sim.instructions_per_byte < most,
                     "{profile} {argv:?}: {} instructions per byte",

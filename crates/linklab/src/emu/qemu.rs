@@ -55,7 +55,7 @@ pub enum Network<'a> {
     None,
     /// A TAP QEMU creates.
     Tap(&'a str),
-    /// A `-netdev stream` unix socket at this path (the soft-PHY line of `--phy10-line`).
+    /// A `-netdev stream` unix socket at this path (the soft-PHY image's line).
     Stream(&'a Path),
     /// The serial image: no NIC, the board's second UART on a pseudo-terminal
     /// ([`Qemu::serial_pty`]).

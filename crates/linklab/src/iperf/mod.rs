@@ -17,7 +17,7 @@ mod json;
 mod output;
 mod server;
 mod summary;
-mod sys;
+pub(crate) mod sys;
 mod text;
 mod units;
 

@@ -17,9 +17,11 @@
 //!   baseline's, also by more than [`RTT_SLACK_MS`] (below that it is the host's scheduling
 //!   noise, not the device).
 //!
-//! A figure measured in only one of the two runs is shown but never counts as worse. A
-//! version 1 baseline (one measurement per figure) is read as one sample per figure: a range of
-//! no width.
+//! A figure measured in only one of the two runs is shown but never counts as worse — unless
+//! this run's step says the device answered otherwise (`not_measured`: absent, a 404; failed):
+//! a baseline figure whose path now answers 404 is worse, named with that answer. A service
+//! gone altogether shows in the services table, not as worse. A version 1 baseline (one
+//! measurement per figure) is read as one sample per figure: a range of no width.
 
 use std::path::Path;
 
@@ -27,7 +29,8 @@ use anyhow::{bail, Context};
 use serde_json::Value;
 
 use super::document::{
-    Better, Compared, Comparison, Figure, ProbeReport, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
+    Better, Compared, Comparison, Figure, NotMeasured, ProbeReport, Unmeasured,
+    OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
 };
 
 /// A round-trip median must also be this much higher to count as worse, milliseconds.
@@ -63,7 +66,12 @@ pub fn compare(old: &ProbeReport, new: &ProbeReport, file: &str, tolerance_pct: 
         figures.push(judge(old.figure(&f.id), Some(f), tolerance_pct));
     }
     for o in old.figures.iter().filter(|o| new.figure(&o.id).is_none()) {
-        figures.push(judge(Some(o), None, tolerance_pct));
+        let mut c = judge(Some(o), None, tolerance_pct);
+        if let Some(m) = new.not_measured(&o.id).filter(|m| lost(m)) {
+            c.worse = true;
+            c.missing = Some(format!("{}: {}", m.state.word(), m.reason));
+        }
+        figures.push(c);
     }
     Comparison {
         file: file.into(),
@@ -73,6 +81,12 @@ pub fn compare(old: &ProbeReport, new: &ProbeReport, file: &str, tolerance_pct: 
         rtt_slack_ms: RTT_SLACK_MS,
         figures,
     }
+}
+
+/// Whether a figure this run did not make counts against it: the device answered, not as
+/// before (absent or failed), rather than the budget running out.
+fn lost(m: &NotMeasured) -> bool {
+    matches!(m.state, Unmeasured::Absent | Unmeasured::Failed)
 }
 
 /// Whether `new` is worse than `old`: their ranges apart, the bad way, by more than the
@@ -131,6 +145,7 @@ fn judge(old: Option<&Figure>, new: Option<&Figure>, tolerance_pct: f64) -> Comp
         new_high: new.and_then(|f| f.range().1),
         change_pct,
         worse,
+        missing: None,
     }
 }
 
@@ -263,6 +278,71 @@ mod tests {
             !worse(&old, &rate(&[60e6, 75e6, 85e6]), 10.0),
             "wider than the gap"
         );
+    }
+
+    /// A run with `figures` and `not_measured`, nothing else.
+    fn run(figures: Vec<Figure>, not_measured: Vec<NotMeasured>) -> ProbeReport {
+        use crate::probe::document::Quantity;
+        ProbeReport {
+            kind: "probe".into(),
+            schema_version: SCHEMA_VERSION,
+            linklab_version: "test".into(),
+            host: "h".into(),
+            address: "198.18.0.2".into(),
+            started_unix_s: 0,
+            budget: Quantity::new(10.0, "s"),
+            wall: Quantity::new(10.0, "s"),
+            services: Vec::new(),
+            steps: Vec::new(),
+            figures,
+            not_measured,
+            icmp: None,
+            echo_udp: None,
+            echo_tcp: None,
+            http: Vec::new(),
+            tcp: Vec::new(),
+            sweep_to_device: None,
+            sweep_from_device: None,
+            failures: Vec::new(),
+            baseline: None,
+        }
+    }
+
+    /// A baseline figure whose path now answers 404 (or failed) is worse, with the reason; one
+    /// the budget cut short, or simply not measured, is not.
+    #[test]
+    fn a_figure_the_device_no_longer_gives_is_worse() {
+        let mut f = rate(&[10e6, 11e6]);
+        f.id = "http./1MB.txt".into();
+        let old = run(vec![f], Vec::new());
+        let gone = |state| NotMeasured {
+            id: "http./1MB.txt".into(),
+            label: "HTTP GET /1MB.txt".into(),
+            state,
+            reason: "GET /1MB.txt: HTTP/1.0 404 File not found (565-byte body)".into(),
+        };
+        for (state, worse) in [
+            (Unmeasured::Absent, true),
+            (Unmeasured::Failed, true),
+            (Unmeasured::OutOfTime, false),
+        ] {
+            let c = compare(&old, &run(Vec::new(), vec![gone(state)]), "b.json", 10.0);
+            assert_eq!(c.figures.len(), 1);
+            assert_eq!(c.figures[0].worse, worse, "{state:?}");
+            assert_eq!(c.figures[0].missing.is_some(), worse);
+        }
+        let c = compare(
+            &old,
+            &run(Vec::new(), vec![gone(Unmeasured::Absent)]),
+            "b",
+            10.0,
+        );
+        assert_eq!(
+            c.figures[0].missing.as_deref(),
+            Some("absent: GET /1MB.txt: HTTP/1.0 404 File not found (565-byte body)")
+        );
+        let c = compare(&old, &run(Vec::new(), Vec::new()), "b.json", 10.0);
+        assert!(!c.figures[0].worse, "not measured, no reason: not worse");
     }
 
     /// Only in one run: shown, not worse.

@@ -10,6 +10,12 @@
 //! (`low`, `high`) and its samples, the TCP tests are listed round by round, each HTTP path's
 //! samples are batches of downloads, and the sweeps keep every attempt at a rate. Version 1
 //! documents (one measurement per figure) still deserialize: the new fields default to none.
+//!
+//! Version 3 gives a figure only where bytes moved and were checked: an HTTP path carries its
+//! state (`done`, `absent` for a 404, `failed`, `out_of_time`), status line and announced
+//! length, and a rate only when done; every figure says what measured it (`via`); what could
+//! not be measured is listed in `not_measured` with the reason; a baseline figure this run
+//! found absent or failed is worse (`Compared::missing`).
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +23,7 @@ use crate::rtt::RttReport;
 use crate::sweep::SweepReport;
 
 /// The version of this document's schema.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The oldest version `linklab report` and `--baseline` read (its figures are one sample each).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
@@ -66,6 +72,11 @@ pub struct ProbeReport {
     pub steps: Vec<StepRecord>,
     /// The headline figures, the ones a baseline compares.
     pub figures: Vec<Figure>,
+    /// The figures a step could not make, each with the reason (a 404, a failed download, a
+    /// direction or report the device's iperf does not give); none in documents before
+    /// version 3.
+    #[serde(default)]
+    pub not_measured: Vec<NotMeasured>,
     /// ICMP echo round trips per size.
     pub icmp: Option<RttReport>,
     /// UDP echo (port 7) round trips per size.
@@ -89,7 +100,7 @@ pub struct ProbeReport {
 /// A service and what discovery found.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Service {
-    /// `icmp`, `iperf3`, `http`, `echo-udp` or `echo-tcp`.
+    /// `icmp`, `iperf3`, `iperf2`, `http`, `echo-udp` or `echo-tcp`.
     pub name: String,
     /// Its port (none for ICMP).
     pub port: Option<u16>,
@@ -97,6 +108,10 @@ pub struct Service {
     pub state: ServiceState,
     /// What it answered, or why it counts as absent or failed.
     pub detail: String,
+    /// The server's version when it said it (an iperf 2.1 server's reply); none before
+    /// version 3.
+    #[serde(default)]
+    pub version: Option<String>,
 }
 
 /// What discovery found on a service's port.
@@ -190,6 +205,46 @@ pub struct Figure {
     /// attempts are in their rtt and sweep documents).
     #[serde(default)]
     pub samples: Vec<f64>,
+    /// What measured it: `iperf3`, `iperf3 -R`, `iperf 2 -r (the device connected back)`,
+    /// `HTTP GET`, `ICMP echo` ... (none in documents before version 3).
+    #[serde(default)]
+    pub via: Option<String>,
+}
+
+/// A figure a step could not make, and why: never a zero in its place.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotMeasured {
+    /// The id the figure would have had (`http./1MB.txt`, `iperf2.udp.knee.to_device`).
+    pub id: String,
+    /// For people.
+    pub label: String,
+    /// Why there is no figure.
+    pub state: Unmeasured,
+    /// In words, with what the device answered (`HTTP/1.0 404 File not found (565-byte body)`).
+    pub reason: String,
+}
+
+/// Why a figure is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unmeasured {
+    /// The device does not offer it (a 404; an iperf without UDP reports or a way back).
+    Absent,
+    /// The device answered wrongly (a 5xx, a body short or long, a stall, bytes wrong).
+    Failed,
+    /// The time budget ended it before anything whole was measured.
+    OutOfTime,
+}
+
+impl Unmeasured {
+    /// The word for people and the page.
+    pub fn word(self) -> &'static str {
+        match self {
+            Unmeasured::Absent => "absent",
+            Unmeasured::Failed => "failed",
+            Unmeasured::OutOfTime => "out of time",
+        }
+    }
 }
 
 impl Figure {
@@ -212,7 +267,14 @@ impl Figure {
             low: Some(low),
             high: Some(high),
             samples,
+            via: None,
         }
+    }
+
+    /// The figure, saying what measured it.
+    pub fn via(mut self, via: &str) -> Figure {
+        self.via = Some(via.into());
+        self
     }
 
     /// A round-trip median in µs between its first and third quartiles.
@@ -227,6 +289,7 @@ impl Figure {
             low: Some(p25_us.min(p50_us)),
             high: Some(p75_us.max(p50_us)),
             samples: Vec::new(),
+            via: None,
         }
     }
 
@@ -243,6 +306,7 @@ impl Figure {
             low: Some(low.min(knee_bps)),
             high: high.map(|h| h.max(knee_bps)),
             samples: Vec::new(),
+            via: None,
         }
     }
 
@@ -296,8 +360,19 @@ pub fn range_text(low: f64, high: Option<f64>, unit: &str) -> String {
 pub struct HttpDownload {
     /// The path requested.
     pub path: String,
-    /// The response status (of the first download).
-    pub status: u16,
+    /// How it ended: `done` (a rate), `absent` (404 or 410), `failed`, `out_of_time` (`done`
+    /// in documents before version 3, which did not tell).
+    #[serde(default = "done")]
+    pub state: PathState,
+    /// The response status (of the first download; none when no status line arrived).
+    pub status: Option<u16>,
+    /// The status line as the server sent it (none before version 3).
+    #[serde(default)]
+    pub status_line: Option<String>,
+    /// The body length the response announced (`Content-Length`); none when it announced
+    /// none (the body then ends at the server's close) or before version 3.
+    #[serde(default)]
+    pub content_length: Option<u64>,
     /// Body bytes of one download.
     pub body: Quantity,
     /// Downloads made (1 in version 1 documents).
@@ -306,16 +381,42 @@ pub struct HttpDownload {
     /// Request sent to last byte, added over every download.
     pub time: Quantity,
     /// The median of the samples' rates (version 1: the one download's body bits over its
-    /// time).
-    pub rate: Quantity,
+    /// time); none unless `state` is `done`.
+    pub rate: Option<Quantity>,
     /// Each sample: back-to-back downloads covering at least a set time, their body bits over
     /// their added times (none in version 1 documents).
     #[serde(default)]
     pub samples: Vec<HttpSample>,
-    /// False when the time budget cut the last download short.
+    /// False when the time budget cut the last download short (since version 3 that
+    /// download is not counted).
     pub complete: bool,
     /// For linklab's bench files downloaded whole: whether every CRC32 was right.
     pub crc_ok: Option<bool>,
+    /// For a body whose first 256 bytes are 0, 1, ... 255 (byte i is i & 0xff, as the lwIP
+    /// peer's `/big.bin`): whether every byte of every download followed it.
+    #[serde(default)]
+    pub index_bytes_ok: Option<bool>,
+    /// Why there is no rate (`absent`, `failed`, `out_of_time`), with the status line.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// How an HTTP path ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathState {
+    /// Downloaded whole, with a 2xx status and its checks passed: a rate.
+    Done,
+    /// 404 or 410: the device has no such path.
+    Absent,
+    /// Any other status, a body short or longer than announced, a stall, wrong content.
+    Failed,
+    /// The budget ended the first download before its last byte.
+    OutOfTime,
+}
+
+fn done() -> PathState {
+    PathState::Done
 }
 
 /// One sample of an HTTP path: a batch of back-to-back downloads.
@@ -333,10 +434,21 @@ fn one() -> u32 {
     1
 }
 
-/// One iperf3 TCP test.
+fn iperf3() -> String {
+    "iperf3".into()
+}
+
+/// One TCP test (iperf3, or iperf 2 since version 3).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TcpTest {
-    /// `to_device` (we send) or `from_device` (iperf3 -R).
+    /// `iperf3` or `iperf2` (`iperf3` in documents before version 3).
+    #[serde(default = "iperf3")]
+    pub iperf: String,
+    /// How it ran: `iperf3`, `iperf3 -R`, `iperf 2`, `iperf 2 -R`, `iperf 2 -r (the device
+    /// connected back)` (none before version 3).
+    #[serde(default)]
+    pub via: Option<String>,
+    /// `to_device` (we send) or `from_device` (iperf3 -R; iperf 2 -R or -r).
     pub direction: String,
     /// Parallel streams (iperf3 -P).
     pub streams: u32,
@@ -349,7 +461,9 @@ pub struct TcpTest {
     pub time: Quantity,
     /// What the sender sent.
     pub sent: Quantity,
-    /// What the receiver got (goodput): the figure.
+    /// What the receiver got (goodput): the figure. iperf 2 to the device: our count of
+    /// what we sent, which the server read to the end before it closed (it reports nothing
+    /// back on TCP).
     pub received: Quantity,
     /// Sender retransmits, when the sender reports them.
     pub retransmits: Option<u64>,
@@ -407,14 +521,24 @@ pub struct Compared {
     pub new_high: Option<f64>,
     /// `(new - old) / old`, percent.
     pub change_pct: Option<f64>,
-    /// Worse than the baseline beyond the tolerance and both runs' ranges.
+    /// Worse than the baseline beyond the tolerance and both runs' ranges, or missing from
+    /// this run because the device answered otherwise (`missing`).
     pub worse: bool,
+    /// A baseline figure this run could not make because the device's answer changed (a 404,
+    /// a failed download): the state and reason (none before version 3).
+    #[serde(default)]
+    pub missing: Option<String>,
 }
 
 impl ProbeReport {
     /// The figure `id`, if measured.
     pub fn figure(&self, id: &str) -> Option<&Figure> {
         self.figures.iter().find(|f| f.id == id)
+    }
+
+    /// Why the figure `id` was not measured, if a step said.
+    pub fn not_measured(&self, id: &str) -> Option<&NotMeasured> {
+        self.not_measured.iter().find(|f| f.id == id)
     }
 
     /// The two sweeps with their direction's name.

@@ -2,7 +2,7 @@
 //! with their range, a round-trip median with its quartiles, or a knee with its range (see
 //! `document::SpreadKind`).
 
-use super::document::{Figure, HttpDownload, TcpTest};
+use super::document::{Figure, HttpDownload, NotMeasured, PathState, TcpTest, Unmeasured};
 use crate::rtt::RttReport;
 use crate::sweep::{analysis, SweepReport};
 
@@ -31,20 +31,24 @@ fn way(direction: &str) -> &'static str {
 /// test still carries how much it varied; the first slice is the test's start — slow start,
 /// and on the sending side the host's socket buffer filling ahead of the device, 140 Mbit/s
 /// through a 100 Mbit/s shaper). Tests without slices count as one sample each.
+///
+/// iperf 2's figures are `iperf2.tcp.*` and say so in their label: a baseline never compares
+/// them with iperf3's, which count what the receiver got.
 pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
-    let mut kinds: Vec<(&str, u32)> = Vec::new();
+    let mut kinds: Vec<(&str, &str, u32)> = Vec::new();
     for t in tests {
-        if !kinds.contains(&(t.direction.as_str(), t.streams)) {
-            kinds.push((t.direction.as_str(), t.streams));
+        let kind = (t.iperf.as_str(), t.direction.as_str(), t.streams);
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
         }
     }
     kinds
         .into_iter()
-        .map(|(direction, streams)| {
+        .map(|(iperf, direction, streams)| {
             let of_kind = || {
-                tests
-                    .iter()
-                    .filter(move |t| t.direction == direction && t.streams == streams)
+                tests.iter().filter(move |t| {
+                    t.iperf == iperf && t.direction == direction && t.streams == streams
+                })
             };
             let goodputs: Vec<f64> = of_kind().map(|t| t.received.value).collect();
             let samples: Vec<f64> = of_kind()
@@ -59,13 +63,26 @@ pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
                 (format!(".p{streams}"), format!(", {streams} streams"))
             };
             let value = median(&goodputs);
+            let via = of_kind().find_map(|t| t.via.clone()).unwrap_or_else(|| {
+                if direction == "to_device" {
+                    "iperf3".into()
+                } else {
+                    "iperf3 -R".into()
+                }
+            });
+            let (prefix, tool) = if iperf == "iperf2" {
+                ("iperf2.", " (iperf 2)")
+            } else {
+                ("", "")
+            };
             let mut figure = Figure::sampled(
-                format!("tcp.{direction}{suffix}"),
-                format!("TCP {}{label}", way(direction)),
+                format!("{prefix}tcp.{direction}{suffix}"),
+                format!("TCP {}{label}{tool}", way(direction)),
                 "bit/s",
                 value,
                 samples,
-            );
+            )
+            .via(&via);
             // The goodput (the receiver's count) may lie a little outside the sender's slices.
             figure.low = figure.low.map(|l| l.min(value));
             figure.high = figure.high.map(|h| h.max(value));
@@ -77,28 +94,91 @@ pub fn tcp(tests: &[TcpTest]) -> Vec<Figure> {
 /// The knee of one sweep (0 when no rate tracked) with its range (`analysis::knee_range`).
 pub fn knee(direction: &str, sweep: &SweepReport) -> Figure {
     let (low, high) = analysis::knee_range(&sweep.steps, &sweep.rule(), sweep.tcp());
+    let iperf2 = sweep.is_iperf2();
     Figure::knee(
-        format!("udp.knee.{direction}"),
-        format!("UDP knee {}", way(direction)),
+        format!(
+            "{}udp.knee.{direction}",
+            if iperf2 { "iperf2." } else { "" }
+        ),
+        format!(
+            "UDP knee {}{}",
+            way(direction),
+            if iperf2 { " (iperf 2)" } else { "" }
+        ),
         sweep.knee_bps.unwrap_or(0.0),
         low,
         high,
     )
+    .via(match (iperf2, sweep.reverse) {
+        (false, false) => "iperf3 -u sweep",
+        (false, true) => "iperf3 -u -R sweep",
+        (true, false) => "iperf 2 -u sweep (the server's reports)",
+        (true, true) => "iperf 2 -u -R sweep",
+    })
 }
 
-/// One figure per HTTP path: its samples' rates (batches of downloads), their median.
+/// The knee a sweep one way could not give, and why.
+pub fn knee_not_measured(
+    direction: &str,
+    iperf2: bool,
+    state: Unmeasured,
+    reason: String,
+) -> NotMeasured {
+    NotMeasured {
+        id: format!(
+            "{}udp.knee.{direction}",
+            if iperf2 { "iperf2." } else { "" }
+        ),
+        label: format!(
+            "UDP knee {}{}",
+            way(direction),
+            if iperf2 { " (iperf 2)" } else { "" }
+        ),
+        state,
+        reason,
+    }
+}
+
+/// One figure per HTTP path downloaded whole and checked (state `done`): its samples' rates
+/// (batches of downloads), their median. A path absent, failed or out of time has none.
 pub fn http(downloads: &[HttpDownload]) -> Vec<Figure> {
     downloads
         .iter()
-        .map(|h| {
+        .filter(|h| h.state == PathState::Done)
+        .filter_map(|h| {
             let samples: Vec<f64> = h.samples.iter().map(|s| s.rate.value).collect();
-            Figure::sampled(
-                format!("http.{}", h.path),
-                format!("HTTP GET {}", h.path),
-                "bit/s",
-                h.rate.value,
-                samples,
+            let rate = h.rate.as_ref()?;
+            Some(
+                Figure::sampled(
+                    format!("http.{}", h.path),
+                    format!("HTTP GET {}", h.path),
+                    "bit/s",
+                    rate.value,
+                    samples,
+                )
+                .via("HTTP GET"),
             )
+        })
+        .collect()
+}
+
+/// What each HTTP path without a rate lacks, in words, for `not_measured`.
+pub fn http_not_measured(downloads: &[HttpDownload]) -> Vec<NotMeasured> {
+    downloads
+        .iter()
+        .filter_map(|h| {
+            let state = match h.state {
+                PathState::Done => return None,
+                PathState::Absent => Unmeasured::Absent,
+                PathState::Failed => Unmeasured::Failed,
+                PathState::OutOfTime => Unmeasured::OutOfTime,
+            };
+            Some(NotMeasured {
+                id: format!("http.{}", h.path),
+                label: format!("HTTP GET {}", h.path),
+                state,
+                reason: h.reason.clone().unwrap_or_default(),
+            })
         })
         .collect()
 }
@@ -110,6 +190,11 @@ pub fn round_trips(kind: &str, report: &RttReport) -> Vec<Figure> {
         "icmp" => "ICMP echo",
         "echo_udp" => "UDP echo",
         _ => "TCP echo",
+    };
+    let via = match kind {
+        "icmp" => "ICMP echo",
+        "echo_udp" => "UDP echo (RFC 862)",
+        _ => "TCP echo (RFC 862)",
     };
     report
         .sizes
@@ -123,6 +208,22 @@ pub fn round_trips(kind: &str, report: &RttReport) -> Vec<Figure> {
                 quantile(&s.rtt.histogram, 0.25),
                 quantile(&s.rtt.histogram, 0.75),
             )
+            .via(via)
+        })
+        .collect()
+}
+
+/// The sizes of a round-trip step where no probe came back: no median, a line saying so.
+pub fn round_trips_not_measured(kind: &str, report: &RttReport) -> Vec<NotMeasured> {
+    report
+        .sizes
+        .iter()
+        .filter(|s| s.rtt.count == 0)
+        .map(|s| NotMeasured {
+            id: format!("{kind}.rtt_p50.{}B", s.size),
+            label: format!("{kind} round trip p50, {} B", s.size),
+            state: Unmeasured::Failed,
+            reason: format!("none of the {} probes of {} B came back", s.sent, s.size),
         })
         .collect()
 }
@@ -144,6 +245,7 @@ pub fn quantile(histogram: &[(f64, u64)], q: f64) -> f64 {
 
 /// Where a figure goes in the list: throughput first (TCP, knees, HTTP), then round trips.
 pub fn rank(id: &str) -> usize {
+    let id = id.strip_prefix("iperf2.").unwrap_or(id);
     [
         "tcp.",
         "udp.knee.",
@@ -164,6 +266,8 @@ mod tests {
 
     fn test(direction: &str, streams: u32, round: u32, mbit: f64) -> TcpTest {
         TcpTest {
+            iperf: "iperf3".into(),
+            via: None,
             direction: direction.into(),
             streams,
             round,

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::{Params, Protocol};
 
-use super::document::{Figure, HttpDownload, HttpSample, Quantity, TcpTest};
-use super::{figures, http};
+use super::document::{Figure, NotMeasured, Quantity, TcpTest, Unmeasured};
+use super::figures;
 use crate::rtt::{self, RttReport, Transport};
 use crate::sweep::analysis::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
+use crate::sweep::step2::NoReport;
 use crate::sweep::{self, step::StepConfig, SweepReport};
 
 /// Spacing of the round-trip probes: 500 per second (5.9 Mbit/s at 1472 B, which any device
@@ -36,14 +37,12 @@ const TCP_SLICE: Duration = Duration::from_millis(250);
 const IPERF_STALL: Duration = Duration::from_secs(3);
 /// Pause between sweep steps.
 const SWEEP_PAUSE: Duration = Duration::from_millis(200);
+/// Pause between iperf 2 sweep steps: stock iperf 2.1.8's UDP server aborted (glibc's
+/// `tpp.c` assertion) or crashed when a test began 0.2 s after its last; 1 s apart, 12 of 12
+/// tests got their reports (`sweep::step2`).
+const SWEEP_PAUSE_IPERF2: Duration = Duration::from_millis(1000);
 /// Pause between two iperf3 tests (a stock server closes and reopens its listener).
 const IPERF_PAUSE: Duration = Duration::from_millis(300);
-/// An HTTP sample covers at least this much download time: back-to-back downloads of a small
-/// path until their added times reach it (one download of a few hundred microseconds is the
-/// host's scheduling as much as the device).
-const HTTP_SAMPLE_TIME: Duration = Duration::from_millis(200);
-/// Samples per HTTP path, at most.
-const HTTP_SAMPLES: usize = 5;
 
 /// The outcome of a step: what it measured, its figures, and the error that ended it, if any.
 pub struct Outcome<T> {
@@ -51,6 +50,8 @@ pub struct Outcome<T> {
     pub value: T,
     /// The headline figures of what was measured.
     pub figures: Vec<Figure>,
+    /// The figures it could not make, with the reason.
+    pub not_measured: Vec<NotMeasured>,
     /// Why it stopped early.
     pub error: Option<anyhow::Error>,
     /// What it did, for the step record.
@@ -89,131 +90,38 @@ pub fn round_trips(
     let figures = value
         .as_ref()
         .map_or_else(Vec::new, |r| figures::round_trips(kind, r));
+    let not_measured = value
+        .as_ref()
+        .map_or_else(Vec::new, |r| figures::round_trips_not_measured(kind, r));
+    // A size where no probe came back makes no figure: the step says so.
+    let error = error.or_else(|| {
+        (!not_measured.is_empty()).then(|| {
+            let what: Vec<&str> = not_measured.iter().map(|m| m.reason.as_str()).collect();
+            anyhow::anyhow!("{kind} at {host}: {}", what.join("; "))
+        })
+    });
     Outcome {
         value,
         figures,
+        not_measured,
         error,
         detail,
     }
 }
 
-/// Downloads each path in samples, sharing `time` between the paths: each sample is
-/// back-to-back downloads until their added times reach [`HTTP_SAMPLE_TIME`], up to
-/// [`HTTP_SAMPLES`] samples; a download starts only when the last one would still end in
-/// the path's share (the first always runs, for at least 1 s).
-pub fn downloads(
+/// The iperf server (iperf3, or iperf 2 when `iperf2`) both TCP tests and sweeps use.
+pub fn iperf_config(
     host: &str,
-    peer: SocketAddr,
-    paths: &[String],
-    time: Duration,
-) -> Outcome<Vec<HttpDownload>> {
-    let mut out = Vec::new();
-    let end = Instant::now() + time;
-    for (i, path) in paths.iter().enumerate() {
-        let left = end.saturating_duration_since(Instant::now());
-        let share = (left / (paths.len() - i) as u32).max(Duration::from_secs(1));
-        match sample_path(host, peer, path, share) {
-            Ok(d) => out.push(d),
-            Err(error) => {
-                let detail = format!("{} of {} paths", out.len(), paths.len());
-                let figures = figures::http(&out);
-                return Outcome {
-                    value: out,
-                    figures,
-                    error: Some(error.context(format!("HTTP at {peer}"))),
-                    detail,
-                };
-            }
-        }
-    }
-    let detail = out
-        .iter()
-        .map(|d| format!("{} {} × {}", d.path, d.samples.len(), d.downloads))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let detail = format!("{} paths (samples × downloads: {detail})", out.len());
-    Outcome {
-        figures: figures::http(&out),
-        value: out,
-        error: None,
-        detail,
-    }
-}
-
-/// The samples of one path within `share`.
-fn sample_path(
-    host: &str,
-    peer: SocketAddr,
-    path: &str,
-    share: Duration,
-) -> anyhow::Result<HttpDownload> {
-    let end = Instant::now() + share;
-    let mut samples: Vec<HttpSample> = Vec::new();
-    let (mut status, mut body, mut complete) = (0, 0, true);
-    let mut crc: Option<bool> = None;
-    let mut last = Duration::ZERO;
-    'samples: while samples.len() < HTTP_SAMPLES {
-        let (mut n, mut seconds, mut bytes) = (0u32, 0.0, 0u64);
-        while seconds < HTTP_SAMPLE_TIME.as_secs_f64() {
-            let first = samples.is_empty() && n == 0;
-            let left = end.saturating_duration_since(Instant::now());
-            if !first && left < last.max(Duration::from_millis(1)) {
-                break;
-            }
-            let began = Instant::now();
-            let f = http::fetch(peer, host, path, left.max(Duration::from_secs(1)))?;
-            last = began.elapsed();
-            if first {
-                (status, body) = (f.status, f.body_bytes);
-            }
-            crc = match (crc, f.crc_ok) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (_, Some(true)) => Some(true),
-                (c, None) => c,
-            };
-            n += 1;
-            seconds += f.seconds;
-            bytes += f.body_bytes;
-            if !f.complete {
-                complete = false;
-                break;
-            }
-        }
-        if n > 0 {
-            let rate = if seconds > 0.0 {
-                bytes as f64 * 8.0 / seconds
-            } else {
-                0.0
-            };
-            samples.push(HttpSample {
-                downloads: n,
-                time: Quantity::new(seconds, "s"),
-                rate: Quantity::new(rate, "bit/s"),
-            });
-        }
-        if !complete || seconds < HTTP_SAMPLE_TIME.as_secs_f64() {
-            break 'samples;
-        }
-    }
-    let rates: Vec<f64> = samples.iter().map(|s| s.rate.value).collect();
-    Ok(HttpDownload {
-        path: path.into(),
-        status,
-        body: Quantity::new(body as f64, "bytes"),
-        downloads: samples.iter().map(|s| s.downloads).sum(),
-        time: Quantity::new(samples.iter().map(|s| s.time.value).sum(), "s"),
-        rate: Quantity::new(figures::median(&rates), "bit/s"),
-        samples,
-        complete,
-        crc_ok: crc,
-    })
-}
-
-/// The iperf3 server both TCP tests and sweeps use.
-pub fn iperf_config(host: &str, port: u16, seconds: u32, reverse: bool, tcp: bool) -> StepConfig {
+    port: u16,
+    iperf2: bool,
+    seconds: u32,
+    reverse: bool,
+    tcp: bool,
+) -> StepConfig {
     StepConfig {
         host: host.into(),
         port,
+        iperf2,
         tcp,
         reverse,
         seconds,
@@ -222,14 +130,15 @@ pub fn iperf_config(host: &str, port: u16, seconds: u32, reverse: bool, tcp: boo
     }
 }
 
-/// The TCP tests in rounds: how many rounds of the four tests and how long each test, for
-/// `time`. As many rounds as fit with 1-second tests, up to [`TCP_ROUNDS`]; longer tests only
-/// when even that many rounds leave time over.
-pub fn tcp_plan(time: Duration) -> (u32, u32) {
-    let round = |seconds: u32| (Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD) * 4;
+/// The TCP tests in rounds: how many rounds of `tests` tests (iperf3: four; iperf 2: its two
+/// directions) and how long each test, for `time`. As many rounds as fit with 1-second
+/// tests, up to [`TCP_ROUNDS`]; longer tests only when even that many rounds leave time over.
+pub fn tcp_plan(time: Duration, tests: u32) -> (u32, u32) {
+    let round =
+        |seconds: u32| (Duration::from_secs(u64::from(seconds)) + TCP_TEST_OVERHEAD) * tests;
     let rounds = (time.as_secs_f64() / round(1).as_secs_f64()).floor() as u32;
     let rounds = rounds.clamp(1, TCP_ROUNDS);
-    let per_test = time.as_secs_f64() / f64::from(rounds * 4) - TCP_TEST_OVERHEAD.as_secs_f64();
+    let per_test = time.as_secs_f64() / f64::from(rounds * tests) - TCP_TEST_OVERHEAD.as_secs_f64();
     (rounds, (per_test.floor() as u32).max(1))
 }
 
@@ -238,7 +147,7 @@ pub fn tcp_plan(time: Duration) -> (u32, u32) {
 /// not every sample of one). The first round's single-stream tests always run.
 pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>> {
     let end = Instant::now() + time;
-    let (rounds, seconds) = tcp_plan(time);
+    let (rounds, seconds) = tcp_plan(time, 4);
     let mut out: Vec<TcpTest> = Vec::new();
     let mut skipped = 0;
     let fail = |out: Vec<TcpTest>, error: anyhow::Error| {
@@ -246,6 +155,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
         Outcome {
             value: out,
             figures,
+            not_measured: Vec::new(),
             error: Some(error),
             detail: format!("{seconds} s per test"),
         }
@@ -264,7 +174,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                 skipped += 1;
                 continue;
             }
-            let cfg = iperf_config(host, port, seconds, reverse, true);
+            let cfg = iperf_config(host, port, false, seconds, reverse, true);
             let params = Params {
                 protocol: Protocol::Tcp,
                 duration_s: seconds,
@@ -304,7 +214,21 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
                     ),
                 );
             };
+            // A figure only where bytes moved: the receiver's count (ours with -R, the
+            // server's results otherwise).
+            if d.bytes_received == 0 {
+                return fail(
+                    out,
+                    anyhow::anyhow!(
+                        "iperf3 server {host}:{port}: the TCP test {} moved nothing (the receiver counted 0 bytes of {} sent)",
+                        if reverse { "from the device (-R)" } else { "to the device" },
+                        d.bytes_sent
+                    ),
+                );
+            }
             out.push(TcpTest {
+                iperf: "iperf3".into(),
+                via: Some(if reverse { "iperf3 -R" } else { "iperf3" }.into()),
                 direction: direction.into(),
                 streams: u32::from(streams),
                 round,
@@ -323,6 +247,7 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
     }
     Outcome {
         figures: figures::tcp(&out),
+        not_measured: Vec::new(),
         value: out,
         error: None,
         detail,
@@ -337,11 +262,17 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
 pub fn sweep_one_way(
     host: &str,
     port: u16,
+    iperf2: bool,
     reverse: bool,
     anchor_bps: Option<f64>,
     time: Duration,
 ) -> Outcome<Option<SweepReport>> {
-    let per_step = Duration::from_secs(1) + SWEEP_PAUSE + IPERF_OVERHEAD;
+    let pause = if iperf2 {
+        SWEEP_PAUSE_IPERF2
+    } else {
+        SWEEP_PAUSE
+    };
+    let per_step = Duration::from_secs(1) + pause + IPERF_OVERHEAD;
     let n = (time.as_secs_f64() / per_step.as_secs_f64()) as usize;
     // At the TCP rate itself a link-bound UDP stream is at its limit to within the headers:
     // the climb starts just below it (a slower UDP path is found by going down from there).
@@ -359,7 +290,7 @@ pub fn sweep_one_way(
         None => vec![1e6, 10e6, 100e6, 1e9],
     };
     let plan = sweep::Plan {
-        step: iperf_config(host, port, 1, reverse, false),
+        step: iperf_config(host, port, iperf2, 1, reverse, false),
         rule: KneeRule {
             loss_pct: KNEE_LOSS_PCT,
             tolerance_pct: DEFAULT_TOLERANCE_PCT,
@@ -367,7 +298,7 @@ pub fn sweep_one_way(
         },
         rates,
         refine: 3,
-        pause: SWEEP_PAUSE,
+        pause,
         climb: true,
         search_down: Some(0.5),
         server_was_ours: true,
@@ -375,17 +306,61 @@ pub fn sweep_one_way(
     };
     std::thread::sleep(IPERF_PAUSE);
     let sweep::Measured { report, error } = sweep::measure(&plan, &mut NoWatch);
+    // An iperf 2 server that sends no UDP report has no knee to give: a plain line. One that
+    // reported and then stopped has failed.
+    let (error, no_report) = match error {
+        Some(e) if e.downcast_ref::<NoReport>().is_some() && report.steps.is_empty() => {
+            (None, e.downcast_ref::<NoReport>().map(|n| n.0.clone()))
+        }
+        Some(e) if e.downcast_ref::<NoReport>().is_some() => (
+            Some(e.context(format!(
+                "the iperf 2 server stopped sending UDP reports after {} steps",
+                report.steps.len()
+            ))),
+            None,
+        ),
+        e => (e, None),
+    };
     let repeats = report.steps.iter().filter(|s| s.attempt > 1).count();
-    let detail = format!(
-        "{} steps of 1 s ({repeats} of them repeats of a limit)",
-        report.steps.len()
-    );
+    let detail = match &no_report {
+        Some(_) => "no UDP report from the iperf 2 server: no knee".to_string(),
+        None => format!(
+            "{} steps of 1 s ({repeats} of them repeats of a limit)",
+            report.steps.len()
+        ),
+    };
     let value = (!report.steps.is_empty()).then_some(report);
     let direction = if reverse { "from_device" } else { "to_device" };
-    let figures = value.iter().map(|s| figures::knee(direction, s)).collect();
+    // A knee only where something arrived: a sweep whose every step delivered nothing is a
+    // UDP path that does not work, not a knee of 0.
+    let delivered = |s: &SweepReport| s.steps.iter().any(|x| x.received_bps > 0.0);
+    let error = match &value {
+        Some(s) if !delivered(s) => Some(error.unwrap_or_else(|| {
+            anyhow::anyhow!(
+                "UDP {} ({host}:{port}): nothing arrived at any of {} offered rates",
+                if reverse {
+                    "from the device (-R)"
+                } else {
+                    "to the device"
+                },
+                s.steps.len()
+            )
+        })),
+        _ => error,
+    };
+    let figures = value
+        .iter()
+        .filter(|s| delivered(s))
+        .map(|s| figures::knee(direction, s))
+        .collect();
+    let not_measured = no_report
+        .map(|reason| figures::knee_not_measured(direction, iperf2, Unmeasured::Absent, reason))
+        .into_iter()
+        .collect();
     Outcome {
         value,
         figures,
+        not_measured,
         error,
         detail,
     }
@@ -403,11 +378,14 @@ mod tests {
     #[test]
     fn tcp_rounds_fit_the_time() {
         // 4 tests of 1 s + 0.4 s each make a 5.6 s round.
-        assert_eq!(tcp_plan(Duration::from_secs(4)), (1, 1));
-        assert_eq!(tcp_plan(Duration::from_secs(12)), (2, 1));
-        assert_eq!(tcp_plan(Duration::from_secs(23)), (4, 1));
-        assert_eq!(tcp_plan(Duration::from_secs(28)), (5, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(4), 4), (1, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(12), 4), (2, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(23), 4), (4, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(28), 4), (5, 1));
         // Beyond five rounds, longer tests.
-        assert_eq!(tcp_plan(Duration::from_secs(60)), (5, 2));
+        assert_eq!(tcp_plan(Duration::from_secs(60), 4), (5, 2));
+        // iperf 2's two directions a round.
+        assert_eq!(tcp_plan(Duration::from_secs(12), 2), (4, 1));
+        assert_eq!(tcp_plan(Duration::from_secs(30), 2), (5, 2));
     }
 }

@@ -8,8 +8,10 @@ use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
-use super::{rtt_section, sweep_section};
-use crate::probe::document::{range_text, Better, Compared, ProbeReport, ServiceState, StepState};
+use super::{probe_tables, rtt_section, sweep_section};
+use crate::probe::document::{
+    range_text, Better, Compared, ProbeReport, ServiceState, StepState, Unmeasured,
+};
 use crate::sweep::analysis::describe_all;
 use crate::values::format_rate;
 
@@ -52,13 +54,17 @@ fn rows(r: &ProbeReport) -> Vec<Compared> {
                 new_high: f.spread.and_then(|_| f.range().1),
                 change_pct: None,
                 worse: false,
+                missing: None,
             })
             .collect(),
     }
 }
 
-/// A short name for a chart's axis: `tcp.to_device.p2` → `TCP → ×2`.
+/// A short name for a chart's axis: `tcp.to_device.p2` → `TCP → ×2`, iperf 2's marked.
 fn short(id: &str) -> String {
+    if let Some(rest) = id.strip_prefix("iperf2.") {
+        return format!("{} (iperf 2)", short(rest));
+    }
     let arrow = |s: &str| s.replace("to_device", "→").replace("from_device", "←");
     if let Some(rest) = id.strip_prefix("tcp.") {
         return format!("TCP {}", arrow(rest).replace(".p", " ×"));
@@ -94,7 +100,8 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     // Key facts: each way's TCP and knee, the lowest ICMP median, the services.
     s.push_str(r#"<div class="facts">"#);
     for f in &r.figures {
-        if f.id.starts_with("tcp.") && !f.id.contains(".p") || f.id.starts_with("udp.knee.") {
+        let id = f.id.strip_prefix("iperf2.").unwrap_or(&f.id);
+        if id.starts_with("tcp.") && !id.contains(".p") || id.starts_with("udp.knee.") {
             let (low, high) = f.range();
             let what = match f.spread {
                 Some(_) => format!(
@@ -162,7 +169,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             esc(&row.label)
         );
         if r.baseline.is_some() {
-            let verdict = if row.worse {
+            let missing = row.missing.as_ref().map(|m| format!("worse: {m}"));
+            let verdict = if let Some(m) = &missing {
+                m.as_str()
+            } else if row.worse {
                 "worse"
             } else if row.old.is_none() {
                 "new"
@@ -182,14 +192,18 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                     &row.unit,
                     old_spread && row.old.is_some()
                 ),
-                opt(row.new),
+                match &row.missing {
+                    Some(m) => m.split(':').next().unwrap_or("–").to_string(),
+                    None => opt(row.new),
+                },
                 show_range(row.new_low, row.new_high, &row.unit, row.new.is_some()),
                 row.change_pct.map_or("–".into(), |p| format!("{p:+.1} %"))
             );
         } else {
-            let from = r
-                .figure(&row.id)
-                .map_or(String::new(), |f| f.spread_words());
+            let from = r.figure(&row.id).map_or(String::new(), |f| {
+                let via = f.via.as_ref().map_or(String::new(), |v| format!(" · {v}"));
+                f.spread_words() + &via
+            });
             let _ = write!(
                 s,
                 r#"<td>{}</td><td>{}</td><td class="l">{}</td>"#,
@@ -199,6 +213,35 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             );
         }
         s.push_str("</tr>");
+    }
+    // What a step could not measure: a plain line each, never a zero.
+    for m in r
+        .not_measured
+        .iter()
+        .filter(|m| !rows.iter().any(|x| x.id == m.id))
+    {
+        let cls = if m.state == Unmeasured::Failed {
+            "warn"
+        } else {
+            "sender"
+        };
+        // The reason spans the columns after the state: range and from, or with a baseline
+        // this run's range, change and verdict.
+        let span = if r.baseline.is_some() { 3 } else { 2 };
+        let _ = write!(
+            s,
+            r#"<tr data-figure="{}" data-missing="{}"><td class="l">{}</td>{}<td class="{cls}">{}</td><td class="l" colspan="{span}">{}</td></tr>"#,
+            esc(&m.id),
+            m.state.word(),
+            esc(&m.label),
+            if r.baseline.is_some() {
+                "<td>–</td><td>–</td>"
+            } else {
+                ""
+            },
+            m.state.word(),
+            esc(&m.reason)
+        );
     }
     s.push_str("</table></div>");
     if let Some(c) = &r.baseline {
@@ -242,12 +285,13 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             let repeats = sw.steps.iter().filter(|x| x.attempt > 1).count();
             let _ = write!(
                 limits,
-                r#"<tr><td class="l">UDP {}</td><td>{}</td><td class="l">{}</td><td>{} ({repeats})</td></tr>"#,
+                r#"<tr><td class="l">UDP {}{}</td><td>{}</td><td class="l">{}</td><td>{} ({repeats})</td></tr>"#,
                 if dir == "to_device" {
                     "to the device"
                 } else {
                     "from the device"
                 },
+                if sw.is_iperf2() { " (iperf 2)" } else { "" },
                 sw.knee_bps.map_or("none".into(), format_rate),
                 esc(&what),
                 sw.steps.len()
@@ -437,69 +481,8 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     s.push_str("</div>");
 
     // HTTP and TCP.
-    if !r.http.is_empty() {
-        s.push_str(r#"<h3>HTTP downloads</h3><table><tr><th class="l">path</th><th>status</th><th>body (bytes)</th><th>downloads</th><th>time (s)</th><th>rate (median)</th><th class="l">samples (downloads each)</th><th class="l">complete</th><th class="l">CRC32</th></tr>"#);
-        for h in &r.http {
-            let samples = h
-                .samples
-                .iter()
-                .map(|x| format!("{} ({})", format_rate(x.rate.value), x.downloads))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let _ = write!(
-                s,
-                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td class="l">{}</td><td class="l">{}</td><td class="l {}">{}</td></tr>"#,
-                esc(&h.path),
-                h.status,
-                h.body.value,
-                h.downloads,
-                h.time.value,
-                format_rate(h.rate.value),
-                if samples.is_empty() {
-                    "–".into()
-                } else {
-                    samples
-                },
-                if h.complete {
-                    "yes"
-                } else {
-                    "cut short by the budget"
-                },
-                if h.crc_ok == Some(false) {
-                    "warn"
-                } else {
-                    "ok"
-                },
-                match h.crc_ok {
-                    Some(true) => "ok",
-                    Some(false) => "WRONG",
-                    None => "–",
-                }
-            );
-        }
-        s.push_str("</table>");
-    }
-    if !r.tcp.is_empty() {
-        s.push_str(r#"<h3>iperf3 TCP</h3><table><tr><th class="l">direction</th><th>streams</th><th>round</th><th>time (s)</th><th>sent</th><th>received</th><th>retransmits</th></tr>"#);
-        for t in &r.tcp {
-            let _ = write!(
-                s,
-                r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
-                if t.direction == "to_device" {
-                    "to the device"
-                } else {
-                    "from the device (-R)"
-                },
-                t.streams,
-                t.round,
-                t.time.value,
-                format_rate(t.sent.value),
-                format_rate(t.received.value),
-                t.retransmits.map_or("–".into(), |n| n.to_string())
-            );
-        }
-        s.push_str("</table>");
-    }
+    probe_tables::http(&mut s, r);
+    probe_tables::tcp(&mut s, r);
     s.push_str("</section>");
 
     // What was measured, in the subcommands' own sections.
@@ -529,5 +512,6 @@ mod tests {
         assert_eq!(short("udp.knee.to_device"), "knee →");
         assert_eq!(short("http./1MB.txt"), "/1MB.txt");
         assert_eq!(short("echo_udp.rtt_p50.64B"), "UDP 64B");
+        assert_eq!(short("iperf2.tcp.from_device"), "TCP ← (iperf 2)");
     }
 }

@@ -36,10 +36,15 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
     };
     let _ = write!(
         s,
-        r#"<section class="card sweep"><h2>Offered-rate sweep · {} {}</h2><p class="source">{} · {}:{} · {} · {} s per step{}</p>"#,
+        r#"<section class="card sweep"><h2>Offered-rate sweep · {} {}</h2><p class="source">{} · {} {}:{} · {} · {} s per step{}</p>"#,
         r.protocol.to_uppercase(),
         esc(direction),
         esc(source),
+        if r.is_iperf2() {
+            "iperf 2 (the server's reports)"
+        } else {
+            "iperf3"
+        },
         esc(&r.host),
         r.port,
         esc(direction),

@@ -11,8 +11,8 @@ use linklab_serial::MAX_PAYLOAD;
 
 use super::port::Port;
 use super::{counters_line, ifaddr};
-use crate::serve::tap::Tap;
 use crate::serve::StopSignals;
+use linklab_tap::Tap;
 
 /// Runs the bridge until SIGINT or SIGTERM.
 pub fn run(

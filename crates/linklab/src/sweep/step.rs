@@ -11,10 +11,12 @@ use super::Step;
 
 /// What every step shares: the server and the test shape.
 pub struct StepConfig {
-    /// iperf3 server host.
+    /// iperf server host.
     pub host: String,
-    /// iperf3 server port.
+    /// iperf server port.
     pub port: u16,
+    /// An iperf 2 server (UDP steps judged by its report, `step2`) instead of iperf3.
+    pub iperf2: bool,
     /// TCP instead of UDP.
     pub tcp: bool,
     /// Server sends (iperf3 -R).
@@ -103,8 +105,12 @@ pub fn run_test_sliced(
     Ok((report, rates))
 }
 
-/// Runs one iperf3 test at `offered` bit/s and condenses its results into a [`Step`].
+/// Runs one test at `offered` bit/s (iperf3, or iperf 2: [`super::step2`]) and condenses its
+/// results into a [`Step`].
 pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
+    if cfg.iperf2 {
+        return super::step2::run_step(cfg, offered);
+    }
     let params = Params {
         protocol: if cfg.tcp {
             Protocol::Tcp

@@ -62,29 +62,26 @@ impl Device {
         Device::start(bin, tag, &argv, "llh0", [0x02, 0x4c, 0x4c, 0, 0, 1])
     }
 
-    /// `linklab emu --board BOARD` (this build) on TAP `llfw0`, MAC 02:4c:4c:00:00:02.
+    /// `linklab emu BOARD` (this build) on TAP `llfw0`, MAC 02:4c:4c:00:00:02.
     pub fn emu(board: &str) -> Device {
         Device::emu_args(board, &[])
     }
 
-    /// `linklab emu --board BOARD EXTRA...` (this build), e.g. with `--embassy`.
+    /// `linklab emu BOARD EXTRA...` (this build), e.g. with `--image embassy`.
     pub fn emu_args(board: &str, extra: &[&str]) -> Device {
         Device::emu_with(&linklab_bin(), board, extra)
     }
 
-    /// `linklab emu --board BOARD EXTRA...` of the binary `bin` (which builds or finds its
-    /// own image).
+    /// `linklab emu BOARD EXTRA...` of the binary `bin` (which builds or finds its
+    /// own image). A build other than this one may predate `linklab emu BOARD` (issue 51):
+    /// it gets the flags of before (`--board BOARD`, `--embassy` for `--image embassy`),
+    /// which the builds of the round after still take.
     pub fn emu_with(bin: &Path, board: &str, extra: &[&str]) -> Device {
-        let mut argv = vec![
-            "emu",
-            "--board",
-            board,
-            "--tap",
-            "llfw0",
-            "--ip",
-            "198.18.0.2/24",
-        ];
+        let mut argv = vec!["emu", board, "--tap", "llfw0", "--ip", "198.18.0.2/24"];
         argv.extend_from_slice(extra);
+        if bin != linklab_bin() {
+            argv = old_spelling(&argv);
+        }
         Device::start(
             bin,
             &board[..4],
@@ -368,4 +365,28 @@ impl Drop for RawSender {
         // SAFETY: closing the socket we opened.
         unsafe { libc::close(self.fd) };
     }
+}
+
+/// `emu BOARD ...` in the flags of before issue 51 (`emu --board BOARD ...`).
+fn old_spelling<'a>(argv: &[&'a str]) -> Vec<&'a str> {
+    let mut old = vec![argv[0], "--board", argv[1]];
+    let mut rest = argv[2..].iter();
+    while let Some(&a) = rest.next() {
+        match (a, rest.clone().next()) {
+            ("--image", Some(&"embassy")) => {
+                rest.next();
+                old.push("--embassy");
+            }
+            ("--image", Some(&"serial")) => {
+                rest.next();
+                old.push("--serial");
+            }
+            ("--image", Some(&"soft-phy")) => {
+                rest.next();
+                old.push("--phy10-line");
+            }
+            _ => old.push(a),
+        }
+    }
+    old
 }

@@ -324,7 +324,7 @@ fn control_holder(i: usize) -> Held {
             continue;
         };
         let at = Instant::now();
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             let cookie = format!("{:0>36}\0", format!("idleholder{i}"));
             stream.write_all(cookie.as_bytes()).unwrap();
         }

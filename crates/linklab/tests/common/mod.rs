@@ -263,6 +263,13 @@ pub fn enter_netns(path: &str) {
     assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
 }
 
+/// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
+pub fn end_bytes(report: &Value, key: &str) -> u64 {
+    report["end"][key]["bytes"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
+}
+
 /// A counter from the `mac` section of /stats.
 pub fn mac_counter(stats: &Value, name: &str) -> u64 {
     stats["mac"][name]

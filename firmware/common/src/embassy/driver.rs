@@ -4,15 +4,13 @@
 //! cannot read it).
 
 use core::cell::Cell;
-use core::task::{Context, Waker};
+use core::task::Context;
 
 use critical_section::Mutex;
 use embassy_net_driver::{Capabilities, Driver, HardwareAddress, LinkState};
-use linklab_mac::embassy::{
-    Admit, EmbassyMac, EmbassyTimeClock, FrameGate, LinkStatus, LINK_POLL_NS,
-};
+pub use linklab_app_gate::AppGate;
+use linklab_mac::embassy::{EmbassyMac, EmbassyTimeClock, LinkStatus, LINK_POLL_NS};
 use linklab_mac::{Counters, Inline, PhyTx};
-use linklab_perf::embassy::ServiceGate;
 
 use crate::memory::QUEUE_BYTES;
 
@@ -42,24 +40,6 @@ impl PhyTx for DynPhy {
 
     fn transmit_buffer(&mut self, len: usize) {
         self.0.transmit_buffer(len)
-    }
-}
-
-/// linklab-perf's service gate (SYNs and UDP echo requests held for their apps, the
-/// SYN-ACKs that leave noted) as the driver's gate.
-pub struct AppGate(pub &'static ServiceGate);
-
-impl FrameGate for AppGate {
-    fn admit(&mut self, frame: &[u8], waker: &Waker) -> Admit {
-        match self.0.admit(frame, waker) {
-            linklab_perf::embassy::Admit::Pass => Admit::Pass,
-            linklab_perf::embassy::Admit::Hold => Admit::Hold,
-            linklab_perf::embassy::Admit::Drop => Admit::Drop,
-        }
-    }
-
-    fn sent(&mut self, frame: &[u8]) {
-        self.0.sent(frame)
     }
 }
 

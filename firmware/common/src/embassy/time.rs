@@ -1,9 +1,10 @@
 //! An `embassy_time_driver::Driver` on any board's timer ([`BoardTime`]): the board says how
 //! to read its clock and arm a one-shot ([`BoardTimer`]), this module keeps the queue of
-//! timers. In the image:
+//! timers. In the image, over a module `timer` with `now_ns`, `arm_at_ns` and `disarm`
+//! ([`board_time_driver!`](crate::board_time_driver)):
 //!
 //! ```ignore
-//! embassy_time_driver::time_driver_impl!(static TIME: BoardTime<MyTimer> = BoardTime::new());
+//! linklab_firmware::board_time_driver!(TIME, timer);
 //! // the timer's interrupt: TIME.on_alarm();
 //! ```
 //!
@@ -153,4 +154,46 @@ impl Timers {
         }
         self.armed = next;
     }
+}
+
+/// embassy-time-driver, for [`board_time_driver!`](crate::board_time_driver).
+#[doc(hidden)]
+pub use embassy_time_driver as __driver;
+
+/// Defines embassy-time's driver, `static $name`, on the board's timer: a module `$timer`
+/// with functions `now_ns()`, `arm_at_ns(ns)` and `disarm()`, or (`const $timer`) a value
+/// with those methods. One line per image in place of a [`BoardTimer`] type of its own; the
+/// timer's interrupt calls `$name.on_alarm()`.
+#[macro_export]
+macro_rules! board_time_driver {
+    ($name:ident, const $timer:path) => {
+        $crate::board_time_driver!(@driver $name, $timer.now_ns(), ns => $timer.arm_at_ns(ns), $timer.disarm());
+    };
+    ($name:ident, $timer:ident) => {
+        $crate::board_time_driver!(@driver $name, $timer::now_ns(), ns => $timer::arm_at_ns(ns), $timer::disarm());
+    };
+    (@driver $name:ident, $now:expr, $ns:ident => $arm:expr, $disarm:expr) => {
+        /// The board's timer as embassy-time's ([`BoardTimer`](
+        /// $crate::embassy::time::BoardTimer)).
+        pub struct BoardClock;
+
+        impl $crate::embassy::time::BoardTimer for BoardClock {
+            fn now_ns() -> u64 {
+                $now
+            }
+
+            fn arm_at_ns($ns: u64) {
+                $arm
+            }
+
+            fn disarm() {
+                $disarm
+            }
+        }
+
+        $crate::embassy::time::__driver::time_driver_impl!(
+            static $name: $crate::embassy::time::BoardTime<BoardClock> =
+                $crate::embassy::time::BoardTime::new()
+        );
+    };
 }

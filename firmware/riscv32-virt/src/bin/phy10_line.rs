@@ -8,7 +8,7 @@
 //! SPI/I2S TX DMA shifts them) into the sampler's transmit buffer. Above the MAC, the same
 //! main loop, smoltcp and apps as every linklab image; `/stats` adds the PHY's counters.
 //!
-//! The other end of the sampler is `linklab emu --phy10-line`, which puts frames from a TAP
+//! The other end of the sampler is `linklab emu riscv32-virt --image soft-phy`, which puts frames from a TAP
 //! on the line and decodes what this image sends.
 #![no_std]
 #![no_main]
@@ -39,7 +39,7 @@ const TX_WORDS: usize = 800;
 const TX_OVERSAMPLE: Oversample = Oversample::X2;
 
 /// Where the sampler's configuration sits: `PHY1` then the oversampling factor (written by
-/// `linklab emu --phy10-line` after the device's configuration blob).
+/// `linklab emu riscv32-virt --image soft-phy` after the device's configuration blob).
 const PHY_CONFIG_ADDR: usize = CONFIG_ADDR + 0x80;
 /// The factor when no configuration was given.
 const DEFAULT_OVERSAMPLE: u8 = 4;

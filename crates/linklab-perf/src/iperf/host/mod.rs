@@ -23,7 +23,7 @@ mod measure;
 mod server;
 mod sockets;
 mod streams;
-mod sys;
+pub(crate) mod sys;
 
 use std::io;
 use std::net::SocketAddr;
@@ -59,6 +59,9 @@ pub enum Error {
     Test(Failure),
     /// The configuration is not usable (explains which setting).
     Config(String),
+    /// An iperf 2 client connected to this iperf3 server (its first bytes were an iperf 2
+    /// test header or pattern, not a cookie); it is served as iperf 2 on its own thread.
+    Iperf2Client(std::net::SocketAddr),
     /// A step iperf3 names failed: its `i_errno` and the OS `errno` (0: none).
     Iperf {
         /// iperf3's `i_errno` (see [`errors::i_errno`]).
@@ -110,6 +113,19 @@ impl core::fmt::Display for Error {
             Error::Test(Failure::Timeout) => {
                 write!(f, "the peer stopped responding (watchdog expired)")
             }
+            // iperf3 never sends state 0; an iperf 2.1 server's version reply starts with
+            // it (the client's cookie asks for that reply: see `iperf2::detect`).
+            Error::Test(Failure::UnexpectedState(0)) => f.write_str(
+                "the server answered with iperf 2's version reply: it speaks iperf 2, not \
+                 iperf3 (use `linklab iperf2 -c`)",
+            ),
+            Error::Iperf2Client(peer) => write!(
+                f,
+                "{} port {} is an iperf 2 client (its first bytes are an iperf 2 header, not an \
+                 iperf3 cookie): serving it as iperf 2 (`linklab iperf2 -s` serves iperf 2)",
+                plain_ip(peer),
+                peer.port()
+            ),
             Error::Test(fail) => write!(f, "test failed: {fail:?}"),
             Error::Config(s) => write!(f, "{s}"),
         }

@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 /// A `pollfd` for `fd` waiting for `events`.
-pub(super) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
+pub(crate) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
     libc::pollfd {
         fd,
         events,
@@ -18,7 +18,7 @@ pub(super) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
 }
 
 /// Waits until one of `fds` is ready or `timeout` passes; a signal counts as a timeout.
-pub(super) fn ppoll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
+pub(crate) fn ppoll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
@@ -44,7 +44,7 @@ pub(super) fn ppoll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<u
 }
 
 /// Waits until `fd` is ready for `events` or `timeout` passes.
-pub(super) fn wait_fd(fd: RawFd, events: libc::c_short, timeout: Duration) {
+pub(crate) fn wait_fd(fd: RawFd, events: libc::c_short, timeout: Duration) {
     let mut p = [pollfd(fd, events)];
     let _ = ppoll(&mut p, timeout);
 }

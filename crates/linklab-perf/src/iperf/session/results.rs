@@ -60,7 +60,7 @@ impl<const S: usize> Session<'_, S> {
     }
 
     /// The test's figures as far as known; complete once [`phase`](Self::phase) is
-    /// [`Phase::Done`].
+    /// [`Phase::Done`](super::Phase::Done).
     pub fn report(&self) -> TestReport<S> {
         let params = self.test.params;
         let mut rep = TestReport {

@@ -1,45 +1,104 @@
-//! The line's options (`linklab emu --phy10-line ...`), checked, and what they put in the
-//! configuration blob.
+//! The line's options (`linklab emu BOARD --image soft-phy ...`), checked, and what they put
+//! in the configuration blob.
 
 use crate::values::{self, bail_usage};
 
-/// Options of the line (`linklab emu --phy10-line ...`).
-#[derive(clap::Args, Debug, Clone)]
-pub struct LineArgs {
-    /// Boot the soft-PHY image (riscv32-virt): linklab-phy10 decodes line samples on the MCU;
-    /// this process is the line between it and the TAP (it creates the TAP).
-    #[arg(long, conflicts_with_all = ["serial", "phy10", "blast"])]
-    pub phy10_line: bool,
-    /// The device's sampler: samples per bit, 4..=8.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = values::ranged(4u8, 8),
-          requires = "phy10_line")]
-    pub oversample: u8,
-    /// Transmitter clock offset toward the device, ppm, -5000..=5000 (the range the decoder
-    /// is verified over: ±0.5 %).
-    #[arg(long, value_name = "PPM", default_value_t = 0, allow_negative_numbers = true,
-          value_parser = values::ranged(-MAX_DRIFT_PPM, MAX_DRIFT_PPM), requires = "phy10_line")]
-    pub drift: i32,
-    /// Peak edge jitter toward the device, in receiver samples (at most 0.25 at 4x, 0.5 at
-    /// 5x..7x, 1 at 8x: where the decoder loses at most one frame in 10 000).
+/// The soft-PHY line's options on the command line (with `--image soft-phy`); unset ones take
+/// their defaults ([`LineOptions::resolve`]).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LineOptions {
+    /// The device's sampler: samples per bit, 4..=8 [default: 4].
+    #[arg(long, value_name = "N", value_parser = values::ranged(4u8, 8),
+          hide_short_help = true, help_heading = "The soft-PHY line (--image soft-phy)")]
+    pub oversample: Option<u8>,
+    /// Transmitter clock offset toward the device, ppm, -5000..=5000 [default: 0].
+    ///
+    /// The range the decoder is verified over: ±0.5 %.
+    #[arg(long, value_name = "PPM", allow_negative_numbers = true,
+          value_parser = values::ranged(-MAX_DRIFT_PPM, MAX_DRIFT_PPM),
+          hide_short_help = true, help_heading = "The soft-PHY line (--image soft-phy)")]
+    pub drift: Option<i32>,
+    /// Peak edge jitter toward the device, in receiver samples [default: 0].
+    ///
+    /// At most 0.25 at 4x, 0.5 at 5x..7x, 1 at 8x: where the decoder loses at most one frame
+    /// in 10 000.
     #[arg(
         long,
         value_name = "SAMPLES",
-        default_value_t = 0.0,
-        requires = "phy10_line"
+        hide_short_help = true,
+        help_heading = "The soft-PHY line (--image soft-phy)"
     )]
-    pub jitter: f64,
-    /// Probability that each sample toward the device is flipped, 0..1.
-    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = values::fraction_below(1.0),
-          requires = "phy10_line")]
-    pub noise: f64,
+    pub jitter: Option<f64>,
+    /// Probability that each sample toward the device is flipped, 0..1 [default: 0].
+    #[arg(long, value_name = "P", value_parser = values::fraction_below(1.0),
+          hide_short_help = true, help_heading = "The soft-PHY line (--image soft-phy)")]
+    pub noise: Option<f64>,
     /// Do not pace the line at 10 Mbit/s: frames go as fast as the device takes them (the
     /// CPU-bound ceiling).
-    #[arg(long, requires = "phy10_line")]
+    #[arg(
+        long,
+        hide_short_help = true,
+        help_heading = "The soft-PHY line (--image soft-phy)"
+    )]
     pub no_pace: bool,
-    /// First put a fixed set of malformed captures on the line (garbage, all ones, all
-    /// zeros, a pulse train, a frame cut short, a frame with one bit flipped, one sample),
-    /// to show the firmware counts each and goes on.
-    #[arg(long, requires = "phy10_line")]
+    /// First put a fixed set of malformed captures on the line, to show the firmware counts
+    /// each and goes on.
+    ///
+    /// Garbage, all ones, all zeros, a pulse train, a frame cut short, a frame with one bit
+    /// flipped, one sample.
+    #[arg(
+        long,
+        hide_short_help = true,
+        help_heading = "The soft-PHY line (--image soft-phy)"
+    )]
+    pub bad_captures: bool,
+}
+
+impl LineOptions {
+    /// The line's settings for an image with a soft-PHY line (`line`), else None; options
+    /// given for an image without one are one usage line.
+    pub fn resolve(&self, line: bool) -> anyhow::Result<Option<LineArgs>> {
+        if !line {
+            let given = [
+                (self.oversample.is_some(), "--oversample"),
+                (self.drift.is_some(), "--drift"),
+                (self.jitter.is_some(), "--jitter"),
+                (self.noise.is_some(), "--noise"),
+                (self.no_pace, "--no-pace"),
+                (self.bad_captures, "--bad-captures"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
+                bail_usage!("{flag}: only with --image soft-phy (the soft-PHY line's option)");
+            }
+            return Ok(None);
+        }
+        let args = LineArgs {
+            oversample: self.oversample.unwrap_or(4),
+            drift: self.drift.unwrap_or(0),
+            jitter: self.jitter.unwrap_or(0.0),
+            noise: self.noise.unwrap_or(0.0),
+            no_pace: self.no_pace,
+            bad_captures: self.bad_captures,
+        };
+        args.validate()?;
+        Ok(Some(args))
+    }
+}
+
+/// The soft-PHY line's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineArgs {
+    /// The device's sampler: samples per bit.
+    pub oversample: u8,
+    /// Transmitter clock offset toward the device, ppm.
+    pub drift: i32,
+    /// Peak edge jitter toward the device, in receiver samples.
+    pub jitter: f64,
+    /// Probability that each sample toward the device is flipped.
+    pub noise: f64,
+    /// The line is not paced at 10 Mbit/s.
+    pub no_pace: bool,
+    /// Malformed captures first.
     pub bad_captures: bool,
 }
 
@@ -73,7 +132,7 @@ impl LineArgs {
         Ok(())
     }
 
-    /// The options again, as `linklab emu` arguments (for a lab that runs the line).
+    /// The settings again, as `linklab emu` options (for a lab that runs the line).
     pub fn to_argv(&self) -> Vec<String> {
         let mut v = vec![
             "--oversample".to_string(),
@@ -110,7 +169,6 @@ mod tests {
     #[test]
     fn jitter_is_bounded_by_the_factor() {
         let args = |oversample, jitter| LineArgs {
-            phy10_line: true,
             oversample,
             drift: 0,
             jitter,
@@ -129,7 +187,6 @@ mod tests {
     #[test]
     fn the_blob_carries_the_factor_after_the_device_config() {
         let b = LineArgs {
-            phy10_line: true,
             oversample: 5,
             drift: 0,
             jitter: 0.0,

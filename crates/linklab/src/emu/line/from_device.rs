@@ -10,7 +10,7 @@ use linklab_phy10::{Capture, Decoder, Oversample, RxOutcome};
 
 use super::counters::Counters;
 use super::samples::{line_time, sleep_until, words_of};
-use crate::serve::tap::Tap;
+use linklab_tap::Tap;
 
 /// The longest message QEMU's stream netdev sends (its buffer is 68 KiB).
 const MAX_MESSAGE_BYTES: usize = 69_632;

@@ -13,7 +13,7 @@ use super::counters::Counters;
 use super::samples::{
     bad_captures, capture_bytes, line_time, next_pulse, sleep_until, wire_bytes, MAX_CAPTURE_BYTES,
 };
-use crate::serve::tap::Tap;
+use linklab_tap::Tap;
 
 /// TAP → encode → capture → device.
 pub struct ToDevice {

@@ -201,6 +201,11 @@ impl Server {
                 Err(e) => return Err(e),
             }
         };
+        if is_iperf2_client(&ctrl) {
+            let peer = ctrl.peer_addr()?;
+            crate::iperf2::host::serve_handed_over(ctrl);
+            return Ok(Some(Err(Error::Iperf2Client(peer))));
+        }
         Ok(Some(self.run_test(ctrl, stop, obs)))
     }
 
@@ -495,4 +500,34 @@ impl RateLimit {
 /// `s` as a JSON string literal.
 fn json_string(s: &str) -> String {
     serde_json::Value::String(s.into()).to_string()
+}
+
+/// True if a new control connection's first bytes are an iperf 2 client's (a test header or
+/// the digit pattern) rather than an iperf3 cookie: peeks (leaves them unread) for up to
+/// 2 s until they tell (an iperf3 client writes its cookie at once, an iperf 2 client its
+/// header).
+fn is_iperf2_client(ctrl: &TcpStream) -> bool {
+    use crate::iperf2::detect::{classify, FirstBytes};
+    let _ = ctrl.set_nonblocking(true);
+    let since = Instant::now();
+    let mut buf = [0u8; COOKIE_SIZE];
+    while since.elapsed() < Duration::from_secs(2) {
+        let n = match ctrl.peek(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => 0,
+            Err(_) => return false,
+        };
+        if n > 0 && n < COOKIE_SIZE {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        match classify(&buf[..n]) {
+            FirstBytes::Iperf2Header | FirstBytes::Iperf2Pattern => return true,
+            FirstBytes::Iperf3Cookie if n == COOKIE_SIZE => return false,
+            FirstBytes::Unknown => return false,
+            _ => {}
+        }
+        sys::wait_fd(ctrl.as_raw_fd(), libc::POLLIN, Duration::from_millis(20));
+    }
+    false
 }

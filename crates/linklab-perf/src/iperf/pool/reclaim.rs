@@ -1,0 +1,187 @@
+//! Room for a new client: which socket gives way when a SYN finds none listening (a spent
+//! socket, an idle connection, a half-open one), and the idle test that gives way to a new
+//! client ([`crate::evict`] decides; this applies its choice to the pool).
+
+use super::{Handshake, PoolServer, PoolSockets, Slot, GRACE_US};
+#[cfg(doc)]
+use crate::evict::GRACE_MS;
+use crate::evict::{candidate, choose, Candidate, Choice, Kind};
+use crate::iperf::session::Phase;
+use crate::iperf::stream::Micros;
+#[cfg(doc)]
+use crate::rules::RST_GRACE_MS;
+use crate::socket::{TcpOps, TcpState};
+
+/// What [`PoolServer::room_for`] did for a SYN to the server's port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// The SYN may go to the stack: a socket listens (one was freed for it, or one already
+    /// did), or none could be freed (every connection made progress: the stack answers a
+    /// RST, as a busy server does).
+    Ready,
+    /// A socket was freed but listens only once its evicted peer's RST has left (at most
+    /// [`RST_GRACE_MS`]): hold the SYN until then.
+    Freeing,
+    /// Drop the SYN unanswered: a handshake we answered may be completing, and no other
+    /// socket may be taken ([`Choice::Defer`]); its client sends it again.
+    Defer,
+}
+
+impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
+    /// Our SYN-ACK to the peer of TCP socket `i`'s half-open connection left at `now`: its
+    /// peer may believe it is connected (see [`crate::evict::Kind::Answered`]). The stack's
+    /// adapter tells, as it sees SYN-ACKs leave.
+    pub fn note_answered(&mut self, i: usize, now: Micros) {
+        if let Some(h) = self.handshakes.get_mut(i) {
+            h.answered.get_or_insert(now);
+        }
+    }
+
+    /// Called before the stack sees a SYN for `port` (at `now`): when it is this server's
+    /// port and no socket listens, frees one so the SYN finds a listener
+    /// ([`crate::evict::choose`]): a spent socket (`reclaimed`), else what has been idle
+    /// longest beyond [`GRACE_MS`] (`evicted`: its peer gets a RST) — a would-be stream that
+    /// sent no cookie, a denied client that does not read its answer, the test of an idle
+    /// client with all its sockets (never a running test) — else a half-open socket our
+    /// SYN-ACK has not answered, else one answered longer than the grace ago (`reclaimed`,
+    /// and `reclaimed_answered`). While a handshake we answered may complete and nothing
+    /// else may go, the SYN is to be dropped ([`Room::Defer`], `listen_drops`).
+    /// [`PoolSockets::free`] makes the socket listen again. (A new client that finds a
+    /// socket listening but the test held is handled once it connects: see
+    /// [`poll`](Self::poll).)
+    pub fn room_for<P: PoolSockets>(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room {
+        if port != self.port {
+            return Room::Ready;
+        }
+        let n = sockets.tcp_count().min(N);
+        if (0..n).any(|i| sockets.tcp(i).state() == TcpState::Listen) {
+            return Room::Ready;
+        }
+        if self.slots[..n]
+            .iter()
+            .any(|s| matches!(s, Slot::Evicted { .. }))
+        {
+            return Room::Freeing;
+        }
+        let test = self.test_progress().map(|t| Candidate {
+            kind: Kind::Connection,
+            last_progress: Some(t),
+        });
+        let slots = self.slots;
+        let handshakes = self.handshakes;
+        let facts = (0..n).map(|i| {
+            let socket = sockets.tcp(i);
+            match slots[i] {
+                Slot::Listening => {
+                    let h = handshakes[i];
+                    candidate(&socket, h.seen, h.answered).filter(|c| !c.evicts())
+                }
+                // A would-be stream sends its cookie at once: pending since is idle since.
+                Slot::Pending { since, .. } | Slot::Closing { since } => {
+                    candidate(&socket, Some(since), None)
+                }
+                Slot::Denying => candidate(&socket, None, None),
+                Slot::Control => test,
+                Slot::Data(_) | Slot::Evicted { .. } | Slot::Parked => None,
+            }
+        });
+        let (i, taken) = match choose(facts, now, GRACE_US) {
+            Choice::Take(i, taken) => (i, taken),
+            Choice::Defer => {
+                linklab_fmt::debug!("iperf: SYN dropped, a handshake we answered may complete");
+                self.counters.listen_drops += 1;
+                return Room::Defer;
+            }
+            Choice::Refuse => return Room::Ready,
+        };
+        self.handshakes[i] = Handshake::default();
+        if self.slots[i] == Slot::Control {
+            self.end_idle_test(sockets, Some(i), now);
+        }
+        sockets.tcp(i).abort();
+        let evicted = taken.evicts();
+        if evicted {
+            linklab_fmt::debug!("iperf: idle connection evicted");
+            self.counters.evicted += 1;
+        } else {
+            linklab_fmt::debug!("iperf: half-open or closing connection reclaimed");
+            self.counters.reclaimed += 1;
+            if taken.answered() {
+                self.counters.reclaimed_answered += 1;
+            }
+        }
+        if sockets.free(i, self.port, evicted) {
+            self.slots[i] = Slot::Listening;
+            Room::Ready
+        } else {
+            self.slots[i] = Slot::Evicted { since: now };
+            Room::Freeing
+        }
+    }
+
+    /// When the current test last made progress (the session's last activity: bytes from
+    /// the client on its control connection, bytes on its streams), if it may be evicted:
+    /// None without a test, for a test running (its own watchdog ends one whose client
+    /// vanished) and for a finished one (it is closing).
+    fn test_progress(&self) -> Option<Micros> {
+        let phase = self.session.phase();
+        if matches!(phase, Phase::Idle | Phase::Running) || self.session.is_finished() {
+            return None;
+        }
+        Some(self.session.last_activity())
+    }
+
+    /// True when the test holding the server may give way to a new client: not running, and
+    /// no progress for [`GRACE_MS`]. Never without feature `evict`.
+    fn test_evictable(&self, now: Micros) -> bool {
+        cfg!(feature = "evict")
+            && self
+                .test_progress()
+                .is_some_and(|t| t.saturating_add(GRACE_US) <= now)
+    }
+
+    /// Ends the test of a client that went idle: resets its streams and would-be streams
+    /// (and its control connection, unless `control` says the caller evicts that one
+    /// itself), and forgets the test.
+    fn end_idle_test<P: PoolSockets>(
+        &mut self,
+        sockets: &mut P,
+        control: Option<usize>,
+        now: Micros,
+    ) {
+        let n = sockets.tcp_count().min(N);
+        for i in 0..n {
+            let ours = matches!(
+                self.slots[i],
+                Slot::Control | Slot::Data(_) | Slot::Pending { .. }
+            );
+            if ours && Some(i) != control {
+                sockets.tcp(i).abort();
+                self.slots[i] = Slot::Closing { since: now };
+            }
+        }
+        self.session.reset();
+        self.done = false;
+        self.end_udp(sockets);
+    }
+
+    /// A connection established on listening socket `i` while a test holds the server: when
+    /// that test's client went idle, the test gives way to it (evicted), as a SYN finding no
+    /// socket would make it.
+    pub(super) fn evict_idle_test_for<P: PoolSockets>(
+        &mut self,
+        sockets: &mut P,
+        i: usize,
+        now: Micros,
+    ) {
+        let established = !matches!(
+            sockets.tcp(i).state(),
+            TcpState::Closed | TcpState::Listen | TcpState::SynReceived | TcpState::TimeWait
+        );
+        if established && self.test_evictable(now) {
+            self.end_idle_test(sockets, None, now);
+            linklab_fmt::debug!("iperf: idle test evicted for a new client");
+            self.counters.evicted += 1;
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! `linklab emu cost`: what the firmware costs, counted on its own ISA.
+//!
+//! Instructions: QEMU's `-icount shift=0` runs one guest instruction per nanosecond of virtual
+//! time. The firmware counts its awake work per layer (`/stats` `cpu.work`): on riscv32 with
+//! `minstret` deltas taken only across code that does not sleep (asleep, icount advances the
+//! clock and `minstret` with it), on the Cortex-M3 in nanoseconds awake on its 25 MHz timer,
+//! which under `shift=0` are instructions (40 per tick). Each figure is the difference of
+//! `/stats` before and after a stock iperf3 transfer, less the cost of one `/stats` fetch,
+//! divided by the payload bytes the device's iperf3 server counted (received, or sent).
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::{json, Value};
+
+use super::board::{Board, Work as WorkSource};
+use super::image::{carries_traffic, image_size, Chosen, Measure};
+use super::lab::Lab;
+use super::line::LineArgs;
+use super::transfer::{Transfer, Watch};
+
+/// Options of `linklab emu cost`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    measure: Measure,
+}
+
+/// Runs `linklab emu cost`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let p = args.measure.prepare("cost", carries_traffic)?;
+    let result = cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?;
+    args.measure.report(&result)
+}
+
+/// Bytes moved each way for the instruction count.
+const COST_BYTES: &str = "4M";
+
+/// The device's awake work since boot: the main loop plus the interrupt handler (the ISR
+/// counter wraps at 32 bits; differences below are taken modulo that).
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    isr: u32,
+    stack: u64,
+    apps: u64,
+    main: u64,
+}
+
+impl Work {
+    fn of(stats: &Value) -> anyhow::Result<Work> {
+        let w = &stats["cpu"]["work"];
+        let get = |k: &str| {
+            w[k].as_u64()
+                .with_context(|| format!("/stats has no cpu.work.{k}"))
+        };
+        Ok(Work {
+            isr: get("isr")? as u32,
+            stack: get("stack")?,
+            apps: get("apps")?,
+            main: get("main")?,
+        })
+    }
+
+    /// What happened between `self` and `later`, less `overhead` (what fetching /stats costs).
+    fn until(&self, later: &Work) -> Work {
+        Work {
+            isr: later.isr.wrapping_sub(self.isr),
+            stack: later.stack.wrapping_sub(self.stack),
+            apps: later.apps.wrapping_sub(self.apps),
+            main: later.main.wrapping_sub(self.main),
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.main + u64::from(self.isr)
+    }
+}
+
+fn per_byte(work: u64, bytes: u64) -> f64 {
+    if bytes == 0 {
+        return 0.0;
+    }
+    (work as f64 / bytes as f64 * 100.0).round() / 100.0
+}
+
+/// Instructions per byte of one transfer, whole and per layer, with what one /stats fetch
+/// costs (`fetch`) taken off the main loop's share.
+fn breakdown(w: &Work, fetch: &Work, bytes: u64) -> (f64, Value) {
+    let main = w.main.saturating_sub(fetch.main);
+    let isr = u64::from(w.isr.saturating_sub(fetch.isr));
+    let stack = w.stack.saturating_sub(fetch.stack);
+    let apps = w.apps.saturating_sub(fetch.apps);
+    let layers = json!({
+        "driver_isr": per_byte(isr, bytes),
+        "mac_smoltcp_driver_tx": per_byte(stack, bytes),
+        "apps": per_byte(apps, bytes),
+        "main_loop_rest": per_byte(main.saturating_sub(stack + apps), bytes),
+    });
+    (per_byte(main + isr, bytes), layers)
+}
+
+/// What one transfer took in frames and main-loop passes (the per-segment and per-pass
+/// shares of the per-byte figures), from two `/stats` documents (the fetch's own frames and
+/// pass included).
+struct Counts {
+    frames_received: u64,
+    frames_sent: u64,
+    frames_missed: u64,
+    loops: u64,
+}
+
+impl Counts {
+    fn between(before: &Value, after: &Value) -> Counts {
+        let diff = |path: [&str; 2]| {
+            let v = |s: &Value| s[path[0]][path[1]].as_u64().unwrap_or(0);
+            v(after).saturating_sub(v(before))
+        };
+        let loops = {
+            let v = |s: &Value| s["cpu"]["work"]["loops"].as_u64().unwrap_or(0);
+            v(after).saturating_sub(v(before))
+        };
+        Counts {
+            frames_received: diff(["mac", "rx_packets"]),
+            frames_sent: diff(["mac", "tx_packets"]),
+            frames_missed: diff(["mac", "rx_missed_errors"]),
+            loops,
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "frames_received": self.frames_received,
+            "frames_sent": self.frames_sent,
+            "frames_missed": self.frames_missed,
+            "main_loop_passes": self.loops,
+        })
+    }
+}
+
+/// The payload bytes of `side` (`sum_sent` or `sum_received`) in an iperf3 report.
+fn report_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
+    report["end"][side]["bytes"]
+        .as_u64()
+        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))
+}
+
+/// What an image without `/stats` (the minimal one) prints on its console after the work
+/// it counts: `linklab work: isr=.. stack=.. apps=.. main=.. loops=.. rx_packets=..
+/// tx_packets=.. rx_missed=.. stack_peak=.. tests=.. unit=..` (firmware/common's
+/// `work_line`), as the `/stats` document's members the figures below read.
+fn console_stats(line: &str) -> anyhow::Result<Value> {
+    let body = line
+        .split_once("linklab work:")
+        .map(|(_, b)| b)
+        .context("not a work line")?;
+    let mut v = std::collections::BTreeMap::new();
+    let mut unit = String::new();
+    for pair in body.split_whitespace() {
+        let (k, val) = pair
+            .split_once('=')
+            .with_context(|| format!("work line member {pair:?}"))?;
+        if k == "unit" {
+            unit = val.replace('-', " ");
+        } else {
+            let n: u64 = val
+                .parse()
+                .with_context(|| format!("work line member {pair:?}"))?;
+            v.insert(k.to_string(), n);
+        }
+    }
+    let get = |k: &str| {
+        v.get(k)
+            .copied()
+            .with_context(|| format!("work line has no {k}"))
+    };
+    Ok(json!({
+        "cpu": {
+            "work_unit": unit,
+            "work": {
+                "isr": get("isr")?, "stack": get("stack")?, "apps": get("apps")?,
+                "main": get("main")?, "loops": get("loops")?,
+            },
+        },
+        "mac": {
+            "rx_packets": get("rx_packets")?, "tx_packets": get("tx_packets")?,
+            "rx_missed_errors": get("rx_missed")?,
+        },
+        "memory": { "stack_peak_bytes": get("stack_peak")? },
+        "iperf_tests": get("tests")?,
+    }))
+}
+
+/// Waits for the console's work line after iperf3 test number `tests` (see
+/// [`console_stats`]).
+fn console_stats_after(lab: &mut Lab, tests: u64) -> anyhow::Result<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let s = console_stats(&lab.console_line("linklab work:", left)?)?;
+        if s["iperf_tests"].as_u64() == Some(tests) {
+            return Ok(s);
+        }
+    }
+}
+
+/// Instructions per payload byte both ways, flash, RAM and stack. With an image without
+/// `/stats` (its work on the console) the work counters come from the console's work lines,
+/// printed at boot and after each test (there is no fetch to take off; writing a line is
+/// counted in the next one's figures).
+pub fn cost(
+    board: &Board,
+    chosen: &Chosen,
+    image: &Path,
+    line: Option<&LineArgs>,
+) -> anyhow::Result<Value> {
+    let console_work = chosen.spec.work == WorkSource::Console;
+    let size = image_size(image)?;
+    let mut lab = match line {
+        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
+        None => Lab::boot(board, image, Some("shift=0".into()))?,
+    };
+    if console_work {
+        let s1 = console_stats_after(&mut lab, 0)?;
+        let rx_report = moved(&lab, false)?;
+        let s2 = console_stats_after(&mut lab, 1)?;
+        let tx_report = moved(&lab, true)?;
+        let s3 = console_stats_after(&mut lab, 2)?;
+        let none = Work {
+            isr: 0,
+            stack: 0,
+            apps: 0,
+            main: 0,
+        };
+        return cost_json(
+            board,
+            &size,
+            &none,
+            [&s1, &s2, &s3],
+            &rx_report,
+            &tx_report,
+            "console",
+        );
+    }
+    let s0 = lab.stats()?;
+    let s1 = lab.stats()?;
+    let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
+
+    // Each way, the bytes the device's app moved: received, as the device counted them
+    // (the client's `sent` is what it wrote into its socket, and a Linux client ends the
+    // test with up to a few hundred kB of that still in its send buffer, never sent: a
+    // capture of one run had 3.57 MB of payload on the TAP for 4.19 MB "sent", the device
+    // counting 3.56 MB), and sent, as the device counted them.
+    let rx_report = moved(&lab, false)?;
+    let s2 = lab.stats()?;
+    let tx_report = moved(&lab, true)?;
+    let s3 = lab.stats()?;
+    cost_json(
+        board,
+        &size,
+        &fetch,
+        [&s1, &s2, &s3],
+        &rx_report,
+        &tx_report,
+        "/stats",
+    )
+}
+
+/// [`COST_BYTES`] one way (the device's counters are read around it by the caller): the
+/// iperf3 report.
+fn moved(lab: &Lab, device_sends: bool) -> anyhow::Result<Value> {
+    let t = Transfer::Iperf3 {
+        device_sends,
+        options: &["-n", COST_BYTES],
+    };
+    lab.transfer(t, Watch::Nothing)?
+        .report
+        .context("an iperf3 transfer has its report")
+}
+
+/// The `cost` document from the work before (`s[0]`), between (`s[1]`) and after
+/// (`s[2]`) the two transfers, less `fetch` (what reading the figures cost), and where the
+/// figures were read (`source`).
+fn cost_json(
+    board: &Board,
+    size: &super::image::ImageSize,
+    fetch: &Work,
+    s: [&Value; 3],
+    rx_report: &Value,
+    tx_report: &Value,
+    source: &str,
+) -> anyhow::Result<Value> {
+    let [s1, s2, s3] = s;
+    let rx_bytes = report_bytes(rx_report, "sum_received")?;
+    let rx = Work::of(s1)?.until(&Work::of(s2)?);
+    let tx_bytes = report_bytes(tx_report, "sum_sent")?;
+    let tx = Work::of(s2)?.until(&Work::of(s3)?);
+
+    let (rx_per_byte, rx_layers) = breakdown(&rx, fetch, rx_bytes);
+    let (tx_per_byte, tx_layers) = breakdown(&tx, fetch, tx_bytes);
+    let rx_counts = Counts::between(s1, s2);
+    let tx_counts = Counts::between(s2, s3);
+    let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
+    Ok(json!({
+        "board": board.name,
+        "isa": board.isa,
+        "unit": s3["cpu"]["work_unit"],
+        "rx_instr_per_byte": rx_per_byte,
+        "tx_instr_per_byte": tx_per_byte,
+        "rx_layers": rx_layers,
+        "tx_layers": tx_layers,
+        "rx_bytes": rx_bytes,
+        "rx_bytes_client_wrote": report_bytes(rx_report, "sum_sent")?,
+        "tx_bytes": tx_bytes,
+        "rx_counts": rx_counts.json(),
+        "tx_counts": tx_counts.json(),
+        "rx_work": rx.total(),
+        "tx_work": tx.total(),
+        "stats_fetch_work": fetch.total(),
+        "flash_bytes": size.flash_bytes,
+        "static_ram_bytes": size.static_ram_bytes,
+        "stack_peak_bytes": stack_peak,
+        "ram_bytes": size.static_ram_bytes + stack_peak,
+        "conservation_holds": s3["conservation"]["holds"].as_bool(),
+        "work_source": source,
+    }))
+}

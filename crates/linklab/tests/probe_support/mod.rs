@@ -1,0 +1,156 @@
+//! What the probe tests share: one `linklab probe` run in a namespace, its JSON read and
+//! validated against `schema/probe.schema.json`, and the checks every document passes.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{linklab_bin, run_bounded, tempdir, Netns};
+
+/// One probe run: its output, its JSON (when written), its wall time.
+pub struct Run {
+    pub out: Output,
+    pub json: Option<Value>,
+    pub wall: Duration,
+    pub html: PathBuf,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    pub fn json(&self) -> &Value {
+        self.json.as_ref().unwrap_or_else(|| {
+            panic!(
+                "no JSON written; stdout: {}\nstderr: {}",
+                self.stdout(),
+                self.stderr()
+            )
+        })
+    }
+    pub fn service(&self, name: &str) -> String {
+        let services = self.json()["services"].as_array().expect("services");
+        let s = services
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no service {name}"));
+        s["state"].as_str().unwrap().to_string()
+    }
+    pub fn figure(&self, id: &str) -> f64 {
+        self.json()["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .and_then(|f| f["value"].as_f64())
+            .unwrap_or_else(|| panic!("no figure {id}: {}", self.json()["figures"]))
+    }
+}
+
+/// Runs `linklab probe HOST --duration D ARGS` in `ns` (with `prefix`, e.g. `chrt -f 20`),
+/// killed if it runs past the promised bound (`--duration` + 10 s).
+pub fn probe(
+    ns: &Netns,
+    tag: &str,
+    host: &str,
+    duration: u64,
+    args: &[&str],
+    prefix: &[&str],
+) -> Run {
+    let dir = tempdir(&format!("probe-{tag}"));
+    let json = dir.join("probe.json");
+    let html = dir.join("probe.html");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&html);
+    let bin = linklab_bin();
+    let d = duration.to_string();
+    let mut argv: Vec<&str> = prefix.to_vec();
+    argv.extend_from_slice(&[bin.to_str().unwrap(), "probe", host, "--duration", &d]);
+    argv.extend_from_slice(&[
+        "--json",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    argv.extend_from_slice(args);
+    let began = Instant::now();
+    let out = run_bounded(&mut ns.command(&argv), Duration::from_secs(duration + 10));
+    finished(tag, out, began.elapsed(), &json, html)
+}
+
+/// A finished run: printed for people, its JSON (if any) read and validated.
+pub fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathBuf) -> Run {
+    eprintln!(
+        "probe {tag}: {:.1} s, {}\n{}{}",
+        wall.as_secs_f64(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = std::fs::read(json)
+        .ok()
+        .map(|b| serde_json::from_slice(&b).expect("the JSON parses"));
+    if let Some(v) = &json {
+        assert_valid(v);
+    }
+    Run {
+        out,
+        json,
+        wall,
+        html,
+    }
+}
+
+/// Validates a probe document against the schema checked into the repository.
+pub fn assert_valid(doc: &Value) {
+    let schema: Value = serde_json::from_str(include_str!("../../schema/probe.schema.json"))
+        .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
+/// Every figure carries its range: samples between `low` and `high` (at least one each), the
+/// value inside it; round trips between their quartiles; a knee's range from its low end up
+/// past the confirmed limit (or none).
+pub fn assert_ranges(run: &Run) {
+    for f in run.json()["figures"].as_array().unwrap() {
+        let value = f["value"].as_f64().unwrap();
+        let low = f["low"].as_f64().unwrap_or_else(|| panic!("no low: {f}"));
+        match f["spread"].as_str() {
+            Some("samples") => {
+                let samples: Vec<f64> = f["samples"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                let high = f["high"].as_f64().unwrap();
+                assert!(!samples.is_empty(), "{f}");
+                assert!(samples.iter().all(|x| (low..=high).contains(x)), "{f}");
+                assert!(low <= value && value <= high, "{f}");
+            }
+            Some("quartiles") => {
+                let high = f["high"].as_f64().unwrap();
+                assert!(low <= value && value <= high, "{f}");
+                assert_eq!(f["unit"], "us");
+            }
+            Some("bracket") => {
+                assert!(low <= value, "{f}");
+                if let Some(high) = f["high"].as_f64() {
+                    assert!(high > value, "{f}");
+                }
+            }
+            other => panic!("spread {other:?}: {f}"),
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The apps over the static buffers: linklab-perf's [`DeviceApps`] and their socket set,
+//! built in place once at boot ([`take_buffers`], [`device_apps`]).
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+use core::sync::atomic::Ordering;
+
+#[cfg(feature = "echo")]
+use linklab_perf::apps::UdpBuffers;
+use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers};
+use linklab_perf::iperf::device::IperfBuffers;
+#[cfg(feature = "blast")]
+use smoltcp::iface::SocketHandle;
+use smoltcp::iface::{SocketSet, SocketStorage};
+#[cfg(feature = "blast")]
+use smoltcp::socket::udp;
+#[cfg(any(feature = "echo", feature = "iperf-udp", feature = "blast"))]
+use smoltcp::socket::udp::PacketMetadata;
+
+#[cfg(feature = "blast")]
+use crate::blast;
+#[cfg(feature = "blast")]
+use crate::buffers::{BlastBytes, BLAST_BYTES};
+use crate::buffers::{LoopBytes, Slots, LOOP_BYTES, SLOTS, SLOTS_TAKEN};
+use crate::memory::*;
+
+/// The apps of this build over smoltcp: iperf3 with its sockets and streams, and the HTTP
+/// sockets.
+pub(crate) type LoopApps = DeviceApps<'static, IPERF_TCP_SOCKETS, IPERF_STREAMS, HTTP_SOCKETS>;
+
+/// The apps, their socket set and the `/stats` body: the main loop's largest state (the
+/// iperf3 session, the HTTP servers' request heads), built in place in [`APPS`] rather
+/// than by value in a local of the main loop, which held it, and the temporaries of
+/// building it, on the stack for the firmware's whole life (~40 KB of `run`'s frame).
+pub(crate) struct Apps {
+    /// The socket set over [`Slots`].
+    pub(crate) sockets: SocketSet<'static>,
+    /// The apps, over the sockets' buffers in [`LoopBytes`].
+    pub(crate) apps: LoopApps,
+    /// The rendered `/stats` body (only written when a request may ask for it).
+    #[cfg(feature = "stats")]
+    pub(crate) body: [u8; linklab_perf::http::MAX_HEAD],
+}
+
+/// Where [`Apps`] is built (`.bss`: uninitialised until then).
+struct AppsCell(UnsafeCell<MaybeUninit<Apps>>);
+
+// SAFETY: handed out once (SLOTS_TAKEN), to the one main loop.
+unsafe impl Sync for AppsCell {}
+
+static APPS: AppsCell = AppsCell(UnsafeCell::new(MaybeUninit::uninit()));
+
+/// The main loop's buffers and the place to build [`Apps`] in, the first time only (None
+/// after).
+pub(crate) struct Taken {
+    bytes: &'static mut LoopBytes,
+    slots: &'static mut Slots,
+    #[cfg(feature = "blast")]
+    blast: &'static mut BlastBytes,
+    place: &'static mut MaybeUninit<Apps>,
+}
+
+/// The main loop's buffers, the first time only (None after).
+pub(crate) fn take_buffers() -> Option<Taken> {
+    if SLOTS_TAKEN.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // SAFETY: SLOTS_TAKEN guarantees these unique references are created at most once.
+    Some(unsafe {
+        Taken {
+            bytes: &mut *core::ptr::addr_of_mut!(LOOP_BYTES),
+            slots: (*SLOTS.0.get()).write(Slots {
+                sockets: [SocketStorage::EMPTY; SOCKETS],
+                #[cfg(feature = "echo")]
+                echo_udp_meta: [[PacketMetadata::EMPTY; ECHO_UDP_PACKETS]; 2],
+                #[cfg(feature = "iperf-udp")]
+                iperf_udp_rx_meta: [PacketMetadata::EMPTY; IPERF_UDP_RX_PACKETS],
+                #[cfg(feature = "iperf-udp")]
+                iperf_udp_tx_meta: [PacketMetadata::EMPTY; IPERF_UDP_TX_PACKETS],
+                #[cfg(feature = "blast")]
+                blast_rx_meta: [PacketMetadata::EMPTY; BLAST_RX_PACKETS],
+                #[cfg(feature = "blast")]
+                blast_tx_meta: [PacketMetadata::EMPTY; BLAST_TX_PACKETS],
+            }),
+            #[cfg(feature = "blast")]
+            blast: &mut *core::ptr::addr_of_mut!(BLAST_BYTES),
+            place: &mut *APPS.0.get(),
+        }
+    })
+}
+
+/// The packet blaster's socket (added to `sockets`) and its frame buffer.
+#[cfg(feature = "blast")]
+pub(crate) type BlastParts = (SocketHandle, &'static mut [u8; blast::FRAME_LEN]);
+/// No packet blaster in this build.
+#[cfg(not(feature = "blast"))]
+pub(crate) type BlastParts = ();
+
+/// The socket set and the apps over the static buffers, built in place (every main-loop
+/// flavour uses it), and what is left for the packet blaster: its socket and frame buffer.
+pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
+    let Taken {
+        bytes: buf,
+        slots,
+        #[cfg(feature = "blast")]
+        blast,
+        place,
+    } = t;
+    let at = place.as_mut_ptr();
+    // SAFETY: `at` points to the (uninitialised) `Apps`; each field is written once, through
+    // a raw pointer and without reading it, before the whole is assumed initialised below.
+    // Field by field, so that the large ones are built where they live, not on the stack.
+    let sockets = unsafe {
+        let sockets = core::ptr::addr_of_mut!((*at).sockets);
+        sockets.write(SocketSet::new(&mut slots.sockets[..]));
+        &mut *sockets
+    };
+    #[cfg(feature = "blast")]
+    let blast_parts = (
+        sockets.add(udp::Socket::new(
+            udp::PacketBuffer::new(&mut slots.blast_rx_meta[..], &mut blast.rx[..]),
+            udp::PacketBuffer::new(&mut slots.blast_tx_meta[..], &mut blast.tx[..]),
+        )),
+        &mut blast.frame,
+    );
+    #[cfg(not(feature = "blast"))]
+    let blast_parts = ();
+    let [c0, c1] = &mut buf.iperf_control;
+    let [c0_rx, c0_tx] = c0;
+    let [c1_rx, c1_tx] = c1;
+    let iperf = IperfBuffers {
+        control: [
+            TcpBuffers {
+                rx: c0_rx,
+                tx: c0_tx,
+            },
+            TcpBuffers {
+                rx: c1_rx,
+                tx: c1_tx,
+            },
+        ],
+        data: buf.iperf_data.iter_mut().map(|c| &mut c[..]),
+        window: TCP_WINDOW,
+        #[cfg(feature = "iperf-udp")]
+        udp_rx: TCP_WINDOW,
+        #[cfg(feature = "iperf-udp")]
+        udp_meta: [&mut slots.iperf_udp_rx_meta, &mut slots.iperf_udp_tx_meta],
+        json_rx: &mut buf.json_rx,
+        json_tx: &mut buf.json_tx,
+    };
+    #[cfg(feature = "echo")]
+    let (echo_udp, echo_tcp) = {
+        let [urx, utx] = &mut buf.echo_udp;
+        let [mrx, mtx] = &mut slots.echo_udp_meta;
+        let [trx, ttx] = &mut buf.echo_tcp;
+        (
+            UdpBuffers {
+                rx_meta: mrx,
+                rx: urx,
+                tx_meta: mtx,
+                tx: utx,
+            },
+            TcpBuffers { rx: trx, tx: ttx },
+        )
+    };
+    #[cfg(feature = "http")]
+    let http = {
+        let mut tx = buf.http_tx.iter_mut();
+        buf.http_rx.each_mut().map(|rx| TcpBuffers {
+            rx: &mut rx[..],
+            tx: tx.next().map_or(&mut [][..], |t| &mut t[..]),
+        })
+    };
+    let buffers = AppBuffers {
+        #[cfg(feature = "echo")]
+        echo_udp,
+        #[cfg(feature = "echo")]
+        echo_tcp,
+        #[cfg(feature = "http")]
+        http,
+        iperf,
+    };
+    // SAFETY: as above; `sockets` is the field written first, `body` is zeroed in place.
+    let apps = unsafe {
+        build_apps(
+            &mut *core::ptr::addr_of_mut!((*at).apps).cast(),
+            sockets,
+            buffers,
+        );
+        #[cfg(feature = "stats")]
+        core::ptr::addr_of_mut!((*at).body)
+            .cast::<u8>()
+            .write_bytes(0, linklab_perf::http::MAX_HEAD);
+        place.assume_init_mut()
+    };
+    (apps, blast_parts)
+}
+
+/// Builds the apps at `at`. Not inlined into the main loop, whose frame would otherwise
+/// keep the construction's temporaries for the firmware's life; linklab-perf marks the
+/// constructors of the apps' large parts `#[inline(always)]`, so that they are built in
+/// this frame once rather than each in its own frame and copied up (the apps were built
+/// and copied four levels deep: a 41 KB stack peak at boot on the Cortex-M3, now 16 KB).
+#[inline(never)]
+fn build_apps<I: IntoIterator<Item = &'static mut [u8]>>(
+    at: &mut MaybeUninit<LoopApps>,
+    sockets: &mut SocketSet<'static>,
+    buffers: AppBuffers<'static, I, HTTP_SOCKETS>,
+) {
+    at.write(DeviceApps::new(sockets, buffers));
+}

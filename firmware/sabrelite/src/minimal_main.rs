@@ -1,0 +1,8 @@
+//! linklab firmware for QEMU's sabrelite, minimal image: the same board code as the NIC
+//! image (image.rs), built with linklab-firmware's feature `minimal`: the iperf3 TCP server
+//! alone (`-R`, one stream, the results exchange) and ICMP, sized by `memory::MINIMAL`.
+//! `linklab emu sabrelite --image minimal` boots it.
+#![no_std]
+#![no_main]
+
+include!("image.rs");
