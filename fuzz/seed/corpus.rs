@@ -16,8 +16,8 @@
 //! - byte streams: HTTP requests and answers (`http_parsers`), iperf3 control connections
 //!   each way and the JSON in them, and stock iperf3's `-J` reports (`iperf_control`);
 //! - datagrams: iperf3 UDP streams (`iperf_udp`), the packet blaster's messages
-//!   (`blast_messages`), iperf 2's TCP streams and UDP datagrams (`iperf2/`, for the iperf 2
-//!   targets);
+//!   (`blast_messages`), iperf 2's TCP streams and UDP datagrams (`iperf2/`, for every iperf 2
+//!   target; `iperf2_datagram` also gets a UDP flow's datagrams in its layout);
 //! - the configuration blob `linklab emu` writes (`device_config`).
 
 #[path = "flows.rs"]
@@ -317,6 +317,8 @@ fn json_blobs(stream: &[u8]) -> impl Iterator<Item = &[u8]> {
 fn datagrams(out: &mut Out, records: &[Record]) {
     let mut iperf3 = Vec::new();
     let (mut blasts, mut iperf2) = (0, 0);
+    // iperf2_datagram: two mode bytes, then datagrams as a length byte and that many bytes.
+    let mut iperf2_run = vec![1u8, 0];
     for r in records {
         let Some(seg) = segment(&r.frame) else {
             continue;
@@ -343,7 +345,15 @@ fn datagrams(out: &mut Out, records: &[Record]) {
         } else if (seg.dst.1 == 5001 || seg.src.1 == 5001) && iperf2 < PER_CAPTURE {
             out.seed("iperf2", &seg.payload[..seg.payload.len().min(256)]);
             iperf2 += 1;
+            if seg.dst.1 == 5001 && iperf2_run.len() < 2048 {
+                let d = &seg.payload[..seg.payload.len().min(255)];
+                iperf2_run.push(d.len() as u8);
+                iperf2_run.extend_from_slice(d);
+            }
         }
+    }
+    if iperf2_run.len() > 2 {
+        out.seed("iperf2_datagram", &iperf2_run);
     }
     if !iperf3.is_empty() {
         let take = iperf3.len().min(17 * 64);
