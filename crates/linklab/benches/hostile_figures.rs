@@ -223,19 +223,6 @@ fn real_clients_reset_under_pressure() {
             if !pressure.contains(only.as_str()) {
                 continue;
             }
-            let stop = Arc::new(AtomicBool::new(false));
-            let (flood, holders, services, parallel) = if pressure.starts_with("syn") {
-                let t = dev.target();
-                let flood = dev.flood(40, stop.clone(), move |n: u32| {
-                    let port = [80, 7, 5201][(n % 3) as usize];
-                    let ghost = [198, 18, 1, (n % 250) as u8 + 1];
-                    common::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
-                });
-                (Some(flood), None, 3, 1)
-            } else {
-                (None, Some(Holders::start(&dev, 20, Kind::Reconnect)), 1, 4)
-            };
-            std::thread::sleep(Duration::from_secs(2));
             let stats = |d: &Device| {
                 let s = d.stats();
                 let sum = |name: &str| -> u64 {
@@ -251,7 +238,22 @@ fn real_clients_reset_under_pressure() {
                     sum("evicted"),
                 )
             };
+            // Read before the pressure starts: 20 holders that reconnect at once can keep
+            // /stats's own connection out for longer than its retries (3 runs of 17).
             let before = stats(&dev);
+            let stop = Arc::new(AtomicBool::new(false));
+            let (flood, holders, services, parallel) = if pressure.starts_with("syn") {
+                let t = dev.target();
+                let flood = dev.flood(40, stop.clone(), move |n: u32| {
+                    let port = [80, 7, 5201][(n % 3) as usize];
+                    let ghost = [198, 18, 1, (n % 250) as u8 + 1];
+                    common::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
+                });
+                (Some(flood), None, 3, 1)
+            } else {
+                (None, Some(Holders::start(&dev, 20, Kind::Reconnect)), 1, 4)
+            };
+            std::thread::sleep(Duration::from_secs(2));
             let started = Instant::now();
             let fates: Vec<Fate> = std::thread::scope(|scope| {
                 let dev = &dev;
