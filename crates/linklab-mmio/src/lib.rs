@@ -57,6 +57,15 @@ pub trait Registers {
     fn read(&self, offset: usize) -> u32;
     /// Writes `value` to the register at `offset`.
     fn write(&self, offset: usize, value: u32);
+
+    /// The window's address when the registers are memory-mapped, so a driver may move a
+    /// FIFO's words with its CPU's load- and store-multiple instructions (a FIFO port that
+    /// answers at consecutive word addresses, as the LAN9118's do); None (the default) for
+    /// a model, which is then reached through [`Registers::read`] and
+    /// [`Registers::write`] alone.
+    fn mapped_at(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// A device's registers in memory at a base address, read and written volatile.
@@ -87,6 +96,10 @@ impl Registers for Mmio {
         // SAFETY: as above.
         unsafe { core::ptr::write_volatile((self.base + offset) as *mut u32, value) }
     }
+
+    fn mapped_at(&self) -> Option<usize> {
+        Some(self.base)
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +120,7 @@ mod tests {
         assert_eq!(regs.read(0x4), 0x1234_5678);
         assert_eq!(regs.read(0x8), 0);
         assert_eq!(regs.read(0xc), 0xdead_beef);
+        assert_eq!(regs.mapped_at(), Some(window.get() as usize));
         assert_eq!(window.into_inner(), [0, 0x1234_5678, 0, 0xdead_beef]);
     }
 }

@@ -62,8 +62,9 @@ use linklab_mac::{PhyTx, RxChecksums, RxProducer, RxRun, Storage, RUN_SLOT_LEN};
 use mmio::{feature, Mmio, Registers};
 use queue::{Buf, QueueMemory, Virtqueue, QUEUE_SIZE};
 
-/// Transmit buffers (a frame each).
-pub const TX_BUFFERS: usize = 4;
+/// Transmit buffers (a frame each): four, six with feature `deep-tx` (a frame for every
+/// segment a socket keeps in flight, and one for an ACK or a control segment).
+pub const TX_BUFFERS: usize = if cfg!(feature = "deep-tx") { 6 } else { 4 };
 /// Receive buffers posted at once: chains of two descriptors fill the queue.
 pub const RX_POSTED: usize = QUEUE_SIZE / 2;
 /// Size of a transmit buffer and of the spill buffer: the 12-byte header plus a 1514-byte

@@ -33,6 +33,9 @@ struct Cli {
     command: Command,
 }
 
+// One value, parsed once per run: the variants' sizes do not matter (`emu`'s arguments hold
+// the board's table of images).
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the experiment of Niccle's MAC write-up (pings + HTTP downloads) on a simulated link.

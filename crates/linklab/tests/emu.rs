@@ -412,6 +412,53 @@ fn minimal_end_to_end(board: &str) {
     assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");
 }
 
+/// The compact image (`linklab emu --image compact`, mps2-an385: lwIP's feature set): stock
+/// ping; curl of every bench file (the 1 MB one among them) with its CRC32; stock iperf3 TCP
+/// and `-R` with the results exchange; UDP, `--bidir` and `-P 2` refused as the minimal
+/// image refuses them; the console's boot and work lines; SIGINT and the TAP is gone.
+#[test]
+fn mps2_an385_compact_image_serves_ping_http_and_iperf3_both_ways() {
+    let mut emu = Device::emu_args("mps2-an385", &["--image", "compact"]);
+    ping_20_without_loss(&emu);
+    curl_bench_files(&emu);
+    for extra in [&[][..], &["-R"][..]] {
+        let mut argv = vec!["-t", "2"];
+        argv.extend_from_slice(extra);
+        let r = emu.iperf3(&argv);
+        let (sent, received) = (end_bytes(&r, "sum_sent"), end_bytes(&r, "sum_received"));
+        assert!(
+            sent > 100_000 && received > 100_000,
+            "{extra:?}: {}",
+            r["end"]
+        );
+    }
+    for mode in [&["-u", "-b", "5M"][..], &["--bidir"][..], &["-P", "2"][..]] {
+        let mut argv = vec!["-t", "1", "--connect-timeout", "5000"];
+        argv.extend_from_slice(mode);
+        let (status, text, _) = emu.iperf3_text(&argv);
+        assert_eq!(status, Some(1), "iperf3 {mode:?}: {text}");
+        assert!(
+            text.contains("iperf3: error - an option you are trying to set is not implemented yet"),
+            "iperf3 {mode:?}: {text}"
+        );
+    }
+    ping_3_without_loss(&emu);
+    let stdout = emu.stop(libc::SIGINT);
+    assert!(
+        stdout.lines().any(
+            |l| l.contains("linklab firmware: mps2-an385 up, 198.18.0.2/24")
+                && l.ends_with(", compact")
+        ),
+        "no compact boot line in: {stdout}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("linklab work: ")),
+        "no work line in: {stdout}"
+    );
+    let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
+    assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");
+}
+
 #[test]
 fn mps2_an385_minimal_image_serves_iperf3_and_refuses_what_it_leaves_out() {
     minimal_end_to_end("mps2-an385");

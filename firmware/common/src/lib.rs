@@ -38,8 +38,9 @@ pub use run::{run, run_device};
 
 // The images' memcpy (linked in place of compiler_builtins').
 use linklab_memcpy as _;
-// The minimal images' 64-bit division and memset (linked in place of compiler_builtins').
-#[cfg(feature = "minimal")]
+// The minimal and compact images' 64-bit division and memset (linked in place of
+// compiler_builtins').
+#[cfg(any(feature = "minimal", feature = "compact"))]
 use linklab_small_builtins as _;
 
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -58,6 +59,22 @@ use core::sync::atomic::{AtomicU32, Ordering};
     )
 ))]
 compile_error!("linklab-firmware: feature `minimal` is the iperf3 TCP server alone; build it with `--no-default-features` (no app features)");
+
+#[cfg(all(
+    feature = "compact",
+    any(
+        feature = "minimal",
+        feature = "stats",
+        feature = "echo",
+        feature = "blast",
+        feature = "evict",
+        feature = "iperf-udp",
+        feature = "iperf-parallel",
+        feature = "iperf-bidir",
+        feature = "iperf-rate"
+    )
+))]
+compile_error!("linklab-firmware: feature `compact` is lwIP's feature set (iperf3 over TCP, HTTP, ICMP); build it with `--no-default-features` (no other app features)");
 
 use linklab_mac::{Inline, RxQueue};
 #[cfg(doc)]
@@ -86,13 +103,13 @@ pub fn work_pending() -> bool {
 }
 
 /// Where a panic happened, for a board's `#[panic_handler]` to print: `None` in the minimal
-/// image. Printing the place keeps every panic site's file name and line in flash, and the
+/// and compact images. Printing the place keeps every panic site's file name and line in flash, and the
 /// message machinery behind them: 5.3 KB of mps2-an385's minimal image (`llvm-size`, with and
 /// without). The minimal image, sized for flash, says only that it panicked.
 pub fn panic_location<'a>(
     info: &'a core::panic::PanicInfo<'_>,
 ) -> Option<&'a core::panic::Location<'a>> {
-    if cfg!(feature = "minimal") {
+    if cfg!(any(feature = "minimal", feature = "compact")) {
         None
     } else {
         info.location()

@@ -47,11 +47,15 @@ pub struct Sizing {
 
 /// Every app and mode (the default images). Nine frames, as in Niccle's MAC write-up and
 /// the FreeRTOS+TCP peer, and a window of six segments (Niccle's seven, less what smoltcp's
-/// cap cuts off: [`TCP_WINDOW`]); two streams (`-P 2`, `--bidir`) in two chunks of 11 680
-/// bytes that the UDP socket borrows during UDP tests; two segments in flight for `-R`
-/// (the device waits for the host's ACK there too, busy 81 % of its clock sending at 125
-/// MIPS on the embassy image, but a third per stream would take the full image's RAM past
-/// 96 KiB on mps2-an385; a soft PHY's 10BASE-T line needs four: feature `soft-phy`); two
+/// cap cuts off: [`TCP_WINDOW`]); two streams (`-P 2`, `--bidir`) in two chunks of 16 060
+/// bytes that the UDP socket borrows during UDP tests; five segments in flight for `-R`
+/// (lwIP's perf configuration sends from eight: each main-loop pass sends what the ACKs it
+/// took in freed, and the fewer passes per segment the less each segment costs — on
+/// mps2-an385, `linklab emu --cost` sent 4.31 instructions per byte from two, 3.49–3.56 from
+/// four, 3.38 from five, 3.24–3.25 from six, and the lwip_side_by_side bench, whose 10 MiB
+/// move with the host's ACKs, 3.62–3.88 from four, 3.40–3.49 from five, 3.18–3.21 from six;
+/// five is what the full image's 96 KiB of RAM holds, with its stack; a soft PHY's 10BASE-T
+/// line needs four); two
 /// HTTP sockets with three segments to send each (with two, a curl download waited for the
 /// host's ACK: at 125 MIPS the embassy image sent 11.6 MB/s, busy 80 % of its clock; three
 /// give 13.3 MB/s for 2 920 bytes: `linklab emu predict riscv32-virt --image embassy
@@ -59,7 +63,7 @@ pub struct Sizing {
 pub const FULL: Sizing = Sizing {
     queue_frames: 9,
     iperf_streams: 2,
-    iperf_tx_segments: if cfg!(feature = "soft-phy") { 4 } else { 2 },
+    iperf_tx_segments: 5,
     iperf_control: 512,
     iperf_json: 2048,
     iperf_udp_packets: [6, 2],
@@ -92,9 +96,32 @@ pub const MINIMAL: Sizing = Sizing {
     echo_udp: 0,
 };
 
+/// lwIP's feature set (feature `compact`): the iperf3 TCP server (one stream, `-R`, the
+/// results exchange), the HTTP bench-file server on one socket, ICMP, sized as the lwIP
+/// peer's perf configuration: nine frames and a window of six segments (lwIP's `TCP_WND`,
+/// 8 760 bytes), six segments in flight (`-R`; lwIP sends from eight; the lwip_side_by_side
+/// bench sent at 3.10–3.12 instructions per byte from four, 2.90–3.00 from six), one HTTP
+/// socket sending from three segments.
+pub const COMPACT: Sizing = Sizing {
+    queue_frames: 9,
+    iperf_streams: 1,
+    iperf_tx_segments: 6,
+    iperf_control: 512,
+    iperf_json: 1024,
+    iperf_udp_packets: [0, 0],
+    http_sockets: 1,
+    http_rx: 1024,
+    http_tx: 3 * ETHERNET_MSS,
+    echo_tcp: 0,
+    echo_udp_packets: 0,
+    echo_udp: 0,
+};
+
 /// The sizes this build uses.
 pub const SIZING: Sizing = if cfg!(feature = "minimal") {
     MINIMAL
+} else if cfg!(feature = "compact") {
+    COMPACT
 } else {
     FULL
 };

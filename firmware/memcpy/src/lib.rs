@@ -8,8 +8,9 @@
 //! compiler_builtins' `memcpy` moves one word per loop step there: ~1.25 instructions per
 //! byte on riscv32imac and the Cortex-M3 (`linklab emu cost` and a per-function
 //! instruction profile). This one moves a block of words per step: eight on riscv32 (eight
-//! loads, eight stores, two pointer increments and a branch per 32 bytes), four on the M3
-//! (one load-multiple and one store-multiple).
+//! loads, eight stores, two pointer increments and a branch per 32 bytes), eight on Arm
+//! (one load-multiple and one store-multiple of eight named registers, a subtract and a
+//! branch per 32 bytes: 0.125 instructions per byte).
 //!
 //! Between addresses that differ mod 4, words are loaded from any address on Arm
 //! (ARMv7-M can), and made of two aligned source words shifted together elsewhere. The
@@ -49,6 +50,15 @@ pub unsafe fn copy(mut dst: *mut u8, mut src: *const u8, mut n: usize) {
             }
             if (src as usize).is_multiple_of(4) {
                 let (d, s) = (dst.cast::<u32>(), src.cast::<u32>());
+                #[cfg(target_arch = "arm")]
+                let (d, s) = {
+                    let blocks = n / 32;
+                    arm::copy_blocks(d, s, blocks);
+                    dst = dst.add(32 * blocks);
+                    src = src.add(32 * blocks);
+                    n -= 32 * blocks;
+                    (dst.cast::<u32>(), src.cast::<u32>())
+                };
                 let words = copy_words(d, s, n / 4, |p| p.read());
                 dst = dst.add(4 * words);
                 src = src.add(4 * words);
@@ -216,6 +226,43 @@ pub unsafe fn copy_overlapping(dst: *mut u8, src: *const u8, n: usize) {
 /// Words per loop step: as many as the registers hold without spilling (the Cortex-M3
 /// then loads and stores them as one multiple each).
 const BLOCK: usize = if cfg!(target_arch = "arm") { 4 } else { 8 };
+
+/// The Arm loop between word-aligned addresses: eight words per step, one `ldm` and one
+/// `stm` with the registers named (the compiler's own loop, which must leave registers to
+/// its frame, moved four words a step: five instructions per 16 bytes, here four per 32).
+#[cfg(target_arch = "arm")]
+mod arm {
+    use core::arch::asm;
+
+    /// Copies `blocks` blocks of 32 bytes from `src` to `dst`.
+    ///
+    /// # Safety
+    /// As [`super::copy`] for `32 * blocks` bytes; both word-aligned.
+    #[inline(always)]
+    pub(super) unsafe fn copy_blocks(dst: *mut u32, src: *const u32, blocks: usize) {
+        if blocks == 0 {
+            return;
+        }
+        // SAFETY: `32 * blocks` bytes from each pointer, which the caller guarantees. The
+        // eight data registers are named, outside what the compiler keeps (r6, and the frame
+        // pointer: r7 in Thumb, r11 in A32); it picks the rest.
+        unsafe {
+            asm!(
+                "2:",
+                "ldm {src}!, {{r2, r3, r4, r5, r8, r9, r10, r12}}",
+                "stm {dst}!, {{r2, r3, r4, r5, r8, r9, r10, r12}}",
+                "subs {n}, {n}, #1",
+                "bne 2b",
+                src = inout(reg) src => _,
+                dst = inout(reg) dst => _,
+                n = inout(reg) blocks => _,
+                out("r2") _, out("r3") _, out("r4") _, out("r5") _,
+                out("r8") _, out("r9") _, out("r10") _, out("r12") _,
+                options(nostack),
+            );
+        }
+    }
+}
 
 /// The C library's `memcpy`, for the compiler's calls and compiler_builtins' wrappers.
 ///

@@ -11,7 +11,6 @@ use cortex_m_rt::{entry, exception};
 use fw_mps2_an385::{nic, timer, uart, Irq, CONFIG_ADDR, IRQ_ETHERNET, IRQ_TIMER0, IRQ_TIMER1};
 use linklab_firmware::embassy::{logger, EmbassyBoard};
 use linklab_lan9118::Lan9118;
-use linklab_mac::RxFormat;
 use static_cell::StaticCell;
 
 // embassy-time on the CMSDK timers: timer 0 (extended to 64 bits) for now, timer 1's
@@ -99,7 +98,7 @@ fn main() -> ! {
         stack_limit: core::ptr::addr_of!(__sheap) as usize,
         stack_top: Some(core::ptr::addr_of!(_stack_start) as usize),
     };
-    linklab_firmware::embassy::run(board, tx, RxFormat::Aligned { fcs: false }, config)
+    linklab_firmware::embassy::run(board, tx, linklab_lan9118::RX_FORMAT, config)
 }
 
 #[panic_handler]

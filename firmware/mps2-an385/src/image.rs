@@ -9,8 +9,6 @@ use cortex_m::peripheral::NVIC;
 use cortex_m_rt::{entry, exception};
 use fw_mps2_an385::{nic, timer, uart, Irq, Mps2, CONFIG_ADDR, IRQ_ETHERNET, IRQ_TIMER0, IRQ_TIMER1};
 use linklab_lan9118::Lan9118;
-#[cfg(not(feature = "serial"))]
-use linklab_mac::RxFormat;
 
 /// Every device interrupt: cortex-m-rt's default handler gets the interrupt number
 /// (negative for system exceptions).
@@ -76,7 +74,7 @@ fn main() -> ! {
             NVIC::unmask(Irq(IRQ_TIMER1));
             NVIC::unmask(Irq(IRQ_ETHERNET));
         }
-        linklab_firmware::run(probe, tx, RxFormat::Aligned { fcs: false }, config)
+        linklab_firmware::run(probe, tx, linklab_lan9118::RX_FORMAT, config)
     }
 }
 

@@ -219,6 +219,27 @@ impl ImageSpec {
         }
     }
 
+    /// The compact image: lwIP's feature set (the iperf3 TCP server both ways, the HTTP
+    /// bench-file server, ICMP), built for size like the minimal image, its work on the
+    /// console.
+    const fn compact(bin: &'static str) -> ImageSpec {
+        ImageSpec {
+            about:
+                "lwIP's feature set: iperf3 TCP both ways, HTTP bench files, ICMP; built for size",
+            ..ImageSpec::minimal(bin)
+        }
+        .named("compact", "compact")
+    }
+
+    /// The same image under another name and cargo feature.
+    const fn named(self, name: &'static str, feature: &'static str) -> ImageSpec {
+        ImageSpec {
+            name,
+            feature: Some(feature),
+            ..self
+        }
+    }
+
     /// The serial image: the network over linklab-serial's link on the second UART.
     const fn serial(bin: &'static str) -> ImageSpec {
         ImageSpec {
@@ -325,6 +346,7 @@ pub const BOARDS: [Board; 4] = [
             ImageSpec::embassy("fw-mps2-an385-embassy"),
             ImageSpec::serial("fw-mps2-an385-serial"),
             ImageSpec::minimal("fw-mps2-an385-minimal"),
+            ImageSpec::compact("fw-mps2-an385-compact"),
         ],
     },
     Board {

@@ -1,0 +1,333 @@
+//! linklab beside lwIP on the same emulated board, counted by the same method in one run
+//! (issue 49's proof; needs root, QEMU's qemu-system-arm, iperf, iperf3, gcc and curl):
+//!
+//! ```sh
+//! cargo bench -p linklab --bench lwip_side_by_side                    # the table
+//! cargo bench -p linklab --bench lwip_side_by_side -- --write-readme  # and into firmware/README.md
+//! ```
+//!
+//! Both images run on QEMU 7.2's `mps2-an385` (Cortex-M3, LAN9118), free-running, with
+//! linklab's own TCG plugin (`lwip_side_by_side/insncount.c`, built here with gcc) counting
+//! every executed guest instruction; the bench reads the count over a socket at each mark,
+//! so a mark is exact rather than interpolated. Per image: the idle rate over 4 s, then
+//! 10 MiB to the device and 10 MiB from it (lwIP's lwiperf speaks iperf 2: `iperf -n 10M`
+//! and the second half of the tradeoff `-n 10M -r`, counted from lwiperf's console report of
+//! the first half's end to the client's exit; linklab's images speak iperf3: `-n 10M` and
+//! `-R`), instructions per payload byte = (instructions − idle rate × seconds) / the bytes
+//! the receiving side counted. Flash and RAM come from every image's ELF by one rule
+//! (flash: allocated sections with contents; RAM: allocated writable sections but a stack
+//! reserve); the stack row is each image's deepest use (linklab's painted peak; lwIP's
+//! lowest touched byte of its zero-started stack, read through QEMU's monitor). The main
+//! image is also counted by `linklab emu --cost` (`-icount shift=0`, the device's own
+//! count), which should agree.
+//!
+//! The lwIP image: `$LINKLAB_LWIP_ELF`, else `tests/data/lwip-2.2.1-mps2-an385.elf`, else
+//! the peer's folder `../shared/peers/lwip/results/elf/lwip_perf_O2.elf` beside the
+//! repository. linklab's images are built from `firmware/` (`$LINKLAB_IMAGE` counts that
+//! ELF as the main image instead).
+//!
+//! Options (after `--`): `--runs N` (default 2), `--write-readme`, `--json FILE`,
+//! `--throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
+//! machine), `--profile` (per-function instructions per byte of every transfer), `--no-cost`
+//! (skip `linklab emu --cost`), `--only lwip|main|compact|minimal` (repeatable).
+
+#[path = "lwip_side_by_side/counter.rs"]
+mod counter;
+#[path = "lwip_side_by_side/elf.rs"]
+mod elf;
+#[path = "lwip_side_by_side/emulator.rs"]
+mod emulator;
+#[path = "lwip_side_by_side/measure.rs"]
+mod measure;
+#[path = "lwip_side_by_side/report.rs"]
+mod report;
+#[path = "lwip_side_by_side/throughput.rs"]
+mod throughput;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use linklab_perf::device_config::DeviceConfig;
+
+use emulator::Clock;
+use measure::Speaks;
+use report::Column;
+
+/// The lwIP peer image's NIC address (its netif reads the one QEMU gives the LAN9118).
+const LWIP_MAC: &str = "02:4c:57:00:00:02";
+/// linklab's address on the same link.
+const LINKLAB_MAC: [u8; 6] = [0x02, 0x4c, 0x4c, 0, 0, 0x02];
+
+/// One image to count.
+struct Image {
+    /// Short name for `--only` and file names.
+    key: &'static str,
+    label: String,
+    elf: PathBuf,
+    speaks: Speaks,
+    /// Counted by `linklab emu --cost` too.
+    device_count: bool,
+}
+
+#[derive(Default)]
+struct Options {
+    runs: usize,
+    write_readme: bool,
+    json: Option<PathBuf>,
+    throughput: bool,
+    profile: bool,
+    cost: bool,
+    only: Vec<String>,
+}
+
+fn options() -> anyhow::Result<Options> {
+    let mut o = Options {
+        runs: 2,
+        cost: true,
+        ..Options::default()
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--bench" => {}
+            "--runs" => {
+                o.runs = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .context("--runs takes a positive number")?
+            }
+            "--write-readme" => o.write_readme = true,
+            "--json" => o.json = Some(args.next().context("--json takes a file")?.into()),
+            "--throughput" => o.throughput = true,
+            "--profile" => o.profile = true,
+            "--no-cost" => o.cost = false,
+            "--only" => o.only.push(args.next().context("--only takes an image")?),
+            other => bail!("unknown option {other} (see the bench's doc comment)"),
+        }
+    }
+    Ok(o)
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The lwIP peer's ELF (see the module docs).
+fn lwip_elf() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("LINKLAB_LWIP_ELF") {
+        return Ok(p.into());
+    }
+    let candidates = [
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lwip-2.2.1-mps2-an385.elf"),
+        repo().join("../shared/peers/lwip/results/elf/lwip_perf_O2.elf"),
+    ];
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .context("no lwIP image: set LINKLAB_LWIP_ELF to the peer's lwip_perf_O2.elf")
+}
+
+/// Builds a firmware image (`cargo build` in `firmware/`) and returns its ELF.
+fn build_firmware(args: &[&str], built: &str) -> anyhow::Result<PathBuf> {
+    let dir = repo().join("firmware");
+    let out = Command::new("cargo")
+        .current_dir(&dir)
+        .arg("build")
+        .arg("-q")
+        .args(args)
+        .output()
+        .context("cannot run cargo")?;
+    if !out.status.success() {
+        bail!(
+            "building {built} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(dir.join("target/thumbv7m-none-eabi").join(built))
+}
+
+fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
+    let wanted = |k: &str| o.only.is_empty() || o.only.iter().any(|w| w == k);
+    let mut v = Vec::new();
+    if wanted("lwip") {
+        v.push(Image {
+            key: "lwip",
+            label: "lwIP 2.2.1 -O2 (perf config)".into(),
+            elf: lwip_elf()?,
+            speaks: Speaks::Lwip,
+            device_count: false,
+        });
+    }
+    const TARGET: [&str; 4] = ["-p", "fw-mps2-an385", "--target", "thumbv7m-none-eabi"];
+    if wanted("main") {
+        let elf = match std::env::var_os("LINKLAB_IMAGE") {
+            Some(p) => PathBuf::from(p),
+            None => {
+                let mut args = vec!["--release"];
+                args.extend(TARGET);
+                build_firmware(&args, "release/fw-mps2-an385")?
+            }
+        };
+        v.push(Image {
+            key: "main",
+            label: "linklab main loop".into(),
+            elf,
+            speaks: Speaks::Linklab { stats: true },
+            device_count: true,
+        });
+    }
+    // The images built with the `minimal` profile: lwIP's feature set, the iperf3 server alone.
+    for (key, label) in [
+        ("compact", "linklab compact (lwIP's feature set)"),
+        ("minimal", "linklab minimal"),
+    ] {
+        if !wanted(key) || std::env::var_os("LINKLAB_IMAGE").is_some() {
+            continue;
+        }
+        let bin = format!("fw-mps2-an385-{key}");
+        let mut args = vec!["--profile", "minimal"];
+        args.extend(TARGET);
+        args.extend(["--no-default-features", "--features", key, "--bin", &bin]);
+        v.push(Image {
+            key,
+            label: label.into(),
+            elf: build_firmware(&args, &format!("minimal/{bin}"))?,
+            speaks: Speaks::Linklab { stats: false },
+            device_count: false,
+        });
+    }
+    Ok(v)
+}
+
+/// Where the bench keeps its plugin, blob and profiles.
+fn work_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| repo().join("target"), PathBuf::from)
+        .join("lwip_side_by_side")
+}
+
+/// `linklab emu --cost` on `elf`: instructions per byte received and sent, as the device
+/// counts them.
+fn device_count(elf: &Path, dir: &Path) -> anyhow::Result<(f64, f64)> {
+    let json = dir.join("cost.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_linklab"))
+        .args(["emu", "--board", "mps2-an385", "--cost", "--json"])
+        .arg(&json)
+        .arg("--image")
+        .arg(elf)
+        .output()
+        .context("cannot run linklab emu --cost")?;
+    if !out.status.success() {
+        bail!(
+            "linklab emu --cost: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json)?)?;
+    let get = |k: &str| v[k].as_f64().with_context(|| format!("--cost has no {k}"));
+    Ok((get("rx_instr_per_byte")?, get("tx_instr_per_byte")?))
+}
+
+fn run() -> anyhow::Result<()> {
+    let o = options()?;
+    for (tool, package) in [
+        ("qemu-system-arm", "qemu-system-arm"),
+        ("iperf", "iperf"),
+        ("iperf3", "iperf3"),
+        ("gcc", "gcc"),
+        ("curl", "curl"),
+        ("ip", "iproute2"),
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            bail!("{tool} not found: install Debian's {package} package");
+        }
+    }
+    let dir = work_dir();
+    let lib = counter::build_plugin(&dir)?;
+    let blob = dir.join("linklab-198.18.9.2.cfg");
+    let config = DeviceConfig {
+        ip: [198, 18, 9, 2],
+        prefix: 24,
+        mac: LINKLAB_MAC,
+    };
+    std::fs::write(&blob, config.to_bytes())?;
+    let linklab_mac = LINKLAB_MAC.map(|b| format!("{b:02x}")).join(":");
+    let images = images(&o)?;
+    let clock = Clock::Counted {
+        lib,
+        dir: dir.clone(),
+        profile: o.profile,
+    };
+    let mut columns: Vec<Column> = images
+        .iter()
+        .map(|i| {
+            Ok(Column {
+                label: i.label.clone(),
+                elf: i.elf.display().to_string(),
+                runs: Vec::new(),
+                size: elf::size(&i.elf)?,
+                device_count: None,
+                throughput: None,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let nic = |i: &Image| match i.speaks {
+        Speaks::Lwip => (LWIP_MAC.to_string(), None),
+        Speaks::Linklab { .. } => (linklab_mac.clone(), Some(blob.as_path())),
+    };
+    for round in 0..o.runs {
+        for (i, c) in images.iter().zip(columns.iter_mut()) {
+            let (mac, cfg) = nic(i);
+            let tag = format!("{}{round}", i.key);
+            let counted = measure::count(&tag, &i.elf, i.speaks, &mac, cfg, &clock)
+                .with_context(|| format!("counting {}", i.label))?;
+            eprintln!(
+                "{}: received {:.3}, sent {:.3} instructions per byte",
+                i.label, counted.receive.per_byte, counted.send.per_byte
+            );
+            c.runs.push(counted);
+        }
+    }
+    if o.cost {
+        for (i, c) in images.iter().zip(columns.iter_mut()) {
+            if i.device_count {
+                c.device_count = Some(device_count(&i.elf, &dir)?);
+            }
+        }
+    }
+    if o.throughput {
+        for (i, c) in images.iter().zip(columns.iter_mut()) {
+            let (mac, cfg) = nic(i);
+            let tag = format!("{}t", i.key);
+            c.throughput = Some(throughput::measure(&tag, &i.elf, i.speaks, &mac, cfg)?);
+        }
+    }
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let table = report::table(&columns);
+    println!("{table}");
+    if o.profile {
+        println!("{}", report::profiles(&columns));
+    }
+    println!("load average at the end: {}", load.trim());
+    if let Some(path) = &o.json {
+        let text = serde_json::to_string_pretty(&report::json(&columns, load.trim()))?;
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if o.write_readme {
+        report::write_readme(&repo().join("firmware/README.md"), &table)?;
+    }
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("lwip_side_by_side: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,71 @@
+//! Throughput at a fixed 31.25 MIPS (`-icount shift=5,align=on,sleep=on`), each device's own
+//! figure (its clock, its byte count): lwiperf's console report for lwIP (`iperf -t 10`, and
+//! the tradeoff `-n 60M -r` for sending, as the peer measured it), iperf3's report from the
+//! device's end for linklab (`-t 10`, `-t 10 -R`). Host-side figures fall behind when QEMU
+//! cannot keep up with real time on a busy machine; the device's do not.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::emulator::{Clock, Emulator, DEVICE};
+use super::measure::Speaks;
+
+/// 2^5 ns per instruction: the Cortex-M3 at 31.25 MHz, one instruction a cycle.
+const SHIFT: u32 = 5;
+
+/// (receive, send) Mbit/s on the device's clock.
+pub fn measure(
+    tag: &str,
+    elf: &Path,
+    speaks: Speaks,
+    mac: &str,
+    config: Option<&Path>,
+) -> anyhow::Result<(f64, f64)> {
+    let up = match speaks {
+        Speaks::Lwip => "lwip peer up",
+        Speaks::Linklab { .. } => "linklab firmware:",
+    };
+    let emu = Emulator::boot(tag, elf, mac, config, &Clock::Fixed(SHIFT), up)?;
+    // As `linklab emu --throughput`: Linux's tail-loss probe misfires when align=on stops
+    // the guest for real time to catch up (see linklab's emu lab).
+    emu.run(&["sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_early_retrans"])?;
+    match speaks {
+        Speaks::Lwip => {
+            let kbps = |emu: &Emulator, kind: &str, seen: usize| -> anyhow::Result<f64> {
+                let line = emu.wait_for_nth(kind, seen, Duration::from_secs(120))?;
+                let k: f64 = line
+                    .text
+                    .split_whitespace()
+                    .find_map(|kv| kv.strip_prefix("kbps=")?.parse().ok())
+                    .context("lwiperf's report has no kbps")?;
+                Ok(k / 1000.0)
+            };
+            let seen = emu.lines("iperf-done: type=0").len();
+            emu.run(&["timeout", "120", "iperf", "-c", DEVICE, "-t", "10"])?;
+            let rx = kbps(&emu, "iperf-done: type=0", seen)?;
+            std::thread::sleep(Duration::from_secs(2));
+            let seen = emu.lines("iperf-done: type=1").len();
+            emu.run(&["timeout", "180", "iperf", "-c", DEVICE, "-n", "60M", "-r"])?;
+            let tx = kbps(&emu, "iperf-done: type=1", seen)?;
+            Ok((rx, tx))
+        }
+        Speaks::Linklab { .. } => {
+            let report = |extra: &[&str]| -> anyhow::Result<Value> {
+                let mut argv = vec!["timeout", "120", "iperf3", "-c", DEVICE, "-J", "-t", "10"];
+                argv.extend_from_slice(extra);
+                let out = emu.run(&argv)?;
+                serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")
+            };
+            let mbps = |r: &Value, side: &str| {
+                r["end"][side]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6
+            };
+            let rx = mbps(&report(&[])?, "sum_received");
+            std::thread::sleep(Duration::from_secs(2));
+            let tx = mbps(&report(&["-R"])?, "sum_sent");
+            Ok((rx, tx))
+        }
+    }
+}
