@@ -74,7 +74,8 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Device for Mac<'q, S, T, C> {
 
     fn receive(&mut self, _timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
         self.poll();
-        if self.tx_side().has_deferred() {
+        // No token pair while a frame could not go (the reply it may carry would be lost).
+        if self.tx_side().blocked() {
             return None;
         }
         let frame = Mac::receive(self)?;
@@ -88,8 +89,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Device for Mac<'q, S, T, C> {
     /// virtio-net's four buffers).
     fn transmit(&mut self, _timestamp: Instant) -> Option<Self::TxToken<'_>> {
         self.poll();
-        let tx = self.tx_side();
-        if tx.has_deferred() || !tx.phy_ready() {
+        if self.tx_side().blocked() {
             return None;
         }
         Some(MacTxToken { tx: self.tx_side() })

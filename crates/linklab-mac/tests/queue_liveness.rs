@@ -107,11 +107,19 @@ fn liveness_and_exact_counts_at_minimum_capacity() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "huge loop for Miri: every one of 8 193 positions; the minimum-capacity queue covers the same code"
+)]
 fn liveness_and_exact_counts_at_8k() {
     check_every_position(RxQueue::<Inline<8192>>::new, &[RX_GRANT_LEN, 1527, 72]);
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "huge loop for Miri: every one of 15 281 positions; the minimum-capacity queue covers the same code"
+)]
 fn liveness_and_exact_counts_niccle_sized() {
     // Niccle's queue: room for ten 1526-byte frames plus headers.
     check_every_position(RxQueue::<Inline<{ 10 * 1528 }>>::new, &[1527]);
@@ -128,6 +136,7 @@ mod run_time_sizes {
     /// Queues sized at run time, as `linklab bench` and `linklab serve` build them from
     /// `--rx-frames`, and at sizes no frame count gives: the same liveness, position by position.
     #[test]
+    #[cfg_attr(miri, ignore = "huge loop for Miri: every position of six queues")]
     fn liveness_and_exact_counts_at_run_time_sizes() {
         let sizes = [
             MIN_QUEUE_CAPACITY,
@@ -149,6 +158,10 @@ mod run_time_sizes {
     /// to park at one by one, so the ends, the points where the wrap rule changes, and random
     /// positions between them.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "huge loop for Miri: a 1.5 MB queue filled at 50 positions"
+    )]
     fn liveness_and_exact_counts_at_1024_frames() {
         let capacity = capacity_for_frames(1024, RxFormat::Raw);
         let new_queue = || RxQueue::boxed(capacity).expect("within the rule");
@@ -199,6 +212,7 @@ fn min_over_positions(capacity: usize, frame_len: usize) -> usize {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "arithmetic, no unsafe: huge loops for Miri")]
 fn closed_form_equals_the_minimum_over_every_position() {
     // Every capacity up to three minimum queues (including those below the rule), for frame
     // lengths at the edges of the slot arithmetic.
@@ -218,6 +232,7 @@ proptest! {
 
     /// The same for large run-time capacities (up to the 1024-frame queue).
     #[test]
+    #[cfg_attr(miri, ignore = "arithmetic, no unsafe: huge loops for Miri")]
     fn closed_form_equals_the_minimum_for_large_queues(
         capacity in MIN_QUEUE_CAPACITY..=1_600_000usize,
         frame_len in 0usize..=1600,
@@ -319,7 +334,8 @@ fn make_wire(t: &Tx, payload_len: usize) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    // Under Miri a case is a full run under the interpreter: a few.
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 128 }))]
 
     /// After every step of any sequence of grants, commits, cancels and reads, the law holds,
     /// and every bucket equals what the model predicts.
@@ -387,7 +403,8 @@ proptest! {
 #[test]
 fn two_threads_static_queue() {
     static Q: RxQueue<Inline<16384>> = RxQueue::new();
-    const FRAMES: usize = 20_000;
+    // Under Miri (which checks the two threads' accesses for data races) a few hundred.
+    const FRAMES: usize = if cfg!(miri) { 300 } else { 20_000 };
     let producer = std::thread::spawn(|| {
         let p = Q.producer();
         let good = make_wire(&Tx::Good, 100);

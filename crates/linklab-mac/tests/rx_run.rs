@@ -169,13 +169,15 @@ proptest! {
 /// The model reaches what it is for: runs with buffers held behind, and wraps of the ring.
 #[test]
 fn the_model_holds_buffers_and_wraps() {
-    let steps: Vec<(usize, usize)> = (0..2000)
+    // Under Miri (which checks the lending's pointers on every step) a fifth of the steps.
+    let n: u32 = if cfg!(miri) { 400 } else { 2000 };
+    let steps: Vec<(usize, usize)> = (0..n as usize)
         .map(|i| (1 + (i * 577) % 1514, (i * 7) % 4))
         .map(|(len, reads)| (len.max(14), reads))
         .collect();
     let q: RxQueue<Inline<15364>> = RxQueue::new();
     let (committed, held, wraps) = model_nic(&q, &steps);
-    assert!(committed > 1000, "{committed} frames committed");
-    assert!(held > 100, "{held} runs with buffers held behind");
-    assert!(wraps > 10, "{wraps} wraps");
+    assert!(committed > n / 2, "{committed} frames committed");
+    assert!(held > n / 20, "{held} runs with buffers held behind");
+    assert!(wraps > n / 200, "{wraps} wraps");
 }

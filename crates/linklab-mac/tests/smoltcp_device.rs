@@ -154,3 +154,37 @@ fn tcp_bulk_transfer_without_overrun() {
     ca.check_conservation().unwrap();
     assert_eq!(ca.tx_packets, cb.rx_transmissions);
 }
+
+#[test]
+fn a_full_transmit_ring_holds_the_stack_s_frames_back_instead_of_losing_them() {
+    let q: RxQueue<Inline<N>> = RxQueue::new();
+    let ring = Ring::default();
+    ring.free.set(1);
+    let mut mac = Mac::new(
+        q.consumer(),
+        ring.clone(),
+        ManualClock::default(),
+        MacConfig::raw_phy(ME, 0),
+    );
+    let now = Instant::from_micros(0);
+    let t = Device::transmit(&mut mac, now).expect("a buffer is free");
+    smoltcp::phy::TxToken::consume(t, 60, |f: &mut [u8]| f.fill(1));
+    // Full: no token for a frame (it would be dropped), nor for a received frame's reply.
+    assert!(Device::transmit(&mut mac, now).is_none());
+    let wire = {
+        let mut f = [0u8; 60];
+        common::fill_frame(&mut f, ME, PEER, b"x");
+        let mut w = linklab_mac::fcs::fcs_bytes(&f).to_vec();
+        let mut out = vec![0x55; 7];
+        out.push(0xD5);
+        out.extend_from_slice(&f);
+        out.append(&mut w);
+        out
+    };
+    q.producer().push(&wire);
+    assert!(Device::receive(&mut mac, now).is_none());
+    ring.free.set(1);
+    assert!(Device::receive(&mut mac, now).is_some());
+    assert_eq!(ring.sent.borrow().len(), 1);
+    assert_eq!(ring.dropped.get(), 0);
+}

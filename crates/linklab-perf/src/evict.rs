@@ -40,6 +40,18 @@ use crate::socket::{TcpOps, TcpState};
 /// an evictable one on its second, with a quarter second to spare for loop latency.
 pub const GRACE_MS: u64 = 750;
 
+/// How long a connection with bytes of ours unacknowledged must have made no progress
+/// before its socket may be taken, in milliseconds: 1500, twice [`GRACE_MS`].
+///
+/// Such a peer may be waiting for us, not we for it: a segment of ours lost on the way
+/// (a full transmit ring, a wire's error) is sent again only when our retransmission timer
+/// fires, and RFC 6298's minimum RTO, smoltcp's, is 1 s. Over the grace alone such a
+/// connection looked idle from 750 ms to its retransmission at 1 s, and a new client's SYN
+/// then reset it (the embassy image's residual, `crates/linklab/README-serve.md`). Twice the
+/// grace outlasts the first retransmission and the peer's answer to it with half a second
+/// to spare; a reader that stopped reading (a zero window) goes after it too.
+pub const SENDING_GRACE_MS: u64 = 2 * GRACE_MS;
+
 /// What a busy socket's connection would lose if its socket were taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -47,9 +59,14 @@ pub enum Kind {
     /// Nothing: closed, or closing with nothing of ours left unacknowledged. Taken first,
     /// at once.
     Spent,
-    /// Its data: established, or closing while its last bytes are still unacknowledged.
-    /// Taken once it made no progress for the grace, the one idle longest first.
+    /// Its data: established, with nothing of ours unacknowledged. Taken once it made no
+    /// progress for the grace, the one idle longest first.
     Connection,
+    /// Its data, with bytes of ours unacknowledged (established, or closing while its last
+    /// bytes are): its peer may be waiting for our retransmission ([`SENDING_GRACE_MS`]).
+    /// Taken once it made no progress for twice the grace; meanwhile, past the grace, a new
+    /// SYN is dropped for its client to send again ([`Choice::Defer`]).
+    Sending,
     /// Nothing yet: half-open, and our SYN-ACK has not left (its SYN came in this batch, or
     /// its source has no route or does not answer ARP, as a spoofed one does). No peer can
     /// believe it is connected; a real one sends its SYN again. Taken at once when no idle
@@ -77,14 +94,14 @@ impl<T> Candidate<T> {
     /// Taking the socket resets a connection (the peer gets a RST and loses its data):
     /// counted as `evicted`. Otherwise (spent or half-open) counted as `reclaimed`.
     pub fn evicts(&self) -> bool {
-        self.kind == Kind::Connection
+        matches!(self.kind, Kind::Connection | Kind::Sending)
     }
 
     /// Taking the socket may reset a peer that believes it is connected: an idle
     /// connection, or a half-open one our SYN-ACK answered (counted as `reclaimed_answered`
     /// when reclaimed).
     pub fn answered(&self) -> bool {
-        matches!(self.kind, Kind::Connection | Kind::Answered)
+        matches!(self.kind, Kind::Connection | Kind::Sending | Kind::Answered)
     }
 }
 
@@ -92,8 +109,8 @@ impl<T> Candidate<T> {
 /// `last_progress` and whose SYN-ACK left at `answered` (if it did): None when it listens;
 /// otherwise what the connection would lose ([`Kind`]) — nothing when closed or closing with
 /// nothing of ours left unacknowledged, its handshake when half-open (answered or not), its
-/// data otherwise (also when closing while the tail of a download is still
-/// unacknowledged).
+/// data otherwise: [`Kind::Sending`] while bytes of ours are unacknowledged (also when
+/// closing while the tail of a download is), else [`Kind::Connection`].
 pub fn candidate<T: Copy>(
     socket: &impl TcpOps,
     last_progress: Option<T>,
@@ -111,11 +128,12 @@ pub fn candidate<T: Copy>(
                 None => (Kind::Unanswered, last_progress),
             }
         }
-        Established => (Kind::Connection, last_progress),
+        Established if socket.queues().1 == 0 => (Kind::Connection, last_progress),
+        Established => (Kind::Sending, last_progress),
         FinWait1 | FinWait2 | Closing | LastAck | CloseWait if socket.queues().1 == 0 => {
             (Kind::Spent, last_progress)
         }
-        FinWait1 | FinWait2 | Closing | LastAck | CloseWait => (Kind::Connection, last_progress),
+        FinWait1 | FinWait2 | Closing | LastAck | CloseWait => (Kind::Sending, last_progress),
     };
     Some(Candidate {
         kind,
@@ -137,8 +155,10 @@ pub enum Choice<T> {
     Take(usize, Candidate<T>),
     /// Drop the SYN unanswered: a handshake our SYN-ACK answered within the grace may be
     /// completing, and taking its socket would reset a client that believes it is
-    /// connected. The new client sends its SYN again (Linux after 1 s, RFC 6298's initial
-    /// RTO) and finds room then, when the handshake completed or went stale.
+    /// connected; or a connection quiet for the grace may be waiting for our retransmission
+    /// ([`Kind::Sending`]). The new client sends its SYN again (Linux after 1 s, RFC 6298's
+    /// initial RTO) and finds room then, when the handshake completed or went stale, or the
+    /// connection moved again or stayed quiet for twice the grace.
     Defer,
     /// Refuse the SYN (the stack answers a RST, as a busy server does): every connection
     /// made progress within the grace.
@@ -146,13 +166,15 @@ pub enum Choice<T> {
 }
 
 /// The socket to free for a new client (see [`Choice`]): a spent one, else a connection
-/// that made no progress for `grace` at `now`, else an unanswered half-open one, else an
+/// that made no progress for `grace` at `now` (twice `grace` with bytes of ours
+/// unacknowledged, [`Kind::Sending`]), else an unanswered half-open one, else an
 /// answered half-open one whose SYN-ACK left `grace` ago with no answer — of a kind, the one
 /// idle longest (an unanswered half-open one never looked at yet, whose SYN came in this
 /// batch, as the youngest, so a real client's fresh SYN does not go to the next spoofed one
 /// of the same batch). Entries are `None` for sockets that may not be taken (listening, or
 /// protected, e.g. a running iperf3 test). When nothing may be taken: [`Choice::Defer`] if a
-/// handshake answered within the grace may be completing, else [`Choice::Refuse`]. Always
+/// handshake answered within the grace may be completing or a sending connection quiet for
+/// the grace may be waiting for our retransmission, else [`Choice::Refuse`]. Always
 /// [`Choice::Refuse`] in a build without feature `evict`, which then links none of this.
 pub fn choose<T, D>(
     candidates: impl IntoIterator<Item = Option<Candidate<T>>>,
@@ -166,16 +188,20 @@ where
     if !cfg!(feature = "evict") {
         return Choice::Refuse;
     }
-    let mut handshaking = false;
+    let mut may_resume = false;
     let mut best: Option<(usize, Candidate<T>)> = None;
     for (i, c) in candidates.into_iter().enumerate() {
         let Some(c) = c else { continue };
+        // Progress within the grace, and within twice the grace.
+        let fresh = c.last_progress.is_some_and(|t| now < t + grace);
+        let recent = c.last_progress.is_some_and(|t| now < t + grace + grace);
         let waits = match c.kind {
             Kind::Spent | Kind::Unanswered => false,
-            Kind::Connection | Kind::Answered => c.last_progress.is_some_and(|t| now < t + grace),
+            Kind::Connection | Kind::Answered => fresh,
+            Kind::Sending => recent,
         };
         if waits {
-            handshaking |= c.kind == Kind::Answered;
+            may_resume |= c.kind == Kind::Answered || (c.kind == Kind::Sending && !fresh);
             continue;
         }
         // Of a kind, the one idle longest; an unanswered one never looked at yet loses a tie.
@@ -193,7 +219,7 @@ where
     }
     match best {
         Some((i, c)) => Choice::Take(i, c),
-        None if handshaking => Choice::Defer,
+        None if may_resume => Choice::Defer,
         None => Choice::Refuse,
     }
 }
@@ -474,6 +500,100 @@ mod tests {
             index(choose([answered(1_000), established(8_000)], now, GRACE)),
             Some(1)
         );
+    }
+
+    #[test]
+    fn a_connection_with_our_bytes_in_flight_outlasts_our_retransmission() {
+        // The embassy image's residual: a download whose segment was lost waits for our
+        // retransmission (RFC 6298's minimum RTO, 1 s), its client sending only duplicate
+        // ACKs (no progress); a new SYN at 750 ms took it and reset the client.
+        let now = 10_000u64;
+        let sending = |t| candidate(Kind::Sending, t);
+        assert_eq!(SENDING_GRACE_MS, 2 * GRACE);
+        // Moving within the grace: a busy server's RST, as for any connection.
+        assert_eq!(choose([sending(now - 10)], now, GRACE), Choice::Refuse);
+        // Quiet past the grace, not yet twice: the SYN is dropped, its client sends it again.
+        assert_eq!(choose([sending(now - GRACE)], now, GRACE), Choice::Defer);
+        assert_eq!(
+            choose([sending(now - 2 * GRACE + 1)], now, GRACE),
+            Choice::Defer
+        );
+        // Quiet for twice the grace: evicted (its peer gets a RST), counted as evicted.
+        let Choice::Take(i, c) = choose([sending(now - 2 * GRACE)], now, GRACE) else {
+            panic!()
+        };
+        assert_eq!((i, c.evicts(), c.answered()), (0, true, true));
+        // An idle connection with nothing of ours in flight goes first, however young; so
+        // does a half-open socket nobody answered.
+        assert_eq!(
+            index(choose([sending(1_000), established(9_000)], now, GRACE)),
+            Some(1)
+        );
+        assert_eq!(
+            index(choose(
+                [sending(now - GRACE), candidate(Kind::Unanswered, 9_999)],
+                now,
+                GRACE
+            )),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn bytes_of_ours_unacknowledged_make_a_connection_sending() {
+        struct Queued(TcpState, usize);
+        impl TcpOps for Queued {
+            fn state(&self) -> TcpState {
+                self.0
+            }
+            fn can_recv(&self) -> bool {
+                false
+            }
+            fn may_recv(&self) -> bool {
+                false
+            }
+            fn can_send(&self) -> bool {
+                false
+            }
+            fn may_send(&self) -> bool {
+                false
+            }
+            fn queues(&self) -> (usize, usize) {
+                (0, self.1)
+            }
+            fn send_room(&self) -> usize {
+                0
+            }
+            fn recv(&mut self, _f: impl FnOnce(&[u8]) -> usize) -> usize {
+                0
+            }
+            fn send(&mut self, _f: impl FnOnce(&mut [u8]) -> usize) -> usize {
+                0
+            }
+            fn listen(&mut self, _port: u16) -> bool {
+                false
+            }
+            fn close(&mut self) {}
+            fn abort(&mut self) {}
+            fn rst_pending(&self) -> bool {
+                false
+            }
+            fn remote_is_ipv6(&self) -> bool {
+                false
+            }
+            fn peer(&self) -> Option<Peer> {
+                None
+            }
+            fn congestion_control(&self) -> &'static str {
+                "none"
+            }
+        }
+        let kind =
+            |state, tx| super::candidate(&Queued(state, tx), Some(1u64), None).map(|c| c.kind);
+        assert_eq!(kind(TcpState::Established, 0), Some(Kind::Connection));
+        assert_eq!(kind(TcpState::Established, 1), Some(Kind::Sending));
+        assert_eq!(kind(TcpState::CloseWait, 0), Some(Kind::Spent));
+        assert_eq!(kind(TcpState::FinWait1, 1460), Some(Kind::Sending));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! reverse, bidir, -P 4, -n, UDP; then a second client is denied and 20 back-to-back tests
 //! leave no stream sockets behind.
 
+use linklab_perf::data_memory::{DataMemory, SmoltcpDataMemory};
 use linklab_perf::iperf::device::SmoltcpIperfServer;
 use linklab_perf::iperf::wire;
 use linklab_perf::iperf::{ClientOptions, Params, Phase, Protocol, Session, TestReport};
@@ -72,6 +73,22 @@ fn run_test(
     params: Params,
     port_base: u16,
 ) -> TestReport {
+    run_test_over(net, server, None, params, port_base)
+}
+
+/// [`run_test`] with the server's data sockets made over shares of `memory` when given
+/// (`poll_lent`, as `DeviceApps` polls it).
+fn run_test_over(
+    net: &mut Net,
+    server: &mut SmoltcpIperfServer<'static>,
+    mut memory: Option<&mut SmoltcpDataMemory<'static>>,
+    params: Params,
+    port_base: u16,
+) -> TestReport {
+    let mut poll = |net: &mut Net, server: &mut SmoltcpIperfServer<'static>| match memory {
+        Some(ref mut m) => server.poll_lent(&mut net.sockets, m, net.now),
+        None => server.poll(&mut net.sockets, net.now),
+    };
     let (mut rx, mut tx) = (vec![0u8; 8192], vec![0u8; 8192]);
     let opts = ClientOptions {
         strings: Default::default(),
@@ -101,7 +118,7 @@ fn run_test(
             session.phase()
         );
         net.iface.poll(net.now, &mut net.dev, &mut net.sockets);
-        server.poll(&mut net.sockets, net.now);
+        poll(net, server);
         client_step(net, &mut c, &mut session, &mut buf);
         net.now += smoltcp::time::Duration::from_micros(TICK_US as u64);
     }
@@ -109,7 +126,7 @@ fn run_test(
     for _ in 0..2000 {
         client_flush(net, &c, &mut session);
         net.iface.poll(net.now, &mut net.dev, &mut net.sockets);
-        server.poll(&mut net.sockets, net.now);
+        poll(net, server);
         net.now += smoltcp::time::Duration::from_micros(TICK_US as u64);
     }
     for h in c.tcp.iter().chain(c.udp.iter()).chain([&c.ctrl]) {
@@ -446,4 +463,38 @@ fn state_fits_a_microcontroller() {
     println!("Session {session} B, SmoltcpIperfServer {server} B");
     assert!(session <= 8 * 1024, "Session is {session} bytes");
     assert!(server <= 10 * 1024, "SmoltcpIperfServer is {server} bytes");
+}
+
+/// The server over lent memory (`from_buffers`, as `DeviceApps` and the firmware make it:
+/// each stream's socket made over a share of the data memory and the share taken back when
+/// the test ends): TCP tests each way in turn reuse the chunks, and every test
+/// ends with no stream open. Short (64 kB each), so Miri can run it over the lending's
+/// unsafe code (`scripts/soak --miri`).
+#[test]
+fn a_server_over_lent_memory_lends_and_takes_back_its_chunks() {
+    let mut net = net();
+    let buffers = linklab_perf::apps::host::host_buffers(8192);
+    let mut server =
+        SmoltcpIperfServer::from_buffers(&mut net.sockets, buffers.iperf, PORT, buffers.data.plan);
+    let mut memory = SmoltcpDataMemory {
+        bytes: DataMemory::new(buffers.data.bytes),
+        udp_meta: linklab_perf::lend::Lender::new(buffers.data.udp_meta),
+    };
+    for (i, reverse) in [false, true, false].into_iter().enumerate() {
+        let params = Params {
+            duration_s: 0,
+            bytes: 65536,
+            reverse,
+            len: 4096,
+            ..base(Protocol::Tcp)
+        };
+        let report = run_test_over(
+            &mut net,
+            &mut server,
+            Some(&mut memory),
+            params,
+            41000 + 100 * i as u16,
+        );
+        check(&report, &mut server);
+    }
 }

@@ -55,11 +55,8 @@ fn device_thread(
 ) {
     let f = std::fs::File::open(format!("/var/run/netns/{ns}")).expect("netns file");
     // SAFETY: setns on this thread only, with a valid namespace fd.
-    assert_eq!(
-        unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) },
-        0,
-        "setns"
-    );
+    let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+    assert_eq!(rc, 0, "setns");
     let mut dev = TunTapInterface::new("tap0", Medium::Ethernet).expect("tap0");
     for cmd in [
         &["ip", "link", "set", "tap0", "up"][..],

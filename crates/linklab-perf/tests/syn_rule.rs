@@ -8,6 +8,10 @@
 //! one batch while two idle connections hold both HTTP sockets. The first two evict them; the
 //! flush that sends the second eviction's RST also sends the first newcomer's SYN-ACK; the
 //! third SYN then took that answered half-open socket, and the newcomer's ACK met a RST.
+//!
+//! The last case is the embassy image's residual (issue 53): a download one of whose
+//! segments was lost waits for the device's retransmission (1 s), its client sending
+//! duplicate ACKs, no progress; a holder's SYN 800 ms in took its socket and reset it.
 
 use std::collections::VecDeque;
 
@@ -127,11 +131,26 @@ fn segment(
     control: TcpControl,
     ack: Option<u32>,
 ) -> Vec<u8> {
+    let seq = ISN + u32::from(ack.is_some());
+    data_segment(src, port, to_port, control, seq, ack, &[])
+}
+
+/// A TCP segment from `src:port` to the device's `to_port` with sequence number `seq` and
+/// `payload`.
+fn data_segment(
+    src: Ipv4Address,
+    port: u16,
+    to_port: u16,
+    control: TcpControl,
+    seq: u32,
+    ack: Option<u32>,
+    payload: &[u8],
+) -> Vec<u8> {
     let tcp = TcpRepr {
         src_port: port,
         dst_port: to_port,
         control,
-        seq_number: TcpSeqNumber(ISN as i32 + i32::from(ack.is_some())),
+        seq_number: TcpSeqNumber(seq as i32),
         ack_number: ack.map(|a| TcpSeqNumber(a as i32)),
         window_len: 64240,
         window_scale: None,
@@ -139,7 +158,7 @@ fn segment(
         sack_permitted: false,
         sack_ranges: [None; 3],
         timestamp: None,
-        payload: &[],
+        payload,
     };
     let ip = Ipv4Repr {
         src_addr: src,
@@ -461,4 +480,98 @@ fn a_spoofed_syn_does_not_take_an_iperf3_client_s_answered_handshake() {
     assert_eq!(lab.client(44001), Client::Connected);
     assert_eq!(lab.counter("iperf", "reclaimed_answered"), 0);
     assert!(lab.counter("iperf", "reclaimed") >= 2);
+}
+
+/// The data segments in `frames` the device sent to host port `port`: (sequence number,
+/// payload length, FIN, RST).
+fn data_to(frames: &[Vec<u8>], port: u16) -> Vec<(u32, usize, bool, bool)> {
+    frames
+        .iter()
+        .filter_map(|f| {
+            let eth = EthernetFrame::new_checked(f).ok()?;
+            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+            let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+            (tcp.dst_port() == port).then(|| {
+                let seq = tcp.seq_number().0 as u32;
+                (seq, tcp.payload().len(), tcp.fin(), tcp.rst())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_download_waiting_for_our_retransmission_is_not_evicted() {
+    let mut lab = Lab::new();
+    // Client A downloads /10kB.txt; the device's first data segment is lost on the way.
+    lab.syn(45001, 80);
+    lab.device_pass();
+    let syn_ack = data_to(&lab.wire.from_device, 45001);
+    let device_isn = syn_ack[0].0;
+    lab.wire.from_device.clear();
+    let request = b"GET /10kB.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    let ack = device_isn.wrapping_add(1);
+    lab.wire.to_device.push_back(data_segment(
+        HOST_IP,
+        45001,
+        80,
+        TcpControl::Psh,
+        ISN + 1,
+        Some(ack),
+        request,
+    ));
+    lab.device_pass();
+    let sent = data_to(&lab.wire.from_device, 45001);
+    assert!(
+        sent.len() >= 2 && sent[0].1 > 0,
+        "the device sent data: {sent:?}"
+    );
+    lab.wire.from_device.clear();
+    // A acknowledges what arrived in order: nothing (the first segment is missing) — one
+    // duplicate ACK per segment that came.
+    let client_seq = ISN + 1 + request.len() as u32;
+    for _ in 1..sent.len() {
+        lab.wire.to_device.push_back(data_segment(
+            HOST_IP,
+            45001,
+            80,
+            TcpControl::None,
+            client_seq,
+            Some(ack),
+            &[],
+        ));
+    }
+    lab.device_pass();
+    lab.wire.from_device.clear();
+    // B takes the other HTTP socket 500 ms later (within the grace at C's SYN).
+    lab.now += Duration::from_millis(500);
+    lab.syn(45002, 80);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(45002), Client::Connected);
+    // C's SYN 800 ms after A's last progress: A may be waiting for our retransmission.
+    lab.now += Duration::from_millis(300);
+    lab.syn(45003, 80);
+    lab.device_pass();
+    let to_a = data_to(&lab.wire.from_device, 45001);
+    assert!(
+        to_a.iter().all(|s| !s.3),
+        "A, waiting for our retransmission, was reset: {to_a:?}"
+    );
+    lab.wire.from_device.clear();
+    assert_eq!(lab.counter("http", "evicted"), 0);
+    assert_eq!(lab.counter("http", "listen_drops"), 1);
+    // At 1 s the device sends the lost segment again: A acknowledges everything it has.
+    let mut resent = Vec::new();
+    for _ in 0..12 {
+        lab.now += Duration::from_millis(25);
+        lab.device_pass();
+        resent.extend(data_to(&std::mem::take(&mut lab.wire.from_device), 45001));
+        if resent.iter().any(|s| s.0 == ack) {
+            break;
+        }
+    }
+    assert!(
+        resent.iter().any(|s| s.0 == ack && s.1 > 0 && !s.3),
+        "the lost segment was not sent again by 1.1 s: {resent:?}"
+    );
 }

@@ -114,6 +114,20 @@ pub struct DriverCounters {
     pub rx_spilled: u64,
 }
 
+/// The buffers of a [`NicMemory`], field by field. What the device writes (the receive
+/// headers, the spill buffer) is reached only through raw pointers, never a reference: a
+/// reference taken between the device's writes would, under the aliasing rules, take back
+/// the permission to write the driver lent it with the buffer's address (Miri, Stacked
+/// Borrows). The queues' own memory is reached only through `rx` and `tx`, so nothing here
+/// covers it (a reference to the whole `NicMemory` moved into the driver invalidated the
+/// queues' pointers, Miri's first finding). The transmit buffers, which the device only
+/// reads, are the driver's to write by reference.
+struct Buffers {
+    rx_headers: *mut Header,
+    spill: *mut u8,
+    tx: &'static mut [Buffer; TX_BUFFERS],
+}
+
 /// One buffer, aligned for the device.
 #[repr(C, align(16))]
 struct Buffer([u8; BUFFER_LEN]);
@@ -194,7 +208,8 @@ pub struct VirtioNet<S: Storage + 'static, R: Registers = Mmio> {
     producer: RxProducer<'static, S>,
     rx: Virtqueue,
     tx: Virtqueue,
-    mem: &'static mut NicMemory,
+    /// The rest of [`NicMemory`], field by field (see [`Buffers`]).
+    mem: Buffers,
     /// The run whose first `posted` buffers are posted, one chain each, in order (None: no
     /// buffer of the RX queue is posted).
     run: Option<RxRun<'static, S>>,
@@ -244,12 +259,19 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
         mem: &'static mut NicMemory,
     ) -> Result<Self, InitError> {
         let features = mmio::negotiate(&regs, WANTED)?;
-        // SAFETY: `mem` is 'static; each queue's memory is its own field of it, which the
-        // driver reaches only through that queue from now on.
+        let NicMemory {
+            rx_queue,
+            tx_queue,
+            rx_headers,
+            spill,
+            tx: tx_buffers,
+        } = mem;
+        // SAFETY: each queue's memory is its own 'static field, reached only through that
+        // queue from now on (its reference is consumed here).
         let (rx, mut tx) = unsafe {
             (
-                Virtqueue::new(core::ptr::addr_of_mut!(mem.rx_queue)),
-                Virtqueue::new(core::ptr::addr_of_mut!(mem.tx_queue)),
+                Virtqueue::new(core::ptr::from_mut(rx_queue)),
+                Virtqueue::new(core::ptr::from_mut(tx_queue)),
             )
         };
         // Transmit buffers are reclaimed when needed, not on an interrupt.
@@ -264,7 +286,11 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             producer,
             rx,
             tx,
-            mem,
+            mem: Buffers {
+                rx_headers: core::ptr::from_mut(rx_headers).cast(),
+                spill: core::ptr::from_mut(spill).cast(),
+                tx: tx_buffers,
+            },
             run: None,
             spill_posted: false,
             posted: 0,
@@ -326,7 +352,7 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             self.run = self.producer.grant_run().ok();
             if self.run.is_none() {
                 let spill = Buf {
-                    addr: self.mem.spill.0.as_mut_ptr() as usize,
+                    addr: self.mem.spill as usize,
                     len: BUFFER_LEN,
                     device_writes: true,
                 };
@@ -360,7 +386,7 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
     fn post_chain(&mut self, frame: Buf) -> bool {
         let number = self.used.wrapping_add(self.posted) % RX_POSTED;
         let header = Buf {
-            addr: self.mem.rx_headers[number].0.as_ptr() as usize,
+            addr: self.header(number) as usize,
             len: HEADER_LEN,
             device_writes: true,
         };
@@ -372,6 +398,11 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             }
             None => false,
         }
+    }
+
+    /// Receive header `number` (taken modulo [`RX_POSTED`]): its first byte's address.
+    fn header(&self, number: usize) -> *mut u8 {
+        self.mem.rx_headers.wrapping_add(number % RX_POSTED).cast()
     }
 
     /// Tells the device the receive queue has new buffers.
@@ -389,8 +420,9 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
     /// What receive header `number` says of its frame's checksums.
     fn rx_checksums(&self, number: usize) -> RxChecksums {
         // Volatile: the device wrote it.
-        // SAFETY: a byte of our own memory.
-        let flags = unsafe { core::ptr::read_volatile(self.mem.rx_headers[number].0.as_ptr()) };
+        // SAFETY: the first byte of receive header `number` of our 'static memory (see
+        // `header`), which the device finished writing (its chain was used).
+        let flags = unsafe { core::ptr::read_volatile(self.header(number)) };
         if self.features & feature::GUEST_CSUM != 0
             && flags & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0
         {
@@ -469,8 +501,11 @@ impl<S: Storage + 'static, R: Registers> VirtioNet<S, R> {
             return false;
         };
         let buf = grant.buf();
-        let n = len.min(buf.len());
-        buf[..n].copy_from_slice(&self.mem.spill.0[..n]);
+        let n = len.min(buf.len()).min(BUFFER_LEN);
+        // SAFETY: the spill buffer is BUFFER_LEN bytes of our 'static memory, which the device
+        // finished writing (its chain was used) and nothing else references; `buf` is the
+        // grant's, elsewhere.
+        unsafe { core::ptr::copy_nonoverlapping(self.mem.spill, buf.as_mut_ptr(), n) };
         grant.commit_tagged(n, checksums);
         true
     }

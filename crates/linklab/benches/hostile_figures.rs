@@ -45,11 +45,10 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::device::{Device, DEVICE, HOST};
-use common::enter_netns;
+use common::holders::{Holders, Kind};
 use common::hostile::wait_quiet;
 use common::spoof::spoofed_udp;
 
@@ -57,77 +56,6 @@ use common::spoof::spoofed_udp;
 const HOLDERS: [usize; 4] = [0, 2, 6, 20];
 /// The longest a client is given.
 const CAP: Duration = Duration::from_secs(60);
-
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Kind {
-    Once,
-    Reconnect,
-}
-
-/// Holder threads in the device's namespace, stopped (their connections closed) on drop.
-struct Holders {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Holders {
-    fn start(dev: &Device, n: usize, kind: Kind) -> Holders {
-        let stop = Arc::new(AtomicBool::new(false));
-        let path = format!("/run/netns/{}", dev.ns.name);
-        let threads = (0..n)
-            .map(|i| {
-                let (stop, path) = (stop.clone(), path.clone());
-                std::thread::spawn(move || {
-                    enter_netns(&path);
-                    holder(i, kind, &stop);
-                })
-            })
-            .collect();
-        Holders { stop, threads }
-    }
-}
-
-impl Drop for Holders {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
-
-/// One holder (see the module docs), until `stop`.
-fn holder(i: usize, kind: Kind, stop: &AtomicBool) {
-    let device: SocketAddr = format!("{DEVICE}:80").parse().unwrap();
-    let pause = |d: Duration| {
-        let until = Instant::now() + d;
-        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(mut s) = TcpStream::connect_timeout(&device, Duration::from_secs(3)) else {
-            pause(Duration::from_secs(1));
-            continue;
-        };
-        if i % 2 == 1 {
-            let _ = s.write_all(b"GET /10kB.txt HTTP/1.1\r\nHost: holder\r\n");
-        }
-        s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-        let mut b = [0u8; 512];
-        while !stop.load(Ordering::Relaxed) {
-            match s.read(&mut b) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                Err(_) => break,
-            }
-        }
-        if kind == Kind::Once {
-            pause(Duration::from_secs(3600));
-        }
-    }
-}
 
 /// Seconds until a retrying curl got /10kB.txt, or None if it did not within [`CAP`].
 fn time_to_serve(dev: &Device) -> Option<f64> {
@@ -295,19 +223,6 @@ fn real_clients_reset_under_pressure() {
             if !pressure.contains(only.as_str()) {
                 continue;
             }
-            let stop = Arc::new(AtomicBool::new(false));
-            let (flood, holders, services, parallel) = if pressure.starts_with("syn") {
-                let t = dev.target();
-                let flood = dev.flood(40, stop.clone(), move |n: u32| {
-                    let port = [80, 7, 5201][(n % 3) as usize];
-                    let ghost = [198, 18, 1, (n % 250) as u8 + 1];
-                    common::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
-                });
-                (Some(flood), None, 3, 1)
-            } else {
-                (None, Some(Holders::start(&dev, 20, Kind::Reconnect)), 1, 4)
-            };
-            std::thread::sleep(Duration::from_secs(2));
             let stats = |d: &Device| {
                 let s = d.stats();
                 let sum = |name: &str| -> u64 {
@@ -323,7 +238,22 @@ fn real_clients_reset_under_pressure() {
                     sum("evicted"),
                 )
             };
+            // Read before the pressure starts: 20 holders that reconnect at once can keep
+            // /stats's own connection out for longer than its retries (3 runs of 17).
             let before = stats(&dev);
+            let stop = Arc::new(AtomicBool::new(false));
+            let (flood, holders, services, parallel) = if pressure.starts_with("syn") {
+                let t = dev.target();
+                let flood = dev.flood(40, stop.clone(), move |n: u32| {
+                    let port = [80, 7, 5201][(n % 3) as usize];
+                    let ghost = [198, 18, 1, (n % 250) as u8 + 1];
+                    common::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
+                });
+                (Some(flood), None, 3, 1)
+            } else {
+                (None, Some(Holders::start(&dev, 20, Kind::Reconnect)), 1, 4)
+            };
+            std::thread::sleep(Duration::from_secs(2));
             let started = Instant::now();
             let fates: Vec<Fate> = std::thread::scope(|scope| {
                 let dev = &dev;

@@ -557,6 +557,7 @@ fn bad_input_is_one_clear_line_each() {
             let pid = server.0.as_ref().unwrap().id() as i32;
             let stalled = stall_when_tcp_begins(&p, pid, 15);
             assert_failed_with_report(&stalled, "iperf3 server 198.18.40.1:5201", 15);
+            // SAFETY: kill(2) on the stock server this test started and stopped.
             unsafe { libc::kill(pid, libc::SIGCONT) };
         });
         // Bad --baseline files: refused before anything is measured.
@@ -641,6 +642,7 @@ fn stall_when_tcp_begins(p: &Netns, pid: i32, duration: u64) -> Run {
     while let Ok(line) = rx.recv_timeout(Duration::from_secs(duration)) {
         if line.trim_start().starts_with("http ") {
             std::thread::sleep(Duration::from_millis(300));
+            // SAFETY: kill(2) on the stock server this test started.
             unsafe { libc::kill(pid, libc::SIGSTOP) };
             break;
         }

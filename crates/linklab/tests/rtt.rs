@@ -318,11 +318,8 @@ mod delay_line {
         std::thread::spawn(move || {
             let nsf = File::open(format!("/run/netns/{ns}")).expect("namespace file");
             // SAFETY: setns on a valid namespace fd affects only this thread.
-            assert_eq!(
-                unsafe { libc::setns(nsf.as_raw_fd(), libc::CLONE_NEWNET) },
-                0,
-                "setns"
-            );
+            let rc = unsafe { libc::setns(nsf.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns");
             let tun = OpenOptions::new()
                 .read(true)
                 .write(true)

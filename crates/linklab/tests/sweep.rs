@@ -414,6 +414,7 @@ fn spoilt_sweep(
             // SAFETY: kill(2) on the server this test started.
             unsafe { libc::kill(server, libc::SIGSTOP) };
             std::thread::sleep(Duration::from_millis(400));
+            // SAFETY: the same server, continued.
             unsafe { libc::kill(server, libc::SIGCONT) };
             spoilt = true;
         }

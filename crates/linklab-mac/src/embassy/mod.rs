@@ -10,7 +10,10 @@
 //!   is a lock-free `AtomicWaker` (CAS, no critical section), present only with this feature.
 //! * **TX**: while a frame waits for the inter-packet gap or a received PAUSE, the driver
 //!   hands out no tokens and asks the clock's [`WakeAt`] to wake the task when it may go
-//!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way.
+//!   ([`Mac::poll_at_ns`]); PAUSE refreshes are timed the same way. While the PHY has no room
+//!   for a frame ([`PhyTx::ready`]: every transmit buffer in flight), it hands out none
+//!   either and looks again [`TX_FULL_RETRY_NS`] later (a driver says nothing when a buffer
+//!   frees; what it was handed meanwhile it would drop).
 //! * **Link**: [`LinkStatus`] either wakes the task on a change ([`LinkSignal`]) or is read
 //!   again every [`LINK_POLL_NS`] on the clock's timer.
 //! * **A look at each frame** ([`FrameGate`], [`EmbassyMac::with_gate`]): each received frame
@@ -40,6 +43,11 @@ use crate::frame::MAX_FRAME_LEN;
 use crate::mac::{Mac, PhyTx, RxFrame, TxSide};
 use crate::queue::Storage;
 use crate::timing::Clock;
+
+/// How soon the driver looks again when the PHY had no room for a frame, in ns of the MAC's
+/// clock: 50 µs, under half the time a full-size frame takes on a 100 Mbit/s line, so a
+/// buffer that frees is used within a frame time; a wake-up every 50 µs only while full.
+pub const TX_FULL_RETRY_NS: u64 = 50_000;
 
 /// What the driver does with a received frame ([`FrameGate::admit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,20 +159,25 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate>
     }
 
     /// Sends what time allows; if a frame is still deferred, asks the clock to wake `waker`
-    /// when it may go and answers true. Also schedules any other timed MAC work.
+    /// when it may go and answers true; if the PHY has no room for a frame
+    /// ([`crate::PhyTx::ready`]), asks for a wake-up [`TX_FULL_RETRY_NS`] later and answers
+    /// true. Also schedules any other timed MAC work.
     fn tx_blocked(&mut self, waker: &Waker) -> bool {
         self.mac.poll();
         if let Some(at) = self.mac.poll_at_ns() {
             self.mac.clock().wake_at(at, waker);
         }
-        self.mac.tx_deferred()
+        if self.mac.tx_deferred() {
+            return true;
+        }
+        if !self.mac.phy_mut().ready() {
+            let at = self.mac.clock().now_ns().saturating_add(TX_FULL_RETRY_NS);
+            self.mac.clock().wake_at(at, waker);
+            return true;
+        }
+        false
     }
 }
-
-/// How long after finding the PHY without room the stack tries to transmit again: a sixth of
-/// a full frame's time at 100 Mbit/s (an emulated NIC frees its buffers at once; a real one
-/// as its frames leave).
-const TX_RETRY_NS: u64 = 20_000;
 
 /// Keeps a clone of the task's waker (cloned again only when the task changes).
 fn remember<'w>(slot: &'w mut Option<Waker>, waker: &Waker) -> &'w Waker {
@@ -257,17 +270,11 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate> D
 
     /// None while a frame is deferred, or while the PHY has no room for one (its buffers all
     /// in flight: virtio-net's driver would drop the frame, and the TCP stream lose the
-    /// segment to a retransmission timeout); the stack is woken to try again a little later
-    /// (a NIC that frees its transmit buffers without an interrupt says nothing when it does).
+    /// segment to a retransmission timeout); the stack is woken to try again
+    /// [`TX_FULL_RETRY_NS`] later (a NIC that frees its transmit buffers without an interrupt
+    /// says nothing when it does).
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
         if self.tx_blocked(cx.waker()) {
-            return None;
-        }
-        if !self.mac.tx_side().phy_ready() {
-            let now = self.mac.clock().now_ns();
-            self.mac
-                .clock()
-                .wake_at(now.saturating_add(TX_RETRY_NS), cx.waker());
             return None;
         }
         let waker = remember(&mut self.waker, cx.waker());

@@ -92,12 +92,6 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     }
 
     /// Start of the next data transmission: after the gap and after any received PAUSE.
-    /// True if the PHY takes a full-size frame now ([`PhyTx::ready`]).
-    #[cfg(any(feature = "smoltcp", feature = "embassy"))]
-    pub(crate) fn phy_ready(&mut self) -> bool {
-        self.phy.ready()
-    }
-
     pub(crate) fn ready_at_ns(&self) -> u64 {
         self.gap_end_ns.max(self.paused_until_ns)
     }
@@ -179,9 +173,19 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
         r
     }
 
-    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
+    #[cfg_attr(not(feature = "embassy"), allow(dead_code))]
     pub(crate) fn has_deferred(&self) -> bool {
         self.deferred.is_some()
+    }
+
+    /// True while a frame built now could not go: one is deferred (the gap, a PAUSE), or
+    /// the PHY has no room for one ([`PhyTx::ready`]: a driver whose transmit buffers are
+    /// all in flight drops what it is handed). The stack then keeps its frame and tries
+    /// again; a TCP segment handed over and dropped would wait for the retransmission
+    /// timer (1 s and more) instead.
+    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
+    pub(crate) fn blocked(&mut self) -> bool {
+        self.deferred.is_some() || !self.phy.ready()
     }
 
     #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]

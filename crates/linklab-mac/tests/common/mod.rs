@@ -83,3 +83,33 @@ pub fn rx_error_buckets(c: &Counters) -> [u64; 5] {
         c.rx_missed_errors,
     ]
 }
+
+/// A PHY with a ring of `free` transmit buffers that completes nothing until the test says
+/// so, and drops what it is handed while full (as linklab-virtio-net does).
+#[derive(Clone, Default)]
+pub struct Ring {
+    /// Buffers free now.
+    pub free: Rc<Cell<usize>>,
+    /// What it sent.
+    pub sent: Rc<RefCell<Vec<Vec<u8>>>>,
+    /// What it dropped.
+    pub dropped: Rc<Cell<u64>>,
+}
+
+impl PhyTx for Ring {
+    fn transmit(&mut self, wire: &[u8]) {
+        match self.free.get() {
+            0 => self.dropped.set(self.dropped.get() + 1),
+            n => {
+                self.free.set(n - 1);
+                self.sent.borrow_mut().push(wire.to_vec());
+            }
+        }
+    }
+    fn dropped(&mut self) -> u64 {
+        self.dropped.get()
+    }
+    fn ready(&mut self) -> bool {
+        self.free.get() > 0
+    }
+}

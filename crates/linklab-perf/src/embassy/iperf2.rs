@@ -134,6 +134,7 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         let (Some((_, rx_meta)), Some((_, tx_meta))) = (self.meta.lend(), self.meta.lend()) else {
             // SAFETY: slice `id` and the records lent (if one was) were given to nothing.
             self.memory.with(|m| unsafe { m.give_back(id) });
+            // SAFETY: as above: no socket was made over the records.
             unsafe {
                 self.meta.give_back(0);
                 self.meta.give_back(1);
@@ -153,6 +154,7 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
             // dropped.
             self.memory
                 .with(|m| unsafe { m.give_back(usize::from(id)) });
+            // SAFETY: the socket over the two records was the one just dropped.
             unsafe {
                 self.meta.give_back(0);
                 self.meta.give_back(1);

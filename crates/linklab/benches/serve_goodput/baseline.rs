@@ -53,14 +53,12 @@ pub fn start(ns: &str, tap: &str, window: usize) -> Baseline {
     );
     let thread = std::thread::spawn(move || {
         // SAFETY: gettid has no preconditions.
+        // SAFETY: gettid(2) takes nothing and cannot fail.
         tid_out.store(unsafe { libc::gettid() }, Ordering::SeqCst);
         let netns = File::open(&ns).expect("open netns");
         // SAFETY: setns(2) moves only this thread into the namespace.
-        assert_eq!(
-            unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) },
-            0,
-            "setns"
-        );
+        let rc = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns");
         run(&tap, window, &flag);
     });
     Baseline {

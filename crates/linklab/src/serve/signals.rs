@@ -38,6 +38,7 @@ impl StopSignals {
         // SAFETY: signalfd_siginfo is plain old data; read(2) fills at most its size.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: read(2) from our signalfd into `info`, which is ours, at most its size.
         let n = unsafe {
             libc::read(
                 self.fd.as_raw_fd(),

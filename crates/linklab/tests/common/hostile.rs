@@ -23,6 +23,9 @@ use super::{assert_conserved, enter_netns, in_netns, wait_until};
 /// The grace after which an idle connection may be evicted for a new client
 /// (linklab_perf::evict::GRACE_MS).
 pub const GRACE: Duration = Duration::from_millis(linklab_perf::evict::GRACE_MS);
+/// The grace of a connection with bytes of the device's unacknowledged, such as a reader
+/// that stopped reading (linklab_perf::evict::SENDING_GRACE_MS).
+pub const SENDING_GRACE: Duration = Duration::from_millis(linklab_perf::evict::SENDING_GRACE_MS);
 
 /// App counter `app.name` of a /stats document.
 pub fn counter(stats: &Value, app: &str, name: &str) -> u64 {
@@ -368,8 +371,9 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
     // while to connect, and a free socket would let the new client in without an eviction.
     let held = wait_until(Duration::from_secs(5), || established_to(dev, 80) == 2);
     assert!(held, "the download and the reader did not both connect");
-    // The reader's 4 kB window fills at once; then it is idle.
-    std::thread::sleep(GRACE + Duration::from_millis(750));
+    // The reader's 4 kB window fills at once; then it is idle, with the device's bytes
+    // unacknowledged (the sending grace).
+    std::thread::sleep(SENDING_GRACE + Duration::from_millis(750));
     let started = Instant::now();
     let out = dev.curl(&["-m", "3", "--fail"], "/10kB.txt");
     assert_eq!(

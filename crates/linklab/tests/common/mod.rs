@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod device;
+pub mod holders;
 pub mod hostile;
 pub mod iperf2;
 pub mod paced;
@@ -150,6 +151,7 @@ impl ChildGuard {
     /// Sends SIGINT and waits up to `timeout` for the process to exit; returns its output.
     pub fn interrupt(mut self, timeout: Duration) -> Output {
         let mut child = self.0.take().expect("child present");
+        // SAFETY: a signal to our own child, not yet reaped (its pid is still ours).
         unsafe {
             libc::kill(child.id() as i32, libc::SIGINT);
         }

@@ -26,6 +26,7 @@ fn open_pty() -> Pty {
     let (mut m, mut s) = (0, 0);
     // SAFETY: termios is plain old data; cfmakeraw fills it.
     let mut t: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: cfmakeraw writes only into the termios it is given, which is ours.
     unsafe { libc::cfmakeraw(&mut t) };
     // SAFETY: openpty writes two descriptors; the name buffer is not used (null).
     let r = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), &t, std::ptr::null()) };

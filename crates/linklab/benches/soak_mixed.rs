@@ -1,0 +1,249 @@
+//! The mixed-load soak of one home of the apps (`scripts/soak --mixed MINUTES` runs one per
+//! home): a device — `linklab serve`, or a board's main-loop or embassy image under
+//! `linklab emu` — under real clients (stock curl with CRC checks, iperf3, iperf 2 where the
+//! device speaks it, ping, TCP and UDP echo; `soak_mixed/clients.rs`) while hostile peers run
+//! (a minute each in turn: a SYN flood, idle holders, malformed and oversized requests, bad
+//! and spoofed UDP, all at once; `soak_mixed/pressure.rs`), for MINUTES. Needs root and QEMU,
+//! as the hostile tests.
+//!
+//! ```sh
+//! cargo bench -p linklab --bench soak_mixed -- --home HOME --minutes M --log FILE
+//! ```
+//!
+//! HOME is `serve`, a board of `linklab emu --board` (its main-loop image) or a board with
+//! `-embassy` (its embassy image). `LINKLAB_BIN=/path/to/linklab` runs another build's device
+//! (its `linklab emu` boots that tree's images), e.g. main's, for a before/after table.
+//!
+//! Every real client's outcome is a JSON line of FILE (`t`, `home`, `phase`, `client`,
+//! `verdict` ok / busy / fail, `tries`, `secs`, `detail`); the last line is the verdict with
+//! what it rests on. The soak passes when, at the end (hostile peers stopped, their
+//! connections gone):
+//! - no real client failed but as a stock server fails one: refused, or told busy, then
+//!   served on a later try within 60 s (`busy`); datagrams lost (ping, UDP echo, iperf3 UDP:
+//!   no retransmission) are recorded and summed, and must be in the device's counters;
+//! - the device's counters conserve (the MAC's RX and TX laws, the UDP echo's), none of its
+//!   TCP sockets is left half-open or closing, and it did not restart (uptime grew);
+//! - its memory is where it was after the first round of hostile phases: `serve`'s resident
+//!   set (within 1 MiB: the allocator's arenas move a little), the firmware's stack peak (to
+//!   the byte) and its RX queue empty (`rx_pending` 0).
+//!
+//! Exits 0 when it passes, 1 when not, 2 on bad arguments.
+
+// The integration tests' helpers (a device on a TAP, the hostile campaign's peers).
+#[path = "soak_mixed/clients.rs"]
+mod clients;
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "soak_mixed/pressure.rs"]
+mod pressure;
+
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use clients::{Verdict, CLIENTS};
+use common::device::Device;
+use common::hostile::{assert_counters_conserve, stuck, wait_quiet};
+
+/// What the end checks compare with: the device after the first round of hostile phases.
+struct Snapshot {
+    uptime_s: f64,
+    /// `serve`'s resident set (KiB), or the firmware's stack peak (bytes).
+    memory: u64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let (Some(home), Some(minutes), Some(log)) = (arg("--home"), arg("--minutes"), arg("--log"))
+    else {
+        eprintln!("usage: soak_mixed --home HOME --minutes M --log FILE (see its doc comment)");
+        std::process::exit(2);
+    };
+    let Ok(minutes) = minutes.parse::<f64>() else {
+        eprintln!("soak_mixed: --minutes takes a number, not '{minutes}'");
+        std::process::exit(2);
+    };
+    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let mut log = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{log}: {e}"));
+    let dev = match home.as_str() {
+        "serve" => Device::serve_with(&bin, "soak"),
+        h => match h.strip_suffix("-embassy") {
+            Some(board) => Device::emu_with(&bin, board, &["--embassy"]),
+            None => Device::emu_with(&bin, h, &[]),
+        },
+    };
+    let iperf2 = speaks_iperf2(&dev);
+    println!(
+        "{home}: up ({}), {minutes} min of mixed load; iperf 2 {}",
+        bin.display(),
+        if iperf2 {
+            "served"
+        } else {
+            "not served (skipped)"
+        }
+    );
+
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(minutes * 60.0);
+    let stop = AtomicBool::new(false);
+    let phase = AtomicU64::new(0);
+    let mut counts = [0usize; 3];
+    let mut lost = 0u64;
+    let mut baseline: Option<Snapshot> = None;
+    std::thread::scope(|s| {
+        // One round of clients alone first (warm-up), then the hostile peers.
+        let mut round = 0;
+        let mut pressure = None;
+        while Instant::now() < deadline || round == 0 {
+            for name in CLIENTS {
+                if round > 0 && Instant::now() >= deadline {
+                    break;
+                }
+                let phase_now = pressure::name(phase.load(Ordering::Relaxed));
+                let Some(outcome) = clients::run(&dev, name, iperf2) else {
+                    continue;
+                };
+                counts[outcome.verdict as usize] += 1;
+                lost += outcome.lost;
+                let at = started.elapsed().as_secs_f64();
+                let line = outcome.json(&home, at, phase_now);
+                writeln!(log, "{line}").expect("write the log");
+                if outcome.verdict == Verdict::Fail {
+                    println!("  {at:.0} s [{phase_now}] {name}: FAIL {}", outcome.detail);
+                }
+            }
+            round += 1;
+            if pressure.is_none() {
+                pressure = Some(s.spawn(|| pressure::run(&dev, &stop, &phase)));
+            }
+            // The first round of hostile phases is over: what the end is compared with.
+            let phases = phase.load(Ordering::Relaxed);
+            if baseline.is_none()
+                && (phases > pressure::PHASES.len() as u64 || Instant::now() >= deadline)
+            {
+                baseline = snapshot(&dev, &home);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+
+    // The hostile peers are gone; their connections go within the TCP timeouts.
+    let quiet = catch_unwind(AssertUnwindSafe(|| {
+        wait_quiet(&dev, Duration::from_secs(30))
+    }));
+    std::thread::sleep(Duration::from_secs(1));
+    let end = snapshot(&dev, &home);
+    let stats = catch_unwind(AssertUnwindSafe(|| dev.stats())).ok();
+    let conserved = stats
+        .as_ref()
+        .is_some_and(|s| catch_unwind(AssertUnwindSafe(|| assert_counters_conserve(s))).is_ok());
+    let stuck_sockets = stats.as_ref().map(stuck);
+    let rx_pending = stats.as_ref().and_then(|s| s["mac"]["rx_pending"].as_u64());
+    let (memory_ok, memory) = match (&baseline, &end) {
+        (Some(b), Some(e)) if home == "serve" => (
+            e.memory <= b.memory + 1024,
+            format!("RSS {} -> {} KiB", b.memory, e.memory),
+        ),
+        (Some(b), Some(e)) => (
+            e.memory == b.memory && rx_pending == Some(0),
+            format!(
+                "stack peak {} -> {} B, rx_pending {}",
+                b.memory,
+                e.memory,
+                rx_pending.map_or("?".into(), |n| n.to_string())
+            ),
+        ),
+        _ => (false, "no snapshot".into()),
+    };
+    let restarted = match (&baseline, &end) {
+        (Some(b), Some(e)) => e.uptime_s < b.uptime_s,
+        _ => true,
+    };
+    let [ok, busy, failed] = counts;
+    let pass = failed == 0
+        && conserved
+        && quiet.is_ok()
+        && stuck_sockets == Some(0)
+        && memory_ok
+        && !restarted;
+    let verdict = json!({
+        "home": home,
+        "verdict": if pass { "pass" } else { "fail" },
+        "minutes": (started.elapsed().as_secs_f64() / 6.0).round() / 10.0,
+        "clients": ok + busy + failed,
+        "ok": ok,
+        "busy": busy,
+        "failed": failed,
+        "datagrams_lost": lost,
+        "phases": phase.load(Ordering::Relaxed),
+        "conserved": conserved,
+        "quiet": quiet.is_ok(),
+        "stuck_sockets": stuck_sockets,
+        "memory": memory,
+        "memory_ok": memory_ok,
+        "restarted": restarted,
+        "stats": stats.unwrap_or(Value::Null),
+    });
+    writeln!(log, "{verdict}").expect("write the log");
+    println!(
+        "{home}: {} | {} clients: {ok} ok, {busy} busy then served, {failed} failed; {lost} datagrams unanswered | counters {} | {} | {}",
+        if pass { "PASS" } else { "FAIL" },
+        ok + busy + failed,
+        if conserved { "conserve" } else { "DO NOT conserve" },
+        memory,
+        if quiet.is_ok() && stuck_sockets == Some(0) {
+            "no socket left"
+        } else {
+            "sockets left behind"
+        },
+    );
+    drop(dev);
+    std::process::exit(if pass { 0 } else { 1 });
+}
+
+/// The device's uptime and memory now (None if /stats did not answer).
+fn snapshot(dev: &Device, home: &str) -> Option<Snapshot> {
+    let stats = catch_unwind(AssertUnwindSafe(|| dev.stats())).ok()?;
+    let uptime_s = stats["uptime_s"].as_f64()?;
+    let memory = if home == "serve" {
+        serve_rss_kib(dev)?
+    } else {
+        stats["memory"]["stack_peak_bytes"].as_u64()?
+    };
+    Some(Snapshot { uptime_s, memory })
+}
+
+/// The resident set of the `linklab serve` process in the device's namespace (KiB).
+fn serve_rss_kib(dev: &Device) -> Option<u64> {
+    let pids = dev.run(&["ip", "netns", "pids", &dev.ns.name]);
+    String::from_utf8_lossy(&pids)
+        .split_whitespace()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "linklab")
+        })
+        .find_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+}
+
+/// True if the device serves iperf 2 (a TCP connection to port 5001 is accepted).
+fn speaks_iperf2(dev: &Device) -> bool {
+    common::in_netns(&dev.ns, || {
+        let addr: std::net::SocketAddr =
+            format!("{}:5001", common::device::DEVICE).parse().unwrap();
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+    })
+}
