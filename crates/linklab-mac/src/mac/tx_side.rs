@@ -183,7 +183,7 @@ impl<T: PhyTx, C: Clock> TxSide<T, C> {
     /// all in flight drops what it is handed). The stack then keeps its frame and tries
     /// again; a TCP segment handed over and dropped would wait for the retransmission
     /// timer (1 s and more) instead.
-    #[cfg_attr(not(any(feature = "smoltcp", feature = "embassy")), allow(dead_code))]
+    #[cfg_attr(not(feature = "smoltcp"), allow(dead_code))]
     pub(crate) fn blocked(&mut self) -> bool {
         self.deferred.is_some() || !self.phy.ready()
     }
