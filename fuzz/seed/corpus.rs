@@ -12,7 +12,7 @@
 //!   and `serial_link` as linklab-serial carries them);
 //! - the same frames on the 10BASE-T line (`phy10_decode`, `phy10_frame`, `soft_phy_rx`):
 //!   encoded by linklab-phy10 and, for the soft PHY's interrupt, put through linklab-sim's
-//!   sample wire with the drift, jitter and noise `linklab emu --phy10-line` takes;
+//!   sample wire with the drift, jitter and noise `linklab emu riscv32-virt --image soft-phy` takes;
 //! - byte streams: HTTP requests and answers (`http_parsers`), iperf3 control connections
 //!   each way and the JSON in them, and stock iperf3's `-J` reports (`iperf_control`);
 //! - datagrams: iperf3 UDP streams (`iperf_udp`), the packet blaster's messages
@@ -137,7 +137,7 @@ fn line(out: &mut Out, frames: &[&[u8]]) {
         out.seed("phy10_frame", &seed);
     }
     // soft_phy_rx: byte 0 the factor (4 + mode % 5) and the drain rate; then captures from
-    // the sample wire `linklab emu --phy10-line` runs (transmitter at 2x, as a real PHY).
+    // the sample wire `linklab emu riscv32-virt --image soft-phy` runs (transmitter at 2x, as a real PHY).
     let impairments = [(0, 0, 0.0), (500, 0, 0.0), (-2000, 1, 0.0), (5000, 1, 1e-4)];
     for (n, window) in frames.chunks(3).take(PER_CAPTURE / 2).enumerate() {
         let os = 4 + (n % 5) as u8;

@@ -92,8 +92,8 @@ fn sum_words(words: &[u32]) -> u64 {
 /// The Arm loop (ARMv7-M and ARMv7-A: Thumb-2 or A32): per 32 bytes one `ldm` of eight
 /// words and eight `adcs`, the carry chained from block to block (`teq` and `bne` leave it
 /// alone), 11 instructions; the compiler's loop over a 64-bit accumulator took ~0.9
-/// instructions per byte on the Cortex-M3 (per-function profile of `linklab emu --board
-/// mps2-an385 --cost`'s send).
+/// instructions per byte on the Cortex-M3 (per-function profile of `linklab emu
+/// cost mps2-an385`'s send).
 #[cfg(target_arch = "arm")]
 mod arm {
     use core::arch::asm;

@@ -18,7 +18,7 @@
 //! (flash: allocated sections with contents; RAM: allocated writable sections but a stack
 //! reserve); the stack row is each image's deepest use (linklab's painted peak; lwIP's
 //! lowest touched byte of its zero-started stack, read through QEMU's monitor). The main
-//! image is also counted by `linklab emu --cost` (`-icount shift=0`, the device's own
+//! image is also counted by `linklab emu cost` (`-icount shift=0`, the device's own
 //! count), which should agree.
 //!
 //! The lwIP image: `$LINKLAB_LWIP_ELF`, else `tests/data/lwip-2.2.1-mps2-an385.elf`, else
@@ -27,9 +27,9 @@
 //! ELF as the main image instead).
 //!
 //! Options (after `--`): `--runs N` (default 2), `--write-readme`, `--json FILE`,
-//! `--throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
+//! `emu throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
 //! machine), `--profile` (per-function instructions per byte of every transfer), `--no-cost`
-//! (skip `linklab emu --cost`), `--only lwip|main|compact|minimal` (repeatable).
+//! (skip `linklab emu cost`), `--only lwip|main|compact|minimal` (repeatable).
 
 #[path = "lwip_side_by_side/counter.rs"]
 mod counter;
@@ -66,7 +66,7 @@ struct Image {
     label: String,
     elf: PathBuf,
     speaks: Speaks,
-    /// Counted by `linklab emu --cost` too.
+    /// Counted by `linklab emu cost` too.
     device_count: bool,
 }
 
@@ -208,20 +208,20 @@ fn work_dir() -> PathBuf {
         .join("lwip_side_by_side")
 }
 
-/// `linklab emu --cost` on `elf`: instructions per byte received and sent, as the device
+/// `linklab emu cost` on `elf`: instructions per byte received and sent, as the device
 /// counts them.
 fn device_count(elf: &Path, dir: &Path) -> anyhow::Result<(f64, f64)> {
     let json = dir.join("cost.json");
     let out = Command::new(env!("CARGO_BIN_EXE_linklab"))
-        .args(["emu", "--board", "mps2-an385", "--cost", "--json"])
+        .args(["emu", "cost", "mps2-an385", "--json"])
         .arg(&json)
         .arg("--image")
         .arg(elf)
         .output()
-        .context("cannot run linklab emu --cost")?;
+        .context("cannot run linklab emu cost")?;
     if !out.status.success() {
         bail!(
-            "linklab emu --cost: {}",
+            "linklab emu cost: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }

@@ -10,7 +10,7 @@
 //! cargo bench -p linklab --bench soak_mixed -- --home HOME --minutes M --log FILE
 //! ```
 //!
-//! HOME is `serve`, a board of `linklab emu --board` (its main-loop image) or a board with
+//! HOME is `serve`, a board of `linklab emu` (its main-loop image) or a board with
 //! `-embassy` (its embassy image). `LINKLAB_BIN=/path/to/linklab` runs another build's device
 //! (its `linklab emu` boots that tree's images), e.g. main's, for a before/after table.
 //!

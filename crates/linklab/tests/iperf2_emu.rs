@@ -17,7 +17,7 @@ mod common;
 use common::device::Device;
 use common::iperf2;
 
-/// Boots `board`'s image (`extra`: `--embassy` for the embassy one) and runs the stock
+/// Boots `board`'s image (`extra`: `--image embassy` for the embassy one) and runs the stock
 /// peers' checks; the hostile cases too when `hostile`.
 fn image(board: &str, extra: &[&str], hostile: bool) {
     let dev = Device::emu_args(board, extra);

@@ -127,7 +127,7 @@ pub(crate) fn serve<B: Board, D: NetDevice>(
     }
 }
 
-/// The console line of an image without `/stats` (`linklab emu`'s `--cost` reads it): the
+/// The console line of an image without `/stats` (`linklab emu`'s `emu cost` reads it): the
 /// work per layer since boot (as `/stats` `cpu.work`, the interrupt's at 32 bits), the
 /// frames, the stack's peak and the iperf3 tests finished. Written after the work it
 /// reports was counted; writing it is counted in the next line's.

@@ -305,7 +305,7 @@ mod tests {
 
     /// Issue 51's case: mps2-an385 at 62.5 MIPS sent 22 MB in 1.96 s of its clock and 5.2 s
     /// of real time. The rate is the device's (≈ 90 Mbit/s, as `predict` says), and the
-    /// host's (≈ 34 Mbit/s, what `--throughput` used to print as the device's) comes only
+    /// host's (≈ 34 Mbit/s, what `emu throughput` used to print as the device's) comes only
     /// beside it, with the line saying the emulator fell behind and by how much.
     #[test]
     fn a_rate_is_in_the_devices_clock_and_the_hosts_only_with_a_note() {
