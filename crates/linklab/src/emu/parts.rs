@@ -343,7 +343,7 @@ pub fn cost_parts(
     let mut http_flight = 0;
     for (i, path) in HTTP_RUNS.into_iter().enumerate() {
         let capture = (i == 0).then(|| Capture::start(&lab, "http")).transpose()?;
-        lab.transfer(Transfer::Download { path }, Watch::Nothing)?;
+        lab.download(path)?;
         if let Some(c) = capture {
             http_flight = c.stop(80)?.1;
         }

@@ -169,6 +169,27 @@ pub fn device_side(report: &Value, device_sends: bool) -> anyhow::Result<(u64, f
 }
 
 impl Lab {
+    /// Downloads `path` from the device with stock curl; the body's bytes. For a caller that
+    /// reads the device's counters itself (`parts`); [`transfer`](Self::transfer) times it.
+    pub fn download(&self, path: &str) -> anyhow::Result<u64> {
+        let url = format!("http://{DEVICE_IP}{path}");
+        let out = self.run(&[
+            "curl",
+            "-sS",
+            "--max-time",
+            "120",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{size_download}",
+            &url,
+        ])?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.trim()
+            .parse()
+            .with_context(|| format!("curl printed no size: {text:?}"))
+    }
+
     /// Runs `t` against the lab's device, taking the `/stats` documents `watch` asks for.
     pub fn transfer(&self, t: Transfer<'_>, watch: Watch) -> anyhow::Result<Moved> {
         let mut snapshots = Vec::new();
@@ -210,26 +231,7 @@ impl Lab {
                 let (bytes, seconds) = device_side(&report, device_sends)?;
                 (bytes, Some(seconds), Some(report))
             }
-            Transfer::Download { path } => {
-                let url = format!("http://{DEVICE_IP}{path}");
-                let out = self.run(&[
-                    "curl",
-                    "-sS",
-                    "--max-time",
-                    "120",
-                    "-o",
-                    "/dev/null",
-                    "-w",
-                    "%{size_download}",
-                    &url,
-                ])?;
-                let text = String::from_utf8_lossy(&out.stdout);
-                let size: u64 = text
-                    .trim()
-                    .parse()
-                    .with_context(|| format!("curl printed no size: {text:?}"))?;
-                (size, None, None)
-            }
+            Transfer::Download { path } => (self.download(path)?, None, None),
         };
         let real_s = started.elapsed().as_secs_f64();
         if watch != Watch::Nothing {
