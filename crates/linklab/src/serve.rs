@@ -155,6 +155,7 @@ fn serve_on(
         apps: apps.counters(),
         tcp: stats::tcp_figures(sockets),
         tcp_omitted: 0,
+        apps_omitted: false,
     };
 
     println!(

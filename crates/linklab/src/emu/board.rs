@@ -559,7 +559,7 @@ mod tests {
         let e = mps2.image("soft-phy").unwrap_err().to_string();
         assert_eq!(
             e,
-            "--image soft-phy: mps2-an385 has no soft-phy image (riscv32-virt has one; mps2-an385's: main, embassy, serial, minimal)"
+            "--image soft-phy: mps2-an385 has no soft-phy image (riscv32-virt has one; mps2-an385's: main, embassy, serial, minimal, compact)"
         );
         let e = mps2.image("nope").unwrap_err().to_string();
         assert!(

@@ -30,6 +30,7 @@ impl Routes for StatsRoute<'_> {
         let body = match path {
             "/stats" => snapshot.to_json_within(out.len()),
             "/stats/tcp" => snapshot.tcp_json_within(out.len()),
+            "/stats/apps" => snapshot.apps_json(),
             _ => return None,
         };
         // A body larger than the lent buffer would be cut into invalid JSON: refuse instead.

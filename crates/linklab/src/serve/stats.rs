@@ -68,21 +68,52 @@ pub struct Snapshot {
     pub tcp: Vec<TcpFigures>,
     /// Connected TCP sockets left out of `tcp` to keep the JSON within its size limit.
     pub tcp_omitted: usize,
+    /// True when the apps' counters were left out of `GET /stats` to keep it within its size
+    /// limit (`GET /stats/apps` has them).
+    pub apps_omitted: bool,
+}
+
+/// One app's counters as a JSON object.
+fn counters_object(fields: &[(&'static str, u64)]) -> Value {
+    Value::Object(
+        fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect(),
+    )
 }
 
 impl Snapshot {
     /// `GET /stats` as compact JSON of at most `limit` bytes: when the per-socket list does
     /// not fit, its last entries are left out and counted in `tcp_omitted` (never cut JSON).
+    /// Past that, the apps' counters are left out too (`"apps_omitted": true`; `GET
+    /// /stats/apps` has them): a server's counters after a long run (20-digit values) fill
+    /// more than the HTTP server's buffer.
     pub fn to_json_within(&self, limit: usize) -> Vec<u8> {
         let mut trimmed = self.clone();
         loop {
             let json = trimmed.to_json();
-            if json.len() <= limit || trimmed.tcp.is_empty() {
+            if json.len() <= limit {
                 return json;
             }
-            trimmed.tcp.pop();
-            trimmed.tcp_omitted += 1;
+            if trimmed.tcp.pop().is_some() {
+                trimmed.tcp_omitted += 1;
+            } else if !trimmed.apps.is_empty() {
+                trimmed.apps.clear();
+                trimmed.apps_omitted = true;
+            } else {
+                return json;
+            }
         }
+    }
+
+    /// `GET /stats/apps`: the apps' counters alone, by app name.
+    pub fn apps_json(&self) -> Vec<u8> {
+        let mut root = Map::new();
+        for (app, fields) in &self.apps {
+            root.insert(app.to_string(), counters_object(fields));
+        }
+        serde_json::to_vec(&Value::Object(root)).unwrap_or_default()
     }
 
     /// `GET /stats/tcp`: every connected TCP socket as a compact row, at most `limit` bytes
@@ -135,12 +166,11 @@ impl Snapshot {
         if self.tcp_omitted > 0 {
             root["tcp_omitted"] = json!(self.tcp_omitted);
         }
+        if self.apps_omitted {
+            root["apps_omitted"] = json!(true);
+        }
         for (app, fields) in &self.apps {
-            let m: Map<String, Value> = fields
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect();
-            root[*app] = Value::Object(m);
+            root[*app] = counters_object(fields);
         }
         serde_json::to_vec(&root).unwrap_or_default()
     }
@@ -207,6 +237,7 @@ mod tests {
                 20
             ],
             tcp_omitted: 0,
+            apps_omitted: false,
         }
     }
 
@@ -264,6 +295,7 @@ mod tests {
                 .collect(),
             tcp: vec![],
             tcp_omitted: 0,
+            apps_omitted: false,
         };
         let json = s.to_json_within(linklab_perf::http::MAX_HEAD);
         assert!(
@@ -272,6 +304,15 @@ mod tests {
             json.len(),
             String::from_utf8_lossy(&json)
         );
+        // What /stats left out, /stats/apps has, within the same buffer.
+        let apps = s.apps_json();
+        assert!(apps.len() <= linklab_perf::http::MAX_HEAD, "{}", apps.len());
+        let a: Value = serde_json::from_slice(&apps).unwrap();
+        for (app, fields) in &s.apps {
+            for (k, _) in fields {
+                assert_eq!(a[*app][*k], HUGE, "{app}.{k}");
+            }
+        }
         let v: Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(v["mac"]["rx_packets"], HUGE);
     }
