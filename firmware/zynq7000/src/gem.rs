@@ -55,6 +55,9 @@ pub const TX_SLOTS: usize = 4;
 /// Bytes of a received frame the peek makes fresh (Ethernet, the longest IPv4 and TCP
 /// headers, rounded to cache lines).
 const PEEK_BYTES: usize = 160;
+/// The largest frame the link carries, less its FCS: 1500 bytes of IP (smoltcp's MTU for an
+/// Ethernet medium counts the Ethernet header).
+const LINK_FRAME_LEN: usize = 1514;
 
 #[link_section = ".uncached"]
 static RX_DESCRIPTORS: rx_descr::DescriptorList<RX_SLOTS> = rx_descr::DescriptorList::new();
@@ -348,13 +351,16 @@ impl smoltcp::phy::Device for GemDevice {
         })
     }
 
-    /// What the HAL's own smoltcp `Device` declares: Ethernet, its 1536-byte MTU, bursts of
-    /// the TX ring's length, IPv4/TCP/UDP checksums left to the GEM both ways.
+    /// What the HAL's own smoltcp `Device` declares — Ethernet, bursts of the TX ring's
+    /// length, IPv4/TCP/UDP checksums left to the GEM both ways — but the link's MTU: a
+    /// 1514-byte frame (1500 bytes of IP). The HAL's 1536 is its buffers' size, and smoltcp
+    /// took it for the link's: every SYN-ACK offered an MSS of 1482, more than a 1500-byte
+    /// LAN carries (stock iperf3's `-P 3` test caught it).
     fn capabilities(&self) -> smoltcp::phy::DeviceCapabilities {
         use smoltcp::phy::{Checksum, DeviceCapabilities, Medium};
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
-        caps.max_transmission_unit = MTU;
+        caps.max_transmission_unit = LINK_FRAME_LEN;
         caps.max_burst_size = Some(TX_SLOTS);
         caps.checksum.ipv4 = Checksum::None;
         caps.checksum.udp = Checksum::None;
