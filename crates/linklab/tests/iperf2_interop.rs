@@ -458,9 +458,22 @@ fn recording_sink(listener: TcpListener, streams: mpsc::Sender<Vec<u8>>) {
         if bytes.first().is_some_and(|b| b & 0x80 != 0) && bytes.len() >= 12 {
             let port = u16::try_from(u32::from_be_bytes(bytes[8..12].try_into().unwrap()));
             if let (Ok(port), Ok(peer)) = (port, conn.peer_addr()) {
-                if let Ok(mut back) = TcpStream::connect((peer.ip(), port)) {
-                    let _ = back.flush();
-                    let _ = back.shutdown(Shutdown::Both);
+                // The client listens for the connect-back once its own test is over, which on
+                // a loaded machine may be after this: try for 5 s, as a connection refused
+                // would leave it waiting for one.
+                let deadline = std::time::Instant::now() + Duration::from_secs(5);
+                loop {
+                    match TcpStream::connect((peer.ip(), port)) {
+                        Ok(mut back) => {
+                            let _ = back.flush();
+                            let _ = back.shutdown(Shutdown::Both);
+                            break;
+                        }
+                        Err(_) if std::time::Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        Err(_) => break,
+                    }
                 }
             }
         }
