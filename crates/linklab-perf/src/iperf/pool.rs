@@ -47,9 +47,9 @@ mod udp;
 pub use reclaim::Room;
 pub use sockets::PoolSockets;
 
-use super::session::{Failure, Session};
+use super::session::{Failure, Phase, Session};
 use super::stream::Micros;
-use super::wire::MAX_STREAMS;
+use super::wire::{self, MAX_STREAMS};
 use crate::data_memory::{DataPlan, Share};
 use crate::evict::GRACE_MS;
 use crate::rules::RST_GRACE_MS;
@@ -289,6 +289,14 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             cfg!(feature = "iperf2") && self.data_slots > 0 && self.streams_connecting();
         if connecting {
             self.apply_roles(sockets, n);
+        }
+        // A test that failed while CREATE_STREAMS waited for the data sockets (the watchdog)
+        // never sends it: its client would connect streams nothing listens for, and report
+        // them refused instead of the server gone.
+        if matches!(self.session.phase(), Phase::Failed(_))
+            && self.session.control_output() == [wire::state::CREATE_STREAMS as u8]
+        {
+            self.session.control_sent(1);
         }
         if let Some(i) = self.slots.iter().position(|s| *s == Slot::Control) {
             if !connecting || self.listening_for_streams(n) {

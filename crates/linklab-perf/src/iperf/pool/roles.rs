@@ -67,27 +67,45 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
                     let _ = s.listen(self.port);
                     self.slots[i] = Slot::Listening;
                 }
-                Slot::Listening if !listen => {
-                    let idle = {
-                        let mut s = sockets.tcp(i);
-                        let idle = matches!(
-                            s.state(),
-                            TcpState::Listen | TcpState::Closed | TcpState::TimeWait
-                        ) && !s.rst_pending();
-                        if idle {
-                            s.abort();
-                        }
-                        idle
-                    };
-                    if idle {
-                        self.slots[i] = Slot::Parked;
-                        self.handshakes[i] = Handshake::default();
-                        if data {
-                            sockets.release(i);
-                        }
-                    }
-                }
+                Slot::Listening if !listen => self.park_if_idle(sockets, i),
                 _ => {}
+            }
+        }
+        // All or nothing while CREATE_STREAMS waits for them (it has not left: the session
+        // still holds it): when a stream's share cannot be lent, the shares lent so far go
+        // back, so that the next try lends them side by side. Left where first fit put them
+        // (around iperf 2's idle slice, which it gives back only after iperf3's claim), they
+        // could split the memory into holes that no share fits, and CREATE_STREAMS would
+        // wait until the watchdog ended the test (issue 48: `-P 3` then `-P 3 -R`).
+        let short = cfg!(any(feature = "iperf-parallel", feature = "iperf-bidir")) && wanted > 0;
+        if streams && short && !self.session.control_output().is_empty() {
+            for i in 0..n.min(self.data_slots) {
+                if self.slots[i] == Slot::Listening {
+                    self.park_if_idle(sockets, i);
+                }
+            }
+        }
+    }
+
+    /// Parks listening socket `i` (a data socket's buffers back with the adapter) unless a
+    /// connection is arriving on it or its RST has not left yet.
+    fn park_if_idle<P: PoolSockets>(&mut self, sockets: &mut P, i: usize) {
+        let idle = {
+            let mut s = sockets.tcp(i);
+            let idle = matches!(
+                s.state(),
+                TcpState::Listen | TcpState::Closed | TcpState::TimeWait
+            ) && !s.rst_pending();
+            if idle {
+                s.abort();
+            }
+            idle
+        };
+        if idle {
+            self.slots[i] = Slot::Parked;
+            self.handshakes[i] = Handshake::default();
+            if i < self.data_slots {
+                sockets.release(i);
             }
         }
     }
