@@ -135,11 +135,13 @@ const ROWS: &[Row] = &[
         packages: &["linklab-fuzz"],
         layer: 4,
         kind: "std",
+        // linklab-sim: the seed tool's sample wire (fuzz/seed/corpus.rs), a dev-dependency.
         uses: &[
             "linklab-serial",
             "linklab-mac",
             "linklab-perf",
             "linklab-phy10",
+            "linklab-sim",
         ],
     },
     Row {
