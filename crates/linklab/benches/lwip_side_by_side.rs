@@ -27,7 +27,7 @@
 //! ELF as the main image instead).
 //!
 //! Options (after `--`): `--runs N` (default 2), `--write-readme`, `--json FILE`,
-//! `emu throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
+//! `--throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
 //! machine), `--profile` (per-function instructions per byte of every transfer), `--no-cost`
 //! (skip `linklab emu cost`), `--only lwip|main|compact|minimal` (repeatable).
 
