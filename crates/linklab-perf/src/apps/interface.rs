@@ -39,8 +39,8 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
     /// gets smoltcp's RST, as from a busy server. Every SYN-ACK leaving is watched
     /// ([`crate::synack_watch`]) to know which handshakes were answered. After each frame, a
     /// UDP echo request is answered and the egress run at once (see
-    /// [`SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is known before
-    /// the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
+    /// [`crate::echo::SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is
+    /// known before the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
     /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
     /// Without feature `evict` there is no SYN rule and no SYN-ACK watch: a SYN that finds
     /// every socket busy gets smoltcp's RST.
