@@ -9,7 +9,8 @@
 use std::collections::VecDeque;
 
 use libfuzzer_sys::fuzz_target;
-use linklab_perf::apps::{AppBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers, UdpBuffers};
+use linklab_perf::data_memory::DataPlan;
 use linklab_perf::http::NoRoutes;
 use linklab_perf::iperf::device::IperfBuffers;
 use linklab_perf::lifetime::syn_port;
@@ -121,6 +122,8 @@ fuzz_target!(|data: &[u8]| {
     let (m2, m3) = meta_b.split_at_mut(4);
     let (json, tcp_bytes) = bytes.split_at_mut(2 * 8192);
     let (json_rx, json_tx) = json.split_at_mut(8192);
+    // The iperf servers' data memory: three chunks of a 2 KiB window and a 2 KiB send buffer.
+    let (data_bytes, tcp_bytes) = tcp_bytes.split_at_mut(3 * 4096);
     let mut chunks = tcp_bytes.chunks_mut(4096);
     let mut next = || chunks.next().unwrap_or_default();
     let echo_udp = UdpBuffers {
@@ -153,20 +156,25 @@ fuzz_target!(|data: &[u8]| {
             tx: next(),
         },
     ];
-    // Data chunks: a 2 KiB window and a 2 KiB send buffer each.
-    let iperf_data: Vec<&mut [u8]> = vec![next(), next(), next()];
     let buffers = AppBuffers {
         echo_udp,
         echo_tcp,
         http,
         iperf: IperfBuffers {
             control,
-            data: iperf_data,
-            window: 2048,
-            udp_rx: 2048,
-            udp_meta: [m2, m3],
             json_rx,
             json_tx,
+        },
+        data: DataBuffers {
+            plan: DataPlan {
+                bytes: data_bytes.len(),
+                window: 2048,
+                tx: 2048,
+                udp_rx: 2048,
+                per_stream: 0,
+            },
+            bytes: data_bytes,
+            udp_meta: [m2, m3],
         },
     };
     let mut sockets = SocketSet::new(vec![]);
