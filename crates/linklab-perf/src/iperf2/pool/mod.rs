@@ -175,7 +175,17 @@ struct Back {
     sender: TcpSender,
     since: Micros,
     connected: bool,
+    /// The client's listener (a refused connect-back is tried again: [`BACK_RETRY_US`]).
+    to: Peer,
+    /// When a refused connect-back tries again.
+    retry_at: Option<Micros>,
 }
+
+/// How long after a refused connect-back the pool tries again, within
+/// [`CONNECT_TIMEOUT_US`]: a stock 2.1.8 client starts listening for `-d`'s connect-back
+/// while it connects, and on a loaded host its listener may not be up when the header
+/// arrives (its SYN then gets a RST, and the client "expected reverse connect").
+const BACK_RETRY_US: Micros = 100_000;
 
 /// What a TCP socket of the pool is doing. No heap: each socket's role holds its
 /// connection's state in place, so the roles are as large as a stream's.
@@ -307,7 +317,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         let roles = self.roles.iter().filter_map(|r| match r {
             Role::Stream(c) => c.poll_at(now),
             Role::Back(b) if b.connected => b.sender.poll_at(now),
-            Role::Back(b) => Some(b.since + CONNECT_TIMEOUT_US),
+            Role::Back(b) => Some(b.retry_at.unwrap_or(b.since + CONNECT_TIMEOUT_US)),
             Role::Closing { since } => Some(since + CLOSE_LINGER_US),
             _ => None,
         });

@@ -2,7 +2,8 @@
 //! connect-back, and closing.
 
 use super::{
-    Back, Handshake, Iperf2Pool, Iperf2Sockets, Role, CLOSE_LINGER_US, CONNECT_TIMEOUT_US,
+    Back, Handshake, Iperf2Pool, Iperf2Sockets, Role, BACK_RETRY_US, CLOSE_LINGER_US,
+    CONNECT_TIMEOUT_US,
 };
 use crate::data_memory::{Share, MIN_RX};
 use crate::iperf::stream::Micros;
@@ -236,7 +237,32 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                     Role::Back(b)
                 }
             }
-            // Refused, reset, or never answered.
+            // Refused before it connected, with time left: try again a little later (the
+            // socket keeps its slice; a new local port).
+            TcpState::Closed
+                if !b.connected && now.saturating_sub(b.since) < CONNECT_TIMEOUT_US =>
+            {
+                match b.retry_at {
+                    None => b.retry_at = Some(now + BACK_RETRY_US),
+                    Some(at) if now >= at => {
+                        b.retry_at = None;
+                        let port = self.next_port;
+                        self.next_port = port.checked_add(1).unwrap_or(49_152);
+                        drop(sock);
+                        if !s.connect(i, b.to, port) {
+                            s.release(i);
+                            self.roles[i] = Role::Parked;
+                            self.fail();
+                            return;
+                        }
+                        self.roles[i] = Role::Back(b);
+                        return;
+                    }
+                    Some(_) => {}
+                }
+                Role::Back(b)
+            }
+            // Reset after it connected, or never answered.
             _ => {
                 linklab_fmt::debug!("iperf2: connect-back failed");
                 sock.abort();
@@ -317,6 +343,8 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                 sender: TcpSender::new(cb.amount, cb.rate_bps, self.tcp_cfg.max_send_us),
                 since: now,
                 connected: false,
+                to,
+                retry_at: None,
             });
         }
     }
