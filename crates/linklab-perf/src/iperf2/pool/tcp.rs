@@ -246,9 +246,8 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                     None => b.retry_at = Some(now + BACK_RETRY_US),
                     Some(at) if now >= at => {
                         b.retry_at = None;
-                        let port = self.next_port;
-                        self.next_port = port.checked_add(1).unwrap_or(49_152);
                         drop(sock);
+                        let port = self.take_local_port();
                         if !s.connect(i, b.to, port) {
                             s.release(i);
                             self.roles[i] = Role::Parked;
@@ -329,8 +328,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             if !s.prepare(i, share, false) {
                 return;
             }
-            let port = self.next_port;
-            self.next_port = port.checked_add(1).unwrap_or(49_152);
+            let port = self.take_local_port();
             self.pending.remove(0);
             if !s.connect(i, to, port) {
                 s.release(i);
@@ -347,6 +345,13 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
                 retry_at: None,
             });
         }
+    }
+
+    /// The local port of the next connect-back (ephemeral ports from 49 152, wrapping).
+    fn take_local_port(&mut self) -> u16 {
+        let port = self.next_port;
+        self.next_port = port.checked_add(1).unwrap_or(49_152);
+        port
     }
 
     /// Counts bytes moved at `now`.
