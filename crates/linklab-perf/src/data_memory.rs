@@ -159,6 +159,20 @@ impl<'a, const K: usize> DataMemory<'a, K> {
         Some((id, slice))
     }
 
+    /// Lends slice `id` (still lent) again, whole: its bytes for a socket made anew over them
+    /// (a fresh slot in the stack's socket set, which keeps per-slot state apart from the
+    /// socket's). None when `id` is not lent.
+    ///
+    /// # Safety
+    /// As [`give_back`](Self::give_back): the socket slice `id` was given to has been dropped
+    /// and nothing else uses its bytes.
+    pub unsafe fn lend_again(&mut self, id: usize) -> Option<&'a mut [u8]> {
+        let s = (*self.slices.get(id)?)?;
+        // SAFETY: as in `lend`: the slice lies within the region and overlaps no other lent
+        // one; the caller's promise makes this the only reference to it.
+        Some(unsafe { core::slice::from_raw_parts_mut(self.base.as_ptr().add(s.start), s.len) })
+    }
+
     /// Slice `id` now carries a test (its socket got a client): no longer idle.
     pub fn set_busy(&mut self, id: usize) {
         if let Some(Some(s)) = self.slices.get_mut(id) {
@@ -373,6 +387,30 @@ mod tests {
         // SAFETY: `sb` is not used after this.
         unsafe { m.give_back(b) };
         assert_eq!(m.largest_free(), 20);
+    }
+
+    #[test]
+    fn a_slice_lent_again_is_the_same_bytes_and_only_while_lent() {
+        let mut r = Region([0; 64]);
+        let mut m: DataMemory<'_, 4> = DataMemory::new(&mut r.0);
+        let (a, sa) = m.lend(Tenant::Iperf3, 10, false).unwrap();
+        sa[0] = 7;
+        let (pa, la) = (sa.as_ptr() as usize, sa.len());
+        // SAFETY: `sa` is not used after this.
+        let again = unsafe { m.lend_again(a) }.unwrap();
+        assert_eq!(
+            (again.as_ptr() as usize, again.len(), again[0]),
+            (pa, la, 7)
+        );
+        // Still lent: first fit goes past it.
+        let (_, sb) = m.lend(Tenant::Iperf3, 4, false).unwrap();
+        assert_eq!(sb.as_ptr() as usize, pa + 12);
+        // SAFETY: `again` is not used after this.
+        unsafe { m.give_back(a) };
+        // SAFETY: nothing is lent as `a`.
+        assert!(unsafe { m.lend_again(a) }.is_none());
+        // SAFETY: no slice has this number.
+        assert!(unsafe { m.lend_again(9) }.is_none());
     }
 
     #[test]

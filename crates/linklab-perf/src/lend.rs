@@ -57,6 +57,19 @@ impl<'a, T, const K: usize> Lender<'a, T, K> {
         }))
     }
 
+    /// Lends slice `i` (lent) again: for a socket made anew over it. None when `i` is not lent.
+    ///
+    /// # Safety
+    /// As [`give_back`](Self::give_back): nothing uses the slice lent as `i` any more.
+    pub unsafe fn lend_again(&mut self, i: usize) -> Option<&'a mut [T]> {
+        if !self.lent.get(i).copied().unwrap_or(false) {
+            return None;
+        }
+        let (ptr, len) = self.slices[i];
+        // SAFETY: as in `lend`; the caller's promise makes this the only reference to it.
+        Some(unsafe { core::slice::from_raw_parts_mut(ptr.as_ptr(), len) })
+    }
+
     /// Takes slice `i` back; it may be lent again.
     ///
     /// # Safety
@@ -90,5 +103,12 @@ mod tests {
         unsafe { l.give_back(i) };
         let (k, s2) = l.lend().unwrap();
         assert_eq!((k, s2[0]), (0, 9));
+        // SAFETY: `s2` is not used after this.
+        let s3 = unsafe { l.lend_again(k) }.unwrap();
+        assert_eq!((s3.len(), s3[0]), (4, 9));
+        // SAFETY: `s3` is not used after this.
+        unsafe { l.give_back(k) };
+        // SAFETY: nothing is lent as `k` (or as 5, which is not held).
+        assert!(unsafe { l.lend_again(k) }.is_none() && unsafe { l.lend_again(5) }.is_none());
     }
 }

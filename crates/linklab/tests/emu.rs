@@ -247,6 +247,8 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
     campaign::idle_iperf3_controls_give_way(&emu, 4);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&emu);
     campaign::wait_quiet(&emu, Duration::from_secs(15));
+    campaign::a_continuous_syn_flood_does_not_lock_out_clients(&emu);
+    campaign::wait_quiet(&emu, Duration::from_secs(15));
     // The spoofed half-open sockets time out while stock iperf3 runs.
     let spoofed_at = campaign::spoofed_syns_then_clients(&emu);
 

@@ -23,6 +23,7 @@ use crate::data_memory::{DataPlan, Share, Tenant};
 use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
 use crate::iperf::wire::{COOKIE_SIZE, DEFAULT_PORT};
+use crate::lend::Lender;
 use crate::socket::{TcpOps, TcpState};
 
 /// Where a data socket's receive ring starts in its share: 3 mod 4. Every iperf3 data
@@ -62,8 +63,10 @@ pub struct IperfBuffers<'a, const N: usize> {
 struct Sockets<'p, 'a, 'c, const N: usize> {
     stack: Stack<'a>,
     tcp: &'p mut [TcpSocket<'a>; N],
-    /// The memory's slice each data socket holds.
-    slices: &'p mut [Option<u8>; N],
+    /// The two control sockets' buffers (receive, send of each), kept to make one anew.
+    control: &'p mut Lender<'a, u8, 4>,
+    /// The memory's slice each data socket holds, and how it is split.
+    slices: &'p mut [Option<(u8, Share)>; N],
     memory: &'static SharedMemory,
     #[cfg(feature = "iperf-udp")]
     udp: &'p mut UdpSocket<'a>,
@@ -105,10 +108,15 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         }
     }
 
-    /// A half-open or spent socket listens at once; an evicted one once its RST has left
-    /// (embassy-net sends it on the stack's next pass, which the gate lets run).
+    /// A half-open or spent socket listens at once, made anew ([`Sockets::remake`]); an
+    /// evicted one once its RST has left (embassy-net sends it on the stack's next pass,
+    /// which the gate lets run).
     fn free(&mut self, i: usize, port: u16, evicted: bool) -> bool {
-        !evicted && self.tcp(i).listen(port)
+        if evicted {
+            return false;
+        }
+        self.remake(i);
+        self.tcp(i).listen(port)
     }
 
     /// Makes data socket `i` anew over a share of the memory (its receive ring from
@@ -125,24 +133,14 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         let Some((id, bytes)) = lent else {
             return false;
         };
-        let (rx, tx) = bytes.split_at_mut((share.rx + 4).min(bytes.len()));
-        let skew = RX_SKEW.min(rx.len());
-        let rx = &mut rx[skew..];
-        let rx_len = share.rx.min(rx.len());
-        self.tcp[i] = tcp_socket(
-            self.stack,
-            TcpBuffers {
-                rx: &mut rx[..rx_len],
-                tx,
-            },
-        );
-        self.slices[i] = Some(id as u8);
+        self.tcp[i] = tcp_socket(self.stack, data_buffers(bytes, share));
+        self.slices[i] = Some((id as u8, share));
         true
     }
 
     /// Makes data socket `i` anew without buffers and gives its share back.
     fn release(&mut self, i: usize) {
-        if let Some(id) = self.slices[i].take() {
+        if let Some((id, _)) = self.slices[i].take() {
             // The socket over the share is dropped here (embassy-net removes it from the
             // stack), before the share goes back.
             self.tcp[i] = parked_tcp(self.stack);
@@ -168,6 +166,54 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         self.memory.with(|m| m.unclaim(Tenant::Iperf3));
         // iperf 2 listens again over the memory.
         self.memory.wake(Tenant::Iperf2);
+    }
+}
+
+impl<const N: usize> Sockets<'_, '_, '_, N> {
+    /// Makes TCP socket `i` anew over the buffers it has: a fresh slot in the stack's socket
+    /// set. smoltcp keeps a slot's neighbour wait apart from its socket: after a SYN-ACK to
+    /// a spoofed peer could not be sent (no ARP answer), the slot sends nothing for a second,
+    /// and a real client's SYN taken by the same socket listening in place would wait out
+    /// that second — long enough for the next spoofed SYN to take the socket from it.
+    fn remake(&mut self, i: usize) {
+        // The old socket is dropped here (embassy-net removes it from the stack).
+        self.tcp[i] = parked_tcp(self.stack);
+        let buffers = if let Some((id, share)) = self.slices[i] {
+            // SAFETY: the only socket made over slice `id` was just dropped.
+            let bytes = self
+                .memory
+                .with(|m| unsafe { m.lend_again(usize::from(id)) })
+                .flatten();
+            bytes.map(|b| data_buffers(b, share))
+        } else if let Some(c) = i.checked_sub(N - 2) {
+            // SAFETY: the only socket made over control buffers `2c` and `2c + 1` was just
+            // dropped.
+            let (rx, tx) = unsafe {
+                (
+                    self.control.lend_again(2 * c),
+                    self.control.lend_again(2 * c + 1),
+                )
+            };
+            rx.zip(tx).map(|(rx, tx)| TcpBuffers { rx, tx })
+        } else {
+            None
+        };
+        if let Some(b) = buffers {
+            self.tcp[i] = tcp_socket(self.stack, b);
+        }
+    }
+}
+
+/// A data socket's buffers in its slice of the memory: the receive ring from [`RX_SKEW`] on,
+/// `share.rx` long, the send buffer after it.
+fn data_buffers(bytes: &mut [u8], share: Share) -> TcpBuffers<'_> {
+    let (rx, tx) = bytes.split_at_mut((share.rx + 4).min(bytes.len()));
+    let skew = RX_SKEW.min(rx.len());
+    let rx = &mut rx[skew..];
+    let rx_len = share.rx.min(rx.len());
+    TcpBuffers {
+        rx: &mut rx[..rx_len],
+        tx,
     }
 }
 
@@ -203,11 +249,13 @@ pub async fn iperf_server<'a, const N: usize>(
         json_tx,
     } = buffers;
     // The data sockets first (a stream's SYN finds one before a control socket), parked.
-    let mut control = control.into_iter();
+    let [c0, c1] = control;
+    let mut control: Lender<'a, u8, 4> = Lender::new([c0.rx, c0.tx, c1.rx, c1.tx]);
     let mut tcp: [TcpSocket<'a>; N] = core::array::from_fn(|i| match i.checked_sub(N - 2) {
-        Some(_) => control
-            .next()
-            .map_or_else(|| parked_tcp(stack), |b| tcp_socket(stack, b)),
+        Some(_) => match (control.lend(), control.lend()) {
+            (Some((_, rx)), Some((_, tx))) => tcp_socket(stack, TcpBuffers { rx, tx }),
+            _ => parked_tcp(stack),
+        },
         None => parked_tcp(stack),
     });
     let mut slices = [None; N];
@@ -231,6 +279,7 @@ pub async fn iperf_server<'a, const N: usize>(
             let mut sockets = Sockets {
                 stack,
                 tcp: &mut tcp,
+                control: &mut control,
                 slices: &mut slices,
                 memory,
                 #[cfg(feature = "iperf-udp")]

@@ -33,6 +33,13 @@ pub struct Iperf2Buffers {
     pub sizes: Iperf2Sizes,
 }
 
+/// A TCP socket's buffers in its slice of the memory: `share.rx` of receive ring, the send
+/// buffer after it.
+fn stream_buffers(bytes: &mut [u8], share: Share) -> TcpBuffers<'_> {
+    let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
+    TcpBuffers { rx, tx }
+}
+
 /// A TCP socket without buffers: parked.
 fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
     TcpSocket::new(stack, &mut [], &mut [])
@@ -47,7 +54,8 @@ fn parked_udp(stack: Stack<'_>) -> UdpSocket<'_> {
 struct Sockets<'p, 'a, 'c, const M: usize> {
     stack: Stack<'a>,
     tcp: &'p mut [TcpSocket<'a>; M],
-    slices: &'p mut [Option<u8>; M],
+    /// The memory's slice each TCP socket holds, and how it is split.
+    slices: &'p mut [Option<(u8, Share)>; M],
     udp: &'p mut UdpSocket<'a>,
     udp_slice: &'p mut Option<u8>,
     meta: &'p mut Lender<'static, PacketMetadata, 2>,
@@ -96,14 +104,13 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         let Some((id, bytes)) = lent else {
             return false;
         };
-        let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
-        self.tcp[i] = tcp_socket(self.stack, TcpBuffers { rx, tx });
-        self.slices[i] = Some(id as u8);
+        self.tcp[i] = tcp_socket(self.stack, stream_buffers(bytes, share));
+        self.slices[i] = Some((id as u8, share));
         true
     }
 
     fn release(&mut self, i: usize) {
-        if let Some(id) = self.slices[i].take() {
+        if let Some((id, _)) = self.slices[i].take() {
             // The socket over the slice is dropped here (embassy-net removes it from the
             // stack), before the slice goes back.
             self.tcp[i] = parked_tcp(self.stack);
@@ -115,7 +122,7 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
     }
 
     fn set_busy(&mut self, i: usize) {
-        if let Some(id) = self.slices[i] {
+        if let Some((id, _)) = self.slices[i] {
             self.memory.with(|m| m.set_busy(usize::from(id)));
         }
     }
@@ -195,6 +202,25 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         self.memory
             .with(|m| m.holder() == Some(Tenant::Iperf3))
             .unwrap_or(true)
+    }
+
+    /// Listens again made anew over the same slice: a fresh slot in the stack's socket set,
+    /// as the iperf3 server's reclaimed sockets (`super::iperf`'s `remake`: smoltcp keeps a
+    /// slot silent for a second after a SYN-ACK to a spoofed peer could not be sent).
+    fn relisten(&mut self, i: usize, port: u16) {
+        // The old socket is dropped here (embassy-net removes it from the stack).
+        self.tcp[i] = parked_tcp(self.stack);
+        if let Some((id, share)) = self.slices[i] {
+            // SAFETY: the only socket made over slice `id` was just dropped.
+            let bytes = self
+                .memory
+                .with(|m| unsafe { m.lend_again(usize::from(id)) })
+                .flatten();
+            if let Some(bytes) = bytes {
+                self.tcp[i] = tcp_socket(self.stack, stream_buffers(bytes, share));
+            }
+        }
+        let _ = self.tcp(i).listen(port);
     }
 
     fn connect(&mut self, i: usize, to: Peer, _local_port: u16) -> bool {

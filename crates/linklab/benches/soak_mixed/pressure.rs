@@ -1,7 +1,7 @@
 //! The soak's hostile peers, a phase of a minute each, in turn, for as long as the soak runs:
 //!
-//! 1. `syn flood`: spoofed SYNs at 40/s to ports 80, 7 and 5201 from hosts that do not exist
-//!    (the hostile campaign's flood, `Device::flood`);
+//! 1. `syn flood`: spoofed SYNs at 40/s to ports 80, 7, 5201 and 5001 from hosts that do not
+//!    exist (the hostile campaign's flood, `Device::flood`, with iperf 2's port);
 //! 2. `holders`: 20 idle HTTP holders that connect again when reset (`common::holders`);
 //! 3. `malformed`: 100 kB POSTs, request heads of 16 kB, bytes that are no protocol to 80, 7
 //!    and 5201, iperf3 control connections with a cookie and then a parameter length of 4 GB,
@@ -58,7 +58,7 @@ fn run_phase(dev: &Device, phase: &str, stop: &AtomicBool) {
     let flood = (phase == "syn flood" || all).then(|| {
         let target = dev.target();
         dev.flood(40, mine.clone(), move |n: u32| {
-            let port = [80, 7, 5201][(n % 3) as usize];
+            let port = [80, 7, 5201, 5001][(n % 4) as usize];
             let ghost = [198, 18, 1, (n % 250) as u8 + 1];
             spoofed_syn(target, ghost, 30000 + (n % 30000) as u16, port)
         })
