@@ -14,8 +14,8 @@
 //! - 40 spoofed UDP echo requests from hosts that never answer ARP, then one real request:
 //!   answered within 2 s;
 //! - 6 spoofed SYNs to port 80 and 2 to port 7 from a host that does not exist, then clients;
-//! - a continuous flood of spoofed SYNs (40 per second to ports 80, 7 and 5201 in turn) while
-//!   ordinary clients use all three services, each without retries;
+//! - a continuous flood of spoofed SYNs (40 per second to ports 80, 7, 5201 and 5001 in turn)
+//!   while ordinary clients use the services (iperf 2 too), each without retries;
 //! - idle connections and no new client: closed by the idle timeout;
 //! - SIGTERM during a download: curl must end at once (RST), not hang;
 //! - a second `serve` on the TAP the first one holds: one line saying it is in use.

@@ -39,7 +39,7 @@ use super::{ConnectBack, TcpSender, TcpServerConfig, TcpServerConn, UdpServer, U
 use crate::data_memory::Share;
 use crate::iperf::stream::Micros;
 use crate::rules::Peer;
-use crate::socket::{TcpOps, UdpOps};
+use crate::socket::{TcpOps, TcpState, UdpOps};
 
 pub use room::Room;
 
@@ -352,13 +352,19 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
     }
 
     /// iperf3 claimed the memory: the sockets that only wait for a client give their slices
-    /// back.
+    /// back, those in a handshake too. A spoofed SYN's handshake never completes, and the RST
+    /// that ends it never leaves (its source answers no ARP request): under a flood to 5001,
+    /// iperf3's streams waited for the memory until their test was evicted (every iperf3
+    /// test of the mixed-load soak failed), and after one, a half-open socket timed out kept
+    /// its slice for good (`--bidir` then found one share too few). A real client's ACK
+    /// finds no socket and is reset, as any iperf 2 client is while iperf3's test holds the
+    /// memory.
     fn give_back_idle<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, n: usize) {
         if self.test.is_some() {
             return;
         }
         for i in 0..n {
-            self.park_listener(s, i);
+            self.park_listener(s, i, true);
         }
         if self.udp_armed && !self.udp_running() {
             // A flow that only lingers for its client's FIN repeats goes too.
@@ -368,17 +374,25 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         }
     }
 
-    /// Parks TCP socket `i` if it listens and no connection is arriving on it.
-    fn park_listener<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, i: usize) {
+    /// Parks TCP socket `i` if it listens and no connection is arriving on it; with
+    /// `handshakes`, also when one is but was never established (half-open, or ended with
+    /// its RST not sent yet): the socket goes with nothing sent.
+    fn park_listener<P: Iperf2Sockets<Endpoint = E>>(
+        &mut self,
+        s: &mut P,
+        i: usize,
+        handshakes: bool,
+    ) {
         if !matches!(self.roles[i], Role::Listening(_)) {
             return;
         }
         let quiet = {
             let mut sock = s.tcp(i);
-            let quiet = matches!(
-                sock.state(),
-                crate::socket::TcpState::Listen | crate::socket::TcpState::Closed
-            ) && !sock.rst_pending();
+            let quiet = match sock.state() {
+                TcpState::Listen | TcpState::Closed => handshakes || !sock.rst_pending(),
+                TcpState::SynReceived => handshakes,
+                _ => false,
+            };
             if quiet {
                 sock.abort();
             }
@@ -409,8 +423,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         };
         let ready: heapless::Vec<usize, M> = (0..n)
             .filter(|&i| {
-                matches!(self.roles[i], Role::Listening(_))
-                    && s.tcp(i).state() == crate::socket::TcpState::Listen
+                matches!(self.roles[i], Role::Listening(_)) && s.tcp(i).state() == TcpState::Listen
             })
             .collect();
         if want_tcp && ready.is_empty() {
@@ -419,7 +432,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         // One listener is enough; none when no stream is wanted.
         let keep = usize::from(want_tcp);
         for &i in ready.iter().skip(keep) {
-            self.park_listener(s, i);
+            self.park_listener(s, i, false);
         }
         let want_udp = self.test.is_none_or(|t| t.protocol == Protocol::Udp);
         if want_udp && !self.udp_armed {
@@ -479,7 +492,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         }
         // Its listener's slice was the test's: listen again over an idle one.
         for i in 0..n {
-            self.park_listener(s, i);
+            self.park_listener(s, i, false);
         }
         if t.failed {
             self.counters.tests_failed += 1;
