@@ -69,8 +69,19 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         });
         let slots = self.slots;
         let handshakes = self.handshakes;
+        // While a test's streams connect, only data sockets listen (`apply_roles`): a control
+        // socket freed for this SYN would be parked again by the next poll, and on
+        // embassy-net, where the stack may take the SYN in after that poll, the stream was
+        // refused (a mixed-load soak's capture: a spoofed SYN took the data socket, the
+        // stream's SYN freed the other control socket, half-open from an older spoofed SYN,
+        // and got a RST). So then only a data socket, or the test itself, may be taken.
+        let streams = self.data_slots > 0 && self.streams_connecting();
+        let data_slots = self.data_slots;
         let facts = (0..n).map(|i| {
             let socket = sockets.tcp(i);
+            if streams && i >= data_slots && slots[i] != Slot::Control {
+                return None;
+            }
             match slots[i] {
                 Slot::Listening => {
                     let h = handshakes[i];
