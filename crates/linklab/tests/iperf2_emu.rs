@@ -1,7 +1,8 @@
 //! iperf 2 and iperf3's streams on linklab's firmware images, against the stock tools:
 //! `linklab emu` boots each board's main-loop and embassy image once (mps2-an385, riscv32
-//! virt, sabrelite; zynq7000's main-loop image; as tests/emu.rs does, in a network
-//! namespace the test creates) and Debian's iperf 2.1.8 runs every mode the images serve in sequence (`-n`, `-t`, `-P 2`, `-r`, `-d`, `-R`,
+//! virt, sabrelite; zynq7000's main-loop image, and its embassy image for the MSS alone; as
+//! tests/emu.rs does, in a network namespace the test creates) and Debian's iperf 2.1.8 runs
+//! every mode the images serve in sequence (`-n`, `-t`, `-P 2`, `-r`, `-d`, `-R`,
 //! `--full-duplex`, `-X`, UDP with its server report; `-t 1` each), each test's bytes as the
 //! client counted them equal to the device's counters; then stock iperf3 with three streams
 //! each way and the full MSS on every connection (the regressions of issue 48: `-P 3`
@@ -66,4 +67,13 @@ fn sabrelite_embassy_image_serves_iperf2_and_iperf3_three_streams() {
 #[test]
 fn zynq7000_image_serves_iperf2_and_iperf3_three_streams() {
     image("zynq7000", &[], false);
+}
+
+/// zynq7000's embassy image: stock iperf3's three streams each way with the full MSS (its
+/// driver had passed the HAL's 1536-byte buffer size to embassy-net as the link's MTU, and
+/// every SYN-ACK offered an MSS of 1482).
+#[test]
+fn zynq7000_embassy_image_offers_the_full_mss() {
+    let dev = Device::emu_args("zynq7000", &["--embassy"]);
+    iperf2::iperf3_streams_and_mss(&dev);
 }

@@ -69,17 +69,21 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         });
         let slots = self.slots;
         let handshakes = self.handshakes;
-        // While a test's streams connect, only data sockets listen (`apply_roles`): a control
-        // socket freed for this SYN would be parked again by the next poll, and on
-        // embassy-net, where the stack may take the SYN in after that poll, the stream was
-        // refused (a mixed-load soak's capture: a spoofed SYN took the data socket, the
-        // stream's SYN freed the other control socket, half-open from an older spoofed SYN,
-        // and got a RST). So then only a data socket, or the test itself, may be taken.
-        let streams = self.data_slots > 0 && self.streams_connecting();
+        // With roles, only the sockets whose role listens now may be freed for the SYN (or
+        // the idle test itself): data sockets while a test's streams connect, control
+        // sockets otherwise (`apply_roles`). A socket of the other role, freed, would be
+        // parked again by the next poll — or take the SYN first. Two mixed-load soak
+        // captures: on zynq7000-embassy a stream's SYN freed a control socket (half-open
+        // from a spoofed SYN) while a spoofed SYN held the data socket, and got a RST once
+        // the poll parked it; on mps2-an385 a new client's control SYN freed a data socket
+        // and landed on it, a would-be stream that never sent a stream's cookie, evicted as
+        // idle 0.8 s later ("Connection reset by peer").
+        let roles = self.data_slots > 0;
+        let streams = roles && self.streams_connecting();
         let data_slots = self.data_slots;
         let facts = (0..n).map(|i| {
             let socket = sockets.tcp(i);
-            if streams && i >= data_slots && slots[i] != Slot::Control {
+            if roles && slots[i] != Slot::Control && (i < data_slots) != streams {
                 return None;
             }
             match slots[i] {
