@@ -42,6 +42,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
         cfg.window = a.window.map(|w| w as usize);
         let port = cfg.port;
+        // As `linklab iperf -s`: stop on SIGINT even when started with it ignored (a script's
+        // background job inherits SIGINT ignored).
+        crate::iperf::sys::default_stop_signals();
         let server =
             Server::bind(cfg).map_err(|e| anyhow::anyhow!("cannot listen on port {port}: {e}"))?;
         let (tx, rx) = mpsc::channel();
