@@ -9,9 +9,13 @@
 //! flush that sends the second eviction's RST also sends the first newcomer's SYN-ACK; the
 //! third SYN then took that answered half-open socket, and the newcomer's ACK met a RST.
 //!
-//! The last case is the embassy image's residual (issue 53): a download one of whose
-//! segments was lost waits for the device's retransmission (1 s), its client sending
-//! duplicate ACKs, no progress; a holder's SYN 800 ms in took its socket and reset it.
+//! The embassy image's residual (issue 53): a download one of whose segments was lost waits
+//! for the device's retransmission (1 s), its client sending duplicate ACKs, no progress; a
+//! holder's SYN 800 ms in took its socket and reset it.
+//!
+//! The last cases are the real iperf3 tests a mixed-load soak lost (issue 53): a stream's
+//! SYN taken by the next SYN of the same batch before its SYN-ACK could leave, and a test
+//! evicted at 0.75 s while it waited for its stream's retransmitted SYN (1 s).
 
 use std::collections::VecDeque;
 
@@ -100,6 +104,19 @@ struct Lab {
     now: Instant,
     /// Host clients by port.
     clients: Vec<(u16, Client)>,
+    /// Host clients that exchange data (see [`Lab::talk`]), by port.
+    talks: Vec<(u16, Talk)>,
+}
+
+/// A host client's side of a connection that carries data: what it sent and what came.
+#[derive(Default)]
+struct Talk {
+    /// Our next sequence number.
+    seq: u32,
+    /// The device's next sequence number (what we acknowledge).
+    ack: u32,
+    /// The device's bytes, in order.
+    got: Vec<u8>,
 }
 
 const ISN: u32 = 1000;
@@ -231,6 +248,7 @@ impl Lab {
             apps,
             now,
             clients: Vec::new(),
+            talks: Vec::new(),
         };
         // The host asks for the device's address first, as a kernel does before its first
         // SYN: the device learns the host's from the request.
@@ -296,12 +314,35 @@ impl Lab {
                 let Some(c) = self.clients.iter_mut().find(|(p, _)| *p == port) else {
                     return;
                 };
+                let talk = self.talks.iter_mut().find(|(p, _)| *p == port);
+                if let Some((_, t)) = talk.filter(|_| c.1 == Client::Connected && !tcp.rst()) {
+                    // A talking client takes the device's bytes in order and acknowledges.
+                    if tcp.seq_number().0 as u32 == t.ack && !tcp.payload().is_empty() {
+                        t.got.extend_from_slice(tcp.payload());
+                        t.ack = t.ack.wrapping_add(tcp.payload().len() as u32);
+                        let (seq, ack, from) = (t.seq, t.ack, tcp.src_port());
+                        self.wire.to_device.push_back(data_segment(
+                            HOST_IP,
+                            port,
+                            from,
+                            TcpControl::None,
+                            seq,
+                            Some(ack),
+                            &[],
+                        ));
+                    }
+                    return;
+                }
                 if tcp.rst() {
                     c.1 = Client::Reset;
                 } else if tcp.syn() && tcp.ack() && c.1 == Client::Connecting {
                     c.1 = Client::Connected;
                     let ack = tcp.seq_number().0 as u32 + 1;
                     let from = tcp.src_port();
+                    if let Some((_, t)) = self.talks.iter_mut().find(|(p, _)| *p == port) {
+                        t.seq = ISN + 1;
+                        t.ack = ack;
+                    }
                     self.wire.to_device.push_back(segment(
                         HOST_IP,
                         port,
@@ -321,6 +362,34 @@ impl Lab {
         self.wire
             .to_device
             .push_back(segment(HOST_IP, port, to, TcpControl::Syn, None));
+    }
+
+    /// Queues a SYN from host port `port` to the device's `to` for a client that exchanges
+    /// data ([`Lab::send`], [`Lab::got`]).
+    fn talk(&mut self, port: u16, to: u16) {
+        self.talks.push((port, Talk::default()));
+        self.syn(port, to);
+    }
+
+    /// Queues `bytes` from talking client `port` to the device's `to` (not yet polled).
+    fn send(&mut self, port: u16, to: u16, bytes: &[u8]) {
+        let (_, t) = self.talks.iter_mut().find(|(p, _)| *p == port).unwrap();
+        let frame = data_segment(
+            HOST_IP,
+            port,
+            to,
+            TcpControl::Psh,
+            t.seq,
+            Some(t.ack),
+            bytes,
+        );
+        t.seq = t.seq.wrapping_add(bytes.len() as u32);
+        self.wire.to_device.push_back(frame);
+    }
+
+    /// The bytes talking client `port` received.
+    fn got(&self, port: u16) -> &[u8] {
+        &self.talks.iter().find(|(p, _)| *p == port).unwrap().1.got
     }
 
     /// Queues a spoofed SYN from a ghost.
@@ -574,4 +643,92 @@ fn a_download_waiting_for_our_retransmission_is_not_evicted() {
         resent.iter().any(|s| s.0 == ack && s.1 > 0 && !s.3),
         "the lost segment was not sent again by 1.1 s: {resent:?}"
     );
+}
+
+#[test]
+fn a_syn_in_the_same_batch_does_not_take_a_real_client_s_fresh_handshake() {
+    // A mixed-load soak's lost stream SYNs: a real client's SYN takes the one listening
+    // socket, and another SYN in the same batch finds none listening. The first handshake's
+    // SYN-ACK had not left yet, so it looked unanswered — like a spoofed one's — and the
+    // second SYN took its socket: the client's SYN vanished, neither answered nor reset.
+    let mut lab = Lab::new();
+    lab.syn(46001, 7);
+    lab.ghost_syn(30001, 7);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(46001), Client::Connected);
+    assert_eq!(lab.counter("echo", "tcp_reclaimed"), 0);
+    assert_eq!(lab.counter("echo", "tcp_listen_drops"), 1);
+    // The other way round a spoofed SYN's socket still gives way to the real client.
+    let mut lab = Lab::new();
+    lab.ghost_syn(30002, 7);
+    lab.syn(46002, 7);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(46002), Client::Connected);
+    assert_eq!(lab.counter("echo", "tcp_reclaimed"), 1);
+}
+
+/// An iperf3 client on host port `control` that connected its control connection, sent its
+/// cookie and parameters for one TCP stream and got CREATE_STREAMS: the device now waits for
+/// the stream's SYN.
+fn iperf3_creating_streams(lab: &mut Lab, control: u16) {
+    let cookie = *b"linklabsynruleabcdefghijklmnopqrstuv\0";
+    lab.talk(control, 5201);
+    lab.poll();
+    lab.poll();
+    lab.send(control, 5201, &cookie);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.got(control), [9], "PARAM_EXCHANGE");
+    let params = br#"{"tcp":true,"omit":0,"time":0,"num":1000,"parallel":1,"len":1000}"#;
+    let mut message = (params.len() as u32).to_be_bytes().to_vec();
+    message.extend_from_slice(params);
+    lab.send(control, 5201, &message);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.got(control), [9, 10], "CREATE_STREAMS");
+}
+
+#[test]
+fn an_iperf3_test_waits_for_its_stream_s_retransmitted_syn() {
+    // The other half of the soak's lost streams: the stream's SYN is lost, and the client
+    // sends it again after 1 s. Meanwhile spoofed SYNs fill the data socket that listens for
+    // it; at 0.75 s the next one evicted the test (an idle connection goes before a half-open
+    // one), and the client's control connection got a RST ("Broken pipe").
+    let mut lab = Lab::new();
+    let (control, stream) = (47001, 47002);
+    iperf3_creating_streams(&mut lab, control);
+    // The stream's first SYN is lost. Ghosts' SYNs every 100 ms.
+    for n in 0..10 {
+        lab.ghost_syn(32000 + n, 5201);
+        lab.wait(100);
+    }
+    assert_eq!(
+        lab.client(control),
+        Client::Connected,
+        "the test was evicted"
+    );
+    // At 1 s the client sends the stream's SYN again: it finds a ghost's socket.
+    lab.syn(stream, 5201);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(stream), Client::Connected);
+    assert_eq!(lab.client(control), Client::Connected);
+    assert_eq!(lab.counter("iperf", "evicted"), 0);
+    assert!(lab.counter("iperf", "reclaimed") >= 1);
+}
+
+#[test]
+fn an_iperf3_test_whose_streams_never_come_gives_way_after_twice_the_grace() {
+    // A holder that connects, gets CREATE_STREAMS and never opens a stream still gives way
+    // to a new client, once twice the grace passed.
+    let mut lab = Lab::new();
+    iperf3_creating_streams(&mut lab, 48001);
+    for n in 0..20 {
+        lab.ghost_syn(33000 + n, 5201);
+        lab.wait(100);
+    }
+    assert_eq!(lab.client(48001), Client::Reset);
+    assert_eq!(lab.counter("iperf", "evicted"), 1);
 }

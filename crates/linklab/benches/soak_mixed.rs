@@ -24,8 +24,9 @@
 //! - the device's counters conserve (the MAC's RX and TX laws, the UDP echo's), none of its
 //!   TCP sockets is left half-open or closing, and it did not restart (uptime grew);
 //! - its memory is where it was after the first round of hostile phases: `serve`'s resident
-//!   set (within 1 MiB: the allocator's arenas move a little), the firmware's stack peak (to
-//!   the byte) and its RX queue empty (`rx_pending` 0).
+//!   set (within 1 MiB: the allocator's arenas move a little); the firmware's RX queue empty
+//!   (`rx_pending` 0) and its stack peak within [`STACK_PEAK_SLACK`] of the first round's
+//!   (the firmware has no heap: its statics cannot grow, and the peak is a high-water mark).
 //!
 //! Exits 0 when it passes, 1 when not, 2 on bad arguments.
 
@@ -48,6 +49,13 @@ use serde_json::{json, Value};
 use clients::{Verdict, CLIENTS};
 use common::device::Device;
 use common::hostile::{assert_counters_conserve, stuck, wait_quiet};
+
+/// How far a firmware's stack peak may rise past the first round's, in bytes: 1 KiB. The
+/// peak is a high-water mark: it never falls, and it rises when a rarer, deeper path first
+/// runs (an hour's soak found +88 B on mps2-an385-embassy and +248 B on riscv32-virt between
+/// the first round and the end). A stack that grows with load — recursion, a frame per
+/// connection, a buffer sized from the wire — goes past 1 KiB.
+const STACK_PEAK_SLACK: u64 = 1024;
 
 /// What the end checks compare with: the device after the first round of hostile phases.
 struct Snapshot {
@@ -155,7 +163,7 @@ fn main() {
             format!("RSS {} -> {} KiB", b.memory, e.memory),
         ),
         (Some(b), Some(e)) => (
-            e.memory == b.memory && rx_pending == Some(0),
+            e.memory <= b.memory + STACK_PEAK_SLACK && rx_pending == Some(0),
             format!(
                 "stack peak {} -> {} B, rx_pending {}",
                 b.memory,

@@ -6,6 +6,8 @@ use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketSet};
 use smoltcp::phy::Device;
 #[cfg(any(feature = "echo", feature = "http"))]
 use smoltcp::socket::tcp;
+use smoltcp::socket::tcp::State as TcpState;
+use smoltcp::socket::Socket;
 use smoltcp::time::Instant;
 
 use super::DeviceApps;
@@ -88,6 +90,15 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 None
             };
             if let Some(port) = syn {
+                // A SYN that finds no socket listening may take a half-open one, so the
+                // handshakes taken in before it get their chance to be answered first: a
+                // real client's SYN-ACK leaves (answered: its socket is not taken), a
+                // spoofed one's waits for ARP (its socket may be). Without this flush a
+                // second SYN in the same batch took the first one's socket whatever it
+                // was: a mixed-load soak lost real iperf3 streams' SYNs so, unanswered.
+                if !listens(sockets, port) {
+                    egress(iface, &mut device, sockets, now);
+                }
                 self.note_answered(device.sent, sockets, now);
                 let mut flush = |s: &mut SocketSet<'a>| egress(iface, &mut device, s, now);
                 if self.make_room(port, sockets, now, &mut flush) {
@@ -225,6 +236,15 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 .make_room(port, sockets, Some(&mut self.memory), now, flush),
         }
     }
+}
+
+/// True when a TCP socket in `sockets` listens on `port`: a SYN to it needs no room made.
+fn listens(sockets: &SocketSet<'_>, port: u16) -> bool {
+    sockets.iter().any(|(_, s)| match s {
+        Socket::Tcp(t) => t.state() == TcpState::Listen && t.listen_endpoint().port == port,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    })
 }
 
 /// Runs the interface's egress until it has nothing more to send.
