@@ -62,9 +62,16 @@ use linklab_mac::{PhyTx, RxChecksums, RxProducer, RxRun, Storage, RUN_SLOT_LEN};
 use mmio::{feature, Mmio, Registers};
 use queue::{Buf, QueueMemory, Virtqueue, QUEUE_SIZE};
 
-/// Transmit buffers (a frame each): four, six with feature `deep-tx` (a frame for every
-/// segment a socket keeps in flight, and one for an ACK or a control segment).
-pub const TX_BUFFERS: usize = if cfg!(feature = "deep-tx") { 6 } else { 4 };
+/// Transmit buffers (a frame each): four; six with feature `deep-tx` (a frame for every
+/// segment a socket keeps in flight, and one for an ACK or a control segment); two with
+/// feature `lean-tx` alone (images that keep at most two segments in flight).
+pub const TX_BUFFERS: usize = if cfg!(feature = "deep-tx") {
+    6
+} else if cfg!(feature = "lean-tx") {
+    2
+} else {
+    4
+};
 /// Receive buffers posted at once: chains of two descriptors fill the queue.
 pub const RX_POSTED: usize = QUEUE_SIZE / 2;
 /// Size of a transmit buffer and of the spill buffer: the 12-byte header plus a 1514-byte
@@ -137,8 +144,9 @@ struct Buffer([u8; BUFFER_LEN]);
 struct Header([u8; HEADER_LEN]);
 
 /// Everything the driver shares with the device: both queues, a receive header per posted
-/// buffer, the spill buffer, the transmit buffers (8 KB). [`VirtioNet::new`] takes the
-/// crate's static once; [`VirtioNet::with_memory`] is handed one.
+/// buffer, the spill buffer, the transmit buffers (8 KB with four transmit buffers, 5 KB with
+/// `lean-tx`, 11 KB with `deep-tx`). [`VirtioNet::new`] takes the crate's static once;
+/// [`VirtioNet::with_memory`] is handed one.
 pub struct NicMemory {
     rx_queue: QueueMemory,
     tx_queue: QueueMemory,
