@@ -732,3 +732,39 @@ fn an_iperf3_test_whose_streams_never_come_gives_way_after_twice_the_grace() {
     assert_eq!(lab.client(48001), Client::Reset);
     assert_eq!(lab.counter("iperf", "evicted"), 1);
 }
+
+#[test]
+fn a_stream_s_syn_is_not_refused_while_a_would_be_stream_holds_its_listener() {
+    // A mixed-load soak's "unable to connect stream: Connection refused": another client
+    // connected to the port while a test's streams were being connected and took the one
+    // data socket listening; the stream's SYN, right after, found none and got a RST. The
+    // would-be stream is settled within a round trip (its cookie is the test's or it is not),
+    // so the SYN is dropped for the client to send again, as a stock server's backlog would
+    // have taken it.
+    let mut lab = Lab::new();
+    let (control, stray, stream) = (49001, 49002, 49003);
+    iperf3_creating_streams(&mut lab, control);
+    lab.talk(stray, 5201);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(stray), Client::Connected);
+    lab.syn(stream, 5201);
+    lab.poll();
+    assert_ne!(
+        lab.client(stream),
+        Client::Reset,
+        "the stream's SYN was refused"
+    );
+    // The stray sends a cookie that is not the test's: denied, its socket listens again.
+    lab.send(stray, 5201, b"strayxxxxxxabcdefghijklmnopqrstuvwxy\0");
+    lab.wait(10);
+    lab.wait(10);
+    // The client sends the stream's SYN again (1 s later): it connects.
+    lab.clients.retain(|(p, _)| *p != stream);
+    lab.now += Duration::from_millis(1000);
+    lab.syn(stream, 5201);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(stream), Client::Connected);
+    assert_eq!(lab.client(control), Client::Connected);
+}

@@ -114,7 +114,9 @@ pub struct ServerCounters {
     /// Of the reclaimed, half-open sockets our SYN-ACK had answered (after the grace with no
     /// answer).
     pub reclaimed_answered: u32,
-    /// SYNs dropped unanswered while a handshake we answered could complete.
+    /// SYNs dropped unanswered while a handshake we answered could complete (or, while a
+    /// test's streams connect, a would-be stream held a data socket); their clients send
+    /// them again.
     pub listen_drops: u32,
 }
 

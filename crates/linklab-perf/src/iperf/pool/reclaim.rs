@@ -23,7 +23,8 @@ pub enum Room {
     /// [`RST_GRACE_MS`]): hold the SYN until then.
     Freeing,
     /// Drop the SYN unanswered: a handshake we answered may be completing, and no other
-    /// socket may be taken ([`Choice::Defer`]); its client sends it again.
+    /// socket may be taken ([`Choice::Defer`]), or a would-be stream is being settled while
+    /// a test's streams connect; its client sends it again.
     Defer,
 }
 
@@ -45,7 +46,8 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// client with all its sockets (never a running test) — else a half-open socket our
     /// SYN-ACK has not answered, else one answered longer than the grace ago (`reclaimed`,
     /// and `reclaimed_answered`). While a handshake we answered may complete and nothing
-    /// else may go, the SYN is to be dropped ([`Room::Defer`], `listen_drops`).
+    /// else may go, or while a would-be stream holds a data socket as a test's streams
+    /// connect, the SYN is to be dropped ([`Room::Defer`], `listen_drops`).
     /// [`PoolSockets::free`] makes the socket listen again. (A new client that finds a
     /// socket listening but the test held is handled once it connects: see
     /// [`poll`](Self::poll).)
@@ -101,6 +103,22 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             Choice::Take(i, taken) => (i, taken),
             Choice::Defer => {
                 linklab_fmt::debug!("iperf: SYN dropped, a handshake we answered may complete");
+                self.counters.listen_drops += 1;
+                return Room::Defer;
+            }
+            // A would-be stream holds a data socket while streams connect: it is settled
+            // within a round trip (its cookie is the test's, or it is denied and its socket
+            // listens again), so the SYN — perhaps the test's own stream — is dropped for
+            // its client to send again, not refused: a mixed-load soak's stray connection
+            // took the one data socket listening and the stream's SYN got a RST ("unable
+            // to connect stream: Connection refused").
+            Choice::Refuse
+                if streams
+                    && self.slots[..n]
+                        .iter()
+                        .any(|s| matches!(s, Slot::Pending { .. })) =>
+            {
+                linklab_fmt::debug!("iperf: SYN dropped, a would-be stream is being settled");
                 self.counters.listen_drops += 1;
                 return Room::Defer;
             }
