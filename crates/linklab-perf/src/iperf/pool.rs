@@ -51,7 +51,7 @@ use super::session::{Failure, Phase, Session};
 use super::stream::Micros;
 use super::wire::{self, MAX_STREAMS};
 use crate::data_memory::{DataPlan, Share};
-use crate::evict::GRACE_MS;
+use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::rules::RST_GRACE_MS;
 use crate::socket::TcpOps;
 
@@ -61,6 +61,8 @@ pub const MAX_TCP_SOCKETS: usize = 2 + MAX_STREAMS;
 const COOKIE_TIMEOUT_US: Micros = 5_000_000;
 /// [`GRACE_MS`] in the session's microseconds.
 const GRACE_US: Micros = GRACE_MS * 1000;
+/// [`SENDING_GRACE_MS`] in the session's microseconds.
+const SENDING_GRACE_US: Micros = SENDING_GRACE_MS * 1000;
 /// [`RST_GRACE_MS`] in the session's microseconds.
 const RST_GRACE_US: Micros = RST_GRACE_MS * 1000;
 

@@ -2,10 +2,10 @@
 //! socket, an idle connection, a half-open one), and the idle test that gives way to a new
 //! client ([`crate::evict`] decides; this applies its choice to the pool).
 
-use super::{Handshake, PoolServer, PoolSockets, Slot, GRACE_US};
-#[cfg(doc)]
-use crate::evict::GRACE_MS;
+use super::{Handshake, PoolServer, PoolSockets, Slot, GRACE_US, SENDING_GRACE_US};
 use crate::evict::{candidate, choose, Candidate, Choice, Kind};
+#[cfg(doc)]
+use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::iperf::session::Phase;
 use crate::iperf::stream::Micros;
 #[cfg(doc)]
@@ -175,13 +175,13 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     }
 
     /// True when the test holding the server may give way to a new client: not running, and
-    /// no progress for [`GRACE_MS`] (twice that while its streams connect, see
+    /// no progress for [`GRACE_MS`] ([`SENDING_GRACE_MS`] while its streams connect, see
     /// [`test_candidate`](Self::test_candidate)). Never without feature `evict`.
     fn test_evictable(&self, now: Micros) -> bool {
         cfg!(feature = "evict")
             && self.test_candidate().is_some_and(|c| {
                 let grace = if c.kind == Kind::Sending {
-                    2 * GRACE_US
+                    SENDING_GRACE_US
                 } else {
                     GRACE_US
                 };
