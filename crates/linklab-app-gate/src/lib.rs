@@ -33,4 +33,8 @@ impl FrameGate for AppGate {
     fn sent(&mut self, frame: &[u8]) {
         self.0.sent(frame)
     }
+
+    fn hold_tx(&mut self) -> bool {
+        self.0.hold_tx()
+    }
 }

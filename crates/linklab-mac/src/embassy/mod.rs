@@ -73,6 +73,12 @@ pub trait FrameGate {
 
     /// Called with each frame the stack built, before it leaves. Nothing by default.
     fn sent(&mut self, _frame: &[u8]) {}
+
+    /// Called before the driver hands the stack a token to transmit: true refuses it (the
+    /// stack sends on a later pass; keep holds short). Never by default.
+    fn hold_tx(&mut self) -> bool {
+        false
+    }
 }
 
 /// No gate: every frame goes to the stack at once.
@@ -274,7 +280,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate> D
     /// [`TX_FULL_RETRY_NS`] later (a NIC that frees its transmit buffers without an interrupt
     /// says nothing when it does).
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
-        if self.tx_blocked(cx.waker()) {
+        if self.gate.hold_tx() || self.tx_blocked(cx.waker()) {
             return None;
         }
         let waker = remember(&mut self.waker, cx.waker());

@@ -11,10 +11,11 @@
 //! - **a SYN-ACK leaving** is noted ([`ServiceGate::sent`]), so a service knows which of its
 //!   half-open connections a peer may already believe complete ([`ServiceGate::answered`]);
 //! - **any TCP segment to a watched port** wakes the service that asked
-//!   ([`ServiceGate::wake_on_segment`]): the iperf3 server, which leaves up to three bytes
-//!   of a stream in its socket to keep the read position on a word (the receive slow mode,
-//!   `crate::iperf::pool`), and which embassy-net would not wake for more while the socket
-//!   still holds some;
+//!   ([`ServiceGate::wake_on_segment`]): the iperf3 server while a stream receives, which
+//!   leaves up to three bytes of a stream in its socket to keep the read position on a word
+//!   (the receive slow mode, `crate::iperf::pool`), and which embassy-net would not wake for
+//!   more while the socket still holds some; and the stack sends nothing until that service
+//!   ran ([`ServiceGate::hold_tx`]), so its ACK carries the window the service's read opened;
 //! - **a datagram to a served UDP port** (UDP echo) is held until the service has answered
 //!   the one before it. The stack's pass that then takes it in also transmits what the
 //!   service queued for the one before, so when the service reads it, a reply still queued
@@ -25,7 +26,7 @@
 //! and [`ServiceGate::sent`] with every frame the stack built; a service asks
 //! [`ServiceGate::asked`] on each poll and, when asked, does its part and calls
 //! [`ServiceGate::answer`] (or [`ServiceGate::defer`]). One executor turn per new connection
-//! and per echo request, and one iperf3 turn per segment while a stream keeps bytes; every
+//! and per echo request, and one iperf3 turn per segment while a stream receives; every
 //! other frame passes at once.
 
 use core::task::{Context, Waker};
@@ -124,7 +125,18 @@ pub struct ServiceGate {
     segment_port: AtomicU32,
     /// The service waiting for a segment to `segment_port`.
     segment: AtomicWaker,
+    /// Transmit tokens the driver still refuses the stack ([`ServiceGate::hold_tx`]) since a
+    /// segment woke its service, which has not run since.
+    tx_hold: AtomicU8,
 }
+
+/// How many transmit tokens the driver refuses after a segment woke its service
+/// ([`ServiceGate::hold_tx`]): one per pass of the stack's runner until the service ran. Two:
+/// the runner's pass that took the segment in, and its next pass should the executor poll
+/// it before the service (embassy-executor's run queue polls the task woken last first, and
+/// the refused runner wakes itself after the service was woken); a service that never runs
+/// delays the stack by two passes, no more.
+pub const TX_HOLD_PASSES: u8 = 2;
 
 impl Default for ServiceGate {
     fn default() -> Self {
@@ -147,6 +159,7 @@ impl ServiceGate {
             next_answer: AtomicU8::new(0),
             segment_port: AtomicU32::new(0),
             segment: AtomicWaker::new(),
+            tx_hold: AtomicU8::new(0),
         }
     }
 
@@ -180,6 +193,7 @@ impl ServiceGate {
         let watched = self.segment_port.load(Ordering::Acquire);
         if watched != 0 && tcp_port(frame).is_some_and(|p| u32::from(p) == watched) {
             self.segment_port.store(0, Ordering::Release);
+            self.tx_hold.store(TX_HOLD_PASSES, Ordering::Release);
             self.segment.wake();
         }
         let Some(entry) = Port::of(frame).and_then(|p| self.entry(p)) else {
@@ -248,8 +262,9 @@ impl ServiceGate {
 
     /// A service, on a poll: wake its task when the driver admits the next IPv4 TCP segment
     /// to `port` (once; the service asks again on each poll it still needs it), for a socket
-    /// that keeps bytes it has seen: embassy-net wakes a reader only when its socket is
-    /// empty. The wake comes as the driver lends the frame, before the stack has it: the
+    /// that keeps bytes it has seen (embassy-net wakes a reader only when its socket is
+    /// empty), or to read before the stack sends its ACK ([`ServiceGate::hold_tx`], which
+    /// the wake starts; call [`ServiceGate::service_runs`] on each poll). The wake comes as the driver lends the frame, before the stack has it: the
     /// service must run after the stack's pass (the images' single executor polls a woken
     /// task after the runner's pass returns; a service at a higher priority than the runner
     /// would read one segment early). One service per gate: a second call replaces the
@@ -257,6 +272,28 @@ impl ServiceGate {
     pub fn wake_on_segment(&self, port: u16, cx: &mut Context<'_>) {
         self.segment.register(cx.waker());
         self.segment_port.store(u32::from(port), Ordering::Release);
+    }
+
+    /// The driver, before it hands the stack a token to transmit: true to refuse it, while
+    /// the service a segment woke ([`ServiceGate::wake_on_segment`]) has not run (at most
+    /// [`TX_HOLD_PASSES`] tokens). The stack's pass that took the segment in would send its
+    /// ACK at once, with the window the unread segment left; after the service's read the
+    /// next pass sends it again to update the window. Held, one ACK leaves, after the read,
+    /// with the whole window: as the main loop sends it (ingress, apps, egress in one pass).
+    /// The stack's pass that is refused asks to run again at once (its ACK is due).
+    pub fn hold_tx(&self) -> bool {
+        let left = self.tx_hold.load(Ordering::Acquire);
+        if left == 0 {
+            return false;
+        }
+        self.tx_hold.store(left - 1, Ordering::Release);
+        true
+    }
+
+    /// The service that asked [`ServiceGate::wake_on_segment`], at the start of each poll:
+    /// it runs, so the stack may transmit again ([`ServiceGate::hold_tx`]).
+    pub fn service_runs(&self) {
+        self.tx_hold.store(0, Ordering::Release);
     }
 
     /// The service of `port` has done its part: the waiting frame goes to the stack.
@@ -437,5 +474,33 @@ mod tests {
         gate.wake_on_segment(5201, &mut cx);
         assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
         assert_eq!(service.0.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn the_stack_waits_to_transmit_until_the_woken_service_ran() {
+        let gate = ServiceGate::new();
+        let runner = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        let service = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        let mut cx = Context::from_waker(&service);
+        let mut segment = frame(6, 5201);
+        segment[47] = 0x10;
+        // Nothing woken: the stack transmits.
+        assert!(!gate.hold_tx());
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        assert!(!gate.hold_tx());
+        // A segment wakes the service: the stack's next passes wait for it to run.
+        gate.wake_on_segment(5201, &mut cx);
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        assert!(gate.hold_tx());
+        gate.service_runs();
+        assert!(!gate.hold_tx());
+        // A service that does not run holds the stack for TX_HOLD_PASSES tokens, no more.
+        gate.wake_on_segment(5201, &mut cx);
+        assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
+        for _ in 0..TX_HOLD_PASSES {
+            assert!(gate.hold_tx());
+        }
+        assert!(!gate.hold_tx());
+        assert!(!gate.hold_tx());
     }
 }

@@ -24,7 +24,7 @@ use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets, Room};
 use crate::iperf::wire::{COOKIE_SIZE, DEFAULT_PORT};
 use crate::lend::Lender;
-use crate::socket::{TcpOps, TcpState};
+use crate::socket::{Maybe, TcpOps, TcpState};
 
 /// Where a data socket's receive ring starts in its share: 3 mod 4. Every iperf3 data
 /// stream begins with the client's 37-byte cookie, and smoltcp's receive ring never rewinds
@@ -62,7 +62,9 @@ pub struct IperfBuffers<'a, const N: usize> {
 /// The server's sockets, the memory and the task context, for one poll.
 struct Sockets<'p, 'a, 'c, const N: usize> {
     stack: Stack<'a>,
-    tcp: &'p mut [TcpSocket<'a>; N],
+    /// The TCP sockets; a data socket without a share is parked, out of the stack's socket
+    /// set (so embassy-net's runner does not walk it on every pass), as the main loop's are.
+    tcp: &'p mut [Option<TcpSocket<'a>>; N],
     /// The two control sockets' buffers (receive, send of each), kept to make one anew.
     control: &'p mut Lender<'a, u8, 4>,
     /// The memory's slice each data socket holds, and how it is split.
@@ -79,7 +81,7 @@ struct Sockets<'p, 'a, 'c, const N: usize> {
 impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
     type Endpoint = IpEndpoint;
     type Tcp<'t>
-        = Tcp<'t, 'a, 'c>
+        = Maybe<Tcp<'t, 'a, 'c>>
     where
         Self: 't;
     #[cfg(feature = "iperf-udp")]
@@ -93,10 +95,13 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
     }
 
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
-        Tcp {
-            socket: &mut self.tcp[i],
-            cx: self.cx,
-            may_leave_bytes: self.may_leave_bytes,
+        match &mut self.tcp[i] {
+            Some(socket) => Maybe::Socket(Tcp {
+                socket,
+                cx: self.cx,
+                may_leave_bytes: self.may_leave_bytes,
+            }),
+            None => Maybe::Parked,
         }
     }
 
@@ -133,7 +138,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         let Some((id, bytes)) = lent else {
             return false;
         };
-        self.tcp[i] = tcp_socket(self.stack, data_buffers(bytes, share));
+        self.tcp[i] = Some(tcp_socket(self.stack, data_buffers(bytes, share)));
         self.slices[i] = Some((id as u8, share));
         true
     }
@@ -143,7 +148,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         if let Some((id, _)) = self.slices[i].take() {
             // The socket over the share is dropped here (embassy-net removes it from the
             // stack), before the share goes back.
-            self.tcp[i] = parked_tcp(self.stack);
+            self.tcp[i] = None;
             // SAFETY: the only socket made over slice `id` was just dropped.
             self.memory
                 .with(|m| unsafe { m.give_back(usize::from(id)) });
@@ -177,7 +182,7 @@ impl<const N: usize> Sockets<'_, '_, '_, N> {
     /// that second — long enough for the next spoofed SYN to take the socket from it.
     fn remake(&mut self, i: usize) {
         // The old socket is dropped here (embassy-net removes it from the stack).
-        self.tcp[i] = parked_tcp(self.stack);
+        self.tcp[i] = None;
         let buffers = if let Some((id, share)) = self.slices[i] {
             // SAFETY: the only socket made over slice `id` was just dropped.
             let bytes = self
@@ -198,9 +203,7 @@ impl<const N: usize> Sockets<'_, '_, '_, N> {
         } else {
             None
         };
-        if let Some(b) = buffers {
-            self.tcp[i] = tcp_socket(self.stack, b);
-        }
+        self.tcp[i] = buffers.map(|b| tcp_socket(self.stack, b));
     }
 }
 
@@ -217,11 +220,6 @@ fn data_buffers(bytes: &mut [u8], share: Share) -> TcpBuffers<'_> {
     }
 }
 
-/// A TCP socket without buffers: a data socket parked between tests.
-fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
-    TcpSocket::new(stack, &mut [], &mut [])
-}
-
 /// Serves iperf3 on port 5201 forever over `buffers` (see [`IperfBuffers`]): TCP and UDP,
 /// `-R`, `--bidir`, `-P` up to the sockets lent, the results exchange. Counts into
 /// `counters`; with `gate` (the driver's gate), a SYN finding every socket busy frees one
@@ -230,7 +228,9 @@ fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
 /// one we answered within the grace; never a running test), and a receiving IPv4 stream
 /// keeps its read position on a word, the gate waking the server for each segment (without
 /// a gate, a stream that lands off its word after iperf3's cookie stays off it: the receive
-/// slow mode, `crate::iperf::pool`). The gate must see every frame the driver receives, and
+/// slow mode, `crate::iperf::pool`) and holding the stack's ACK until the server read it
+/// ([`ServiceGate::hold_tx`]: one ACK per burst, with the window the read opened, where
+/// embassy-net would send two). The gate must see every frame the driver receives, and
 /// this task must not run at a higher priority than embassy-net's runner
 /// ([`ServiceGate::wake_on_segment`]).
 pub async fn iperf_server<'a, const N: usize>(
@@ -251,12 +251,12 @@ pub async fn iperf_server<'a, const N: usize>(
     // The data sockets first (a stream's SYN finds one before a control socket), parked.
     let [c0, c1] = control;
     let mut control: Lender<'a, u8, 4> = Lender::new([c0.rx, c0.tx, c1.rx, c1.tx]);
-    let mut tcp: [TcpSocket<'a>; N] = core::array::from_fn(|i| match i.checked_sub(N - 2) {
-        Some(_) => match (control.lend(), control.lend()) {
-            (Some((_, rx)), Some((_, tx))) => tcp_socket(stack, TcpBuffers { rx, tx }),
-            _ => parked_tcp(stack),
-        },
-        None => parked_tcp(stack),
+    let mut tcp: [Option<TcpSocket<'a>>; N] = core::array::from_fn(|i| {
+        i.checked_sub(N - 2)?;
+        match (control.lend(), control.lend()) {
+            (Some((_, rx)), Some((_, tx))) => Some(tcp_socket(stack, TcpBuffers { rx, tx })),
+            _ => None,
+        }
     });
     let mut slices = [None; N];
     #[cfg(feature = "iperf-udp")]
@@ -274,6 +274,9 @@ pub async fn iperf_server<'a, const N: usize>(
     let mut timer_at: Option<u64> = None;
     let never = poll_fn(|cx| {
         loop {
+            if let Some(g) = gate {
+                g.service_runs();
+            }
             let now = Instant::now().as_micros();
             memory.register(Tenant::Iperf3, cx.waker());
             let mut sockets = Sockets {
@@ -315,8 +318,10 @@ pub async fn iperf_server<'a, const N: usize>(
             }
             #[cfg(feature = "iperf-udp")]
             sockets.udp().watch();
-            // A stream keeping bytes is not woken by its socket for more: the gate wakes it.
-            if let Some(g) = gate.filter(|_| pool.keeps_bytes()) {
+            // A receiving stream is woken by the gate for each segment: a stream keeping bytes
+            // is not woken by its socket for more, and the stack's ACK waits for the read
+            // (`ServiceGate::hold_tx`) to carry the window it opened.
+            if let Some(g) = gate.filter(|_| pool.receives()) {
                 g.wake_on_segment(port, sockets.cx);
             }
             counters.set_iperf(pool.counters(), pool.open_streams());

@@ -19,7 +19,7 @@ use crate::iperf2::pool::{Iperf2Pool, Iperf2Sizes, Iperf2Sockets, Room};
 use crate::iperf2::DEFAULT_PORT;
 use crate::lend::Lender;
 use crate::rules::Peer;
-use crate::socket::{TcpOps, TcpState};
+use crate::socket::{Maybe, TcpOps, TcpState};
 
 /// What the iperf 2 server needs besides its sockets (`M` TCP and one UDP, made by the task:
 /// `M + 1` of embassy-net's `StackResources`): the data memory it shares with the iperf3
@@ -40,23 +40,16 @@ fn stream_buffers(bytes: &mut [u8], share: Share) -> TcpBuffers<'_> {
     TcpBuffers { rx, tx }
 }
 
-/// A TCP socket without buffers: parked.
-fn parked_tcp(stack: Stack<'_>) -> TcpSocket<'_> {
-    TcpSocket::new(stack, &mut [], &mut [])
-}
-
-/// A UDP socket without buffers: parked (unbound).
-fn parked_udp(stack: Stack<'_>) -> UdpSocket<'_> {
-    UdpSocket::new(stack, &mut [], &mut [], &mut [], &mut [])
-}
-
 /// The server's sockets, the memory and the task context, for one poll.
 struct Sockets<'p, 'a, 'c, const M: usize> {
     stack: Stack<'a>,
-    tcp: &'p mut [TcpSocket<'a>; M],
+    /// The TCP sockets; one without a slice is parked, out of the stack's socket set (so
+    /// embassy-net's runner does not walk it on every pass), as the main loop's are.
+    tcp: &'p mut [Option<TcpSocket<'a>>; M],
     /// The memory's slice each TCP socket holds, and how it is split.
     slices: &'p mut [Option<(u8, Share)>; M],
-    udp: &'p mut UdpSocket<'a>,
+    /// The UDP socket, parked (out of the set) without a slice.
+    udp: &'p mut Option<UdpSocket<'a>>,
     udp_slice: &'p mut Option<u8>,
     meta: &'p mut Lender<'static, PacketMetadata, 2>,
     memory: &'static SharedMemory,
@@ -66,11 +59,11 @@ struct Sockets<'p, 'a, 'c, const M: usize> {
 impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
     type Endpoint = IpEndpoint;
     type Tcp<'t>
-        = Tcp<'t, 'a, 'c>
+        = Maybe<Tcp<'t, 'a, 'c>>
     where
         Self: 't;
     type Udp<'t>
-        = Udp<'t, 'a, 'c>
+        = Maybe<Udp<'t, 'a, 'c>>
     where
         Self: 't;
 
@@ -79,17 +72,23 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
     }
 
     fn tcp(&mut self, i: usize) -> Self::Tcp<'_> {
-        Tcp {
-            socket: &mut self.tcp[i],
-            cx: self.cx,
-            may_leave_bytes: false,
+        match &mut self.tcp[i] {
+            Some(socket) => Maybe::Socket(Tcp {
+                socket,
+                cx: self.cx,
+                may_leave_bytes: false,
+            }),
+            None => Maybe::Parked,
         }
     }
 
     fn udp(&mut self) -> Self::Udp<'_> {
-        Udp {
-            socket: self.udp,
-            cx: self.cx,
+        match self.udp {
+            Some(socket) => Maybe::Socket(Udp {
+                socket,
+                cx: self.cx,
+            }),
+            None => Maybe::Parked,
         }
     }
 
@@ -104,7 +103,7 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         let Some((id, bytes)) = lent else {
             return false;
         };
-        self.tcp[i] = tcp_socket(self.stack, stream_buffers(bytes, share));
+        self.tcp[i] = Some(tcp_socket(self.stack, stream_buffers(bytes, share)));
         self.slices[i] = Some((id as u8, share));
         true
     }
@@ -113,7 +112,7 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         if let Some((id, _)) = self.slices[i].take() {
             // The socket over the slice is dropped here (embassy-net removes it from the
             // stack), before the slice goes back.
-            self.tcp[i] = parked_tcp(self.stack);
+            self.tcp[i] = None;
             // SAFETY: the only socket made over slice `id` was just dropped.
             self.memory
                 .with(|m| unsafe { m.give_back(usize::from(id)) });
@@ -149,14 +148,14 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
             return false;
         };
         let (rx, tx) = bytes.split_at_mut(share.rx.min(bytes.len()));
-        *self.udp = UdpSocket::new(self.stack, rx_meta, rx, tx_meta, tx);
+        *self.udp = Some(UdpSocket::new(self.stack, rx_meta, rx, tx_meta, tx));
         *self.udp_slice = Some(id as u8);
         true
     }
 
     fn release_udp(&mut self) {
         if let Some(id) = self.udp_slice.take() {
-            *self.udp = parked_udp(self.stack);
+            *self.udp = None;
             // SAFETY: the only socket made over slice `id` and the two records was just
             // dropped.
             self.memory
@@ -209,16 +208,14 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
     /// slot silent for a second after a SYN-ACK to a spoofed peer could not be sent).
     fn relisten(&mut self, i: usize, port: u16) {
         // The old socket is dropped here (embassy-net removes it from the stack).
-        self.tcp[i] = parked_tcp(self.stack);
+        self.tcp[i] = None;
         if let Some((id, share)) = self.slices[i] {
             // SAFETY: the only socket made over slice `id` was just dropped.
             let bytes = self
                 .memory
                 .with(|m| unsafe { m.lend_again(usize::from(id)) })
                 .flatten();
-            if let Some(bytes) = bytes {
-                self.tcp[i] = tcp_socket(self.stack, stream_buffers(bytes, share));
-            }
+            self.tcp[i] = bytes.map(|b| tcp_socket(self.stack, stream_buffers(b, share)));
         }
         let _ = self.tcp(i).listen(port);
     }
@@ -227,10 +224,10 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
         // embassy-net picks the local port.
         let [a, b, c, d] = to.addr;
         let remote = IpEndpoint::new(IpAddress::Ipv4(Ipv4Address::new(a, b, c, d)), to.port);
-        !matches!(
-            poll_once(self.tcp[i].connect(remote), self.cx),
-            Some(Err(_))
-        )
+        let Some(socket) = &mut self.tcp[i] else {
+            return false;
+        };
+        !matches!(poll_once(socket.connect(remote), self.cx), Some(Err(_)))
     }
 
     fn flush(&mut self) -> bool {
@@ -266,9 +263,9 @@ pub async fn iperf2_server<const M: usize>(
         udp_meta,
         sizes,
     } = buffers;
-    let mut tcp: [TcpSocket<'_>; M] = core::array::from_fn(|_| parked_tcp(stack));
+    let mut tcp: [Option<TcpSocket<'_>>; M] = [const { None }; M];
     let mut slices = [None; M];
-    let mut udp = parked_udp(stack);
+    let mut udp = None;
     let mut udp_slice = None;
     let mut meta: Lender<'static, PacketMetadata, 2> = Lender::new(udp_meta);
     let mut pool = Iperf2Pool::<IpEndpoint, M>::new(DEFAULT_PORT, sizes);

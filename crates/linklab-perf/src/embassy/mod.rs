@@ -76,7 +76,7 @@ pub use device::Iperf2Buffers;
 pub use device::{announce, static_ipv4, IperfMemory, IPERF2_SOCKETS, MAX_UDP_PAYLOAD};
 #[cfg(feature = "echo")]
 pub use echo::echo_server;
-pub use gate::{Admit, Port, ServiceGate, ANSWERS, WATCHED_PORTS};
+pub use gate::{Admit, Port, ServiceGate, ANSWERS, TX_HOLD_PASSES, WATCHED_PORTS};
 #[cfg(feature = "http")]
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};

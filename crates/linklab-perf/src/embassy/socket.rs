@@ -16,7 +16,7 @@ use embassy_net::IpEndpoint;
 use crate::rules::Peer;
 #[cfg(any(feature = "echo", feature = "iperf-udp", feature = "iperf2"))]
 use crate::socket::UdpOps;
-use crate::socket::{TcpOps, TcpState};
+use crate::socket::{Maybe, TcpOps, TcpState};
 
 /// Polls `f` once in `cx`: its output if it is ready now.
 pub(crate) fn poll_once<F: Future>(f: F, cx: &mut Context<'_>) -> Option<F::Output> {
@@ -56,6 +56,16 @@ impl Tcp<'_, '_, '_> {
             _ => {
                 let _ = poll_once(self.socket.wait_write_ready(), self.cx);
             }
+        }
+    }
+}
+
+impl Maybe<Tcp<'_, '_, '_>> {
+    /// Registers the task with the socket (`Tcp::watch`); a parked one, out of the stack,
+    /// has nothing to report.
+    pub fn watch(&mut self, state: TcpState) {
+        if let Maybe::Socket(s) = self {
+            s.watch(state);
         }
     }
 }
@@ -177,6 +187,17 @@ impl Udp<'_, '_, '_> {
     pub fn watch(&mut self) {
         let _ = self.socket.poll_recv_ready(self.cx);
         let _ = self.socket.poll_send_ready(self.cx);
+    }
+}
+
+#[cfg(feature = "iperf2")]
+impl Maybe<Udp<'_, '_, '_>> {
+    /// Registers the task with the socket (`Udp::watch`); a parked one, out of the stack,
+    /// has nothing to report.
+    pub fn watch(&mut self) {
+        if let Maybe::Socket(s) = self {
+            s.watch();
+        }
     }
 }
 

@@ -218,6 +218,17 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             .any(|(slot, &held)| matches!(slot, Slot::Data(_)) && held != 0)
     }
 
+    /// True while a TCP data stream of the test receives: an adapter whose stack wakes it
+    /// late for received bytes may have the driver wake it for each segment instead (the
+    /// embassy adapter's gate: `ServiceGate::hold_tx`), as it must while a stream keeps
+    /// bytes ([`Self::keeps_bytes`]).
+    pub fn receives(&self) -> bool {
+        let streams = self.session.streams();
+        self.slots.iter().any(|slot| {
+            matches!(slot, Slot::Data(idx) if streams.get(*idx).is_some_and(|s| !s.sender))
+        })
+    }
+
     /// Number of TCP sockets currently carrying data streams (0 between tests).
     pub fn open_streams(&self) -> usize {
         self.slots
