@@ -34,7 +34,7 @@ impl FrameGate for AppGate {
         self.0.sent(frame)
     }
 
-    fn hold_tx(&mut self) -> bool {
-        self.0.hold_tx()
+    fn hold_tx(&mut self, waker: &Waker) -> bool {
+        self.0.hold_tx(waker)
     }
 }

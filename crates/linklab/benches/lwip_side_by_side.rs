@@ -29,7 +29,8 @@
 //! Options (after `--`): `--runs N` (default 2), `--write-readme`, `--json FILE`,
 //! `--throughput` (adds each device's Mbit/s at 31.25 MIPS: take it last, on a quiet
 //! machine), `--profile` (per-function instructions per byte of every transfer), `--no-cost`
-//! (skip `linklab emu cost`), `--only lwip|main|compact|minimal` (repeatable).
+//! (skip `linklab emu cost`), `--only lwip|main|compact|minimal|embassy` (repeatable; the
+//! embassy image, `fw-mps2-an385-embassy`, is counted only when named).
 
 #[path = "lwip_side_by_side/counter.rs"]
 mod counter;
@@ -174,8 +175,28 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             key: "main",
             label: "linklab main loop".into(),
             elf,
-            speaks: Speaks::Linklab { stats: true },
+            speaks: Speaks::Linklab {
+                stats: true,
+                defmt: false,
+            },
             device_count: true,
+        });
+    }
+    // The embassy image, only when asked for by name (it is not in the README's table).
+    if o.only.iter().any(|w| w == "embassy") {
+        let mut args = vec!["--release"];
+        args.extend(TARGET);
+        args.extend(["--features", "embassy", "--bin", "fw-mps2-an385-embassy"]);
+        v.push(Image {
+            key: "embassy",
+            label: "linklab embassy".into(),
+            elf: build_firmware(&args, "release/fw-mps2-an385-embassy")?,
+            speaks: Speaks::Linklab {
+                stats: true,
+                defmt: true,
+            },
+            // `linklab emu cost` takes an ELF given by path as a main-loop image.
+            device_count: false,
         });
     }
     // The images built with the `minimal` profile: lwIP's feature set, the iperf3 server alone.
@@ -194,7 +215,10 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             key,
             label: label.into(),
             elf: build_firmware(&args, &format!("minimal/{bin}"))?,
-            speaks: Speaks::Linklab { stats: false },
+            speaks: Speaks::Linklab {
+                stats: false,
+                defmt: false,
+            },
             device_count: false,
         });
     }

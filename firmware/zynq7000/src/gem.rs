@@ -532,7 +532,7 @@ impl embassy_net_driver::Driver for GemDevice {
 
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<GatedTx<'_>> {
         // The gate holds the stack's sending until the app it woke for a segment ran.
-        if self.gate.is_some_and(|g| g.hold_tx()) {
+        if self.gate.is_some_and(|g| g.hold_tx(cx.waker())) {
             return None;
         }
         let token = embassy_net_driver::Driver::transmit(&mut self.driver, cx)?;

@@ -74,9 +74,10 @@ pub trait FrameGate {
     /// Called with each frame the stack built, before it leaves. Nothing by default.
     fn sent(&mut self, _frame: &[u8]) {}
 
-    /// Called before the driver hands the stack a token to transmit: true refuses it (the
-    /// stack sends on a later pass; keep holds short). Never by default.
-    fn hold_tx(&mut self) -> bool {
+    /// Called before the driver hands the stack a token to transmit: true refuses it, and
+    /// the gate wakes `waker` (the stack's task) when it may send. Keep holds short. Never
+    /// by default.
+    fn hold_tx(&mut self, _waker: &Waker) -> bool {
         false
     }
 }
@@ -280,7 +281,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate> D
     /// [`TX_FULL_RETRY_NS`] later (a NIC that frees its transmit buffers without an interrupt
     /// says nothing when it does).
     fn transmit(&mut self, cx: &mut Context<'_>) -> Option<Self::TxToken<'_>> {
-        if self.gate.hold_tx() || self.tx_blocked(cx.waker()) {
+        if self.gate.hold_tx(cx.waker()) || self.tx_blocked(cx.waker()) {
             return None;
         }
         let waker = remember(&mut self.waker, cx.waker());

@@ -30,7 +30,7 @@
 //! other frame passes at once.
 
 use core::task::{Context, Waker};
-use portable_atomic::{AtomicU32, AtomicU8, Ordering};
+use portable_atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use atomic_waker::AtomicWaker;
 
@@ -128,14 +128,14 @@ pub struct ServiceGate {
     /// Transmit tokens the driver still refuses the stack ([`ServiceGate::hold_tx`]) since a
     /// segment woke its service, which has not run since.
     tx_hold: AtomicU8,
+    /// A token was refused since the service last ran: the stack's task waits to be woken.
+    tx_refused: AtomicBool,
 }
 
 /// How many transmit tokens the driver refuses after a segment woke its service
-/// ([`ServiceGate::hold_tx`]): one per pass of the stack's runner until the service ran. Two:
-/// the runner's pass that took the segment in, and its next pass should the executor poll
-/// it before the service (embassy-executor's run queue polls the task woken last first, and
-/// the refused runner wakes itself after the service was woken); a service that never runs
-/// delays the stack by two passes, no more.
+/// ([`ServiceGate::hold_tx`]) until the service ran: the runner's pass that took the segment
+/// in is refused once and waits; should something else run the runner before the service,
+/// it is refused once more; a service that does not run holds the stack no longer.
 pub const TX_HOLD_PASSES: u8 = 2;
 
 impl Default for ServiceGate {
@@ -160,6 +160,7 @@ impl ServiceGate {
             segment_port: AtomicU32::new(0),
             segment: AtomicWaker::new(),
             tx_hold: AtomicU8::new(0),
+            tx_refused: AtomicBool::new(false),
         }
     }
 
@@ -280,20 +281,27 @@ impl ServiceGate {
     /// ACK at once, with the window the unread segment left; after the service's read the
     /// next pass sends it again to update the window. Held, one ACK leaves, after the read,
     /// with the whole window: as the main loop sends it (ingress, apps, egress in one pass).
-    /// The stack's pass that is refused asks to run again at once (its ACK is due).
-    pub fn hold_tx(&self) -> bool {
+    /// A refused stack's task (`waker`; embassy-net sets no timer for a pass the driver
+    /// refused) is woken when the service runs ([`ServiceGate::service_runs`]).
+    pub fn hold_tx(&self, waker: &Waker) -> bool {
         let left = self.tx_hold.load(Ordering::Acquire);
         if left == 0 {
             return false;
         }
+        self.runner.register(waker);
+        self.tx_refused.store(true, Ordering::Release);
         self.tx_hold.store(left - 1, Ordering::Release);
         true
     }
 
     /// The service that asked [`ServiceGate::wake_on_segment`], at the start of each poll:
-    /// it runs, so the stack may transmit again ([`ServiceGate::hold_tx`]).
+    /// it runs, so the stack may transmit again ([`ServiceGate::hold_tx`]); a stack refused
+    /// meanwhile is woken.
     pub fn service_runs(&self) {
         self.tx_hold.store(0, Ordering::Release);
+        if self.tx_refused.swap(false, Ordering::AcqRel) {
+            self.runner.wake();
+        }
     }
 
     /// The service of `port` has done its part: the waiting frame goes to the stack.
@@ -479,28 +487,35 @@ mod tests {
     #[test]
     fn the_stack_waits_to_transmit_until_the_woken_service_ran() {
         let gate = ServiceGate::new();
-        let runner = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
+        let stack = Arc::new(Count(AtomicUsize::new(0)));
+        let runner = Waker::from(stack.clone());
         let service = Waker::from(Arc::new(Count(AtomicUsize::new(0))));
         let mut cx = Context::from_waker(&service);
         let mut segment = frame(6, 5201);
         segment[47] = 0x10;
         // Nothing woken: the stack transmits.
-        assert!(!gate.hold_tx());
+        assert!(!gate.hold_tx(&runner));
         assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
-        assert!(!gate.hold_tx());
-        // A segment wakes the service: the stack's next passes wait for it to run.
+        assert!(!gate.hold_tx(&runner));
+        gate.service_runs();
+        assert_eq!(stack.0.load(Ordering::Relaxed), 0);
+        // A segment wakes the service: the stack waits for it to run, and is woken then.
         gate.wake_on_segment(5201, &mut cx);
         assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
-        assert!(gate.hold_tx());
+        assert!(gate.hold_tx(&runner));
+        assert_eq!(stack.0.load(Ordering::Relaxed), 0);
         gate.service_runs();
-        assert!(!gate.hold_tx());
+        assert_eq!(stack.0.load(Ordering::Relaxed), 1);
+        assert!(!gate.hold_tx(&runner));
+        gate.service_runs();
+        assert_eq!(stack.0.load(Ordering::Relaxed), 1);
         // A service that does not run holds the stack for TX_HOLD_PASSES tokens, no more.
         gate.wake_on_segment(5201, &mut cx);
         assert_eq!(Admit::Pass, gate.admit(&segment, &runner));
         for _ in 0..TX_HOLD_PASSES {
-            assert!(gate.hold_tx());
+            assert!(gate.hold_tx(&runner));
         }
-        assert!(!gate.hold_tx());
-        assert!(!gate.hold_tx());
+        assert!(!gate.hold_tx(&runner));
+        assert!(!gate.hold_tx(&runner));
     }
 }

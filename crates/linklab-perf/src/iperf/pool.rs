@@ -224,9 +224,9 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// bytes ([`Self::keeps_bytes`]).
     pub fn receives(&self) -> bool {
         let streams = self.session.streams();
-        self.slots.iter().any(|slot| {
-            matches!(slot, Slot::Data(idx) if streams.get(*idx).is_some_and(|s| !s.sender))
-        })
+        self.slots.iter().any(
+            |slot| matches!(slot, Slot::Data(idx) if streams.get(*idx).is_some_and(|s| !s.sender)),
+        )
     }
 
     /// Number of TCP sockets currently carrying data streams (0 between tests).

@@ -57,15 +57,15 @@ pub struct Emulator {
 
 impl Emulator {
     /// Boots `elf` with NIC address `mac` (and, for linklab, the configuration blob
-    /// `config`), waits for a console line containing `up_line` and for the device to
-    /// answer ping.
+    /// `config`), waits for a console line containing `up_line` (if it prints one) and for
+    /// the device to answer ping.
     pub fn boot(
         tag: &str,
         elf: &Path,
         mac: &str,
         config: Option<&Path>,
         clock: &Clock,
-        up_line: &str,
+        up_line: Option<&str>,
     ) -> anyhow::Result<Emulator> {
         let ns = format!("ll-lwipcmp-{}-{tag}", std::process::id());
         let status = Command::new("ip").args(["netns", "add", &ns]).status();
@@ -155,7 +155,9 @@ impl Emulator {
                 eprintln!("qemu: {}", s.trim());
             }
         });
-        if std::env::var_os("LL_NO_UP").is_none() { emu.wait_for(up_line, Duration::from_secs(60))?; } else { std::thread::sleep(Duration::from_secs(3)); }
+        if let Some(line) = up_line {
+            emu.wait_for(line, Duration::from_secs(60))?;
+        }
         emu.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP])?;
         emu.run(&["ip", "link", "set", TAP, "up"])?;
         for _ in 0..30 {

@@ -23,8 +23,20 @@ pub enum Speaks {
     /// lwIP's peer image: lwiperf (iperf 2, port 5001), its console reports each test.
     Lwip,
     /// A linklab image: iperf3 (5201); `stats` if it serves `/stats` (else its console
-    /// prints work lines with the stack's peak).
-    Linklab { stats: bool },
+    /// prints work lines with the stack's peak); `defmt` if its console is defmt frames
+    /// (the embassy image: no text line to wait for, the bench waits for its ping).
+    Linklab { stats: bool, defmt: bool },
+}
+
+impl Speaks {
+    /// The console line that says the image is up, where it prints text.
+    pub fn up_line(self) -> Option<&'static str> {
+        match self {
+            Speaks::Lwip => Some("lwip peer up"),
+            Speaks::Linklab { defmt: false, .. } => Some("linklab firmware:"),
+            Speaks::Linklab { defmt: true, .. } => None,
+        }
+    }
 }
 
 /// One counted transfer.
@@ -65,11 +77,7 @@ pub fn count(
     config: Option<&Path>,
     clock: &Clock,
 ) -> anyhow::Result<Counted> {
-    let up = match speaks {
-        Speaks::Lwip => "lwip peer up",
-        Speaks::Linklab { .. } => "linklab firmware:",
-    };
-    let emu = Emulator::boot(tag, elf, mac, config, clock, up)?;
+    let emu = Emulator::boot(tag, elf, mac, config, clock, speaks.up_line())?;
     std::thread::sleep(Duration::from_secs(1));
     let idle0 = emu.mark()?;
     std::thread::sleep(Duration::from_secs(4));
@@ -206,7 +214,7 @@ fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
             let first = mem.iter().position(|&b| b != 0).unwrap_or(mem.len());
             Ok(SCAN - first as u64)
         }
-        Speaks::Linklab { stats: true } => {
+        Speaks::Linklab { stats: true, .. } => {
             let url = format!("http://{DEVICE}/stats");
             let out = emu.run(&["curl", "-sS", "--max-time", "20", &url])?;
             let stats: Value = serde_json::from_slice(&out.stdout).context("/stats")?;
@@ -214,7 +222,7 @@ fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
                 .as_u64()
                 .context("/stats has no memory.stack_peak_bytes")
         }
-        Speaks::Linklab { stats: false } => {
+        Speaks::Linklab { stats: false, .. } => {
             let line = emu
                 .lines("linklab work:")
                 .pop()

@@ -24,11 +24,14 @@ pub fn measure(
     mac: &str,
     config: Option<&Path>,
 ) -> anyhow::Result<(f64, f64)> {
-    let up = match speaks {
-        Speaks::Lwip => "lwip peer up",
-        Speaks::Linklab { .. } => "linklab firmware:",
-    };
-    let emu = Emulator::boot(tag, elf, mac, config, &Clock::Fixed(SHIFT), up)?;
+    let emu = Emulator::boot(
+        tag,
+        elf,
+        mac,
+        config,
+        &Clock::Fixed(SHIFT),
+        speaks.up_line(),
+    )?;
     // As `linklab emu --throughput`: Linux's tail-loss probe misfires when align=on stops
     // the guest for real time to catch up (see linklab's emu lab).
     emu.run(&["sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_early_retrans"])?;
