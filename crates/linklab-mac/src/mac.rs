@@ -232,6 +232,17 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
         self.tx.service(occupancy);
     }
 
+    /// True when [`Mac::poll`] may have work now or later: a deferred frame, a PAUSE to send
+    /// or refresh, or flow control watching the queue. False, it has none (it would only
+    /// read the clock), and [`Mac::poll_at_ns`] is None.
+    pub fn has_timed_work(&self) -> bool {
+        let tx = &self.tx;
+        tx.flow.is_some()
+            || tx.deferred.is_some()
+            || tx.pause_pending.is_some()
+            || tx.pause_asserted
+    }
+
     /// When [`Mac::poll`] next has work (a deferred frame or PAUSE to send), in clock ns.
     pub fn poll_at_ns(&self) -> Option<u64> {
         let mut at = None;

@@ -170,12 +170,15 @@ impl<'q, S: Storage, T: PhyTx, C: Clock + WakeAt, L: LinkStatus, G: FrameGate>
     /// ([`crate::PhyTx::ready`]), asks for a wake-up [`TX_FULL_RETRY_NS`] later and answers
     /// true. Also schedules any other timed MAC work.
     fn tx_blocked(&mut self, waker: &Waker) -> bool {
-        self.mac.poll();
-        if let Some(at) = self.mac.poll_at_ns() {
-            self.mac.clock().wake_at(at, waker);
-        }
-        if self.mac.tx_deferred() {
-            return true;
+        // Called for every token: without timed work the MAC's poll would only read the clock.
+        if self.mac.has_timed_work() {
+            self.mac.poll();
+            if let Some(at) = self.mac.poll_at_ns() {
+                self.mac.clock().wake_at(at, waker);
+            }
+            if self.mac.tx_deferred() {
+                return true;
+            }
         }
         if !self.mac.phy_mut().ready() {
             let at = self.mac.clock().now_ns().saturating_add(TX_FULL_RETRY_NS);

@@ -9,7 +9,7 @@ use core::task::{Context, Poll};
 
 use embassy_net::tcp::TcpSocket;
 #[cfg(feature = "iperf-udp")]
-use embassy_net::udp::UdpSocket;
+use embassy_net::udp::{PacketMetadata, UdpSocket};
 use embassy_net::{IpEndpoint, Stack};
 use embassy_time::{Instant, Timer};
 
@@ -70,8 +70,12 @@ struct Sockets<'p, 'a, 'c, const N: usize> {
     /// The memory's slice each data socket holds, and how it is split.
     slices: &'p mut [Option<(u8, Share)>; N],
     memory: &'static SharedMemory,
+    /// The UDP socket, parked (out of the stack's socket set) but during a UDP test.
     #[cfg(feature = "iperf-udp")]
-    udp: &'p mut UdpSocket<'a>,
+    udp: &'p mut Option<UdpSocket<'a>>,
+    /// The UDP socket's buffers, kept to make it anew for each UDP test.
+    #[cfg(feature = "iperf-udp")]
+    udp_buffers: &'p mut UdpLender<'a>,
     cx: &'p mut Context<'c>,
     /// The gate wakes the server for more data ([`ServiceGate::wake_on_segment`]), so its
     /// streams may keep up to three bytes in their sockets.
@@ -86,7 +90,7 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
         Self: 't;
     #[cfg(feature = "iperf-udp")]
     type Udp<'t>
-        = Udp<'t, 'a, 'c>
+        = Maybe<Udp<'t, 'a, 'c>>
     where
         Self: 't;
 
@@ -107,9 +111,31 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
 
     #[cfg(feature = "iperf-udp")]
     fn udp(&mut self) -> Self::Udp<'_> {
-        Udp {
-            socket: self.udp,
-            cx: self.cx,
+        match self.udp {
+            Some(socket) => Maybe::Socket(Udp {
+                socket,
+                cx: self.cx,
+            }),
+            None => Maybe::Parked,
+        }
+    }
+
+    /// Makes the UDP socket over its buffers (the test's share is the main loop's: these
+    /// buffers are the socket's own).
+    #[cfg(feature = "iperf-udp")]
+    fn prepare_udp(&mut self, _share: Share) -> bool {
+        if self.udp.is_none() {
+            *self.udp = self.udp_buffers.lend().map(|b| udp_socket(self.stack, b));
+        }
+        self.udp.is_some()
+    }
+
+    /// Drops the UDP socket (embassy-net removes it from the stack) and keeps its buffers.
+    #[cfg(feature = "iperf-udp")]
+    fn release_udp(&mut self) {
+        if self.udp.take().is_some() {
+            // SAFETY: the only socket made over the buffers was just dropped.
+            unsafe { self.udp_buffers.give_back() };
         }
     }
 
@@ -207,6 +233,68 @@ impl<const N: usize> Sockets<'_, '_, '_, N> {
     }
 }
 
+/// The UDP socket's buffers, lent to one socket at a time (made anew for each UDP test).
+#[cfg(feature = "iperf-udp")]
+struct UdpLender<'a> {
+    /// Received, sent.
+    meta: Lender<'a, PacketMetadata, 2>,
+    /// Received, sent.
+    bytes: Lender<'a, u8, 2>,
+}
+
+#[cfg(feature = "iperf-udp")]
+impl<'a> UdpLender<'a> {
+    fn new(b: UdpBuffers<'a>) -> Self {
+        UdpLender {
+            meta: Lender::new([b.rx_meta, b.tx_meta]),
+            bytes: Lender::new([b.rx, b.tx]),
+        }
+    }
+
+    /// The buffers, if none is lent.
+    fn lend(&mut self) -> Option<UdpBuffers<'a>> {
+        let lent = (
+            self.meta.lend(),
+            self.meta.lend(),
+            self.bytes.lend(),
+            self.bytes.lend(),
+        );
+        if let (Some((_, rx_meta)), Some((_, tx_meta)), Some((_, rx)), Some((_, tx))) = lent {
+            return Some(UdpBuffers {
+                rx_meta,
+                rx,
+                tx_meta,
+                tx,
+            });
+        }
+        // Some were lent already: give back only what this call took (to no socket).
+        let (m0, m1, b0, b1) = lent;
+        for (i, _) in [m0, m1].into_iter().flatten() {
+            // SAFETY: slice `i` was lent just now and given to nothing.
+            unsafe { self.meta.give_back(i) };
+        }
+        for (i, _) in [b0, b1].into_iter().flatten() {
+            // SAFETY: as above.
+            unsafe { self.bytes.give_back(i) };
+        }
+        None
+    }
+
+    /// Takes the buffers back.
+    ///
+    /// # Safety
+    /// The socket made over them has been dropped, and nothing else uses them.
+    unsafe fn give_back(&mut self) {
+        for i in 0..2 {
+            // SAFETY: the caller's promise.
+            unsafe {
+                self.meta.give_back(i);
+                self.bytes.give_back(i);
+            }
+        }
+    }
+}
+
 /// A data socket's buffers in its slice of the memory: the receive ring from [`RX_SKEW`] on,
 /// `share.rx` long, the send buffer after it.
 fn data_buffers(bytes: &mut [u8], share: Share) -> TcpBuffers<'_> {
@@ -260,7 +348,9 @@ pub async fn iperf_server<'a, const N: usize>(
     });
     let mut slices = [None; N];
     #[cfg(feature = "iperf-udp")]
-    let mut udp = udp_socket(stack, udp);
+    let mut udp_buffers = UdpLender::new(udp);
+    #[cfg(feature = "iperf-udp")]
+    let mut udp = None;
     let mut pool = PoolServer::<IpEndpoint>::new(DEFAULT_PORT, json_rx, json_tx);
     pool.set_data_memory(N.saturating_sub(2), plan);
     let port = pool.port();
@@ -287,6 +377,8 @@ pub async fn iperf_server<'a, const N: usize>(
                 memory,
                 #[cfg(feature = "iperf-udp")]
                 udp: &mut udp,
+                #[cfg(feature = "iperf-udp")]
+                udp_buffers: &mut udp_buffers,
                 cx,
                 may_leave_bytes: gate.is_some(),
             };

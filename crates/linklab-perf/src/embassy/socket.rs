@@ -190,7 +190,7 @@ impl Udp<'_, '_, '_> {
     }
 }
 
-#[cfg(feature = "iperf2")]
+#[cfg(any(feature = "iperf-udp", feature = "iperf2"))]
 impl Maybe<Udp<'_, '_, '_>> {
     /// Registers the task with the socket (`Udp::watch`); a parked one, out of the stack,
     /// has nothing to report.
