@@ -319,11 +319,12 @@ fn capabilities_and_address() {
 }
 
 /// Holds frames tagged 1 while `open` is false, drops frames tagged 3; records the frames
-/// it saw received and sent.
+/// it saw received and sent; refuses transmit tokens while `hold_tx` is set.
 struct TestGate {
     open: Rc<Cell<bool>>,
     seen: Rc<RefCell<Vec<u8>>>,
     sent: Rc<RefCell<Vec<usize>>>,
+    hold_tx: Rc<Cell<bool>>,
 }
 
 impl FrameGate for TestGate {
@@ -338,6 +339,10 @@ impl FrameGate for TestGate {
 
     fn sent(&mut self, frame: &[u8]) {
         self.sent.borrow_mut().push(frame.len());
+    }
+
+    fn hold_tx(&mut self, _waker: &Waker) -> bool {
+        self.hold_tx.get()
     }
 }
 
@@ -358,6 +363,7 @@ fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
         open: open.clone(),
         seen: seen.clone(),
         sent: sent.clone(),
+        hold_tx: Rc::new(Cell::new(false)),
     };
     let mut dev = EmbassyMac::new(mac, AlwaysUp).with_gate(gate);
     let (_count, waker) = counting_waker();
@@ -389,6 +395,41 @@ fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
     tx.consume(60, |f: &mut [u8]| f.fill(0));
     assert_eq!(*sent.borrow(), [60]);
     dev.mac().counters().check_conservation().unwrap();
+}
+
+#[test]
+fn a_gate_holding_transmission_gets_the_stack_no_token_and_receiving_goes_on() {
+    let q: RxQueue<Inline<N>> = RxQueue::new();
+    let (producer, consumer) = q.split();
+    let mac = Mac::new(
+        consumer,
+        Recorder::default(),
+        linklab_mac::NoClock,
+        MacConfig::tap(ME),
+    );
+    let hold = Rc::new(Cell::new(true));
+    let sent = Rc::new(RefCell::new(Vec::new()));
+    let gate = TestGate {
+        open: Rc::new(Cell::new(true)),
+        seen: Rc::new(RefCell::new(Vec::new())),
+        sent: sent.clone(),
+        hold_tx: hold.clone(),
+    };
+    let mut dev = EmbassyMac::new(mac, AlwaysUp).with_gate(gate);
+    let (_count, waker) = counting_waker();
+    let mut cx = Context::from_waker(&waker);
+    assert!(dev.transmit(&mut cx).is_none(), "held: no token");
+    // Received frames still reach the stack (with the token pair for a reply).
+    assert!(producer.push(&frame_to_me(2)));
+    let (rx, _) = dev.receive(&mut cx).expect("receiving is not held");
+    assert_eq!(rx.consume(|f: &mut [u8]| f[14]), 2);
+    hold.set(false);
+    let tx = dev.transmit(&mut cx).expect("let go: a token");
+    tx.consume(60, |f: &mut [u8]| f.fill(0));
+    assert_eq!(*sent.borrow(), [60]);
+    let c = dev.mac().counters();
+    assert_eq!((c.tx_requests, c.tx_packets), (1, 1));
+    c.check_conservation().unwrap();
 }
 
 #[test]
