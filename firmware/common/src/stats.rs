@@ -11,7 +11,7 @@ use linklab_perf::socket::TcpState;
 use smoltcp::iface::SocketSet;
 use smoltcp::socket::{tcp, Socket};
 
-use crate::memory::{QUEUE_BYTES, QUEUE_FRAMES, TCP_WINDOW};
+use crate::memory::{IPERF_TCP_TX, QUEUE_BYTES, QUEUE_FRAMES, TCP_WINDOW};
 
 /// Work per layer since boot, in the unit of `Board::work_counter`, wrapping (`isr` at 32
 /// bits). Only awake work: under QEMU's `-icount`, time asleep in WFI advances the clock
@@ -330,7 +330,9 @@ impl Snapshot<'_> {
             .num(QUEUE_BYTES as u64)?
             .text("},\"tcp_window\":{\"bytes\":")?
             .num(TCP_WINDOW as u64)?
-            .text(",\"auto\":true}")?;
+            .text(",\"auto\":true},\"iperf_send_buffer\":{\"bytes\":")?
+            .num(IPERF_TCP_TX as u64)?
+            .text("}")?;
         let c = &self.cpu;
         w.text(",\"cpu\":{")?;
         members(

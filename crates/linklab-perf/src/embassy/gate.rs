@@ -265,11 +265,12 @@ impl ServiceGate {
     /// to `port` (once; the service asks again on each poll it still needs it), for a socket
     /// that keeps bytes it has seen (embassy-net wakes a reader only when its socket is
     /// empty), or to read before the stack sends its ACK ([`ServiceGate::hold_tx`], which
-    /// the wake starts; call [`ServiceGate::service_runs`] on each poll). The wake comes as the driver lends the frame, before the stack has it: the
-    /// service must run after the stack's pass (the images' single executor polls a woken
-    /// task after the runner's pass returns; a service at a higher priority than the runner
-    /// would read one segment early). One service per gate: a second call replaces the
-    /// first's port and task. A frame the gate holds or drops wakes it too.
+    /// the wake starts; call [`ServiceGate::service_runs`] on each poll). The wake comes as
+    /// the driver lends the frame, before the stack has it: the service must run after the
+    /// stack's pass (the images' single executor polls a woken task after the runner's pass
+    /// returns; a service at a higher priority than the runner would read one segment
+    /// early). One service per gate: a second call replaces the first's port and task. A
+    /// frame the gate holds or drops wakes it too.
     pub fn wake_on_segment(&self, port: u16, cx: &mut Context<'_>) {
         self.segment.register(cx.waker());
         self.segment_port.store(u32::from(port), Ordering::Release);
@@ -284,6 +285,9 @@ impl ServiceGate {
     /// A refused stack's task (`waker`; embassy-net sets no timer for a pass the driver
     /// refused) is woken when the service runs ([`ServiceGate::service_runs`]).
     pub fn hold_tx(&self, waker: &Waker) -> bool {
+        // A load and a store, not one atomic step: only the stack's task calls this, and the
+        // service, which clears the hold, never preempts it (it runs at no higher priority:
+        // `wake_on_segment`).
         let left = self.tx_hold.load(Ordering::Acquire);
         if left == 0 {
             return false;

@@ -237,6 +237,15 @@ impl Counts {
     }
 }
 
+/// The iperf3 data socket's send buffer the image reports in `/stats`
+/// (`iperf_send_buffer.bytes`; 0 from an image without it). What the captures see in flight
+/// and `/stats` lists queued can fall short of it: behind a soft PHY's 10 Mbit/s line the
+/// device's frames wait in its socket, and the capture saw one or two segments in flight by
+/// the timing of the host's ACKs.
+fn configured_send_buffer(stats: &serde_json::Value) -> u64 {
+    stats["iperf_send_buffer"]["bytes"].as_u64().unwrap_or(0)
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -385,7 +394,9 @@ pub fn cost_parts(
         rx_queue_frames: figure(["rx_queue", "frames"])?,
         tcp_window: figure(["tcp_window", "bytes"])?,
         advertised_window: advertised as usize,
-        iperf3_send_buffer: iperf3_flight.max(iperf3_queued) as usize,
+        iperf3_send_buffer: iperf3_flight
+            .max(iperf3_queued)
+            .max(configured_send_buffer(&prev)) as usize,
         http_send_buffer: http_flight.max(http_queued) as usize,
         shape: match spec.runtime {
             Runtime::Embassy => LoopShape::Executor,
