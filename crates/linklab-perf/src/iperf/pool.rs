@@ -244,10 +244,10 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             Slot::Evicted { since } => Some(since + RST_GRACE_US),
             _ => None,
         });
-        // CREATE_STREAMS waits for the data sockets' memory (iperf 2 gives its idle shares
-        // back in its own poll): look again soon.
-        let waiting = (cfg!(feature = "iperf2")
-            && self.data_slots > 0
+        // CREATE_STREAMS waits for the data sockets (iperf 2 gives its idle shares of the
+        // memory back in its own poll; the last test's stream may still be closing): look
+        // again soon.
+        let waiting = (self.data_slots > 0
             && self.streams_connecting()
             && !self.listening_for_streams(N))
         .then_some(self.now + 1_000);
@@ -296,12 +296,13 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             }
         }
         self.session.poll(now);
-        // The data sockets listen before CREATE_STREAMS leaves (their memory may have to be
-        // given back by iperf 2 first: the client's streams then wait for it). Without iperf 2
-        // the memory is always there, and they listen in the same poll, before the stack
-        // sends CREATE_STREAMS.
-        let connecting =
-            cfg!(feature = "iperf2") && self.data_slots > 0 && self.streams_connecting();
+        // The data sockets listen before CREATE_STREAMS leaves, or the client's streams would
+        // find none and be refused: their memory may have to be given back by iperf 2 first,
+        // and a data socket may still be closing the last test's stream (the peer's ACK of
+        // our FIN not in yet: back-to-back tests on an image with one data socket, the
+        // minimal one, saw "unable to connect stream: Connection refused"). Mostly they
+        // listen in the same poll, before the stack sends CREATE_STREAMS.
+        let connecting = self.data_slots > 0 && self.streams_connecting();
         if connecting {
             self.apply_roles(sockets, n);
         }
