@@ -247,10 +247,9 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         // CREATE_STREAMS waits for the data sockets (iperf 2 gives its idle shares of the
         // memory back in its own poll; the last test's stream may still be closing): look
         // again soon.
-        let waiting = (self.data_slots > 0
-            && self.streams_connecting()
-            && !self.listening_for_streams(N))
-        .then_some(self.now + 1_000);
+        let waiting =
+            (self.data_slots > 0 && self.streams_connecting() && !self.listening_for_streams(N))
+                .then_some(self.now + 1_000);
         self.session
             .poll_at()
             .into_iter()
