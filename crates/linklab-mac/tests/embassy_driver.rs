@@ -19,10 +19,18 @@ use linklab_mac::embassy::{
     Admit, AlwaysUp, EmbassyMac, FrameGate, LinkSignal, WakeAt, LINK_POLL_NS,
 };
 use linklab_mac::pause::build_pause;
-use linklab_mac::{Clock, Inline, Mac, MacConfig, RxQueue};
+use linklab_mac::{Clock, Inline, Mac, MacConfig, RxConsumer, RxQueue};
 
 const N: usize = 8192;
 const RATE: u64 = 10_000_000;
+
+/// A MAC on a TAP's frame format over `consumer`, recording what it sends, on `clock`.
+fn tap_mac<C: Clock>(
+    consumer: RxConsumer<'_, Inline<N>>,
+    clock: C,
+) -> Mac<'_, Inline<N>, Recorder, C> {
+    Mac::new(consumer, Recorder::default(), clock, MacConfig::tap(ME))
+}
 
 /// A waker that counts its wake-ups.
 #[derive(Default)]
@@ -78,12 +86,7 @@ fn frame_to_me(tag: u8) -> Vec<u8> {
 fn rx_wakes_on_commit_from_another_thread_and_lends_the_frame_in_place() {
     let q: RxQueue<Inline<N>> = RxQueue::new();
     let (producer, consumer) = q.split();
-    let mac = Mac::new(
-        consumer,
-        Recorder::default(),
-        linklab_mac::NoClock,
-        MacConfig::tap(ME),
-    );
+    let mac = tap_mac(consumer, linklab_mac::NoClock);
     let mut dev = EmbassyMac::new(mac, AlwaysUp);
     let (count, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
@@ -236,12 +239,7 @@ fn link_from_a_signal_wakes_on_change() {
     static LINK: LinkSignal = LinkSignal::new(false);
     let q: RxQueue<Inline<N>> = RxQueue::new();
     let timer = TestTimer::default();
-    let mac = Mac::new(
-        q.consumer(),
-        Recorder::default(),
-        timer.clone(),
-        MacConfig::tap(ME),
-    );
+    let mac = tap_mac(q.consumer(), timer.clone());
     let mut dev = EmbassyMac::new(mac, &LINK);
     let (count, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
@@ -265,12 +263,7 @@ fn link_from_a_signal_wakes_on_change() {
 fn a_polled_link_is_read_every_call_and_timed_every_interval() {
     let q: RxQueue<Inline<N>> = RxQueue::new();
     let timer = TestTimer::default();
-    let mac = Mac::new(
-        q.consumer(),
-        Recorder::default(),
-        timer.clone(),
-        MacConfig::tap(ME),
-    );
+    let mac = tap_mac(q.consumer(), timer.clone());
     // Up from 5 ms to 250 ms: a carrier bit read through a closure.
     let reads = Cell::new(0);
     let link = |now_ns: u64| {
@@ -303,12 +296,7 @@ fn a_polled_link_is_read_every_call_and_timed_every_interval() {
 #[test]
 fn capabilities_and_address() {
     let q: RxQueue<Inline<N>> = RxQueue::new();
-    let mac = Mac::new(
-        q.consumer(),
-        Recorder::default(),
-        linklab_mac::NoClock,
-        MacConfig::tap(ME),
-    );
+    let mac = tap_mac(q.consumer(), linklab_mac::NoClock);
     let burst = mac.max_burst_size();
     let dev = EmbassyMac::new(mac, AlwaysUp);
     let caps = dev.capabilities();
@@ -320,6 +308,7 @@ fn capabilities_and_address() {
 
 /// Holds frames tagged 1 while `open` is false, drops frames tagged 3; records the frames
 /// it saw received and sent; refuses transmit tokens while `hold_tx` is set.
+#[derive(Default)]
 struct TestGate {
     open: Rc<Cell<bool>>,
     seen: Rc<RefCell<Vec<u8>>>,
@@ -350,21 +339,9 @@ impl FrameGate for TestGate {
 fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
     let q: RxQueue<Inline<N>> = RxQueue::new();
     let (producer, consumer) = q.split();
-    let mac = Mac::new(
-        consumer,
-        Recorder::default(),
-        linklab_mac::NoClock,
-        MacConfig::tap(ME),
-    );
-    let open = Rc::new(Cell::new(false));
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let sent = Rc::new(RefCell::new(Vec::new()));
-    let gate = TestGate {
-        open: open.clone(),
-        seen: seen.clone(),
-        sent: sent.clone(),
-        hold_tx: Rc::new(Cell::new(false)),
-    };
+    let mac = tap_mac(consumer, linklab_mac::NoClock);
+    let gate = TestGate::default();
+    let (open, seen, sent) = (gate.open.clone(), gate.seen.clone(), gate.sent.clone());
     let mut dev = EmbassyMac::new(mac, AlwaysUp).with_gate(gate);
     let (_count, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
@@ -401,20 +378,11 @@ fn a_gate_holds_a_frame_at_the_head_until_it_lets_it_go() {
 fn a_gate_holding_transmission_gets_the_stack_no_token_and_receiving_goes_on() {
     let q: RxQueue<Inline<N>> = RxQueue::new();
     let (producer, consumer) = q.split();
-    let mac = Mac::new(
-        consumer,
-        Recorder::default(),
-        linklab_mac::NoClock,
-        MacConfig::tap(ME),
-    );
-    let hold = Rc::new(Cell::new(true));
-    let sent = Rc::new(RefCell::new(Vec::new()));
-    let gate = TestGate {
-        open: Rc::new(Cell::new(true)),
-        seen: Rc::new(RefCell::new(Vec::new())),
-        sent: sent.clone(),
-        hold_tx: hold.clone(),
-    };
+    let mac = tap_mac(consumer, linklab_mac::NoClock);
+    let gate = TestGate::default();
+    gate.open.set(true);
+    gate.hold_tx.set(true);
+    let (hold, sent) = (gate.hold_tx.clone(), gate.sent.clone());
     let mut dev = EmbassyMac::new(mac, AlwaysUp).with_gate(gate);
     let (_count, waker) = counting_waker();
     let mut cx = Context::from_waker(&waker);
