@@ -16,7 +16,7 @@
 //! the window realigns the stream, once per connection (the receive slow mode of the
 //! firmware README). Only where the adapter's sockets allow it (`TcpOps::may_leave_bytes`):
 //! on embassy-net, only with the driver's gate, which wakes the server for the next segment
-//! while it keeps bytes ([`PoolServer::keeps_bytes`]; embassy-net wakes a reader only when its
+//! while a stream receives ([`PoolServer::receives`]; embassy-net wakes a reader only when its
 //! socket is empty).
 //!
 //! Sockets have roles when the adapter says so ([`PoolServer::set_data_memory`]): data
@@ -208,20 +208,12 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         self.session.is_busy() && !self.done
     }
 
-    /// True when a data stream keeps bytes it has counted in its socket, to keep its read
-    /// position on a word ([`TcpOps::may_leave_bytes`]): its adapter must wake the server
-    /// when more arrive, even if its stack wakes a reader only for an empty socket.
-    pub fn keeps_bytes(&self) -> bool {
-        self.slots
-            .iter()
-            .zip(&self.held)
-            .any(|(slot, &held)| matches!(slot, Slot::Data(_)) && held != 0)
-    }
-
-    /// True while a TCP data stream of the test receives: an adapter whose stack wakes it
-    /// late for received bytes may have the driver wake it for each segment instead (the
-    /// embassy adapter's gate: `ServiceGate::hold_tx`), as it must while a stream keeps
-    /// bytes ([`Self::keeps_bytes`]).
+    /// True while a TCP data stream of the test receives: its adapter must wake the server
+    /// when more arrive, even if its stack wakes a reader only for an empty socket (the
+    /// stream may keep up to three counted bytes there to stay on a word,
+    /// [`TcpOps::may_leave_bytes`]), and may have the driver wake it for each segment (the
+    /// embassy adapter's gate, which holds the stack's ACK until the read:
+    /// `ServiceGate::hold_tx`).
     pub fn receives(&self) -> bool {
         let streams = self.session.streams();
         self.slots.iter().any(
