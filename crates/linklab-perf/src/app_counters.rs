@@ -61,7 +61,7 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
 ];
 
 /// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2`).
-#[cfg(feature = "iperf2")]
+#[cfg(feature = "iperf2-tcp")]
 pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) -> [u64; 14] {
     [
         u64::from(c.tests),

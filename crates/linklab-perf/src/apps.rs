@@ -14,30 +14,52 @@ pub mod host;
 mod interface;
 
 use core::ptr::addr_of_mut;
-#[cfg(any(feature = "echo", feature = "http"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "http",
+    all(feature = "iperf2-tcp", not(feature = "iperf2"))
+))]
 use smoltcp::iface::SocketHandle;
 use smoltcp::iface::SocketSet;
-#[cfg(any(feature = "echo", feature = "http"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "http",
+    all(feature = "iperf2-tcp", not(feature = "iperf2"))
+))]
 use smoltcp::socket::tcp;
 #[cfg(feature = "udp")]
 use smoltcp::socket::udp;
 
 use smoltcp::time::{Duration, Instant};
 
-use crate::data_memory::{DataMemory, DataPlan, SmoltcpDataMemory};
+use crate::data_memory::DataPlan;
+#[cfg(any(feature = "iperf3", feature = "iperf2"))]
+use crate::data_memory::{DataMemory, SmoltcpDataMemory};
 #[cfg(feature = "echo")]
 use crate::echo::SmoltcpEchoServer;
 use crate::evict::Choice;
 #[cfg(feature = "http")]
 use crate::http;
 use crate::http::Routes;
-use crate::iperf::device::{IperfBuffers, SmoltcpIperfServer, MAX_TCP_SOCKETS};
-use crate::iperf::wire::{DEFAULT_PORT as IPERF_PORT, MAX_STREAMS};
+#[cfg(feature = "iperf3")]
+use crate::iperf::device::IperfBuffers;
+use crate::iperf::device::{SmoltcpIperfServer, MAX_TCP_SOCKETS};
+#[cfg(feature = "iperf3")]
+use crate::iperf::wire::DEFAULT_PORT as IPERF_PORT;
+use crate::iperf::wire::MAX_STREAMS;
 #[cfg(feature = "iperf2")]
 use crate::iperf2::device::SmoltcpIperf2Server;
+#[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+use crate::iperf2::one_socket::OneSocketServer;
+#[cfg(any(
+    feature = "echo",
+    feature = "http",
+    all(feature = "iperf2-tcp", not(feature = "iperf2"))
+))]
+use crate::lifetime::tcp_socket;
 use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
 #[cfg(any(feature = "echo", feature = "http"))]
-use crate::lifetime::{observe, tcp_socket, IdleWatch};
+use crate::lifetime::{observe, IdleWatch};
 
 pub use crate::socket_buffers::TcpBuffers;
 #[cfg(feature = "udp")]
@@ -65,7 +87,7 @@ pub struct DataBuffers<'a> {
 }
 
 /// Every buffer the apps need: the apps a build has (features `echo`, `http`), the iperf3
-/// server's control sockets ([`IperfBuffers`]) and the iperf servers' data memory
+/// server's control sockets (`iperf::device::IperfBuffers`) and the iperf servers' data memory
 /// ([`DataBuffers`]); `H` HTTP sockets.
 pub struct AppBuffers<'a, const H: usize = HTTP_SOCKETS> {
     /// UDP echo.
@@ -78,8 +100,10 @@ pub struct AppBuffers<'a, const H: usize = HTTP_SOCKETS> {
     #[cfg(feature = "http")]
     pub http: [TcpBuffers<'a>; H],
     /// The iperf3 server's control sockets and JSON.
+    #[cfg(feature = "iperf3")]
     pub iperf: IperfBuffers<'a>,
-    /// The iperf servers' data memory.
+    /// The iperf servers' data memory (with `iperf2-tcp` alone: iperf 2's one socket's
+    /// window and send buffer, `plan.window` and `plan.tx` bytes of it).
     pub data: DataBuffers<'a>,
 }
 
@@ -115,11 +139,19 @@ pub struct DeviceApps<
     http_taken: Taken,
     #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
     idle_timeout: Duration,
+    #[cfg(feature = "iperf3")]
     iperf: SmoltcpIperfServer<'a, N, S>,
     /// The data memory the iperf servers' data sockets are lent.
+    #[cfg(any(feature = "iperf3", feature = "iperf2"))]
     memory: SmoltcpDataMemory<'a>,
     #[cfg(feature = "iperf2")]
     iperf2: SmoltcpIperf2Server<M>,
+    /// iperf 2's TCP server alone (`iperf2-tcp` without `iperf2`) and its one socket.
+    #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+    iperf2: (SocketHandle, OneSocketServer),
+    /// (The iperf3 server's type parameters, in a build without it.)
+    #[cfg(not(feature = "iperf3"))]
+    _iperf: core::marker::PhantomData<SmoltcpIperfServer<'a, N, S>>,
 }
 
 /// How often a service's sockets were taken for new clients, and how often a new client had
@@ -189,7 +221,9 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         buffers: AppBuffers<'a, H>,
     ) -> &'p mut Self {
         let p = place.as_mut_ptr();
-        let plan = buffers.data.plan;
+        let (plan, data_bytes) = (buffers.data.plan, buffers.data.bytes);
+        // (Unused in a build without any of the apps.)
+        let _ = (&plan, &sockets);
         // SAFETY: every field of `*p` is written exactly once below through a raw pointer,
         // without reading any, before the whole is assumed initialised.
         unsafe {
@@ -219,6 +253,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 addr_of_mut!((*p).http_taken).write(Taken::default());
             }
             addr_of_mut!((*p).idle_timeout).write(DEFAULT_IDLE_TIMEOUT);
+            #[cfg(feature = "iperf3")]
             addr_of_mut!((*p).iperf).write(SmoltcpIperfServer::from_buffers(
                 sockets,
                 buffers.iperf,
@@ -235,8 +270,32 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                     udp_tx: plan.tx,
                 },
             ));
+            #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+            let data_bytes = {
+                // Its own window and send buffer: the data memory's last bytes beside
+                // iperf3, all of it alone.
+                let own = plan.window + plan.tx;
+                let keep =
+                    data_bytes.len().saturating_sub(own) * usize::from(cfg!(feature = "iperf3"));
+                let (data_bytes, own) = data_bytes.split_at_mut(keep);
+                let (rx, tx) = own.split_at_mut(plan.window.min(own.len()));
+                let tx_len = plan.tx.min(tx.len());
+                let socket = sockets.add(tcp_socket(TcpBuffers {
+                    rx,
+                    tx: &mut tx[..tx_len],
+                }));
+                addr_of_mut!((*p).iperf2)
+                    .write((socket, OneSocketServer::new(crate::iperf2::DEFAULT_PORT)));
+                data_bytes
+            };
+            #[cfg(not(feature = "iperf3"))]
+            addr_of_mut!((*p)._iperf).write(core::marker::PhantomData);
+            // (No iperf server lent the data memory in this build.)
+            #[cfg(not(any(feature = "iperf3", feature = "iperf2")))]
+            let _ = data_bytes;
+            #[cfg(any(feature = "iperf3", feature = "iperf2"))]
             addr_of_mut!((*p).memory).write(SmoltcpDataMemory {
-                bytes: DataMemory::new(buffers.data.bytes),
+                bytes: DataMemory::new(data_bytes),
                 #[cfg(feature = "udp")]
                 udp_meta: crate::lend::Lender::new(buffers.data.udp_meta),
             });
@@ -268,6 +327,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
     }
 
     /// The iperf3 server (its session and counters).
+    #[cfg(feature = "iperf3")]
     pub fn iperf(&self) -> &SmoltcpIperfServer<'a, N, S> {
         &self.iperf
     }
@@ -278,12 +338,55 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         &self.iperf2
     }
 
+    /// iperf 2's TCP server alone (feature `iperf2-tcp` without `iperf2`).
+    #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+    pub fn iperf2(&self) -> &OneSocketServer {
+        &self.iperf2.1
+    }
+
+    /// Tests the iperf servers of this build ended, done or failed (iperf3's and iperf
+    /// 2's): what an image without `/stats` marks its console's work lines by.
+    pub fn iperf_tests_ended(&self) -> u32 {
+        let ended = 0u32;
+        #[cfg(feature = "iperf3")]
+        let ended = {
+            let c = self.iperf.counters();
+            ended
+                .wrapping_add(c.tests_done)
+                .wrapping_add(c.tests_failed)
+        };
+        #[cfg(feature = "iperf2-tcp")]
+        let ended = {
+            let c = self.iperf2().counters();
+            ended
+                .wrapping_add(c.tests_done)
+                .wrapping_add(c.tests_failed)
+        };
+        ended
+    }
+
     /// Runs every app once over the sockets, answering HTTP paths other than the bench files
     /// from `routes`; call after each [`poll_interface`](Self::poll_interface). Each TCP
     /// connection is looked at before and after its app ran, so its [`IdleWatch`] sees what
     /// the peer did and not what the app did.
+    #[cfg_attr(
+        not(any(
+            feature = "iperf3",
+            feature = "iperf2-tcp",
+            feature = "http",
+            feature = "echo"
+        )),
+        allow(unused_variables)
+    )]
     pub fn poll(&mut self, sockets: &mut SocketSet<'a>, routes: &mut dyn Routes, now: Instant) {
+        #[cfg(feature = "iperf3")]
         self.iperf.poll_lent(sockets, &mut self.memory, now);
+        #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+        {
+            let (handle, server) = &mut self.iperf2;
+            let micros = now.total_micros().max(0) as crate::iperf::stream::Micros;
+            server.serve(sockets.get_mut::<tcp::Socket>(*handle), micros);
+        }
         #[cfg(feature = "iperf2")]
         {
             // iperf3 claimed the memory: iperf 2 gives back its idle shares, and iperf3 lends
@@ -293,9 +396,12 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 .bytes
                 .must_yield(crate::data_memory::Tenant::Iperf2);
             self.iperf2.poll(sockets, &mut self.memory, now);
+            #[cfg(feature = "iperf3")]
             if yields {
                 self.iperf.poll_lent(sockets, &mut self.memory, now);
             }
+            #[cfg(not(feature = "iperf3"))]
+            let _ = yields;
         }
         #[cfg(feature = "echo")]
         {
@@ -369,11 +475,18 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         let echo = None;
         #[cfg(feature = "iperf2")]
         let iperf2 = self.iperf2.poll_at();
-        #[cfg(not(feature = "iperf2"))]
+        #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+        let iperf2 = self
+            .iperf2
+            .1
+            .poll_at()
+            .map(|t| Instant::from_micros(t.min(i64::MAX as u64) as i64));
+        #[cfg(not(feature = "iperf2-tcp"))]
         let iperf2 = None;
-        [self.iperf.poll_at(), iperf2, echo, idle]
-            .into_iter()
-            .flatten()
-            .min()
+        #[cfg(feature = "iperf3")]
+        let iperf = self.iperf.poll_at();
+        #[cfg(not(feature = "iperf3"))]
+        let iperf = None;
+        [iperf, iperf2, echo, idle].into_iter().flatten().min()
     }
 }

@@ -216,7 +216,7 @@ pub mod embassy;
 pub mod evict;
 pub mod http;
 pub mod iperf;
-#[cfg(feature = "iperf2")]
+#[cfg(feature = "iperf2-tcp")]
 pub mod iperf2;
 #[cfg(any(feature = "smoltcp", feature = "embassy-net"))]
 pub mod lend;

@@ -13,7 +13,8 @@
 //! 10 MiB to the device and 10 MiB from it (lwIP's lwiperf speaks iperf 2: `iperf -n 10M`
 //! and the second half of the tradeoff `-n 10M -r`, counted from lwiperf's console report of
 //! the first half's end to the client's exit; linklab's images speak iperf3: `-n 10M` and
-//! `-R`), instructions per payload byte = (instructions − idle rate × seconds) / the bytes
+//! `-R`, but the compact one, which serves iperf 2 alone: `iperf -n 10M` and `-R`),
+//! instructions per payload byte = (instructions − idle rate × seconds) / the bytes
 //! the receiving side counted. Flash and RAM come from every image's ELF by one rule
 //! (flash: allocated sections with contents; RAM: allocated writable sections but a stack
 //! reserve); the stack row is each image's deepest use (linklab's painted peak; lwIP's
@@ -178,6 +179,7 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             speaks: Speaks::Linklab {
                 stats: true,
                 defmt: false,
+                iperf2: false,
             },
             device_count: true,
         });
@@ -194,12 +196,14 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             speaks: Speaks::Linklab {
                 stats: true,
                 defmt: true,
+                iperf2: false,
             },
             // `linklab emu cost` takes an ELF given by path as a main-loop image.
             device_count: false,
         });
     }
-    // The images built with the `minimal` profile: lwIP's feature set, the iperf3 server alone.
+    // The images built with the `minimal` profile: lwIP's feature set (iperf 2 alone), the
+    // iperf3 server alone.
     for (key, label) in [
         ("compact", "linklab compact (lwIP's feature set)"),
         ("minimal", "linklab minimal"),
@@ -218,6 +222,7 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             speaks: Speaks::Linklab {
                 stats: false,
                 defmt: false,
+                iperf2: key == "compact",
             },
             device_count: false,
         });

@@ -9,6 +9,7 @@ use core::sync::atomic::Ordering;
 use linklab_perf::apps::UdpBuffers;
 use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers};
 use linklab_perf::data_memory::DataPlan;
+#[cfg(feature = "iperf3")]
 use linklab_perf::iperf::device::IperfBuffers;
 #[cfg(feature = "blast")]
 use smoltcp::iface::SocketHandle;
@@ -153,7 +154,9 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
     );
     #[cfg(not(feature = "blast"))]
     let blast_parts = ();
+    #[cfg(feature = "iperf3")]
     let [(c0_rx, c0_tx), (c1_rx, c1_tx)] = &mut buf.iperf_control;
+    #[cfg(feature = "iperf3")]
     let iperf = IperfBuffers {
         control: [
             TcpBuffers {
@@ -216,6 +219,7 @@ pub(crate) fn device_apps(t: Taken) -> (&'static mut Apps, BlastParts) {
         echo_tcp,
         #[cfg(feature = "http")]
         http,
+        #[cfg(feature = "iperf3")]
         iperf,
         data,
     };

@@ -96,11 +96,14 @@ pub(crate) struct LoopBytes {
     pub(crate) http_rx: [[u8; HTTP_RX]; HTTP_SOCKETS],
     #[cfg(feature = "http")]
     pub(crate) http_tx: [[u8; HTTP_TX]; HTTP_SOCKETS],
-    /// Per control socket: receive, send.
+    /// Per iperf3 control socket: receive, send.
+    #[cfg(feature = "iperf3")]
     pub(crate) iperf_control: [([u8; IPERF_CONTROL_RX], [u8; IPERF_CONTROL_TX]); 2],
     /// The iperf servers' data memory.
     pub(crate) iperf_data: [u8; IPERF_DATA],
+    #[cfg(feature = "iperf3")]
     pub(crate) json_rx: [u8; IPERF_JSON],
+    #[cfg(feature = "iperf3")]
     pub(crate) json_tx: [u8; IPERF_JSON],
 }
 
@@ -167,9 +170,12 @@ pub(crate) static mut LOOP_BYTES: LoopBytes = LoopBytes {
     http_rx: [[0; HTTP_RX]; HTTP_SOCKETS],
     #[cfg(feature = "http")]
     http_tx: [[0; HTTP_TX]; HTTP_SOCKETS],
+    #[cfg(feature = "iperf3")]
     iperf_control: [([0; IPERF_CONTROL_RX], [0; IPERF_CONTROL_TX]); 2],
     iperf_data: [0; IPERF_DATA],
+    #[cfg(feature = "iperf3")]
     json_rx: [0; IPERF_JSON],
+    #[cfg(feature = "iperf3")]
     json_tx: [0; IPERF_JSON],
 };
 

@@ -72,10 +72,12 @@ compile_error!("linklab-firmware: feature `minimal` is the iperf3 TCP server alo
         feature = "iperf-udp",
         feature = "iperf-parallel",
         feature = "iperf-bidir",
-        feature = "iperf-rate"
+        feature = "iperf-rate",
+        feature = "iperf2",
+        feature = "iperf3"
     )
 ))]
-compile_error!("linklab-firmware: feature `compact` is lwIP's feature set (iperf3 over TCP, HTTP, ICMP); build it with `--no-default-features` (no other app features)");
+compile_error!("linklab-firmware: feature `compact` is lwIP's feature set (iperf 2 over TCP, HTTP, ICMP); build it with `--no-default-features` (no other app features)");
 
 use linklab_mac::{Inline, RxQueue};
 #[cfg(doc)]

@@ -103,8 +103,7 @@ pub(crate) fn serve<B: Board, D: NetDevice>(
         // iperf3 test (what `linklab emu cost` reads from a minimal image).
         #[cfg(not(feature = "stats"))]
         {
-            let c = apps.iperf().counters();
-            let tests = c.tests_done.wrapping_add(c.tests_failed);
+            let tests = apps.iperf_tests_ended();
             if tests != tests_seen {
                 tests_seen = tests;
                 work_line(&mut board, &work, device.counters(), stack.peak(), tests);

@@ -119,22 +119,22 @@ pub const MINIMAL: Sizing = Sizing {
     echo_udp: 0,
 };
 
-/// lwIP's feature set (feature `compact`): the iperf3 TCP server (one stream, `-R`, the
-/// results exchange), the HTTP bench-file server on one socket, ICMP, sized as the lwIP
-/// peer's perf configuration: nine frames and a window of six segments (lwIP's `TCP_WND`,
-/// 8 760 bytes), six segments in flight (`-R`; lwIP sends from eight; the lwip_side_by_side
-/// bench sent at 3.10–3.12 instructions per byte from four, 2.90–3.00 from six), one HTTP
-/// socket sending from three segments.
+/// lwIP's feature set (feature `compact`): iperf 2's TCP server on one socket (one stream,
+/// received or sent back with `-R`: lwiperf's set), the HTTP bench-file server on one
+/// socket, ICMP, sized as the lwIP peer's perf configuration: nine frames and a window of six
+/// segments (lwIP's `TCP_WND`, 8 760 bytes), six segments in flight (`-R`; lwIP sends from
+/// eight; the lwip_side_by_side bench sent at 3.10–3.12 instructions per byte from four,
+/// 2.90–3.00 from six, with iperf3), one HTTP socket sending from three segments. iperf 2's
+/// socket takes its window and send buffer from the data memory (one chunk); no iperf3.
 pub const COMPACT: Sizing = Sizing {
     queue_frames: 9,
     iperf_streams: 1,
-    iperf_data_sockets: 1,
+    iperf_data_sockets: 0,
     iperf_tx_segments: 6,
-    // No UDP test: 512 bytes, as the minimal image's.
-    iperf_control_rx: 512,
-    iperf_control_tx: 512,
-    iperf2_sockets: 0,
-    iperf_json: 1024,
+    iperf_control_rx: 0,
+    iperf_control_tx: 0,
+    iperf2_sockets: 1,
+    iperf_json: 0,
     iperf_udp_packets: [0, 0],
     http_sockets: 1,
     http_rx: 1024,
@@ -171,8 +171,13 @@ pub const TCP_WINDOW: usize = smoltcp_tcp_rx_buffer(QUEUE_BYTES, RxFormat::Tagge
 pub const IPERF_STREAMS: usize = SIZING.iperf_streams;
 /// iperf3's data sockets: the most streams a test may have.
 pub const IPERF_DATA_SOCKETS: usize = SIZING.iperf_data_sockets;
-/// iperf3 TCP sockets: the data sockets, a control one, a spare to deny a second client.
-pub const IPERF_TCP_SOCKETS: usize = IPERF_DATA_SOCKETS + 2;
+/// iperf3 TCP sockets: the data sockets, a control one, a spare to deny a second client
+/// (none in the compact image, which has no iperf3).
+pub const IPERF_TCP_SOCKETS: usize = if cfg!(feature = "iperf3") {
+    IPERF_DATA_SOCKETS + 2
+} else {
+    0
+};
 /// iperf 2's TCP sockets (1 in a build without it: a count its type needs).
 pub const IPERF2_TCP_SOCKETS: usize = if cfg!(feature = "iperf2") {
     SIZING.iperf2_sockets
@@ -226,11 +231,14 @@ pub const BLAST_TX: usize = linklab_perf::blast::MAX_PAYLOAD as usize;
 /// Datagrams of the blaster's send side.
 pub const BLAST_TX_PACKETS: usize = 1;
 /// Sockets in the set: the iperf3 server's TCP sockets (and its UDP socket), iperf 2's TCP
-/// and UDP sockets, echo's two, the HTTP sockets, the packet blaster's.
+/// and UDP sockets (the compact image's one TCP socket), echo's two, the HTTP sockets, the
+/// packet blaster's.
 pub const SOCKETS: usize = IPERF_TCP_SOCKETS
     + cfg!(feature = "iperf-udp") as usize
     + if cfg!(feature = "iperf2") {
         IPERF2_TCP_SOCKETS + 1
+    } else if cfg!(feature = "compact") {
+        1
     } else {
         0
     }

@@ -19,11 +19,16 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             (self.http_responses, self.http_idle_closed, self.http_taken);
         #[cfg(not(feature = "http"))]
         let (http_responses, http_idle_closed, http_taken) = (0, 0, Taken::default());
-        let i = self.iperf.counters();
-        #[cfg(feature = "iperf2")]
-        let i2 =
-            crate::app_counters::iperf2_values(&self.iperf2.counters(), self.iperf2.open_streams());
-        #[cfg(not(feature = "iperf2"))]
+        #[cfg(feature = "iperf3")]
+        let (i, iperf_open) = (self.iperf.counters(), self.iperf.open_streams());
+        #[cfg(not(feature = "iperf3"))]
+        let (i, iperf_open) = (crate::iperf::pool::ServerCounters::default(), 0);
+        #[cfg(feature = "iperf2-tcp")]
+        let i2 = crate::app_counters::iperf2_values(
+            &self.iperf2().counters(),
+            self.iperf2().open_streams(),
+        );
+        #[cfg(not(feature = "iperf2-tcp"))]
         let i2 = [0u64; 14];
         let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_] = i2;
         crate::app_counters::named([
@@ -47,7 +52,7 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             u64::from(i.tests_done),
             u64::from(i.tests_failed),
             u64::from(i.denied),
-            self.iperf.open_streams() as u64,
+            iperf_open as u64,
             u64::from(i.reclaimed),
             u64::from(i.evicted),
             u64::from(i.reclaimed_answered),

@@ -19,7 +19,7 @@ use crate::evict::half_open_to;
 use crate::evict::Choice;
 #[cfg(feature = "http")]
 use crate::http;
-#[cfg(feature = "iperf2")]
+#[cfg(feature = "iperf2-tcp")]
 use crate::iperf2::DEFAULT_PORT as IPERF2_PORT;
 #[cfg(any(feature = "echo", feature = "http"))]
 use crate::lifetime::{evict, refresh, relisten, EVICT_GRACE};
@@ -141,6 +141,16 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
 
     /// Marks the half-open connections whose SYN-ACK left (`sent`, drained) as answered at
     /// `now` (see [`crate::evict::Kind::Answered`]).
+    // (Nothing to note or free in a build without TCP apps.)
+    #[cfg_attr(
+        not(any(
+            feature = "iperf3",
+            feature = "iperf2",
+            feature = "http",
+            feature = "echo"
+        )),
+        allow(unused_variables)
+    )]
     fn note_answered(&mut self, sent: &mut SynAcks, sockets: &SocketSet<'_>, now: Instant) {
         if !cfg!(feature = "evict") {
             return;
@@ -163,7 +173,10 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 }
                 #[cfg(feature = "iperf2")]
                 IPERF2_PORT => self.iperf2.note_answered(port, peer, sockets, now),
+                #[cfg(feature = "iperf3")]
                 _ => self.iperf.note_answered(port, peer, sockets, now),
+                #[cfg(not(feature = "iperf3"))]
+                _ => {}
             }
         }
     }
@@ -171,6 +184,16 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
     /// Frees a socket for a new connection to `port` when none of its sockets listens (see
     /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress. True
     /// when the SYN is to be dropped unanswered ([`Choice::Defer`]).
+    // (Nothing to note or free in a build without TCP apps.)
+    #[cfg_attr(
+        not(any(
+            feature = "iperf3",
+            feature = "iperf2",
+            feature = "http",
+            feature = "echo"
+        )),
+        allow(unused_variables)
+    )]
     fn make_room(
         &mut self,
         port: u16,
@@ -231,9 +254,15 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 let memory = &mut self.memory;
                 self.iperf2.make_room(port, sockets, memory, now, flush)
             }
+            // iperf 2's one socket makes no room: a second client gets the stack's RST.
+            #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+            IPERF2_PORT => false,
+            #[cfg(feature = "iperf3")]
             _ => self
                 .iperf
                 .make_room(port, sockets, Some(&mut self.memory), now, flush),
+            #[cfg(not(feature = "iperf3"))]
+            _ => false,
         }
     }
 }

@@ -1,7 +1,7 @@
-//! iperf 2, sans-IO (feature `iperf2`): the server and client of iperf 2.1.8's wire
-//! contract — the TCP test header (2.1's 60 bytes, 2.0's 24, or none), the version reply,
-//! `-r`/`-d` connect-back, `-R` and `--full-duplex` on the one connection, UDP with its
-//! datagram header, FIN and server report — in `#![no_std]` without `alloc`, every count
+//! iperf 2, sans-IO (feature `iperf2`, or `iperf2-tcp` for its TCP server alone): the
+//! server and client of iperf 2.1.8's wire contract — the TCP test header (2.1's 60 bytes,
+//! 2.0's 24, or none), the version reply, `-r`/`-d` connect-back, `-R` and `--full-duplex`
+//! on the one connection, UDP with its datagram header, FIN and server report — in `#![no_std]` without `alloc`, every count
 //! bounded, nothing panicking on input. Facts from iperf 2.1.8's sources with file and
 //! line: `shared/notes/iperf2.md`.
 //!
@@ -16,9 +16,13 @@
 //! - [`flow`]: what every TCP flow offers its host ([`TcpFlow`]), and a send-only flow
 //!   for connect-backs ([`SendFlow`]);
 //! - [`udp_server`]: the UDP server's flows ([`UdpServerSession`], [`UdpServer`]).
+//! - [`tcp_socket`]: one connection's turn over one TCP socket of any stack;
 //! - [`pool`]: the server of port 5001 over a fixed set of sockets ([`pool::Iperf2Pool`]);
-//!   [`device`] (feature `smoltcp`) runs it over smoltcp sockets lent from the iperf
-//!   servers' data memory.
+//!   [`device`] (features `smoltcp`, `iperf2`) runs it over smoltcp sockets lent from the
+//!   iperf servers' data memory;
+//! - [`one_socket`]: the TCP server on one socket, lwIP's lwiperf's feature set
+//!   ([`one_socket::OneSocketServer`]: what `apps::DeviceApps` runs with `iperf2-tcp`
+//!   alone).
 //!
 //! # Hosting the server from a socket loop (device or host)
 //! Time is [`Micros`] on any monotonic clock. Nothing here opens a socket, allocates or
@@ -70,16 +74,18 @@
 
 pub mod client;
 pub mod detect;
-#[cfg(feature = "smoltcp")]
+#[cfg(all(feature = "smoltcp", feature = "iperf2"))]
 pub mod device;
 pub mod flow;
 #[cfg(feature = "std")]
 pub mod host;
+pub mod one_socket;
 pub mod pattern;
 pub mod pool;
 pub mod request;
 pub mod tcp_sender;
 pub mod tcp_server;
+pub mod tcp_socket;
 pub mod udp_sender;
 pub mod udp_server;
 pub mod udp_stats;

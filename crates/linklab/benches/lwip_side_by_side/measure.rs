@@ -4,7 +4,9 @@
 //! duration) / the bytes the receiving side counted. The lwIP peer speaks iperf 2 (lwiperf):
 //! `iperf -n 10M`, then the tradeoff `iperf -n 10M -r`, whose second half (lwiperf connects
 //! back and sends) is counted from lwiperf's console report of the first half's end to the
-//! client's exit. linklab's images speak iperf3: `iperf3 -n 10M` and `-R`.
+//! client's exit. linklab's images speak iperf3: `iperf3 -n 10M` and `-R`; the compact one
+//! serves iperf 2 alone: `iperf -n 10M` and `-R` (on the client's connection: it has no
+//! connect-back).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -22,10 +24,15 @@ use super::emulator::{Clock, Emulator, DEVICE};
 pub enum Speaks {
     /// lwIP's peer image: lwiperf (iperf 2, port 5001), its console reports each test.
     Lwip,
-    /// A linklab image: iperf3 (5201); `stats` if it serves `/stats` (else its console
-    /// prints work lines with the stack's peak); `defmt` if its console is defmt frames
-    /// (the embassy image: no text line to wait for, the bench waits for its ping).
-    Linklab { stats: bool, defmt: bool },
+    /// A linklab image: iperf3 (5201), or `iperf2` alone (5001: the compact image); `stats`
+    /// if it serves `/stats` (else its console prints work lines with the stack's peak);
+    /// `defmt` if its console is defmt frames (the embassy image: no text line to wait for,
+    /// the bench waits for its ping).
+    Linklab {
+        stats: bool,
+        defmt: bool,
+        iperf2: bool,
+    },
 }
 
 impl Speaks {
@@ -125,6 +132,29 @@ pub fn count(
             let csv = String::from_utf8_lossy(&out.stdout).into_owned();
             let send = counted(
                 "second half of iperf -c DEVICE -n 10M -r".into(),
+                m0,
+                m1,
+                iperf2_bytes(&csv, 1)?,
+            );
+            (receive, send)
+        }
+        Speaks::Linklab { iperf2: true, .. } => {
+            let m0 = emu.mark()?;
+            let csv = run_csv(&emu, &["iperf", "-c", DEVICE, "-n", "10M", "-y", "C"], 60)?;
+            let m1 = emu.mark()?;
+            let receive = counted(
+                "iperf -c DEVICE -n 10M".into(),
+                m0,
+                m1,
+                iperf2_bytes(&csv, 3)?,
+            );
+            std::thread::sleep(Duration::from_secs(3));
+            let m0 = emu.mark()?;
+            let argv = ["iperf", "-c", DEVICE, "-n", "10M", "-R", "-y", "C"];
+            let csv = run_csv(&emu, &argv, 60)?;
+            let m1 = emu.mark()?;
+            let send = counted(
+                "iperf -c DEVICE -n 10M -R".into(),
                 m0,
                 m1,
                 iperf2_bytes(&csv, 1)?,

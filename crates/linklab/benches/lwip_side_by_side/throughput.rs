@@ -2,7 +2,9 @@
 //! figure (its clock, its byte count): lwiperf's console report for lwIP (`iperf -t 10`, and
 //! the tradeoff `-n 60M -r` for sending, as the peer measured it), iperf3's report from the
 //! device's end for linklab (`-t 10`, `-t 10 -R`). Host-side figures fall behind when QEMU
-//! cannot keep up with real time on a busy machine; the device's do not.
+//! cannot keep up with real time on a busy machine; the device's do not. The compact image
+//! serves iperf 2 alone and reports nothing: its figure is the client's (`iperf -t 10`, `-t
+//! 10 -R`), on the host's clock.
 
 use std::path::Path;
 use std::time::Duration;
@@ -53,6 +55,25 @@ pub fn measure(
             let seen = emu.lines("iperf-done: type=1").len();
             emu.run(&["timeout", "180", "iperf", "-c", DEVICE, "-n", "60M", "-r"])?;
             let tx = kbps(&emu, "iperf-done: type=1", seen)?;
+            Ok((rx, tx))
+        }
+        Speaks::Linklab { iperf2: true, .. } => {
+            let mbps = |extra: &[&str]| -> anyhow::Result<f64> {
+                let mut argv = vec![
+                    "timeout", "120", "iperf", "-c", DEVICE, "-y", "C", "-t", "10",
+                ];
+                argv.extend_from_slice(extra);
+                let out = emu.run(&argv)?;
+                let csv = String::from_utf8_lossy(&out.stdout);
+                csv.lines()
+                    .filter_map(|l| l.split(',').nth(8)?.trim().parse::<f64>().ok())
+                    .next()
+                    .map(|bps| bps / 1e6)
+                    .with_context(|| format!("iperf {}: no report: {csv}", extra.join(" ")))
+            };
+            let rx = mbps(&[])?;
+            std::thread::sleep(Duration::from_secs(2));
+            let tx = mbps(&["-R"])?;
             Ok((rx, tx))
         }
         Speaks::Linklab { .. } => {

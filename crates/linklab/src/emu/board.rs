@@ -102,6 +102,8 @@ pub struct ImageSpec {
     pub work: Work,
     /// How its apps run: the main loop or embassy's executor.
     pub runtime: Runtime,
+    /// The iperf it serves.
+    pub iperf: Iperf,
     /// It carries the packet blaster (`linklab emu blast`).
     pub blaster: bool,
     /// The simulator profile counted from it (`linklab emu parts`), if any.
@@ -145,13 +147,23 @@ pub enum Attach {
     None,
 }
 
+/// The iperf an image serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Iperf {
+    /// iperf3 (5201), and iperf 2 (5001) in the images with every app.
+    Iperf3,
+    /// iperf 2's TCP server alone (5001; one stream, `-R`), as lwIP's images: the compact
+    /// image.
+    Iperf2Tcp,
+}
+
 /// Where an image's work counters are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Work {
     /// `GET /stats` (`cpu.work`, the MAC's counters, uptime).
     Stats,
-    /// Its console's `linklab work: ...` line, at boot and after each iperf3 test (an image
-    /// without the HTTP server).
+    /// Its console's `linklab work: ...` line, at boot and after each iperf test (an image
+    /// without `/stats`).
     Console,
     /// Nowhere.
     None,
@@ -180,6 +192,7 @@ impl ImageSpec {
             attach: Attach::Nic,
             work: Work::Stats,
             runtime: Runtime::MainLoop,
+            iperf: Iperf::Iperf3,
             blaster: true,
             sim_profile: None,
             extra_sources: &[],
@@ -219,13 +232,13 @@ impl ImageSpec {
         }
     }
 
-    /// The compact image: lwIP's feature set (the iperf3 TCP server both ways, the HTTP
+    /// The compact image: lwIP's feature set (iperf 2's TCP server both ways, the HTTP
     /// bench-file server, ICMP), built for size like the minimal image, its work on the
     /// console.
     const fn compact(bin: &'static str) -> ImageSpec {
         ImageSpec {
-            about:
-                "lwIP's feature set: iperf3 TCP both ways, HTTP bench files, ICMP; built for size",
+            about: "lwIP's feature set: iperf 2 TCP both ways (no iperf3), HTTP bench files, ICMP; built for size",
+            iperf: Iperf::Iperf2Tcp,
             ..ImageSpec::minimal(bin)
         }
         .named("compact", "compact")

@@ -8,14 +8,16 @@
 //! `/stats` before and after a stock iperf3 transfer, less the cost of one `/stats` fetch,
 //! divided by the payload bytes the device's iperf3 server counted (received, or sent).
 //! With `--iperf2` the transfers are stock iperf 2's (`iperf -c -n 4M`, and `-R`), divided by
-//! the bytes the device's iperf 2 server counted.
+//! the bytes the device's iperf 2 server counted. The compact image serves iperf 2 alone and
+//! has no `/stats`: its figures come from its console's work lines around the same two iperf
+//! 2 transfers, divided by the bytes the client's reports count.
 
 use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::board::{Board, ImageSpec, Work as WorkSource};
+use super::board::{Board, ImageSpec, Iperf, Work as WorkSource};
 use super::image::{carries_traffic, image_size, Chosen, Measure};
 use super::lab::{Lab, DEVICE_IP};
 use super::line::LineArgs;
@@ -36,7 +38,11 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let result = if args.iperf2 {
         let p = args.measure.prepare("cost --iperf2", serves_iperf2)?;
-        cost_iperf2(&p.board, &p.image, p.line.as_ref())?
+        if p.chosen.spec.iperf == Iperf::Iperf2Tcp {
+            cost_console_iperf2(&p.board, &p.image, p.line.as_ref())?
+        } else {
+            cost_iperf2(&p.board, &p.image, p.line.as_ref())?
+        }
     } else {
         let p = args.measure.prepare("cost", carries_traffic)?;
         cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?
@@ -44,12 +50,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     args.measure.report(&result)
 }
 
-/// Accepts an image that serves iperf 2 and has `/stats` (its iperf 2 counters): one built
-/// with every app (linklab-firmware's feature `iperf2` among them).
+/// Accepts an image that serves iperf 2: one built with every app and `/stats` (its iperf 2
+/// counters; linklab-firmware's feature `iperf2` among them), or the compact image.
 fn serves_iperf2(spec: &ImageSpec) -> Result<(), String> {
     carries_traffic(spec)?;
-    if !spec.default_features || spec.work != WorkSource::Stats {
-        return Err("does not serve iperf 2 (only the images with every app and /stats do)".into());
+    let full = spec.default_features && spec.work == WorkSource::Stats;
+    if !full && spec.iperf != Iperf::Iperf2Tcp {
+        return Err(
+            "does not serve iperf 2 (the images with every app and /stats do, and the compact one)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -234,6 +244,9 @@ pub fn cost(
     image: &Path,
     line: Option<&LineArgs>,
 ) -> anyhow::Result<Value> {
+    if chosen.spec.iperf == Iperf::Iperf2Tcp {
+        return cost_console_iperf2(board, image, line);
+    }
     let console_work = chosen.spec.work == WorkSource::Console;
     let size = image_size(image)?;
     let mut lab = match line {
@@ -357,6 +370,40 @@ pub fn cost_iperf2(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyh
         tool: "iperf2",
     };
     cost_json(board, &size, &fetch, [&s1, &s2, &s3], moved, "/stats")
+}
+
+/// [`cost`] of an image that serves iperf 2 alone and prints its work on the console (the
+/// compact image): the work lines after each test around `iperf -c -n 4M` and `-R`, the
+/// bytes as the client's reports count them (iperf 2's server reads until the client's FIN,
+/// so what the client wrote arrived; with `-R` the client counts what it received).
+fn cost_console_iperf2(
+    board: &Board,
+    image: &Path,
+    line: Option<&LineArgs>,
+) -> anyhow::Result<Value> {
+    let size = image_size(image)?;
+    let mut lab = match line {
+        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
+        None => Lab::boot(board, image, Some("shift=0".into()))?,
+    };
+    let s1 = console_stats_after(&mut lab, 0)?;
+    let received = iperf2_bytes(&lab, &["-n", COST_BYTES])?;
+    let s2 = console_stats_after(&mut lab, 1)?;
+    let sent = iperf2_bytes(&lab, &["-n", COST_BYTES, "-R"])?;
+    let s3 = console_stats_after(&mut lab, 2)?;
+    let none = Work {
+        isr: 0,
+        stack: 0,
+        apps: 0,
+        main: 0,
+    };
+    let moved = Moved {
+        received,
+        client_wrote: received,
+        sent,
+        tool: "iperf2",
+    };
+    cost_json(board, &size, &none, [&s1, &s2, &s3], moved, "console")
 }
 
 /// [`COST_BYTES`] one way (the device's counters are read around it by the caller): the

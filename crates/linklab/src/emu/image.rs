@@ -6,7 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use super::board::{Attach, Board, ImageSpec, Work};
+use super::board::{Attach, Board, ImageSpec, Iperf, Work};
 use super::line::{LineArgs, LineOptions};
 use crate::values::bail_usage;
 
@@ -126,6 +126,18 @@ pub fn carries_traffic(spec: &ImageSpec) -> Result<(), String> {
         }
         _ => Err(format!("has no network ({})", spec.about)),
     }
+}
+
+/// [`carries_traffic`], and serves iperf3 (which the measuring verbs move their bytes
+/// with).
+pub fn serves_iperf3(spec: &ImageSpec) -> Result<(), String> {
+    carries_traffic(spec)?;
+    if spec.iperf != Iperf::Iperf3 {
+        return Err(
+            "serves iperf 2 alone, no iperf3 (`linklab emu cost` counts it with iperf 2)".into(),
+        );
+    }
+    Ok(())
 }
 
 /// A board's image as chosen on the command line: its entry in the table and, if given, its

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::board::{Board, Work};
-use super::image::{carries_traffic, Chosen, FixedRate, Measure};
+use super::image::{serves_iperf3, Chosen, FixedRate, Measure};
 use super::lab::Lab;
 use super::line::LineArgs;
 use super::transfer::{Transfer, Unit, Watch};
@@ -29,7 +29,7 @@ pub struct Args {
 
 /// Runs `linklab emu throughput`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let p = args.measure.prepare("throughput", carries_traffic)?;
+    let p = args.measure.prepare("throughput", serves_iperf3)?;
     let result = throughput(
         &p.board,
         &p.chosen,

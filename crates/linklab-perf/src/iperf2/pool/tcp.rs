@@ -8,6 +8,7 @@ use super::{
 use crate::data_memory::{Share, MIN_RX};
 use crate::iperf::stream::Micros;
 use crate::iperf2::request::Protocol;
+use crate::iperf2::tcp_socket::serve_conn;
 use crate::iperf2::{TcpEnd, TcpSender, TcpServerConn};
 use crate::rules::{Peer, RST_GRACE_MS};
 use crate::socket::{TcpOps, TcpState};
@@ -102,69 +103,18 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         let Role::Stream(mut conn) = self.roles[i] else {
             return;
         };
-        let (mut got, mut sent) = (0usize, 0usize);
         let mut sock = s.tcp(i);
-        loop {
-            let n = sock.recv(|buf| {
-                conn.on_received(buf, now);
-                buf.len()
-            });
-            if n == 0 {
-                break;
-            }
-            got += n;
-        }
-        if !conn.is_finished() {
-            match sock.state() {
-                TcpState::CloseWait
-                | TcpState::LastAck
-                | TcpState::Closing
-                | TcpState::TimeWait => conn.on_peer_closed(now),
-                TcpState::Closed | TcpState::Listen | TcpState::SynSent => conn.on_reset(now),
-                _ => {}
-            }
-        }
-        while !conn.control_output().is_empty() && sock.can_send() {
-            match sock.send_slice(conn.control_output()) {
-                0 => break,
-                n => conn.control_sent(n, now),
-            }
-        }
-        while sock.can_send() {
-            let allowed = conn.send_allowance(now);
-            if allowed == 0 {
-                break;
-            }
-            // Claimed in place, not written: iperf 2 never checks the payload.
-            match sock.send(|buf| buf.len().min(allowed)) {
-                0 => break,
-                n => {
-                    conn.on_sent(n, now);
-                    sent += n;
-                }
-            }
-        }
-        if conn.wants_close_write() {
-            sock.close();
-            conn.write_closed();
-        }
-        let back = conn.take_connect_back();
+        // Before the turn, which may close the socket (and forget the peer).
         let peer = sock.peer();
-        conn.poll(now);
+        let turn = serve_conn(&mut conn, &mut sock, now);
         let outcome = conn.outcome();
-        if conn.is_finished() {
-            match outcome.end {
-                Some(TcpEnd::Completed) => sock.close(),
-                _ => sock.abort(),
-            }
-        }
         drop(sock);
-        self.count_bytes(got, sent, now);
+        self.count_bytes(turn.received, turn.sent, now);
         if let (Some(r), Some(t)) = (conn.request(), self.test.as_mut()) {
             let announced = usize::try_from(r.threads).unwrap_or(M).clamp(1, M);
             t.threads = Some(t.threads.unwrap_or(0).max(announced));
         }
-        if let Some(cb) = back {
+        if let Some(cb) = turn.connect_back {
             // To the address this connection came from, at the port its header named.
             let queued = match (cb.protocol, peer) {
                 (Protocol::Tcp, Some(p)) => self
