@@ -58,45 +58,52 @@ impl OneSocketServer {
     /// Call whenever the socket may have changed, and at [`poll_at`](Self::poll_at).
     pub fn serve(&mut self, sock: &mut impl TcpOps, now: Micros) {
         self.now = now;
+        // The stream's turn first, whatever the socket's state: a stream whose socket went
+        // from FIN-WAIT-1 to TIME-WAIT between two calls (both FINs crossed) ends completed,
+        // one whose socket was reset ends failed.
+        if self.conn.is_some_and(|c| !c.is_finished()) {
+            self.turn(sock, now);
+        }
         if !sock.is_open() {
-            // The last stream's socket closed (or was reset before it ended).
-            if let Some(mut conn) = self.conn.take().filter(|c| !c.is_finished()) {
-                conn.on_reset(now);
-                self.ended(&conn);
-            }
+            // The last stream's socket closed (or was reset): listen for the next.
+            self.conn = None;
             if !sock.rst_pending() {
                 let _ = sock.listen(self.port);
             }
             return;
         }
-        if matches!(sock.state(), TcpState::Listen | TcpState::SynReceived) {
-            return;
-        }
-        let conn = self.conn.get_or_insert_with(|| {
+        if self.conn.is_none() && !matches!(sock.state(), TcpState::Listen | TcpState::SynReceived)
+        {
+            // A connection arrived: a test's stream.
             self.counters.tests += 1;
             self.counters.streams += 1;
-            TcpServerConn::new(self.cfg, now)
-        });
-        if conn.is_finished() {
-            // Counted; the socket is closing.
-            return;
+            self.conn = Some(TcpServerConn::new(self.cfg, now));
+            self.turn(sock, now);
         }
+    }
+
+    /// The stream's turn over the socket; counts its bytes, and its end once.
+    fn turn(&mut self, sock: &mut impl TcpOps, now: Micros) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
         let turn = serve_conn(conn, sock, now);
         let c = &mut self.counters;
         c.bytes_received = c.bytes_received.saturating_add(turn.received as u64);
         c.bytes_sent = c.bytes_sent.saturating_add(turn.sent as u64);
         if conn.is_finished() {
-            let conn = *conn;
-            self.ended(&conn);
+            let end = conn.outcome().end;
+            self.ended(end);
         }
     }
 
-    /// Counts a stream that ended, once.
-    fn ended(&mut self, conn: &TcpServerConn) {
-        if conn.outcome().end == Some(TcpEnd::Completed) {
+    /// Counts a stream that ended (called once per stream: at its end, a stream gets no
+    /// more turns).
+    fn ended(&mut self, end: Option<TcpEnd>) {
+        if end == Some(TcpEnd::Completed) {
             self.counters.tests_done += 1;
         } else {
-            linklab_fmt::debug!("iperf2: stream ended {:?}", conn.outcome().end);
+            linklab_fmt::debug!("iperf2: stream ended {:?}", end);
             self.counters.tests_failed += 1;
         }
     }
