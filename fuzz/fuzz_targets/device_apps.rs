@@ -1,5 +1,6 @@
 //! Fuzzes linklab-perf's smoltcp adapters as a device runs them: the iperf3 server, HTTP and
-//! echo (`DeviceApps`, with its socket lifetime rules, SYN reclaiming and eviction) behind a
+//! echo (`DeviceApps`, with its socket lifetime rules, SYN reclaiming and eviction) and, on
+//! port 5002, iperf 2's one-socket server (`iperf2::one_socket`, the compact image's) behind a
 //! smoltcp interface, fed fuzzer-built frames; and the frame looks the embassy gate takes
 //! (`rules::syn_port`, `rules::udp_port`, `rules::tcp_port`). The harness builds valid Ethernet/IPv4 headers and
 //! checksums around fuzzer-chosen TCP flags, sequence numbers, ports and payloads (so the
@@ -13,6 +14,7 @@ use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers, UdpBuf
 use linklab_perf::data_memory::DataPlan;
 use linklab_perf::http::NoRoutes;
 use linklab_perf::iperf::device::IperfBuffers;
+use linklab_perf::iperf2::one_socket::OneSocketServer;
 use linklab_perf::lifetime::syn_port;
 use linklab_perf::rules::{tcp_port, udp_port};
 use smoltcp::iface::{Config, Interface, SocketSet};
@@ -115,7 +117,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = a.push(IpCidr::new(IpAddress::v4(198, 18, 0, 2), 24));
     });
     // Small buffers owned by this run (a leak check runs after each input).
-    let mut bytes = vec![0u8; 16 * 4096 + 2 * 8192];
+    let mut bytes = vec![0u8; 18 * 4096 + 2 * 8192];
     let mut meta = vec![PacketMetadata::EMPTY; 16];
     let (meta_a, meta_b) = meta.split_at_mut(8);
     let (m0, m1) = meta_a.split_at_mut(4);
@@ -177,9 +179,15 @@ fuzz_target!(|data: &[u8]| {
             udp_meta: [m2, m3],
         },
     };
+    let one_socket = smoltcp::socket::tcp::Socket::new(
+        smoltcp::socket::tcp::SocketBuffer::new(next()),
+        smoltcp::socket::tcp::SocketBuffer::new(next()),
+    );
     let mut sockets = SocketSet::new(vec![]);
     let mut apps: DeviceApps<'_> = DeviceApps::new(&mut sockets, buffers);
-    let ports = [80u16, 7, 5201];
+    let one_handle = sockets.add(one_socket);
+    let mut one = OneSocketServer::new(5002);
+    let ports = [80u16, 7, 5201, 5002];
 
     let mut rest = data;
     let mut steps = 0;
@@ -193,7 +201,7 @@ fuzz_target!(|data: &[u8]| {
             0 => {
                 let mut tcp = vec![0u8; 20];
                 tcp[0..2].copy_from_slice(&(40000 + u16::from(h[2] % 4)).to_be_bytes());
-                tcp[2..4].copy_from_slice(&ports[usize::from(h[3]) % 3].to_be_bytes());
+                tcp[2..4].copy_from_slice(&ports[usize::from(h[3]) % 4].to_be_bytes());
                 tcp[4..8].copy_from_slice(&h[4..8]);
                 tcp[8..12].copy_from_slice(&h[8..12]);
                 tcp[12] = 5 << 4;
@@ -222,6 +230,9 @@ fuzz_target!(|data: &[u8]| {
             syn_port(front)
         });
         apps.poll(&mut sockets, &mut NoRoutes, now);
+        let micros = now.total_micros() as u64;
+        one.serve(sockets.get_mut::<smoltcp::socket::tcp::Socket>(one_handle), micros);
+        let _ = one.poll_at();
         let _ = apps.poll_at();
         let _ = apps.counters();
     }
