@@ -221,7 +221,25 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         buffers: AppBuffers<'a, H>,
     ) -> &'p mut Self {
         let p = place.as_mut_ptr();
-        let (plan, data_bytes) = (buffers.data.plan, buffers.data.bytes);
+        #[cfg_attr(
+            not(all(feature = "iperf3", feature = "iperf2-tcp", not(feature = "iperf2"))),
+            allow(unused_mut)
+        )]
+        let (mut plan, data_bytes) = (buffers.data.plan, buffers.data.bytes);
+        // iperf 2's one socket (`iperf2-tcp` without `iperf2`) keeps a window and a send
+        // buffer of the data memory for itself: its last bytes beside iperf3 (whose plan
+        // loses them), all of them alone.
+        #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+        let (data_bytes, iperf2_own) = {
+            let own = (plan.window + plan.tx).min(data_bytes.len());
+            let keep = if cfg!(feature = "iperf3") {
+                plan.bytes = plan.bytes.saturating_sub(own);
+                data_bytes.len() - own
+            } else {
+                0
+            };
+            data_bytes.split_at_mut(keep)
+        };
         // (Unused in a build without any of the apps.)
         let _ = (&plan, &sockets);
         // SAFETY: every field of `*p` is written exactly once below through a raw pointer,
@@ -271,13 +289,8 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 },
             ));
             #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
-            let data_bytes = {
-                // Its own window and send buffer: the data memory's last bytes beside
-                // iperf3, all of it alone.
-                let own = plan.window + plan.tx;
-                let keep =
-                    data_bytes.len().saturating_sub(own) * usize::from(cfg!(feature = "iperf3"));
-                let (data_bytes, own) = data_bytes.split_at_mut(keep);
+            {
+                let own = iperf2_own;
                 let (rx, tx) = own.split_at_mut(plan.window.min(own.len()));
                 let tx_len = plan.tx.min(tx.len());
                 let socket = sockets.add(tcp_socket(TcpBuffers {
@@ -286,8 +299,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                 }));
                 addr_of_mut!((*p).iperf2)
                     .write((socket, OneSocketServer::new(crate::iperf2::DEFAULT_PORT)));
-                data_bytes
-            };
+            }
             #[cfg(not(feature = "iperf3"))]
             addr_of_mut!((*p)._iperf).write(core::marker::PhantomData);
             // (No iperf server lent the data memory in this build.)
@@ -344,23 +356,25 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         &self.iperf2.1
     }
 
-    /// Tests the iperf servers of this build ended, done or failed (iperf3's and iperf
-    /// 2's): what an image without `/stats` marks its console's work lines by.
-    pub fn iperf_tests_ended(&self) -> u32 {
-        let ended = 0u32;
+    /// Tests the iperf servers of this build ended (iperf3's and iperf 2's): (done,
+    /// failed). An image without `/stats` marks its console's work lines by their sum.
+    pub fn iperf_tests_ended(&self) -> (u32, u32) {
+        let ended = (0u32, 0u32);
         #[cfg(feature = "iperf3")]
         let ended = {
             let c = self.iperf.counters();
-            ended
-                .wrapping_add(c.tests_done)
-                .wrapping_add(c.tests_failed)
+            (
+                ended.0.wrapping_add(c.tests_done),
+                ended.1.wrapping_add(c.tests_failed),
+            )
         };
         #[cfg(feature = "iperf2-tcp")]
         let ended = {
             let c = self.iperf2().counters();
-            ended
-                .wrapping_add(c.tests_done)
-                .wrapping_add(c.tests_failed)
+            (
+                ended.0.wrapping_add(c.tests_done),
+                ended.1.wrapping_add(c.tests_failed),
+            )
         };
         ended
     }

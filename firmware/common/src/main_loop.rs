@@ -100,13 +100,21 @@ pub(crate) fn serve<B: Board, D: NetDevice>(
         work.main = work.main.wrapping_add(awake.net(&mut board));
         work.loops = work.loops.wrapping_add(1);
         // Without /stats, the work so far goes to the console at boot and after each
-        // iperf3 test (what `linklab emu cost` reads from a minimal image).
+        // iperf test (what `linklab emu cost` reads from the minimal and compact images).
         #[cfg(not(feature = "stats"))]
         {
-            let tests = apps.iperf_tests_ended();
+            let (done, failed) = apps.iperf_tests_ended();
+            let tests = done.wrapping_add(failed);
             if tests != tests_seen {
                 tests_seen = tests;
-                work_line(&mut board, &work, device.counters(), stack.peak(), tests);
+                work_line(
+                    &mut board,
+                    &work,
+                    device.counters(),
+                    stack.peak(),
+                    tests,
+                    failed,
+                );
             }
         }
         #[cfg(feature = "blast")]
@@ -128,8 +136,8 @@ pub(crate) fn serve<B: Board, D: NetDevice>(
 
 /// The console line of an image without `/stats` (`linklab emu`'s `emu cost` reads it): the
 /// work per layer since boot (as `/stats` `cpu.work`, the interrupt's at 32 bits), the
-/// frames, the stack's peak and the iperf3 tests finished. Written after the work it
-/// reports was counted; writing it is counted in the next line's.
+/// frames, the stack's peak and the iperf tests ended (`tests`), of them `failed`. Written
+/// after the work it reports was counted; writing it is counted in the next line's.
 #[cfg(not(feature = "stats"))]
 fn work_line<B: Board>(
     board: &mut B,
@@ -137,6 +145,7 @@ fn work_line<B: Board>(
     mac: linklab_mac::Counters,
     stack_peak: usize,
     tests: u32,
+    failed: u32,
 ) {
     let mut line = ConsoleLine::new();
     line.text("linklab work: isr=")
@@ -159,6 +168,8 @@ fn work_line<B: Board>(
         .num(stack_peak as u64)
         .text(" tests=")
         .num(tests.into())
+        .text(" failed=")
+        .num(failed.into())
         .text(" unit=")
         .text(if board.instructions().is_some() {
             "instructions"

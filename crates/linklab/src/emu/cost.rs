@@ -177,7 +177,7 @@ fn report_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
 
 /// What an image without `/stats` (the minimal one) prints on its console after the work
 /// it counts: `linklab work: isr=.. stack=.. apps=.. main=.. loops=.. rx_packets=..
-/// tx_packets=.. rx_missed=.. stack_peak=.. tests=.. unit=..` (firmware/common's
+/// tx_packets=.. rx_missed=.. stack_peak=.. tests=.. failed=.. unit=..` (firmware/common's
 /// `work_line`), as the `/stats` document's members the figures below read.
 fn console_stats(line: &str) -> anyhow::Result<Value> {
     let body = line
