@@ -78,6 +78,15 @@ struct Work {
 }
 
 impl Work {
+    /// No work (what reading an image's console work lines costs the figures: nothing to
+    /// take off).
+    const NONE: Work = Work {
+        isr: 0,
+        stack: 0,
+        apps: 0,
+        main: 0,
+    };
+
     fn of(stats: &Value) -> anyhow::Result<Work> {
         let w = &stats["cpu"]["work"];
         let get = |k: &str| {
@@ -234,6 +243,15 @@ fn console_stats_after(lab: &mut Lab, tests: u64) -> anyhow::Result<Value> {
     }
 }
 
+/// Boots `image` with QEMU counting one instruction per nanosecond (`-icount shift=0`), over
+/// the emulated line `line` when given.
+fn boot_counting(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Lab> {
+    Ok(match line {
+        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
+        None => Lab::boot(board, image, Some("shift=0".into()))?,
+    })
+}
+
 /// Instructions per payload byte both ways, flash, RAM and stack. With an image without
 /// `/stats` (its work on the console) the work counters come from the console's work lines,
 /// printed at boot and after each test (there is no fetch to take off; writing a line is
@@ -249,26 +267,17 @@ pub fn cost(
     }
     let console_work = chosen.spec.work == WorkSource::Console;
     let size = image_size(image)?;
-    let mut lab = match line {
-        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
-        None => Lab::boot(board, image, Some("shift=0".into()))?,
-    };
+    let mut lab = boot_counting(board, image, line)?;
     if console_work {
         let s1 = console_stats_after(&mut lab, 0)?;
         let rx_report = moved(&lab, false)?;
         let s2 = console_stats_after(&mut lab, 1)?;
         let tx_report = moved(&lab, true)?;
         let s3 = console_stats_after(&mut lab, 2)?;
-        let none = Work {
-            isr: 0,
-            stack: 0,
-            apps: 0,
-            main: 0,
-        };
         return cost_json(
             board,
             &size,
-            &none,
+            &Work::NONE,
             [&s1, &s2, &s3],
             iperf3_bytes(&rx_report, &tx_report)?,
             "console",
@@ -352,10 +361,7 @@ fn iperf2_counter(stats: &Value, name: &str) -> anyhow::Result<u64> {
 /// device's iperf 2 server counted.
 pub fn cost_iperf2(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Value> {
     let size = image_size(image)?;
-    let lab = match line {
-        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
-        None => Lab::boot(board, image, Some("shift=0".into()))?,
-    };
+    let lab = boot_counting(board, image, line)?;
     let s0 = lab.stats()?;
     let s1 = lab.stats()?;
     let fetch = Work::of(&s0)?.until(&Work::of(&s1)?);
@@ -382,28 +388,19 @@ fn cost_console_iperf2(
     line: Option<&LineArgs>,
 ) -> anyhow::Result<Value> {
     let size = image_size(image)?;
-    let mut lab = match line {
-        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
-        None => Lab::boot(board, image, Some("shift=0".into()))?,
-    };
+    let mut lab = boot_counting(board, image, line)?;
     let s1 = console_stats_after(&mut lab, 0)?;
     let received = iperf2_bytes(&lab, &["-n", COST_BYTES])?;
     let s2 = console_stats_after(&mut lab, 1)?;
     let sent = iperf2_bytes(&lab, &["-n", COST_BYTES, "-R"])?;
     let s3 = console_stats_after(&mut lab, 2)?;
-    let none = Work {
-        isr: 0,
-        stack: 0,
-        apps: 0,
-        main: 0,
-    };
     let moved = Moved {
         received,
         client_wrote: received,
         sent,
         tool: "iperf2",
     };
-    cost_json(board, &size, &none, [&s1, &s2, &s3], moved, "console")
+    cost_json(board, &size, &Work::NONE, [&s1, &s2, &s3], moved, "console")
 }
 
 /// [`COST_BYTES`] one way (the device's counters are read around it by the caller): the
