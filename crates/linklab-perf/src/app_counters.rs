@@ -60,7 +60,7 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("iperf2", "listen_drops"),
 ];
 
-/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2`).
+/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2-tcp`).
 #[cfg(feature = "iperf2-tcp")]
 pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) -> [u64; 14] {
     [

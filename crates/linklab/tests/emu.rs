@@ -420,7 +420,9 @@ fn minimal_end_to_end(board: &str) {
 /// received and sent back (`-R`), each stream's bytes in iperf's own report, back to back
 /// (the one socket listens again at once); a second stream (`-P 2`) finds nothing listening
 /// and is refused while the first is carried whole; iperf3's port is closed (no iperf3 in
-/// this image); the console's boot and work lines (a test counted per iperf 2 test);
+/// this image), and an iperf3 client on iperf 2's port is reset while the next iperf 2
+/// client right after it is served; the console's boot and work lines (each test counted,
+/// the iperf3 client's as failed);
 /// SIGINT and the TAP is gone.
 #[test]
 fn mps2_an385_compact_image_serves_ping_http_and_iperf2_both_ways() {
@@ -444,6 +446,18 @@ fn mps2_an385_compact_image_serves_ping_http_and_iperf2_both_ways() {
     let (status, text, _) = emu.iperf3_text(&["-t", "1", "--connect-timeout", "5000"]);
     assert_eq!(status, Some(1), "iperf3: {text}");
     assert!(text.contains("unable to connect"), "iperf3: {text}");
+    // An iperf3 client on iperf 2's port is reset (a failed test), and the next iperf 2
+    // client, right after, is served.
+    let (status, text, _) =
+        emu.iperf3_text(&["-p", "5001", "-t", "1", "--connect-timeout", "5000"]);
+    assert_eq!(status, Some(1), "iperf3 -p 5001: {text}");
+    let run = iperf2::iperf(&emu, &["-n", "1M", "-y", "C"]);
+    assert_eq!(
+        run.received(),
+        1024 * 1024,
+        "right after iperf3: {}",
+        run.text
+    );
     ping_3_without_loss(&emu);
     let stdout = emu.stop(libc::SIGINT);
     assert!(
@@ -459,8 +473,8 @@ fn mps2_an385_compact_image_serves_ping_http_and_iperf2_both_ways() {
         .rfind(|l| l.starts_with("linklab work: ") && l.contains(" unit="))
         .unwrap_or_else(|| panic!("no work line in: {stdout}"));
     assert!(
-        last.contains(" tests=5 failed=0 "),
-        "five iperf 2 tests ended, none failed: {last}"
+        last.contains(" tests=7 failed=1 "),
+        "seven iperf 2 tests ended, iperf3's on port 5001 failed: {last}"
     );
     let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
     assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");

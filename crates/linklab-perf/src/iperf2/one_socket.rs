@@ -6,13 +6,30 @@
 //! What it leaves to the full server ([`super::pool`], feature `iperf2`): a client's further
 //! `-P` streams, and any client while a stream runs, find nothing listening and get the
 //! stack's RST (`connect failed: Connection refused`); `-r`/`-d` run their forward half
-//! only (no connect-back: the client waits for it and then reports it missing); no UDP.
+//! only (no connect-back: the client waits for it and then reports it missing, and the test
+//! counts as failed); no UDP.
+//!
+//! The socket listens again as soon as its last connection is closed and its RST (if any) is
+//! out: [`OneSocketServer::poll_at`] asks for the pass after the one that reset it, gives a
+//! RST that cannot leave (to a peer that never answers ARP) [`RST_GRACE_MS`], and looks
+//! every second at a socket the stack may close on its own timer (a handshake given up, a
+//! closing connection whose peer went).
 
 use super::pool::Iperf2Counters;
 use super::tcp_socket::serve_conn;
 use super::{TcpEnd, TcpServerConfig, TcpServerConn};
 use crate::iperf::stream::Micros;
+use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};
+
+/// How long a closed socket waits for its RST to leave before it listens anyway (a RST to a
+/// peer that never answers ARP, a spoofed SYN's, never leaves).
+const RST_GRACE_US: Micros = RST_GRACE_MS * 1000;
+
+/// How often a socket that neither listens nor carries a stream (a handshake, a closing
+/// connection) is looked at: the stack may close it on its own timer, with no frame to wake
+/// the host.
+const RECHECK_US: Micros = 1_000_000;
 
 /// iperf 2's TCP server on one socket (see the module docs).
 #[derive(Clone, Copy, Debug)]
@@ -24,6 +41,10 @@ pub struct OneSocketServer {
     counters: Iperf2Counters,
     /// The time of the last [`serve`](Self::serve).
     now: Micros,
+    /// Since when the socket is closed and not listening yet (its RST to leave first).
+    closed_since: Option<Micros>,
+    /// The socket listened at the end of the last [`serve`](Self::serve).
+    listening: bool,
 }
 
 impl OneSocketServer {
@@ -39,6 +60,8 @@ impl OneSocketServer {
             conn: None,
             counters: Iperf2Counters::default(),
             now: 0,
+            closed_since: None,
+            listening: false,
         }
     }
 
@@ -55,7 +78,7 @@ impl OneSocketServer {
 
     /// Runs the server over `sock` at `now`: listens (again) when the socket is closed,
     /// takes a connection that arrived as a test's stream, serves it, closes it at its end.
-    /// Call whenever the socket may have changed, and at [`poll_at`](Self::poll_at).
+    /// Call whenever the socket may have changed, and by [`poll_at`](Self::poll_at).
     pub fn serve(&mut self, sock: &mut impl TcpOps, now: Micros) {
         self.now = now;
         // The stream's turn first, whatever the socket's state: a stream whose socket went
@@ -65,13 +88,21 @@ impl OneSocketServer {
             self.turn(sock, now);
         }
         if !sock.is_open() {
-            // The last stream's socket closed (or was reset): listen for the next.
-            self.conn = None;
-            if !sock.rst_pending() {
-                let _ = sock.listen(self.port);
+            // The last stream's socket closed (or was reset, or the stack gave up a
+            // handshake): listen for the next once its RST is out, or after the grace.
+            if self.conn.take().is_some_and(|c| !c.is_finished()) {
+                self.ended(false);
             }
+            let since = *self.closed_since.get_or_insert(now);
+            let rst_out = !sock.rst_pending() || now.saturating_sub(since) >= RST_GRACE_US;
+            if rst_out && sock.listen(self.port) {
+                self.closed_since = None;
+            }
+            self.listening = self.closed_since.is_none();
             return;
         }
+        self.closed_since = None;
+        self.listening = sock.state() == TcpState::Listen;
         if self.conn.is_none() && !matches!(sock.state(), TcpState::Listen | TcpState::SynReceived)
         {
             // A connection arrived: a test's stream.
@@ -92,25 +123,37 @@ impl OneSocketServer {
         c.bytes_received = c.bytes_received.saturating_add(turn.received as u64);
         c.bytes_sent = c.bytes_sent.saturating_add(turn.sent as u64);
         if conn.is_finished() {
-            let end = conn.outcome().end;
-            self.ended(end);
+            let o = conn.outcome();
+            // A `-r`/`-d` test's client waits for a connect-back this server does not make:
+            // the test failed for it.
+            let done = o.end == Some(TcpEnd::Completed) && !o.connect_back_refused;
+            if !done {
+                linklab_fmt::debug!("iperf2: stream ended {:?}", o.end);
+            }
+            self.ended(done);
         }
     }
 
-    /// Counts a stream that ended (called once per stream: at its end, a stream gets no
-    /// more turns).
-    fn ended(&mut self, end: Option<TcpEnd>) {
-        if end == Some(TcpEnd::Completed) {
+    /// Counts a stream that ended (once per stream: an ended stream gets no more turns).
+    fn ended(&mut self, done: bool) {
+        if done {
             self.counters.tests_done += 1;
         } else {
-            linklab_fmt::debug!("iperf2: stream ended {:?}", end);
             self.counters.tests_failed += 1;
         }
     }
 
     /// When to call [`serve`](Self::serve) regardless of traffic: the watchdog, the end of
-    /// a timed `-R`.
+    /// a timed `-R`; right after the call that closed the socket (its RST leaves with the
+    /// stack's next egress, then the socket may listen), else at the end of the grace; every
+    /// second while the socket neither listens nor carries a stream.
     pub fn poll_at(&self) -> Option<Micros> {
-        self.conn.and_then(|c| c.poll_at(self.now))
+        match (self.closed_since, self.conn) {
+            (Some(since), _) if since == self.now => Some(self.now),
+            (Some(since), _) => Some(since.saturating_add(RST_GRACE_US)),
+            (None, Some(c)) if !c.is_finished() => c.poll_at(self.now),
+            (None, None) if self.listening => None,
+            _ => Some(self.now.saturating_add(RECHECK_US)),
+        }
     }
 }

@@ -227,7 +227,22 @@ fn console_stats(line: &str) -> anyhow::Result<Value> {
         },
         "memory": { "stack_peak_bytes": get("stack_peak")? },
         "iperf_tests": get("tests")?,
+        // (Absent from the lines of images built before it was added.)
+        "iperf_failed": v.get("failed").copied(),
     }))
+}
+
+/// Fails when the device counted a failed iperf test between the work lines `before` and
+/// `after`: the client's figures of a failed test are no measurement.
+fn no_failed_tests(before: &Value, after: &Value) -> anyhow::Result<()> {
+    let failed = |s: &Value| s["iperf_failed"].as_u64().unwrap_or(0);
+    if failed(after) > failed(before) {
+        anyhow::bail!(
+            "the device counted {} failed iperf test(s) during the measurement",
+            failed(after) - failed(before)
+        );
+    }
+    Ok(())
 }
 
 /// Waits for the console's work line after iperf3 test number `tests` (see
@@ -274,6 +289,7 @@ pub fn cost(
         let s2 = console_stats_after(&mut lab, 1)?;
         let tx_report = moved(&lab, true)?;
         let s3 = console_stats_after(&mut lab, 2)?;
+        no_failed_tests(&s1, &s3)?;
         return cost_json(
             board,
             &size,
@@ -394,6 +410,7 @@ fn cost_console_iperf2(
     let s2 = console_stats_after(&mut lab, 1)?;
     let sent = iperf2_bytes(&lab, &["-n", COST_BYTES, "-R"])?;
     let s3 = console_stats_after(&mut lab, 2)?;
+    no_failed_tests(&s1, &s3)?;
     let moved = Moved {
         received,
         client_wrote: received,
