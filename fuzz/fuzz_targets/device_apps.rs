@@ -179,10 +179,11 @@ fuzz_target!(|data: &[u8]| {
             udp_meta: [m2, m3],
         },
     };
-    let one_socket = smoltcp::socket::tcp::Socket::new(
-        smoltcp::socket::tcp::SocketBuffer::new(next()),
-        smoltcp::socket::tcp::SocketBuffer::new(next()),
-    );
+    // As the compact image's: the apps' socket lifetime rules.
+    let one_socket = linklab_perf::lifetime::tcp_socket(TcpBuffers {
+        rx: next(),
+        tx: next(),
+    });
     let mut sockets = SocketSet::new(vec![]);
     let mut apps: DeviceApps<'_> = DeviceApps::new(&mut sockets, buffers);
     let one_handle = sockets.add(one_socket);
@@ -233,6 +234,13 @@ fuzz_target!(|data: &[u8]| {
         let micros = now.total_micros() as u64;
         one.serve(sockets.get_mut::<smoltcp::socket::tcp::Socket>(one_handle), micros);
         let _ = one.poll_at();
+        // Every test it took is running, done or failed.
+        let c = one.counters();
+        assert_eq!(
+            c.tests,
+            c.tests_done + c.tests_failed + one.open_streams() as u32,
+            "{c:?}"
+        );
         let _ = apps.poll_at();
         let _ = apps.counters();
     }
