@@ -222,6 +222,12 @@ fuzz_target!(|data: &[u8]| {
             2 => wire.rx.push_back(payload.to_vec()),
             _ => now += Duration::from_millis(u64::from(u32::from_le_bytes([h[4], h[5], h[6], 0]))),
         }
+        let micros = now.total_micros() as u64;
+        // As DeviceApps runs the compact image's: listening again before the frames come in.
+        one.listen_if_closed(
+            sockets.get_mut::<smoltcp::socket::tcp::Socket>(one_handle),
+            micros,
+        );
         apps.poll_interface(&mut iface, &mut wire, &mut sockets, now, |w| {
             let front = w.rx.front()?;
             // The embassy gate's other looks at a frame (it holds UDP echo requests, and
@@ -231,7 +237,6 @@ fuzz_target!(|data: &[u8]| {
             syn_port(front)
         });
         apps.poll(&mut sockets, &mut NoRoutes, now);
-        let micros = now.total_micros() as u64;
         one.serve(sockets.get_mut::<smoltcp::socket::tcp::Socket>(one_handle), micros);
         let _ = one.poll_at();
         // Every test it took is running, done or failed.

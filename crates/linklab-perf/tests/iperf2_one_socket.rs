@@ -148,15 +148,18 @@ impl Lab {
         self.now.total_micros() as u64
     }
 
-    /// One pass of the device's main loop: ingress, the server, egress.
+    /// One pass of the device's main loop, as `DeviceApps` runs it: the socket listens if
+    /// it may, ingress, the server, egress.
     fn wake_device(&mut self) {
         let d = &mut self.device;
+        let now = self.now.total_micros() as u64;
+        let socket = d.sockets.get_mut::<tcp::Socket>(self.listener);
+        self.server.listen_if_closed(socket, now);
         while d
             .iface
             .poll_ingress_single(self.now, &mut d.port, &mut d.sockets)
             != PollIngressSingleResult::None
         {}
-        let now = self.now.total_micros() as u64;
         let socket = d.sockets.get_mut::<tcp::Socket>(self.listener);
         self.server.serve(socket, now);
         d.iface.poll_egress(self.now, &mut d.port, &mut d.sockets);
@@ -385,6 +388,45 @@ fn after_an_iperf3_client_the_next_client_is_served_at_once() {
     next_client_is_served(&mut lab, 42_001);
     let c = lab.server.counters();
     assert_eq!((c.tests, c.tests_done, c.tests_failed), (2, 1, 1), "{c:?}");
+}
+
+/// A busy host: the next client's SYN is already waiting when the device runs its pass after
+/// the one that sent the RST.
+#[test]
+fn a_syn_waiting_before_the_pass_after_a_reset_finds_the_socket_listening() {
+    let mut lab = Lab::new();
+    let (h, up) = lab.connect(46_000);
+    assert!(up);
+    lab.client_socket(h).send_slice(&[b'a'; 36]).unwrap();
+    lab.client_socket(h).send_slice(&[0]).unwrap();
+    // The client's cookie goes; the device takes it in, resets the stream, sends the RST.
+    let c = &mut lab.client;
+    c.iface.poll(lab.now, &mut c.port, &mut c.sockets);
+    lab.wake_device();
+    assert!(!lab.listening(), "closed, its RST just sent");
+    // The client takes the RST in and connects again before the device's next pass.
+    lab.now += Duration::from_micros(100);
+    let c = &mut lab.client;
+    c.iface.poll(lab.now, &mut c.port, &mut c.sockets);
+    assert!(!lab.client_socket(h).is_open(), "reset");
+    lab.client.sockets.remove(h);
+    let next = lab.client.sockets.add(tcp::Socket::new(
+        tcp::SocketBuffer::new(vec![0; 4096]),
+        tcp::SocketBuffer::new(vec![0; 4096]),
+    ));
+    let c = &mut lab.client;
+    c.sockets
+        .get_mut::<tcp::Socket>(next)
+        .connect(c.iface.context(), (IpAddress::from(DEVICE), PORT), 46_001)
+        .unwrap();
+    c.iface.poll(lab.now, &mut c.port, &mut c.sockets);
+    assert!(!lab.device.port.rx.borrow().is_empty(), "the SYN waits");
+    lab.wake_device();
+    assert!(lab.until(1_000, |l| !matches!(
+        l.client_socket(next).state(),
+        tcp::State::SynSent
+    )));
+    assert_eq!(lab.client_socket(next).state(), tcp::State::Established);
 }
 
 #[test]

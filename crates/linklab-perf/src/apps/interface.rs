@@ -1,10 +1,14 @@
 //! [`DeviceApps`]' side of the interface poll: the SYN rule before each frame that opens a
 //! connection, the SYN-ACK watch, UDP echo's egress after each request, the connect-backs
-//! iperf 2 asked for.
+//! iperf 2 asked for, iperf 2's one socket listening again before the frames come in.
 
 use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketSet};
 use smoltcp::phy::Device;
-#[cfg(any(feature = "echo", feature = "http"))]
+#[cfg(any(
+    feature = "echo",
+    feature = "http",
+    all(feature = "iperf2-tcp", not(feature = "iperf2"))
+))]
 use smoltcp::socket::tcp;
 use smoltcp::socket::tcp::State as TcpState;
 use smoltcp::socket::Socket;
@@ -82,6 +86,13 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         iface.poll_maintenance(now);
         #[cfg(feature = "iperf2")]
         self.iperf2.start_connects(iface, sockets);
+        #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
+        {
+            // A SYN among the frames below finds the one socket listening if it may.
+            let (handle, server) = &mut self.iperf2;
+            let micros = now.total_micros().max(0) as crate::iperf::stream::Micros;
+            server.listen_if_closed(sockets.get_mut::<tcp::Socket>(*handle), micros);
+        }
         loop {
             // The SYN rule frees sockets, so a build without eviction skips it.
             let syn = if cfg!(feature = "evict") {

@@ -88,17 +88,7 @@ impl OneSocketServer {
             self.turn(sock, now);
         }
         if !sock.is_open() {
-            // The last stream's socket closed (or was reset, or the stack gave up a
-            // handshake): listen for the next once its RST is out, or after the grace.
-            if self.conn.take().is_some_and(|c| !c.is_finished()) {
-                self.ended(false);
-            }
-            let since = *self.closed_since.get_or_insert(now);
-            let rst_out = !sock.rst_pending() || now.saturating_sub(since) >= RST_GRACE_US;
-            if rst_out && sock.listen(self.port) {
-                self.closed_since = None;
-            }
-            self.listening = self.closed_since.is_none();
+            self.listen_if_closed(sock, now);
             return;
         }
         self.closed_since = None;
@@ -111,6 +101,27 @@ impl OneSocketServer {
             self.conn = Some(TcpServerConn::new(self.cfg, now));
             self.turn(sock, now);
         }
+    }
+
+    /// Listens again if the socket is closed — its last stream over or reset, or a handshake
+    /// the stack gave up — once its RST is out, or after the grace. [`serve`](Self::serve)
+    /// does this too; call it also before the stack takes in frames, so that a client's SYN
+    /// that came right after a reset finds the socket listening rather than closed (a RST:
+    /// the host was busy and the pass that listens came after the SYN).
+    pub fn listen_if_closed(&mut self, sock: &mut impl TcpOps, now: Micros) {
+        if sock.is_open() {
+            return;
+        }
+        self.now = now;
+        if self.conn.take().is_some_and(|c| !c.is_finished()) {
+            self.ended(false);
+        }
+        let since = *self.closed_since.get_or_insert(now);
+        let rst_out = !sock.rst_pending() || now.saturating_sub(since) >= RST_GRACE_US;
+        if rst_out && sock.listen(self.port) {
+            self.closed_since = None;
+        }
+        self.listening = self.closed_since.is_none();
     }
 
     /// The stream's turn over the socket; counts its bytes, and its end once.
