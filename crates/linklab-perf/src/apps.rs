@@ -398,7 +398,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
         {
             let (handle, server) = &mut self.iperf2;
-            let micros = now.total_micros().max(0) as crate::iperf::stream::Micros;
+            let micros = crate::socket::micros(now);
             server.serve(sockets.get_mut::<tcp::Socket>(*handle), micros);
         }
         #[cfg(feature = "iperf2")]
@@ -490,11 +490,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         #[cfg(feature = "iperf2")]
         let iperf2 = self.iperf2.poll_at();
         #[cfg(all(feature = "iperf2-tcp", not(feature = "iperf2")))]
-        let iperf2 = self
-            .iperf2
-            .1
-            .poll_at()
-            .map(|t| Instant::from_micros(t.min(i64::MAX as u64) as i64));
+        let iperf2 = self.iperf2.1.poll_at().map(crate::socket::instant);
         #[cfg(not(feature = "iperf2-tcp"))]
         let iperf2 = None;
         #[cfg(feature = "iperf3")]

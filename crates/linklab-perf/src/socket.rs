@@ -304,6 +304,9 @@ impl<T: UdpOps> UdpOps for Maybe<T> {
 
 #[cfg(feature = "smoltcp")]
 mod smoltcp;
+/// The smoltcp adapters' clock: smoltcp's `Instant` and the apps' microseconds.
+#[cfg(feature = "smoltcp")]
+pub(crate) use self::smoltcp::{instant, micros};
 
 /// A socket lent by reference is the socket.
 impl<T: TcpOps + ?Sized> TcpOps for &mut T {

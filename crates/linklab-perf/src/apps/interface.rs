@@ -90,7 +90,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         {
             // A SYN among the frames below finds the one socket listening if it may.
             let (handle, server) = &mut self.iperf2;
-            let micros = now.total_micros().max(0) as crate::iperf::stream::Micros;
+            let micros = crate::socket::micros(now);
             server.listen_if_closed(sockets.get_mut::<tcp::Socket>(*handle), micros);
         }
         loop {

@@ -60,13 +60,12 @@ use smoltcp::wire::IpEndpoint;
 use super::pool::{PoolServer, PoolSockets, Room};
 use super::report::TestReport;
 use super::session::{Failure, Session};
-use super::stream::Micros;
 use super::wire::MAX_STREAMS;
 use crate::data_memory::{DataPlan, Share, SmoltcpDataMemory, Tenant};
 use crate::evict::half_open_to;
 use crate::lifetime::{evict, relisten, tcp_socket};
 use crate::rules::Peer;
-use crate::socket::Maybe;
+use crate::socket::{instant, micros, Maybe};
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
@@ -266,10 +265,6 @@ impl<'a, const N: usize> PoolSockets for Sockets<'_, 'a, N> {
     }
 }
 
-fn micros(t: Instant) -> Micros {
-    t.total_micros().max(0) as Micros
-}
-
 impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     /// A server on `port` over the TCP sockets `tcp` (3..=`N`; extra handles are ignored),
     /// every one taking any role, and the UDP socket `udp`, with JSON buffers `rx` and `tx`.
@@ -353,9 +348,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
 
     /// When the server next needs [`poll`](Self::poll) even without network activity.
     pub fn poll_at(&self) -> Option<Instant> {
-        self.pool
-            .poll_at()
-            .map(|t| Instant::from_micros(t.min(i64::MAX as u64) as i64))
+        self.pool.poll_at().map(instant)
     }
 
     /// The server's sockets in `set` for one poll.

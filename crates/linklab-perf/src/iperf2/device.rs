@@ -41,10 +41,9 @@ use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
 use super::pool::{Iperf2Counters, Iperf2Pool, Iperf2Sizes, Iperf2Sockets, Room};
 use crate::data_memory::{Share, SmoltcpDataMemory, Tenant};
 use crate::evict::half_open_to;
-use crate::iperf::stream::Micros;
 use crate::lifetime::{relisten, tcp_socket};
 use crate::rules::Peer;
-use crate::socket::Maybe;
+use crate::socket::{instant, micros, Maybe};
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::MAX_TCP_SOCKETS;
@@ -249,10 +248,6 @@ impl<'a, const M: usize> Iperf2Sockets for Sockets<'_, 'a, M> {
     }
 }
 
-fn micros(t: Instant) -> Micros {
-    t.total_micros().max(0) as Micros
-}
-
 impl<const M: usize> SmoltcpIperf2Server<M> {
     /// A server on `port` with `M` TCP sockets and a UDP socket, added to a socket set
     /// only while they are lent a slice of the data memory (of `sizes`): the set needs room
@@ -298,9 +293,7 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
         if !self.connects.is_empty() {
             return Some(Instant::from_micros(0));
         }
-        self.pool
-            .poll_at()
-            .map(|t| Instant::from_micros(t.min(i64::MAX as u64) as i64))
+        self.pool.poll_at().map(instant)
     }
 
     fn sockets<'p, 'a>(

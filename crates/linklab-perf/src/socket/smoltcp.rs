@@ -3,6 +3,7 @@
 use smoltcp::socket::tcp;
 #[cfg(feature = "udp")]
 use smoltcp::socket::udp;
+use smoltcp::time::Instant;
 use smoltcp::wire::IpAddress;
 #[cfg(feature = "udp")]
 use smoltcp::wire::IpEndpoint;
@@ -10,7 +11,18 @@ use smoltcp::wire::IpEndpoint;
 #[cfg(feature = "udp")]
 use super::UdpOps;
 use super::{TcpOps, TcpState};
+use crate::iperf::stream::Micros;
 use crate::rules::Peer;
+
+/// A time on smoltcp's clock in the apps' microseconds (one before the clock's 0 is 0).
+pub(crate) fn micros(t: Instant) -> Micros {
+    t.total_micros().max(0) as Micros
+}
+
+/// The apps' microseconds on smoltcp's clock (past its largest: its largest).
+pub(crate) fn instant(t: Micros) -> Instant {
+    Instant::from_micros(t.min(i64::MAX as u64) as i64)
+}
 
 impl From<tcp::State> for TcpState {
     fn from(s: tcp::State) -> TcpState {
