@@ -53,20 +53,27 @@ pub fn byte_at(offset: u64) -> u8 {
 /// Printable characters a line's text is drawn from (`!` to `~`).
 const CHARS: usize = 94;
 
-/// The printable characters twice over (a line's text is [`LINE`] − 1 consecutive ones of
+/// How much of the printable set, repeated, a line's text may span: it starts at one of the
+/// [`CHARS`] and runs [`LINE`] − 1 characters on.
+const SPAN: usize = CHARS - 1 + (LINE as usize - 1);
+
+/// The printable characters over [`SPAN`] (a line's text is [`LINE`] − 1 consecutive ones of
 /// it, from where the line starts), four times: row `k` starts `k` bytes into its
 /// word-aligned row, so that some row puts any character at the same address mod 4 as the
 /// byte it is copied to. The copies are then word by word: from the one row, `memcpy` took
 /// its misaligned path (3.6 instructions per byte on riscv32imac).
 #[repr(C, align(4))]
-struct Text([[u8; 4 + 2 * CHARS]; 4]);
+struct Text([[u8; 4 + SPAN]; 4]);
+
+// Each row starts on a word, as the one before it.
+const _: () = assert!((4 + SPAN).is_multiple_of(4));
 
 static TEXT: Text = {
-    let mut t = [[0u8; 4 + 2 * CHARS]; 4];
+    let mut t = [[0u8; 4 + SPAN]; 4];
     let mut k = 0;
     while k < 4 {
         let mut i = 0;
-        while i < 2 * CHARS {
+        while i < SPAN {
             t[k][k + i] = b'!' + (i % CHARS) as u8;
             i += 1;
         }
@@ -75,7 +82,7 @@ static TEXT: Text = {
     Text(t)
 };
 
-/// The characters `from..from + n` of the doubled printable set, from the row of [`TEXT`]
+/// The characters `from..from + n` of the repeated printable set, from the row of [`TEXT`]
 /// that holds them at `dst`'s address mod 4.
 fn text(dst: *const u8, from: usize, n: usize) -> &'static [u8] {
     let k = (dst as usize).wrapping_sub(from) % 4;
@@ -88,7 +95,7 @@ fn text(dst: *const u8, from: usize, n: usize) -> &'static [u8] {
 pub fn fill(offset: u64, buf: &mut [u8]) {
     let text_len = (LINE - 1) as usize;
     let mut col = (offset % LINE) as usize;
-    // Where the line's text starts in the doubled set: 7 × line mod 94, without overflow.
+    // Where the line's text starts in the repeated set: 7 × line mod 94, without overflow.
     let mut start = ((offset / LINE) % CHARS as u64 * 7 % CHARS as u64) as usize;
     let mut rest = buf;
     while !rest.is_empty() {
@@ -136,6 +143,33 @@ mod tests {
                 fill(offset, &mut buf[..len]);
                 for (i, b) in buf[..len].iter().enumerate() {
                     assert_eq!(*b, byte_at(offset + i as u64), "{offset} + {i} of {len}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_line_start_fills_at_every_alignment() {
+        // 94 lines start at each of the 94 characters once (7 × line mod 94); each line's
+        // text whole, from each column, into a destination at each address mod 4: the rows
+        // of TEXT hold every span a line can take.
+        #[repr(align(4))]
+        struct Words([u8; 80]);
+        let mut buf = Words([0; 80]);
+        for line in 0..94u64 {
+            for col in [0, 1, 30, 62] {
+                for shift in 0..4 {
+                    let offset = line * LINE + col;
+                    let len = (LINE - col) as usize;
+                    let bytes = &mut buf.0[shift..shift + len];
+                    fill(offset, bytes);
+                    for (i, b) in bytes.iter().enumerate() {
+                        assert_eq!(
+                            *b,
+                            byte_at(offset + i as u64),
+                            "line {line} col {col} +{shift}"
+                        );
+                    }
                 }
             }
         }

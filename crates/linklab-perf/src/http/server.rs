@@ -1,6 +1,6 @@
 //! The server side: one connection's GET/HEAD of the bench files and of extra routes.
 
-use super::head::{first_line, head_end, parse_request_line, Request};
+use super::head::{ascii, first_line, head_end, parse_request_line, Request};
 use super::MAX_HEAD;
 use crate::payload::{self, BenchFile};
 use crate::slice_writer::SliceWriter;
@@ -173,10 +173,7 @@ impl Server {
                 (path.len(), head_only)
             }
         };
-        let path = path_copy
-            .get(..path_len)
-            .and_then(|p| core::str::from_utf8(p).ok())
-            .unwrap_or("");
+        let path = ascii(path_copy.get(..path_len).unwrap_or(&[])).unwrap_or("");
         if let Some(file) = payload::find(path) {
             self.start_response(200, "OK", "text/plain", file.len);
             self.body = Body::File { file, sent: 0 };

@@ -102,12 +102,15 @@ impl TcpSender {
             Amount::Time(_) => MAX_GRANT as u64,
         };
         if self.rate_bps > 0 {
-            let start = self.start.unwrap_or(now);
-            let elapsed = u128::from(now.saturating_sub(start));
-            // The rate's bytes so far, plus one 1 ms burst so a slow rate starts at once.
-            let allowed = elapsed * u128::from(self.rate_bps) / 8_000_000
-                + u128::from(self.rate_bps / 8_000).max(1);
-            let allowed = u64::try_from(allowed).unwrap_or(u64::MAX);
+            let elapsed = now.saturating_sub(self.start.unwrap_or(now));
+            // The rate's bytes so far, by whole seconds and the rest (64-bit: the 128-bit
+            // product was 746 B of the compact image's flash), plus one 1 ms burst so a
+            // slow rate starts at once.
+            let per_s = self.rate_bps / 8;
+            let allowed = per_s
+                .saturating_mul(elapsed / 1_000_000)
+                .saturating_add(per_s.saturating_mul(elapsed % 1_000_000) / 1_000_000)
+                .saturating_add((self.rate_bps / 8_000).max(1));
             left = left.min(allowed.saturating_sub(self.sent));
         }
         left.min(MAX_GRANT as u64) as usize
@@ -181,5 +184,20 @@ mod tests {
         s.on_sent(1000, 0);
         assert_eq!(s.allowance(0), 0);
         assert_eq!(s.allowance(500), 500);
+    }
+
+    #[test]
+    fn rate_over_seconds_and_any_rate() {
+        // 1 Mbit/s for 2.5 s: 312 500 bytes, plus the 1 ms burst (125).
+        let mut s = TcpSender::new(Amount::Time(1000), 1_000_000, 20_000_000);
+        assert_eq!(s.allowance(0), 125);
+        assert_eq!(s.allowance(2_500_000), 312_625);
+        // A hostile rate and clock neither overflow nor grant past the cap.
+        let mut s = TcpSender::new(Amount::Time(1000), u64::MAX, 20_000_000);
+        assert_eq!(s.allowance(0), MAX_GRANT);
+        assert_eq!(s.allowance(u64::MAX), 0); // the time is up
+        let mut s = TcpSender::new(Amount::Bytes(u64::MAX), u64::MAX, 20_000_000);
+        assert_eq!(s.allowance(1), MAX_GRANT);
+        assert_eq!(s.allowance(u64::MAX), MAX_GRANT);
     }
 }
