@@ -103,14 +103,14 @@ impl TcpSender {
         };
         if self.rate_bps > 0 {
             let elapsed = now.saturating_sub(self.start.unwrap_or(now));
-            // The rate's bytes so far, by whole seconds and the rest (64-bit: the 128-bit
-            // product was 746 B of the compact image's flash), plus one 1 ms burst so a
-            // slow rate starts at once.
-            let per_s = self.rate_bps / 8;
-            let allowed = per_s
+            // The rate's bits so far, by whole seconds and the rest (64-bit: the 128-bit
+            // product was 746 B of the compact image's flash; exact up to 18 Tbit/s, fewer
+            // bytes past it), in bytes, plus one 1 ms burst so a slow rate starts at once.
+            let bits = self
+                .rate_bps
                 .saturating_mul(elapsed / 1_000_000)
-                .saturating_add(per_s.saturating_mul(elapsed % 1_000_000) / 1_000_000)
-                .saturating_add((self.rate_bps / 8_000).max(1));
+                .saturating_add(self.rate_bps.saturating_mul(elapsed % 1_000_000) / 1_000_000);
+            let allowed = (bits / 8).saturating_add((self.rate_bps / 8_000).max(1));
             left = left.min(allowed.saturating_sub(self.sent));
         }
         left.min(MAX_GRANT as u64) as usize
@@ -188,16 +188,21 @@ mod tests {
 
     #[test]
     fn rate_over_seconds_and_any_rate() {
-        // 1 Mbit/s for 2.5 s: 312 500 bytes, plus the 1 ms burst (125).
-        let mut s = TcpSender::new(Amount::Time(1000), 1_000_000, 20_000_000);
-        assert_eq!(s.allowance(0), 125);
-        assert_eq!(s.allowance(2_500_000), 312_625);
+        // floor(elapsed × rate / 8 000 000) + the 1 ms burst (rate / 8 000, at least 1).
+        let at = |rate: u64, elapsed: u64| {
+            let mut s = TcpSender::new(Amount::Bytes(u64::MAX), rate, 20_000_000);
+            s.start(0);
+            s.allowance(elapsed)
+        };
+        // 1 Mbit/s for 2.5 s: 312 500 bytes and 125.
+        assert_eq!(at(1_000_000, 2_500_000), 312_625);
+        // Rates that are not whole bytes per second: 7 bit/s for 8 s is 7 bytes (and 1);
+        // 1 000 001 bit/s for 8 s is 1 000 001 bytes (and 125).
+        assert_eq!(at(7, 8_000_000), 8);
+        assert_eq!(at(1_000_001, 8_000_000), 1_000_126);
         // A hostile rate and clock neither overflow nor grant past the cap.
-        let mut s = TcpSender::new(Amount::Time(1000), u64::MAX, 20_000_000);
-        assert_eq!(s.allowance(0), MAX_GRANT);
-        assert_eq!(s.allowance(u64::MAX), 0); // the time is up
-        let mut s = TcpSender::new(Amount::Bytes(u64::MAX), u64::MAX, 20_000_000);
-        assert_eq!(s.allowance(1), MAX_GRANT);
-        assert_eq!(s.allowance(u64::MAX), MAX_GRANT);
+        assert_eq!(at(u64::MAX, 0), MAX_GRANT);
+        assert_eq!(at(u64::MAX, u64::MAX), MAX_GRANT);
+        assert_eq!(at(1, u64::MAX), MAX_GRANT);
     }
 }
