@@ -37,6 +37,18 @@ const MIN_BPS: f64 = 1e3;
 /// Highest offered rate accepted, bit/s.
 const MAX_BPS: f64 = 100e9;
 
+/// Pause between steps against an iperf3 server (its queues drain, it reopens its listener).
+const IPERF3_PAUSE: Duration = Duration::from_millis(300);
+
+/// Pause between steps against an iperf 2 server. Stock iperf 2.1.8's UDP server aborted
+/// (glibc's `tpp.c` assertion) or crashed when a test began 0.2 s after its last, and at 1 s
+/// it hung now and then (one sweep in seven beside a build: the next flow never reported,
+/// not even "connected"). Its table of active hosts is the likely cause: a flow from an
+/// address whose last flow the server is still closing (up to 1 s, its reporter's timed
+/// wait) shares that flow's summary as it is freed (iperf 2.1.8's `active_hosts.cpp`,
+/// reworked in later releases).
+pub const IPERF2_PAUSE: Duration = Duration::from_millis(2000);
+
 /// How often a step is retried when the server is busy mid-sweep (1 s apart).
 const BUSY_RETRIES: u32 = 3;
 
@@ -91,8 +103,8 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
     refine: u32,
     /// Pause between steps in milliseconds (lets queues drain and the server get ready;
-    /// default 300, with `--iperf 2` 1000: stock iperf 2.1.8's UDP server crashed when a test
-    /// began 0.2 s after its last).
+    /// default 300, with `--iperf 2` 2000: stock iperf 2.1.8's UDP server crashed when a test
+    /// began 0.2 s after its last, and hung when one began 1 s after).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pause: Option<u64>,
     /// Also write the results as JSON to FILE (input of `linklab report`).
@@ -314,7 +326,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rule,
         rates,
         refine: args.refine,
-        pause: Duration::from_millis(args.pause.unwrap_or(if iperf2 { 1000 } else { 300 })),
+        pause: args.pause.map_or(
+            if iperf2 { IPERF2_PAUSE } else { IPERF3_PAUSE },
+            Duration::from_millis,
+        ),
         climb: false,
         search_down: None,
         deadline: None,

@@ -37,10 +37,6 @@ const TCP_SLICE: Duration = Duration::from_millis(250);
 const IPERF_STALL: Duration = Duration::from_secs(3);
 /// Pause between sweep steps.
 const SWEEP_PAUSE: Duration = Duration::from_millis(200);
-/// Pause between iperf 2 sweep steps: stock iperf 2.1.8's UDP server aborted (glibc's
-/// `tpp.c` assertion) or crashed when a test began 0.2 s after its last; 1 s apart, 12 of 12
-/// tests got their reports (`sweep::step2`).
-const SWEEP_PAUSE_IPERF2: Duration = Duration::from_millis(1000);
 /// Pause between two iperf3 tests (a stock server closes and reopens its listener).
 const IPERF_PAUSE: Duration = Duration::from_millis(300);
 
@@ -268,7 +264,7 @@ pub fn sweep_one_way(
     time: Duration,
 ) -> Outcome<Option<SweepReport>> {
     let pause = if iperf2 {
-        SWEEP_PAUSE_IPERF2
+        crate::sweep::IPERF2_PAUSE
     } else {
         SWEEP_PAUSE
     };
