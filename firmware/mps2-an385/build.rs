@@ -16,8 +16,11 @@ fn main() {
     println!("cargo:rustc-link-arg=-Tlink.x");
     // The embassy image logs through defmt: its table goes in the ELF's .defmt section.
     println!("cargo:rustc-link-arg-bin=fw-mps2-an385-embassy=-Tdefmt.x");
-    // The minimal image, built for size, folds identical functions (lld's ICF; firmware
-    // README, "The minimal image's profile"): Rust promises no function an address of its own.
-    println!("cargo:rustc-link-arg-bin=fw-mps2-an385-minimal=--icf=all");
+    // The minimal and compact images, built for size, fold identical functions (lld's ICF;
+    // firmware README, "The minimal image's profile"): Rust promises no function an address
+    // of its own.
+    for bin in ["fw-mps2-an385-minimal", "fw-mps2-an385-compact"] {
+        println!("cargo:rustc-link-arg-bin={bin}=--icf=all");
+    }
     println!("cargo:rerun-if-changed=memory.x");
 }

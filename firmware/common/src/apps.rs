@@ -95,7 +95,9 @@ fn slots_in_place(place: &mut MaybeUninit<Slots>) -> &mut Slots {
     unsafe {
         let sockets = core::ptr::addr_of_mut!((*p).sockets).cast::<SocketStorage<'static>>();
         for i in 0..SOCKETS {
-            sockets.add(i).write(SocketStorage::EMPTY);
+            // `default()`, not the `EMPTY` const: the const is a 336-byte image in flash
+            // copied in; `default()` stores the one tag that says empty.
+            sockets.add(i).write(SocketStorage::default());
         }
         #[cfg(feature = "echo")]
         core::ptr::addr_of_mut!((*p).echo_udp_meta)

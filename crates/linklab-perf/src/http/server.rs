@@ -174,13 +174,14 @@ impl Server {
             }
         };
         let path = ascii(path_copy.get(..path_len).unwrap_or(&[])).unwrap_or("");
+        // The body before the head: a head that does not fit replaces it with none.
         if let Some(file) = payload::find(path) {
-            self.start_response(200, "OK", "text/plain", file.len);
             self.body = Body::File { file, sent: 0 };
+            self.start_response(200, "OK", "text/plain", file.len);
         } else if let Some(route) = routes.get(path, &mut self.buf) {
             let len = route.len.min(MAX_HEAD);
-            self.start_response(200, "OK", route.content_type, len as u64);
             self.body = Body::Buffer { len, sent: 0 };
+            self.start_response(200, "OK", route.content_type, len as u64);
         } else {
             self.respond_static(404, "Not Found", b"not found\n", head_only);
             return;
@@ -192,37 +193,39 @@ impl Server {
 
     /// Starts a response with a fixed text body.
     fn respond_static(&mut self, status: u16, reason: &str, text: &'static [u8], head_only: bool) {
-        self.start_response(status, reason, "text/plain", text.len() as u64);
         self.body = Body::Static {
             text: if head_only { b"" } else { text },
             sent: 0,
         };
+        self.start_response(status, reason, "text/plain", text.len() as u64);
     }
 
-    /// Writes the response head; falls back to a bare 500 if it does not fit.
+    /// Starts the response: its head, or a bare 500 with no body if that head does not fit
+    /// (a route's content type too long).
     fn start_response(&mut self, status: u16, reason: &str, content_type: &str, len: u64) {
-        let mut w = SliceWriter::new(&mut self.head);
-        let ok = (|| {
-            w.text("HTTP/1.1 ")?
-                .num(status.into())?
-                .text(" ")?
-                .text(reason)?
-                .text("\r\nContent-Type: ")?
-                .text(content_type)?
-                .text("\r\nContent-Length: ")?
-                .num(len)?
-                .text("\r\nConnection: close\r\n\r\n")
-                .map(drop)
-        })();
-        self.head_len = w.len();
-        self.status = Some(status);
-        if ok.is_err() {
-            const FALLBACK: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-            if let Some(dst) = self.head.get_mut(..FALLBACK.len()) {
-                dst.copy_from_slice(FALLBACK);
+        let mut head = (status, reason, content_type, len);
+        loop {
+            let (status, reason, content_type, len) = head;
+            let mut w = SliceWriter::new(&mut self.head);
+            let written = (|| {
+                w.text("HTTP/1.1 ")?
+                    .num(status.into())?
+                    .text(" ")?
+                    .text(reason)?
+                    .text("\r\nContent-Type: ")?
+                    .text(content_type)?
+                    .text("\r\nContent-Length: ")?
+                    .num(len)?
+                    .text("\r\nConnection: close\r\n\r\n")
+                    .map(drop)
+            })();
+            self.head_len = w.len();
+            self.status = Some(status);
+            // The 500's head fits: RESPONSE_HEAD is larger, every number at its widest.
+            if written.is_ok() || status == 500 {
+                break;
             }
-            self.head_len = FALLBACK.len();
-            self.status = Some(500);
+            head = (500, "Internal Server Error", "text/plain", 0);
             self.body = Body::Static { text: b"", sent: 0 };
         }
         self.head_sent = 0;
@@ -365,6 +368,28 @@ mod tests {
                 }
             })
         }
+    }
+
+    /// A route whose content type does not fit the response head.
+    struct Wordy;
+    impl Routes for Wordy {
+        fn get(&mut self, _path: &str, body: &mut [u8]) -> Option<RouteBody> {
+            body[..3].copy_from_slice(b"abc");
+            Some(RouteBody {
+                len: 3,
+                content_type: "x/yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy",
+            })
+        }
+    }
+
+    #[test]
+    fn a_head_that_does_not_fit_is_a_bare_500() {
+        let (out, len, server) = respond(&[b"GET /x HTTP/1.1\r\n\r\n"], &mut Wordy);
+        assert_eq!(server.status(), Some(500));
+        assert_eq!(
+            core::str::from_utf8(&out[..len]).unwrap(),
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
     }
 
     #[test]

@@ -9,6 +9,11 @@ pub const DEFAULT_PORT: u16 = 5201;
 pub const COOKIE_SIZE: usize = 37;
 /// The characters iperf3 draws cookies from.
 pub const COOKIE_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+/// Whether `c` is in [`COOKIE_ALPHABET`], by its two ranges (no table in flash).
+pub fn is_cookie_char(c: u8) -> bool {
+    c.is_ascii_lowercase() || (b'2'..=b'7').contains(&c)
+}
 /// Largest JSON document accepted on the control connection (iperf3's parameter cap).
 pub const MAX_JSON_LEN: usize = 8 * 1024;
 /// Most parallel streams (`-P`) we run; `--bidir` doubles the stream count.
@@ -407,6 +412,13 @@ mod tests {
         assert_eq!(c[36], 0);
         assert!(c[..36].iter().all(|b| COOKIE_ALPHABET.contains(b)));
         assert_ne!(make_cookie(1), make_cookie(2));
+    }
+
+    #[test]
+    fn cookie_chars_are_the_alphabet_and_nothing_else() {
+        for c in 0..=255u8 {
+            assert_eq!(is_cookie_char(c), COOKIE_ALPHABET.contains(&c), "{c}");
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use super::request::TestRequest;
 use super::wire::get_u32;
 use super::wire::header::{header_len, HeaderLen};
-use crate::iperf::wire::{COOKIE_ALPHABET, COOKIE_SIZE};
+use crate::iperf::wire::{is_cookie_char, COOKIE_SIZE};
 
 /// What a connection's first bytes are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +35,7 @@ pub fn is_iperf3_cookie(head: &[u8]) -> bool {
         return false;
     };
     let (chars, nul) = cookie.split_at(COOKIE_SIZE - 1);
-    nul == [0] && chars.iter().all(|c| COOKIE_ALPHABET.contains(c))
+    nul == [0] && chars.iter().all(|&c| is_cookie_char(c))
 }
 
 /// True if `first` is iperf 2's pattern: consecutive digits '0'..'9' repeating.
@@ -54,7 +54,7 @@ pub fn classify(first: &[u8]) -> FirstBytes {
     }
     let head = &first[..first.len().min(COOKIE_SIZE)];
     let chars = &head[..head.len().min(COOKIE_SIZE - 1)];
-    if chars.iter().all(|c| COOKIE_ALPHABET.contains(c)) {
+    if chars.iter().all(|&c| is_cookie_char(c)) {
         return if head.len() < COOKIE_SIZE || is_iperf3_cookie(head) {
             FirstBytes::Iperf3Cookie
         } else {

@@ -14,7 +14,7 @@ pub struct Column {
     pub elf: String,
     pub runs: Vec<Counted>,
     pub size: Size,
-    /// `linklab emu --cost` on the same image (instructions per byte received, sent).
+    /// `linklab emu cost` on the same image (instructions per byte received, sent).
     pub device_count: Option<(f64, f64)>,
     /// Throughput at 31.25 MIPS, device's figure (receive, send Mbit/s).
     pub throughput: Option<(f64, f64)>,
@@ -103,7 +103,7 @@ pub fn table(columns: &[Column]) -> String {
         },
     );
     row(
-        "the device's own count (`linklab emu --cost`, 4 MB), received / sent",
+        "the device's own count (`linklab emu cost`, 4 MB), received / sent",
         &|c: &Column| {
             c.device_count
                 .map(|(rx, tx)| (format!("{rx:.2} / {tx:.2}"), None))
