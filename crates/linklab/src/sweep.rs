@@ -49,7 +49,8 @@ const IPERF3_PAUSE: Duration = Duration::from_millis(300);
 /// reworked in later releases).
 pub const IPERF2_PAUSE: Duration = Duration::from_millis(2000);
 
-/// How often a step is retried when the server is busy mid-sweep (1 s apart).
+/// How often a step is retried when the server is busy mid-sweep (1 s apart, or the pause
+/// between steps when longer).
 const BUSY_RETRIES: u32 = 3;
 
 /// Options of `linklab sweep`.
@@ -455,7 +456,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
             match &r {
                 Err(e) if step::is_resetting(e) && ours && tries < BUSY_RETRIES => {
                     tries += 1;
-                    std::thread::sleep(Duration::from_secs(1));
+                    std::thread::sleep(plan.pause.max(Duration::from_secs(1)));
                 }
                 _ => break r,
             }

@@ -204,6 +204,7 @@ impl Server {
     /// (a route's content type too long).
     fn start_response(&mut self, status: u16, reason: &str, content_type: &str, len: u64) {
         let mut head = (status, reason, content_type, len);
+        let mut fallen_back = false;
         loop {
             let (status, reason, content_type, len) = head;
             let mut w = SliceWriter::new(&mut self.head);
@@ -222,9 +223,10 @@ impl Server {
             self.head_len = w.len();
             self.status = Some(status);
             // The 500's head fits: RESPONSE_HEAD is larger, every number at its widest.
-            if written.is_ok() || status == 500 {
+            if written.is_ok() || fallen_back {
                 break;
             }
+            fallen_back = true;
             head = (500, "Internal Server Error", "text/plain", 0);
             self.body = Body::Static { text: b"", sent: 0 };
         }

@@ -10,10 +10,6 @@ pub const COOKIE_SIZE: usize = 37;
 /// The characters iperf3 draws cookies from.
 pub const COOKIE_ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
-/// Whether `c` is in [`COOKIE_ALPHABET`], by its two ranges (no table in flash).
-pub fn is_cookie_char(c: u8) -> bool {
-    c.is_ascii_lowercase() || (b'2'..=b'7').contains(&c)
-}
 /// Largest JSON document accepted on the control connection (iperf3's parameter cap).
 pub const MAX_JSON_LEN: usize = 8 * 1024;
 /// Most parallel streams (`-P`) we run; `--bidir` doubles the stream count.
@@ -30,6 +26,11 @@ pub const DEFAULT_TCP_BLOCK_LEN: usize = 128 * 1024;
 pub const DEFAULT_UDP_BLOCK_LEN: usize = 1460;
 /// Default UDP target rate: 1 Mbit/s (iperf3's UDP_RATE).
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+
+/// Whether `c` is in [`COOKIE_ALPHABET`], by its two ranges (no table in flash).
+pub fn is_cookie_char(c: u8) -> bool {
+    c.is_ascii_lowercase() || (b'2'..=b'7').contains(&c)
+}
 
 /// The one-byte states iperf3 exchanges on the control connection (signed char on the wire).
 pub mod state {

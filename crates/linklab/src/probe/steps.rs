@@ -300,7 +300,9 @@ pub fn sweep_one_way(
         server_was_ours: true,
         deadline: Some(Instant::now() + time + Duration::from_millis(500)),
     };
-    std::thread::sleep(IPERF_PAUSE);
+    // The sweep pauses between its own steps; this is the pause after the test before it
+    // (for iperf 2, the other way's sweep on the same server).
+    std::thread::sleep(pause.max(IPERF_PAUSE));
     let sweep::Measured { report, error } = sweep::measure(&plan, &mut NoWatch);
     // An iperf 2 server that sends no UDP report has no knee to give: a plain line. One that
     // reported and then stopped has failed.
