@@ -436,15 +436,15 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
     let mut error = None;
     while let Some(next) = search.next() {
+        let done = search.steps().len();
+        // No pause before the first step: whoever ran the test before it waited.
+        let pause = if done > 0 { plan.pause } else { Duration::ZERO };
         if let Some(deadline) = plan.deadline {
-            if Instant::now() + plan.pause + step_time > deadline {
+            if Instant::now() + pause + step_time > deadline {
                 break;
             }
         }
-        let done = search.steps().len();
-        if done > 0 {
-            std::thread::sleep(plan.pause);
-        }
+        std::thread::sleep(pause);
         obs.starting(done, next.offered);
         let began = Instant::now();
         // A server that was ours a moment ago may still be tearing down the last test: retry

@@ -351,10 +351,26 @@ pub fn sweep_one_way(
         .filter(|s| delivered(s))
         .map(|s| figures::knee(direction, s))
         .collect();
-    let not_measured = no_report
-        .map(|reason| figures::knee_not_measured(direction, iperf2, Unmeasured::Absent, reason))
-        .into_iter()
-        .collect();
+    // No step and nothing wrong: the sweep's share of the time ran out before its first.
+    let not_measured = match (no_report, &value, &error) {
+        (Some(reason), _, _) => vec![figures::knee_not_measured(
+            direction,
+            iperf2,
+            Unmeasured::Absent,
+            reason,
+        )],
+        (None, None, None) => vec![figures::knee_not_measured(
+            direction,
+            iperf2,
+            Unmeasured::OutOfTime,
+            format!(
+                "no time for a step: {:.1} s of the run's time for this sweep, a step takes {:.1} s",
+                time.as_secs_f64(),
+                (pause.max(IPERF_PAUSE) + Duration::from_secs(1) + IPERF_OVERHEAD).as_secs_f64()
+            ),
+        )],
+        _ => Vec::new(),
+    };
     Outcome {
         value,
         figures,
