@@ -366,7 +366,7 @@ pub fn sweep_one_way(
             format!(
                 "no time for a step: {:.1} s of the run's time for this sweep, a step takes {:.1} s",
                 time.as_secs_f64(),
-                (pause.max(IPERF_PAUSE) + Duration::from_secs(1) + IPERF_OVERHEAD).as_secs_f64()
+                per_step.as_secs_f64()
             ),
         )],
         _ => Vec::new(),
