@@ -105,68 +105,10 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     }
 
     // TCP echo: nc sends 64 kB and half-closes (-N); everything must come back in order.
-    let sent: Vec<u8> = (0..65_536u32).map(|i| (i * 7 + i / 256) as u8).collect();
-    let mut nc = ns
-        .command(&["timeout", "20", "nc", "-N", device_ip, "7"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nc");
-    let mut stdin = nc.stdin.take().unwrap();
-    let writer = {
-        let sent = sent.clone();
-        std::thread::spawn(move || {
-            use std::io::Write;
-            stdin.write_all(&sent).expect("write to nc");
-        })
-    };
-    let out = nc.wait_with_output().expect("nc output");
-    writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "nc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.stdout.len(), sent.len(), "echoed length");
-    assert!(out.stdout == sent, "echoed bytes differ");
+    tcp_echo_in_order(&ns, device_ip);
 
     // Stock iperf3 both ways (the line is paced at 10 Mb/s): each side counted bytes.
-    for extra in [&[][..], &["-R"][..]] {
-        let mut argv = vec![
-            "iperf3",
-            "-c",
-            device_ip,
-            "-t",
-            "2",
-            "-J",
-            "--connect-timeout",
-            "5000",
-        ];
-        argv.extend_from_slice(extra);
-        let out = ns.command(&argv).output().expect("run iperf3");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "iperf3 {extra:?}: no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
-        let end = &report["end"];
-        let sent = end["sum_sent"]["bytes"].as_u64().unwrap_or(0);
-        let received = end["sum_received"]["bytes"].as_u64().unwrap_or(0);
-        assert!(
-            sent > 200_000 && received > 200_000,
-            "iperf3 {extra:?}: {end}"
-        );
-        eprintln!(
-            "iperf3 {extra:?}: {:.2} Mbit/s received",
-            end["sum_received"]["bits_per_second"]
-                .as_f64()
-                .unwrap_or(0.0)
-                / 1e6
-        );
-    }
+    iperf3_both_ways(&ns, device_ip);
 
     // iperf3's client exits once it has sent IPERF_DONE; the device counts the test when that
     // message arrives, which on a busy machine can be after the client is gone. Wait for it
@@ -233,4 +175,72 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
         report.timer_wake_requests,
         started.elapsed().as_secs_f64()
     );
+}
+
+/// TCP echo: nc sends 64 kB and half-closes (-N); everything must come back in order.
+fn tcp_echo_in_order(ns: &Netns, device_ip: &str) {
+    let sent: Vec<u8> = (0..65_536u32).map(|i| (i * 7 + i / 256) as u8).collect();
+    let mut nc = ns
+        .command(&["timeout", "20", "nc", "-N", device_ip, "7"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start nc");
+    let mut stdin = nc.stdin.take().unwrap();
+    let writer = {
+        let sent = sent.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            stdin.write_all(&sent).expect("write to nc");
+        })
+    };
+    let out = nc.wait_with_output().expect("nc output");
+    writer.join().unwrap();
+    assert!(
+        out.status.success(),
+        "nc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout.len(), sent.len(), "echoed length");
+    assert!(out.stdout == sent, "echoed bytes differ");
+}
+
+/// Stock iperf3 both ways (the line is paced at 10 Mb/s): each side counted bytes.
+fn iperf3_both_ways(ns: &Netns, device_ip: &str) {
+    for extra in [&[][..], &["-R"][..]] {
+        let mut argv = vec![
+            "iperf3",
+            "-c",
+            device_ip,
+            "-t",
+            "2",
+            "-J",
+            "--connect-timeout",
+            "5000",
+        ];
+        argv.extend_from_slice(extra);
+        let out = ns.command(&argv).output().expect("run iperf3");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "iperf3 {extra:?}: no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
+        let end = &report["end"];
+        let sent = end["sum_sent"]["bytes"].as_u64().unwrap_or(0);
+        let received = end["sum_received"]["bytes"].as_u64().unwrap_or(0);
+        assert!(
+            sent > 200_000 && received > 200_000,
+            "iperf3 {extra:?}: {end}"
+        );
+        eprintln!(
+            "iperf3 {extra:?}: {:.2} Mbit/s received",
+            end["sum_received"]["bits_per_second"]
+                .as_f64()
+                .unwrap_or(0.0)
+                / 1e6
+        );
+    }
 }

@@ -16,7 +16,7 @@
 use std::process::ExitCode;
 
 use linklab_mac::impair::shift_into;
-use linklab_mac::{Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxQueue};
+use linklab_mac::{Counters, Inline, Mac, MacAddr, MacConfig, NoClock, PhyTx, RxQueue};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -150,26 +150,7 @@ fn main() -> ExitCode {
             lost += 1;
             continue;
         }
-        let skip = rng.gen_range(0..=6usize);
-        let offset = rng.gen_range(0..8usize);
-        let invert = rng.gen_bool(imp.invert);
-        let mut n = shift_into(&mut raw, &wire[skip..], offset, invert);
-        let (mut damaged, mut preamble_hit) = (false, false);
-        for bit in 0..8 * n {
-            if rng.gen_bool(imp.bit_error_rate) {
-                raw[bit / 8] ^= 1 << (bit % 8);
-                // Bits from the SFD on belong to the frame; earlier ones to the preamble.
-                if bit >= 8 * (7 - skip) + offset {
-                    damaged = true;
-                } else {
-                    preamble_hit = true;
-                }
-            }
-        }
-        if rng.gen_bool(imp.truncate) {
-            n = rng.gen_range(1..n);
-            damaged = true;
-        }
+        let (n, damaged, preamble_hit) = impair_into(&mut raw, &wire, &mut rng, &imp);
         let candidate = !damaged && for_us;
         if candidate {
             clean += u64::from(!preamble_hit);
@@ -207,12 +188,55 @@ fn main() -> ExitCode {
     }
     missing += candidates.iter().filter(|c| c.2).count() as u64;
     let c = receiver.counters();
+    let sc = sender.counters();
+    let figures = (lost, clean, delivered, mismatched, missing);
+    report((&c, &sc), (seed, frames, drain_every), figures)
+}
+
+/// The frame `wire` as the receiving PHY sees it, into `raw`: a few preamble bytes skipped,
+/// shifted off its byte, perhaps inverted, with bit errors and perhaps truncated. Returns its
+/// length, whether the frame (from the SFD on) was damaged, and whether the preamble was.
+fn impair_into(
+    raw: &mut [u8],
+    wire: &[u8],
+    rng: &mut ChaCha8Rng,
+    imp: &Impairments,
+) -> (usize, bool, bool) {
+    let skip = rng.gen_range(0..=6usize);
+    let offset = rng.gen_range(0..8usize);
+    let invert = rng.gen_bool(imp.invert);
+    let mut n = shift_into(raw, &wire[skip..], offset, invert);
+    let (mut damaged, mut preamble_hit) = (false, false);
+    for bit in 0..8 * n {
+        if rng.gen_bool(imp.bit_error_rate) {
+            raw[bit / 8] ^= 1 << (bit % 8);
+            // Bits from the SFD on belong to the frame; earlier ones to the preamble.
+            if bit >= 8 * (7 - skip) + offset {
+                damaged = true;
+            } else {
+                preamble_hit = true;
+            }
+        }
+    }
+    if rng.gen_bool(imp.truncate) {
+        n = rng.gen_range(1..n);
+        damaged = true;
+    }
+    (n, damaged, preamble_hit)
+}
+
+/// Prints what happened and checks it: the receiver's counters conserve, every delivered
+/// frame is the one sent, no clean frame is missing.
+fn report(
+    (c, sc): (&Counters, &Counters),
+    (seed, frames, drain_every): (u64, usize, usize),
+    (lost, clean, delivered, mismatched, missing): (u64, u64, u64, u64, u64),
+) -> ExitCode {
     println!("seed {seed}, {frames} frames sent, drain every {drain_every} frames");
     println!(
         "line: lost {lost}, clean and queued {clean}, link pulses {}",
         c.rx_cancelled
     );
-    let sc = sender.counters();
     println!("sender: tx packets {} bytes {}", sc.tx_packets, sc.tx_bytes);
     println!("receiver counters:\n{c}");
     println!(

@@ -223,46 +223,53 @@ fn stock_iperf3_against_the_smoltcp_device_server_over_tap() {
                 "{args:?}: server_ok={server_ok} received={received}\n{text}"
             ));
         }
-        // The device cannot know its CPU use: it says null, which stock iperf3 parses
-        // (and shows as 0).
-        if v["end"]["cpu_utilization_percent"]["remote_total"].as_f64() != Some(0.0) {
-            failures.push(format!(
-                "{args:?}: remote CPU {}",
-                v["end"]["cpu_utilization_percent"]
-            ));
-        }
-        if args.contains(&"-u") {
-            let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap_or(100.0);
-            if lost > 5.0 {
-                failures.push(format!("{args:?}: lost {lost}%"));
-            }
-        }
-        if args.contains(&"-6") {
-            let remote = v["start"]["connected"][0]["remote_host"]
-                .as_str()
-                .unwrap_or("");
-            if remote != "2001:2::2" {
-                failures.push(format!("{args:?}: connected to {remote:?}"));
-            }
-        }
-        if args.contains(&"--fq-rate") {
-            let bps = v["end"]["sum_received"]["bits_per_second"]
-                .as_f64()
-                .unwrap_or(0.0);
-            if !(1e6..6e6).contains(&bps) {
-                failures.push(format!("{args:?}: {bps} bit/s against --fq-rate 4M"));
-            }
-        }
-        if args.contains(&"reno") {
-            // With -R the device sends: what it reports is smoltcp's own algorithm (it
-            // cannot switch to reno; a stock server without reno carries on the same way).
-            let used = v["end"]["sender_tcp_congestion"].as_str().unwrap_or("");
-            if !matches!(used, "none" | "reno" | "cubic") {
-                failures.push(format!("{args:?}: device congestion control {used:?}"));
-            }
-        }
+        check_options(args, &v, &mut failures);
     }
     stop.store(true, Ordering::Relaxed);
     th.join().expect("device thread");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// What each honoured option must show in stock iperf3's report of a test that passed: the
+/// device's CPU as 0, UDP loss under 5 %, the IPv6 peer, the --fq-rate pacing, a congestion
+/// control the device may report. Each miss is added to `failures`.
+fn check_options(args: &[&str], v: &serde_json::Value, failures: &mut Vec<String>) {
+    // The device cannot know its CPU use: it says null, which stock iperf3 parses
+    // (and shows as 0).
+    if v["end"]["cpu_utilization_percent"]["remote_total"].as_f64() != Some(0.0) {
+        failures.push(format!(
+            "{args:?}: remote CPU {}",
+            v["end"]["cpu_utilization_percent"]
+        ));
+    }
+    if args.contains(&"-u") {
+        let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap_or(100.0);
+        if lost > 5.0 {
+            failures.push(format!("{args:?}: lost {lost}%"));
+        }
+    }
+    if args.contains(&"-6") {
+        let remote = v["start"]["connected"][0]["remote_host"]
+            .as_str()
+            .unwrap_or("");
+        if remote != "2001:2::2" {
+            failures.push(format!("{args:?}: connected to {remote:?}"));
+        }
+    }
+    if args.contains(&"--fq-rate") {
+        let bps = v["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap_or(0.0);
+        if !(1e6..6e6).contains(&bps) {
+            failures.push(format!("{args:?}: {bps} bit/s against --fq-rate 4M"));
+        }
+    }
+    if args.contains(&"reno") {
+        // With -R the device sends: what it reports is smoltcp's own algorithm (it
+        // cannot switch to reno; a stock server without reno carries on the same way).
+        let used = v["end"]["sender_tcp_congestion"].as_str().unwrap_or("");
+        if !matches!(used, "none" | "reno" | "cubic") {
+            failures.push(format!("{args:?}: device congestion control {used:?}"));
+        }
+    }
 }

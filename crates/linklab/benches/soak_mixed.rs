@@ -103,47 +103,9 @@ fn main() {
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(minutes * 60.0);
-    let stop = AtomicBool::new(false);
     let phase = AtomicU64::new(0);
-    let mut counts = [0usize; 3];
-    let mut lost = 0u64;
-    let mut baseline: Option<Snapshot> = None;
-    std::thread::scope(|s| {
-        // One round of clients alone first (warm-up), then the hostile peers.
-        let mut round = 0;
-        let mut pressure = None;
-        while Instant::now() < deadline || round == 0 {
-            for name in CLIENTS {
-                if round > 0 && Instant::now() >= deadline {
-                    break;
-                }
-                let phase_now = pressure::name(phase.load(Ordering::Relaxed));
-                let Some(outcome) = clients::run(&dev, name, iperf2) else {
-                    continue;
-                };
-                counts[outcome.verdict as usize] += 1;
-                lost += outcome.lost;
-                let at = started.elapsed().as_secs_f64();
-                let line = outcome.json(&home, at, phase_now);
-                writeln!(log, "{line}").expect("write the log");
-                if outcome.verdict == Verdict::Fail {
-                    println!("  {at:.0} s [{phase_now}] {name}: FAIL {}", outcome.detail);
-                }
-            }
-            round += 1;
-            if pressure.is_none() {
-                pressure = Some(s.spawn(|| pressure::run(&dev, &stop, &phase)));
-            }
-            // The first round of hostile phases is over: what the end is compared with.
-            let phases = phase.load(Ordering::Relaxed);
-            if baseline.is_none()
-                && (phases > pressure::PHASES.len() as u64 || Instant::now() >= deadline)
-            {
-                baseline = snapshot(&dev, &home);
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
+    let window = (started, deadline);
+    let (counts, lost, baseline) = mixed_load(&dev, &home, iperf2, window, &mut log, &phase);
 
     // The hostile peers are gone; their connections go within the TCP timeouts.
     let quiet = catch_unwind(AssertUnwindSafe(|| {
@@ -157,22 +119,7 @@ fn main() {
         .is_some_and(|s| catch_unwind(AssertUnwindSafe(|| assert_counters_conserve(s))).is_ok());
     let stuck_sockets = stats.as_ref().map(stuck);
     let rx_pending = stats.as_ref().and_then(|s| s["mac"]["rx_pending"].as_u64());
-    let (memory_ok, memory) = match (&baseline, &end) {
-        (Some(b), Some(e)) if home == "serve" => (
-            e.memory <= b.memory + 1024,
-            format!("RSS {} -> {} KiB", b.memory, e.memory),
-        ),
-        (Some(b), Some(e)) => (
-            e.memory <= b.memory + STACK_PEAK_SLACK && rx_pending == Some(0),
-            format!(
-                "stack peak {} -> {} B, rx_pending {}",
-                b.memory,
-                e.memory,
-                rx_pending.map_or("?".into(), |n| n.to_string())
-            ),
-        ),
-        _ => (false, "no snapshot".into()),
-    };
+    let (memory_ok, memory) = memory_check(&home, &baseline, &end, rx_pending);
     let restarted = match (&baseline, &end) {
         (Some(b), Some(e)) => e.uptime_s < b.uptime_s,
         _ => true,
@@ -217,6 +164,88 @@ fn main() {
     );
     drop(dev);
     std::process::exit(if pass { 0 } else { 1 });
+}
+
+/// The mixed load until `deadline`: rounds of clients (the first alone, as a warm-up), the
+/// hostile peers' pressure from the second on; each client's outcome logged. Returns the
+/// verdicts counted (ok, busy, failed), the datagrams lost, and the device after the first
+/// round of hostile phases.
+fn mixed_load(
+    dev: &Device,
+    home: &str,
+    iperf2: bool,
+    (started, deadline): (Instant, Instant),
+    log: &mut std::fs::File,
+    phase: &AtomicU64,
+) -> ([usize; 3], u64, Option<Snapshot>) {
+    let stop = AtomicBool::new(false);
+    let mut counts = [0usize; 3];
+    let mut lost = 0u64;
+    let mut baseline: Option<Snapshot> = None;
+    std::thread::scope(|s| {
+        // One round of clients alone first (warm-up), then the hostile peers.
+        let mut round = 0;
+        let mut pressure = None;
+        while Instant::now() < deadline || round == 0 {
+            for name in CLIENTS {
+                if round > 0 && Instant::now() >= deadline {
+                    break;
+                }
+                let phase_now = pressure::name(phase.load(Ordering::Relaxed));
+                let Some(outcome) = clients::run(&dev, name, iperf2) else {
+                    continue;
+                };
+                counts[outcome.verdict as usize] += 1;
+                lost += outcome.lost;
+                let at = started.elapsed().as_secs_f64();
+                let line = outcome.json(&home, at, phase_now);
+                writeln!(log, "{line}").expect("write the log");
+                if outcome.verdict == Verdict::Fail {
+                    println!("  {at:.0} s [{phase_now}] {name}: FAIL {}", outcome.detail);
+                }
+            }
+            round += 1;
+            if pressure.is_none() {
+                pressure = Some(s.spawn(|| pressure::run(&dev, &stop, &phase)));
+            }
+            // The first round of hostile phases is over: what the end is compared with.
+            let phases = phase.load(Ordering::Relaxed);
+            if baseline.is_none()
+                && (phases > pressure::PHASES.len() as u64 || Instant::now() >= deadline)
+            {
+                baseline = snapshot(&dev, &home);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    (counts, lost, baseline)
+}
+
+/// Whether the memory held from the first hostile round to the end (`serve`'s resident set
+/// within 1 MiB; the firmware's stack peak within its slack, its RX queue drained), and what
+/// it was.
+fn memory_check(
+    home: &str,
+    baseline: &Option<Snapshot>,
+    end: &Option<Snapshot>,
+    rx_pending: Option<u64>,
+) -> (bool, String) {
+    match (baseline, end) {
+        (Some(b), Some(e)) if home == "serve" => (
+            e.memory <= b.memory + 1024,
+            format!("RSS {} -> {} KiB", b.memory, e.memory),
+        ),
+        (Some(b), Some(e)) => (
+            e.memory <= b.memory + STACK_PEAK_SLACK && rx_pending == Some(0),
+            format!(
+                "stack peak {} -> {} B, rx_pending {}",
+                b.memory,
+                e.memory,
+                rx_pending.map_or("?".into(), |n| n.to_string())
+            ),
+        ),
+        _ => (false, "no snapshot".into()),
+    }
 }
 
 /// The device's uptime and memory now (None if /stats did not answer).

@@ -240,30 +240,7 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         TcpWindow::Auto => None,
         TcpWindow::Bytes(w) => Some(w),
     };
-    let phy_path = match args.phy {
-        PhyArg::Bytes => PhyPath::Bytes,
-        PhyArg::Samples => {
-            if rate != Rate::M10 {
-                bail_usage!("--phy samples models 10BASE-T only: use it with --rate 10M");
-            }
-            if args.jitter > args.oversample {
-                bail_usage!(
-                    "--jitter must be in 0..={} (the oversampling factor), got {}",
-                    args.oversample,
-                    args.jitter
-                );
-            }
-            let cfg = SampleWireConfig {
-                oversample: args.oversample,
-                drift_ppm: args.drift,
-                jitter_samples: args.jitter,
-                noise: args.noise,
-            };
-            linklab_sim::sample_wire::SampleWire::new(cfg)
-                .map_err(|e| anyhow::anyhow!("--phy samples: {e}"))?;
-            PhyPath::Samples(cfg)
-        }
-    };
+    let phy_path = phy_path_of(args)?;
     let counts = args.profile.counts();
     if counts.is_none()
         && (args.mhz.is_some() || args.cpi.is_some() || args.misaligned_copy.is_some())
@@ -360,6 +337,36 @@ pub fn config(args: &Args) -> anyhow::Result<SimConfig> {
         max_wall_s: args.max_wall_s,
         max_stall_ns: (args.max_stall_s * 1e9) as u64,
     })
+}
+
+/// The PHY path `--phy` asks for: bytes, or samples on a 10BASE-T line checked for sense.
+fn phy_path_of(args: &Args) -> anyhow::Result<PhyPath> {
+    let rate = args.rate;
+    let phy_path = match args.phy {
+        PhyArg::Bytes => PhyPath::Bytes,
+        PhyArg::Samples => {
+            if rate != Rate::M10 {
+                bail_usage!("--phy samples models 10BASE-T only: use it with --rate 10M");
+            }
+            if args.jitter > args.oversample {
+                bail_usage!(
+                    "--jitter must be in 0..={} (the oversampling factor), got {}",
+                    args.oversample,
+                    args.jitter
+                );
+            }
+            let cfg = SampleWireConfig {
+                oversample: args.oversample,
+                drift_ppm: args.drift,
+                jitter_samples: args.jitter,
+                noise: args.noise,
+            };
+            linklab_sim::sample_wire::SampleWire::new(cfg)
+                .map_err(|e| anyhow::anyhow!("--phy samples: {e}"))?;
+            PhyPath::Samples(cfg)
+        }
+    };
+    Ok(phy_path)
 }
 
 /// Runs `linklab bench`.

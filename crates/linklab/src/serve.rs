@@ -121,22 +121,7 @@ fn serve_on(
         TcpWindow::Bytes(bytes) => (bytes, false),
     };
 
-    let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
-    // Seeds smoltcp's TCP initial sequence numbers and ports: differ per run.
-    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    iface_config.random_seed =
-        wall.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id());
-    // With an explicit --tcp-window the burst cap (which would quietly shrink the window back
-    // to what the queue holds) is lifted, so the window on the wire is the one asked for.
-    mac.set_burst_cap(auto);
-    let mut iface = Interface::new(iface_config, &mut mac, device_now(started));
-    let mut added = true;
-    iface.update_ip_addrs(|addrs| {
-        added = addrs
-            .push(IpCidr::new(IpAddress::Ipv4(config.ip), config.prefix))
-            .is_ok()
-    });
-    anyhow::ensure!(added, "--ip: smoltcp refused the address");
+    let mut iface = interface(config, &mut mac, auto, started)?;
 
     let mut sockets = SocketSet::new(vec![]);
     let mut apps = Apps::new(&mut sockets, window);
@@ -223,6 +208,32 @@ fn serve_on(
     );
     println!("{}", last.to_text());
     Ok(())
+}
+
+/// smoltcp's interface over `mac`, at `--ip`, its sequence numbers seeded per run.
+fn interface(
+    config: &Config,
+    mac: &mut Mac<'_, BoxedSlice, TapPhy<'_>, NoClock>,
+    auto: bool,
+    started: std::time::Instant,
+) -> anyhow::Result<Interface> {
+    let mut iface_config = IfaceConfig::new(EthernetAddress(config.mac).into());
+    // Seeds smoltcp's TCP initial sequence numbers and ports: differ per run.
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    iface_config.random_seed =
+        wall.map_or(0, |d| d.as_nanos() as u64) ^ u64::from(std::process::id());
+    // With an explicit --tcp-window the burst cap (which would quietly shrink the window back
+    // to what the queue holds) is lifted, so the window on the wire is the one asked for.
+    mac.set_burst_cap(auto);
+    let mut iface = Interface::new(iface_config, mac, device_now(started));
+    let mut added = true;
+    iface.update_ip_addrs(|addrs| {
+        added = addrs
+            .push(IpCidr::new(IpAddress::Ipv4(config.ip), config.prefix))
+            .is_ok()
+    });
+    anyhow::ensure!(added, "--ip: smoltcp refused the address");
+    Ok(iface)
 }
 
 /// The device's time: microseconds since `started` on the monotonic clock. smoltcp's

@@ -9,15 +9,17 @@ use std::process::Command;
 
 use common::{assert_one_line_error, linklab_bin, linklab_in, Netns};
 
+/// `linklab emu ARGS`, run.
+fn emu(args: &[&str]) -> std::process::Output {
+    Command::new(linklab_bin())
+        .arg("emu")
+        .args(args)
+        .output()
+        .expect("run linklab")
+}
+
 #[test]
 fn bad_input_gets_one_line_and_leaves_nothing_behind() {
-    let emu = |args: &[&str]| {
-        Command::new(linklab_bin())
-            .arg("emu")
-            .args(args)
-            .output()
-            .expect("run linklab")
-    };
     assert_one_line_error(
         &emu(&["esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
         "invalid value 'esp32' for '[BOARD]': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000, sabrelite",
@@ -40,8 +42,51 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         "--icount",
     );
 
-    // The soft-PHY line: a board without the image, factors and jitter the decoder does not
-    // take, line options for an image without a line.
+    soft_phy_line_options_are_refused();
+
+    // A TAP that exists and is not ours.
+    let ns = Netns::new("emubad");
+    ns.run(&["ip", "tuntap", "add", "dev", "taken0", "mode", "tap"]);
+    for image in ["main", "embassy"] {
+        let out = linklab_in(
+            &ns,
+            &[
+                "emu",
+                "riscv32-virt",
+                "--image",
+                image,
+                "--tap",
+                "taken0",
+                "--ip",
+                "198.18.0.2/24",
+            ],
+        );
+        assert_one_line_error(&out, "already exists");
+    }
+    ns.run(&["ip", "link", "show", "taken0"]);
+    images_a_verb_does_not_take_are_refused();
+
+    // No QEMU on PATH: the package to install.
+    let out = Command::new(linklab_bin())
+        .args([
+            "emu",
+            "riscv32-virt",
+            "--tap",
+            "llq0",
+            "--ip",
+            "198.18.0.2/24",
+        ])
+        .env("PATH", "/nonexistent")
+        .output()
+        .expect("run linklab");
+    assert_one_line_error(&out, "install Debian's qemu-system-misc package");
+
+    an_image_that_does_not_boot_leaves_no_tap(&ns);
+}
+
+/// The soft-PHY line: a board without the image, factors and jitter the decoder does not
+/// take, line options for an image without a line.
+fn soft_phy_line_options_are_refused() {
     let line = |extra: &[&str]| {
         let mut a = vec!["riscv32-virt", "--tap", "t0", "--ip", "198.18.0.2/24"];
         a.extend_from_slice(extra);
@@ -89,28 +134,11 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         assert_one_line_error(&line(bad), names);
     }
     assert!(!std::path::Path::new("/sys/class/net/t0").exists());
+}
 
-    // A TAP that exists and is not ours.
-    let ns = Netns::new("emubad");
-    ns.run(&["ip", "tuntap", "add", "dev", "taken0", "mode", "tap"]);
-    for image in ["main", "embassy"] {
-        let out = linklab_in(
-            &ns,
-            &[
-                "emu",
-                "riscv32-virt",
-                "--image",
-                image,
-                "--tap",
-                "taken0",
-                "--ip",
-                "198.18.0.2/24",
-            ],
-        );
-        assert_one_line_error(&out, "already exists");
-    }
-    ns.run(&["ip", "link", "show", "taken0"]);
-    // A measuring verb with an image it does not measure, one image at a time.
+/// A measuring verb with an image it does not measure, one image at a time; an image without
+/// a simulator profile is neither counted nor predicted.
+fn images_a_verb_does_not_take_are_refused() {
     assert_one_line_error(
         &emu(&["cost", "mps2-an385", "--image", "serial"]),
         "cost: mps2-an385's serial image has no NIC",
@@ -143,24 +171,11 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         &emu(&["phy10", "mps2-an385"]),
         "mps2-an385 has no phy10-bench image",
     );
+}
 
-    // No QEMU on PATH: the package to install.
-    let out = Command::new(linklab_bin())
-        .args([
-            "emu",
-            "riscv32-virt",
-            "--tap",
-            "llq0",
-            "--ip",
-            "198.18.0.2/24",
-        ])
-        .env("PATH", "/nonexistent")
-        .output()
-        .expect("run linklab");
-    assert_one_line_error(&out, "install Debian's qemu-system-misc package");
-
-    // An image that does not boot (the riscv image on the ARM board): a timeout with the
-    // console's last lines, and no TAP left behind.
+/// An image that does not boot (the riscv image on the ARM board): a timeout with the
+/// console's last lines, and no TAP left behind.
+fn an_image_that_does_not_boot_leaves_no_tap(ns: &Netns) {
     let image = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../firmware/target/riscv32imac-unknown-none-elf/release/fw-riscv32-virt");
     if image.is_file() {

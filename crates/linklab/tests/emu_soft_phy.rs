@@ -68,50 +68,7 @@ fn noisy_line_counts_damaged_frames() {
 
 fn soft_phy_line(line: &[&str]) {
     let mut emu = Device::emu_args("riscv32-virt", line);
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
-            .unwrap();
-    assert!(
-        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
-        "{line:?}: {ping}"
-    );
-    for file in linklab_perf::payload::BENCH_FILES
-        .iter()
-        .filter(|f| f.path == "/100kB.txt" || f.path == "/1MB.txt")
-    {
-        let body = emu.run(&[
-            "curl",
-            "-sS",
-            "--fail",
-            "--max-time",
-            "60",
-            &format!("http://{DEVICE_IP}{}", file.path),
-        ]);
-        assert_eq!(
-            body.len() as u64,
-            file.len,
-            "{line:?} {}: length",
-            file.path
-        );
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(*file),
-            "{line:?} {}: CRC32",
-            file.path
-        );
-    }
-    let rx = emu.iperf3(&["-t", "3"]);
-    assert!(
-        end_bytes(&rx, "sum_received") > 500_000,
-        "{line:?}: {}",
-        rx["end"]
-    );
-    let tx = emu.iperf3(&["-t", "3", "-R"]);
-    assert!(
-        end_bytes(&tx, "sum_received") > 500_000,
-        "{line:?}: {}",
-        tx["end"]
-    );
+    serves_ping_http_and_iperf3(&emu, line);
 
     let stats = emu.stats();
     assert_conserved(&stats);
@@ -199,4 +156,52 @@ fn soft_phy_line(line: &[&str]) {
     assert_eq!(line_counter("fcs_errors"), 0, "{summary}");
     let links = String::from_utf8(emu.run(&["ip", "-o", "link", "show"])).unwrap();
     assert!(!links.contains(&format!(" {}:", emu.tap)), "{links}");
+}
+
+/// Over the line: 20 pings all answered, the bench files whole, iperf3 both ways.
+fn serves_ping_http_and_iperf3(emu: &Device, line: &[&str]) {
+    let ping =
+        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-W", "2", DEVICE_IP]))
+            .unwrap();
+    assert!(
+        ping.contains("20 packets transmitted, 20 received, 0% packet loss"),
+        "{line:?}: {ping}"
+    );
+    for file in linklab_perf::payload::BENCH_FILES
+        .iter()
+        .filter(|f| f.path == "/100kB.txt" || f.path == "/1MB.txt")
+    {
+        let body = emu.run(&[
+            "curl",
+            "-sS",
+            "--fail",
+            "--max-time",
+            "60",
+            &format!("http://{DEVICE_IP}{}", file.path),
+        ]);
+        assert_eq!(
+            body.len() as u64,
+            file.len,
+            "{line:?} {}: length",
+            file.path
+        );
+        assert_eq!(
+            crc32fast::hash(&body),
+            linklab_perf::http::expected_crc32(*file),
+            "{line:?} {}: CRC32",
+            file.path
+        );
+    }
+    let rx = emu.iperf3(&["-t", "3"]);
+    assert!(
+        end_bytes(&rx, "sum_received") > 500_000,
+        "{line:?}: {}",
+        rx["end"]
+    );
+    let tx = emu.iperf3(&["-t", "3", "-R"]);
+    assert!(
+        end_bytes(&tx, "sum_received") > 500_000,
+        "{line:?}: {}",
+        tx["end"]
+    );
 }

@@ -306,35 +306,7 @@ fn ping_curl_echo_stats_and_clean_exit() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&missing.stdout), "404");
 
-    let (udp_reply, tcp_reply) = in_netns(&served.ns, || {
-        let device: SocketAddr = format!("{DEVICE_IP}:7").parse().unwrap();
-        let udp = UdpSocket::bind("198.18.0.1:0").unwrap();
-        udp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut udp_reply = Vec::new();
-        for i in 0..5u8 {
-            let msg = [i; 100];
-            udp.send_to(&msg, device).unwrap();
-            let mut buf = [0u8; 200];
-            let (n, from) = udp.recv_from(&mut buf).unwrap();
-            assert_eq!(from, device);
-            udp_reply.extend_from_slice(&buf[..n]);
-        }
-        let mut tcp = TcpStream::connect_timeout(&device, Duration::from_secs(5)).unwrap();
-        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let msg: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
-        tcp.write_all(&msg).unwrap();
-        tcp.shutdown(std::net::Shutdown::Write).unwrap();
-        let mut tcp_reply = Vec::new();
-        tcp.read_to_end(&mut tcp_reply).unwrap();
-        (udp_reply, tcp_reply)
-    });
-    let expected_udp: Vec<u8> = (0..5u8).flat_map(|i| [i; 100]).collect();
-    assert_eq!(udp_reply, expected_udp, "UDP echo");
-    assert_eq!(
-        tcp_reply,
-        (0..50_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>(),
-        "TCP echo"
-    );
+    echoes_udp_and_tcp(&served.ns);
 
     let stats = served.stats();
     assert_conserved(&stats);
@@ -384,6 +356,39 @@ fn ping_curl_echo_stats_and_clean_exit() {
     assert!(
         !links.contains(&format!(" {TAP}:")),
         "the TAP serve created is still there after exit: {links}"
+    );
+}
+
+/// Port 7 echoes five UDP datagrams and 50 000 bytes over TCP, in order.
+fn echoes_udp_and_tcp(ns: &Netns) {
+    let (udp_reply, tcp_reply) = in_netns(ns, || {
+        let device: SocketAddr = format!("{DEVICE_IP}:7").parse().unwrap();
+        let udp = UdpSocket::bind("198.18.0.1:0").unwrap();
+        udp.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut udp_reply = Vec::new();
+        for i in 0..5u8 {
+            let msg = [i; 100];
+            udp.send_to(&msg, device).unwrap();
+            let mut buf = [0u8; 200];
+            let (n, from) = udp.recv_from(&mut buf).unwrap();
+            assert_eq!(from, device);
+            udp_reply.extend_from_slice(&buf[..n]);
+        }
+        let mut tcp = TcpStream::connect_timeout(&device, Duration::from_secs(5)).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let msg: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        tcp.write_all(&msg).unwrap();
+        tcp.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut tcp_reply = Vec::new();
+        tcp.read_to_end(&mut tcp_reply).unwrap();
+        (udp_reply, tcp_reply)
+    });
+    let expected_udp: Vec<u8> = (0..5u8).flat_map(|i| [i; 100]).collect();
+    assert_eq!(udp_reply, expected_udp, "UDP echo");
+    assert_eq!(
+        tcp_reply,
+        (0..50_000u32).map(|i| (i % 251) as u8).collect::<Vec<_>>(),
+        "TCP echo"
     );
 }
 

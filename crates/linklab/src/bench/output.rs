@@ -21,6 +21,7 @@ fn window_text(cfg: &SimConfig, r: &SimReport) -> String {
     }
 }
 
+/// Prints a run as the write-up does: the configuration, the pings, the downloads, the summary.
 pub(super) fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
     let duplex = match cfg.link.duplex {
         Duplex::Half => "half",
@@ -47,6 +48,13 @@ pub(super) fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
             args.misaligned_copy.unwrap_or(0.0)
         );
     }
+    print_pings(r);
+    print_downloads(cfg, args, r);
+    print_summary(cfg, r, duplex);
+}
+
+/// Each ping as `ping` prints it, then its statistics.
+fn print_pings(r: &SimReport) {
     if !r.pings.is_empty() {
         for p in &r.pings {
             match p.rtt_ms {
@@ -67,6 +75,10 @@ pub(super) fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         );
         println!();
     }
+}
+
+/// Per file, each download (or send) as the write-up prints it, then the PHY's and MAC's stats.
+fn print_downloads(cfg: &SimConfig, args: &Args, r: &SimReport) {
     for file in &cfg.files {
         let stats = r.file_stats.iter().find(|s| s.path == file.path);
         let downloads: Vec<_> = r.downloads.iter().filter(|d| d.path == file.path).collect();
@@ -131,6 +143,11 @@ pub(super) fn print_report(cfg: &SimConfig, args: &Args, r: &SimReport) {
         println!("Valid: {}", m.rx_packets);
         println!();
     }
+}
+
+/// The summary: each file's goodput against the link's limit, the device's receive path, the
+/// virtual time, the watchdog and the counters' conservation.
+fn print_summary(cfg: &SimConfig, r: &SimReport, duplex: &str) {
     let lim = limit(cfg);
     println!("=== Summary");
     println!(

@@ -77,6 +77,9 @@ const FIRST_SEND: usize = 5;
 /// The HTTP downloads (paths on the device).
 const HTTP_RUNS: [&str; 2] = ["/1MB.txt", "/100kB.txt"];
 
+/// One transfer counted: what it was, its counts, iperf3's report of it.
+type Counted = (String, Counts, Option<Value>);
+
 /// The counted profile of `board`'s `spec` image and its data file, or an error naming the
 /// images that have one.
 pub fn profile_of(board: &Board, spec: &ImageSpec) -> anyhow::Result<(&'static str, &'static str)> {
@@ -277,6 +280,70 @@ pub fn cost_parts(
     let sources = sources(board, spec);
     let print = fingerprint(&root, &sources).context("cannot fingerprint the measured sources")?;
     // A soft PHY's decoder at every factor, from the bench image on the same board.
+    let decoder = decoder_of(board, spec)?;
+
+    let lab = match line {
+        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
+        None => Lab::boot(board, image, Some("shift=0".into()))?,
+    };
+    let s0 = lab.stats()?;
+    let mut prev = lab.stats()?;
+    let fetch = Counts::between(&s0, &prev)?;
+    let mut runs = Vec::new();
+    let (advertised, iperf3_flight) = iperf3_runs(&lab, &mut prev, &fetch, &mut runs)?;
+    let mut http_flight = 0;
+    for (i, path) in HTTP_RUNS.into_iter().enumerate() {
+        let capture = (i == 0).then(|| Capture::start(&lab, "http")).transpose()?;
+        lab.download(path)?;
+        if let Some(c) = capture {
+            http_flight = c.stop(80)?.1;
+        }
+        let next = lab.stats()?;
+        let mut c = Counts::between(&prev, &next)?.minus(&fetch);
+        c.http_bytes = c.tx_bytes;
+        runs.push((format!("curl {path}"), c, None));
+        prev = next;
+    }
+    if prev["conservation"]["holds"].as_bool() != Some(true) {
+        bail!("parts: the MAC's conservation law does not hold after the runs");
+    }
+    let flights = (advertised, iperf3_flight, http_flight);
+    let device = device_of(&lab, spec, &prev, flights)?;
+
+    let (parts, run_json) = solve_parts(&runs)?;
+    let data = CountedProfile {
+        profile: name.into(),
+        about: format!(
+            "Instructions per part of the device's work on linklab's {} image of {} ({}), counted under QEMU -icount shift=0 over stock iperf3 transfers and curl downloads (each less one /stats fetch), solved by least squares; read by linklab-sim's {name} profile",
+            match (spec.attach, spec.runtime) {
+                (Attach::SoftPhyLine, _) => "soft-PHY",
+                (_, Runtime::Embassy) => "embassy",
+                _ => "main-loop",
+            },
+            board.name,
+            board.isa
+        ),
+        command: command(board, spec)?,
+        board: board.name.into(),
+        image: spec.name.into(),
+        isa: board.isa.into(),
+        icount: "shift=0".into(),
+        work_unit: prev["cpu"]["work_unit"]
+            .as_str()
+            .unwrap_or("instructions")
+            .into(),
+        sources,
+        fingerprint: print,
+        device,
+        parts,
+        decoder,
+        runs: Value::Array(run_json),
+    };
+    Ok(serde_json::to_value(data)?)
+}
+
+/// A soft PHY's decoder at every factor, from the bench image on the same board.
+fn decoder_of(board: &Board, spec: &ImageSpec) -> anyhow::Result<Option<Decoder>> {
     let decoder = match spec.attach {
         Attach::SoftPhyLine => {
             let (cases, _, _) = super::phy10::measure(board, None)?;
@@ -296,22 +363,24 @@ pub fn cost_parts(
         }
         _ => None,
     };
+    Ok(decoder)
+}
 
-    let lab = match line {
-        Some(l) => Lab::boot_line(board, image, Some(0), l)?,
-        None => Lab::boot(board, image, Some("shift=0".into()))?,
-    };
-    let s0 = lab.stats()?;
-    let mut prev = lab.stats()?;
-    let fetch = Counts::between(&s0, &prev)?;
-    let mut runs = Vec::new();
+/// The iperf3 transfers ([`RUNS`]), each counted into `runs`; returns the window the device
+/// advertised and the bytes it kept in flight, from the first transfer each way.
+fn iperf3_runs(
+    lab: &Lab,
+    prev: &mut Value,
+    fetch: &Counts,
+    runs: &mut Vec<Counted>,
+) -> anyhow::Result<(u64, u64)> {
     let (mut advertised, mut iperf3_flight) = (0u64, 0u64);
     for (i, (mtu, opts)) in RUNS.into_iter().enumerate() {
-        set_mtu(&lab, mtu)?;
+        set_mtu(lab, mtu)?;
         // The first transfer each way is captured: the window the device advertises, the
         // bytes it keeps in flight.
         let capture = match i {
-            0 | FIRST_SEND => Some(Capture::start(&lab, &i.to_string())?),
+            0 | FIRST_SEND => Some(Capture::start(lab, &i.to_string())?),
             _ => None,
         };
         // A transfer the device refused or dropped midway (an embassy image's iperf3 server
@@ -329,7 +398,7 @@ pub fn cost_parts(
                     tries += 1;
                     eprintln!("parts: {e}; again");
                     std::thread::sleep(std::time::Duration::from_secs(1));
-                    prev = lab.stats()?;
+                    *prev = lab.stats()?;
                 }
                 Err(e) => return Err(e),
             }
@@ -342,29 +411,23 @@ pub fn cost_parts(
                 iperf3_flight = flight;
             }
         }
-        set_mtu(&lab, 1500)?;
+        set_mtu(lab, 1500)?;
         let next = lab.stats()?;
         let what = format!("{} (kernel-side MTU {mtu})", opts.join(" "));
-        let c = Counts::between(&prev, &next)?.minus(&fetch);
+        let c = Counts::between(prev, &next)?.minus(fetch);
         runs.push((what, c, report));
-        prev = next;
+        *prev = next;
     }
-    let mut http_flight = 0;
-    for (i, path) in HTTP_RUNS.into_iter().enumerate() {
-        let capture = (i == 0).then(|| Capture::start(&lab, "http")).transpose()?;
-        lab.download(path)?;
-        if let Some(c) = capture {
-            http_flight = c.stop(80)?.1;
-        }
-        let next = lab.stats()?;
-        let mut c = Counts::between(&prev, &next)?.minus(&fetch);
-        c.http_bytes = c.tx_bytes;
-        runs.push((format!("curl {path}"), c, None));
-        prev = next;
-    }
-    if prev["conservation"]["holds"].as_bool() != Some(true) {
-        bail!("parts: the MAC's conservation law does not hold after the runs");
-    }
+    Ok((advertised, iperf3_flight))
+}
+
+/// The device's figures: its queues and windows from `/stats` and the captures, its loop's shape.
+fn device_of(
+    lab: &Lab,
+    spec: &ImageSpec,
+    prev: &Value,
+    (advertised, iperf3_flight, http_flight): (u64, u64, u64),
+) -> anyhow::Result<Device> {
     // The send buffers, where `/stats` lists the sockets' queues (the main-loop images):
     // the most bytes queued while a sender keeps them full, on transfers not counted.
     let iperf3_queued = queued_while(&lab, 5201, &["iperf3", "-c", DEVICE_IP, "-t", "1", "-R"])?;
@@ -403,7 +466,12 @@ pub fn cost_parts(
             Runtime::MainLoop => LoopShape::MainLoop,
         },
     };
+    Ok(device)
+}
 
+/// The parts solved from the runs' counts, and each run as the data file lists it (with the
+/// fit's error).
+fn solve_parts(runs: &[Counted]) -> anyhow::Result<(Parts, Vec<Value>)> {
     let isr_rows: Vec<Vec<f64>> = runs.iter().map(|(_, c, _)| c.isr_row()).collect();
     let isr_y: Vec<f64> = runs.iter().map(|(_, c, _)| c.isr).collect();
     // The loop's own work is per pass by construction: counted, not solved. The stack's and
@@ -450,35 +518,7 @@ pub fn cost_parts(
             })
         })
         .collect();
-    let data = CountedProfile {
-        profile: name.into(),
-        about: format!(
-            "Instructions per part of the device's work on linklab's {} image of {} ({}), counted under QEMU -icount shift=0 over stock iperf3 transfers and curl downloads (each less one /stats fetch), solved by least squares; read by linklab-sim's {name} profile",
-            match (spec.attach, spec.runtime) {
-                (Attach::SoftPhyLine, _) => "soft-PHY",
-                (_, Runtime::Embassy) => "embassy",
-                _ => "main-loop",
-            },
-            board.name,
-            board.isa
-        ),
-        command: command(board, spec)?,
-        board: board.name.into(),
-        image: spec.name.into(),
-        isa: board.isa.into(),
-        icount: "shift=0".into(),
-        work_unit: prev["cpu"]["work_unit"]
-            .as_str()
-            .unwrap_or("instructions")
-            .into(),
-        sources,
-        fingerprint: print,
-        device,
-        parts,
-        decoder,
-        runs: Value::Array(run_json),
-    };
-    Ok(serde_json::to_value(data)?)
+    Ok((parts, run_json))
 }
 
 #[cfg(test)]

@@ -354,54 +354,7 @@ pub fn predict(
             }),
         );
         for (test, series) in table.iter_mut() {
-            let (e, side) = emulate(&lab, *test, shift)?;
-            let share = side.misaligned_share();
-            let argv = bench_argv(profile, mips, rate, *test, share);
-            let sim = simulate(&argv)?;
-            let (goodput, sim_busy_share) = (sim.goodput, sim.busy_share);
-            let bytes = e.bytes as f64;
-            let emulated_per_byte = side.instructions / bytes;
-            series
-                .per_byte
-                .push((emulated_per_byte, sim.instructions_per_byte));
-            let emulated_bps = e.clocks.rate(e.bytes);
-            let busy_share = side.instructions / (side.uptime_ns / 1e9 * mips * 1e6);
-            // The device's clock against real time over the span /stats covers (for curl,
-            // whose transfer is a fraction of a second, the last fetch is not a rounding
-            // error).
-            let stats_clocks = Clocks {
-                device_s: side.uptime_ns / 1e9,
-                real_s: e.stats_real_s,
-            };
-            series.emulated.push(emulated_bps);
-            series.predicted.push(goodput);
-            series.busy.push(busy_share);
-            series.sim_busy.push(sim_busy_share);
-            let mut figures = json!({
-                    "emulated_bytes": bytes,
-                    "emulated_device_seconds": round(e.clocks.device_s, 4),
-                    "emulated_kB_per_s": round(emulated_bps / 1000.0, 1),
-                    "device_seconds_per_real_second": round(stats_clocks.pace(), 3),
-                    "device_busy_share": round(busy_share, 3),
-                    "instructions_per_byte": round(emulated_per_byte, 3),
-                    "misaligned_copy_share": round(share, 3),
-                    "frames_received": side.rx_frames,
-                    "frames_sent": side.tx_frames,
-                    "passes": side.passes,
-                    "predicted_kB_per_s": round(goodput / 1000.0, 1),
-                    "predicted_instructions_per_byte": round(sim.instructions_per_byte, 3),
-                    "predicted_busy_share": round(sim_busy_share, 3),
-                    "error_pct": round((goodput / emulated_bps - 1.0) * 100.0, 1),
-                    "bench": format!("linklab bench {}", argv.join(" ")),
-                    "emulated_device_bound_kB_per_s": round(emulated_bps / busy_share / 1000.0, 1),
-                    "predicted_device_bound_kB_per_s": round(goodput / sim_busy_share / 1000.0, 1),
-            });
-            // The host's rate only beside the line that says the emulator fell behind.
-            if let Some(note) = e.clocks.behind() {
-                figures["real_seconds"] = json!(round(e.clocks.real_s, 3));
-                figures["real_kB_per_s"] = json!(round(e.clocks.host_rate(e.bytes) / 1000.0, 1));
-                figures["behind"] = json!(note);
-            }
+            let figures = run_test(&lab, *test, series, (shift, mips), (profile, rate))?;
             tests.insert(test.key().into(), figures);
         }
         eprintln!(
@@ -426,53 +379,7 @@ pub fn predict(
     }
     let summary: Vec<Value> = table
         .iter()
-        .map(|(test, series)| {
-            let Series {
-                emulated,
-                predicted,
-                per_byte,
-                busy,
-                sim_busy,
-            } = series;
-            let (mean, min, max) = stats(emulated);
-            let (pred, pred_min, pred_max) = stats(predicted);
-            let emulated_per_byte: Vec<f64> = per_byte.iter().map(|p| p.0).collect();
-            let simulated_per_byte: Vec<f64> = per_byte.iter().map(|p| p.1).collect();
-            let (epb, epb_min, epb_max) = stats(&emulated_per_byte);
-            let (spb, _, _) = stats(&simulated_per_byte);
-            let (busy_mean, busy_min, busy_max) = stats(busy);
-            // What the device moved per second it was busy: the rate without the waits.
-            let bound: Vec<f64> = emulated.iter().zip(busy.iter()).map(|(e, b)| e / b).collect();
-            let pred_bound: Vec<f64> =
-                predicted.iter().zip(sim_busy.iter()).map(|(p, b)| p / b).collect();
-            let (bound_mean, bound_min, bound_max) = stats(&bound);
-            let (pred_bound_mean, _, _) = stats(&pred_bound);
-            let kb = |x: f64| round(x / 1000.0, 1);
-            json!({
-                "test": test.name(),
-                "emulated_kB_per_s": { "mean": kb(mean), "min": kb(min), "max": kb(max) },
-                "predicted_kB_per_s": { "mean": kb(pred), "min": kb(pred_min), "max": kb(pred_max) },
-                "error_of_mean_pct": round((pred / mean - 1.0) * 100.0, 1),
-                // The cost model alone, whatever the emulator's clock did: the instructions
-                // the device ran per payload byte, emulated against simulated.
-                "instructions_per_byte": { "mean": round(epb, 3), "min": round(epb_min, 3), "max": round(epb_max, 3) },
-                "predicted_instructions_per_byte": round(spb, 3),
-                "instructions_per_byte_error_pct": round((spb / epb - 1.0) * 100.0, 1),
-                "worst_run_error_pct": round(
-                    emulated
-                        .iter()
-                        .zip(predicted.iter())
-                        .map(|(e, p)| (p / e - 1.0) * 100.0)
-                        .fold(0.0, |w: f64, x| if x.abs() > w.abs() { x } else { w }),
-                    1
-                ),
-                "device_busy_share": { "mean": round(busy_mean, 3), "min": round(busy_min, 3), "max": round(busy_max, 3) },
-                "predicted_busy_share": round(stats(sim_busy).0, 3),
-                "emulated_device_bound_kB_per_s": { "mean": kb(bound_mean), "min": kb(bound_min), "max": kb(bound_max) },
-                "predicted_device_bound_kB_per_s": kb(pred_bound_mean),
-                "device_bound_error_of_mean_pct": round((pred_bound_mean / bound_mean - 1.0) * 100.0, 1),
-            })
-        })
+        .map(|(test, series)| summary_of(*test, series))
         .collect();
     Ok(json!({
         "board": board.name,
@@ -485,6 +392,122 @@ pub fn predict(
         "runs": per_run,
         "summary": summary,
     }))
+}
+
+/// One test of one run: emulated on `lab`, then simulated with the profile (`profile`, at
+/// `mips`, over a line of `rate`), its figures added to `series`; returns the run's figures.
+fn run_test(
+    lab: &Lab,
+    test: Test,
+    series: &mut Series,
+    (shift, mips): (u32, f64),
+    (profile, rate): (&str, &str),
+) -> anyhow::Result<Value> {
+    let (e, side) = emulate(lab, test, shift)?;
+    let share = side.misaligned_share();
+    let argv = bench_argv(profile, mips, rate, test, share);
+    let sim = simulate(&argv)?;
+    let (goodput, sim_busy_share) = (sim.goodput, sim.busy_share);
+    let bytes = e.bytes as f64;
+    let emulated_per_byte = side.instructions / bytes;
+    series
+        .per_byte
+        .push((emulated_per_byte, sim.instructions_per_byte));
+    let emulated_bps = e.clocks.rate(e.bytes);
+    let busy_share = side.instructions / (side.uptime_ns / 1e9 * mips * 1e6);
+    // The device's clock against real time over the span /stats covers (for curl,
+    // whose transfer is a fraction of a second, the last fetch is not a rounding
+    // error).
+    let stats_clocks = Clocks {
+        device_s: side.uptime_ns / 1e9,
+        real_s: e.stats_real_s,
+    };
+    series.emulated.push(emulated_bps);
+    series.predicted.push(goodput);
+    series.busy.push(busy_share);
+    series.sim_busy.push(sim_busy_share);
+    let mut figures = json!({
+            "emulated_bytes": bytes,
+            "emulated_device_seconds": round(e.clocks.device_s, 4),
+            "emulated_kB_per_s": round(emulated_bps / 1000.0, 1),
+            "device_seconds_per_real_second": round(stats_clocks.pace(), 3),
+            "device_busy_share": round(busy_share, 3),
+            "instructions_per_byte": round(emulated_per_byte, 3),
+            "misaligned_copy_share": round(share, 3),
+            "frames_received": side.rx_frames,
+            "frames_sent": side.tx_frames,
+            "passes": side.passes,
+            "predicted_kB_per_s": round(goodput / 1000.0, 1),
+            "predicted_instructions_per_byte": round(sim.instructions_per_byte, 3),
+            "predicted_busy_share": round(sim_busy_share, 3),
+            "error_pct": round((goodput / emulated_bps - 1.0) * 100.0, 1),
+            "bench": format!("linklab bench {}", argv.join(" ")),
+            "emulated_device_bound_kB_per_s": round(emulated_bps / busy_share / 1000.0, 1),
+            "predicted_device_bound_kB_per_s": round(goodput / sim_busy_share / 1000.0, 1),
+    });
+    // The host's rate only beside the line that says the emulator fell behind.
+    if let Some(note) = e.clocks.behind() {
+        figures["real_seconds"] = json!(round(e.clocks.real_s, 3));
+        figures["real_kB_per_s"] = json!(round(e.clocks.host_rate(e.bytes) / 1000.0, 1));
+        figures["behind"] = json!(note);
+    }
+    Ok(figures)
+}
+
+/// A test's figures over every run: mean, min and max of each, and the prediction's errors.
+fn summary_of(test: Test, series: &Series) -> Value {
+    let Series {
+        emulated,
+        predicted,
+        per_byte,
+        busy,
+        sim_busy,
+    } = series;
+    let (mean, min, max) = stats(emulated);
+    let (pred, pred_min, pred_max) = stats(predicted);
+    let emulated_per_byte: Vec<f64> = per_byte.iter().map(|p| p.0).collect();
+    let simulated_per_byte: Vec<f64> = per_byte.iter().map(|p| p.1).collect();
+    let (epb, epb_min, epb_max) = stats(&emulated_per_byte);
+    let (spb, _, _) = stats(&simulated_per_byte);
+    let (busy_mean, busy_min, busy_max) = stats(busy);
+    // What the device moved per second it was busy: the rate without the waits.
+    let bound: Vec<f64> = emulated
+        .iter()
+        .zip(busy.iter())
+        .map(|(e, b)| e / b)
+        .collect();
+    let pred_bound: Vec<f64> = predicted
+        .iter()
+        .zip(sim_busy.iter())
+        .map(|(p, b)| p / b)
+        .collect();
+    let (bound_mean, bound_min, bound_max) = stats(&bound);
+    let (pred_bound_mean, _, _) = stats(&pred_bound);
+    let kb = |x: f64| round(x / 1000.0, 1);
+    json!({
+        "test": test.name(),
+        "emulated_kB_per_s": { "mean": kb(mean), "min": kb(min), "max": kb(max) },
+        "predicted_kB_per_s": { "mean": kb(pred), "min": kb(pred_min), "max": kb(pred_max) },
+        "error_of_mean_pct": round((pred / mean - 1.0) * 100.0, 1),
+        // The cost model alone, whatever the emulator's clock did: the instructions
+        // the device ran per payload byte, emulated against simulated.
+        "instructions_per_byte": { "mean": round(epb, 3), "min": round(epb_min, 3), "max": round(epb_max, 3) },
+        "predicted_instructions_per_byte": round(spb, 3),
+        "instructions_per_byte_error_pct": round((spb / epb - 1.0) * 100.0, 1),
+        "worst_run_error_pct": round(
+            emulated
+                .iter()
+                .zip(predicted.iter())
+                .map(|(e, p)| (p / e - 1.0) * 100.0)
+                .fold(0.0, |w: f64, x| if x.abs() > w.abs() { x } else { w }),
+            1
+        ),
+        "device_busy_share": { "mean": round(busy_mean, 3), "min": round(busy_min, 3), "max": round(busy_max, 3) },
+        "predicted_busy_share": round(stats(sim_busy).0, 3),
+        "emulated_device_bound_kB_per_s": { "mean": kb(bound_mean), "min": kb(bound_min), "max": kb(bound_max) },
+        "predicted_device_bound_kB_per_s": kb(pred_bound_mean),
+        "device_bound_error_of_mean_pct": round((pred_bound_mean / bound_mean - 1.0) * 100.0, 1),
+    })
 }
 
 /// The simulated link's rate for `spec`: a soft PHY's line is paced at 10 Mbit/s each way;

@@ -103,39 +103,7 @@ impl Qemu {
     pub fn start(boot: Boot<'_>) -> anyhow::Result<Qemu> {
         let b = boot.board;
         require(b)?;
-        let mut argv: Vec<String> = Vec::new();
-        if let Some(ns) = boot.netns {
-            argv.extend(["ip", "netns", "exec", ns].map(String::from));
-        }
-        argv.push(b.qemu.into());
-        argv.extend(b.machine.iter().map(|s| s.to_string()));
-        argv.extend(
-            [
-                "-display", "none", "-monitor", "none", "-serial", "stdio", "-kernel",
-            ]
-            .map(String::from),
-        );
-        argv.push(boot.image.display().to_string());
-        if let Some(blob) = &boot.config_blob {
-            argv.push("-device".into());
-            argv.push(format!(
-                "loader,file={},addr={:#x},force-raw=on",
-                blob.path().display(),
-                b.config_addr
-            ));
-        }
-        match boot.network {
-            Network::None => {}
-            Network::SerialPty => {
-                argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
-            }
-            Network::Stream(path) => argv.extend(b.stream_args(path)),
-            Network::Tap(tap) => argv.extend(b.tap_args(tap)),
-        }
-        if let Some(icount) = &boot.icount {
-            argv.push("-icount".into());
-            argv.push(icount.clone());
-        }
+        let argv = argv_of(&boot);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .stdin(Stdio::null())
@@ -349,6 +317,45 @@ impl Qemu {
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = child.wait();
     }
+}
+
+/// QEMU's command line for `boot` (behind `ip netns exec` when it names a namespace).
+fn argv_of(boot: &Boot<'_>) -> Vec<String> {
+    let b = boot.board;
+    let mut argv: Vec<String> = Vec::new();
+    if let Some(ns) = boot.netns {
+        argv.extend(["ip", "netns", "exec", ns].map(String::from));
+    }
+    argv.push(b.qemu.into());
+    argv.extend(b.machine.iter().map(|s| s.to_string()));
+    argv.extend(
+        [
+            "-display", "none", "-monitor", "none", "-serial", "stdio", "-kernel",
+        ]
+        .map(String::from),
+    );
+    argv.push(boot.image.display().to_string());
+    if let Some(blob) = &boot.config_blob {
+        argv.push("-device".into());
+        argv.push(format!(
+            "loader,file={},addr={:#x},force-raw=on",
+            blob.path().display(),
+            b.config_addr
+        ));
+    }
+    match boot.network {
+        Network::None => {}
+        Network::SerialPty => {
+            argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
+        }
+        Network::Stream(path) => argv.extend(b.stream_args(path)),
+        Network::Tap(tap) => argv.extend(b.tap_args(tap)),
+    }
+    if let Some(icount) = &boot.icount {
+        argv.push("-icount".into());
+        argv.push(icount.clone());
+    }
+    argv
 }
 
 impl Drop for Qemu {

@@ -98,6 +98,23 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
     }
     s.push_str("</div>");
 
+    charts(&mut s, index, &pings, (&downloads, &rates), limit);
+
+    downloads_table(&mut s, &downloads);
+
+    counters(&mut s, v);
+    s.push_str("</section>");
+    s
+}
+
+/// The charts: the pings' round trips, the downloads' throughput against the limit.
+fn charts(
+    s: &mut String,
+    index: usize,
+    pings: &[f64],
+    (downloads, rates): (&[&Value], &[f64]),
+    limit: Option<f64>,
+) {
     s.push_str(r#"<div class="charts">"#);
     if !pings.is_empty() {
         let mut c = Chart::new(
@@ -166,10 +183,13 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
         s.push_str(&c.render());
     }
     s.push_str("</div>");
+}
 
+/// The downloads table, each download's CRC-32 checked against the expected one.
+fn downloads_table(s: &mut String, downloads: &[&Value]) {
     // Downloads table.
     s.push_str(r#"<h3>Downloads</h3><div class="tablewrap"><table><tr><th class="l">path</th><th>bytes</th><th>seconds</th><th>kB/s</th><th>CRC-32</th><th>expected</th><th>check</th></tr>"#);
-    for d in &downloads {
+    for d in downloads {
         let ok = crc_ok(d);
         let _ = write!(
             s,
@@ -191,7 +211,11 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
         );
     }
     s.push_str("</table></div>");
+}
 
+/// The counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
+/// object (PHY, host, impairments), nested objects flattened as `outer.inner`.
+fn counters(s: &mut String, v: &Value) {
     // Counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
     // object (PHY, host, impairments), nested objects flattened as `outer.inner`.
     let mut blocks: Vec<(&str, Vec<(String, &Value)>)> = Vec::new();
@@ -242,8 +266,6 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
         }
         s.push_str("</div>");
     }
-    s.push_str("</section>");
-    s
 }
 
 /// Any JSON value as short text (strings without quotes).

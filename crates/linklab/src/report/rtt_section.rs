@@ -62,6 +62,19 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
     let max_size = sizes.iter().copied().fold(1.0, f64::max);
     s.push_str(r#"<div class="charts">"#);
 
+    s.push_str(&bandwidth_chart(r, index, max_size));
+
+    s.push_str(&latency_chart(r, index, max_size));
+    s.push_str("</div>");
+
+    histograms(&mut s, r, index);
+
+    sizes_table(&mut s, r);
+    s
+}
+
+/// The realized (and offered) bandwidth against the probe size.
+fn bandwidth_chart(r: &RttReport, index: usize, max_size: f64) -> String {
     // Bandwidth vs size.
     let mut bw_values: Vec<f64> = r.sizes.iter().map(|x| x.realized_bps / 1e6).collect();
     bw_values.extend(
@@ -103,8 +116,11 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
             .map(|x| (x.size as f64, x.realized_bps / 1e6))
             .collect(),
     });
-    s.push_str(&c.render());
+    c.render()
+}
 
+/// The round trip's percentiles against the probe size.
+fn latency_chart(r: &RttReport, index: usize, max_size: f64) -> String {
     // Latency vs size.
     let max_us = r.sizes.iter().map(|x| x.rtt.p99_us).fold(0.0, f64::max);
     let min_p50 = lowest_rtt_p50(r);
@@ -148,39 +164,81 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
                 .collect(),
         });
     }
-    s.push_str(&c.render());
-    s.push_str("</div>");
+    c.render()
+}
 
-    // Histograms per size.
-    s.push_str(r#"<h3>Round-trip time histograms per probe size</h3><div class="charts">"#);
-    for x in r.sizes.iter().filter(|x| x.rtt.count > 0) {
+/// Per size, the round trips' and the paced replies' inter-arrival histograms.
+fn histograms(s: &mut String, r: &RttReport, index: usize) {
+    let sizes: Vec<SizeHistograms<'_>> = r
+        .sizes
+        .iter()
+        .map(|x| SizeHistograms {
+            size: x.size,
+            rtt: &x.rtt,
+            gaps: &x.interarrival,
+            bps: x.realized_bps,
+        })
+        .collect();
+    size_histograms(
+        s,
+        &sizes,
+        (
+            r#"<h3>Round-trip time histograms per probe size</h3><div class="charts">"#,
+            &format!("rtt-{index}-hist"),
+        ),
+        (
+            r#"<h3>Inter-arrival times of the paced replies per probe size</h3><p class="note">Dashed: the bandwidth a gap of that length means at this probe size (right axis), as in CBA's link speed tests.</p><div class="charts">"#,
+            &format!("rtt-{index}-gaps"),
+        ),
+    );
+}
+
+/// One size's histograms: its round trips, its replies' inter-arrival gaps, and the rate
+/// (bit/s) those carried.
+pub(super) struct SizeHistograms<'r> {
+    /// The probe's or payload's size (bytes).
+    pub size: usize,
+    pub rtt: &'r Distribution,
+    pub gaps: &'r Distribution,
+    pub bps: f64,
+}
+
+/// Per size, the round trips' histograms, then the inter-arrival ones: each group opened by
+/// its HTML (`open`), each chart's id `{id}-{size}`. The rtt and serial sections share it.
+pub(super) fn size_histograms(
+    s: &mut String,
+    sizes: &[SizeHistograms<'_>],
+    (rtt_open, rtt_id): (&str, &str),
+    (gaps_open, gaps_id): (&str, &str),
+) {
+    s.push_str(rtt_open);
+    for x in sizes.iter().filter(|x| x.rtt.count > 0) {
         let (c, _) = histogram_chart(
-            &format!("rtt-{index}-hist-{}", x.size),
+            &format!("{rtt_id}-{}", x.size),
             &format!("{} B round trips", x.size),
             "round trip",
-            &x.rtt,
+            x.rtt,
             None,
         );
         s.push_str(&c.render());
     }
     s.push_str("</div>");
-    s.push_str(r#"<h3>Inter-arrival times of the paced replies per probe size</h3><p class="note">Dashed: the bandwidth a gap of that length means at this probe size (right axis), as in CBA's link speed tests.</p><div class="charts">"#);
-    for x in r.sizes.iter().filter(|x| x.interarrival.count > 0) {
+    s.push_str(gaps_open);
+    for x in sizes.iter().filter(|x| x.gaps.count > 0) {
         let (c, _) = histogram_chart(
-            &format!("rtt-{index}-gaps-{}", x.size),
-            &format!(
-                "{} B inter-arrival · {}",
-                x.size,
-                format_rate(x.realized_bps)
-            ),
+            &format!("{gaps_id}-{}", x.size),
+            &format!("{} B inter-arrival · {}", x.size, format_rate(x.bps)),
             "inter-arrival",
-            &x.interarrival,
+            x.gaps,
             Some(x.size),
         );
         s.push_str(&c.render());
     }
     s.push_str("</div>");
+}
 
+/// The table: per size, what was sent and received, the round trip's distribution, the gap.
+fn sizes_table(s: &mut String, r: &RttReport) {
     // Table.
     s.push_str(r#"<h3>Per size</h3><div class="tablewrap"><table><tr><th rowspan="2">size (B)</th><th rowspan="2">sent</th><th rowspan="2">received</th><th rowspan="2">loss %</th><th rowspan="2">dup</th><th rowspan="2">corrupt</th><th colspan="8" class="group">round trip (µs)</th><th rowspan="2">gap p50 (µs)</th><th rowspan="2">realized</th></tr><tr>"#);
     for h in ["min", "p50", "p90", "p99", "p99.9", "max", "mean", "stddev"] {
@@ -219,7 +277,6 @@ pub fn render(r: &RttReport, source: &str, index: usize) -> String {
         );
     }
     s.push_str("</table></div></section>");
-    s
 }
 
 /// The lowest round-trip median over the sizes that got replies (infinity if none did).

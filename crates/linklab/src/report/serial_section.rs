@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::rtt_section::histogram_chart;
+use super::rtt_section::{size_histograms, SizeHistograms};
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use crate::serial::report::SerialReport;
@@ -58,6 +58,16 @@ pub fn render(r: &SerialReport, source: &str, index: usize) -> String {
     );
     s.push_str("</div>");
 
+    charts(&mut s, r, index);
+
+    histograms(&mut s, r, index);
+
+    sizes_table(&mut s, r);
+    s
+}
+
+/// The charts: efficiency and round trip against the payload size.
+fn charts(s: &mut String, r: &SerialReport, index: usize) {
     let max_size = r.sizes.iter().map(|x| x.size as f64).fold(1.0, f64::max);
     s.push_str(r#"<div class="charts">"#);
     let mut c = Chart::new(
@@ -124,36 +134,36 @@ pub fn render(r: &SerialReport, source: &str, index: usize) -> String {
     }
     s.push_str(&c.render());
     s.push_str("</div>");
+}
 
-    s.push_str(r#"<h3>Round-trip time histograms per payload size</h3><div class="charts">"#);
-    for x in r.sizes.iter().filter(|x| x.rtt.count > 0) {
-        let (c, _) = histogram_chart(
-            &format!("serial-{index}-rtt-{}", x.size),
-            &format!("{} B round trips", x.size),
-            "round trip",
-            &x.rtt,
-            None,
-        );
-        s.push_str(&c.render());
-    }
-    s.push_str("</div>");
-    s.push_str(r#"<h3>Inter-arrival times of the streamed echoes per payload size</h3><div class="charts">"#);
-    for x in r.sizes.iter().filter(|x| x.interarrival.count > 0) {
-        let (c, _) = histogram_chart(
-            &format!("serial-{index}-gaps-{}", x.size),
-            &format!(
-                "{} B inter-arrival · {}",
-                x.size,
-                format_rate(x.goodput_bytes_per_s * 8.0)
-            ),
-            "inter-arrival",
-            &x.interarrival,
-            Some(x.size),
-        );
-        s.push_str(&c.render());
-    }
-    s.push_str("</div>");
+/// Per size, the round trips' and the streamed echoes' inter-arrival histograms.
+fn histograms(s: &mut String, r: &SerialReport, index: usize) {
+    let sizes: Vec<SizeHistograms<'_>> = r
+        .sizes
+        .iter()
+        .map(|x| SizeHistograms {
+            size: x.size,
+            rtt: &x.rtt,
+            gaps: &x.interarrival,
+            bps: x.goodput_bytes_per_s * 8.0,
+        })
+        .collect();
+    size_histograms(
+        s,
+        &sizes,
+        (
+            r#"<h3>Round-trip time histograms per payload size</h3><div class="charts">"#,
+            &format!("serial-{index}-rtt"),
+        ),
+        (
+            r#"<h3>Inter-arrival times of the streamed echoes per payload size</h3><div class="charts">"#,
+            &format!("serial-{index}-gaps"),
+        ),
+    );
+}
 
+/// The table: per size, what was sent and received, goodput, its cost and the round trip.
+fn sizes_table(s: &mut String, r: &SerialReport) {
     s.push_str(r#"<h3>Per size</h3><div class="tablewrap"><table><tr><th>size (B)</th><th>sent</th><th>received</th><th>lost</th><th>corrupt</th><th>goodput</th><th>efficiency</th><th>transmissions</th><th>retransmissions</th><th>timeouts</th><th>rx errors</th><th>loss before recovery</th><th>rtt p50 (µs)</th><th>rtt p99 (µs)</th><th>gap p50 (µs)</th></tr>"#);
     for x in &r.sizes {
         let cls = if x.lost > 0 || x.corrupt > 0 {
@@ -182,5 +192,4 @@ pub fn render(r: &SerialReport, source: &str, index: usize) -> String {
         );
     }
     s.push_str("</table></div></section>");
-    s
 }

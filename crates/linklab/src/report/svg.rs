@@ -193,6 +193,30 @@ pub enum Mark {
     },
 }
 
+/// Where a chart's plot area lies in its SVG, and how values map onto it.
+#[derive(Clone, Copy)]
+struct Plot<'c> {
+    /// The horizontal axis.
+    x: &'c Axis,
+    left: f64,
+    top: f64,
+    /// The plot area's width and height.
+    pw: f64,
+    ph: f64,
+}
+
+impl Plot<'_> {
+    /// Where `v` lies across.
+    fn px(&self, v: f64) -> f64 {
+        self.left + self.x.frac(v) * self.pw
+    }
+
+    /// Where `v` of axis `a` lies down.
+    fn py(&self, a: &Axis, v: f64) -> f64 {
+        self.top + (1.0 - a.frac(v)) * self.ph
+    }
+}
+
 /// One data series.
 #[derive(Debug, Clone)]
 pub struct Series {
@@ -279,8 +303,13 @@ impl Chart {
         }
         let (left, right, bottom) = (66.0, if self.y2.is_some() { 66.0 } else { 22.0 }, 50.0);
         let (pw, ph) = (w - left - right, h - top - bottom);
-        let px = |v: f64| left + self.x.frac(v) * pw;
-        let py = |a: &Axis, v: f64| top + (1.0 - a.frac(v)) * ph;
+        let p = &Plot {
+            x: &self.x,
+            left,
+            top,
+            pw,
+            ph,
+        };
         let mut s = String::new();
         let points: usize = self.series.iter().map(|x| x.points.len()).sum();
         let _ = write!(
@@ -302,8 +331,27 @@ impl Chart {
             );
         }
         // Grid and ticks.
+        self.axes(&mut s, p);
+        // Data.
+        self.data(&mut s, p);
+        // Markers.
+        self.markers(&mut s, p);
+        // Legend: one row above the plot, never over the data.
+        if show_legend {
+            self.legend(&mut s, &named, p, legend_y);
+        }
+        s.push_str("</svg>");
+        s
+    }
+
+    /// The grid, the ticks, the frame and the axis labels.
+    fn axes(&self, s: &mut String, p: &Plot) {
+        let Plot {
+            left, top, pw, ph, ..
+        } = *p;
+        let (w, h) = (self.width, self.height);
         for (t, label) in &self.y.ticks {
-            let y = py(&self.y, *t);
+            let y = p.py(&self.y, *t);
             let _ = write!(
                 s,
                 r#"<line class="grid" x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}"/>"#,
@@ -319,7 +367,7 @@ impl Chart {
         }
         if let Some(a2) = &self.y2 {
             for (t, label) in &a2.ticks {
-                let y = py(a2, *t);
+                let y = p.py(a2, *t);
                 let _ = write!(
                     s,
                     r#"<text class="tick right" x="{}" y="{:.1}">{}</text>"#,
@@ -332,7 +380,7 @@ impl Chart {
         let max_x_ticks = (pw / 46.0).max(2.0) as usize;
         let every = self.x.ticks.len().div_ceil(max_x_ticks).max(1);
         for (t, label) in self.x.ticks.iter().step_by(every) {
-            let x = px(*t);
+            let x = p.px(*t);
             let _ = write!(
                 s,
                 r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{}"/>"#,
@@ -372,7 +420,10 @@ impl Chart {
                 esc(&a2.label)
             );
         }
-        // Data.
+    }
+
+    /// Every series: bars, lines, points.
+    fn data(&self, s: &mut String, p: &Plot) {
         for series in &self.series {
             let axis = if series.right {
                 self.y2.as_ref().unwrap_or(&self.y)
@@ -383,14 +434,16 @@ impl Chart {
             let name = esc(&series.name);
             match series.mark {
                 Mark::Bars { .. } | Mark::LogBars { .. } => {
-                    let base = py(axis, axis.lo.max(0.0));
+                    let base = p.py(axis, axis.lo.max(0.0));
                     for &(x, y) in &series.points {
                         let (x0, x1) = match series.mark {
-                            Mark::LogBars { ratio } => (px(x / ratio.sqrt()), px(x * ratio.sqrt())),
-                            Mark::Bars { width } => (px(x - width / 2.0), px(x + width / 2.0)),
+                            Mark::LogBars { ratio } => {
+                                (p.px(x / ratio.sqrt()), p.px(x * ratio.sqrt()))
+                            }
+                            Mark::Bars { width } => (p.px(x - width / 2.0), p.px(x + width / 2.0)),
                             _ => unreachable!("bars only"),
                         };
-                        let yt = py(axis, y);
+                        let yt = p.py(axis, y);
                         let bw = (x1 - x0 - 1.0).max(1.0);
                         let _ = write!(
                             s,
@@ -412,8 +465,8 @@ impl Chart {
                                 format!(
                                     "{}{:.1},{:.1}",
                                     if i == 0 { 'M' } else { 'L' },
-                                    px(x),
-                                    py(axis, y)
+                                    p.px(x),
+                                    p.py(axis, y)
                                 )
                             })
                             .collect();
@@ -433,8 +486,8 @@ impl Chart {
                             let _ = write!(
                                 s,
                                 r#"<circle class="data" cx="{:.1}" cy="{:.1}" r="3.2" fill="{c}"><title>{name}: {} → {}</title></circle>"#,
-                                px(x),
-                                py(axis, y),
+                                p.px(x),
+                                p.py(axis, y),
                                 num(x),
                                 num(y)
                             );
@@ -446,8 +499,8 @@ impl Chart {
                         let _ = write!(
                             s,
                             r##"<circle class="data" cx="{:.1}" cy="{:.1}" r="{r}" fill="{c}" stroke="#fff" stroke-width="1.5"><title>{name}: {} → {}</title></circle>"##,
-                            px(x),
-                            py(axis, y),
+                            p.px(x),
+                            p.py(axis, y),
                             num(x),
                             num(y)
                         );
@@ -455,9 +508,15 @@ impl Chart {
                 }
             }
         }
-        // Markers.
+    }
+
+    /// The vertical markers, each labelled on a row of its own.
+    fn markers(&self, s: &mut String, p: &Plot) {
+        let Plot {
+            left, top, pw, ph, ..
+        } = *p;
         for (i, m) in self.vlines.iter().enumerate() {
-            let x = px(m.x);
+            let x = p.px(m.x);
             let ty = top + 14.0 + 15.0 * i as f64;
             let anchor = if x > left + pw * 0.7 {
                 ("end", -5.0)
@@ -475,118 +534,40 @@ impl Chart {
                 esc(&m.label)
             );
         }
-        // Legend: one row above the plot, never over the data.
-        if show_legend {
-            let mut lx = left;
-            for series in &named {
-                let dash = if matches!(series.mark, Mark::Line { dashed: true }) {
-                    r#" stroke-dasharray="6 4""#
-                } else {
-                    ""
-                };
-                let thick = if matches!(
-                    series.mark,
-                    Mark::Bars { .. } | Mark::LogBars { .. } | Mark::Points { .. }
-                ) {
-                    8
-                } else {
-                    3
-                };
-                let _ = write!(
-                    s,
-                    r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{thick}"{dash}/><text class="legend-text" x="{:.1}" y="{:.1}">{}</text>"#,
-                    lx + 18.0,
-                    legend_y - 4.0,
-                    legend_y - 4.0,
-                    series.color,
-                    lx + 23.0,
-                    legend_y,
-                    esc(&series.name)
-                );
-                lx += 23.0 + series.name.chars().count() as f64 * 6.8 + 18.0;
-            }
+    }
+
+    /// The legend: one row above the plot, never over the data.
+    fn legend(&self, s: &mut String, named: &[&Series], p: &Plot, legend_y: f64) {
+        let mut lx = p.left;
+        for series in named {
+            let dash = if matches!(series.mark, Mark::Line { dashed: true }) {
+                r#" stroke-dasharray="6 4""#
+            } else {
+                ""
+            };
+            let thick = if matches!(
+                series.mark,
+                Mark::Bars { .. } | Mark::LogBars { .. } | Mark::Points { .. }
+            ) {
+                8
+            } else {
+                3
+            };
+            let _ = write!(
+                s,
+                r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{thick}"{dash}/><text class="legend-text" x="{:.1}" y="{:.1}">{}</text>"#,
+                lx + 18.0,
+                legend_y - 4.0,
+                legend_y - 4.0,
+                series.color,
+                lx + 23.0,
+                legend_y,
+                esc(&series.name)
+            );
+            lx += 23.0 + series.name.chars().count() as f64 * 6.8 + 18.0;
         }
-        s.push_str("</svg>");
-        s
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_are_round_and_cover_the_range() {
-        let a = Axis::new("x", 0.0, 437.0);
-        assert_eq!(a.lo, 0.0);
-        assert!(a.hi >= 437.0 && a.hi <= 500.0, "{}", a.hi);
-        assert!(
-            a.ticks.iter().all(|(t, _)| (t / 100.0).fract() == 0.0),
-            "{:?}",
-            a.ticks
-        );
-        let b = Axis::new("y", 1.93, 2.11);
-        assert!(b.lo <= 1.93 && b.hi >= 2.11 && b.ticks.len() >= 3);
-        let flat = Axis::new("z", 5.0, 5.0);
-        assert!(flat.hi > flat.lo);
-    }
-
-    #[test]
-    fn renders_every_mark_with_escaping() {
-        let mut c = Chart::new(
-            "t",
-            "a < b",
-            400.0,
-            300.0,
-            Axis::new("x", 0.0, 10.0),
-            Axis::new("y", 0.0, 10.0),
-        );
-        c.y2 = Some(Axis::new("y2", 0.0, 1.0));
-        c.series.push(Series {
-            name: "l".into(),
-            color: "#000",
-            mark: Mark::LinePoints,
-            right: false,
-            points: vec![(1.0, 1.0), (2.0, 4.0)],
-        });
-        c.series.push(Series {
-            name: "b".into(),
-            color: "#111",
-            mark: Mark::Bars { width: 1.0 },
-            right: true,
-            points: vec![(5.0, 0.5)],
-        });
-        c.vlines.push(VLine {
-            x: 3.0,
-            label: "knee".into(),
-            color: "#0a0",
-        });
-        let svg = c.render();
-        assert!(svg.contains("a &lt; b"));
-        assert_eq!(svg.matches(r#"class="data""#).count(), 4);
-        assert!(svg.contains(r#"data-chart="t""#) && svg.contains(r#"data-points="3""#));
-        assert!(svg.contains(">knee<"));
-    }
-
-    #[test]
-    fn log_axis_spans_decades() {
-        let a = Axis::log("rtt", 12.0, 2300.0);
-        assert_eq!((a.lo, a.hi), (10.0, 10000.0));
-        assert!(a.ticks.iter().any(|t| t.1 == "100") && a.ticks.iter().any(|t| t.1 == "2000"));
-        assert!((a.frac(100.0) - 1.0 / 3.0).abs() < 1e-9);
-        assert_eq!(a.frac(0.0), 0.0);
-        let wide = Axis::log("x", 1.0, 1e6);
-        assert_eq!(wide.ticks.len(), 7);
-    }
-
-    #[test]
-    fn numbers_are_compact() {
-        assert_eq!(num(200.0), "200");
-        assert_eq!(num(2.5), "2.5");
-        assert_eq!(num(0.125), "0.125");
-        assert_eq!(num(12.0), "12");
-        assert_eq!(num(0.0001), "0.0001");
-        assert_eq!(num(0.05), "0.05");
-        assert_eq!(num(-3.5), "-3.5");
-    }
-}
+mod tests;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
 use crate::sweep::analysis::{describe_all, Limit};
-use crate::sweep::{limit_line, SweepReport};
+use crate::sweep::{limit_line, Step, SweepReport};
 use crate::values::format_rate;
 
 /// How each limit is drawn on the chart: legend text, colour, dot radius. The sender's ring is
@@ -26,8 +26,6 @@ const LIMIT_MARKS: [(Limit, &str, &str, f64); 3] = [
 /// Renders one sweep as a `<section>`; `note` (from [`SweepReport::upgrade`]) says when the
 /// file predates the limits and its knee was recomputed.
 pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -> String {
-    let tcp = r.tcp();
-    let mbit = |b: f64| b / 1e6;
     let mut s = String::new();
     let direction = if r.reverse {
         "server → client (-R)"
@@ -57,9 +55,22 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
     }
 
     // Key facts.
+    facts(&mut s, r);
+
+    // The chart.
+    chart(&mut s, r, index);
+
+    // The table.
+    steps_table(&mut s, r);
+    s
+}
+
+/// The key facts: the knee, the limit above it, the peak, the collapse, the highest loss.
+fn facts(s: &mut String, r: &SweepReport) {
+    let tcp = r.tcp();
     s.push_str(r#"<div class="facts">"#);
     fact(
-        &mut s,
+        s,
         "good",
         &r.knee_bps.map_or("none".into(), format_rate),
         &format!(
@@ -69,7 +80,7 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
     );
     match &r.limited_at {
         Some(at) => fact(
-            &mut s,
+            s,
             "bad",
             &describe_all(&at.limits),
             &format!(
@@ -82,11 +93,11 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
                 }
             ),
         ),
-        None => fact(&mut s, "", "none reached", &limit_line(r)),
+        None => fact(s, "", "none reached", &limit_line(r)),
     }
     if let Some(p) = r.peak {
         fact(
-            &mut s,
+            s,
             "",
             &format_rate(p.received_bps),
             &format!("peak received, at {} offered", format_rate(p.offered_bps)),
@@ -94,7 +105,7 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
     }
     match r.collapse {
         Some(c) => fact(
-            &mut s,
+            s,
             "bad",
             &format!("−{:.0} %", c.drop_pct),
             &format!(
@@ -103,25 +114,24 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
                 format_rate(c.offered_bps)
             ),
         ),
-        None => fact(
-            &mut s,
-            "good",
-            "none",
-            "collapse (received falls past the peak)",
-        ),
+        None => fact(s, "good", "none", "collapse (received falls past the peak)"),
     }
     let max_loss = r.steps.iter().map(|x| x.loss_pct).fold(0.0, f64::max);
     if !tcp {
         fact(
-            &mut s,
+            s,
             if max_loss > 1.0 { "bad" } else { "" },
             &format!("{} %", num(max_loss)),
             "highest loss",
         );
     }
     s.push_str("</div>");
+}
 
-    // The chart.
+/// The chart: received (or goodput) and sent against offered, the right axis, the marks.
+fn chart(s: &mut String, r: &SweepReport, index: usize) {
+    let tcp = r.tcp();
+    let mbit = |b: f64| b / 1e6;
     let max_rate = r
         .steps
         .iter()
@@ -183,6 +193,63 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
             .map(|st| (mbit(st.offered_bps), mbit(st.received_bps)))
             .collect(),
     });
+    right_axis(&mut c, r, tcp);
+    limit_marks(&mut c, r);
+    s.push_str(r#"<div class="charts">"#);
+    s.push_str(&c.render());
+    s.push_str("</div>");
+}
+
+/// The step table, a row per attempt, and the note on what each limit means.
+fn steps_table(s: &mut String, r: &SweepReport) {
+    let tcp = r.tcp();
+    s.push_str(r#"<h3>Steps</h3><div class="tablewrap"><table><tr>"#);
+    let heads: &[&str] = if tcp {
+        &["offered", "sent", "goodput", "retransmits", "limit"]
+    } else {
+        &[
+            "offered",
+            "sent",
+            "received",
+            "loss %",
+            "lost / datagrams",
+            "jitter (ms)",
+            "out of order",
+            "limit",
+        ]
+    };
+    for h in heads {
+        let class = if *h == "limit" { r#" class="l""# } else { "" };
+        let _ = write!(s, "<th{class}>{h}</th>");
+    }
+    s.push_str("</tr>");
+    for st in &r.steps {
+        step_row(s, st, tcp);
+    }
+    s.push_str("</table></div>");
+    let _ = write!(
+        s,
+        r#"<p class="note">limit: <b>receiver loss</b> = loss ≥ {loss} %; <b>sender could not keep up</b> (rows shaded) = sent below {keep} % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); <b>received rate stopped tracking</b> = received below {keep} % of offered with neither to explain it{tcp_note}. {confirm}: a rate that tracked once tracks (a busy host can spoil a second, not add capacity).</p></section>"#,
+        loss = r.rule().loss_pct,
+        keep = 100.0 - r.rule().tolerance_pct,
+        confirm = {
+            let c = r.rule().describe_confirm();
+            let mut chars = c.chars();
+            chars
+                .next()
+                .map_or(String::new(), |f| f.to_uppercase().chain(chars).collect())
+        },
+        tcp_note = if tcp {
+            " (TCP slows its sender whoever the bottleneck is, so a TCP step is only ever this)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The right axis: TCP's retransmits or UDP's loss, per step.
+fn right_axis(c: &mut Chart, r: &SweepReport, tcp: bool) {
+    let mbit = |b: f64| b / 1e6;
     if tcp {
         let retr: Vec<(f64, f64)> = r
             .steps
@@ -219,6 +286,11 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
                 .collect(),
         });
     }
+}
+
+/// Each step's limit, the peak, the knee and the collapse, marked on the chart.
+fn limit_marks(c: &mut Chart, r: &SweepReport) {
+    let mbit = |b: f64| b / 1e6;
     for (limit, name, color, radius) in LIMIT_MARKS {
         let points: Vec<(f64, f64)> = r
             .steps
@@ -259,117 +331,74 @@ pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -
             color: "#ea580c",
         });
     }
-    s.push_str(r#"<div class="charts">"#);
-    s.push_str(&c.render());
-    s.push_str("</div>");
+}
 
-    // The table.
-    s.push_str(r#"<h3>Steps</h3><div class="tablewrap"><table><tr>"#);
-    let heads: &[&str] = if tcp {
-        &["offered", "sent", "goodput", "retransmits", "limit"]
+/// One step's row of the table: shaded when refined, measured again or limited by the sender.
+fn step_row(s: &mut String, st: &Step, tcp: bool) {
+    let mut classes = Vec::new();
+    if st.refined {
+        classes.push("refined");
+    }
+    if st.attempt > 1 {
+        classes.push("again");
+    }
+    if st.limits.contains(&Limit::Sender) {
+        classes.push("sender");
+    }
+    if classes.is_empty() {
+        s.push_str("<tr>");
     } else {
-        &[
-            "offered",
-            "sent",
-            "received",
-            "loss %",
-            "lost / datagrams",
-            "jitter (ms)",
-            "out of order",
-            "limit",
-        ]
+        let _ = write!(s, r#"<tr class="{}">"#, classes.join(" "));
+    }
+    let mark = match (st.refined, st.attempt > 1) {
+        (true, true) => format!(" (refine, attempt {})", st.attempt),
+        (false, true) => format!(" (attempt {})", st.attempt),
+        (true, false) => " (refine)".into(),
+        (false, false) => String::new(),
     };
-    for h in heads {
-        let class = if *h == "limit" { r#" class="l""# } else { "" };
-        let _ = write!(s, "<th{class}>{h}</th>");
-    }
-    s.push_str("</tr>");
-    for st in &r.steps {
-        let mut classes = Vec::new();
-        if st.refined {
-            classes.push("refined");
-        }
-        if st.attempt > 1 {
-            classes.push("again");
-        }
-        if st.limits.contains(&Limit::Sender) {
-            classes.push("sender");
-        }
-        if classes.is_empty() {
-            s.push_str("<tr>");
-        } else {
-            let _ = write!(s, r#"<tr class="{}">"#, classes.join(" "));
-        }
-        let mark = match (st.refined, st.attempt > 1) {
-            (true, true) => format!(" (refine, attempt {})", st.attempt),
-            (false, true) => format!(" (attempt {})", st.attempt),
-            (true, false) => " (refine)".into(),
-            (false, false) => String::new(),
-        };
-        let _ = write!(
-            s,
-            "<td>{}{mark}</td><td>{}</td><td>{}</td>",
-            format_rate(st.offered_bps),
-            format_rate(st.sent_bps),
-            format_rate(st.received_bps)
-        );
-        if tcp {
-            let _ = write!(
-                s,
-                "<td>{}</td>",
-                st.retransmits.map_or("–".into(), |x| x.to_string())
-            );
-        } else {
-            let cls = if st.limits.contains(&Limit::ReceiverLoss) {
-                "warn"
-            } else {
-                "ok"
-            };
-            let _ = write!(
-                s,
-                r#"<td class="{cls}">{:.3}</td><td>{} / {}</td><td>{:.3}</td><td>{}</td>"#,
-                st.loss_pct,
-                st.lost,
-                st.packets,
-                st.jitter_ms,
-                st.out_of_order.map_or("–".into(), |n| n.to_string())
-            );
-        }
-        let limit_class = match st.limits.first() {
-            None => "ok",
-            Some(Limit::Sender) => "sender",
-            Some(_) => "warn",
-        };
-        let _ = write!(
-            s,
-            r#"<td class="l {limit_class}">{}</td></tr>"#,
-            if st.limits.is_empty() {
-                "tracks".into()
-            } else {
-                esc(&describe_all(&st.limits))
-            }
-        );
-    }
-    s.push_str("</table></div>");
     let _ = write!(
         s,
-        r#"<p class="note">limit: <b>receiver loss</b> = loss ≥ {loss} %; <b>sender could not keep up</b> (rows shaded) = sent below {keep} % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); <b>received rate stopped tracking</b> = received below {keep} % of offered with neither to explain it{tcp_note}. {confirm}: a rate that tracked once tracks (a busy host can spoil a second, not add capacity).</p></section>"#,
-        loss = r.rule().loss_pct,
-        keep = 100.0 - r.rule().tolerance_pct,
-        confirm = {
-            let c = r.rule().describe_confirm();
-            let mut chars = c.chars();
-            chars
-                .next()
-                .map_or(String::new(), |f| f.to_uppercase().chain(chars).collect())
-        },
-        tcp_note = if tcp {
-            " (TCP slows its sender whoever the bottleneck is, so a TCP step is only ever this)"
+        "<td>{}{mark}</td><td>{}</td><td>{}</td>",
+        format_rate(st.offered_bps),
+        format_rate(st.sent_bps),
+        format_rate(st.received_bps)
+    );
+    if tcp {
+        let _ = write!(
+            s,
+            "<td>{}</td>",
+            st.retransmits.map_or("–".into(), |x| x.to_string())
+        );
+    } else {
+        let cls = if st.limits.contains(&Limit::ReceiverLoss) {
+            "warn"
         } else {
-            ""
+            "ok"
+        };
+        let _ = write!(
+            s,
+            r#"<td class="{cls}">{:.3}</td><td>{} / {}</td><td>{:.3}</td><td>{}</td>"#,
+            st.loss_pct,
+            st.lost,
+            st.packets,
+            st.jitter_ms,
+            st.out_of_order.map_or("–".into(), |n| n.to_string())
+        );
+    }
+    let limit_class = match st.limits.first() {
+        None => "ok",
+        Some(Limit::Sender) => "sender",
+        Some(_) => "warn",
+    };
+    let _ = write!(
+        s,
+        r#"<td class="l {limit_class}">{}</td></tr>"#,
+        if st.limits.is_empty() {
+            "tracks".into()
+        } else {
+            esc(&describe_all(&st.limits))
         }
     );
-    s
 }
 
 /// One key figure in a box.

@@ -151,39 +151,10 @@ pub fn run_client_observed(
     }
     let opts = cfg.stream_options();
     let (ctrl, target) = connect_control(cfg)?;
-    let mss = SockRef::from(&ctrl)
-        .mss()
-        .ok()
-        .filter(|m| *m > 0 && *m as usize <= MAX_UDP_BLOCK_LEN)
-        .unwrap_or(0);
-    if params.len == 0 {
-        params.len = match params.protocol {
-            Protocol::Tcp => DEFAULT_TCP_BLOCK_LEN as u32,
-            Protocol::Udp if mss > 0 => mss,
-            Protocol::Udp => DEFAULT_UDP_BLOCK_LEN as u32,
-        };
-    }
-    if params.protocol == Protocol::Udp && mss > 0 && params.len > mss {
-        obs.warning(&format!(
-            "UDP block size {} exceeds TCP MSS {mss}, may result in fragmentation / drops",
-            params.len
-        ));
-    }
+    let mss = settle_block_len(&mut params, &ctrl, obs);
     crate::iperf::session::validate_params(&params).map_err(|e| Error::Config(e.into()))?;
     ctrl.set_nonblocking(true)?;
-    let strings = ParamStrings {
-        title: cfg.title.as_deref(),
-        extra_data: cfg.extra_data.as_deref(),
-        congestion: cfg.congestion.as_deref(),
-    };
-    let session_opts = ClientOptions {
-        params,
-        strings,
-        interval_us: cfg.interval.as_micros() as Micros,
-        cookie_seed: probe_seed(
-            now_us() ^ (u64::from(std::process::id()) << 32) ^ seed_from(&ctrl),
-        ),
-    };
+    let session_opts = session_options(cfg, params, &ctrl);
     let rx_len = if params.get_server_output {
         MAX_SERVER_OUTPUT
     } else {
@@ -274,6 +245,52 @@ pub fn run_client_observed(
         buffers,
         server_output,
     })
+}
+
+/// The block length iperf3 picks when none is given (TCP's default; UDP's, the control
+/// connection's MSS), with its warning when a UDP block exceeds the MSS; returns the MSS (0:
+/// unknown).
+fn settle_block_len(params: &mut Params, ctrl: &TcpStream, obs: &mut dyn Observer) -> u32 {
+    let mss = SockRef::from(ctrl)
+        .mss()
+        .ok()
+        .filter(|m| *m > 0 && *m as usize <= MAX_UDP_BLOCK_LEN)
+        .unwrap_or(0);
+    if params.len == 0 {
+        params.len = match params.protocol {
+            Protocol::Tcp => DEFAULT_TCP_BLOCK_LEN as u32,
+            Protocol::Udp if mss > 0 => mss,
+            Protocol::Udp => DEFAULT_UDP_BLOCK_LEN as u32,
+        };
+    }
+    if params.protocol == Protocol::Udp && mss > 0 && params.len > mss {
+        obs.warning(&format!(
+            "UDP block size {} exceeds TCP MSS {mss}, may result in fragmentation / drops",
+            params.len
+        ));
+    }
+    mss
+}
+
+/// The session's options: the parameters, the strings they carry, the interval, a cookie
+/// seeded from the time, the process and the control connection.
+fn session_options<'c>(
+    cfg: &'c ClientConfig,
+    params: Params,
+    ctrl: &TcpStream,
+) -> ClientOptions<'c> {
+    let strings = ParamStrings {
+        title: cfg.title.as_deref(),
+        extra_data: cfg.extra_data.as_deref(),
+        congestion: cfg.congestion.as_deref(),
+    };
+    let session_opts = ClientOptions {
+        params,
+        strings,
+        interval_us: cfg.interval.as_micros() as Micros,
+        cookie_seed: probe_seed(now_us() ^ (u64::from(std::process::id()) << 32) ^ seed_from(ctrl)),
+    };
+    session_opts
 }
 
 /// The server output a results document carries (`server_output_json` or `_text`).

@@ -250,100 +250,9 @@ fn run_tcp(
         ccfg.style = cfg.style;
         ccfg.block_len = write_len;
         let interval_us = cfg.interval_us;
-        handles.push(thread::spawn(
-            move || -> Result<Option<(u32, u32)>, ClientError> {
-                let mut stream = connect(addr, Duration::from_secs(10))
-                    .map_err(|e| ClientError::Io(std::format!("connect to {addr} failed"), e))?;
-                if let Some(w) = window {
-                    let r = socket2::SockRef::from(&stream);
-                    let _ = r.set_send_buffer_size(w);
-                    let _ = r.set_recv_buffer_size(w);
-                }
-                let id = next_id();
-                let local = stream.local_addr().unwrap_or(addr);
-                let mode = request.mode;
-                let _ = ev.send(Event::Connected {
-                    id,
-                    local,
-                    peer: addr,
-                    protocol: Protocol::Tcp,
-                    tag: match mode {
-                        Mode::Reverse => FlowTag::Reverse,
-                        Mode::FullDuplex => FlowTag::FullDuplex,
-                        _ => FlowTag::Plain,
-                    },
-                    reversed: false,
-                });
-                let start = now_us();
-                let mut flow = TcpClientFlow::new(ccfg, start);
-                let payload = Payload::client(&flow, write_len);
-                let mut meter = Meter::new(interval_us, start);
-                let next = meter.next();
-                drive(
-                    &mut stream,
-                    &mut flow,
-                    &payload,
-                    || next,
-                    |now, f| {
-                        meter.tick(now, TcpFlow::byte_counts(f), |s, e, rx, tx| {
-                            if mode != Mode::Reverse {
-                                let _ = ev.send(Event::Interval(tcp_report(
-                                    id, local, addr, s, e, tx, true, false,
-                                )));
-                            }
-                            if matches!(mode, Mode::Reverse | Mode::FullDuplex) {
-                                let _ = ev.send(Event::Interval(tcp_report(
-                                    id, local, addr, s, e, rx, false, true,
-                                )));
-                            }
-                        });
-                    },
-                );
-                let end = now_us();
-                match flow.end() {
-                    Some(ClientEnd::Iperf3Server) => return Err(ClientError::Iperf3Server),
-                    Some(ClientEnd::ServerClosed) => return Err(ClientError::ServerClosed),
-                    Some(ClientEnd::Reset) => {
-                        return Err(ClientError::Reset(flow.sent(), flow.received()))
-                    }
-                    Some(ClientEnd::Timeout) => {
-                        return Err(ClientError::Timeout(Duration::from_micros(
-                            ccfg.idle_timeout_us,
-                        )))
-                    }
-                    _ => {}
-                }
-                let secs = end.saturating_sub(start) as f64 / 1e6;
-                if mode != Mode::Reverse {
-                    let _ = ev.send(Event::Final(tcp_report(
-                        id,
-                        local,
-                        addr,
-                        0.0,
-                        secs,
-                        flow.sent(),
-                        true,
-                        false,
-                    )));
-                }
-                if matches!(mode, Mode::Reverse | Mode::FullDuplex) {
-                    let rx_secs = flow
-                        .rx_span()
-                        .map_or(secs, |(_, last)| last.saturating_sub(start) as f64 / 1e6);
-                    let _ = ev.send(Event::Final(tcp_report(
-                        id,
-                        local,
-                        addr,
-                        0.0,
-                        rx_secs,
-                        flow.received(),
-                        false,
-                        true,
-                    )));
-                }
-                Ok(flow.peer_version())
-            },
-        ));
+        handles.push(thread::spawn(move || {
+            tcp_stream(addr, window, ccfg, (request, write_len, interval_us), ev)
+        }));
     }
     let mut version = None;
     let mut first_err = None;
@@ -372,6 +281,106 @@ fn run_tcp(
         Some(e) => Err(e),
         None => Ok(version),
     }
+}
+
+/// One TCP stream of a test: connects to `addr` (with `window` as its socket buffers), runs
+/// the flow and reports its intervals and totals on `ev`; returns the server's version when
+/// it told it.
+fn tcp_stream(
+    addr: SocketAddr,
+    window: Option<usize>,
+    ccfg: TcpClientConfig,
+    (request, write_len, interval_us): (TestRequest, usize, Micros),
+    ev: Sender<Event>,
+) -> Result<Option<(u32, u32)>, ClientError> {
+    let mut stream = connect(addr, Duration::from_secs(10))
+        .map_err(|e| ClientError::Io(std::format!("connect to {addr} failed"), e))?;
+    if let Some(w) = window {
+        let r = socket2::SockRef::from(&stream);
+        let _ = r.set_send_buffer_size(w);
+        let _ = r.set_recv_buffer_size(w);
+    }
+    let id = next_id();
+    let local = stream.local_addr().unwrap_or(addr);
+    let mode = request.mode;
+    let _ = ev.send(Event::Connected {
+        id,
+        local,
+        peer: addr,
+        protocol: Protocol::Tcp,
+        tag: match mode {
+            Mode::Reverse => FlowTag::Reverse,
+            Mode::FullDuplex => FlowTag::FullDuplex,
+            _ => FlowTag::Plain,
+        },
+        reversed: false,
+    });
+    let start = now_us();
+    let mut flow = TcpClientFlow::new(ccfg, start);
+    let payload = Payload::client(&flow, write_len);
+    let mut meter = Meter::new(interval_us, start);
+    let next = meter.next();
+    drive(
+        &mut stream,
+        &mut flow,
+        &payload,
+        || next,
+        |now, f| {
+            meter.tick(now, TcpFlow::byte_counts(f), |s, e, rx, tx| {
+                if mode != Mode::Reverse {
+                    let _ = ev.send(Event::Interval(tcp_report(
+                        id, local, addr, s, e, tx, true, false,
+                    )));
+                }
+                if matches!(mode, Mode::Reverse | Mode::FullDuplex) {
+                    let _ = ev.send(Event::Interval(tcp_report(
+                        id, local, addr, s, e, rx, false, true,
+                    )));
+                }
+            });
+        },
+    );
+    let end = now_us();
+    match flow.end() {
+        Some(ClientEnd::Iperf3Server) => return Err(ClientError::Iperf3Server),
+        Some(ClientEnd::ServerClosed) => return Err(ClientError::ServerClosed),
+        Some(ClientEnd::Reset) => return Err(ClientError::Reset(flow.sent(), flow.received())),
+        Some(ClientEnd::Timeout) => {
+            return Err(ClientError::Timeout(Duration::from_micros(
+                ccfg.idle_timeout_us,
+            )))
+        }
+        _ => {}
+    }
+    let secs = end.saturating_sub(start) as f64 / 1e6;
+    if mode != Mode::Reverse {
+        let _ = ev.send(Event::Final(tcp_report(
+            id,
+            local,
+            addr,
+            0.0,
+            secs,
+            flow.sent(),
+            true,
+            false,
+        )));
+    }
+    if matches!(mode, Mode::Reverse | Mode::FullDuplex) {
+        let rx_secs = flow
+            .rx_span()
+            .map_or(secs, |(_, last)| last.saturating_sub(start) as f64 / 1e6);
+        let _ = ev.send(Event::Final(tcp_report(
+            id,
+            local,
+            addr,
+            0.0,
+            rx_secs,
+            flow.received(),
+            false,
+            true,
+        )));
+    }
+    Ok(flow.peer_version())
 }
 
 fn run_udp(
