@@ -20,18 +20,26 @@
 //!   files; `progress`: the terminal line.
 
 mod baseline;
+mod conditions;
 mod discover;
 pub mod document;
 mod downloads;
 mod figures;
+mod flows;
 mod http;
+mod http_doc;
 mod iperf2;
+mod latency;
+pub mod latency_doc;
 mod outputs;
 mod plan;
 mod progress;
+pub mod repeat;
 mod schedule;
 mod steps;
 mod summary;
+
+pub use summary::conditions_words;
 
 use std::io::{IsTerminal, Write as _};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -122,6 +130,21 @@ pub struct Args {
     /// files, always asked: a device without them shows them absent); repeat for more.
     #[arg(long = "http", value_name = "PATH")]
     http: Vec<String>,
+    /// Run only these steps (comma separated or repeated): icmp, echo-udp, echo-tcp, http,
+    /// tcp, sweep-to-device, sweep-from-device, latency. Discovery always runs.
+    #[arg(long, value_name = "STEP", value_delimiter = ',')]
+    only: Vec<Step>,
+    /// Skip the latency-under-load step (round trips while TCP runs each way).
+    #[arg(long)]
+    no_latency: bool,
+    /// Run the whole probe N times (each in --duration): every figure keeps its spread across
+    /// the runs (the document's figures are the first run's).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
+    /// The run's name in side-by-side reports (default: the host and the start time).
+    #[arg(long, value_name = "TEXT")]
+    label: Option<String>,
     /// The old spelling of --http (comma separated); kept for one round, it says so.
     #[arg(
         long = "http-path",
@@ -150,8 +173,8 @@ impl Args {
 /// The paths always downloaded: two of linklab's bench files.
 const DEFAULT_HTTP_PATHS: [&str; 2] = ["/100kB.txt", "/1MB.txt"];
 
-/// Runs `linklab probe`: discovery, then each step in its share of `--duration`, then the
-/// outputs, the summary and the baseline's verdict.
+/// Runs `linklab probe`: discovery, then each step in its share of `--duration` (`--repeat`
+/// times), then the outputs, the summary and the baseline's verdict.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let http_paths = checked_http_paths(&args)?;
     let baseline = match &args.baseline {
@@ -159,36 +182,87 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
     let addr = resolve(&args.host)?;
-    let started = Instant::now();
-    let end = started + Duration::from_secs(args.duration);
-    let doc = Arc::new(Mutex::new(new_document(&args, addr)));
     let outputs = Outputs {
         html: args.output.clone(),
         json: args.json.clone(),
     };
-    watchdog(Arc::clone(&doc), outputs.clone(), started, end + OVERRUN);
+    let started = Instant::now();
+    let mut runs: Vec<ProbeReport> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for k in 1..=args.repeat {
+        if args.repeat > 1 {
+            println!("run {k} of {}", args.repeat);
+        }
+        let report = measure(&args, &http_paths, addr, &outputs)?;
+        failures.extend(report.failures.iter().map(|f| match args.repeat {
+            1 => f.clone(),
+            _ => format!("run {k}: {f}"),
+        }));
+        runs.push(report);
+    }
+    let mut report = runs[0].clone();
+    if args.repeat > 1 {
+        report.repeat = Some(repeat::across(&runs));
+        report.failures = failures.clone();
+        report.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
+        if let Some(c) = report.conditions.as_mut() {
+            c.runs = args.repeat;
+        }
+    }
+    finish(&args, report, &outputs, failures, baseline.as_ref())
+}
 
-    let mut progress = progress::Progress::new(std::io::stderr().is_terminal(), end, 8);
+/// One whole probe run within `--duration`: discovery, the conditions, every step; the
+/// document with its failures. An error only when the device answered nothing.
+fn measure(
+    args: &Args,
+    http_paths: &[String],
+    addr: IpAddr,
+    outputs: &Outputs,
+) -> anyhow::Result<ProbeReport> {
+    let started = Instant::now();
+    let end = started + Duration::from_secs(args.duration);
+    let doc = Arc::new(Mutex::new(new_document(args, addr)));
+    let watch = watchdog(Arc::clone(&doc), outputs.clone(), started, end + OVERRUN);
+    let mut progress = progress::Progress::new(std::io::stderr().is_terminal(), end, 9);
     progress.step(1, "discovery");
     progress.println(&format!(
         "linklab probe: {} ({addr}), {} s",
         args.host, args.duration
     ));
-    let services = match discover_services(&args, addr, &mut progress) {
+    let services = match discover_services(args, addr, &mut progress) {
         Ok(s) => s,
         Err(e) => {
             progress.finish();
             return Err(e);
         }
     };
-    lock(&doc).services = services.clone();
     let iperf = plan::choose(&services);
     if let Some(i) = &iperf {
         progress.println(&iperf_line(i));
     }
+    let http = services
+        .iter()
+        .find(|s| s.name == "http" && s.state == ServiceState::Present)
+        .and_then(|s| s.port);
+    let started_unix_s = lock(&doc).started_unix_s;
+    let conditions = conditions::gather(
+        args.label.as_deref(),
+        &args.host,
+        addr,
+        http,
+        iperf.as_ref(),
+        &services,
+        started_unix_s,
+    );
+    {
+        let mut d = lock(&doc);
+        d.services = services.clone();
+        d.conditions = Some(conditions);
+    }
     let schedule = schedule::Schedule {
-        args: &args,
-        http_paths: &http_paths,
+        args,
+        http_paths,
         addr,
         end,
         iperf: iperf.as_ref(),
@@ -197,7 +271,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let failures = schedule.run_steps(&mut progress);
     progress.finish();
-    finish(&args, &doc, &outputs, started, failures, baseline.as_ref())
+    watch.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut d = lock(&doc);
+    d.failures = failures;
+    d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
+    Ok(d.clone())
 }
 
 /// The HTTP paths to download, each checked: one clear line for a path that is not one.
@@ -240,6 +318,9 @@ fn new_document(args: &Args, addr: IpAddr) -> ProbeReport {
         sweep_from_device: None,
         failures: Vec::new(),
         baseline: None,
+        latency: None,
+        conditions: None,
+        repeat: None,
     }
 }
 
@@ -306,26 +387,19 @@ fn iperf_line(i: &Iperf) -> String {
 /// figure is worse than the baseline.
 fn finish(
     args: &Args,
-    doc: &Mutex<ProbeReport>,
+    mut report: ProbeReport,
     outputs: &Outputs,
-    started: Instant,
     failures: Vec<String>,
     baseline: Option<&ProbeReport>,
 ) -> anyhow::Result<()> {
-    let report = {
-        let mut d = lock(doc);
-        d.failures = failures.clone();
-        d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
-        if let (Some(old), Some(path)) = (baseline, &args.baseline) {
-            d.baseline = Some(baseline::compare(
-                old,
-                &d,
-                &path.display().to_string(),
-                args.tolerance,
-            ));
-        }
-        d.clone()
-    };
+    if let (Some(old), Some(path)) = (baseline, &args.baseline) {
+        report.baseline = Some(baseline::compare(
+            old,
+            &report,
+            &path.display().to_string(),
+            args.tolerance,
+        ));
+    }
     outputs.write(&report)?;
     print!("{}", summary::summary(&report));
     println!(

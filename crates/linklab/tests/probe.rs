@@ -2,7 +2,8 @@
 //! service), the riscv32 firmware in QEMU (`linklab emu`), a Linux host running stock
 //! `iperf3 -s` only, a host answering ping only; the page in headless Chromium; the JSON
 //! against `schema/probe.schema.json`; a baseline run before and after a tbf halves the link;
-//! a baseline written by schema version 1. Bad input is in `probe_bad_input.rs`.
+//! a baseline written by schema version 1. Bad input is in `probe_bad_input.rs`, latency
+//! under load in `probe_latency.rs`.
 //!
 //! Addresses come from 198.18.0.0/15 inside namespaces the tests create; these need root.
 
@@ -41,7 +42,8 @@ fn assert_full_run(run: &Run, duration: u64) {
         assert_eq!(run.service(s), "present", "{s}");
     }
     for s in v["steps"].as_array().unwrap() {
-        assert_eq!(s["state"], "done", "{s}");
+        let asked = s["name"] != "latency";
+        assert_eq!(s["state"], if asked { "done" } else { "skipped" }, "{s}");
     }
     for id in ["tcp.to_device", "tcp.from_device"] {
         assert!(run.figure(id) > 1e6, "{id}");
@@ -82,7 +84,7 @@ fn assert_full_run(run: &Run, duration: u64) {
 fn soft_nic_every_service_and_the_page_in_chromium() {
     let _link = shared();
     let (ns, _device) = tap_device("prs", "llp0", &["serve"], Duration::from_secs(10));
-    let run = probe(&ns, "serve", "198.18.0.2", 20, &[], &[]);
+    let run = probe(&ns, "serve", "198.18.0.2", 20, &["--no-latency"], &[]);
     assert_full_run(&run, 20);
     assert!(run.stdout().contains("summary of 198.18.0.2"));
 
@@ -158,7 +160,7 @@ fn emulated_riscv32_firmware() {
         &["emu", "riscv32-virt"],
         Duration::from_secs(120),
     );
-    let run = probe(&ns, "emu", "198.18.0.2", 15, &[], &[]);
+    let run = probe(&ns, "emu", "198.18.0.2", 15, &["--no-latency"], &[]);
     assert!(run.out.status.success(), "probe failed: {}", run.stderr());
     assert_ranges(&run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
@@ -180,7 +182,7 @@ fn stock_iperf3_only_then_ping_only() {
     let _link = shared();
     let (h, p) = two_hosts("pri");
     let server = stock_iperf3(&h, &[]);
-    let run = probe(&p, "iperf3", "198.18.40.1", 15, &[], &[]);
+    let run = probe(&p, "iperf3", "198.18.40.1", 15, &["--no-latency"], &[]);
     assert!(run.out.status.success(), "{}", run.stderr());
     assert_eq!(run.service("iperf3"), "present");
     assert_eq!(run.service("icmp"), "present");
@@ -189,7 +191,8 @@ fn stock_iperf3_only_then_ping_only() {
     }
     let steps = run.json()["steps"].as_array().unwrap();
     for s in steps {
-        let skipped = ["echo-udp", "echo-tcp", "http"].contains(&s["name"].as_str().unwrap());
+        let skipped =
+            ["echo-udp", "echo-tcp", "http", "latency"].contains(&s["name"].as_str().unwrap());
         assert_eq!(s["state"], if skipped { "skipped" } else { "done" }, "{s}");
     }
     assert!(run.figure("tcp.to_device") > 1e6 && run.figure("tcp.from_device") > 1e6);
@@ -296,7 +299,7 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         }
     };
     shape("100mbit");
-    let first = probe(&b, "base", "198.18.41.1", 30, &[], &rt);
+    let first = probe(&b, "base", "198.18.41.1", 30, &["--no-latency"], &rt);
     assert!(first.out.status.success(), "{}", first.stderr());
     let base = first.html.with_file_name("baseline.json");
     std::fs::copy(first.html.with_file_name("probe.json"), &base).unwrap();
@@ -309,7 +312,14 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         );
     }
 
-    let same = probe(&b, "same", "198.18.41.1", 30, &["--baseline", base], &rt);
+    let same = probe(
+        &b,
+        "same",
+        "198.18.41.1",
+        30,
+        &["--baseline", base, "--no-latency"],
+        &rt,
+    );
     assert_eq!(
         same.out.status.code(),
         Some(0),
@@ -330,7 +340,14 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
     }
 
     shape("50mbit");
-    let half = probe(&b, "half", "198.18.41.1", 30, &["--baseline", base], &rt);
+    let half = probe(
+        &b,
+        "half",
+        "198.18.41.1",
+        30,
+        &["--baseline", base, "--no-latency"],
+        &rt,
+    );
     assert_eq!(half.out.status.code(), Some(3), "halved: {}", half.stderr());
     let line = half.stderr();
     assert_eq!(line.lines().count(), 1, "{line}");

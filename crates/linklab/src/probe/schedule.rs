@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::document::{ProbeReport, Quantity, Service, ServiceState, StepRecord, StepState};
 use super::plan::{self, Iperf, Step, IPERF};
 use super::progress::Progress;
-use super::{downloads, figures, iperf2, lock, state_word, steps, target, Args, RESERVE};
+use super::{downloads, figures, iperf2, latency, lock, state_word, steps, target, Args, RESERVE};
 use crate::rtt::Transport;
 
 /// What the steps share: the options, the device, the deadline, what discovery found and the
@@ -62,15 +62,43 @@ impl Schedule<'_> {
             .join("; ")
     }
 
-    /// Why `step` does not run: its service absent, or failed in discovery or an earlier
-    /// step (`failed`); `None` when it runs.
+    /// The round-trip transports that answered in discovery, with their names.
+    fn rtt_transports(&self) -> Vec<(Transport, &'static str)> {
+        [
+            (Transport::Icmp, "icmp", "icmp"),
+            (Transport::Udp, "echo-udp", "echo_udp"),
+            (Transport::Tcp, "echo-tcp", "echo_tcp"),
+        ]
+        .into_iter()
+        .filter(|(_, service, _)| self.usable(service))
+        .map(|(t, _, name)| (t, name))
+        .collect()
+    }
+
+    /// Why `step` does not run: not asked for (`--only`, `--no-latency`), its service absent,
+    /// or failed in discovery or an earlier step (`failed`); `None` when it runs.
     fn skip_reason(&self, step: Step, failed: &[String]) -> Option<String> {
+        let args = self.args;
+        if !args.only.is_empty() && !args.only.contains(&step) {
+            return Some("not asked for (--only)".into());
+        }
+        if step == Step::Latency && args.no_latency {
+            return Some("not asked for (--no-latency)".into());
+        }
         let service = step.service();
         if !self.usable(service) {
             return Some(self.absent_reason(service));
         }
         if failed.iter().any(|f| f == service) {
             return Some(format!("{} failed in an earlier step", self.shown(service)));
+        }
+        if step == Step::Latency && self.iperf.is_some_and(Iperf::is_iperf2) {
+            return Some(
+                "its loads run through iperf3 (-R, --bidir); the device serves iperf 2 only".into(),
+            );
+        }
+        if step == Step::Latency && self.rtt_transports().is_empty() {
+            return Some("no round trip to sample: neither ICMP nor echo answered".into());
         }
         None
     }
@@ -120,7 +148,11 @@ impl Schedule<'_> {
                 .saturating_duration_since(Instant::now())
                 .saturating_sub(RESERVE);
             let time = left.mul_f64(step.weight() / remaining.max(step.weight()));
-            if time < Duration::from_millis(300) {
+            let too_short = match step {
+                Step::Latency => latency::plan(time).is_none(),
+                _ => time < Duration::from_millis(300),
+            };
+            if too_short {
                 progress.println(&format!("  {:<18} skipped (out of time)", step.name()));
                 lock(self.doc)
                     .steps
@@ -178,6 +210,18 @@ impl Schedule<'_> {
                 (o.figures, o.not_measured, o.detail, o.error)
             }
             Step::SweepTo | Step::SweepFrom => self.sweep(step == Step::SweepFrom, time),
+            Step::Latency => {
+                let target = latency::Target {
+                    host,
+                    addr: self.addr,
+                    iperf_port: self.iperf_port(),
+                    echo_port: self.args.echo_port,
+                    transports: self.rtt_transports(),
+                };
+                let o = latency::latency_under_load(&target, time);
+                lock(self.doc).latency = o.value;
+                (o.figures, o.not_measured, o.detail, o.error)
+            }
         };
         let prefix = step.figure_prefix(self.iperf.is_some_and(Iperf::is_iperf2));
         let mut d = lock(self.doc);
