@@ -310,6 +310,9 @@ mod tests {
             sweep_from_device: None,
             failures: Vec::new(),
             baseline: None,
+            latency: None,
+            conditions: None,
+            repeat: None,
         }
     }
 

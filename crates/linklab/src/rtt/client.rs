@@ -292,36 +292,10 @@ impl Connection {
         };
 
         let sender_result = std::thread::scope(|scope| {
-            let sender = scope.spawn(|| -> io::Result<(u64, Option<(u64, u64)>, Vec<u64>)> {
-                let mut buf = vec![0u8; cfg.size];
-                let start = Instant::now();
-                let mut sends = None::<(u64, u64)>;
-                let mut sent = 0u64;
-                let mut times = Vec::new();
-                let result = (|| {
-                    for seq in 0..cfg.count {
-                        if stop.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        pace_until(start + cfg.interval * seq);
-                        let now = nanos_since(epoch);
-                        Probe {
-                            run: cfg.run,
-                            seq,
-                            sent_ns: now,
-                        }
-                        .write(&mut buf);
-                        if cfg.keep_samples {
-                            times.push(now);
-                        }
-                        tx.send(&buf)?;
-                        sent += 1;
-                        sends = Some((sends.map_or(now, |s| s.0), now));
-                    }
-                    Ok(())
-                })();
+            let sender = scope.spawn(|| {
+                let sent = send_paced(&mut tx, cfg, epoch, &[&stop, halt]);
                 sender_done.store(nanos_since(epoch), Ordering::Release);
-                result.map(|()| (sent, sends, times))
+                sent
             });
 
             let mut last_arrival = None::<u64>;
@@ -381,6 +355,45 @@ impl Connection {
             .collect();
         Ok(out)
     }
+}
+
+/// What the sender did: probes sent, the first and last send time, and every send time when
+/// the run keeps its samples.
+type Sent = (u64, Option<(u64, u64)>, Vec<u64>);
+
+/// Sends `cfg.count` probes on `tx` paced every `cfg.interval` (on a fixed schedule, so delays
+/// never accumulate), stopping early once any of `stops` is set.
+fn send_paced(
+    tx: &mut Half,
+    cfg: &RunConfig,
+    epoch: Instant,
+    stops: &[&AtomicBool],
+) -> io::Result<Sent> {
+    let mut buf = vec![0u8; cfg.size];
+    let start = Instant::now();
+    let mut sends = None::<(u64, u64)>;
+    let mut sent = 0u64;
+    let mut times = Vec::new();
+    for seq in 0..cfg.count {
+        if stops.iter().any(|s| s.load(Ordering::Relaxed)) {
+            break;
+        }
+        pace_until(start + cfg.interval * seq);
+        let now = nanos_since(epoch);
+        Probe {
+            run: cfg.run,
+            seq,
+            sent_ns: now,
+        }
+        .write(&mut buf);
+        if cfg.keep_samples {
+            times.push(now);
+        }
+        tx.send(&buf)?;
+        sent += 1;
+        sends = Some((sends.map_or(now, |s| s.0), now));
+    }
+    Ok((sent, sends, times))
 }
 
 impl Half {
