@@ -67,8 +67,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!(
         "linklab report: wrote {} ({} result{})",
         args.output.display(),
-        sections.len(),
-        if sections.len() == 1 { "" } else { "s" }
+        sources.len(),
+        if sources.len() == 1 { "" } else { "s" }
     );
     Ok(())
 }

@@ -57,6 +57,11 @@ pub fn plan(time: Duration) -> Option<(Duration, u32)> {
     (seconds >= 1).then_some((idle, seconds))
 }
 
+/// The least time [`plan`] runs the step in: an idle second and three 1-second loads.
+pub fn least_time() -> Duration {
+    Duration::from_secs(4) + DRAIN + LOAD_OVERHEAD * 3
+}
+
 /// The series of one transport's sampler: its samples and why it stopped, if it did.
 type Sampled = (Vec<(f64, Option<f64>)>, Option<String>);
 
@@ -238,12 +243,12 @@ pub fn stalls(loads: &[Load], series: &[RttSeries]) -> Vec<Stall> {
         ] {
             let mut open: Option<Stall> = None;
             for i in &l.intervals {
-                match (rate(i), open.as_mut()) {
-                    (Some(r), Some(s)) if r == 0.0 => {
+                match (rate(i) == Some(0.0), open.as_mut()) {
+                    (true, Some(s)) => {
                         s.end_s = i.end_s;
                         s.retransmits = add(s.retransmits, i.retransmits);
                     }
-                    (Some(r), None) if r == 0.0 => {
+                    (true, None) => {
                         open = Some(Stall {
                             kind: "no_bytes".into(),
                             load: l.name.clone(),
@@ -316,7 +321,7 @@ fn out_of_time(time: Duration) -> Outcome<Option<LatencyUnderLoad>> {
             reason: format!(
                 "{:.1} s of the run's time for it; an idle second and three 1-second loads take {:.1} s",
                 time.as_secs_f64(),
-                (Duration::from_secs(4) + DRAIN + LOAD_OVERHEAD * 3).as_secs_f64()
+                least_time().as_secs_f64()
             ),
         }],
         error: None,
@@ -404,6 +409,7 @@ mod tests {
     #[test]
     fn loads_fit_the_time() {
         assert_eq!(plan(Duration::from_secs(5)), None);
+        assert!(plan(least_time() + Duration::from_millis(200)).is_some());
         assert_eq!(
             plan(Duration::from_secs(10)),
             Some((Duration::from_millis(1200), 1))

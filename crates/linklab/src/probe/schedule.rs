@@ -103,6 +103,28 @@ impl Schedule<'_> {
         None
     }
 
+    /// Why the latency step, when it would run among `to_run`, cannot: its share of what is
+    /// left of the budget is shorter than an idle second and three 1-second loads.
+    fn latency_short(&self, to_run: &[Step]) -> Option<String> {
+        if !to_run.contains(&Step::Latency) {
+            return None;
+        }
+        let total: f64 = to_run.iter().map(|s| s.weight()).sum();
+        let left = self
+            .end
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(RESERVE);
+        let share = left.mul_f64(Step::Latency.weight() / total);
+        latency::plan(share).is_none().then(|| {
+            format!(
+                "out of time: its share of --duration {} s is {:.1} s, too short for an idle second and three 1-second loads ({:.1} s; a longer --duration or --only latency gives it one)",
+                self.args.duration,
+                share.as_secs_f64(),
+                latency::least_time().as_secs_f64()
+            )
+        })
+    }
+
     /// Runs every step in order; returns what failed, one sentence each (discovery's failed
     /// services first).
     pub fn run_steps(&self, progress: &mut Progress) -> Vec<String> {
@@ -119,10 +141,16 @@ impl Schedule<'_> {
             .filter(|s| s.state == ServiceState::Failed)
             .map(|s| format!("{} at {}: {}", s.name, target(self.addr, s.port), s.detail))
             .collect();
-        let to_run: Vec<Step> = Step::ALL
+        let mut to_run: Vec<Step> = Step::ALL
             .into_iter()
             .filter(|&s| self.skip_reason(s, &[]).is_none())
             .collect();
+        // A latency step its share of the budget cannot hold is skipped from the start, so it
+        // takes no time from the others.
+        let latency_short = self.latency_short(&to_run);
+        if latency_short.is_some() {
+            to_run.retain(|&s| s != Step::Latency);
+        }
         for (i, &step) in Step::ALL.iter().enumerate() {
             let began = Instant::now();
             let record = |state, detail: String| StepRecord {
@@ -131,7 +159,8 @@ impl Schedule<'_> {
                 detail,
                 wall: Quantity::new(began.elapsed().as_secs_f64(), "s"),
             };
-            if let Some(why) = self.skip_reason(step, &failed_services) {
+            let short = latency_short.clone().filter(|_| step == Step::Latency);
+            if let Some(why) = short.or_else(|| self.skip_reason(step, &failed_services)) {
                 progress.println(&format!("  {:<18} skipped ({why})", step.name()));
                 lock(self.doc).steps.push(record(StepState::Skipped, why));
                 continue;

@@ -194,28 +194,37 @@ fn time_chart(l: &LatencyUnderLoad, id: &str) -> Chart {
             points: lost,
         });
     }
+    // One line per load and way (a line never joins one load to the next), named once.
     for (way, color) in [("to the device", "#ea580c"), ("from the device", "#16a34a")] {
-        let points: Vec<(f64, f64)> = l
-            .loads
-            .iter()
-            .flat_map(|x| &x.intervals)
-            .filter_map(|i| {
-                let v = if way == "to the device" {
-                    i.to_device_bps
-                } else {
-                    i.from_device_bps
-                };
-                v.map(|v| ((i.start_s + i.end_s) / 2.0, v * 1e-6))
-            })
-            .collect();
-        if !points.is_empty() {
+        let mut named = false;
+        for load in &l.loads {
+            let points: Vec<(f64, f64)> = load
+                .intervals
+                .iter()
+                .filter_map(|i| {
+                    let v = if way == "to the device" {
+                        i.to_device_bps
+                    } else {
+                        i.from_device_bps
+                    };
+                    v.map(|v| ((i.start_s + i.end_s) / 2.0, v * 1e-6))
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
             c.series.push(Series {
-                name: format!("Mbit/s {way}"),
+                name: if named {
+                    String::new()
+                } else {
+                    format!("Mbit/s {way}")
+                },
                 color,
                 mark: Mark::LinePoints,
                 right: true,
                 points,
             });
+            named = true;
         }
     }
     for x in l
