@@ -52,6 +52,9 @@ enum Verb {
     /// Store a run measured elsewhere (JSON: docs/track.md).
     #[command(after_help = "Example: linklab track import run.json")]
     Import(import::Args),
+    /// Write a stored run as import's JSON (e.g. a baseline kept in a repository).
+    #[command(after_help = "Example: linklab track export v1.2 -o track/baseline.json")]
+    Export(import::ExportArgs),
     /// List the stored runs.
     Runs(store::DbArg),
 }
@@ -110,6 +113,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Verb::Report(a) => history::run(a),
         Verb::Walk(a) => walk::run(a),
         Verb::Import(a) => import::run(a),
+        Verb::Export(a) => import::export(a),
         Verb::Runs(db) => {
             let store = store::open(&db.db)?;
             for h in store.runs()? {

@@ -196,3 +196,37 @@ fn bad_requests_are_one_line() {
         "--count-threshold",
     );
 }
+
+#[test]
+fn an_exported_run_imports_as_the_same_figures() {
+    let dir = tempdir("track-compare-export");
+    let db = dir.join("t.sqlite");
+    import(
+        &db,
+        &dir,
+        "base",
+        vec![image("main", 100.0, &[3.0, 3.1], &[4.0])],
+    );
+    let file = dir.join("exported.json");
+    let out = track(&db, &["export", "base", "-o", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let other = dir.join("other.sqlite");
+    let out = track(&other, &["import", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    import(
+        &other,
+        &dir,
+        "head",
+        vec![image("main", 100.0, &[3.0, 3.1], &[4.0])],
+    );
+    let out = track(&other, &["compare", "base", "head"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out).matches("unchanged").count(),
+        3,
+        "{}",
+        stdout(&out)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v["entries"][0]["figures"][1]["samples"], json!([3.0, 3.1]));
+}

@@ -13,8 +13,9 @@ use std::process::Command;
 use common::linklab_bin;
 use common::track::{labels, stderr, stdout};
 
-/// The commit before the step, one that changes nothing in the image, and the step.
-const RANGE: &str = "e937758..70bbdba";
+/// The commit two before the step (36 464 B), one that changes nothing in the image (its
+/// build made to fail below), and the step.
+const RANGE: &str = "05d3db6..70bbdba";
 
 const BUILD: &str = "cd firmware && cargo build -q --profile minimal -p fw-mps2-an385 \
     --target thumbv7m-none-eabi --no-default-features --features compact \
@@ -60,7 +61,7 @@ fn a_walk_names_the_commit_where_flash_stepped() {
     let text = stdout(&out);
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     assert!(
-        text.contains("e937758: measured (compact flash_bytes 36464"),
+        text.contains("05d3db6: measured (compact flash_bytes 36464"),
         "{text}"
     );
     assert!(text.contains("40d32cd: build failed: "), "{text}");
@@ -74,7 +75,7 @@ fn a_walk_names_the_commit_where_flash_stepped() {
         1,
         "{text}"
     );
-    assert_eq!(labels(&db), ["e937758", "70bbdba"]);
+    assert_eq!(labels(&db), ["05d3db6", "70bbdba"]);
     // The worktrees are gone.
     let list = Command::new("git")
         .arg("-C")

@@ -1,5 +1,7 @@
 //! `linklab track import RUN.json`: a run measured elsewhere (a user's own CI, another
-//! bench) stored like one of track's own, so compare, walk and report treat it alike.
+//! bench) stored like one of track's own, so compare, walk and report treat it alike; and
+//! `linklab track export LABEL -o RUN.json`, a stored run written in that form (a baseline
+//! kept in a repository).
 //!
 //! ```json
 //! { "label": "v1.2", "commit": "", "entries": [ { "name": "board-a", "kind": "image",
@@ -77,6 +79,56 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         run.stamp.label, args.db.db
     );
     Ok(())
+}
+
+/// Options of `linklab track export`.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// The run's label (its latest run).
+    #[arg(value_name = "LABEL")]
+    label: String,
+    /// The JSON file to write (import's form).
+    #[arg(short = 'o', long = "output", value_name = "RUN.json")]
+    output: PathBuf,
+    #[command(flatten)]
+    db: store::DbArg,
+}
+
+/// Runs `linklab track export`.
+pub fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let store = store::open(&args.db.db)?;
+    let run = store::by_label(store.as_ref(), &args.label)?;
+    let text = serde_json::to_string_pretty(&to_json(&run))? + "\n";
+    std::fs::write(&args.output, text)
+        .with_context(|| format!("-o: cannot write {}", args.output.display()))?;
+    println!(
+        "wrote run {} of {} to {}",
+        run.id.unwrap_or(0),
+        args.label,
+        args.output.display()
+    );
+    Ok(())
+}
+
+/// `run` in import's form.
+pub fn to_json(run: &Run) -> serde_json::Value {
+    let entries: Vec<serde_json::Value> = run
+        .entries
+        .iter()
+        .map(|e| {
+            let figures: Vec<serde_json::Value> = e
+                .figures
+                .iter()
+                .map(|f| {
+                    serde_json::json!({ "name": f.name, "unit": f.unit, "better": f.better.word(),
+                        "rule": f.rule.word(), "samples": f.samples })
+                })
+                .collect();
+            serde_json::json!({ "name": e.name, "kind": e.kind, "board": e.board,
+                "failed": e.failed, "figures": figures })
+        })
+        .collect();
+    serde_json::json!({ "label": run.stamp.label, "commit": run.stamp.commit, "entries": entries })
 }
 
 fn to_run(raw: RawRun, file: &std::path::Path) -> anyhow::Result<Run> {
