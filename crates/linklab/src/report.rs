@@ -2,14 +2,14 @@
 //! HTML page with inline SVG charts (no scripts or fonts fetched from anywhere).
 
 mod bench_section;
-mod page;
+pub(crate) mod page;
 mod probe_compare;
 mod probe_latency;
 mod probe_section;
 mod probe_tables;
 mod rtt_section;
 mod serial_section;
-mod svg;
+pub(crate) mod svg;
 mod sweep_section;
 
 use std::path::PathBuf;
