@@ -97,6 +97,36 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         r.schema_version
     );
 
+    facts(&mut s, r);
+    summary_table(&mut s, r, &rows);
+    limits_and_round_trips(&mut s, r);
+    services_and_steps(&mut s, r);
+    median_charts(&mut s, r, &rows, index);
+
+    // HTTP and TCP, then latency under load, the conditions, the runs of --repeat.
+    probe_tables::http(&mut s, r);
+    probe_tables::tcp(&mut s, r);
+    probe_latency::render(&mut s, r, index);
+    s.push_str("</section>");
+
+    // What was measured, in the subcommands' own sections.
+    // Chart ids apart from those of other inputs on the same page.
+    let base = 1000 + index * 10;
+    for (k, (_, sw)) in r.sweeps().into_iter().enumerate() {
+        if let Some(sw) = sw {
+            s.push_str(&sweep_section::render(sw, None, source, base + 1 + k));
+        }
+    }
+    for (k, (_, rt)) in r.round_trips().into_iter().enumerate() {
+        if let Some(rt) = rt {
+            s.push_str(&rtt_section::render(rt, source, base + 3 + k));
+        }
+    }
+    s
+}
+
+/// The key facts (each way's TCP and knee, the services, the baseline's verdict) and what failed.
+fn facts(s: &mut String, r: &ProbeReport) {
     // Key facts: each way's TCP and knee, the lowest ICMP median, the services.
     s.push_str(r#"<div class="facts">"#);
     for f in &r.figures {
@@ -111,7 +141,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
                 ),
                 None => f.label.clone(),
             };
-            fact(&mut s, "", &show(f.value, &f.unit), &what);
+            fact(s, "", &show(f.value, &f.unit), &what);
         }
     }
     let present = r
@@ -120,7 +150,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         .filter(|x| x.state == ServiceState::Present)
         .count();
     fact(
-        &mut s,
+        s,
         if r.failures.is_empty() { "good" } else { "bad" },
         &format!("{present} of {}", r.services.len()),
         "services answered",
@@ -128,7 +158,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     if let Some(c) = &r.baseline {
         let worse = c.figures.iter().filter(|f| f.worse).count();
         fact(
-            &mut s,
+            s,
             if worse == 0 { "good" } else { "bad" },
             &format!("{worse} worse"),
             &format!(
@@ -146,7 +176,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
             esc(f)
         );
     }
+}
 
+/// The summary table: every figure (old beside new with a baseline), what could not be measured, how ranges are read.
+fn summary_table(s: &mut String, r: &ProbeReport, rows: &[Compared]) {
     // The summary table.
     s.push_str(r#"<h3>Summary</h3><div class="tablewrap"><table class="summary"><tr><th class="l">figure</th>"#);
     if r.baseline.is_some() {
@@ -160,7 +193,7 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         .baseline
         .as_ref()
         .is_some_and(|c| c.baseline_schema_version > 1);
-    for row in &rows {
+    for row in rows {
         let opt = |v: Option<f64>| v.map_or("–".into(), |v| show(v, &row.unit));
         let _ = write!(
             s,
@@ -264,7 +297,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     } else {
         s.push_str(r#"<p class="note">Range: TCP (one test per round) and HTTP (batches of back-to-back downloads): the median of the samples between the lowest and highest; round trips: the median of every probe between the first and third quartiles; a UDP knee: from the lowest rate where the sweep saw the link fail up to the most it delivered above the limit a repeat confirmed (none: no limit confirmed).</p>"#);
     }
+}
 
+/// The knee and limit each way, the round-trip percentiles per size.
+fn limits_and_round_trips(s: &mut String, r: &ProbeReport) {
     // Limits and round-trip percentiles.
     let mut limits = String::new();
     for (dir, sw) in r.sweeps() {
@@ -334,7 +370,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         );
     }
     s.push_str("</div>");
+}
 
+/// What discovery found and how each step ended.
+fn services_and_steps(s: &mut String, r: &ProbeReport) {
     // Services and steps.
     s.push_str(r#"<div class="tables"><div><h3>Services</h3><table><tr><th class="l">service</th><th>port</th><th class="l">found</th><th class="l">detail</th></tr>"#);
     for x in &r.services {
@@ -370,7 +409,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         );
     }
     s.push_str("</table></div></div>");
+}
 
+/// Old beside new: the throughput and round-trip medians, every sample a dot.
+fn median_charts(s: &mut String, r: &ProbeReport, rows: &[Compared], index: usize) {
     // Old beside new: throughput and round-trip medians.
     s.push_str(r#"<div class="charts">"#);
     for (unit, title, axis, chart) in [
@@ -483,27 +525,6 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         s.push_str(&c.render());
     }
     s.push_str("</div>");
-
-    // HTTP and TCP, then latency under load, the conditions, the runs of --repeat.
-    probe_tables::http(&mut s, r);
-    probe_tables::tcp(&mut s, r);
-    probe_latency::render(&mut s, r, index);
-    s.push_str("</section>");
-
-    // What was measured, in the subcommands' own sections.
-    // Chart ids apart from those of other inputs on the same page.
-    let base = 1000 + index * 10;
-    for (k, (_, sw)) in r.sweeps().into_iter().enumerate() {
-        if let Some(sw) = sw {
-            s.push_str(&sweep_section::render(sw, None, source, base + 1 + k));
-        }
-    }
-    for (k, (_, rt)) in r.round_trips().into_iter().enumerate() {
-        if let Some(rt) = rt {
-            s.push_str(&rtt_section::render(rt, source, base + 3 + k));
-        }
-    }
-    s
 }
 
 #[cfg(test)]
