@@ -73,11 +73,13 @@ pub fn sum(data: &[u8]) -> u16 {
 
 /// The sum of `words` as integers (a 64-bit accumulator defers every carry; RFC 1071's
 /// byte-order independence lets the caller fold and swap it). On Arm, eight words per
-/// load-multiple with the carries chained through `adcs` ([`arm`]).
+/// load-multiple with the carries chained through `adcs` ([`arm`]); not on ARMv6-M (the
+/// RP2040's Cortex-M0+: no Thumb-2), which `target_has_atomic` tells apart (every Arm core
+/// with Thumb-2 or A32 has compare-and-swap, ARMv6-M has none).
 fn sum_words(words: &[u32]) -> u64 {
-    #[cfg(target_arch = "arm")]
+    #[cfg(all(target_arch = "arm", target_has_atomic = "32"))]
     let (mut acc, words) = arm::sum_blocks(words);
-    #[cfg(not(target_arch = "arm"))]
+    #[cfg(not(all(target_arch = "arm", target_has_atomic = "32")))]
     let mut acc = 0u64;
     let mut quads = words.chunks_exact(4);
     for q in &mut quads {
@@ -94,7 +96,7 @@ fn sum_words(words: &[u32]) -> u64 {
 /// alone), 11 instructions; the compiler's loop over a 64-bit accumulator took ~0.9
 /// instructions per byte on the Cortex-M3 (per-function profile of `linklab emu
 /// cost mps2-an385`'s send).
-#[cfg(target_arch = "arm")]
+#[cfg(all(target_arch = "arm", target_has_atomic = "32"))]
 mod arm {
     use core::arch::asm;
 

@@ -33,7 +33,7 @@
 //! where `tx_deferred` is 1 while a built frame waits for the inter-packet gap or a PAUSE
 //! to end. PAUSE frames the MAC sends by itself are counted in `tx_pause_frames` only.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use crate::atomic::{AtomicU32, Ordering};
 
 /// A snapshot of all MAC counters (see the module documentation for the law).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

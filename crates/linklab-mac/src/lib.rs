@@ -87,6 +87,7 @@ extern crate std;
 extern crate linklab_fmt;
 linklab_fmt::exclusive_features!();
 
+mod atomic;
 pub mod checksum;
 pub mod counters;
 pub mod deframe;

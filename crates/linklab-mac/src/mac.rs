@@ -313,7 +313,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     pub fn counters(&self) -> Counters {
         let q = self.rx.consumer.queue();
         let pc = &q.producer_counters;
-        let sample = |cell: &Cell<Widen>, a: &core::sync::atomic::AtomicU32| {
+        let sample = |cell: &Cell<Widen>, a: &crate::atomic::AtomicU32| {
             let mut w = cell.get();
             let v = w.sample(a);
             cell.set(w);

@@ -41,11 +41,10 @@
 //! [`guaranteed_frames`]; [`crate::window`] turns that into a TCP receive window and back
 //! into a capacity ([`crate::window::capacity_for_frames`]).
 
+use crate::atomic::{AtomicU32, Coord, Ordering};
 use bbqueue::prod_cons::framed::{FramedConsumer, FramedGrantR, FramedGrantW, FramedProducer};
-use bbqueue::traits::coordination::cas::AtomicCoord;
 use bbqueue::traits::notifier::polling::Polling;
 use bbqueue::BBQueue;
-use core::sync::atomic::{AtomicU32, Ordering};
 
 #[cfg(feature = "alloc")]
 pub use bbqueue::traits::storage::BoxedSlice;
@@ -69,7 +68,7 @@ pub const GRANT_FOOTPRINT: usize = RX_GRANT_LEN + FRAME_HEADER_LEN;
 /// Smallest allowed queue capacity (see the capacity rule above).
 pub const MIN_QUEUE_CAPACITY: usize = 2 * GRANT_FOOTPRINT;
 
-pub(crate) type Bbq<S> = BBQueue<S, AtomicCoord, Polling>;
+pub(crate) type Bbq<S> = BBQueue<S, Coord, Polling>;
 
 /// Ring bytes one stored frame of `frame_len` bytes takes (capped to 1..=`RX_GRANT_LEN`, as a
 /// commit is), header included.

@@ -16,6 +16,7 @@ mod blast;
 mod blob;
 pub(crate) mod board;
 mod boot;
+mod chips;
 mod cost;
 mod defmt;
 pub(crate) mod image;
@@ -24,6 +25,7 @@ mod line;
 mod old_flags;
 mod parts;
 mod phy10;
+mod phy10_boards;
 mod predict;
 mod qemu;
 mod throughput;
@@ -109,9 +111,18 @@ enum Verb {
     /// linklab-phy10's decoder: instructions per wire bit on the board's ISA.
     ///
     /// Full-length frames under drift and jitter. QEMU at `-icount shift=0`; fails if a frame is not decoded bit-exact. On the boards
-    /// with a phy10-bench image (riscv32-virt).
-    #[command(after_help = "Example: linklab emu phy10 riscv32-virt")]
+    /// with a phy10-bench image (riscv32-virt) and the bench machines microbit (thumbv6m) and mps2-an505 (thumbv8m.main).
+    #[command(
+        after_help = "Example: linklab emu phy10 riscv32-virt\n         linklab emu phy10 microbit"
+    )]
     Phy10(phy10::Args),
+    /// The soft 10BASE-T PHY counted on each chip's ISA, and the clock each chip needs.
+    ///
+    /// Runs the phy10 bench on riscv32imac (riscv32-virt), thumbv8m.main (mps2-an505) and
+    /// thumbv6m (microbit), then predicts the ESP32-C6, the RP2350 and the RP2040 at their
+    /// clocks: each core's MIPS at line rate, receiving, sending and both at once.
+    #[command(after_help = "Example: linklab emu chips --json chips.json")]
+    Chips(chips::Args),
 }
 
 /// Runs `linklab emu`.
@@ -136,6 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Verb::Predict(a)) => predict::run(a),
         Some(Verb::Blast(a)) => blast::run(a),
         Some(Verb::Phy10(a)) => phy10::run(a),
+        Some(Verb::Chips(a)) => chips::run(a),
     }
 }
 

@@ -131,6 +131,18 @@ const ROWS: &[Row] = &[
         uses: &["linklab-imx-enet", "linklab-mac", "linklab-perf"],
     },
     Row {
+        label: "examples/boards/*-soft-phy",
+        packages: &["esp32-c6-soft-phy", "rp2040-soft-phy", "rp2350-soft-phy"],
+        layer: 4,
+        kind: "no_std",
+        uses: &[
+            "examples/boards/soft-phy",
+            "linklab-mac",
+            "linklab-perf",
+            "linklab-phy10",
+        ],
+    },
+    Row {
         label: "linklab-fuzz",
         packages: &["linklab-fuzz"],
         layer: 4,
@@ -176,6 +188,13 @@ const ROWS: &[Row] = &[
         layer: 3,
         kind: "std",
         uses: &["linklab-mac", "linklab-perf", "linklab-phy10"],
+    },
+    Row {
+        label: "examples/boards/soft-phy",
+        packages: &["soft-phy-board"],
+        layer: 3,
+        kind: "no_std",
+        uses: &["linklab-mac", "linklab-phy10"],
     },
     Row {
         label: "linklab-lan9118",

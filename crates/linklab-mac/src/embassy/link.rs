@@ -8,7 +8,7 @@
 //!   stack itself.
 //! * A link that is always there (a TAP, a simulator): [`AlwaysUp`].
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use crate::atomic::{AtomicBool, Ordering};
 use core::task::Waker;
 
 use atomic_waker::AtomicWaker;

@@ -274,7 +274,7 @@ impl ImageSpec {
 
     /// The phy10 bench image (`linklab emu phy10`): linklab-phy10's decoder counted on the
     /// console, no network.
-    const fn phy10_bench(package: &'static str) -> ImageSpec {
+    pub(crate) const fn phy10_bench(package: &'static str) -> ImageSpec {
         ImageSpec {
             name: "phy10-bench",
             about: "linklab-phy10's decoder counted per bit, no network",

@@ -1,8 +1,12 @@
-//! `linklab emu phy10 riscv32-virt`: linklab-phy10's Manchester decoder counted on the MCU's
-//! own ISA. Builds the board's phy10-bench image (firmware/phy10-bench), boots it in QEMU under `-icount shift=0`
-//! (no NIC), and turns its console lines (one per case: frames encoded by linklab-phy10, sent
-//! through a drift and jitter model, decoded; `minstret` read around `Decoder::decode` only)
-//! into a table of instructions per wire bit.
+//! `linklab emu phy10 BOARD`: linklab-phy10's Manchester decoder counted on the MCU's
+//! own ISA: riscv32imac (`riscv32-virt`, `minstret`), thumbv6m (`microbit`) and thumbv8m.main
+//! (`mps2-an505`), the last two on SysTick at the core clock (one instruction per nanosecond
+//! at `-icount shift=0`; [`super::phy10_boards`]). Builds the board's phy10-bench image
+//! (firmware/phy10-bench), boots it in QEMU under `-icount shift=0` (no NIC), and turns its
+//! console lines (one per case: frames encoded by linklab-phy10, sent through a drift and
+//! jitter model, decoded; the counter read around `Decoder::decode` only) into a table of
+//! instructions per wire bit. A loop of known length, counted the same way, checks the
+//! counter: a count off by more than [`CALIBRATION_TOLERANCE`] fails the run.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,13 +16,14 @@ use serde_json::{json, Value};
 
 use super::board::Board;
 use super::image::Chosen;
+use super::phy10_boards;
 use super::qemu::{self, Boot, Network, Qemu};
 
 /// Options of `linklab emu phy10`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The emulated board: one with a phy10-bench image (riscv32-virt).
-    #[arg(value_name = "BOARD", value_parser = Board::by_name)]
+    /// The emulated board: one with a phy10-bench image (riscv32-virt, microbit, mps2-an505).
+    #[arg(value_name = "BOARD", value_parser = phy10_boards::by_name)]
     board: Board,
     /// This ELF file of the phy10-bench image instead of building it.
     #[arg(long, value_name = "FILE")]
@@ -49,6 +54,11 @@ const CASE_LINE: &str = "phy10-bench case=";
 const DONE_LINE: &str = "phy10-bench: done";
 /// The line with the encoder's and the MAC FCS's counts.
 const PARTS_LINE: &str = "phy10-bench parts ";
+/// The line of the counter's check: a loop of known length counted.
+const CALIBRATION_LINE: &str = "phy10-bench calibration ";
+/// How far the calibration loop's count may be off its known length: the counter's
+/// resolution (SysTick at 16 MHz: 62.5 instructions) and the loop's entry.
+pub const CALIBRATION_TOLERANCE: f64 = 0.001;
 /// The whole run takes about a second of host time; this bounds a hung image.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -128,6 +138,30 @@ pub fn parse_parts(line: &str) -> anyhow::Result<Parts> {
         encode_per_bit: count("encode_instructions")? / count("encode_bits")?.max(1.0),
         fcs_per_byte: count("fcs_instructions")? / count("fcs_bytes")?.max(1.0),
     })
+}
+
+/// Checks the calibration line (`phy10-bench calibration loop_instructions=N counted=M`):
+/// the counter counts instructions. Returns (known, counted).
+pub fn check_calibration(line: &str) -> anyhow::Result<(u64, u64)> {
+    let fields = fields_of(
+        line.strip_prefix(CALIBRATION_LINE)
+            .context("not the calibration line")?,
+    );
+    let count = |key: &str| -> anyhow::Result<u64> {
+        fields
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .with_context(|| format!("no count {key}= in {line:?}"))
+    };
+    let (known, counted) = (count("loop_instructions")?, count("counted")?);
+    let off = (counted as f64 - known as f64).abs() / (known.max(1) as f64);
+    if off > CALIBRATION_TOLERANCE {
+        bail!(
+            "phy10: the bench's counter is not counting instructions: a loop of {known} counted {counted}"
+        );
+    }
+    Ok((known, counted))
 }
 
 fn fields_of(text: &str) -> Vec<(&str, &str)> {
@@ -211,10 +245,16 @@ pub fn measure(
         .find(|l| l.starts_with(PARTS_LINE))
         .context("the phy10 bench image reported no parts line")
         .and_then(|l| parse_parts(l))?;
+    let (known, counted) = lines
+        .iter()
+        .find(|l| l.starts_with(CALIBRATION_LINE))
+        .context("the phy10 bench image reported no calibration line")
+        .and_then(|l| check_calibration(l))?;
     let report = json!({
         "board": board.name,
         "isa": board.isa,
-        "method": "QEMU -icount shift=0, minstret read around Decoder::decode",
+        "method": method(board),
+        "calibration": {"loop_instructions": known, "counted": counted},
         "wire_bits_per_frame": cases[0].bits / cases[0].frames.max(1),
         "cases": cases.iter().map(CaseResult::to_json).collect::<Vec<_>>(),
         "encode_2x_instructions_per_bit": (parts.encode_per_bit * 1000.0).round() / 1000.0,
@@ -223,11 +263,22 @@ pub fn measure(
     Ok((cases, parts, report))
 }
 
+/// How the board's bench counts.
+fn method(board: &Board) -> &'static str {
+    if board.target.starts_with("riscv32") {
+        "QEMU -icount shift=0, minstret read around Decoder::decode"
+    } else {
+        "QEMU -icount shift=0, SysTick at the core clock read around Decoder::decode (1 ns = 1 instruction)"
+    }
+}
+
 /// The table `linklab emu phy10` prints.
 pub fn table(board: &Board, cases: &[CaseResult], parts: &Parts) -> String {
     let mut out = format!(
-        "linklab-phy10 decoder on {} ({}), QEMU -icount shift=0, minstret around Decoder::decode\n",
-        board.name, board.isa
+        "linklab-phy10 decoder on {} ({}), {}\n",
+        board.name,
+        board.isa,
+        method(board)
     );
     out.push_str(
         "case       oversample drift_ppm jitter_samples frames   ok instructions/bit min/frame max/frame\n",
@@ -281,5 +332,15 @@ mod tests {
         .unwrap();
         assert_eq!((p.encode_per_bit, p.fcs_per_byte), (1.5, 4.0));
         assert!(parse_parts("phy10-bench parts encode_bits=1").is_err());
+        assert_eq!(
+            check_calibration("phy10-bench calibration loop_instructions=2000000 counted=2000062")
+                .unwrap(),
+            (2_000_000, 2_000_062)
+        );
+        assert!(check_calibration(
+            "phy10-bench calibration loop_instructions=2000000 counted=2500000"
+        )
+        .is_err());
+        assert!(check_calibration("phy10-bench calibration counted=1").is_err());
     }
 }

@@ -1,0 +1,246 @@
+//! linklab-perf's iperf3 and iperf 2 servers (5201, 5001), HTTP (80: bench files and
+//! `/stats`), echo (7) and ICMP on a Raspberry Pi Pico (RP2040) or Pico 2 (RP2350; this file
+//! is the rp2350-soft-phy example's too) that is its own 10BASE-T PHY: PIO0 samples the RX
+//! line at 40 MHz into a DMA ring and shifts the TX line out at 20 MHz from the encoder's
+//! samples (soft-phy-board's `rp`), linklab-phy10 decodes the ring on core 1 (the PHY's
+//! core) straight into linklab-mac's RX queue, and embassy-net with the apps runs on core 0,
+//! where the MAC's transmitter encodes each frame. Link pulses: FLP bursts advertising
+//! 10BASE-T (full duplex) after boot or a lost link, then NLPs. 198.18.0.2/24 (feature
+//! `dhcp`: DHCP); logs over defmt-rtt.
+//!
+//! Never run on hardware: it builds and links against embassy-rp; the circuit is in the
+//! README.
+#![no_std]
+#![no_main]
+
+use core::cell::RefCell;
+
+use critical_section::Mutex;
+use defmt::{info, unwrap};
+use embassy_executor::Spawner;
+use embassy_net::{Runner, StackResources};
+use embassy_rp::bind_interrupts;
+use embassy_rp::clocks::{ClockConfig, RoscRng};
+use embassy_rp::multicore::{spawn_core1, Stack};
+use embassy_rp::peripherals::PIO0;
+use embassy_rp::pio::{self, Pio, StateMachine};
+use embassy_time::{Instant, Timer};
+use linklab_mac::PhyTx;
+use linklab_perf::device_config::DeviceConfig;
+use linklab_perf::embassy::{
+    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+};
+use linklab_phy10::{encode_frame, Oversample};
+use soft_phy_board::link_pulses::{self, LinkPulses, Pulse, TX_OVERSAMPLE};
+use soft_phy_board::mac::{self, Queue, TCP_WINDOW};
+use soft_phy_board::rp::{self, Ring, RingReader, TxLine, TX_WORDS};
+use soft_phy_board::rx::{LinkMonitor, Receiver};
+use static_cell::{ConstStaticCell, StaticCell};
+use {defmt_rtt as _, panic_probe as _};
+
+#[cfg(not(chip_rp2350))]
+const BOARD: &str = "rp2040-soft-phy";
+#[cfg(chip_rp2350)]
+const BOARD: &str = "rp2350-soft-phy";
+
+/// The RP2350's boot block (its boot ROM looks for it in the first 4 KB of flash).
+#[cfg(chip_rp2350)]
+#[link_section = ".start_block"]
+#[used]
+pub static IMAGE_DEF: embassy_rp::block::ImageDef = embassy_rp::block::ImageDef::secure_exe();
+
+/// clk_sys: a multiple of the 40 MHz sampling clock (PIO divider 3, no fractional jitter).
+const SYS_HZ: u32 = 120_000_000;
+/// The PHY's words of one capture: a full-length frame at 4x (1 534 words) and room for
+/// drift and the idle words around it.
+const CAPTURE_WORDS: usize = 1600;
+/// Core 1's stack: the receive loop (the capture buffer is a static).
+const CORE1_STACK: usize = 8192;
+/// A full-size TCP segment's payload.
+const MSS: usize = 1460;
+/// iperf3 TCP sockets: two control sockets and four data sockets, as every example.
+const IPERF_SOCKETS: usize = 6;
+/// The data memory, in streams of a full window and send buffer each.
+const IPERF_STREAMS: usize = 2;
+/// Each iperf3 data stream's send buffer (`-R`): four segments, 4.9 ms of line.
+const IPERF_TX: usize = 4 * MSS;
+/// iperf3 UDP datagrams held each way.
+const IPERF_UDP: usize = 4;
+/// iperf3's control JSON each way.
+const IPERF_JSON: usize = 2048;
+/// An HTTP request head (longer ones are refused with 431).
+const HTTP_RX: usize = 1024;
+/// Each HTTP socket's send buffer: four segments in flight, as iperf3.
+const HTTP_TX: usize = 4 * MSS;
+/// TCP echo's buffers each way.
+const ECHO_TCP: usize = 1024;
+/// UDP echo datagrams held each way.
+const ECHO_UDP: usize = 2;
+
+/// linklab-perf's iperf servers run (feature `iperf`).
+const IPERF: bool = cfg!(feature = "iperf");
+/// linklab-perf's HTTP server and echo run (feature `http-echo`).
+const HTTP_ECHO: bool = cfg!(feature = "http-echo");
+/// embassy-net's sockets: the apps' and DHCP's.
+const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
+
+static COUNTERS: AppCounters = AppCounters::new();
+
+linklab_perf::embassy_apps! {
+    iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
+    http: HttpMemory<HTTP_RX, HTTP_TX>,
+    echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
+    counters: &COUNTERS,
+    gate: None,
+    routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
+}
+
+bind_interrupts!(struct Irqs {
+    PIO0_IRQ_0 => pio::InterruptHandler<PIO0>;
+});
+
+/// The MAC's RX queue: core 1 commits, core 0's stack takes.
+static QUEUE: Queue = Queue::new();
+/// The partner as the receiver last saw it.
+static LINK: LinkMonitor = LinkMonitor::new();
+/// The RX ring the DMA fills.
+static RING: Ring = Ring::new();
+/// The transmitter and the link pulses' timing, shared by the MAC and the pulse task.
+static TX: Mutex<RefCell<Option<(TxLine, LinkPulses)>>> = Mutex::new(RefCell::new(None));
+
+/// DMA channels: the RX ring, its re-arm, the TX feed.
+const DMA_RX: u8 = 0;
+const DMA_REARM: u8 = 1;
+const DMA_TX: u8 = 2;
+
+fn now_ms() -> u64 {
+    Instant::now().as_millis()
+}
+
+/// The MAC's transmitter: each frame encoded at 2x into the TX buffer and fed to PIO.
+struct PioTx;
+
+impl PhyTx for PioTx {
+    fn transmit(&mut self, wire: &[u8]) {
+        critical_section::with(|cs| {
+            if let Some((line, pulses)) = TX.borrow_ref_mut(cs).as_mut() {
+                if line.send(|out| encode_frame(wire, TX_OVERSAMPLE, out).ok()) {
+                    pulses.sent(now_ms());
+                }
+            }
+        });
+    }
+
+    fn ready(&mut self) -> bool {
+        critical_section::with(|cs| {
+            TX.borrow_ref(cs)
+                .as_ref()
+                .is_some_and(|(line, _)| !line.busy())
+        })
+    }
+
+    fn dropped(&mut self) -> u64 {
+        critical_section::with(|cs| TX.borrow_ref(cs).as_ref().map_or(0, |(l, _)| l.busy_drops))
+    }
+}
+
+/// Link pulses in the TX line's silences: FLP bursts, then NLPs (soft-phy-board's policy).
+#[embassy_executor::task]
+async fn link_pulse_task() -> ! {
+    loop {
+        Timer::after_millis(2).await;
+        let now = now_ms();
+        let up = LINK.is_up(now as u32);
+        critical_section::with(|cs| {
+            let mut tx = TX.borrow_ref_mut(cs);
+            let Some((line, pulses)) = tx.as_mut() else {
+                return;
+            };
+            let sent = match pulses.due(now, up) {
+                Some(Pulse::Flp) => {
+                    line.send(|out| link_pulses::flp_burst(link_pulses::page(true), out))
+                }
+                Some(Pulse::Nlp) => line.send(link_pulses::nlp),
+                None => false,
+            };
+            if sent {
+                pulses.sent(now);
+            }
+        });
+    }
+}
+
+#[embassy_executor::task]
+async fn net_task(mut runner: Runner<'static, mac::Driver<PioTx>>) -> ! {
+    runner.run().await
+}
+
+/// Core 1: the ring decoded as it fills, every transmission into the MAC's RX queue.
+fn phy_core(reader: &mut RingReader) -> ! {
+    static RECEIVER: StaticCell<
+        Receiver<'static, linklab_mac::Inline<{ mac::QUEUE_BYTES }>, CAPTURE_WORDS>,
+    > = StaticCell::new();
+    let receiver = RECEIVER.init_with(|| Receiver::new(QUEUE.producer(), Oversample::X4));
+    loop {
+        let now = now_ms() as u32;
+        if !reader.poll(|words| receiver.push(words, now, &LINK)) {
+            receiver.overrun();
+        }
+    }
+}
+
+#[embassy_executor::main]
+async fn main(spawner: Spawner) {
+    let clocks = unwrap!(ClockConfig::system_freq(SYS_HZ).ok());
+    let p = embassy_rp::init(embassy_rp::config::Config::new(clocks));
+    info!("{} booting at {} Hz", BOARD, SYS_HZ);
+
+    let Pio {
+        mut common,
+        sm0,
+        sm1,
+        ..
+    } = Pio::new(p.PIO0, Irqs);
+    static SM0: StaticCell<StateMachine<'static, PIO0, 0>> = StaticCell::new();
+    static SM1: StaticCell<StateMachine<'static, PIO0, 1>> = StaticCell::new();
+    let (sm0, sm1) = (SM0.init(sm0), SM1.init(sm1));
+    // GP2: RX from the line receiver; GP3: TX and GP4: its enable, to the line driver
+    // (README, "Circuit").
+    let rx_pin = common.make_pio_pin(p.PIN_2);
+    let tx_pin = common.make_pio_pin(p.PIN_3);
+    let enable_pin = common.make_pio_pin(p.PIN_4);
+    // The three DMA channels are driven through their registers (soft-phy-board's `rp`).
+    let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2);
+    rp::start_rx_sm(&mut common, sm0, &rx_pin);
+    rp::start_tx_sm(&mut common, sm1, &tx_pin, &enable_pin);
+    rp::start_rx_dma(&RING, DMA_RX, DMA_REARM);
+    static TX_BUF: ConstStaticCell<[u32; TX_WORDS]> = ConstStaticCell::new([0; TX_WORDS]);
+    critical_section::with(|cs| {
+        TX.borrow_ref_mut(cs).replace((
+            TxLine::new(TX_BUF.take(), DMA_TX),
+            LinkPulses::new(now_ms()),
+        ));
+    });
+    static COMMON: StaticCell<pio::Common<'static, PIO0>> = StaticCell::new();
+    COMMON.init(common);
+
+    static CORE1: ConstStaticCell<Stack<CORE1_STACK>> = ConstStaticCell::new(Stack::new());
+    spawn_core1(p.CORE1, CORE1.take(), move || {
+        let mut reader = RingReader::new(&RING, DMA_RX);
+        phy_core(&mut reader)
+    });
+
+    let driver = mac::driver(&QUEUE, PioTx, DeviceConfig::DEFAULT.mac, &LINK);
+    #[cfg(not(feature = "dhcp"))]
+    let config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);
+    #[cfg(feature = "dhcp")]
+    let config = embassy_net::Config::dhcpv4(Default::default());
+    let seed = RoscRng.next_u64();
+    static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
+        ConstStaticCell::new(StackResources::new());
+    let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
+    spawner.spawn(unwrap!(net_task(runner)));
+    spawner.spawn(unwrap!(link_pulse_task()));
+    unwrap!(spawn_apps::<IPERF, HTTP_ECHO>(spawner, stack));
+    apps::announce(stack, BOARD).await;
+}

@@ -1,0 +1,47 @@
+//! The MAC of a soft-PHY board: linklab-mac's RX queue (the PHY's receive side commits into
+//! it), the MAC over the board's transmitter, as embassy-net's driver with the link from the
+//! [`LinkMonitor`]. The MAC checks every frame's FCS and frames what the stack sends
+//! (preamble, SFD, FCS: `MacConfig::decoding_phy`) for the transmitter to encode.
+
+use linklab_mac::window::{capacity_for_frames, tcp_rx_window};
+use linklab_mac::{
+    EmbassyMac, EmbassyTimeClock, Inline, Mac, MacAddr, MacConfig, PhyTx, RxFormat, RxQueue,
+};
+
+use crate::rx::{LinkMonitor, MonitoredLink};
+
+/// Full-length frames the RX queue holds: the TCP window below is this many segments less
+/// two frames of slack for ACKs and ARP, so a window sent back to back is never dropped here.
+pub const QUEUE_FRAMES: usize = 8;
+/// The RX queue's bytes.
+pub const QUEUE_BYTES: usize = capacity_for_frames(QUEUE_FRAMES, RxFormat::Aligned { fcs: true });
+/// A full-size TCP segment's payload.
+pub const MSS: usize = 1460;
+/// The TCP receive window the queue carries at line rate.
+pub const TCP_WINDOW: usize =
+    tcp_rx_window(QUEUE_BYTES, RxFormat::Aligned { fcs: true }, MSS) - 2 * MSS;
+/// 10BASE-T: the MAC times its inter-packet gap at this rate.
+pub const LINE_RATE_BPS: u64 = 10_000_000;
+
+/// The RX queue.
+pub type Queue = RxQueue<Inline<QUEUE_BYTES>>;
+
+/// embassy-net's driver over the board's transmitter `T`.
+pub type Driver<T> = EmbassyMac<'static, Inline<QUEUE_BYTES>, T, EmbassyTimeClock, MonitoredLink>;
+
+/// The MAC at address `mac` over `queue` (whose producer the receive side holds) and the
+/// transmitter `tx`, as embassy-net's driver.
+pub fn driver<T: PhyTx>(
+    queue: &'static Queue,
+    tx: T,
+    mac: [u8; 6],
+    link: &'static LinkMonitor,
+) -> Driver<T> {
+    let mac = Mac::new(
+        queue.consumer(),
+        tx,
+        EmbassyTimeClock,
+        MacConfig::decoding_phy(MacAddr(mac), LINE_RATE_BPS),
+    );
+    EmbassyMac::new(mac, MonitoredLink(link))
+}

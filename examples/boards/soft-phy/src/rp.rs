@@ -1,0 +1,304 @@
+//! The RP2040/RP2350 line (embassy-rp, feature `rp`), sampled and driven by PIO0 with DMA,
+//! the CPU never timing a sample:
+//!
+//! - RX: state machine 0 runs `in pins, 1` at 40 MHz (4x) with autopush every 32 samples;
+//!   DMA channel `rx` copies its FIFO into a 16 KB ring (the write address wraps in hardware:
+//!   `RING_SEL`), and channel `rearm`, chained to it, restarts it whenever its count runs out,
+//!   so the ring fills for ever without the CPU. [`RingReader`] hands the PHY's core what
+//!   arrived since it last looked, or says it fell more than a ring behind (an overrun).
+//! - TX: state machine 1 takes a transmission's sample count, then shifts its samples out on
+//!   the TX pin at 20 MHz (2x: `out pins, 1` + `jmp x--`, two 40 MHz cycles each) with the
+//!   driver-enable pin high (side-set), low again when idle; DMA channel `tx` feeds it from
+//!   [`TxLine`]'s buffer: the encoder's frame, an NLP or an FLP burst.
+//!
+//! clk_sys must be a multiple of 40 MHz (the examples run at 120 MHz: divider 3), else the
+//! fractional divider jitters every sample.
+
+use core::cell::UnsafeCell;
+use core::sync::atomic::{compiler_fence, Ordering};
+
+use embassy_rp::pac;
+use embassy_rp::pac::dma::regs::CtrlTrig;
+use embassy_rp::pac::dma::vals::{DataSize, TreqSel};
+use embassy_rp::peripherals::PIO0;
+use embassy_rp::pio::program::pio_asm;
+use embassy_rp::pio::{
+    Common, Config, Direction, FifoJoin, Pin, ShiftConfig, ShiftDirection, StateMachine,
+};
+use fixed::types::extra::U8;
+use fixed::FixedU32;
+
+/// Words of the RX ring: 16 KB, 3.3 ms of line at 40 MHz.
+pub const RING_WORDS: usize = 4096;
+/// The ring's size as DMA's `RING_SIZE` (log2 of its bytes).
+const RING_SIZE_LOG2: u8 = 14;
+/// Transfers per run of the RX channel before `rearm` restarts it (the RP2350's count field
+/// has 28 bits): 107 s of line.
+const RX_RUN: u32 = 1 << 27;
+/// Words the reader leaves to the DMA (a write may still be in flight).
+const READ_LAG: u32 = 2;
+/// Sample rate of the RX state machine.
+pub const RX_HZ: u32 = 40_000_000;
+/// DREQ of PIO0's state machine `sm`, TX side (RX is 4 above).
+const fn pio0_dreq(sm: u8, rx: bool) -> u8 {
+    sm + if rx { 4 } else { 0 }
+}
+/// TREQ_SEL's "no pacing" value.
+const TREQ_PERMANENT: u8 = 0x3f;
+
+/// The ring, aligned to its size as DMA's ring mode needs.
+#[repr(C, align(16384))]
+pub struct Ring(UnsafeCell<[u32; RING_WORDS]>);
+// SAFETY: written by the DMA only, read by the one RingReader.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    /// An empty ring (for a `static`).
+    pub const fn new() -> Self {
+        Ring(UnsafeCell::new([0; RING_WORDS]))
+    }
+}
+
+impl Default for Ring {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn ctrl(treq: u8, incr_read: bool, incr_write: bool, chain_to: u8) -> CtrlTrig {
+    let mut c = CtrlTrig(0);
+    c.set_en(true);
+    c.set_data_size(DataSize::SIZE_WORD);
+    c.set_incr_read(incr_read);
+    c.set_incr_write(incr_write);
+    c.set_treq_sel(TreqSel::from(treq));
+    c.set_chain_to(chain_to);
+    c.set_irq_quiet(true);
+    c
+}
+
+/// Writes a channel's transfer count (a plain count on both chips: the RP2350's mode bits 0).
+fn set_count(ch: usize, count: u32) {
+    let reg = pac::DMA.ch(ch).trans_count().as_ptr().cast::<u32>();
+    // SAFETY: the channel's TRANS_COUNT register.
+    unsafe { reg.write_volatile(count) };
+}
+
+fn count_left(ch: usize) -> u32 {
+    let reg = pac::DMA
+        .ch(ch)
+        .trans_count()
+        .as_ptr()
+        .cast::<u32>()
+        .cast_const();
+    // SAFETY: the channel's TRANS_COUNT register; the RP2350's mode bits masked off.
+    unsafe { reg.read_volatile() & 0x0FFF_FFFF }
+}
+
+/// The value `rearm` writes into the RX channel's count-and-trigger alias.
+static RX_RUN_WORD: u32 = RX_RUN;
+
+/// Starts the RX DMA: channel `rx` from PIO0 SM0's RX FIFO into `ring`, restarted by
+/// `rearm` for ever. The channels are the caller's (taken from embassy-rp's peripherals).
+pub fn start_rx_dma(ring: &'static Ring, rx: u8, rearm: u8) {
+    let (rx_ch, rearm_ch) = (pac::DMA.ch(rx as usize), pac::DMA.ch(rearm as usize));
+    // rearm: one word, unpaced, into rx's AL1_TRANS_COUNT_TRIG; chained to itself (no chain).
+    rearm_ch
+        .read_addr()
+        .write_value(&RX_RUN_WORD as *const u32 as u32);
+    rearm_ch
+        .write_addr()
+        .write_value(rx_ch.al1_trans_count_trig().as_ptr() as u32);
+    set_count(rearm as usize, 1);
+    rearm_ch
+        .al1_ctrl()
+        .write_value(ctrl(TREQ_PERMANENT, false, false, rearm).0);
+    // rx: paced by the state machine's RX DREQ, the write address wrapping on the ring.
+    rx_ch
+        .read_addr()
+        .write_value(pac::PIO0.rxf(0).as_ptr() as u32);
+    rx_ch.write_addr().write_value(ring.0.get() as u32);
+    set_count(rx as usize, RX_RUN);
+    let mut c = ctrl(pio0_dreq(0, true), false, true, rearm);
+    c.set_ring_size(RING_SIZE_LOG2);
+    c.set_ring_sel(true);
+    compiler_fence(Ordering::SeqCst);
+    rx_ch.ctrl_trig().write_value(c);
+}
+
+/// Reads the ring behind the RX DMA, on the PHY's core.
+pub struct RingReader {
+    ring: &'static Ring,
+    ch: u8,
+    /// Next word to read.
+    read: usize,
+    /// The channel's count left when last looked at.
+    last_left: u32,
+    /// Words written and not yet read.
+    pending: u32,
+}
+
+impl RingReader {
+    /// A reader of `ring`, filled by channel `ch` (started by [`start_rx_dma`]).
+    pub fn new(ring: &'static Ring, ch: u8) -> Self {
+        RingReader {
+            ring,
+            ch,
+            read: 0,
+            last_left: RX_RUN,
+            pending: 0,
+        }
+    }
+
+    /// Hands `f` the words written since the last call (one or two slices: the ring wraps).
+    /// Returns false if more than a ring was written meanwhile (an overrun: the reader skips
+    /// to the newest samples and `f` is not called).
+    pub fn poll(&mut self, mut f: impl FnMut(&[u32])) -> bool {
+        let left = count_left(self.ch as usize);
+        // The count restarts at RX_RUN when `rearm` fires.
+        let advanced = if left <= self.last_left {
+            self.last_left - left
+        } else {
+            self.last_left + (RX_RUN - left)
+        };
+        self.last_left = left;
+        self.pending = self.pending.saturating_add(advanced);
+        if self.pending > RING_WORDS as u32 - READ_LAG {
+            let written = pac::DMA.ch(self.ch as usize).write_addr().read();
+            self.read = (written.wrapping_sub(self.ring.0.get() as u32) / 4) as usize % RING_WORDS;
+            self.pending = 0;
+            return false;
+        }
+        compiler_fence(Ordering::Acquire);
+        let mut ready = self.pending.saturating_sub(READ_LAG) as usize;
+        while ready > 0 {
+            let n = ready.min(RING_WORDS - self.read);
+            // SAFETY: words the DMA wrote and will not write again before a ring's worth more
+            // (checked above); read-only here.
+            let words = unsafe {
+                core::slice::from_raw_parts((self.ring.0.get() as *const u32).add(self.read), n)
+            };
+            f(words);
+            self.read = (self.read + n) % RING_WORDS;
+            self.pending -= n as u32;
+            ready -= n;
+        }
+        true
+    }
+}
+
+/// The divider that runs a state machine at `hz` from clk_sys.
+fn divider(hz: u32) -> FixedU32<U8> {
+    let sys = embassy_rp::clocks::clk_sys_freq() as u64;
+    FixedU32::from_bits(((sys << 8) / hz as u64) as u32)
+}
+
+/// Loads the RX program into state machine 0: `in pins, 1` at 40 MHz, autopush every 32
+/// samples (shifting right: the first sample ends in bit 0), the FIFOs joined for RX.
+pub fn start_rx_sm(
+    common: &mut Common<'static, PIO0>,
+    sm: &mut StateMachine<'static, PIO0, 0>,
+    rx_pin: &Pin<'static, PIO0>,
+) {
+    let prg = pio_asm!(".wrap_target", "in pins, 1", ".wrap");
+    let loaded = common.load_program(&prg.program);
+    let mut cfg = Config::default();
+    cfg.use_program(&loaded, &[]);
+    cfg.set_in_pins(&[rx_pin]);
+    cfg.shift_in = ShiftConfig {
+        threshold: 32,
+        direction: ShiftDirection::Right,
+        auto_fill: true,
+    };
+    cfg.fifo_join = FifoJoin::RxOnly;
+    cfg.clock_divider = divider(RX_HZ);
+    sm.set_config(&cfg);
+    sm.set_pin_dirs(Direction::In, &[rx_pin]);
+    sm.set_enable(true);
+}
+
+/// Loads the TX program into state machine 1: a count, then that many samples + 1 on
+/// `tx_pin` at 20 MHz with `enable_pin` (the line driver's enable) high, low when idle.
+pub fn start_tx_sm(
+    common: &mut Common<'static, PIO0>,
+    sm: &mut StateMachine<'static, PIO0, 1>,
+    tx_pin: &Pin<'static, PIO0>,
+    enable_pin: &Pin<'static, PIO0>,
+) {
+    let prg = pio_asm!(
+        ".side_set 1 opt",
+        ".wrap_target",
+        "pull block side 0",
+        "out x, 32",
+        "samples:",
+        "out pins, 1 side 1",
+        "jmp x-- samples",
+        ".wrap"
+    );
+    let loaded = common.load_program(&prg.program);
+    let mut cfg = Config::default();
+    cfg.use_program(&loaded, &[enable_pin]);
+    cfg.set_out_pins(&[tx_pin]);
+    cfg.shift_out = ShiftConfig {
+        threshold: 32,
+        direction: ShiftDirection::Right,
+        auto_fill: true,
+    };
+    cfg.fifo_join = FifoJoin::TxOnly;
+    // Two cycles a sample: 20 MHz.
+    cfg.clock_divider = divider(2 * 20_000_000);
+    sm.set_config(&cfg);
+    sm.set_pin_dirs(Direction::Out, &[tx_pin, enable_pin]);
+    sm.set_enable(true);
+}
+
+/// Words of the TX buffer: the count word, then an FLP burst (the longest transmission:
+/// 1 251 words; a full frame at 2x is 765).
+pub const TX_WORDS: usize = 1 + crate::link_pulses::FLP_BURST_WORDS;
+
+/// The transmitter: a buffer of samples DMA channel `ch` feeds to state machine 1.
+pub struct TxLine {
+    buf: &'static mut [u32; TX_WORDS],
+    ch: u8,
+    /// Transmissions refused because the previous one was still going out.
+    pub busy_drops: u64,
+}
+
+impl TxLine {
+    /// The transmitter over `buf`, fed by DMA channel `ch`.
+    pub fn new(buf: &'static mut [u32; TX_WORDS], ch: u8) -> Self {
+        TxLine {
+            buf,
+            ch,
+            busy_drops: 0,
+        }
+    }
+
+    /// True while the previous transmission's samples are still being fed.
+    pub fn busy(&self) -> bool {
+        pac::DMA.ch(self.ch as usize).ctrl_trig().read().busy()
+    }
+
+    /// Sends what `fill` writes (samples; it returns how many, or None for nothing): false if
+    /// the line was still busy.
+    pub fn send(&mut self, fill: impl FnOnce(&mut [u32]) -> Option<usize>) -> bool {
+        if self.busy() {
+            self.busy_drops += 1;
+            return false;
+        }
+        let Some(samples) = fill(&mut self.buf[1..]).filter(|&n| n > 0) else {
+            return false;
+        };
+        self.buf[0] = samples as u32 - 1;
+        let words = 1 + samples.div_ceil(32);
+        let ch = pac::DMA.ch(self.ch as usize);
+        ch.read_addr().write_value(self.buf.as_ptr() as u32);
+        ch.write_addr()
+            .write_value(pac::PIO0.txf(1).as_ptr() as u32);
+        set_count(self.ch as usize, words as u32);
+        compiler_fence(Ordering::SeqCst);
+        ch.ctrl_trig()
+            .write_value(ctrl(pio0_dreq(1, false), true, false, self.ch));
+        true
+    }
+}
