@@ -311,12 +311,18 @@ impl DataPlan {
 
 /// What a test's data sockets get of `memory` bytes when it carries `streams` TCP streams
 /// (the directions they carry: data `receives` from the client, `sends` to it; both for
-/// `--bidir`, where a socket's direction is known only once its stream connects):
-/// `window` (whole segments) and `tx` each where that fits — so one or two streams get what
-/// the image was sized for — else an equal part of the memory each, shared between window
-/// and send buffer in the proportion the directions need, never a window under [`MIN_RX`].
-/// None when the memory cannot give each stream [`MIN_RX`] and, for a sending stream, a
-/// segment to send.
+/// `--bidir`, where a socket's direction is known only once its stream connects, and half
+/// the streams receive).
+///
+/// `window` is what the device's receive path holds (the RX queue's window): the streams
+/// that receive at once share it, whole segments each and never under [`MIN_RX`], so their
+/// windows together do not overrun the queue — three streams with a window each once
+/// overran mps2-an385's queue and its NIC's FIFO, and a stream whose first segments were
+/// dropped waited out its retransmission timer. (Past `window / MIN_RX` receiving streams
+/// the floor wins: each keeps [`MIN_RX`].) A sending stream gets `tx` to send. Each stream
+/// gets that where the memory allows, else an equal part of the memory, shared between
+/// window and send buffer in the proportion the directions need. None when the memory
+/// cannot give each stream [`MIN_RX`] and, for a sending stream, a segment to send.
 pub fn stream_share(
     memory: usize,
     streams: usize,
@@ -327,7 +333,11 @@ pub fn stream_share(
 ) -> Option<Share> {
     let budget = (memory / streams.max(1)) & !3;
     let want = Share {
-        rx: if receives { window.max(MIN_RX) } else { MIN_RX },
+        rx: if receives {
+            receive_window(window, receiving_streams(streams, sends))
+        } else {
+            MIN_RX
+        },
         tx: if sends { tx } else { 0 },
     };
     if want.len() <= budget {
@@ -343,6 +353,22 @@ pub fn stream_share(
     let rx = (rx / ETHERNET_MSS * ETHERNET_MSS).clamp(MIN_RX, budget - least + MIN_RX);
     let tx = if sends { budget - rx } else { 0 };
     Some(Share { rx, tx })
+}
+
+/// How many of a test's `streams` receive at once: all of them, or half (rounded up) of a
+/// test whose streams also send (`--bidir`: each direction has its own streams).
+fn receiving_streams(streams: usize, sends: bool) -> usize {
+    if sends {
+        streams.div_ceil(2).max(1)
+    } else {
+        streams.max(1)
+    }
+}
+
+/// One receiving stream's window when `receivers` streams share the receive path's
+/// `window`: whole segments, at least [`MIN_RX`].
+fn receive_window(window: usize, receivers: usize) -> usize {
+    (window / receivers / ETHERNET_MSS * ETHERNET_MSS).max(MIN_RX)
 }
 
 /// The data memory as the smoltcp adapters lend it (feature `smoltcp`): the bytes, and the
@@ -466,39 +492,65 @@ mod tests {
     const T: usize = 2 * ETHERNET_MSS;
 
     #[test]
-    fn one_or_two_streams_get_what_the_image_was_sized_for() {
-        for streams in [1, 2] {
-            let s = stream_share(FULL, streams, true, true, W, T).unwrap();
-            assert_eq!(s, Share { rx: W, tx: T });
-            let s = stream_share(FULL, streams, true, false, W, T).unwrap();
-            assert_eq!(s, Share { rx: W, tx: 0 });
-            let s = stream_share(FULL, streams, false, true, W, T).unwrap();
-            assert_eq!(s, Share { rx: MIN_RX, tx: T });
+    fn one_stream_each_way_gets_what_the_image_was_sized_for() {
+        let s = stream_share(FULL, 1, true, false, W, T).unwrap();
+        assert_eq!(s, Share { rx: W, tx: 0 });
+        let s = stream_share(FULL, 1, false, true, W, T).unwrap();
+        assert_eq!(s, Share { rx: MIN_RX, tx: T });
+        // --bidir: two sockets, one receiving: the whole window and the send buffer.
+        let s = stream_share(FULL, 2, true, true, W, T).unwrap();
+        assert_eq!(s, Share { rx: W, tx: T });
+    }
+
+    /// The regression of a fresh clone's check: stock iperf3 `-P 3` to mps2-an385's image
+    /// got three windows of five segments (15 segments in flight into a queue whose window
+    /// is six), and a stream whose first segments were dropped sent nothing for its 1 s.
+    #[test]
+    fn streams_that_receive_at_once_share_the_receive_paths_window() {
+        // -P 2 and -P 3: three and two segments each, six in all.
+        let s = stream_share(FULL, 2, true, false, W, T).unwrap();
+        assert_eq!(s.rx, 3 * ETHERNET_MSS);
+        let s = stream_share(FULL, 3, true, false, W, T).unwrap();
+        assert_eq!(
+            s,
+            Share {
+                rx: 2 * ETHERNET_MSS,
+                tx: 0
+            }
+        );
+        // -P 3 -R: nothing received but the ACKs; each stream sends from its buffer.
+        let s = stream_share(FULL, 3, false, true, W, T).unwrap();
+        assert_eq!(s, Share { rx: MIN_RX, tx: T });
+        // -P 2 --bidir: four sockets of 5 840, two of them receiving: the window's half
+        // each where the memory allows, and a segment or more to send.
+        let s = stream_share(FULL, 4, true, true, W, T).unwrap();
+        assert_eq!(
+            s,
+            Share {
+                rx: 2 * ETHERNET_MSS,
+                tx: 2 * ETHERNET_MSS
+            }
+        );
+        // Every count of receiving streams up to W / MIN_RX stays within the window; past
+        // it, each keeps MIN_RX.
+        for streams in 1..=8_usize {
+            for (rx, tx, receivers) in [(true, false, streams), (true, true, streams.div_ceil(2))] {
+                // (Past the memory's streams: more_streams_share_the_memory.)
+                let Some(s) = stream_share(FULL, streams, rx, tx, W, T) else {
+                    assert!(tx && streams > 4, "{streams} {rx} {tx}");
+                    continue;
+                };
+                if receivers <= W / MIN_RX {
+                    assert!(s.rx * receivers <= W, "{streams} {rx} {tx}: {s:?}");
+                } else {
+                    assert_eq!(s.rx, MIN_RX, "{streams} {rx} {tx}: {s:?}");
+                }
+            }
         }
     }
 
     #[test]
     fn more_streams_share_the_memory() {
-        // -P 3: 7 786 bytes each, a five-segment window.
-        let s = stream_share(FULL, 3, true, false, W, T).unwrap();
-        assert_eq!(
-            s,
-            Share {
-                rx: 5 * ETHERNET_MSS,
-                tx: 0
-            }
-        );
-        let s = stream_share(FULL, 3, false, true, W, T).unwrap();
-        assert_eq!(s, Share { rx: MIN_RX, tx: T });
-        // -P 2 --bidir: four sockets of 5 840, each both ways.
-        let s = stream_share(FULL, 4, true, true, W, T).unwrap();
-        assert_eq!(
-            s,
-            Share {
-                rx: 3 * ETHERNET_MSS,
-                tx: ETHERNET_MSS
-            }
-        );
         // Down to MIN_RX (and a segment to send) per stream, then no more.
         for streams in 1..=16 {
             for (rx, tx) in [(true, false), (false, true), (true, true)] {

@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo bench -p linklab --bench lwip_side_by_side                    # the table
-//! cargo bench -p linklab --bench lwip_side_by_side -- --write-readme  # and into firmware/README.md
+//! cargo bench -p linklab --bench lwip_side_by_side -- --write-readme  # and into docs/lwip.md, firmware/README.md
 //! ```
 //!
 //! Both images run on QEMU 7.2's `mps2-an385` (Cortex-M3, LAN9118), free-running, with
@@ -349,7 +349,10 @@ fn run() -> anyhow::Result<()> {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     if o.write_readme {
-        report::write_readme(&repo().join("firmware/README.md"), &table)?;
+        // The write-up and the firmware README's cost table: one table, two places.
+        for doc in ["docs/lwip.md", "firmware/README.md"] {
+            report::write_readme(&repo().join(doc), &table)?;
+        }
     }
     Ok(())
 }

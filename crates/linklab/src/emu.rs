@@ -14,11 +14,11 @@
 mod bad_checksums;
 mod blast;
 mod blob;
-mod board;
+pub(crate) mod board;
 mod boot;
 mod cost;
 mod defmt;
-mod image;
+pub(crate) mod image;
 mod lab;
 mod line;
 mod old_flags;

@@ -19,6 +19,7 @@ mod rtt;
 mod serial;
 mod serve;
 mod sweep;
+mod track;
 mod values;
 
 /// The linklab command line.
@@ -58,6 +59,8 @@ enum Command {
     Probe(probe::Args),
     /// Render JSON results into a self-contained HTML report.
     Report(report::Args),
+    /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
+    Track(track::Args),
 }
 
 fn main() -> ExitCode {
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
         Command::Rtt(args) => rtt::run(args),
         Command::Probe(args) => probe::run(args),
         Command::Report(args) => report::run(args),
+        Command::Track(args) => track::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

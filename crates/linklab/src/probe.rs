@@ -20,17 +20,26 @@
 //!   files; `progress`: the terminal line.
 
 mod baseline;
+mod conditions;
 mod discover;
 pub mod document;
 mod downloads;
 mod figures;
+mod flows;
 mod http;
+mod http_doc;
 mod iperf2;
+mod latency;
+pub mod latency_doc;
 mod outputs;
 mod plan;
 mod progress;
+pub mod repeat;
+mod schedule;
 mod steps;
 mod summary;
+
+pub use summary::conditions_words;
 
 use std::io::{IsTerminal, Write as _};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -40,11 +49,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
-use crate::rtt::Transport;
 use crate::values::{self, bail_usage};
-use document::{ProbeReport, Quantity, ServiceState, StepRecord, StepState, SCHEMA_VERSION};
+use document::{ProbeReport, Quantity, ServiceState, SCHEMA_VERSION};
 use outputs::{watchdog, Outputs};
-use plan::{Iperf, IperfChoice, Step, IPERF};
+use plan::{Iperf, IperfChoice, Step};
 
 /// Exit code when a figure is worse than the baseline by more than the tolerance.
 pub const EXIT_WORSE: i32 = 3;
@@ -122,6 +130,21 @@ pub struct Args {
     /// files, always asked: a device without them shows them absent); repeat for more.
     #[arg(long = "http", value_name = "PATH")]
     http: Vec<String>,
+    /// Run only these steps (comma separated or repeated): icmp, echo-udp, echo-tcp, http,
+    /// tcp, sweep-to-device, sweep-from-device, latency. Discovery always runs.
+    #[arg(long, value_name = "STEP", value_delimiter = ',')]
+    only: Vec<Step>,
+    /// Skip the latency-under-load step (round trips while TCP runs each way).
+    #[arg(long)]
+    no_latency: bool,
+    /// Run the whole probe N times (each in --duration): every figure keeps its spread across
+    /// the runs (the document's figures are the first run's).
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    repeat: u32,
+    /// The run's name in side-by-side reports (default: the host and the start time).
+    #[arg(long, value_name = "TEXT")]
+    label: Option<String>,
     /// The old spelling of --http (comma separated); kept for one round, it says so.
     #[arg(
         long = "http-path",
@@ -150,8 +173,113 @@ impl Args {
 /// The paths always downloaded: two of linklab's bench files.
 const DEFAULT_HTTP_PATHS: [&str; 2] = ["/100kB.txt", "/1MB.txt"];
 
-/// Runs `linklab probe`.
+/// Runs `linklab probe`: discovery, then each step in its share of `--duration` (`--repeat`
+/// times), then the outputs, the summary and the baseline's verdict.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let http_paths = checked_http_paths(&args)?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(baseline::load(path)?),
+        None => None,
+    };
+    let addr = resolve(&args.host)?;
+    let outputs = Outputs {
+        html: args.output.clone(),
+        json: args.json.clone(),
+    };
+    let started = Instant::now();
+    let mut runs: Vec<ProbeReport> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for k in 1..=args.repeat {
+        if args.repeat > 1 {
+            println!("run {k} of {}", args.repeat);
+        }
+        let report = measure(&args, &http_paths, addr, &outputs)?;
+        failures.extend(report.failures.iter().map(|f| match args.repeat {
+            1 => f.clone(),
+            _ => format!("run {k}: {f}"),
+        }));
+        runs.push(report);
+    }
+    let mut report = runs[0].clone();
+    if args.repeat > 1 {
+        report.repeat = Some(repeat::across(&runs));
+        report.failures = failures.clone();
+        report.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
+        if let Some(c) = report.conditions.as_mut() {
+            c.runs = args.repeat;
+        }
+    }
+    finish(&args, report, &outputs, failures, baseline.as_ref())
+}
+
+/// One whole probe run within `--duration`: discovery, the conditions, every step; the
+/// document with its failures. An error only when the device answered nothing.
+fn measure(
+    args: &Args,
+    http_paths: &[String],
+    addr: IpAddr,
+    outputs: &Outputs,
+) -> anyhow::Result<ProbeReport> {
+    let started = Instant::now();
+    let end = started + Duration::from_secs(args.duration);
+    let doc = Arc::new(Mutex::new(new_document(args, addr)));
+    let watch = watchdog(Arc::clone(&doc), outputs.clone(), started, end + OVERRUN);
+    let mut progress = progress::Progress::new(std::io::stderr().is_terminal(), end, 9);
+    progress.step(1, "discovery");
+    progress.println(&format!(
+        "linklab probe: {} ({addr}), {} s",
+        args.host, args.duration
+    ));
+    let services = match discover_services(args, addr, &mut progress) {
+        Ok(s) => s,
+        Err(e) => {
+            progress.finish();
+            return Err(e);
+        }
+    };
+    let iperf = plan::choose(&services);
+    if let Some(i) = &iperf {
+        progress.println(&iperf_line(i));
+    }
+    let http = services
+        .iter()
+        .find(|s| s.name == "http" && s.state == ServiceState::Present)
+        .and_then(|s| s.port);
+    let started_unix_s = lock(&doc).started_unix_s;
+    let conditions = conditions::gather(
+        args.label.as_deref(),
+        &args.host,
+        addr,
+        http,
+        iperf.as_ref(),
+        &services,
+        started_unix_s,
+    );
+    {
+        let mut d = lock(&doc);
+        d.services = services.clone();
+        d.conditions = Some(conditions);
+    }
+    let schedule = schedule::Schedule {
+        args,
+        http_paths,
+        addr,
+        end,
+        iperf: iperf.as_ref(),
+        services: &services,
+        doc: &doc,
+    };
+    let failures = schedule.run_steps(&mut progress);
+    progress.finish();
+    watch.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut d = lock(&doc);
+    d.failures = failures;
+    d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
+    Ok(d.clone())
+}
+
+/// The HTTP paths to download, each checked: one clear line for a path that is not one.
+fn checked_http_paths(args: &Args) -> anyhow::Result<Vec<String>> {
     let http_paths = args.http_paths();
     for p in &http_paths {
         if linklab_perf::http::Client::new("h", p).is_err() {
@@ -161,14 +289,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.http_path.is_empty() {
         eprintln!("linklab: note: --http-path is now --http PATH (repeat it for more paths); --http-path goes in the next release");
     }
-    let baseline = match &args.baseline {
-        Some(path) => Some(baseline::load(path)?),
-        None => None,
-    };
-    let addr = resolve(&args.host)?;
-    let started = Instant::now();
-    let end = started + Duration::from_secs(args.duration);
-    let doc = Arc::new(Mutex::new(ProbeReport {
+    Ok(http_paths)
+}
+
+/// The document before anything is measured: who, when, the budget.
+fn new_document(args: &Args, addr: IpAddr) -> ProbeReport {
+    ProbeReport {
         kind: "probe".into(),
         schema_version: SCHEMA_VERSION,
         linklab_version: env!("CARGO_PKG_VERSION").into(),
@@ -192,19 +318,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         sweep_from_device: None,
         failures: Vec::new(),
         baseline: None,
-    }));
-    let outputs = Outputs {
-        html: args.output.clone(),
-        json: args.json.clone(),
-    };
-    watchdog(Arc::clone(&doc), outputs.clone(), started, end + OVERRUN);
+        latency: None,
+        conditions: None,
+        repeat: None,
+    }
+}
 
-    let mut progress = progress::Progress::new(std::io::stderr().is_terminal(), end, 8);
-    progress.step(1, "discovery");
-    progress.println(&format!(
-        "linklab probe: {} ({addr}), {} s",
-        args.host, args.duration
-    ));
+/// Asks every service and prints what answered; an error naming each when none did.
+fn discover_services(
+    args: &Args,
+    addr: IpAddr,
+    progress: &mut progress::Progress,
+) -> anyhow::Result<Vec<document::Service>> {
     let (iperf3_port, iperf2_port) = args.iperf.ports(args.iperf_port);
     let ports = discover::Ports {
         iperf3: iperf3_port,
@@ -223,7 +348,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ));
     }
     if services.iter().all(|s| s.state == ServiceState::Absent) {
-        progress.finish();
         let iperfs: Vec<String> = [("iperf3", iperf3_port), ("iperf 2", iperf2_port)]
             .iter()
             .filter_map(|(n, p)| p.map(|p| format!("{n} ({p})")))
@@ -241,138 +365,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .join("; ")
         ));
     }
-    lock(&doc).services = services.clone();
-    let iperf = plan::choose(&services);
-    if let Some(i) = &iperf {
-        progress.println(&format!(
-            "  TCP and UDP through {} on port {}{}",
-            if i.is_iperf2() { "iperf 2" } else { "iperf3" },
-            i.port,
-            match (i.is_iperf2(), i.replies) {
-                (false, _) => "",
-                (true, true) => " (it sends its version: -R for the way back)",
-                (true, false) =>
-                    " (no version reply: -r, the device connecting back, for the way back)",
-            }
+    Ok(services)
+}
+
+/// The line saying which iperf measures TCP and UDP.
+fn iperf_line(i: &Iperf) -> String {
+    format!(
+        "  TCP and UDP through {} on port {}{}",
+        if i.is_iperf2() { "iperf 2" } else { "iperf3" },
+        i.port,
+        match (i.is_iperf2(), i.replies) {
+            (false, _) => "",
+            (true, true) => " (it sends its version: -R for the way back)",
+            (true, false) =>
+                " (no version reply: -r, the device connecting back, for the way back)",
+        }
+    )
+}
+
+/// Writes the outputs, prints the summary; the run's error when a step failed, exit 3 when a
+/// figure is worse than the baseline.
+fn finish(
+    args: &Args,
+    mut report: ProbeReport,
+    outputs: &Outputs,
+    failures: Vec<String>,
+    baseline: Option<&ProbeReport>,
+) -> anyhow::Result<()> {
+    if let (Some(old), Some(path)) = (baseline, &args.baseline) {
+        report.baseline = Some(baseline::compare(
+            old,
+            &report,
+            &path.display().to_string(),
+            args.tolerance,
         ));
     }
-
-    let usable = |name: &str| {
-        if name == IPERF {
-            return iperf.is_some();
-        }
-        services
-            .iter()
-            .find(|s| s.name == name)
-            .is_some_and(|s| s.state == ServiceState::Present)
-    };
-    // The iperf steps' service as people read it.
-    let shown = |name: &str| match (&iperf, name) {
-        (Some(i), IPERF) if i.is_iperf2() => "iperf2".to_string(),
-        (Some(_), IPERF) => "iperf3".to_string(),
-        _ => name.to_string(),
-    };
-    // Services that failed (in discovery, or in a step since): their other steps are skipped.
-    let mut failed_services: Vec<String> = services
-        .iter()
-        .filter(|s| s.state == ServiceState::Failed)
-        .map(|s| s.name.clone())
-        .collect();
-    let mut failures: Vec<String> = services
-        .iter()
-        .filter(|s| s.state == ServiceState::Failed)
-        .map(|s| format!("{} at {}: {}", s.name, target(addr, s.port), s.detail))
-        .collect();
-
-    let to_run: Vec<Step> = Step::ALL
-        .into_iter()
-        .filter(|s| usable(s.service()))
-        .collect();
-    for (i, &step) in Step::ALL.iter().enumerate() {
-        let began = Instant::now();
-        let record = |state, detail: String| StepRecord {
-            name: step.name().into(),
-            state,
-            detail,
-            wall: Quantity::new(began.elapsed().as_secs_f64(), "s"),
-        };
-        let service = step.service();
-        let failed_since = usable(service) && failed_services.iter().any(|f| f == service);
-        if !usable(service) || failed_since {
-            let why = if failed_since {
-                format!("{} failed in an earlier step", shown(service))
-            } else {
-                services
-                    .iter()
-                    .filter(|s| {
-                        s.name == service || (service == IPERF && s.name.starts_with("iperf"))
-                    })
-                    .map(|s| format!("{} {}: {}", s.name, state_word(s.state), s.detail))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            };
-            progress.println(&format!("  {:<18} skipped ({why})", step.name()));
-            lock(&doc).steps.push(record(StepState::Skipped, why));
-            continue;
-        }
-        // This step's share of what is left: its weight over that of the steps still to run.
-        let remaining: f64 = to_run
-            .iter()
-            .filter(|s| Step::ALL[i..].contains(s))
-            .filter(|s| !failed_services.iter().any(|f| f == s.service()))
-            .map(|s| s.weight())
-            .sum();
-        let left = end
-            .saturating_duration_since(Instant::now())
-            .saturating_sub(RESERVE);
-        let time = left.mul_f64(step.weight() / remaining.max(step.weight()));
-        if time < Duration::from_millis(300) {
-            progress.println(&format!("  {:<18} skipped (out of time)", step.name()));
-            lock(&doc)
-                .steps
-                .push(record(StepState::Skipped, "out of time".into()));
-            continue;
-        }
-        progress.step(i + 2, step.name());
-        let (detail, error) = run_step(step, &args, &http_paths, iperf.as_ref(), addr, time, &doc);
-        let state = if error.is_some() {
-            StepState::Failed
-        } else {
-            StepState::Done
-        };
-        let detail = match &error {
-            Some(e) => format!("{detail}; failed: {e:#}"),
-            None => detail,
-        };
-        progress.println(&format!(
-            "  {:<18} {} in {:.1} s: {detail}",
-            step.name(),
-            if error.is_some() { "failed" } else { "done" },
-            began.elapsed().as_secs_f64()
-        ));
-        if let Some(e) = error {
-            failures.push(format!("{e:#}"));
-            failed_services.push(step.service().into());
-        }
-        let mut d = lock(&doc);
-        d.steps.push(record(state, detail));
-    }
-    progress.finish();
-
-    let report = {
-        let mut d = lock(&doc);
-        d.failures = failures.clone();
-        d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
-        if let (Some(old), Some(path)) = (&baseline, &args.baseline) {
-            d.baseline = Some(baseline::compare(
-                old,
-                &d,
-                &path.display().to_string(),
-                args.tolerance,
-            ));
-        }
-        d.clone()
-    };
     outputs.write(&report)?;
     print!("{}", summary::summary(&report));
     println!(
@@ -387,135 +414,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !failures.is_empty() {
         return Err(anyhow!("{}", failures.join("; ")));
     }
-    if let Some(c) = &report.baseline {
-        let worse: Vec<String> = c
-            .figures
-            .iter()
-            .filter(|f| f.worse)
-            .map(|f| match &f.missing {
-                Some(m) => format!("{} {}", f.id, m.split(':').next().unwrap_or(m)),
-                None => format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)),
-            })
-            .collect();
-        if !worse.is_empty() {
-            let _ = std::io::stdout().flush();
-            eprintln!(
-                "linklab: worse than the baseline (ranges apart by more than {} % and their widths): {}",
-                c.tolerance_pct,
-                worse.join(", ")
-            );
-            std::process::exit(EXIT_WORSE);
-        }
-    }
+    exit_if_worse(&report);
     Ok(())
 }
 
-/// Runs one step, storing what it measured and its figures in the document; returns its
-/// detail and error.
-fn run_step(
-    step: Step,
-    args: &Args,
-    http_paths: &[String],
-    iperf: Option<&Iperf>,
-    addr: IpAddr,
-    time: Duration,
-    doc: &Mutex<ProbeReport>,
-) -> (String, Option<anyhow::Error>) {
-    let host = args.host.as_str();
-    let rtt = |transport, port, sizes: &[usize], kind| {
-        steps::round_trips(
-            host,
-            SocketAddr::new(addr, port),
-            transport,
-            sizes,
-            time,
-            kind,
-        )
+/// Exits with [`EXIT_WORSE`], naming each figure, when the baseline comparison found any worse.
+fn exit_if_worse(report: &ProbeReport) {
+    let Some(c) = &report.baseline else {
+        return;
     };
-    let (figures, not_measured, detail, error) = match step {
-        Step::Icmp | Step::EchoUdp | Step::EchoTcp => {
-            let o = match step {
-                Step::Icmp => rtt(Transport::Icmp, 0, &[64, 512, 1472], "icmp"),
-                Step::EchoUdp => rtt(Transport::Udp, args.echo_port, &[64, 512, 1472], "echo_udp"),
-                _ => rtt(Transport::Tcp, args.echo_port, &[64, 512, 1460], "echo_tcp"),
-            };
-            let mut d = lock(doc);
-            let slot = match step {
-                Step::Icmp => &mut d.icmp,
-                Step::EchoUdp => &mut d.echo_udp,
-                _ => &mut d.echo_tcp,
-            };
-            *slot = o.value;
-            (o.figures, o.not_measured, o.detail, o.error)
-        }
-        Step::Http => {
-            let o = downloads::downloads(
-                host,
-                SocketAddr::new(addr, args.http_port),
-                http_paths,
-                time,
-            );
-            lock(doc).http = o.value;
-            (o.figures, o.not_measured, o.detail, o.error)
-        }
-        Step::Tcp => {
-            let o = match iperf {
-                Some(i) if i.is_iperf2() => iperf2::tcp_tests(host, i, time),
-                _ => steps::tcp_tests(host, iperf.map_or(plan::IPERF3_PORT, |i| i.port), time),
-            };
-            lock(doc).tcp = o.value;
-            (o.figures, o.not_measured, o.detail, o.error)
-        }
-        Step::SweepTo | Step::SweepFrom => {
-            let reverse = step == Step::SweepFrom;
-            // The TCP figures that way (their medians), one or two streams, whichever is higher.
-            let anchor = {
-                let d = lock(doc);
-                let id = format!(
-                    "{}{}",
-                    Step::Tcp.figure_prefix(iperf.is_some_and(|i| i.is_iperf2())),
-                    if reverse { "from_device" } else { "to_device" }
-                );
-                d.figures
-                    .iter()
-                    .filter(|f| f.id == id || f.id.starts_with(&format!("{id}.")))
-                    .map(|f| f.value)
-                    .reduce(f64::max)
-            };
-            let o = match iperf {
-                Some(i) if i.is_iperf2() => {
-                    // No UDP report to the device: the way back has no UDP server either.
-                    let no_udp = lock(doc)
-                        .not_measured(Step::SweepTo.figure_prefix(true))
-                        .map(|m| m.reason.clone());
-                    iperf2::sweep_one_way(host, i, reverse, anchor, no_udp, time)
-                }
-                _ => steps::sweep_one_way(
-                    host,
-                    iperf.map_or(plan::IPERF3_PORT, |i| i.port),
-                    false,
-                    reverse,
-                    anchor,
-                    time,
-                ),
-            };
-            let mut d = lock(doc);
-            if reverse {
-                d.sweep_from_device = o.value;
-            } else {
-                d.sweep_to_device = o.value;
-            }
-            (o.figures, o.not_measured, o.detail, o.error)
-        }
-    };
-    let prefix = step.figure_prefix(iperf.is_some_and(|i| i.is_iperf2()));
-    let mut d = lock(doc);
-    d.figures.retain(|f| !f.id.starts_with(prefix));
-    d.figures.extend(figures);
-    d.figures.sort_by_key(|f| figures::rank(&f.id));
-    d.not_measured.retain(|f| !f.id.starts_with(prefix));
-    d.not_measured.extend(not_measured);
-    (detail, error)
+    let worse: Vec<String> = c
+        .figures
+        .iter()
+        .filter(|f| f.worse)
+        .map(|f| match &f.missing {
+            Some(m) => format!("{} {}", f.id, m.split(':').next().unwrap_or(m)),
+            None => format!("{} {:+.1} %", f.id, f.change_pct.unwrap_or(0.0)),
+        })
+        .collect();
+    if !worse.is_empty() {
+        let _ = std::io::stdout().flush();
+        eprintln!(
+            "linklab: worse than the baseline (ranges apart by more than {} % and their widths): {}",
+            c.tolerance_pct,
+            worse.join(", ")
+        );
+        std::process::exit(EXIT_WORSE);
+    }
 }
 
 /// The first address `host` resolves to (IPv4 first).

@@ -2,15 +2,19 @@
 //! HTML page with inline SVG charts (no scripts or fonts fetched from anywhere).
 
 mod bench_section;
-mod page;
+pub(crate) mod page;
+mod probe_compare;
+mod probe_latency;
 mod probe_section;
 mod probe_tables;
 mod rtt_section;
 mod serial_section;
-mod svg;
+pub(crate) mod svg;
 mod sweep_section;
 
 use std::path::PathBuf;
+
+pub use page::utc_time;
 
 use anyhow::{bail, Context};
 use serde_json::Value;
@@ -35,11 +39,24 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut sections = Vec::new();
     let mut sources = Vec::new();
+    let mut probes: Vec<(ProbeReport, String)> = Vec::new();
     for (i, path) in args.inputs.iter().enumerate() {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
         sections.push(render_result(&text, &name, i)?);
+        if let Some(r) = serde_json::from_str::<Value>(&text)
+            .ok()
+            .filter(|v| v.get("kind").and_then(Value::as_str) == Some("probe"))
+            .and_then(|v| serde_json::from_value::<ProbeReport>(v).ok())
+        {
+            probes.push((r, name.clone()));
+        }
         sources.push(name);
+    }
+    // Two or more probe runs: side by side first.
+    if probes.len() >= 2 {
+        let runs: Vec<(&ProbeReport, &str)> = probes.iter().map(|(r, n)| (r, n.as_str())).collect();
+        sections.insert(0, probe_compare::render(&runs));
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -50,8 +67,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!(
         "linklab report: wrote {} ({} result{})",
         args.output.display(),
-        sections.len(),
-        if sections.len() == 1 { "" } else { "s" }
+        sources.len(),
+        if sources.len() == 1 { "" } else { "s" }
     );
     Ok(())
 }

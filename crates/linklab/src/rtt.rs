@@ -271,6 +271,7 @@ fn measure_size(plan: &Plan, epoch: Instant, run: u16, size: usize) -> anyhow::R
         interval: plan.interval,
         drain: plan.drain,
         run,
+        keep_samples: false,
     };
     let r = conn.measure(epoch, &cfg)?;
     let lost = r.sent.saturating_sub(r.received);

@@ -1,9 +1,9 @@
-//! The two prediction tables in linklab-sim's README ("Results" and "Why, from the same
-//! files") are the files `linklab emu predict` wrote into `firmware/results/predict/`:
-//! this test renders them from those files and fails when the README does not hold them
-//! verbatim, printing the tables to paste, and when the README's count of means within
-//! ±15 % is not the files'. The prose around the tables is not checked: after a rerun it
-//! is updated by hand.
+//! The two prediction tables of `docs/sim.md`, linklab-sim in depth ("Results" and "Why,
+//! from the same files", each between its `track:` markers), are the files `linklab emu
+//! predict` wrote into `firmware/results/predict/`: this test renders them from those files
+//! and fails when the page does not hold them verbatim, printing the tables to paste, and
+//! when the page's count of means within ±15 % is not the files'. The prose around the
+//! tables is not checked: after a rerun it is updated by hand.
 
 use std::path::Path;
 
@@ -138,8 +138,8 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
 fn readme_tables_are_the_stored_predictions() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let (rates, costs, within) = render(&root.join("firmware/results/predict"));
-    let readme_path = root.join("crates/linklab-sim/README.md");
-    let readme = std::fs::read_to_string(&readme_path).expect("linklab-sim's README");
+    let readme_path = root.join("docs/sim.md");
+    let readme = std::fs::read_to_string(&readme_path).expect("docs/sim.md");
     let lines: Vec<&str> = readme.lines().collect();
     let table_holds = |rows: &[String]| {
         // The header's rule, then the rows in order, then the table's end.

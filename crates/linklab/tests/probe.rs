@@ -2,28 +2,21 @@
 //! service), the riscv32 firmware in QEMU (`linklab emu`), a Linux host running stock
 //! `iperf3 -s` only, a host answering ping only; the page in headless Chromium; the JSON
 //! against `schema/probe.schema.json`; a baseline run before and after a tbf halves the link;
-//! a baseline written by schema version 1; and bad input: one clear line each, the report of
-//! what was measured, bounded in time.
+//! a baseline written by schema version 1. Bad input is in `probe_bad_input.rs`, latency
+//! under load in `probe_latency.rs`.
 //!
 //! Addresses come from 198.18.0.0/15 inside namespaces the tests create; these need root.
 
 mod common;
 mod probe_support;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::RwLock;
+use std::time::Duration;
 
-use common::{
-    assert_one_line_error, charts, chromium, iface_with, linklab_bin, tempdir, veth_pair,
-    wait_until, ChildGuard, Netns,
-};
-use probe_support::{assert_ranges, finished, probe, Run};
+use common::{charts, chromium, iface_with, linklab_bin, veth_pair, Netns};
+use probe_support::{assert_ranges, probe, stock_iperf3, tap_device, two_hosts, Run};
 
 /// Throughput figures are compared only in the baseline test, which runs alone; the others
 /// share the machine (two at a time).
@@ -31,71 +24,6 @@ static LINK: RwLock<()> = RwLock::new(());
 
 fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
     LINK.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A device on a TAP in a fresh namespace (`linklab serve` or `linklab emu`): starts it, puts
-/// 198.18.0.1/24 on the host side, waits for it to answer ping.
-fn tap_device(tag: &str, tap: &str, args: &[&str], boot: Duration) -> (Netns, ChildGuard) {
-    let ns = Netns::new(tag);
-    let bin = linklab_bin();
-    let mut argv = vec![bin.to_str().unwrap()];
-    argv.extend_from_slice(args);
-    argv.extend_from_slice(&["--tap", tap, "--ip", "198.18.0.2/24"]);
-    let child = ns.spawn(&argv);
-    let up = wait_until(boot, || {
-        ns.command(&["ip", "link", "show", tap])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    assert!(up, "the TAP {tap} never appeared");
-    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", tap]);
-    ns.run(&["ip", "link", "set", tap, "up"]);
-    let answered = wait_until(boot, || {
-        ns.command(&["ping", "-c", "1", "-W", "1", "198.18.0.2"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    assert!(answered, "the device never answered a ping");
-    (ns, child)
-}
-
-/// A host namespace `h` (198.18.40.1) and the prober's `p` (198.18.40.2) on one veth.
-fn two_hosts(tag: &str) -> (Netns, Netns) {
-    let h = Netns::new(&format!("{tag}h"));
-    let p = Netns::new(&format!("{tag}p"));
-    veth_pair(&h, "198.18.40.1/24", &p, "198.18.40.2/24");
-    (h, p)
-}
-
-/// Starts stock `iperf3 -s` in `ns` and waits for it to listen.
-fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
-    let mut argv = prefix.to_vec();
-    argv.extend_from_slice(&["iperf3", "-s", "-p", "5201"]);
-    let server = spawn_quiet(ns, &argv);
-    let up = wait_until(Duration::from_secs(5), || {
-        let out = ns
-            .command(&["ss", "-Hltn", "sport", "= :5201"])
-            .output()
-            .unwrap();
-        !out.stdout.is_empty()
-    });
-    assert!(up, "iperf3 -s did not start");
-    server
-}
-
-/// Starts `argv` in `ns` with its output discarded; killed on drop. A stock `iperf3 -s` writes
-/// a report of every test, and a pipe nobody reads fills and stops it (`Netns::spawn` pipes:
-/// such a server stopped answering at its 98th 1-second UDP test here, the baseline test's
-/// three probe runs come near that).
-fn spawn_quiet(ns: &Netns, argv: &[&str]) -> ChildGuard {
-    let child = ns
-        .command(argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
-    ChildGuard(Some(child))
 }
 
 /// Every service present, every step done, every figure there and sane.
@@ -114,7 +42,8 @@ fn assert_full_run(run: &Run, duration: u64) {
         assert_eq!(run.service(s), "present", "{s}");
     }
     for s in v["steps"].as_array().unwrap() {
-        assert_eq!(s["state"], "done", "{s}");
+        let asked = s["name"] != "latency";
+        assert_eq!(s["state"], if asked { "done" } else { "skipped" }, "{s}");
     }
     for id in ["tcp.to_device", "tcp.from_device"] {
         assert!(run.figure(id) > 1e6, "{id}");
@@ -155,7 +84,7 @@ fn assert_full_run(run: &Run, duration: u64) {
 fn soft_nic_every_service_and_the_page_in_chromium() {
     let _link = shared();
     let (ns, _device) = tap_device("prs", "llp0", &["serve"], Duration::from_secs(10));
-    let run = probe(&ns, "serve", "198.18.0.2", 20, &[], &[]);
+    let run = probe(&ns, "serve", "198.18.0.2", 20, &["--no-latency"], &[]);
     assert_full_run(&run, 20);
     assert!(run.stdout().contains("summary of 198.18.0.2"));
 
@@ -231,7 +160,7 @@ fn emulated_riscv32_firmware() {
         &["emu", "riscv32-virt"],
         Duration::from_secs(120),
     );
-    let run = probe(&ns, "emu", "198.18.0.2", 15, &[], &[]);
+    let run = probe(&ns, "emu", "198.18.0.2", 15, &["--no-latency"], &[]);
     assert!(run.out.status.success(), "probe failed: {}", run.stderr());
     assert_ranges(&run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
@@ -253,7 +182,7 @@ fn stock_iperf3_only_then_ping_only() {
     let _link = shared();
     let (h, p) = two_hosts("pri");
     let server = stock_iperf3(&h, &[]);
-    let run = probe(&p, "iperf3", "198.18.40.1", 15, &[], &[]);
+    let run = probe(&p, "iperf3", "198.18.40.1", 15, &["--no-latency"], &[]);
     assert!(run.out.status.success(), "{}", run.stderr());
     assert_eq!(run.service("iperf3"), "present");
     assert_eq!(run.service("icmp"), "present");
@@ -262,7 +191,8 @@ fn stock_iperf3_only_then_ping_only() {
     }
     let steps = run.json()["steps"].as_array().unwrap();
     for s in steps {
-        let skipped = ["echo-udp", "echo-tcp", "http"].contains(&s["name"].as_str().unwrap());
+        let skipped =
+            ["echo-udp", "echo-tcp", "http", "latency"].contains(&s["name"].as_str().unwrap());
         assert_eq!(s["state"], if skipped { "skipped" } else { "done" }, "{s}");
     }
     assert!(run.figure("tcp.to_device") > 1e6 && run.figure("tcp.from_device") > 1e6);
@@ -369,7 +299,7 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         }
     };
     shape("100mbit");
-    let first = probe(&b, "base", "198.18.41.1", 30, &[], &rt);
+    let first = probe(&b, "base", "198.18.41.1", 30, &["--no-latency"], &rt);
     assert!(first.out.status.success(), "{}", first.stderr());
     let base = first.html.with_file_name("baseline.json");
     std::fs::copy(first.html.with_file_name("probe.json"), &base).unwrap();
@@ -382,7 +312,14 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         );
     }
 
-    let same = probe(&b, "same", "198.18.41.1", 30, &["--baseline", base], &rt);
+    let same = probe(
+        &b,
+        "same",
+        "198.18.41.1",
+        30,
+        &["--baseline", base, "--no-latency"],
+        &rt,
+    );
     assert_eq!(
         same.out.status.code(),
         Some(0),
@@ -403,7 +340,14 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
     }
 
     shape("50mbit");
-    let half = probe(&b, "half", "198.18.41.1", 30, &["--baseline", base], &rt);
+    let half = probe(
+        &b,
+        "half",
+        "198.18.41.1",
+        30,
+        &["--baseline", base, "--no-latency"],
+        &rt,
+    );
     assert_eq!(half.out.status.code(), Some(3), "halved: {}", half.stderr());
     let line = half.stderr();
     assert_eq!(line.lines().count(), 1, "{line}");
@@ -460,198 +404,4 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         page.contains(">baseline</text>") && page.contains(">worse</td>"),
         "old beside new"
     );
-}
-
-/// A TCP server in `ns` on `port` that answers every connection with `garbage` and closes;
-/// it stops when the returned flag is dropped.
-fn garbage_server(ns: &Netns, port: u16, garbage: &'static [u8]) -> StopOnDrop {
-    let path = format!("/run/netns/{}", ns.name);
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).expect("open netns");
-        // SAFETY: setns(2) moves only this thread into the namespace.
-        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(rc, 0);
-        let listener = TcpListener::bind(("0.0.0.0", port)).expect("bind");
-        listener.set_nonblocking(true).unwrap();
-        ready_tx.send(()).unwrap();
-        while !flag.load(Ordering::Relaxed) {
-            match listener.accept() {
-                Ok((mut s, _)) => {
-                    let _ = s.write_all(garbage);
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
-    });
-    ready_rx.recv().unwrap();
-    StopOnDrop(stop)
-}
-
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// What a failed run must show: one line naming `what`, a non-zero exit, the ICMP round trips
-/// measured before (or beside) the failure in a valid JSON and a page, within the bound.
-fn assert_failed_with_report(run: &Run, what: &str, duration: u64) {
-    assert_one_line_error(&run.out, what);
-    assert_eq!(run.out.status.code(), Some(1));
-    assert!(
-        run.figure("icmp.rtt_p50.64B") > 0.0,
-        "what was measured is kept"
-    );
-    assert!(!run.json()["failures"].as_array().unwrap().is_empty());
-    assert!(run.html.exists(), "the page of what was measured");
-    assert!(
-        run.wall < Duration::from_secs(duration + 10),
-        "{:?}",
-        run.wall
-    );
-}
-
-#[test]
-fn bad_input_is_one_clear_line_each() {
-    let _link = shared();
-    std::thread::scope(|s| {
-        // An unresolvable name (no resolver reachable in a fresh namespace) and an address
-        // nobody has: one line, exit 1, no page.
-        s.spawn(|| {
-            let ns = Netns::new("prn");
-            let run = probe(&ns, "unresolvable", "no-such-device.invalid", 10, &[], &[]);
-            assert_one_line_error(&run.out, "cannot resolve \"no-such-device.invalid\"");
-            assert!(run.json.is_none() && !run.html.exists());
-            let (_h, p) = two_hosts("pru");
-            let run = probe(&p, "unreachable", "198.18.40.99", 10, &[], &[]);
-            assert_one_line_error(&run.out, "198.18.40.99 (198.18.40.99) answered none of");
-            assert!(run.wall < Duration::from_secs(6), "{:?}", run.wall);
-            assert!(run.json.is_none());
-        });
-        // A port that accepts and talks garbage.
-        s.spawn(|| {
-            let (h, p) = two_hosts("prg");
-            let _garbage = garbage_server(&h, 5201, b"garbage\r\n");
-            let run = probe(&p, "garbage", "198.18.40.1", 10, &[], &[]);
-            assert_failed_with_report(&run, "iperf3 at 198.18.40.1:5201: not an iperf3 server", 10);
-            assert_eq!(run.service("iperf3"), "failed");
-        });
-        // A busy stock iperf3 server (a test running): error 121, ACCESS_DENIED.
-        s.spawn(|| {
-            let (h, p) = two_hosts("prb");
-            let _server = stock_iperf3(&h, &[]);
-            let _busy = p.spawn(&["iperf3", "-c", "198.18.40.1", "-t", "30", "-b", "1M"]);
-            std::thread::sleep(Duration::from_millis(800));
-            let run = probe(&p, "busy", "198.18.40.1", 10, &[], &[]);
-            assert_failed_with_report(&run, "the server is busy running a test", 10);
-        });
-        // A server that stalls mid-test: stock iperf3 stopped (SIGSTOP) as the TCP step begins.
-        s.spawn(|| {
-            let (h, p) = two_hosts("prs");
-            let server = stock_iperf3(&h, &[]);
-            let pid = server.0.as_ref().unwrap().id() as i32;
-            let stalled = stall_when_tcp_begins(&p, pid, 15);
-            assert_failed_with_report(&stalled, "iperf3 server 198.18.40.1:5201", 15);
-            // SAFETY: kill(2) on the stock server this test started and stopped.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
-        });
-        // Bad --baseline files: refused before anything is measured.
-        s.spawn(|| {
-            let dir = tempdir("probe-bad-baseline");
-            let not_json = dir.join("not.json");
-            std::fs::write(&not_json, "{ nope").unwrap();
-            let other = dir.join("other.json");
-            std::fs::write(&other, r#"{"kind": "probe", "schema_version": 99}"#).unwrap();
-            let sweep = dir.join("sweep.json");
-            std::fs::write(&sweep, r#"{"kind": "sweep"}"#).unwrap();
-            for (file, what) in [
-                (dir.join("missing.json"), "cannot read"),
-                (not_json, "not valid JSON"),
-                (
-                    other,
-                    "schema version 99, this linklab reads versions 1 to 3",
-                ),
-                (sweep, "not a linklab probe result"),
-            ] {
-                let out = Command::new(linklab_bin())
-                    .args(["probe", "127.0.0.1", "--baseline"])
-                    .arg(&file)
-                    .arg("-o")
-                    .arg(dir.join("never.html"))
-                    .output()
-                    .unwrap();
-                assert_one_line_error(&out, what);
-                assert_eq!(out.status.code(), Some(1));
-            }
-            assert!(!dir.join("never.html").exists());
-            let out = Command::new(linklab_bin())
-                .args(["probe", "127.0.0.1", "--http", "no-slash"])
-                .output()
-                .unwrap();
-            assert_one_line_error(&out, "--http \"no-slash\"");
-            assert_eq!(out.status.code(), Some(2), "a usage error");
-        });
-    });
-}
-
-/// Runs a probe from `p`, stopping process `pid` (the iperf3 server) once the probe says the
-/// HTTP step is over (the TCP step is next).
-fn stall_when_tcp_begins(p: &Netns, pid: i32, duration: u64) -> Run {
-    let dir = tempdir("probe-stall");
-    let json = dir.join("probe.json");
-    let html = dir.join("probe.html");
-    let bin = linklab_bin();
-    let d = duration.to_string();
-    let began = Instant::now();
-    let mut child = p
-        .command(&[
-            bin.to_str().unwrap(),
-            "probe",
-            "198.18.40.1",
-            "--duration",
-            &d,
-        ])
-        .args([
-            "--json",
-            json.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Read every line (a closed pipe would fail the probe's own printing), and stop the
-    // server once the line of the HTTP step is out.
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line.clone());
-            all += &line;
-            all.push('\n');
-        }
-        all
-    });
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(duration)) {
-        if line.trim_start().starts_with("http ") {
-            std::thread::sleep(Duration::from_millis(300));
-            // SAFETY: kill(2) on the stock server this test started.
-            unsafe { libc::kill(pid, libc::SIGSTOP) };
-            break;
-        }
-    }
-    let mut child = child;
-    let status = common::exit_within(&mut child, Duration::from_secs(duration + 10))
-        .expect("the probe hung past its bound");
-    let mut out = child.wait_with_output().unwrap();
-    out.status = status;
-    out.stdout = reader.join().unwrap().into_bytes();
-    finished("stall", out, began.elapsed(), &json, html)
 }

@@ -19,9 +19,10 @@ pub struct Sizing {
     pub queue_frames: usize,
     /// The iperf servers' data memory (iperf3's and iperf 2's, one test at a time across
     /// both: linklab-perf's `data_memory`), in chunks: streams carried at once with the full
-    /// window and send buffer each. A test with more streams shares it out
-    /// (`data_memory::stream_share`: `-P 3` gets three five-segment windows of the full
-    /// image's two chunks).
+    /// window and send buffer each. The streams that receive at once share the queue's
+    /// window (`data_memory::stream_share`: `-P 3` gets three two-segment windows, six
+    /// segments in all, as one stream has), and a test with more streams than chunks shares
+    /// the memory out.
     pub iperf_streams: usize,
     /// iperf3's data sockets: the most streams a test may have (`-P 3`; `-P 2 --bidir`
     /// needs 4), each taking a share of the data memory only while it carries a stream.

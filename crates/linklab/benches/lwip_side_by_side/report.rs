@@ -198,9 +198,10 @@ pub fn json(columns: &[Column], load: &str) -> Value {
     })
 }
 
-/// Marks of the table's place in the firmware README.
-const BEGIN: &str = "<!-- lwip_side_by_side: begin (cargo bench -p linklab --bench lwip_side_by_side -- --write-readme) -->";
-const END: &str = "<!-- lwip_side_by_side: end -->";
+/// Marks of the table's place in `docs/lwip.md` (the `track:NAME` form, so `linklab track`
+/// can find and regenerate it too).
+const BEGIN: &str = "<!-- track:lwip-side-by-side begin -->";
+const END: &str = "<!-- track:lwip-side-by-side end -->";
 
 /// Replaces the table between the marks in `readme` (the marks must be there).
 pub fn write_readme(readme: &Path, text: &str) -> anyhow::Result<()> {

@@ -199,8 +199,11 @@ impl Chosen {
 /// Builds `spec` of `board` (or finds it built, where there are no firmware sources).
 fn build(board: &Board, spec: &ImageSpec) -> anyhow::Result<PathBuf> {
     let dir = firmware_dir();
-    let built = dir
-        .join("target")
+    // Where cargo puts it: $CARGO_TARGET_DIR when set (from the firmware folder when
+    // relative), else the workspace's own target/.
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| dir.join("target"), |t| dir.join(t));
+    let built = target
         .join(board.target)
         .join(spec.profile.name())
         .join(spec.file_name(board));

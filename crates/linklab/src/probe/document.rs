@@ -19,6 +19,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::conditions::Conditions;
+pub use super::http_doc::{HttpDownload, HttpSample, PathState};
+pub use super::latency_doc::LatencyUnderLoad;
+pub use super::repeat::Repeat;
 use crate::rtt::RttReport;
 use crate::sweep::SweepReport;
 
@@ -95,6 +99,16 @@ pub struct ProbeReport {
     pub failures: Vec<String>,
     /// The comparison with `--baseline`, when one was given.
     pub baseline: Option<Comparison>,
+    /// Round trips idle and under TCP load each way, with their time series and stalls (none
+    /// before linklab 0.2's latency step, or when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyUnderLoad>,
+    /// What the run was measured under: linklab, the host, its link, the iperf, the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Conditions>,
+    /// `--repeat N`: each figure over the N runs (this document's figures are the first run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Repeat>,
 }
 
 /// A service and what discovery found.
@@ -353,81 +367,6 @@ pub fn range_text(low: f64, high: Option<f64>, unit: &str) -> String {
         Some(h) => format!("{}–{h} {unit}", bare(low)),
         None => format!("≥ {} {unit}", bare(low)),
     }
-}
-
-/// The downloads of one HTTP path.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HttpDownload {
-    /// The path requested.
-    pub path: String,
-    /// How it ended: `done` (a rate), `absent` (404 or 410), `failed`, `out_of_time` (`done`
-    /// in documents before version 3, which did not tell).
-    #[serde(default = "done")]
-    pub state: PathState,
-    /// The response status (of the first download; none when no status line arrived).
-    pub status: Option<u16>,
-    /// The status line as the server sent it (none before version 3).
-    #[serde(default)]
-    pub status_line: Option<String>,
-    /// The body length the response announced (`Content-Length`); none when it announced
-    /// none (the body then ends at the server's close) or before version 3.
-    #[serde(default)]
-    pub content_length: Option<u64>,
-    /// Body bytes of one download.
-    pub body: Quantity,
-    /// Downloads made (1 in version 1 documents).
-    #[serde(default = "one")]
-    pub downloads: u32,
-    /// Request sent to last byte, added over every download.
-    pub time: Quantity,
-    /// The median of the samples' rates (version 1: the one download's body bits over its
-    /// time); none unless `state` is `done`.
-    pub rate: Option<Quantity>,
-    /// Each sample: back-to-back downloads covering at least a set time, their body bits over
-    /// their added times (none in version 1 documents).
-    #[serde(default)]
-    pub samples: Vec<HttpSample>,
-    /// False when the time budget cut the last download short (since version 3 that
-    /// download is not counted).
-    pub complete: bool,
-    /// For linklab's bench files downloaded whole: whether every CRC32 was right.
-    pub crc_ok: Option<bool>,
-    /// For a body whose first 256 bytes are 0, 1, ... 255 (byte i is i & 0xff, as the lwIP
-    /// peer's `/big.bin`): whether every byte of every download followed it.
-    #[serde(default)]
-    pub index_bytes_ok: Option<bool>,
-    /// Why there is no rate (`absent`, `failed`, `out_of_time`), with the status line.
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// How an HTTP path ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathState {
-    /// Downloaded whole, with a 2xx status and its checks passed: a rate.
-    Done,
-    /// 404 or 410: the device has no such path.
-    Absent,
-    /// Any other status, a body short or longer than announced, a stall, wrong content.
-    Failed,
-    /// The budget ended the first download before its last byte.
-    OutOfTime,
-}
-
-fn done() -> PathState {
-    PathState::Done
-}
-
-/// One sample of an HTTP path: a batch of back-to-back downloads.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct HttpSample {
-    /// Downloads in the batch.
-    pub downloads: u32,
-    /// Their request-to-last-byte times, added.
-    pub time: Quantity,
-    /// Their body bits over that time.
-    pub rate: Quantity,
 }
 
 fn one() -> u32 {

@@ -253,10 +253,11 @@ pub fn rank(id: &str) -> usize {
         "icmp.",
         "echo_udp.",
         "echo_tcp.",
+        "latency.",
     ]
     .iter()
     .position(|p| id.starts_with(p))
-    .unwrap_or(6)
+    .unwrap_or(7)
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
@@ -39,9 +40,26 @@ impl Outputs {
 
 /// The last line of defence for "never past --duration": at `deadline` (the budget plus a few
 /// seconds) a step still running is abandoned; what was measured is written and the run ends.
-pub fn watchdog(doc: Arc<Mutex<ProbeReport>>, out: Outputs, started: Instant, deadline: Instant) {
+/// Setting the flag it returns (the run ended in time) disarms it.
+pub fn watchdog(
+    doc: Arc<Mutex<ProbeReport>>,
+    out: Outputs,
+    started: Instant,
+    deadline: Instant,
+) -> Arc<AtomicBool> {
+    let disarmed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&disarmed);
     std::thread::spawn(move || {
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        while Instant::now() < deadline {
+            if flag.load(Ordering::Relaxed) {
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(Duration::from_millis(200)));
+        }
+        if flag.load(Ordering::Relaxed) {
+            return;
+        }
         let mut r = lock(&doc).clone();
         let running = Step::ALL
             .iter()
@@ -62,4 +80,5 @@ pub fn watchdog(doc: Arc<Mutex<ProbeReport>>, out: Outputs, started: Instant, de
         }
         std::process::exit(1);
     });
+    disarmed
 }

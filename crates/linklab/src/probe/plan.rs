@@ -21,11 +21,13 @@ pub enum Step {
     SweepTo,
     /// A UDP sweep from the device.
     SweepFrom,
+    /// Round trips idle and while TCP runs each way and both (`latency`).
+    Latency,
 }
 
 impl Step {
     /// Every step, in order.
-    pub const ALL: [Step; 7] = [
+    pub const ALL: [Step; 8] = [
         Step::Icmp,
         Step::EchoUdp,
         Step::EchoTcp,
@@ -33,6 +35,7 @@ impl Step {
         Step::Tcp,
         Step::SweepTo,
         Step::SweepFrom,
+        Step::Latency,
     ];
 
     /// The name in the JSON and on screen.
@@ -45,6 +48,7 @@ impl Step {
             Step::Tcp => "tcp",
             Step::SweepTo => "sweep-to-device",
             Step::SweepFrom => "sweep-from-device",
+            Step::Latency => "latency",
         }
     }
 
@@ -55,18 +59,19 @@ impl Step {
             Step::EchoUdp => "echo-udp",
             Step::EchoTcp => "echo-tcp",
             Step::Http => "http",
-            Step::Tcp | Step::SweepTo | Step::SweepFrom => IPERF,
+            Step::Tcp | Step::SweepTo | Step::SweepFrom | Step::Latency => IPERF,
         }
     }
 
-    /// Its share of the time, relative to the others that run: the TCP tests' rounds and
-    /// the sweeps' repeats want the most.
+    /// Its share of the time, relative to the others that run: the TCP tests' rounds, the
+    /// sweeps' repeats and the latency step's loads want the most.
     pub fn weight(self) -> f64 {
         match self {
             Step::Icmp | Step::EchoUdp | Step::EchoTcp => 0.6,
             Step::Http => 1.0,
             Step::Tcp => 6.0,
             Step::SweepTo | Step::SweepFrom => 3.0,
+            Step::Latency => 5.0,
         }
     }
 
@@ -84,7 +89,23 @@ impl Step {
             (Step::SweepTo, true) => "iperf2.udp.knee.to_device",
             (Step::SweepFrom, false) => "udp.knee.from_device",
             (Step::SweepFrom, true) => "iperf2.udp.knee.from_device",
+            (Step::Latency, _) => "latency",
         }
+    }
+}
+
+impl std::str::FromStr for Step {
+    type Err = String;
+
+    /// A step by its name (`--only`).
+    fn from_str(name: &str) -> Result<Step, String> {
+        Step::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+                format!("no step {name:?}; the steps are {}", names.join(", "))
+            })
     }
 }
 

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use super::document::{self, ProbeReport, ServiceState};
+use super::latency_doc::{self as lat, ms};
 use crate::values::format_rate;
 
 /// A figure's value for people (a knee of 0: no rate tracked).
@@ -105,6 +106,9 @@ pub fn summary(r: &ProbeReport) -> String {
             }
         }
     }
+    latency(&mut s, r);
+    repeat(&mut s, r);
+    conditions(&mut s, r);
     // An iperf3 server absent where iperf 2 measured skipped nothing.
     let iperf2 = r
         .services
@@ -124,4 +128,165 @@ pub fn summary(r: &ProbeReport) -> String {
         let _ = writeln!(s, "  failed: {f}");
     }
     s
+}
+
+/// Latency under load: each transport's round trips per load, the throughput meanwhile, the
+/// stalls, and in words whether it grew beyond the bound.
+fn latency(s: &mut String, r: &ProbeReport) {
+    let Some(l) = &r.latency else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "  latency under load (a probe every {} ms; ms):",
+        l.interval_ms
+    );
+    let _ = writeln!(
+        s,
+        "    {:<10} {:<12} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11}  throughput meanwhile",
+        "", "load", "median", "p90", "p99", "max", "increase", "lost"
+    );
+    let opt = |v: Option<f64>| v.map_or("-".into(), ms);
+    for t in &l.round_trips {
+        for p in &t.per_load {
+            let load = l.loads.iter().find(|x| x.name == p.load);
+            let rate = |v: Option<f64>, way: &str| v.map(|b| format!("{} {way}", format_rate(b)));
+            let meanwhile: Vec<String> = load
+                .map(|x| {
+                    [rate(x.to_device_bps, "to"), rate(x.from_device_bps, "from")]
+                        .into_iter()
+                        .flatten()
+                        .collect()
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    {:<10} {:<12} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11}  {}",
+                lat::transport_words(&t.transport),
+                p.load,
+                opt(p.p50_ms),
+                opt(p.p90_ms),
+                opt(p.p99_ms),
+                opt(p.max_ms),
+                p.increase_ms.map_or("-".into(), |v| format!("{v:+.1}")),
+                format!("{} of {}", p.lost, p.sent),
+                meanwhile.join(", ")
+            );
+        }
+        if let Some(e) = &t.error {
+            let _ = writeln!(
+                s,
+                "    {}: stopped: {e}",
+                lat::transport_words(&t.transport)
+            );
+        }
+    }
+    for x in l.loads.iter().filter(|x| x.error.is_some()) {
+        let _ = writeln!(
+            s,
+            "    {}: no load ({})",
+            x.name,
+            x.error.as_deref().unwrap_or_default()
+        );
+    }
+    let flow = l.stalls.iter().filter(|x| x.kind == "no_bytes").count();
+    let slow = l.stalls.len() - flow;
+    let _ = writeln!(
+        s,
+        "    stalls: {flow} with a flow moving no bytes, {slow} with round trips over 1 s"
+    );
+    if l.grows.is_empty() {
+        let _ = writeln!(
+            s,
+            "    holds its latency under load: no median grew beyond {}× idle and +{} ms",
+            l.bound.ratio, l.bound.plus_ms
+        );
+    }
+    for g in &l.grows {
+        let _ = writeln!(
+            s,
+            "    LATENCY GROWS UNDER LOAD: {g} (bound: {}× idle and +{} ms)",
+            l.bound.ratio, l.bound.plus_ms
+        );
+    }
+}
+
+/// `--repeat`: each figure's lowest, median and highest over the runs.
+fn repeat(s: &mut String, r: &ProbeReport) {
+    let Some(rep) = &r.repeat else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "  across {} runs: {:<44} {:>14} {:>14} {:>14} {:>8}",
+        rep.runs, "figure", "lowest", "median", "highest", "spread"
+    );
+    for f in &rep.figures {
+        let missing = f.values.iter().filter(|v| v.is_none()).count();
+        let _ = writeln!(
+            s,
+            "  {:<15}{:<44} {:>14} {:>14} {:>14} {:>8}{}",
+            "",
+            f.label,
+            show(f.low, &f.unit),
+            show(f.median, &f.unit),
+            show(f.high, &f.unit),
+            f.spread_pct.map_or("-".into(), |p| format!("{p:.1} %")),
+            if missing > 0 {
+                format!(" (absent in {missing} runs)")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// The conditions in one line.
+fn conditions(s: &mut String, r: &ProbeReport) {
+    let Some(c) = &r.conditions else {
+        return;
+    };
+    let _ = writeln!(s, "  conditions: {}", conditions_words(c));
+}
+
+/// The conditions in words (also the side-by-side report's run headings).
+pub fn conditions_words(c: &document::Conditions) -> String {
+    let mut parts = vec![format!("linklab {}", c.linklab_version)];
+    if let Some(k) = &c.kernel {
+        parts.push(format!("kernel {k}"));
+    }
+    if let Some(i) = &c.interface {
+        let mut link = format!("via {i}");
+        if let Some(m) = c.mtu {
+            link += &format!(" (MTU {m}");
+            link += &c
+                .speed_mbit
+                .map_or(")".into(), |v| format!(", {v} Mbit/s)"));
+        }
+        parts.push(link);
+    }
+    if let Some(i) = &c.iperf {
+        parts.push(i.clone());
+    }
+    match (&c.device, &c.device_absent) {
+        (Some(d), _) => {
+            let mut said: Vec<String> = Vec::new();
+            for (k, v) in [("board", &d.board), ("image", &d.image), ("hash", &d.hash)] {
+                if let Some(v) = v {
+                    said.push(format!("{k} {v}"));
+                }
+            }
+            if let Some(w) = d.tcp_window {
+                said.push(format!("window {w} B"));
+            }
+            if said.is_empty() {
+                said.push("no board, image or hash".into());
+            }
+            parts.push(format!("device /stats: {}", said.join(", ")));
+        }
+        (None, Some(why)) => parts.push(format!("no device description ({why})")),
+        _ => {}
+    }
+    parts.push(format!("options: {}", c.options.join(" ")));
+    parts.join("; ")
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
-use super::{probe_tables, rtt_section, sweep_section};
+use super::{probe_latency, probe_tables, rtt_section, sweep_section};
 use crate::probe::document::{
     range_text, Better, Compared, ProbeReport, ServiceState, StepState, Unmeasured,
 };
@@ -377,7 +377,11 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
         ("bit/s", "Throughput", "Mbit/s", "throughput"),
         ("us", "Round-trip medians", "µs", "rtt"),
     ] {
-        let picked: Vec<&Compared> = rows.iter().filter(|x| x.unit == unit).collect();
+        // Latency under load has its own charts (its round trips span decades).
+        let picked: Vec<&Compared> = rows
+            .iter()
+            .filter(|x| x.unit == unit && !x.id.starts_with("latency."))
+            .collect();
         if picked.is_empty() {
             continue;
         }
@@ -480,9 +484,10 @@ pub fn render(r: &ProbeReport, source: &str, index: usize) -> String {
     }
     s.push_str("</div>");
 
-    // HTTP and TCP.
+    // HTTP and TCP, then latency under load, the conditions, the runs of --repeat.
     probe_tables::http(&mut s, r);
     probe_tables::tcp(&mut s, r);
+    probe_latency::render(&mut s, r, index);
     s.push_str("</section>");
 
     // What was measured, in the subcommands' own sections.

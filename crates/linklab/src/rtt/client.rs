@@ -41,6 +41,19 @@ pub struct RunConfig {
     pub drain: Duration,
     /// Run number written into every probe.
     pub run: u16,
+    /// Keep every probe's send time and round trip ([`RunResult::samples`]): a time series,
+    /// for runs short enough to hold one (probe's latency under load).
+    pub keep_samples: bool,
+}
+
+/// One probe of a run that keeps its samples: when it was sent and its round trip, or none
+/// when no reply came (lost, or later than the drain).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeSample {
+    /// Send time, nanoseconds since the client's start (the epoch given to `measure`).
+    pub sent_ns: u64,
+    /// Round trip in nanoseconds; `None`: no reply.
+    pub rtt_ns: Option<u64>,
 }
 
 /// The raw outcome of one run.
@@ -61,6 +74,8 @@ pub struct RunResult {
     pub arrivals: Option<(u64, u64)>,
     /// Send time of the first and the last probe (ns since the client's start).
     pub sends: Option<(u64, u64)>,
+    /// Every probe sent, in order, when [`RunConfig::keep_samples`] (else empty).
+    pub samples: Vec<ProbeSample>,
 }
 
 /// A connection to the echo endpoint, split into a send half and a receive half.
@@ -235,6 +250,17 @@ impl Connection {
 
     /// Runs one measurement: paced probes out, replies timed in.
     pub fn measure(&mut self, epoch: Instant, cfg: &RunConfig) -> anyhow::Result<RunResult> {
+        self.measure_until(epoch, cfg, &AtomicBool::new(false))
+    }
+
+    /// [`Connection::measure`], sending no more probes once `halt` is set (the replies of those
+    /// sent are still waited for, up to the drain).
+    pub fn measure_until(
+        &mut self,
+        epoch: Instant,
+        cfg: &RunConfig,
+        halt: &AtomicBool,
+    ) -> anyhow::Result<RunResult> {
         assert!(
             cfg.size >= HEADER_LEN && cfg.size <= self.buf.len(),
             "probe size checked by the caller"
@@ -255,36 +281,21 @@ impl Connection {
             gaps: new_histogram(),
             arrivals: None,
             sends: None,
+            samples: Vec::new(),
         };
         let mut seen = vec![false; cfg.count as usize];
+        // Round trips by sequence number, kept only for a run that keeps its samples.
+        let mut rtts: Vec<Option<u64>> = if cfg.keep_samples {
+            vec![None; cfg.count as usize]
+        } else {
+            Vec::new()
+        };
 
         let sender_result = std::thread::scope(|scope| {
-            let sender = scope.spawn(|| -> io::Result<(u64, Option<(u64, u64)>)> {
-                let mut buf = vec![0u8; cfg.size];
-                let start = Instant::now();
-                let mut sends = None::<(u64, u64)>;
-                let mut sent = 0u64;
-                let result = (|| {
-                    for seq in 0..cfg.count {
-                        if stop.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        pace_until(start + cfg.interval * seq);
-                        let now = nanos_since(epoch);
-                        Probe {
-                            run: cfg.run,
-                            seq,
-                            sent_ns: now,
-                        }
-                        .write(&mut buf);
-                        tx.send(&buf)?;
-                        sent += 1;
-                        sends = Some((sends.map_or(now, |s| s.0), now));
-                    }
-                    Ok(())
-                })();
+            let sender = scope.spawn(|| {
+                let sent = send_paced(&mut tx, cfg, epoch, &[&stop, halt]);
                 sender_done.store(nanos_since(epoch), Ordering::Release);
-                result.map(|()| (sent, sends))
+                sent
             });
 
             let mut last_arrival = None::<u64>;
@@ -311,6 +322,9 @@ impl Connection {
                         seen[p.seq as usize] = true;
                         out.received += 1;
                         out.rtt.saturating_record(now.saturating_sub(p.sent_ns));
+                        if let Some(slot) = rtts.get_mut(p.seq as usize) {
+                            *slot = Some(now.saturating_sub(p.sent_ns));
+                        }
                         if let Some(prev) = last_arrival {
                             out.gaps.saturating_record(now - prev);
                         }
@@ -333,8 +347,53 @@ impl Connection {
         })?;
         out.sent = sender_result.0;
         out.sends = sender_result.1;
+        out.samples = sender_result
+            .2
+            .iter()
+            .zip(rtts)
+            .map(|(&sent_ns, rtt_ns)| ProbeSample { sent_ns, rtt_ns })
+            .collect();
         Ok(out)
     }
+}
+
+/// What the sender did: probes sent, the first and last send time, and every send time when
+/// the run keeps its samples.
+type Sent = (u64, Option<(u64, u64)>, Vec<u64>);
+
+/// Sends `cfg.count` probes on `tx` paced every `cfg.interval` (on a fixed schedule, so delays
+/// never accumulate), stopping early once any of `stops` is set.
+fn send_paced(
+    tx: &mut Half,
+    cfg: &RunConfig,
+    epoch: Instant,
+    stops: &[&AtomicBool],
+) -> io::Result<Sent> {
+    let mut buf = vec![0u8; cfg.size];
+    let start = Instant::now();
+    let mut sends = None::<(u64, u64)>;
+    let mut sent = 0u64;
+    let mut times = Vec::new();
+    for seq in 0..cfg.count {
+        if stops.iter().any(|s| s.load(Ordering::Relaxed)) {
+            break;
+        }
+        pace_until(start + cfg.interval * seq);
+        let now = nanos_since(epoch);
+        Probe {
+            run: cfg.run,
+            seq,
+            sent_ns: now,
+        }
+        .write(&mut buf);
+        if cfg.keep_samples {
+            times.push(now);
+        }
+        tx.send(&buf)?;
+        sent += 1;
+        sends = Some((sends.map_or(now, |s| s.0), now));
+    }
+    Ok((sent, sends, times))
 }
 
 impl Half {

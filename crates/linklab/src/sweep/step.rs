@@ -75,12 +75,7 @@ pub fn run_test_sliced(
     params: Params,
     slice: Duration,
 ) -> anyhow::Result<(TestReport, Vec<f64>)> {
-    let mut client = ClientConfig::new(&cfg.host);
-    client.port = cfg.port;
-    client.connect_timeout = Duration::from_secs(3);
-    client.watchdog = cfg.watchdog;
-    client.params = params;
-    client.interval = slice;
+    let client = client_config(cfg, params, slice);
     let mut rates = Vec::new();
     let report = run_client_with(&client, &mut |iv| {
         let seconds = iv.end_s - iv.start_s;
@@ -90,19 +85,35 @@ pub fn run_test_sliced(
         let bytes: u64 = iv.streams.iter().map(|s| s.bytes).sum();
         rates.push(bytes as f64 * 8.0 / seconds);
     })
-    .map_err(|e| {
-        let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
-        match e {
-            Error::Test(Failure::AccessDenied) => anyhow::Error::new(Busy(message)),
-            Error::Iperf { code: 103, errno }
-                if errno == libc::ECONNREFUSED || errno == libc::ECONNRESET =>
-            {
-                anyhow::Error::new(NotListening(message))
-            }
-            _ => anyhow::anyhow!(message),
-        }
-    })?;
+    .map_err(|e| client_error(cfg, e))?;
     Ok((report, rates))
+}
+
+/// Our iperf3 client's configuration for a test of `params` against the server in `cfg`,
+/// reporting every `slice` (none when zero).
+pub fn client_config(cfg: &StepConfig, params: Params, slice: Duration) -> ClientConfig {
+    let mut client = ClientConfig::new(&cfg.host);
+    client.port = cfg.port;
+    client.connect_timeout = Duration::from_secs(3);
+    client.watchdog = cfg.watchdog;
+    client.params = params;
+    client.interval = slice;
+    client
+}
+
+/// A client error in one sentence naming the server: [`Busy`] for a server running another
+/// test, [`NotListening`] for one still resetting after the last.
+pub fn client_error(cfg: &StepConfig, e: Error) -> anyhow::Error {
+    let message = format!("iperf3 server {}:{}: {e}", cfg.host, cfg.port);
+    match e {
+        Error::Test(Failure::AccessDenied) => anyhow::Error::new(Busy(message)),
+        Error::Iperf { code: 103, errno }
+            if errno == libc::ECONNREFUSED || errno == libc::ECONNRESET =>
+        {
+            anyhow::Error::new(NotListening(message))
+        }
+        _ => anyhow::anyhow!(message),
+    }
 }
 
 /// Runs one test at `offered` bit/s (iperf3, or iperf 2: [`super::step2`]) and condenses its

@@ -558,6 +558,17 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
         .collect();
     // Control and 3 data connections per TCP test, control and the UDP test's.
     assert!(syn_acks.len() >= 8, "{text}");
+    // The three streams that receive at once share the window the device's receive path
+    // holds (a fresh clone's check once saw three full windows overrun mps2-an385's queue
+    // and its NIC's FIFO: a stream whose first segments were dropped got nothing in 1 s).
+    let window = dev.stats()["tcp_window"]["bytes"]
+        .as_u64()
+        .expect("/stats has tcp_window.bytes");
+    let offered: u64 = syn_acks[1..4].iter().map(|(w, _)| w).sum();
+    assert!(
+        offered <= window,
+        "-P 3's streams were offered {offered} bytes in all, over the {window}-byte window of the receive path: {text}"
+    );
     for (window, mss) in syn_acks {
         assert_eq!(mss, 1460, "{text}");
         assert!(

@@ -10,6 +10,7 @@ pub mod hostile;
 pub mod iperf2;
 pub mod paced;
 pub mod spoof;
+pub mod track;
 
 use std::fs::File;
 use std::os::fd::AsRawFd;

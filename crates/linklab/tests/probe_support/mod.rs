@@ -3,12 +3,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{linklab_bin, run_bounded, tempdir, Netns};
+use crate::common::{linklab_bin, run_bounded, tempdir, veth_pair, wait_until, ChildGuard, Netns};
 
 /// One probe run: its output, its JSON (when written), its wall time.
 pub struct Run {
@@ -153,4 +153,69 @@ pub fn assert_ranges(run: &Run) {
             other => panic!("spread {other:?}: {f}"),
         }
     }
+}
+
+/// A device on a TAP in a fresh namespace (`linklab serve` or `linklab emu`): starts it, puts
+/// 198.18.0.1/24 on the host side, waits for it to answer ping.
+pub fn tap_device(tag: &str, tap: &str, args: &[&str], boot: Duration) -> (Netns, ChildGuard) {
+    let ns = Netns::new(tag);
+    let bin = linklab_bin();
+    let mut argv = vec![bin.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--tap", tap, "--ip", "198.18.0.2/24"]);
+    let child = ns.spawn(&argv);
+    let up = wait_until(boot, || {
+        ns.command(&["ip", "link", "show", tap])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(up, "the TAP {tap} never appeared");
+    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", tap]);
+    ns.run(&["ip", "link", "set", tap, "up"]);
+    let answered = wait_until(boot, || {
+        ns.command(&["ping", "-c", "1", "-W", "1", "198.18.0.2"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answered, "the device never answered a ping");
+    (ns, child)
+}
+
+/// A host namespace `h` (198.18.40.1) and the prober's `p` (198.18.40.2) on one veth.
+pub fn two_hosts(tag: &str) -> (Netns, Netns) {
+    let h = Netns::new(&format!("{tag}h"));
+    let p = Netns::new(&format!("{tag}p"));
+    veth_pair(&h, "198.18.40.1/24", &p, "198.18.40.2/24");
+    (h, p)
+}
+
+/// Starts stock `iperf3 -s` in `ns` and waits for it to listen.
+pub fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
+    let mut argv = prefix.to_vec();
+    argv.extend_from_slice(&["iperf3", "-s", "-p", "5201"]);
+    let server = spawn_quiet(ns, &argv);
+    let up = wait_until(Duration::from_secs(5), || {
+        let out = ns
+            .command(&["ss", "-Hltn", "sport", "= :5201"])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    });
+    assert!(up, "iperf3 -s did not start");
+    server
+}
+
+/// Starts `argv` in `ns` with its output discarded; killed on drop. A stock `iperf3 -s` writes
+/// a report of every test, and a pipe nobody reads fills and stops it (`Netns::spawn` pipes:
+/// such a server stopped answering at its 98th 1-second UDP test here, the baseline test's
+/// three probe runs come near that).
+pub fn spawn_quiet(ns: &Netns, argv: &[&str]) -> ChildGuard {
+    let child = ns
+        .command(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
+    ChildGuard(Some(child))
 }

@@ -1,0 +1,79 @@
+//! `--repeat N`: the whole probe run N times; each figure's value in every run, and its spread
+//! across them — how much the device (and the host) varied from one run to the next, which one
+//! run's own samples cannot tell (flent #198 asks for this as box plots across runs).
+
+use serde::{Deserialize, Serialize};
+
+use super::document::{Better, ProbeReport};
+use super::figures::median;
+
+/// Every figure across the runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Repeat {
+    /// Runs made.
+    pub runs: u32,
+    /// One entry per figure any run made, in the first run's order then the others'.
+    pub figures: Vec<AcrossRuns>,
+}
+
+/// One figure across the runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AcrossRuns {
+    /// The figure's id.
+    pub id: String,
+    /// For people.
+    pub label: String,
+    /// Its unit.
+    pub unit: String,
+    /// Which way is better.
+    pub better: Better,
+    /// Its value in each run, in order; none where that run did not make it.
+    pub values: Vec<Option<f64>>,
+    /// The lowest of the runs' values.
+    pub low: f64,
+    /// Their median.
+    pub median: f64,
+    /// The highest.
+    pub high: f64,
+    /// `(high - low) / median`, percent (none for a median of 0).
+    pub spread_pct: Option<f64>,
+}
+
+/// The figures of `runs` side by side.
+pub fn across(runs: &[ProbeReport]) -> Repeat {
+    let mut ids: Vec<&str> = Vec::new();
+    for r in runs {
+        for f in &r.figures {
+            if !ids.contains(&f.id.as_str()) {
+                ids.push(&f.id);
+            }
+        }
+    }
+    let figures = ids
+        .into_iter()
+        .filter_map(|id| {
+            let first = runs.iter().find_map(|r| r.figure(id))?;
+            let values: Vec<Option<f64>> =
+                runs.iter().map(|r| r.figure(id).map(|f| f.value)).collect();
+            let mut seen: Vec<f64> = values.iter().flatten().copied().collect();
+            seen.sort_by(f64::total_cmp);
+            let m = median(&seen);
+            let (low, high) = (seen[0], seen[seen.len() - 1]);
+            Some(AcrossRuns {
+                id: id.into(),
+                label: first.label.clone(),
+                unit: first.unit.clone(),
+                better: first.better,
+                values,
+                low,
+                median: m,
+                high,
+                spread_pct: (m != 0.0).then(|| (high - low) / m * 100.0),
+            })
+        })
+        .collect();
+    Repeat {
+        runs: runs.len() as u32,
+        figures,
+    }
+}

@@ -1,0 +1,70 @@
+//! Where runs are kept: the [`Store`] trait every backend implements with the same schema
+//! (docs/track.md), and [`open`], which picks the backend from `--db`. SQLite is the one
+//! built in ([`super::sqlite`]); a `postgres://` URL is refused with one line until a
+//! PostgreSQL backend is added behind the same trait.
+
+use anyhow::bail;
+
+use super::figure::Run;
+
+/// `--db`: the store.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DbArg {
+    /// The store: an SQLite file, created with its schema on first use.
+    #[arg(long, value_name = "FILE", default_value = "linklab-track.sqlite")]
+    pub db: String,
+}
+
+/// A stored run's head: enough to find it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunHead {
+    /// The run's id (runs are numbered in the order they were stored).
+    pub id: i64,
+    /// Its label.
+    pub label: String,
+    /// The commit of the tree measured.
+    pub commit: String,
+    /// When it started, Unix seconds.
+    pub started_unix: f64,
+}
+
+/// A store of runs.
+pub trait Store {
+    /// Stores `run` whole, in one transaction; its id.
+    fn insert_run(&mut self, run: &Run) -> anyhow::Result<i64>;
+    /// Every run's head, oldest first.
+    fn runs(&self) -> anyhow::Result<Vec<RunHead>>;
+    /// The run with `id`, whole.
+    fn load(&self, id: i64) -> anyhow::Result<Run>;
+}
+
+/// Opens the store `db` names (created on first use).
+pub fn open(db: &str) -> anyhow::Result<Box<dyn Store>> {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        bail!("--db {db}: PostgreSQL stores are not built into this linklab yet (give an SQLite file)");
+    }
+    Ok(Box::new(super::sqlite::Sqlite::open(
+        std::path::Path::new(db),
+    )?))
+}
+
+/// The latest run labelled `label`.
+pub fn by_label(store: &dyn Store, label: &str) -> anyhow::Result<Run> {
+    let heads = store.runs()?;
+    match heads.iter().rev().find(|h| h.label == label) {
+        Some(h) => store.load(h.id),
+        None => bail!("no run labelled {label:?} in the store"),
+    }
+}
+
+/// The last `n` runs, oldest first.
+pub fn last(store: &dyn Store, n: usize) -> anyhow::Result<Vec<Run>> {
+    let heads = store.runs()?;
+    if heads.len() < n {
+        bail!("--last {n}: the store holds {} run(s)", heads.len());
+    }
+    heads[heads.len() - n..]
+        .iter()
+        .map(|h| store.load(h.id))
+        .collect()
+}

@@ -1,0 +1,121 @@
+//! `linklab track run`'s suite files: the issue's small suite as written, relative paths
+//! from the suite's folder, and every mistake answered with one line carrying its line
+//! number (nothing is measured or stored then).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::track::{labels, stderr, stdout, track};
+use common::{assert_one_line_error, tempdir};
+
+/// Writes `text` as `suite.toml` in a fresh folder; the suite's path.
+fn suite(name: &str, text: &str) -> PathBuf {
+    let dir = tempdir(name);
+    let path = dir.join("suite.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn dry_run(path: &Path) -> std::process::Output {
+    let db = path.with_file_name("t.sqlite");
+    track(&db, &["run", path.to_str().unwrap(), "--dry-run"])
+}
+
+/// The issue's suite, word for word (the lwIP ELF's path relative to the suite's folder).
+const ISSUE_SUITE: &str = r#"[[image]]                      # another stack's firmware, booted on linklab's board
+name = "lwip"
+board = "mps2-an385"
+elf = "../shared/peers/lwip/results/elf/lwip_perf_O2.elf"
+address = "198.18.9.2"         # where it answers once booted (host side: .1 of its /24)
+mac = "02:4c:57:00:00:02"
+iperf = 2                      # lwiperf: TCP both ways through -r
+
+[[image]]                      # one of linklab's own images
+name = "main"
+board = "mps2-an385"
+image = "main"
+"#;
+
+#[test]
+fn the_issues_suite_works_as_written_with_paths_from_its_folder() {
+    let path = suite("track-suite-issue", ISSUE_SUITE);
+    let out = dry_run(&path);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let dir = path.parent().unwrap();
+    let elf = dir.join("../shared/peers/lwip/results/elf/lwip_perf_O2.elf");
+    assert!(
+        text.contains(&format!("lwip (line 1): {} (iperf 2", elf.display())),
+        "{text}"
+    );
+    assert!(text.contains("mac 02:4c:57:00:00:02"), "{text}");
+    assert!(
+        text.contains(
+            "main (line 9): linklab's main image on mps2-an385: flash, static_ram, stack, cost"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn mistakes_are_one_line_with_their_line_number() {
+    let cases: [(&str, &str); 9] = [
+        (
+            "[[image]]\nname = \"a\"\nboard = \"mps2-an385\"\nimage = \"main\"\ncolour = 3\n",
+            ":5: unknown field `colour`",
+        ),
+        ("[[image]]\nname = \"a\"\nimage = \"main\"\n", ":1: missing field `board`"),
+        (
+            "build = \"make\"\n\n[[image]]\nname = \"a\"\nboard = \"mps2-an385\"\n",
+            ":3: [[image]] \"a\": missing field `image` or `elf`",
+        ),
+        (
+            "[[image]]\nname = \"a\"\nboard = \"mps2-an385\"\nelf = \"x.elf\"\niperf = 4\n",
+            ":1: [[image]] \"a\": iperf = 4: 2, 3 or \"auto\"",
+        ),
+        (
+            "[[image]]\nname = \"a\"\nboard = \"sabrelite\"\nimage = \"main\"\n",
+            "board \"sabrelite\": the counting lab boots mps2-an385 only",
+        ),
+        (
+            "[[sim]]\nname = \"s\"\n\n[[sim]]\nname = \"s\"\n",
+            ":4: a second entry named \"s\"",
+        ),
+        ("[[image]\nname = 1\n", ":1: "),
+        ("# nothing\n", "no [[image]] and no [[sim]]"),
+        (
+            "[[image]]\nname = \"a\"\nboard = \"mps2-an385\"\nimage = \"main\"\nfigures = [\"flash\", \"speed\"]\n",
+            "figures: unknown \"speed\"",
+        ),
+    ];
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let path = suite(&format!("track-suite-bad-{i}"), text);
+        let out = dry_run(&path);
+        assert_one_line_error(&out, expected);
+        assert!(stderr(&out).contains("suite.toml:"), "{}", stderr(&out));
+        // Nothing measured, nothing stored: the store was never created.
+        assert!(!path.with_file_name("t.sqlite").exists());
+    }
+}
+
+#[test]
+fn an_entry_that_cannot_be_measured_is_stored_failed_beside_the_others() {
+    let text = "[[image]]\nname = \"gone\"\nboard = \"mps2-an385\"\nelf = \"missing/fw.elf\"\niperf = 2\n\n[[sim]]\nname = \"sim\"\nargs = [\"--pings\", \"2\", \"--sizes\", \"10kB\", \"--gets\", \"1\"]\n";
+    let path = suite("track-suite-failed", text);
+    let db = path.with_file_name("t.sqlite");
+    let out = track(&db, &["run", path.to_str().unwrap(), "--label", "one"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let missing = path.parent().unwrap().join("missing/fw.elf");
+    assert!(
+        printed.contains(&format!(
+            "gone: failed: {} is not a file",
+            missing.display()
+        )),
+        "{printed}"
+    );
+    assert!(printed.contains("sim: get /10kB"), "{printed}");
+    assert!(printed.contains("sim: ping rtt"), "{printed}");
+    assert_eq!(labels(&db), ["one"]);
+}
