@@ -23,14 +23,15 @@ const MAX_FN_LINES: usize = 120;
 /// Over the bounds for now, by name, each with why: the lead removes an entry once the work
 /// that ends it is merged. Only what another branch is splitting at the time may stand here.
 const ALLOWED: &[(&str, Option<&str>)] = &[
-    // probe::run (258 lines): split by the latency helper's branch (issue 62), pending.
-    ("crates/linklab/src/probe.rs", Some("run")),
-    // tests/probe.rs (657 lines): split by the same branch, pending.
-    ("crates/linklab/tests/probe.rs", None),
-    // Two more functions in the latency helper's files (src/probe*, src/report/probe_*.rs),
-    // which this branch may not touch: the lead settles them at merge.
+    // Three functions in the latency helper's files (src/probe*, src/report/probe_*.rs,
+    // tests/probe*.rs), which this branch may not touch (issue 62): that branch, or the
+    // lead at merge, splits them and removes them here.
     ("crates/linklab/src/probe/steps.rs", Some("sweep_one_way")),
     ("crates/linklab/src/report/probe_section.rs", Some("render")),
+    (
+        "crates/linklab/tests/probe.rs",
+        Some("baseline_names_tcp_and_knee_when_the_link_halves"),
+    ),
 ];
 
 /// One function the scan found.
@@ -426,11 +427,8 @@ fn braces_and_fn_in_comments_strings_and_chars_count_for_nothing() {
 #[test]
 fn the_allowance_names_only_the_latency_helper_s_files() {
     // Only the latency helper's files may stand in the allowance (issue 62), each by name.
-    assert!(ALLOWED.iter().all(|(f, n)| matches!(
-        (*f, *n),
-        ("crates/linklab/src/probe.rs", Some("run"))
-            | ("crates/linklab/tests/probe.rs", None)
-            | ("crates/linklab/src/probe/steps.rs", Some("sweep_one_way"))
-            | ("crates/linklab/src/report/probe_section.rs", Some("render"))
-    )));
+    assert!(ALLOWED.iter().all(|(f, n)| n.is_some()
+        && (f.starts_with("crates/linklab/src/probe")
+            || f.starts_with("crates/linklab/src/report/probe_")
+            || f.starts_with("crates/linklab/tests/probe"))));
 }
