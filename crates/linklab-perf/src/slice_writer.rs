@@ -50,21 +50,28 @@ impl<'a> SliceWriter<'a> {
     }
 
     /// Appends `n` in decimal; an error (nothing written) if it does not fit.
-    pub fn num(&mut self, mut n: u64) -> Result<&mut Self, core::fmt::Error> {
+    pub fn num(&mut self, n: u64) -> Result<&mut Self, core::fmt::Error> {
         let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
         // ASCII digits, each a whole character (not `str::from_utf8`: its validator and
         // table were 624 B of the compact image's flash).
-        self.bytes(&digits[i..])
+        self.bytes(decimal(n, &mut digits))
     }
+}
+
+/// `n` in decimal, written into the end of `digits` (20 bytes hold any `u64`): the digits
+/// written, ASCII. The one number writer of the text written without `core::fmt`
+/// ([`SliceWriter::num`], the firmware's console lines).
+pub fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &digits[i..]
 }
 
 impl core::fmt::Write for SliceWriter<'_> {
@@ -106,5 +113,13 @@ mod tests {
         assert!(w.num(1234567890).is_err());
         assert_eq!(w.len(), 24);
         assert_eq!(&buf[..24], b"n=0,18446744073709551615");
+    }
+
+    #[test]
+    fn decimal_writes_every_digit_and_only_those() {
+        let mut digits = [b'x'; 20];
+        assert_eq!(decimal(0, &mut digits), b"0");
+        assert_eq!(decimal(907, &mut digits), b"907");
+        assert_eq!(decimal(u64::MAX, &mut digits), b"18446744073709551615");
     }
 }

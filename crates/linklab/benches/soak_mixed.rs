@@ -192,13 +192,13 @@ fn mixed_load(
                     break;
                 }
                 let phase_now = pressure::name(phase.load(Ordering::Relaxed));
-                let Some(outcome) = clients::run(&dev, name, iperf2) else {
+                let Some(outcome) = clients::run(dev, name, iperf2) else {
                     continue;
                 };
                 counts[outcome.verdict as usize] += 1;
                 lost += outcome.lost;
                 let at = started.elapsed().as_secs_f64();
-                let line = outcome.json(&home, at, phase_now);
+                let line = outcome.json(home, at, phase_now);
                 writeln!(log, "{line}").expect("write the log");
                 if outcome.verdict == Verdict::Fail {
                     println!("  {at:.0} s [{phase_now}] {name}: FAIL {}", outcome.detail);
@@ -206,14 +206,14 @@ fn mixed_load(
             }
             round += 1;
             if pressure.is_none() {
-                pressure = Some(s.spawn(|| pressure::run(&dev, &stop, &phase)));
+                pressure = Some(s.spawn(|| pressure::run(dev, &stop, phase)));
             }
             // The first round of hostile phases is over: what the end is compared with.
             let phases = phase.load(Ordering::Relaxed);
             if baseline.is_none()
                 && (phases > pressure::PHASES.len() as u64 || Instant::now() >= deadline)
             {
-                baseline = snapshot(&dev, &home);
+                baseline = snapshot(dev, home);
             }
         }
         stop.store(true, Ordering::Relaxed);

@@ -39,15 +39,31 @@ use serde_json::Value;
 use crate::values::bail_usage;
 
 /// Options of `linklab emu`: a measuring verb, or the options that boot an image.
+///
+/// Its help stays within a screen: the options every boot needs; the others (`--elf`,
+/// `--mac`, `--icount`, `--boot-timeout`, the soft-PHY line's) are taken here too and
+/// described in `linklab emu boot --help`.
 #[derive(clap::Args, Debug)]
 #[command(
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     disable_help_subcommand = true,
-    override_usage = "linklab emu BOARD [--image NAME|ELF] --tap NAME --ip ADDR/PREFIX\n       linklab emu VERB BOARD [--image NAME|ELF] [OPTIONS]",
+    override_usage = "linklab emu BOARD [--image NAME|ELF] --tap NAME --ip ADDR/PREFIX [OPTIONS]\n       linklab emu VERB BOARD [OPTIONS]",
     subcommand_value_name = "VERB",
-    subcommand_help_heading = "Verbs (each measuring one boots the image in a network namespace of its own)",
-    after_help = "The soft-phy image takes the line's options (--oversample, --drift, ...: see --help).\n\nExamples:\n  linklab emu boards\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu cost mps2-an385 --image minimal"
+    subcommand_help_heading = "Verbs (the measuring ones boot the image in a network namespace of their own)",
+    mut_arg("board", |a| a.hide(true)),
+    mut_arg("image", |a| a.long_help(None)),
+    mut_arg("elf", |a| a.hide(true)),
+    mut_arg("mac", |a| a.hide(true)),
+    mut_arg("icount", |a| a.hide(true)),
+    mut_arg("boot_timeout", |a| a.hide(true)),
+    mut_arg("oversample", |a| a.hide(true)),
+    mut_arg("drift", |a| a.hide(true)),
+    mut_arg("jitter", |a| a.hide(true)),
+    mut_arg("noise", |a| a.hide(true)),
+    mut_arg("no_pace", |a| a.hide(true)),
+    mut_arg("bad_captures", |a| a.hide(true)),
+    after_help = "BOARD: `linklab emu boards` lists them. Every option of a boot, with examples:\n  linklab emu boot --help"
 )]
 pub struct Args {
     #[command(subcommand)]
@@ -58,9 +74,25 @@ pub struct Args {
     old: old_flags::OldFlags,
 }
 
+/// `linklab emu boot`: the options that boot an image, as `linklab emu BOARD ...` takes them.
+#[derive(clap::Args, Debug)]
+pub struct BootVerb {
+    #[command(flatten)]
+    boot: boot::BootArgs,
+    #[command(flatten)]
+    old: old_flags::OldFlags,
+}
+
 /// The measuring verbs, and the table.
 #[derive(clap::Subcommand, Debug)]
 enum Verb {
+    /// Boot an image with its NIC on a TAP and serve until a signal (`linklab emu BOARD ...`).
+    ///
+    /// The user's stock ping, curl and iperf3 reach it at `--ip` through the TAP.
+    #[command(
+        after_help = "Examples:\n  linklab emu boot mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24   (the same)\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image soft-phy --jitter 0.25 --tap t0 --ip 198.18.0.2/24"
+    )]
+    Boot(BootVerb),
     /// The boards and their images: machine, NIC, console, how each is built.
     ///
     /// One row per board and one line per image: what it runs, its simulator profile, the
@@ -137,6 +169,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     match args.verb {
         None => boot::run(args.boot),
+        Some(Verb::Boot(BootVerb { boot, old })) => run(Args {
+            verb: None,
+            boot,
+            old,
+        }),
         Some(Verb::Boards) => {
             print!("{}", board::table());
             Ok(())

@@ -59,10 +59,11 @@ fn subcommands() -> Vec<String> {
         .collect()
 }
 
-/// The options of `sub` that take a value: (long name, value name).
-fn value_options(sub: &str) -> Vec<(String, String)> {
-    let out = linklab(&[sub, "--help"]);
-    assert_eq!(out.status.code(), Some(0), "{sub} --help");
+/// The options of `sub` (a subcommand, or a verb under it: `emu boot`) that take a value:
+/// (long name, value name).
+fn value_options(sub: &[&str]) -> Vec<(String, String)> {
+    let out = linklab(&[sub, &["--help"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{sub:?} --help");
     let help = String::from_utf8(out.stdout).unwrap();
     let mut options = Vec::new();
     for line in help.lines() {
@@ -93,15 +94,21 @@ fn every_option_refuses_a_bad_value_with_one_line_and_exit_2() {
         assert!(subs.iter().any(|s| s == expected), "{expected} in {subs:?}");
     }
     let mut walked = 0;
-    for sub in &subs {
-        for (option, value_name) in value_options(sub) {
+    // `emu --help` names only what every boot needs (a screen); `emu boot --help` all.
+    let emu_boot = ["emu", "boot"];
+    let commands = subs
+        .iter()
+        .map(|s| vec![s.as_str()])
+        .chain([emu_boot.to_vec()]);
+    for sub in commands {
+        for (option, value_name) in value_options(&sub) {
             if NOT_WALKED.contains(&value_name.as_str()) {
                 continue;
             }
             let bad = bad_value(&value_name);
-            let out = linklab(&[sub, &option, bad]);
+            let out = linklab(&[&sub[..], &[option.as_str(), bad]].concat());
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let what = format!("linklab {sub} {option} {bad:?}");
+            let what = format!("linklab {} {option} {bad:?}", sub.join(" "));
             assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
             assert_eq!(stderr.lines().count(), 1, "{what}: one line: {stderr}");
             assert!(
@@ -144,5 +151,47 @@ fn help_and_version_are_unchanged() {
         let out = linklab(&["help", &sub]);
         assert_eq!(out.status.code(), Some(0), "help {sub}");
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage:"));
+    }
+}
+
+/// `linklab emu --help` fits a screen (24 lines): the verbs and what every boot needs; every
+/// option of a boot is in `linklab emu boot --help`, and still taken by `linklab emu BOARD`.
+#[test]
+fn emu_help_fits_a_screen_and_boot_help_has_every_option() {
+    for flag in ["--help", "-h"] {
+        let out = linklab(&["emu", flag]);
+        assert_eq!(out.status.code(), Some(0));
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(help.lines().count() <= 24, "emu {flag}:\n{help}");
+        assert!(help.contains("linklab emu boot --help"), "{help}");
+    }
+    let out = linklab(&["emu", "boot", "--help"]);
+    let help = String::from_utf8(out.stdout).unwrap();
+    for option in [
+        "--image",
+        "--elf",
+        "--tap",
+        "--ip",
+        "--mac",
+        "--icount",
+        "--boot-timeout",
+        "--oversample",
+        "--drift",
+        "--jitter",
+        "--noise",
+        "--no-pace",
+        "--bad-captures",
+    ] {
+        assert!(help.contains(option), "emu boot --help lacks {option}");
+        // Hidden from `emu --help`, still an option of `linklab emu BOARD`: a bad value is
+        // the option's error, not an unknown flag's.
+        if option == "--mac" || option == "--icount" {
+            let out = linklab(&["emu", "mps2-an385", option, "bogus!"]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(&format!("invalid value 'bogus!' for '{option}")),
+                "{stderr}"
+            );
+        }
     }
 }

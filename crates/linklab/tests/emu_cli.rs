@@ -180,7 +180,7 @@ fn an_image_that_does_not_boot_leaves_no_tap(ns: &Netns) {
         .join("../../firmware/target/riscv32imac-unknown-none-elf/release/fw-riscv32-virt");
     if image.is_file() {
         let out = linklab_in(
-            &ns,
+            ns,
             &[
                 "emu",
                 "mps2-an385",

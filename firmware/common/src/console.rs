@@ -30,20 +30,12 @@ impl<const N: usize> Line<N> {
 
     /// Appends `n` in decimal.
     #[inline(never)]
-    pub fn num(&mut self, mut n: u64) -> &mut Self {
+    pub fn num(&mut self, n: u64) -> &mut Self {
         let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        // ASCII digits: each one a whole character.
-        let take = (digits.len() - i).min(N - self.len);
-        self.push(&digits[i..i + take]);
+        // ASCII digits (linklab-perf's one number writer): each one a whole character.
+        let digits = linklab_perf::slice_writer::decimal(n, &mut digits);
+        let take = digits.len().min(N - self.len);
+        self.push(&digits[..take]);
         self
     }
 

@@ -212,7 +212,6 @@ pub fn serve(
             (board.idle)(|| false);
         }
     };
-    let [a, b, c, d] = config.ip;
     let crate::buffers::Bytes {
         echo_udp_rx,
         echo_udp_tx,
@@ -288,17 +287,7 @@ pub fn serve(
         tx: echo_udp_tx,
     };
 
-    defmt::info!(
-        "linklab firmware: {=str} up (embassy), {}.{}.{}.{}/{}, {} frame RX queue, tcp window {}",
-        board.name,
-        a,
-        b,
-        c,
-        d,
-        config.prefix,
-        QUEUE_FRAMES,
-        TCP_WINDOW
-    );
+    announce(&board, config);
     executor::run(board, stack_paint, move |spawner| {
         spawn_net(spawner);
         // Each fails only if spawned twice; serve() runs once (the buffers were taken above).
@@ -313,6 +302,22 @@ pub fn serve(
             }
         }
     })
+}
+
+/// The boot line: the board, the address, the RX queue and the TCP window.
+fn announce(board: &EmbassyBoard, config: &DeviceConfig) {
+    let [a, b, c, d] = config.ip;
+    defmt::info!(
+        "linklab firmware: {=str} up (embassy), {}.{}.{}.{}/{}, {} frame RX queue, tcp window {}",
+        board.name,
+        a,
+        b,
+        c,
+        d,
+        config.prefix,
+        QUEUE_FRAMES,
+        TCP_WINDOW
+    );
 }
 
 /// The UDP sockets' packet records (embassy-net's type).

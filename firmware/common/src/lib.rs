@@ -45,39 +45,39 @@ use linklab_small_builtins as _;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-#[cfg(all(
-    feature = "minimal",
-    any(
-        feature = "http",
-        feature = "echo",
-        feature = "blast",
-        feature = "evict",
-        feature = "iperf-udp",
-        feature = "iperf-parallel",
-        feature = "iperf-bidir",
-        feature = "iperf-rate",
-        feature = "iperf2"
-    )
-))]
-compile_error!("linklab-firmware: feature `minimal` is the iperf3 TCP server alone; build it with `--no-default-features` (no app features)");
+/// Refuses a reduced image (`minimal`, `compact`) built with an app it leaves out: one list
+/// of the full image's apps such an image has none of, each image naming what else it leaves
+/// out.
+macro_rules! refuse_apps_beyond {
+    ($image:literal, [$($also:literal),*], $why:literal) => {
+        #[cfg(all(
+            feature = $image,
+            any(
+                $(feature = $also,)*
+                feature = "echo",
+                feature = "blast",
+                feature = "evict",
+                feature = "iperf-udp",
+                feature = "iperf-parallel",
+                feature = "iperf-bidir",
+                feature = "iperf-rate",
+                feature = "iperf2"
+            )
+        ))]
+        compile_error!($why);
+    };
+}
 
-#[cfg(all(
-    feature = "compact",
-    any(
-        feature = "minimal",
-        feature = "stats",
-        feature = "echo",
-        feature = "blast",
-        feature = "evict",
-        feature = "iperf-udp",
-        feature = "iperf-parallel",
-        feature = "iperf-bidir",
-        feature = "iperf-rate",
-        feature = "iperf2",
-        feature = "iperf3"
-    )
-))]
-compile_error!("linklab-firmware: feature `compact` is lwIP's feature set (iperf 2 over TCP, HTTP, ICMP); build it with `--no-default-features` (no other app features)");
+refuse_apps_beyond!(
+    "minimal",
+    ["http"],
+    "linklab-firmware: feature `minimal` is the iperf3 TCP server alone; build it with `--no-default-features` (no app features)"
+);
+refuse_apps_beyond!(
+    "compact",
+    ["minimal", "stats", "iperf3"],
+    "linklab-firmware: feature `compact` is lwIP's feature set (iperf 2 over TCP, HTTP, ICMP); build it with `--no-default-features` (no other app features)"
+);
 
 use linklab_mac::{Inline, RxQueue};
 #[cfg(doc)]

@@ -21,9 +21,10 @@ use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
 use crate::data_memory::{DataPlan, Share, Tenant};
 #[cfg(doc)]
 use crate::iperf::pool::MAX_TCP_SOCKETS;
-use crate::iperf::pool::{PoolServer, PoolSockets, Room};
+use crate::iperf::pool::{PoolServer, PoolSockets, Room, RoomFor, SynPool};
 use crate::iperf::wire::{COOKIE_SIZE, DEFAULT_PORT};
 use crate::lend::Lender;
+use crate::rules::Peer;
 use crate::socket::{Maybe, TcpOps, TcpState};
 
 /// Where a data socket's receive ring starts in its share: 3 mod 4. Every iperf3 data
@@ -153,32 +154,17 @@ impl<'a, 'c, const N: usize> PoolSockets for Sockets<'_, 'a, 'c, N> {
     /// Makes data socket `i` anew over a share of the memory (its receive ring from
     /// [`RX_SKEW`] on).
     fn prepare(&mut self, i: usize, share: Share) -> bool {
-        if self.slices[i].is_some() {
-            return true;
-        }
-        let len = share.len() + 4;
-        let lent = self
-            .memory
-            .with(|m| m.lend(Tenant::Iperf3, len, false))
-            .flatten();
-        let Some((id, bytes)) = lent else {
-            return false;
-        };
-        self.tcp[i] = Some(tcp_socket(self.stack, data_buffers(bytes, share)));
-        self.slices[i] = Some((id as u8, share));
-        true
+        let stack = self.stack;
+        let lend = (Tenant::Iperf3, share.len() + 4, false);
+        let slot = (&mut self.tcp[i], &mut self.slices[i]);
+        self.memory.lend_to(lend, share, slot, |bytes| {
+            tcp_socket(stack, data_buffers(bytes, share))
+        })
     }
 
     /// Makes data socket `i` anew without buffers and gives its share back.
     fn release(&mut self, i: usize) {
-        if let Some((id, _)) = self.slices[i].take() {
-            // The socket over the share is dropped here (embassy-net removes it from the
-            // stack), before the share goes back.
-            self.tcp[i] = None;
-            // SAFETY: the only socket made over slice `id` was just dropped.
-            self.memory
-                .with(|m| unsafe { m.give_back(usize::from(id)) });
-        }
+        self.memory.take_back(&mut self.tcp[i], &mut self.slices[i]);
     }
 
     fn claim(&mut self) -> bool {
@@ -388,22 +374,18 @@ pub async fn iperf_server<'a, const N: usize>(
             // or is dropped while a handshake we answered may complete.
             if let Some(g) = gate {
                 if g.asked(Port::Tcp(port), sockets.cx) {
-                    for i in 0..N {
-                        let socket = sockets.tcp(i);
-                        note_answered(&mut pool, i, &socket, socket.state(), g, now);
-                    }
-                    match pool.room_for(port, &mut sockets, now) {
-                        Room::Ready => g.answer(Port::Tcp(port)),
-                        Room::Defer => g.defer(Port::Tcp(port)),
-                        Room::Freeing => {}
-                    }
+                    let look = |s: &mut Sockets<'_, 'a, '_, N>, i| {
+                        let socket = s.tcp(i);
+                        (socket.state(), socket.peer())
+                    };
+                    make_room_for_held_syn(&mut pool, &mut sockets, (g, N, now), look);
                 }
             }
             for (i, view) in views.iter().enumerate() {
                 let mut socket = sockets.tcp(i);
                 let state = socket.state();
                 if let Some(g) = gate {
-                    note_answered(&mut pool, i, &socket, state, g, now);
+                    note_if_answered(&mut pool, i, (state, socket.peer()), g, now);
                 }
                 counters.set_view(*view, port, state);
                 socket.watch(state);
@@ -434,21 +416,38 @@ pub async fn iperf_server<'a, const N: usize>(
     match never {}
 }
 
-/// Tells `pool` that TCP socket `i` (in `state`) is answered when `gate` saw our SYN-ACK to
-/// its half-open peer leave.
-fn note_answered<E: Copy + PartialEq>(
-    pool: &mut PoolServer<'_, E>,
+/// A SYN `gate` holds for `pool`'s port: the pool first hears which of its `n` TCP sockets'
+/// half-open peers we answered (`look` gives a socket's state and peer), then makes room
+/// ([`RoomFor::make_room`]); the SYN goes to the stack once a socket listens, is dropped while
+/// a handshake we answered may complete, and waits while a socket is freed. The iperf3 and
+/// iperf 2 tasks share it.
+pub(super) fn make_room_for_held_syn<S, P: RoomFor<S>>(
+    pool: &mut P,
+    sockets: &mut S,
+    (gate, n, now): (&ServiceGate, usize, u64),
+    look: impl Fn(&mut S, usize) -> (TcpState, Option<Peer>),
+) {
+    let port = pool.syn_port();
+    for i in 0..n {
+        note_if_answered(pool, i, look(sockets, i), gate, now);
+    }
+    match pool.make_room(port, sockets, now) {
+        Room::Ready => gate.answer(Port::Tcp(port)),
+        Room::Defer => gate.defer(Port::Tcp(port)),
+        Room::Freeing => {}
+    }
+}
+
+/// Tells `pool` that TCP socket `i` (in `state`, half open with `peer`) is answered when
+/// `gate` saw our SYN-ACK to its peer leave.
+pub(super) fn note_if_answered(
+    pool: &mut impl SynPool,
     i: usize,
-    socket: &impl TcpOps,
-    state: TcpState,
+    (state, peer): (TcpState, Option<Peer>),
     gate: &ServiceGate,
     now: u64,
 ) {
-    if state == TcpState::SynReceived
-        && socket
-            .peer()
-            .is_some_and(|p| gate.answered(DEFAULT_PORT, p))
-    {
-        pool.note_answered(i, now);
+    if state == TcpState::SynReceived && peer.is_some_and(|p| gate.answered(pool.syn_port(), p)) {
+        pool.answered(i, now);
     }
 }

@@ -11,15 +11,16 @@ use embassy_net::udp::{PacketMetadata, UdpSocket};
 use embassy_net::{IpAddress, IpEndpoint, Ipv4Address, Stack};
 use embassy_time::{Instant, Timer};
 
+use super::iperf::make_room_for_held_syn;
 use super::memory::SharedMemory;
 use super::socket::{poll_once, Tcp, Udp};
 use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
 use crate::data_memory::{Share, Tenant};
-use crate::iperf2::pool::{Iperf2Pool, Iperf2Sizes, Iperf2Sockets, Room};
+use crate::iperf2::pool::{Iperf2Pool, Iperf2Sizes, Iperf2Sockets};
 use crate::iperf2::DEFAULT_PORT;
 use crate::lend::Lender;
 use crate::rules::Peer;
-use crate::socket::{Maybe, TcpOps, TcpState};
+use crate::socket::{Maybe, TcpOps};
 
 /// What the iperf 2 server needs besides its sockets (`M` TCP and one UDP, made by the task:
 /// `M + 1` of embassy-net's `StackResources`): the data memory it shares with the iperf3
@@ -93,29 +94,16 @@ impl<'a, 'c, const M: usize> Iperf2Sockets for Sockets<'_, 'a, 'c, M> {
     }
 
     fn prepare(&mut self, i: usize, share: Share, idle: bool) -> bool {
-        if self.slices[i].is_some() {
-            return true;
-        }
-        let lent = self
-            .memory
-            .with(|m| m.lend(Tenant::Iperf2, share.len(), idle))
-            .flatten();
-        let Some((id, bytes)) = lent else {
-            return false;
-        };
-        self.tcp[i] = Some(tcp_socket(self.stack, stream_buffers(bytes, share)));
-        self.slices[i] = Some((id as u8, share));
-        true
+        let stack = self.stack;
+        let lend = (Tenant::Iperf2, share.len(), idle);
+        let slot = (&mut self.tcp[i], &mut self.slices[i]);
+        self.memory.lend_to(lend, share, slot, |bytes| {
+            tcp_socket(stack, stream_buffers(bytes, share))
+        })
     }
 
     fn release(&mut self, i: usize) {
-        if let Some((id, _)) = self.slices[i].take() {
-            // The socket over the slice is dropped here (embassy-net removes it from the
-            // stack), before the slice goes back.
-            self.tcp[i] = None;
-            // SAFETY: the only socket made over slice `id` was just dropped.
-            self.memory
-                .with(|m| unsafe { m.give_back(usize::from(id)) });
+        if self.memory.take_back(&mut self.tcp[i], &mut self.slices[i]) {
             self.memory.wake(Tenant::Iperf3);
         }
     }
@@ -291,19 +279,11 @@ pub async fn iperf2_server<const M: usize>(
         pool.poll(&mut s, now);
         if let Some(g) = gate {
             if g.asked(Port::Tcp(port), s.cx) {
-                for i in 0..M {
+                let look = |s: &mut Sockets<'_, '_, '_, M>, i| {
                     let sock = s.tcp(i);
-                    if sock.state() == TcpState::SynReceived
-                        && sock.peer().is_some_and(|p| g.answered(port, p))
-                    {
-                        pool.note_answered(i, now);
-                    }
-                }
-                match pool.room_for(port, &mut s, now) {
-                    Room::Ready => g.answer(Port::Tcp(port)),
-                    Room::Defer => g.defer(Port::Tcp(port)),
-                    Room::Freeing => {}
-                }
+                    (sock.state(), sock.peer())
+                };
+                make_room_for_held_syn(&mut pool, &mut s, (g, M, now), look);
             }
         }
         for (i, view) in views.iter().enumerate() {

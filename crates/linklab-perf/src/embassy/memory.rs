@@ -10,7 +10,9 @@ use core::task::Waker;
 use atomic_waker::AtomicWaker;
 use critical_section::Mutex;
 
-use crate::data_memory::{DataMemory, Tenant};
+use embassy_net::tcp::TcpSocket;
+
+use crate::data_memory::{DataMemory, Share, Tenant};
 
 /// The data memory of the embassy apps' iperf servers (see the module docs). Put it in a
 /// `static`, [`init`](Self::init) it once with its bytes, and lend it to both servers.
@@ -60,6 +62,44 @@ impl SharedMemory {
     /// Wakes `tenant`'s task.
     pub(crate) fn wake(&self, tenant: Tenant) {
         self.wakers[slot(tenant)].wake();
+    }
+
+    /// Lends `tenant` a slice of `len` bytes for a socket (`idle`: one waiting for a test, see
+    /// `DataMemory::lend`), unless the socket holds one (`slot`: the socket, its slice): makes
+    /// the socket anew over it (`make`) and records the slice with `share`, how it is split.
+    /// False when the memory has none to lend. The iperf3 and iperf 2 tasks share it.
+    pub(crate) fn lend_to<'a>(
+        &self,
+        (tenant, len, idle): (Tenant, usize, bool),
+        share: Share,
+        (socket, slice): (&mut Option<TcpSocket<'a>>, &mut Option<(u8, Share)>),
+        make: impl FnOnce(&'static mut [u8]) -> TcpSocket<'a>,
+    ) -> bool {
+        if slice.is_some() {
+            return true;
+        }
+        let Some((id, bytes)) = self.with(|m| m.lend(tenant, len, idle)).flatten() else {
+            return false;
+        };
+        *socket = Some(make(bytes));
+        *slice = Some((id as u8, share));
+        true
+    }
+
+    /// Drops the socket over `slice` (embassy-net removes it from the stack), then gives the
+    /// slice back; false when it held none.
+    pub(crate) fn take_back(
+        &self,
+        socket: &mut Option<TcpSocket<'_>>,
+        slice: &mut Option<(u8, Share)>,
+    ) -> bool {
+        let Some((id, _)) = slice.take() else {
+            return false;
+        };
+        *socket = None;
+        // SAFETY: the only socket made over slice `id` was just dropped.
+        self.with(|m| unsafe { m.give_back(usize::from(id)) });
+        true
     }
 }
 

@@ -57,7 +57,7 @@ use smoltcp::socket::udp;
 use smoltcp::time::Instant;
 use smoltcp::wire::IpEndpoint;
 
-use super::pool::{PoolServer, PoolSockets, Room};
+use super::pool::{PoolServer, PoolSockets, Room, RoomFor, SynPool};
 use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::wire::MAX_STREAMS;
@@ -389,20 +389,13 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     ) -> bool {
         let (pool, mut s) = self.sockets(sockets, memory, flush);
         // Never Freeing here: `free` listens at once.
-        pool.room_for(port, &mut s, micros(now)) == Room::Defer
+        syn_deferred(pool, port, &mut s, now)
     }
 
     /// Our SYN-ACK from `port` to `peer` left at `now`: the socket half-open with `peer`, if
     /// it is one of ours, is answered ([`PoolServer::note_answered`]).
     pub fn note_answered(&mut self, port: u16, peer: Peer, sockets: &SocketSet<'_>, now: Instant) {
-        if port != self.pool.port() {
-            return;
-        }
-        for (i, h) in self.tcp.iter().enumerate() {
-            if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
-                self.pool.note_answered(i, micros(now));
-            }
-        }
+        note_answered_on(&mut self.pool, &self.tcp, (port, peer), sockets, now);
     }
 
     /// True when `handle` is one of the server's TCP sockets.
@@ -432,4 +425,35 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
         let (pool, mut s) = self.sockets(sockets, Some(memory), &mut no_flush);
         pool.poll(&mut s, micros(now));
     }
+}
+
+/// Our SYN-ACK from `port` to `peer` left at `now`: each of `pool`'s TCP sockets (`tcp`) half
+/// open with `peer` is answered ([`SynPool::answered`]). The smoltcp adapters of iperf3's and
+/// iperf 2's pools share it.
+pub(crate) fn note_answered_on(
+    pool: &mut impl SynPool,
+    tcp: &[Option<SocketHandle>],
+    (port, peer): (u16, Peer),
+    sockets: &SocketSet<'_>,
+    now: Instant,
+) {
+    if port != pool.syn_port() {
+        return;
+    }
+    for (i, h) in tcp.iter().enumerate() {
+        if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
+            pool.answered(i, micros(now));
+        }
+    }
+}
+
+/// Makes room in `pool` for a SYN to `port` ([`RoomFor::make_room`]); true when the SYN is to
+/// be dropped unanswered. The smoltcp adapters of iperf3's and iperf 2's pools share it.
+pub(crate) fn syn_deferred<P>(
+    pool: &mut impl RoomFor<P>,
+    port: u16,
+    sockets: &mut P,
+    now: Instant,
+) -> bool {
+    pool.make_room(port, sockets, micros(now)) == Room::Defer
 }

@@ -38,9 +38,9 @@ use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
 
-use super::pool::{Iperf2Counters, Iperf2Pool, Iperf2Sizes, Iperf2Sockets, Room};
+use super::pool::{Iperf2Counters, Iperf2Pool, Iperf2Sizes, Iperf2Sockets};
 use crate::data_memory::{Share, SmoltcpDataMemory, Tenant};
-use crate::evict::half_open_to;
+use crate::iperf::device::{note_answered_on, syn_deferred};
 use crate::lifetime::{relisten, tcp_socket};
 use crate::rules::Peer;
 use crate::socket::{instant, micros, Maybe};
@@ -357,18 +357,11 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
     ) -> bool {
         let (pool, mut s) = self.sockets(sockets, memory, flush);
         // Never Freeing here: the flush sends the RSTs at once.
-        pool.room_for(port, &mut s, micros(now)) == Room::Defer
+        syn_deferred(pool, port, &mut s, now)
     }
 
     /// Our SYN-ACK from `port` to `peer` left at `now`.
     pub fn note_answered(&mut self, port: u16, peer: Peer, sockets: &SocketSet<'_>, now: Instant) {
-        if port != self.pool.port() {
-            return;
-        }
-        for (i, h) in self.tcp.iter().enumerate() {
-            if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
-                self.pool.note_answered(i, micros(now));
-            }
-        }
+        note_answered_on(&mut self.pool, &self.tcp, (port, peer), sockets, now);
     }
 }

@@ -430,10 +430,10 @@ fn device_of(
 ) -> anyhow::Result<Device> {
     // The send buffers, where `/stats` lists the sockets' queues (the main-loop images):
     // the most bytes queued while a sender keeps them full, on transfers not counted.
-    let iperf3_queued = queued_while(&lab, 5201, &["iperf3", "-c", DEVICE_IP, "-t", "1", "-R"])?;
+    let iperf3_queued = queued_while(lab, 5201, &["iperf3", "-c", DEVICE_IP, "-t", "1", "-R"])?;
     let url = format!("http://{DEVICE_IP}/3MB.txt");
     let http_queued = queued_while(
-        &lab,
+        lab,
         80,
         &[
             "curl",
@@ -459,7 +459,7 @@ fn device_of(
         advertised_window: advertised as usize,
         iperf3_send_buffer: iperf3_flight
             .max(iperf3_queued)
-            .max(configured_send_buffer(&prev)) as usize,
+            .max(configured_send_buffer(prev)) as usize,
         http_send_buffer: http_flight.max(http_queued) as usize,
         shape: match spec.runtime {
             Runtime::Embassy => LoopShape::Executor,

@@ -284,13 +284,12 @@ fn session_options<'c>(
         extra_data: cfg.extra_data.as_deref(),
         congestion: cfg.congestion.as_deref(),
     };
-    let session_opts = ClientOptions {
+    ClientOptions {
         params,
         strings,
         interval_us: cfg.interval.as_micros() as Micros,
         cookie_seed: probe_seed(now_us() ^ (u64::from(std::process::id()) << 32) ^ seed_from(ctrl)),
-    };
-    session_opts
+    }
 }
 
 /// The server output a results document carries (`server_output_json` or `_text`).

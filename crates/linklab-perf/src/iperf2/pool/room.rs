@@ -4,24 +4,28 @@
 
 use super::{Handshake, Iperf2Pool, Iperf2Sockets, Role};
 use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
+pub use crate::iperf::pool::Room;
+use crate::iperf::pool::{RoomFor, SynPool};
 use crate::iperf::stream::Micros;
 use crate::socket::{TcpOps, TcpState};
 
 /// [`GRACE_MS`] in microseconds.
 const GRACE_US: Micros = GRACE_MS * 1000;
 
-/// What [`Iperf2Pool::room_for`] did for a SYN to the server's port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Room {
-    /// The SYN may go to the stack: a socket listens, or none may (the server is busy:
-    /// the stack answers a RST).
-    Ready,
-    /// Sockets were reset for it and listen only once their RSTs left: hold the SYN until
-    /// then.
-    Freeing,
-    /// Drop the SYN unanswered: a handshake we answered may be completing
-    /// ([`Choice::Defer`]).
-    Defer,
+impl<E: Copy + Eq, const M: usize> SynPool for Iperf2Pool<E, M> {
+    fn syn_port(&self) -> u16 {
+        self.port()
+    }
+
+    fn answered(&mut self, i: usize, now: Micros) {
+        self.note_answered(i, now);
+    }
+}
+
+impl<E: Copy + Eq, const M: usize, P: Iperf2Sockets<Endpoint = E>> RoomFor<P> for Iperf2Pool<E, M> {
+    fn make_room(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room {
+        self.room_for(port, sockets, now)
+    }
 }
 
 impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
