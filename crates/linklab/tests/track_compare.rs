@@ -71,7 +71,7 @@ fn worse_figures_are_named_and_exit_3() {
 fn the_threshold_and_the_spread_both_hold_a_count_back() {
     let dir = tempdir("track-compare-threshold");
     let db = dir.join("t.sqlite");
-    // 2 % higher with no spread: under the default threshold (3 %).
+    // 2 % higher with no spread: under the default threshold (5 %).
     import(&db, &dir, "a", vec![image("m", 1.0, &[3.0], &[4.0])]);
     import(&db, &dir, "b", vec![image("m", 1.0, &[3.06], &[3.5])]);
     let out = track(&db, &["compare", "a", "b"]);
