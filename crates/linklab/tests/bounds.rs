@@ -27,7 +27,6 @@ const ALLOWED: &[(&str, Option<&str>)] = &[
     // tests/probe*.rs), which this branch may not touch (issue 62): that branch, or the
     // lead at merge, splits them and removes them here.
     ("crates/linklab/src/probe/steps.rs", Some("sweep_one_way")),
-    ("crates/linklab/src/report/probe_section.rs", Some("render")),
     (
         "crates/linklab/tests/probe.rs",
         Some("baseline_names_tcp_and_knee_when_the_link_halves"),
