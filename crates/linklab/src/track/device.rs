@@ -190,6 +190,12 @@ fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
     }
 }
 
+/// Removes this process's work folder (the plugin it built, the configuration blob).
+pub fn clean_up() {
+    let dir = std::env::temp_dir().join(format!("linklab-track-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// Where track keeps the counting plugin and the configuration blob: a folder of this
 /// process's under the temporary folder (two runs at once build their own plugin).
 fn work_dir() -> anyhow::Result<PathBuf> {
