@@ -292,6 +292,7 @@ fn run() -> anyhow::Result<()> {
         lib,
         dir: dir.clone(),
         profile: o.profile,
+        ack_every_segment: false,
     };
     let mut columns: Vec<Column> = images
         .iter()

@@ -35,11 +35,14 @@ pub struct Line {
 /// How QEMU runs the guest.
 pub enum Clock {
     /// Free-running, counted by the plugin at `lib` (with `profile`: per-block counts too,
-    /// written to files under `dir`).
+    /// written to files under `dir`; with `ack_every_segment`, the host's route to the device
+    /// has `quickack 1`: Linux acknowledges every segment the device sends, so the count of
+    /// ACKs the device takes in no longer follows the host's delayed-ACK timing).
     Counted {
         lib: PathBuf,
         dir: PathBuf,
         profile: bool,
+        ack_every_segment: bool,
     },
     /// `-icount shift=N,align=on,sleep=on`: 2^N ns per instruction (shift 5: 31.25 MIPS).
     Fixed(u32),
@@ -116,7 +119,9 @@ impl Emulator {
         }
         let sock = scratch.join("count.sock");
         match clock {
-            Clock::Counted { lib, dir, profile } => {
+            Clock::Counted {
+                lib, dir, profile, ..
+            } => {
                 let mut plugin = format!("{},sock={}", lib.display(), sock.display());
                 if *profile {
                     let p = dir.join(format!("{tag}.prof"));
@@ -160,6 +165,19 @@ impl Emulator {
         }
         emu.run(&["ip", "addr", "add", HOST_CIDR, "dev", TAP])?;
         emu.run(&["ip", "link", "set", TAP, "up"])?;
+        if matches!(
+            clock,
+            Clock::Counted {
+                ack_every_segment: true,
+                ..
+            }
+        ) {
+            let route = "198.18.9.0/24 proto kernel scope link src 198.18.9.1 quickack 1";
+            let mut argv = vec!["ip", "route", "change"];
+            argv.extend(route.split(' '));
+            argv.extend(["dev", TAP]);
+            emu.run(&argv)?;
+        }
         for _ in 0..30 {
             let pong = emu
                 .command(&["ping", "-c", "1", "-W", "1", DEVICE])

@@ -117,6 +117,7 @@ pub fn measure(suite: &Suite, label: Option<&str>, repeat: u32) -> Run {
         eprintln!("track: measuring {} ...", image.name);
         entries.push(device::measure(image, repeat));
     }
+    device::clean_up();
     for sim in &suite.sims {
         eprintln!("track: simulating {} ...", sim.name);
         let mut e = EntryResult::new(&sim.name, "sim", "");
