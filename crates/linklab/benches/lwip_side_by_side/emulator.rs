@@ -118,24 +118,7 @@ impl Emulator {
             ));
         }
         let sock = scratch.join("count.sock");
-        match clock {
-            Clock::Counted {
-                lib, dir, profile, ..
-            } => {
-                let mut plugin = format!("{},sock={}", lib.display(), sock.display());
-                if *profile {
-                    let p = dir.join(format!("{tag}.prof"));
-                    plugin.push_str(&format!(",prof={}", p.display()));
-                    emu.profile = Some(p);
-                }
-                argv.push("-plugin".into());
-                argv.push(plugin);
-            }
-            Clock::Fixed(shift) => {
-                argv.push("-icount".into());
-                argv.push(format!("shift={shift},align=on,sleep=on"));
-            }
-        }
+        argv.extend(emu.clock_args(tag, clock, &sock));
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::null())
@@ -187,6 +170,27 @@ impl Emulator {
             }
         }
         bail!("{} booted but never answered ping", elf.display())
+    }
+
+    /// QEMU's arguments for `clock`: the counting plugin on `sock` (with a profile file
+    /// named by `tag` when asked), or a fixed instruction rate.
+    fn clock_args(&mut self, tag: &str, clock: &Clock, sock: &Path) -> Vec<String> {
+        match clock {
+            Clock::Counted {
+                lib, dir, profile, ..
+            } => {
+                let mut plugin = format!("{},sock={}", lib.display(), sock.display());
+                if *profile {
+                    let p = dir.join(format!("{tag}.prof"));
+                    plugin.push_str(&format!(",prof={}", p.display()));
+                    self.profile = Some(p);
+                }
+                vec!["-plugin".into(), plugin]
+            }
+            Clock::Fixed(shift) => {
+                vec!["-icount".into(), format!("shift={shift},align=on,sleep=on")]
+            }
+        }
     }
 
     /// A command run inside the namespace.
