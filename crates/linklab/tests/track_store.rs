@@ -106,8 +106,18 @@ fn a_store_that_is_not_sqlite_corrupt_or_newer_is_refused_untouched() {
 
 /// `linklab track import FILE` holding its write transaction for `pause_ms` before commit.
 fn slow_import(db: &std::path::Path, file: &std::path::Path, pause_ms: u64) -> std::process::Child {
-    Command::new(linklab_bin())
-        .args(["track", "import"])
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(linklab_bin());
+    // Ctrl-C as a terminal delivers it: a test run started in the background (nohup, `&`)
+    // inherits SIGINT ignored, and so would the import (a fresh-clone check saw it run on).
+    // SAFETY: signal() is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd.args(["track", "import"])
         .arg(file)
         .arg("--db")
         .arg(db)
