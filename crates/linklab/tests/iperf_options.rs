@@ -66,7 +66,7 @@ fn the_server_listens_dual_stack_and_the_client_honours_4_and_6() {
             port,
             &["-t", "1", "-J"],
         ));
-        assert_eq!(v["start"]["connected"][0]["remote_host"], host);
+        assert_eq!(v["start"]["connected"][0]["remote_host"], host, "{v}");
         assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
     }
     let v = json(&client(ours(), "::1", port, &["-t", "1", "-J", "-6", "-u"]));
