@@ -210,13 +210,19 @@ impl Clock {
 }
 
 /// FNV-1a (64 bit) over every file under `sources` (sorted by path; each path and its
-/// bytes), relative to `root`: changes when any measured source changes. Missing sources
-/// are an error (the list is out of date).
+/// bytes), relative to `root`: changes when any measured source changes. A source written
+/// `!path` leaves out what lies under `path` (host-only code inside a measured crate, which
+/// no image links). Missing sources are an error (the list is out of date).
 pub fn fingerprint(root: &Path, sources: &[String]) -> std::io::Result<String> {
     let mut files = Vec::new();
+    let mut left_out = Vec::new();
     for s in sources {
-        collect(&root.join(s), &mut files)?;
+        match s.strip_prefix('!') {
+            Some(out) => left_out.push(root.join(out)),
+            None => collect(&root.join(s), &mut files)?,
+        }
     }
+    files.retain(|f| !left_out.iter().any(|out| f.starts_with(out)));
     files.sort();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
@@ -243,4 +249,31 @@ fn collect(path: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()
         out.push(path.to_path_buf());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fingerprint;
+
+    #[test]
+    fn a_left_out_folder_does_not_move_the_fingerprint() {
+        let root = std::env::temp_dir().join(format!("linklab-fp-{}", std::process::id()));
+        let host = root.join("src/host");
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "device").unwrap();
+        std::fs::write(host.join("server.rs"), "host 1").unwrap();
+        let all = ["src".to_string()];
+        let device = ["src".to_string(), "!src/host".to_string()];
+        let (all_1, device_1) = (
+            fingerprint(&root, &all).unwrap(),
+            fingerprint(&root, &device).unwrap(),
+        );
+        assert!(device_1.ends_with("over 1 files"), "{device_1}");
+        std::fs::write(host.join("server.rs"), "host 2").unwrap();
+        assert_ne!(fingerprint(&root, &all).unwrap(), all_1);
+        assert_eq!(fingerprint(&root, &device).unwrap(), device_1);
+        std::fs::write(root.join("src/lib.rs"), "device 2").unwrap();
+        assert_ne!(fingerprint(&root, &device).unwrap(), device_1);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

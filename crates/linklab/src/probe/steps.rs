@@ -250,19 +250,16 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
     }
 }
 
-/// A UDP sweep one way, its coarse rates around `anchor_bps` (the TCP rate that way: UDP
-/// usually tracks about that far), as many 1-second steps as `time` allows: it climbs from
-/// just under the TCP rate until a limit is confirmed by a repeat (`sweep::analysis`); while
-/// no rate tracked it goes down, to just under what the link received and at least by half;
-/// then it bisects toward the knee.
-pub fn sweep_one_way(
+/// The knee sweep's plan for one way, and how long one of its steps takes: rates around
+/// the TCP rate `anchor_bps` (or decades without one), as many as `time` allows.
+fn sweep_plan(
     host: &str,
     port: u16,
     iperf2: bool,
     reverse: bool,
     anchor_bps: Option<f64>,
     time: Duration,
-) -> Outcome<Option<SweepReport>> {
+) -> (sweep::Plan, Duration) {
     let pause = if iperf2 {
         crate::sweep::IPERF2_PAUSE
     } else {
@@ -300,6 +297,24 @@ pub fn sweep_one_way(
         server_was_ours: true,
         deadline: Some(Instant::now() + time + Duration::from_millis(500)),
     };
+    (plan, per_step)
+}
+
+/// A UDP sweep one way, its coarse rates around `anchor_bps` (the TCP rate that way: UDP
+/// usually tracks about that far), as many 1-second steps as `time` allows: it climbs from
+/// just under the TCP rate until a limit is confirmed by a repeat (`sweep::analysis`); while
+/// no rate tracked it goes down, to just under what the link received and at least by half;
+/// then it bisects toward the knee.
+pub fn sweep_one_way(
+    host: &str,
+    port: u16,
+    iperf2: bool,
+    reverse: bool,
+    anchor_bps: Option<f64>,
+    time: Duration,
+) -> Outcome<Option<SweepReport>> {
+    let (plan, per_step) = sweep_plan(host, port, iperf2, reverse, anchor_bps, time);
+    let pause = plan.pause;
     // The sweep pauses between its own steps; this is the pause after the test before it
     // (for iperf 2, the other way's sweep on the same server).
     std::thread::sleep(pause.max(IPERF_PAUSE));
