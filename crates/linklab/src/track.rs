@@ -11,6 +11,7 @@ mod figure;
 mod history;
 mod import;
 mod measure;
+mod readme;
 mod sqlite;
 mod stamp;
 mod store;
@@ -55,6 +56,11 @@ enum Verb {
     /// Write a stored run as import's JSON (e.g. a baseline kept in a repository).
     #[command(after_help = "Example: linklab track export v1.2 -o track/baseline.json")]
     Export(import::ExportArgs),
+    /// Write a stored run as a Markdown table between a file's markers (a README's figures).
+    #[command(
+        after_help = "Example: linklab track table baseline --file firmware/README.md --reference lwip --check"
+    )]
+    Table(readme::Args),
     /// List the stored runs.
     Runs(store::DbArg),
 }
@@ -116,6 +122,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Verb::Walk(a) => walk::run(a),
         Verb::Import(a) => import::run(a),
         Verb::Export(a) => import::export(a),
+        Verb::Table(a) => readme::run(a),
         Verb::Runs(db) => {
             let store = store::open(&db.db)?;
             for h in store.runs()? {
