@@ -16,6 +16,13 @@ pub struct DbArg {
     pub db: String,
 }
 
+impl DbArg {
+    /// The store's name as printed: a URL's password hidden.
+    pub fn shown(&self) -> String {
+        super::postgres::redacted(&self.db)
+    }
+}
+
 /// A stored run's head: enough to find it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunHead {
