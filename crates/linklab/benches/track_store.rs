@@ -9,9 +9,9 @@
 //! a farm's machines each store their runs (process start, connecting and the schema check
 //! included); the writers start together and the rate is all their runs over the wall time
 //! from the first start to the last end. PostgreSQL is a throwaway server of the bench's own
-//! (tests/common/pg_server.rs: 127.0.0.1, `fsync=off`), a fresh database per case; SQLite a
-//! fresh file per case in the target's temporary folder. Each store is created by one import
-//! before the clock starts. `TRACK_STORE_RUNS=64` sets the runs per case (split over the
+//! (tests/common/pg_server.rs: 127.0.0.1, `fsync` on as SQLite's commits are), a fresh
+//! database per case; SQLite a fresh file per case in the target's temporary folder. Each
+//! store is created by one import before the clock starts. `TRACK_STORE_RUNS=64` sets the runs per case (split over the
 //! writers, at least one each); `LINKLAB_BIN` measures another build.
 
 // The integration tests' helpers (the throwaway server, the linklab binary).
@@ -55,19 +55,25 @@ fn writers_at_once(bin: &Path, run: &Path, db: &str, writers: usize, each: usize
     start.elapsed().as_secs_f64()
 }
 
-/// Rows per table in the PostgreSQL database at `url`.
-fn rows(url: &str) -> Vec<(&'static str, i64)> {
+/// Rows per table in the PostgreSQL database at `url`, and the tables' bytes on disk with
+/// their indexes (`pg_total_relation_size`).
+fn rows(url: &str) -> (Vec<(&'static str, i64)>, i64) {
     let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
-    ["runs", "entries", "figures", "samples"]
+    let mut bytes = 0;
+    let counts = ["runs", "entries", "figures", "samples"]
         .into_iter()
         .map(|t| {
-            let n: i64 = c
-                .query_one(&format!("SELECT count(*) FROM {t}"), &[])
-                .expect("count")
-                .get(0);
-            (t, n)
+            let r = c
+                .query_one(
+                    &format!("SELECT count(*), pg_total_relation_size('{t}') FROM {t}"),
+                    &[],
+                )
+                .expect("count");
+            bytes += r.get::<_, i64>(1);
+            (t, r.get(0))
         })
-        .collect()
+        .collect();
+    (counts, bytes)
 }
 
 fn load() -> String {
@@ -86,7 +92,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(64);
     let dir = common::tempdir("track_store_bench");
-    let server = PgServer::start("track-store-bench");
+    let server = PgServer::start_with("track-store-bench", true);
     println!(
         "linklab: {} · run: {} · {} cores · load before: {}",
         bin.display(),
@@ -120,7 +126,7 @@ fn main() {
         }
     }
     let url = first_pg.expect("a PostgreSQL case");
-    let counts = rows(&url);
+    let (counts, bytes) = rows(&url);
     let runs = counts[0].1;
     let per_run: Vec<String> = counts
         .iter()
@@ -128,9 +134,10 @@ fn main() {
         .collect();
     let total: i64 = counts.iter().map(|(_, n)| n / runs).sum();
     println!(
-        "one run of {} adds {} = {total} rows · load after: {}",
+        "one run of {} adds {} = {total} rows, {} bytes in PostgreSQL ({runs} runs: {bytes} bytes) · load after: {}",
         run.file_name().unwrap().to_string_lossy(),
         per_run.join(" + "),
+        bytes / runs,
         load()
     );
 }

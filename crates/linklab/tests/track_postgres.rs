@@ -229,6 +229,11 @@ fn a_server_that_cannot_be_reached_is_one_line() {
         &out,
         "--db postgres://farm:***@127.0.0.1:1/track: cannot connect",
     );
+    assert!(
+        stderr(&out).contains("Connection refused"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
     let out = track(Path::new("postgres://127.0.0.1:1:2/x"), &["runs"]);
     assert_one_line_error(&out, "--db postgres://127.0.0.1:1:2/x");

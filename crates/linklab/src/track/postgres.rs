@@ -45,20 +45,29 @@ pub fn dialect(sqlite: &str) -> String {
         .replace("REAL", "DOUBLE PRECISION")
 }
 
-/// `url` with its password, if any, shown as `***` (it is printed in errors and messages).
+/// `url` with its password, if any (`user:PASSWORD@` or `password=`), shown as `***` (the
+/// URL is printed in errors and messages).
 pub fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_string(),
         },
-        None => url.to_string(),
-    }
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once("password=") {
+        Some((before, after)) => {
+            let rest = after.find('&').map_or("", |i| &after[i..]);
+            format!("{before}password=***{rest}")
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 /// A PostgreSQL error as one line (a server's error can carry DETAIL and HINT lines).
@@ -68,6 +77,13 @@ fn one_line(e: &postgres::Error) -> String {
         text = format!("{}: {}", db.severity(), db.message());
         if let Some(d) = db.detail() {
             text += &format!(" ({d})");
+        }
+    } else {
+        // The cause (`Connection refused`) is the source's, not the error's own text.
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            text += &format!(": {s}");
+            source = s.source();
         }
     }
     text.lines()
@@ -347,5 +363,10 @@ mod tests {
             "postgresql://farm@db/track"
         );
         assert_eq!(redacted("postgres://db/track"), "postgres://db/track");
+        assert_eq!(
+            redacted("postgres://db/track?password=s3cret&connect_timeout=5"),
+            "postgres://db/track?password=***&connect_timeout=5"
+        );
+        assert_eq!(redacted("track.sqlite"), "track.sqlite");
     }
 }

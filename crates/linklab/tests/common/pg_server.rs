@@ -1,7 +1,8 @@
 //! A throwaway PostgreSQL server for the PostgreSQL store's tests and bench: Debian's server
 //! binaries (`postgresql`, installed by scripts/setup) run as the `postgres` user (the
 //! server refuses root) on a data folder under the temporary folder, listening on 127.0.0.1
-//! only, without fsync; stopped and removed when dropped, a failing test too.
+//! only (without fsync for the tests, with it for the bench); stopped and removed when
+//! dropped, a failing test too.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -61,8 +62,14 @@ fn as_postgres(program: &Path) -> Command {
 
 impl PgServer {
     /// initdb's a fresh cluster under the temporary folder (named after `name`) and starts
-    /// its server; returns once it takes connections.
+    /// its server without fsync (nothing in a test needs to outlive a crash); returns once
+    /// it takes connections.
     pub fn start(name: &str) -> PgServer {
+        PgServer::start_with(name, false)
+    }
+
+    /// The same with `fsync` as asked: on, commits wait for the disk as a real server's do.
+    pub fn start_with(name: &str, fsync: bool) -> PgServer {
         let bin = bin_dir();
         let dir = std::env::temp_dir().join(format!("linklab-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -96,7 +103,8 @@ impl PgServer {
             .arg(&data)
             .args(["-h", "127.0.0.1", "-k", ""])
             .args(["-p", &port.to_string()])
-            .args(["-c", "fsync=off", "-c", "max_connections=100"])
+            .args(["-c", if fsync { "fsync=on" } else { "fsync=off" }])
+            .args(["-c", "max_connections=100"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
