@@ -1,8 +1,8 @@
 //! `linklab track`'s PostgreSQL store (`--db postgres://...`), on a throwaway server of the
 //! test's own: the same runs give the same answers as in SQLite (runs, compare, report,
 //! export) with the same tables and columns; eight writers importing at once into a fresh
-//! database all land with distinct ids; a newer schema is refused and a server that cannot
-//! be reached is one line.
+//! database all land with distinct ids; a role that may only read reads; a newer schema is
+//! refused and a server that cannot be reached is one line.
 
 mod common;
 
@@ -148,8 +148,19 @@ fn postgres_gives_the_answers_sqlite_gives() {
     assert!(a[1].starts_with("Some(3)"), "v1 is worse than v0: {}", a[1]);
     assert_eq!(sqlite_columns(&sqlite), postgres_columns(&url));
 
-    // A schema newer than this linklab's: refused with one line, left as it is.
+    // A role that may only read: it lists and exports; storing is one line.
     let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "CREATE ROLE reader LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader",
+    )
+    .unwrap();
+    let reader = url.replace("postgres@", "reader@");
+    assert_eq!(labels(Path::new(&reader)), ["v0", "v1", "v1"]);
+    let file = dir.join("v0.json");
+    let out = track(Path::new(&reader), &["import", file.to_str().unwrap()]);
+    assert_one_line_error(&out, "cannot store the run (ERROR: permission denied");
+
+    // A schema newer than this linklab's: refused with one line, left as it is.
     c.batch_execute("UPDATE linklab_track_schema SET version = 99")
         .unwrap();
     let out = track(pg, &["runs"]);

@@ -131,10 +131,16 @@ impl Postgres {
     }
 
     /// Creates the version table and runs the migrations the database has not had, in one
-    /// transaction holding [`SCHEMA_LOCK`]: a second opener waits, then finds it done.
+    /// transaction holding [`SCHEMA_LOCK`]: a second opener waits, then finds it done. A
+    /// database already at the latest version is left alone without the lock (so a role
+    /// that may only read can open it).
     fn migrate(&self) -> anyhow::Result<()> {
         let latest = MIGRATIONS.len() as i64;
         let mut client = self.client.borrow_mut();
+        let now = client.query_opt(&format!("SELECT version FROM {VERSION_TABLE}"), &[]);
+        if matches!(now, Ok(Some(ref r)) if r.get::<_, i64>(0) == latest) {
+            return Ok(());
+        }
         let mut tx = client
             .transaction()
             .map_err(|e| self.fail("cannot begin", e))?;
