@@ -11,6 +11,7 @@ mod figure;
 mod history;
 mod import;
 mod measure;
+mod postgres;
 mod readme;
 mod sqlite;
 mod stamp;

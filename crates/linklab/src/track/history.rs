@@ -32,9 +32,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .map(|h| store.load(h.id))
         .collect::<anyhow::Result<_>>()?;
     if runs.is_empty() {
-        anyhow::bail!("--db {}: no run stored yet", args.db.db);
+        anyhow::bail!("--db {}: no run stored yet", args.db.shown());
     }
-    let html = render(&runs, &args.db.db);
+    let html = render(&runs, &args.db.shown());
     std::fs::write(&args.output, html)
         .with_context(|| format!("-o: cannot write {}", args.output.display()))?;
     println!("wrote {} ({} runs)", args.output.display(), runs.len());

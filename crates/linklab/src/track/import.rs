@@ -76,7 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let id = store.insert_run(&run)?;
     println!(
         "stored run {id} labelled {} in {}",
-        run.stamp.label, args.db.db
+        run.stamp.label,
+        args.db.shown()
     );
     Ok(())
 }

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!(
         "stored run {id} labelled {} in {}",
         run.stamp.label,
-        args.db.db.as_str()
+        args.db.shown()
     );
     Ok(())
 }

@@ -311,7 +311,7 @@ impl Sqlite {
 
 /// Holds the write transaction open for `$LINKLAB_TRACK_PAUSE_BEFORE_COMMIT_MS` (the test
 /// that kills a run half-way through storing it needs a moment to do so).
-fn pause_for_tests() {
+pub(super) fn pause_for_tests() {
     if let Some(ms) = std::env::var("LINKLAB_TRACK_PAUSE_BEFORE_COMMIT_MS")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())

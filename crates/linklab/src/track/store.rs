@@ -1,7 +1,7 @@
 //! Where runs are kept: the [`Store`] trait every backend implements with the same schema
-//! (docs/track.md), and [`open`], which picks the backend from `--db`. SQLite is the one
-//! built in ([`super::sqlite`]); a `postgres://` URL is refused with one line until a
-//! PostgreSQL backend is added behind the same trait.
+//! (docs/track.md), and [`open`], which picks the backend from `--db`: an SQLite file
+//! ([`super::sqlite`], the default) or a PostgreSQL server's URL ([`super::postgres`], one
+//! store for a farm's many writers).
 
 use anyhow::bail;
 
@@ -10,9 +10,17 @@ use super::figure::Run;
 /// `--db`: the store.
 #[derive(clap::Args, Debug, Clone)]
 pub struct DbArg {
-    /// The store: an SQLite file, created with its schema on first use.
-    #[arg(long, value_name = "FILE", default_value = "linklab-track.sqlite")]
+    /// The store: an SQLite file, or a PostgreSQL URL (postgres://USER@HOST/DB); created
+    /// with its schema on first use.
+    #[arg(long, value_name = "FILE|URL", default_value = "linklab-track.sqlite")]
     pub db: String,
+}
+
+impl DbArg {
+    /// The store's name as printed: a URL's password hidden.
+    pub fn shown(&self) -> String {
+        super::postgres::redacted(&self.db)
+    }
 }
 
 /// A stored run's head: enough to find it.
@@ -40,8 +48,8 @@ pub trait Store {
 
 /// Opens the store `db` names (created on first use).
 pub fn open(db: &str) -> anyhow::Result<Box<dyn Store>> {
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        bail!("--db {db}: PostgreSQL stores are not built into this linklab yet (give an SQLite file)");
+    if super::postgres::is_url(db) {
+        return Ok(Box::new(super::postgres::Postgres::open(db)?));
     }
     Ok(Box::new(super::sqlite::Sqlite::open(
         std::path::Path::new(db),

@@ -9,6 +9,7 @@ pub mod holders;
 pub mod hostile;
 pub mod iperf2;
 pub mod paced;
+pub mod pg_server;
 pub mod spoof;
 pub mod track;
 
