@@ -24,6 +24,57 @@ farm_leftovers() {
     return 0
 }
 
+# Runs farm/job $1 with tags $2... in the runners' namespace (its output on stdout).
+run_job() {
+    in_ns runner env LG_COORDINATOR="$COORDINATOR" FARM_VENV="$FARM_VENV" \
+        FARM_LINKLAB="$FARM_LINKLAB" RESULTS="$RESULTS" PATH="$PATH" "$FARM_DIR/job" "$@"
+}
+
+# The places acquired now, "PLACE:OWNER ..." (empty: none).
+places_held() {
+    lgc places -v 2>/dev/null | awk "/^Place '/ { p = \$2; gsub(/[':]/, \"\", p) }
+        /^ *acquired: / && \$2 != \"None\" { printf \"%s:%s \", p, \$2 }" || true
+}
+
+# No place is left acquired (every job released its place).
+check_places_free() {
+    local held
+    held=$(places_held)
+    [ -z "$held" ] || { say "places left acquired: $held"; FAILED+=("places-left-acquired"); }
+}
+
+# Step 2: one job end to end.
+check_one_job() {
+    say "one job: board=riscv32-virt image=main"
+    run_job one board=riscv32-virt image=main || FAILED+=("one-job")
+    check_places_free
+}
+
+# Step 3: three jobs at once on different places, and a fourth for a place one of them holds:
+# it waits in its reservation (it starts once that place is acquired, so it must wait) and
+# runs when the place is released.
+check_concurrent_jobs() {
+    local pids=() names=(a-mps2-main b-riscv-main c-mps2-embassy) i
+    say "three jobs at once (mps2-an385/main, riscv32-virt/main, mps2-an385/embassy), then one more for riscv32-virt/main"
+    run_job a-mps2-main board=mps2-an385 image=main & pids+=($!)
+    run_job b-riscv-main board=riscv32-virt image=main & pids+=($!)
+    run_job c-mps2-embassy board=mps2-an385 image=embassy & pids+=($!)
+    for ((i = 0; i < 300; i++)); do
+        [[ "$(places_held)" == *"lf-riscv-main:"* ]] && break
+        sleep 0.2
+    done
+    run_job d-waits board=riscv32-virt image=main >"$FARM_RUN/d-waits.out" & pids+=($!)
+    names+=(d-waits)
+    for i in "${!pids[@]}"; do
+        wait "${pids[$i]}" || FAILED+=("job-${names[$i]}")
+    done
+    cat "$FARM_RUN/d-waits.out"
+    grep -q "^job d-waits: waited .* got lf-riscv-main" "$FARM_RUN/d-waits.out" \
+        || { say "job d-waits did not wait for the busy lf-riscv-main"; FAILED+=("busy-place-wait"); }
+    check_places_free
+}
+
 farm_checks() {
-    :
+    check_one_job
+    check_concurrent_jobs
 }

@@ -15,7 +15,8 @@ await_port() {
 }
 
 farm_coordinator_up() {
-    in_ns coord "$FARM_VENV/bin/labgrid-coordinator" --listen "$COORDINATOR" \
+    # The coordinator keeps places.yaml in its working directory: the run's scratch one.
+    (cd "$FARM_RUN" && exec ip netns exec "$FARM_NS_PREFIX-coord" "$FARM_VENV/bin/labgrid-coordinator" --listen "$COORDINATOR") \
         >>"$FARM_LOGS/coordinator.log" 2>&1 &
     await_port "$COORDINATOR" 60 || { echo "the coordinator did not listen on $COORDINATOR" >&2; return 1; }
 }
