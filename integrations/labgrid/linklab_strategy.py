@@ -18,8 +18,8 @@ from labgrid.step import step
 from labgrid.strategy import Strategy, StrategyError, never_retry
 
 # The firmware's boot line; its address is the one the device configured (from linklab's
-# configuration blob, or 198.18.0.2/24 when there is none).
-BOOT_LINE = rb"linklab firmware: (\S+) up, (\d+\.\d+\.\d+\.\d+)/(\d+)"
+# configuration blob, or 198.18.0.2/24 when there is none); the embassy image says "up (embassy),".
+BOOT_LINE = rb"linklab firmware: (\S+) up(?: \([^)]*\))?, (\d+\.\d+\.\d+\.\d+)/(\d+)"
 
 
 class Status(enum.Enum):

@@ -32,7 +32,7 @@ run_job() {
 
 # The places acquired now, "PLACE:OWNER ..." (empty: none).
 places_held() {
-    lgc places -v 2>/dev/null | awk "/^Place '/ { p = \$2; gsub(/[':]/, \"\", p) }
+    lgc -v places 2>/dev/null | awk "/^Place '/ { p = \$2; gsub(/[':]/, \"\", p) }
         /^ *acquired: / && \$2 != \"None\" { printf \"%s:%s \", p, \$2 }" || true
 }
 
@@ -59,8 +59,8 @@ check_concurrent_jobs() {
     run_job a-mps2-main board=mps2-an385 image=main & pids+=($!)
     run_job b-riscv-main board=riscv32-virt image=main & pids+=($!)
     run_job c-mps2-embassy board=mps2-an385 image=embassy & pids+=($!)
-    for ((i = 0; i < 300; i++)); do
-        [[ "$(places_held)" == *"lf-riscv-main:"* ]] && break
+    local until=$(($(date +%s) + 120))
+    until [[ "$(places_held)" == *"lf-riscv-main:"* ]] || [ "$(date +%s)" -gt "$until" ]; do
         sleep 0.2
     done
     run_job d-waits board=riscv32-virt image=main >"$FARM_RUN/d-waits.out" & pids+=($!)
