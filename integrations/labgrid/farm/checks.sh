@@ -77,4 +77,6 @@ check_concurrent_jobs() {
 farm_checks() {
     check_one_job
     check_concurrent_jobs
+    check_never_boots
+    check_exporter_killed
 }

@@ -88,8 +88,8 @@ class Board:
                 argv = [self.linklab, "emu", "boot", s["board"], "--image", s["image"],
                         "--elf", s["elf"], "--tap", s["tap"], "--ip", s["ip"],
                         "--mac", s["mac"], "--boot-timeout", "600"]
-                self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                                             stderr=subprocess.STDOUT, start_new_session=True)
+                # stdout is the board's console; linklab emu's own errors go to the host's log.
+                self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, start_new_session=True)
                 threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
                 threading.Thread(target=self._attach_tap, args=(self.proc,), daemon=True).start()
             elif not on and self.proc is not None:
