@@ -27,7 +27,8 @@ farm_leftovers() {
 # Runs farm/job $1 with tags $2... in the runners' namespace (its output on stdout).
 run_job() {
     in_ns runner env LG_COORDINATOR="$COORDINATOR" FARM_VENV="$FARM_VENV" \
-        FARM_LINKLAB="$FARM_LINKLAB" RESULTS="$RESULTS" PATH="$PATH" "$FARM_DIR/job" "$@"
+        FARM_LINKLAB="$FARM_LINKLAB" RESULTS="$RESULTS" PATH="$PATH" \
+        FARM_PROBE_DURATION="${FARM_PROBE_DURATION:-5}" "$FARM_DIR/job" "$@"
 }
 
 # The places acquired now, "PLACE:OWNER ..." (empty: none).

@@ -32,7 +32,7 @@ await_true() {
     done
 }
 board1_on() { [ "$(power_state 198.19.64.11:8000 0)" = 1 ]; }
-place_listed() { lgc resources "*/$1/*" 2>/dev/null | grep -q NetworkPowerPort; }
+place_listed() { local l; l=$(lgc resources "*/$1/*" 2>/dev/null) && [[ "$l" == *NetworkPowerPort* ]]; }
 
 # host1's exporter killed while a job runs on its board lf-mps2-main: the job fails saying so
 # within 120 s (a generous bound), the board is powered off, the place released; once the
@@ -40,7 +40,8 @@ place_listed() { lgc resources "*/$1/*" 2>/dev/null | grep -q NetworkPowerPort; 
 check_exporter_killed() {
     local out="$FARM_RUN/exporter-killed.out" pid killed took
     say "fault: host1's exporter killed during a job on board=mps2-an385 image=main"
-    run_job exporter-killed board=mps2-an385 image=main >"$out" &
+    # A 30 s probe: the job is still under way when the watch notices (every 5 s).
+    FARM_PROBE_DURATION=30 run_job exporter-killed board=mps2-an385 image=main >"$out" &
     pid=$!
     await_true 120 board1_on || say "exporter-killed: the board was never powered on"
     kill -9 "$(cat "$FARM_RUN/host1-exporter.pid")"
