@@ -46,7 +46,7 @@ check_exporter_killed() {
     await_true 120 board1_on || say "exporter-killed: the board was never powered on"
     kill -9 "$(cat "$FARM_RUN/host1-exporter.pid")"
     killed=$(date +%s)
-    say "killed host1's labgrid-exporter"
+    say "killed host1's labgrid-exporter (pid $(cat "$FARM_RUN/host1-exporter.pid"))"
     if wait "$pid"; then
         say "the exporter-killed job passed"; FAILED+=("exporter-killed-passed")
     fi

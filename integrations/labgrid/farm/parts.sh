@@ -59,8 +59,9 @@ farm_host_up() {
 # Host $1's labgrid-exporter (also after the exporter-killed fault).
 farm_exporter_up() {
     local host=$1 addr=$2
-    in_ns "$host" "$FARM_VENV/bin/labgrid-exporter" --coordinator "$COORDINATOR" --name "$host" \
-        --hostname "$addr" "$FARM_DIR/$host.yaml" >>"$FARM_LOGS/$host-exporter.log" 2>&1 &
+    # Not through in_ns: $! must be the exporter itself (ip netns exec execs it), for the fault.
+    ip netns exec "$FARM_NS_PREFIX-$host" "$FARM_VENV/bin/labgrid-exporter" --coordinator "$COORDINATOR" \
+        --name "$host" --hostname "$addr" "$FARM_DIR/$host.yaml" >>"$FARM_LOGS/$host-exporter.log" 2>&1 &
     echo $! >"$FARM_RUN/$host-exporter.pid"
 }
 
