@@ -80,4 +80,5 @@ farm_checks() {
     check_concurrent_jobs
     check_never_boots
     check_exporter_killed
+    check_coordinator_restart
 }

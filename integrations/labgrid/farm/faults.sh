@@ -69,3 +69,24 @@ check_exporter_killed() {
         FAILED+=("exporter-killed-comeback")
     fi
 }
+
+# The coordinator restarted between jobs (SIGTERM, then started again from its directory, where
+# it keeps places.yaml): the places come back with their tags, the exporters reconnect (each
+# exits 100 and is started again), none is left acquired, and a job passes after it.
+check_coordinator_restart() {
+    local pid places
+    say "fault: the coordinator restarted between jobs"
+    pid=$(cat "$FARM_RUN/coordinator.pid")
+    kill "$pid"
+    await_true 30 eval '! kill -0 '"$pid"' 2>/dev/null' || { say "the coordinator did not stop"; FAILED+=("coordinator-stop"); return; }
+    farm_coordinator_up || { FAILED+=("coordinator-restart"); return; }
+    if farm_await_places 90; then
+        places=$(lgc -v places 2>/dev/null | grep -c 'tags: board=' || true)
+        say "coordinator restarted: $places places with their tags, every exporter's resources listed again"
+        [ "$places" -eq "$(grep -cv '^#' "$FARM_DIR/boards.txt")" ] || { say "places lost in the restart"; FAILED+=("coordinator-places"); }
+        check_places_free
+        run_job after-coordinator board=riscv32-virt image=embassy || FAILED+=("job-after-coordinator")
+    else
+        FAILED+=("coordinator-exporters")
+    fi
+}

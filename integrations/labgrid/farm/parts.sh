@@ -18,6 +18,7 @@ farm_coordinator_up() {
     # The coordinator keeps places.yaml in its working directory: the run's scratch one.
     (cd "$FARM_RUN" && exec ip netns exec "$FARM_NS_PREFIX-coord" "$FARM_VENV/bin/labgrid-coordinator" --listen "$COORDINATOR") \
         >>"$FARM_LOGS/coordinator.log" 2>&1 &
+    echo $! >"$FARM_RUN/coordinator.pid"
     await_port "$COORDINATOR" 60 || { echo "the coordinator did not listen on $COORDINATOR" >&2; return 1; }
 }
 
@@ -56,13 +57,23 @@ farm_host_up() {
     farm_exporter_up "$host" "$addr"
 }
 
-# Host $1's labgrid-exporter (also after the exporter-killed fault).
+# Host $1's labgrid-exporter (also after the exporter-killed fault), started again whenever it
+# exits 100, as labgrid's systemd unit does (RestartForceExitStatus=100): labgrid-exporter
+# exits 100 when it lost its coordinator. Its pid goes to FARM_RUN/HOST-exporter.pid.
 farm_exporter_up() {
     local host=$1 addr=$2
-    # Not through in_ns: $! must be the exporter itself (ip netns exec execs it), for the fault.
-    ip netns exec "$FARM_NS_PREFIX-$host" "$FARM_VENV/bin/labgrid-exporter" --coordinator "$COORDINATOR" \
-        --name "$host" --hostname "$addr" "$FARM_DIR/$host.yaml" >>"$FARM_LOGS/$host-exporter.log" 2>&1 &
-    echo $! >"$FARM_RUN/$host-exporter.pid"
+    (
+        while true; do
+            # Not through in_ns: $! must be the exporter itself (ip netns exec execs it).
+            ip netns exec "$FARM_NS_PREFIX-$host" "$FARM_VENV/bin/labgrid-exporter" \
+                --coordinator "$COORDINATOR" --name "$host" --hostname "$addr" \
+                "$FARM_DIR/$host.yaml" >>"$FARM_LOGS/$host-exporter.log" 2>&1 &
+            echo $! >"$FARM_RUN/$host-exporter.pid"
+            wait $! && exit 0
+            [ $? = 100 ] || exit 0
+            sleep 1
+        done
+    ) &
 }
 
 # labgrid-client against the coordinator, from the runner's namespace.
