@@ -12,14 +12,15 @@ import subprocess
 import time
 
 import attr
+import pexpect
 
 from labgrid.factory import target_factory
 from labgrid.step import step
 from labgrid.strategy import Strategy, StrategyError, never_retry
 
 # The firmware's boot line; its address is the one the device configured (from linklab's
-# configuration blob, or 198.18.0.2/24 when there is none).
-BOOT_LINE = rb"linklab firmware: (\S+) up, (\d+\.\d+\.\d+\.\d+)/(\d+)"
+# configuration blob, or 198.18.0.2/24 when there is none); the embassy image says "up (embassy),".
+BOOT_LINE = rb"linklab firmware: (\S+) up(?: \([^)]*\))?, (\d+\.\d+\.\d+\.\d+)/(\d+)"
 
 
 class Status(enum.Enum):
@@ -75,20 +76,42 @@ class LinklabStrategy(Strategy):
             self.target.activate(self.console)
             began = time.monotonic()
             self.power.on()
-            self._await_boot_line()
-            self._await_ping()
+            try:
+                self._await_boot_line()
+                self._await_ping()
+            except BaseException:
+                # A board that did not come up (or a job interrupted meanwhile) is not left
+                # powered: a farm's next job, or the rack's power budget, would find it on.
+                self.power.off()
+                self.status = Status.off
+                raise
             self.boot_seconds = time.monotonic() - began
         else:
             raise StrategyError(f"no transition found from {self.status} to {status}")
         self.status = status
 
     def _await_boot_line(self):
-        _, _, match, _ = self.console.expect(BOOT_LINE, timeout=self.boot_timeout)
+        try:
+            _, _, match, _ = self.console.expect(BOOT_LINE, timeout=self.boot_timeout)
+        except pexpect.TIMEOUT as timeout:
+            raise StrategyError(
+                f"{self.board} never printed its boot line within {self.boot_timeout:.0f} s "
+                f"(powered off); the console's last lines: {self._console_tail(timeout)!r}"
+            ) from None
         self.boot_line = match.group(0).decode()
         said = match.group(1).decode()
         if said != self.board:
             raise StrategyError(f"expected board {self.board}, the firmware says {said}")
         self.address = match.group(2).decode()
+
+    def _console_tail(self, timeout, lines=3, width=160):
+        """The console's last lines before a timeout (labgrid's expect buffer)."""
+        expect = getattr(self.console, "_expect", None)
+        seen = (getattr(expect, "before", None) or getattr(expect, "buffer", None) or b"")
+        if isinstance(seen, bytes):
+            seen = seen.decode(errors="replace")
+        tail = [line[:width] for line in seen.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail) if tail else f"(nothing read; {str(timeout).splitlines()[0]})"
 
     def _await_ping(self):
         deadline = time.monotonic() + self.ping_timeout
