@@ -18,7 +18,7 @@ farm_await_places() {
 # Processes of the farm still running anywhere, and its namespaces still there (empty: none).
 farm_leftovers() {
     local what
-    what=$(pgrep -f "labgrid-(coordinator|exporter)|power_server.py|ser2net -n -d -c $FARM_RUN|linklab emu boot .*--tap lfb" || true)
+    what=$(pgrep -f "labgrid-(coordinator|exporter)|power_server.py|ser2net -n -d -c $FARM_RUN|linklab emu boot .*--tap lfb|postgres -D $FARM_RUN" || true)
     [ -z "$what" ] || echo "processes $(echo $what)"
     ip netns list | grep -q "^$FARM_NS_PREFIX-" && echo "namespaces $(ip netns list | grep "^$FARM_NS_PREFIX-" | awk '{print $1}' | tr '\n' ' ')"
     return 0
@@ -27,7 +27,7 @@ farm_leftovers() {
 # Runs farm/job $1 with tags $2... in the runners' namespace (its output on stdout).
 run_job() {
     in_ns runner env LG_COORDINATOR="$COORDINATOR" FARM_VENV="$FARM_VENV" \
-        FARM_LINKLAB="$FARM_LINKLAB" RESULTS="$RESULTS" PATH="$PATH" \
+        FARM_LINKLAB="$FARM_LINKLAB" RESULTS="$RESULTS" PATH="$PATH" FARM_STORE_URL="$FARM_STORE_URL" \
         FARM_PROBE_DURATION="${FARM_PROBE_DURATION:-5}" "$FARM_DIR/job" "$@"
 }
 
@@ -75,10 +75,30 @@ check_concurrent_jobs() {
     check_places_free
 }
 
+# Every job that passed is in the farm's store, read back from the runners' namespace: a run
+# labelled with the job, its entry named BOARD/IMAGE, its figures with their samples.
+check_store() {
+    local runs job missing=()
+    runs=$(in_ns runner "$FARM_LINKLAB" track runs --db "$FARM_STORE_URL") \
+        || { say "the store could not be read"; FAILED+=("store"); return; }
+    for job in "$RESULTS"/store/*.track.json; do
+        job=$(basename "$job" .track.json)
+        grep -qE "^ *[0-9]+  $job " <<<"$runs" || missing+=("$job")
+    done
+    [ ${#missing[@]} -eq 0 ] || { say "jobs missing from the store: ${missing[*]}"; FAILED+=("store"); return; }
+    say "the store ($FARM_STORE_URL) holds every passed job's figures: $(grep -c . <<<"$runs") runs"
+    sed 's/^/  /' <<<"$runs"
+    # Every board's history in one place: the report over the whole store.
+    in_ns runner "$FARM_LINKLAB" track report -o "$RESULTS/store/history.html" --db "$FARM_STORE_URL" >/dev/null \
+        || { say "track report over the store failed"; FAILED+=("store-report"); return; }
+    say "every job's history drawn from the store: $RESULTS/store/history.html"
+}
+
 farm_checks() {
     check_one_job
     check_concurrent_jobs
     check_never_boots
     check_exporter_killed
     check_coordinator_restart
+    check_store
 }

@@ -41,6 +41,7 @@ farm_net_up() {
     farm_ns_add coord 198.19.64.10/24
     farm_ns_add host1 198.19.64.11/24 bridged
     farm_ns_add host2 198.19.64.12/24 bridged
+    farm_ns_add store 198.19.64.13/24
     farm_ns_add runner 198.19.64.20/24
 }
 

@@ -89,3 +89,25 @@ farm_places_up() {
         lgc -p "$place" set-tags board="$board" image="$image"
     done <"$FARM_DIR/boards.txt"
 }
+
+# The farm's one store: Debian's PostgreSQL server in a namespace of its own (198.19.64.13),
+# which every job writes its figures into through `linklab track import --db` (store_job), as
+# a farm's many runners would. Trust on the farm's network and no fsync: a throwaway store for
+# this run (a real farm's server keeps both).
+FARM_STORE_URL=postgres://postgres@198.19.64.13:5432/postgres
+export FARM_STORE_URL
+farm_store_up() {
+    local bin data="$FARM_RUN/store/data"
+    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    [ -n "$bin" ] && [ -x "$bin/initdb" ] || { echo "no PostgreSQL server: install Debian's postgresql (scripts/setup)" >&2; return 1; }
+    # The server runs as the postgres user, who must reach its data under the run's folder.
+    chmod o+x "$FARM_RUN"
+    mkdir -p "$FARM_RUN/store"
+    chown postgres: "$FARM_RUN/store"
+    runuser -u postgres -- "$bin/initdb" -A trust -U postgres --no-sync -E UTF8 -D "$data" \
+        >>"$FARM_LOGS/store.log" 2>&1 || { echo "initdb failed (logs/store.log)" >&2; return 1; }
+    echo "host all all 198.19.64.0/24 trust" >>"$data/pg_hba.conf"
+    in_ns store runuser -u postgres -- "$bin/postgres" -D "$data" -h 198.19.64.13 -k "" -c fsync=off \
+        >>"$FARM_LOGS/store.log" 2>&1 &
+    await_port 198.19.64.13:5432 60 || { echo "the store (PostgreSQL) did not listen (logs/store.log)" >&2; return 1; }
+}
