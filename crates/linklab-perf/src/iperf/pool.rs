@@ -151,6 +151,9 @@ pub struct PoolServer<'a, E, const N: usize = MAX_TCP_SOCKETS, const S: usize = 
     last: Option<Result<(), Failure>>,
     /// The finished test was counted; the session only keeps it for its report.
     done: bool,
+    /// A new client's connection waits, in this poll, for the last test to end (see
+    /// `service_slot`): the next poll must come soon.
+    client_waits: bool,
     now: Micros,
     _endpoint: core::marker::PhantomData<E>,
 }
@@ -182,6 +185,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             counters: ServerCounters::default(),
             last: None,
             done: false,
+            client_waits: false,
             now: 0,
             _endpoint: core::marker::PhantomData,
         }
@@ -242,11 +246,13 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         let waiting =
             (self.data_slots > 0 && self.streams_connecting() && !self.listening_for_streams(N))
                 .then_some(self.now + 1_000);
+        let client_waits = self.client_waits.then_some(self.now + 1_000);
         self.session
             .poll_at()
             .into_iter()
             .chain(deadlines)
             .chain(waiting)
+            .chain(client_waits)
             .min()
     }
 
@@ -254,6 +260,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// Call after the stack processed what arrived.
     pub fn poll<P: PoolSockets<Endpoint = E>>(&mut self, sockets: &mut P, now: Micros) {
         self.now = now;
+        self.client_waits = false;
         let n = sockets.tcp_count().min(N);
         // Data first: bytes that arrived before the client's TEST_END still count (reading the
         // control connection first would end the test with them unread, as a short `-n` test

@@ -15,6 +15,7 @@ use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, IpEndpoint};
 
 mod lent_memory;
 mod modes;
+mod next_client;
 
 const PORT: u16 = 5201;
 const TICK_US: i64 = 50;

@@ -10,6 +10,15 @@ use crate::iperf::wire;
 use crate::socket::{TcpOps, TcpState};
 
 impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
+    /// The test holding the server has sent its results or ended: nothing but its end is
+    /// left.
+    fn test_ending(&self) -> bool {
+        matches!(
+            self.session.phase(),
+            Phase::Display | Phase::Done | Phase::Failed(_)
+        )
+    }
+
     /// Does what TCP socket `i`'s slot asks of it now (see [`Slot`]).
     pub(super) fn service_slot(&mut self, sock: &mut impl TcpOps, i: usize, now: Micros) {
         match self.slots[i] {
@@ -33,7 +42,16 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
                     }
                     _ => *handshake = Handshake::default(),
                 }
-                // A connection was established on this socket.
+                // A connection was established on this socket. While the test holding the
+                // server has only its end left (results sent, the client's IPERF_DONE or our
+                // close of the control connection to come), the new client waits for the
+                // next poll instead of being denied: on a slow or lossy link the next
+                // test's connection can come before the last test's IPERF_DONE (a stock
+                // iperf3 client exits as soon as it has sent it).
+                if self.held() && self.test_ending() {
+                    self.client_waits = true;
+                    return;
+                }
                 if !self.held() {
                     self.session.accept_control(now);
                     self.done = false;
