@@ -10,6 +10,7 @@ mod device;
 mod figure;
 mod history;
 mod import;
+mod live;
 mod measure;
 mod postgres;
 mod readme;

@@ -60,7 +60,7 @@ fn the_issues_suite_works_as_written_with_paths_from_its_folder() {
 
 #[test]
 fn mistakes_are_one_line_with_their_line_number() {
-    let cases: [(&str, &str); 9] = [
+    let cases: [(&str, &str); 11] = [
         (
             "[[image]]\nname = \"a\"\nboard = \"mps2-an385\"\nimage = \"main\"\ncolour = 3\n",
             ":5: unknown field `colour`",
@@ -83,7 +83,12 @@ fn mistakes_are_one_line_with_their_line_number() {
             ":4: a second entry named \"s\"",
         ),
         ("[[image]\nname = 1\n", ":1: "),
-        ("# nothing\n", "no [[image]] and no [[sim]]"),
+        ("# nothing\n", "no [[image]], [[device]] or [[sim]]"),
+        (
+            "[[device]]\nname = \"d\"\naddress = \"198.18.0.2\"\nargs = [\"--json\", \"x.json\"]\n",
+            ":1: [[device]] \"d\": args: \"--json\" is set by track",
+        ),
+        ("[[device]]\nname = \"d\"\n", ":1: missing field `address`"),
         (
             "[[image]]\nname = \"a\"\nboard = \"mps2-an385\"\nimage = \"main\"\nfigures = [\"flash\", \"speed\"]\n",
             "figures: unknown \"speed\"",
@@ -118,4 +123,46 @@ fn an_entry_that_cannot_be_measured_is_stored_failed_beside_the_others() {
     assert!(printed.contains("sim: get /10kB"), "{printed}");
     assert!(printed.contains("sim: ping rtt"), "{printed}");
     assert_eq!(labels(&db), ["one"]);
+}
+
+/// A `[[device]]`: `linklab probe` of a live device, its figures stored under probe's ids
+/// with their samples (here the host's own loopback answering ICMP: the plumbing, in a few
+/// seconds; a device on a TAP is probed so in the farm); a device that cannot be probed is
+/// stored failed with probe's own line, beside the others.
+#[test]
+fn a_live_device_is_probed_and_its_figures_stored() {
+    let text = "[[device]]\nname = \"lo\"\naddress = \"127.0.0.1\"\nargs = [\"--only\", \"icmp\", \"--duration\", \"10\"]\n\n[[device]]\nname = \"nowhere\"\naddress = \"nowhere.invalid\"\nargs = [\"--only\", \"icmp\"]\n";
+    let path = suite("track-suite-device", text);
+    let out = dry_run(&path);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("lo: linklab probe 127.0.0.1 --only icmp --duration 10"),
+        "{}",
+        stdout(&out)
+    );
+    let db = path.with_file_name("t.sqlite");
+    let out = track(&db, &["run", path.to_str().unwrap(), "--label", "live"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let rtt = printed
+        .lines()
+        .find(|l| l.starts_with("lo: icmp.rtt_p50.64B "))
+        .unwrap_or_else(|| panic!("no round trip stored: {printed}"));
+    // Its range: the quartiles around the median, in microseconds.
+    let samples: Vec<f64> = rtt
+        .split_whitespace()
+        .skip(2)
+        .take_while(|w| w.parse::<f64>().is_ok())
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(samples.len(), 3, "{rtt}");
+    assert!(
+        samples[0] <= samples[1] && samples[1] <= samples[2] && samples[0] > 0.0,
+        "{rtt}"
+    );
+    assert!(
+        printed.contains("nowhere: failed: linklab probe nowhere.invalid: "),
+        "{printed}"
+    );
+    assert_eq!(labels(&db), ["live"]);
 }

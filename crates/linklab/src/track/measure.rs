@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::figure::{Better, EntryResult, Figure, Rule, Run};
 use super::stamp::Stamp;
 use super::suite::{self, SimEntry, Suite};
-use super::{device, store};
+use super::{device, live, store};
 
 /// Options of `linklab track run`.
 #[derive(clap::Args, Debug)]
@@ -21,7 +21,8 @@ pub struct Args {
     /// given twice makes a second run of it; compare takes the latest.
     #[arg(long, value_name = "L")]
     label: Option<String>,
-    /// Samples per counted figure: boots of each image.
+    /// Samples per counted figure: boots of each image, and probe runs of each device
+    /// (`linklab probe --repeat N`).
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = crate::values::ranged(1u32, 50))]
     repeat: u32,
@@ -94,6 +95,12 @@ fn plan(suite: &Suite) -> String {
             i.figures.join(", ")
         ));
     }
+    for d in &suite.devices {
+        let args: Vec<&str> = std::iter::once(d.address.as_str())
+            .chain(d.args.iter().map(String::as_str))
+            .collect();
+        out.push_str(&format!("{}: linklab probe {}\n", d.name, args.join(" ")));
+    }
     for s in &suite.sims {
         out.push_str(&format!("{}: linklab bench {}\n", s.name, s.args.join(" ")));
     }
@@ -118,6 +125,10 @@ pub fn measure(suite: &Suite, label: Option<&str>, repeat: u32) -> Run {
         entries.push(device::measure(image, repeat));
     }
     device::clean_up();
+    for d in &suite.devices {
+        eprintln!("track: probing {} at {} ...", d.name, d.address);
+        entries.push(live::measure(d, repeat));
+    }
     for sim in &suite.sims {
         eprintln!("track: simulating {} ...", sim.name);
         let mut e = EntryResult::new(&sim.name, "sim", "");

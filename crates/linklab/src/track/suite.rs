@@ -3,7 +3,8 @@
 //! `[[image]]`: a firmware image booted on an emulated board, either one of linklab's own
 //! (`image = "main"`, built from its firmware/ folder, or `elf = ...` of that image) or any
 //! ELF (`elf = ...` alone: another stack's firmware, with its `address`, `mac` and `iperf`).
-//! `[[sim]]`: `linklab bench` with the options in `args`. A top-level `build` names the
+//! `[[device]]`: a live device at an address, measured by `linklab probe` with the options in
+//! `args`. `[[sim]]`: `linklab bench` with the options in `args`. A top-level `build` names the
 //! command that builds the tree (run by `track walk` in each commit's worktree). An unknown
 //! key or a missing field is one line with its line number; a relative path is taken from
 //! the suite file's folder.
@@ -31,7 +32,18 @@ struct RawSuite {
     #[serde(default)]
     image: Vec<Spanned<RawImage>>,
     #[serde(default)]
+    device: Vec<Spanned<RawDevice>>,
+    #[serde(default)]
     sim: Vec<Spanned<RawSim>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    name: String,
+    address: String,
+    #[serde(default)]
+    args: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +117,20 @@ impl ImageEntry {
     }
 }
 
+/// One `[[device]]` entry: `linklab probe ADDRESS ARGS`, a live device's figures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceEntry {
+    /// The entry's name (unique in the suite).
+    pub name: String,
+    /// The device's address (or host name), as probe takes it.
+    pub address: String,
+    /// `linklab probe`'s other options (not `--json` nor `--repeat`: track sets them).
+    pub args: Vec<String>,
+}
+
+/// Options of probe that track sets itself for a `[[device]]`.
+const PROBE_OPTIONS_TRACK_SETS: [&str; 2] = ["--json", "--repeat"];
+
 /// One `[[sim]]` entry: `linklab bench ARGS`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimEntry {
@@ -123,6 +149,8 @@ pub struct Suite {
     pub build: Option<String>,
     /// The images.
     pub images: Vec<ImageEntry>,
+    /// The live devices.
+    pub devices: Vec<DeviceEntry>,
     /// The simulator runs.
     pub sims: Vec<SimEntry>,
 }
@@ -163,6 +191,15 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Suite> {
             .map_err(|why| anyhow::anyhow!("{}: [[image]] {:?}: {why}", at(offset), r.name))?;
         images.push(entry);
     }
+    let mut devices = Vec::new();
+    for spanned in &raw.device {
+        let offset = spanned.span().start;
+        let r = spanned.get_ref();
+        unique(&r.name, offset)?;
+        let entry = device_entry(r)
+            .map_err(|why| anyhow::anyhow!("{}: [[device]] {:?}: {why}", at(offset), r.name))?;
+        devices.push(entry);
+    }
     let mut sims = Vec::new();
     for spanned in &raw.sim {
         let r = spanned.get_ref();
@@ -172,13 +209,17 @@ pub fn parse(text: &str, path: &Path) -> anyhow::Result<Suite> {
             args: r.args.clone(),
         });
     }
-    if images.is_empty() && sims.is_empty() {
-        anyhow::bail!("{}: no [[image]] and no [[sim]]: nothing to measure", at(0));
+    if images.is_empty() && devices.is_empty() && sims.is_empty() {
+        anyhow::bail!(
+            "{}: no [[image]], [[device]] or [[sim]]: nothing to measure",
+            at(0)
+        );
     }
     Ok(Suite {
         path: path.to_path_buf(),
         build: raw.build,
         images,
+        devices,
         sims,
     })
 }
@@ -251,6 +292,28 @@ fn image_entry(r: &RawImage, dir: &Path, line: usize) -> Result<ImageEntry, Stri
         target,
         figures,
         line,
+    })
+}
+
+/// Checks one `[[device]]` table: the reason when it cannot be measured.
+fn device_entry(r: &RawDevice) -> Result<DeviceEntry, String> {
+    if r.address.trim().is_empty() {
+        return Err("address is empty".into());
+    }
+    let set_by_track = r.args.iter().find(|a| {
+        PROBE_OPTIONS_TRACK_SETS
+            .iter()
+            .any(|o| a.as_str() == *o || a.starts_with(&format!("{o}=")))
+    });
+    if let Some(a) = set_by_track {
+        return Err(format!(
+            "args: {a:?} is set by track (its JSON; --repeat comes from `track run --repeat`)"
+        ));
+    }
+    Ok(DeviceEntry {
+        name: r.name.clone(),
+        address: r.address.clone(),
+        args: r.args.clone(),
     })
 }
 

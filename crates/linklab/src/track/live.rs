@@ -1,0 +1,99 @@
+//! A suite's `[[device]]` entries: a live device measured by `linklab probe` (this very
+//! program), its figures stored with their ranges and judged by probe's rate rule.
+
+use anyhow::Context;
+
+use super::figure::{Better, EntryResult, Figure, Rule};
+use super::suite::DeviceEntry;
+use crate::probe::document::{self, ProbeReport};
+
+/// Probes the device of `entry` (`--repeat N` when `repeat` > 1); a failed probe is the
+/// entry failed with probe's own last line, never figures of a half run.
+pub fn measure(entry: &DeviceEntry, repeat: u32) -> EntryResult {
+    let mut e = EntryResult::new(&entry.name, "device", "");
+    match probe(entry, repeat) {
+        Ok(doc) => e.figures = probe_figures(&doc),
+        Err(why) => e.failed = Some(format!("{why:#}")),
+    }
+    e
+}
+
+/// `linklab probe ADDRESS ARGS --json FILE`: its document (exit 0, or 3 when ARGS gave a
+/// baseline the device fell behind: the figures are still this run's). Its HTML goes where
+/// ARGS say (`-o`), or nowhere.
+fn probe(entry: &DeviceEntry, repeat: u32) -> anyhow::Result<ProbeReport> {
+    let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
+    let safe_name = entry
+        .name
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+    let tmp = |ext: &str| {
+        let name = format!("linklab-track-{}-{safe_name}.{ext}", std::process::id());
+        std::env::temp_dir().join(name)
+    };
+    let (json, html) = (tmp("json"), tmp("html"));
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("probe").arg(&entry.address).args(&entry.args);
+    cmd.arg("--json").arg(&json);
+    let html_asked = entry
+        .args
+        .iter()
+        .any(|a| a.starts_with("-o") || a.starts_with("--output"));
+    if !html_asked {
+        cmd.arg("-o").arg(&html);
+    }
+    if repeat > 1 {
+        cmd.args(["--repeat", &repeat.to_string()]);
+    }
+    let out = cmd.output().context("cannot run linklab probe")?;
+    let text = std::fs::read(&json);
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&html);
+    if !matches!(out.status.code(), Some(0 | 3)) {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        anyhow::bail!(
+            "linklab probe {}: {}",
+            entry.address,
+            last.unwrap_or("failed without a word").trim()
+        );
+    }
+    let text = text.context("linklab probe wrote no JSON")?;
+    serde_json::from_slice(&text).context("linklab probe's JSON")
+}
+
+/// The figures of a probe document, each under its probe id (`tcp.to_device`, ...): across
+/// the runs of `--repeat` (one sample per run), or else the one run's samples (a TCP test's
+/// slices), or its range (a round trip's quartiles: low, median, high).
+pub fn probe_figures(doc: &ProbeReport) -> Vec<Figure> {
+    if let Some(rep) = doc.repeat.as_ref().filter(|r| r.runs > 1) {
+        return rep
+            .figures
+            .iter()
+            .map(|f| {
+                let samples = f.values.iter().flatten().copied().collect();
+                Figure::new(&f.id, &f.unit, better(f.better), Rule::Rate, samples)
+            })
+            .collect();
+    }
+    doc.figures
+        .iter()
+        .map(|f| {
+            let samples = if f.samples.is_empty() {
+                [f.low, Some(f.value), f.high]
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            } else {
+                f.samples.clone()
+            };
+            Figure::new(&f.id, &f.unit, better(f.better), Rule::Rate, samples)
+        })
+        .collect()
+}
+
+fn better(b: document::Better) -> Better {
+    match b {
+        document::Better::Higher => Better::Higher,
+        document::Better::Lower => Better::Lower,
+    }
+}
