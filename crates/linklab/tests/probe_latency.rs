@@ -14,6 +14,7 @@
 mod common;
 mod probe_support;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -201,18 +202,12 @@ fn a_deep_queue_shows_under_load_and_an_unshaped_device_holds() {
     assert_side_by_side(&plain, &shaped);
 }
 
-/// `linklab report` on two runs: one column per run named by its label, the change, the CDFs
-/// overlaid.
-fn assert_side_by_side(plain: &Run, shaped: &Run) {
-    let dir = tempdir("probe-latency-report");
-    let (a, b) = (dir.join("unshaped.json"), dir.join("shaped.json"));
-    std::fs::copy(plain.html.with_file_name("probe.json"), &a).unwrap();
-    std::fs::copy(shaped.html.with_file_name("probe.json"), &b).unwrap();
-    let html = dir.join("side.html");
+/// `linklab report -o HTML RUN...`, which must succeed; the page it wrote.
+fn report_page(html: &Path, runs: &[&Path]) -> String {
     let out = Command::new(linklab_bin())
         .args(["report", "-o"])
-        .arg(&html)
-        .args([&a, &b])
+        .arg(html)
+        .args(runs)
         .output()
         .unwrap();
     assert!(
@@ -220,7 +215,17 @@ fn assert_side_by_side(plain: &Run, shaped: &Run) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let page = std::fs::read_to_string(&html).unwrap();
+    std::fs::read_to_string(html).unwrap()
+}
+
+/// `linklab report` on two runs: one column per run named by its label, the change, the CDFs
+/// overlaid.
+fn assert_side_by_side(plain: &Run, shaped: &Run) {
+    let dir = tempdir("probe-latency-report");
+    let (a, b) = (dir.join("unshaped.json"), dir.join("shaped.json"));
+    std::fs::copy(plain.html.with_file_name("probe.json"), &a).unwrap();
+    std::fs::copy(shaped.html.with_file_name("probe.json"), &b).unwrap();
+    let page = report_page(&dir.join("side.html"), &[&a, &b]);
     assert!(page.contains("2 probe runs side by side"));
     assert!(
         page.contains("<th>unshaped</th><th>tbf 400ms</th>"),
@@ -401,19 +406,7 @@ fn repeat_keeps_the_spread_and_bad_input_is_one_line() {
         .retain(|f| f["id"] != "icmp.rtt_p50.1472B");
     let older_json = dir.join("older.json");
     std::fs::write(&older_json, serde_json::to_string(&older).unwrap()).unwrap();
-    let side = dir.join("side.html");
-    let out = Command::new(linklab_bin())
-        .args(["report", "-o"])
-        .arg(&side)
-        .args([&older_json, &probe_json])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let page = std::fs::read_to_string(&side).unwrap();
+    let page = report_page(&dir.join("side.html"), &[&older_json, &probe_json]);
     assert!(page.contains("no conditions recorded (an older document)"));
     assert!(
         page.contains("lacks icmp.rtt_p50.1472B: not measured"),

@@ -199,6 +199,25 @@ impl Served {
     }
 }
 
+/// `/stats/tcp` is JSON and lists the request's own connection among the sockets.
+fn lists_its_own_request(served: &Served) {
+    let body = served.run(&[
+        "curl",
+        "-sS",
+        "--fail",
+        "--max-time",
+        "10",
+        &format!("http://{DEVICE_IP}/stats/tcp"),
+    ]);
+    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
+    let own = tcp["sockets"]
+        .as_array()
+        .expect("sockets")
+        .iter()
+        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
+    assert!(own, "{tcp}");
+}
+
 #[test]
 fn bad_options_get_one_line_naming_the_option() {
     let cases: [(&[&str], &str); 6] = [
@@ -311,22 +330,7 @@ fn ping_curl_echo_stats_and_clean_exit() {
     let stats = served.stats();
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
-    let body = served.run(&[
-        "curl",
-        "-sS",
-        "--fail",
-        "--max-time",
-        "10",
-        &format!("http://{DEVICE_IP}/stats/tcp"),
-    ]);
-    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
-    // The request's own connection is one of the sockets listed.
-    let own = tcp["sockets"]
-        .as_array()
-        .expect("sockets")
-        .iter()
-        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
-    assert!(own, "{tcp}");
+    lists_its_own_request(&served);
     assert!(mac_counter(&stats, "tx_packets") > 100, "{stats}");
     assert_eq!(stats["echo"]["udp_tx_datagrams"], 5, "{stats}");
     assert!(
@@ -465,22 +469,7 @@ fn auto_window_keeps_a_small_queue_from_overflowing() {
     let stats = served.stats();
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
-    let body = served.run(&[
-        "curl",
-        "-sS",
-        "--fail",
-        "--max-time",
-        "10",
-        &format!("http://{DEVICE_IP}/stats/tcp"),
-    ]);
-    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
-    // The request's own connection is one of the sockets listed.
-    let own = tcp["sockets"]
-        .as_array()
-        .expect("sockets")
-        .iter()
-        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
-    assert!(own, "{tcp}");
+    lists_its_own_request(&served);
     assert_eq!(
         mac_counter(&stats, "rx_missed_errors"),
         0,
