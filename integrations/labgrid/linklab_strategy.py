@@ -37,7 +37,8 @@ class LinklabStrategy(Strategy):
     """Powers a board on, waits for linklab's boot line, then for the device to answer ping.
 
     board: the name the firmware must report (`mps2-an385`, `riscv32-virt`, ...): a wrong
-    image is an error, not a probe of the wrong thing.
+    image is an error, not a probe of the wrong thing. hang_timeout: how long a board at
+    "network up" may not answer ping after a test's run before it counts as hung.
     """
 
     bindings = {
@@ -48,6 +49,7 @@ class LinklabStrategy(Strategy):
     board = attr.ib(validator=attr.validators.instance_of(str))
     boot_timeout = attr.ib(default=60.0, converter=float)
     ping_timeout = attr.ib(default=30.0, converter=float)
+    hang_timeout = attr.ib(default=5.0, converter=float)
     status = attr.ib(default=Status.unknown)
 
     def __attrs_post_init__(self):
@@ -113,8 +115,9 @@ class LinklabStrategy(Strategy):
         tail = [line[:width] for line in seen.splitlines() if line.strip()][-lines:]
         return " | ".join(tail) if tail else f"(nothing read; {str(timeout).splitlines()[0]})"
 
-    def _await_ping(self):
-        deadline = time.monotonic() + self.ping_timeout
+    def _answers_ping(self, within):
+        """Whether the board's address answers a ping within `within` seconds."""
+        deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             ping = subprocess.run(
                 ["ping", "-c", "1", "-W", "1", self.address],
@@ -123,8 +126,30 @@ class LinklabStrategy(Strategy):
                 check=False,
             )
             if ping.returncode == 0:
-                return
-        raise StrategyError(
+                return True
+        return False
+
+    def recover_if_hung(self):
+        """After a test's run on a board at "network up": None when the board still answers
+        ping (within `hang_timeout` s), else the board hung. A hung board is power-cycled once
+        (off, then on) through its power driver, so that the next user finds it running
+        again, and the words for the test's failure are returned. The cycle is no retry: the
+        test fails all the same; the module's teardown then powers the board off."""
+        if self.status != Status.network_up or self._answers_ping(self.hang_timeout):
+            return None
+        self.target.activate(self.power)
+        self.power.cycle()
+        # Booting again after the cycle, not at "network up": the teardown powers it off.
+        self.status = Status.unknown
+        return (
+            f"{self.board} hung: {self.address} stopped answering (no ping reply within "
+            f"{self.hang_timeout:.0f} s, its power on); power-cycled once to recover it, the "
+            "run not repeated"
+        )
+
+    def _await_ping(self):
+        if not self._answers_ping(self.ping_timeout):
+            raise StrategyError(
             f"{self.board} printed its boot line but {self.address} did not answer ping "
             f"within {self.ping_timeout:.0f} s"
         )

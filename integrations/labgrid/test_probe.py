@@ -52,6 +52,8 @@ class Device:
     board: str
     address: str
     late_log: Path
+    # The strategy's check after a run: None, or the words for a hung board (power-cycled).
+    recover_if_hung: object
 
     def late_lines(self):
         """QEMU's "guest is now late" lines so far in this session (qemu/late-aside)."""
@@ -86,14 +88,18 @@ def run_probe(opts, address, out_dir, baseline=None):
             argv += ["--tolerance", str(opts["tolerance"])]
     began = time.monotonic()
     # probe promises to end within --duration + 10 s; the margin here is for a loaded host.
-    done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=opts["duration"] + 30, check=False
-    )
+    limit = opts["duration"] + 30
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=limit, check=False)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as late:
+        code, stdout = -9, _text(late.stdout)
+        stderr = f"{_text(late.stderr)}linklab probe did not end within {limit} s (killed)"
     run = ProbeRun(
         argv,
-        done.returncode,
-        done.stdout,
-        done.stderr,
+        code,
+        stdout,
+        stderr,
         time.monotonic() - began,
         json_path,
         page_path,
@@ -102,6 +108,21 @@ def run_probe(opts, address, out_dir, baseline=None):
     (out_dir / "probe.stderr.txt").write_text(run.stderr)
     print(f"$ {' '.join(argv)}\n{run.stdout}{run.stderr}exit {run.code}, {run.wall:.1f} s")
     return run
+
+
+def _text(output):
+    """A timed-out run's captured output as text."""
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
+
+
+def fail_if_hung(device, run):
+    """Fails the test when the board hung during the run (it no longer answers): the strategy
+    has power-cycled it once, and the run's result is not kept."""
+    hung = device.recover_if_hung()
+    if hung:
+        pytest.fail(f"{hung}; linklab probe exit {run.code}: {run.said()[-300:]}")
 
 
 def attach(record_property, run, device):
@@ -148,7 +169,7 @@ def device(strategy, linklab_options, record_testsuite_property):
     print(f"{strategy.board}: {strategy.boot_line!r}; answered ping {strategy.boot_seconds:.1f} s after power on")
     record_testsuite_property("board", strategy.board)
     record_testsuite_property("boot_s", round(strategy.boot_seconds, 1))
-    yield Device(strategy.board, strategy.address, late_log)
+    yield Device(strategy.board, strategy.address, late_log, strategy.recover_if_hung)
     strategy.transition("off")
 
 
@@ -160,6 +181,7 @@ def test_baseline(device, linklab_options, record_property):
         pytest.skip(f"baseline kept: {baseline}")
     run = run_probe(opts, device.address, opts["results"] / device.board / "baseline")
     attach(record_property, run, device)
+    fail_if_hung(device, run)
     if run.code != PROBE_OK:
         pytest.fail(
             f"linklab probe failed (exit {run.code}), no baseline recorded: {run.said()}"
@@ -178,6 +200,7 @@ def test_probe_against_baseline(device, linklab_options, record_property):
         pytest.fail(f"no baseline at {baseline} (test_baseline records one)")
     run = run_probe(opts, device.address, opts["results"] / device.board, baseline)
     attach(record_property, run, device)
+    fail_if_hung(device, run)
     doc = run.document()
     if run.code == PROBE_WORSE_THAN_BASELINE:
         worse = worse_figures(doc) if doc else []

@@ -97,7 +97,10 @@ check_store() {
 farm_checks() {
     check_one_job
     check_concurrent_jobs
+    # The hung board's job runs beside the never-boots one (both on host2): no added minute.
+    hang_mid_probe_start
     check_never_boots
+    check_hang_mid_probe
     check_exporter_killed
     check_coordinator_restart
     check_store

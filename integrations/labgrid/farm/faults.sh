@@ -90,3 +90,55 @@ check_coordinator_restart() {
         FAILED+=("coordinator-exporters")
     fi
 }
+
+# A board that hangs mid-probe: lf-riscv-embassy (host2's outlet 1, 198.19.64.104) frozen by
+# its power server's fault hook (GET /hang/1: SIGSTOP to its QEMU, the power left on) once its
+# job's `linklab probe` runs. Started in the background (hang_mid_probe_start) beside the
+# never-boots fault, whose board is also on host2, and checked by check_hang_mid_probe.
+HANG_ADDRESS=198.19.64.104
+probe_running() { pgrep -f "linklab probe $HANG_ADDRESS " >/dev/null; }
+hang_mid_probe_start() {
+    say "fault: a board that hangs mid-probe (board=riscv32-virt image=embassy, frozen once its probe runs)"
+    run_job hang-mid-probe board=riscv32-virt image=embassy >"$FARM_RUN/hang.out" &
+    HANG_JOB=$!
+    (
+        if await_true 150 probe_running; then
+            sleep 1
+            in_ns host2 python3 -c 'import sys, urllib.request as u; print(u.urlopen(sys.argv[1], timeout=10).read().decode())' \
+                http://198.19.64.12:8000/hang/1 >"$FARM_RUN/hang.hook" 2>&1
+        else
+            echo "the job's probe never ran" >"$FARM_RUN/hang.hook"
+        fi
+    ) &
+    HANG_HOOK=$!
+}
+
+# The hung board's job failed naming the place and the hang, after one probe run; the power
+# server switched it off, on (the one power cycle) and off again after it froze; nothing it ran
+# is left, its power is off and its place released.
+check_hang_mid_probe() {
+    local out="$FARM_RUN/hang.out" after runs pid left=""
+    if wait "$HANG_JOB"; then
+        say "the hang-mid-probe job passed"; FAILED+=("hang-passed")
+    fi
+    wait "$HANG_HOOK" || true
+    cat "$out"
+    [ "$(cat "$FARM_RUN/hang.hook")" = hung ] \
+        || { say "hang-mid-probe: the board was not frozen: $(cat "$FARM_RUN/hang.hook")"; FAILED+=("hang-hook"); return; }
+    grep -q "^job hang-mid-probe: FAILED on lf-riscv-embassy .*riscv32-virt hung: $HANG_ADDRESS stopped answering .*power-cycled once" "$out" \
+        || { say "hang-mid-probe: the failure did not name the place and the hang"; FAILED+=("hang-message"); }
+    runs=$(grep -c "linklab probe $HANG_ADDRESS " "$RESULTS/hang-mid-probe/pytest.txt" || true)
+    [ "$runs" = 1 ] || { say "hang-mid-probe: $runs probe runs (want 1: no rerun)"; FAILED+=("hang-rerun"); }
+    # Board 1's power switchings after the freeze: off, on (the cycle), off (the teardown).
+    after=$(sed -n '/^hang: board 1 /,$p' "$FARM_LOGS/host2-power.log" | sed -n 's/^power: board 1 ([^)]*) //p' | tr '\n' ' ')
+    say "hang-mid-probe: $(grep '^hang: board 1 ' "$FARM_LOGS/host2-power.log"); board 1's power after it: $after"
+    [ "$after" = "off on off " ] || { say "hang-mid-probe: not one power cycle then off"; FAILED+=("hang-power-cycle"); }
+    [ "$(power_state 198.19.64.12:8000 1)" = 0 ] \
+        || { say "hang-mid-probe: lf-riscv-embassy was left powered on"; FAILED+=("hang-power"); }
+    for pid in $(sed -n 's/^hang: board 1 .*pids \([0-9 ]*\)).*/\1/p' "$FARM_LOGS/host2-power.log"); do
+        ! kill -0 "$pid" 2>/dev/null || left+=" $pid"
+    done
+    [ -z "$left" ] || { say "hang-mid-probe: the frozen board's processes are left:$left"; FAILED+=("hang-leftovers"); }
+    [[ "$(places_held)" != *"lf-riscv-embassy:"* ]] \
+        || { say "hang-mid-probe: lf-riscv-embassy was left acquired"; FAILED+=("hang-place"); }
+}

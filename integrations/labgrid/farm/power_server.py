@@ -11,6 +11,11 @@ Each board's console is a pseudo-terminal that exists whether the board is on or
 USB-serial adapter does: the board's console output is written to it, and ser2net serves its
 other end on the network (labgrid's `NetworkSerialPort`). Nothing is kept when no one reads.
 
+The farm's fault hook (no PDU has it; faults.sh calls it from the host): `GET /hang/N` freezes
+board N as a hung board is frozen: its processes (QEMU) get SIGSTOP, so it answers nothing on
+the network or the console while its power stays on (`GET /power/N` still answers "1").
+Powering it off ends it as a power cut ends a hung board.
+
 Usage: power_server.py SPEC.json, where SPEC is {"listen": [addr, port], "bridge": "br0",
 "linklab": BIN, "boards": [{"index", "board", "image", "elf", "ip", "mac", "tap", "tty"}]}.
 """
@@ -35,6 +40,7 @@ class Board:
         self.linklab = linklab
         self.bridge = bridge
         self.proc = None
+        self.hung = []
         self.lock = threading.Lock()
         # The console: we write into the master; ser2net opens the slave through the link.
         self.master, self.slave = os.openpty()
@@ -93,14 +99,48 @@ class Board:
                 threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
                 threading.Thread(target=self._attach_tap, args=(self.proc,), daemon=True).start()
             elif not on and self.proc is not None:
-                stop(self.proc)
+                stop(self.proc, self.hung)
                 self.proc = None
+                self.hung = []
+
+    def hang(self):
+        """Freezes the powered board's processes (SIGSTOP); their pids, or [] when it is off."""
+        with self.lock:
+            if not self.is_on():
+                return []
+            self.hung = descendants(self.proc.pid)
+            for pid in self.hung:
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                except ProcessLookupError:
+                    pass
+            return self.hung
 
 
-def stop(proc):
-    """SIGTERM to the board's process group (linklab emu stops its QEMU), then SIGKILL."""
+def descendants(pid):
+    """The processes below `pid` (linklab emu's QEMU and what it started), children first."""
+    found = []
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        return found
+    for child in children:
+        found.append(child)
+        found += descendants(child)
+    return found
+
+
+def stop(proc, hung):
+    """SIGTERM to the board's process group (linklab emu stops its QEMU), then SIGKILL; a hung
+    board's frozen processes are let run again so that they take linklab emu's SIGTERM."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
+        for pid in hung:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -115,6 +155,9 @@ def handler_for(boards):
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)
             parts = self.path.strip("/").split("/")
+            if len(parts) == 2 and parts[0] == "hang" and parts[1] in boards:
+                self.hang(boards[parts[1]], parts[1])
+                return
             if len(parts) not in (2, 3) or parts[0] != "power" or parts[1] not in boards:
                 self.send_error(404, "expected /power/INDEX[/0|1]")
                 return
@@ -127,6 +170,20 @@ def handler_for(boards):
                 print(f"power: board {parts[1]} ({board.spec['board']}) "
                       f"{'on' if parts[2] == '1' else 'off'}", flush=True)
             body = b"1" if board.is_on() else b"0"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def hang(self, board, index):
+            """The fault hook: freezes a powered board; 409 when it is off."""
+            pids = board.hang()
+            if not pids:
+                self.send_error(409, "the board is off")
+                return
+            print(f"hang: board {index} ({board.spec['board']}) frozen (SIGSTOP to pids "
+                  f"{' '.join(map(str, pids))}), its power left on", flush=True)
+            body = b"hung"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
