@@ -8,7 +8,9 @@
 //   transfers rp2040js schedules on the clock), advance by those cycles' nanoseconds.
 // - Each enabled PIO state machine steps once per `CLKDIV` cycles of clk_sys (integer and
 //   fractional parts, as the hardware), counted on the same cycles: rp2040js's own PIO
-//   loop (1 000 steps per timer tick, no divider) is switched off.
+//   loop (1 000 steps per timer tick, no divider) is switched off. clk_sys and the
+//   dividers are read once per slice of 120 000 cycles (1 ms at 120 MHz; the firmware sets
+//   them once, at boot).
 // - The RX pin (GP2) takes one line sample per step of state machine 0 (40 MHz: the
 //   line's 4x of 10 Mbit/s); each capture the line process sends is played sample by
 //   sample, captures back to back with 384 samples (96 bit times) of idle line between
@@ -39,7 +41,7 @@ const GAP_SAMPLES = 384;
 /// Captures queued before the harness stops reading the socket (the line then waits).
 const MAX_QUEUED = 8;
 /// Core cycles per slice of the loop between looks at the socket.
-const SLICE_CYCLES = 400_000;
+const SLICE_CYCLES = 120_000;
 
 function parseArgs(argv) {
   const args = { status: null, seconds: Infinity };
@@ -209,6 +211,7 @@ function main() {
   const { core, clock } = mcu;
   const sms = pio.machines;
   const acc = [0, 0, 0, 0];
+  const div = [256, 256, 256, 256];
   let cycles = 0;
   let lastReport = Date.now();
   const started = Date.now();
@@ -237,20 +240,39 @@ function main() {
 
   function slice() {
     const end = cycles + SLICE_CYCLES;
+    // clk_sys and the dividers, read once a slice (the firmware sets them once, at boot).
+    const nsPerCycle = 1e9 / mcu.clkSys;
+    for (let i = 0; i < 4; i++) {
+      div[i] = ((sms[i].clockDivInt || 65536) << 8) + sms[i].clockDivFrac;
+    }
+    const [sm0, sm1] = sms;
     while (cycles < end) {
       const n = core.waiting ? 1 : core.executeInstruction();
       cycles += n;
-      clock.tick((n * 1e9) / mcu.clkSys);
-      for (let i = 0; i < 4; i++) {
+      clock.tick(n * nsPerCycle);
+      if (sm0.enabled) {
+        acc[0] += n << 8;
+        while (acc[0] >= div[0]) {
+          acc[0] -= div[0];
+          rxLevel = rx.next();
+          sm0.step();
+        }
+      }
+      if (sm1.enabled) {
+        acc[1] += n << 8;
+        while (acc[1] >= div[1]) {
+          acc[1] -= div[1];
+          sm1.step();
+          tx.observe(pio.pinValues);
+        }
+      }
+      for (let i = 2; i < 4; i++) {
         const sm = sms[i];
         if (!sm.enabled) continue;
-        const div = ((sm.clockDivInt || 65536) << 8) + sm.clockDivFrac;
         acc[i] += n << 8;
-        while (acc[i] >= div) {
-          acc[i] -= div;
-          if (i === 0) rxLevel = rx.next();
+        while (acc[i] >= div[i]) {
+          acc[i] -= div[i];
           sm.step();
-          if (i === 1) tx.observe(pio.pinValues);
         }
       }
     }
