@@ -24,7 +24,7 @@
 // 4-byte big-endian length, then samples packed LSB first in little-endian words.
 //
 // Usage: node harness.mjs --elf ELF --socket PATH [--status FILE] [--seconds S]
-//   --status: a file rewritten about every real second with one JSON line: emulated ns,
+//   --status: a file rewritten about every 50 ms of real time with one JSON line: emulated ns,
 //   cycles, and the line's counts (the test reads emulated time from it).
 //   --seconds: stop after S emulated seconds (default: run until killed).
 
@@ -211,6 +211,10 @@ function main() {
   const { core, clock } = mcu;
   const sms = pio.machines;
   const acc = [0, 0, 0, 0];
+  // RP2040JS_TRACE=1: the last 64 PCs, printed if the PC leaves flash and SRAM.
+  const trace = process.env.RP2040JS_TRACE
+    ? { pcs: new Uint32Array(64), i: 0, panic: Number(process.env.RP2040JS_TRACE) }
+    : null;
   const div = [256, 256, 256, 256];
   let cycles = 0;
   let lastReport = Date.now();
@@ -247,6 +251,28 @@ function main() {
     }
     const [sm0, sm1] = sms;
     while (cycles < end) {
+      if (trace) {
+        const pc = core.PC >>> 0;
+        trace.pcs[trace.i++ & 63] = pc;
+        if (pc === trace.panic) {
+          const words = [0, 4, 8, 12].map((o) => mcu.readUint32(core.registers[0] + o) >>> 0);
+          console.error(`harness: panic: PanicInfo words ${words.map((w) => w.toString(16)).join(' ')}`);
+          for (const w of words) {
+            if (w < 0x10000000 || w >= 0x20042000) continue;
+            const [ptr, len, line, col] = [0, 4, 8, 12].map((o) => mcu.readUint32(w + o) >>> 0);
+            if (ptr >= 0x10000000 && ptr < 0x10200000 && len < 300) {
+              let file = '';
+              for (let k = 0; k < len; k++) file += String.fromCharCode(mcu.readUint8(ptr + k));
+              console.error(`harness: panic at ${file}:${line}:${col}`);
+            }
+          }
+        }
+        if (!((pc >= 0x10000000 && pc < 0x10200000) || (pc >= 0x20000000 && pc < 0x20042000))) {
+          const last = [];
+          for (let k = 0; k < 64; k++) last.push(trace.pcs[(trace.i + k) & 63].toString(16));
+          fail(`PC left flash and SRAM: 0x${pc.toString(16)}; the last PCs: ${last.join(' ')}`);
+        }
+      }
       const n = core.waiting ? 1 : core.executeInstruction();
       cycles += n;
       clock.tick(n * nsPerCycle);
@@ -284,7 +310,7 @@ function main() {
       paused = false;
       socket.resume();
     }
-    if (Date.now() - lastReport >= 1000) {
+    if (Date.now() - lastReport >= 50) {
       lastReport = Date.now();
       report(false);
     }
