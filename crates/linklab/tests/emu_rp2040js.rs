@@ -5,8 +5,8 @@
 //! (198.18.0.0/15). Stock ping, curl of the bench files with their CRC32s and stock iperf 2
 //! both ways; the rates in the emulated chip's clock (the harness's status file).
 //!
-//! Needs root, node with `npm ci` in emu/rp2040js (scripts/setup) and the example's ELF:
-//! `cd examples/boards/rp2040-soft-phy && cargo build --release --features one-core`.
+//! Needs root and node with `npm ci` in emu/rp2040js (scripts/setup); builds the example
+//! with `--features one-core` itself (seconds after the check's build of the example).
 
 mod common;
 
@@ -59,15 +59,29 @@ impl Status {
     }
 }
 
+/// Builds the example with `one-core` (the check's build of it, without, shares the ELF's
+/// path; after it only the binary is rebuilt) and returns the ELF.
+fn build_one_core_elf() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let dir = root().join("examples/boards/rp2040-soft-phy");
+    let out = Command::new(cargo)
+        .args(["build", "--release", "--features", "one-core"])
+        .current_dir(&dir)
+        .output()
+        .expect("cargo build of examples/boards/rp2040-soft-phy");
+    assert!(
+        out.status.success(),
+        "cargo build --release --features one-core in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    root().join("examples/boards/target/thumbv6m-none-eabi/release/rp2040-soft-phy")
+}
+
 /// Ping, CRC-checked HTTP and iperf 2 both ways through the pin-level RP2040.
 #[test]
 fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
-    let elf = root().join("examples/boards/target/thumbv6m-none-eabi/release/rp2040-soft-phy");
-    assert!(
-        elf.exists(),
-        "no {} (cd examples/boards/rp2040-soft-phy && cargo build --release --features one-core)",
-        elf.display()
-    );
+    let elf = build_one_core_elf();
     let harness = root().join("emu/rp2040js/harness.mjs");
     assert!(
         root().join("emu/rp2040js/node_modules/rp2040js").exists(),
