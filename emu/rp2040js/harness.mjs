@@ -27,6 +27,7 @@
 //   --status: a file rewritten about every 50 ms of real time with one JSON line: emulated ns,
 //   cycles, and the line's counts (the test reads emulated time from it).
 //   --seconds: stop after S emulated seconds (default: run until killed).
+// RP2040JS_TRACE=ADDR (decimal or 0x hex): see traceStep.
 
 import { RP2040 } from 'rp2040js';
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
@@ -172,6 +173,31 @@ function quietLogger(mcu) {
   return { debug() {}, info, warn: once, error: once };
 }
 
+/// RP2040JS_TRACE=ADDR: keeps the last 64 PCs and stops with them if the PC leaves flash and
+/// SRAM; at ADDR (the ELF's `rust_begin_unwind`) prints the panic's file and line.
+function traceStep(trace, mcu) {
+  const pc = mcu.core.PC >>> 0;
+  trace.pcs[trace.i++ & 63] = pc;
+  if (pc === trace.panic) {
+    const words = [0, 4, 8, 12].map((o) => mcu.readUint32(mcu.core.registers[0] + o) >>> 0);
+    console.error(`harness: panic: PanicInfo words ${words.map((w) => w.toString(16)).join(' ')}`);
+    for (const w of words) {
+      if (w < 0x10000000 || w >= 0x20042000) continue;
+      const [ptr, len, line, col] = [0, 4, 8, 12].map((o) => mcu.readUint32(w + o) >>> 0);
+      if (ptr >= 0x10000000 && ptr < 0x10200000 && len < 300) {
+        let file = '';
+        for (let k = 0; k < len; k++) file += String.fromCharCode(mcu.readUint8(ptr + k));
+        console.error(`harness: panic at ${file}:${line}:${col}`);
+      }
+    }
+  }
+  if (!((pc >= 0x10000000 && pc < 0x10200000) || (pc >= 0x20000000 && pc < 0x20042000))) {
+    const last = [];
+    for (let k = 0; k < 64; k++) last.push(trace.pcs[(trace.i + k) & 63].toString(16));
+    fail(`PC left flash and SRAM: 0x${pc.toString(16)}; the last PCs: ${last.join(' ')}`);
+  }
+}
+
 function boot(mcu, elfPath) {
   const { vectorTable } = loadElf(readFileSync(elfPath), mcu);
   // No boot ROM and no boot2: the image's sections are already where XIP maps them.
@@ -251,28 +277,7 @@ function main() {
     }
     const [sm0, sm1] = sms;
     while (cycles < end) {
-      if (trace) {
-        const pc = core.PC >>> 0;
-        trace.pcs[trace.i++ & 63] = pc;
-        if (pc === trace.panic) {
-          const words = [0, 4, 8, 12].map((o) => mcu.readUint32(core.registers[0] + o) >>> 0);
-          console.error(`harness: panic: PanicInfo words ${words.map((w) => w.toString(16)).join(' ')}`);
-          for (const w of words) {
-            if (w < 0x10000000 || w >= 0x20042000) continue;
-            const [ptr, len, line, col] = [0, 4, 8, 12].map((o) => mcu.readUint32(w + o) >>> 0);
-            if (ptr >= 0x10000000 && ptr < 0x10200000 && len < 300) {
-              let file = '';
-              for (let k = 0; k < len; k++) file += String.fromCharCode(mcu.readUint8(ptr + k));
-              console.error(`harness: panic at ${file}:${line}:${col}`);
-            }
-          }
-        }
-        if (!((pc >= 0x10000000 && pc < 0x10200000) || (pc >= 0x20000000 && pc < 0x20042000))) {
-          const last = [];
-          for (let k = 0; k < 64; k++) last.push(trace.pcs[(trace.i + k) & 63].toString(16));
-          fail(`PC left flash and SRAM: 0x${pc.toString(16)}; the last PCs: ${last.join(' ')}`);
-        }
-      }
+      if (trace) traceStep(trace, mcu);
       const n = core.waiting ? 1 : core.executeInstruction();
       cycles += n;
       clock.tick(n * nsPerCycle);
