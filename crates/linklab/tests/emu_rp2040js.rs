@@ -180,6 +180,25 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
         run.received(),
         run.received() as f64 / secs / 1e3
     );
+    // /stats: the device's apps' counters (read inside the HTTP server; it once panicked on
+    // embassy-net's borrowed stack); the iperf 2 bytes it counted are the ones sent to it.
+    let stats = ns.run(&[
+        "curl",
+        "-sS",
+        "--fail",
+        "--max-time",
+        "120",
+        &format!("http://{DEVICE}/stats"),
+    ]);
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("/stats JSON");
+    assert_eq!(stats["board"], "rp2040-soft-phy", "{stats}");
+    assert_eq!(stats["link_up"], true, "{stats}");
+    assert!(stats["http"]["responses"].as_u64() >= Some(2), "{stats}");
+    assert!(
+        stats["iperf2"]["bytes_received"].as_u64() >= Some(90_000),
+        "{stats}"
+    );
+
     let out = line.interrupt(Duration::from_secs(20));
     let summary = String::from_utf8_lossy(&out.stdout).to_string();
     let counts = summary
