@@ -78,6 +78,13 @@ fn build_one_core_elf() -> PathBuf {
     root().join("examples/boards/target/thumbv6m-none-eabi/release/rp2040-soft-phy")
 }
 
+/// The device's `/stats` (its apps' counters).
+fn device_stats(ns: &Netns) -> serde_json::Value {
+    let url = format!("http://{DEVICE}/stats");
+    let out = ns.run(&["curl", "-sS", "--fail", "--max-time", "120", &url]);
+    serde_json::from_slice(&out.stdout).expect("/stats JSON")
+}
+
 /// Ping, CRC-checked HTTP and iperf 2 both ways through the pin-level RP2040.
 #[test]
 fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
@@ -167,11 +174,16 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     );
 
     // The device's iperf 2 server listens again once the last test's connection is closed
-    // (its FIN and ACKs crossed the line both ways): a wait of 1 s in the chip's clock.
-    status.wait_until(
-        status.emulated_ns() + 1_000_000_000,
-        Duration::from_secs(180),
-    );
+    // (its FIN and ACKs crossed the line both ways): waited for in /stats.
+    let started = Instant::now();
+    while device_stats(&ns)["iperf2"]["open_streams"].as_u64() != Some(0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the -R test's stream stayed open: {}",
+            device_stats(&ns)
+        );
+        status.wait_until(status.emulated_ns() + 100_000_000, Duration::from_secs(60));
+    }
     // iperf 2 into the device: exactly the bytes asked for.
     let (run, secs) = status.timed(|| iperf_in(&ns, 300, &["-n", "100K", "-y", "C"]));
     assert_eq!(run.received(), 100 * 1024, "{}", run.text);
@@ -182,15 +194,7 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     );
     // /stats: the device's apps' counters (read inside the HTTP server; it once panicked on
     // embassy-net's borrowed stack); the iperf 2 bytes it counted are the ones sent to it.
-    let stats = ns.run(&[
-        "curl",
-        "-sS",
-        "--fail",
-        "--max-time",
-        "120",
-        &format!("http://{DEVICE}/stats"),
-    ]);
-    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("/stats JSON");
+    let stats = device_stats(&ns);
     assert_eq!(stats["board"], "rp2040-soft-phy", "{stats}");
     assert_eq!(stats["link_up"], true, "{stats}");
     assert!(stats["http"]["responses"].as_u64() >= Some(2), "{stats}");
