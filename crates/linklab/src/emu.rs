@@ -26,6 +26,7 @@ mod old_flags;
 mod parts;
 mod phy10;
 mod phy10_boards;
+mod pin_line;
 mod predict;
 mod qemu;
 mod throughput;
@@ -155,6 +156,17 @@ enum Verb {
     /// clocks: each core's MIPS at line rate, receiving, sending and both at once.
     #[command(after_help = "Example: linklab emu chips --json chips.json")]
     Chips(chips::Args),
+    /// The soft-PHY line alone, for a device emulator that connects to its unix socket.
+    ///
+    /// The pin-level RP2040 harness (emu/rp2040js/harness.mjs) carries the line's samples to
+    /// the chip's RX pin and its TX pin's samples back; this side joins them to a TAP.
+    /// Plumbing for emu/rp2040js/run (docs/rp2040js.md): hidden from `linklab emu --help`,
+    /// which fits a screen.
+    #[command(
+        hide = true,
+        after_help = "Example: linklab emu line --tap t0 --socket /tmp/line.sock --no-pace\n  then: node emu/rp2040js/harness.mjs --elf ELF --socket /tmp/line.sock"
+    )]
+    Line(pin_line::Args),
 }
 
 /// Runs `linklab emu`.
@@ -185,6 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Verb::Blast(a)) => blast::run(a),
         Some(Verb::Phy10(a)) => phy10::run(a),
         Some(Verb::Chips(a)) => chips::run(a),
+        Some(Verb::Line(a)) => pin_line::run(a),
     }
 }
 

@@ -28,6 +28,7 @@ struct HttpSocket<'r, 'd, 'c> {
 impl OnSocket for HttpSocket<'_, '_, '_> {
     fn serve(&mut self, socket: &mut Tcp<'_, '_, '_>) {
         let mut routes = self.routes.borrow_mut();
+        routes.before_serve();
         if serve_on(socket, &mut self.server, HTTP_PORT, &mut **routes) {
             self.counters.add_http(Http::Responses);
         }

@@ -18,6 +18,9 @@ pub struct AppStats<'a> {
     board: &'static str,
     counters: &'a AppCounters,
     stack: Stack<'a>,
+    /// The stack's link state, read in `before_serve` (`get` runs inside the stack's
+    /// borrow: reading it there panics in embassy-net's RefCell).
+    link_up: bool,
 }
 
 impl<'a> AppStats<'a> {
@@ -27,6 +30,7 @@ impl<'a> AppStats<'a> {
             board,
             counters,
             stack,
+            link_up: false,
         }
     }
 }
@@ -90,6 +94,10 @@ fn write_json(
 }
 
 impl Routes for AppStats<'_> {
+    fn before_serve(&mut self) {
+        self.link_up = self.stack.is_link_up();
+    }
+
     fn get(&mut self, path: &str, out: &mut [u8]) -> Option<RouteBody> {
         if path != "/stats" {
             return None;
@@ -98,7 +106,7 @@ impl Routes for AppStats<'_> {
             len: write_json(
                 self.board,
                 Instant::now().as_millis(),
-                self.stack.is_link_up(),
+                self.link_up,
                 self.counters,
                 out,
             )?,

@@ -18,6 +18,11 @@ pub struct RouteBody {
 pub trait Routes {
     /// Writes the body for `path` into `body` and describes it, or `None` for "not found".
     fn get(&mut self, path: &str, body: &mut [u8]) -> Option<RouteBody>;
+
+    /// Called before the server touches a socket, outside every borrow of the network stack:
+    /// a route that reads the stack (embassy-net's link state) reads it here, since `get`
+    /// runs inside the socket's `write_with`, which holds the stack.
+    fn before_serve(&mut self) {}
 }
 
 /// No extra routes: only the bench files exist.

@@ -34,6 +34,8 @@ mod samples;
 mod socket;
 mod to_device;
 
+pub use socket::Socket;
+
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -54,7 +56,7 @@ pub use args::{LineArgs, LineOptions};
 pub use counters::Counters;
 use from_device::FromDevice;
 use linklab_tap::Tap;
-use socket::{set_send_buffer, Socket};
+use socket::set_send_buffer;
 use to_device::ToDevice;
 
 /// The running line: its two threads and their counters.

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::device::{Device, DEVICE};
 use super::hostile::counter;
-use super::{assert_conserved, in_netns, wait_until};
+use super::{assert_conserved, in_netns, wait_until, Netns};
 
 /// iperf 2's port.
 pub const PORT: u16 = 5001;
@@ -105,10 +105,16 @@ fn flows(text: &str) -> Vec<Flow> {
 
 /// Stock `iperf -c DEVICE ARGS...` in the device's namespace (stopped after 30 s).
 pub fn iperf(dev: &Device, args: &[&str]) -> Run {
-    let mut argv = vec!["timeout", "30", "iperf", "-c", DEVICE];
+    iperf_in(&dev.ns, 30, args)
+}
+
+/// Stock `iperf -c DEVICE ARGS...` in namespace `ns`, stopped after `timeout_s` seconds.
+pub fn iperf_in(ns: &Netns, timeout_s: u32, args: &[&str]) -> Run {
+    let limit = timeout_s.to_string();
+    let mut argv = vec!["timeout", &limit, "iperf", "-c", DEVICE];
     argv.extend_from_slice(args);
     let started = Instant::now();
-    let out = dev.ns.command(&argv).output().expect("run iperf");
+    let out = ns.command(&argv).output().expect("run iperf");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -21,6 +21,7 @@ use embassy_executor::Spawner;
 use embassy_net::{Runner, StackResources};
 use embassy_rp::bind_interrupts;
 use embassy_rp::clocks::{ClockConfig, RoscRng};
+#[cfg(not(feature = "one-core"))]
 use embassy_rp::multicore::{spawn_core1, Stack};
 use embassy_rp::peripherals::PIO0;
 use embassy_rp::pio::{self, Pio, StateMachine};
@@ -55,6 +56,7 @@ const SYS_HZ: u32 = 120_000_000;
 /// drift and the idle words around it.
 const CAPTURE_WORDS: usize = 1600;
 /// Core 1's stack: the receive loop (the capture buffer is a static).
+#[cfg(not(feature = "one-core"))]
 const CORE1_STACK: usize = 8192;
 /// A full-size TCP segment's payload.
 const MSS: usize = 1460;
@@ -175,17 +177,40 @@ async fn net_task(mut runner: Runner<'static, mac::Driver<PioTx>>) -> ! {
     runner.run().await
 }
 
-/// Core 1: the ring decoded as it fills, every transmission into the MAC's RX queue.
+/// The PHY's receiver (core 1's, or core 0's task's with `one-core`).
+type PhyReceiver = Receiver<'static, linklab_mac::Inline<{ mac::QUEUE_BYTES }>, CAPTURE_WORDS>;
+
+fn phy_receiver() -> &'static mut PhyReceiver {
+    static RECEIVER: StaticCell<PhyReceiver> = StaticCell::new();
+    RECEIVER.init_with(|| Receiver::new(QUEUE.producer(), Oversample::X4))
+}
+
+/// One look at the ring: what arrived decoded, every transmission into the MAC's RX queue.
+fn phy_poll(reader: &mut RingReader, receiver: &mut PhyReceiver) {
+    let now = now_ms() as u32;
+    if !reader.poll(|words| receiver.push(words, now, &LINK)) {
+        receiver.overrun();
+    }
+}
+
+/// Core 1: the ring decoded as it fills.
+#[cfg(not(feature = "one-core"))]
 fn phy_core(reader: &mut RingReader) -> ! {
-    static RECEIVER: StaticCell<
-        Receiver<'static, linklab_mac::Inline<{ mac::QUEUE_BYTES }>, CAPTURE_WORDS>,
-    > = StaticCell::new();
-    let receiver = RECEIVER.init_with(|| Receiver::new(QUEUE.producer(), Oversample::X4));
+    let receiver = phy_receiver();
     loop {
-        let now = now_ms() as u32;
-        if !reader.poll(|words| receiver.push(words, now, &LINK)) {
-            receiver.overrun();
-        }
+        phy_poll(reader, receiver);
+    }
+}
+
+/// `one-core`: the ring decoded by a task on core 0, yielding to the stack between looks.
+#[cfg(feature = "one-core")]
+#[embassy_executor::task]
+async fn phy_task() -> ! {
+    let mut reader = RingReader::new(&RING, DMA_RX);
+    let receiver = phy_receiver();
+    loop {
+        phy_poll(&mut reader, receiver);
+        embassy_futures::yield_now().await;
     }
 }
 
@@ -224,11 +249,16 @@ async fn main(spawner: Spawner) {
     static COMMON: StaticCell<pio::Common<'static, PIO0>> = StaticCell::new();
     COMMON.init(common);
 
-    static CORE1: ConstStaticCell<Stack<CORE1_STACK>> = ConstStaticCell::new(Stack::new());
-    spawn_core1(p.CORE1, CORE1.take(), move || {
-        let mut reader = RingReader::new(&RING, DMA_RX);
-        phy_core(&mut reader)
-    });
+    #[cfg(not(feature = "one-core"))]
+    {
+        static CORE1: ConstStaticCell<Stack<CORE1_STACK>> = ConstStaticCell::new(Stack::new());
+        spawn_core1(p.CORE1, CORE1.take(), move || {
+            let mut reader = RingReader::new(&RING, DMA_RX);
+            phy_core(&mut reader)
+        });
+    }
+    #[cfg(feature = "one-core")]
+    spawner.spawn(unwrap!(phy_task()));
 
     let driver = mac::driver(&QUEUE, PioTx, DeviceConfig::DEFAULT.mac, &LINK);
     #[cfg(not(feature = "dhcp"))]

@@ -16,7 +16,13 @@ pub struct Socket {
 impl Socket {
     /// Listens at a fresh path in the temporary directory.
     pub fn bind() -> anyhow::Result<Socket> {
-        let path = std::env::temp_dir().join(format!("linklab-line-{}.sock", std::process::id()));
+        Socket::bind_at(
+            std::env::temp_dir().join(format!("linklab-line-{}.sock", std::process::id())),
+        )
+    }
+
+    /// Listens at `path` (for a device emulator told where: `linklab emu line --socket`).
+    pub fn bind_at(path: PathBuf) -> anyhow::Result<Socket> {
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)
             .with_context(|| format!("cannot listen on {}", path.display()))?;
@@ -28,7 +34,7 @@ impl Socket {
         &self.path
     }
 
-    /// Waits up to `timeout` for QEMU to connect.
+    /// Waits up to `timeout` for QEMU (or another device emulator) to connect.
     pub fn accept(&self, timeout: Duration) -> anyhow::Result<UnixStream> {
         self.listener.set_nonblocking(true)?;
         let deadline = Instant::now() + timeout;
@@ -41,7 +47,7 @@ impl Socket {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if Instant::now() >= deadline {
                         bail!(
-                            "QEMU did not connect to the line's socket within {} s",
+                            "the emulator did not connect to the line's socket within {} s",
                             timeout.as_secs()
                         );
                     }
