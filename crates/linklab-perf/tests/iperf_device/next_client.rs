@@ -14,6 +14,22 @@ fn settle(r: &mut Rig, server: &mut SmoltcpIperfServer<'static>, ticks: usize) {
     }
 }
 
+/// One tick: the stack, the server and one client's step.
+fn tick(
+    r: &mut Rig,
+    server: &mut SmoltcpIperfServer<'static>,
+    c: &mut Client,
+    session: &mut Session,
+    buf: &mut [u8],
+) {
+    r.net
+        .iface
+        .poll(r.net.now, &mut r.net.dev, &mut r.net.sockets);
+    server.poll(&mut r.net.sockets, r.net.now);
+    client_step(&mut r.net, c, session, buf);
+    r.net.now += smoltcp::time::Duration::from_micros(TICK_US as u64);
+}
+
 /// A client session and its control socket, connecting from `port`.
 fn client(r: &mut Rig, port: u16) -> Client {
     let ctrl = r.net.sockets.add(tcp_socket(8192));
@@ -62,12 +78,7 @@ fn a_client_connecting_before_the_last_tests_iperf_done_waits_and_runs() {
         if first.is_finished() {
             break;
         }
-        r.net
-            .iface
-            .poll(r.net.now, &mut r.net.dev, &mut r.net.sockets);
-        server.poll(&mut r.net.sockets, r.net.now);
-        client_step(&mut r.net, &mut c1, &mut first, &mut buf);
-        r.net.now += smoltcp::time::Duration::from_micros(TICK_US as u64);
+        tick(&mut r, &mut server, &mut c1, &mut first, &mut buf);
     }
     assert_eq!(first.phase(), Phase::Done);
     assert!(
@@ -80,12 +91,7 @@ fn a_client_connecting_before_the_last_tests_iperf_done_waits_and_runs() {
     second.set_watchdog(20_000_000);
     let mut c2 = client(&mut r, 31000);
     for _ in 0..200 {
-        r.net
-            .iface
-            .poll(r.net.now, &mut r.net.dev, &mut r.net.sockets);
-        server.poll(&mut r.net.sockets, r.net.now);
-        client_step(&mut r.net, &mut c2, &mut second, &mut buf);
-        r.net.now += smoltcp::time::Duration::from_micros(TICK_US as u64);
+        tick(&mut r, &mut server, &mut c2, &mut second, &mut buf);
     }
     assert_eq!(server.counters().denied, 0, "the next client was denied");
     // IPERF_DONE arrives; the next client's test runs.
@@ -94,12 +100,7 @@ fn a_client_connecting_before_the_last_tests_iperf_done_waits_and_runs() {
         if second.is_finished() {
             break;
         }
-        r.net
-            .iface
-            .poll(r.net.now, &mut r.net.dev, &mut r.net.sockets);
-        server.poll(&mut r.net.sockets, r.net.now);
-        client_step(&mut r.net, &mut c2, &mut second, &mut buf);
-        r.net.now += smoltcp::time::Duration::from_micros(TICK_US as u64);
+        tick(&mut r, &mut server, &mut c2, &mut second, &mut buf);
     }
     assert_eq!(second.phase(), Phase::Done, "the next client's test failed");
     assert_eq!(second.report().forward.unwrap().bytes_sent, 64 * 1024);
