@@ -330,12 +330,17 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let sent = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 -R over the mps2 UART: {sent} bytes in 2 s");
-    assert!(sent > 50_000, "{sent} bytes"); // ~580 kB here
+    assert!(sent > 50_000, "{sent} bytes: {report}"); // ~580 kB here
     let out = ns.run(&["iperf3", "-c", "198.18.11.2", "-t", "2", "-J"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let got = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 over the mps2 UART: {got} bytes in 2 s");
-    assert!(got > 5_000, "{got} bytes"); // ~39 kB here
+    assert!(
+        got > 5_000,
+        "{got} bytes: error {}, end {}",
+        report["error"],
+        report["end"]
+    ); // ~39 kB here
     let stats = ns.run(&[
         "curl",
         "-sf",
