@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::device::DEVICE;
 use common::iperf2::iperf_in;
-use common::{linklab_bin, ChildGuard, Netns};
+use common::{linklab_bin, run_ok, ChildGuard, Netns};
 
 /// The repository's root.
 fn root() -> PathBuf {
@@ -64,16 +64,10 @@ impl Status {
 fn build_one_core_elf() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let dir = root().join("examples/boards/rp2040-soft-phy");
-    let out = Command::new(cargo)
-        .args(["build", "--release", "--features", "one-core"])
-        .current_dir(&dir)
-        .output()
-        .expect("cargo build of examples/boards/rp2040-soft-phy");
-    assert!(
-        out.status.success(),
-        "cargo build --release --features one-core in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new(cargo)
+            .args(["build", "--release", "--features", "one-core"])
+            .current_dir(&dir),
     );
     root().join("examples/boards/target/thumbv6m-none-eabi/release/rp2040-soft-phy")
 }
