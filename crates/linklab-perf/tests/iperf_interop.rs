@@ -70,6 +70,17 @@ fn check_tcp_sums(
     key_sent: &str,
     key_received: &str,
 ) {
+    let (sent, received) = same_sums(j, dir, key_sent, key_received);
+    assert_close_enough(sent, received, key_sent);
+}
+
+/// Asserts iperf3's sums equal ours; returns (sent, received).
+fn same_sums(
+    j: &serde_json::Value,
+    dir: &DirectionReport,
+    key_sent: &str,
+    key_received: &str,
+) -> (u64, u64) {
     let sent = num(j, key_sent) as u64;
     let received = num(j, key_received) as u64;
     assert_eq!(
@@ -82,7 +93,21 @@ fn check_tcp_sums(
         "receiver bytes: iperf3 {received}, ours {}",
         dir.bytes_received
     );
-    assert_close_enough(sent, received, key_sent);
+    (sent, received)
+}
+
+/// [`check_tcp_sums`] for a `-O` test. Each side ends the omitted period on its own timer:
+/// iperf3's server starts it before it sends TEST_START, its client when TEST_START arrives
+/// (iperf_server_api.c, iperf_client_api.c). So the receiver may count blocks the sender
+/// still omitted (one 128 KiB block in a CI run); it may not count a tenth more than was
+/// sent, which counting the omitted second (as much again) would.
+fn check_omitted_tcp_sums(j: &serde_json::Value, dir: &DirectionReport) {
+    let (sent, received) = same_sums(j, dir, "end.sum_sent.bytes", "end.sum_received.bytes");
+    assert!(
+        received <= sent + sent / 10,
+        "received {received} > sent {sent} + 10 %"
+    );
+    assert_close_enough(sent, received.min(sent), "end.sum_sent.bytes");
 }
 
 #[test]
@@ -388,7 +413,7 @@ fn more_modes_stock_client_our_server() {
     // -O 1: the first second is not counted; the counted part lasts -t.
     let (j, r) = stock_client_vs_our_server(&["-t", "1", "-O", "1", "-b", "200M"]);
     let f = r.forward.unwrap();
-    check_tcp_sums(&j, &f, "end.sum_sent.bytes", "end.sum_received.bytes");
+    check_omitted_tcp_sums(&j, &f);
     assert!(
         (0.9..1.3).contains(&r.seconds),
         "counted seconds {}",
