@@ -12,6 +12,7 @@ mod history;
 mod import;
 mod live;
 mod measure;
+mod own_run;
 mod postgres;
 mod readme;
 mod sqlite;

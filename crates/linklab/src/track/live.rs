@@ -1,9 +1,12 @@
 //! A suite's `[[device]]` entries: a live device measured by `linklab probe` (this very
 //! program), its figures stored with their ranges and judged by probe's rate rule.
 
+use std::ffi::OsString;
+
 use anyhow::Context;
 
 use super::figure::{Better, EntryResult, Figure, Rule};
+use super::own_run::{json_of, TempFile};
 use super::suite::DeviceEntry;
 use crate::probe::document::{self, ProbeReport};
 
@@ -22,42 +25,21 @@ pub fn measure(entry: &DeviceEntry, repeat: u32) -> EntryResult {
 /// baseline the device fell behind: the figures are still this run's). Its HTML goes where
 /// ARGS say (`-o`), or nowhere.
 fn probe(entry: &DeviceEntry, repeat: u32) -> anyhow::Result<ProbeReport> {
-    let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
-    let safe_name = entry
-        .name
-        .replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-    let tmp = |ext: &str| {
-        let name = format!("linklab-track-{}-{safe_name}.{ext}", std::process::id());
-        std::env::temp_dir().join(name)
-    };
-    let (json, html) = (tmp("json"), tmp("html"));
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("probe").arg(&entry.address).args(&entry.args);
-    cmd.arg("--json").arg(&json);
+    let mut args: Vec<OsString> = vec!["probe".into(), (&entry.address).into()];
+    args.extend(entry.args.iter().map(OsString::from));
     let html_asked = entry
         .args
         .iter()
         .any(|a| a.starts_with("-o") || a.starts_with("--output"));
+    let html = TempFile::new(&format!("{}.html", entry.name));
     if !html_asked {
-        cmd.arg("-o").arg(&html);
+        args.extend(["-o".into(), html.0.clone().into_os_string()]);
     }
     if repeat > 1 {
-        cmd.args(["--repeat", &repeat.to_string()]);
+        args.extend(["--repeat".into(), repeat.to_string().into()]);
     }
-    let out = cmd.output().context("cannot run linklab probe")?;
-    let text = std::fs::read(&json);
-    let _ = std::fs::remove_file(&json);
-    let _ = std::fs::remove_file(&html);
-    if !matches!(out.status.code(), Some(0 | 3)) {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-        anyhow::bail!(
-            "linklab probe {}: {}",
-            entry.address,
-            last.unwrap_or("failed without a word").trim()
-        );
-    }
-    let text = text.context("linklab probe wrote no JSON")?;
+    let what = format!("linklab probe {}", entry.address);
+    let text = json_of(args, &entry.name, &[0, 3], &what)?;
     serde_json::from_slice(&text).context("linklab probe's JSON")
 }
 

@@ -1,12 +1,14 @@
 //! `linklab track run`: every entry of a suite measured, then the run stored in one
 //! transaction (a run stopped before the end stores nothing).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use serde_json::Value;
 
 use super::figure::{Better, EntryResult, Figure, Rule, Run};
+use super::own_run::json_of;
 use super::stamp::Stamp;
 use super::suite::{self, SimEntry, Suite};
 use super::{device, live, store};
@@ -149,24 +151,10 @@ pub fn measure(suite: &Suite, label: Option<&str>, repeat: u32) -> Run {
 /// `linklab bench ARGS --json FILE` (this very program), its figures: each file's download
 /// rate (a sample per GET), the ping round trips, the device's busy time.
 fn simulate(sim: &SimEntry) -> anyhow::Result<Vec<Figure>> {
-    let exe = std::env::current_exe().context("cannot find linklab's own binary")?;
-    let json = std::env::temp_dir().join(format!("linklab-track-{}-sim.json", std::process::id()));
-    let out = std::process::Command::new(exe)
-        .arg("bench")
-        .args(&sim.args)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .context("cannot run linklab bench")?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "linklab bench {}: {}",
-            sim.args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let text = std::fs::read(&json).context("linklab bench wrote no JSON")?;
-    let _ = std::fs::remove_file(&json);
+    let mut args: Vec<OsString> = vec!["bench".into()];
+    args.extend(sim.args.iter().map(OsString::from));
+    let what = format!("linklab bench {}", sim.args.join(" "));
+    let text = json_of(args, "sim", &[0], &what)?;
     let v: Value = serde_json::from_slice(&text).context("linklab bench's JSON")?;
     Ok(sim_figures(&v))
 }
