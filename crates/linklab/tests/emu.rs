@@ -80,7 +80,7 @@ fn curl_bench_files(emu: &Device) {
         );
     }
 }
-/// Stock `linklab probe` against the device (20 s): its report names every service present,
+/// Stock `linklab probe` against the device (12 s): its report names every service present,
 /// measured TCP both ways, and got the HTTP downloads with their CRC32s.
 fn probe_reports(emu: &Device) {
     let dir = common::tempdir(&format!("probe-{}", emu.tap));
@@ -92,7 +92,7 @@ fn probe_reports(emu: &Device) {
         "probe",
         DEVICE_IP,
         "--duration",
-        "20",
+        "12",
         "--json",
         json.to_str().unwrap(),
         "-o",
