@@ -366,3 +366,39 @@ fn software_pacing_stands_in_for_fq_rate_and_a_paced_server_ignores_n() {
     // Paced, the server goes past -n until the client ends the test, as iperf3's does.
     assert!(sv.may_send(0, 5000));
 }
+
+/// A server whose client's TEST_END is slow in coming (a slow, queued link) waits for it as
+/// iperf3's server does: 40 s past `-t`, not 5; then it gives up.
+#[test]
+fn server_waits_iperf3s_grace_for_a_late_test_end() {
+    let p = Params {
+        duration_s: 1,
+        ..Params::default()
+    };
+    let running = || {
+        let mut sv = server_with_params(&p, false);
+        take(&mut sv);
+        let cookie = *sv.cookie();
+        sv.accept_tcp_stream(&cookie, 0).unwrap();
+        take(&mut sv);
+        sv
+    };
+    // Data keeps trickling in (the watchdog stays quiet); TEST_END comes 7 s late.
+    let mut sv = running();
+    for s in 1..=8 {
+        sv.on_tcp_received(0, 1000, s * 1_000_000);
+        sv.poll(s * 1_000_000);
+    }
+    assert_eq!(sv.phase(), Phase::Running);
+    feed(&mut sv, &[state::TEST_END as u8], 8_000_000);
+    assert_eq!(take(&mut sv), [state::EXCHANGE_RESULTS as u8]);
+    // TEST_END never comes: the test fails at `-t` + 40 s.
+    let mut sv = running();
+    for s in 1..41 {
+        sv.on_tcp_received(0, 1000, s * 1_000_000);
+        sv.poll(s * 1_000_000);
+    }
+    assert_eq!(sv.phase(), Phase::Running);
+    sv.poll(1_000_000 + SERVER_GRACE_US);
+    assert_eq!(sv.phase(), Phase::Failed(Failure::Timeout));
+}
