@@ -325,12 +325,15 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
     assert_eq!(body.stdout.len(), 10_000);
     // Stock iperf3 both ways, 2 s each. The device's sending side runs at the link's paced
     // rate; its receiving side at what QEMU's CMSDK UART model delivers (a one-byte receive
-    // buffer refilled once per turn of QEMU's main loop: tens of kB/s).
+    // buffer refilled once per turn of QEMU's main loop: tens of kB/s). Both rates are the
+    // emulator's, not the firmware's (beside two CPU hogs `-R` moved 32-50 kB, ~580 kB on a
+    // quiet machine), so the bounds only say that data moved: what the link carries is
+    // `linklab serial`'s bench to say.
     let out = ns.run(&["iperf3", "-c", "198.18.11.2", "-R", "-t", "2", "-J"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let sent = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 -R over the mps2 UART: {sent} bytes in 2 s");
-    assert!(sent > 50_000, "{sent} bytes: {report}"); // ~580 kB here
+    assert!(sent > 5_000, "{sent} bytes: {report}");
     let out = ns.run(&["iperf3", "-c", "198.18.11.2", "-t", "2", "-J"]);
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let got = iperf3_bytes(&report, "sum_received");
