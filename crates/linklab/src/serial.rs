@@ -25,7 +25,7 @@ use anyhow::Context;
 use crate::serve::StopSignals;
 use crate::values::{self, bail_usage, usage};
 use linklab_serial::selftest::MIN_SIZE;
-use linklab_serial::MAX_PAYLOAD;
+use linklab_serial::{Config, MAX_PAYLOAD};
 use port::Port;
 use tty::Tty;
 
@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mode = args.mode()?;
     let tty = Tty::open(dev, baud)?;
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let mut port = Port::new(tty, u64::from(baud) / 10);
+    let mut port = Port::new(tty, Config::for_line_rate(u64::from(baud) / 10));
     match mode {
         Mode::Tap { name, ip, prefix } => {
             bridge::run(&mut port, &name, Some((ip, prefix)), &signals)
@@ -142,12 +142,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Bridges the link on pseudo-terminal `pty` (a serial image in QEMU) to TAP `tap`, left
 /// unaddressed for the caller to configure, until a signal. The link runs at the rate the
-/// firmware assumes, `linklab_firmware::serial::SERIAL_BAUD` (4 Mbaud).
+/// firmware assumes, `linklab_firmware::serial::SERIAL_BAUD` (4 Mbaud), with the timers of
+/// [`emulated_uart_config`].
 pub fn bridge_pty(pty: &str, tap: &str, signals: &StopSignals) -> anyhow::Result<()> {
     const FIRMWARE_BAUD: u32 = 4_000_000;
     let tty = Tty::open(pty, FIRMWARE_BAUD)?;
-    let mut port = Port::new(tty, u64::from(FIRMWARE_BAUD) / 10);
+    let mut port = Port::new(tty, emulated_uart_config(u64::from(FIRMWARE_BAUD) / 10));
     bridge::run(&mut port, tap, None, signals)
+}
+
+/// The link's timers towards an emulated board's UART of nominally `bytes_per_second`: a
+/// retransmission timeout of 1 to 10 s, adapted to the measured round trips between.
+///
+/// An emulated UART takes bytes at the pace of the emulator's main loop, not at its baud
+/// rate: QEMU's CMSDK UART model moves one byte per turn, tens of kB/s on a quiet host and a
+/// few kB/s beside CPU hogs. The link's window (8 frames, ~12 KB) then waits seconds in the
+/// pseudo-terminal, where a real line's timers ([`Config::for_line_rate`]: 5 ms to 2 s) expire
+/// before the acknowledgements come, and every frame is sent again behind the same queue.
+/// A pseudo-terminal loses no byte (only the device's receive path can drop a frame), so a
+/// retransmission may wait a second, and the ceiling outlasts any queue the window builds.
+pub fn emulated_uart_config(bytes_per_second: u64) -> Config {
+    Config {
+        rto_initial_us: 1_000_000,
+        rto_min_us: 1_000_000,
+        rto_max_us: 10_000_000,
+        ..Config::for_line_rate(bytes_per_second)
+    }
 }
 
 /// The link's counters as `name value` pairs on one line, with the conservation verdict.

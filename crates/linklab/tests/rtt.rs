@@ -28,7 +28,9 @@ fn echo_pair(tag: &str) -> (Netns, Netns, common::ChildGuard) {
     let b = Netns::new(&format!("{tag}b"));
     veth_pair(&a, "198.18.0.1/24", &b, "198.18.0.2/24");
     let bin = linklab_bin();
-    let server = a.spawn(&[bin.to_str().unwrap(), "rtt", "-s", "-p", "7"]);
+    let mut argv = ahead_of_the_host();
+    argv.extend([bin.to_str().unwrap(), "rtt", "-s", "-p", "7"]);
+    let server = a.spawn(&argv);
     let up = wait_until(Duration::from_secs(5), || {
         let out = a
             .command(&["ss", "-Hlnu", "sport", "= :7"])
@@ -38,6 +40,26 @@ fn echo_pair(tag: &str) -> (Netns, Netns, common::ChildGuard) {
     });
     assert!(up, "echo server did not start");
     (a, b, server)
+}
+
+/// The prefix that runs a command at a real-time priority (`chrt -f 10`) where the host
+/// allows it, else nothing. A round trip here is four wake-ups of userspace threads (client,
+/// delay line, echo server, delay line); on a host busy with other tests each waited for a
+/// CPU (the CI run of 73d4fa6 measured a 3.03 ms median for 2 ms of delay), which is the
+/// host's scheduler and not what `linklab rtt` measures. So the client, the server and the
+/// delay line run ahead of the host's other work, as a user measuring on a busy host would
+/// run them.
+fn ahead_of_the_host() -> Vec<&'static str> {
+    let permitted = Command::new("chrt")
+        .args(["-f", "10", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if permitted {
+        vec!["chrt", "-f", "10"]
+    } else {
+        eprintln!("no real-time priority here: the probes wait for a CPU like any process");
+        Vec::new()
+    }
 }
 
 fn p50s(json: &Value) -> Vec<(u64, f64, u64, u64)> {
@@ -111,9 +133,12 @@ fn udp_and_tcp_p50_is_2ms_with_1ms_delay_each_way() {
     let dir = tempdir("rtt-netem");
     for (proto, extra) in [("udp", "--udp"), ("tcp", "--tcp")] {
         let json_path = dir.join(format!("{proto}.json"));
-        let out = linklab_in(
-            &b,
-            &[
+        let bin = linklab_bin();
+        let mut argv = ahead_of_the_host();
+        argv.push(bin.to_str().unwrap());
+        let out = b
+            .command(&argv)
+            .args([
                 "rtt",
                 "-c",
                 "198.18.0.1",
@@ -126,8 +151,9 @@ fn udp_and_tcp_p50_is_2ms_with_1ms_delay_each_way() {
                 "2000",
                 "--json",
                 json_path.to_str().unwrap(),
-            ],
-        );
+            ])
+            .output()
+            .expect("run linklab rtt");
         assert!(
             out.status.success(),
             "{}",
@@ -139,9 +165,13 @@ fn udp_and_tcp_p50_is_2ms_with_1ms_delay_each_way() {
         assert_eq!(rows.len(), 3);
         for (size, p50, received, lost) in rows {
             eprintln!("{proto} {size} B: p50 {p50} µs, {received} received, {lost} lost");
+            // Never under the 2 ms the delays add up to (a probe cannot return before
+            // its frames were held; 0.1 ms for the histogram's and the clocks' rounding);
+            // at most 0.5 ms over: the host's own path both ways, four wake-ups, and the
+            // delay line's copies (2.14-2.28 ms on a quiet machine).
             assert!(
-                (1700.0..=2300.0).contains(&p50),
-                "{proto} {size} B: p50 {p50} µs is not 2 ms ± 0.3 ms"
+                (1900.0..=2500.0).contains(&p50),
+                "{proto} {size} B: p50 {p50} µs is not within 2.0 ms -0.1/+0.5"
             );
             assert_eq!(
                 (received, lost),
@@ -262,7 +292,16 @@ mod delay_line {
         }
     }
 
+    /// Puts the calling thread at the real-time priority the test's client and server run at
+    /// (see `ahead_of_the_host`); where refused, it stays as it was.
+    fn run_ahead_of_the_host() {
+        let param = libc::sched_param { sched_priority: 10 };
+        // SAFETY: pid 0 is the calling thread; only its scheduling policy changes.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    }
+
     fn reader(mut tap: File, tx: mpsc::Sender<(Instant, Vec<u8>)>, stop: Arc<AtomicBool>) {
+        run_ahead_of_the_host();
         let mut buf = vec![0u8; 65536];
         while !stop.load(Ordering::Relaxed) {
             let mut pfd = libc::pollfd {
@@ -291,6 +330,7 @@ mod delay_line {
         delay: Duration,
         stop: Arc<AtomicBool>,
     ) {
+        run_ahead_of_the_host();
         while !stop.load(Ordering::Relaxed) {
             let Ok((arrived, frame)) = rx.recv_timeout(Duration::from_millis(50)) else {
                 continue;

@@ -27,6 +27,10 @@ const BOOT_LINE: &str = "linklab firmware: ";
 /// How long QEMU gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
+/// How long the console's pipes are read after QEMU exited, at most, for the lines it printed
+/// last.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(5);
+
 /// How to boot.
 pub struct Boot<'a> {
     /// The board.
@@ -212,6 +216,14 @@ impl Qemu {
                 }
             }
             if let Some(status) = self.exited() {
+                if let Some(line) = self
+                    .lines_after_exit()
+                    .into_iter()
+                    .find(|l| is_boot_line(l))
+                {
+                    self.config_blob = None;
+                    return Ok(line);
+                }
                 let last = self.last_lines();
                 self.stop();
                 bail!("QEMU exited ({status}) before the firmware came up; its last lines: {last}");
@@ -262,8 +274,8 @@ impl Qemu {
                 }
             }
             if let Some(status) = self.exited() {
-                // Lines still queued were printed before the exit.
-                lines.extend(self.lines.try_iter());
+                // Lines the readers still hold were printed before the exit.
+                lines.extend(self.lines_after_exit());
                 if let Some(end) = lines.iter().position(|l| l.starts_with(last)) {
                     lines.truncate(end + 1);
                     return Ok(lines);
@@ -278,6 +290,22 @@ impl Qemu {
                     "the image did not finish within {} s; the console's last lines: {last_lines}",
                     timeout.as_secs()
                 );
+            }
+        }
+    }
+
+    /// The console lines not yet taken, once QEMU has exited: its pipes may still hold the
+    /// last lines it printed (on a busy host the readers run behind), so they are read to
+    /// their end, for at most [`DRAIN_AFTER_EXIT`] (a helper QEMU left behind could hold a
+    /// pipe open).
+    fn lines_after_exit(&mut self) -> Vec<String> {
+        let deadline = Instant::now() + DRAIN_AFTER_EXIT;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(_) => return lines,
             }
         }
     }

@@ -25,9 +25,8 @@ pub struct Port {
 }
 
 impl Port {
-    /// The link over `tty` for a line of `bytes_per_second`.
-    pub fn new(tty: Tty, bytes_per_second: u64) -> Port {
-        let config = linklab_serial::Config::for_line_rate(bytes_per_second);
+    /// The link over `tty` with timers and limits `config`.
+    pub fn new(tty: Tty, config: linklab_serial::Config) -> Port {
         // A different epoch for every start: the peer must see a restart as one.
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
