@@ -157,8 +157,9 @@ pub fn bridge_pty(pty: &str, tap: &str, signals: &StopSignals) -> anyhow::Result
 /// An emulated UART takes bytes at the pace of the emulator's main loop, not at its baud
 /// rate: QEMU's CMSDK UART model moves one byte per turn, tens of kB/s on a quiet host and a
 /// few kB/s beside CPU hogs. The link's window (8 frames, ~12 KB) then waits seconds in the
-/// pseudo-terminal, where a real line's timers ([`Config::for_line_rate`]: 5 ms to 2 s) expire
-/// before the acknowledgements come, and every frame is sent again behind the same queue.
+/// pseudo-terminal, where a real line's timers ([`Config::for_line_rate`]: 7.7 ms to 2 s at
+/// 400 kB/s) expire before the acknowledgements come, and every frame is sent again behind
+/// the same queue.
 /// A pseudo-terminal loses no byte (only the device's receive path can drop a frame), so a
 /// retransmission may wait a second, and the ceiling outlasts any queue the window builds.
 pub fn emulated_uart_config(bytes_per_second: u64) -> Config {
