@@ -9,6 +9,9 @@
 //! IPv6 entry) or by design (`-n` with `-t`) must fail for us too, and every other line
 //! must pass.
 //!
+//! Each line starts when its server has said it listens again (see `Server`: a client that
+//! comes sooner may find stock's server still busy with the last line).
+//!
 //! Durations are shortened so the whole file stays within about a minute: `-t 5` becomes
 //! `-t 1`, `-O 2` becomes `-O 1`, and the lines without an end condition get `-t 1`
 //! (iperf3's default would be 10 s). A line passes when the client exits 0 and, with `-J`,
@@ -16,11 +19,13 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{free_port, linklab_bin, listening, wait_until, ChildGuard};
+use common::{free_port, linklab_bin, listening, ChildGuard};
 
 /// The client lines of iperf3's `test_commands.sh` (the host and `./src/iperf3 -c` left
 /// out), in its order.
@@ -81,21 +86,73 @@ fn shortened(line: &str) -> Vec<String> {
     args
 }
 
-/// A server on `port` for the whole run.
-fn server(program: &str, pre: &[&str], port: u16) -> ChildGuard {
-    let child = Command::new(program)
-        .args(pre)
-        .args(["-s", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("could not start {program}: {e}"));
-    let g = ChildGuard(Some(child));
-    assert!(
-        wait_until(Duration::from_secs(10), || listening(port)),
-        "{program} -s did not listen on {port}"
-    );
-    g
+/// A server on `port` for the whole run, and what its output says of it.
+///
+/// iperf3's server takes one test at a time: a client that connects while it has not yet
+/// read the last client's IPERF_DONE is told "the server is busy running a test" (stock
+/// 3.12 checks its listening socket before its control socket in one `select` pass). The
+/// checklist's lines are run one after another, as `test_commands.sh` runs them; on a loaded
+/// machine the next client can arrive inside that window. So each line starts when the
+/// server has said it listens again: its banner "Server listening on PORT (test #N)" is
+/// printed once the last test is cleaned up, and every test begins with "Accepted connection
+/// from". The same for stock's server and ours.
+struct Server {
+    _child: ChildGuard,
+    banners: Arc<(Mutex<Banners>, Condvar)>,
+}
+
+/// The server's banners counted so far.
+#[derive(Default)]
+struct Banners {
+    listening: usize,
+    accepted: usize,
+}
+
+impl Server {
+    fn start(program: &str, pre: &[&str], port: u16) -> Server {
+        let mut child = Command::new(program)
+            .args(pre)
+            .args(["-s", "-p", &port.to_string(), "--forceflush"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {program}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let banners = Arc::new((Mutex::new(Banners::default()), Condvar::new()));
+        let counted = Arc::clone(&banners);
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let (lock, changed) = &*counted;
+                let mut b = lock.lock().unwrap();
+                if line.starts_with("Server listening on") {
+                    b.listening += 1;
+                } else if line.starts_with("Accepted connection from") {
+                    b.accepted += 1;
+                }
+                changed.notify_all();
+            }
+        });
+        let server = Server {
+            _child: ChildGuard(Some(child)),
+            banners,
+        };
+        assert!(
+            server.wait_free(Duration::from_secs(10)) && listening(port),
+            "{program} -s did not listen on {port}"
+        );
+        server
+    }
+
+    /// Waits until the server's last banner is "Server listening" (no test under way), at
+    /// most `timeout`; false if it is still busy then.
+    fn wait_free(&self, timeout: Duration) -> bool {
+        let (lock, changed) = &*self.banners;
+        let b = lock.lock().unwrap();
+        let (_b, waited) = changed
+            .wait_timeout_while(b, timeout, |b| b.listening <= b.accepted)
+            .unwrap();
+        !waited.timed_out()
+    }
 }
 
 /// How one client run ended.
@@ -106,8 +163,10 @@ struct Run {
     detail: String,
 }
 
-/// Runs `program [pre] -c HOST -p port ARGS`, at most 30 s.
-fn client(program: &str, pre: &[&str], port: u16, args: &[String]) -> Run {
+/// Runs `program [pre] -c HOST -p port ARGS`, at most 30 s, once `server` is free.
+fn client(program: &str, pre: &[&str], server: &Server, port: u16, args: &[String]) -> Run {
+    // A server still busy after 10 s is the line's failure to show, not a reason to stop.
+    let busy = !server.wait_free(Duration::from_secs(10));
     let mut child: Child = Command::new(program)
         .args(pre)
         .args(["-c", HOST, "-p", &port.to_string()])
@@ -127,7 +186,12 @@ fn client(program: &str, pre: &[&str], port: u16, args: &[String]) -> Run {
     Run {
         pass: out.status.success() && !json_error,
         detail: format!(
-            "{} | {} | {}",
+            "{}{} | {} | {}",
+            if busy {
+                "(server still busy 10 s after the last line) "
+            } else {
+                ""
+            },
             out.status,
             stderr.trim(),
             tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
@@ -136,10 +200,15 @@ fn client(program: &str, pre: &[&str], port: u16, args: &[String]) -> Run {
 }
 
 /// Runs every checklist line with `program [pre]` as the client against `port`.
-fn column(program: &'static str, pre: &'static [&'static str], port: u16) -> Vec<Run> {
+fn column(
+    program: &'static str,
+    pre: &'static [&'static str],
+    server: Server,
+    port: u16,
+) -> Vec<Run> {
     CHECKLIST
         .iter()
-        .map(|line| client(program, pre, port, &shortened(line)))
+        .map(|line| client(program, pre, &server, port, &shortened(line)))
         .collect()
 }
 
@@ -148,15 +217,16 @@ fn release_checklist_passes_and_fails_like_stock_iperf3() {
     let linklab = linklab_bin();
     let linklab: &'static str = Box::leak(linklab.to_string_lossy().into_owned().into_boxed_str());
     let (p_ref, p_stock_for_ours, p_ours) = (free_port(), free_port(), free_port());
-    let _servers = [
-        server("iperf3", &[], p_ref),
-        server("iperf3", &[], p_stock_for_ours),
-        server(linklab, &["iperf"], p_ours),
-    ];
+    let (s_ref, s_stock_for_ours, s_ours) = (
+        Server::start("iperf3", &[], p_ref),
+        Server::start("iperf3", &[], p_stock_for_ours),
+        Server::start(linklab, &["iperf"], p_ours),
+    );
     let started = Instant::now();
-    let reference = thread::spawn(move || column("iperf3", &[], p_ref));
-    let ours_to_stock = thread::spawn(move || column(linklab, &["iperf"], p_stock_for_ours));
-    let stock_to_ours = thread::spawn(move || column("iperf3", &[], p_ours));
+    let reference = thread::spawn(move || column("iperf3", &[], s_ref, p_ref));
+    let ours_to_stock =
+        thread::spawn(move || column(linklab, &["iperf"], s_stock_for_ours, p_stock_for_ours));
+    let stock_to_ours = thread::spawn(move || column("iperf3", &[], s_ours, p_ours));
     let (reference, ours_to_stock, stock_to_ours) = (
         reference.join().unwrap(),
         ours_to_stock.join().unwrap(),
