@@ -58,14 +58,30 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-/// `ping` with these options must report 0 % loss.
-fn ping_without_loss(ns: &Netns, device_ip: &str, extra: &[&str]) {
-    let mut argv = vec!["ping", "-n", "-W", "2"];
+/// `ping -c COUNT` with these options: a reply to each of its COUNT requests. With a deadline
+/// (`-w`) ping waits for every reply (without one it gives up on the last request after twice
+/// the largest round trip seen, and a late reply counts as lost), and sends until it has COUNT
+/// replies, so its summary may count a last request still in flight as lost: each
+/// `icmp_seq` is looked for instead (as linklab's tests do, `assert_ping_answered`).
+fn ping_without_loss(ns: &Netns, device_ip: &str, count: u32, extra: &[&str]) {
+    let count_arg = count.to_string();
+    let mut argv = vec!["ping", "-n", "-w", "10", "-c", &count_arg];
     argv.extend_from_slice(extra);
     argv.push(device_ip);
     let out = ns.run(&argv);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(" 0% packet loss"), "ping {extra:?}: {text}");
+    let missing: Vec<u32> = (1..=count)
+        .filter(|seq| {
+            let seq = format!("icmp_seq={seq} ");
+            !text
+                .lines()
+                .any(|l| l.contains(" bytes from ") && l.contains(&seq))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ping {extra:?}: no reply to icmp_seq {missing:?}: {text}"
+    );
 }
 
 #[test]
@@ -82,8 +98,8 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     let device_ip = DEVICE_CIDR.split('/').next().unwrap();
 
     // ICMP echo: 20 small pings, then 5 that fill a whole 1514-byte frame.
-    ping_without_loss(&ns, device_ip, &["-c", "20", "-i", "0.05"]);
-    ping_without_loss(&ns, device_ip, &["-c", "5", "-i", "0.05", "-s", "1472"]);
+    ping_without_loss(&ns, device_ip, 20, &["-i", "0.05"]);
+    ping_without_loss(&ns, device_ip, 5, &["-i", "0.05", "-s", "1472"]);
 
     // HTTP: curl fetches bench files; length and CRC32 must be the generator's.
     for file in &linklab_perf::payload::BENCH_FILES[..2] {
