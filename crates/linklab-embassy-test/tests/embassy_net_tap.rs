@@ -9,7 +9,13 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use linklab_embassy_test::{start, DEVICE_CIDR};
+use ping::Ping;
 use serde_json::Value;
+
+/// linklab's own ping check: its arguments (the deadline) and each reply looked for.
+#[path = "../../linklab/tests/common/ping.rs"]
+#[allow(dead_code)] // the options this test does not use (a longer deadline)
+mod ping;
 
 const HOST_CIDR: &str = "198.18.0.1/24";
 const TAP: &str = "lle0";
@@ -58,32 +64,6 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-/// `ping -c COUNT` with these options: a reply to each of its COUNT requests. With a deadline
-/// (`-w`) ping waits for every reply (without one it gives up on the last request after twice
-/// the largest round trip seen, and a late reply counts as lost), and sends until it has COUNT
-/// replies, so its summary may count a last request still in flight as lost: each
-/// `icmp_seq` is looked for instead (as linklab's tests do, `assert_ping_answered`).
-fn ping_without_loss(ns: &Netns, device_ip: &str, count: u32, extra: &[&str]) {
-    let count_arg = count.to_string();
-    let mut argv = vec!["ping", "-n", "-w", "10", "-c", &count_arg];
-    argv.extend_from_slice(extra);
-    argv.push(device_ip);
-    let out = ns.run(&argv);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let missing: Vec<u32> = (1..=count)
-        .filter(|seq| {
-            let seq = format!("icmp_seq={seq} ");
-            !text
-                .lines()
-                .any(|l| l.contains(" bytes from ") && l.contains(&seq))
-        })
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "ping {extra:?}: no reply to icmp_seq {missing:?}: {text}"
-    );
-}
-
 #[test]
 fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     let started = Instant::now();
@@ -98,8 +78,12 @@ fn embassy_net_answers_ping_curl_and_nc_over_linklab_mac() {
     let device_ip = DEVICE_CIDR.split('/').next().unwrap();
 
     // ICMP echo: 20 small pings, then 5 that fill a whole 1514-byte frame.
-    ping_without_loss(&ns, device_ip, 20, &["-i", "0.05"]);
-    ping_without_loss(&ns, device_ip, 5, &["-i", "0.05", "-s", "1472"]);
+    Ping::new(device_ip, 20)
+        .with(&["-i", "0.05"])
+        .assert_answered(|argv| ns.run(argv).stdout);
+    Ping::new(device_ip, 5)
+        .with(&["-i", "0.05", "-s", "1472"])
+        .assert_answered(|argv| ns.run(argv).stdout);
 
     // HTTP: curl fetches bench files; length and CRC32 must be the generator's.
     for file in &linklab_perf::payload::BENCH_FILES[..2] {

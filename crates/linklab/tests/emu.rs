@@ -17,22 +17,22 @@ use std::time::Duration;
 use common::device::{Device, DEVICE as DEVICE_IP};
 use common::hostile::{self as campaign, counter};
 use common::iperf2;
+use common::ping::Ping;
 use common::{assert_conserved, end_bytes, in_netns, linklab_bin, mac_counter};
 use serde_json::Value;
 
 /// Stock `ping -c 20`: every echo answered.
 fn ping_20_without_loss(emu: &Device) {
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-w", "10", DEVICE_IP]))
-            .unwrap();
-    common::assert_ping_answered(&ping, 20);
+    Ping::new(DEVICE_IP, 20)
+        .with(&["-i", "0.05"])
+        .assert_answered(|argv| emu.run(argv));
 }
 
 /// Three pings 0.2 s apart, all answered: the device still serves (and its loop went round).
 fn ping_3_without_loss(emu: &Device) {
-    let ping = String::from_utf8(emu.run(&["ping", "-c", "3", "-i", "0.2", "-w", "10", DEVICE_IP]))
-        .unwrap();
-    common::assert_ping_answered(&ping, 3);
+    Ping::new(DEVICE_IP, 3)
+        .with(&["-i", "0.2"])
+        .assert_answered(|argv| emu.run(argv));
 }
 
 /// Stock `iperf3 -u -b 5M -t 2`: the results exchange completes, and the receiver loses

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::device::DEVICE;
 use common::iperf2::iperf_in;
+use common::ping::Ping;
 use common::{linklab_bin, run_ok, ChildGuard, Netns};
 
 /// The repository's root.
@@ -190,9 +191,9 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     // the chip's time; the link is up once the line's pulses have been decoded.
     status.wait_until(200_000_000, Duration::from_secs(120));
 
-    let ping = ns.run(&["ping", "-c", "5", "-w", "60", DEVICE]);
-    let ping = String::from_utf8_lossy(&ping.stdout).to_string();
-    common::assert_ping_answered(&ping, 5);
+    let ping = Ping::new(DEVICE, 5)
+        .deadline(60)
+        .assert_answered(|argv| ns.run(argv).stdout);
     println!(
         "rp2040js: ping 5/5 answered; host clock: {}",
         ping.lines().last().unwrap_or("")

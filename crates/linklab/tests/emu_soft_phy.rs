@@ -6,6 +6,7 @@
 mod common;
 
 use common::device::{Device, DEVICE as DEVICE_IP};
+use common::ping::Ping;
 use common::{assert_conserved, end_bytes, mac_counter};
 
 /// The soft-PHY device: `linklab emu riscv32-virt --image soft-phy` boots the image whose receive interrupt
@@ -160,10 +161,10 @@ fn soft_phy_line(line: &[&str]) {
 
 /// Over the line: 20 pings all answered, the bench files whole, iperf3 both ways.
 fn serves_ping_http_and_iperf3(emu: &Device, line: &[&str]) {
-    let ping =
-        String::from_utf8(emu.run(&["ping", "-c", "20", "-i", "0.05", "-w", "10", DEVICE_IP]))
-            .unwrap();
-    common::assert_ping_answered(&format!("{line:?}:\n{ping}"), 20);
+    println!("over the line {line:?}");
+    Ping::new(DEVICE_IP, 20)
+        .with(&["-i", "0.05"])
+        .assert_answered(|argv| emu.run(argv));
     for file in linklab_perf::payload::BENCH_FILES
         .iter()
         .filter(|f| f.path == "/100kB.txt" || f.path == "/1MB.txt")

@@ -49,15 +49,22 @@ fn echo_pair(tag: &str) -> (Netns, Netns, common::ChildGuard) {
 /// host's scheduler and not what `linklab rtt` measures. So the client, the server and the
 /// delay line run ahead of the host's other work, as a user measuring on a busy host would
 /// run them.
+/// The host is asked once per test binary.
 fn ahead_of_the_host() -> Vec<&'static str> {
-    let permitted = Command::new("chrt")
-        .args(["-f", "10", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
+    static PERMITTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let permitted = *PERMITTED.get_or_init(|| {
+        let ok = Command::new("chrt")
+            .args(["-f", "10", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("no real-time priority here: the probes wait for a CPU like any process");
+        }
+        ok
+    });
     if permitted {
         vec!["chrt", "-f", "10"]
     } else {
-        eprintln!("no real-time priority here: the probes wait for a CPU like any process");
         Vec::new()
     }
 }

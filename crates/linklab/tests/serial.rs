@@ -9,6 +9,7 @@ mod pty_relay;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::ping::Ping;
 use common::{linklab_bin, tempdir, ChildGuard, Netns};
 use linklab_serial::impair::Impairment;
 use serde_json::Value;
@@ -237,19 +238,9 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
             .is_ok_and(|o| o.status.success())
     });
     assert!(ok, "no ping reply over the serial link");
-    let ping = ns.run(&[
-        "ping",
-        "-c",
-        "10",
-        "-i",
-        "0.05",
-        "-w",
-        "10",
-        "-s",
-        "1400",
-        "198.18.9.2",
-    ]);
-    common::assert_ping_answered(&String::from_utf8_lossy(&ping.stdout), 10);
+    Ping::new("198.18.9.2", 10)
+        .with(&["-i", "0.05", "-s", "1400"])
+        .assert_answered(|argv| ns.run(argv).stdout);
 
     // curl a bench file and the link's counters.
     let body = ns.run(&[
@@ -322,8 +313,9 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
             .is_ok_and(|o| o.status.success())
     });
     assert!(answered, "the serial firmware never answered a ping");
-    let ping = ns.run(&["ping", "-c", "5", "-i", "0.2", "-w", "10", "198.18.11.2"]);
-    common::assert_ping_answered(&String::from_utf8_lossy(&ping.stdout), 5);
+    Ping::new("198.18.11.2", 5)
+        .with(&["-i", "0.2"])
+        .assert_answered(|argv| ns.run(argv).stdout);
     let body = ns.run(&[
         "curl",
         "-sf",

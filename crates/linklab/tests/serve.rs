@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::iperf2;
+use common::ping::Ping;
 use common::{assert_conserved, in_netns, linklab_bin, mac_counter, ChildGuard, Netns};
 use serde_json::Value;
 
@@ -283,10 +284,9 @@ fn ping_curl_echo_stats_and_clean_exit() {
         "serve used {idle} of {hz} ticks in an idle second: it spins"
     );
 
-    let ping =
-        String::from_utf8(served.run(&["ping", "-c", "20", "-i", "0.05", "-w", "10", DEVICE_IP]))
-            .unwrap();
-    common::assert_ping_answered(&ping, 20);
+    Ping::new(DEVICE_IP, 20)
+        .with(&["-i", "0.05"])
+        .assert_answered(|argv| served.run(argv));
 
     for file in linklab_perf::payload::BENCH_FILES {
         let body = served.run(&[
@@ -530,10 +530,9 @@ fn an_existing_tap_is_used_and_left_in_place() {
     let mut served = Served::start_with("old", &[], |ns| {
         ns.run(&["ip", "tuntap", "add", "dev", TAP, "mode", "tap"]);
     });
-    let ping =
-        String::from_utf8(served.run(&["ping", "-c", "3", "-i", "0.05", "-w", "10", DEVICE_IP]))
-            .unwrap();
-    common::assert_ping_answered(&ping, 3);
+    Ping::new(DEVICE_IP, 3)
+        .with(&["-i", "0.05"])
+        .assert_answered(|argv| served.run(argv));
     let stdout = served.stop();
     assert!(stdout.contains("TAP existed"), "{stdout}");
     let links = String::from_utf8(served.run(&["ip", "-o", "link", "show"])).unwrap();

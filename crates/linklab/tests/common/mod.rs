@@ -10,6 +10,7 @@ pub mod hostile;
 pub mod iperf2;
 pub mod paced;
 pub mod pg_server;
+pub mod ping;
 pub mod spoof;
 pub mod track;
 
@@ -195,27 +196,6 @@ pub fn exit_within(child: &mut Child, within: Duration) -> Option<ExitStatus> {
     let _ = child.kill();
     let _ = child.wait();
     None
-}
-
-/// Asserts that stock `ping -c COUNT -w DEADLINE` answered each of its first `count` requests
-/// (a reply line for `icmp_seq=1` to `count`). With a deadline ping waits for every reply;
-/// without one it gives up on the last request after twice the largest round trip it has
-/// seen, and on a busy host a reply that came late was counted as lost (a fresh-clone run: 9 of
-/// 10 over the serial bridge). With a deadline it also sends until it has `count` replies, so
-/// its summary may count one more request, still in flight at the end, as lost.
-pub fn assert_ping_answered(ping: &str, count: u32) {
-    let missing: Vec<u32> = (1..=count)
-        .filter(|seq| {
-            let seq = format!("icmp_seq={seq} ");
-            !ping
-                .lines()
-                .any(|l| l.contains(" bytes from ") && l.contains(&seq))
-        })
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "ping: no reply to icmp_seq {missing:?}:\n{ping}"
-    );
 }
 
 /// Polls `f` every 20 ms until it returns true or `timeout` passes.
