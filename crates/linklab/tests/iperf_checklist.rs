@@ -19,7 +19,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -114,10 +114,18 @@ impl Server {
             .args(pre)
             .args(["-s", "-p", &port.to_string(), "--forceflush"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("could not start {program}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
+        // Its stderr is read to the end (a pipe left full would stop it), and shown when it
+        // does not come up.
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let stderr = thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
         let banners = Arc::new((Mutex::new(Banners::default()), Condvar::new()));
         let counted = Arc::clone(&banners);
         thread::spawn(move || {
@@ -132,15 +140,18 @@ impl Server {
                 changed.notify_all();
             }
         });
-        let server = Server {
+        let mut server = Server {
             _child: ChildGuard(Some(child)),
             banners,
         };
         // iperf3 prints the banner after listen(2): no need to look at the socket too.
-        assert!(
-            server.wait_free(Duration::from_secs(10)),
-            "{program} -s did not say it listens on {port}"
-        );
+        if !server.wait_free(Duration::from_secs(10)) {
+            let child = server._child.0.as_mut().expect("child present");
+            let exited = child.try_wait().ok().flatten();
+            let _ = child.kill();
+            let stderr = stderr.join().unwrap_or_default();
+            panic!("{program} -s did not say it listens on {port} (exited: {exited:?}): {stderr}");
+        }
         server
     }
 
