@@ -48,8 +48,7 @@ fn echo_pair(tag: &str) -> (Netns, Netns, common::ChildGuard) {
 /// CPU (the CI run of 73d4fa6 measured a 3.03 ms median for 2 ms of delay), which is the
 /// host's scheduler and not what `linklab rtt` measures. So the client, the server and the
 /// delay line run ahead of the host's other work, as a user measuring on a busy host would
-/// run them.
-/// The host is asked once per test binary.
+/// run them. The host is asked once per test binary.
 fn ahead_of_the_host() -> Vec<&'static str> {
     static PERMITTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let permitted = *PERMITTED.get_or_init(|| {
@@ -142,11 +141,11 @@ fn add_delay_each_way(a: &Netns, b: &Netns, delay: Duration) -> Option<delay_lin
     Some(line)
 }
 
-/// `linklab rtt` from `b` to the echo server in `a`, UDP then TCP, 200 probes of 64, 512 and
-/// 1472 B every `INTERVAL_US`, with `delay` added each way: each protocol's JSON document.
 /// The probes' interval: longer than a round trip with the delays, so probes never overlap.
 const INTERVAL_US: u32 = 5000;
 
+/// `linklab rtt` from `b` to the echo server in `a`, UDP then TCP, 200 probes of 64, 512 and
+/// 1472 B every `INTERVAL_US`, with `delay` added each way: each protocol's JSON document.
 fn rtt_with_delay_each_way(tag: &str, delay: Duration) -> Vec<(&'static str, Value)> {
     let (a, b, _server) = echo_pair(tag);
     let _line = add_delay_each_way(&a, &b, delay);
@@ -191,8 +190,8 @@ fn rtt_with_delay_each_way(tag: &str, delay: Duration) -> Vec<(&'static str, Val
 /// same path without delay, in the same run, on the fastest round trip of each. The host's
 /// own part of a round trip (four wake-ups of userspace threads, and the delay line's copies
 /// where netem is missing) is the host's, not what rtt measures, and it moves with the
-/// machine: an absolute bound on the median (2.0 ms -0.1/+0.5) held for months, then failed
-/// on the same quiet machine 2 runs in 3 (medians up to 3.1 ms; 0.14-0.28 ms over once).
+/// machine: an absolute bound on the median (2.0 ms -0.1/+0.5) held in the earlier checks,
+/// then failed on the same quiet machine 2 runs in 3 (medians up to 3.1 ms; 2.14-2.28 once).
 #[test]
 fn udp_and_tcp_round_trips_gain_2ms_with_1ms_delay_each_way() {
     let base = rtt_with_delay_each_way("rtt0", Duration::ZERO);
