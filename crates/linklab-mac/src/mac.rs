@@ -68,6 +68,7 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
                 long_errors: 0,
                 checksum_offload: false,
                 checksum_errors: 0,
+                staged: None,
             },
             tx: TxSide {
                 phy,
@@ -132,18 +133,33 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
         &self.tx.clock
     }
 
-    /// Lends the next queued transmission to `f` as the PHY committed it, without receiving
-    /// it (nothing is counted or released): lets a device look at what comes next, e.g. to
-    /// make room for a TCP SYN before the stack answers it. With an aligned RX format this is
-    /// the frame itself (plus FCS if the PHY passes it on); with a raw one, the capture.
-    pub fn peek<R>(&self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        self.rx.consumer.peek(f)
+    /// Lends the next good frame, the one [`receive`](Self::receive) delivers next, to `f`
+    /// without delivering it: lets a device look at what comes next, e.g. to make room for a
+    /// TCP SYN before the stack answers it. None when the queue holds no good frame. Bad,
+    /// filtered and PAUSE transmissions ahead of it are counted and released as `receive`
+    /// does, and the good one is counted now and held for `receive` (or
+    /// [`drop_next`](Self::drop_next)). A look at the queue's head alone showed a filtered
+    /// frame (an IPv6 multicast the host sent) while `receive` delivered the TCP SYN behind
+    /// it, which so passed the SYN rule by and got the stack's RST.
+    pub fn peek<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        if self.rx.staged.is_none() {
+            let frame = loop {
+                if let Some(frame) = self.take_next()? {
+                    break frame;
+                }
+            };
+            self.rx.staged = Some(frame);
+        }
+        self.rx.staged.as_deref().map(f)
     }
 
     /// The next good frame for the stack, in place; None when the queue holds no good
     /// frame. Bad, filtered and PAUSE frames on the way are counted and released.
     pub fn receive(&mut self) -> Option<RxFrame<'q, S>> {
         self.poll();
+        if let Some(frame) = self.rx.staged.take() {
+            return Some(frame);
+        }
         loop {
             if let Some(frame) = self.take_next()? {
                 return Some(frame);
@@ -151,11 +167,11 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
         }
     }
 
-    /// Takes the next queued transmission (the one [`peek`](Self::peek) shows) out of the
-    /// queue without lending it to anyone, counted as [`receive`](Self::receive) counts it: a
-    /// good frame a gate above the MAC refused, or a bad one. False when the queue is empty.
+    /// Takes the next good frame (the one [`peek`](Self::peek) shows) out of the queue
+    /// without lending it to anyone, counted as [`receive`](Self::receive) counts it: a good
+    /// frame a gate above the MAC refused. False when the queue holds no good frame.
     pub fn drop_next(&mut self) -> bool {
-        self.take_next().is_some()
+        self.peek(|_| ()).is_some() && self.rx.staged.take().is_some()
     }
 
     /// The next queued transmission (None when the queue is empty): a good frame for the

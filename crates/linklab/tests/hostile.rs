@@ -14,6 +14,8 @@
 //! - 40 spoofed UDP echo requests from hosts that never answer ARP, then one real request:
 //!   answered within 2 s;
 //! - 6 spoofed SYNs to port 80 and 2 to port 7 from a host that does not exist, then clients;
+//! - spoofed SYNs holding both HTTP sockets, then the host's SYN right behind frames the MAC
+//!   filters: answered with a SYN-ACK;
 //! - a continuous flood of spoofed SYNs (40 per second to ports 80, 7, 5201 and 5001 in turn)
 //!   while ordinary clients use the services (iperf 2 too), each without retries;
 //! - idle connections and no new client: closed by the idle timeout;
@@ -67,6 +69,15 @@ fn udp_echo_answers_right_after_a_spoofed_burst() {
 #[test]
 fn spoofed_syns_from_silent_hosts_do_not_kill_services() {
     campaign::spoofed_syns_do_not_kill_services(&Device::serve("spoof"));
+}
+
+#[test]
+fn a_syn_behind_filtered_frames_finds_room() {
+    let dev = Device::serve("filtered");
+    campaign::a_syn_behind_filtered_frames_finds_room(&dev);
+    // The case's premise: its 15 multicasts reached the MAC, which filtered them.
+    let stats = dev.stats();
+    assert!(common::mac_counter(&stats, "rx_filtered") >= 15, "{stats}");
 }
 
 #[test]

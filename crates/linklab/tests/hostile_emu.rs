@@ -44,13 +44,16 @@ fn whole_campaign(board: &str) {
     campaign::a_continuous_syn_flood_does_not_lock_out_clients(&dev);
     wait_quiet(&dev, quiet);
     campaign::spoofed_syns_do_not_kill_services(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::a_syn_behind_filtered_frames_finds_room(&dev);
     // Killed outright, `linklab emu` takes its QEMU (and so the TAP) with it.
     dev.kill_leaves_nothing();
 }
 
-/// The campaign's idle-holder and spoofed-SYN cases on the main loop over zynq7000-hal's GEM
-/// driver (`linklab emu zynq7000`): the apps' SYN rule there looks at the next frame
-/// in the HAL's RX ring (the HAL has no peek of its own).
+/// The campaign's idle-holder and spoofed-SYN cases (a SYN behind filtered frames among
+/// them) on the main loop over zynq7000-hal's GEM driver (`linklab emu zynq7000`): the apps'
+/// SYN rule there looks at the next frame in the HAL's RX ring (the HAL has no peek of its
+/// own).
 #[test]
 fn zynq7000_idle_holders_and_spoofed_syns_give_way() {
     let mut dev = Device::emu("zynq7000");
@@ -66,5 +69,7 @@ fn zynq7000_idle_holders_and_spoofed_syns_give_way() {
     campaign::spoofed_syns_do_not_kill_services(&dev);
     wait_quiet(&dev, quiet);
     campaign::a_continuous_syn_flood_does_not_lock_out_clients(&dev);
+    wait_quiet(&dev, quiet);
+    campaign::a_syn_behind_filtered_frames_finds_room(&dev);
     dev.kill_leaves_nothing();
 }

@@ -97,7 +97,7 @@ fn shortened(line: &str) -> Vec<String> {
 /// printed once the last test is cleaned up, and every test begins with "Accepted connection
 /// from". The same for stock's server and ours.
 struct Server {
-    _child: ChildGuard,
+    child: ChildGuard,
     banners: Arc<(Mutex<Banners>, Condvar)>,
 }
 
@@ -141,12 +141,12 @@ impl Server {
             }
         });
         let mut server = Server {
-            _child: ChildGuard(Some(child)),
+            child: ChildGuard(Some(child)),
             banners,
         };
         // iperf3 prints the banner after listen(2): no need to look at the socket too.
         if !server.wait_free(Duration::from_secs(10)) {
-            let child = server._child.0.as_mut().expect("child present");
+            let child = server.child.0.as_mut().expect("child present");
             let exited = child.try_wait().ok().flatten();
             let _ = child.kill();
             let stderr = stderr.join().unwrap_or_default();

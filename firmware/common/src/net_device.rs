@@ -18,11 +18,12 @@ use crate::Board;
 /// next received frame for the apps' SYN rule, its counters for `/stats`, and (linklab-mac's
 /// MAC only) the packet blaster's raw way.
 pub trait NetDevice: smoltcp::phy::Device {
-    /// The destination port of the next received frame if it opens a TCP connection
-    /// ([`syn_port`]), looked at without receiving it; None when there is no frame or the
-    /// device cannot show it (then a SYN to a service whose sockets are all busy gets
-    /// smoltcp's RST instead of a socket freed for it).
-    fn next_syn_port(&self) -> Option<u16>;
+    /// The destination port of the next frame the stack will receive if it opens a TCP
+    /// connection ([`syn_port`]), looked at without receiving it (frames the device drops on
+    /// the way may be released first); None when there is no frame or the device cannot show
+    /// it (then a SYN to a service whose sockets are all busy gets smoltcp's RST instead of a
+    /// socket freed for it).
+    fn next_syn_port(&mut self) -> Option<u16>;
 
     /// The counters `/stats` shows, with their conservation law
     /// ([`linklab_mac::Counters::check_conservation`]).
@@ -43,7 +44,7 @@ pub trait NetDevice: smoltcp::phy::Device {
 }
 
 impl<T: PhyTx> NetDevice for Mac<'static, Inline<QUEUE_BYTES>, T, NoClock> {
-    fn next_syn_port(&self) -> Option<u16> {
+    fn next_syn_port(&mut self) -> Option<u16> {
         self.peek(syn_port).flatten()
     }
 

@@ -370,7 +370,7 @@ impl smoltcp::phy::Device for GemDevice {
 }
 
 impl linklab_firmware::NetDevice for GemDevice {
-    fn next_syn_port(&self) -> Option<u16> {
+    fn next_syn_port(&mut self) -> Option<u16> {
         linklab_perf::lifetime::syn_port(self.peek()?)
     }
 

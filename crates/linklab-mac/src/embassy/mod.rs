@@ -66,7 +66,7 @@ pub enum Admit {
 /// Looks at each frame: received ones before the stack does, sent ones once the stack built
 /// them.
 pub trait FrameGate {
-    /// Called with the next received frame (as the PHY committed it, see [`Mac::peek`])
+    /// Called with the next good frame, the one the stack receives next (see [`Mac::peek`]),
     /// before it is lent to the stack: pass it, hold it until the gate wakes `waker` (the
     /// stack's task), or drop it. Keep holds short.
     fn admit(&mut self, frame: &[u8], waker: &Waker) -> Admit;

@@ -55,6 +55,8 @@ pub(super) struct RxSide<'q, S: Storage> {
     /// Verify IPv4/TCP/UDP checksums here instead of in the stack.
     pub(super) checksum_offload: bool,
     pub(super) checksum_errors: u64,
+    /// The good frame [`super::Mac::peek`] took out of the queue for the next receive.
+    pub(super) staged: Option<RxFrame<'q, S>>,
 }
 
 impl<S: Storage> RxSide<'_, S> {

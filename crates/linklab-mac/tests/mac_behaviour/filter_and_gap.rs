@@ -37,6 +37,50 @@ fn address_filter_in_the_mac() {
     c.check_conservation().unwrap();
 }
 
+/// `peek` shows the frame `receive` delivers next, past the filtered and bad transmissions
+/// ahead of it (released and counted as `receive` counts them): a look at the queue's head
+/// alone showed a filtered IPv6 multicast while `receive` delivered the TCP SYN behind it,
+/// which so passed `linklab serve`'s SYN rule by and got the stack's RST.
+#[test]
+#[cfg(feature = "soft-framing")]
+fn peek_shows_the_frame_receive_delivers_next() {
+    let q: RxQueue<Inline<16384>> = RxQueue::new();
+    let p = q.producer();
+    let mut mac = Mac::new(
+        q.consumer(),
+        Recorder::default(),
+        NoClock,
+        MacConfig::raw_phy(ME, 0),
+    );
+    let mld_report = MacAddr([0x33, 0x33, 0, 0, 0, 0x16]);
+    let mut bad_fcs = wire_frame(ME, b"bad");
+    *bad_fcs.last_mut().unwrap() ^= 0xff;
+    for frame in [
+        wire_frame(mld_report, b"mld"),
+        bad_fcs,
+        wire_frame(ME, b"first"),
+        wire_frame(ME, b"second"),
+    ] {
+        assert!(p.push(&frame));
+    }
+    let says = |word: &'static [u8]| move |f: &[u8]| f[14..].starts_with(word);
+    // Looked at twice, counted once.
+    assert_eq!(mac.peek(says(b"first")), Some(true));
+    assert_eq!(mac.peek(says(b"first")), Some(true));
+    let c = mac.counters();
+    assert_eq!((c.rx_packets, c.rx_filtered, c.rx_crc_errors), (1, 1, 1));
+    c.check_conservation().unwrap();
+    assert!(says(b"first")(&mac.receive().unwrap()));
+    // A gate's refusal drops the frame peek showed, counted as received.
+    assert_eq!(mac.peek(says(b"second")), Some(true));
+    assert!(mac.drop_next());
+    assert_eq!(mac.counters().rx_packets, 2);
+    assert_eq!(mac.peek(|_| ()), None);
+    assert!(!mac.drop_next());
+    assert!(mac.receive().is_none());
+    mac.counters().check_conservation().unwrap();
+}
+
 #[test]
 #[cfg(feature = "soft-framing")]
 fn inter_packet_gap_is_96_bit_times_after_the_end() {

@@ -56,7 +56,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         device: &mut D,
         sockets: &mut SocketSet<'a>,
         now: Instant,
-        next_syn_port: impl FnMut(&D) -> Option<u16>,
+        next_syn_port: impl FnMut(&mut D) -> Option<u16>,
     ) {
         self.poll_ingress(iface, device, sockets, now, next_syn_port);
         self.poll_egress(iface, device, sockets, now);
@@ -75,7 +75,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         device: &mut D,
         sockets: &mut SocketSet<'a>,
         now: Instant,
-        mut next_syn_port: impl FnMut(&D) -> Option<u16>,
+        mut next_syn_port: impl FnMut(&mut D) -> Option<u16>,
     ) {
         let mut sent = SynAcks::new();
         let mut device = SynAckWatch {

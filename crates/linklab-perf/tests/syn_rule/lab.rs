@@ -105,7 +105,7 @@ impl Lab {
             now,
             ..
         } = self;
-        apps.poll_ingress(iface, wire, sockets, *now, |w: &Wire| {
+        apps.poll_ingress(iface, wire, sockets, *now, |w: &mut Wire| {
             w.to_device.front().and_then(|f| syn_port(f))
         });
         apps.poll(sockets, &mut NoRoutes, *now);

@@ -91,7 +91,7 @@ impl Apps {
         device: &mut D,
         sockets: &mut SocketSet<'static>,
         now: Instant,
-        next_syn_port: impl FnMut(&D) -> Option<u16>,
+        next_syn_port: impl FnMut(&mut D) -> Option<u16>,
     ) {
         self.inner
             .poll_interface(iface, device, sockets, now, next_syn_port);

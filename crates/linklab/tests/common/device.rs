@@ -219,11 +219,41 @@ impl Device {
     pub fn inject(&self, frames: Vec<Vec<u8>>) {
         let tap = self.tap;
         in_netns(&self.ns, move || {
-            let sender = RawSender::open(tap);
+            let sender = RawSocket::open(tap);
             for f in &frames {
                 sender.send(f);
             }
         });
+    }
+
+    /// Sends raw Ethernet frames out of the kernel side of the TAP, back to back, and returns
+    /// the frames the device sent after them: up to the first for which `last` is true, or
+    /// all it sent `within`.
+    pub fn inject_and_read(
+        &self,
+        frames: Vec<Vec<u8>>,
+        within: Duration,
+        last: impl Fn(&[u8]) -> bool + Send + 'static,
+    ) -> Vec<Vec<u8>> {
+        let (tap, mac) = (self.tap, self.mac);
+        in_netns(&self.ns, move || {
+            let socket = RawSocket::listening(tap);
+            for f in &frames {
+                socket.send(f);
+            }
+            let until = Instant::now() + within;
+            let mut got = Vec::new();
+            while let Some(f) = socket.recv(until) {
+                if f.get(6..12) == Some(&mac[..]) {
+                    let done = last(&f);
+                    got.push(f);
+                    if done {
+                        break;
+                    }
+                }
+            }
+            got
+        })
     }
 
     /// Sends spoofed SYNs (built by `frame(i)`, i = 0, 1, ...) at `per_second` from a thread in
@@ -238,7 +268,7 @@ impl Device {
         let tap = self.tap;
         std::thread::spawn(move || {
             enter_netns(&path);
-            let sender = RawSender::open(tap);
+            let sender = RawSocket::open(tap);
             let started = Instant::now();
             let mut sent = 0u32;
             while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60) {
@@ -316,14 +346,15 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// An AF_PACKET socket that writes whole Ethernet frames on one interface.
-struct RawSender {
+/// An AF_PACKET socket that writes whole Ethernet frames on one interface (and, opened with
+/// [`RawSocket::listening`], reads every frame that crosses it).
+struct RawSocket {
     fd: i32,
     addr: libc::sockaddr_ll,
 }
 
-impl RawSender {
-    fn open(ifname: &str) -> RawSender {
+impl RawSocket {
+    fn open(ifname: &str) -> RawSocket {
         let name = std::ffi::CString::new(ifname).expect("interface name");
         // SAFETY: plain libc calls with valid pointers; the fd is ours and closed on drop.
         unsafe {
@@ -335,8 +366,44 @@ impl RawSender {
             addr.sll_family = libc::AF_PACKET as u16;
             addr.sll_ifindex = index as i32;
             addr.sll_halen = 6;
-            RawSender { fd, addr }
+            RawSocket { fd, addr }
         }
+    }
+
+    /// A socket on `ifname` that also reads every frame crossing it, both ways, from now on.
+    fn listening(ifname: &str) -> RawSocket {
+        let socket = RawSocket::open(ifname);
+        let mut addr = socket.addr;
+        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: bind(2) of our socket to a valid address.
+        let bound = unsafe {
+            libc::bind(
+                socket.fd,
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        };
+        assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+        socket
+    }
+
+    /// The next frame read before `until`; None once it passed.
+    fn recv(&self, until: Instant) -> Option<Vec<u8>> {
+        let left = until.checked_duration_since(Instant::now())?;
+        let mut pfd = libc::pollfd {
+            fd: self.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll(2) on one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, left.as_millis() as i32 + 1) } <= 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; 2048];
+        // SAFETY: recv(2) into a buffer of its length on our socket.
+        let n = unsafe { libc::recv(self.fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        buf.truncate(usize::try_from(n).ok()?);
+        Some(buf)
     }
 
     fn send(&self, frame: &[u8]) {
@@ -360,7 +427,7 @@ impl RawSender {
     }
 }
 
-impl Drop for RawSender {
+impl Drop for RawSocket {
     fn drop(&mut self) {
         // SAFETY: closing the socket we opened.
         unsafe { libc::close(self.fd) };

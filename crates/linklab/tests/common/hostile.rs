@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::device::{Device, DEVICE, HOST};
 use super::paced::PacedDownload;
-use super::spoof::{spoofed_syn, spoofed_udp};
+use super::spoof::{ipv6_multicast, spoofed_syn, spoofed_udp, tcp_flags};
 use super::{assert_conserved, enter_netns, in_netns, wait_until};
 
 mod spoofed;
@@ -26,9 +26,9 @@ mod zero_window;
 // Each test binary runs some of the cases.
 #[allow(unused_imports)]
 pub use spoofed::{
-    a_continuous_syn_flood_does_not_lock_out_clients, answered_taken, half_open_sockets_time_out,
-    spoofed_syns_do_not_kill_services, spoofed_syns_then_clients, tcp_echo,
-    udp_echo_answers_right_after_a_spoofed_burst,
+    a_continuous_syn_flood_does_not_lock_out_clients, a_syn_behind_filtered_frames_finds_room,
+    answered_taken, half_open_sockets_time_out, spoofed_syns_do_not_kill_services,
+    spoofed_syns_then_clients, tcp_echo, udp_echo_answers_right_after_a_spoofed_burst,
 };
 #[allow(unused_imports)]
 pub use zero_window::a_download_stays_a_zero_window_reader_goes;

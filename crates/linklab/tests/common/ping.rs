@@ -45,7 +45,7 @@ impl<'a> Ping<'a> {
     }
 
     /// Ping's whole command line.
-    pub fn argv(&self) -> Vec<String> {
+    fn argv(&self) -> Vec<String> {
         let mut argv: Vec<String> = ["ping", "-n", "-c"].map(String::from).to_vec();
         argv.push(self.count.to_string());
         argv.push("-w".into());
@@ -71,7 +71,7 @@ impl<'a> Ping<'a> {
 }
 
 /// The sequence numbers in 1..=`count` that ping's output shows no reply to.
-pub fn unanswered(ping_output: &str, count: u32) -> Vec<u32> {
+fn unanswered(ping_output: &str, count: u32) -> Vec<u32> {
     (1..=count)
         .filter(|seq| {
             let seq = format!("icmp_seq={seq} ");

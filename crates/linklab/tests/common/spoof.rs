@@ -84,3 +84,25 @@ pub fn spoofed_udp(
     udp[6..8].copy_from_slice(&c.to_be_bytes());
     ipv4_frame(to, src, 17, &udp)
 }
+
+/// A frame to an IPv6 multicast group (MLDv2 routers, 33:33:00:00:00:16), as a host sends
+/// after its link comes up: a device's MAC that joined no group filters it.
+pub fn ipv6_multicast() -> Vec<u8> {
+    let mut f = vec![0u8; 60];
+    f[..6].copy_from_slice(&[0x33, 0x33, 0, 0, 0, 0x16]);
+    f[6..12].copy_from_slice(&[0x02, 0x66, 0x66, 0, 0, 1]);
+    f[12..14].copy_from_slice(&[0x86, 0xdd]);
+    f[14] = 0x60; // IPv6
+    f
+}
+
+/// The TCP flags of `frame` if it is an IPv4 TCP segment from port `from` to port `to`.
+pub fn tcp_flags(frame: &[u8], from: u16, to: u16) -> Option<u8> {
+    let ip = frame.get(14..)?;
+    if frame.get(12..14)? != [0x08, 0x00] || *ip.get(9)? != 6 {
+        return None;
+    }
+    let tcp = ip.get(usize::from(ip[0] & 0x0f) * 4..)?;
+    let port = |at: usize| Some(u16::from_be_bytes([*tcp.get(at)?, *tcp.get(at + 1)?]));
+    (port(0)? == from && port(2)? == to).then(|| tcp.get(13).copied())?
+}
