@@ -142,36 +142,31 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     /// frame (an IPv6 multicast the host sent) while `receive` delivered the TCP SYN behind
     /// it, which so passed the SYN rule by and got the stack's RST.
     pub fn peek<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        if self.rx.staged.is_none() {
-            let frame = loop {
-                if let Some(frame) = self.take_next()? {
-                    break frame;
-                }
-            };
-            self.rx.staged = Some(frame);
-        }
-        self.rx.staged.as_deref().map(f)
+        self.stage().map(|frame| f(frame))
     }
 
     /// The next good frame for the stack, in place; None when the queue holds no good
     /// frame. Bad, filtered and PAUSE frames on the way are counted and released.
     pub fn receive(&mut self) -> Option<RxFrame<'q, S>> {
         self.poll();
-        if let Some(frame) = self.rx.staged.take() {
-            return Some(frame);
-        }
-        loop {
-            if let Some(frame) = self.take_next()? {
-                return Some(frame);
-            }
-        }
+        self.stage()?;
+        self.rx.staged.take()
     }
 
     /// Takes the next good frame (the one [`peek`](Self::peek) shows) out of the queue
     /// without lending it to anyone, counted as [`receive`](Self::receive) counts it: a good
     /// frame a gate above the MAC refused. False when the queue holds no good frame.
     pub fn drop_next(&mut self) -> bool {
-        self.peek(|_| ()).is_some() && self.rx.staged.take().is_some()
+        self.stage().is_some() && self.rx.staged.take().is_some()
+    }
+
+    /// The next good frame, held for [`receive`](Self::receive) (taken out of the queue
+    /// first if none is held): the one place both `peek` and `receive` get theirs.
+    fn stage(&mut self) -> Option<&RxFrame<'q, S>> {
+        while self.rx.staged.is_none() {
+            self.rx.staged = self.take_next()?;
+        }
+        self.rx.staged.as_ref()
     }
 
     /// The next queued transmission (None when the queue is empty): a good frame for the
