@@ -22,7 +22,8 @@
 //!   (paced at 10 Mbit/s too, unless `--no-pace`).
 //!
 //! Counters on this side (printed when it stops) obey
-//! `tap_frames = frames_sent + dropped_busy + dropped_long`,
+//! `tap_frames = frames_sent + dropped_busy + dropped_long + dropped_closed` (the last: read
+//! from the TAP as the device stopped),
 //! `captures_sent = frames_sent + pulses_sent + bad_sent`, and
 //! `buffers_received = frames_ok + fcs_errors + not_frames`,
 //! `frames_ok = tap_written + tap_dropped`.

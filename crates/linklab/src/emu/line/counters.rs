@@ -9,6 +9,8 @@ pub struct Counters {
     pub(super) frames_sent: AtomicU64,
     pub(super) dropped_busy: AtomicU64,
     pub(super) dropped_long: AtomicU64,
+    /// Frames read from the TAP when the device's end had closed (it stopped): never sent.
+    pub(super) dropped_closed: AtomicU64,
     pub(super) pulses_sent: AtomicU64,
     pub(super) bad_sent: AtomicU64,
     pub(super) captures_sent: AtomicU64,
@@ -33,6 +35,7 @@ impl Counters {
             ("frames_sent", g(&self.frames_sent)),
             ("dropped_busy", g(&self.dropped_busy)),
             ("dropped_long", g(&self.dropped_long)),
+            ("dropped_closed", g(&self.dropped_closed)),
             ("pulses_sent", g(&self.pulses_sent)),
             ("bad_sent", g(&self.bad_sent)),
             ("captures_sent", g(&self.captures_sent)),
@@ -48,10 +51,9 @@ impl Counters {
     /// The line's laws, once both threads have stopped.
     pub fn check(&self) -> Result<(), &'static str> {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        if g(&self.tap_frames)
-            != g(&self.frames_sent) + g(&self.dropped_busy) + g(&self.dropped_long)
-        {
-            return Err("tap_frames != frames_sent + dropped_busy + dropped_long");
+        let dropped = g(&self.dropped_busy) + g(&self.dropped_long) + g(&self.dropped_closed);
+        if g(&self.tap_frames) != g(&self.frames_sent) + dropped {
+            return Err("tap_frames != frames_sent + dropped_busy + dropped_long + dropped_closed");
         }
         if g(&self.captures_sent) != g(&self.frames_sent) + g(&self.pulses_sent) + g(&self.bad_sent)
         {
