@@ -158,13 +158,13 @@ enum Verb {
     Chips(chips::Args),
     /// The soft-PHY line alone, for a device emulator that connects to its unix socket.
     ///
-    /// The pin-level RP2040 harness (emu/rp2040js/harness.mjs) carries the line's samples to
+    /// The pin-level RP2040 harness (emulators/rp2040js/harness.mjs) carries the line's samples to
     /// the chip's RX pin and its TX pin's samples back; this side joins them to a TAP.
-    /// Plumbing for emu/rp2040js/run (docs/rp2040js.md): hidden from `linklab emu --help`,
+    /// Plumbing for emulators/rp2040js/run (docs/rp2040js.md): hidden from `linklab emu --help`,
     /// which fits a screen.
     #[command(
         hide = true,
-        after_help = "Example: linklab emu line --tap t0 --socket /tmp/line.sock --no-pace\n  then: node emu/rp2040js/harness.mjs --elf ELF --socket /tmp/line.sock"
+        after_help = "Example: linklab emu line --tap t0 --socket /tmp/line.sock --no-pace\n  then: node emulators/rp2040js/harness.mjs --elf ELF --socket /tmp/line.sock"
     )]
     Line(pin_line::Args),
 }

@@ -1,11 +1,11 @@
 //! The RP2040 soft-PHY example (examples/boards/rp2040-soft-phy, feature `one-core`) at the
-//! pin level: rp2040js runs its core 0, PIO, DMA and timer under emu/rp2040js/harness.mjs,
+//! pin level: rp2040js runs its core 0, PIO, DMA and timer under emulators/rp2040js/harness.mjs,
 //! which keeps one clock for the core, the PIO state machines at their dividers and the
 //! line; `linklab emu line` joins the line to a TAP in a namespace the test creates
 //! (198.18.0.0/15). Stock ping, curl of the bench files with their CRC32s and stock iperf 2
 //! both ways; the rates in the emulated chip's clock (the harness's status file).
 //!
-//! Needs root and node with `npm ci` in emu/rp2040js (scripts/setup); builds the example
+//! Needs root and node with `npm ci` in emulators/rp2040js (scripts/setup); builds the example
 //! with `--features one-core` itself (seconds after the check's build of the example).
 
 mod common;
@@ -147,10 +147,10 @@ fn iperf2_both_ways(ns: &Netns, status: &Status) {
 #[test]
 fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     let elf = build_one_core_elf();
-    let harness = root().join("emu/rp2040js/harness.mjs");
+    let harness = root().join("emulators/rp2040js/harness.mjs");
     assert!(
-        root().join("emu/rp2040js/node_modules/rp2040js").exists(),
-        "rp2040js is not installed (scripts/setup: npm ci in emu/rp2040js)"
+        root().join("emulators/rp2040js/node_modules/rp2040js").exists(),
+        "rp2040js is not installed (scripts/setup: npm ci in emulators/rp2040js)"
     );
     let ns = Netns::new("rp2040js");
     let dir = std::env::temp_dir().join(format!("linklab-rp2040js-{}", std::process::id()));

@@ -1,5 +1,5 @@
 //! `linklab emu line --tap NAME --socket PATH`: the soft-PHY line between a TAP and a device
-//! emulator of another kind than QEMU: the pin-level RP2040 harness (emu/rp2040js), which
+//! emulator of another kind than QEMU: the pin-level RP2040 harness (emulators/rp2040js), which
 //! connects to the unix socket and speaks the same framing as QEMU's `-netdev stream` (a
 //! 4-byte big-endian length, then the bytes): to the device, one capture of line samples at
 //! the receiver's oversampling per transmission; from it, the TX pin's samples at 2x of one
