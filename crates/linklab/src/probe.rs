@@ -19,27 +19,18 @@
 //! - `document`: the JSON; `baseline`: old beside new; `summary`: the text; `outputs`: the
 //!   files; `progress`: the terminal line.
 
-mod baseline;
 mod conditions;
 mod discover;
-pub mod document;
 mod downloads;
-mod figures;
 mod flows;
 mod http;
-mod http_doc;
 mod iperf2;
 mod latency;
-pub mod latency_doc;
 mod outputs;
 mod plan;
 mod progress;
-pub mod repeat;
 mod schedule;
 mod steps;
-mod summary;
-
-pub use summary::conditions_words;
 
 use std::io::{IsTerminal, Write as _};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -50,7 +41,8 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 
 use crate::values::{self, bail_usage};
-use document::{ProbeReport, Quantity, ServiceState, SCHEMA_VERSION};
+use linklab_results::probe::{baseline, figures, summary, ProbeReport, Service, ServiceState, SCHEMA_VERSION};
+use linklab_results::Quantity;
 use outputs::{watchdog, Outputs};
 use plan::{Iperf, IperfChoice, Step};
 
@@ -178,7 +170,7 @@ const DEFAULT_HTTP_PATHS: [&str; 2] = ["/100kB.txt", "/1MB.txt"];
 pub fn run(args: Args) -> anyhow::Result<()> {
     let http_paths = checked_http_paths(&args)?;
     let baseline = match &args.baseline {
-        Some(path) => Some(baseline::load(path)?),
+        Some(path) => Some(load_baseline(path)?),
         None => None,
     };
     let addr = resolve(&args.host)?;
@@ -202,7 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut report = runs[0].clone();
     if args.repeat > 1 {
-        report.repeat = Some(repeat::across(&runs));
+        report.repeat = Some(figures::across(&runs));
         report.failures = failures.clone();
         report.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
         if let Some(c) = report.conditions.as_mut() {
@@ -329,7 +321,7 @@ fn discover_services(
     args: &Args,
     addr: IpAddr,
     progress: &mut progress::Progress,
-) -> anyhow::Result<Vec<document::Service>> {
+) -> anyhow::Result<Vec<Service>> {
     let (iperf3_port, iperf2_port) = args.iperf.ports(args.iperf_port);
     let ports = discover::Ports {
         iperf3: iperf3_port,
@@ -441,6 +433,15 @@ fn exit_if_worse(report: &ProbeReport) {
         );
         std::process::exit(EXIT_WORSE);
     }
+}
+
+/// Reads `--baseline`: one clear sentence for a file that cannot be read or is not a probe
+/// document this linklab reads.
+fn load_baseline(path: &std::path::Path) -> anyhow::Result<ProbeReport> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow!("--baseline {name}: cannot read: {e}"))?;
+    baseline::parse(&text, &name)
 }
 
 /// The first address `host` resolves to (IPv4 first).

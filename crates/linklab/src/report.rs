@@ -14,14 +14,13 @@ mod sweep_section;
 
 use std::path::PathBuf;
 
-pub use page::utc_time;
 
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use crate::probe::document::ProbeReport;
-use crate::rtt::RttReport;
-use crate::sweep::SweepReport;
+use linklab_results::probe::ProbeReport;
+use linklab_results::rtt::RttReport;
+use linklab_results::sweep::SweepReport;
 
 /// Options of `linklab report`.
 #[derive(clap::Args)]
@@ -61,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let html = page::page(&sections, &sources, &page::utc_time(now));
+    let html = page::page(&sections, &sources, &linklab_results::time::utc_time(now));
     std::fs::write(&args.output, html)
         .with_context(|| format!("-o: cannot write {}", args.output.display()))?;
     println!(
@@ -82,7 +81,7 @@ pub fn probe_page(r: &ProbeReport, source: &str) -> String {
     page::page(
         &[probe_section::render(r, source, 0)],
         &[source.to_string()],
-        &page::utc_time(now),
+        &linklab_results::time::utc_time(now),
     )
 }
 
@@ -98,7 +97,7 @@ fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String>
             Ok(sweep_section::render(&r, note.as_deref(), name, index))
         }
         Some("serial-selftest") => {
-            let r: crate::serial::report::SerialReport = serde_json::from_value(v)
+            let r: linklab_results::serial::SerialReport = serde_json::from_value(v)
                 .with_context(|| format!("{name}: malformed serial self-test result"))?;
             Ok(serial_section::render(&r, name, index))
         }

@@ -11,7 +11,6 @@ pub mod client;
 mod icmp;
 mod probe;
 mod server;
-pub mod stats;
 
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -19,12 +18,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
 pub use client::Transport;
 use client::{Connection, RunConfig};
 use probe::HEADER_LEN;
-use stats::Distribution;
+use linklab_results::rtt::{Distribution, RttReport, SizeReport};
 
 use crate::values::{self, bail_usage};
 
@@ -81,53 +79,6 @@ pub struct Args {
     /// Also write the results as JSON to FILE (input of `linklab report`).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-}
-
-/// The JSON of one `linklab rtt` run (`"kind": "rtt"`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RttReport {
-    /// Always `"rtt"`: tells `linklab report` what this file is.
-    pub kind: String,
-    /// The echo endpoint as given.
-    pub host: String,
-    /// Its port.
-    pub port: u16,
-    /// `"udp"` or `"tcp"`.
-    pub protocol: String,
-    /// Probes per size.
-    pub count: u32,
-    /// Send spacing in microseconds (0 = back to back).
-    pub interval_us: u64,
-    /// One entry per probe size, in the order measured.
-    pub sizes: Vec<SizeReport>,
-}
-
-/// The results for one probe size.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SizeReport {
-    /// Probe size in bytes.
-    pub size: usize,
-    /// Probes sent.
-    pub sent: u64,
-    /// Distinct valid replies.
-    pub received: u64,
-    /// Probes without a reply.
-    pub lost: u64,
-    /// `lost / sent` in percent.
-    pub loss_pct: f64,
-    /// Extra copies of replies already received.
-    pub duplicates: u64,
-    /// Replies with wrong length or altered payload.
-    pub corrupt: u64,
-    /// Rate the client offered (`size * 8 / interval`), bit/s; `None` when sent back to back.
-    pub offered_bps: Option<f64>,
-    /// Payload bit rate of the returning stream: `(received - 1) * size * 8` over the time
-    /// from the first to the last reply, bit/s.
-    pub realized_bps: f64,
-    /// Round-trip times.
-    pub rtt: Distribution,
-    /// Times between successive replies.
-    pub interarrival: Distribution,
 }
 
 /// Runs `linklab rtt`.

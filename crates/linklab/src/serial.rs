@@ -13,7 +13,6 @@ mod bridge;
 mod device;
 mod ifaddr;
 mod port;
-pub mod report;
 mod selftest;
 mod tty;
 

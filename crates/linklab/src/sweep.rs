@@ -13,24 +13,21 @@
 //! (`--confirm`) before the limit counts: one spoilt second on a busy host is not the link's
 //! limit (`analysis`); the order of the steps is `search`'s, without I/O.
 
-pub mod analysis;
 mod progress;
 pub mod search;
 pub mod step;
 pub mod step2;
-mod text;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
 
 use crate::values::{self, bail_usage, format_rate};
-use analysis::{Collapse, KneeRule, Limit, Peak};
-pub use text::limit_line;
-use text::{header_line, row_line, summary};
+use linklab_results::sweep::analysis;
+use linklab_results::sweep::text::{header_line, row_line, summary};
+use linklab_results::sweep::{limited_at, KneeRule, Step, SweepReport};
 
 /// Lowest offered rate accepted, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -91,13 +88,13 @@ pub struct Args {
     tcp: bool,
     /// A step tracks its offered rate while the received rate is within PCT percent of it
     /// (and loss stays below 0.1 %); the knee is the highest offered rate that tracks.
-    #[arg(long, value_name = "PCT", default_value_t = analysis::DEFAULT_TOLERANCE_PCT,
+    #[arg(long, value_name = "PCT", default_value_t = linklab_results::sweep::DEFAULT_TOLERANCE_PCT,
           value_parser = values::ranged(0.5, 50.0))]
     tolerance: f64,
     /// Attempts at one offered rate that must all hit a limit before it counts: a rate that
     /// would bound the knee is measured again until it tracks once or hits a limit N times
     /// (1 = every rate measured once).
-    #[arg(long, value_name = "N", default_value_t = analysis::DEFAULT_CONFIRM,
+    #[arg(long, value_name = "N", default_value_t = linklab_results::sweep::DEFAULT_CONFIRM,
           value_parser = clap::value_parser!(u32).range(1..=5))]
     confirm: u32,
     /// Extra bisection steps between the knee and the next step (0 = none).
@@ -111,166 +108,6 @@ pub struct Args {
     /// Also write the results as JSON to FILE (input of `linklab report`).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-}
-
-/// The JSON of one `linklab sweep` (`"kind": "sweep"`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SweepReport {
-    /// Always `"sweep"`: tells `linklab report` what this file is.
-    pub kind: String,
-    /// The iperf server as given.
-    pub host: String,
-    /// Its port.
-    pub port: u16,
-    /// `"udp"` or `"tcp"`.
-    pub protocol: String,
-    /// `"iperf3"` or `"iperf2"` (`"iperf3"` in files written before iperf 2 sweeps).
-    #[serde(default = "iperf3")]
-    pub iperf: String,
-    /// True when the server sent (iperf3 `-R`).
-    pub reverse: bool,
-    /// Seconds per step.
-    pub duration_s: u32,
-    /// Datagram / write length, when given.
-    pub length: Option<u32>,
-    /// Every attempt, sorted by offered rate, repeats of a rate after its first attempt
-    /// (refinement steps included).
-    pub steps: Vec<Step>,
-    /// The thresholds the limits and the knee were judged by. Absent in files written before
-    /// the sweep named limits (their knee was loss alone); `linklab report` recomputes those.
-    #[serde(default)]
-    pub knee_rule: Option<KneeRule>,
-    /// Highest offered rate at which an attempt hit no limit, bit/s.
-    pub knee_bps: Option<f64>,
-    /// The first rate above the knee and what limited it; `None` when no step above the knee
-    /// was measured (the link kept up with every offered rate).
-    #[serde(default)]
-    pub limited_at: Option<LimitedAt>,
-    /// Highest received rate.
-    pub peak: Option<Peak>,
-    /// Received throughput falling past the peak, if it does.
-    pub collapse: Option<Collapse>,
-}
-
-/// One step of a sweep: one iperf3 test at a fixed offered rate (one attempt at that rate).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Step {
-    /// Target rate, bit/s.
-    pub offered_bps: f64,
-    /// Rate the sender achieved, bit/s.
-    pub sent_bps: f64,
-    /// Rate the receiver got (TCP: goodput), bit/s.
-    pub received_bps: f64,
-    /// Lost datagrams in percent of those sent (UDP; 0 for TCP).
-    pub loss_pct: f64,
-    /// Lost datagrams (UDP).
-    pub lost: u64,
-    /// Datagrams sent (UDP).
-    pub packets: u64,
-    /// Receiver jitter in milliseconds (UDP).
-    pub jitter_ms: f64,
-    /// Datagrams received out of order (UDP; known only when this side received, i.e. with -R,
-    /// because iperf3 servers do not report it).
-    pub out_of_order: Option<u64>,
-    /// Sender retransmits (TCP, when the sender reports them).
-    pub retransmits: Option<u64>,
-    /// True for a bisection step added by `--refine` (and its repeats).
-    pub refined: bool,
-    /// The limits this step hit (empty: it tracked its offered rate).
-    #[serde(default)]
-    pub limits: Vec<Limit>,
-    /// Which attempt at this offered rate it is: 1 for the first, 2 for its repeat, ... (1 in
-    /// files written before repeats existed).
-    #[serde(default = "one")]
-    pub attempt: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn iperf3() -> String {
-    "iperf3".into()
-}
-
-fn yes() -> bool {
-    true
-}
-
-/// The rate that shows what stopped the link: the first one above the knee (the lowest rate
-/// when none tracked).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LimitedAt {
-    /// Its offered rate, bit/s.
-    pub offered_bps: f64,
-    /// What its attempts hit, each limit named once.
-    pub limits: Vec<Limit>,
-    /// Attempts at this rate (all of them limited).
-    #[serde(default = "one")]
-    pub attempts: u32,
-    /// Whether the limit is confirmed: as many attempts as the rule's `confirm` (false when
-    /// the time ran out before the repeat; true in files written before repeats existed).
-    #[serde(default = "yes")]
-    pub confirmed: bool,
-}
-
-impl SweepReport {
-    /// The knee rule as stored (the defaults for files written before it was stored).
-    pub fn rule(&self) -> KneeRule {
-        self.knee_rule.unwrap_or_default()
-    }
-
-    /// True for a TCP sweep.
-    pub fn tcp(&self) -> bool {
-        self.protocol == "tcp"
-    }
-
-    /// True for a sweep of iperf 2 tests.
-    pub fn is_iperf2(&self) -> bool {
-        self.iperf == "iperf2"
-    }
-
-    /// Brings a file written before the sweep named limits up to date: classifies its steps and
-    /// recomputes the knee with the default rule. Returns a note for people saying so, or `None`
-    /// when the file is current.
-    pub fn upgrade(&mut self) -> Option<String> {
-        if self.knee_rule.is_some() {
-            return None;
-        }
-        let old = self.knee_bps;
-        // Every rate was measured once.
-        let rule = KneeRule {
-            confirm: 1,
-            ..KneeRule::default()
-        };
-        let tcp = self.tcp();
-        for s in &mut self.steps {
-            s.limits = rule.limits(s, tcp);
-        }
-        self.knee_rule = Some(rule);
-        self.knee_bps = analysis::knee(&self.steps, &rule, tcp);
-        self.limited_at = limited_at(&self.steps, self.knee_bps, &rule, tcp);
-        Some(format!(
-            "written before linklab sweep named limits: its knee ({}, by {} alone) is recomputed \
-             from its steps by the current rule",
-            old.map_or("none".into(), format_rate),
-            if tcp {
-                "goodput within 1 % of offered"
-            } else {
-                "loss < 0.1 %"
-            }
-        ))
-    }
-}
-
-/// The first rate above the knee, the limits its attempts hit, and whether it is confirmed.
-fn limited_at(steps: &[Step], knee: Option<f64>, rule: &KneeRule, tcp: bool) -> Option<LimitedAt> {
-    analysis::first_limited(steps, knee).map(|s| LimitedAt {
-        offered_bps: s.offered_bps,
-        limits: analysis::limits_at(steps, s.offered_bps),
-        attempts: analysis::attempts_at(steps, s.offered_bps).count() as u32,
-        confirmed: analysis::confirmed(steps, s.offered_bps, rule, tcp),
-    })
 }
 
 /// Runs `linklab sweep`.
@@ -307,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         format_rate(to)
     );
     let rule = KneeRule {
-        loss_pct: analysis::KNEE_LOSS_PCT,
+        loss_pct: linklab_results::sweep::KNEE_LOSS_PCT,
         tolerance_pct: args.tolerance,
         confirm: args.confirm,
     };

@@ -129,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Verb::Runs(db) => {
             let store = store::open(&db.db)?;
             for h in store.runs()? {
-                let when = crate::report::page::utc_time(h.started_unix as u64);
+                let when = linklab_results::time::utc_time(h.started_unix as u64);
                 println!("{:>4}  {:<24}  {}  {}", h.id, h.label, when, h.commit);
             }
             Ok(())

@@ -9,31 +9,7 @@ use std::fmt::Display;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-/// A mistake in how the command was called (a bad value, a missing or conflicting option),
-/// as opposed to a failure while running: `main` exits with 2 for it, like clap does.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// A usage error with this message, as an `anyhow::Error` (exit code 2).
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Usage(msg.into()))
-}
-
-/// Returns early with a usage error (exit code 2), formatted like `anyhow::bail!`.
-macro_rules! bail_usage {
-    ($($arg:tt)*) => {
-        return Err($crate::values::usage(format!($($arg)*)))
-    };
-}
-pub(crate) use bail_usage;
+pub use linklab_results::usage::{bail_usage, usage, Usage};
 
 /// A number of type `T` in `lo..=hi`.
 pub fn ranged<T>(lo: T, hi: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync
@@ -202,24 +178,7 @@ pub fn mac_address(s: &str) -> Result<[u8; 6], String> {
     Ok(mac)
 }
 
-/// Formats a rate for people: `950 kbit/s`, `200 Mbit/s`, `1.25 Gbit/s`.
-pub fn format_rate(bps: f64) -> String {
-    let (v, unit) = if bps >= 1e9 {
-        (bps / 1e9, "Gbit/s")
-    } else if bps >= 1e6 {
-        (bps / 1e6, "Mbit/s")
-    } else {
-        (bps / 1e3, "kbit/s")
-    };
-    let digits = if v >= 100.0 {
-        0
-    } else if v >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{v:.digits$} {unit}")
-}
+pub use linklab_results::units::format_rate;
 
 /// Turns a clap error into the one line `main` prints after `linklab: error: `: the first
 /// paragraph of clap's message, without its `error: ` prefix, its lines joined.
@@ -323,13 +282,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn formats_rates() {
-        assert_eq!(format_rate(200e6), "200 Mbit/s");
-        assert_eq!(format_rate(1.25e9), "1.25 Gbit/s");
-        assert_eq!(format_rate(950e3), "950 kbit/s");
-        assert_eq!(format_rate(12.5e6), "12.5 Mbit/s");
-    }
 
     #[test]
     fn clap_messages_become_one_line() {

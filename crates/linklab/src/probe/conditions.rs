@@ -8,58 +8,10 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::document::Service;
+use linklab_results::probe::{Conditions, DeviceStats, Service};
 use super::plan::Iperf;
-
-/// The conditions of one run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Conditions {
-    /// The run's name in side-by-side reports (`--label`, else host and start time).
-    pub label: String,
-    /// linklab's version.
-    pub linklab_version: String,
-    /// The host's kernel release (`uname -r`).
-    pub kernel: Option<String>,
-    /// The interface the route to the device leaves by.
-    pub interface: Option<String>,
-    /// Its MTU, bytes.
-    pub mtu: Option<u32>,
-    /// Its speed, Mbit/s, where the interface says one (virtual ones do not).
-    pub speed_mbit: Option<u64>,
-    /// The iperf the device serves: `iperf3`, `iperf 2.1.9`, `iperf 2 (no version reply)`.
-    pub iperf: Option<String>,
-    /// The device's own description from `GET /stats`, where it serves one.
-    pub device: Option<DeviceStats>,
-    /// Why there is no device description (no HTTP, no `/stats`, not JSON).
-    pub device_absent: Option<String>,
-    /// probe's options as given on the command line.
-    pub options: Vec<String>,
-    /// Runs of `--repeat` (1 without it).
-    #[serde(default = "one")]
-    pub runs: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// What the device's `/stats` says of itself (the members it has; none is made up).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct DeviceStats {
-    /// `board`.
-    pub board: Option<String>,
-    /// `image`.
-    pub image: Option<String>,
-    /// `hash` (or `image_hash`).
-    pub hash: Option<String>,
-    /// `tcp_window.bytes`, or `tcp_window` as a number.
-    pub tcp_window: Option<u64>,
-    /// `uptime_s`.
-    pub uptime_s: Option<f64>,
-}
 
 /// Gathers the conditions: the host's at once, the device's `/stats` over HTTP when served.
 pub fn gather(
@@ -86,7 +38,7 @@ pub fn gather(
     };
     Conditions {
         label: label.map_or_else(
-            || format!("{host} {}", crate::report::utc_time(started_unix_s)),
+            || format!("{host} {}", linklab_results::time::utc_time(started_unix_s)),
             str::to_string,
         ),
         linklab_version: env!("CARGO_PKG_VERSION").into(),

@@ -19,7 +19,7 @@ use linklab_perf::iperf2::{
     Amount, ClientEnd, Protocol, TcpClientConfig, TcpClientFlow, TcpFlow, TestRequest,
 };
 
-use super::document::{Service, ServiceState};
+use linklab_results::probe::{Service, ServiceState};
 use super::http::{self, Probed};
 use crate::rtt::client::Connection;
 use crate::rtt::Transport;

@@ -10,7 +10,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::document::{HttpDownload, HttpSample, PathState, Quantity};
+use linklab_results::probe::{HttpDownload, HttpSample, PathState};
+use linklab_results::quantity::Quantity;
 use super::steps::Outcome;
 use super::{figures, http};
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use linklab_perf::iperf::host::{run_client_observed, HostInterval, Observer};
 use linklab_perf::iperf::{Params, Protocol};
 
-use super::latency_doc::FlowInterval;
+use linklab_results::probe::latency::FlowInterval;
 use super::steps::iperf_config;
 use crate::sweep::step::{client_config, client_error, is_resetting};
 

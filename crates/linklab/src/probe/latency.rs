@@ -9,12 +9,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::document::{Figure, NotMeasured, Unmeasured};
+use linklab_results::probe::{Figure, NotMeasured, Unmeasured};
 use super::flows::{self, Way};
-use super::latency_doc::{
-    self as doc, load_rtt, GrowthBound, LatencyUnderLoad, Load, LoadRtt, RttSeries, Stall,
-    STALL_RTT_MS,
-};
+use linklab_results::probe::latency::{self as doc, load_rtt, GrowthBound, LatencyUnderLoad, Load, LoadRtt, RttSeries, Stall, STALL_RTT_MS};
 use super::steps::Outcome;
 use crate::rtt::client::{Connection, RunConfig};
 use crate::rtt::Transport;
@@ -404,7 +401,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::latency_doc::FlowInterval;
+    use linklab_results::probe::latency::FlowInterval;
 
     #[test]
     fn loads_fit_the_time() {

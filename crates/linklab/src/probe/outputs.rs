@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::document::{ProbeReport, Quantity};
+use linklab_results::probe::ProbeReport;
+use linklab_results::quantity::Quantity;
 use super::{lock, Step, OVERRUN};
 
 /// Where the outputs go.

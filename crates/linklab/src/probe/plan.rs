@@ -2,7 +2,7 @@
 //! iperf measures the device — iperf3 where a server answered on its port, else iperf 2
 //! (`--iperf auto`), or the one `--iperf 3|2` names.
 
-use super::document::{Service, ServiceState};
+use linklab_results::probe::{Service, ServiceState};
 
 /// The steps, in the order they run, with their share of the time.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

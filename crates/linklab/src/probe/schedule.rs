@@ -6,7 +6,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::document::{ProbeReport, Quantity, Service, ServiceState, StepRecord, StepState};
+use linklab_results::probe::{ProbeReport, Service, ServiceState, StepRecord, StepState};
+use linklab_results::quantity::Quantity;
 use super::plan::{self, Iperf, Step, IPERF};
 use super::progress::Progress;
 use super::{downloads, figures, iperf2, latency, lock, state_word, steps, target, Args, RESERVE};
@@ -336,8 +337,8 @@ impl Schedule<'_> {
 
 /// What a step gives back: its figures, those it could not make, its detail and its error.
 type StepResult = (
-    Vec<super::document::Figure>,
-    Vec<super::document::NotMeasured>,
+    Vec<linklab_results::probe::Figure>,
+    Vec<linklab_results::probe::NotMeasured>,
     String,
     Option<anyhow::Error>,
 );

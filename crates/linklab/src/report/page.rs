@@ -85,35 +85,3 @@ pub fn page(sections: &[String], sources: &[String], generated: &str) -> String 
     s.push_str("</script>\n</body></html>\n");
     s
 }
-
-/// Formats a Unix time (seconds) as `YYYY-MM-DD HH:MM UTC` (civil-from-days, proleptic Gregorian).
-pub fn utc_time(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let secs = unix % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc_time(0), "1970-01-01 00:00 UTC");
-        assert_eq!(utc_time(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(utc_time(1_795_318_200), "2026-11-22 03:30 UTC");
-    }
-}

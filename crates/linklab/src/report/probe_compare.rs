@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::probe_latency::cdf_chart;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
-use crate::probe::document::{range_text, ProbeReport};
+use linklab_results::probe::{range_text, ProbeReport};
 use crate::values::format_rate;
 
 /// Colours of the runs, in order.
@@ -60,8 +60,8 @@ fn rows(runs: &[(&ProbeReport, &str)]) -> Vec<Row> {
                     let id = format!("latency.{}.{}.rtt_p99", t.transport, p.load);
                     let label = format!(
                         "{} round trip p99 {}",
-                        crate::probe::latency_doc::transport_words(&t.transport),
-                        crate::probe::latency_doc::load_words(&p.load)
+                        linklab_results::probe::latency::transport_words(&t.transport),
+                        linklab_results::probe::latency::load_words(&p.load)
                     );
                     add(&id, &label, "us", k, (v * 1e3, v * 1e3, Some(v * 1e3)));
                 }
@@ -113,7 +113,7 @@ pub fn render(runs: &[(&ProbeReport, &str)]) -> String {
                     r.linklab_version
                 )
             },
-            crate::probe::conditions_words,
+            linklab_results::probe::conditions_words,
         );
         let _ = write!(
             s,

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use crate::probe::document::ProbeReport;
-use crate::probe::latency_doc::{self as lat, ms, LatencyUnderLoad, RttSeries};
+use linklab_results::probe::ProbeReport;
+use linklab_results::probe::latency::{self as lat, ms, LatencyUnderLoad, RttSeries};
 use crate::values::format_rate;
 
 /// Colours of the transports (round trips) and of the loads (CDF lines).
@@ -45,7 +45,7 @@ pub fn render(s: &mut String, r: &ProbeReport, index: usize) {
         let _ = write!(
             s,
             r#"<p class="note conditions"><b>conditions:</b> {} · label {}</p>"#,
-            esc(&crate::probe::conditions_words(c)),
+            esc(&linklab_results::probe::conditions_words(c)),
             esc(&c.label)
         );
     }

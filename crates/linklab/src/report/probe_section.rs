@@ -9,10 +9,8 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use super::{probe_latency, probe_tables, rtt_section, sweep_section};
-use crate::probe::document::{
-    range_text, Better, Compared, ProbeReport, ServiceState, StepState, Unmeasured,
-};
-use crate::sweep::analysis::describe_all;
+use linklab_results::probe::{range_text, Better, Compared, ProbeReport, ServiceState, StepState, Unmeasured};
+use linklab_results::sweep::describe_all;
 use crate::values::format_rate;
 
 /// A figure's value for people.
@@ -282,7 +280,7 @@ fn summary_table(s: &mut String, r: &ProbeReport, rows: &[Compared]) {
             s,
             r#"<p class="note">Baseline {} (measured {}{}). Worse: the two runs' ranges lie apart, the bad way, by a gap larger than the tolerance ({} % of the baseline's figure) and larger than either range is wide — the runs differ by more than each varied within itself; round trips also by more than {} ms.</p>"#,
             esc(&c.file),
-            super::page::utc_time(c.baseline_started_unix_s),
+            linklab_results::time::utc_time(c.baseline_started_unix_s),
             if c.baseline_schema_version > 1 {
                 String::new()
             } else {

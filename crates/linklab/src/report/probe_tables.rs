@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::svg::esc;
-use crate::probe::document::{PathState, ProbeReport};
+use linklab_results::probe::{PathState, ProbeReport};
 use crate::values::format_rate;
 
 /// The HTTP downloads table, when any path was asked.

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
 use super::sweep_section::fact;
-use crate::rtt::stats::Distribution;
-use crate::rtt::RttReport;
+use linklab_results::rtt::Distribution;
+use linklab_results::rtt::RttReport;
 use crate::values::format_rate;
 
 /// Bars per histogram.
@@ -419,7 +419,7 @@ pub(super) fn histogram_chart(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rtt::SizeReport;
+    use linklab_results::rtt::SizeReport;
 
     fn dist(histogram: Vec<(f64, u64)>, p50: f64, p999: f64) -> Distribution {
         Distribution {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::rtt_section::{size_histograms, SizeHistograms};
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
-use crate::serial::report::SerialReport;
+use linklab_results::serial::SerialReport;
 use crate::values::format_rate;
 
 /// Renders one self-test result as a `<section>`.

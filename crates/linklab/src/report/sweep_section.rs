@@ -6,8 +6,9 @@
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use crate::sweep::analysis::{describe_all, Limit};
-use crate::sweep::{limit_line, Step, SweepReport};
+use linklab_results::sweep::{describe_all, Limit};
+use linklab_results::sweep::text::limit_line;
+use linklab_results::sweep::{Step, SweepReport};
 use crate::values::format_rate;
 
 /// How each limit is drawn on the chart: legend text, colour, dot radius. The sender's ring is

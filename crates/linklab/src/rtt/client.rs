@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 
 use super::icmp::IcmpSocket;
 use super::probe::{Probe, ProbeError, HEADER_LEN};
-use super::stats::new_histogram;
+use linklab_results::rtt::new_histogram;
 
 /// How replies are carried: one probe per UDP datagram, or probes back to back on a TCP stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use linklab_serial::State;
 
 use super::counters_line;
 use super::port::Port;
-use super::report::{SerialReport, SizeResult};
-use crate::rtt::stats::{new_histogram, Distribution};
+use linklab_results::serial::{SerialReport, SizeResult};
+use linklab_results::rtt::{new_histogram, Distribution};
 use crate::serve::StopSignals;
 use std::os::fd::AsRawFd;
 

@@ -10,7 +10,8 @@ use anyhow::Context;
 use super::compare::{self, Thresholds, Verdict};
 use super::figure::Run;
 use super::{store, tables};
-use crate::report::page::{page, utc_time};
+use crate::report::page::page;
+use linklab_results::time::utc_time;
 use crate::report::svg::{esc, Axis, Chart, Mark, Series, VLine};
 
 /// Options of `linklab track report`.

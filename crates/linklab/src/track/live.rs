@@ -8,7 +8,7 @@ use anyhow::Context;
 use super::figure::{Better, EntryResult, Figure, Rule};
 use super::own_run::{json_of, TempFile};
 use super::suite::DeviceEntry;
-use crate::probe::document::{self, ProbeReport};
+use linklab_results::probe::ProbeReport;
 
 /// Probes the device of `entry` (`--repeat N` when `repeat` > 1); a failed probe is the
 /// entry failed with probe's own last line, never figures of a half run.
@@ -73,9 +73,9 @@ pub fn probe_figures(doc: &ProbeReport) -> Vec<Figure> {
         .collect()
 }
 
-fn better(b: document::Better) -> Better {
+fn better(b: linklab_results::probe::Better) -> Better {
     match b {
-        document::Better::Higher => Better::Higher,
-        document::Better::Lower => Better::Lower,
+        linklab_results::probe::Better::Higher => Better::Higher,
+        linklab_results::probe::Better::Lower => Better::Lower,
     }
 }

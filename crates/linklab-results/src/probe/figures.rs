@@ -1,8 +1,11 @@
 //! The headline figures of each step, from what it measured (no I/O): a median of samples
 //! with their range, a round-trip median with its quartiles, or a knee with its range (see
-//! `document::SpreadKind`).
+//! `figure::SpreadKind`).
 
-use super::document::{Figure, HttpDownload, NotMeasured, PathState, TcpTest, Unmeasured};
+use super::document::{ProbeReport, TcpTest};
+use super::figure::{Figure, NotMeasured, Unmeasured};
+use super::http::{HttpDownload, PathState};
+use super::repeat::{AcrossRuns, Repeat};
 use crate::rtt::RttReport;
 use crate::sweep::{analysis, SweepReport};
 
@@ -260,10 +263,50 @@ pub fn rank(id: &str) -> usize {
     .unwrap_or(7)
 }
 
+/// The figures of `runs` side by side.
+pub fn across(runs: &[ProbeReport]) -> Repeat {
+    let mut ids: Vec<&str> = Vec::new();
+    for r in runs {
+        for f in &r.figures {
+            if !ids.contains(&f.id.as_str()) {
+                ids.push(&f.id);
+            }
+        }
+    }
+    let figures = ids
+        .into_iter()
+        .filter_map(|id| {
+            let first = runs.iter().find_map(|r| r.figure(id))?;
+            let values: Vec<Option<f64>> =
+                runs.iter().map(|r| r.figure(id).map(|f| f.value)).collect();
+            let mut seen: Vec<f64> = values.iter().flatten().copied().collect();
+            seen.sort_by(f64::total_cmp);
+            let m = median(&seen);
+            let (low, high) = (seen[0], seen[seen.len() - 1]);
+            Some(AcrossRuns {
+                id: id.into(),
+                label: first.label.clone(),
+                unit: first.unit.clone(),
+                better: first.better,
+                values,
+                low,
+                median: m,
+                high,
+                spread_pct: (m != 0.0).then(|| (high - low) / m * 100.0),
+            })
+        })
+        .collect();
+    Repeat {
+        runs: runs.len() as u32,
+        figures,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::document::{Quantity, SpreadKind};
+    use super::super::figure::SpreadKind;
+    use crate::quantity::Quantity;
 
     fn test(direction: &str, streams: u32, round: u32, mbit: f64) -> TcpTest {
         TcpTest {

@@ -4,9 +4,11 @@
 
 use std::fmt::Write as _;
 
-use super::document::{self, ProbeReport, ServiceState};
-use super::latency_doc::{self as lat, ms};
-use crate::values::format_rate;
+use super::conditions::Conditions;
+use super::document::{ProbeReport, ServiceState};
+use super::figure::range_text;
+use super::latency::{self as lat, ms};
+use crate::units::format_rate;
 
 /// A figure's value for people (a knee of 0: no rate tracked).
 fn show(v: f64, unit: &str) -> String {
@@ -38,7 +40,7 @@ pub fn summary(r: &ProbeReport) -> String {
                     "  {:<44} {:>14}  {:<26} {}{via}",
                     f.label,
                     show(f.value, &f.unit),
-                    document::range_text(low, high, &f.unit),
+                    range_text(low, high, &f.unit),
                     f.spread_words()
                 );
             }
@@ -61,7 +63,7 @@ pub fn summary(r: &ProbeReport) -> String {
             for f in &c.figures {
                 let opt = |v: Option<f64>| v.map_or("-".into(), |v| show(v, &f.unit));
                 let range = |v: Option<f64>, low: Option<f64>, high: Option<f64>| match (v, low) {
-                    (Some(_), Some(l)) => document::range_text(l, high, &f.unit),
+                    (Some(_), Some(l)) => range_text(l, high, &f.unit),
                     _ => "-".into(),
                 };
                 let new = match (&f.missing, f.new) {
@@ -250,7 +252,7 @@ fn conditions(s: &mut String, r: &ProbeReport) {
 }
 
 /// The conditions in words (also the side-by-side report's run headings).
-pub fn conditions_words(c: &document::Conditions) -> String {
+pub fn conditions_words(c: &Conditions) -> String {
     let mut parts = vec![format!("linklab {}", c.linklab_version)];
     if let Some(k) = &c.kernel {
         parts.push(format!("kernel {k}"));

@@ -1,6 +1,6 @@
 //! `--baseline old.json`: an earlier probe's figures beside this run's, and which are worse.
 //!
-//! Every figure carries the range it was seen in (`document::SpreadKind`): its samples' lowest
+//! Every figure carries the range it was seen in (`figure::SpreadKind`): its samples' lowest
 //! to highest (TCP rounds, HTTP batches), its probes' middle half (round trips), or for a knee
 //! from the lowest rate where the sweep saw the link fail up to the most the link delivered
 //! above a confirmed limit. A figure is **worse** only when the two runs' ranges lie apart, the
@@ -23,27 +23,20 @@
 //! gone altogether shows in the services table, not as worse. A version 1 baseline (one
 //! measurement per figure) is read as one sample per figure: a range of no width.
 
-use std::path::Path;
-
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-use super::document::{
-    Better, Compared, Comparison, Figure, NotMeasured, ProbeReport, Unmeasured,
-    OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,
-};
+use super::document::{Compared, Comparison, ProbeReport, OLDEST_SCHEMA_VERSION, SCHEMA_VERSION};
+use super::figure::{Better, Figure, NotMeasured, Unmeasured};
 
 /// A round-trip median must also be this much higher to count as worse, milliseconds.
 pub const RTT_SLACK_MS: f64 = 0.2;
 
-/// Reads a baseline: a probe JSON document of this schema version or an older one this
-/// linklab reads. One clear sentence for a file that is missing, not JSON, not a probe
-/// document or of a version it does not read.
-pub fn load(path: &Path) -> anyhow::Result<ProbeReport> {
-    let name = path.display();
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("--baseline {name}: cannot read"))?;
-    let v: Value = serde_json::from_str(&text)
+/// Reads a baseline from its text (the file `name`): a probe JSON document of this schema
+/// version or an older one this linklab reads. One clear sentence for a text that is not
+/// JSON, not a probe document or of a version it does not read.
+pub fn parse(text: &str, name: &str) -> anyhow::Result<ProbeReport> {
+    let v: Value = serde_json::from_str(text)
         .with_context(|| format!("--baseline {name}: not valid JSON"))?;
     if v.get("kind").and_then(Value::as_str) != Some("probe") {
         bail!("--baseline {name}: not a linklab probe result (no \"kind\": \"probe\")");
@@ -287,7 +280,7 @@ mod tests {
 
     /// A run with `figures` and `not_measured`, nothing else.
     fn run(figures: Vec<Figure>, not_measured: Vec<NotMeasured>) -> ProbeReport {
-        use crate::probe::document::Quantity;
+        use crate::quantity::Quantity;
         ProbeReport {
             kind: "probe".into(),
             schema_version: SCHEMA_VERSION,

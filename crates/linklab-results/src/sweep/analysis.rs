@@ -18,128 +18,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Step;
-
-/// Loss at or above this (in percent) is the receiver-loss limit.
-pub const KNEE_LOSS_PCT: f64 = 0.1;
-
-/// The received rate tracks the offered rate while it stays within this many percent of it.
-/// 5 % lets a step at a link's line rate count as tracking (the headers below the iperf3
-/// payload cost 3–4 % with full-size datagrams) while any real shortfall does not.
-pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
-
-/// Attempts that must all hit a limit before it counts: the first one and a repeat. A spoilt
-/// second on a busy host is common, two in a row at the same rate much rarer (the crate README
-/// has the figures); each further attempt costs a step's time at every limit.
-pub const DEFAULT_CONFIRM: u32 = 2;
+use super::step::{KneeRule, Limit, Step};
 
 /// Received throughput this far (fraction) below the peak at a higher offered rate is a collapse.
 pub const COLLAPSE_DROP: f64 = 0.10;
-
-/// What stopped a step from tracking its offered rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Limit {
-    /// The receiver counted lost datagrams (UDP loss at or above the threshold).
-    ReceiverLoss,
-    /// The sender did not send the offered rate (UDP): its NIC, qdisc, socket or CPU is the
-    /// limit, whatever the link could carry.
-    Sender,
-    /// The received rate fell short of the offered rate with neither counted loss nor a sender
-    /// shortfall to explain it (TCP: always, since TCP slows its sender down whoever the
-    /// bottleneck is).
-    NotTracking,
-}
-
-impl Limit {
-    /// The limit in words, as the text output and the report name it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Limit::ReceiverLoss => "receiver loss",
-            Limit::Sender => "sender could not keep up",
-            Limit::NotTracking => "received rate stopped tracking",
-        }
-    }
-}
-
-/// The limits of a step in words, joined by ` + ` (`-` for none).
-pub fn describe_all(limits: &[Limit]) -> String {
-    if limits.is_empty() {
-        return "-".into();
-    }
-    limits
-        .iter()
-        .map(|l| l.describe())
-        .collect::<Vec<_>>()
-        .join(" + ")
-}
-
-/// The thresholds a sweep was judged by; stored in its JSON so a reader knows the rule.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct KneeRule {
-    /// Loss at or above this many percent is receiver loss (UDP).
-    pub loss_pct: f64,
-    /// Received (and sent) rates within this many percent of the offered rate track it.
-    pub tolerance_pct: f64,
-    /// Attempts at one offered rate that must all hit a limit before the limit counts (1 in
-    /// files written before repeats existed: every step was measured once).
-    #[serde(default = "one")]
-    pub confirm: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-impl Default for KneeRule {
-    fn default() -> KneeRule {
-        KneeRule {
-            loss_pct: KNEE_LOSS_PCT,
-            tolerance_pct: DEFAULT_TOLERANCE_PCT,
-            confirm: DEFAULT_CONFIRM,
-        }
-    }
-}
-
-impl KneeRule {
-    /// The limits step `s` hit; empty when it tracked its offered rate.
-    pub fn limits(&self, s: &Step, tcp: bool) -> Vec<Limit> {
-        let keep = 1.0 - self.tolerance_pct / 100.0;
-        let floor = s.offered_bps * keep;
-        let short = s.received_bps < floor;
-        let mut limits = Vec::new();
-        if !tcp && s.loss_pct >= self.loss_pct {
-            limits.push(Limit::ReceiverLoss);
-        }
-        if !tcp && short && s.sent_bps < floor {
-            limits.push(Limit::Sender);
-        }
-        if short && limits.is_empty() {
-            limits.push(Limit::NotTracking);
-        }
-        limits
-    }
-
-    /// The rule for people.
-    pub fn describe(&self, tcp: bool) -> String {
-        if tcp {
-            format!("goodput within {} % of offered", self.tolerance_pct)
-        } else {
-            format!(
-                "received within {} % of offered and loss < {} %",
-                self.tolerance_pct, self.loss_pct
-            )
-        }
-    }
-
-    /// How a limit is confirmed, for people.
-    pub fn describe_confirm(&self) -> String {
-        match self.confirm {
-            0 | 1 => "each rate measured once".into(),
-            n => format!("a limit counts once {n} attempts at its rate hit one"),
-        }
-    }
-}
 
 /// The knee: the highest offered rate at which an attempt hit no limit (see
 /// [`KneeRule::limits`]). A noisy attempt that hit a limit, at that rate or below, does not
@@ -306,6 +188,7 @@ pub fn collapse(steps: &[Step]) -> Option<Collapse> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use super::super::step::describe_all;
 
     /// A step in Mbit/s where the sender sent what was offered.
     fn step(offered_mbit: f64, received_mbit: f64, loss_pct: f64) -> Step {

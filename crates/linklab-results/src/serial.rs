@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::rtt::stats::Distribution;
+use crate::rtt::Distribution;
 
 /// One self-test run.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::document::Quantity;
+use crate::quantity::Quantity;
 
 /// The downloads of one HTTP path.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -3,8 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::{analysis, Step, SweepReport};
-use crate::values::format_rate;
+use super::analysis;
+use super::document::SweepReport;
+use super::step::{describe_all, Step};
+use crate::units::format_rate;
 
 /// The table's header line.
 pub fn header_line(tcp: bool) -> String {
@@ -29,7 +31,7 @@ pub fn row_line(s: &Step, tcp: bool) -> String {
         (true, false) => " (refine)".into(),
         (false, false) => String::new(),
     };
-    let limit = analysis::describe_all(&s.limits);
+    let limit = describe_all(&s.limits);
     if tcp {
         let retr = s.retransmits.map_or("-".to_string(), |r| r.to_string());
         format!(
@@ -87,7 +89,7 @@ pub fn limit_line(r: &SweepReport) -> String {
     };
     format!(
         "{} at {} offered{figures}{confirmed}",
-        analysis::describe_all(&at.limits),
+        describe_all(&at.limits),
         format_rate(at.offered_bps)
     )
 }

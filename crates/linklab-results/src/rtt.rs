@@ -1,0 +1,7 @@
+//! The document of `linklab rtt`: round trips and inter-arrival times per probe size.
+
+mod distribution;
+mod document;
+
+pub use distribution::{new_histogram, Distribution};
+pub use document::{RttReport, SizeReport};
