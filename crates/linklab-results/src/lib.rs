@@ -26,6 +26,7 @@ pub mod sweep;
 pub mod time;
 pub mod units;
 pub mod usage;
+pub mod values;
 
 pub use quantity::Quantity;
 pub use usage::Usage;

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Both images run on QEMU 7.2's `mps2-an385` (Cortex-M3, LAN9118), free-running, with
-//! linklab's own TCG plugin (`lwip_side_by_side/insncount.c`, built here with gcc) counting
+//! linklab's own TCG plugin (linklab-emu's `counted/insncount.c`, built here with gcc) counting
 //! every executed guest instruction; the bench reads the count over a socket at each mark,
 //! so a mark is exact rather than interpolated. Per image: the idle rate over 4 s, then
 //! 10 MiB to the device and 10 MiB from it (lwIP's lwiperf speaks iperf 2: `iperf -n 10M`
@@ -33,18 +33,8 @@
 //! (skip `linklab emu cost`), `--only lwip|main|compact|minimal|embassy` (repeatable; the
 //! embassy image, `fw-mps2-an385-embassy`, is counted only when named).
 
-#[path = "lwip_side_by_side/counter.rs"]
-mod counter;
-#[path = "lwip_side_by_side/elf.rs"]
-mod elf;
-#[path = "lwip_side_by_side/emulator.rs"]
-mod emulator;
-#[path = "lwip_side_by_side/measure.rs"]
-mod measure;
 #[path = "lwip_side_by_side/report.rs"]
 mod report;
-#[path = "lwip_side_by_side/throughput.rs"]
-mod throughput;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,8 +42,9 @@ use std::process::Command;
 use anyhow::{bail, Context};
 use linklab_perf::device_config::DeviceConfig;
 
-use emulator::Clock;
-use measure::Speaks;
+use linklab_emu::counted::emulator::Clock;
+use linklab_emu::counted::measure::Speaks;
+use linklab_emu::counted::{counter, elf, emulator, measure, throughput};
 use report::Column;
 
 /// The lwIP peer image's NIC address (its netif reads the one QEMU gives the LAN9118).

@@ -2,25 +2,15 @@
 //!
 //! Each subcommand lives in its own module with an `Args` (clap) and a `run` function.
 //! Every error ends the process with one line `linklab: error: …` on stderr: exit code 2 for
-//! a usage error (clap's, or a [`values::Usage`] from a subcommand), 1 for a failure while
+//! a usage error (clap's, or a [`linklab_results::Usage`] from a subcommand), 1 for a failure while
 //! running. `--help` and `--version` behave as clap makes them.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod bench;
-mod emu;
 mod iperf;
 mod iperf2;
-mod probe;
-mod report;
-mod rtt;
-mod serial;
-mod serve;
-mod sweep;
-mod track;
-mod values;
 
 /// The linklab command line.
 #[derive(Parser)]
@@ -40,27 +30,27 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the experiment of Niccle's MAC write-up (pings + HTTP downloads) on a simulated link.
-    Bench(bench::Args),
+    Bench(linklab_measure::bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
-    Serve(serve::Args),
+    Serve(linklab_serve::serve::Args),
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
-    Serial(serial::Args),
+    Serial(linklab_serve::serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
-    Emu(Box<emu::Args>),
+    Emu(Box<linklab_emu::Args>),
     /// iperf3-compatible client and server.
     Iperf(Box<iperf::Args>),
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
     Iperf2(Box<iperf2::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
-    Sweep(sweep::Args),
+    Sweep(linklab_measure::sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
-    Rtt(rtt::Args),
+    Rtt(linklab_measure::rtt::Args),
     /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
-    Probe(probe::Args),
+    Probe(linklab_measure::probe::Args),
     /// Render JSON results into a self-contained HTML report.
-    Report(report::Args),
+    Report(linklab_report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
-    Track(track::Args),
+    Track(linklab_track::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,33 +68,61 @@ fn main() -> ExitCode {
             }
             eprintln!(
                 "linklab: error: {}",
-                values::one_line(&err.render().to_string())
+                one_line(&err.render().to_string())
             );
             return ExitCode::from(2);
         }
     };
     let result = match cli.command {
-        Command::Bench(args) => bench::run(args),
-        Command::Serve(args) => serve::run(args),
-        Command::Serial(args) => serial::run(args),
-        Command::Emu(args) => emu::run(*args),
+        Command::Bench(args) => linklab_measure::bench::run(args),
+        Command::Serve(args) => linklab_serve::serve::run(args),
+        Command::Serial(args) => linklab_serve::serial::run(args),
+        Command::Emu(args) => linklab_emu::run(*args),
         Command::Iperf(args) => iperf::run(*args),
         Command::Iperf2(args) => iperf2::run(*args),
-        Command::Sweep(args) => sweep::run(args),
-        Command::Rtt(args) => rtt::run(args),
-        Command::Probe(args) => probe::run(args),
-        Command::Report(args) => report::run(args),
-        Command::Track(args) => track::run(args),
+        Command::Sweep(args) => linklab_measure::sweep::run(args),
+        Command::Rtt(args) => linklab_measure::rtt::run(args),
+        Command::Probe(args) => linklab_measure::probe::run(args),
+        Command::Report(args) => linklab_report::run(args),
+        Command::Track(args) => linklab_track::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("linklab: error: {err:#}");
-            if err.downcast_ref::<values::Usage>().is_some() {
+            if err.downcast_ref::<linklab_results::Usage>().is_some() {
                 ExitCode::from(2)
             } else {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// Turns a clap error into the one line `main` prints after `linklab: error: `: the first
+/// paragraph of clap's message, without its `error: ` prefix, its lines joined.
+fn one_line(clap_message: &str) -> String {
+    let body = clap_message.trim_start();
+    let body = body.strip_prefix("error: ").unwrap_or(body);
+    body.lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn clap_messages_become_one_line() {
+        let unknown = "error: unexpected argument '--foo' found\n\n  tip: to pass '--foo' as a value, use '-- --foo'\n\nUsage: linklab bench [OPTIONS]\n\nFor more information, try '--help'.\n";
+        assert_eq!(one_line(unknown), "unexpected argument '--foo' found");
+        let missing = "error: the following required arguments were not provided:\n  --dev <PATH>\n\nUsage: linklab serial --dev <PATH>\n";
+        assert_eq!(
+            one_line(missing),
+            "the following required arguments were not provided: --dev <PATH>"
+        );
     }
 }

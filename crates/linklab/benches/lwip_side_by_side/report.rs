@@ -5,8 +5,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use super::elf::Size;
-use super::measure::{Counted, Transfer};
+use linklab_emu::counted::elf::Size;
+use linklab_emu::counted::measure::{Counted, Transfer};
 
 /// One image's column: its runs, sizes and the device's own count where there is one.
 pub struct Column {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::values;
+use linklab_results::values;
 
 /// Options of `linklab iperf` (iperf3's, same names and meanings; `alias iperf3='linklab
 /// iperf'` keeps a user's habits working).

@@ -14,7 +14,7 @@ use super::output::Printer;
 use super::summary::Role;
 use super::text::TextView;
 use super::{host_and_dev, Args, PidFile};
-use crate::values::{bail_usage, usage};
+use linklab_results::{bail_usage, usage::usage};
 
 /// Fails with iperf3's text if a server-only option was given to the client.
 fn check_client_options(a: &Args) -> anyhow::Result<()> {

@@ -23,7 +23,7 @@ mod units;
 
 use linklab_perf::iperf::errors;
 
-use crate::values::{bail_usage, usage};
+use linklab_results::{bail_usage, usage::usage};
 pub use args::Args;
 
 /// What `-v` and `-J` call this program: iperf3's version it speaks, and who it is.

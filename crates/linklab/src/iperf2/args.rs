@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(short = 'l', long = "len", value_name = "BYTES", value_parser = bytes(1, 65_507 * 64))]
     pub len: Option<u64>,
     /// Number of parallel client threads.
-    #[arg(short = 'P', long, value_name = "N", value_parser = crate::values::ranged(1u32, 128))]
+    #[arg(short = 'P', long, value_name = "N", value_parser = linklab_results::values::ranged(1u32, 128))]
     pub parallel: Option<u32>,
     /// Do a bidirectional test individually (the server connects back after the test).
     #[arg(short = 'r', long)]
@@ -45,10 +45,10 @@ pub struct Args {
     #[arg(long = "full-duplex")]
     pub full_duplex: bool,
     /// Server port to listen on / connect to (default 5001).
-    #[arg(short = 'p', long, value_name = "PORT", value_parser = crate::values::ranged(1u16, 65535))]
+    #[arg(short = 'p', long, value_name = "PORT", value_parser = linklab_results::values::ranged(1u16, 65535))]
     pub port: Option<u16>,
     /// Port to receive -r/-d connect-backs on (default: -p).
-    #[arg(short = 'L', long = "listenport", value_name = "PORT", value_parser = crate::values::ranged(1u16, 65535))]
+    #[arg(short = 'L', long = "listenport", value_name = "PORT", value_parser = linklab_results::values::ranged(1u16, 65535))]
     pub listenport: Option<u16>,
     /// TCP window / UDP buffer size: SO_RCVBUF (and SO_SNDBUF on the client).
     #[arg(short = 'w', long = "window", value_name = "BYTES", value_parser = bytes(1024, 1 << 30))]

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use linklab_perf::iperf2::host::{self, ClientConfig, ClientError, Server, ServerConfig};
 use linklab_perf::iperf2::{Amount, HeaderStyle, Mode, Protocol};
 
-use crate::values::bail_usage;
+use linklab_results::bail_usage;
 pub use args::Args;
 
 /// What `-v` prints.

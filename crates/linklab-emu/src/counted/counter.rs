@@ -1,0 +1,123 @@
+//! The instruction counter: the bench's own QEMU TCG plugin (`insncount.c`, built here with
+//! the host's gcc) and the socket through which the bench reads its count.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+
+/// The plugin's source, next to this file.
+const SOURCE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/src/counted/insncount.c"
+);
+
+/// Builds the plugin into `dir` (gcc -O2 -shared -fPIC) unless it is newer than its source.
+pub fn build_plugin(dir: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let lib = dir.join("libinsncount.so");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(built), Some(src)) = (modified(&lib), modified(Path::new(SOURCE))) {
+        if built >= src {
+            return Ok(lib);
+        }
+    }
+    let out = Command::new("gcc")
+        .args(["-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(SOURCE)
+        .arg("-lpthread")
+        .output()
+        .context("cannot run gcc (Debian's gcc package) to build the counting plugin")?;
+    if !out.status.success() {
+        bail!(
+            "gcc could not build {SOURCE}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(lib)
+}
+
+/// A connection to a running plugin.
+pub struct Counter {
+    stream: BufReader<UnixStream>,
+    /// Profile files written so far (with `prof=`).
+    profiles: usize,
+}
+
+/// A reading of the counter: when, how many instructions so far, and the profile file
+/// written with it (if asked for one).
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    pub at: Instant,
+    pub count: u64,
+    pub profile: Option<usize>,
+}
+
+/// The counter, shared by the main thread and the console reader (which marks the lines it
+/// is told to as they arrive).
+pub type Shared = Arc<Mutex<Counter>>;
+
+impl Counter {
+    /// Connects to the plugin's socket at `path`, waiting up to 20 s for QEMU to load it.
+    pub fn connect(path: &Path) -> anyhow::Result<Counter> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            match UnixStream::connect(path) {
+                Ok(s) => {
+                    s.set_read_timeout(Some(Duration::from_secs(20)))?;
+                    return Ok(Counter {
+                        stream: BufReader::new(s),
+                        profiles: 0,
+                    });
+                }
+                Err(e) if Instant::now() > deadline => {
+                    bail!("the counting plugin's socket {}: {e}", path.display())
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    fn ask(&mut self, request: u8) -> anyhow::Result<u64> {
+        self.stream.get_mut().write_all(&[request])?;
+        let mut line = String::new();
+        self.stream.read_line(&mut line)?;
+        line.trim()
+            .parse()
+            .with_context(|| format!("the plugin answered {line:?}"))
+    }
+
+    /// The instructions executed so far, and with `profile` the per-block counts written to
+    /// the plugin's next profile file.
+    pub fn mark(&mut self, profile: bool) -> anyhow::Result<Mark> {
+        let at = Instant::now();
+        if profile {
+            let count = self.ask(b'p')?;
+            self.profiles += 1;
+            Ok(Mark {
+                at,
+                count,
+                profile: Some(self.profiles - 1),
+            })
+        } else {
+            Ok(Mark {
+                at,
+                count: self.ask(b'c')?,
+                profile: None,
+            })
+        }
+    }
+}
+
+/// Reads `shared` now.
+pub fn mark(shared: &Shared, profile: bool) -> anyhow::Result<Mark> {
+    shared
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the counter's lock was poisoned"))?
+        .mark(profile)
+}

@@ -1,0 +1,232 @@
+//! `linklab emu riscv32-virt --image soft-phy`: the 10BASE-T line between a TAP and the
+//! soft-PHY firmware.
+//!
+//! The firmware (firmware/riscv32-virt's `fw-riscv32-virt-phy10-line`) is its own PHY: it
+//! receives line samples and decodes them with linklab-phy10. QEMU has no sampler, so a
+//! virtio-net device stands in for a capture peripheral with DMA, carried over QEMU's
+//! `-netdev stream` on a unix socket (each message: a 4-byte big-endian length, then the
+//! bytes); what crosses it are sample buffers, not Ethernet frames.
+//!
+//! * **To the device**: each frame from the TAP gets preamble, SFD, padding and FCS, is
+//!   Manchester-encoded by linklab-phy10 with exact half-bit edges (a real transmitter's
+//!   20 MHz clock) and goes through linklab-sim's sample wire (the simulator's model: TX
+//!   clock offset, edge jitter, noise, the receiver's random sampling phase) at the
+//!   receiver's oversampling; the receiver's samples, packed LSB first in little-endian
+//!   words, are one capture. Frames are paced at 10 Mbit/s line time plus the 96-bit
+//!   inter-packet gap (`--no-pace` lifts it); a capture the device has no buffer for (the
+//!   socket is full) is lost, as on a wire. Unpaced, the line waits for the device instead,
+//!   so what is measured is the device's CPU. Normal link pulses arrive as short captures
+//!   every 16 ± 8 ms of idle line.
+//! * **From the device**: each buffer the device sends is its TX DMA's samples at 2x; the
+//!   line decodes it with linklab-phy10, checks the FCS and writes the frame to the TAP
+//!   (paced at 10 Mbit/s too, unless `--no-pace`).
+//!
+//! Counters on this side (printed when it stops) obey
+//! `tap_frames = frames_sent + dropped_busy + dropped_long + dropped_closed` (the last: read
+//! from the TAP as the device stopped),
+//! `captures_sent = frames_sent + pulses_sent + bad_sent`, and
+//! `buffers_received = frames_ok + fcs_errors + not_frames`,
+//! `frames_ok = tap_written + tap_dropped`.
+
+mod args;
+mod counters;
+mod from_device;
+mod samples;
+mod socket;
+mod to_device;
+
+pub use socket::Socket;
+
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use linklab_phy10::Oversample;
+use linklab_sim::sample_wire::{SampleWire, SampleWireConfig};
+use rand::SeedableRng;
+
+use super::blob::ConfigBlob;
+use super::board::Board;
+use super::qemu::{Boot, Network, Qemu};
+use linklab_results::values;
+pub use args::{LineArgs, LineOptions};
+pub use counters::Counters;
+use from_device::FromDevice;
+use linklab_tap::Tap;
+use socket::set_send_buffer;
+use to_device::ToDevice;
+
+/// The running line: its two threads and their counters.
+pub struct Line {
+    stop: Arc<AtomicBool>,
+    /// The socket, to shut down on stop (unblocks a thread waiting on the device).
+    control: UnixStream,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    /// The counters, shared with the threads.
+    counters: Arc<Counters>,
+}
+
+impl Line {
+    /// Starts both directions between `tap` and the device's socket `stream`.
+    pub fn start(args: &LineArgs, tap: Tap, stream: UnixStream) -> anyhow::Result<Line> {
+        let mut wire = SampleWire::new(SampleWireConfig {
+            oversample: args.oversample,
+            drift_ppm: args.drift,
+            jitter_samples: 0,
+            noise: args.noise,
+        })
+        .map_err(|e| linklab_results::usage::usage(format!("the soft-PHY line: {e}")))?
+        .with_transmitter(Oversample::X2);
+        wire.set_jitter(args.jitter)
+            .map_err(|e| linklab_results::usage::usage(format!("--jitter: {e}")))?;
+        let tap = Arc::new(tap);
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(Counters::default());
+        let reader = stream
+            .try_clone()
+            .context("cannot clone the line's socket")?;
+        let control = stream
+            .try_clone()
+            .context("cannot clone the line's socket")?;
+        // A send buffer of a few captures: past it, the device is not taking captures.
+        set_send_buffer(&stream, 64 * 1024);
+        let to_device = ToDevice {
+            tap: Arc::clone(&tap),
+            stream,
+            wire,
+            pace: !args.no_pace,
+            bad_captures: args.bad_captures,
+            stop: Arc::clone(&stop),
+            counters: Arc::clone(&counters),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(0x11e),
+        };
+        let from_device = FromDevice {
+            tap,
+            stream: reader,
+            pace: !args.no_pace,
+            stop: Arc::clone(&stop),
+            counters: Arc::clone(&counters),
+        };
+        let threads = vec![
+            std::thread::spawn(move || to_device.run()),
+            std::thread::spawn(move || from_device.run()),
+        ];
+        Ok(Line {
+            stop,
+            control,
+            threads,
+            counters,
+        })
+    }
+
+    /// Stops both threads and waits for them.
+    pub fn stop(mut self) -> Arc<Counters> {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.control.shutdown(std::net::Shutdown::Both);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        Arc::clone(&self.counters)
+    }
+
+    /// True if a thread ended by itself (the socket closed: QEMU is gone).
+    pub fn broken(&self) -> bool {
+        self.threads.iter().any(|t| t.is_finished())
+    }
+}
+
+/// What [`run`] needs besides the line's options.
+pub struct Session<'a> {
+    /// The board (riscv32-virt).
+    pub board: &'a Board,
+    /// The TAP to create.
+    pub tap: &'a str,
+    /// The device's configuration blob (`DeviceConfig::to_bytes`).
+    pub device_config: Vec<u8>,
+    /// The soft-PHY image.
+    pub image: &'a Path,
+    /// `--icount N`.
+    pub icount: Option<u32>,
+    /// How long to wait for the boot line.
+    pub boot_timeout: Duration,
+}
+
+/// QEMU's `-icount` for the line: exact counting at shift 0; at other shifts, aligned with
+/// real time (`align=on`), since the line runs in real time.
+fn icount_options(shift: u32) -> String {
+    if shift == 0 {
+        "shift=0".into()
+    } else {
+        format!("shift={shift},align=on,sleep=on")
+    }
+}
+
+/// Runs the soft-PHY image with the line until a signal; prints the line's counters then.
+pub fn run(
+    s: &Session<'_>,
+    args: &LineArgs,
+    signals: &linklab_serve::serve::StopSignals,
+) -> anyhow::Result<()> {
+    if Path::new("/sys/class/net").join(s.tap).exists() {
+        bail!(
+            "--tap {}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)",
+            s.tap
+        );
+    }
+    let tap = Tap::open(s.tap).with_context(|| format!("cannot create TAP {}", s.tap))?;
+    let blob = ConfigBlob::write(
+        &format!("linklab-emu-{}", std::process::id()),
+        &args.blob(&s.device_config),
+    )?;
+    let socket = Socket::bind()?;
+    let mut qemu = Qemu::start(Boot {
+        board: s.board,
+        image: s.image,
+        config_blob: Some(blob),
+        network: Network::Stream(socket.path()),
+        icount: s.icount.map(icount_options),
+        netns: None,
+        echo_console: true,
+    })?;
+    let stream = socket.accept(Duration::from_secs(10))?;
+    qemu.wait_for_boot(s.boot_timeout)?;
+    let line = Line::start(args, tap, stream)?;
+    println!(
+        "linklab emu: {} soft PHY at {}x on TAP {} (drift {} ppm, jitter {} samples, noise {}, {}); Ctrl-C stops it",
+        s.board.name,
+        args.oversample,
+        s.tap,
+        args.drift,
+        args.jitter,
+        args.noise,
+        if args.no_pace { "unpaced" } else { "paced at 10 Mbit/s" }
+    );
+    let outcome = loop {
+        if let Some(sig) = signals.take() {
+            break Ok(sig);
+        }
+        if let Some(status) = qemu.exited() {
+            break Err(anyhow::anyhow!(
+                "QEMU exited ({status}); the console's last lines: {}",
+                qemu.last_lines()
+            ));
+        }
+        if line.broken() {
+            break Err(anyhow::anyhow!(
+                "the line's socket closed; the console's last lines: {}",
+                qemu.last_lines()
+            ));
+        }
+        linklab_serve::serve::wait_readable(&[signals.as_raw_fd()], Some(Duration::from_millis(200)))?;
+    };
+    let counters = line.stop();
+    qemu.stop();
+    println!("{}", counters.summary());
+    let sig = outcome?;
+    println!("linklab emu: stopped by signal {sig}");
+    Ok(())
+}
