@@ -3,7 +3,7 @@
 //! workspace, the board examples, the fuzz targets) and against the README's picture, which
 //! this test renders from the table and requires verbatim ("Layers").
 //!
-//! The rules (`../shared/DESIGN.md`, "Layers"): lower crates never depend on higher ones —
+//! The rules (ARCHITECTURE.md, "Layers"): lower crates never depend on higher ones —
 //! every arrow runs to a lower layer; phy10, mac, perf and serial are siblings — they share a
 //! layer, so none may depend on another; linklab-sim and the firmware join them; the CLI sits
 //! on top. A manifest with a dependency the table does not draw (a back arrow among them)
@@ -28,8 +28,13 @@ struct Row {
 }
 
 /// The layers' titles, top first.
-const LAYERS: [(u8, &str); 7] = [
-    (6, "the CLI"),
+const LAYERS: [(u8, &str); 12] = [
+    (11, "the CLI"),
+    (10, "figures per build"),
+    (9, "emulated boards"),
+    (8, "measuring and serving a device from a host"),
+    (7, "the page"),
+    (6, "the documents"),
     (5, "images built on another image"),
     (4, "firmware images, board examples, fuzz targets"),
     (3, "where the siblings meet"),
@@ -43,16 +48,87 @@ const ROWS: &[Row] = &[
     Row {
         label: "linklab (the CLI)",
         packages: &["linklab"],
-        layer: 6,
+        layer: 11,
         kind: "std",
         uses: &[
+            "linklab-track",
+            "linklab-emu",
+            "linklab-measure",
+            "linklab-serve",
+            "linklab-report",
+            "linklab-results",
+            "linklab-serial",
+            "linklab-perf",
+        ],
+    },
+    Row {
+        label: "linklab-track",
+        packages: &["linklab-track"],
+        layer: 10,
+        kind: "std",
+        uses: &[
+            "linklab-emu",
+            "linklab-measure",
+            "linklab-report",
+            "linklab-results",
+            "linklab-perf",
+        ],
+    },
+    Row {
+        label: "linklab-emu",
+        packages: &["linklab-emu"],
+        layer: 9,
+        kind: "std",
+        uses: &[
+            "linklab-measure",
+            "linklab-serve",
+            "linklab-results",
+            "linklab-sim",
+            "linklab-tap",
+            "linklab-mac",
+            "linklab-perf",
+            "linklab-phy10",
+        ],
+    },
+    Row {
+        label: "linklab-measure",
+        packages: &["linklab-measure"],
+        layer: 8,
+        kind: "std",
+        uses: &[
+            "linklab-report",
+            "linklab-results",
+            "linklab-sim",
+            "linklab-perf",
+        ],
+    },
+    Row {
+        label: "linklab-serve",
+        packages: &["linklab-serve"],
+        layer: 8,
+        kind: "std",
+        uses: &[
+            "linklab-results",
             "linklab-sim",
             "linklab-tap",
             "linklab-serial",
             "linklab-mac",
             "linklab-perf",
-            "linklab-phy10",
         ],
+    },
+    Row {
+        label: "linklab-report",
+        packages: &["linklab-report"],
+        layer: 7,
+        kind: "std",
+        uses: &["linklab-results"],
+    },
+    Row {
+        label: "linklab-results",
+        packages: &["linklab-results"],
+        layer: 6,
+        kind: "std",
+        uses: &[],
     },
     Row {
         label: "fw-phy10-bench",
@@ -296,7 +372,7 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// DESIGN.md: "phy10, mac, perf and serial are siblings: none depends on another".
+/// ARCHITECTURE.md: "phy10, mac, perf and serial are siblings: none depends on another".
 const SIBLINGS: [&str; 4] = [
     "linklab-phy10",
     "linklab-mac",
