@@ -21,18 +21,21 @@ use linklab_mac::window::capacity_for_frames;
 use linklab_mac::{BoxedSlice, Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
 use linklab_perf::lifetime::syn_port;
 use linklab_sim::device::RX_FRAMES_RANGE;
-use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
+use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
-use linklab_results::values::{self, TcpWindow};
 use apps::{Apps, StatsRoute};
 use config::Config;
+use linklab_results::values::{self, TcpWindow};
 use linklab_tap::{Tap, TapPhy};
 
 use stats::Snapshot;
 
 pub use signals::{wait_readable, StopSignals};
+
+/// How long a stop waits for the RSTs of the connections it resets to leave.
+const STOP_DRAIN: Duration = Duration::from_millis(250);
 
 /// Options of `linklab serve`; every value is checked by a typed parser, so a bad one gets
 /// one line naming the option and what it accepts (exit 2).
@@ -198,9 +201,21 @@ fn serve_on(
             .context("waiting for the TAP")?;
     };
 
-    // Every open connection gets a RST before we go, so no peer is left hanging.
+    // Every open connection gets a RST before we go, so no peer is left hanging: the
+    // interface is polled until it has nothing more to send (a RST to a peer that never
+    // answers ARP never leaves: it is given up after STOP_DRAIN).
     apps.abort_all(&mut sockets);
-    iface.poll(device_now(started), &mut mac, &mut sockets);
+    let deadline = std::time::Instant::now() + STOP_DRAIN;
+    loop {
+        let result = iface.poll(device_now(started), &mut mac, &mut sockets);
+        let settled = result == PollResult::None && !Apps::resets_pending(&sockets);
+        if settled || std::time::Instant::now() >= deadline {
+            break;
+        }
+        linklab_tap::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
+        signals::wait_readable(&[tap.as_raw_fd()], Some(Duration::from_millis(5)))
+            .context("waiting for the TAP")?;
+    }
     let last = snapshot(&mac, &apps, &sockets);
     println!(
         "linklab serve: stopped by signal {stop} after {:.1} s",

@@ -66,10 +66,7 @@ fn main() -> ExitCode {
             ) {
                 err.exit();
             }
-            eprintln!(
-                "linklab: error: {}",
-                one_line(&err.render().to_string())
-            );
+            eprintln!("linklab: error: {}", one_line(&err.render().to_string()));
             return ExitCode::from(2);
         }
     };

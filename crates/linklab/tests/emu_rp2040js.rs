@@ -149,7 +149,9 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     let elf = build_one_core_elf();
     let harness = root().join("emulators/rp2040js/harness.mjs");
     assert!(
-        root().join("emulators/rp2040js/node_modules/rp2040js").exists(),
+        root()
+            .join("emulators/rp2040js/node_modules/rp2040js")
+            .exists(),
         "rp2040js is not installed (scripts/setup: npm ci in emulators/rp2040js)"
     );
     let ns = Netns::new("rp2040js");

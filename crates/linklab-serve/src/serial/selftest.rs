@@ -11,9 +11,9 @@ use linklab_serial::State;
 
 use super::counters_line;
 use super::port::Port;
-use linklab_results::serial::{SerialReport, SizeResult};
-use linklab_results::rtt::{new_histogram, Distribution};
 use crate::serve::StopSignals;
+use linklab_results::rtt::{new_histogram, Distribution};
+use linklab_results::serial::{SerialReport, SizeResult};
 use std::os::fd::AsRawFd;
 
 /// How long the other end gets to answer the handshake.

@@ -6,6 +6,8 @@ use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::{RouteBody, Routes};
 use smoltcp::iface::{Interface, SocketSet};
 use smoltcp::phy::Device;
+use smoltcp::socket::tcp::State;
+use smoltcp::socket::Socket;
 use smoltcp::time::Instant;
 
 use super::stats::Snapshot;
@@ -97,9 +99,20 @@ impl Apps {
             .poll_interface(iface, device, sockets, now, next_syn_port);
     }
 
-    /// Resets every open TCP connection (the RSTs leave on the next interface poll).
+    /// Resets every open TCP connection (the RSTs leave on the next interface polls: see
+    /// [`Apps::resets_pending`]).
     pub fn abort_all(&mut self, sockets: &mut SocketSet<'_>) {
         self.inner.abort_all(sockets);
+    }
+
+    /// True while an aborted TCP socket has not sent its RST yet (smoltcp forgets the peer
+    /// once the RST is out).
+    pub fn resets_pending(sockets: &SocketSet<'_>) -> bool {
+        sockets.iter().any(|(_, s)| match s {
+            Socket::Tcp(tcp) => tcp.state() == State::Closed && tcp.remote_endpoint().is_some(),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        })
     }
 
     /// When the apps next need a poll regardless of traffic (pacing timers), if ever.
