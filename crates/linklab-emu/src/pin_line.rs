@@ -5,7 +5,6 @@
 //! the receiver's oversampling per transmission; from it, the TX pin's samples at 2x of one
 //! transmission. The line is [`super::line::Line`], the code behind `--image soft-phy`.
 
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,8 +12,8 @@ use anyhow::{bail, Context};
 use linklab_tap::Tap;
 
 use super::line::{Line, LineOptions, Socket};
-use linklab_serve::serve::StopSignals;
 use linklab_results::values;
+use linklab_serve::serve::StopSignals;
 
 /// Options of `linklab emu line`.
 #[derive(clap::Args, Debug)]
@@ -73,7 +72,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if line.broken() {
             break "the emulator closed the socket".to_string();
         }
-        linklab_serve::serve::wait_readable(&[signals.as_raw_fd()], Some(Duration::from_millis(200)))?;
+        linklab_serve::serve::wait_readable(
+            &[std::os::fd::AsFd::as_fd(&signals)],
+            Some(Duration::from_millis(200)),
+        )?;
     };
     let counters = line.stop();
     println!("{}", counters.summary());

@@ -11,7 +11,6 @@
 
 mod bridge;
 mod device;
-mod ifaddr;
 mod port;
 mod selftest;
 mod tty;

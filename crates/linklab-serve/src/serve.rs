@@ -13,7 +13,7 @@ mod signals;
 mod stats;
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let config = args.config();
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
     let tap = Tap::open(&config.tap).map_err(|e| {
-        if e.raw_os_error() == Some(libc::EBUSY) {
+        if e.raw_os_error() == Some(nix::errno::Errno::EBUSY as i32) {
             anyhow::anyhow!("--tap {}: the TAP is in use by another process", config.tap)
         } else {
             anyhow::anyhow!(
@@ -197,7 +197,7 @@ fn serve_on(
         if timeout == Some(Duration::ZERO) {
             continue;
         }
-        signals::wait_readable(&[tap.as_raw_fd(), signals.as_raw_fd()], timeout)
+        signals::wait_readable(&[tap.as_fd(), signals.as_fd()], timeout)
             .context("waiting for the TAP")?;
     };
 
@@ -213,7 +213,7 @@ fn serve_on(
             break;
         }
         linklab_tap::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
-        signals::wait_readable(&[tap.as_raw_fd()], Some(Duration::from_millis(5)))
+        signals::wait_readable(&[tap.as_fd()], Some(Duration::from_millis(5)))
             .context("waiting for the TAP")?;
     }
     let last = snapshot(&mac, &apps, &sockets);

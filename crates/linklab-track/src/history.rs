@@ -11,8 +11,8 @@ use super::compare::{self, Thresholds, Verdict};
 use super::figure::Run;
 use super::{store, tables};
 use linklab_report::page::page;
-use linklab_results::time::utc_time;
 use linklab_report::svg::{esc, Axis, Chart, Mark, Series, VLine};
+use linklab_results::time::utc_time;
 
 /// Options of `linklab track report`.
 #[derive(clap::Args, Debug)]

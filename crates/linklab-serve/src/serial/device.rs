@@ -4,7 +4,7 @@
 //! MCU at the end of a UART would run, without the MCU.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 use linklab_perf::http::{RouteBody, Routes};
@@ -115,7 +115,7 @@ pub fn run(
         .into_iter()
         .flatten()
         .min();
-        port.wait(&[signals.as_raw_fd()], timeout)?;
+        port.wait(&[signals.as_fd()], timeout)?;
     };
     // Every open connection gets a RST, and the link carries it, with what is queued before
     // it, to the other end before we go: no peer is left waiting on a device that is gone.

@@ -14,7 +14,7 @@ use super::port::Port;
 use crate::serve::StopSignals;
 use linklab_results::rtt::{new_histogram, Distribution};
 use linklab_results::serial::{SerialReport, SizeResult};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 /// How long the other end gets to answer the handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -134,7 +134,7 @@ fn step(port: &mut Port, signals: &StopSignals) -> anyhow::Result<()> {
     let timeout = port.timeout().map_or(Duration::from_millis(50), |t| {
         t.min(Duration::from_millis(50))
     });
-    port.wait(&[signals.as_raw_fd()], Some(timeout))?;
+    port.wait(&[signals.as_fd()], Some(timeout))?;
     port.read()
 }
 

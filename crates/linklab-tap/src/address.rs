@@ -1,19 +1,11 @@
-//! Gives a network interface an IPv4 address and prefix and brings it up (SIOCSIFADDR,
-//! SIOCSIFNETMASK, SIOCSIFFLAGS), as `ip addr add` and `ip link set up` would.
+//! Gives a TAP's kernel side (any network interface) an IPv4 address and prefix and brings it
+//! up (SIOCSIFADDR, SIOCSIFNETMASK, SIOCSIFFLAGS), as `ip addr add` and `ip link set up` would.
 
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// An `ifreq` for `name` (1..=15 bytes, checked by `parse_tap`).
-fn ifreq(name: &str) -> libc::ifreq {
-    // SAFETY: `ifreq` is plain old data; all-zero is valid.
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes().take(15)) {
-        *dst = src as libc::c_char;
-    }
-    req
-}
+use crate::tap::ifreq_named;
 
 fn sockaddr(ip: Ipv4Addr) -> libc::sockaddr {
     let sin = libc::sockaddr_in {
@@ -36,8 +28,8 @@ fn ioctl(fd: &OwnedFd, request: libc::Ioctl, req: &mut libc::ifreq) -> io::Resul
     Ok(())
 }
 
-/// Sets `ip/prefix` on interface `name` and brings it up.
-pub fn configure(name: &str, ip: Ipv4Addr, prefix: u8) -> io::Result<()> {
+/// Sets `ip/prefix` on interface `name` (the kernel side of a TAP, say) and brings it up.
+pub fn set_ipv4(name: &str, ip: Ipv4Addr, prefix: u8) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments.
     let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if raw < 0 {
@@ -45,7 +37,7 @@ pub fn configure(name: &str, ip: Ipv4Addr, prefix: u8) -> io::Result<()> {
     }
     // SAFETY: a fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let mut req = ifreq(name);
+    let mut req = ifreq_named(name)?;
     req.ifr_ifru.ifru_addr = sockaddr(ip);
     ioctl(&fd, libc::SIOCSIFADDR, &mut req)?;
     let mask = if prefix == 0 {
@@ -53,10 +45,10 @@ pub fn configure(name: &str, ip: Ipv4Addr, prefix: u8) -> io::Result<()> {
     } else {
         u32::MAX << (32 - u32::from(prefix))
     };
-    let mut req = ifreq(name);
+    let mut req = ifreq_named(name)?;
     req.ifr_ifru.ifru_netmask = sockaddr(Ipv4Addr::from(mask));
     ioctl(&fd, libc::SIOCSIFNETMASK, &mut req)?;
-    let mut req = ifreq(name);
+    let mut req = ifreq_named(name)?;
     ioctl(&fd, libc::SIOCGIFFLAGS, &mut req)?;
     // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
     unsafe {
