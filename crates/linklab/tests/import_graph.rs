@@ -246,7 +246,10 @@ fn a_path_attribute_mounts_a_file_from_anywhere() {
             "mod deeper;\npub fn go() { let _ = crate::Root; crate::other::o(); deeper::d(); }\n",
         ),
         ("a/elsewhere/deeper.rs", "pub fn d() {}\n"),
-        ("a/src/other.rs", "pub fn o() {}\npub fn p() { crate::imp::go() }\n"),
+        (
+            "a/src/other.rs",
+            "pub fn o() {}\npub fn p() { crate::imp::go() }\n",
+        ),
         ("a/src/outer/inner.rs", "pub fn i() { super::super::r() }\n"),
         // A test target mounting the same file: one node, the arrows of both places.
         (
