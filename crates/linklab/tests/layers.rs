@@ -6,8 +6,9 @@
 //! The rules (ARCHITECTURE.md, "The layers and the rule that holds them"): lower crates
 //! never depend on higher ones — every arrow runs to a lower layer; phy10, mac, perf and
 //! serial are siblings — they share a layer, so none may depend on another; linklab-sim and
-//! the firmware join them; the CLI sits on top. A manifest with a dependency the table does not draw (a back arrow among them)
-//! fails, and so does an arrow the table draws that no manifest has.
+//! the firmware join them; the CLI sits on top. A manifest with a dependency the table does
+//! not draw (a back arrow among them) fails, and so does an arrow the table draws that no
+//! manifest has.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
