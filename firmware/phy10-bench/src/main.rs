@@ -69,7 +69,7 @@ const fn case(name: &'static str, oversample: u8, drift_ppm: i32, jitter_milli: 
     }
 }
 
-/// The cases: a clean capture; the two goal points of issue 12 (both signs of drift); 802.3's
+/// The cases: a clean capture; the soft PHY's two goal points (both signs of drift); 802.3's
 /// receiver jitter (+-13.5 ns: 0.675 sample at 5x, 0.81 at 6x); and the points earlier
 /// figures used (+0.5 % with +-0.25 sample at 4x, +-1 sample at 8x). A machine runs those up
 /// to its `MAX_OVERSAMPLE` (the microbit's 16 KiB of RAM hold a 4x capture).
