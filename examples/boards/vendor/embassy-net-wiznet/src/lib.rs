@@ -63,10 +63,16 @@ impl<'d, C: Chip, SPI: SpiDevice, INT: Wait, RST: OutputPin> Runner<'d, C, SPI, 
     pub async fn run(mut self) -> ! {
         let (state_chan, mut rx_chan, mut tx_chan) = self.ch.split();
         let mut tick = Ticker::every(Duration::from_millis(500));
+
+        // linklab: upstream fix (embassy PR #6457, commit 01302eae6), on 0.3.0's channel API.
+        // Signals that there are more RX frames to read
+        let mut rx_frames_remaining = false;
         loop {
             match select3(
                 async {
-                    self.int.wait_for_low().await.ok();
+                    if !rx_frames_remaining {
+                        self.int.wait_for_low().await.ok();
+                    }
                     rx_chan.rx_buf().await
                 },
                 tx_chan.tx_buf(),
@@ -74,10 +80,18 @@ impl<'d, C: Chip, SPI: SpiDevice, INT: Wait, RST: OutputPin> Runner<'d, C, SPI, 
             )
             .await
             {
+                // linklab: upstream fix (embassy PR #6457, commit 01302eae6), on 0.3.0's channel API.
                 Either3::First(p) => {
-                    if let Ok(n) = self.mac.read_frame(p).await {
-                        rx_chan.rx_done(n);
-                    }
+                    match self.mac.read_frame(p).await {
+                        Ok(n @ 1..) => {
+                            rx_chan.rx_done(n);
+                            rx_frames_remaining = true;
+                        }
+                        // Empty RX buffer, or a read error: no more frames to read
+                        Ok(0) | Err(_) => {
+                            rx_frames_remaining = false;
+                        }
+                    };
                 }
                 Either3::Second(p) => {
                     self.mac.write_frame(p).await.ok();
