@@ -33,9 +33,10 @@ import { W5500, lineNs } from './w5500.mjs';
 const CS_PIN = 17;
 const RST_PIN = 20;
 const INT_PIN = 21;
-/// Frames waiting for the line before the harness stops reading the socket (assumed: a
-/// small switch's per-port egress queue).
-const MAX_QUEUED = 64;
+/// Frames waiting for the line before the harness stops reading the socket (assumed: the
+/// egress queue of the switch port in front of the board, 256 frames; a burst shorter than
+/// this reaches the W5500 back to back at line rate).
+const MAX_QUEUED = 256;
 /// The inter-packet gap's part of `lineNs`: 12 byte times at 80 ns.
 const IPG_NS = 960;
 /// Upper bounds (ns) of the buckets of the time-between-transactions histogram; the last

@@ -13,6 +13,7 @@ pub mod pg_server;
 pub mod ping;
 pub mod spoof;
 pub mod track;
+pub mod wire_rtt;
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
