@@ -111,10 +111,34 @@ impl Spi {
             .take(4)
             .map(|(k, ns)| format!("{k} {:.0} %", ns / d("spi_selected_ns") * 100.0))
             .collect();
+        // The median time between transactions, as the bucket of the histogram it falls in.
+        let hist: Vec<f64> = (0..self.0["spi_gap_hist"].as_array().map_or(0, |a| a.len()))
+            .map(|i| {
+                self.0["spi_gap_hist"][i].as_f64().unwrap_or(0.0)
+                    - before.0["spi_gap_hist"][i].as_f64().unwrap_or(0.0)
+            })
+            .collect();
+        let bounds: Vec<f64> = self.0["spi_gap_buckets_ns"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let half = hist.iter().sum::<f64>() / 2.0;
+        let mut seen = 0.0;
+        let median = hist.iter().position(|n| {
+            seen += n;
+            seen >= half
+        });
+        let median = match median {
+            Some(0) => format!("under {:.2} µs", bounds[0] / 1e3),
+            Some(i) if i < bounds.len() => {
+                format!("{:.2}-{:.2} µs", bounds[i - 1] / 1e3, bounds[i] / 1e3)
+            }
+            _ => "over the last bucket".into(),
+        };
         let line = format!(
             "{payload} B in {secs:.3} s: {mbps:.2} Mbit/s; SPI {:.2} bytes per payload byte, \
              payload {:.1} % of the time (frame bytes {:.1} %, SCK running {:.1} %, CS low {:.1} %), \
-             {:.0} transactions, {:.1} µs between them on average; CS-low time by kind: {}",
+             {:.0} transactions, between them median {median}, mean {:.1} µs; CS-low time by kind: {}",
             d("spi_bytes") / payload as f64,
             payload as f64 * byte_ns / elapsed * 100.0,
             d("spi_frame_clocked_ns") / elapsed * 100.0,
@@ -450,7 +474,9 @@ fn round_trips(board: &Board, probes: u32, speed: f64) -> Vec<(String, wire_rtt:
 
 /// A histogram bucket for `r`: about 20 buckets across its spread, 5 µs at least.
 fn bucket_ns(r: &wire_rtt::RoundTrips) -> u64 {
-    ((r.quantile(1.0) - r.quantile(0.0)) / 20).max(5_000).next_multiple_of(5_000)
+    ((r.quantile(1.0) - r.quantile(0.0)) / 20)
+        .max(5_000)
+        .next_multiple_of(5_000)
 }
 
 /// Prints the round trips with their histograms.
