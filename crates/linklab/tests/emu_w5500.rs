@@ -153,11 +153,14 @@ impl Spi {
 }
 
 /// Builds the example (with `features`, and `W5500_SPI_HZ` if given) and copies its ELF to
-/// `dir/name`: the variants share one path in the target folder.
+/// `dir/name`: the variants share one path in the target folder. Without debug info, as
+/// scripts/check builds the example: its build is found, and the other variants only compile
+/// the example and relink.
 fn build_elf(dir: &Path, name: &str, features: &[&str], spi_hz: Option<u32>) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--release"])
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
         .current_dir(root().join("examples/boards/w5500-evb-pico"));
     if !features.is_empty() {
         cmd.args(["--features", &features.join(",")]);
