@@ -29,7 +29,8 @@
 // write); a SEND while an earlier frame is still on the line queues behind it; OPEN clears
 // socket 0's pointers. What the model does not do is logged once per kind by name and
 // counted every time (`counts`): other sockets, TCP/UDP modes, reserved blocks and
-// addresses, writes to read-only registers, frames cut by SCSn.
+// addresses, writes to read-only registers, frames cut by SCSn. A frame from the line over
+// what the chip takes is dropped and counted (`frames.rx_dropped_too_long`), logged once.
 
 /// Socket 0's MACRAW frame limit: 1514 bytes without FCS [DS Sn_MSSR, MACRAW MTU].
 export const MAX_FRAME = 1514;
@@ -178,14 +179,19 @@ export class W5500 {
     this.updateInt();
   }
 
-  /// Counts one event of kind `name`; logs `detail` the first time that kind (or that
-  /// kind with that detail) happens.
+  /// Counts one thing the host did that the model does not do (kind `name`, in `counts`)
+  /// and logs it the first time (that kind with that detail).
   note(name, detail = '') {
     this.counts[name] = (this.counts[name] ?? 0) + 1;
+    this.logOnce(name, detail, name);
+  }
+
+  /// Logs `detail` under `name` the first time, naming the counter that counts it.
+  logOnce(name, detail, counter) {
     const key = `${name} ${detail}`;
     if (!this.logged.has(key) && this.logged.size < 200) {
       this.logged.add(key);
-      this.log(`w5500: ${name}${detail ? ': ' + detail : ''} (counted: ${name})`);
+      this.log(`w5500: ${name}${detail ? ': ' + detail : ''} (counted: ${counter})`);
     }
   }
 
@@ -513,7 +519,7 @@ export class W5500 {
     }
     if (bytes.length > MAX_FRAME) {
       f.rx_dropped_too_long++;
-      this.note('rx_frame_too_long', `a ${bytes.length}-byte frame from the line (at most ${MAX_FRAME})`);
+      this.logOnce('rx_frame_too_long', `a ${bytes.length}-byte frame from the line, dropped (at most ${MAX_FRAME})`, 'rx_dropped_too_long');
       return 'too_long';
     }
     if (!this.accepts(bytes)) {

@@ -297,6 +297,28 @@ impl Board {
     }
 }
 
+/// A frame over what the W5500 takes (1514 bytes without FCS; the TAP's MTU raised to send
+/// one): the chip drops and counts it, unanswered, and the board goes on.
+fn frame_over_the_chips_limit_is_dropped(board: &Board) {
+    let before = board.counter("w5500_rx_dropped_too_long");
+    board.ns.run(&["ip", "link", "set", "wz0", "mtu", "2000"]);
+    // 1 600 bytes of ICMP payload, unfragmented: a 1 642-byte frame.
+    let out = board
+        .ns
+        .command(&[
+            "ping", "-n", "-c", "1", "-W", "5", "-M", "do", "-s", "1600", DEVICE,
+        ])
+        .output()
+        .expect("ping");
+    board.ns.run(&["ip", "link", "set", "wz0", "mtu", "1500"]);
+    assert!(!out.status.success(), "a 1 642-byte frame answered");
+    let now = board.status.emulated_ns();
+    board
+        .status
+        .wait_until(now + 5_000_000, Duration::from_secs(60));
+    assert_eq!(board.counter("w5500_rx_dropped_too_long"), before + 1);
+}
+
 /// curl of the bench files /100kB.txt and /1MB.txt: whole, CRC32 right; the rate.
 fn bench_files_with_crc32(board: &Board) {
     for file in linklab_perf::payload::BENCH_FILES
@@ -533,6 +555,7 @@ fn w5500_evb_pico_serves_ping_http_iperf_and_round_trips() {
     Ping::new(DEVICE, 5)
         .deadline(60)
         .assert_answered(|argv| board.ns.run(argv).stdout);
+    frame_over_the_chips_limit_is_dropped(&board);
     bench_files_with_crc32(&board);
     cba_experiment(&board, "31.25 MHz", probes());
     iperf2_from(&board);
