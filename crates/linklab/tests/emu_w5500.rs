@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use common::device::DEVICE;
+use common::emulated_clock::Status;
 use common::iperf2::iperf_in;
 use common::ping::Ping;
 use common::{linklab_bin, run_ok, wire_rtt, ChildGuard, Netns};
@@ -39,36 +40,6 @@ const RTT_SIZES: [usize; 3] = [64, 256, 768];
 /// The repository's root.
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The harness's status file: the emulated chip's clock and the board's counters.
-struct Status(PathBuf);
-
-impl Status {
-    fn read(&self) -> Value {
-        std::fs::read(&self.0)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null)
-    }
-
-    /// Emulated nanoseconds so far (the file is rewritten every 50 ms of real time).
-    fn emulated_ns(&self) -> u64 {
-        self.read()["emulated_ns"].as_u64().unwrap_or(0)
-    }
-
-    /// Waits until the emulated clock reaches `ns` (a wait in the chip's time, not a retry).
-    fn wait_until(&self, ns: u64, real_limit: Duration) {
-        let started = Instant::now();
-        while self.emulated_ns() < ns {
-            assert!(
-                started.elapsed() < real_limit,
-                "the emulated clock did not reach {ns} ns within {real_limit:?}: {}",
-                self.read()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 /// The SPI's counters at one moment (the harness's status).

@@ -42,11 +42,15 @@ pub struct Args {
 /// Runs the line until a signal or until the emulator closes the socket; prints the line's
 /// counters then.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.frames {
-        return run_frames(args);
-    }
-    let Some(line_args) = args.line.resolve(true)? else {
-        bail!("the line's options did not resolve");
+    // The sample line's settings; None for `--frames`, which takes none of them.
+    let line_args = if args.frames {
+        reject_sample_options(&args.line)?;
+        None
+    } else {
+        let Some(line_args) = args.line.resolve(true)? else {
+            bail!("the line's options did not resolve");
+        };
+        Some(line_args)
     };
     if std::path::Path::new("/sys/class/net")
         .join(&args.tap)
@@ -61,21 +65,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let tap = Tap::open(&args.tap).with_context(|| format!("cannot create TAP {}", args.tap))?;
     let socket = Socket::bind_at(args.socket.clone())?;
     println!(
-        "linklab emu line: TAP {} at {}x, waiting for the emulator on {}",
+        "linklab emu line: TAP {} {}, waiting for the emulator on {}",
         args.tap,
-        line_args.oversample,
+        match &line_args {
+            Some(a) => format!("at {}x", a.oversample),
+            None => "with whole frames".to_string(),
+        },
         args.socket.display()
     );
     let stream = socket.accept(Duration::from_secs(args.connect_timeout))?;
-    let line = Line::start(&line_args, tap, stream)?;
-    println!(
-        "linklab emu line: connected ({})",
-        if line_args.no_pace {
-            "unpaced"
-        } else {
-            "paced at 10 Mbit/s"
-        }
-    );
+    let (line, mode) = match &line_args {
+        Some(a) => (
+            Running::Samples(Line::start(a, tap, stream)?),
+            if a.no_pace {
+                "unpaced"
+            } else {
+                "paced at 10 Mbit/s"
+            },
+        ),
+        None => (
+            Running::Frames(FrameLine::start(tap, stream)?),
+            "frames, unpaced",
+        ),
+    };
+    println!("linklab emu line: connected ({mode})");
     let ended = loop {
         if let Some(sig) = signals.take() {
             break format!("stopped by signal {sig}");
@@ -85,16 +98,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         crate::serve::wait_readable(&[signals.as_raw_fd()], Some(Duration::from_millis(200)))?;
     };
-    let counters = line.stop();
-    println!("{}", counters.summary());
+    println!("{}", line.stop());
     println!("linklab emu line: {ended}");
     Ok(())
 }
 
-/// `--frames`: the frame line until a signal or until the emulator closes the socket.
-fn run_frames(args: Args) -> anyhow::Result<()> {
-    let o = &args.line;
-    let sample_options = [
+/// `--frames` carries frames, not samples: a sample line's option with it is one usage line.
+fn reject_sample_options(o: &LineOptions) -> anyhow::Result<()> {
+    let given = [
         (o.oversample.is_some(), "--oversample"),
         (o.drift.is_some(), "--drift"),
         (o.jitter.is_some(), "--jitter"),
@@ -102,40 +113,32 @@ fn run_frames(args: Args) -> anyhow::Result<()> {
         (o.no_pace, "--no-pace"),
         (o.bad_captures, "--bad-captures"),
     ];
-    if let Some((_, flag)) = sample_options.iter().find(|(on, _)| *on) {
+    if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
         crate::values::bail_usage!("{flag}: a sample line's option, not with --frames");
     }
-    if std::path::Path::new("/sys/class/net")
-        .join(&args.tap)
-        .exists()
-    {
-        bail!(
-            "--tap {}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)",
-            args.tap
-        );
-    }
-    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let tap = Tap::open(&args.tap).with_context(|| format!("cannot create TAP {}", args.tap))?;
-    let socket = Socket::bind_at(args.socket.clone())?;
-    println!(
-        "linklab emu line: TAP {}, whole frames, waiting for the emulator on {}",
-        args.tap,
-        args.socket.display()
-    );
-    let stream = socket.accept(Duration::from_secs(args.connect_timeout))?;
-    let line = FrameLine::start(tap, stream)?;
-    println!("linklab emu line: connected (frames, unpaced)");
-    let ended = loop {
-        if let Some(sig) = signals.take() {
-            break format!("stopped by signal {sig}");
-        }
-        if line.broken() {
-            break "the emulator closed the socket".to_string();
-        }
-        crate::serve::wait_readable(&[signals.as_raw_fd()], Some(Duration::from_millis(200)))?;
-    };
-    let counters = line.stop();
-    println!("{}", counters.summary());
-    println!("linklab emu line: {ended}");
     Ok(())
+}
+
+/// The line running: samples, or whole frames (`--frames`).
+enum Running {
+    Samples(Line),
+    Frames(FrameLine),
+}
+
+impl Running {
+    /// True if the emulator closed the socket.
+    fn broken(&self) -> bool {
+        match self {
+            Running::Samples(l) => l.broken(),
+            Running::Frames(l) => l.broken(),
+        }
+    }
+
+    /// Stops it; its counters' summary line.
+    fn stop(self) -> String {
+        match self {
+            Running::Samples(l) => l.stop().summary(),
+            Running::Frames(l) => l.stop().summary(),
+        }
+    }
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod device;
+pub mod emulated_clock;
 pub mod holders;
 pub mod hostile;
 pub mod iperf2;

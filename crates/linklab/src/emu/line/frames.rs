@@ -21,6 +21,8 @@ use std::time::Duration;
 use anyhow::Context;
 use linklab_tap::Tap;
 
+use super::counters::{summary_line, Counters};
+
 /// The largest frame carried either way: a jumbo frame (9 000-byte MTU) and its header; a
 /// longer message from the device is not this framing, and ends the line.
 pub const MAX_FRAME_BYTES: usize = 9018;
@@ -38,10 +40,6 @@ pub struct FrameCounters {
 }
 
 impl FrameCounters {
-    fn bump(c: &AtomicU64) {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-
     /// Every counter by name.
     pub fn fields(&self) -> Vec<(&'static str, u64)> {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -69,15 +67,7 @@ impl FrameCounters {
 
     /// One line: `linklab emu: frame line k=v ... law=holds|<the failed equation>`.
     pub fn summary(&self) -> String {
-        let mut s = String::from("linklab emu: frame line");
-        for (k, v) in self.fields() {
-            s.push_str(&format!(" {k}={v}"));
-        }
-        match self.check() {
-            Ok(()) => s.push_str(" law=holds"),
-            Err(e) => s.push_str(&format!(" law=broken:{}", e.replace(' ', ""))),
-        }
-        s
+        summary_line("linklab emu: frame line", &self.fields(), self.check())
     }
 }
 
@@ -146,14 +136,14 @@ fn to_device(tap: &Tap, mut stream: UnixStream, stop: &AtomicBool, counters: &Fr
                 Ok(None) => break,
                 Err(_) => return,
             };
-            FrameCounters::bump(&counters.tap_frames);
+            Counters::bump(&counters.tap_frames);
             msg[..4].copy_from_slice(&(len as u32).to_be_bytes());
             if stream.write_all(&msg[..4 + len]).is_err() {
                 // The device stopped while the frame was on its way: counted, so the law holds.
-                FrameCounters::bump(&counters.dropped_closed);
+                Counters::bump(&counters.dropped_closed);
                 return;
             }
-            FrameCounters::bump(&counters.frames_sent);
+            Counters::bump(&counters.frames_sent);
         }
     }
 }
@@ -180,10 +170,10 @@ fn from_device(tap: &Tap, mut stream: UnixStream, stop: &AtomicBool, counters: &
         if read_exact_unless_stopped(&mut stream, &mut frame[..n], stop).is_err() {
             return;
         }
-        FrameCounters::bump(&counters.frames_received);
+        Counters::bump(&counters.frames_received);
         match tap.send(&frame[..n]) {
-            Ok(true) => FrameCounters::bump(&counters.tap_written),
-            _ => FrameCounters::bump(&counters.tap_dropped),
+            Ok(true) => Counters::bump(&counters.tap_written),
+            _ => Counters::bump(&counters.tap_dropped),
         }
     }
 }
@@ -225,18 +215,18 @@ mod tests {
     fn the_laws_hold_on_counts_that_add_up_and_break_otherwise() {
         let c = FrameCounters::default();
         for _ in 0..3 {
-            FrameCounters::bump(&c.tap_frames);
+            Counters::bump(&c.tap_frames);
         }
-        FrameCounters::bump(&c.frames_sent);
-        FrameCounters::bump(&c.frames_sent);
+        Counters::bump(&c.frames_sent);
+        Counters::bump(&c.frames_sent);
         assert!(c.check().is_err());
-        FrameCounters::bump(&c.dropped_closed);
+        Counters::bump(&c.dropped_closed);
         assert!(c.check().is_ok());
-        FrameCounters::bump(&c.frames_received);
+        Counters::bump(&c.frames_received);
         assert!(c
             .summary()
             .ends_with("law=broken:frames_received!=tap_written+tap_dropped"));
-        FrameCounters::bump(&c.tap_dropped);
+        Counters::bump(&c.tap_dropped);
         assert!(c.summary().ends_with(" law=holds"), "{}", c.summary());
     }
 }
