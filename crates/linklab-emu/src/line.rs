@@ -30,6 +30,7 @@
 
 mod args;
 mod counters;
+pub mod frames;
 mod from_device;
 mod samples;
 mod socket;
