@@ -27,6 +27,15 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(msg.into()))
 }
 
+/// A library command's error as the CLI's: a refused command line is a usage error (exit
+/// code 2), a failure while running exits 1.
+pub fn from_command(e: linklab_perf_host::CommandError) -> anyhow::Error {
+    match e {
+        linklab_perf_host::CommandError::Usage(m) => usage(m),
+        linklab_perf_host::CommandError::Failed(m) => anyhow::anyhow!(m),
+    }
+}
+
 /// Returns early with a usage error (exit code 2), formatted like `anyhow::bail!`.
 macro_rules! bail_usage {
     ($($arg:tt)*) => {

@@ -48,7 +48,7 @@ pub use reclaim::{Room, RoomFor, SynPool};
 pub use sockets::PoolSockets;
 
 use super::session::{Failure, Phase, Session};
-use super::stream::Micros;
+use crate::time::Micros;
 use super::wire::{self, MAX_STREAMS};
 use crate::data_memory::{DataPlan, Share};
 use crate::evict::{GRACE_MS, SENDING_GRACE_MS};

@@ -23,7 +23,7 @@ use super::tcp_sender::TcpSender;
 use super::wire::ack::{HeaderAck, LEN as ACK_LEN};
 use super::wire::header::TCP_LEN;
 use super::wire::DEFAULT_TCP_LEN;
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::iperf::wire::state;
 
 /// The room 2.1.8 clears for its TCP header at the start of its write buffer before it

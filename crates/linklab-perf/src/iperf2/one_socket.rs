@@ -18,7 +18,7 @@
 use super::pool::Iperf2Counters;
 use super::tcp_socket::serve_conn;
 use super::{TcpEnd, TcpServerConfig, TcpServerConn};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};
 

@@ -3,7 +3,7 @@
 //! sockets ([`super::pool`]) and the one-socket server ([`super::one_socket`]).
 
 use super::{ConnectBack, TcpEnd, TcpServerConn};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::socket::{TcpOps, TcpState};
 
 /// What one turn of a connection moved.

@@ -11,7 +11,7 @@ use smoltcp::wire::IpEndpoint;
 #[cfg(feature = "udp")]
 use super::UdpOps;
 use super::{TcpOps, TcpState};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::rules::Peer;
 
 /// A time on smoltcp's clock in the apps' microseconds (one before the clock's 0 is 0).

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use linklab_perf::apps::host::host_buffers;
+use linklab_perf_host::apps::host_buffers;
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::NoRoutes;
 use smoltcp::iface::{Config, Interface, SocketSet};

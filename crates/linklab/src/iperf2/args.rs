@@ -149,3 +149,32 @@ mod tests {
         assert!(seconds(0.01, 10.0)("0").is_err());
     }
 }
+
+impl From<Args> for linklab_perf_host::iperf2::command::Options {
+    fn from(a: Args) -> Self {
+        Self {
+            server: a.server,
+            client: a.client,
+            udp: a.udp,
+            bandwidth: a.bandwidth,
+            time: a.time,
+            num: a.num,
+            interval: a.interval,
+            len: a.len,
+            parallel: a.parallel,
+            tradeoff: a.tradeoff,
+            dualtest: a.dualtest,
+            reverse: a.reverse,
+            full_duplex: a.full_duplex,
+            port: a.port,
+            listenport: a.listenport,
+            window: a.window,
+            reportstyle: a.reportstyle,
+            peer_detect: a.peer_detect,
+            compatibility: a.compatibility,
+            v20_header: a.v20_header,
+            enhanced: a.enhanced,
+            version: a.version,
+        }
+    }
+}

@@ -12,7 +12,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::errors;
-use linklab_perf::iperf::host::now_us;
+use linklab_perf_host::clock::now_us;
 use linklab_perf::iperf::wire::{self, state};
 use linklab_perf::iperf2::wire::ack::version_text;
 use linklab_perf::iperf2::{

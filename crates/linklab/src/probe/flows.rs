@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use linklab_perf::iperf::host::{run_client_observed, HostInterval, Observer};
+use linklab_perf_host::iperf3::{run_client_observed, HostInterval, Observer};
 use linklab_perf::iperf::{Params, Protocol};
 
 use super::latency_doc::FlowInterval;

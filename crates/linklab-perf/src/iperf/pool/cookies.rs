@@ -3,7 +3,7 @@
 
 use super::streams::word_aligned_take;
 use super::{PoolServer, Slot, COOKIE_TIMEOUT_US};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::iperf::wire::COOKIE_SIZE;
 use crate::socket::TcpOps;
 

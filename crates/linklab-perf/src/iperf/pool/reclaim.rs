@@ -7,7 +7,7 @@ use crate::evict::{candidate, choose, Candidate, Choice, Kind};
 #[cfg(doc)]
 use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::iperf::session::Phase;
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 #[cfg(doc)]
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};

@@ -5,7 +5,7 @@
 use super::{Handshake, PoolServer, Slot, RST_GRACE_US};
 use crate::iperf::json::Protocol;
 use crate::iperf::session::Phase;
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::iperf::wire;
 use crate::socket::{TcpOps, TcpState};
 

@@ -2,7 +2,7 @@
 //! receive buffer's read position on a word; what is sent is claimed without writing it.
 
 use super::PoolServer;
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::socket::TcpOps;
 
 impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {

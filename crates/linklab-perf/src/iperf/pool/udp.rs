@@ -3,7 +3,8 @@
 
 use super::{PoolServer, PoolSockets};
 #[cfg(feature = "iperf-udp")]
-use crate::iperf::{json::Protocol, session::Phase, stream::Micros, wire};
+use crate::iperf::{json::Protocol, session::Phase, wire};
+use crate::time::Micros;
 #[cfg(feature = "iperf-udp")]
 use crate::socket::UdpOps;
 

@@ -22,7 +22,8 @@ mod tests;
 
 use super::json::{CongestionName, JsonError, ParamStrings, Params};
 use super::report::Interval;
-use super::stream::{Micros, Stream};
+use super::stream::Stream;
+use crate::time::Micros;
 #[cfg(feature = "iperf-host")]
 use super::wire;
 use super::wire::{ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};

@@ -3,7 +3,8 @@
 
 use super::{Failure, Phase, Session};
 use crate::iperf::json::Protocol;
-use crate::iperf::stream::{stream_id, Micros, Stream};
+use crate::iperf::stream::{stream_id, Stream};
+use crate::time::Micros;
 use crate::iperf::wire::{self, state, UdpHeader};
 
 impl<const S: usize> Session<'_, S> {

@@ -6,7 +6,7 @@ use super::{Handshake, Iperf2Pool, Iperf2Sockets, Role};
 use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
 pub use crate::iperf::pool::Room;
 use crate::iperf::pool::{RoomFor, SynPool};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::socket::{TcpOps, TcpState};
 
 /// [`GRACE_MS`] in microseconds.

@@ -6,7 +6,7 @@ use super::{
     CONNECT_TIMEOUT_US,
 };
 use crate::data_memory::{Share, MIN_RX};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::iperf2::request::Protocol;
 use crate::iperf2::tcp_socket::serve_conn;
 use crate::iperf2::{TcpEnd, TcpSender, TcpServerConn};

@@ -2,7 +2,7 @@
 //! the FIN is answered with the server report.
 
 use super::{Iperf2Pool, Iperf2Sockets};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 use crate::iperf2::request::Protocol;
 use crate::iperf2::wire::report::DATAGRAM_LEN as REPORT_LEN;
 use crate::iperf2::{UdpPhase, UdpServer};
