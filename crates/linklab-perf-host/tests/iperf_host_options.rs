@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use linklab_perf_host::iperf3::{
-    self, ClientConfig, Error, HostInterval, Observer, Server, ServerConfig, StreamInfo,
+    run_client_observed, ClientConfig, Error, HostInterval, Observer, Server, ServerConfig, StreamInfo,
 };
 use linklab_perf::iperf::{Params, Protocol};
 
@@ -120,7 +120,7 @@ fn client_socket_options_reach_the_sockets() {
     cfg.cport = Some(cport);
     cfg.bind = Some("127.0.0.1".parse().unwrap());
     let mut obs = Sockets::default();
-    let r = host::run_client_observed(&cfg, &mut obs).expect("test against stock iperf3 -s");
+    let r = run_client_observed(&cfg, &mut obs).expect("test against stock iperf3 -s");
     assert!(r.report.forward.unwrap().bytes_received > 0);
     assert_eq!(obs.0.len(), 2);
     for (i, (info, v)) in obs.0.iter().enumerate() {
@@ -230,7 +230,7 @@ fn bursts_keep_the_average_rate() {
     }
     cfg.interval = Duration::from_millis(500);
     let mut obs = Bursts(0);
-    let r = host::run_client_observed(&cfg, &mut obs).unwrap();
+    let r = run_client_observed(&cfg, &mut obs).unwrap();
     let f = r.report.forward.unwrap();
     // 20 Mbit/s of 1200-byte datagrams is 2083 per second; bursts of 20 do not change
     // the average. Loose bounds: this is a loaded shared machine.
@@ -274,7 +274,7 @@ fn rcv_timeout_ends_a_silent_reverse_test() {
     };
     cfg.rcv_timeout = Some(Duration::from_millis(500));
     let t = Instant::now();
-    let e = host::run_client(&cfg).unwrap_err();
+    let e = linklab_perf_host::iperf3::run_client(&cfg).unwrap_err();
     assert!(matches!(e, Error::Iperf { code: 144, .. }), "{e:?}: {e}");
     assert_eq!(e.to_string(), "idle timeout for receiving data");
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());

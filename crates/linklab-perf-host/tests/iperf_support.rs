@@ -115,18 +115,24 @@ pub fn wait_listening(port: u16) {
 
 /// Our host server running in a thread; outcomes arrive on `outcomes`.
 pub struct OurServer {
+    /// Where it listens.
     pub addr: SocketAddr,
+    /// Set to stop it.
     pub stop: Arc<AtomicBool>,
+    /// Its live counters.
     pub stats: Arc<ServerStats>,
+    /// Each finished test.
     pub outcomes: mpsc::Receiver<ServerOutcome>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl OurServer {
+    /// Starts it on a free port with a 10 s watchdog.
     pub fn start() -> Self {
         Self::start_with_watchdog(Duration::from_secs(10))
     }
 
+    /// Starts it on a free port with watchdog `wd`.
     pub fn start_with_watchdog(wd: Duration) -> Self {
         let port = free_port();
         let mut server = Server::bind(format!("127.0.0.1:{port}").parse().unwrap()).unwrap();
@@ -152,6 +158,7 @@ impl OurServer {
         }
     }
 
+    /// Its port.
     pub fn port(&self) -> u16 {
         self.addr.port()
     }

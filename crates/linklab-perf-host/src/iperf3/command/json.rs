@@ -1,11 +1,14 @@
-//! The `-J` document in iperf3 3.12's schema: `start` (connected streams, version, system,
-//! timestamp, cookie, MSS, buffers, `test_start`), `intervals` (per stream and `sum`), `end`
-//! (per stream `sender`/`receiver` or `udp`, `sum_sent`/`sum_received`, `sum` for UDP, the
-//! `_bidir_reverse` sums, `cpu_utilization_percent` measured, congestion control), and
-//! `title`, `extra_data`, `server_output_json`/`_text`, `error` when there are any.
+//! The `-J` document in iperf3 3.12's schema ([`Document`]): `start` (connected streams,
+//! version, system, timestamp, cookie, MSS, buffers, `test_start`), `intervals` (per stream
+//! and `sum`), `end` (per stream `sender`/`receiver` or `udp`, `sum_sent`/`sum_received`,
+//! `sum` for UDP, the `_bidir_reverse` sums, `cpu_utilization_percent` measured, congestion
+//! control), and `title`, `extra_data`, `server_output_json`/`_text`, `error` when there are
+//! any. The types write their keys in iperf3's order; [`JsonView`] fills one document from a
+//! test's events.
 
-use linklab_perf::iperf::{Params, Protocol};
-use serde_json::{json, Map, Value};
+use linklab_perf::iperf::{IntervalStream, Params, Protocol};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 
 use super::summary::{Role, StreamSummary, Summary};
 use super::version::VERSION;
@@ -17,88 +20,475 @@ use crate::iperf3::{
 use crate::net::plain_ip;
 use crate::sys;
 
-/// Builds the `-J` document of one test.
-pub struct JsonView {
+/// One test's `-J` document.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Document {
+    /// What was set up: connections, version, system, parameters.
+    pub start: Start,
+    /// One entry per `-i` interval.
+    pub intervals: Vec<IntervalEntry>,
+    /// The test's totals (empty until the test ended).
+    pub end: End,
+    /// `-T`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `--extra-data`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_data: Option<String>,
+    /// Client with `--get-server-output`: the server's own `-J` document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_output_json: Option<serde_json::Value>,
+    /// Client with `--get-server-output`: the server's text output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
+    /// The error the run ended with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `start`: what was set up, in the order iperf3 writes it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Start {
+    /// The data streams.
+    pub connected: Vec<Connected>,
+    /// Who wrote the document ([`VERSION`]).
+    pub version: String,
+    /// The system line (`uname -a`).
+    pub system_info: String,
+    /// When the test started.
+    pub timestamp: Timestamp,
+    /// Client: the server it connects to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connecting_to: Option<HostPort>,
+    /// Server: the client's control connection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_connection: Option<HostPort>,
+    /// The test's cookie.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
+    /// TCP: the MSS asked for (`-M`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_mss: Option<u32>,
+    /// TCP: the control connection's MSS, when none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_mss_default: Option<u32>,
+    /// `-b`, bit/s (0: unlimited).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_bitrate: Option<u64>,
+    /// Client: the socket buffer asked for (`-w`, 0: the system's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sock_bufsize: Option<u32>,
+    /// Client: the send buffer the kernel gave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sndbuf_actual: Option<u32>,
+    /// Client: the receive buffer the kernel gave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_actual: Option<u32>,
+    /// The test's parameters, once its streams are up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_start: Option<TestStart>,
+}
+
+/// One connected data stream.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Connected {
+    /// The socket number iperf3 prints.
+    pub socket: i32,
+    /// Our address.
+    pub local_host: String,
+    /// Our port.
+    pub local_port: u16,
+    /// The peer's address.
+    pub remote_host: String,
+    /// The peer's port.
+    pub remote_port: u16,
+}
+
+/// A host and a port.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HostPort {
+    /// The host, as given or as an address.
+    pub host: String,
+    /// The port.
+    pub port: u16,
+}
+
+/// A moment: RFC 1123 text and seconds since the epoch.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timestamp {
+    /// "Tue, 02 Dec 2025 10:11:12 GMT".
+    pub time: String,
+    /// Seconds since the epoch.
+    pub timesecs: i64,
+}
+
+/// `test_start`: the test's parameters.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TestStart {
+    /// "TCP" or "UDP".
+    pub protocol: String,
+    /// `-P`.
+    pub num_streams: u8,
+    /// `-l`.
+    pub blksize: u32,
+    /// `-O`, seconds.
+    pub omit: u32,
+    /// `-t`, seconds.
+    pub duration: u32,
+    /// `-n`.
+    pub bytes: u64,
+    /// `-k`.
+    pub blocks: u64,
+    /// `-R`: 1, else 0.
+    pub reverse: u8,
+    /// `-S`.
+    pub tos: u8,
+    /// `-b`, bit/s.
+    pub target_bitrate: u64,
+}
+
+/// One `-i` interval: each stream, then the sums (`sum`, and `sum_bidir_reverse` with
+/// `--bidir`, in the order the test's role writes them).
+#[derive(Clone, Debug, Default)]
+pub struct IntervalEntry {
+    /// Per stream.
+    pub streams: Vec<IntervalFigures>,
+    /// The sums, by key.
+    pub sums: Vec<(String, IntervalFigures)>,
+}
+
+impl Serialize for IntervalEntry {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1 + self.sums.len()))?;
+        map.serialize_entry("streams", &self.streams)?;
+        for (key, sum) in &self.sums {
+            map.serialize_entry(key, sum)?;
+        }
+        map.end()
+    }
+}
+
+/// One interval's figures, of a stream (with its `socket`) or a sum: UDP receivers have
+/// jitter and loss, UDP senders packets, TCP senders the `TCP_INFO` sample (a sum, the
+/// retransmits alone).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IntervalFigures {
+    /// The stream's socket (none in a sum).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<i32>,
+    /// Seconds since the test started.
+    pub start: f64,
+    /// Seconds since the test started.
+    pub end: f64,
+    /// `end - start`.
+    pub seconds: f64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Their rate.
+    pub bits_per_second: f64,
+    /// UDP receiver: jitter, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+    /// UDP receiver: datagrams lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<u64>,
+    /// UDP: datagrams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// UDP receiver: datagrams lost, percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_percent: Option<f64>,
+    /// TCP sender: retransmits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// TCP sender: congestion window, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snd_cwnd: Option<u64>,
+    /// TCP sender: the peer's window, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snd_wnd: Option<u64>,
+    /// TCP sender: smoothed RTT, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt: Option<u32>,
+    /// TCP sender: RTT variance, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rttvar: Option<u32>,
+    /// TCP sender: path MTU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pmtu: Option<u32>,
+    /// In the `-O` period.
+    pub omitted: bool,
+    /// This side sends.
+    pub sender: bool,
+}
+
+/// `end`: the test's totals, empty until it ended.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct End {
+    /// UDP: both ends' figures together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum: Option<UdpSum>,
+    /// What the senders sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_sent: Option<EndSum>,
+    /// What the receivers received.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_received: Option<EndSum>,
+    /// `--bidir`, UDP: the reverse direction's `sum`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_bidir_reverse: Option<UdpSum>,
+    /// `--bidir`: the reverse direction's `sum_sent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_sent_bidir_reverse: Option<EndSum>,
+    /// `--bidir`: the reverse direction's `sum_received`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sum_received_bidir_reverse: Option<EndSum>,
+    /// Per stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Vec<EndStream>>,
+    /// CPU use over the test, ours and (where the peer measured it) the peer's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_utilization_percent: Option<CpuUtilization>,
+    /// TCP: the senders' congestion control.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_tcp_congestion: Option<String>,
+    /// TCP: the receivers' congestion control.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receiver_tcp_congestion: Option<String>,
+}
+
+/// `sum_sent` or `sum_received`: one direction's total.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EndSum {
+    /// Always 0.
+    pub start: u8,
+    /// Seconds the test ran.
+    pub end: f64,
+    /// The same.
+    pub seconds: f64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Their rate.
+    pub bits_per_second: f64,
+    /// Whether this side sends in this direction (UDP: true for `sum_sent`).
+    pub sender: bool,
+    /// TCP, where the senders report them: retransmits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// UDP: jitter, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<f64>,
+    /// UDP: datagrams lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<u64>,
+    /// UDP: datagrams.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// UDP: datagrams lost, percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_percent: Option<f64>,
+}
+
+/// UDP `sum`: the senders' bytes with the receivers' rate and loss.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UdpSum {
+    /// Always 0.
+    pub start: u8,
+    /// Seconds the test ran.
+    pub end: f64,
+    /// The same.
+    pub seconds: f64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// The rate received.
+    pub bits_per_second: f64,
+    /// Jitter, ms.
+    pub jitter_ms: f64,
+    /// Datagrams lost.
+    pub lost_packets: u64,
+    /// Datagrams.
+    pub packets: u64,
+    /// Datagrams lost, percent.
+    pub lost_percent: f64,
+    /// Whether this side sends in this direction.
+    pub sender: bool,
+}
+
+/// One stream's totals: `udp`, or TCP's `sender` and `receiver`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EndStream {
+    /// UDP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpStreamEnd>,
+    /// TCP: the sending end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender: Option<TcpSenderEnd>,
+    /// TCP: the receiving end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<TcpReceiverEnd>,
+}
+
+/// A TCP stream's sending end.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TcpSenderEnd {
+    /// The socket number iperf3 prints.
+    pub socket: i32,
+    /// Always 0.
+    pub start: u8,
+    /// Seconds the sender ran.
+    pub end: f64,
+    /// The same.
+    pub seconds: f64,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// Their rate.
+    pub bits_per_second: f64,
+    /// Retransmits (where the sender reports them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// Largest congestion window, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_snd_cwnd: Option<u64>,
+    /// Largest peer window, bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_snd_wnd: Option<u64>,
+    /// Largest RTT, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rtt: Option<u32>,
+    /// Smallest RTT, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rtt: Option<u32>,
+    /// Mean RTT, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_rtt: Option<u64>,
+    /// Whether this side sends in the stream's direction.
+    pub sender: bool,
+}
+
+/// A TCP stream's receiving end.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TcpReceiverEnd {
+    /// The socket number iperf3 prints.
+    pub socket: i32,
+    /// Always 0.
+    pub start: u8,
+    /// Seconds the receiver ran.
+    pub end: f64,
+    /// The same.
+    pub seconds: f64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Their rate.
+    pub bits_per_second: f64,
+    /// Whether this side sends in the stream's direction.
+    pub sender: bool,
+}
+
+/// A UDP stream's totals.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct UdpStreamEnd {
+    /// The socket number iperf3 prints.
+    pub socket: i32,
+    /// Always 0.
+    pub start: u8,
+    /// Seconds the sender ran.
+    pub end: f64,
+    /// The same.
+    pub seconds: f64,
+    /// Bytes this side sent or received.
+    pub bytes: u64,
+    /// The rate sent.
+    pub bits_per_second: f64,
+    /// Jitter, ms.
+    pub jitter_ms: f64,
+    /// Datagrams lost.
+    pub lost_packets: u64,
+    /// Datagrams.
+    pub packets: u64,
+    /// Datagrams lost, percent.
+    pub lost_percent: f64,
+    /// Datagrams out of order.
+    pub out_of_order: u64,
+    /// Whether this side sends in the stream's direction.
+    pub sender: bool,
+}
+
+/// `cpu_utilization_percent`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CpuUtilization {
+    /// Ours, user and system.
+    pub host_total: f64,
+    /// Ours, user.
+    pub host_user: f64,
+    /// Ours, system.
+    pub host_system: f64,
+    /// The peer's, when it measured it (a device sends null: left out, not a false 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_total: Option<f64>,
+    /// The peer's, user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_user: Option<f64>,
+    /// The peer's, system.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_system: Option<f64>,
+}
+
+/// Builds the `-J` document of one test from its events.
+pub(crate) struct JsonView {
     role: Role,
     params: Params,
     text: TestText,
-    start: Map<String, Value>,
-    connected: Vec<Value>,
-    intervals: Vec<Value>,
-    end: Map<String, Value>,
-    server_output: Option<ServerOutput>,
-    error: Option<String>,
+    doc: Document,
     streams: Vec<StreamInfo>,
 }
 
-fn num(v: f64) -> Value {
-    json!(v)
+/// The rate of `bytes` over `secs` (0 for no time).
+fn rate(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    }
 }
 
 impl JsonView {
     /// An empty document for `role`; `target` is the client's host and port.
     pub fn new(role: Role, params: Params, text: TestText, target: Option<(&str, u16)>) -> Self {
-        let mut start = Map::new();
-        start.insert("version".into(), json!(VERSION));
-        start.insert("system_info".into(), json!(sys::system_info()));
-        let (time, secs) = dates::rfc1123_now();
-        start.insert(
-            "timestamp".into(),
-            json!({ "time": time, "timesecs": secs }),
-        );
-        if let Some((host, port)) = target {
-            start.insert(
-                "connecting_to".into(),
-                json!({ "host": host, "port": port }),
-            );
-        }
+        let (time, timesecs) = dates::rfc1123_now();
+        let start = Start {
+            version: VERSION.into(),
+            system_info: sys::system_info(),
+            timestamp: Timestamp { time, timesecs },
+            connecting_to: target.map(|(host, port)| HostPort {
+                host: host.into(),
+                port,
+            }),
+            ..Start::default()
+        };
         Self {
             role,
             params,
             text,
-            start,
-            connected: Vec::new(),
-            intervals: Vec::new(),
-            end: Map::new(),
-            server_output: None,
-            error: None,
+            doc: Document {
+                start,
+                ..Document::default()
+            },
             streams: Vec::new(),
         }
     }
 
     /// Records the error the run ended with.
     pub fn set_error(&mut self, msg: &str) {
-        self.error = Some(msg.into());
+        self.doc.error = Some(msg.into());
     }
 
     /// The document as it stands.
-    pub fn document(&self) -> Value {
-        let mut start = Map::new();
-        start.insert("connected".into(), Value::Array(self.connected.clone()));
-        start.extend(self.start.clone());
-        let mut top = Map::new();
-        top.insert("start".into(), Value::Object(start));
-        top.insert("intervals".into(), Value::Array(self.intervals.clone()));
-        top.insert("end".into(), Value::Object(self.end.clone()));
-        if let Some(t) = &self.text.title {
-            top.insert("title".into(), json!(t));
+    pub fn document(&self) -> Document {
+        Document {
+            title: self.text.title.clone(),
+            extra_data: self.text.extra_data.clone(),
+            ..self.doc.clone()
         }
-        if let Some(x) = &self.text.extra_data {
-            top.insert("extra_data".into(), json!(x));
-        }
-        match &self.server_output {
-            Some(ServerOutput::Json(v)) => {
-                top.insert("server_output_json".into(), v.clone());
-            }
-            Some(ServerOutput::Text(t)) => {
-                top.insert("server_output_text".into(), json!(t));
-            }
-            None => {}
-        }
-        if let Some(e) = &self.error {
-            top.insert("error".into(), json!(e));
-        }
-        Value::Object(top)
     }
 
     fn socket_of(&self, id: u32) -> i32 {
@@ -108,20 +498,17 @@ impl JsonView {
             .map_or(id as i32, |s| s.socket)
     }
 
-    fn sum_name(&self, sender: bool, base: &str) -> String {
-        let reverse = self.params.bidirectional
-            && ((self.role == Role::Client && !sender) || (self.role == Role::Server && sender));
-        if reverse {
-            format!("{base}_bidir_reverse")
-        } else {
-            base.to_string()
-        }
+    /// True when `sender`'s sums are the `_bidir_reverse` ones.
+    fn is_reverse(&self, sender: bool) -> bool {
+        self.params.bidirectional
+            && ((self.role == Role::Client && !sender) || (self.role == Role::Server && sender))
     }
 
     /// Fills `end` from a finished test.
     pub fn end(&mut self, r: &HostReport) {
         let sum = Summary::new(r, self.role);
         let udp = self.params.protocol == Protocol::Udp;
+        let mut end = End::default();
         let mut streams = Vec::new();
         let groups: Vec<Option<bool>> = if self.params.bidirectional {
             match self.role {
@@ -141,25 +528,36 @@ impl JsonView {
             let retrans = sum.retransmits_for(sender);
             for s in &members {
                 streams.push(if udp {
-                    json!({ "udp": udp_stream(s, sender) })
+                    EndStream {
+                        udp: Some(udp_stream(s, sender)),
+                        ..EndStream::default()
+                    }
                 } else {
-                    json!({ "sender": tcp_sender(s, retrans, sender), "receiver": tcp_receiver(s, sender) })
+                    EndStream {
+                        sender: Some(tcp_sender(s, retrans, sender)),
+                        receiver: Some(tcp_receiver(s, sender)),
+                        ..EndStream::default()
+                    }
                 });
             }
             let total_sent: u64 = members.iter().map(|s| s.bytes_sent).sum();
             let total_received: u64 = members.iter().map(|s| s.bytes_received).sum();
             let secs = members.first().map_or(0.0, |s| s.sender_time);
-            let rate = |b: u64| {
-                if secs > 0.0 {
-                    b as f64 * 8.0 / secs
-                } else {
-                    0.0
-                }
+            let mut sent = EndSum {
+                start: 0,
+                end: secs,
+                seconds: secs,
+                bytes: total_sent,
+                bits_per_second: rate(total_sent, secs),
+                sender,
+                ..EndSum::default()
             };
-            let mut sent = json!({ "start": 0, "end": secs, "seconds": secs, "bytes": total_sent,
-                                   "bits_per_second": rate(total_sent), "sender": sender });
-            let mut received = json!({ "start": 0, "end": secs, "seconds": secs, "bytes": total_received,
-                                       "bits_per_second": rate(total_received), "sender": sender });
+            let mut received = EndSum {
+                bytes: total_received,
+                bits_per_second: rate(total_received, secs),
+                ..sent.clone()
+            };
+            let mut udp_sum = None;
             if udp {
                 let sent_packets: u64 = members.iter().map(|s| s.sender_packets).sum();
                 let recv_packets: u64 = members.iter().map(|s| s.receiver_packets).sum();
@@ -171,42 +569,54 @@ impl JsonView {
                 } else {
                     recv_packets
                 };
-                let pct = percent(lost, total);
-                self.end.insert(
-                    self.sum_name(sender, "sum"),
-                    json!({ "start": 0, "end": secs, "seconds": secs, "bytes": total_sent,
-                            "bits_per_second": rate(total_received), "jitter_ms": jitter * 1000.0,
-                            "lost_packets": lost, "packets": total, "lost_percent": pct, "sender": sender }),
-                );
-                sent["jitter_ms"] = num(0.0);
-                sent["lost_packets"] = json!(0);
-                sent["packets"] = json!(sent_packets);
-                sent["lost_percent"] = num(0.0);
-                sent["sender"] = json!(true);
-                received["jitter_ms"] = num(jitter * 1000.0);
-                received["lost_packets"] = json!(lost);
-                received["packets"] = json!(recv_packets);
-                received["lost_percent"] = num(percent(lost, recv_packets));
-                received["sender"] = json!(false);
+                udp_sum = Some(UdpSum {
+                    start: 0,
+                    end: secs,
+                    seconds: secs,
+                    bytes: total_sent,
+                    bits_per_second: rate(total_received, secs),
+                    jitter_ms: jitter * 1000.0,
+                    lost_packets: lost,
+                    packets: total,
+                    lost_percent: percent(lost, total),
+                    sender,
+                });
+                sent.sender = true;
+                sent.jitter_ms = Some(0.0);
+                sent.lost_packets = Some(0);
+                sent.packets = Some(sent_packets);
+                sent.lost_percent = Some(0.0);
+                received.sender = false;
+                received.jitter_ms = Some(jitter * 1000.0);
+                received.lost_packets = Some(lost);
+                received.packets = Some(recv_packets);
+                received.lost_percent = Some(percent(lost, recv_packets));
             } else if retrans {
-                let r: u64 = members.iter().map(|s| s.retransmits.unwrap_or(0)).sum();
-                sent["retransmits"] = json!(r);
+                sent.retransmits = Some(members.iter().map(|s| s.retransmits.unwrap_or(0)).sum());
             }
-            self.end.insert(self.sum_name(sender, "sum_sent"), sent);
-            self.end
-                .insert(self.sum_name(sender, "sum_received"), received);
+            if self.is_reverse(sender) {
+                end.sum_bidir_reverse = udp_sum;
+                end.sum_sent_bidir_reverse = Some(sent);
+                end.sum_received_bidir_reverse = Some(received);
+            } else {
+                end.sum = udp_sum;
+                end.sum_sent = Some(sent);
+                end.sum_received = Some(received);
+            }
         }
-        self.end.insert("streams".into(), Value::Array(streams));
+        end.streams = Some(streams);
         let cpu = r.cpu.unwrap_or([0.0; 3]);
-        let mut util = json!({ "host_total": cpu[0], "host_user": cpu[1], "host_system": cpu[2] });
         // A peer that cannot know its CPU use (a device) sends null: leave its figures out
         // rather than print a false 0.
-        if let Some(p) = r.peer.as_ref().and_then(|p| p.cpu_util) {
-            util["remote_total"] = num(p[0]);
-            util["remote_user"] = num(p[1]);
-            util["remote_system"] = num(p[2]);
-        }
-        self.end.insert("cpu_utilization_percent".into(), util);
+        let peer = r.peer.as_ref().and_then(|p| p.cpu_util);
+        end.cpu_utilization_percent = Some(CpuUtilization {
+            host_total: cpu[0],
+            host_user: cpu[1],
+            host_system: cpu[2],
+            remote_total: peer.map(|p| p[0]),
+            remote_user: peer.map(|p| p[1]),
+            remote_system: peer.map(|p| p[2]),
+        });
         if !udp {
             let we_send = sum.streams.iter().any(|s| s.sender);
             let ours = r.congestion_used.clone();
@@ -219,16 +629,51 @@ impl JsonView {
             } else {
                 (theirs, ours)
             };
-            if let Some(c) = snd {
-                self.end.insert("sender_tcp_congestion".into(), json!(c));
-            }
-            if let Some(c) = rcv {
-                self.end.insert("receiver_tcp_congestion".into(), json!(c));
-            }
+            end.sender_tcp_congestion = snd;
+            end.receiver_tcp_congestion = rcv;
         }
+        self.doc.end = end;
         if self.role == Role::Client {
-            self.server_output = r.server_output.clone();
+            match r.server_output.clone() {
+                Some(ServerOutput::Json(v)) => self.doc.server_output_json = Some(v),
+                Some(ServerOutput::Text(t)) => self.doc.server_output_text = Some(t),
+                None => {}
+            }
         }
+    }
+
+    /// The interval sum of the streams `members`.
+    fn interval_sum(
+        &self,
+        hiv: &HostInterval,
+        members: &[(usize, &IntervalStream)],
+        sender: bool,
+    ) -> IntervalFigures {
+        let udp = self.params.protocol == Protocol::Udp;
+        let bytes: u64 = members.iter().map(|(_, s)| s.bytes).sum();
+        let mut sum = figures(hiv, None, bytes, sender);
+        if udp && sender {
+            sum.packets = Some(members.iter().map(|(_, s)| s.packets).sum::<u64>());
+        } else if udp {
+            let packets: u64 = members.iter().map(|(_, s)| s.packets).sum();
+            let lost: u64 = members.iter().map(|(_, s)| s.lost).sum();
+            let jitter: f64 = members.iter().map(|(_, s)| s.jitter_s).sum::<f64>()
+                / f64::from(self.params.parallel.max(1));
+            sum.jitter_ms = Some(jitter * 1000.0);
+            sum.lost_packets = Some(lost);
+            sum.packets = Some(packets);
+            sum.lost_percent = Some(percent(lost, packets));
+        } else {
+            let tcp: Vec<u64> = members
+                .iter()
+                .filter_map(|(i, _)| hiv.tcp.get(*i).copied().flatten())
+                .map(|t| t.retransmits)
+                .collect();
+            if sender && !tcp.is_empty() {
+                sum.retransmits = Some(tcp.iter().sum::<u64>());
+            }
+        }
+        sum
     }
 }
 
@@ -240,56 +685,81 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
-fn tcp_sender(s: &StreamSummary, retrans: bool, group_sender: bool) -> Value {
-    let secs = s.sender_time;
-    let bps = if secs > 0.0 {
-        s.bytes_sent as f64 * 8.0 / secs
-    } else {
-        0.0
-    };
-    let mut v = json!({ "socket": s.socket, "start": 0, "end": secs, "seconds": secs,
-                        "bytes": s.bytes_sent, "bits_per_second": bps });
-    if retrans {
-        let t = s.tcp.unwrap_or_default();
-        v["retransmits"] = json!(s.retransmits.unwrap_or(0));
-        v["max_snd_cwnd"] = json!(t.max_snd_cwnd);
-        v["max_snd_wnd"] = json!(t.max_snd_wnd);
-        v["max_rtt"] = json!(t.max_rtt_us);
-        v["min_rtt"] = json!(t.min_rtt_us);
-        v["mean_rtt"] = json!(t.mean_rtt_us());
+/// An interval's figures common to streams and sums: its times, `bytes` and their rate.
+fn figures(hiv: &HostInterval, socket: Option<i32>, bytes: u64, sender: bool) -> IntervalFigures {
+    let iv = &hiv.interval;
+    let seconds = iv.end_s - iv.start_s;
+    IntervalFigures {
+        socket,
+        start: iv.start_s,
+        end: iv.end_s,
+        seconds,
+        bytes,
+        bits_per_second: rate(bytes, seconds),
+        omitted: iv.omitted,
+        sender,
+        ..IntervalFigures::default()
     }
-    v["sender"] = json!(group_sender);
-    v
 }
 
-fn tcp_receiver(s: &StreamSummary, group_sender: bool) -> Value {
-    let secs = s.receiver_time;
-    let bps = if secs > 0.0 {
-        s.bytes_received as f64 * 8.0 / secs
-    } else {
-        0.0
-    };
-    json!({ "socket": s.socket, "start": 0, "end": secs, "seconds": secs,
-            "bytes": s.bytes_received, "bits_per_second": bps, "sender": group_sender })
-}
-
-fn udp_stream(s: &StreamSummary, group_sender: bool) -> Value {
+fn tcp_sender(s: &StreamSummary, retrans: bool, group_sender: bool) -> TcpSenderEnd {
     let secs = s.sender_time;
-    let bytes = if s.sender {
-        s.bytes_sent
-    } else {
-        s.bytes_received
-    };
+    let t = s.tcp.unwrap_or_default();
+    TcpSenderEnd {
+        socket: s.socket,
+        start: 0,
+        end: secs,
+        seconds: secs,
+        bytes: s.bytes_sent,
+        bits_per_second: rate(s.bytes_sent, secs),
+        retransmits: retrans.then(|| s.retransmits.unwrap_or(0)),
+        max_snd_cwnd: retrans.then_some(t.max_snd_cwnd),
+        max_snd_wnd: retrans.then_some(t.max_snd_wnd),
+        max_rtt: retrans.then_some(t.max_rtt_us),
+        min_rtt: retrans.then_some(t.min_rtt_us),
+        mean_rtt: retrans.then(|| t.mean_rtt_us()),
+        sender: group_sender,
+    }
+}
+
+fn tcp_receiver(s: &StreamSummary, group_sender: bool) -> TcpReceiverEnd {
+    let secs = s.receiver_time;
+    TcpReceiverEnd {
+        socket: s.socket,
+        start: 0,
+        end: secs,
+        seconds: secs,
+        bytes: s.bytes_received,
+        bits_per_second: rate(s.bytes_received, secs),
+        sender: group_sender,
+    }
+}
+
+fn udp_stream(s: &StreamSummary, group_sender: bool) -> UdpStreamEnd {
+    let secs = s.sender_time;
     let packets = if s.sender_packets > 0 {
         s.sender_packets
     } else {
         s.receiver_packets
     };
-    json!({ "socket": s.socket, "start": 0, "end": secs, "seconds": secs, "bytes": bytes,
-            "bits_per_second": if secs > 0.0 { s.bytes_sent as f64 * 8.0 / secs } else { 0.0 },
-            "jitter_ms": s.jitter_s * 1000.0, "lost_packets": s.lost, "packets": packets,
-            "lost_percent": percent(s.lost, packets), "out_of_order": s.out_of_order,
-            "sender": group_sender })
+    UdpStreamEnd {
+        socket: s.socket,
+        start: 0,
+        end: secs,
+        seconds: secs,
+        bytes: if s.sender {
+            s.bytes_sent
+        } else {
+            s.bytes_received
+        },
+        bits_per_second: rate(s.bytes_sent, secs),
+        jitter_ms: s.jitter_s * 1000.0,
+        lost_packets: s.lost,
+        packets,
+        lost_percent: percent(s.lost, packets),
+        out_of_order: s.out_of_order,
+        sender: group_sender,
+    }
 }
 
 impl Observer for JsonView {
@@ -298,133 +768,106 @@ impl Observer for JsonView {
     }
 
     fn connected(&mut self, c: &ControlInfo) {
+        let start = &mut self.doc.start;
         if self.role == Role::Server {
-            self.start.insert(
-                "accepted_connection".into(),
-                json!({ "host": plain_ip(&c.peer).to_string(), "port": c.peer.port() }),
-            );
+            start.accepted_connection = Some(HostPort {
+                host: plain_ip(&c.peer).to_string(),
+                port: c.peer.port(),
+            });
         }
-        self.start.insert("cookie".into(), json!(c.cookie));
+        start.cookie = Some(c.cookie.clone());
         if self.params.protocol == Protocol::Tcp {
             if self.params.mss != 0 {
-                self.start.insert("tcp_mss".into(), json!(self.params.mss));
+                start.tcp_mss = Some(self.params.mss);
             } else {
-                self.start.insert("tcp_mss_default".into(), json!(c.mss));
+                start.tcp_mss_default = Some(c.mss);
             }
         }
-        self.start
-            .insert("target_bitrate".into(), json!(self.params.rate_bps));
+        start.target_bitrate = Some(self.params.rate_bps);
     }
 
     fn params(&mut self, p: &Params, text: &TestText) {
         self.params = *p;
         self.text = text.clone();
-        self.start
-            .insert("target_bitrate".into(), json!(p.rate_bps));
+        self.doc.start.target_bitrate = Some(p.rate_bps);
     }
 
     fn stream(&mut self, s: &StreamInfo) {
         self.streams.push(*s);
-        self.connected.push(json!({
-            "socket": s.socket,
-            "local_host": plain_ip(&s.local).to_string(), "local_port": s.local.port(),
-            "remote_host": plain_ip(&s.peer).to_string(), "remote_port": s.peer.port(),
-        }));
+        self.doc.start.connected.push(Connected {
+            socket: s.socket,
+            local_host: plain_ip(&s.local).to_string(),
+            local_port: s.local.port(),
+            remote_host: plain_ip(&s.peer).to_string(),
+            remote_port: s.peer.port(),
+        });
     }
 
     fn started(&mut self, p: &Params, b: &BufferSizes) {
+        let start = &mut self.doc.start;
         if self.role == Role::Client {
-            self.start.insert("sock_bufsize".into(), json!(b.requested));
-            self.start.insert("sndbuf_actual".into(), json!(b.sndbuf));
-            self.start.insert("rcvbuf_actual".into(), json!(b.rcvbuf));
+            start.sock_bufsize = Some(b.requested);
+            start.sndbuf_actual = Some(b.sndbuf);
+            start.rcvbuf_actual = Some(b.rcvbuf);
         }
-        self.start.insert(
-            "test_start".into(),
-            json!({
-                "protocol": if p.protocol == Protocol::Udp { "UDP" } else { "TCP" },
-                "num_streams": p.parallel, "blksize": p.len, "omit": p.omit_s,
-                "duration": p.duration_s, "bytes": p.bytes, "blocks": p.blocks,
-                "reverse": u8::from(p.reverse), "tos": p.tos, "target_bitrate": p.rate_bps,
-            }),
-        );
+        start.test_start = Some(TestStart {
+            protocol: if p.protocol == Protocol::Udp { "UDP" } else { "TCP" }.into(),
+            num_streams: p.parallel,
+            blksize: p.len,
+            omit: p.omit_s,
+            duration: p.duration_s,
+            bytes: p.bytes,
+            blocks: p.blocks,
+            reverse: u8::from(p.reverse),
+            tos: p.tos,
+            target_bitrate: p.rate_bps,
+        });
     }
 
     fn interval(&mut self, hiv: &HostInterval) {
         let iv = &hiv.interval;
-        let seconds = iv.end_s - iv.start_s;
-        let bps = |b: u64| {
-            if seconds > 0.0 {
-                b as f64 * 8.0 / seconds
-            } else {
-                0.0
-            }
-        };
         let udp = self.params.protocol == Protocol::Udp;
         let mut streams = Vec::new();
         for (i, s) in iv.streams.iter().enumerate() {
-            let mut v = json!({ "socket": self.socket_of(s.id), "start": iv.start_s, "end": iv.end_s,
-                                "seconds": seconds, "bytes": s.bytes, "bits_per_second": bps(s.bytes) });
+            let mut v = figures(hiv, Some(self.socket_of(s.id)), s.bytes, s.sender);
             if udp && s.sender {
-                v["packets"] = json!(s.packets);
+                v.packets = Some(s.packets);
             } else if udp {
-                v["jitter_ms"] = num(s.jitter_s * 1000.0);
-                v["lost_packets"] = json!(s.lost);
-                v["packets"] = json!(s.packets);
-                v["lost_percent"] = num(percent(s.lost, s.packets));
+                v.jitter_ms = Some(s.jitter_s * 1000.0);
+                v.lost_packets = Some(s.lost);
+                v.packets = Some(s.packets);
+                v.lost_percent = Some(percent(s.lost, s.packets));
             } else if let Some(t) = hiv.tcp.get(i).copied().flatten() {
-                v["retransmits"] = json!(t.retransmits);
-                v["snd_cwnd"] = json!(t.snd_cwnd);
-                v["snd_wnd"] = json!(t.snd_wnd);
-                v["rtt"] = json!(t.rtt_us);
-                v["rttvar"] = json!(t.rttvar_us);
-                v["pmtu"] = json!(t.pmtu);
+                v.retransmits = Some(t.retransmits);
+                v.snd_cwnd = Some(t.snd_cwnd);
+                v.snd_wnd = Some(t.snd_wnd);
+                v.rtt = Some(t.rtt_us);
+                v.rttvar = Some(t.rttvar_us);
+                v.pmtu = Some(t.pmtu);
             }
-            v["omitted"] = json!(iv.omitted);
-            v["sender"] = json!(s.sender);
             streams.push(v);
         }
-        let mut entry = json!({ "streams": streams });
         let groups: Vec<bool> = if self.params.bidirectional {
             vec![true, false]
         } else {
             vec![iv.streams.first().is_some_and(|s| s.sender)]
         };
+        let mut sums = Vec::new();
         for sender in groups {
-            let members: Vec<(usize, &linklab_perf::iperf::IntervalStream)> = iv
+            let members: Vec<(usize, &IntervalStream)> = iv
                 .streams
                 .iter()
                 .enumerate()
                 .filter(|(_, s)| !self.params.bidirectional || s.sender == sender)
                 .collect();
-            let bytes: u64 = members.iter().map(|(_, s)| s.bytes).sum();
-            let mut sum = json!({ "start": iv.start_s, "end": iv.end_s, "seconds": seconds,
-                                  "bytes": bytes, "bits_per_second": bps(bytes) });
-            if udp && sender {
-                sum["packets"] = json!(members.iter().map(|(_, s)| s.packets).sum::<u64>());
-            } else if udp {
-                let packets: u64 = members.iter().map(|(_, s)| s.packets).sum();
-                let lost: u64 = members.iter().map(|(_, s)| s.lost).sum();
-                let jitter: f64 = members.iter().map(|(_, s)| s.jitter_s).sum::<f64>()
-                    / f64::from(self.params.parallel.max(1));
-                sum["jitter_ms"] = num(jitter * 1000.0);
-                sum["lost_packets"] = json!(lost);
-                sum["packets"] = json!(packets);
-                sum["lost_percent"] = num(percent(lost, packets));
+            let key = if self.is_reverse(sender) {
+                "sum_bidir_reverse"
             } else {
-                let tcp: Vec<u64> = members
-                    .iter()
-                    .filter_map(|(i, _)| hiv.tcp.get(*i).copied().flatten())
-                    .map(|t| t.retransmits)
-                    .collect();
-                if sender && !tcp.is_empty() {
-                    sum["retransmits"] = json!(tcp.iter().sum::<u64>());
-                }
-            }
-            sum["omitted"] = json!(iv.omitted);
-            sum["sender"] = json!(sender);
-            entry[self.sum_name(sender, "sum")] = sum;
+                "sum"
+            };
+            sums.push((key.to_string(), self.interval_sum(hiv, &members, sender)));
         }
-        self.intervals.push(entry);
+        self.doc.intervals.push(IntervalEntry { streams, sums });
     }
 
     fn finished(&mut self, r: &HostReport) {
@@ -432,6 +875,8 @@ impl Observer for JsonView {
     }
 
     fn server_output(&mut self) -> Option<ServerOutput> {
-        Some(ServerOutput::Json(self.document()))
+        serde_json::to_value(self.document())
+            .ok()
+            .map(ServerOutput::Json)
     }
 }

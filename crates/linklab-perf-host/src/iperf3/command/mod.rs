@@ -4,14 +4,14 @@
 //!
 //! - `options`: the options as plain values;
 //! - `run`, `client`, `server`: the roles, from options to a run;
-//! - `text`, `text_results`, `json`: iperf3's human output and `-J` document;
+//! - `text`, `text_results`: iperf3's human output; [`json`]: its `-J` document, typed;
 //! - `summary`: a finished test per stream, as both outputs see it;
 //! - `output`: where lines go (`--logfile`, `-T`, `--timestamps`, `--forceflush`);
 //! - `units`: iperf3's number formats;
 //! - `pidfile`, `version`: `-I`, and who this program says it is.
 
 mod client;
-mod json;
+pub mod json;
 mod options;
 mod output;
 mod pidfile;
