@@ -173,6 +173,10 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The unit tests format text and collect bytes with std.
+#[cfg(test)]
+extern crate std;
+
 // Diagnostics go through `linklab_fmt::debug!` etc. (defmt, log or nothing by this crate's
 // features); the two features exclude each other.
 linklab_fmt::exclusive_features!();

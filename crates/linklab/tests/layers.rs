@@ -47,6 +47,7 @@ const ROWS: &[Row] = &[
         kind: "std",
         uses: &[
             "linklab-sim",
+            "linklab-perf-host",
             "linklab-tap",
             "linklab-serial",
             "linklab-mac",
@@ -223,6 +224,13 @@ const ROWS: &[Row] = &[
         layer: 2,
         kind: "no_std",
         uses: &["linklab-mac", "linklab-perf"],
+    },
+    Row {
+        label: "linklab-perf-host",
+        packages: &["linklab-perf-host"],
+        layer: 2,
+        kind: "std",
+        uses: &["linklab-perf"],
     },
     Row {
         label: "linklab-tap",
