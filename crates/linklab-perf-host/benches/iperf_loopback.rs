@@ -1,7 +1,7 @@
 //! Loopback TCP throughput of our host iperf3 server against stock `iperf3 -c`, side by side
 //! with stock `iperf3 -s` against the same client, in one run; prints both and their ratio.
 //!
-//! `cargo bench -p linklab-perf --bench iperf_loopback` (env `IPERF_BENCH_SECONDS`, default 3,
+//! `cargo bench -p linklab-perf-host --bench iperf_loopback` (env `IPERF_BENCH_SECONDS`, default 3,
 //! `IPERF_BENCH_ROUNDS`, default 5, `IPERF_BENCH_ARGS`, extra iperf3 -c flags, e.g. "-P 4").
 //! Rounds alternate between the two servers so drift in machine load hits both alike; the
 //! figure per server is the median over rounds of the receiver's bit rate, and of the CPU

@@ -200,6 +200,7 @@ pub mod lend;
 #[cfg(feature = "smoltcp")]
 pub mod lifetime;
 pub mod payload;
+pub mod pool_server;
 pub mod rules;
 pub mod slice_writer;
 pub mod socket;

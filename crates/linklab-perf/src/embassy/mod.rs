@@ -63,7 +63,7 @@ mod iperf2;
 mod memory;
 #[cfg(any(feature = "echo", feature = "http"))]
 mod service;
-mod socket;
+pub(crate) mod socket;
 mod stats;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};

@@ -44,7 +44,7 @@ mod sockets;
 mod streams;
 mod udp;
 
-pub use reclaim::{Room, RoomFor, SynPool};
+pub use crate::pool_server::Room;
 pub use sockets::PoolSockets;
 
 use super::session::{Failure, Phase, Session};
