@@ -2,7 +2,6 @@
 //! (`linklab serve`'s soft NIC and its baseline bench), leaked once: the sockets borrow them
 //! for the whole run, as firmware keeps its buffers in statics.
 
-
 use smoltcp::socket::udp;
 
 use linklab_perf::apps::{AppBuffers, DataBuffers, TcpBuffers, UdpBuffers};

@@ -16,10 +16,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use linklab_perf_host::iperf3::{
-    run_client_observed, ClientConfig, Error, HostInterval, Observer, Server, ServerConfig, StreamInfo,
-};
 use linklab_perf::iperf::{Params, Protocol};
+use linklab_perf_host::iperf3::{
+    run_client_observed, ClientConfig, Error, HostInterval, Observer, Server, ServerConfig,
+    StreamInfo,
+};
 
 /// An int (or the bytes) of a socket option.
 fn opt(fd: RawFd, level: i32, name: i32) -> Vec<u8> {

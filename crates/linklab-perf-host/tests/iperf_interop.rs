@@ -7,8 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use linklab_perf_host::iperf3::{run_client, ClientConfig};
 use linklab_perf::iperf::{DirectionReport, Params, Protocol, TestReport};
+use linklab_perf_host::iperf3::{run_client, ClientConfig};
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(20);

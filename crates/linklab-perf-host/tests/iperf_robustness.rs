@@ -11,9 +11,9 @@ use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use linklab_perf_host::iperf3::Error;
 use linklab_perf::iperf::wire::{self, state, COOKIE_SIZE};
 use linklab_perf::iperf::Failure;
+use linklab_perf_host::iperf3::Error;
 use support::*;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -34,8 +34,8 @@ pub mod wire;
 #[cfg(feature = "smoltcp")]
 pub mod device;
 
+pub use crate::time::Micros;
 pub use json::{ParamStrings, Params, Protocol, Results, StreamResult};
 pub use report::{DirectionReport, Interval, IntervalStream, TestReport};
 pub use session::{ClientOptions, Failure, PeerSummary, Phase, Role, Session};
-pub use crate::time::Micros;
 pub use stream::Stream;

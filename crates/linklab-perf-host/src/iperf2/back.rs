@@ -19,11 +19,11 @@ use super::tcp::{drive, Meter, Payload};
 use super::udp::{self, Limit};
 use crate::clock::now_us;
 use crate::net::bound;
-use linklab_perf::time::Micros;
 use linklab_perf::iperf2::flow::TcpFlow;
 use linklab_perf::iperf2::request::Protocol;
 use linklab_perf::iperf2::tcp_server::{TcpServerConfig, TcpServerConn};
 use linklab_perf::iperf2::wire::DEFAULT_TCP_LEN;
+use linklab_perf::time::Micros;
 
 /// The `-r`/`-d` listener: opened before connecting; serves the connect-backs that come
 /// before `deadline` (moved by the caller once its own flows ended).
@@ -62,9 +62,7 @@ pub(super) fn listen_back(
         Protocol::Tcp => {
             let s = bound(bind, port, Type::STREAM)
                 .and_then(|s| s.listen(16).map(|_| s))
-                .map_err(|e| {
-                    ClientError::Io(format!("listen on TCP port {port} for -r/-d"), e)
-                })?;
+                .map_err(|e| ClientError::Io(format!("listen on TCP port {port} for -r/-d"), e))?;
             let listener: TcpListener = s.into();
             let _ = listener.set_nonblocking(true);
             let _ = events.send(Event::Listening {
@@ -74,9 +72,8 @@ pub(super) fn listen_back(
             thread::spawn(move || accept_back(listener, wanted, &dl, interval_us, &ev))
         }
         Protocol::Udp => {
-            let s = bound(bind, port, Type::DGRAM).map_err(|e| {
-                ClientError::Io(format!("listen on UDP port {port} for -r/-d"), e)
-            })?;
+            let s = bound(bind, port, Type::DGRAM)
+                .map_err(|e| ClientError::Io(format!("listen on UDP port {port} for -r/-d"), e))?;
             let sock: UdpSocket = s.into();
             let _ = events.send(Event::Listening {
                 protocol: Protocol::Udp,

@@ -16,13 +16,13 @@ use super::events::{next_id, Event, FlowReport, FlowTag};
 use super::tcp::{connect, drive, Meter, Payload};
 use super::udp::{self, figures};
 use crate::clock::{now_us, wall_offset_us};
-use linklab_perf::time::Micros;
 use linklab_perf::iperf2::client::{ClientEnd, TcpClientConfig, TcpClientFlow};
 use linklab_perf::iperf2::flow::TcpFlow;
 use linklab_perf::iperf2::request::{HeaderStyle, Mode, Protocol, TestRequest};
 use linklab_perf::iperf2::udp_sender::{FinMode, UdpSender, UdpSenderConfig};
 use linklab_perf::iperf2::wire::report::ReportInfo;
 use linklab_perf::iperf2::wire::{DEFAULT_TCP_LEN, DEFAULT_UDP_LEN};
+use linklab_perf::time::Micros;
 
 /// Runs one client test, reporting on `events`.
 pub fn run_client(

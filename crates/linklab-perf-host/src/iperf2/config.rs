@@ -154,7 +154,6 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-
 /// What the server serves.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -198,4 +197,3 @@ impl Default for ServerConfig {
         }
     }
 }
-

@@ -17,11 +17,11 @@ use super::tcp::{connect, drive, Meter, Payload};
 use super::udp;
 use crate::clock::now_us;
 use crate::net::{bound, plain};
-use linklab_perf::time::Micros;
 use linklab_perf::iperf2::flow::{SendFlow, TcpFlow};
 use linklab_perf::iperf2::request::{Mode, Protocol};
 use linklab_perf::iperf2::tcp_sender::TcpSender;
 use linklab_perf::iperf2::tcp_server::{ConnectBack, TcpEnd, TcpServerConn};
+use linklab_perf::time::Micros;
 
 enum Listener {
     Tcp(TcpListener),
@@ -34,7 +34,6 @@ pub struct Server {
     listener: Listener,
     port: u16,
 }
-
 
 impl Server {
     /// Binds the listener (TCP, or UDP with `cfg.udp`).
@@ -229,9 +228,7 @@ fn connect_back_tcp(
     let mut stream = match connect(to, Duration::from_secs(3)) {
         Ok(s) => s,
         Err(e) => {
-            let _ = events.send(Event::Notice(format!(
-                "connect-back to {to} failed: {e}"
-            )));
+            let _ = events.send(Event::Notice(format!("connect-back to {to} failed: {e}")));
             return;
         }
     };
@@ -274,4 +271,3 @@ fn connect_back_tcp(
         threads: 1,
     }));
 }
-

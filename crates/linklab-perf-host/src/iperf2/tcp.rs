@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crate::clock::now_us;
 use crate::sys;
-use linklab_perf::time::Micros;
 use linklab_perf::iperf2::client::TcpClientFlow;
 use linklab_perf::iperf2::flow::TcpFlow;
 use linklab_perf::iperf2::pattern;
+use linklab_perf::time::Micros;
 
 /// Longest sleep of one turn (so a flow's clock is checked at least this often).
 const MAX_SLEEP_US: Micros = 100_000;

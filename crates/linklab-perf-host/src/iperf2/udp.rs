@@ -15,7 +15,6 @@ use super::events::{next_id, Event, FlowReport, FlowTag, UdpFigures};
 use crate::clock::{now_us, wall_offset_us};
 use crate::net::plain;
 use crate::sys;
-use linklab_perf::time::Micros;
 use linklab_perf::iperf2::request::{Mode, Protocol, TestRequest};
 use linklab_perf::iperf2::tcp_server::ConnectBack;
 use linklab_perf::iperf2::udp_sender::{FinMode, UdpSendPhase, UdpSender, UdpSenderConfig};
@@ -23,6 +22,7 @@ use linklab_perf::iperf2::udp_server::{UdpPhase, UdpServer, UdpServerConfig};
 use linklab_perf::iperf2::udp_stats::UdpReceiveStats;
 use linklab_perf::iperf2::wire::report::ReportInfo;
 use linklab_perf::iperf2::wire::{UdpDatagram, DEFAULT_UDP_LEN, DEFAULT_UDP_RATE};
+use linklab_perf::time::Micros;
 
 /// Most flows the host's UDP server holds at once.
 const FLOWS: usize = 16;
@@ -346,9 +346,7 @@ fn connect_back_udp(
     let sock = match UdpSocket::bind(any).and_then(|s| s.connect(to).map(|_| s)) {
         Ok(s) => s,
         Err(e) => {
-            let _ = events.send(Event::Notice(format!(
-                "connect-back to {to} failed: {e}"
-            )));
+            let _ = events.send(Event::Notice(format!("connect-back to {to} failed: {e}")));
             return;
         }
     };
@@ -433,10 +431,12 @@ pub(super) fn receive_reverse(
 pub(super) fn header_datagram(req: &TestRequest, len: usize) -> std::vec::Vec<u8> {
     let mut b = vec![0u8; len.max(76)];
     linklab_perf::iperf2::pattern::fill(&mut b, 0);
-    req.write(linklab_perf::iperf2::request::HeaderStyle::V21, &mut b[16..]);
+    req.write(
+        linklab_perf::iperf2::request::HeaderStyle::V21,
+        &mut b[16..],
+    );
     let mut d = UdpDatagram::new_unchecked(&mut b[..]);
     d.set_seq(1);
     d.set_sent_us((now_us() as i64 + wall_offset_us()).max(0) as u64);
     b
 }
-

@@ -9,23 +9,23 @@ use std::time::{Duration, Instant};
 use socket2::SockRef;
 
 use super::control::Control;
-use super::measure::CpuMeter;
-use super::sockets::{self, iperf_err, BufferSizes, Family, StreamOptions};
-use super::streams::{DataSock, DataStreams};
 use super::error::Error;
+use super::measure::CpuMeter;
 use super::observer::Observer;
 use super::report::{ControlInfo, HostInterval, HostReport, ServerOutput, StreamInfo};
+use super::sockets::{self, iperf_err, BufferSizes, Family, StreamOptions};
+use super::streams::{DataSock, DataStreams};
 use crate::clock::now_us;
 use crate::sys;
 use linklab_perf::iperf::errors::i_errno;
 use linklab_perf::iperf::json::{ParamStrings, Params, Protocol};
 use linklab_perf::iperf::report::{Interval, TestReport};
 use linklab_perf::iperf::session::{ClientOptions, Failure, Phase, Session};
-use linklab_perf::time::Micros;
 use linklab_perf::iperf::wire::{
     self, DEFAULT_PORT, DEFAULT_TCP_BLOCK_LEN, DEFAULT_UDP_BLOCK_LEN, MAX_JSON_LEN,
     MAX_UDP_BLOCK_LEN,
 };
+use linklab_perf::time::Micros;
 
 /// Largest results document accepted when the server's output rides along
 /// (`--get-server-output`); the buffer is only touched as far as the document goes.
@@ -482,6 +482,10 @@ fn udp_hello(s: &UdpSocket, timeout: Duration) -> Result<(), Error> {
 fn probe_seed(seed: u64) -> u64 {
     (0..100_000u64)
         .map(|k| seed.wrapping_add(k))
-        .find(|s| linklab_perf::iperf2::detect::elicits_iperf2_reply(&linklab_perf::iperf::wire::make_cookie(*s)))
+        .find(|s| {
+            linklab_perf::iperf2::detect::elicits_iperf2_reply(
+                &linklab_perf::iperf::wire::make_cookie(*s),
+            )
+        })
         .unwrap_or(seed)
 }

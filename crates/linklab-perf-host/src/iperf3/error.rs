@@ -97,4 +97,3 @@ impl From<io::Error> for Error {
         Error::Io(e)
     }
 }
-

@@ -102,4 +102,3 @@ pub struct HostReport {
     /// Client: the server's output, if asked for and sent.
     pub server_output: Option<ServerOutput>,
 }
-

@@ -387,4 +387,3 @@ pub(super) fn listen_udp(cfg: &ListenConfig, port: u16) -> io::Result<UdpSocket>
     s.set_nonblocking(true)?;
     Ok(s.into())
 }
-

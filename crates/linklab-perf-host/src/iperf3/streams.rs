@@ -14,15 +14,15 @@ use socket2::SockRef;
 
 use super::control::Control;
 use super::diskfile::DiskFile;
-use super::measure::TcpStats;
 use super::error::Error;
+use super::measure::TcpStats;
 use super::report::{HostInterval, StreamInfo};
 use crate::clock::now_us;
 use crate::sys;
 use linklab_perf::iperf::report::Interval;
 use linklab_perf::iperf::session::Session;
-use linklab_perf::time::Micros;
 use linklab_perf::iperf::wire;
+use linklab_perf::time::Micros;
 
 /// A data stream socket; a server UDP stream is the shared socket plus the peer address.
 pub(super) enum DataSock {
@@ -99,11 +99,8 @@ impl DataStreams {
     /// `-Z`: sends TCP data with sendfile(2) from an unlinked temporary file holding the
     /// payload (what iperf3 does).
     pub(super) fn enable_zerocopy(&mut self) -> io::Result<()> {
-        let path = std::env::temp_dir().join(format!(
-            "linklab-iperf-{}-{}",
-            std::process::id(),
-            now_us()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("linklab-iperf-{}-{}", std::process::id(), now_us()));
         let mut f = File::options()
             .read(true)
             .write(true)

@@ -2,9 +2,9 @@
 //! that answer it as a kernel does.
 
 use linklab_perf::apps::DeviceApps;
-use linklab_perf_host::apps::host_buffers;
 use linklab_perf::http::NoRoutes;
 use linklab_perf::rules::syn_port;
+use linklab_perf_host::apps::host_buffers;
 use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
 use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{

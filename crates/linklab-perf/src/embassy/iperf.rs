@@ -22,9 +22,9 @@ use crate::data_memory::{DataPlan, Share, Tenant};
 #[cfg(doc)]
 use crate::iperf::pool::MAX_TCP_SOCKETS;
 use crate::iperf::pool::{PoolServer, PoolSockets};
-use crate::pool_server::embassy::{due_again, note_if_answered, serve_pass};
 use crate::iperf::wire::{COOKIE_SIZE, DEFAULT_PORT};
 use crate::lend::Lender;
+use crate::pool_server::embassy::{due_again, note_if_answered, serve_pass};
 use crate::socket::{Maybe, TcpOps};
 
 /// Where a data socket's receive ring starts in its share: 3 mod 4. Every iperf3 data

@@ -54,7 +54,7 @@ mod counters;
 mod device;
 #[cfg(feature = "echo")]
 mod echo;
-mod gate;
+pub(crate) mod gate;
 #[cfg(feature = "http")]
 mod http;
 mod iperf;

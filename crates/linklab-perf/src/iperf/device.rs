@@ -63,8 +63,8 @@ use super::session::{Failure, Session};
 use super::wire::MAX_STREAMS;
 use crate::data_memory::{DataPlan, Share, SmoltcpDataMemory, Tenant};
 use crate::lifetime::{evict, relisten, tcp_socket};
-use crate::rules::Peer;
 use crate::pool_server::smoltcp as adapter;
+use crate::rules::Peer;
 use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 

@@ -41,8 +41,8 @@ use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
 use super::pool::{Iperf2Counters, Iperf2Pool, Iperf2Sizes, Iperf2Sockets};
 use crate::data_memory::{Share, SmoltcpDataMemory, Tenant};
 use crate::lifetime::{relisten, tcp_socket};
-use crate::rules::Peer;
 use crate::pool_server::smoltcp as adapter;
+use crate::rules::Peer;
 use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 

@@ -7,8 +7,8 @@ use core::task::Context;
 use embassy_time::{Instant, Timer};
 
 use super::pool::{Room, ServerPool, SynPool};
+use crate::embassy::gate::{Port, ServiceGate};
 use crate::embassy::socket::poll_once;
-use crate::embassy::{Port, ServiceGate};
 use crate::rules::Peer;
 use crate::socket::TcpState;
 

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use linklab_perf_host::iperf3::{run_client_observed, HostInterval, Observer};
 use linklab_perf::iperf::{Params, Protocol};
+use linklab_perf_host::iperf3::{run_client_observed, HostInterval, Observer};
 
 use super::latency_doc::FlowInterval;
 use super::steps::iperf_config;

@@ -18,8 +18,8 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
+use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
 use super::document::{NotMeasured, Quantity, TcpTest, Unmeasured};
 use super::figures;

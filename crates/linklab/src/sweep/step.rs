@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use linklab_perf_host::iperf3::{run_client_with, ClientConfig, Error};
 use linklab_perf::iperf::json::{Params, Protocol};
 use linklab_perf::iperf::{Failure, TestReport};
+use linklab_perf_host::iperf3::{run_client_with, ClientConfig, Error};
 
 use super::Step;
 

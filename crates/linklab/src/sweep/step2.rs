@@ -12,8 +12,8 @@
 
 use std::sync::mpsc;
 
-use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
+use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
 use super::step::{NotListening, StepConfig};
 use super::Step;

@@ -116,14 +116,18 @@ fn check(a: &Options) -> Result<(), CommandError> {
         _ => {}
     }
     if a.enhanced {
-        return Err(CommandError::usage("-e (enhanced reports) is not supported by linklab iperf2"));
+        return Err(CommandError::usage(
+            "-e (enhanced reports) is not supported by linklab iperf2",
+        ));
     }
     let modes = [a.tradeoff, a.dualtest, a.reverse, a.full_duplex]
         .iter()
         .filter(|m| **m)
         .count();
     if modes > 1 {
-        return Err(CommandError::usage("-r, -d, -R and --full-duplex exclude each other"));
+        return Err(CommandError::usage(
+            "-r, -d, -R and --full-duplex exclude each other",
+        ));
     }
     if a.server {
         let client_only = a.tradeoff
@@ -139,7 +143,7 @@ fn check(a: &Options) -> Result<(), CommandError> {
             || a.listenport.is_some();
         if client_only {
             return Err(CommandError::usage(
-                "-r, -d, -R, --full-duplex, -t, -n, -b, -P, -X, -C and -L are client options"
+                "-r, -d, -R, --full-duplex, -t, -n, -b, -P, -X, -C and -L are client options",
             ));
         }
         return Ok(());
@@ -148,13 +152,19 @@ fn check(a: &Options) -> Result<(), CommandError> {
         return Err(CommandError::usage("-t and -n exclude each other"));
     }
     if a.peer_detect && a.udp {
-        return Err(CommandError::usage("-X (peer detect) is TCP only, as in iperf 2"));
+        return Err(CommandError::usage(
+            "-X (peer detect) is TCP only, as in iperf 2",
+        ));
     }
     if a.compatibility && (modes > 0 || a.peer_detect) {
-        return Err(CommandError::usage("-C sends no header: no -r, -d, -R, --full-duplex or -X"));
+        return Err(CommandError::usage(
+            "-C sends no header: no -r, -d, -R, --full-duplex or -X",
+        ));
     }
     if a.v20_header && (a.reverse || a.full_duplex || a.peer_detect) {
-        return Err(CommandError::usage("iperf 2.0's header has no -R, --full-duplex or -X"));
+        return Err(CommandError::usage(
+            "iperf 2.0's header has no -R, --full-duplex or -X",
+        ));
     }
     if a.full_duplex && a.udp {
         return Err(CommandError::usage("--full-duplex is served over TCP only"));
@@ -163,7 +173,7 @@ fn check(a: &Options) -> Result<(), CommandError> {
         if let Some(l) = a.len {
             if !(76..=65_507).contains(&l) {
                 return Err(CommandError::usage(
-                    "-l for UDP must be 76..=65507 bytes (the datagram and test headers are 76)"
+                    "-l for UDP must be 76..=65507 bytes (the datagram and test headers are 76)",
                 ));
             }
         }

@@ -811,7 +811,12 @@ impl Observer for JsonView {
             start.rcvbuf_actual = Some(b.rcvbuf);
         }
         start.test_start = Some(TestStart {
-            protocol: if p.protocol == Protocol::Udp { "UDP" } else { "TCP" }.into(),
+            protocol: if p.protocol == Protocol::Udp {
+                "UDP"
+            } else {
+                "TCP"
+            }
+            .into(),
             num_streams: p.parallel,
             blksize: p.len,
             omit: p.omit_s,

@@ -32,15 +32,9 @@ impl Printer {
         forceflush: bool,
     ) -> Result<Self, CommandError> {
         let out: Box<dyn Write> = match logfile {
-            Some(p) => Box::new(
-                File::options()
-                    .append(true)
-                    .create(true)
-                    .open(p)
-                    .map_err(|e| {
-                        CommandError::failed(format!("unable to open log file {}: {e}", p.display()))
-                    })?,
-            ),
+            Some(p) => Box::new(File::options().append(true).create(true).open(p).map_err(
+                |e| CommandError::failed(format!("unable to open log file {}: {e}", p.display())),
+            )?),
             None => Box::new(io::stdout()),
         };
         Ok(Self {

@@ -4,9 +4,9 @@
 use linklab_perf::iperf::Protocol;
 
 use super::summary::{Role, StreamSummary, Summary};
+use super::text::{percent, self_rate};
 use super::text::{TextView, SEPARATOR};
 use super::units::{g, unit};
-use super::text::{percent, self_rate};
 use crate::iperf3::{HostReport, ServerOutput};
 
 impl TextView<'_> {

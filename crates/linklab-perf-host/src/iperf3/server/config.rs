@@ -8,10 +8,8 @@ use linklab_perf::iperf::TestReport;
 
 use super::super::error::Error;
 use super::super::sockets::ListenConfig;
-#[cfg(doc)]
-use super::listening::Server;
 
-/// Counters a [`Server`] keeps, shared so a test or a UI can watch it.
+/// Counters a [`Server`](crate::iperf3::Server) keeps, shared so a test or a UI can watch it.
 #[derive(Debug, Default)]
 pub struct ServerStats {
     /// Tests that completed normally.
@@ -70,4 +68,3 @@ impl ServerConfig {
         }
     }
 }
-

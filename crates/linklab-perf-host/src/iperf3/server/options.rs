@@ -8,9 +8,9 @@ use std::os::fd::AsRawFd;
 
 use std::net::TcpListener;
 
-use super::super::sockets::{self, ListenConfig, StreamOptions};
 use super::super::error::Error;
 use super::super::report::TestText;
+use super::super::sockets::{self, ListenConfig, StreamOptions};
 use super::listening::Server;
 use crate::sys;
 use linklab_perf::iperf::errors::i_errno;

@@ -23,8 +23,8 @@ use crate::iperf2::serve_handed_over;
 use crate::sys;
 use linklab_perf::iperf::errors::i_errno;
 use linklab_perf::iperf::session::{Failure, Phase, Session};
-use linklab_perf::time::Micros;
 use linklab_perf::iperf::wire::{COOKIE_SIZE, DEFAULT_TCP_BLOCK_LEN, MAX_JSON_LEN};
+use linklab_perf::time::Micros;
 
 /// Largest results document the server sends (its output rides along with
 /// `--get-server-output`); the buffer is only touched as far as the document goes.

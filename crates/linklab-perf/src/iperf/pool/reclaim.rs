@@ -8,10 +8,10 @@ use crate::evict::{candidate, choose, Candidate, Choice, Kind};
 use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::iperf::session::Phase;
 use crate::pool_server::{Room, ServerPool, SynPool};
-use crate::time::Micros;
 #[cfg(doc)]
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 impl<E: Copy + PartialEq, const N: usize, const S: usize> SynPool for PoolServer<'_, E, N, S> {
     fn syn_port(&self) -> u16 {

@@ -23,10 +23,10 @@ mod tests;
 use super::json::{CongestionName, JsonError, ParamStrings, Params};
 use super::report::Interval;
 use super::stream::Stream;
-use crate::time::Micros;
 #[cfg(feature = "iperf-host")]
 use super::wire;
 use super::wire::{ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
+use crate::time::Micros;
 use output::Output;
 
 pub use control::validate_params;

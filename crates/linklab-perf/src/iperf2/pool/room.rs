@@ -6,8 +6,8 @@ use super::{Handshake, Iperf2Pool, Iperf2Sockets, Role};
 use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
 pub use crate::pool_server::Room;
 use crate::pool_server::{ServerPool, SynPool};
-use crate::time::Micros;
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 /// [`GRACE_MS`] in microseconds.
 const GRACE_US: Micros = GRACE_MS * 1000;
