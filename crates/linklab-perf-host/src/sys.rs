@@ -1,60 +1,41 @@
-//! The system calls neither std nor socket2 wraps, for iperf3 and iperf 2 alike: `ppoll(2)`,
-//! Linux `TCP_INFO` (with the fields after `tcpi_total_retrans` that libc leaves out),
-//! `SO_MAX_PACING_RATE`, `IP_MTU_DISCOVER`, the IPv6 flow label manager (raw socket
-//! options: the only `unsafe` of the crate, each with its SAFETY line); CPU affinity, CPU
-//! use, `uname`, `daemon` and the stop signals' disposition through nix.
+//! The system calls neither std nor socket2 wraps, for iperf3 and iperf 2 alike: Linux
+//! `TCP_INFO` (with the fields after `tcpi_total_retrans` that libc leaves out),
+//! `SO_MAX_PACING_RATE`, `IP_MTU_DISCOVER` and the IPv6 flow label manager (raw socket
+//! options nix does not have: with the stop signals' disposition, the only `unsafe` of the
+//! crate, each with its SAFETY line); `ppoll`, CPU affinity, CPU use, `uname` and `daemon`
+//! through nix.
 
-use std::io::{self, ErrorKind};
+use std::io;
 use std::net::Ipv6Addr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, RawFd};
 use std::time::Duration;
 
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{SigHandler, Signal};
-use nix::sys::time::TimeVal;
+use nix::sys::time::{TimeSpec, TimeVal};
 use nix::sys::utsname::uname;
 use nix::unistd::{daemon, Pid};
 
-/// A `pollfd` for `fd` waiting for `events`.
-pub(crate) fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    }
-}
-
 /// Waits until one of `fds` is ready or `timeout` passes; a signal counts as a timeout.
-pub(crate) fn ppoll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `fds` is a valid slice of pollfd for its length; `ts` lives across the call;
-    // a null signal mask means "leave it unchanged".
-    let r = unsafe {
-        libc::ppoll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            &ts,
-            core::ptr::null(),
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == ErrorKind::Interrupted {
-            return Ok(0);
-        }
-        return Err(e);
+pub(crate) fn ppoll(fds: &mut [PollFd<'_>], timeout: Duration) -> io::Result<usize> {
+    match nix::poll::ppoll(fds, Some(TimeSpec::from_duration(timeout)), None) {
+        Ok(n) => Ok(n as usize),
+        Err(Errno::EINTR) => Ok(0),
+        Err(e) => Err(e.into()),
     }
-    Ok(r as usize)
 }
 
 /// Waits until `fd` is ready for `events` or `timeout` passes.
-pub(crate) fn wait_fd(fd: RawFd, events: libc::c_short, timeout: Duration) {
-    let mut p = [pollfd(fd, events)];
-    let _ = ppoll(&mut p, timeout);
+pub(crate) fn wait_fd(fd: impl AsFd, events: PollFlags, timeout: Duration) {
+    let _ = ppoll(&mut [PollFd::new(fd.as_fd(), events)], timeout);
+}
+
+/// True when `fd` saw any event in the last [`ppoll`].
+pub(crate) fn has_events(fd: &PollFd<'_>) -> bool {
+    fd.revents().is_some_and(|r| !r.is_empty())
 }
 
 /// Linux `struct tcp_info` up to `tcpi_snd_wnd` (kernel 5.19+); older kernels fill less,

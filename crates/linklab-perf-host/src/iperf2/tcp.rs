@@ -6,7 +6,6 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use crate::clock::now_us;
@@ -15,6 +14,7 @@ use linklab_perf::iperf2::client::TcpClientFlow;
 use linklab_perf::iperf2::flow::TcpFlow;
 use linklab_perf::iperf2::pattern;
 use linklab_perf::time::Micros;
+use nix::poll::PollFlags;
 
 /// Longest sleep of one turn (so a flow's clock is checked at least this often).
 const MAX_SLEEP_US: Micros = 100_000;
@@ -205,20 +205,20 @@ pub(super) fn drive<F: TcpFlow>(
         for t in [flow.poll_at(now), wake_at()].into_iter().flatten() {
             until = until.min(t);
         }
-        let mut events = 0;
+        let mut events = PollFlags::empty();
         if !eof {
-            events |= libc::POLLIN;
+            events |= PollFlags::POLLIN;
         }
         if write_blocked || !flow.control_output().is_empty() {
-            events |= libc::POLLOUT;
+            events |= PollFlags::POLLOUT;
         }
         let wait = Duration::from_micros(until.saturating_sub(now));
-        if events == 0 {
+        if events.is_empty() {
             if !wait.is_zero() {
                 std::thread::sleep(wait);
             }
         } else {
-            sys::wait_fd(stream.as_raw_fd(), events, wait);
+            sys::wait_fd(&*stream, events, wait);
         }
     }
 }

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::mpsc::Sender;
 use std::thread;
 use std::time::Duration;
@@ -23,6 +22,7 @@ use linklab_perf::iperf2::udp_stats::UdpReceiveStats;
 use linklab_perf::iperf2::wire::report::ReportInfo;
 use linklab_perf::iperf2::wire::{UdpDatagram, DEFAULT_UDP_LEN, DEFAULT_UDP_RATE};
 use linklab_perf::time::Micros;
+use nix::poll::PollFlags;
 
 /// Most flows the host's UDP server holds at once.
 const FLOWS: usize = 16;
@@ -55,7 +55,7 @@ pub(super) fn local_toward(peer: SocketAddr, port: u16) -> SocketAddr {
 fn wait_readable(sock: &UdpSocket, until: Micros) {
     let now = now_us();
     let wait = until.saturating_sub(now).min(100_000);
-    sys::wait_fd(sock.as_raw_fd(), libc::POLLIN, Duration::from_micros(wait));
+    sys::wait_fd(sock, PollFlags::POLLIN, Duration::from_micros(wait));
 }
 
 /// When a serving loop stops: after this many flows ended, or at a deadline (which the
@@ -237,7 +237,7 @@ pub(super) fn send_flow(sock: &UdpSocket, mut sender: UdpSender) -> UdpSender {
                     sent_any = true;
                     if let Err(e) = sock.send(&buf[..n]) {
                         if e.kind() == ErrorKind::WouldBlock {
-                            sys::wait_fd(sock.as_raw_fd(), libc::POLLOUT, Duration::from_millis(5));
+                            sys::wait_fd(sock, PollFlags::POLLOUT, Duration::from_millis(5));
                         }
                     }
                 }

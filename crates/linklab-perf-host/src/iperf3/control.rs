@@ -2,13 +2,14 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use super::error::Error;
 use crate::clock::now_us;
 use crate::sys;
 use linklab_perf::iperf::session::{Failure, Session};
+use nix::poll::PollFlags;
 
 /// The control connection and its read buffer.
 pub(super) struct Control {
@@ -20,8 +21,8 @@ impl Control {
         Self { sock: Some(s) }
     }
 
-    pub(super) fn fd(&self) -> Option<RawFd> {
-        self.sock.as_ref().map(|s| s.as_raw_fd())
+    pub(super) fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.sock.as_ref().map(|s| s.as_fd())
     }
 
     /// Writes pending control output (blocking briefly: control messages are small).
@@ -38,7 +39,7 @@ impl Control {
                     if Instant::now() > deadline {
                         return Err(Error::Test(Failure::Timeout));
                     }
-                    sys::wait_fd(s.as_raw_fd(), libc::POLLOUT, Duration::from_millis(10));
+                    sys::wait_fd(&*s, PollFlags::POLLOUT, Duration::from_millis(10));
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => {

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::num::NonZeroUsize;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use crate::sys;
 use linklab_perf::iperf::report::Interval;
 use linklab_perf::iperf::session::Session;
 use linklab_perf::iperf::wire;
-use linklab_perf::time::Micros;
+use nix::poll::{PollFd, PollFlags};
 
 /// A data stream socket; a server UDP stream is the shared socket plus the peer address.
 pub(super) enum DataSock {
@@ -210,44 +210,44 @@ impl DataStreams {
         &mut self,
         session: &mut Session,
         ctrl: &Control,
-        extra: Option<&[RawFd]>,
+        extra: Option<&[BorrowedFd<'_>]>,
     ) -> Result<Ready, Error> {
         let now = now_us();
         session.poll(now);
         let reading = session.should_read();
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(self.streams.len() + 4);
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(self.streams.len() + 4);
         let mut map: Vec<usize> = Vec::new();
         if let Some(fd) = ctrl.fd() {
-            fds.push(sys::pollfd(fd, libc::POLLIN));
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
         }
         let ctrl_slots = fds.len();
         for (i, s) in self.streams.iter().enumerate() {
             let Some(sock) = s else { continue };
             let sender = session.streams().get(i).is_some_and(|st| st.sender);
-            let mut ev = 0;
+            let mut ev = PollFlags::empty();
             if reading && !sender {
-                ev |= libc::POLLIN;
+                ev |= PollFlags::POLLIN;
             }
-            if sender && self.may_send(session, i, now) {
-                ev |= libc::POLLOUT;
+            if sender && session.may_send(i, now) {
+                ev |= PollFlags::POLLOUT;
             }
             match sock {
                 DataSock::Udp(_, Some(_)) => {
                     // Server UDP stream: reads happen on the shared socket.
-                    ev &= !libc::POLLIN;
-                    if ev != 0 {
+                    ev.remove(PollFlags::POLLIN);
+                    if !ev.is_empty() {
                         if let Some(u) = &self.udp {
-                            fds.push(sys::pollfd(u.as_raw_fd(), ev));
+                            fds.push(PollFd::new(u.as_fd(), ev));
                             map.push(i);
                         }
                     }
                 }
-                DataSock::Tcp(t) if ev != 0 => {
-                    fds.push(sys::pollfd(t.as_raw_fd(), ev));
+                DataSock::Tcp(t) if !ev.is_empty() => {
+                    fds.push(PollFd::new(t.as_fd(), ev));
                     map.push(i);
                 }
-                DataSock::Udp(u, None) if ev != 0 => {
-                    fds.push(sys::pollfd(u.as_raw_fd(), ev));
+                DataSock::Udp(u, None) if !ev.is_empty() => {
+                    fds.push(PollFd::new(u.as_fd(), ev));
                     map.push(i);
                 }
                 _ => {}
@@ -255,7 +255,7 @@ impl DataStreams {
         }
         let extra_start = fds.len();
         for fd in extra.unwrap_or(&[]) {
-            fds.push(sys::pollfd(*fd, libc::POLLIN));
+            fds.push(PollFd::new(*fd, PollFlags::POLLIN));
         }
         let timeout = session
             .poll_at()
@@ -263,30 +263,31 @@ impl DataStreams {
             .unwrap_or(Duration::from_millis(100))
             .min(Duration::from_millis(100));
         sys::ppoll(&mut fds, timeout)?;
-        for (k, &i) in map.iter().enumerate() {
-            let re = fds[ctrl_slots + k].revents;
-            if re == 0 {
-                continue;
-            }
-            if re & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && reading {
-                self.read_stream(session, i);
-            }
-            if re & libc::POLLOUT != 0 {
-                self.write_stream(session, i);
-            }
-        }
         let mut ready = Ready {
-            ctrl: ctrl_slots == 1 && fds[0].revents != 0,
+            ctrl: ctrl_slots == 1 && sys::has_events(&fds[0]),
             extra: [false; 2],
         };
         for (j, r) in ready.extra.iter_mut().enumerate() {
-            *r = fds.get(extra_start + j).is_some_and(|p| p.revents != 0);
+            *r = fds.get(extra_start + j).is_some_and(sys::has_events);
+        }
+        let streams: Vec<PollFlags> = fds[ctrl_slots..ctrl_slots + map.len()]
+            .iter()
+            .map(|p| p.revents().unwrap_or(PollFlags::empty()))
+            .collect();
+        drop(fds);
+        for (&i, re) in map.iter().zip(streams) {
+            if re.is_empty() {
+                continue;
+            }
+            if re.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) && reading
+            {
+                self.read_stream(session, i);
+            }
+            if re.contains(PollFlags::POLLOUT) {
+                self.write_stream(session, i);
+            }
         }
         Ok(ready)
-    }
-
-    fn may_send(&self, session: &Session, i: usize, now: Micros) -> bool {
-        session.may_send(i, now)
     }
 
     fn read_stream(&mut self, session: &mut Session, i: usize) {

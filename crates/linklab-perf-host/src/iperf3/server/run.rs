@@ -3,7 +3,7 @@
 
 use std::io::{self, ErrorKind};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use linklab_perf::iperf::errors::i_errno;
 use linklab_perf::iperf::session::{Failure, Phase, Session};
 use linklab_perf::iperf::wire::{COOKIE_SIZE, DEFAULT_TCP_BLOCK_LEN, MAX_JSON_LEN};
 use linklab_perf::time::Micros;
+use nix::poll::PollFlags;
 
 /// Largest results document the server sends (its output rides along with
 /// `--get-server-output`); the buffer is only touched as far as the document goes.
@@ -72,8 +73,11 @@ impl Server {
             match self.listener()?.accept() {
                 Ok((s, _)) => break s,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    let mut p = [sys::pollfd(self.listener()?.as_raw_fd(), libc::POLLIN)];
-                    sys::ppoll(&mut p, Duration::from_millis(100))?;
+                    sys::wait_fd(
+                        self.listener()?,
+                        PollFlags::POLLIN,
+                        Duration::from_millis(100),
+                    );
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -189,8 +193,8 @@ impl Server {
                 run.data.last_rx = Instant::now();
                 obs.started(session.params(), &BufferSizes::default());
             }
-            let mut extra = vec![self.listener()?.as_raw_fd(), self.udp.as_raw_fd()];
-            extra.extend(run.pending.iter().map(|p| p.sock.as_raw_fd()));
+            let mut extra = vec![self.listener()?.as_fd(), self.udp.as_fd()];
+            extra.extend(run.pending.iter().map(|p| p.sock.as_fd()));
             let before = run.data.open_count();
             let ready = run.data.step(session, &run.ctrl, Some(&extra))?;
             if ready.extra[1] {
@@ -407,7 +411,7 @@ fn is_iperf2_client(ctrl: &TcpStream) -> bool {
             FirstBytes::Unknown => return false,
             _ => {}
         }
-        sys::wait_fd(ctrl.as_raw_fd(), libc::POLLIN, Duration::from_millis(20));
+        sys::wait_fd(ctrl, PollFlags::POLLIN, Duration::from_millis(20));
     }
     false
 }
