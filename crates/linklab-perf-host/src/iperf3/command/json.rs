@@ -3,7 +3,7 @@
 //! and `sum`), `end` (per stream `sender`/`receiver` or `udp`, `sum_sent`/`sum_received`,
 //! `sum` for UDP, the `_bidir_reverse` sums, `cpu_utilization_percent` measured, congestion
 //! control), and `title`, `extra_data`, `server_output_json`/`_text`, `error` when there are
-//! any. The types write their keys in iperf3's order; [`JsonView`] fills one document from a
+//! any. The types write their keys in iperf3's order; `JsonView` fills one document from a
 //! test's events.
 
 use linklab_perf::iperf::{IntervalStream, Params, Protocol};
