@@ -26,7 +26,7 @@ pub trait SynPool {
     fn syn_port(&self) -> u16;
     /// Our SYN-ACK to the peer of TCP socket `i`'s half-open connection left at `now`.
     fn answered(&mut self, i: usize, now: Micros);
-    /// When it next needs [`ServerPool::poll`] even without network activity.
+    /// When it next needs [`ServerPool::serve`] even without network activity.
     fn next_poll(&self) -> Option<Micros>;
 }
 

@@ -2,8 +2,8 @@
 //!
 //! A [`Session`] takes control-connection bytes, data-stream events and the current time,
 //! and gives back control bytes to send, what each data stream may do next and when it
-//! wants to be polled again. It never touches a socket: the std adapter ([`super::host`])
-//! and the smoltcp adapter ([`super::device`]) move the bytes.
+//! wants to be polled again. It never touches a socket: the std adapter (the crate
+//! linklab-perf-host) and the smoltcp adapter ([`super::device`]) move the bytes.
 //!
 //! The `impl Session` is spread over one file per concern:
 //! - `control`: control messages in (cookie, states, parameters, results) and the replies;
