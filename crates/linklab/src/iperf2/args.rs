@@ -73,6 +73,36 @@ pub struct Args {
     pub version: bool,
 }
 
+/// The options as the library command takes them.
+impl From<Args> for linklab_perf_host::iperf2::command::Options {
+    fn from(a: Args) -> Self {
+        Self {
+            server: a.server,
+            client: a.client,
+            udp: a.udp,
+            bandwidth: a.bandwidth,
+            time: a.time,
+            num: a.num,
+            interval: a.interval,
+            len: a.len,
+            parallel: a.parallel,
+            tradeoff: a.tradeoff,
+            dualtest: a.dualtest,
+            reverse: a.reverse,
+            full_duplex: a.full_duplex,
+            port: a.port,
+            listenport: a.listenport,
+            window: a.window,
+            reportstyle: a.reportstyle,
+            peer_detect: a.peer_detect,
+            compatibility: a.compatibility,
+            v20_header: a.v20_header,
+            enhanced: a.enhanced,
+            version: a.version,
+        }
+    }
+}
+
 /// Splits an iperf 2 suffix: k/m/g/t are powers of 1000, K/M/G/T of 1024.
 fn scaled(s: &str) -> Option<f64> {
     let t = s.trim();
@@ -147,34 +177,5 @@ mod tests {
         assert!(rate("-1M").is_err());
         assert!(bytes(1, 10)("11").is_err());
         assert!(seconds(0.01, 10.0)("0").is_err());
-    }
-}
-
-impl From<Args> for linklab_perf_host::iperf2::command::Options {
-    fn from(a: Args) -> Self {
-        Self {
-            server: a.server,
-            client: a.client,
-            udp: a.udp,
-            bandwidth: a.bandwidth,
-            time: a.time,
-            num: a.num,
-            interval: a.interval,
-            len: a.len,
-            parallel: a.parallel,
-            tradeoff: a.tradeoff,
-            dualtest: a.dualtest,
-            reverse: a.reverse,
-            full_duplex: a.full_duplex,
-            port: a.port,
-            listenport: a.listenport,
-            window: a.window,
-            reportstyle: a.reportstyle,
-            peer_detect: a.peer_detect,
-            compatibility: a.compatibility,
-            v20_header: a.v20_header,
-            enhanced: a.enhanced,
-            version: a.version,
-        }
     }
 }
