@@ -4,7 +4,7 @@
 //! - [`iperf3`]: an iperf3 3.12-compatible client ([`iperf3::run_client`]) and server
 //!   ([`iperf3::Server`]) over linklab-perf's sans-IO session, against a stock `iperf3 -s`
 //!   or `iperf3 -c` alike; and [`iperf3::command`], the whole `linklab iperf` (iperf3's
-//!   option checks, its text and its `-J` document, typed in [`iperf3::command::json`]);
+//!   option checks, its text and its `-J` document, typed in [`iperf3::command::document`]);
 //! - [`iperf2`]: an iperf 2.1.8-compatible client ([`iperf2::run_client`]) and server
 //!   ([`iperf2::Server`]), their events printed by [`iperf2::command`] as iperf 2 prints;
 //! - [`apps`]: socket buffers sized for a host, for linklab-perf's device apps on a TAP.

@@ -4,14 +4,15 @@
 //!
 //! - `options`: the options as plain values;
 //! - `run`, `client`, `server`: the roles, from options to a run;
-//! - `text`, `text_results`: iperf3's human output; [`json`]: its `-J` document, typed;
+//! - `text`, `text_results`: iperf3's human output; `json` fills its `-J` [`document`];
 //! - `summary`: a finished test per stream, as both outputs see it;
 //! - `output`: where lines go (`--logfile`, `-T`, `--timestamps`, `--forceflush`);
 //! - `units`: iperf3's number formats;
 //! - `pidfile`, `version`: `-I`, and who this program says it is.
 
 mod client;
-pub mod json;
+pub mod document;
+mod json;
 mod options;
 mod output;
 mod pidfile;
