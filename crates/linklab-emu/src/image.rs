@@ -59,6 +59,7 @@ impl ImageArgs {
 /// `--image soft-phy`), and where to write the figures.
 #[derive(clap::Args, Debug)]
 pub struct Measure {
+    /// The board and image.
     #[command(flatten)]
     pub target: ImageArgs,
     #[command(flatten)]

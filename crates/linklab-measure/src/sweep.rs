@@ -1,8 +1,8 @@
 //! `linklab sweep`: an offered-rate sweep against any iperf3 server, or (`--iperf 2`) an iperf
 //! 2 server that sends UDP reports (the i.MX6 FEC iperf study's `bwtest.sh`).
 //!
-//! Each step is one iperf3 test run by our own client (`linklab_perf::iperf::host`) at a fixed
-//! offered rate, or one iperf 2 UDP test (`linklab_perf::iperf2::host`, `step2`) judged by the
+//! Each step is one iperf3 test run by our own client (`linklab_perf_host::iperf3`) at a fixed
+//! offered rate, or one iperf 2 UDP test (`linklab_perf_host::iperf2`, `step2`) judged by the
 //! server's report (to the device) or by what we received (`-R`, an iperf 2.1 server). The sweep reports per step the offered, sent and received rate, loss, jitter
 //! and out-of-order datagrams (TCP: goodput and retransmits) and which limit the step hit
 //! (receiver loss, a sender that could not keep up, a received rate that stopped tracking);
@@ -273,7 +273,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     });
     let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
     let mut error = None;
-    while let Some(next) = search.next() {
+    while let Some(next) = search.next_step() {
         let done = search.steps().len();
         // No pause before the first step: whoever ran the test before it waited.
         let pause = if done > 0 { plan.pause } else { Duration::ZERO };

@@ -10,8 +10,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
-mod iperf;
-mod iperf2;
 
 /// The linklab command line.
 #[derive(Parser)]
@@ -39,9 +37,9 @@ enum Command {
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
     Emu(Box<linklab_emu::Args>),
     /// iperf3-compatible client and server.
-    Iperf(Box<iperf::Args>),
+    Iperf(Box<commands::iperf::Args>),
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
-    Iperf2(Box<iperf2::Args>),
+    Iperf2(Box<commands::iperf2::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
     Sweep(linklab_measure::sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
@@ -76,8 +74,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => commands::serve::run(args),
         Command::Serial(args) => commands::serial::run(args),
         Command::Emu(args) => linklab_emu::run(*args),
-        Command::Iperf(args) => iperf::run(*args),
-        Command::Iperf2(args) => iperf2::run(*args),
+        Command::Iperf(args) => commands::iperf::run(*args),
+        Command::Iperf2(args) => commands::iperf2::run(*args),
         Command::Sweep(args) => linklab_measure::sweep::run(args),
         Command::Rtt(args) => linklab_measure::rtt::run(args),
         Command::Probe(args) => linklab_measure::probe::run(args),

@@ -59,6 +59,7 @@ const ROWS: &[Row] = &[
             "linklab-report",
             "linklab-results",
             "linklab-serial",
+            "linklab-perf-host",
             "linklab-perf",
         ],
     },
@@ -100,6 +101,7 @@ const ROWS: &[Row] = &[
             "linklab-report",
             "linklab-results",
             "linklab-sim",
+            "linklab-perf-host",
             "linklab-perf",
         ],
     },
@@ -111,6 +113,7 @@ const ROWS: &[Row] = &[
         uses: &[
             "linklab-results",
             "linklab-sim",
+            "linklab-perf-host",
             "linklab-tap",
             "linklab-serial",
             "linklab-mac",
@@ -300,6 +303,13 @@ const ROWS: &[Row] = &[
         layer: 2,
         kind: "no_std",
         uses: &["linklab-mac", "linklab-perf"],
+    },
+    Row {
+        label: "linklab-perf-host",
+        packages: &["linklab-perf-host"],
+        layer: 2,
+        kind: "std",
+        uses: &["linklab-perf"],
     },
     Row {
         label: "linklab-tap",

@@ -50,8 +50,11 @@ pub struct Counter {
 /// written with it (if asked for one).
 #[derive(Clone, Copy, Debug)]
 pub struct Mark {
+    /// When the counter was read.
     pub at: Instant,
+    /// Instructions counted from the guest's start to `at`.
     pub count: u64,
+    /// The number of the profile file written with this reading, if one was asked for.
     pub profile: Option<usize>,
 }
 

@@ -21,8 +21,11 @@ pub struct Size {
 /// A function symbol: its start (Thumb bit cleared), size and name.
 #[derive(Clone, Debug)]
 pub struct Function {
+    /// Its first byte's address (Thumb bit cleared).
     pub start: u64,
+    /// Its length in bytes.
     pub size: u64,
+    /// Its symbol name, as the ELF has it.
     pub name: String,
 }
 

@@ -28,7 +28,9 @@ const MARKED_PREFIX: &str = "iperf-done:";
 /// A console line, with the counter read when it arrived if it is one the reader marks.
 #[derive(Clone, Debug)]
 pub struct Line {
+    /// The line, without its newline.
     pub text: String,
+    /// The counter when the line arrived, for a line the reader marks.
     pub mark: Option<Mark>,
 }
 
@@ -39,9 +41,13 @@ pub enum Clock {
     /// has `quickack 1`: Linux acknowledges every segment the device sends, so the count of
     /// ACKs the device takes in no longer follows the host's delayed-ACK timing).
     Counted {
+        /// The TCG plugin's shared library.
         lib: PathBuf,
+        /// Where the plugin writes its profile files.
         dir: PathBuf,
+        /// Per-block counts too.
         profile: bool,
+        /// The host's route to the device has `quickack 1`.
         ack_every_segment: bool,
     },
     /// `-icount shift=N,align=on,sleep=on`: 2^N ns per instruction (shift 5: 31.25 MIPS).

@@ -29,8 +29,11 @@ pub enum Speaks {
     /// `defmt` if its console is defmt frames (the embassy image: no text line to wait for,
     /// the bench waits for its ping).
     Linklab {
+        /// It serves `/stats`.
         stats: bool,
+        /// Its console is defmt frames.
         defmt: bool,
+        /// It serves iperf 2 alone, on port 5001.
         iperf2: bool,
     },
 }
@@ -68,7 +71,9 @@ pub struct Transfer {
 pub struct Counted {
     /// Idle instructions per host second.
     pub idle_rate: f64,
+    /// The transfer into the device (the host sends).
     pub receive: Transfer,
+    /// The transfer out of the device (the device sends).
     pub send: Transfer,
     /// The deepest stack the image used: linklab's painted peak, or for lwIP the lowest
     /// non-zero byte below the top of its RAM (QEMU starts RAM zeroed).

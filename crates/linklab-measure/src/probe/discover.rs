@@ -12,12 +12,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::errors;
-use linklab_perf::iperf::host::now_us;
 use linklab_perf::iperf::wire::{self, state};
 use linklab_perf::iperf2::wire::ack::version_text;
 use linklab_perf::iperf2::{
     Amount, ClientEnd, Protocol, TcpClientConfig, TcpClientFlow, TcpFlow, TestRequest,
 };
+use linklab_perf_host::clock::now_us;
 
 use super::http::{self, Probed};
 use crate::rtt::client::Connection;

@@ -1,6 +1,6 @@
 //! The probe's TCP and UDP steps through an **iperf 2** server — what lwIP's lwiperf,
 //! ESP-IDF, Zephyr's zperf and NuttX run — with our iperf 2 client
-//! (`linklab_perf::iperf2::host::run_client`).
+//! (`linklab_perf_host::iperf2::run_client`).
 //!
 //! TCP, in rounds as time allows, each way with what the server answers:
 //! - to the device: a plain test; iperf 2 reports nothing back on TCP, so the figure is what
@@ -18,8 +18,8 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use linklab_perf::iperf2::host::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
+use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
 use super::plan::Iperf;
 use super::steps::{self, tcp_plan, Outcome};

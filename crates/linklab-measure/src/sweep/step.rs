@@ -1,11 +1,11 @@
 //! One sweep step: an iperf3 test at a fixed offered rate, run by our own client
-//! (`linklab_perf::iperf::host::run_client`) against any iperf3 server.
+//! (`linklab_perf_host::iperf3::run_client`) against any iperf3 server.
 
 use std::time::Duration;
 
-use linklab_perf::iperf::host::{run_client_with, ClientConfig, Error};
 use linklab_perf::iperf::json::{Params, Protocol};
 use linklab_perf::iperf::{Failure, TestReport};
+use linklab_perf_host::iperf3::{run_client_with, ClientConfig, Error};
 
 use super::Step;
 

@@ -1,5 +1,5 @@
 //! One sweep step against an iperf 2 server: a UDP test at a fixed offered rate run by our
-//! iperf 2 client (`linklab_perf::iperf2::host::run_client`).
+//! iperf 2 client (`linklab_perf_host::iperf2::run_client`).
 //!
 //! To the device, the step is judged by the **server's report** (what it received, lost and
 //! its jitter, RFC 1889 as iperf 2 counts them): a server that sends none — lwIP's lwiperf
@@ -12,8 +12,8 @@
 
 use std::sync::mpsc;
 
-use linklab_perf::iperf2::host::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
+use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
 use super::step::{NotListening, StepConfig};
 use super::Step;

@@ -1,9 +1,9 @@
 //! The apps the soft NIC runs: linklab-perf's [`DeviceApps`] — the same code the firmware
 //! images run — with host-sized buffers, plus the `GET /stats` route of the soft NIC.
 
-use linklab_perf::apps::host::host_buffers;
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf_host::apps::host_buffers;
 use smoltcp::iface::{Interface, SocketSet};
 use smoltcp::phy::Device;
 use smoltcp::socket::tcp::State;
