@@ -44,7 +44,7 @@ use linklab_perf::device_config::DeviceConfig;
 
 use linklab_emu::counted::emulator::Clock;
 use linklab_emu::counted::measure::Speaks;
-use linklab_emu::counted::{counter, elf, emulator, measure, throughput};
+use linklab_emu::counted::{counter, elf, measure, throughput};
 use report::Column;
 
 /// The lwIP peer image's NIC address (its netif reads the one QEMU gives the LAN9118).

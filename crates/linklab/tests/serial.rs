@@ -281,7 +281,7 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
 fn the_device_side_resets_a_download_when_stopped() {
     let relay = pty_relay::start(MBAUD3, Impairment::default(), 4);
     let ns = Netns::new("serialterm");
-    let mut serve = linklab(&[
+    let serve = linklab(&[
         "serial",
         "--dev",
         &relay.b,
