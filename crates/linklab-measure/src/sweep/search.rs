@@ -5,7 +5,7 @@
 
 use linklab_results::sweep::analysis;
 use linklab_results::sweep::KneeRule;
-use super::Step;
+use linklab_results::sweep::Step;
 
 /// Lowest rate a search goes down to, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -185,8 +185,8 @@ impl Search {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linklab_results::sweep::analysis::{bound, confirmed, knee};
     use linklab_results::sweep::Limit;
-use linklab_results::sweep::analysis::{bound, confirmed, knee};
 
     const M: f64 = 1e6;
 

@@ -1,0 +1,6 @@
+//! The commands: each one's clap options and the one call into the library that does it.
+
+pub mod bench;
+pub mod probe;
+pub mod rtt;
+pub mod sweep;
