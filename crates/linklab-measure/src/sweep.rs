@@ -262,7 +262,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     });
     let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
     let mut error = None;
-    while let Some(next) = search.next() {
+    while let Some(next) = search.next_rate() {
         let done = search.steps().len();
         // No pause before the first step: whoever ran the test before it waited.
         let pause = if done > 0 { plan.pause } else { Duration::ZERO };
