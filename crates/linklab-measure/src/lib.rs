@@ -11,3 +11,8 @@ pub mod bench;
 pub mod probe;
 pub mod rtt;
 pub mod sweep;
+
+// The README's examples compile with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;

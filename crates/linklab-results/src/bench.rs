@@ -179,7 +179,7 @@ pub struct Link {
 
 /// How frames cross the simulated wire (`"model"` says which).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "model", rename_all = "lowercase")]
+#[serde(try_from = "WireMembers", into = "WireMembers")]
 pub enum Wire {
     /// Byte images of the transmissions.
     #[default]
@@ -195,6 +195,77 @@ pub enum Wire {
         /// Probability that a sample is flipped.
         noise: f64,
     },
+}
+
+/// [`Wire`]'s members as the document has them. Read as a plain object rather than an
+/// internally tagged enum: serde reads those through a buffer, where serde_json's
+/// arbitrary-precision numbers (a crate of the build may turn them on) are objects, not
+/// numbers.
+#[derive(Serialize, Deserialize)]
+struct WireMembers {
+    model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    oversample: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    drift_ppm: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jitter_samples: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    noise: Option<f64>,
+}
+
+impl From<Wire> for WireMembers {
+    fn from(wire: Wire) -> WireMembers {
+        match wire {
+            Wire::Bytes => WireMembers {
+                model: "bytes".into(),
+                oversample: None,
+                drift_ppm: None,
+                jitter_samples: None,
+                noise: None,
+            },
+            Wire::Samples {
+                oversample,
+                drift_ppm,
+                jitter_samples,
+                noise,
+            } => WireMembers {
+                model: "samples".into(),
+                oversample: Some(oversample),
+                drift_ppm: Some(drift_ppm),
+                jitter_samples: Some(jitter_samples),
+                noise: Some(noise),
+            },
+        }
+    }
+}
+
+impl TryFrom<WireMembers> for Wire {
+    type Error = String;
+
+    fn try_from(m: WireMembers) -> Result<Wire, String> {
+        match (
+            m.model.as_str(),
+            m.oversample,
+            m.drift_ppm,
+            m.jitter_samples,
+            m.noise,
+        ) {
+            ("bytes", ..) => Ok(Wire::Bytes),
+            ("samples", Some(oversample), Some(drift_ppm), Some(jitter_samples), Some(noise)) => {
+                Ok(Wire::Samples {
+                    oversample,
+                    drift_ppm,
+                    jitter_samples,
+                    noise,
+                })
+            }
+            ("samples", ..) => {
+                Err("a sample wire has oversample, drift_ppm, jitter_samples and noise".into())
+            }
+            (other, ..) => Err(format!("no wire model {other:?} (bytes or samples)")),
+        }
+    }
 }
 
 /// The impairments applied to every transmission, both ways.

@@ -99,3 +99,25 @@ fn a_partial_file_reads_with_the_rest_at_its_defaults() {
     assert!(serde_json::from_str::<BenchReport>(r#"{"pings": 3}"#).is_err());
     assert!(serde_json::from_str::<BenchReport>(r#"{"counters": {"a": -1}}"#).is_err());
 }
+
+#[test]
+fn the_sample_wire_is_written_with_its_settings() {
+    let wire = Wire::Samples {
+        oversample: 8,
+        drift_ppm: -5000,
+        jitter_samples: 1,
+        noise: 0.001,
+    };
+    let text = serde_json::to_string(&wire).unwrap();
+    assert_eq!(
+        text,
+        r#"{"model":"samples","oversample":8,"drift_ppm":-5000,"jitter_samples":1,"noise":0.001}"#
+    );
+    assert_eq!(serde_json::from_str::<Wire>(&text).unwrap(), wire);
+    assert_eq!(
+        serde_json::to_string(&Wire::Bytes).unwrap(),
+        r#"{"model":"bytes"}"#
+    );
+    assert!(serde_json::from_str::<Wire>(r#"{"model":"samples","oversample":8}"#).is_err());
+    assert!(serde_json::from_str::<Wire>(r#"{"model":"light"}"#).is_err());
+}

@@ -95,12 +95,7 @@ const ROWS: &[Row] = &[
         packages: &["linklab-measure"],
         layer: 8,
         kind: "std",
-        uses: &[
-            "linklab-report",
-            "linklab-results",
-            "linklab-sim",
-            "linklab-perf",
-        ],
+        uses: &["linklab-results", "linklab-sim", "linklab-perf"],
     },
     Row {
         label: "linklab-serve",
