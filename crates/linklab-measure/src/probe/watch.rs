@@ -26,15 +26,15 @@ pub enum Event<'a> {
         budget: Duration,
         /// When the budget ends.
         end: Instant,
-        /// How many steps the run counts: discovery, then each of [`super::Step::ALL`]
-        /// (a step skipped is not begun).
+        /// How many steps the run counts: discovery, then each of
+        /// [`super::plan::Step::ALL`] (a step skipped is not begun).
         steps: usize,
     },
     /// Step `index` of the run's `steps` begins (discovery is step 1).
     StepBegins {
         /// Which step, from 1.
         index: usize,
-        /// Its name (`discovery`, then the names of [`super::Step`]).
+        /// Its name (`discovery`, then the names of [`super::plan::Step`]).
         name: &'a str,
     },
     /// Discovery found these services, one entry each in a fixed order (before the run
@@ -46,9 +46,9 @@ pub enum Event<'a> {
     StepEnded(&'a StepRecord),
     /// The run is over: its steps ended, or discovery found nothing.
     Ends,
-    /// A step is still running [`super::OVERRUN`] past the budget: `partial` is what was
-    /// measured, its failures ending with `what`. Told from the watchdog's thread while the
-    /// step runs on (it ends when its own timeouts end it); a program that must not wait
+    /// A step is still running [`super::watchdog::OVERRUN`] past the budget: `partial` is what
+    /// was measured, its failures ending with `what`. Told from the watchdog's thread while
+    /// the step runs on (it ends when its own timeouts end it); a program that must not wait
     /// longer (a command line) keeps `partial` and ends the process here.
     Overrun {
         /// What was measured, with the failure.
