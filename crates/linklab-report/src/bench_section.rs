@@ -1,9 +1,11 @@
 //! The report section of a `linklab bench --json` result (the experiment of Niccle's MAC write-up): pings, the
-//! download table with CRC checks, and the netdev counters. Read from untyped JSON so that
-//! fields `bench` adds later do not break the report.
+//! download table with CRC checks, and the netdev counters. Read through its document
+//! (`linklab_results::bench`), which reads older and partial files too.
 
 use std::fmt::Write as _;
 
+use anyhow::Context;
+use linklab_results::bench::{BenchReport, Download};
 use serde_json::Value;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
@@ -15,41 +17,23 @@ pub fn is_bench(v: &Value) -> bool {
         || (v.get("downloads").is_some() && v.get("counters").is_some())
 }
 
-/// Renders one bench result as a `<section>`.
-pub fn render(v: &Value, source: &str, index: usize) -> String {
+/// Renders one bench result as a `<section>`; an error when it is not a bench document.
+pub fn render(v: &Value, source: &str, index: usize) -> anyhow::Result<String> {
+    let r: BenchReport = serde_json::from_value(v.clone())
+        .with_context(|| format!("{source}: malformed bench result"))?;
     let mut s = String::new();
-    let profile = v.get("profile").map(text).unwrap_or_else(|| "–".into());
-    let link = v.get("link");
-    let rate = link
-        .and_then(|l| l.get("rate"))
-        .map(text)
-        .unwrap_or_else(|| "–".into());
-    let duplex = link
-        .and_then(|l| l.get("duplex"))
-        .map(text)
-        .unwrap_or_else(|| "–".into());
     let _ = write!(
         s,
         r#"<section class="card bench"><h2>Bench · {}</h2><p class="source">{} · link {} {} duplex</p>"#,
-        esc(&profile),
+        esc(dash(&r.profile)),
         esc(source),
-        esc(&rate),
-        esc(&duplex)
+        esc(dash(&r.link.rate)),
+        esc(dash(&r.link.duplex))
     );
 
-    let pings: Vec<f64> = v
-        .get("pings")
-        .and_then(Value::as_array)
-        .map_or(Vec::new(), |a| {
-            a.iter()
-                .filter_map(|p| p.get("rtt_ms").and_then(Value::as_f64))
-                .collect()
-        });
-    let downloads: Vec<&Value> = v
-        .get("downloads")
-        .and_then(Value::as_array)
-        .map_or(Vec::new(), |a| a.iter().collect());
-    let limit = v.get("limit_bytes_per_s").and_then(Value::as_f64);
+    let pings: Vec<f64> = r.pings.iter().filter_map(|p| p.rtt_ms).collect();
+    let downloads = &r.downloads;
+    let limit = r.limit_bytes_per_s;
 
     s.push_str(r#"<div class="facts">"#);
     if let Some(l) = limit {
@@ -69,10 +53,7 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
             &format!("mean ping of {}", pings.len()),
         );
     }
-    let rates: Vec<f64> = downloads
-        .iter()
-        .filter_map(|d| d.get("bytes_per_s").and_then(Value::as_f64))
-        .collect();
+    let rates: Vec<f64> = downloads.iter().map(|d| d.bytes_per_s).collect();
     if let Some(best) = rates.iter().copied().reduce(f64::max) {
         fact(
             &mut s,
@@ -81,30 +62,29 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
             "fastest download",
         );
     }
-    let bad_crc = downloads.iter().filter(|d| !crc_ok(d)).count();
+    let bad_crc = downloads.iter().filter(|d| !d.crc_ok()).count();
     fact(
         &mut s,
         if bad_crc > 0 { "bad" } else { "good" },
         &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
         "downloads with the expected CRC-32",
     );
-    if let Some(c) = v.get("conservation") {
-        let ok = c.as_str() == Some("ok");
-        let class = if ok { "good" } else { "bad" };
-        fact(&mut s, class, &text(c), "counter conservation");
+    if let Some(c) = &r.conservation {
+        let class = if c == "ok" { "good" } else { "bad" };
+        fact(&mut s, class, c, "counter conservation");
     }
-    if let Some(why) = v.get("stopped").filter(|w| !w.is_null()) {
-        fact(&mut s, "bad", "stopped", &text(why));
+    if let Some(why) = &r.stopped {
+        fact(&mut s, "bad", "stopped", why);
     }
     s.push_str("</div>");
 
-    charts(&mut s, index, &pings, (&downloads, &rates), limit);
+    charts(&mut s, index, &pings, (downloads, &rates), limit);
 
-    downloads_table(&mut s, &downloads);
+    downloads_table(&mut s, downloads);
 
-    counters(&mut s, v);
+    counters(&mut s, &r);
     s.push_str("</section>");
-    s
+    Ok(s)
 }
 
 /// The charts: the pings' round trips, the downloads' throughput against the limit.
@@ -112,7 +92,7 @@ fn charts(
     s: &mut String,
     index: usize,
     pings: &[f64],
-    (downloads, rates): (&[&Value], &[f64]),
+    (downloads, rates): (&[Download], &[f64]),
     limit: Option<f64>,
 ) {
     s.push_str(r#"<div class="charts">"#);
@@ -142,10 +122,7 @@ fn charts(
         s.push_str(&c.render());
     }
     if !rates.is_empty() {
-        let names: Vec<String> = downloads
-            .iter()
-            .map(|d| short_name(d.get("path").map(text).unwrap_or_default()))
-            .collect();
+        let names: Vec<String> = downloads.iter().map(|d| short_name(&d.path)).collect();
         let mut values: Vec<f64> = rates.iter().map(|r| r / 1e3).collect();
         values.extend(limit.map(|l| l / 1e3));
         let mut c = Chart::new(
@@ -164,11 +141,7 @@ fn charts(
             points: downloads
                 .iter()
                 .enumerate()
-                .filter_map(|(i, d)| {
-                    d.get("bytes_per_s")
-                        .and_then(Value::as_f64)
-                        .map(|r| ((i + 1) as f64, r / 1e3))
-                })
+                .map(|(i, d)| ((i + 1) as f64, d.bytes_per_s / 1e3))
                 .collect(),
         });
         if let Some(l) = limit {
@@ -186,26 +159,20 @@ fn charts(
 }
 
 /// The downloads table, each download's CRC-32 checked against the expected one.
-fn downloads_table(s: &mut String, downloads: &[&Value]) {
+fn downloads_table(s: &mut String, downloads: &[Download]) {
     // Downloads table.
     s.push_str(r#"<h3>Downloads</h3><div class="tablewrap"><table><tr><th class="l">path</th><th>bytes</th><th>seconds</th><th>kB/s</th><th>CRC-32</th><th>expected</th><th>check</th></tr>"#);
     for d in downloads {
-        let ok = crc_ok(d);
+        let ok = d.crc_ok();
         let _ = write!(
             s,
             r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            esc(&d.get("path").map(text).unwrap_or_default()),
-            d.get("bytes").map(text).unwrap_or_default(),
-            d.get("seconds")
-                .and_then(Value::as_f64)
-                .map(num)
-                .unwrap_or_default(),
-            d.get("bytes_per_s")
-                .and_then(Value::as_f64)
-                .map(|r| num(r / 1e3))
-                .unwrap_or_default(),
-            crc_text(d.get("crc32")),
-            crc_text(d.get("expected_crc32")),
+            esc(&d.path),
+            d.bytes,
+            num(d.seconds),
+            num(d.bytes_per_s / 1e3),
+            crc_text(d.crc32),
+            crc_text(d.expected_crc32),
             if ok { "ok" } else { "warn" },
             if ok { "match" } else { "MISMATCH" }
         );
@@ -213,30 +180,29 @@ fn downloads_table(s: &mut String, downloads: &[&Value]) {
     s.push_str("</table></div>");
 }
 
-/// The counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
-/// object (PHY, host, impairments), nested objects flattened as `outer.inner`.
-fn counters(s: &mut String, v: &Value) {
-    // Counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
-    // object (PHY, host, impairments), nested objects flattened as `outer.inner`.
-    let mut blocks: Vec<(&str, Vec<(String, &Value)>)> = Vec::new();
-    if let Some(obj) = v.as_object() {
-        let mut keys: Vec<&String> = obj.keys().filter(|k| k.ends_with("counters")).collect();
-        keys.sort_by_key(|k| (k.as_str() != "counters", k.as_str()));
-        for key in keys {
-            let Some(fields) = obj[key].as_object() else {
-                continue;
-            };
-            let mut rows = Vec::new();
-            for (name, value) in fields {
-                match value.as_object() {
-                    Some(inner) => {
-                        rows.extend(inner.iter().map(|(n, x)| (format!("{name}.{n}"), x)));
-                    }
-                    None => rows.push((name.clone(), value)),
-                }
-            }
-            blocks.push((key.as_str(), rows));
-        }
+/// The counters: `counters` (the device MAC, netdev names) first, then the PHY's, the host's
+/// and the impairments' (these flattened as `way.count`), those the document has.
+fn counters(s: &mut String, r: &BenchReport) {
+    let mut blocks: Vec<(&str, Vec<(String, u64)>)> = Vec::new();
+    if !r.counters.0.is_empty() {
+        blocks.push(("counters", r.counters.0.clone()));
+    }
+    let named = |fields: &[(&str, u64)]| -> Vec<(String, u64)> {
+        fields.iter().map(|&(n, v)| (n.to_string(), v)).collect()
+    };
+    if let Some(h) = &r.host_counters {
+        blocks.push(("host_counters", named(&h.fields())));
+    }
+    if let Some(i) = &r.impairment_counters {
+        let ways = [("to_device", &i.to_device), ("to_host", &i.to_host)];
+        let rows = ways
+            .iter()
+            .flat_map(|(way, c)| c.fields().map(|(n, v)| (format!("{way}.{n}"), v)))
+            .collect();
+        blocks.push(("impairment_counters", rows));
+    }
+    if let Some(p) = &r.phy_counters {
+        blocks.push(("phy_counters", named(&p.fields())));
     }
     if !blocks.is_empty() {
         s.push_str(r#"<h3>Counters</h3><div class="tables">"#);
@@ -247,8 +213,7 @@ fn counters(s: &mut String, v: &Value) {
                 esc(title)
             );
             for (name, value) in rows {
-                let n = value.as_f64().unwrap_or(0.0);
-                let alarming = n > 0.0
+                let alarming = value > 0
                     && [
                         "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
                     ]
@@ -259,7 +224,7 @@ fn counters(s: &mut String, v: &Value) {
                     r#"<tr><td class="l">{}</td><td{}>{}</td></tr>"#,
                     esc(&name),
                     if alarming { r#" class="warn""# } else { "" },
-                    esc(&text(value))
+                    value
                 );
             }
             s.push_str("</table></div>");
@@ -268,18 +233,18 @@ fn counters(s: &mut String, v: &Value) {
     }
 }
 
-/// Any JSON value as short text (strings without quotes).
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "–".into(),
-        other => other.to_string(),
+/// The text, or a dash when there is none.
+fn dash(text: &str) -> &str {
+    if text.is_empty() {
+        "–"
+    } else {
+        text
     }
 }
 
 /// The last path component, for chart labels.
-fn short_name(path: String) -> String {
-    let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+fn short_name(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path).to_string();
     if name.chars().count() > 14 {
         name.chars().take(13).collect::<String>() + "…"
     } else {
@@ -287,19 +252,7 @@ fn short_name(path: String) -> String {
     }
 }
 
-/// A CRC-32 as 8 hex digits (from a number or a string).
-fn crc_text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::Number(n)) => n.as_u64().map_or(n.to_string(), |x| format!("{x:08x}")),
-        Some(other) => text(other),
-        None => "–".into(),
-    }
-}
-
-/// True when the download's CRC-32 equals the expected one.
-fn crc_ok(d: &Value) -> bool {
-    match (d.get("crc32"), d.get("expected_crc32")) {
-        (Some(a), Some(b)) => crc_text(Some(a)).eq_ignore_ascii_case(&crc_text(Some(b))),
-        _ => false,
-    }
+/// A CRC-32 as 8 hex digits, or a dash.
+fn crc_text(crc: Option<u32>) -> String {
+    crc.map_or_else(|| "–".into(), |x| format!("{x:08x}"))
 }

@@ -109,7 +109,7 @@ fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String>
             let r: RttReport = serde_json::from_value(v).with_context(|| format!("{name}: malformed rtt result"))?;
             Ok(rtt_section::render(&r, name, index))
         }
-        _ if bench_section::is_bench(&v) => Ok(bench_section::render(&v, name, index)),
+        _ if bench_section::is_bench(&v) => bench_section::render(&v, name, index),
         _ => bail!("{name}: not a linklab probe, sweep, rtt or bench result or serial self-test (no \"kind\" field, no downloads and counters)"),
     }
 }

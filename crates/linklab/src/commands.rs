@@ -1,9 +1,13 @@
 //! One module per command: its clap arguments and the one call into the library that runs it.
 
+pub mod bench;
 pub mod iperf;
 pub mod iperf2;
+pub mod probe;
+pub mod rtt;
 pub mod serial;
 pub mod serve;
+pub mod sweep;
 
 /// A library command's error as the CLI's: a refused command line is a usage error (exit
 /// code 2), a failure while running exits 1.

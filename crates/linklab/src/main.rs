@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod progress;
 
 /// The linklab command line.
 #[derive(Parser)]
@@ -29,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the experiment of Niccle's MAC write-up (pings + HTTP downloads) on a simulated link.
-    Bench(linklab_measure::bench::Args),
+    Bench(commands::bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
     Serve(commands::serve::Args),
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
@@ -41,11 +42,11 @@ enum Command {
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
     Iperf2(Box<commands::iperf2::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
-    Sweep(linklab_measure::sweep::Args),
+    Sweep(commands::sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
-    Rtt(linklab_measure::rtt::Args),
+    Rtt(commands::rtt::Args),
     /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
-    Probe(linklab_measure::probe::Args),
+    Probe(commands::probe::Args),
     /// Render JSON results into a self-contained HTML report.
     Report(linklab_report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
@@ -70,15 +71,15 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Bench(args) => linklab_measure::bench::run(args),
+        Command::Bench(args) => commands::bench::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Serial(args) => commands::serial::run(args),
         Command::Emu(args) => linklab_emu::run(*args),
         Command::Iperf(args) => commands::iperf::run(*args),
         Command::Iperf2(args) => commands::iperf2::run(*args),
-        Command::Sweep(args) => linklab_measure::sweep::run(args),
-        Command::Rtt(args) => linklab_measure::rtt::run(args),
-        Command::Probe(args) => linklab_measure::probe::run(args),
+        Command::Sweep(args) => commands::sweep::run(args),
+        Command::Rtt(args) => commands::rtt::run(args),
+        Command::Probe(args) => commands::probe::run(args),
         Command::Report(args) => linklab_report::run(args),
         Command::Track(args) => linklab_track::run(args),
     };

@@ -98,7 +98,6 @@ const ROWS: &[Row] = &[
         layer: 8,
         kind: "std",
         uses: &[
-            "linklab-report",
             "linklab-results",
             "linklab-sim",
             "linklab-perf-host",

@@ -85,7 +85,8 @@ fn report_renders_every_chart_in_chromium() {
             .args(["--pings", "5", "--json", bench.to_str().unwrap()]),
     );
     // A sweep file written before the sweep named limits (issue 13's sender-side shaper).
-    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweep_before_limits.json");
+    let older = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../linklab-results/tests/data/sweep_before_limits.json");
     let html = dir.join("report.html");
     run_ok(
         Command::new(linklab_bin())
@@ -165,7 +166,8 @@ fn report_renders_every_chart_in_chromium() {
 #[test]
 fn older_sweep_files_render_with_the_knee_recomputed() {
     let dir = out_dir();
-    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweep_before_limits.json");
+    let older = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../linklab-results/tests/data/sweep_before_limits.json");
     let text = std::fs::read_to_string(&older).unwrap();
     assert!(!text.contains("limits") && text.contains(r#""knee_bps": 300000000.0"#));
     let html = dir.join("older.html");

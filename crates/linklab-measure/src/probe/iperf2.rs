@@ -11,7 +11,7 @@
 //!   port we listen on and sends (lwiperf does; ESP-IDF, Zephyr and NuttX do not). A server
 //!   that answers neither gets its one direction and a plain line for the other.
 //!
-//! UDP: `steps::sweep_one_way` with iperf 2 steps (`sweep::step2`), judged by the server's
+//! UDP: `steps::sweep_one_way` with iperf 2 steps (`sweep::Iperf2`), judged by the server's
 //! report; a server without reports gets a plain line, never a zero.
 
 use std::net::TcpListener;
@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
 use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
-use super::plan::Iperf;
-use super::steps::{self, tcp_plan, Outcome};
 use linklab_results::probe::figures;
 use linklab_results::probe::{NotMeasured, TcpTest, Unmeasured};
 use linklab_results::quantity::Quantity;
 use linklab_results::sweep::SweepReport;
+
+use super::plan::Iperf;
+use super::steps::{self, tcp_plan, Outcome};
 
 /// What one way of a test moved: `(bytes, seconds, slices in bit/s)`.
 type Way = (u64, f64, Vec<f64>);

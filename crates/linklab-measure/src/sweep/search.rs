@@ -3,9 +3,9 @@
 //! a rate further down when nothing tracked yet, or a bisection toward the knee — or the end.
 //! `sweep::measure` runs what it says; the tests here drive it with synthetic links.
 
-use super::Step;
 use linklab_results::sweep::analysis;
 use linklab_results::sweep::KneeRule;
+use linklab_results::sweep::Step;
 
 /// Lowest rate a search goes down to, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -93,7 +93,7 @@ impl Search {
     /// limit that bounds the knee; the coarse rates (all of them, or climbing until a limit
     /// above the knee is confirmed); down while no rate tracked; the bisection toward the
     /// knee.
-    pub fn next_step(&mut self) -> Option<Next> {
+    pub fn next_rate(&mut self) -> Option<Next> {
         let (rule, tcp) = (&self.strategy.rule, self.strategy.tcp);
         let knee = analysis::knee(&self.steps, rule, tcp);
         let going_down = knee.is_none() && self.strategy.search_down.is_some();
@@ -210,7 +210,7 @@ mod tests {
     fn run(strategy: Strategy, mut link: impl FnMut(f64, usize) -> Step) -> Vec<Step> {
         let mut s = Search::new(strategy);
         let mut n = 0;
-        while let Some(next) = s.next_step() {
+        while let Some(next) = s.next_rate() {
             assert!(n < 100, "the search does not end");
             let step = link(next.offered / M, n);
             s.record(next, step);

@@ -1,6 +1,6 @@
-//! The rtt probe: a typed view over the payload of one echo datagram (or one TCP frame).
+//! The rtt packet: a typed view over the payload of one echo datagram (or one TCP frame).
 //!
-//! Layout (big endian), followed by a fill pattern up to the probe size:
+//! Layout (big endian), followed by a fill pattern up to the packet size:
 //!
 //! ```text
 //! 0      2      4              8                      16
@@ -9,17 +9,17 @@
 //!
 //! `run` tells one measurement run from the next, so a late reply from an earlier run is never
 //! counted in a later one; the send time is nanoseconds since the client's start, so the round
-//! trip is computed from the reply alone, with any number of probes in flight.
+//! trip is computed from the reply alone, with any number of packets in flight.
 
-/// Bytes of the probe header; the smallest probe the client sends.
+/// Bytes of the packet header; the smallest packet the client sends.
 pub const HEADER_LEN: usize = 16;
 
 const MAGIC: [u8; 2] = *b"LL";
 
-/// The header fields of one probe.
+/// The header fields of one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Probe {
-    /// Which measurement run the probe belongs to.
+pub struct Packet {
+    /// Which measurement run the packet belongs to.
     pub run: u16,
     /// Sequence number within the run, from 0.
     pub seq: u32,
@@ -27,19 +27,19 @@ pub struct Probe {
     pub sent_ns: u64,
 }
 
-/// Why a reply is not a valid probe.
+/// Why a reply is not a valid packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeError {
+pub enum PacketError {
     /// Shorter than the header or not the size that was sent.
     Length,
-    /// The magic bytes are wrong: not one of our probes.
+    /// The magic bytes are wrong: not one of our packets.
     Magic,
     /// The fill bytes after the header differ from what was sent: the payload was altered.
     Fill,
 }
 
-impl Probe {
-    /// Writes this probe into `buf` (its whole length): header, then the fill pattern.
+impl Packet {
+    /// Writes this packet into `buf` (its whole length): header, then the fill pattern.
     /// `buf` must be at least [`HEADER_LEN`] bytes long.
     pub fn write(&self, buf: &mut [u8]) {
         buf[0..2].copy_from_slice(&MAGIC);
@@ -51,15 +51,15 @@ impl Probe {
         }
     }
 
-    /// Reads and checks a reply that should be a probe of `expected_len` bytes.
-    pub fn read(buf: &[u8], expected_len: usize) -> Result<Probe, ProbeError> {
+    /// Reads and checks a reply that should be a packet of `expected_len` bytes.
+    pub fn read(buf: &[u8], expected_len: usize) -> Result<Packet, PacketError> {
         if buf.len() < HEADER_LEN || buf.len() != expected_len {
-            return Err(ProbeError::Length);
+            return Err(PacketError::Length);
         }
         if buf[0..2] != MAGIC {
-            return Err(ProbeError::Magic);
+            return Err(PacketError::Magic);
         }
-        let probe = Probe {
+        let packet = Packet {
             run: u16::from_be_bytes([buf[2], buf[3]]),
             seq: u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]),
             sent_ns: u64::from_be_bytes([
@@ -69,11 +69,11 @@ impl Probe {
         let fill_ok = buf[HEADER_LEN..]
             .iter()
             .enumerate()
-            .all(|(i, &b)| b == fill_byte(probe.seq, i));
+            .all(|(i, &b)| b == fill_byte(packet.seq, i));
         if !fill_ok {
-            return Err(ProbeError::Fill);
+            return Err(PacketError::Fill);
         }
-        Ok(probe)
+        Ok(packet)
     }
 }
 
@@ -88,26 +88,26 @@ mod tests {
 
     #[test]
     fn round_trip_and_damage() {
-        let p = Probe {
+        let p = Packet {
             run: 3,
             seq: 77,
             sent_ns: 123_456_789,
         };
         let mut buf = [0u8; 64];
         p.write(&mut buf);
-        assert_eq!(Probe::read(&buf, 64), Ok(p));
-        assert_eq!(Probe::read(&buf[..63], 64), Err(ProbeError::Length));
-        assert_eq!(Probe::read(&buf[..8], 8), Err(ProbeError::Length));
+        assert_eq!(Packet::read(&buf, 64), Ok(p));
+        assert_eq!(Packet::read(&buf[..63], 64), Err(PacketError::Length));
+        assert_eq!(Packet::read(&buf[..8], 8), Err(PacketError::Length));
         let mut bad = buf;
         bad[40] ^= 1;
-        assert_eq!(Probe::read(&bad, 64), Err(ProbeError::Fill));
+        assert_eq!(Packet::read(&bad, 64), Err(PacketError::Fill));
         bad = buf;
         bad[0] = b'X';
-        assert_eq!(Probe::read(&bad, 64), Err(ProbeError::Magic));
+        assert_eq!(Packet::read(&bad, 64), Err(PacketError::Magic));
     }
 
     #[test]
-    fn random_bytes_never_panic_and_never_pass_as_another_probe() {
+    fn random_bytes_never_panic_and_never_pass_as_another_packet() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let mut buf = [0u8; 96];
@@ -118,7 +118,7 @@ mod tests {
                 buf[..2].copy_from_slice(b"LL");
             }
             let expected = rng.gen_range(0..=buf.len());
-            if let Ok(p) = Probe::read(&buf[..len], expected) {
+            if let Ok(p) = Packet::read(&buf[..len], expected) {
                 // Only a buffer that is exactly what `write` makes is accepted.
                 let mut again = vec![0u8; len];
                 p.write(&mut again);
@@ -128,14 +128,14 @@ mod tests {
     }
 
     #[test]
-    fn header_only_probe() {
-        let p = Probe {
+    fn header_only_packet() {
+        let p = Packet {
             run: 0,
             seq: u32::MAX,
             sent_ns: u64::MAX,
         };
         let mut buf = [0u8; HEADER_LEN];
         p.write(&mut buf);
-        assert_eq!(Probe::read(&buf, HEADER_LEN), Ok(p));
+        assert_eq!(Packet::read(&buf, HEADER_LEN), Ok(p));
     }
 }

@@ -1,4 +1,4 @@
-//! One sweep step against an iperf 2 server: a UDP test at a fixed offered rate run by our
+//! A sweep step through an **iperf 2** server: a UDP test at a fixed offered rate run by our
 //! iperf 2 client (`linklab_perf_host::iperf2::run_client`).
 //!
 //! To the device, the step is judged by the **server's report** (what it received, lost and
@@ -15,8 +15,13 @@ use std::sync::mpsc;
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
 use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
-use super::step::{NotListening, StepConfig};
-use super::Step;
+use linklab_results::sweep::Step;
+
+use super::step::{NotListening, StepConfig, StepRunner};
+
+/// Steps through an iperf 2 server (UDP only).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Iperf2;
 
 /// The iperf 2 server sent no UDP report for a test to it: it has no UDP server, or one that
 /// counts and answers nothing.
@@ -31,55 +36,59 @@ impl std::fmt::Display for NoReport {
 
 impl std::error::Error for NoReport {}
 
-/// Runs one iperf 2 UDP test at `offered` bit/s and condenses it into a [`Step`].
-pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
-    let mut client = ClientConfig::new(&cfg.host);
-    client.port = cfg.port;
-    client.protocol = Protocol::Udp;
-    client.mode = if cfg.reverse {
-        Mode::Reverse
-    } else {
-        Mode::Normal
-    };
-    client.amount = Amount::from_us(u64::from(cfg.seconds) * 1_000_000);
-    client.rate_bps = Some(offered.round().max(1.0) as u64);
-    client.buf_len = cfg.length;
-    let server = format!("iperf 2 server {}:{}", cfg.host, cfg.port);
-    let (tx, rx) = mpsc::channel();
-    let result = run_client(&client, &tx);
-    drop(tx);
-    let events: Vec<Event> = rx.into_iter().collect();
-    let finals = || {
-        events.iter().filter_map(|e| match e {
-            Event::Final(r) => Some(*r),
-            _ => None,
-        })
-    };
-    let reports: Vec<FlowReport> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::ServerReport(r) => Some(*r),
-            _ => None,
-        })
-        .collect();
-    if cfg.reverse {
-        result.map_err(|e| match e {
-            // Nothing arrived within 3 s of our asking: stock iperf 2.1.8's UDP server once
-            // started a -R flow too late for that, right after another (its log showed the
-            // flow sent whole). A server that ran our last test a moment ago is asked again
-            // (`sweep::measure` retries what `step::is_resetting` says).
-            ClientError::Timeout(_) => anyhow::Error::new(NotListening(format!(
-                "{server}: UDP -R: nothing arrived within 3 s of asking"
-            ))),
-            e => anyhow::anyhow!("{server}: UDP -R: {e}"),
-        })?;
-        let ours = finals()
-            .find(|r| !r.sent && r.udp.is_some())
-            .ok_or_else(|| anyhow::anyhow!("{server}: UDP -R: nothing arrived from the server"))?;
-        return Ok(received(offered, &ours, cfg.seconds));
-    }
-    let sent = finals().find(|r| r.sent);
-    match (result, sent, reports.first()) {
+impl StepRunner for Iperf2 {
+    /// One iperf 2 UDP test at `offered` bit/s: to the device judged by the server's report,
+    /// from it (`-R`) by what we received.
+    fn run_step(&self, cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
+        let mut client = ClientConfig::new(&cfg.host);
+        client.port = cfg.port;
+        client.protocol = Protocol::Udp;
+        client.mode = if cfg.reverse {
+            Mode::Reverse
+        } else {
+            Mode::Normal
+        };
+        client.amount = Amount::from_us(u64::from(cfg.seconds) * 1_000_000);
+        client.rate_bps = Some(offered.round().max(1.0) as u64);
+        client.buf_len = cfg.length;
+        let server = format!("iperf 2 server {}:{}", cfg.host, cfg.port);
+        let (tx, rx) = mpsc::channel();
+        let result = run_client(&client, &tx);
+        drop(tx);
+        let events: Vec<Event> = rx.into_iter().collect();
+        let finals = || {
+            events.iter().filter_map(|e| match e {
+                Event::Final(r) => Some(*r),
+                _ => None,
+            })
+        };
+        let reports: Vec<FlowReport> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ServerReport(r) => Some(*r),
+                _ => None,
+            })
+            .collect();
+        if cfg.reverse {
+            result.map_err(|e| match e {
+                // Nothing arrived within 3 s of our asking: stock iperf 2.1.8's UDP server once
+                // started a -R flow too late for that, right after another (its log showed the
+                // flow sent whole). A server that ran our last test a moment ago is asked again
+                // (`sweep::measure` retries what `step::is_resetting` says).
+                ClientError::Timeout(_) => anyhow::Error::new(NotListening(format!(
+                    "{server}: UDP -R: nothing arrived within 3 s of asking"
+                ))),
+                e => anyhow::anyhow!("{server}: UDP -R: {e}"),
+            })?;
+            let ours = finals()
+                .find(|r| !r.sent && r.udp.is_some())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("{server}: UDP -R: nothing arrived from the server")
+                })?;
+            return Ok(received(offered, &ours, cfg.seconds));
+        }
+        let sent = finals().find(|r| r.sent);
+        match (result, sent, reports.first()) {
         (Ok(_), Some(sent), Some(report)) => Ok(reported(offered, &sent, report)),
         (Ok(_), Some(_), None) => Err(anyhow::Error::new(NoReport(format!(
             "{server}: sent {} datagrams at {} and got no UDP report back (the server has no UDP server, or one that sends no report: lwiperf, ESP-IDF, NuttX)",
@@ -98,6 +107,7 @@ pub fn run_step(cfg: &StepConfig, offered: f64) -> anyhow::Result<Step> {
             }
         }
         (Ok(_), None, _) => Err(anyhow::anyhow!("{server}: UDP: the test sent nothing")),
+    }
     }
 }
 
