@@ -4,10 +4,23 @@
 
 use std::fmt::Write as _;
 
+use maud::{Markup, PreEscaped, Render};
 use serde_json::Value;
 
-use super::svg::{esc, num, Axis, Chart, Mark, Series};
-use super::sweep_section::fact;
+use super::svg::{num, Axis, Chart, Mark, Series};
+
+/// Escapes text for HTML (until this section is written with the templates too).
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One key figure in a box (the page's fact box, into this section's text).
+fn fact(s: &mut String, class: &str, value: &str, what: &str) {
+    s.push_str(&super::layout::fact(class, value, what).into_string());
+}
 
 /// True when `v` looks like a bench result: `"kind": "bench"`, or downloads and counters.
 pub fn is_bench(v: &Value) -> bool {
@@ -16,7 +29,7 @@ pub fn is_bench(v: &Value) -> bool {
 }
 
 /// Renders one bench result as a `<section>`.
-pub fn render(v: &Value, source: &str, index: usize) -> String {
+pub fn render(v: &Value, source: &str, index: usize) -> Markup {
     let mut s = String::new();
     let profile = v.get("profile").map(text).unwrap_or_else(|| "–".into());
     let link = v.get("link");
@@ -104,7 +117,7 @@ pub fn render(v: &Value, source: &str, index: usize) -> String {
 
     counters(&mut s, v);
     s.push_str("</section>");
-    s
+    PreEscaped(s)
 }
 
 /// The charts: the pings' round trips, the downloads' throughput against the limit.
@@ -139,7 +152,7 @@ fn charts(
                 .map(|(i, &r)| ((i + 1) as f64, r))
                 .collect(),
         });
-        s.push_str(&c.render());
+        s.push_str(&c.render().into_string());
     }
     if !rates.is_empty() {
         let names: Vec<String> = downloads
@@ -180,7 +193,7 @@ fn charts(
                 points: vec![(0.5, l / 1e3), (names.len() as f64 + 0.5, l / 1e3)],
             });
         }
-        s.push_str(&c.render());
+        s.push_str(&c.render().into_string());
     }
     s.push_str("</div>");
 }

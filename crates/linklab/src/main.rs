@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod commands;
 mod iperf;
 mod iperf2;
 
@@ -48,7 +49,7 @@ enum Command {
     /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
     Probe(linklab_measure::probe::Args),
     /// Render JSON results into a self-contained HTML report.
-    Report(linklab_report::Args),
+    Report(commands::report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
     Track(linklab_track::Args),
 }
@@ -80,7 +81,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => linklab_measure::sweep::run(args),
         Command::Rtt(args) => linklab_measure::rtt::run(args),
         Command::Probe(args) => linklab_measure::probe::run(args),
-        Command::Report(args) => linklab_report::run(args),
+        Command::Report(args) => commands::report::run(args),
         Command::Track(args) => linklab_track::run(args),
     };
     match result {
