@@ -2,25 +2,11 @@
 //! download table with CRC checks, and the netdev counters. Read from untyped JSON so that
 //! fields `bench` adds later do not break the report.
 
-use std::fmt::Write as _;
-
-use maud::{Markup, PreEscaped, Render};
+use maud::{html, Markup};
 use serde_json::Value;
 
+use super::layout::fact;
 use super::svg::{num, Axis, Chart, Mark, Series};
-
-/// Escapes text for HTML (until this section is written with the templates too).
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// One key figure in a box (the page's fact box, into this section's text).
-fn fact(s: &mut String, class: &str, value: &str, what: &str) {
-    s.push_str(&super::layout::fact(class, value, what).into_string());
-}
 
 /// True when `v` looks like a bench result: `"kind": "bench"`, or downloads and counters.
 pub fn is_bench(v: &Value) -> bool {
@@ -30,7 +16,6 @@ pub fn is_bench(v: &Value) -> bool {
 
 /// Renders one bench result as a `<section>`.
 pub fn render(v: &Value, source: &str, index: usize) -> Markup {
-    let mut s = String::new();
     let profile = v.get("profile").map(text).unwrap_or_else(|| "–".into());
     let link = v.get("link");
     let rate = link
@@ -41,15 +26,6 @@ pub fn render(v: &Value, source: &str, index: usize) -> Markup {
         .and_then(|l| l.get("duplex"))
         .map(text)
         .unwrap_or_else(|| "–".into());
-    let _ = write!(
-        s,
-        r#"<section class="card bench"><h2>Bench · {}</h2><p class="source">{} · link {} {} duplex</p>"#,
-        esc(&profile),
-        esc(source),
-        esc(&rate),
-        esc(&duplex)
-    );
-
     let pings: Vec<f64> = v
         .get("pings")
         .and_then(Value::as_array)
@@ -63,72 +39,54 @@ pub fn render(v: &Value, source: &str, index: usize) -> Markup {
         .and_then(Value::as_array)
         .map_or(Vec::new(), |a| a.iter().collect());
     let limit = v.get("limit_bytes_per_s").and_then(Value::as_f64);
-
-    s.push_str(r#"<div class="facts">"#);
-    if let Some(l) = limit {
-        fact(
-            &mut s,
-            "",
-            &format!("{} kB/s", num(l / 1e3)),
-            "throughput limit",
-        );
-    }
-    if !pings.is_empty() {
-        let mean = pings.iter().sum::<f64>() / pings.len() as f64;
-        fact(
-            &mut s,
-            "",
-            &format!("{} ms", num(mean)),
-            &format!("mean ping of {}", pings.len()),
-        );
-    }
     let rates: Vec<f64> = downloads
         .iter()
         .filter_map(|d| d.get("bytes_per_s").and_then(Value::as_f64))
         .collect();
-    if let Some(best) = rates.iter().copied().reduce(f64::max) {
-        fact(
-            &mut s,
-            "",
-            &format!("{} kB/s", num(best / 1e3)),
-            "fastest download",
-        );
-    }
     let bad_crc = downloads.iter().filter(|d| !crc_ok(d)).count();
-    fact(
-        &mut s,
-        if bad_crc > 0 { "bad" } else { "good" },
-        &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
-        "downloads with the expected CRC-32",
-    );
-    if let Some(c) = v.get("conservation") {
-        let ok = c.as_str() == Some("ok");
-        let class = if ok { "good" } else { "bad" };
-        fact(&mut s, class, &text(c), "counter conservation");
+    html! {
+        section class="card bench" {
+            h2 { "Bench · " (profile) }
+            p class="source" { (source) " · link " (rate) " " (duplex) " duplex" }
+            div class="facts" {
+                @if let Some(l) = limit {
+                    (fact("", &format!("{} kB/s", num(l / 1e3)), "throughput limit"))
+                }
+                @if !pings.is_empty() {
+                    @let mean = pings.iter().sum::<f64>() / pings.len() as f64;
+                    (fact("", &format!("{} ms", num(mean)), &format!("mean ping of {}", pings.len())))
+                }
+                @if let Some(best) = rates.iter().copied().reduce(f64::max) {
+                    (fact("", &format!("{} kB/s", num(best / 1e3)), "fastest download"))
+                }
+                (fact(
+                    if bad_crc > 0 { "bad" } else { "good" },
+                    &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
+                    "downloads with the expected CRC-32",
+                ))
+                @if let Some(c) = v.get("conservation") {
+                    @let class = if c.as_str() == Some("ok") { "good" } else { "bad" };
+                    (fact(class, &text(c), "counter conservation"))
+                }
+                @if let Some(why) = v.get("stopped").filter(|w| !w.is_null()) {
+                    (fact("bad", "stopped", &text(why)))
+                }
+            }
+            (charts(index, &pings, (&downloads, &rates), limit))
+            (downloads_table(&downloads))
+            (counters(v))
+        }
     }
-    if let Some(why) = v.get("stopped").filter(|w| !w.is_null()) {
-        fact(&mut s, "bad", "stopped", &text(why));
-    }
-    s.push_str("</div>");
-
-    charts(&mut s, index, &pings, (&downloads, &rates), limit);
-
-    downloads_table(&mut s, &downloads);
-
-    counters(&mut s, v);
-    s.push_str("</section>");
-    PreEscaped(s)
 }
 
 /// The charts: the pings' round trips, the downloads' throughput against the limit.
 fn charts(
-    s: &mut String,
     index: usize,
     pings: &[f64],
     (downloads, rates): (&[&Value], &[f64]),
     limit: Option<f64>,
-) {
-    s.push_str(r#"<div class="charts">"#);
+) -> Markup {
+    let mut charts = Vec::new();
     if !pings.is_empty() {
         let mut c = Chart::new(
             &format!("bench-{index}-pings"),
@@ -152,7 +110,7 @@ fn charts(
                 .map(|(i, &r)| ((i + 1) as f64, r))
                 .collect(),
         });
-        s.push_str(&c.render().into_string());
+        charts.push(c);
     }
     if !rates.is_empty() {
         let names: Vec<String> = downloads
@@ -193,44 +151,50 @@ fn charts(
                 points: vec![(0.5, l / 1e3), (names.len() as f64 + 0.5, l / 1e3)],
             });
         }
-        s.push_str(&c.render().into_string());
+        charts.push(c);
     }
-    s.push_str("</div>");
+    html! {
+        div class="charts" {
+            @for c in &charts { (c) }
+        }
+    }
 }
 
 /// The downloads table, each download's CRC-32 checked against the expected one.
-fn downloads_table(s: &mut String, downloads: &[&Value]) {
-    // Downloads table.
-    s.push_str(r#"<h3>Downloads</h3><div class="tablewrap"><table><tr><th class="l">path</th><th>bytes</th><th>seconds</th><th>kB/s</th><th>CRC-32</th><th>expected</th><th>check</th></tr>"#);
-    for d in downloads {
-        let ok = crc_ok(d);
-        let _ = write!(
-            s,
-            r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            esc(&d.get("path").map(text).unwrap_or_default()),
-            d.get("bytes").map(text).unwrap_or_default(),
-            d.get("seconds")
-                .and_then(Value::as_f64)
-                .map(num)
-                .unwrap_or_default(),
-            d.get("bytes_per_s")
-                .and_then(Value::as_f64)
-                .map(|r| num(r / 1e3))
-                .unwrap_or_default(),
-            crc_text(d.get("crc32")),
-            crc_text(d.get("expected_crc32")),
-            if ok { "ok" } else { "warn" },
-            if ok { "match" } else { "MISMATCH" }
-        );
+fn downloads_table(downloads: &[&Value]) -> Markup {
+    html! {
+        h3 { "Downloads" }
+        div class="tablewrap" {
+            table {
+                tr {
+                    th class="l" { "path" } th { "bytes" } th { "seconds" } th { "kB/s" }
+                    th { "CRC-32" } th { "expected" } th { "check" }
+                }
+                @for d in downloads {
+                    @let ok = crc_ok(d);
+                    tr {
+                        td class="l" { (d.get("path").map(text).unwrap_or_default()) }
+                        td { (d.get("bytes").map(text).unwrap_or_default()) }
+                        td { (d.get("seconds").and_then(Value::as_f64).map(num).unwrap_or_default()) }
+                        td {
+                            (d.get("bytes_per_s")
+                                .and_then(Value::as_f64)
+                                .map(|r| num(r / 1e3))
+                                .unwrap_or_default())
+                        }
+                        td { (crc_text(d.get("crc32"))) }
+                        td { (crc_text(d.get("expected_crc32"))) }
+                        td class=(if ok { "ok" } else { "warn" }) { (if ok { "match" } else { "MISMATCH" }) }
+                    }
+                }
+            }
+        }
     }
-    s.push_str("</table></div>");
 }
 
 /// The counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
 /// object (PHY, host, impairments), nested objects flattened as `outer.inner`.
-fn counters(s: &mut String, v: &Value) {
-    // Counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
-    // object (PHY, host, impairments), nested objects flattened as `outer.inner`.
+fn counters(v: &Value) -> Markup {
     let mut blocks: Vec<(&str, Vec<(String, &Value)>)> = Vec::new();
     if let Some(obj) = v.as_object() {
         let mut keys: Vec<&String> = obj.keys().filter(|k| k.ends_with("counters")).collect();
@@ -251,34 +215,37 @@ fn counters(s: &mut String, v: &Value) {
             blocks.push((key.as_str(), rows));
         }
     }
-    if !blocks.is_empty() {
-        s.push_str(r#"<h3>Counters</h3><div class="tables">"#);
-        for (title, rows) in blocks {
-            let _ = write!(
-                s,
-                r#"<div class="tablewrap"><table><tr><th class="l">{}</th><th>value</th></tr>"#,
-                esc(title)
-            );
-            for (name, value) in rows {
-                let n = value.as_f64().unwrap_or(0.0);
-                let alarming = n > 0.0
-                    && [
-                        "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
-                    ]
-                    .iter()
-                    .any(|w| name.contains(w));
-                let _ = write!(
-                    s,
-                    r#"<tr><td class="l">{}</td><td{}>{}</td></tr>"#,
-                    esc(&name),
-                    if alarming { r#" class="warn""# } else { "" },
-                    esc(&text(value))
-                );
-            }
-            s.push_str("</table></div>");
-        }
-        s.push_str("</div>");
+    if blocks.is_empty() {
+        return html! {};
     }
+    html! {
+        h3 { "Counters" }
+        div class="tables" {
+            @for (title, rows) in &blocks {
+                div class="tablewrap" {
+                    table {
+                        tr { th class="l" { (title) } th { "value" } }
+                        @for (name, value) in rows {
+                            tr {
+                                td class="l" { (name) }
+                                td class=[alarming(name, value).then_some("warn")] { (text(value)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A counter worth a second look: an error, miss, drop or loss counted at least once.
+fn alarming(name: &str, value: &Value) -> bool {
+    value.as_f64().unwrap_or(0.0) > 0.0
+        && [
+            "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
 }
 
 /// Any JSON value as short text (strings without quotes).
