@@ -233,7 +233,7 @@ mod tests {
         f
     }
 
-    /// The false alarm: on an unchanged device beside a CPU hog, TCP with 2 streams
+    /// A false alarm once seen: on an unchanged device beside a CPU hog, TCP with 2 streams
     /// read -26 % and -38 % as single tests. Sampled, the runs overlap: not worse.
     #[test]
     fn a_drop_inside_the_runs_own_spread_is_not_worse() {
