@@ -1,15 +1,13 @@
 //! The report section of a `linklab bench --json` result (the experiment of Niccle's MAC write-up): pings, the
-//! download table with CRC checks, and the netdev counters. Read through its document
-//! (`linklab_results::bench`), which reads older and partial files too.
+//! download table with CRC checks, and the netdev counters. Read through its
+//! type, `linklab_results::bench::BenchReport`.
 
-use std::fmt::Write as _;
-
-use anyhow::Context;
 use linklab_results::bench::{BenchReport, Download};
+use maud::{html, Markup};
 use serde_json::Value;
 
-use super::svg::{esc, num, Axis, Chart, Mark, Series};
-use super::sweep_section::fact;
+use super::layout::fact;
+use super::svg::{num, Axis, Chart, Mark, Series};
 
 /// True when `v` looks like a bench result: `"kind": "bench"`, or downloads and counters.
 pub fn is_bench(v: &Value) -> bool {
@@ -17,85 +15,55 @@ pub fn is_bench(v: &Value) -> bool {
         || (v.get("downloads").is_some() && v.get("counters").is_some())
 }
 
-/// Renders one bench result as a `<section>`; an error when it is not a bench document.
-pub fn render(v: &Value, source: &str, index: usize) -> anyhow::Result<String> {
-    let r: BenchReport = serde_json::from_value(v.clone())
-        .with_context(|| format!("{source}: malformed bench result"))?;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<section class="card bench"><h2>Bench · {}</h2><p class="source">{} · link {} {} duplex</p>"#,
-        esc(dash(&r.profile)),
-        esc(source),
-        esc(dash(&r.link.rate)),
-        esc(dash(&r.link.duplex))
-    );
-
+/// Renders one bench result as a `<section>`.
+pub fn render(r: &BenchReport, source: &str, index: usize) -> Markup {
     let pings: Vec<f64> = r.pings.iter().filter_map(|p| p.rtt_ms).collect();
     let downloads = &r.downloads;
     let limit = r.limit_bytes_per_s;
-
-    s.push_str(r#"<div class="facts">"#);
-    if let Some(l) = limit {
-        fact(
-            &mut s,
-            "",
-            &format!("{} kB/s", num(l / 1e3)),
-            "throughput limit",
-        );
-    }
-    if !pings.is_empty() {
-        let mean = pings.iter().sum::<f64>() / pings.len() as f64;
-        fact(
-            &mut s,
-            "",
-            &format!("{} ms", num(mean)),
-            &format!("mean ping of {}", pings.len()),
-        );
-    }
     let rates: Vec<f64> = downloads.iter().map(|d| d.bytes_per_s).collect();
-    if let Some(best) = rates.iter().copied().reduce(f64::max) {
-        fact(
-            &mut s,
-            "",
-            &format!("{} kB/s", num(best / 1e3)),
-            "fastest download",
-        );
-    }
     let bad_crc = downloads.iter().filter(|d| !d.crc_ok()).count();
-    fact(
-        &mut s,
-        if bad_crc > 0 { "bad" } else { "good" },
-        &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
-        "downloads with the expected CRC-32",
-    );
-    if let Some(c) = &r.conservation {
-        let class = if c == "ok" { "good" } else { "bad" };
-        fact(&mut s, class, c, "counter conservation");
+    html! {
+        section class="card bench" {
+            h2 { "Bench · " (dash(&r.profile)) }
+            p class="source" { (source) " · link " (dash(&r.link.rate)) " " (dash(&r.link.duplex)) " duplex" }
+            div class="facts" {
+                @if let Some(l) = limit {
+                    (fact("", &format!("{} kB/s", num(l / 1e3)), "throughput limit"))
+                }
+                @if !pings.is_empty() {
+                    @let mean = pings.iter().sum::<f64>() / pings.len() as f64;
+                    (fact("", &format!("{} ms", num(mean)), &format!("mean ping of {}", pings.len())))
+                }
+                @if let Some(best) = rates.iter().copied().reduce(f64::max) {
+                    (fact("", &format!("{} kB/s", num(best / 1e3)), "fastest download"))
+                }
+                (fact(
+                    if bad_crc > 0 { "bad" } else { "good" },
+                    &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
+                    "downloads with the expected CRC-32",
+                ))
+                @if let Some(c) = &r.conservation {
+                    @let class = if c == "ok" { "good" } else { "bad" };
+                    (fact(class, c, "counter conservation"))
+                }
+                @if let Some(why) = &r.stopped {
+                    (fact("bad", "stopped", why))
+                }
+            }
+            (charts(index, &pings, (downloads, &rates), limit))
+            (downloads_table(downloads))
+            (counters(r))
+        }
     }
-    if let Some(why) = &r.stopped {
-        fact(&mut s, "bad", "stopped", why);
-    }
-    s.push_str("</div>");
-
-    charts(&mut s, index, &pings, (downloads, &rates), limit);
-
-    downloads_table(&mut s, downloads);
-
-    counters(&mut s, &r);
-    s.push_str("</section>");
-    Ok(s)
 }
 
-/// The charts: the pings' round trips, the downloads' throughput against the limit.
 fn charts(
-    s: &mut String,
     index: usize,
     pings: &[f64],
     (downloads, rates): (&[Download], &[f64]),
     limit: Option<f64>,
-) {
-    s.push_str(r#"<div class="charts">"#);
+) -> Markup {
+    let mut charts = Vec::new();
     if !pings.is_empty() {
         let mut c = Chart::new(
             &format!("bench-{index}-pings"),
@@ -119,7 +87,7 @@ fn charts(
                 .map(|(i, &r)| ((i + 1) as f64, r))
                 .collect(),
         });
-        s.push_str(&c.render());
+        charts.push(c);
     }
     if !rates.is_empty() {
         let names: Vec<String> = downloads.iter().map(|d| short_name(&d.path)).collect();
@@ -153,36 +121,45 @@ fn charts(
                 points: vec![(0.5, l / 1e3), (names.len() as f64 + 0.5, l / 1e3)],
             });
         }
-        s.push_str(&c.render());
+        charts.push(c);
     }
-    s.push_str("</div>");
+    html! {
+        div class="charts" {
+            @for c in &charts { (c) }
+        }
+    }
 }
 
 /// The downloads table, each download's CRC-32 checked against the expected one.
-fn downloads_table(s: &mut String, downloads: &[Download]) {
-    // Downloads table.
-    s.push_str(r#"<h3>Downloads</h3><div class="tablewrap"><table><tr><th class="l">path</th><th>bytes</th><th>seconds</th><th>kB/s</th><th>CRC-32</th><th>expected</th><th>check</th></tr>"#);
-    for d in downloads {
-        let ok = d.crc_ok();
-        let _ = write!(
-            s,
-            r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            esc(&d.path),
-            d.bytes,
-            num(d.seconds),
-            num(d.bytes_per_s / 1e3),
-            crc_text(d.crc32),
-            crc_text(d.expected_crc32),
-            if ok { "ok" } else { "warn" },
-            if ok { "match" } else { "MISMATCH" }
-        );
+fn downloads_table(downloads: &[Download]) -> Markup {
+    html! {
+        h3 { "Downloads" }
+        div class="tablewrap" {
+            table {
+                tr {
+                    th class="l" { "path" } th { "bytes" } th { "seconds" } th { "kB/s" }
+                    th { "CRC-32" } th { "expected" } th { "check" }
+                }
+                @for d in downloads {
+                    @let ok = d.crc_ok();
+                    tr {
+                        td class="l" { (d.path) }
+                        td { (d.bytes) }
+                        td { (num(d.seconds)) }
+                        td { (num(d.bytes_per_s / 1e3)) }
+                        td { (crc_text(d.crc32)) }
+                        td { (crc_text(d.expected_crc32)) }
+                        td class=(if ok { "ok" } else { "warn" }) { (if ok { "match" } else { "MISMATCH" }) }
+                    }
+                }
+            }
+        }
     }
-    s.push_str("</table></div>");
 }
 
 /// The counters: `counters` (the device MAC, netdev names) first, then the PHY's, the host's
 /// and the impairments' (these flattened as `way.count`), those the document has.
-fn counters(s: &mut String, r: &BenchReport) {
+fn counters(r: &BenchReport) -> Markup {
     let mut blocks: Vec<(&str, Vec<(String, u64)>)> = Vec::new();
     if !r.counters.0.is_empty() {
         blocks.push(("counters", r.counters.0.clone()));
@@ -204,36 +181,40 @@ fn counters(s: &mut String, r: &BenchReport) {
     if let Some(p) = &r.phy_counters {
         blocks.push(("phy_counters", named(&p.fields())));
     }
-    if !blocks.is_empty() {
-        s.push_str(r#"<h3>Counters</h3><div class="tables">"#);
-        for (title, rows) in blocks {
-            let _ = write!(
-                s,
-                r#"<div class="tablewrap"><table><tr><th class="l">{}</th><th>value</th></tr>"#,
-                esc(title)
-            );
-            for (name, value) in rows {
-                let alarming = value > 0
-                    && [
-                        "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
-                    ]
-                    .iter()
-                    .any(|w| name.contains(w));
-                let _ = write!(
-                    s,
-                    r#"<tr><td class="l">{}</td><td{}>{}</td></tr>"#,
-                    esc(&name),
-                    if alarming { r#" class="warn""# } else { "" },
-                    value
-                );
+    if blocks.is_empty() {
+        return html! {};
+    }
+    html! {
+        h3 { "Counters" }
+        div class="tables" {
+            @for (title, rows) in &blocks {
+                div class="tablewrap" {
+                    table {
+                        tr { th class="l" { (title) } th { "value" } }
+                        @for (name, value) in rows {
+                            tr {
+                                td class="l" { (name) }
+                                td class=[alarming(name, *value).then_some("warn")] { (value) }
+                            }
+                        }
+                    }
+                }
             }
-            s.push_str("</table></div>");
         }
-        s.push_str("</div>");
     }
 }
 
-/// The text, or a dash when there is none.
+/// A counter worth a second look: an error, miss, drop or loss counted at least once.
+fn alarming(name: &str, value: u64) -> bool {
+    value > 0
+        && [
+            "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+/// "–" for an empty text.
 fn dash(text: &str) -> &str {
     if text.is_empty() {
         "–"
@@ -252,7 +233,7 @@ fn short_name(path: &str) -> String {
     }
 }
 
-/// A CRC-32 as 8 hex digits, or a dash.
+/// A CRC-32 as 8 hex digits, "–" when the download has none.
 fn crc_text(crc: Option<u32>) -> String {
-    crc.map_or_else(|| "–".into(), |x| format!("{x:08x}"))
+    crc.map_or_else(|| "–".into(), |c| format!("{c:08x}"))
 }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod iperf;
 pub mod iperf2;
 pub mod probe;
+pub mod report;
 pub mod rtt;
 pub mod serial;
 pub mod serve;

@@ -48,7 +48,7 @@ enum Command {
     /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
     Probe(commands::probe::Args),
     /// Render JSON results into a self-contained HTML report.
-    Report(linklab_report::Args),
+    Report(commands::report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
     Track(linklab_track::Args),
 }
@@ -80,7 +80,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => commands::sweep::run(args),
         Command::Rtt(args) => commands::rtt::run(args),
         Command::Probe(args) => commands::probe::run(args),
-        Command::Report(args) => linklab_report::run(args),
+        Command::Report(args) => commands::report::run(args),
         Command::Track(args) => linklab_track::run(args),
     };
     match result {

@@ -1,10 +1,11 @@
-//! The HTML page around the sections: styles, header, and a check script.
+//! The HTML page around the sections: styles, header, the check script; and the fact box the
+//! sections share.
 //!
 //! The script runs once the page has laid out: for every chart it counts the data elements the
 //! browser actually drew (non-empty bounding box) and writes the count into `data-drawn`, so a
 //! headless browser's `--dump-dom` shows whether each chart has data on screen.
 
-use super::svg::esc;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 const STYLE: &str = r#"
 :root { --ink: #1f2937; --muted: #6b7280; --line: #e5e7eb; --card: #fff; --bg: #f3f4f6; }
@@ -63,25 +64,45 @@ for (const svg of document.querySelectorAll('svg[data-chart]')) {
 }
 "#;
 
-/// The whole page: `sections` are HTML fragments, `sources` the input file names.
-pub fn page(sections: &[String], sources: &[String], generated: &str) -> String {
-    let mut s = String::with_capacity(64 * 1024);
-    s.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
-    s.push_str("<title>linklab report</title><style>");
-    s.push_str(STYLE);
-    s.push_str("</style></head><body>\n<header><h1>linklab report</h1><p>");
-    s.push_str(&esc(&format!(
-        "{} · generated {generated}",
-        sources.join(", ")
-    )));
-    s.push_str("</p></header>\n<main>\n");
-    for section in sections {
-        s.push_str(section);
-        s.push('\n');
+/// One key figure in a box: its value large, what it is below.
+pub(crate) fn fact(class: &str, value: &str, what: &str) -> Markup {
+    html! {
+        div class={ "fact " (class) } {
+            b { (value) }
+            span { (what) }
+        }
     }
-    s.push_str("</main>\n<script>");
-    s.push_str(CHECK_SCRIPT);
-    s.push_str("</script>\n</body></html>\n");
-    s
+}
+
+/// The whole page around `body` (the sections): the styles, the header naming `sources` (the
+/// input files, or a store) and when it was `generated`, and the check script at the end.
+pub fn frame(body: Markup, sources: &[String], generated: &str) -> String {
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { "linklab report" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                "\n"
+                header {
+                    h1 { "linklab report" }
+                    p { (sources.join(", ")) " · generated " (generated) }
+                }
+                "\n"
+                main {
+                    "\n"
+                    (body)
+                }
+                "\n"
+                script { (PreEscaped(CHECK_SCRIPT)) }
+                "\n"
+            }
+        }
+        "\n"
+    };
+    page.into_string()
 }
