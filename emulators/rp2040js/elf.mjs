@@ -35,3 +35,34 @@ export function loadElf(elf, mcu) {
   }
   return { vectorTable: FLASH + 0x100 };
 }
+
+const SHT_SYMTAB = 2;
+
+/// The addresses of `elf`'s symbols by name (its .symtab; a stripped image has none).
+export function symbols(elf) {
+  const shoff = elf.readUInt32LE(32);
+  const shentsize = elf.readUInt16LE(46);
+  const shnum = elf.readUInt16LE(48);
+  const section = (i) => {
+    const h = shoff + i * shentsize;
+    return {
+      type: elf.readUInt32LE(h + 4),
+      offset: elf.readUInt32LE(h + 16),
+      size: elf.readUInt32LE(h + 20),
+      link: elf.readUInt32LE(h + 24),
+    };
+  };
+  const found = new Map();
+  for (let i = 0; i < shnum; i++) {
+    const symtab = section(i);
+    if (symtab.type !== SHT_SYMTAB) continue;
+    const strtab = section(symtab.link);
+    for (let s = symtab.offset; s + 16 <= symtab.offset + symtab.size; s += 16) {
+      const nameAt = strtab.offset + elf.readUInt32LE(s);
+      const end = elf.indexOf(0, nameAt);
+      const name = elf.toString('latin1', nameAt, end);
+      if (name) found.set(name, elf.readUInt32LE(s + 4));
+    }
+  }
+  return found;
+}
