@@ -2,10 +2,9 @@
 // only): what the chip has twice, once per core, and what the two cores share.
 //
 // - Each core has its own registers, NVIC and SysTick (a `CortexM0Core` and an `RPPPB` of
-//   rp2040js each), and sees the bus through a view of the one RP2040: the same memory and
-//   peripherals, its own SIO and PPB (the view is an object whose prototype is the RP2040,
-//   so every access rp2040js makes through `this.sio` / `this.ppb` / `this.core` is the
-//   core's own).
+//   rp2040js each). Both cores access the one RP2040 object; before a core executes, the
+//   loop selects it (`pair.select`), which points the RP2040's `core`, `sio` and `ppb` at
+//   that core's own, so every access rp2040js makes through them is the core's.
 // - SIO per core: CPUID (0 or 1), the inter-core FIFOs (8 words each way, FIFO_ST with
 //   VLD, RDY and the sticky WOF and ROE), the divider and the two interpolators. Shared: the
 //   GPIO registers and the 32 spinlocks.
@@ -98,6 +97,13 @@ export class CoreSio {
     this.wof = false;
     this.roe = false;
     this.onFifoChange = onFifoChange;
+  }
+  /// The shared GPIO outputs (rp2040js's pins read them from the RP2040's `sio`).
+  get gpioValue() {
+    return this.shared.gpioValue;
+  }
+  get gpioOutputEnable() {
+    return this.shared.gpioOutputEnable;
   }
   /// FIFO_ST as this core reads it.
   get fifoStatus() {
@@ -218,10 +224,10 @@ export function addCore1(mcu) {
   /// IRQ lines as the peripherals last set them (a core reset reloads its pending bits).
   let lines = 0;
 
-  // Core 1's view of the chip: the RP2040 with its own core, SIO and PPB.
-  const view = Object.create(mcu);
   const pair = {
     cores: [mcu.core, null],
+    /// The core whose accesses the RP2040 now serves (`select`).
+    current: 0,
     running: false,
     inReset: false,
     pen: null,
@@ -234,11 +240,26 @@ export function addCore1(mcu) {
     setCoreIrq(1, IRQ_SIO_PROC0 + 1, sios[1].irq);
   };
   const sios = [
-    new CoreSio(0, sharedSio, sharedSio, to0, to1, () => updateFifoIrqs()),
-    null,
+    new CoreSio(0, sharedSio, sharedSio, to0, to1, updateFifoIrqs),
+    new CoreSio(1, sharedSio, new RPSIO(mcu), to1, to0, updateFifoIrqs),
   ];
-  view.sio = sios[1] = new CoreSio(1, sharedSio, new RPSIO(view), to1, to0, () => updateFifoIrqs());
-  mcu.sio = sios[0];
+  // Each core's PPB sees its own core (its SysTick pends that core's exception).
+  const ppbs = [mcu.ppb, null];
+  mcu.ppb.rp2040 = Object.create(mcu, { core: { get: () => pair.cores[0] } });
+  ppbs[1] = new RPPPB(Object.create(mcu, { core: { get: () => pair.cores[1] } }), 'PPB1');
+  for (const ppb of ppbs) keepMissingPpbRegisters(ppb);
+  mcu.addClockListener((hz) => {
+    ppbs[1].systickTimer.frequency = hz;
+  });
+
+  /// Makes the RP2040 serve core `k`'s accesses (its SIO and PPB; `mcu.core`).
+  pair.select = (k) => {
+    pair.current = k;
+    mcu.core = pair.cores[k];
+    mcu.sio = sios[k];
+    mcu.ppb = ppbs[k];
+  };
+  pair.select(0);
 
   function setCoreIrq(k, irq, value) {
     const core = pair.cores[k];
@@ -246,9 +267,9 @@ export function addCore1(mcu) {
   }
 
   function resetCore1() {
-    const core = new CortexM0Core(view);
-    view.core = core;
+    const core = new CortexM0Core(mcu);
     pair.cores[1] = core;
+    if (pair.current === 1) pair.select(1);
     // The NVIC sees the shared lines as they are now (rp2040js pends on a line's rise).
     core.pendingInterrupts = lines & ~((1 << IRQ_IO_BANK0) | (1 << IRQ_SIO_PROC0));
     pair.running = false;
@@ -256,12 +277,6 @@ export function addCore1(mcu) {
     pair.fifoChanged = true;
   }
   resetCore1();
-  view.ppb = new RPPPB(view, 'PPB1');
-  keepMissingPpbRegisters(mcu.ppb);
-  keepMissingPpbRegisters(view.ppb);
-  mcu.addClockListener((hz) => {
-    view.ppb.systickTimer.frequency = hz;
-  });
 
   /// Runs the pen while core 1 is in it; launches core 1 when the sequence is complete.
   pair.stepPen = () => {

@@ -152,6 +152,7 @@ export function createClock(mcu, devices = []) {
   /// Executes one instruction of `core`, or none if it sleeps; returns its cycles (1 asleep).
   function execute(core, k) {
     if (core.waiting) return 1;
+    if (pair.current !== k) pair.select(k);
     if (trace) traceStep(trace, mcu, core, k);
     const n = core.executeInstruction();
     if (core.waiting) core.waitingForEvent = sleptInWfe(core);

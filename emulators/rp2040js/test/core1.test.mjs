@@ -21,7 +21,10 @@ function machine() {
   const mcu = new RP2040();
   mcu.logger = { debug() {}, info() {}, warn() {}, error() {} };
   const pair = addCore1(mcu);
-  const as = (k) => pair.cores[k].rp2040;
+  const as = (k) => {
+    pair.select(k);
+    return mcu;
+  };
   return { mcu, pair, as };
 }
 
