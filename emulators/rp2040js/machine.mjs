@@ -13,13 +13,14 @@
 //   (WFI, WFE, or core 1 in the boot ROM's holding pen) follows the chip's time.
 // - Each enabled PIO state machine steps once per `CLKDIV` cycles of clk_sys (integer and
 //   fractional parts, as the hardware), counted on the same cycles: rp2040js's own PIO
-//   loop (1 000 steps per timer tick, no divider) is switched off. clk_sys and the
+//   loop (1 000 steps per timer tick, no divider) is switched off. An instruction's delay
+//   (`[n]`) holds the state machine for n more steps (rp2040js only counts it). clk_sys and the
 //   dividers are read once per slice of `SLICE_CYCLES` (the firmware sets them once, at
 //   boot).
 
 import { RP2040 } from 'rp2040js';
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
-import { loadElf } from './elf.mjs';
+import { functions, loadElf } from './elf.mjs';
 import { addCore1, sleptInWfe, ROM_HANG } from './core1.mjs';
 
 /// Core cycles per slice of the loop; between slices the event loop runs (sockets).
@@ -91,6 +92,7 @@ function traceStep(trace, mcu, core, k) {
 /// (docs/rp2040js.md, "How it boots").
 export function createMachine(elfPath) {
   const mcu = new RP2040();
+  mcu.elfPath = elfPath;
   mcu.pair = addCore1(mcu);
   mcu.logger = quietLogger(mcu, () => mcu.pair.cores);
   for (const p of mcu.pio) p.run = () => {};
@@ -99,6 +101,42 @@ export function createMachine(elfPath) {
   mcu.core.SP = mcu.readUint32(vectorTable);
   mcu.core.PC = mcu.readUint32(vectorTable + 4) & ~1;
   return mcu;
+}
+
+/// Profile slots: one per halfword of flash (2 MB) and of SRAM (264 KB), one for the rest.
+const PROFILE_FLASH = 0x10000000;
+const PROFILE_SRAM = 0x20000000;
+const PROFILE_SLOTS = (2 * 1024 * 1024 + 264 * 1024) / 2 + 1;
+
+function profileSlot(pc) {
+  const a = (pc & ~1) >>> 0;
+  if (a >= PROFILE_FLASH && a < PROFILE_FLASH + 2 * 1024 * 1024) return (a - PROFILE_FLASH) >>> 1;
+  if (a >= PROFILE_SRAM && a < PROFILE_SRAM + 264 * 1024) return (1024 * 1024) + ((a - PROFILE_SRAM) >>> 1);
+  return PROFILE_SLOTS - 1;
+}
+
+function slotAddress(slot) {
+  return slot < 1024 * 1024 ? PROFILE_FLASH + 2 * slot : PROFILE_SRAM + 2 * (slot - 1024 * 1024);
+}
+
+/// RP2040JS_PROFILE=FILE: each core's executed cycles by function of `functions` (elf.mjs),
+/// largest first, written to FILE as JSON ({ "core0": [[name, cycles], ...], ... }).
+export function writeProfile(file, histogram, functions) {
+  const out = {};
+  histogram.forEach((h, k) => {
+    const byName = new Map();
+    let f = 0;
+    for (let slot = 0; slot < h.length; slot++) {
+      if (h[slot] === 0) continue;
+      const a = slotAddress(slot);
+      while (f < functions.length && functions[f].start + functions[f].size <= a) f++;
+      const fn = functions[f];
+      const name = fn && fn.start <= a ? fn.name : slot === h.length - 1 ? '(outside flash and SRAM)' : `0x${a.toString(16)}`;
+      byName.set(name, (byName.get(name) ?? 0) + h[slot]);
+    }
+    out[`core${k}`] = [...byName].sort((x, y) => y[1] - x[1]);
+  });
+  writeFileSync(file, JSON.stringify(out));
 }
 
 /// The one clock of `mcu` and `devices` (see `run`): `step(cycles)` advances the chip by
@@ -115,11 +153,18 @@ export function createClock(mcu, devices = []) {
   const after = [0, 1, 2, 3].map((i) => devices.map((d) => d.afterPioStep?.[i]).filter(Boolean));
   const acc = [0, 0, 0, 0];
   const div = [256, 256, 256, 256];
+  /// Steps each state machine still owes its last instruction's delay.
+  const stall = [0, 0, 0, 0];
   // RP2040JS_TRACE=ADDR: the last 64 PCs, printed if the PC leaves flash and SRAM.
   const trace = process.env.RP2040JS_TRACE
     ? { pcs: [new Uint32Array(64), new Uint32Array(64)], i: [0, 0], panic: Number(process.env.RP2040JS_TRACE) }
     : null;
+  // RP2040JS_PROFILE: cycles per instruction address of each core (see `profile`).
+  const histogram = process.env.RP2040JS_PROFILE
+    ? [new Float64Array(PROFILE_SLOTS), new Float64Array(PROFILE_SLOTS)]
+    : null;
   const state = {
+    histogram,
     cycles: 0,
     coreCycles: [0, 0],
     asleep: [0, 0],
@@ -134,7 +179,14 @@ export function createClock(mcu, devices = []) {
     while (acc[i] >= div[i]) {
       acc[i] -= div[i];
       for (const f of before[i]) f(mcu);
-      sm.step();
+      if (stall[i] > 0) {
+        stall[i]--;
+      } else {
+        const was = sm.cycles;
+        sm.step();
+        // rp2040js counts an instruction's delay in `cycles` but does not wait it out.
+        stall[i] = sm.cycles - was - 1;
+      }
       for (const f of after[i]) f(mcu);
     }
   }
@@ -154,8 +206,10 @@ export function createClock(mcu, devices = []) {
     if (core.waiting) return 1;
     if (pair.current !== k) pair.select(k);
     if (trace) traceStep(trace, mcu, core, k);
+    const pc = core.PC;
     const n = core.executeInstruction();
     if (core.waiting) core.waitingForEvent = sleptInWfe(core);
+    if (histogram) histogram[k][profileSlot(pc)] += n;
     return n;
   }
 
@@ -264,6 +318,9 @@ export function run(mcu, { devices = [], statusFile = null, seconds = Infinity, 
       renameSync(statusFile + '.tmp', statusFile);
     }
     if (final) console.log(`harness: ${text}`);
+    if (final && chip.histogram) {
+      writeProfile(process.env.RP2040JS_PROFILE, chip.histogram, functions(readFileSync(mcu.elfPath)));
+    }
   }
 
   function slice() {

@@ -14,6 +14,7 @@
 #![no_main]
 
 use core::cell::RefCell;
+use core::fmt::Write;
 
 use critical_section::Mutex;
 use defmt::{info, unwrap};
@@ -28,10 +29,15 @@ use embassy_rp::pio::{self, Pio, StateMachine};
 use embassy_time::{Instant, Timer};
 use linklab_mac::PhyTx;
 use linklab_perf::device_config::DeviceConfig;
+use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::slice_writer::SliceWriter;
 use linklab_perf::embassy::{
     self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
 };
-use linklab_phy10::{encode_frame, Oversample};
+#[cfg(feature = "cpu-decoder")]
+use linklab_phy10::Oversample;
+use linklab_phy10::encode_frame;
+use soft_phy_board::counters::{self, MacCounters, PhyCounters};
 use soft_phy_board::link_pulses::{self, LinkPulses, Pulse, TX_OVERSAMPLE};
 use soft_phy_board::mac::{self, Queue, TCP_WINDOW};
 use soft_phy_board::rp::{self, Ring, RingReader, TxLine, TX_WORDS};
@@ -50,11 +56,22 @@ const BOARD: &str = "rp2350-soft-phy";
 #[used]
 pub static IMAGE_DEF: embassy_rp::block::ImageDef = embassy_rp::block::ImageDef::secure_exe();
 
-/// clk_sys: a multiple of the 40 MHz sampling clock (PIO divider 3, no fractional jitter).
-const SYS_HZ: u32 = 120_000_000;
+/// clk_sys: a multiple of the 40 MHz sampling clock (an integer PIO divider, no fractional
+/// jitter): 120 MHz (divider 3), or 160 / 200 MHz with feature `sys-160mhz` / `sys-200mhz`.
+const SYS_HZ: u32 = if cfg!(feature = "sys-200mhz") {
+    200_000_000
+} else if cfg!(feature = "sys-160mhz") {
+    160_000_000
+} else {
+    120_000_000
+};
 /// The PHY's words of one capture: a full-length frame at 4x (1 534 words) and room for
-/// drift and the idle words around it.
-const CAPTURE_WORDS: usize = 1600;
+/// drift and the idle words around it; as symbols (16 bit times a word) 767 words.
+const CAPTURE_WORDS: usize = if cfg!(feature = "cpu-decoder") {
+    1600
+} else {
+    800
+};
 /// Core 1's stack: the receive loop (the capture buffer is a static).
 #[cfg(not(feature = "one-core"))]
 const CORE1_STACK: usize = 8192;
@@ -94,7 +111,44 @@ linklab_perf::embassy_apps! {
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
     gate: None,
-    routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
+    routes: |stack| Stats(AppStats::new(BOARD, &COUNTERS, stack)),
+}
+
+/// The PHY's counters (its core publishes them) and the MAC's (its driver does).
+static PHY_COUNTERS: PhyCounters = PhyCounters::new();
+static MAC_COUNTERS: MacCounters = MacCounters::new();
+
+/// `/stats`: the apps' (linklab-perf's `AppStats`), with the MAC's and the PHY's counters and
+/// their laws added (soft-phy-board's `counters`).
+struct Stats(AppStats<'static>);
+
+impl Routes for Stats {
+    fn before_serve(&mut self) {
+        self.0.before_serve();
+    }
+
+    fn get(&mut self, path: &str, out: &mut [u8]) -> Option<RouteBody> {
+        let apps = self.0.get(path, out)?;
+        // The apps' object without its closing brace, then the counters and the brace.
+        let end = apps.len.checked_sub(1)?;
+        let mut w = SliceWriter::new(&mut out[end..]);
+        let mac = MAC_COUNTERS.get();
+        let written = write!(w, ",")
+            .and_then(|()| counters::write_json(&mac, &PHY_COUNTERS.snapshot(), &mut w))
+            .and_then(|()| write!(w, "}}"));
+        let len = match written {
+            Ok(()) => end + w.len(),
+            // No room: the apps' object as it was.
+            Err(_) => {
+                out[end] = b'}';
+                apps.len
+            }
+        };
+        Some(RouteBody {
+            len,
+            content_type: apps.content_type,
+        })
+    }
 }
 
 bind_interrupts!(struct Irqs {
@@ -173,7 +227,7 @@ async fn link_pulse_task() -> ! {
 }
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, mac::Driver<PioTx>>) -> ! {
+async fn net_task(mut runner: Runner<'static, mac::CountingDriver<PioTx>>) -> ! {
     runner.run().await
 }
 
@@ -182,15 +236,19 @@ type PhyReceiver = Receiver<'static, linklab_mac::Inline<{ mac::QUEUE_BYTES }>, 
 
 fn phy_receiver() -> &'static mut PhyReceiver {
     static RECEIVER: StaticCell<PhyReceiver> = StaticCell::new();
-    RECEIVER.init_with(|| Receiver::new(QUEUE.producer(), Oversample::X4))
+    #[cfg(feature = "cpu-decoder")]
+    let receiver = || Receiver::new(QUEUE.producer(), Oversample::X4);
+    #[cfg(not(feature = "cpu-decoder"))]
+    let receiver = || Receiver::for_symbols(QUEUE.producer());
+    RECEIVER.init_with(receiver)
 }
 
 /// One look at the ring: what arrived decoded, every transmission into the MAC's RX queue.
 fn phy_poll(reader: &mut RingReader, receiver: &mut PhyReceiver) {
-    let now = now_ms() as u32;
-    if !reader.poll(|words| receiver.push(words, now, &LINK)) {
+    if !reader.poll(|words| receiver.push(words, || now_ms() as u32, &LINK)) {
         receiver.overrun();
     }
+    receiver.publish(&PHY_COUNTERS);
 }
 
 /// Core 1: the ring decoded as it fills.
@@ -236,7 +294,12 @@ async fn main(spawner: Spawner) {
     let enable_pin = common.make_pio_pin(p.PIN_4);
     // The three DMA channels are driven through their registers (soft-phy-board's `rp`).
     let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2);
+    #[cfg(feature = "cpu-decoder")]
     rp::start_rx_sm(&mut common, sm0, &rx_pin);
+    #[cfg(not(feature = "cpu-decoder"))]
+    if !rp::start_rx_sm_symbols(&mut common, sm0, &rx_pin) {
+        defmt::panic!("clk_sys {} Hz: the RX sampler needs a multiple of 10 MHz", SYS_HZ);
+    }
     rp::start_tx_sm(&mut common, sm1, &tx_pin, &enable_pin);
     rp::start_rx_dma(&RING, DMA_RX, DMA_REARM);
     static TX_BUF: ConstStaticCell<[u32; TX_WORDS]> = ConstStaticCell::new([0; TX_WORDS]);
@@ -260,7 +323,10 @@ async fn main(spawner: Spawner) {
     #[cfg(feature = "one-core")]
     spawner.spawn(unwrap!(phy_task()));
 
-    let driver = mac::driver(&QUEUE, PioTx, DeviceConfig::DEFAULT.mac, &LINK);
+    let driver = mac::CountingDriver::new(
+        mac::driver(&QUEUE, PioTx, DeviceConfig::DEFAULT.mac, &LINK),
+        &MAC_COUNTERS,
+    );
     #[cfg(not(feature = "dhcp"))]
     let config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);
     #[cfg(feature = "dhcp")]

@@ -1,7 +1,9 @@
 //! The RP2040/RP2350 line (embassy-rp, feature `rp`), sampled and driven by PIO0 with DMA,
 //! the CPU never timing a sample:
 //!
-//! - RX: state machine 0 runs `in pins, 1` at 40 MHz (4x) with autopush every 32 samples;
+//! - RX: state machine 0 runs `in pins, 1` at 40 MHz (4x) with autopush every 32 samples
+//!   ([`start_rx_sm`]), or decodes the line itself at clk_sys, re-synchronising on every
+//!   mid-bit edge, and pushes 2-bit symbols (linklab-phy10's `symbols`, [`start_rx_sm_symbols`]);
 //!   DMA channel `rx` copies its FIFO into a 16 KB ring (the write address wraps in hardware:
 //!   `RING_SEL`), and channel `rearm`, chained to it, restarts it whenever its count runs out,
 //!   so the ring fills for ever without the CPU. [`RingReader`] hands the PHY's core what
@@ -21,11 +23,12 @@ use embassy_rp::pac;
 use embassy_rp::pac::dma::regs::CtrlTrig;
 use embassy_rp::pac::dma::vals::{DataSize, TreqSel};
 use embassy_rp::peripherals::PIO0;
-use embassy_rp::pio::program::pio_asm;
+use embassy_rp::pio::program::{pio_asm, Assembler, InSource, JmpCondition, SetDestination};
 use embassy_rp::pio::{
     Common, Config, Direction, FifoJoin, Pin, ShiftConfig, ShiftDirection, StateMachine,
 };
 use fixed::types::extra::U8;
+use linklab_phy10::SamplerTiming;
 use fixed::FixedU32;
 
 /// Words of the RX ring: 16 KB, 3.3 ms of line at 40 MHz.
@@ -215,6 +218,65 @@ pub fn start_rx_sm(
     sm.set_config(&cfg);
     sm.set_pin_dirs(Direction::In, &[rx_pin]);
     sm.set_enable(true);
+}
+
+/// Loads the resynchronising sampler into state machine 0 (linklab-phy10's `symbols`: its
+/// program and timing): at clk_sys (divider 1; clk_sys a multiple of 10 MHz from 120 to 240
+/// MHz), reading `rx_pin` as its `in` and `jmp` pin, autopush every 16 symbols (shifting
+/// right: the first symbol ends in bits 0-1), the FIFOs joined for RX. False (nothing
+/// started) if clk_sys is not such a multiple.
+pub fn start_rx_sm_symbols(
+    common: &mut Common<'static, PIO0>,
+    sm: &mut StateMachine<'static, PIO0, 0>,
+    rx_pin: &Pin<'static, PIO0>,
+) -> bool {
+    let sys = embassy_rp::clocks::clk_sys_freq();
+    let Some(t) = (sys % 10_000_000 == 0)
+        .then(|| SamplerTiming::new(sys / 10_000_000))
+        .flatten()
+    else {
+        return false;
+    };
+    let mut a = Assembler::<32>::new();
+    let (mut high, mut h_poll, mut edge, mut low, mut l_poll, mut h_wait) =
+        (a.label(), a.label(), a.label(), a.label(), a.label(), a.label());
+    a.set(SetDestination::X, 1);
+    a.bind(&mut high);
+    a.set(SetDestination::Y, t.timeout_polls);
+    a.bind(&mut h_poll);
+    a.jmp(JmpCondition::PinHigh, &mut h_wait);
+    a.bind(&mut edge);
+    a.r#in(InSource::X, 1);
+    a.in_with_delay(InSource::PINS, 1, t.delay);
+    a.jmp(JmpCondition::PinHigh, &mut high);
+    a.bind(&mut low);
+    a.set(SetDestination::Y, t.timeout_polls);
+    a.bind(&mut l_poll);
+    a.jmp(JmpCondition::PinHigh, &mut edge);
+    a.jmp(JmpCondition::YDecNonZero, &mut l_poll);
+    a.r#in(InSource::NULL, 2);
+    a.jmp(JmpCondition::Always, &mut low);
+    a.bind(&mut h_wait);
+    a.jmp(JmpCondition::YDecNonZero, &mut h_poll);
+    a.r#in(InSource::NULL, 2);
+    a.jmp(JmpCondition::Always, &mut high);
+    let prg = a.assemble_program();
+    let loaded = common.load_program(&prg);
+    let mut cfg = Config::default();
+    cfg.use_program(&loaded, &[]);
+    cfg.set_in_pins(&[rx_pin]);
+    cfg.set_jmp_pin(rx_pin);
+    cfg.shift_in = ShiftConfig {
+        threshold: 32,
+        direction: ShiftDirection::Right,
+        auto_fill: true,
+    };
+    cfg.fifo_join = FifoJoin::RxOnly;
+    cfg.clock_divider = FixedU32::from_num(1);
+    sm.set_config(&cfg);
+    sm.set_pin_dirs(Direction::In, &[rx_pin]);
+    sm.set_enable(true);
+    true
 }
 
 /// Loads the TX program into state machine 1: a count, then that many samples + 1 on
