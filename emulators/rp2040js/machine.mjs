@@ -15,7 +15,7 @@
 //   fractional parts, as the hardware), counted on the same cycles: rp2040js's own PIO
 //   loop (1 000 steps per timer tick, no divider) is switched off. An instruction's delay
 //   (`[n]`) holds the state machine for n more steps (rp2040js only counts it). clk_sys and the
-//   dividers are read once per slice of `SLICE_CYCLES` (the firmware sets them once, at
+//   dividers are read once per slice of `SLICE_NS` of the chip's time (the firmware sets them once, at
 //   boot).
 
 import { RP2040 } from 'rp2040js';
@@ -23,8 +23,10 @@ import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import { functions, loadElf } from './elf.mjs';
 import { addCore1, sleptInWfe, ROM_HANG } from './core1.mjs';
 
-/// Core cycles per slice of the loop; between slices the event loop runs (sockets).
-export const SLICE_CYCLES = 120_000;
+/// The chip's time per slice of the loop, ns: between slices the event loop runs (the
+/// sockets), so this is the most a device's message waits for the chip to see it: 100 µs,
+/// a twelfth of a full-size frame's time on a 10 Mbit/s line.
+export const SLICE_NS = 100_000;
 
 /// Ends the process with one line on stderr and exit code 2.
 export function fail(message) {
@@ -149,8 +151,10 @@ export function createClock(mcu, devices = []) {
   const [core0] = pair.cores;
   const pio = mcu.pio[0];
   const sms = pio.machines;
-  const before = [0, 1, 2, 3].map((i) => devices.map((d) => d.beforePioStep?.[i]).filter(Boolean));
-  const after = [0, 1, 2, 3].map((i) => devices.map((d) => d.afterPioStep?.[i]).filter(Boolean));
+  // Each state machine's hooks as one function (or null): the loop calls them per step.
+  const chain = (fs) => (fs.length === 0 ? null : fs.length === 1 ? fs[0] : (m) => fs.forEach((f) => f(m)));
+  const before = [0, 1, 2, 3].map((i) => chain(devices.map((d) => d.beforePioStep?.[i]).filter(Boolean)));
+  const after = [0, 1, 2, 3].map((i) => chain(devices.map((d) => d.afterPioStep?.[i]).filter(Boolean)));
   const acc = [0, 0, 0, 0];
   const div = [256, 256, 256, 256];
   /// Steps each state machine still owes its last instruction's delay.
@@ -175,10 +179,13 @@ export function createClock(mcu, devices = []) {
   function stepPio(i, n) {
     const sm = sms[i];
     if (!sm.enabled) return;
-    acc[i] += n << 8;
-    while (acc[i] >= div[i]) {
-      acc[i] -= div[i];
-      for (const f of before[i]) f(mcu);
+    const b = before[i];
+    const a = after[i];
+    const d = div[i];
+    let left = acc[i] + (n << 8);
+    while (left >= d) {
+      left -= d;
+      if (b !== null) b(mcu);
       if (stall[i] > 0) {
         stall[i]--;
       } else {
@@ -187,8 +194,9 @@ export function createClock(mcu, devices = []) {
         // rp2040js counts an instruction's delay in `cycles` but does not wait it out.
         stall[i] = sm.cycles - was - 1;
       }
-      for (const f of after[i]) f(mcu);
+      if (a !== null) a(mcu);
     }
+    acc[i] = left;
   }
 
   /// The chip's clock moves on by `n` cycles: the alarms, then the state machines.
@@ -325,7 +333,7 @@ export function run(mcu, { devices = [], statusFile = null, seconds = Infinity, 
 
   function slice() {
     try {
-      chip.step(SLICE_CYCLES);
+      chip.step(Math.max(1, Math.round((mcu.clkSys * SLICE_NS) / 1e9)));
     } catch (e) {
       report(true);
       fail(e.message);

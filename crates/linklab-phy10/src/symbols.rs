@@ -287,13 +287,19 @@ impl Symbols<'_> {
         None
     }
 
-    /// Edge symbols in a row from `from` (the burst's length).
+    /// Edge symbols in a row from `from` (the burst's length), a word at a time.
     fn run(&self, from: usize) -> usize {
         let mut i = from;
-        while self.get(i) & 1 == 1 {
-            i += 1;
+        while i < self.len {
+            let w = self.words.get(i / SYMBOLS_PER_WORD).copied().unwrap_or(0);
+            let idle = (!w & FLAGS) >> (2 * (i % SYMBOLS_PER_WORD));
+            if idle != 0 {
+                i += idle.trailing_zeros() as usize / 2;
+                break;
+            }
+            i = (i / SYMBOLS_PER_WORD + 1) * SYMBOLS_PER_WORD;
         }
-        i - from
+        i.min(self.len) - from
     }
 }
 

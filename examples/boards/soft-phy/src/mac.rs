@@ -1,7 +1,8 @@
 //! The MAC of a soft-PHY board: linklab-mac's RX queue (the PHY's receive side commits into
 //! it), the MAC over the board's transmitter, as embassy-net's driver with the link from the
 //! [`LinkMonitor`]. The MAC checks every frame's FCS and frames what the stack sends
-//! (preamble, SFD, FCS: `MacConfig::decoding_phy`) for the transmitter to encode.
+//! (preamble, SFD, FCS: `MacConfig::decoding_phy`) for the transmitter to encode, and does
+//! the IPv4, TCP and UDP checksums (checksum offload).
 
 use core::task::Context;
 
@@ -41,12 +42,16 @@ pub fn driver<T: PhyTx>(
     mac: [u8; 6],
     link: &'static LinkMonitor,
 ) -> Driver<T> {
-    let mac = Mac::new(
+    let mut mac = Mac::new(
         queue.consumer(),
         tx,
         EmbassyTimeClock,
         MacConfig::decoding_phy(MacAddr(mac), LINE_RATE_BPS),
     );
+    // The MAC checks and fills the IPv4, TCP and UDP checksums a word at a time (embassy-net's
+    // smoltcp then does neither): on the RP2040's M0+ the stack's core is the busier one
+    // sending at line rate.
+    mac.set_checksum_offload(true);
     EmbassyMac::new(mac, MonitoredLink(link))
 }
 
