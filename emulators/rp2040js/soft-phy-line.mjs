@@ -14,9 +14,11 @@
 //   hundred microseconds of the chip's. A short capture (under 16 bytes per sample of a
 //   bit: a pulse, not a frame) that comes less than 8 ms of the chip's time after the last one played is
 //   skipped and counted (802.3 clause 14: normal link pulses are 8 to 24 ms apart).
-// - The TX pin (GP3) is read after each step of state machine 1 while its driver enable
-//   (GP4) is high: every second step is one sample at 2x (its program: `out pins` then
-//   `jmp`); when the enable falls, the samples go to the line process as one transmission.
+// - The TX pin (GP3) is read after each step of state machine 1 (at 40 MHz, waiting or
+//   not) while its driver enable (GP4) is high: every second step, from the second after the
+//   enable rose, is one sample at 2x (each level the transmitters drive lasts two steps: the
+//   frame encoder's half bits, the pulse shifter's samples); when the enable falls, the
+//   samples go to the line process as one transmission.
 //
 // The line process is `linklab emu line --tap NAME --socket PATH` (the code behind
 // `linklab emu riscv32-virt --image soft-phy`): messages on the unix socket are a 4-byte
@@ -106,7 +108,7 @@ export class TxLine {
         this.enabled = true;
         this.phase = 0;
       }
-      if (this.phase === 0) this.samples.push((pins >> TX_PIN) & 1);
+      if (this.phase === 1) this.samples.push((pins >> TX_PIN) & 1);
       this.phase ^= 1;
     } else if (this.enabled) {
       this.enabled = false;

@@ -36,11 +36,10 @@ use linklab_perf::embassy::{
 };
 #[cfg(feature = "cpu-decoder")]
 use linklab_phy10::Oversample;
-use linklab_phy10::encode_frame;
 use soft_phy_board::counters::{self, MacCounters, PhyCounters};
-use soft_phy_board::link_pulses::{self, LinkPulses, Pulse, TX_OVERSAMPLE};
+use soft_phy_board::link_pulses::{self, LinkPulses, Pulse};
 use soft_phy_board::mac::{self, Queue, TCP_WINDOW};
-use soft_phy_board::rp::{self, Ring, RingReader, TxLine, TX_WORDS};
+use soft_phy_board::rp::{self, Ring, RingReader, TxBuffers, TxLine, FRAME_WORDS, PULSE_WORDS};
 use soft_phy_board::rx::{LinkMonitor, Receiver};
 use static_cell::{ConstStaticCell, StaticCell};
 use {defmt_rtt as _, panic_probe as _};
@@ -164,23 +163,25 @@ static RING: Ring = Ring::new();
 /// The transmitter and the link pulses' timing, shared by the MAC and the pulse task.
 static TX: Mutex<RefCell<Option<(TxLine, LinkPulses)>>> = Mutex::new(RefCell::new(None));
 
-/// DMA channels: the RX ring, its re-arm, the TX feed.
+/// DMA channels: the RX ring, its re-arm, the two frame buffers' TX feeds, the link pulses'.
 const DMA_RX: u8 = 0;
 const DMA_REARM: u8 = 1;
-const DMA_TX: u8 = 2;
+const DMA_TX_FRAMES: [u8; 2] = [2, 3];
+const DMA_TX_PULSES: u8 = 4;
 
 fn now_ms() -> u64 {
     Instant::now().as_millis()
 }
 
-/// The MAC's transmitter: each frame encoded at 2x into the TX buffer and fed to PIO.
+/// The MAC's transmitter: each frame's wire bytes into a free frame buffer, queued behind
+/// the one on the line; PIO Manchester-encodes them.
 struct PioTx;
 
 impl PhyTx for PioTx {
     fn transmit(&mut self, wire: &[u8]) {
         critical_section::with(|cs| {
             if let Some((line, pulses)) = TX.borrow_ref_mut(cs).as_mut() {
-                if line.send(|out| encode_frame(wire, TX_OVERSAMPLE, out).ok()) {
+                if line.send_frame(wire) {
                     pulses.sent(now_ms());
                 }
             }
@@ -191,7 +192,7 @@ impl PhyTx for PioTx {
         critical_section::with(|cs| {
             TX.borrow_ref(cs)
                 .as_ref()
-                .is_some_and(|(line, _)| !line.busy())
+                .is_some_and(|(line, _)| line.ready())
         })
     }
 
@@ -214,9 +215,9 @@ async fn link_pulse_task() -> ! {
             };
             let sent = match pulses.due(now, up) {
                 Some(Pulse::Flp) => {
-                    line.send(|out| link_pulses::flp_burst(link_pulses::page(true), out))
+                    line.send_pulses(|out| link_pulses::flp_burst(link_pulses::page(true), out))
                 }
-                Some(Pulse::Nlp) => line.send(link_pulses::nlp),
+                Some(Pulse::Nlp) => line.send_pulses(link_pulses::nlp),
                 None => false,
             };
             if sent {
@@ -282,18 +283,20 @@ async fn main(spawner: Spawner) {
         mut common,
         sm0,
         sm1,
+        sm2,
         ..
     } = Pio::new(p.PIO0, Irqs);
     static SM0: StaticCell<StateMachine<'static, PIO0, 0>> = StaticCell::new();
     static SM1: StaticCell<StateMachine<'static, PIO0, 1>> = StaticCell::new();
-    let (sm0, sm1) = (SM0.init(sm0), SM1.init(sm1));
+    static SM2: StaticCell<StateMachine<'static, PIO0, 2>> = StaticCell::new();
+    let (sm0, sm1, sm2) = (SM0.init(sm0), SM1.init(sm1), SM2.init(sm2));
     // GP2: RX from the line receiver; GP3: TX and GP4: its enable, to the line driver
     // (README, "Circuit").
     let rx_pin = common.make_pio_pin(p.PIN_2);
     let tx_pin = common.make_pio_pin(p.PIN_3);
     let enable_pin = common.make_pio_pin(p.PIN_4);
-    // The three DMA channels are driven through their registers (soft-phy-board's `rp`).
-    let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2);
+    // The five DMA channels are driven through their registers (soft-phy-board's `rp`).
+    let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2, p.DMA_CH3, p.DMA_CH4);
     #[cfg(feature = "cpu-decoder")]
     rp::start_rx_sm(&mut common, sm0, &rx_pin);
     #[cfg(not(feature = "cpu-decoder"))]
@@ -301,11 +304,19 @@ async fn main(spawner: Spawner) {
         defmt::panic!("clk_sys {} Hz: the RX sampler needs a multiple of 10 MHz", SYS_HZ);
     }
     rp::start_tx_sm(&mut common, sm1, &tx_pin, &enable_pin);
+    rp::start_pulse_sm(&mut common, sm2, &tx_pin, &enable_pin);
     rp::start_rx_dma(&RING, DMA_RX, DMA_REARM);
-    static TX_BUF: ConstStaticCell<[u32; TX_WORDS]> = ConstStaticCell::new([0; TX_WORDS]);
+    static FRAME_BUFS: ConstStaticCell<[[u32; FRAME_WORDS]; 2]> =
+        ConstStaticCell::new([[0; FRAME_WORDS]; 2]);
+    static PULSE_BUF: ConstStaticCell<[u32; PULSE_WORDS]> = ConstStaticCell::new([0; PULSE_WORDS]);
+    let [frame0, frame1] = FRAME_BUFS.take();
+    let bufs = TxBuffers {
+        frames: [frame0, frame1],
+        pulses: PULSE_BUF.take(),
+    };
     critical_section::with(|cs| {
         TX.borrow_ref_mut(cs).replace((
-            TxLine::new(TX_BUF.take(), DMA_TX),
+            TxLine::new(bufs, DMA_TX_FRAMES, DMA_TX_PULSES),
             LinkPulses::new(now_ms()),
         ));
     });
