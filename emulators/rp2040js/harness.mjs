@@ -3,9 +3,13 @@
 // for the soft-PHY examples (examples/boards/rp2040-soft-phy) the 10BASE-T line on its pins
 // (soft-phy-line.mjs), joined by `linklab emu line` to a TAP.
 //
-// Usage: node harness.mjs --elf ELF --socket PATH [--oversample N] [--status FILE] [--seconds S]
+// Usage: node harness.mjs --elf ELF --socket PATH [--oversample N] [--inject PLAN]
+//                        [--status FILE] [--seconds S]
 //   --oversample: the line's samples per bit (`linklab emu line --oversample`, 2..8; 4 by
 //   default): the RX pin shows them at their rate in the chip's time.
+//   --inject: the hostile line's cases (hostile.mjs) at times of the chip's clock counted
+//   from when the harness gets SIGUSR1, e.g. `0:noise,10:cut,20:pulses,30:stuck-high,
+//   60:stuck-low,90:stall`; the status file's `injected` lists the cases done.
 //   --status: a file rewritten about every 50 ms of real time with one JSON line: emulated ns,
 //   cycles, and the devices' counts (the tests read emulated time from it).
 //   --seconds: stop after S emulated seconds (default: run until killed).
@@ -15,9 +19,36 @@
 
 import { createMachine, fail, run } from './machine.mjs';
 import { attachSoftPhyLine } from './soft-phy-line.mjs';
+import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
+
+/// The hostile line's plan as a device: started by SIGUSR1, each case once the chip's clock
+/// has passed its time from then (at the end of a slice: within 100 µs), on `line`'s RX pin
+/// or, for a stall, on core 1.
+function hostileDevice(plan, mcu, line, oversample) {
+  const todo = [...plan];
+  const done = [];
+  let startNs = null;
+  let signalled = false;
+  process.on('SIGUSR1', () => {
+    signalled = true;
+  });
+  return {
+    endOfSlice(chip) {
+      if (signalled && startNs === null) startNs = mcu.clock.nanos;
+      while (startNs !== null && todo.length > 0 && mcu.clock.nanos >= startNs + todo[0].atNs) {
+        const { kind } = todo.shift();
+        const items = lineItems(kind, oversample);
+        if (items) line.rx.inject(items);
+        else chip.stall(1, Math.round((HOLD_MS / 1e3) * mcu.clkSys));
+        done.push(kind);
+      }
+    },
+    status: () => ({ injected: done, inject_started_ns: startNs }),
+  };
+}
 
 function parseArgs(argv) {
-  const args = { status: null, seconds: Infinity, oversample: 4 };
+  const args = { status: null, seconds: Infinity, oversample: 4, inject: [] };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) fail(`${flag}: a value is required`);
@@ -26,7 +57,13 @@ function parseArgs(argv) {
     else if (flag === '--status') args.status = value;
     else if (flag === '--seconds') args.seconds = Number(value);
     else if (flag === '--oversample') args.oversample = Number(value);
-    else fail(`unknown option ${flag} (usage: --elf ELF --socket PATH [--oversample N] [--status FILE] [--seconds S])`);
+    else if (flag === '--inject') {
+      try {
+        args.inject = parsePlan(value);
+      } catch (e) {
+        fail(e.message);
+      }
+    } else fail(`unknown option ${flag} (usage: --elf ELF --socket PATH [--oversample N] [--inject PLAN] [--status FILE] [--seconds S])`);
   }
   if (!args.elf || !args.socket) fail('--elf and --socket are required');
   if (!(args.seconds > 0)) fail('--seconds: a positive number');
@@ -43,8 +80,10 @@ function main() {
     mcu,
     args.socket,
     (line) => {
+      const devices = [line];
+      if (args.inject.length > 0) devices.push(hostileDevice(args.inject, mcu, line, args.oversample));
       run(mcu, {
-        devices: [line],
+        devices,
         statusFile: args.status,
         seconds: args.seconds,
         onExit: () => line.close(),

@@ -173,7 +173,14 @@ export function createClock(mcu, devices = []) {
     coreCycles: [0, 0],
     asleep: [0, 0],
     maxLead: 0,
+    /// Cycle of the chip's clock until which each core is held (`stall`).
+    heldUntil: [0, 0],
     step,
+    /// Holds core `k` for `cycles` of the chip's clock, as if it were busy elsewhere (the
+    /// hostile line's `stall`: the PHY's core falling behind its ring).
+    stall(k, cycles) {
+      state.heldUntil[k] = state.cycles + cycles;
+    },
   };
 
   function stepPio(i, n) {
@@ -238,13 +245,14 @@ export function createClock(mcu, devices = []) {
   function stepBoth(end, nsPerCycle) {
     const core1 = pair.cores[1];
     const c = state.coreCycles;
+    const held = state.heldUntil;
     while (state.cycles < end && pair.running) {
-      const run0 = !core0.waiting;
-      const run1 = !core1.waiting;
+      const run0 = !core0.waiting && state.cycles >= held[0];
+      const run1 = !core1.waiting && state.cycles >= held[1];
       if (run0 && (!run1 || c[0] <= c[1])) c[0] += execute(core0, 0);
       else if (run1) c[1] += execute(core1, 1);
-      const awake0 = !core0.waiting;
-      const awake1 = !core1.waiting;
+      const awake0 = !core0.waiting && state.cycles >= held[0];
+      const awake1 = !core1.waiting && state.cycles >= held[1];
       let now;
       if (awake0 && awake1) {
         now = c[0] < c[1] ? c[0] : c[1];
@@ -256,11 +264,11 @@ export function createClock(mcu, devices = []) {
       if (now <= state.cycles) continue;
       const n = now - state.cycles;
       if (!awake0) {
-        state.asleep[0] += n;
+        if (core0.waiting) state.asleep[0] += n;
         if (c[0] < now) c[0] = now;
       }
       if (!awake1) {
-        state.asleep[1] += n;
+        if (core1.waiting) state.asleep[1] += n;
         if (c[1] < now) c[1] = now;
       }
       advance(n, nsPerCycle);
@@ -296,7 +304,8 @@ export function createClock(mcu, devices = []) {
 /// `devices` is a list of objects with any of:
 /// - `beforePioStep[i](mcu)`: called before state machine `i` of PIO0 steps (to drive pins);
 /// - `afterPioStep[i](mcu)`: called after it stepped (to sample pins);
-/// - `endOfSlice()`: called after each slice (flow control of a socket);
+/// - `endOfSlice(chip)`: called after each slice with the clock (`createClock`'s state: its
+///   `cycles`, `stall(k, cycles)`), for flow control of a socket or timed injections;
 /// - `status()`: fields merged into the status line.
 /// `statusFile` (or null) is rewritten about every 50 ms of real time with one JSON line.
 export function run(mcu, { devices = [], statusFile = null, seconds = Infinity, onExit = () => {} } = {}) {
@@ -338,7 +347,7 @@ export function run(mcu, { devices = [], statusFile = null, seconds = Infinity, 
       report(true);
       fail(e.message);
     }
-    for (const d of devices) d.endOfSlice?.();
+    for (const d of devices) d.endOfSlice?.(chip);
     if (Date.now() - lastReport >= 50) {
       lastReport = Date.now();
       report(false);

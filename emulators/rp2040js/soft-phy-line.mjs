@@ -56,16 +56,41 @@ export class RxLine {
     this.captures = 0;
     this.lastPulseNs = -Infinity;
     this.pulsesSkipped = 0;
+    /// What the harness injects (hostile.mjs), played before the line's captures.
+    this.injected = [];
+    this.holdLeft = 0;
+    this.injectedPlayed = 0;
   }
   push(bytes) {
     this.queue.push(bytes);
   }
+  /// Plays `items` next: `{ bytes }` (a capture, link pulse spacing or not) or `{ hold,
+  /// samples }` (the line held at a level).
+  inject(items) {
+    this.injected.push(...items);
+  }
   /// The pin's level for the next sample.
   next() {
+    if (this.holdLeft > 0) {
+      this.holdLeft--;
+      return this.level;
+    }
     if (this.current === null) {
       if (this.gap > 0) {
         this.gap--;
         return this.level;
+      }
+      const item = this.injected.shift();
+      if (item !== undefined) {
+        this.injectedPlayed++;
+        if (item.hold !== undefined) {
+          this.level = item.hold;
+          this.holdLeft = item.samples;
+          return this.level;
+        }
+        this.current = item.bytes;
+        this.bit = 0;
+        return this.next();
       }
       if (this.queue.length === 0) return this.level;
       const capture = this.queue.shift();
@@ -215,10 +240,13 @@ export function attachSoftPhyLine(mcu, socketPath, ready, { oversample = 4 } = {
     status: () => ({
       rx_captures: rx.captures,
       rx_pulses_skipped: rx.pulsesSkipped,
+      rx_injected: rx.injectedPlayed,
       tx_transmissions: tx.transmissions,
       tx_longest_samples: tx.longest,
     }),
     close: () => socket.end(),
+    /// The RX side, for the hostile line's injections.
+    rx,
   };
   socket.on('connect', () => {
     retime();

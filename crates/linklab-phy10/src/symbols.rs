@@ -287,19 +287,13 @@ impl Symbols<'_> {
         None
     }
 
-    /// Edge symbols in a row from `from` (the burst's length), a word at a time.
-    fn run(&self, from: usize) -> usize {
-        let mut i = from;
-        while i < self.len {
-            let w = self.words.get(i / SYMBOLS_PER_WORD).copied().unwrap_or(0);
-            let idle = (!w & FLAGS) >> (2 * (i % SYMBOLS_PER_WORD));
-            if idle != 0 {
-                i += idle.trailing_zeros() as usize / 2;
-                break;
-            }
-            i = (i / SYMBOLS_PER_WORD + 1) * SYMBOLS_PER_WORD;
+    /// Edge symbols in a row from `from`, counted up to `most`.
+    fn run_at_most(&self, from: usize, most: usize) -> usize {
+        let mut n = 0;
+        while n < most && self.get(from + n) & 1 == 1 {
+            n += 1;
         }
-        i.min(self.len) - from
+        n
     }
 }
 
@@ -335,18 +329,14 @@ impl SymbolDecoder {
         let Some(start) = s.next_edge(0) else {
             return RxOutcome::Noise;
         };
-        let burst = s.run(start);
-        if burst as u32 <= PULSE_SYMBOLS {
-            return classify_short(&s, start + burst);
+        if s.run_at_most(start, PULSE_SYMBOLS as usize + 1) as u32 <= PULSE_SYMBOLS {
+            return classify_short(&s, start);
         }
-        let Some(data) = self.hunt_sfd(&s, start, burst) else {
-            return if burst as u32 > SFD_HUNT_MAX_BITS {
-                RxOutcome::Noise
-            } else {
-                RxOutcome::Truncated { len: 0 }
-            };
+        let data = match self.hunt_sfd(&s, start) {
+            Ok(data) => data,
+            Err(outcome) => return outcome,
         };
-        let (len, bits, clean) = copy_bytes(&s, data, start + burst, out);
+        let (len, bits, clean) = copy_bytes(&s, data, out);
         if self.inverted {
             for byte in out.iter_mut().take(len) {
                 *byte = !*byte;
@@ -359,48 +349,53 @@ impl SymbolDecoder {
         }
     }
 
-    /// The symbol after the SFD in the burst `start..start + burst`: after at least
+    /// The symbol after the SFD in the burst from `start`: after at least
     /// [`MIN_PREAMBLE_BITS`] alternating bits, the first two equal ones (`11`, or `00` on a
-    /// swapped pair: the polarity). None if the burst has none within
-    /// `SFD_HUNT_MAX_BITS`.
-    fn hunt_sfd(&mut self, s: &Symbols<'_>, start: usize, burst: usize) -> Option<usize> {
-        let end = start + burst.min(SFD_HUNT_MAX_BITS as usize);
+    /// swapped pair: the polarity). The outcome instead if the burst ends first (a
+    /// transmission cut in its preamble: nothing to commit) or runs `SFD_HUNT_MAX_BITS`
+    /// without one (noise).
+    fn hunt_sfd(&mut self, s: &Symbols<'_>, start: usize) -> Result<usize, RxOutcome> {
         let mut previous = s.get(start) >> 1;
         let mut alternating = 1u32;
-        for i in start + 1..end {
-            let bit = s.get(i) >> 1;
+        for i in start + 1..start + SFD_HUNT_MAX_BITS as usize {
+            let symbol = s.get(i);
+            if symbol & 1 == 0 {
+                return Err(RxOutcome::Truncated { len: 0 });
+            }
+            let bit = symbol >> 1;
             if bit != previous {
                 alternating += 1;
             } else if alternating > MIN_PREAMBLE_BITS {
                 self.inverted = bit == 0;
-                return Some(i + 1);
+                return Ok(i + 1);
             } else {
                 alternating = 1;
             }
             previous = bit;
         }
-        None
+        Err(RxOutcome::Noise)
     }
 }
 
-/// A burst of at most [`PULSE_SYMBOLS`] edges ending at `end`: a link pulse if every burst
-/// after it is as short, else noise.
-fn classify_short(s: &Symbols<'_>, mut end: usize) -> RxOutcome {
-    while let Some(next) = s.next_edge(end) {
-        let burst = s.run(next);
+/// The capture from `start`, whose first burst of edges is at most [`PULSE_SYMBOLS`]
+/// long: a link pulse if every burst is as short, else noise.
+fn classify_short(s: &Symbols<'_>, start: usize) -> RxOutcome {
+    let mut next = Some(start);
+    while let Some(at) = next {
+        let burst = s.run_at_most(at, PULSE_SYMBOLS as usize + 1);
         if burst as u32 > PULSE_SYMBOLS {
             return RxOutcome::Noise;
         }
-        end = next + burst;
+        next = s.next_edge(at + burst);
     }
     RxOutcome::LinkPulse
 }
 
-/// Writes the bits of symbols `from..end` (all edge symbols) into `out`, LSB first, a word
-/// at a time where whole words of them lie. Returns the whole bytes written, the bits there
-/// were, and whether all of them were taken and the burst ended inside the capture (an idle
-/// symbol after it) rather than at the capture's or the buffer's end.
-fn copy_bytes(s: &Symbols<'_>, from: usize, end: usize, out: &mut [u8]) -> (usize, usize, bool) {
+/// Writes the bits of the edge symbols from `from` on, up to the first idle symbol, into
+/// `out`, LSB first: 16 a word where whole words of them lie. Returns the whole bytes
+/// written, the bits there were, and whether all of them were taken and an idle symbol
+/// ended them inside the capture (rather than the capture's or the buffer's end).
+fn copy_bytes(s: &Symbols<'_>, from: usize, out: &mut [u8]) -> (usize, usize, bool) {
     let mut sink = ByteSink {
         out,
         len: 0,
@@ -408,28 +403,36 @@ fn copy_bytes(s: &Symbols<'_>, from: usize, end: usize, out: &mut [u8]) -> (usiz
         count: 0,
     };
     let mut i = from;
-    let mut room = true;
-    // Bit by bit up to a word boundary, then 16 bits a word, then bit by bit to the end.
-    while room && i < end && i % SYMBOLS_PER_WORD != 0 {
-        room = sink.bit(s.get(i) >> 1);
-        i += 1;
-    }
-    while room && i + SYMBOLS_PER_WORD <= end {
-        let Some(&w) = s.words.get(i / SYMBOLS_PER_WORD) else {
-            break;
-        };
-        if !sink.bits16(word_bits(w)) {
-            break;
+    // Bit by bit up to a word boundary, then 16 bits a word while every symbol of it saw
+    // an edge, then bit by bit to the first idle symbol.
+    let mut symbol = s.get(i);
+    while symbol & 1 == 1 && i % SYMBOLS_PER_WORD != 0 {
+        if !sink.bit(symbol >> 1) {
+            return (sink.len, 8 * sink.len + 8, false);
         }
-        i += SYMBOLS_PER_WORD;
-    }
-    while room && i < end {
-        room = sink.bit(s.get(i) >> 1);
         i += 1;
+        symbol = s.get(i);
+    }
+    if symbol & 1 == 1 {
+        let whole = s.len / SYMBOLS_PER_WORD;
+        let words = s.words.get(i / SYMBOLS_PER_WORD..whole).unwrap_or_default();
+        for &w in words {
+            if w & FLAGS != FLAGS || !sink.bits16(word_bits(w)) {
+                break;
+            }
+            i += SYMBOLS_PER_WORD;
+        }
+        symbol = s.get(i);
+        while symbol & 1 == 1 {
+            if !sink.bit(symbol >> 1) {
+                return (sink.len, 8 * sink.len + 8, false);
+            }
+            i += 1;
+            symbol = s.get(i);
+        }
     }
     let bits = 8 * sink.len + sink.count as usize;
-    let clean = room && i == end && end < s.len;
-    (sink.len, bits, clean)
+    (sink.len, bits, i < s.len)
 }
 
 /// Bits into bytes, LSB first, into a buffer that may fill up.

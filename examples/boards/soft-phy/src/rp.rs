@@ -469,11 +469,13 @@ impl TxLine {
         }
         let buf = &mut *self.bufs.frames[k];
         buf[0] = 8 * bytes as u32 - 1;
-        for (word, chunk) in buf[1..].iter_mut().zip(wire.chunks(4)) {
-            let mut b = [0u8; 4];
-            b[..chunk.len()].copy_from_slice(chunk);
-            *word = u32::from_le_bytes(b);
-        }
+        // The words are little-endian, LSB first on the wire: a plain copy into their bytes.
+        let data = &mut buf[1..];
+        // SAFETY: the words' own bytes, `4 * data.len()` of them (>= `bytes`, checked above).
+        let data = unsafe {
+            core::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), 4 * data.len())
+        };
+        data[..bytes].copy_from_slice(wire);
         let words = 1 + bytes.div_ceil(4);
         let start = buf.as_ptr() as u32;
         self.frame_words[k] = words;
