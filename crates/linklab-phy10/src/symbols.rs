@@ -106,10 +106,19 @@ impl SamplerTiming {
 /// instruction, and writes its symbol stream into `out` as the ISR pushes it (whole words;
 /// the last partial word too, zero-padded). Returns the symbols written. Stops when `line`
 /// has been covered and the program has emitted at least two idle words, or `out` is full.
-pub fn sample_line(line: &Capture<'_>, os: Oversample, timing: SamplerTiming, out: &mut [u32]) -> usize {
+pub fn sample_line(
+    line: &Capture<'_>,
+    os: Oversample,
+    timing: SamplerTiming,
+    out: &mut [u32],
+) -> usize {
     let n = timing.cycles_per_bit as u64;
     let r = os.get() as u64;
-    let last = if line.is_empty() { 0 } else { line.sample(line.len() - 1) };
+    let last = if line.is_empty() {
+        0
+    } else {
+        line.sample(line.len() - 1)
+    };
     let end_cycle = (line.len() as u64 * n).div_ceil(r);
     let pin = |cycle: u64| -> u32 {
         let i = (cycle * r / n) as usize;
@@ -269,7 +278,9 @@ impl Symbols<'_> {
         if i >= self.len {
             return 0;
         }
-        self.words.get(i / SYMBOLS_PER_WORD).map_or(0, |w| (w >> (2 * (i % SYMBOLS_PER_WORD))) & 3)
+        self.words
+            .get(i / SYMBOLS_PER_WORD)
+            .map_or(0, |w| (w >> (2 * (i % SYMBOLS_PER_WORD))) & 3)
     }
 
     /// The first symbol at or after `from` with an edge, if any.

@@ -71,7 +71,10 @@ fn full_frames_are_bit_exact_under_drift_and_jitter_at_each_clock() {
     for cycles_per_bit in [12, 16, 20] {
         for (drift, jitter) in [(0, 0.0), (100, 0.25), (-100, 0.25), (100, 0.5), (-100, 0.5)] {
             let ok = delivered(cycles_per_bit, drift, jitter, 20, 7 + cycles_per_bit as u64);
-            assert_eq!(ok, 20, "{cycles_per_bit} cycles/bit, {drift} ppm, ±{jitter} samples");
+            assert_eq!(
+                ok, 20,
+                "{cycles_per_bit} cycles/bit, {drift} ppm, ±{jitter} samples"
+            );
         }
     }
 }
@@ -82,7 +85,9 @@ fn a_link_pulse_is_a_link_pulse_and_a_stuck_line_is_nothing() {
     let mut w = wire(100, 0.5);
     let pulse = w.pulse_capture(&mut rng);
     let (words, n) = symbols(&pulse, 12);
-    let sym: String = (0..n).map(|i| ['.', '0', '?', '1'][((words[i / 16] >> (2 * (i % 16))) & 3) as usize]).collect();
+    let sym: String = (0..n)
+        .map(|i| ['.', '0', '?', '1'][((words[i / 16] >> (2 * (i % 16))) & 3) as usize])
+        .collect();
     assert_eq!(decode(&words, n, &mut []), RxOutcome::LinkPulse, "{sym}");
     // A line that never moves, low or high: idle symbols only (but the first: the program
     // starts waiting for a falling edge, and a low line is one).
@@ -132,7 +137,12 @@ fn noise_a_cut_frame_and_a_swapped_pair() {
     let (words, n) = symbols(&Capture::new(&inverted, line.len()), 20);
     let mut d = SymbolDecoder::new();
     let got = d.decode(&Capture::new(&words, 2 * n), &mut out);
-    assert_eq!(got, RxOutcome::Frame { len: after_sfd(&on_wire).len() });
+    assert_eq!(
+        got,
+        RxOutcome::Frame {
+            len: after_sfd(&on_wire).len()
+        }
+    );
     assert!(d.inverted());
     assert_eq!(&out[..after_sfd(&on_wire).len()], after_sfd(&on_wire));
 }
@@ -147,8 +157,10 @@ fn a_buffer_too_small_truncates_without_writing_past_it() {
     let line = w.capture(&on_wire, 0, &mut rng);
     let (words, n) = symbols(&line, 12);
     let mut out = vec![0u8; 64];
-    assert_eq!(decode(&words, n, &mut out), RxOutcome::Truncated { len: 64 });
+    assert_eq!(
+        decode(&words, n, &mut out),
+        RxOutcome::Truncated { len: 64 }
+    );
     assert_eq!(&out[..], &after_sfd(&on_wire)[..64]);
     assert_eq!(decode(&words, n, &mut []), RxOutcome::Truncated { len: 0 });
 }
-

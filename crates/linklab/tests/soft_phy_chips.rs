@@ -84,8 +84,14 @@ fn pio_costs_from_counts(isa: &Value) -> Costs {
         fcs: plain.fcs,
     };
     assert!(costs.decode > 0.0 && costs.encode > 0.0, "{bench}");
-    assert!(close(num(isa, "pio_symbols_per_bit"), costs.decode), "{isa}");
-    assert!(close(num(isa, "pio_tx_copy_per_bit"), costs.encode), "{isa}");
+    assert!(
+        close(num(isa, "pio_symbols_per_bit"), costs.decode),
+        "{isa}"
+    );
+    assert!(
+        close(num(isa, "pio_tx_copy_per_bit"), costs.encode),
+        "{isa}"
+    );
     costs
 }
 

@@ -285,7 +285,11 @@ fn run_symbols(console: &mut Console) -> bool {
     }
     let bits = u64::from(frames) * WIRE_LEN as u64 * 8;
     let (oversample, drift, jitter) = if modelled { (8, 100, 500) } else { (0, 0, 0) };
-    let name = if modelled { "symbols-8x" } else { "symbols-ideal" };
+    let name = if modelled {
+        "symbols-8x"
+    } else {
+        "symbols-ideal"
+    };
     let _ = writeln!(
         console,
         "phy10-bench case={name} oversample={oversample} drift_ppm={drift} jitter_milli={jitter} \
@@ -305,7 +309,9 @@ fn run_symbols(console: &mut Console) -> bool {
 fn copy_wire(wire: &[u8], words: &mut [u32]) {
     let len = wire.len().min(4 * words.len());
     // SAFETY: the words' own bytes, `4 * words.len()` of them, written as bytes.
-    let bytes = unsafe { core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), 4 * words.len()) };
+    let bytes = unsafe {
+        core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), 4 * words.len())
+    };
     bytes[..len].copy_from_slice(&wire[..len]);
 }
 

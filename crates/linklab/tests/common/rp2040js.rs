@@ -151,14 +151,17 @@ impl PinLevel {
             node: Some(ChildGuard(Some(node))),
             dir,
         };
-        pin.status
-            .wait_until(200_000_000, Duration::from_secs(300));
+        pin.status.wait_until(200_000_000, Duration::from_secs(300));
         pin
     }
 
     /// Sends the harness SIGUSR1: its `--inject` plan starts.
     pub fn start_injection(&self) {
-        let pid = self.node.as_ref().and_then(|g| g.0.as_ref()).map(|c| c.id());
+        let pid = self
+            .node
+            .as_ref()
+            .and_then(|g| g.0.as_ref())
+            .map(|c| c.id());
         let pid = pid.expect("the harness runs") as libc::pid_t;
         // SAFETY: kill(2) on our own child.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGUSR1) }, 0);
@@ -192,8 +195,9 @@ impl PinLevel {
         (file.len, secs)
     }
 
-    /// Waits (in the chip's clock, 0.1 s at a time) until /stats has no iperf 2 stream open:
-    /// the device's iperf 2 server listens again once the last test's connection closed.
+    /// Waits (in the chip's clock, 2 ms at a time) until /stats has no iperf 2 stream open:
+    /// the device's iperf 2 server listens again once the last test's connection closed
+    /// (which is also when the last byte sent to it arrived).
     pub fn wait_iperf2_closed(&self) {
         let started = Instant::now();
         while self.stats()["iperf2"]["open_streams"].as_u64() != Some(0) {
@@ -203,7 +207,7 @@ impl PinLevel {
                 self.stats()
             );
             self.status.wait_until(
-                self.status.emulated_ns() + 100_000_000,
+                self.status.emulated_ns() + 2_000_000,
                 Duration::from_secs(120),
             );
         }

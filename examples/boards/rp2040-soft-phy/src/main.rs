@@ -29,11 +29,11 @@ use embassy_rp::pio::{self, Pio, StateMachine};
 use embassy_time::{Instant, Timer};
 use linklab_mac::PhyTx;
 use linklab_perf::device_config::DeviceConfig;
-use linklab_perf::http::{RouteBody, Routes};
-use linklab_perf::slice_writer::SliceWriter;
 use linklab_perf::embassy::{
     self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
 };
+use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::slice_writer::SliceWriter;
 #[cfg(feature = "cpu-decoder")]
 use linklab_phy10::Oversample;
 use soft_phy_board::counters::{self, MacCounters, PhyCounters};
@@ -301,7 +301,10 @@ async fn main(spawner: Spawner) {
     rp::start_rx_sm(&mut common, sm0, &rx_pin);
     #[cfg(not(feature = "cpu-decoder"))]
     if !rp::start_rx_sm_symbols(&mut common, sm0, &rx_pin) {
-        defmt::panic!("clk_sys {} Hz: the RX sampler needs a multiple of 10 MHz", SYS_HZ);
+        defmt::panic!(
+            "clk_sys {} Hz: the RX sampler needs a multiple of 10 MHz",
+            SYS_HZ
+        );
     }
     rp::start_tx_sm(&mut common, sm1, &tx_pin, &enable_pin);
     rp::start_pulse_sm(&mut common, sm2, &tx_pin, &enable_pin);

@@ -28,11 +28,11 @@
 
 use core::sync::atomic::{AtomicU32, Ordering::SeqCst};
 
+use defmt_rtt as _;
 use embassy_rp::interrupt;
 use embassy_rp::interrupt::InterruptExt;
 use embassy_rp::multicore::{pause_core1, resume_core1, spawn_core1, Stack};
 use embassy_rp::pac;
-use defmt_rtt as _;
 
 /// Round trips of the ping-pong.
 const PING_PONGS: u32 = 200;
@@ -165,7 +165,10 @@ impl PlainAdd for AtomicU32 {
 fn divide_and_interpolate(core: usize) {
     let div = sio().div();
     for i in 0..DIVISIONS {
-        let (n, d) = (0x9E37_79B9u32.wrapping_mul(i + 1) ^ core as u32, 3 + i * (core as u32 + 7));
+        let (n, d) = (
+            0x9E37_79B9u32.wrapping_mul(i + 1) ^ core as u32,
+            3 + i * (core as u32 + 7),
+        );
         div.udividend().write_value(n);
         div.udivisor().write_value(d);
         // Eight cycles until the result is ready (CSR.READY).

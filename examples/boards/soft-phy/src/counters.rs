@@ -216,7 +216,10 @@ pub fn write_json(mac: &Counters, phy: &PhySnapshot, w: &mut impl Write) -> core
     }
     match mac.check_conservation() {
         Ok(()) => w.write_str("},\"conservation\":{\"holds\":true}")?,
-        Err(e) => write!(w, "}},\"conservation\":{{\"holds\":false,\"error\":\"{e:?}\"}}")?,
+        Err(e) => write!(
+            w,
+            "}},\"conservation\":{{\"holds\":false,\"error\":\"{e:?}\"}}"
+        )?,
     }
     w.write_str(",\"phy\":{")?;
     for (i, (name, value)) in phy.fields().iter().enumerate() {
@@ -265,8 +268,14 @@ mod tests {
         };
         let s = json(&mac, &phy);
         assert!(s.starts_with("\"mac\":{\"rx_transmissions\":3,"), "{s}");
-        assert!(s.contains("},\"conservation\":{\"holds\":true},\"phy\":{\"captures\":6,"), "{s}");
-        assert!(s.contains("\"overruns\":1},\"phy_conservation\":{\"holds\":true}"), "{s}");
+        assert!(
+            s.contains("},\"conservation\":{\"holds\":true},\"phy\":{\"captures\":6,"),
+            "{s}"
+        );
+        assert!(
+            s.contains("\"overruns\":1},\"phy_conservation\":{\"holds\":true}"),
+            "{s}"
+        );
         mac.rx_missed_errors = 0;
         mac.rx_transmissions = 2;
         let s = json(&mac, &phy);

@@ -31,8 +31,8 @@ use embassy_rp::pio::{
     Common, Config, Direction, FifoJoin, Pin, ShiftConfig, ShiftDirection, StateMachine,
 };
 use fixed::types::extra::U8;
-use linklab_phy10::SamplerTiming;
 use fixed::FixedU32;
+use linklab_phy10::SamplerTiming;
 
 /// Words of the RX ring: 16 KB, 3.3 ms of line at 40 MHz.
 pub const RING_WORDS: usize = 4096;
@@ -241,8 +241,14 @@ pub fn start_rx_sm_symbols(
         return false;
     };
     let mut a = Assembler::<32>::new();
-    let (mut high, mut h_poll, mut edge, mut low, mut l_poll, mut h_wait) =
-        (a.label(), a.label(), a.label(), a.label(), a.label(), a.label());
+    let (mut high, mut h_poll, mut edge, mut low, mut l_poll, mut h_wait) = (
+        a.label(),
+        a.label(),
+        a.label(),
+        a.label(),
+        a.label(),
+        a.label(),
+    );
     a.set(SetDestination::X, 1);
     a.bind(&mut high);
     a.set(SetDestination::Y, t.timeout_polls);
