@@ -35,3 +35,55 @@ export function loadElf(elf, mcu) {
   }
   return { vectorTable: FLASH + 0x100 };
 }
+
+const SHT_SYMTAB = 2;
+
+/// The addresses of `elf`'s symbols by name (its .symtab; a stripped image has none).
+export function symbols(elf) {
+  const found = new Map();
+  for (const s of symbolTable(elf)) if (s.name) found.set(s.name, s.value);
+  return found;
+}
+
+const STT_FUNC = 2;
+
+/// `elf`'s functions (name, start without the Thumb bit, size), by start address.
+export function functions(elf) {
+  return symbolTable(elf)
+    .filter((s) => (s.info & 0xf) === STT_FUNC && s.size > 0)
+    .map((s) => ({ name: s.name, start: s.value & ~1, size: s.size }))
+    .sort((a, b) => a.start - b.start);
+}
+
+/// Every entry of `elf`'s .symtab: name, value, size, info.
+function symbolTable(elf) {
+  const shoff = elf.readUInt32LE(32);
+  const shentsize = elf.readUInt16LE(46);
+  const shnum = elf.readUInt16LE(48);
+  const section = (i) => {
+    const h = shoff + i * shentsize;
+    return {
+      type: elf.readUInt32LE(h + 4),
+      offset: elf.readUInt32LE(h + 16),
+      size: elf.readUInt32LE(h + 20),
+      link: elf.readUInt32LE(h + 24),
+    };
+  };
+  const found = [];
+  for (let i = 0; i < shnum; i++) {
+    const symtab = section(i);
+    if (symtab.type !== SHT_SYMTAB) continue;
+    const strtab = section(symtab.link);
+    for (let s = symtab.offset; s + 16 <= symtab.offset + symtab.size; s += 16) {
+      const nameAt = strtab.offset + elf.readUInt32LE(s);
+      const end = elf.indexOf(0, nameAt);
+      found.push({
+        name: elf.toString('latin1', nameAt, end),
+        value: elf.readUInt32LE(s + 4),
+        size: elf.readUInt32LE(s + 8),
+        info: elf[s + 12],
+      });
+    }
+  }
+  return found;
+}

@@ -6,24 +6,67 @@
 //   (w5500.mjs, w5500-evb-pico.mjs), its port joined by `linklab emu line --frames` to a TAP.
 //
 // Usage: node harness.mjs [--board B] --elf ELF --socket PATH [--status FILE] [--seconds S]
-//          [--pcap FILE] [--spi-gap-ns N]
+//          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N]
+//   --oversample (rp2040-soft-phy): the line's samples per bit (`linklab emu line
+//   --oversample`, 2..8; 4 by default): the RX pin shows them at their rate in the chip's time.
+//   --inject (rp2040-soft-phy): the hostile line's cases (hostile.mjs) at times of the chip's
+//   clock counted from when the harness gets SIGUSR1, e.g. `0:noise,10:cut,20:pulses,
+//   30:stuck-high,60:stuck-low,90:stall`; the status file's `injected` lists the cases done.
 //   --status: a file rewritten about every 50 ms of real time with one JSON line: emulated ns,
 //   cycles, and the devices' counts (the tests read emulated time from it).
 //   --seconds: stop after S emulated seconds (default: run until killed).
 //   --pcap (w5500-evb-pico): every frame on the W5500's port, timestamped in emulated ns.
 //   --spi-gap-ns (w5500-evb-pico): idle time added after each SPI byte (default 0).
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
+// RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
+// machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them).
 
 import { createMachine, fail, run } from './machine.mjs';
 import { attachSoftPhyLine } from './soft-phy-line.mjs';
 import { attachW5500 } from './w5500-evb-pico.mjs';
+import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
 
 const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico'];
 const USAGE =
-  'usage: [--board rp2040-soft-phy|w5500-evb-pico] --elf ELF --socket PATH [--status FILE] [--seconds S] [--pcap FILE] [--spi-gap-ns N]';
+  'usage: [--board rp2040-soft-phy|w5500-evb-pico] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N]';
+
+
+/// The hostile line's plan as a device: started by SIGUSR1, each case once the chip's clock
+/// has passed its time from then (at the end of a slice: within 100 µs), on `line`'s RX pin
+/// or, for a stall, on core 1.
+function hostileDevice(plan, mcu, line, oversample) {
+  const todo = [...plan];
+  const done = [];
+  let startNs = null;
+  let signalled = false;
+  process.on('SIGUSR1', () => {
+    signalled = true;
+  });
+  return {
+    endOfSlice(chip) {
+      if (signalled && startNs === null) startNs = mcu.clock.nanos;
+      while (startNs !== null && todo.length > 0 && mcu.clock.nanos >= startNs + todo[0].atNs) {
+        const { kind } = todo.shift();
+        const items = lineItems(kind, oversample);
+        if (items) line.rx.inject(items);
+        else chip.stall(1, Math.round((HOLD_MS / 1e3) * mcu.clkSys));
+        done.push(kind);
+      }
+    },
+    status: () => ({ injected: done, inject_started_ns: startNs }),
+  };
+}
 
 function parseArgs(argv) {
-  const args = { board: 'rp2040-soft-phy', status: null, seconds: Infinity, pcap: null, spiGapNs: 0 };
+  const args = {
+    board: 'rp2040-soft-phy',
+    status: null,
+    seconds: Infinity,
+    oversample: 4,
+    inject: [],
+    pcap: null,
+    spiGapNs: 0,
+  };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) fail(`${flag}: a value is required`);
@@ -34,7 +77,14 @@ function parseArgs(argv) {
     else if (flag === '--seconds') args.seconds = Number(value);
     else if (flag === '--pcap') args.pcap = value;
     else if (flag === '--spi-gap-ns') args.spiGapNs = Number(value);
-    else fail(`unknown option ${flag} (${USAGE})`);
+    else if (flag === '--oversample') args.oversample = Number(value);
+    else if (flag === '--inject') {
+      try {
+        args.inject = parsePlan(value);
+      } catch (e) {
+        fail(e.message);
+      }
+    } else fail(`unknown option ${flag} (${USAGE})`);
   }
   if (!args.elf || !args.socket) fail('--elf and --socket are required');
   if (!BOARDS.includes(args.board)) fail(`--board ${args.board}: one of ${BOARDS.join(', ')}`);
@@ -43,25 +93,44 @@ function parseArgs(argv) {
   if (args.board !== 'w5500-evb-pico' && (args.pcap || args.spiGapNs)) {
     fail('--pcap and --spi-gap-ns: only with --board w5500-evb-pico');
   }
+  if (args.board === 'w5500-evb-pico' && args.inject.length > 0) {
+    fail('--inject: only with --board rp2040-soft-phy (the hostile cases are on its line)');
+  }
+  if (!Number.isInteger(args.oversample) || args.oversample < 2 || args.oversample > 8) {
+    fail('--oversample: an integer from 2 to 8 (the line\'s --oversample)');
+  }
   return args;
 }
 
 function main() {
   const args = parseArgs(process.argv.slice(2));
   const mcu = createMachine(args.elf);
-  const start = (device) => {
-    run(mcu, {
-      devices: [device],
-      statusFile: args.status,
-      seconds: args.seconds,
-      onExit: () => device.close(),
-    });
-  };
   if (args.board === 'w5500-evb-pico') {
-    attachW5500(mcu, args.socket, { pcap: args.pcap, spiGapNs: args.spiGapNs }, start);
-  } else {
-    attachSoftPhyLine(mcu, args.socket, start);
+    attachW5500(mcu, args.socket, { pcap: args.pcap, spiGapNs: args.spiGapNs }, (device) => {
+      run(mcu, {
+        devices: [device],
+        statusFile: args.status,
+        seconds: args.seconds,
+        onExit: () => device.close(),
+      });
+    });
+    return;
   }
+  attachSoftPhyLine(
+    mcu,
+    args.socket,
+    (line) => {
+      const devices = [line];
+      if (args.inject.length > 0) devices.push(hostileDevice(args.inject, mcu, line, args.oversample));
+      run(mcu, {
+        devices,
+        statusFile: args.status,
+        seconds: args.seconds,
+        onExit: () => line.close(),
+      });
+    },
+    { oversample: args.oversample },
+  );
 }
 
 main();

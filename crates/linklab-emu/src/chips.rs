@@ -49,17 +49,24 @@ pub struct Chip {
     pub dual_core: bool,
     /// The counted profile whose main-loop parts stand for the stack.
     pub stack_profile: &'static str,
+    /// True: PIO decodes each bit on its mid-bit edge and Manchester-encodes (the RP
+    /// examples' default): the PHY's core decodes symbols and copies wire bytes, instead of
+    /// decoding 4x samples and encoding at 2x.
+    pub pio: bool,
 }
 
-/// The chips of issue 64, at the clocks they are sold at, and the RP chips at 120 MHz too:
-/// the clock the board examples run them at (PIO's divider 3 samples at exactly 40 MHz).
-pub const CHIPS: [Chip; 4] = [
+/// The chips the soft-PHY projects use, at the clocks they are sold at, and the RP chips at
+/// 120 MHz too: the clock the board examples run them at (PIO's divider 3 samples at exactly
+/// 40 MHz); the RP2040 once more with PIO decoding and encoding the line (the example's
+/// default).
+pub const CHIPS: [Chip; 5] = [
     Chip {
         name: "ESP32-C6 (one HP RISC-V core)",
         isa_board: "riscv32-virt",
         mhz: &[160.0],
         dual_core: false,
         stack_profile: "riscv32-measured",
+        pio: false,
     },
     Chip {
         name: "RP2350 (2x Cortex-M33)",
@@ -67,6 +74,7 @@ pub const CHIPS: [Chip; 4] = [
         mhz: &[120.0, 150.0],
         dual_core: true,
         stack_profile: "mps2-measured",
+        pio: false,
     },
     Chip {
         name: "RP2350 (2x Hazard3 RISC-V)",
@@ -74,6 +82,7 @@ pub const CHIPS: [Chip; 4] = [
         mhz: &[150.0],
         dual_core: true,
         stack_profile: "riscv32-measured",
+        pio: false,
     },
     Chip {
         name: "RP2040 (2x Cortex-M0+)",
@@ -81,6 +90,15 @@ pub const CHIPS: [Chip; 4] = [
         mhz: &[120.0, 125.0, 133.0],
         dual_core: true,
         stack_profile: "mps2-measured",
+        pio: false,
+    },
+    Chip {
+        name: "RP2040, PIO decodes/encodes",
+        isa_board: "microbit",
+        mhz: &[120.0],
+        dual_core: true,
+        stack_profile: "mps2-measured",
+        pio: true,
     },
 ];
 
@@ -98,6 +116,9 @@ pub struct IsaCount {
     pub cases: Vec<CaseResult>,
     /// The costs the prediction uses.
     pub costs: PhyCosts,
+    /// The costs with PIO decoding and encoding: the symbol decoder per bit, the wire bytes'
+    /// copy per bit, the same FCS.
+    pub pio_costs: PhyCosts,
     /// The bench's JSON report (cases, parts, calibration).
     pub report: Value,
 }
@@ -111,6 +132,17 @@ pub fn decode_per_bit(cases: &[CaseResult]) -> anyhow::Result<f64> {
         .map(CaseResult::per_bit)
         .reduce(f64::max)
         .context("the phy10 bench reported no goal-4x case")
+}
+
+/// The per-bit cost of the bench's case whose name starts with `prefix` (the worst, if
+/// several).
+fn case_per_bit(cases: &[CaseResult], prefix: &str) -> anyhow::Result<f64> {
+    cases
+        .iter()
+        .filter(|c| c.name.starts_with(prefix))
+        .map(CaseResult::per_bit)
+        .reduce(f64::max)
+        .with_context(|| format!("the phy10 bench reported no {prefix} case"))
 }
 
 /// Counts the soft PHY on `board` (builds and runs its phy10-bench image).
@@ -127,6 +159,11 @@ fn count(board: &'static str) -> anyhow::Result<IsaCount> {
         costs: PhyCosts {
             decode_per_bit: decode_per_bit(&cases)?,
             encode_per_bit: parts.encode_per_bit,
+            fcs_per_byte: parts.fcs_per_byte,
+        },
+        pio_costs: PhyCosts {
+            decode_per_bit: case_per_bit(&cases, "symbols-")?,
+            encode_per_bit: case_per_bit(&cases, "tx-bytes")?,
             fcs_per_byte: parts.fcs_per_byte,
         },
         cases,
@@ -156,11 +193,15 @@ pub struct ChipAtClock {
 pub fn predict_all(counts: &[IsaCount], cpi: f64) -> anyhow::Result<Vec<ChipAtClock>> {
     let mut out = Vec::new();
     for chip in CHIPS {
-        let costs = counts
+        let count = counts
             .iter()
             .find(|c| c.board == chip.isa_board)
-            .with_context(|| format!("no count on {}", chip.isa_board))?
-            .costs;
+            .with_context(|| format!("no count on {}", chip.isa_board))?;
+        let costs = if chip.pio {
+            count.pio_costs
+        } else {
+            count.costs
+        };
         let stack = stack_parts(chip.stack_profile)?;
         for &mhz in chip.mhz {
             let predictions = Direction::ALL
@@ -195,7 +236,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 pub fn table(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> String {
     let mut out = String::from(
         "The soft PHY counted on each ISA (QEMU -icount shift=0; instructions):\n\
-         board        decoder 4x clean/bit  decoder 4x goal/bit  encoder 2x/bit  MAC FCS/byte  ISA\n",
+         board        decoder 4x clean/bit  decoder 4x goal/bit  encoder 2x/bit  MAC FCS/byte  PIO: symbols/bit  PIO: TX copy/bit  ISA\n",
     );
     for c in counts {
         let clean = c
@@ -204,12 +245,14 @@ pub fn table(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> String {
             .find(|k| k.name == "clean-4x")
             .map_or(f64::NAN, CaseResult::per_bit);
         out.push_str(&format!(
-            "{:<12} {:>20.2} {:>20.2} {:>15.2} {:>13.2}  {}\n",
+            "{:<12} {:>20.2} {:>20.2} {:>15.2} {:>13.2} {:>17.2} {:>17.2}  {}\n",
             c.board,
             clean,
             c.costs.decode_per_bit,
             c.costs.encode_per_bit,
             c.costs.fcs_per_byte,
+            c.pio_costs.decode_per_bit,
+            c.pio_costs.encode_per_bit,
             c.isa
         ));
     }
@@ -251,6 +294,8 @@ pub fn report(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> anyhow::R
                 "decode_4x_goal_per_bit": c.costs.decode_per_bit,
                 "encode_2x_per_bit": c.costs.encode_per_bit,
                 "fcs_per_byte": c.costs.fcs_per_byte,
+                "pio_symbols_per_bit": c.pio_costs.decode_per_bit,
+                "pio_tx_copy_per_bit": c.pio_costs.encode_per_bit,
                 "bench": c.report,
             })
         })
@@ -263,6 +308,7 @@ pub fn report(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> anyhow::R
             "isa_board": c.chip.isa_board,
             "mhz": c.mhz,
             "dual_core": c.chip.dual_core,
+            "pio": c.chip.pio,
             "stack_profile": c.chip.stack_profile,
             "stack_parts": stack,
             "directions": c.predictions.iter().map(|p| json!({

@@ -6,6 +6,8 @@
 //!   half/full duplex advertisement).
 //! - [`decode`]: oversampled capture -> bytes written straight into the caller's buffer (a MAC
 //!   RX grant), with DPLL clock recovery, polarity detection and one [`RxOutcome`] per capture.
+//! - [`symbols`]: RX from a resynchronising sampler (a PIO state machine that decodes each bit
+//!   on its mid-bit edge): its 2-bit symbols to bytes, the sampler's timing and a model of it.
 //! - [`rx_interrupt`]: the seam a board's receive interrupt calls: decode straight into the
 //!   MAC's RX grant and say what to commit ([`RxInterrupt`]).
 //!
@@ -29,6 +31,7 @@ pub mod encode;
 pub mod link_pulse;
 pub mod oversample;
 pub mod rx_interrupt;
+pub mod symbols;
 mod tables;
 
 pub use capture::{Capture, MAX_CAPTURE_SAMPLES};
@@ -37,3 +40,4 @@ pub use encode::{encode_frame, samples_for_frame, words_for_frame, EncodeError};
 pub use link_pulse::{encode_link_pulse, LinkCodeWord, LinkPulseTimer};
 pub use oversample::Oversample;
 pub use rx_interrupt::{RxCounters, RxInterrupt};
+pub use symbols::{SamplerTiming, SymbolDecoder};

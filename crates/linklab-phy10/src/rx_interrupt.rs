@@ -39,6 +39,7 @@
 use crate::capture::Capture;
 use crate::decode::{Decoder, RxOutcome};
 use crate::oversample::Oversample;
+use crate::symbols::SymbolDecoder;
 
 /// What the receive interrupt saw, one bucket per wake-up.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,20 +61,46 @@ pub struct RxCounters {
     pub missed: u64,
 }
 
+/// What the captures hold: line samples, or a resynchronising sampler's symbols.
+#[derive(Clone, Debug)]
+enum Line {
+    Samples(Decoder),
+    Symbols(SymbolDecoder),
+}
+
+impl Line {
+    fn decode(&mut self, capture: &Capture<'_>, out: &mut [u8]) -> RxOutcome {
+        match self {
+            Line::Samples(d) => d.decode(capture, out),
+            Line::Symbols(d) => d.decode(capture, out),
+        }
+    }
+}
+
 /// The PHY half of a soft PHY's receive interrupt: the decoder, what it last saw, and its
 /// counters.
 #[derive(Clone, Debug)]
 pub struct RxInterrupt {
-    decoder: Decoder,
+    decoder: Line,
     last: RxOutcome,
     counters: RxCounters,
 }
 
 impl RxInterrupt {
-    /// A receive interrupt for captures taken at `os`.
+    /// A receive interrupt for captures of line samples taken at `os`.
     pub fn new(os: Oversample) -> RxInterrupt {
         RxInterrupt {
-            decoder: Decoder::new(os),
+            decoder: Line::Samples(Decoder::new(os)),
+            last: RxOutcome::Noise,
+            counters: RxCounters::default(),
+        }
+    }
+
+    /// A receive interrupt for captures of a resynchronising sampler's symbols
+    /// ([`crate::symbols`]; a capture's length counts bits, two per symbol).
+    pub fn for_symbols() -> RxInterrupt {
+        RxInterrupt {
+            decoder: Line::Symbols(SymbolDecoder::new()),
             last: RxOutcome::Noise,
             counters: RxCounters::default(),
         }
@@ -140,7 +167,10 @@ impl RxInterrupt {
 
     /// True if the last frame arrived with swapped polarity.
     pub fn inverted(&self) -> bool {
-        self.decoder.inverted()
+        match &self.decoder {
+            Line::Samples(d) => d.inverted(),
+            Line::Symbols(d) => d.inverted(),
+        }
     }
 
     /// The counters since [`RxInterrupt::new`].
@@ -148,8 +178,11 @@ impl RxInterrupt {
         self.counters
     }
 
-    /// The oversampling factor the captures must have.
-    pub fn oversample(&self) -> Oversample {
-        self.decoder.oversample()
+    /// The oversampling factor the captures must have (None: they hold symbols).
+    pub fn oversample(&self) -> Option<Oversample> {
+        match &self.decoder {
+            Line::Samples(d) => Some(d.oversample()),
+            Line::Symbols(_) => None,
+        }
     }
 }

@@ -11,6 +11,15 @@
 //! the encoder and the FCS, a calibration line (a loop of known length counted the same way),
 //! then QEMU is told to exit.
 //!
+//! Then the RP2040/RP2350 examples' other RX path, where a PIO state machine decodes each
+//! bit on its mid-bit edge (linklab-phy10's `symbols`): the CPU's part, the symbol decoder,
+//! counted per bit (`case=symbols-...`). Where the machine holds an 8x line (not the
+//! microbit), the frames go through the same drift and jitter model at 8x and the model of
+//! the sampler program at 12 cycles a bit (120 MHz); on the microbit the symbols are the
+//! ones the sampler emits for the frame's bits (the decoder's work does not depend on the
+//! line). And what the CPU does for PIO's Manchester encoder: the wire bytes copied into
+//! its buffer (`case=tx-bytes`).
+//!
 //! `linklab emu phy10 BOARD` builds this image, runs it and prints the table.
 #![no_std]
 #![no_main]
@@ -35,7 +44,10 @@ use core::fmt::Write;
 use core::hint::black_box;
 
 use line::{Line, Rng};
-use linklab_phy10::{encode_frame, words_for_frame, Capture, Decoder, Oversample, RxOutcome};
+use linklab_phy10::symbols::{sample_line, SymbolDecoder};
+use linklab_phy10::{
+    encode_frame, words_for_frame, Capture, Decoder, Oversample, RxOutcome, SamplerTiming,
+};
 
 /// Preamble and SFD, then a 1514-byte frame and its 4-byte FCS (random bytes stand in for
 /// both: the PHY does not look at them).
@@ -86,6 +98,18 @@ const CASES: [Case; 11] = [
     case("drift-4x", 4, 5000, 250),
     case("drift-8x", 8, 5000, 1000),
 ];
+
+/// Words of a frame's symbols (16 bit times a word), with room for the preamble's first
+/// bits and the idle after.
+const SYMBOL_WORDS: usize = WIRE_LEN * 8 / 16 + 16;
+/// The sampler's cycles per bit the symbols are made at: 120 MHz, the examples' clock.
+const SAMPLER_CYCLES_PER_BIT: u32 = 12;
+/// True where the machine holds an 8x line: the symbols come from the line's model.
+const SYMBOLS_MODELLED: bool = machine::MAX_OVERSAMPLE >= 8;
+/// The transmitter's and the 8x receiver's words for the symbols' line (none where the
+/// symbols are the sampler's ideal output: the microbit's 16 KiB).
+const SYMBOL_TX_WORDS: usize = if SYMBOLS_MODELLED { TX_WORDS } else { 1 };
+const SYMBOL_RX_WORDS: usize = if SYMBOLS_MODELLED { RX_WORDS } else { 1 };
 
 /// The machine's console as a `core::fmt` sink.
 pub struct Console;
@@ -188,6 +212,115 @@ fn run_cases(console: &mut Console) -> bool {
     all_ok
 }
 
+/// Writes the symbols a resynchronising sampler emits for `wire` into `out`: one `11` or
+/// `01` symbol a bit, then idle (`00`) symbols; returns the symbols written.
+fn ideal_symbols(wire: &[u8], out: &mut [u32]) -> usize {
+    out.fill(0);
+    let mut n = 0;
+    for &byte in wire {
+        for i in 0..8 {
+            let symbol = 1 | ((u32::from(byte) >> i) & 1) << 1;
+            if let Some(w) = out.get_mut(n / 16) {
+                *w |= symbol << (2 * (n % 16));
+            }
+            n += 1;
+        }
+    }
+    (out.len() * 16).min(n + 32)
+}
+
+/// The symbol decoder over full-length frames (the CPU's part of PIO decoding), and the
+/// wire bytes copied for PIO's encoder; a case line each. True if every frame was decoded
+/// bit-exact.
+#[inline(never)]
+fn run_symbols(console: &mut Console) -> bool {
+    let mut symbols = [0u32; SYMBOL_WORDS];
+    let mut tx = [0u32; SYMBOL_TX_WORDS];
+    let mut rx = [0u32; SYMBOL_RX_WORDS];
+    let mut copied = [0u32; WIRE_LEN.div_ceil(4)];
+    let modelled = SYMBOLS_MODELLED;
+    let line = Line {
+        samples_per_bit: 8,
+        drift_ppm: 100,
+        jitter_milli: 500,
+    };
+    let mut rng = Rng::new(0x5eed_5b01);
+    let mut wire = [0u8; WIRE_LEN];
+    let mut out = [0u8; 1600];
+    let mut decoder = SymbolDecoder::new();
+    let frames = 16u32;
+    let (mut ok, mut spent, mut copy) = (0u32, 0u64, 0u64);
+    for frame in 0..frames {
+        wire[..7].fill(0x55);
+        wire[7] = 0xD5;
+        rng.fill(&mut wire[8..]);
+        let n = if modelled {
+            // ±100 ppm, both signs in turn; ±0.5 sample of jitter at 8x (±6.25 ns).
+            let line = Line {
+                drift_ppm: if frame % 2 == 0 { 100 } else { -100 },
+                ..line
+            };
+            let Ok(_) = encode_frame(&wire, Oversample::X2, &mut tx[..TX_WORDS]) else {
+                continue;
+            };
+            let rx_samples = line::impair(&tx, TX_WORDS * 32, line, &mut rng, &mut rx);
+            let timing = SamplerTiming::new(SAMPLER_CYCLES_PER_BIT).unwrap_or(SamplerTiming {
+                cycles_per_bit: 12,
+                delay: 5,
+                timeout_polls: 8,
+            });
+            let Some(os) = Oversample::new(8) else {
+                continue;
+            };
+            sample_line(&Capture::new(&rx, rx_samples), os, timing, &mut symbols)
+        } else {
+            ideal_symbols(&wire, &mut symbols)
+        };
+        let capture = Capture::new(black_box(&symbols[..]), 2 * n);
+        out.fill(0);
+        let start = machine::counter();
+        let outcome = decoder.decode(black_box(&capture), black_box(&mut out));
+        spent += machine::instructions_since(start);
+        if outcome == (RxOutcome::Frame { len: WIRE_LEN - 8 }) && out[..WIRE_LEN - 8] == wire[8..] {
+            ok += 1;
+        }
+        // PIO's encoder takes the wire bytes as words: the CPU copies them into its buffer.
+        let start = machine::counter();
+        copy_wire(black_box(&wire), black_box(&mut copied));
+        copy += machine::instructions_since(start);
+    }
+    let bits = u64::from(frames) * WIRE_LEN as u64 * 8;
+    let (oversample, drift, jitter) = if modelled { (8, 100, 500) } else { (0, 0, 0) };
+    let name = if modelled {
+        "symbols-8x"
+    } else {
+        "symbols-ideal"
+    };
+    let _ = writeln!(
+        console,
+        "phy10-bench case={name} oversample={oversample} drift_ppm={drift} jitter_milli={jitter} \
+         frames={frames} ok={ok} bits={bits} instructions={spent} min_frame=0 max_frame=0"
+    );
+    let _ = writeln!(
+        console,
+        "phy10-bench case=tx-bytes oversample=0 drift_ppm=0 jitter_milli=0 frames={frames} \
+         ok={frames} bits={bits} instructions={copy} min_frame=0 max_frame=0"
+    );
+    ok == frames
+}
+
+/// The wire bytes into PIO's words, as the RP examples' transmitter copies them: a plain
+/// copy into the words' bytes (the words are little-endian, LSB first on the wire).
+#[inline(never)]
+fn copy_wire(wire: &[u8], words: &mut [u32]) {
+    let len = wire.len().min(4 * words.len());
+    // SAFETY: the words' own bytes, `4 * words.len()` of them, written as bytes.
+    let bytes = unsafe {
+        core::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), 4 * words.len())
+    };
+    bytes[..len].copy_from_slice(&wire[..len]);
+}
+
 /// The MAC's FCS over full-length frames (1514 bytes), as the soft-PHY device's MAC checks it
 /// on receive and computes it on transmit; ends the parts line.
 #[inline(never)]
@@ -220,6 +353,7 @@ pub fn run() -> u32 {
     );
     let all_ok = run_cases(&mut console);
     count_fcs(&mut console);
+    let all_ok = all_ok & run_symbols(&mut console);
     // The counter checked against a loop of known length: `counted` must equal
     // `loop_instructions` give or take the counter's resolution and the loop's entry.
     let start = counter();

@@ -12,6 +12,7 @@ pub mod iperf2;
 pub mod paced;
 pub mod pg_server;
 pub mod ping;
+pub mod rp2040js;
 pub mod spoof;
 pub mod track;
 pub mod wire_rtt;

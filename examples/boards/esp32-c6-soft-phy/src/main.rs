@@ -252,7 +252,7 @@ async fn phy_rx_task(rx: Rx, buf: DmaRxStreamBuf, receiver: &'static mut PhyRece
             for (w, b) in words.iter_mut().zip(bytes[..n].chunks_exact(4)) {
                 *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             }
-            receiver.push(&words[..n / 4], now_ms() as u32, &LINK);
+            receiver.push(&words[..n / 4], || now_ms() as u32, &LINK);
         }
         if transfer.is_done() {
             let (_, rx, buf) = transfer.wait();

@@ -14,6 +14,7 @@
 #![no_main]
 
 use core::cell::RefCell;
+use core::fmt::Write;
 
 use critical_section::Mutex;
 use defmt::{info, unwrap};
@@ -31,10 +32,14 @@ use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
     self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
 };
-use linklab_phy10::{encode_frame, Oversample};
-use soft_phy_board::link_pulses::{self, LinkPulses, Pulse, TX_OVERSAMPLE};
+use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::slice_writer::SliceWriter;
+#[cfg(feature = "cpu-decoder")]
+use linklab_phy10::Oversample;
+use soft_phy_board::counters::{self, MacCounters, PhyCounters};
+use soft_phy_board::link_pulses::{self, LinkPulses, Pulse};
 use soft_phy_board::mac::{self, Queue, TCP_WINDOW};
-use soft_phy_board::rp::{self, Ring, RingReader, TxLine, TX_WORDS};
+use soft_phy_board::rp::{self, Ring, RingReader, TxBuffers, TxLine, FRAME_WORDS, PULSE_WORDS};
 use soft_phy_board::rx::{LinkMonitor, Receiver};
 use static_cell::{ConstStaticCell, StaticCell};
 use {defmt_rtt as _, panic_probe as _};
@@ -50,11 +55,22 @@ const BOARD: &str = "rp2350-soft-phy";
 #[used]
 pub static IMAGE_DEF: embassy_rp::block::ImageDef = embassy_rp::block::ImageDef::secure_exe();
 
-/// clk_sys: a multiple of the 40 MHz sampling clock (PIO divider 3, no fractional jitter).
-const SYS_HZ: u32 = 120_000_000;
+/// clk_sys: a multiple of the 40 MHz sampling clock (an integer PIO divider, no fractional
+/// jitter): 120 MHz (divider 3), or 160 / 200 MHz with feature `sys-160mhz` / `sys-200mhz`.
+const SYS_HZ: u32 = if cfg!(feature = "sys-200mhz") {
+    200_000_000
+} else if cfg!(feature = "sys-160mhz") {
+    160_000_000
+} else {
+    120_000_000
+};
 /// The PHY's words of one capture: a full-length frame at 4x (1 534 words) and room for
-/// drift and the idle words around it.
-const CAPTURE_WORDS: usize = 1600;
+/// drift and the idle words around it; as symbols (16 bit times a word) 767 words.
+const CAPTURE_WORDS: usize = if cfg!(feature = "cpu-decoder") {
+    1600
+} else {
+    800
+};
 /// Core 1's stack: the receive loop (the capture buffer is a static).
 #[cfg(not(feature = "one-core"))]
 const CORE1_STACK: usize = 8192;
@@ -94,7 +110,44 @@ linklab_perf::embassy_apps! {
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
     gate: None,
-    routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
+    routes: |stack| Stats(AppStats::new(BOARD, &COUNTERS, stack)),
+}
+
+/// The PHY's counters (its core publishes them) and the MAC's (its driver does).
+static PHY_COUNTERS: PhyCounters = PhyCounters::new();
+static MAC_COUNTERS: MacCounters = MacCounters::new();
+
+/// `/stats`: the apps' (linklab-perf's `AppStats`), with the MAC's and the PHY's counters and
+/// their laws added (soft-phy-board's `counters`).
+struct Stats(AppStats<'static>);
+
+impl Routes for Stats {
+    fn before_serve(&mut self) {
+        self.0.before_serve();
+    }
+
+    fn get(&mut self, path: &str, out: &mut [u8]) -> Option<RouteBody> {
+        let apps = self.0.get(path, out)?;
+        // The apps' object without its closing brace, then the counters and the brace.
+        let end = apps.len.checked_sub(1)?;
+        let mut w = SliceWriter::new(&mut out[end..]);
+        let mac = MAC_COUNTERS.get();
+        let written = write!(w, ",")
+            .and_then(|()| counters::write_json(&mac, &PHY_COUNTERS.snapshot(), &mut w))
+            .and_then(|()| write!(w, "}}"));
+        let len = match written {
+            Ok(()) => end + w.len(),
+            // No room: the apps' object as it was.
+            Err(_) => {
+                out[end] = b'}';
+                apps.len
+            }
+        };
+        Some(RouteBody {
+            len,
+            content_type: apps.content_type,
+        })
+    }
 }
 
 bind_interrupts!(struct Irqs {
@@ -110,23 +163,25 @@ static RING: Ring = Ring::new();
 /// The transmitter and the link pulses' timing, shared by the MAC and the pulse task.
 static TX: Mutex<RefCell<Option<(TxLine, LinkPulses)>>> = Mutex::new(RefCell::new(None));
 
-/// DMA channels: the RX ring, its re-arm, the TX feed.
+/// DMA channels: the RX ring, its re-arm, the two frame buffers' TX feeds, the link pulses'.
 const DMA_RX: u8 = 0;
 const DMA_REARM: u8 = 1;
-const DMA_TX: u8 = 2;
+const DMA_TX_FRAMES: [u8; 2] = [2, 3];
+const DMA_TX_PULSES: u8 = 4;
 
 fn now_ms() -> u64 {
     Instant::now().as_millis()
 }
 
-/// The MAC's transmitter: each frame encoded at 2x into the TX buffer and fed to PIO.
+/// The MAC's transmitter: each frame's wire bytes into a free frame buffer, queued behind
+/// the one on the line; PIO Manchester-encodes them.
 struct PioTx;
 
 impl PhyTx for PioTx {
     fn transmit(&mut self, wire: &[u8]) {
         critical_section::with(|cs| {
             if let Some((line, pulses)) = TX.borrow_ref_mut(cs).as_mut() {
-                if line.send(|out| encode_frame(wire, TX_OVERSAMPLE, out).ok()) {
+                if line.send_frame(wire) {
                     pulses.sent(now_ms());
                 }
             }
@@ -137,7 +192,7 @@ impl PhyTx for PioTx {
         critical_section::with(|cs| {
             TX.borrow_ref(cs)
                 .as_ref()
-                .is_some_and(|(line, _)| !line.busy())
+                .is_some_and(|(line, _)| line.ready())
         })
     }
 
@@ -160,9 +215,9 @@ async fn link_pulse_task() -> ! {
             };
             let sent = match pulses.due(now, up) {
                 Some(Pulse::Flp) => {
-                    line.send(|out| link_pulses::flp_burst(link_pulses::page(true), out))
+                    line.send_pulses(|out| link_pulses::flp_burst(link_pulses::page(true), out))
                 }
-                Some(Pulse::Nlp) => line.send(link_pulses::nlp),
+                Some(Pulse::Nlp) => line.send_pulses(link_pulses::nlp),
                 None => false,
             };
             if sent {
@@ -173,7 +228,7 @@ async fn link_pulse_task() -> ! {
 }
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, mac::Driver<PioTx>>) -> ! {
+async fn net_task(mut runner: Runner<'static, mac::CountingDriver<PioTx>>) -> ! {
     runner.run().await
 }
 
@@ -182,15 +237,19 @@ type PhyReceiver = Receiver<'static, linklab_mac::Inline<{ mac::QUEUE_BYTES }>, 
 
 fn phy_receiver() -> &'static mut PhyReceiver {
     static RECEIVER: StaticCell<PhyReceiver> = StaticCell::new();
-    RECEIVER.init_with(|| Receiver::new(QUEUE.producer(), Oversample::X4))
+    #[cfg(feature = "cpu-decoder")]
+    let receiver = || Receiver::new(QUEUE.producer(), Oversample::X4);
+    #[cfg(not(feature = "cpu-decoder"))]
+    let receiver = || Receiver::for_symbols(QUEUE.producer());
+    RECEIVER.init_with(receiver)
 }
 
 /// One look at the ring: what arrived decoded, every transmission into the MAC's RX queue.
 fn phy_poll(reader: &mut RingReader, receiver: &mut PhyReceiver) {
-    let now = now_ms() as u32;
-    if !reader.poll(|words| receiver.push(words, now, &LINK)) {
+    if !reader.poll(|words| receiver.push(words, || now_ms() as u32, &LINK)) {
         receiver.overrun();
     }
+    receiver.publish(&PHY_COUNTERS);
 }
 
 /// Core 1: the ring decoded as it fills.
@@ -224,25 +283,43 @@ async fn main(spawner: Spawner) {
         mut common,
         sm0,
         sm1,
+        sm2,
         ..
     } = Pio::new(p.PIO0, Irqs);
     static SM0: StaticCell<StateMachine<'static, PIO0, 0>> = StaticCell::new();
     static SM1: StaticCell<StateMachine<'static, PIO0, 1>> = StaticCell::new();
-    let (sm0, sm1) = (SM0.init(sm0), SM1.init(sm1));
+    static SM2: StaticCell<StateMachine<'static, PIO0, 2>> = StaticCell::new();
+    let (sm0, sm1, sm2) = (SM0.init(sm0), SM1.init(sm1), SM2.init(sm2));
     // GP2: RX from the line receiver; GP3: TX and GP4: its enable, to the line driver
     // (README, "Circuit").
     let rx_pin = common.make_pio_pin(p.PIN_2);
     let tx_pin = common.make_pio_pin(p.PIN_3);
     let enable_pin = common.make_pio_pin(p.PIN_4);
-    // The three DMA channels are driven through their registers (soft-phy-board's `rp`).
-    let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2);
+    // The five DMA channels are driven through their registers (soft-phy-board's `rp`).
+    let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2, p.DMA_CH3, p.DMA_CH4);
+    #[cfg(feature = "cpu-decoder")]
     rp::start_rx_sm(&mut common, sm0, &rx_pin);
+    #[cfg(not(feature = "cpu-decoder"))]
+    if !rp::start_rx_sm_symbols(&mut common, sm0, &rx_pin) {
+        defmt::panic!(
+            "clk_sys {} Hz: the RX sampler needs a multiple of 10 MHz",
+            SYS_HZ
+        );
+    }
     rp::start_tx_sm(&mut common, sm1, &tx_pin, &enable_pin);
+    rp::start_pulse_sm(&mut common, sm2, &tx_pin, &enable_pin);
     rp::start_rx_dma(&RING, DMA_RX, DMA_REARM);
-    static TX_BUF: ConstStaticCell<[u32; TX_WORDS]> = ConstStaticCell::new([0; TX_WORDS]);
+    static FRAME_BUFS: ConstStaticCell<[[u32; FRAME_WORDS]; 2]> =
+        ConstStaticCell::new([[0; FRAME_WORDS]; 2]);
+    static PULSE_BUF: ConstStaticCell<[u32; PULSE_WORDS]> = ConstStaticCell::new([0; PULSE_WORDS]);
+    let [frame0, frame1] = FRAME_BUFS.take();
+    let bufs = TxBuffers {
+        frames: [frame0, frame1],
+        pulses: PULSE_BUF.take(),
+    };
     critical_section::with(|cs| {
         TX.borrow_ref_mut(cs).replace((
-            TxLine::new(TX_BUF.take(), DMA_TX),
+            TxLine::new(bufs, DMA_TX_FRAMES, DMA_TX_PULSES),
             LinkPulses::new(now_ms()),
         ));
     });
@@ -260,7 +337,10 @@ async fn main(spawner: Spawner) {
     #[cfg(feature = "one-core")]
     spawner.spawn(unwrap!(phy_task()));
 
-    let driver = mac::driver(&QUEUE, PioTx, DeviceConfig::DEFAULT.mac, &LINK);
+    let driver = mac::CountingDriver::new(
+        mac::driver(&QUEUE, PioTx, DeviceConfig::DEFAULT.mac, &LINK),
+        &MAC_COUNTERS,
+    );
     #[cfg(not(feature = "dhcp"))]
     let config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);
     #[cfg(feature = "dhcp")]

@@ -6,6 +6,9 @@
 //! and the word before; a transmission is the run of active words, with the idle word before
 //! it (the decoder finds the first edge) and [`END_IDLE_WORDS`] idle words after it (it sees
 //! the line come to rest after TP_IDL). A line that stays high or low carries nothing.
+//! A stream of a resynchronising sampler's symbols ([`Framer::for_symbols`], linklab-phy10's
+//! `symbols`: 16 bit times a word) is cut the same way, a word being active when any of its
+//! symbols saw an edge.
 //! Between transmissions the cost is one comparison per word (8 bit times at 4x); inside one,
 //! a copy of each word into the linear capture buffer (the ring may wrap mid-frame).
 //!
@@ -49,6 +52,8 @@ pub struct Framer<const N: usize> {
     state: State,
     /// The last word seen (for edges between words), and the last idle word (the lead-in).
     last: u32,
+    /// The words are symbols, not samples.
+    symbols: bool,
     counters: FramerCounters,
 }
 
@@ -59,18 +64,26 @@ impl<const N: usize> Default for Framer<N> {
 }
 
 impl<const N: usize> Framer<N> {
-    /// An idle framer.
+    /// An idle framer of line samples.
     pub const fn new() -> Self {
         Framer {
             words: [0; N],
             len: 0,
             state: State::Idle,
             last: 0,
+            symbols: false,
             counters: FramerCounters {
                 captures: 0,
                 overlong: 0,
             },
         }
+    }
+
+    /// An idle framer of a resynchronising sampler's symbols.
+    pub const fn for_symbols() -> Self {
+        let mut f = Self::new();
+        f.symbols = true;
+        f
     }
 
     /// Drops the transmission under way (the samples after it are not the ones before).
@@ -86,6 +99,9 @@ impl<const N: usize> Framer<N> {
 
     /// True if the line changes inside `word` or between the word before and it.
     fn active(&self, word: u32) -> bool {
+        if self.symbols {
+            return word & linklab_phy10::symbols::FLAGS != 0;
+        }
         let carried = (self.last >> 31) & 1;
         let first = word & 1;
         word != 0 && word != u32::MAX || first != carried

@@ -8,12 +8,14 @@
 //!   link monitor (frames or link pulses seen lately) embassy-net's driver reads.
 //! - [`link_pulses`]: normal link pulses and fast link pulse bursts advertising 10BASE-T.
 //! - [`mac`]: the RX queue, the MAC and its embassy-net driver over a board's transmitter.
+//! - [`counters`]: the PHY's and the MAC's counters published for the board's `/stats`.
 //! - `rp` (feature `rp`): the RP2040/RP2350 line on PIO and DMA.
 //!
 //! Nothing here has run on hardware: it builds, and the framer's and link pulses' tests run
 //! on the host (`cargo test -p soft-phy-board --target x86_64-unknown-linux-gnu`).
 #![cfg_attr(not(test), no_std)]
 
+pub mod counters;
 pub mod framer;
 pub mod link_pulses;
 pub mod mac;

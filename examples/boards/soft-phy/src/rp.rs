@@ -1,15 +1,20 @@
 //! The RP2040/RP2350 line (embassy-rp, feature `rp`), sampled and driven by PIO0 with DMA,
 //! the CPU never timing a sample:
 //!
-//! - RX: state machine 0 runs `in pins, 1` at 40 MHz (4x) with autopush every 32 samples;
+//! - RX: state machine 0 runs `in pins, 1` at 40 MHz (4x) with autopush every 32 samples
+//!   ([`start_rx_sm`]), or decodes the line itself at clk_sys, re-synchronising on every
+//!   mid-bit edge, and pushes 2-bit symbols (linklab-phy10's `symbols`, [`start_rx_sm_symbols`]);
 //!   DMA channel `rx` copies its FIFO into a 16 KB ring (the write address wraps in hardware:
 //!   `RING_SEL`), and channel `rearm`, chained to it, restarts it whenever its count runs out,
 //!   so the ring fills for ever without the CPU. [`RingReader`] hands the PHY's core what
 //!   arrived since it last looked, or says it fell more than a ring behind (an overrun).
-//! - TX: state machine 1 takes a transmission's sample count, then shifts its samples out on
-//!   the TX pin at 20 MHz (2x: `out pins, 1` + `jmp x--`, two 40 MHz cycles each) with the
-//!   driver-enable pin high (side-set), low again when idle; DMA channel `tx` feeds it from
-//!   [`TxLine`]'s buffer: the encoder's frame, an NLP or an FLP burst.
+//! - TX: state machine 1 takes a frame's bit count, then its wire bytes, and Manchester-
+//!   encodes them on the TX pin (10 Mbit/s, 4 cycles a bit at 40 MHz) with the driver-enable
+//!   pin high (side-set), then TP_IDL, the enable low again when idle; two DMA channels feed
+//!   it from [`TxLine`]'s two frame buffers, the second chained behind the first, so frames
+//!   leave back to back and the CPU only copies bytes. State machine 2 shifts out link
+//!   pulses (NLPs, FLP bursts: not Manchester data) as samples at 20 MHz from a third
+//!   channel, while no frame is in flight.
 //!
 //! clk_sys must be a multiple of 40 MHz (the examples run at 120 MHz: divider 3), else the
 //! fractional divider jitters every sample.
@@ -21,12 +26,13 @@ use embassy_rp::pac;
 use embassy_rp::pac::dma::regs::CtrlTrig;
 use embassy_rp::pac::dma::vals::{DataSize, TreqSel};
 use embassy_rp::peripherals::PIO0;
-use embassy_rp::pio::program::pio_asm;
+use embassy_rp::pio::program::{pio_asm, Assembler, InSource, JmpCondition, SetDestination};
 use embassy_rp::pio::{
     Common, Config, Direction, FifoJoin, Pin, ShiftConfig, ShiftDirection, StateMachine,
 };
 use fixed::types::extra::U8;
 use fixed::FixedU32;
+use linklab_phy10::SamplerTiming;
 
 /// Words of the RX ring: 16 KB, 3.3 ms of line at 40 MHz.
 pub const RING_WORDS: usize = 4096;
@@ -217,11 +223,133 @@ pub fn start_rx_sm(
     sm.set_enable(true);
 }
 
-/// Loads the TX program into state machine 1: a count, then that many samples + 1 on
-/// `tx_pin` at 20 MHz with `enable_pin` (the line driver's enable) high, low when idle.
+/// Loads the resynchronising sampler into state machine 0 (linklab-phy10's `symbols`: its
+/// program and timing): at clk_sys (divider 1; clk_sys a multiple of 10 MHz from 120 to 240
+/// MHz), reading `rx_pin` as its `in` and `jmp` pin, autopush every 16 symbols (shifting
+/// right: the first symbol ends in bits 0-1), the FIFOs joined for RX. False (nothing
+/// started) if clk_sys is not such a multiple.
+pub fn start_rx_sm_symbols(
+    common: &mut Common<'static, PIO0>,
+    sm: &mut StateMachine<'static, PIO0, 0>,
+    rx_pin: &Pin<'static, PIO0>,
+) -> bool {
+    let sys = embassy_rp::clocks::clk_sys_freq();
+    let Some(t) = (sys % 10_000_000 == 0)
+        .then(|| SamplerTiming::new(sys / 10_000_000))
+        .flatten()
+    else {
+        return false;
+    };
+    let mut a = Assembler::<32>::new();
+    let (mut high, mut h_poll, mut edge, mut low, mut l_poll, mut h_wait) = (
+        a.label(),
+        a.label(),
+        a.label(),
+        a.label(),
+        a.label(),
+        a.label(),
+    );
+    a.set(SetDestination::X, 1);
+    a.bind(&mut high);
+    a.set(SetDestination::Y, t.timeout_polls);
+    a.bind(&mut h_poll);
+    a.jmp(JmpCondition::PinHigh, &mut h_wait);
+    a.bind(&mut edge);
+    a.r#in(InSource::X, 1);
+    a.in_with_delay(InSource::PINS, 1, t.delay);
+    a.jmp(JmpCondition::PinHigh, &mut high);
+    a.bind(&mut low);
+    a.set(SetDestination::Y, t.timeout_polls);
+    a.bind(&mut l_poll);
+    a.jmp(JmpCondition::PinHigh, &mut edge);
+    a.jmp(JmpCondition::YDecNonZero, &mut l_poll);
+    a.r#in(InSource::NULL, 2);
+    a.jmp(JmpCondition::Always, &mut low);
+    a.bind(&mut h_wait);
+    a.jmp(JmpCondition::YDecNonZero, &mut h_poll);
+    a.r#in(InSource::NULL, 2);
+    a.jmp(JmpCondition::Always, &mut high);
+    let prg = a.assemble_program();
+    let loaded = common.load_program(&prg);
+    let mut cfg = Config::default();
+    cfg.use_program(&loaded, &[]);
+    cfg.set_in_pins(&[rx_pin]);
+    cfg.set_jmp_pin(rx_pin);
+    cfg.shift_in = ShiftConfig {
+        threshold: 32,
+        direction: ShiftDirection::Right,
+        auto_fill: true,
+    };
+    cfg.fifo_join = FifoJoin::RxOnly;
+    cfg.clock_divider = FixedU32::from_num(1);
+    sm.set_config(&cfg);
+    sm.set_pin_dirs(Direction::In, &[rx_pin]);
+    sm.set_enable(true);
+    true
+}
+
+/// Loads the frame transmitter into state machine 1: a bit count, then that many bits + 1
+/// (LSB first, autopull) Manchester-encoded on `tx_pin` at 10 Mbit/s (40 MHz, 4 cycles a
+/// bit: the first half `!bit`, the second `bit`), then TP_IDL (the pin high for 12 cycles,
+/// 300 ns), with `enable_pin` (the line driver's enable) high from the first bit to the end
+/// of TP_IDL, then the inter-frame gap (the enable low, 96 bit times from the last bit)
+/// before it takes the next frame. PIO does the Manchester encoding and keeps the gap:
+/// the CPU hands it the wire bytes, frames queued back to back.
 pub fn start_tx_sm(
     common: &mut Common<'static, PIO0>,
     sm: &mut StateMachine<'static, PIO0, 1>,
+    tx_pin: &Pin<'static, PIO0>,
+    enable_pin: &Pin<'static, PIO0>,
+) {
+    let prg = pio_asm!(
+        ".side_set 1 opt",
+        "start:",
+        "pull block side 0",
+        "out x, 32",
+        ".wrap_target",
+        "out y, 1 side 1",
+        "mov pins, !y",
+        "jmp x-- second",
+        "mov pins, y [1]",
+        "set pins, 1 [7]",
+        "nop [3]",
+        // The inter-frame gap, the driver off: 96 bit times from here (384 cycles, TP_IDL's
+        // 3.25 included), whatever the MAC queued behind.
+        "set x, 31 side 0",
+        "gap_long:",
+        "jmp x-- gap_long [7]",
+        "set x, 14",
+        "gap_short:",
+        "jmp x-- gap_short [7]",
+        "jmp start",
+        "second:",
+        "mov pins, y",
+        ".wrap"
+    );
+    let loaded = common.load_program(&prg.program);
+    let mut cfg = Config::default();
+    cfg.use_program(&loaded, &[enable_pin]);
+    cfg.set_out_pins(&[tx_pin]);
+    cfg.set_set_pins(&[tx_pin]);
+    cfg.shift_out = ShiftConfig {
+        threshold: 32,
+        direction: ShiftDirection::Right,
+        auto_fill: true,
+    };
+    cfg.fifo_join = FifoJoin::TxOnly;
+    cfg.clock_divider = divider(4 * 10_000_000);
+    sm.set_config(&cfg);
+    sm.set_pin_dirs(Direction::Out, &[tx_pin, enable_pin]);
+    sm.set_enable(true);
+}
+
+/// Loads the link pulse shifter into state machine 2: a sample count, then that many
+/// samples + 1 on `tx_pin` at 20 MHz (2x: `out pins, 1` + `jmp x--`, two 40 MHz cycles
+/// each) with `enable_pin` high, low when idle: normal link pulses and FLP bursts, which
+/// are not Manchester data.
+pub fn start_pulse_sm(
+    common: &mut Common<'static, PIO0>,
+    sm: &mut StateMachine<'static, PIO0, 2>,
     tx_pin: &Pin<'static, PIO0>,
     enable_pin: &Pin<'static, PIO0>,
 ) {
@@ -252,53 +380,160 @@ pub fn start_tx_sm(
     sm.set_enable(true);
 }
 
-/// Words of the TX buffer: the count word, then an FLP burst (the longest transmission:
-/// 1 251 words; a full frame at 2x is 765).
-pub const TX_WORDS: usize = 1 + crate::link_pulses::FLP_BURST_WORDS;
+/// Words of a frame buffer: the bit count, then the longest frame on the wire (preamble,
+/// SFD, 1 514 bytes, FCS: 1 526 bytes) packed LSB first.
+pub const FRAME_WORDS: usize = 1 + 1526usize.div_ceil(4);
+/// Words of the link pulse buffer: the sample count, then an FLP burst (the longest:
+/// 1 251 words at 2x).
+pub const PULSE_WORDS: usize = 1 + crate::link_pulses::FLP_BURST_WORDS;
 
-/// The transmitter: a buffer of samples DMA channel `ch` feeds to state machine 1.
+/// The buffers the transmitter owns (statics of the board).
+pub struct TxBuffers {
+    /// Two frame buffers: one on the line, the next queued behind it.
+    pub frames: [&'static mut [u32; FRAME_WORDS]; 2],
+    /// The link pulse buffer.
+    pub pulses: &'static mut [u32; PULSE_WORDS],
+}
+
+/// The transmitter: frames to state machine 1 (PIO encodes them) through two buffers, each
+/// with its DMA channel, the second chained behind the first so the frames leave back to
+/// back; link pulses to state machine 2 through a third channel, only while no frame is in
+/// flight. A buffer is in flight from its frame's hand-over until its channel has read it
+/// all (its read address at the buffer's end, the channel idle): the read address says
+/// whether a queued channel has started, where the transfer count (a reload value when
+/// written) cannot.
 pub struct TxLine {
-    buf: &'static mut [u32; TX_WORDS],
-    ch: u8,
-    /// Transmissions refused because the previous one was still going out.
+    bufs: TxBuffers,
+    /// The frame buffers' channels, and the pulse buffer's.
+    frame_ch: [u8; 2],
+    pulse_ch: u8,
+    /// Words handed to each frame buffer's channel (0: never used).
+    frame_words: [usize; 2],
+    /// The frame buffer the next frame goes into.
+    next: usize,
+    /// Frames refused because both buffers were in flight, and pulses refused because a
+    /// frame or a pulse was.
     pub busy_drops: u64,
 }
 
 impl TxLine {
-    /// The transmitter over `buf`, fed by DMA channel `ch`.
-    pub fn new(buf: &'static mut [u32; TX_WORDS], ch: u8) -> Self {
+    /// The transmitter over `bufs`, fed by DMA channels `frame_ch` and `pulse_ch`.
+    pub fn new(bufs: TxBuffers, frame_ch: [u8; 2], pulse_ch: u8) -> Self {
         TxLine {
-            buf,
-            ch,
+            bufs,
+            frame_ch,
+            pulse_ch,
+            frame_words: [0; 2],
+            next: 0,
             busy_drops: 0,
         }
     }
 
-    /// True while the previous transmission's samples are still being fed.
-    pub fn busy(&self) -> bool {
-        pac::DMA.ch(self.ch as usize).ctrl_trig().read().busy()
+    fn busy_ch(ch: u8) -> bool {
+        pac::DMA.ch(ch as usize).ctrl_trig().read().busy()
     }
 
-    /// Sends what `fill` writes (samples; it returns how many, or None for nothing): false if
-    /// the line was still busy.
-    pub fn send(&mut self, fill: impl FnOnce(&mut [u32]) -> Option<usize>) -> bool {
+    fn read_addr(ch: u8) -> u32 {
+        pac::DMA.ch(ch as usize).read_addr().read()
+    }
+
+    fn frame_start(&self, k: usize) -> u32 {
+        self.bufs.frames[k].as_ptr() as u32
+    }
+
+    /// True once frame buffer `k`'s channel has read all it was given (or was never used).
+    fn frame_done(&self, k: usize) -> bool {
+        let words = self.frame_words[k];
+        let ch = self.frame_ch[k];
+        words == 0
+            || (!Self::busy_ch(ch) && Self::read_addr(ch) == self.frame_start(k) + 4 * words as u32)
+    }
+
+    /// True if a frame can be handed over now (the next buffer is free).
+    pub fn ready(&self) -> bool {
+        self.frame_done(self.next)
+    }
+
+    /// True while anything is being sent or queued (frames or pulses).
+    pub fn busy(&self) -> bool {
+        !self.frame_done(0) || !self.frame_done(1) || Self::busy_ch(self.pulse_ch)
+    }
+
+    /// Queues `wire` (preamble, SFD, frame, FCS) behind the frame on the line, if any: false
+    /// if both buffers are in flight, or a link pulse is going out, or `wire` is longer than
+    /// a buffer holds.
+    pub fn send_frame(&mut self, wire: &[u8]) -> bool {
+        let k = self.next;
+        let bytes = wire.len();
+        if !self.ready()
+            || Self::busy_ch(self.pulse_ch)
+            || bytes == 0
+            || bytes > 4 * (FRAME_WORDS - 1)
+        {
+            self.busy_drops += 1;
+            return false;
+        }
+        let buf = &mut *self.bufs.frames[k];
+        buf[0] = 8 * bytes as u32 - 1;
+        // The words are little-endian, LSB first on the wire: a plain copy into their bytes.
+        let data = &mut buf[1..];
+        // SAFETY: the words' own bytes, `4 * data.len()` of them (>= `bytes`, checked above).
+        let data = unsafe {
+            core::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), 4 * data.len())
+        };
+        data[..bytes].copy_from_slice(wire);
+        let words = 1 + bytes.div_ceil(4);
+        let start = buf.as_ptr() as u32;
+        self.frame_words[k] = words;
+        let (this, other) = (self.frame_ch[k], self.frame_ch[1 - k]);
+        let ch = pac::DMA.ch(this as usize);
+        ch.read_addr().write_value(start);
+        ch.write_addr()
+            .write_value(pac::PIO0.txf(1).as_ptr() as u32);
+        set_count(this as usize, words as u32);
+        compiler_fence(Ordering::SeqCst);
+        // Armed, not started: the frame on the line, if any, starts it when it ends.
+        ch.al1_ctrl()
+            .write_value(ctrl(pio0_dreq(1, false), true, false, this).0);
+        if Self::busy_ch(other) {
+            pac::DMA
+                .ch(other as usize)
+                .al1_ctrl()
+                .write_value(ctrl(pio0_dreq(1, false), true, false, this).0);
+        }
+        compiler_fence(Ordering::SeqCst);
+        // Not started by a chain (the other channel was idle, or ended before the chain was
+        // set): start it here.
+        if !Self::busy_ch(other) && !Self::busy_ch(this) && Self::read_addr(this) == start {
+            pac::DMA
+                .multi_chan_trigger()
+                .write_value(pac::dma::regs::MultiChanTrigger(1 << this));
+        }
+        self.next = 1 - k;
+        true
+    }
+
+    /// Sends the link pulse samples `fill` writes (it returns how many, or None for
+    /// nothing): false while a frame or a pulse is in flight.
+    pub fn send_pulses(&mut self, fill: impl FnOnce(&mut [u32]) -> Option<usize>) -> bool {
         if self.busy() {
             self.busy_drops += 1;
             return false;
         }
-        let Some(samples) = fill(&mut self.buf[1..]).filter(|&n| n > 0) else {
+        let buf = &mut *self.bufs.pulses;
+        let Some(samples) = fill(&mut buf[1..]).filter(|&n| n > 0) else {
             return false;
         };
-        self.buf[0] = samples as u32 - 1;
+        buf[0] = samples as u32 - 1;
         let words = 1 + samples.div_ceil(32);
-        let ch = pac::DMA.ch(self.ch as usize);
-        ch.read_addr().write_value(self.buf.as_ptr() as u32);
+        let ch = pac::DMA.ch(self.pulse_ch as usize);
+        ch.read_addr().write_value(buf.as_ptr() as u32);
         ch.write_addr()
-            .write_value(pac::PIO0.txf(1).as_ptr() as u32);
-        set_count(self.ch as usize, words as u32);
+            .write_value(pac::PIO0.txf(2).as_ptr() as u32);
+        set_count(self.pulse_ch as usize, words as u32);
         compiler_fence(Ordering::SeqCst);
         ch.ctrl_trig()
-            .write_value(ctrl(pio0_dreq(1, false), true, false, self.ch));
+            .write_value(ctrl(pio0_dreq(2, false), true, false, self.pulse_ch));
         true
     }
 }

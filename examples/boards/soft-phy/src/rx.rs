@@ -13,6 +13,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use linklab_mac::{LinkStatus, RxProducer, Storage};
 use linklab_phy10::{Oversample, RxCounters, RxInterrupt, RxOutcome};
 
+use crate::counters::PhyCounters;
 use crate::framer::{Framer, FramerCounters};
 
 /// A link partner silent this long is gone, ms (802.3: 50 to 150 ms without a link pulse).
@@ -69,6 +70,10 @@ pub struct Receiver<'q, S: Storage, const N: usize> {
     framer: Framer<N>,
     rx: RxInterrupt,
     producer: RxProducer<'q, S>,
+    /// Times the samples got ahead of this side by more than its ring ([`Receiver::overrun`]).
+    overruns: u32,
+    /// Captures and overruns when the counters were last published.
+    published: (u32, u32),
 }
 
 impl<'q, S: Storage, const N: usize> Receiver<'q, S, N> {
@@ -78,12 +83,27 @@ impl<'q, S: Storage, const N: usize> Receiver<'q, S, N> {
             framer: Framer::new(),
             rx: RxInterrupt::new(os),
             producer,
+            overruns: 0,
+            published: (u32::MAX, 0),
         }
     }
 
-    /// Feeds the next samples (at `now_ms`): every transmission they complete is decoded into
-    /// the queue, and a frame or link pulse tells `link` the partner is there.
-    pub fn push(&mut self, words: &[u32], now_ms: u32, link: &LinkMonitor) {
+    /// The receive side for a resynchronising sampler's symbols (linklab-phy10's `symbols`)
+    /// into `producer`'s queue.
+    pub fn for_symbols(producer: RxProducer<'q, S>) -> Self {
+        Receiver {
+            framer: Framer::for_symbols(),
+            rx: RxInterrupt::for_symbols(),
+            producer,
+            overruns: 0,
+            published: (u32::MAX, 0),
+        }
+    }
+
+    /// Feeds the next samples: every transmission they complete is decoded into the queue,
+    /// and a frame or link pulse tells `link` the partner is there at `now_ms()` (read only
+    /// then: the clock's millisecond is a 64-bit division on a Cortex-M0+).
+    pub fn push(&mut self, words: &[u32], now_ms: impl Fn() -> u32, link: &LinkMonitor) {
         let (rx, producer) = (&mut self.rx, &self.producer);
         self.framer.push(words, |capture| {
             match producer.grant() {
@@ -101,7 +121,7 @@ impl<'q, S: Storage, const N: usize> Receiver<'q, S, N> {
                 rx.last_outcome(),
                 RxOutcome::Frame { .. } | RxOutcome::LinkPulse
             ) {
-                link.seen(now_ms);
+                link.seen(now_ms());
             }
         });
     }
@@ -111,10 +131,27 @@ impl<'q, S: Storage, const N: usize> Receiver<'q, S, N> {
     pub fn overrun(&mut self) {
         self.framer.reset();
         self.producer.record_missed();
+        self.overruns = self.overruns.wrapping_add(1);
     }
 
     /// The decoder's and the framer's counters.
     pub fn counters(&self) -> (RxCounters, FramerCounters) {
         (self.rx.counters(), self.framer.counters())
+    }
+
+    /// The overruns so far.
+    pub fn overruns(&self) -> u32 {
+        self.overruns
+    }
+
+    /// Publishes the counters into `to` if a capture or an overrun came since the last time
+    /// (a few stores, for the stack's core to read).
+    pub fn publish(&mut self, to: &PhyCounters) {
+        let framer = self.framer.counters();
+        let now = (framer.captures, self.overruns);
+        if now != self.published {
+            self.published = now;
+            to.publish(self.rx.counters(), framer, self.overruns);
+        }
     }
 }
