@@ -1,5 +1,5 @@
 //! linklab beside lwIP on the same emulated board, counted by the same method in one run
-//! (issue 49's proof; needs root, QEMU's qemu-system-arm, iperf, iperf3, gcc and curl):
+//! (needs root, QEMU's qemu-system-arm, iperf, iperf3, gcc and curl):
 //!
 //! ```sh
 //! cargo bench -p linklab --bench lwip_side_by_side                    # the table
@@ -22,9 +22,8 @@
 //! image is also counted by `linklab emu cost` (`-icount shift=0`, the device's own
 //! count), which should agree.
 //!
-//! The lwIP image: `$LINKLAB_LWIP_ELF`, else `tests/data/lwip-2.2.1-mps2-an385.elf`, else
-//! the peer's folder `../shared/peers/lwip/results/elf/lwip_perf_O2.elf` beside the
-//! repository. linklab's images are built from `firmware/` (`$LINKLAB_IMAGE` counts that
+//! The lwIP image: `$LINKLAB_LWIP_ELF` (the lwIP 2.2.1 peer's `lwip_perf_O2.elf`
+//! built for mps2-an385), else `tests/data/lwip-2.2.1-mps2-an385.elf`. linklab's images are built from `firmware/` (`$LINKLAB_IMAGE` counts that
 //! ELF as the main image instead).
 //!
 //! Options (after `--`): `--runs N` (default 2), `--write-readme`, `--json FILE`,
@@ -112,10 +111,8 @@ fn lwip_elf() -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os("LINKLAB_LWIP_ELF") {
         return Ok(p.into());
     }
-    let candidates = [
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lwip-2.2.1-mps2-an385.elf"),
-        repo().join("../shared/peers/lwip/results/elf/lwip_perf_O2.elf"),
-    ];
+    let candidates =
+        [Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lwip-2.2.1-mps2-an385.elf")];
     candidates
         .into_iter()
         .find(|p| p.is_file())

@@ -416,7 +416,7 @@ fn braces_and_fn_in_comments_strings_and_chars_count_for_nothing() {
 
 #[test]
 fn the_allowance_names_only_the_latency_helper_s_files() {
-    // Only the latency helper's files may stand in the allowance (issue 62), each by name.
+    // Only the latency helper's files may stand in the allowance, each by name.
     assert!(ALLOWED.iter().all(|(f, n)| n.is_some()
         && (f.starts_with("crates/linklab/src/probe")
             || f.starts_with("crates/linklab/src/report/probe_")

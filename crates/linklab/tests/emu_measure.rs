@@ -58,7 +58,7 @@ fn phy10_bench_decodes_every_frame_on_riscv32() {
 }
 
 /// `linklab emu throughput` at a fixed instruction rate gives every rate in the device's
-/// clock (issue 51: at 62.5 MIPS the host could not keep up, and the host's rate was printed
+/// clock (at 62.5 MIPS the host could not keep up, and the host's rate was printed
 /// as the device's): each figure is the device's bytes over the device's seconds, and the
 /// host's rate comes beside it only with the line saying the emulator fell behind real time,
 /// and then it is below the device's. Free-running, the device's clock is the host's.

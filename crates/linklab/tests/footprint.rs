@@ -4,7 +4,7 @@
 //! peak) and instructions per payload byte, device receiving and sending (the median of five
 //! runs). Each test fails past its bound.
 //!
-//! The bounds are issue 49's goals where the image meets them — per byte 0.85× the lwIP
+//! The bounds are the goals (set against the lwIP peer) where the image meets them — per byte 0.85× the lwIP
 //! 2.2.1 peer's on the same board (≤ 3.0 received, ≤ 3.7 sent) for the full and the compact
 //! image, lwIP's small configuration's (≤ 4.30 / 4.75) for the minimal one; flash ≤ 36 016 B
 //! (lwIP's small configuration, which has the same apps: lwiperf, httpd, ICMP) and RAM
@@ -13,25 +13,25 @@
 //! image within iperf3's bounds; riscv32-virt's minimal image's RAM ≤ 40 KiB too — and
 //! otherwise the figures measured when they were set,
 //! rounded up to a KiB, each a goal missed and said so (the firmware README):
-//! - the full image's flash: issue 33's 96 KiB and iperf 2's measured cost on top
+//! - the full image's flash: the first goal's 96 KiB and iperf 2's measured cost on top
 //!   ([`IPERF2_FLASH`]);
-//! - the full image's RAM: 107 312 B (106 KiB), past issue 33's 96 KiB and iperf 2's
-//!   [`IPERF2_RAM`] by 5 360 B: five segments in flight per data chunk (issue 49: sending at
-//!   3.4–3.7 instructions per byte rather than 4.3 from two) on top of issue 48's four data
+//! - the full image's RAM: 107 312 B (106 KiB), past the first goal's 96 KiB and iperf 2's
+//!   [`IPERF2_RAM`] by 5 360 B: five segments in flight per data chunk (sending at
+//!   3.4–3.7 instructions per byte rather than 4.3 from two) on top of iperf 2's four data
 //!   sockets and two-segment control windows;
-//! - the minimal image's flash: 42 060 B (42 KiB), past issue 33's 40 KiB (issue 49's goal
-//!   is 36 016 B): the receive and send fast paths of issue 49 (checksum while copying,
+//! - the minimal image's flash: 42 060 B (42 KiB), past the first goal's 40 KiB (the lwIP-derived goal
+//!   is 36 016 B): the receive and send fast paths (checksum while copying,
 //!   32-byte copies) are in every image;
 //! - the full image's send: 3.70–3.81 instructions per byte (bound 3.9) since iperf 2 joined
-//!   it, past issue 49's 3.7, which main's image met before (3.60–3.63 beside it in one
+//!   it, past the lwIP-derived 3.7, which main's image met before (3.60–3.63 beside it in one
 //!   run, `linklab emu cost mps2-an385` three times each; the full image built without
 //!   feature `iperf2` 3.62–3.70: iperf 2's listener and UDP socket in smoltcp's walk of its
 //!   sockets, and the shared data memory's bookkeeping).
 //!
-//! No ignored test asserts a goal here: issue 49's flash goal for lwIP's apps (lwIP small's
+//! No ignored test asserts a goal here: the flash goal for lwIP's apps (lwIP small's
 //! 36 016 B) is the compact image's bound above, which has lwIP's apps; the full image's
 //! 3.7 for sending, met before iperf 2 joined the image, is bounded at the figure measured
-//! since (3.9); issue 33's per-byte figures (≤ 4.4 / 5.4) are looser than the bounds above.
+//! since (3.9); the first goal's per-byte figures (≤ 4.4 / 5.4) are looser than the bounds above.
 //!
 //! Needs root, QEMU and iperf3 (as tests/emu.rs).
 
@@ -137,7 +137,7 @@ fn mps2_an385_minimal_image_within_budget() {
     assert!(tx <= 4.75, "send {tx} instructions per byte > 4.75");
 }
 
-/// Issue 49's 40 KiB of RAM for the minimal image on every board: riscv32-virt's virtio-net
+/// The goal of 40 KiB of RAM for the minimal image on every board: riscv32-virt's virtio-net
 /// driver keeps two transmit buffers there (`lean-tx`), 40 888 B when set. One run: the RAM
 /// is the image's and the stack's peak, the same in every run.
 #[test]
@@ -166,15 +166,15 @@ fn mps2_an385_full_image_within_budget() {
     );
     assert!(
         ram <= 106 * KIB,
-        "RAM {ram} B > 106 KiB (issue 33's 96, iperf 2's {IPERF2_RAM} B, five segments in flight)"
+        "RAM {ram} B > 106 KiB (the first goal's 96, iperf 2's {IPERF2_RAM} B, five segments in flight)"
     );
     assert!(rx <= 3.0, "receive {rx} instructions per byte > 3.0");
-    // Issue 49's 3.7 met before iperf 2 joined the image (main at the lwip merge: 3.60-3.63),
+    // The lwIP-derived 3.7 met before iperf 2 joined the image (main at the lwip merge: 3.60-3.63),
     // missed since (module docs).
     assert!(tx <= 3.9, "send {tx} instructions per byte > 3.9");
 }
 
-/// iperf 2's cost per byte on the full image (issue 48: no worse than iperf3's on the same
+/// iperf 2's cost per byte on the full image (no worse than iperf3's on the same
 /// image): stock `iperf -c -n 4M`, and `-R`, through `linklab emu cost --iperf2`, within
 /// the bounds iperf3's figures have above.
 #[test]

@@ -5,7 +5,7 @@
 //! every mode the images serve in sequence (`-n`, `-t`, `-P 2`, `-r`, `-d`, `-R`,
 //! `--full-duplex`, `-X`, UDP with its server report; `-t 1` each), each test's bytes as the
 //! client counted them equal to the device's counters; then stock iperf3 with three streams
-//! each way and the full MSS on every connection (the regressions of issue 48: `-P 3`
+//! each way and the full MSS on every connection (the regressions once seen: `-P 3`
 //! refused, a 512-byte MSS); on mps2-an385's main-loop image the hostile cases (2^31
 //! threads, connect-back port 0, an iperf3 cookie on 5001, a cut header, a silent holder).
 //! About 40 s an image.
@@ -52,7 +52,7 @@ fn riscv32_virt_embassy_image_serves_iperf2_and_iperf3_three_streams() {
 }
 
 /// The i.MX6 FEC iperf study's board and its loop (`iperf -c HOST -r`, among the modes):
-/// QEMU's sabrelite over linklab-imx-enet (issue 52).
+/// QEMU's sabrelite over linklab-imx-enet.
 #[test]
 fn sabrelite_image_serves_iperf2_and_iperf3_three_streams() {
     image("sabrelite", &[], false);

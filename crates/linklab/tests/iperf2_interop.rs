@@ -4,7 +4,7 @@
 //! in a network namespace of its own on its loopback and compares what the two ends
 //! counted, line by line from their CSV output (`-y C`: exact byte counts, matched by the
 //! flows' ports), and for lossy UDP the server report the client relays against the
-//! server's own figures. Plus the wrong-protocol answers of item 4 of issue 48 and bad
+//! server's own figures. Plus the wrong-protocol answers and bad
 //! options, and the TCP byte stream our client writes recorded beside stock 2.1.8's for
 //! the same options: byte for byte the same.
 

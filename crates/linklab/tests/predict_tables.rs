@@ -20,7 +20,7 @@ const FILES: [&str; 4] = [
 const SHIFTS: [u32; 3] = [3, 4, 5];
 /// The transfers of each run, in the order of each file's `summary`.
 const TRANSFERS: [&str; 3] = ["receive", "send", "curl"];
-/// An error past this is printed in bold: the goal.
+/// An error past this is printed in bold: the goal the tables are held to.
 const GOAL_PCT: f64 = 15.0;
 
 fn num(v: &Value, key: &str) -> f64 {

@@ -1,4 +1,4 @@
-//! `linklab emu chips`: the soft PHY counted on the three ISAs of issue 64's chips (riscv32imac
+//! `linklab emu chips`: the soft PHY counted on the three ISAs of the soft PHY's chips (riscv32imac
 //! on `virt`, thumbv8m.main on `mps2-an505`, thumbv6m on `microbit`), then each chip's
 //! line-rate prediction. The test recomputes every prediction from the counts the same run
 //! measured (its JSON: the bench's raw instruction counts, the stack's counted parts) and

@@ -341,7 +341,7 @@ fn knee_of_a_100_mbit_tbf_on_the_router_both_directions() {
     drop(p.a);
 }
 
-/// A bottleneck on the sender's own interface (issue 13's case, at a rate any CI machine can
+/// A bottleneck on the sender's own interface (at a rate any CI machine can
 /// push): the local qdisc pushes back on the socket, so nothing is lost and the loss-only knee
 /// was the top rate.
 /// Forward the sender is our client; with -R it is stock `iperf3 -s`.
@@ -432,7 +432,7 @@ fn spoilt_sweep(
     }
 }
 
-/// The issue 30 fault on a real path: one second spoilt at the top rate (the receiving stock
+/// The fault of a spoilt second on a real path: one second spoilt at the top rate (the receiving stock
 /// server stopped for 400 ms, as a busy host stops a process) was the limit — the knee fell to
 /// the rate below. With repeats (the default), that rate is measured again, tracks, and stays
 /// the knee; with `--confirm 1` (the old rule) the spoilt second is the limit.

@@ -248,7 +248,7 @@ mod tests {
         s
     }
 
-    /// The fault: one lossy second early in the sweep counted as the limit. Here the
+    /// The fault this guards against: one lossy second early in the sweep counted as the limit. Here the
     /// first step is spoilt: the search goes down until a rate tracks, then measures the
     /// spoilt rate again before its limit counts; it tracks, and the climb goes on to the
     /// real limit.

@@ -4,16 +4,16 @@
 //! client whose SYN-ACK left is never reset by another client's SYN — it was answered, so it
 //! believes it is connected — and spoofed SYNs still cannot keep real clients out.
 //!
-//! The first case is the sequence that reset an idle holder in CI (issue 30): three SYNs in
+//! The first case is the sequence that reset an idle holder in CI: three SYNs in
 //! one batch while two idle connections hold both HTTP sockets. The first two evict them; the
 //! flush that sends the second eviction's RST also sends the first newcomer's SYN-ACK; the
 //! third SYN then took that answered half-open socket, and the newcomer's ACK met a RST.
 //!
-//! The embassy image's residual (issue 53): a download one of whose segments was lost waits
+//! The embassy image's residual: a download one of whose segments was lost waits
 //! for the device's retransmission (1 s), its client sending duplicate ACKs, no progress; a
 //! holder's SYN 800 ms in took its socket and reset it.
 //!
-//! The last cases are the real iperf3 tests a mixed-load soak lost (issue 53): a stream's
+//! The last cases are the real iperf3 tests a mixed-load soak lost: a stream's
 //! SYN taken by the next SYN of the same batch before its SYN-ACK could leave, and a test
 //! evicted at 0.75 s while it waited for its stream's retransmitted SYN (1 s).
 

@@ -76,7 +76,7 @@ fn three_streams_reverse() -> Params {
     }
 }
 
-/// Issue 48's flake (`iperf3 -P 3` then at once `-P 3 -R` on the full images, about one run
+/// A flake once seen in CI (`iperf3 -P 3` then at once `-P 3 -R` on the full images, about one run
 /// in six under load: CREATE_STREAMS withheld until the watchdog ended the test after 10 s,
 /// then sent with the FIN, the client's streams refused). Between tests iperf 2 listens over
 /// an idle slice of the data memory; here at its start, as when the last test's first two

@@ -259,7 +259,7 @@ mod tests {
         assert_eq!(rule.limits(&s, UDP), vec![Limit::Sender]);
     }
 
-    /// A shaper on the sender's own interface (issue 13): every step from 150 Mbit/s sends and
+    /// A shaper on the sender's own interface: every step from 150 Mbit/s sends and
     /// receives ~147 Mbit/s with no loss; the knee is 150, not the top offered rate.
     #[test]
     fn sender_side_shaper_knee_is_where_sent_stops_following() {

@@ -73,7 +73,7 @@ impl Device {
     }
 
     /// `linklab emu BOARD EXTRA...` of the binary `bin` (which builds or finds its
-    /// own image). A build other than this one may predate `linklab emu BOARD` (issue 51):
+    /// own image). A build other than this one may predate `linklab emu BOARD`:
     /// it gets the flags of before (`--board BOARD`, `--embassy` for `--image embassy`),
     /// which the builds of the round after still take.
     pub fn emu_with(bin: &Path, board: &str, extra: &[&str]) -> Device {
@@ -434,7 +434,7 @@ impl Drop for RawSocket {
     }
 }
 
-/// `emu BOARD ...` in the flags of before issue 51 (`emu --board BOARD ...`).
+/// `emu BOARD ...` in the older flags (`emu --board BOARD ...`).
 fn old_spelling<'a>(argv: &[&'a str]) -> Vec<&'a str> {
     let mut old = vec![argv[0], "--board", argv[1]];
     let mut rest = argv[2..].iter();

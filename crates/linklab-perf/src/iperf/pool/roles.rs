@@ -76,7 +76,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
         // back, so that the next try lends them side by side. Left where first fit put them
         // (around iperf 2's idle slice, which it gives back only after iperf3's claim), they
         // could split the memory into holes that no share fits, and CREATE_STREAMS would
-        // wait until the watchdog ended the test (issue 48: `-P 3` then `-P 3 -R`).
+        // wait until the watchdog ended the test (seen with `-P 3` then `-P 3 -R`).
         let short = cfg!(any(feature = "iperf-parallel", feature = "iperf-bidir")) && wanted > 0;
         if streams && short && !self.session.control_output().is_empty() {
             for i in 0..n.min(self.data_slots) {
