@@ -353,7 +353,7 @@ impl SymbolDecoder {
                 *byte = !*byte;
             }
         }
-        if clean && bits % 8 == 0 {
+        if clean && bits.is_multiple_of(8) {
             RxOutcome::Frame { len }
         } else {
             RxOutcome::Truncated { len }
@@ -417,7 +417,7 @@ fn copy_bytes(s: &Symbols<'_>, from: usize, out: &mut [u8]) -> (usize, usize, bo
     // Bit by bit up to a word boundary, then 16 bits a word while every symbol of it saw
     // an edge, then bit by bit to the first idle symbol.
     let mut symbol = s.get(i);
-    while symbol & 1 == 1 && i % SYMBOLS_PER_WORD != 0 {
+    while symbol & 1 == 1 && !i.is_multiple_of(SYMBOLS_PER_WORD) {
         if !sink.bit(symbol >> 1) {
             return (sink.len, 8 * sink.len + 8, false);
         }

@@ -14,8 +14,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use common::counter;
 use common::device::{Device, DEVICE as DEVICE_IP};
-use common::hostile::{self as campaign, counter};
+use common::hostile::{self as campaign};
 use common::iperf2;
 use common::ping::Ping;
 use common::{assert_conserved, end_bytes, in_netns, linklab_bin, mac_counter};

@@ -30,8 +30,9 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::counter;
 use common::device::{Device, DEVICE};
-use common::hostile::{self as campaign, counter, was_reset};
+use common::hostile::{self as campaign, was_reset};
 use common::paced::PacedDownload;
 use common::{linklab_bin, linklab_in};
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::device::{Device, DEVICE, HOST};
 use super::paced::PacedDownload;
 use super::spoof::{ipv6_multicast, spoofed_syn, spoofed_udp, tcp_flags};
-use super::{assert_conserved, enter_netns, in_netns, wait_until};
+use super::{assert_conserved, counter, enter_netns, in_netns, wait_until};
 
 mod spoofed;
 mod zero_window;
@@ -39,13 +39,6 @@ pub const GRACE: Duration = Duration::from_millis(linklab_perf::evict::GRACE_MS)
 /// The grace of a connection with bytes of the device's unacknowledged, such as a reader
 /// that stopped reading (linklab_perf::evict::SENDING_GRACE_MS).
 pub const SENDING_GRACE: Duration = Duration::from_millis(linklab_perf::evict::SENDING_GRACE_MS);
-
-/// App counter `app.name` of a /stats document.
-pub fn counter(stats: &Value, app: &str, name: &str) -> u64 {
-    stats[app][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {app}.{name} in {stats}"))
-}
 
 /// What must hold of the counters at any time: the MAC's RX law ([`assert_conserved`]) and
 /// the UDP echo's — every datagram received was echoed or dropped, and the replies dropped

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::counter;
 use super::device::{Device, DEVICE};
-use super::hostile::counter;
 use super::{assert_conserved, in_netns, wait_until, Netns};
 
 /// iperf 2's port.

@@ -277,6 +277,13 @@ pub fn end_bytes(report: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
 }
 
+/// App counter `app.name` of a /stats document.
+pub fn counter(stats: &Value, app: &str, name: &str) -> u64 {
+    stats[app][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no {app}.{name} in {stats}"))
+}
+
 /// A counter from the `mac` section of /stats.
 pub fn mac_counter(stats: &Value, name: &str) -> u64 {
     stats["mac"][name]

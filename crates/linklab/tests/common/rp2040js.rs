@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::device::DEVICE;
+pub use super::emulated_clock::Status;
 use super::{linklab_bin, run_ok, ChildGuard, Netns};
 
 /// The repository's root.
@@ -41,43 +42,6 @@ pub fn build_elf(package: &str, features: &str, variant: &str) -> PathBuf {
     let copy = built.with_file_name(format!("{package}-{variant}"));
     std::fs::copy(&built, &copy).expect("copy the ELF");
     copy
-}
-
-/// The harness's status file: the emulated chip's clock and the harness's counts.
-pub struct Status(pub PathBuf);
-
-impl Status {
-    /// The last status line, if any.
-    pub fn read(&self) -> Option<Value> {
-        serde_json::from_slice(&std::fs::read(&self.0).ok()?).ok()
-    }
-
-    /// Emulated nanoseconds so far (the file is rewritten every 50 ms of real time).
-    pub fn emulated_ns(&self) -> u64 {
-        self.read()
-            .and_then(|v| v["emulated_ns"].as_u64())
-            .unwrap_or(0)
-    }
-
-    /// Waits until the emulated clock reaches `ns` (a wait in the chip's time, not a retry).
-    pub fn wait_until(&self, ns: u64, real_limit: Duration) {
-        let started = Instant::now();
-        while self.emulated_ns() < ns {
-            assert!(
-                started.elapsed() < real_limit,
-                "the emulated clock did not reach {ns} ns within {real_limit:?}: {:?}",
-                self.read()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Runs `f` and returns its result with the emulated seconds it took.
-    pub fn timed<T>(&self, f: impl FnOnce() -> T) -> (T, f64) {
-        let t0 = self.emulated_ns();
-        let out = f();
-        (out, (self.emulated_ns() - t0) as f64 / 1e9)
-    }
 }
 
 /// The example in the harness, its line joined to a TAP in a namespace of its own
