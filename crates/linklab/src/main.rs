@@ -9,6 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod commands;
+mod instruments;
 mod iperf;
 mod iperf2;
 
@@ -50,7 +52,7 @@ enum Command {
     /// Render JSON results into a self-contained HTML report.
     Report(linklab_report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
-    Track(linklab_track::Args),
+    Track(commands::track::Args),
 }
 
 fn main() -> ExitCode {
@@ -84,7 +86,7 @@ fn main() -> ExitCode {
         Command::Rtt(args) => linklab_measure::rtt::run(args),
         Command::Probe(args) => linklab_measure::probe::run(args),
         Command::Report(args) => linklab_report::run(args),
-        Command::Track(args) => linklab_track::run(args),
+        Command::Track(args) => commands::track::run(args, &mut instruments::ProbeAndBench),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
