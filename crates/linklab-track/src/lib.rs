@@ -9,19 +9,32 @@
 //! table; [`import`] stores a run measured elsewhere. The `linklab track` command is a thin
 //! front end over these; docs/track.md says what each verb does.
 //!
-//! A tool that keeps its own figures in a track store and compares the last two runs:
+//! A tool of your own can keep its figures in a track store — beside the runs `linklab track`
+//! stores there — and judge the last two runs by the same rules:
 //!
 //! ```no_run
+//! use linklab_results::track::{Better, Figure, Rule, TrackEntry, TrackRun};
 //! use linklab_track::compare::{compare, worse, Thresholds};
-//! use linklab_track::store;
+//! use linklab_track::{import, store};
 //!
-//! let store = store::open("linklab-track.sqlite")?;
-//! let runs = store::last(store.as_ref(), 2)?;
-//! let rows = compare(&runs[0], &runs[1], Thresholds::default());
-//! for name in worse(&rows) {
-//!     println!("worse: {name}");
+//! fn main() -> anyhow::Result<()> {
+//!     let mut db = store::open("figures.sqlite")?;
+//!     let entry = TrackEntry {
+//!         name: "my-board".into(),
+//!         kind: "image".into(),
+//!         board: "my-board".into(),
+//!         failed: None,
+//!         figures: vec![Figure::new("flash_bytes", "B", Better::Lower, Rule::Exact, vec![35_984.0])],
+//!     };
+//!     let run = import::from_document(TrackRun::new("v1.3", "", vec![entry]), "my tool");
+//!     db.insert_run(&run)?;
+//!     let runs = store::last(db.as_ref(), 2)?;
+//!     let rows = compare(&runs[0], &runs[1], Thresholds::default());
+//!     for name in worse(&rows) {
+//!         eprintln!("worse: {name}");
+//!     }
+//!     Ok(())
 //! }
-//! # Ok::<(), anyhow::Error>(())
 //! ```
 
 pub mod compare;
