@@ -21,8 +21,8 @@ use super::board::{Attach, Board};
 use super::image;
 use super::line::{self, LineOptions};
 use super::qemu::{self, Boot, Network, Qemu};
-use linklab_serve::serve::StopSignals;
 use linklab_results::{bail_usage, values};
+use linklab_serve::serve::StopSignals;
 
 /// What boots an image: the board, the image, the TAP and the device's address.
 #[derive(clap::Args, Debug)]
@@ -142,7 +142,7 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
             );
         }
         linklab_serve::serve::wait_readable(
-            &[std::os::fd::AsRawFd::as_raw_fd(&signals)],
+            &[std::os::fd::AsFd::as_fd(&signals)],
             Some(Duration::from_millis(200)),
         )?;
     }

@@ -11,11 +11,11 @@
 mod bad_checksums;
 mod blast;
 mod blob;
-pub mod counted;
 pub mod board;
 mod boot;
 mod chips;
 mod cost;
+pub mod counted;
 mod defmt;
 pub mod image;
 mod lab;
@@ -33,8 +33,6 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde_json::Value;
-
-
 
 /// Options of `linklab emu`: a measuring verb, or the options that boot an image.
 ///

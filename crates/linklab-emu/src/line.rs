@@ -30,6 +30,7 @@
 
 mod args;
 mod counters;
+pub mod frames;
 mod from_device;
 mod samples;
 mod socket;
@@ -37,7 +38,6 @@ mod to_device;
 
 pub use socket::Socket;
 
-use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,7 +52,6 @@ use rand::SeedableRng;
 use super::blob::ConfigBlob;
 use super::board::Board;
 use super::qemu::{Boot, Network, Qemu};
-use linklab_results::values;
 pub use args::{LineArgs, LineOptions};
 pub use counters::Counters;
 use from_device::FromDevice;
@@ -221,7 +220,10 @@ pub fn run(
                 qemu.last_lines()
             ));
         }
-        linklab_serve::serve::wait_readable(&[signals.as_raw_fd()], Some(Duration::from_millis(200)))?;
+        linklab_serve::serve::wait_readable(
+            &[std::os::fd::AsFd::as_fd(signals)],
+            Some(Duration::from_millis(200)),
+        )?;
     };
     let counters = line.stop();
     qemu.stop();

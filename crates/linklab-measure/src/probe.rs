@@ -40,9 +40,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 
-use linklab_results::{bail_usage, values};
-use linklab_results::probe::{baseline, figures, summary, ProbeReport, Service, ServiceState, SCHEMA_VERSION};
+use linklab_results::probe::{
+    baseline, figures, summary, ProbeReport, Service, ServiceState, SCHEMA_VERSION,
+};
 use linklab_results::Quantity;
+use linklab_results::{bail_usage, values};
 use outputs::{watchdog, Outputs};
 use plan::{Iperf, IperfChoice, Step};
 

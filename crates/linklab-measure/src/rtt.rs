@@ -21,8 +21,8 @@ use anyhow::Context;
 
 pub use client::Transport;
 use client::{Connection, RunConfig};
-use probe::HEADER_LEN;
 use linklab_results::rtt::{Distribution, RttReport, SizeReport};
+use probe::HEADER_LEN;
 
 use linklab_results::{bail_usage, values};
 

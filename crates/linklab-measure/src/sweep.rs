@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use linklab_results::units::format_rate;
-use linklab_results::{bail_usage, values};
 use linklab_results::sweep::analysis;
 use linklab_results::sweep::text::{header_line, row_line, summary};
 use linklab_results::sweep::{limited_at, KneeRule, Step, SweepReport};
+use linklab_results::units::format_rate;
+use linklab_results::{bail_usage, values};
 
 /// Lowest offered rate accepted, bit/s.
 const MIN_BPS: f64 = 1e3;

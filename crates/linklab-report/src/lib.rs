@@ -14,7 +14,6 @@ mod sweep_section;
 
 use std::path::PathBuf;
 
-
 use anyhow::{bail, Context};
 use serde_json::Value;
 

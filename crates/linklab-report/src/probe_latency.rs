@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use linklab_results::probe::ProbeReport;
 use linklab_results::probe::latency::{self as lat, ms, LatencyUnderLoad, RttSeries};
+use linklab_results::probe::ProbeReport;
 use linklab_results::units::format_rate;
 
 /// Colours of the transports (round trips) and of the loads (CDF lines).

@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 use super::svg::{esc, num, Axis, Chart, Mark, Series};
 use super::sweep_section::fact;
 use super::{probe_latency, probe_tables, rtt_section, sweep_section};
-use linklab_results::probe::{range_text, Better, Compared, ProbeReport, ServiceState, StepState, Unmeasured};
+use linklab_results::probe::{
+    range_text, Better, Compared, ProbeReport, ServiceState, StepState, Unmeasured,
+};
 use linklab_results::sweep::describe_all;
 use linklab_results::units::format_rate;
 

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use linklab_results::sweep::{describe_all, Limit};
 use linklab_results::sweep::text::limit_line;
+use linklab_results::sweep::{describe_all, Limit};
 use linklab_results::sweep::{Step, SweepReport};
 use linklab_results::units::format_rate;
 

@@ -34,9 +34,9 @@ enum Command {
     /// Run the experiment of Niccle's MAC write-up (pings + HTTP downloads) on a simulated link.
     Bench(linklab_measure::bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
-    Serve(linklab_serve::serve::Args),
+    Serve(commands::serve::Args),
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
-    Serial(linklab_serve::serial::Args),
+    Serial(commands::serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
     Emu(Box<linklab_emu::Args>),
     /// iperf3-compatible client and server.
@@ -68,17 +68,14 @@ fn main() -> ExitCode {
             ) {
                 err.exit();
             }
-            eprintln!(
-                "linklab: error: {}",
-                one_line(&err.render().to_string())
-            );
+            eprintln!("linklab: error: {}", one_line(&err.render().to_string()));
             return ExitCode::from(2);
         }
     };
     let result = match cli.command {
         Command::Bench(args) => linklab_measure::bench::run(args),
-        Command::Serve(args) => linklab_serve::serve::run(args),
-        Command::Serial(args) => linklab_serve::serial::run(args),
+        Command::Serve(args) => commands::serve::run(args),
+        Command::Serial(args) => commands::serial::run(args),
         Command::Emu(args) => linklab_emu::run(*args),
         Command::Iperf(args) => iperf::run(*args),
         Command::Iperf2(args) => iperf2::run(*args),

@@ -3,11 +3,12 @@
 //! workspace, the board examples, the fuzz targets) and against the README's picture, which
 //! this test renders from the table and requires verbatim ("Layers").
 //!
-//! The rules (ARCHITECTURE.md, "Layers"): lower crates never depend on higher ones —
-//! every arrow runs to a lower layer; phy10, mac, perf and serial are siblings — they share a
-//! layer, so none may depend on another; linklab-sim and the firmware join them; the CLI sits
-//! on top. A manifest with a dependency the table does not draw (a back arrow among them)
-//! fails, and so does an arrow the table draws that no manifest has.
+//! The rules (ARCHITECTURE.md, "The layers and the rule that holds them"): lower crates
+//! never depend on higher ones — every arrow runs to a lower layer; phy10, mac, perf and
+//! serial are siblings — they share a layer, so none may depend on another; linklab-sim and
+//! the firmware join them; the CLI sits on top. A manifest with a dependency the table does
+//! not draw (a back arrow among them) fails, and so does an arrow the table draws that no
+//! manifest has.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -371,7 +372,7 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// ARCHITECTURE.md: "phy10, mac, perf and serial are siblings: none depends on another".
+/// ARCHITECTURE.md: "phy10, mac, perf and serial are siblings: none uses another".
 const SIBLINGS: [&str; 4] = [
     "linklab-phy10",
     "linklab-mac",

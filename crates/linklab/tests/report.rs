@@ -207,8 +207,10 @@ fn older_probe_documents_render() {
         serde_json::from_str(&std::fs::read_to_string(&older).unwrap()).unwrap();
     assert_eq!(doc["schema_version"], 1);
     // It is what version 1 described (the schema kept beside the current one).
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../linklab-results/schema/probe-v1.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(include_str!(
+        "../../linklab-results/schema/probe-v1.schema.json"
+    ))
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     assert!(validator.is_valid(&doc), "a version 1 document");
     let figures = doc["figures"].as_array().unwrap();

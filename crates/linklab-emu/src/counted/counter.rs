@@ -11,10 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 /// The plugin's source, next to this file.
-const SOURCE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/src/counted/insncount.c"
-);
+const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/counted/insncount.c");
 
 /// Builds the plugin into `dir` (gcc -O2 -shared -fPIC) unless it is newer than its source.
 pub fn build_plugin(dir: &Path) -> anyhow::Result<PathBuf> {

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use linklab_results::probe::{Conditions, DeviceStats, Service};
 use super::plan::Iperf;
+use linklab_results::probe::{Conditions, DeviceStats, Service};
 
 /// Gathers the conditions: the host's at once, the device's `/stats` over HTTP when served.
 pub fn gather(

@@ -19,10 +19,10 @@ use linklab_perf::iperf2::{
     Amount, ClientEnd, Protocol, TcpClientConfig, TcpClientFlow, TcpFlow, TestRequest,
 };
 
-use linklab_results::probe::{Service, ServiceState};
 use super::http::{self, Probed};
 use crate::rtt::client::Connection;
 use crate::rtt::Transport;
+use linklab_results::probe::{Service, ServiceState};
 
 /// How long a TCP connect, or an answer, may take.
 pub const ANSWER: Duration = Duration::from_millis(1500);

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use linklab_perf::iperf::host::{run_client_observed, HostInterval, Observer};
 use linklab_perf::iperf::{Params, Protocol};
 
-use linklab_results::probe::latency::FlowInterval;
 use super::steps::iperf_config;
 use crate::sweep::step::{client_config, client_error, is_resetting};
+use linklab_results::probe::latency::FlowInterval;
 
 /// Which way a load's TCP runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use linklab_perf::iperf2::host::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
 
-use linklab_results::probe::{NotMeasured, TcpTest, Unmeasured};
-use linklab_results::quantity::Quantity;
-use linklab_results::probe::figures;
 use super::plan::Iperf;
 use super::steps::{self, tcp_plan, Outcome};
+use linklab_results::probe::figures;
+use linklab_results::probe::{NotMeasured, TcpTest, Unmeasured};
+use linklab_results::quantity::Quantity;
 use linklab_results::sweep::SweepReport;
 
 /// What one way of a test moved: `(bytes, seconds, slices in bit/s)`.

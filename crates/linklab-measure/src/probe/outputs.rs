@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::{lock, Step, OVERRUN};
 use linklab_results::probe::ProbeReport;
 use linklab_results::quantity::Quantity;
-use super::{lock, Step, OVERRUN};
 
 /// Where the outputs go.
 #[derive(Clone)]

@@ -6,12 +6,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use linklab_results::probe::{ProbeReport, Service, ServiceState, StepRecord, StepState};
-use linklab_results::quantity::Quantity;
 use super::plan::{self, Iperf, Step, IPERF};
 use super::progress::Progress;
 use super::{downloads, figures, iperf2, latency, lock, state_word, steps, target, Args, RESERVE};
 use crate::rtt::Transport;
+use linklab_results::probe::{ProbeReport, Service, ServiceState, StepRecord, StepState};
+use linklab_results::quantity::Quantity;
 
 /// What the steps share: the options, the device, the deadline, what discovery found and the
 /// document they write into.

@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::{Params, Protocol};
 
-use linklab_results::probe::{Figure, NotMeasured, TcpTest, Unmeasured};
-use linklab_results::quantity::Quantity;
-use linklab_results::probe::figures;
 use crate::rtt::{self, Transport};
-use linklab_results::rtt::RttReport;
-use linklab_results::sweep::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
 use crate::sweep::step2::NoReport;
 use crate::sweep::{self, step::StepConfig};
+use linklab_results::probe::figures;
+use linklab_results::probe::{Figure, NotMeasured, TcpTest, Unmeasured};
+use linklab_results::quantity::Quantity;
+use linklab_results::rtt::RttReport;
 use linklab_results::sweep::SweepReport;
+use linklab_results::sweep::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
 
 /// Spacing of the round-trip probes: 500 per second (5.9 Mbit/s at 1472 B, which any device
 /// with an echo server takes).

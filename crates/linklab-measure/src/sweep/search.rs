@@ -3,9 +3,9 @@
 //! a rate further down when nothing tracked yet, or a bisection toward the knee — or the end.
 //! `sweep::measure` runs what it says; the tests here drive it with synthetic links.
 
+use super::Step;
 use linklab_results::sweep::analysis;
 use linklab_results::sweep::KneeRule;
-use super::Step;
 
 /// Lowest rate a search goes down to, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -185,8 +185,8 @@ impl Search {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linklab_results::sweep::analysis::{bound, confirmed, knee};
     use linklab_results::sweep::Limit;
-use linklab_results::sweep::analysis::{bound, confirmed, knee};
 
     const M: f64 = 1e6;
 

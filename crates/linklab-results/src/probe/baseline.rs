@@ -36,8 +36,8 @@ pub const RTT_SLACK_MS: f64 = 0.2;
 /// version or an older one this linklab reads. One clear sentence for a text that is not
 /// JSON, not a probe document or of a version it does not read.
 pub fn parse(text: &str, name: &str) -> anyhow::Result<ProbeReport> {
-    let v: Value = serde_json::from_str(text)
-        .with_context(|| format!("--baseline {name}: not valid JSON"))?;
+    let v: Value =
+        serde_json::from_str(text).with_context(|| format!("--baseline {name}: not valid JSON"))?;
     if v.get("kind").and_then(Value::as_str) != Some("probe") {
         bail!("--baseline {name}: not a linklab probe result (no \"kind\": \"probe\")");
     }

@@ -23,8 +23,8 @@ mod units;
 
 use linklab_perf::iperf::errors;
 
-use linklab_results::{bail_usage, usage::usage};
 pub use args::Args;
+use linklab_results::{bail_usage, usage::usage};
 
 /// What `-v` and `-J` call this program: iperf3's version it speaks, and who it is.
 pub const VERSION: &str = "iperf 3.12 (linklab)";

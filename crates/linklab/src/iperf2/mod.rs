@@ -13,8 +13,8 @@ use std::sync::mpsc;
 use linklab_perf::iperf2::host::{self, ClientConfig, ClientError, Server, ServerConfig};
 use linklab_perf::iperf2::{Amount, HeaderStyle, Mode, Protocol};
 
-use linklab_results::bail_usage;
 pub use args::Args;
+use linklab_results::bail_usage;
 
 /// What `-v` prints.
 pub const VERSION: &str = "iperf version 2.1.8 (linklab)";

@@ -193,7 +193,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// for a stream, lost, comes again only after 1 s (its initial RTO), so the test waits
     /// for the client's retransmission as a sending connection waits for ours. Over the
     /// grace alone, a mixed-load soak evicted 4 of 48 130 real clients' tests 0.75 s after
-    /// their stream's SYN went unanswered (`crates/linklab/README-serve.md`).
+    /// their stream's SYN went unanswered (`docs/serve.md`).
     fn test_candidate(&self) -> Option<Candidate<Micros>> {
         let phase = self.session.phase();
         if matches!(phase, Phase::Idle | Phase::Running) || self.session.is_finished() {
