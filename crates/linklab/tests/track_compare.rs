@@ -104,7 +104,13 @@ fn the_threshold_and_the_spread_both_hold_a_count_back() {
 fn rates_follow_probes_rule() {
     let dir = tempdir("track-compare-rate");
     let db = dir.join("t.sqlite");
-    let rate = |s: &[f64]| entry("sim", "sim", vec![figure("get /1MB", "kB/s", "higher", "rate", s)]);
+    let rate = |s: &[f64]| {
+        entry(
+            "sim",
+            "sim",
+            vec![figure("get /1MB", "kB/s", "higher", "rate", s)],
+        )
+    };
     import(&db, &dir, "a", vec![rate(&[100.0, 104.0])]);
     import(&db, &dir, "b", vec![rate(&[95.0, 97.0])]);
     import(&db, &dir, "c", vec![rate(&[80.0, 82.0])]);

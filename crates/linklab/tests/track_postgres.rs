@@ -10,8 +10,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pg_server::PgServer;
-use common::track::{entry, failed, figure, image, import, labels, stderr, stdout, track};
-use common::track::write_run;
+use common::track::{
+    entry, failed, figure, image, import, labels, stderr, stdout, track, write_run,
+};
 use common::{assert_one_line_error, linklab_bin, tempdir};
 use linklab_results::track::TrackEntry;
 
