@@ -1,8 +1,8 @@
 //! The documents linklab's commands write and read, typed: `linklab probe`'s, `sweep`'s,
-//! `rtt`'s, `bench`'s and the serial link's self-test, each a `#[derive(Serialize,
-//! Deserialize)]` type with its kind and schema version; the rules that are part of a
-//! document's meaning (a sweep's knee, a probe figure's range, a baseline's verdict); and
-//! their words for people.
+//! `rtt`'s, `bench`'s, the serial link's self-test and a `linklab track` run, each a
+//! `#[derive(Serialize, Deserialize)]` type with its kind and schema version; the rules that
+//! are part of a document's meaning (a sweep's knee, a probe figure's range, a baseline's
+//! verdict); and their words for people.
 //!
 //! No I/O: a document is read from and written to text by its caller. A program that wants a
 //! figure of `linklab probe --json probe.json` reads it so:
@@ -26,6 +26,7 @@ pub mod rtt;
 pub mod serial;
 pub mod sweep;
 pub mod time;
+pub mod track;
 pub mod units;
 pub mod usage;
 pub mod values;

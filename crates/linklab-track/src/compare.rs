@@ -10,7 +10,17 @@
 //! Better is the same test the good way. A figure in one run only is `new` or `gone`; an
 //! entry that failed in HEAD but not in BASE is worse (`failed`), named with its reason.
 
-use super::figure::{Better, Figure, Rule, Run};
+use linklab_results::track::{Better, Figure, Rule};
+
+use crate::run::Run;
+
+/// The count threshold's default, percent: above the spread of an unchanged image's
+/// instructions per byte across boots (docs/track.md, Noise: under 0.7 % for main, compact and
+/// lwIP; the minimal image's 3.4 % received, its sent 5.8 % needs repeats).
+pub const DEFAULT_COUNT_PCT: f64 = 5.0;
+
+/// The rate tolerance's default, percent: probe's `--tolerance`.
+pub const DEFAULT_RATE_PCT: f64 = 10.0;
 
 /// The percentages of the rule.
 #[derive(Clone, Copy, Debug)]
@@ -19,6 +29,16 @@ pub struct Thresholds {
     pub count_pct: f64,
     /// Gap needed for a rate, percent of the base's median (probe's --tolerance).
     pub rate_pct: f64,
+}
+
+impl Default for Thresholds {
+    /// [`DEFAULT_COUNT_PCT`] and [`DEFAULT_RATE_PCT`].
+    fn default() -> Thresholds {
+        Thresholds {
+            count_pct: DEFAULT_COUNT_PCT,
+            rate_pct: DEFAULT_RATE_PCT,
+        }
+    }
 }
 
 /// What happened to one figure.
@@ -86,6 +106,14 @@ impl Row {
             _ => format!("{} {}", self.entry, self.figure),
         }
     }
+}
+
+/// The names of the rows that fail the comparison (`entry figure`, `entry failed`), in order.
+pub fn worse(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter(|r| r.verdict.fails())
+        .map(Row::id)
+        .collect()
 }
 
 /// Every figure of `base` beside `head`.

@@ -1,191 +1,61 @@
-//! An `[[image]]` entry measured: its ELF found (or built), flash and static RAM read from
-//! its section headers, then booted `--repeat` times on QEMU's mps2-an385 with the counting
-//! plugin for instructions per byte each way and the stack peak, and at a fixed rate for
-//! throughput. The lab, the plugin, the ELF reader and the counting are linklab-emu's
-//! `counted` lab, the one the lwIP side-by-side bench counts in, so the
-//! figures `track` stores are counted the way that bench counts them — but for one thing:
-//! the host acknowledges every segment the device sends (`quickack`), which the bench does
-//! not ask for (its sent costs are lower and move more).
+//! A suite's `[[device]]` entries: a live device measured by `linklab probe`, its figures
+//! stored under probe's ids with their samples and judged by probe's rate rule.
 
-use std::path::{Path, PathBuf};
+use linklab_results::probe::ProbeReport;
+use linklab_results::track::{Better, Figure, Rule};
 
-use anyhow::{bail, Context};
-use linklab_perf::device_config::DeviceConfig;
+use crate::instruments::Instruments;
+use crate::run::EntryResult;
+use crate::suite::DeviceEntry;
 
-use super::figure::{Better, EntryResult, Figure, Rule};
-use super::stamp::sha256;
-use super::suite::{ImageEntry, Target};
-use linklab_emu::board::{Attach, Board, Iperf, Runtime, Work};
-use linklab_emu::counted::measure::Speaks;
-use linklab_emu::counted::{counter, elf, emulator, measure, throughput};
-
-/// linklab's images' MAC in the lab (the side-by-side bench's).
-const LINKLAB_MAC: [u8; 6] = [0x02, 0x4c, 0x4c, 0, 0, 0x02];
-
-/// An image ready to boot: its ELF, how it is measured, its NIC.
-struct Bootable {
-    elf: PathBuf,
-    speaks: Speaks,
-    mac: String,
-    /// linklab's configuration blob (its address), loaded into RAM by QEMU.
-    config: Option<PathBuf>,
-    /// The build profile (`release`, `minimal`; `given` for an ELF named in the suite).
-    profile: String,
+/// Probes the device of `entry` (`--repeat N` when `repeat` > 1); a probe that fails is the
+/// entry failed with probe's own words, never figures of a half run.
+pub fn measure(entry: &DeviceEntry, repeat: u32, instruments: &mut dyn Instruments) -> EntryResult {
+    let mut e = EntryResult::new(&entry.name, "device", "");
+    let what = format!("linklab probe {}", entry.address);
+    match instruments.probe(entry, repeat) {
+        Ok(doc) if !doc.failures.is_empty() => {
+            e.failed = Some(format!("{what}: {}", doc.failures.join("; ")));
+        }
+        Ok(doc) => e.figures = probe_figures(&doc),
+        Err(why) => e.failed = Some(format!("{what}: {why:#}")),
+    }
+    e
 }
 
-/// Measures `entry` with `repeat` samples per counted figure; a failure is the entry's
-/// `failed` reason, never the run's end.
-pub fn measure(entry: &ImageEntry, repeat: u32) -> EntryResult {
-    let mut result = EntryResult::new(&entry.name, "image", &entry.board);
-    if let Err(e) = measure_into(entry, repeat, &mut result) {
-        result.failed = Some(format!("{e:#}"));
-    }
-    result
-}
-
-fn measure_into(entry: &ImageEntry, repeat: u32, result: &mut EntryResult) -> anyhow::Result<()> {
-    let work = work_dir()?;
-    let b = bootable(entry, &work)?;
-    result.elf = Some(b.elf.display().to_string());
-    result.elf_sha256 = sha256(&b.elf);
-    result.profile = Some(b.profile.clone());
-    let size = elf::size(&b.elf)?;
-    let exact =
-        |name: &str, v: u64| Figure::new(name, "B", Better::Lower, Rule::Exact, vec![v as f64]);
-    if entry.wants("flash") {
-        result.figures.push(exact("flash_bytes", size.flash));
-    }
-    if entry.wants("static_ram") {
-        result
+/// The figures of a probe document, each under its probe id (`tcp.to_device`, ...): across
+/// the runs of `--repeat` (one sample per run), or else the one run's samples (a TCP test's
+/// slices), or its range (a round trip's quartiles: low, median, high).
+pub fn probe_figures(doc: &ProbeReport) -> Vec<Figure> {
+    if let Some(rep) = doc.repeat.as_ref().filter(|r| r.runs > 1) {
+        return rep
             .figures
-            .push(exact("static_ram_bytes", size.static_ram));
-    }
-    if entry.wants("cost") || entry.wants("stack") {
-        count(entry, repeat, &b, &work, result)?;
-    }
-    if entry.wants("throughput") {
-        let (mut rx, mut tx) = (Vec::new(), Vec::new());
-        for _ in 0..repeat {
-            let tag = format!("{}t", std::process::id() % 1000);
-            let (r, t) = throughput::measure(&tag, &b.elf, b.speaks, &b.mac, b.config.as_deref())?;
-            rx.push(r);
-            tx.push(t);
-        }
-        let rate = |n: &str, s| Figure::new(n, "Mbit/s", Better::Higher, Rule::Rate, s);
-        result.figures.push(rate("rx_mbit_s", rx));
-        result.figures.push(rate("tx_mbit_s", tx));
-    }
-    Ok(())
-}
-
-/// `repeat` counted boots: instructions per byte received and sent, and the stack peak.
-fn count(
-    entry: &ImageEntry,
-    repeat: u32,
-    b: &Bootable,
-    work: &Path,
-    result: &mut EntryResult,
-) -> anyhow::Result<()> {
-    let lib = counter::build_plugin(work)?;
-    let clock = emulator::Clock::Counted {
-        lib,
-        dir: work.to_path_buf(),
-        profile: false,
-        // The host's delayed ACKs moved the sent cost up to 3.7 % from boot to boot; an ACK
-        // per segment takes them out (docs/track.md, Noise).
-        ack_every_segment: true,
-    };
-    let (mut rx, mut tx, mut stack) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..repeat {
-        let tag = format!("c{round}");
-        let counted = measure::count(&tag, &b.elf, b.speaks, &b.mac, b.config.as_deref(), &clock)
-            .with_context(|| format!("counting run {}", round + 1))?;
-        rx.push(counted.receive.per_byte);
-        tx.push(counted.send.per_byte);
-        if let Some(peak) = counted.stack_peak {
-            stack.push(peak as f64);
-        }
-    }
-    let per_byte = |n: &str, s| Figure::new(n, "instr/B", Better::Lower, Rule::Count, s);
-    if entry.wants("cost") {
-        result.figures.push(per_byte("rx_instr_per_byte", rx));
-        result.figures.push(per_byte("tx_instr_per_byte", tx));
-    }
-    if entry.wants("stack") && !stack.is_empty() {
-        let f = Figure::new("stack_peak_bytes", "B", Better::Lower, Rule::Count, stack);
-        result.figures.push(f);
-    }
-    Ok(())
-}
-
-/// The ELF of `entry` and how to measure it (linklab's images built when not given).
-fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
-    match &entry.target {
-        Target::Foreign { elf, mac } => {
-            if !elf.is_file() {
-                bail!("{} is not a file", elf.display());
-            }
-            Ok(Bootable {
-                elf: elf.clone(),
-                speaks: Speaks::Lwip,
-                mac: mac.clone(),
-                config: None,
-                profile: "given".into(),
+            .iter()
+            .map(|f| {
+                let samples = f.values.iter().flatten().copied().collect();
+                Figure::new(&f.id, &f.unit, better(f.better), Rule::Rate, samples)
             })
-        }
-        Target::Linklab { image, elf } => {
-            let board = Board::by_name(&entry.board).map_err(anyhow::Error::msg)?;
-            let chosen =
-                linklab_emu::image::choose(&board, Some(Path::new(image)), elf.as_deref())?;
-            let spec = chosen.spec;
-            let counted = spec.attach == Attach::Nic
-                && spec.runtime == Runtime::MainLoop
-                && spec.work != Work::None;
-            if !counted {
-                bail!(
-                    "{}'s {} image is not counted by track (a main-loop image on the NIC: main, minimal, compact)",
-                    board.name,
-                    spec.name
-                );
-            }
-            let built = chosen.find_or_build(&board)?;
-            let blob = work.join("linklab-198.18.9.2.cfg");
-            let config = DeviceConfig {
-                ip: [198, 18, 9, 2],
-                prefix: 24,
-                mac: LINKLAB_MAC,
+            .collect();
+    }
+    doc.figures
+        .iter()
+        .map(|f| {
+            let samples = if f.samples.is_empty() {
+                [f.low, Some(f.value), f.high]
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            } else {
+                f.samples.clone()
             };
-            std::fs::write(&blob, config.to_bytes())
-                .with_context(|| format!("cannot write {}", blob.display()))?;
-            Ok(Bootable {
-                elf: built,
-                speaks: Speaks::Linklab {
-                    stats: spec.work == Work::Stats,
-                    defmt: false,
-                    iperf2: spec.iperf == Iperf::Iperf2Tcp,
-                },
-                mac: LINKLAB_MAC.map(|b| format!("{b:02x}")).join(":"),
-                config: Some(blob),
-                profile: if elf.is_some() {
-                    "given".into()
-                } else {
-                    spec.profile.name().into()
-                },
-            })
-        }
+            Figure::new(&f.id, &f.unit, better(f.better), Rule::Rate, samples)
+        })
+        .collect()
+}
+
+fn better(b: linklab_results::probe::Better) -> Better {
+    match b {
+        linklab_results::probe::Better::Higher => Better::Higher,
+        linklab_results::probe::Better::Lower => Better::Lower,
     }
-}
-
-/// Removes this process's work folder (the plugin it built, the configuration blob).
-pub fn clean_up() {
-    let dir = std::env::temp_dir().join(format!("linklab-track-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(dir);
-}
-
-/// Where track keeps the counting plugin and the configuration blob: a folder of this
-/// process's under the temporary folder (two runs at once build their own plugin).
-fn work_dir() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("linklab-track-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
 }

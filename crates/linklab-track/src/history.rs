@@ -1,53 +1,22 @@
-//! `linklab track report -o FILE.html`: every figure's history as an SVG chart (the runs
-//! oldest first; each run's median, its samples' range, and a marker at each step, named by
-//! the run's label), then the last two runs' comparison — on `linklab report`'s page.
+//! The page of `linklab track report -o FILE.html`: every figure's history as an SVG chart
+//! (the runs oldest first; each run's median, its samples' range, and a marker at each step,
+//! named by the run's label), then the last two runs' comparison — on `linklab report`'s
+//! page.
 
-use std::path::PathBuf;
-
-use anyhow::Context;
 use maud::{html, Markup};
 
-use super::compare::{self, Thresholds, Verdict};
-use super::figure::Run;
-use super::{store, tables};
 use linklab_report::layout::frame;
 use linklab_report::svg::{Axis, Chart, Mark, Series, VLine};
 use linklab_results::time::utc_time;
 
-/// Options of `linklab track report`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The HTML file to write.
-    #[arg(short = 'o', long = "output", value_name = "FILE.html")]
-    output: PathBuf,
-    #[command(flatten)]
-    db: store::DbArg,
-}
-
-/// Runs `linklab track report`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let store = store::open(&args.db.db)?;
-    let runs: Vec<Run> = store
-        .runs()?
-        .iter()
-        .map(|h| store.load(h.id))
-        .collect::<anyhow::Result<_>>()?;
-    if runs.is_empty() {
-        anyhow::bail!("--db {}: no run stored yet", args.db.shown());
-    }
-    let html = render(&runs, &args.db.shown());
-    std::fs::write(&args.output, html)
-        .with_context(|| format!("-o: cannot write {}", args.output.display()))?;
-    println!("wrote {} ({} runs)", args.output.display(), runs.len());
-    Ok(())
-}
+use crate::compare::{self, Thresholds, Verdict};
+use crate::run::Run;
+use crate::stamp::now;
+use crate::tables;
 
 /// The thresholds the report marks steps by: compare's defaults.
 fn thresholds() -> Thresholds {
-    Thresholds {
-        count_pct: super::DEFAULT_COUNT_PCT,
-        rate_pct: 10.0,
-    }
+    Thresholds::default()
 }
 
 /// The whole page for `runs` (oldest first) read from `source`.
@@ -58,7 +27,7 @@ pub fn render(runs: &[Run], source: &str) -> String {
             (last_compare(base, head)) "\n"
         }
     };
-    let generated = utc_time(super::stamp::now() as u64);
+    let generated = utc_time(now() as u64);
     frame(body, &[source.to_string()], &generated)
 }
 

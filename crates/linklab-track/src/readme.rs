@@ -1,69 +1,24 @@
-//! `linklab track table`: a stored run as a Markdown table written between two markers in a
-//! file (`<!-- track:NAME begin -->` and `<!-- track:NAME end -->`), so a README's figures
-//! are the store's, not pasted; `--check` fails, changing nothing, when the file's table is
-//! not the one the run gives (the README is stale).
+//! `linklab track table`'s table: a stored run as Markdown between two markers in a file
+//! (`<!-- track:NAME begin -->` and `<!-- track:NAME end -->`), so a README's figures are the
+//! store's, not pasted (and a check can tell when the README's table is not the run's).
 
-use std::path::PathBuf;
+use anyhow::bail;
 
-use anyhow::{bail, Context};
+use crate::run::{EntryResult, Run};
+use crate::tables::num;
 
-use super::figure::EntryResult;
-use super::store;
-use super::tables::num;
-
-/// Options of `linklab track table`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The run's label (its latest run).
-    #[arg(value_name = "LABEL")]
-    label: String,
-    /// The file whose marked block gets the table (e.g. firmware/README.md).
-    #[arg(long, value_name = "FILE")]
-    file: PathBuf,
-    /// The block's name: the table goes between `<!-- track:NAME begin -->` and
-    /// `<!-- track:NAME end -->`.
-    #[arg(long, value_name = "NAME", default_value = "baseline")]
-    block: String,
-    /// An entry the others are given as a ratio of (e.g. lwip).
-    #[arg(long, value_name = "ENTRY")]
-    reference: Option<String>,
-    /// Write nothing; exit 1 when the file's table differs from the run's.
-    #[arg(long)]
-    check: bool,
-    #[command(flatten)]
-    db: store::DbArg,
-}
-
-/// Runs `linklab track table`.
-pub fn run(a: Args) -> anyhow::Result<()> {
-    let store = store::open(&a.db.db)?;
-    let run = store::by_label(store.as_ref(), &a.label)?;
-    if let Some(r) = &a.reference {
+/// `run` as a table, each entry's figures also given as a ratio of entry `reference`'s where
+/// one is named (an error when the run has no such entry).
+pub fn table(run: &Run, reference: Option<&str>) -> anyhow::Result<String> {
+    if let Some(r) = reference {
         if run.entry(r).is_none() {
-            bail!("--reference {r}: run {:?} has no entry {r}", a.label);
+            bail!(
+                "--reference {r}: run {:?} has no entry {r}",
+                run.stamp.label
+            );
         }
     }
-    let table = markdown(&run.entries, a.reference.as_deref());
-    let text = std::fs::read_to_string(&a.file)
-        .with_context(|| format!("cannot read {}", a.file.display()))?;
-    let new = replace_block(&text, &a.block, &table)
-        .with_context(|| format!("{}: no table block {:?}", a.file.display(), a.block))?;
-    match (a.check, new == text) {
-        (_, true) => Ok(()),
-        (true, false) => bail!(
-            "{}: the track:{} table is not run {:?}'s; regenerate it: linklab track table {} --file {}{}",
-            a.file.display(),
-            a.block,
-            a.label,
-            a.label,
-            a.file.display(),
-            a.reference
-                .as_ref()
-                .map_or(String::new(), |r| format!(" --reference {r}"))
-        ),
-        (false, false) => std::fs::write(&a.file, new)
-            .with_context(|| format!("cannot write {}", a.file.display())),
-    }
+    Ok(markdown(&run.entries, reference))
 }
 
 /// The words a known figure goes by in a table; others by their stored name.
@@ -131,7 +86,7 @@ pub fn markdown(entries: &[EntryResult], reference: Option<&str>) -> String {
 
 /// `text` with what lies between block `name`'s markers replaced by `table`; `None` when
 /// the markers are missing or out of order.
-fn replace_block(text: &str, name: &str, table: &str) -> Option<String> {
+pub fn replace_block(text: &str, name: &str, table: &str) -> Option<String> {
     let begin = format!("<!-- track:{name} begin -->\n");
     let end = format!("<!-- track:{name} end -->");
     let start = text.find(&begin)? + begin.len();
@@ -142,7 +97,7 @@ fn replace_block(text: &str, name: &str, table: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figure::{Better, Figure, Rule};
+    use linklab_results::track::{Better, Figure, Rule};
 
     fn entry(name: &str, flash: f64, rx: &[f64]) -> EntryResult {
         let mut e = EntryResult::new(name, "image", "mps2-an385");

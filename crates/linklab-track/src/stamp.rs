@@ -117,11 +117,3 @@ fn first_line(argv: &[&str]) -> String {
         Err(_) => format!("{}: not found", argv[0]),
     }
 }
-
-/// The SHA-256 of a file (`sha256sum`, coreutils), or None.
-pub fn sha256(path: &Path) -> Option<String> {
-    let out = Command::new("sha256sum").arg(path).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let hash = text.split_whitespace().next()?;
-    (out.status.success() && hash.len() == 64).then(|| hash.to_string())
-}

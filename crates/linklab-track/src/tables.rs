@@ -1,10 +1,11 @@
 //! A comparison written out: a table for the terminal, Markdown for a pull-request
-//! comment, and bencher's JSON (BMF) of HEAD's figures.
+//! comment, and bencher's Metric Format (BMF) of HEAD's figures.
 
-use serde_json::{json, Map, Value};
+use linklab_results::track::Figure;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::compare::Row;
-use super::figure::{Figure, Run};
+use crate::compare::{self, Row};
+use crate::run::Run;
 
 /// A figure as `median` or `median (lo–hi)` when its samples differ.
 pub fn figure_text(f: Option<&Figure>) -> String {
@@ -80,11 +81,7 @@ pub fn terminal(base: &str, head: &str, rows: &[Row]) -> String {
 
 /// The Markdown for a pull-request comment: a summary line and the table.
 pub fn markdown(base: &str, head: &str, rows: &[Row]) -> String {
-    let worse: Vec<String> = rows
-        .iter()
-        .filter(|r| r.verdict.fails())
-        .map(Row::id)
-        .collect();
+    let worse = compare::worse(rows);
     let mut out = format!("### linklab track: `{base}` → `{head}`\n\n");
     if worse.is_empty() {
         out.push_str("No figure is worse.\n\n");
@@ -100,19 +97,70 @@ pub fn markdown(base: &str, head: &str, rows: &[Row]) -> String {
     out
 }
 
-/// bencher's Metric Format: `{entry: {figure: {value, lower_value, upper_value}}}` of `run`.
-pub fn bmf(run: &Run) -> Value {
-    let mut benchmarks = Map::new();
+/// bencher's Metric Format (its JSON: `{entry: {figure: {value, lower_value, upper_value}}}`)
+/// of a run: each entry that did not fail, each figure with samples as its median and range,
+/// in the run's order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bmf(pub Vec<(String, Vec<(String, BmfMeasure)>)>);
+
+/// One figure in bencher's Metric Format.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct BmfMeasure {
+    /// The median.
+    pub value: f64,
+    /// The lowest sample.
+    pub lower_value: f64,
+    /// The highest sample.
+    pub upper_value: f64,
+}
+
+/// Serializes pairs as a JSON object, keeping their order.
+struct Ordered<'a, T>(&'a [(String, T)]);
+
+impl<T: Serialize> Serialize for Ordered<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Bmf {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (entry, measures) in &self.0 {
+            map.serialize_entry(entry, &Ordered(measures))?;
+        }
+        map.end()
+    }
+}
+
+/// HEAD's figures in bencher's Metric Format (a name given twice keeps its first place and
+/// its last value, as a JSON object would).
+pub fn bmf(run: &Run) -> Bmf {
+    let mut benchmarks: Vec<(String, Vec<(String, BmfMeasure)>)> = Vec::new();
     for e in run.entries.iter().filter(|e| e.failed.is_none()) {
-        let mut measures = Map::new();
+        let mut measures = Vec::new();
         for f in e.figures.iter().filter(|f| !f.samples.is_empty()) {
             let (lo, hi) = f.range();
-            measures.insert(
-                f.name.clone(),
-                json!({ "value": f.median(), "lower_value": lo, "upper_value": hi }),
-            );
+            let m = BmfMeasure {
+                value: f.median(),
+                lower_value: lo,
+                upper_value: hi,
+            };
+            set(&mut measures, &f.name, m);
         }
-        benchmarks.insert(e.name.clone(), Value::Object(measures));
+        set(&mut benchmarks, &e.name, measures);
     }
-    Value::Object(benchmarks)
+    Bmf(benchmarks)
+}
+
+/// Sets `key` to `value` in `pairs`: in its place when it is there, else at the end.
+fn set<T>(pairs: &mut Vec<(String, T)>, key: &str, value: T) {
+    match pairs.iter_mut().find(|(k, _)| k == key) {
+        Some((_, v)) => *v = value,
+        None => pairs.push((key.to_string(), value)),
+    }
 }

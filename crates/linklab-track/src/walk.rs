@@ -5,43 +5,66 @@
 //! beyond its noise (compare's rule, each commit against the one measured before it) are
 //! named. A commit that does not build is named `build failed` and the walk goes on.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
 
-use super::compare::{judge, Thresholds, Verdict};
-use super::figure::Run;
-use super::{measure, store, suite, tables};
+use crate::compare::{judge, Thresholds, Verdict};
+use crate::instruments::Instruments;
+use crate::measure::{self, Progress, RunOptions};
+use crate::run::Run;
+use crate::store::Store;
+use crate::suite::Suite;
+use crate::tables;
 
-/// Options of `linklab track walk`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The commits: A..B walks A, then every commit after it up to B (first parents).
-    #[arg(value_name = "A..B")]
-    range: String,
-    /// The suite run at each commit (its `build` builds the commit's tree).
-    #[arg(long, value_name = "SUITE")]
-    suite: PathBuf,
-    /// Samples per counted figure at each commit.
-    #[arg(long, value_name = "N", default_value_t = 1,
-          value_parser = linklab_results::values::ranged(1u32, 50))]
-    repeat: u32,
-    /// The cargo target folder every worktree's build shares (CARGO_TARGET_DIR).
-    #[arg(long, value_name = "DIR")]
-    target_dir: Option<PathBuf>,
-    /// Percent of the earlier median a count figure must move by to be a step.
-    #[arg(long, value_name = "PCT", default_value_t = super::DEFAULT_COUNT_PCT,
-          value_parser = linklab_results::values::ranged(0.0, 1000.0))]
-    count_threshold: f64,
-    #[command(flatten)]
-    db: store::DbArg,
+/// How a walk goes.
+#[derive(Clone, Debug)]
+pub struct WalkOptions {
+    /// The commits: `A..B` walks A, then every commit after it up to B (first parents).
+    pub range: String,
+    /// Samples per counted figure at each commit (at least 1).
+    pub repeat: u32,
+    /// The cargo target folder every worktree's build shares (`CARGO_TARGET_DIR`); by
+    /// default one of the walk's own, removed at its end.
+    pub target_dir: Option<PathBuf>,
 }
 
-/// Runs `linklab track walk`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let suite = suite::load(&args.suite)?;
-    let Some((a, b)) = args.range.split_once("..") else {
+/// What a walk tells as it goes.
+#[derive(Debug)]
+pub enum WalkEvent<'a> {
+    /// An entry of the suite is about to be measured at the commit being walked.
+    Measuring(Progress<'a>),
+    /// A commit measured (its run stored under its short hash).
+    Measured {
+        /// The commit's short hash.
+        commit: &'a str,
+        /// Its run.
+        run: &'a Run,
+    },
+    /// A commit that could not be checked out or built (the walk goes on).
+    BuildFailed {
+        /// The commit's short hash.
+        commit: &'a str,
+        /// Why.
+        error: &'a anyhow::Error,
+    },
+}
+
+/// Walks `options.range` in this process's git repository (the current folder's): each
+/// commit checked out in a worktree of its own (in a folder of the walk's, made fresh with
+/// mode 0700 and removed at the end), built by `suite`'s `build` command, measured by the
+/// suite and stored in `store` under its short hash; `events` hears of each. The commits
+/// measured, in order, with their runs (for [`steps`]).
+pub fn walk(
+    suite: &Suite,
+    options: &WalkOptions,
+    store: &mut dyn Store,
+    instruments: &mut dyn Instruments,
+    events: &mut dyn FnMut(WalkEvent<'_>),
+) -> anyhow::Result<Vec<(String, Run)>> {
+    let Some((a, b)) = options.range.split_once("..") else {
         linklab_results::bail_usage!("track walk: the range is A..B (two commits)");
     };
     let repo = git_out(Path::new("."), &["rev-parse", "--show-toplevel"])?;
@@ -62,20 +85,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let commits: Vec<String> = std::iter::once(first)
         .chain(rest.lines().map(String::from))
         .collect();
-    let target = match &args.target_dir {
+    let scratch = tempfile::Builder::new()
+        .prefix("linklab-track-walk-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .context("cannot make the walk's folder under the temporary folder")?;
+    let target = match &options.target_dir {
         Some(d) => std::path::absolute(d)?,
-        None => std::env::temp_dir().join("linklab-track-walk-target"),
+        None => scratch.path().join("target"),
     };
     // Every build and every image found by name uses the shared target folder.
     std::env::set_var("CARGO_TARGET_DIR", &target);
-    let mut store = store::open(&args.db.db)?;
-    let scratch = std::env::temp_dir().join(format!("linklab-track-walk-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
     let mut measured: Vec<(String, Run)> = Vec::new();
     for commit in &commits {
         let short: String = commit.chars().take(7).collect();
-        let wt = scratch.join(&short);
-        let outcome = at_commit(&repo, commit, &wt, &suite, &args, &short);
+        let wt = scratch.path().join(&short);
+        let outcome = at_commit(&repo, commit, &wt, suite, options, instruments, events);
         let _ = Command::new("git")
             .arg("-C")
             .arg(&repo)
@@ -85,29 +110,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         match outcome {
             Ok(run) => {
                 store.insert_run(&run)?;
-                println!("{short}: measured ({})", summary(&run));
+                events(WalkEvent::Measured {
+                    commit: &short,
+                    run: &run,
+                });
                 measured.push((short, run));
             }
-            Err(e) => println!("{short}: build failed: {e:#}"),
+            Err(error) => events(WalkEvent::BuildFailed {
+                commit: &short,
+                error: &error,
+            }),
         }
     }
-    let _ = std::fs::remove_dir_all(&scratch);
-    let t = Thresholds {
-        count_pct: args.count_threshold,
-        rate_pct: 10.0,
-    };
-    print!("{}", steps(&measured, t));
-    Ok(())
+    drop(scratch);
+    Ok(measured)
 }
 
-/// Checks `commit` out into `wt`, builds it and runs the suite there.
+/// Checks `commit` out into `wt`, builds it and runs the suite there (labelled by the
+/// commit's short hash).
 fn at_commit(
     repo: &Path,
     commit: &str,
     wt: &Path,
-    suite: &suite::Suite,
-    args: &Args,
-    short: &str,
+    suite: &Suite,
+    options: &WalkOptions,
+    instruments: &mut dyn Instruments,
+    events: &mut dyn FnMut(WalkEvent<'_>),
 ) -> anyhow::Result<Run> {
     let out = Command::new("git")
         .arg("-C")
@@ -141,21 +169,19 @@ fn at_commit(
         }
     }
     std::env::set_var("LINKLAB_FIRMWARE_DIR", wt.join("firmware"));
-    let run = measure::measure(suite, Some(short), args.repeat);
-    if let Some(e) = run.entries.iter().find(|e| e.failed.is_some()) {
-        eprintln!(
-            "{short}: {} failed: {}",
-            e.name,
-            e.failed.as_deref().unwrap_or("")
-        );
-    }
-    let mut run = run;
+    let run_options = RunOptions {
+        label: Some(commit.chars().take(7).collect()),
+        repeat: options.repeat,
+    };
+    let mut run = measure::measure(suite, &run_options, instruments, &mut |p| {
+        events(WalkEvent::Measuring(p))
+    });
     run.stamp.commit = commit.into();
     Ok(run)
 }
 
-/// `entry figure=value ...` of a run, for the walk's progress lines.
-fn summary(run: &Run) -> String {
+/// `entry figure value, ...` of a run (each figure's median), for the walk's progress lines.
+pub fn summary(run: &Run) -> String {
     let mut parts = Vec::new();
     for e in &run.entries {
         match &e.failed {

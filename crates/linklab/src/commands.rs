@@ -9,6 +9,7 @@ pub mod rtt;
 pub mod serial;
 pub mod serve;
 pub mod sweep;
+pub mod track;
 
 /// A library command's error as the CLI's: a refused command line is a usage error (exit
 /// code 2), a failure while running exits 1.

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod instruments;
 mod progress;
 
 /// The linklab command line.
@@ -50,7 +51,7 @@ enum Command {
     /// Render JSON results into a self-contained HTML report.
     Report(commands::report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
-    Track(linklab_track::Args),
+    Track(commands::track::Args),
 }
 
 fn main() -> ExitCode {
@@ -81,7 +82,7 @@ fn main() -> ExitCode {
         Command::Rtt(args) => commands::rtt::run(args),
         Command::Probe(args) => commands::probe::run(args),
         Command::Report(args) => commands::report::run(args),
-        Command::Track(args) => linklab_track::run(args),
+        Command::Track(args) => commands::track::run(args, &mut instruments::ProbeAndBench),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

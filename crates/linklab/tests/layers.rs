@@ -70,7 +70,6 @@ const ROWS: &[Row] = &[
         kind: "std",
         uses: &[
             "linklab-emu",
-            "linklab-measure",
             "linklab-report",
             "linklab-results",
             "linklab-perf",

@@ -4,9 +4,10 @@
 
 mod common;
 
-use common::track::{figure, image, import, stderr, stdout, track};
+use common::track::{entry, failed, figure, image, import, stderr, stdout, track};
 use common::{assert_one_line_error, tempdir};
-use serde_json::{json, Value};
+use linklab_results::track::TrackRun;
+use serde_json::Value;
 
 #[test]
 fn unchanged_within_noise_is_exit_0() {
@@ -103,7 +104,13 @@ fn the_threshold_and_the_spread_both_hold_a_count_back() {
 fn rates_follow_probes_rule() {
     let dir = tempdir("track-compare-rate");
     let db = dir.join("t.sqlite");
-    let rate = |s: &[f64]| json!({ "name": "sim", "kind": "sim", "figures": [figure("get /1MB", "kB/s", "higher", "rate", s)] });
+    let rate = |s: &[f64]| {
+        entry(
+            "sim",
+            "sim",
+            vec![figure("get /1MB", "kB/s", "higher", "rate", s)],
+        )
+    };
     import(&db, &dir, "a", vec![rate(&[100.0, 104.0])]);
     import(&db, &dir, "b", vec![rate(&[95.0, 97.0])]);
     import(&db, &dir, "c", vec![rate(&[80.0, 82.0])]);
@@ -120,7 +127,7 @@ fn a_failed_entry_is_worse_and_last_2_takes_the_newest() {
     let dir = tempdir("track-compare-failed");
     let db = dir.join("t.sqlite");
     import(&db, &dir, "ok", vec![image("lwip", 1.0, &[3.0], &[4.0])]);
-    let failed = json!({ "name": "lwip", "kind": "image", "failed": "never answered ping" });
+    let failed = failed("lwip", "image", "never answered ping");
     import(&db, &dir, "broken", vec![failed]);
     let out = track(&db, &["compare", "--last", "2"]);
     assert_eq!(out.status.code(), Some(3));
@@ -227,6 +234,23 @@ fn an_exported_run_imports_as_the_same_figures() {
         "{}",
         stdout(&out)
     );
-    let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    assert_eq!(v["entries"][0]["figures"][1]["samples"], json!([3.0, 3.1]));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_valid_run(&doc);
+    let run = TrackRun::parse(&text).unwrap();
+    assert_eq!(run.entries[0].figures[1].samples, [3.0, 3.1]);
+}
+
+/// Validates a run document against the schema checked into the repository.
+fn assert_valid_run(doc: &Value) {
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../linklab-results/schema/track-run.schema.json"
+    ))
+    .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
 }

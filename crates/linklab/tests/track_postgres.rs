@@ -10,21 +10,29 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::pg_server::PgServer;
-use common::track::{figure, image, import, labels, stderr, stdout, track};
+use common::track::{
+    entry, failed, figure, image, import, labels, stderr, stdout, track, write_run,
+};
 use common::{assert_one_line_error, linklab_bin, tempdir};
-use serde_json::{json, Value};
+use linklab_results::track::TrackEntry;
 
 /// Runs with figures of every rule, a sim entry, a failed entry and samples that do not
 /// print short (their bits must come back as they went in).
-fn runs() -> Vec<(&'static str, Vec<Value>)> {
+fn runs() -> Vec<(&'static str, Vec<TrackEntry>)> {
     let sim = |rate: &[f64]| {
-        json!({ "name": "sim-10m", "kind": "sim", "figures": [
-            figure("get /10kB", "kB/s", "higher", "rate", rate),
-            figure("ping rtt", "ms", "lower", "count", &[0.1 + 0.2, 1.0 / 3.0]),
-        ]})
+        entry(
+            "sim-10m",
+            "sim",
+            vec![
+                figure("get /10kB", "kB/s", "higher", "rate", rate),
+                figure("ping rtt", "ms", "lower", "count", &[0.1 + 0.2, 1.0 / 3.0]),
+            ],
+        )
     };
-    let failed = json!({ "name": "lwip", "kind": "image", "board": "mps2-an385",
-        "failed": "never answered on 198.18.9.2", "figures": [] });
+    let failed = TrackEntry {
+        board: "mps2-an385".into(),
+        ..failed("lwip", "image", "never answered on 198.18.9.2")
+    };
     vec![
         (
             "v0",
@@ -181,9 +189,8 @@ fn eight_writers_at_once_into_a_fresh_database_all_land() {
     let children: Vec<_> = (0..WRITERS)
         .map(|i| {
             let file = dir.join(format!("w{i}.json"));
-            let doc = json!({ "label": format!("w{i}"),
-                "entries": [image("main", i as f64, &[2.0, 2.5], &[3.0])] });
-            std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+            let entries = vec![image("main", i as f64, &[2.0, 2.5], &[3.0])];
+            write_run(&file, &format!("w{i}"), entries);
             // Each holds its transaction open a moment, so the writers overlap.
             Command::new(linklab_bin())
                 .args(["track", "import"])

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::track::{image, import, labels, stderr, track};
+use common::track::{image, import, labels, stderr, track, write_run};
 use common::{assert_one_line_error, linklab_bin, tempdir};
 
 fn db_in(name: &str) -> (PathBuf, PathBuf) {
@@ -69,11 +69,7 @@ fn an_older_schema_is_migrated() {
 fn a_store_that_is_not_sqlite_corrupt_or_newer_is_refused_untouched() {
     let (db, dir) = db_in("track-store-refuse");
     let run = dir.join("r.json");
-    std::fs::write(
-        &run,
-        serde_json::to_vec(&serde_json::json!({"label": "x", "entries": []})).unwrap(),
-    )
-    .unwrap();
+    write_run(&run, "x", vec![]);
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (b"label,flash\nv1,100\n".to_vec(), "not an SQLite database"),
         (
@@ -130,9 +126,7 @@ fn slow_import(db: &std::path::Path, file: &std::path::Path, pause_ms: u64) -> s
 
 fn run_file(dir: &std::path::Path, label: &str) -> PathBuf {
     let f = dir.join(format!("{label}.json"));
-    let doc =
-        serde_json::json!({ "label": label, "entries": [image("main", 1.0, &[2.0], &[3.0])] });
-    std::fs::write(&f, serde_json::to_vec(&doc).unwrap()).unwrap();
+    write_run(&f, label, vec![image("main", 1.0, &[2.0], &[3.0])]);
     f
 }
 

@@ -1,5 +1,5 @@
-//! `linklab track run`'s suite files: the issue's small suite as written, relative paths
-//! from the suite's folder, and every mistake answered with one line carrying its line
+//! `linklab track run`'s suite files: a small suite of two images as a user writes it,
+//! relative paths from the suite's folder, and every mistake answered with one line carrying its line
 //! number (nothing is measured or stored then).
 
 mod common;
@@ -22,11 +22,12 @@ fn dry_run(path: &Path) -> std::process::Output {
     track(&db, &["run", path.to_str().unwrap(), "--dry-run"])
 }
 
-/// The issue's suite, word for word (the lwIP ELF's path relative to the suite's folder).
-const ISSUE_SUITE: &str = r#"[[image]]                      # another stack's firmware, booted on linklab's board
+/// Another stack's ELF beside one of linklab's images (the ELF's path relative to the suite's
+/// folder, outside it).
+const TWO_IMAGES: &str = r#"[[image]]                      # another stack's firmware, booted on linklab's board
 name = "lwip"
 board = "mps2-an385"
-elf = "../shared/peers/lwip/results/elf/lwip_perf_O2.elf"
+elf = "../peers/lwip/lwip_perf_O2.elf"
 address = "198.18.9.2"         # where it answers once booted (host side: .1 of its /24)
 mac = "02:4c:57:00:00:02"
 iperf = 2                      # lwiperf: TCP both ways through -r
@@ -38,13 +39,13 @@ image = "main"
 "#;
 
 #[test]
-fn the_issues_suite_works_as_written_with_paths_from_its_folder() {
-    let path = suite("track-suite-issue", ISSUE_SUITE);
+fn a_suite_of_two_images_works_as_written_with_paths_from_its_folder() {
+    let path = suite("track-suite-two-images", TWO_IMAGES);
     let out = dry_run(&path);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     let dir = path.parent().unwrap();
-    let elf = dir.join("../shared/peers/lwip/results/elf/lwip_perf_O2.elf");
+    let elf = dir.join("../peers/lwip/lwip_perf_O2.elf");
     assert!(
         text.contains(&format!("lwip (line 1): {} (iperf 2", elf.display())),
         "{text}"

@@ -1,10 +1,11 @@
-//! What a run of a suite holds: its stamp, and per entry of the suite the figures measured,
-//! each with every sample, its unit, which way is better and the rule that compares it.
+//! One figure of a tracked run: its name and unit, which way is better, the rule that compares
+//! it, and every sample a run took of it.
 
-use super::stamp::Stamp;
+use serde::{Deserialize, Serialize};
 
 /// Which way a figure is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Better {
     /// Fewer bytes, fewer instructions.
     Lower,
@@ -13,7 +14,7 @@ pub enum Better {
 }
 
 impl Better {
-    /// The word stored and shown.
+    /// The word stored and shown (`lower`, `higher`).
     pub fn word(self) -> &'static str {
         match self {
             Better::Lower => "lower",
@@ -31,8 +32,9 @@ impl Better {
     }
 }
 
-/// The kind of a figure, which names the rule `track compare` judges it by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The kind of a figure, which names the rule `linklab track compare` judges it by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Rule {
     /// Read from the ELF (flash, static RAM): any change is a change.
     Exact,
@@ -44,7 +46,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// The word stored and shown.
+    /// The word stored and shown (`exact`, `count`, `rate`).
     pub fn word(self) -> &'static str {
         match self {
             Rule::Exact => "exact",
@@ -65,7 +67,8 @@ impl Rule {
 }
 
 /// One figure of one entry, with every sample a run took of it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Figure {
     /// Its name within the entry, e.g. `rx_instr_per_byte`.
     pub name: String,
@@ -114,63 +117,28 @@ impl Figure {
     }
 }
 
-/// One entry of the suite in one run: what was measured and its figures, or why not.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EntryResult {
-    /// The entry's name in the suite.
-    pub name: String,
-    /// `image` or `sim`.
-    pub kind: String,
-    /// The board (images), empty for the simulator.
-    pub board: String,
-    /// The ELF booted (images).
-    pub elf: Option<String>,
-    /// The ELF's SHA-256 (images).
-    pub elf_sha256: Option<String>,
-    /// The build profile the ELF was built with (`release`, `minimal`, or `given` for an
-    /// ELF the suite names).
-    pub profile: Option<String>,
-    /// Why the entry has no figures (`failed`), if it failed.
-    pub failed: Option<String>,
-    /// The figures.
-    pub figures: Vec<Figure>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl EntryResult {
-    /// An entry of `kind` with nothing measured yet.
-    pub fn new(name: &str, kind: &str, board: &str) -> EntryResult {
-        EntryResult {
-            name: name.into(),
-            kind: kind.into(),
-            board: board.into(),
-            elf: None,
-            elf_sha256: None,
-            profile: None,
-            failed: None,
-            figures: Vec::new(),
+    #[test]
+    fn median_and_range() {
+        let f = |s: &[f64]| Figure::new("f", "B", Better::Lower, Rule::Count, s.to_vec());
+        assert_eq!(f(&[3.0, 1.0, 2.0]).median(), 2.0);
+        assert_eq!(f(&[4.0, 1.0, 2.0, 3.0]).median(), 2.5);
+        assert!(f(&[]).median().is_nan());
+        assert_eq!(f(&[3.0, 1.0, 2.0]).range(), (1.0, 3.0));
+    }
+
+    #[test]
+    fn words_read_back() {
+        for b in [Better::Lower, Better::Higher] {
+            assert_eq!(Better::parse(b.word()), Some(b));
         }
-    }
-
-    /// The figure called `name`.
-    pub fn figure(&self, name: &str) -> Option<&Figure> {
-        self.figures.iter().find(|f| f.name == name)
-    }
-}
-
-/// One run of a suite: its stamp and its entries.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Run {
-    /// The store's id of the run (None before it is stored).
-    pub id: Option<i64>,
-    /// Label, time, versions, host load.
-    pub stamp: Stamp,
-    /// Each entry of the suite.
-    pub entries: Vec<EntryResult>,
-}
-
-impl Run {
-    /// The entry called `name`.
-    pub fn entry(&self, name: &str) -> Option<&EntryResult> {
-        self.entries.iter().find(|e| e.name == name)
+        for r in [Rule::Exact, Rule::Count, Rule::Rate] {
+            assert_eq!(Rule::parse(r.word()), Some(r));
+        }
+        assert_eq!(Better::parse("up"), None);
+        assert_eq!(Rule::parse("fuzzy"), None);
     }
 }

@@ -1,5 +1,5 @@
-//! The SQLite store: one file, its schema created on first use and moved forward by
-//! numbered migrations (`PRAGMA user_version`), each run written in one transaction. A file
+//! The SQLite store: one file, its schema ([`super::sqlite_schema`]) created on first use and
+//! moved forward by numbered migrations (`PRAGMA user_version`), each run written in one transaction. A file
 //! that is not SQLite, is corrupt or has a newer schema is refused with one line naming it,
 //! and left as it was. Writers wait for each other (a busy timeout), so two runs writing at
 //! once both land.
@@ -10,57 +10,12 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 
-use super::figure::{Better, EntryResult, Figure, Rule, Run};
-use super::stamp::Stamp;
-use super::store::{RunHead, Store};
+use linklab_results::track::{Better, Figure, Rule};
 
-/// The schema, one migration per version: version N is reached by running `MIGRATIONS[N-1]`.
-pub const MIGRATIONS: [&str; 2] = [
-    // 1: runs, their entries, each entry's figures, each figure's samples.
-    "CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        label TEXT NOT NULL,
-        commit_hash TEXT NOT NULL,
-        started_unix REAL NOT NULL,
-        finished_unix REAL NOT NULL,
-        linklab_version TEXT NOT NULL,
-        qemu_version TEXT NOT NULL,
-        tools TEXT NOT NULL,
-        host_load_start REAL NOT NULL,
-        host_load_end REAL NOT NULL,
-        suite TEXT NOT NULL,
-        repeat INTEGER NOT NULL
-    );
-    CREATE TABLE entries (
-        id INTEGER PRIMARY KEY,
-        run_id INTEGER NOT NULL REFERENCES runs(id),
-        name TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        board TEXT NOT NULL,
-        elf TEXT,
-        elf_sha256 TEXT,
-        profile TEXT,
-        failed TEXT
-    );
-    CREATE TABLE figures (
-        id INTEGER PRIMARY KEY,
-        entry_id INTEGER NOT NULL REFERENCES entries(id),
-        name TEXT NOT NULL,
-        unit TEXT NOT NULL,
-        better TEXT NOT NULL CHECK (better IN ('lower', 'higher')),
-        rule TEXT NOT NULL CHECK (rule IN ('exact', 'count', 'rate'))
-    );
-    CREATE TABLE samples (
-        figure_id INTEGER NOT NULL REFERENCES figures(id),
-        seq INTEGER NOT NULL,
-        value REAL NOT NULL,
-        PRIMARY KEY (figure_id, seq)
-    );",
-    // 2: finding a run by its label, and a run's figures, without a scan.
-    "CREATE INDEX runs_by_label ON runs(label);
-    CREATE INDEX entries_by_run ON entries(run_id);
-    CREATE INDEX figures_by_entry ON figures(entry_id);",
-];
+use super::backend::{pause_before_commit, RunHead, Store};
+use super::sqlite_schema::MIGRATIONS;
+use crate::run::{EntryResult, Run};
+use crate::stamp::Stamp;
 
 /// What an SQLite file starts with.
 const HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -201,7 +156,7 @@ impl Store for Sqlite {
                 }
             }
         }
-        pause_for_tests();
+        pause_before_commit();
         tx.commit()
             .with_context(|| format!("--db {}: cannot store the run", self.path.display()))?;
         Ok(run_id)
@@ -306,16 +261,5 @@ impl Sqlite {
             out.push(Figure::new(&name, &unit, better, rule, values));
         }
         Ok(out)
-    }
-}
-
-/// Holds the write transaction open for `$LINKLAB_TRACK_PAUSE_BEFORE_COMMIT_MS` (the test
-/// that kills a run half-way through storing it needs a moment to do so).
-pub(super) fn pause_for_tests() {
-    if let Some(ms) = std::env::var("LINKLAB_TRACK_PAUSE_BEFORE_COMMIT_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(Duration::from_millis(ms));
     }
 }

@@ -1,6 +1,6 @@
-//! The PostgreSQL store (`--db postgres://...`): the SQLite store's schema on a server, so a
-//! farm's many machines write to one store. The tables are [`super::sqlite::MIGRATIONS`]
-//! read in PostgreSQL's words ([`dialect`]); the schema's version is the one row of
+//! The PostgreSQL store (`--db postgres://...`): the SQLite store's tables on a server, so a
+//! farm's many machines write to one store. The schema is [`super::postgres_schema`] (the
+//! same tables and columns in PostgreSQL's words); its version is the one row of
 //! `linklab_track_schema` (PostgreSQL has no `user_version`), moved forward in one
 //! transaction under an advisory lock, so writers opening a fresh database at once create it
 //! once. Each run is written in one transaction; ids come from identity columns, so
@@ -13,10 +13,12 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use postgres::{Client, Config, NoTls, Transaction};
 
-use super::figure::{Better, EntryResult, Figure, Rule, Run};
-use super::sqlite::MIGRATIONS;
-use super::stamp::Stamp;
-use super::store::{RunHead, Store};
+use linklab_results::track::{Better, Figure, Rule};
+
+use super::backend::{pause_before_commit, RunHead, Store};
+use super::postgres_schema::MIGRATIONS;
+use crate::run::{EntryResult, Run};
+use crate::stamp::Stamp;
 
 /// The table holding the schema's version (one row).
 const VERSION_TABLE: &str = "linklab_track_schema";
@@ -31,18 +33,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// True for the `--db` values this backend takes.
 pub fn is_url(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
-}
-
-/// An SQLite migration in PostgreSQL's words: a row id becomes an identity column, an
-/// integer a 64-bit one, a real a double. The one schema text is SQLite's.
-pub fn dialect(sqlite: &str) -> String {
-    sqlite
-        .replace(
-            "INTEGER PRIMARY KEY",
-            "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        )
-        .replace("INTEGER", "BIGINT")
-        .replace("REAL", "DOUBLE PRECISION")
 }
 
 /// `url` with its password, if any (`user:PASSWORD@` or `password=`), shown as `***` (the
@@ -164,7 +154,7 @@ impl Postgres {
             return tx.commit().map_err(|e| self.fail("cannot commit", e));
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
-            tx.batch_execute(&dialect(sql))
+            tx.batch_execute(sql)
                 .map_err(|e| self.fail(&format!("migration to version {}", i + 1), e))?;
         }
         let set =
@@ -182,7 +172,7 @@ impl Store for Postgres {
             .transaction()
             .map_err(|e| self.fail("cannot begin", e))?;
         let id = insert(&mut tx, run).map_err(|e| self.fail("cannot store the run", e))?;
-        super::sqlite::pause_for_tests();
+        pause_before_commit();
         tx.commit()
             .map_err(|e| self.fail("cannot store the run", e))?;
         Ok(id)
@@ -347,16 +337,6 @@ fn load(client: &mut Client, id: i64, name: &str) -> anyhow::Result<Run> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_sqlite_schema_reads_as_postgresql() {
-        let sql = dialect(MIGRATIONS[0]);
-        assert!(sql.contains("id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"));
-        assert!(sql.contains("started_unix DOUBLE PRECISION NOT NULL"));
-        assert!(sql.contains("seq BIGINT NOT NULL"));
-        assert!(!sql.contains("INTEGER") && !sql.contains(" REAL"));
-        assert_eq!(dialect(MIGRATIONS[1]), MIGRATIONS[1]);
-    }
 
     #[test]
     fn a_password_is_hidden() {
