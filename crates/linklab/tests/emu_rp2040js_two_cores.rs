@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use common::device::DEVICE;
 use common::iperf2::iperf_in;
-use common::ping::Ping;
+use common::ping::{run_counting_losses, Ping};
 use common::rp2040js::{build_elf, PinLevel};
 use common::{assert_conserved, end_bytes, mac_counter};
 use serde_json::Value;
@@ -74,10 +74,22 @@ fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_r
     let status = pin.status.read();
     assert_eq!(status["core1_launched"], true, "{status}");
 
-    Ping::new(DEVICE, 3)
-        .deadline(60)
-        .assert_answered(|argv| pin.ns.run(argv).stdout);
+    // Just after boot the device has, in most runs, truncated one of its first frames into
+    // it (docs/rp2040js.md, "Limits"): every request lost here must be a frame its PHY
+    // counted as truncated.
+    let (_, lost) = run_counting_losses(&Ping::new(DEVICE, 3).deadline(60), |argv| {
+        pin.ns.run(argv).stdout
+    });
     let before = pin.stats();
+    println!(
+        "rp2040js two cores: after boot, ping 3 answered, {} lost; phy truncated {}",
+        lost.len(),
+        phy(&before, "truncated")
+    );
+    assert!(
+        lost.len() as u64 <= phy(&before, "truncated"),
+        "lost pings {lost:?} not counted by the device: {before}"
+    );
 
     // The hostile line: each case once, then the chip's time for the last to end.
     pin.start_injection();
