@@ -3,80 +3,119 @@
 //! connects to the unix socket and speaks the same framing as QEMU's `-netdev stream` (a
 //! 4-byte big-endian length, then the bytes): to the device, one capture of line samples at
 //! the receiver's oversampling per transmission; from it, the TX pin's samples at 2x of one
-//! transmission. The line is [`super::line::Line`], the code behind `--image soft-phy`.
+//! transmission. The line is [`crate::line::Line`], the code behind `--image soft-phy`.
+//!
+//! Three steps, each with a line to say: [`listen`] (the TAP made, the socket listening),
+//! [`Listening::accept`] (the emulator connected, the line running), [`Connected::serve`]
+//! (until a signal or the emulator leaves).
 
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use linklab_serve::serve::StopSignals;
 use linklab_tap::Tap;
 
-use super::line::{Line, LineOptions, Socket};
-use linklab_serve::serve::StopSignals;
-use linklab_results::values;
+use crate::line::{Line, LineSettings, Socket};
 
-/// Options of `linklab emu line`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// TAP interface for the device: created here, gone when it stops; must not exist yet.
-    #[arg(long, value_name = "NAME", value_parser = values::interface_name)]
-    tap: String,
+/// What `linklab emu line` takes.
+#[derive(Clone, Debug)]
+pub struct PinLineOptions {
+    /// The TAP to create for the device; it must not exist yet.
+    pub tap: String,
     /// The unix socket to listen on for the device emulator (replaced if it exists).
-    #[arg(long, value_name = "PATH")]
-    socket: PathBuf,
-    /// Seconds to wait for the emulator to connect, 1..=600.
-    #[arg(long, value_name = "S", default_value_t = 60, value_parser = values::ranged(1u64, 600))]
-    connect_timeout: u64,
-    #[command(flatten)]
-    line: LineOptions,
+    pub socket: PathBuf,
+    /// How long to wait for the emulator to connect.
+    pub connect_timeout: Duration,
+    /// The line's settings.
+    pub line: LineSettings,
 }
 
-/// Runs the line until a signal or until the emulator closes the socket; prints the line's
-/// counters then.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let Some(line_args) = args.line.resolve(true)? else {
-        bail!("the line's options did not resolve");
-    };
-    if std::path::Path::new("/sys/class/net")
-        .join(&args.tap)
-        .exists()
-    {
+/// The line's TAP made and its socket listening.
+pub struct Listening {
+    options: PinLineOptions,
+    tap: Tap,
+    socket: Socket,
+}
+
+/// Makes the TAP and listens on the socket.
+pub fn listen(options: &PinLineOptions) -> anyhow::Result<Listening> {
+    let name = &options.tap;
+    if std::path::Path::new("/sys/class/net").join(name).exists() {
         bail!(
-            "--tap {}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)",
-            args.tap
+            "--tap {name}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)"
         );
     }
-    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let tap = Tap::open(&args.tap).with_context(|| format!("cannot create TAP {}", args.tap))?;
-    let socket = Socket::bind_at(args.socket.clone())?;
-    println!(
-        "linklab emu line: TAP {} at {}x, waiting for the emulator on {}",
-        args.tap,
-        line_args.oversample,
-        args.socket.display()
-    );
-    let stream = socket.accept(Duration::from_secs(args.connect_timeout))?;
-    let line = Line::start(&line_args, tap, stream)?;
-    println!(
-        "linklab emu line: connected ({})",
-        if line_args.no_pace {
-            "unpaced"
-        } else {
-            "paced at 10 Mbit/s"
-        }
-    );
-    let ended = loop {
-        if let Some(sig) = signals.take() {
-            break format!("stopped by signal {sig}");
-        }
-        if line.broken() {
-            break "the emulator closed the socket".to_string();
-        }
-        linklab_serve::serve::wait_readable(&[signals.as_raw_fd()], Some(Duration::from_millis(200)))?;
-    };
-    let counters = line.stop();
-    println!("{}", counters.summary());
-    println!("linklab emu line: {ended}");
-    Ok(())
+    let tap = Tap::open(name).with_context(|| format!("cannot create TAP {name}"))?;
+    let socket = Socket::bind_at(options.socket.clone())?;
+    Ok(Listening {
+        options: options.clone(),
+        tap,
+        socket,
+    })
+}
+
+impl Listening {
+    /// The line that says where the line waits for the emulator.
+    pub fn banner(&self) -> String {
+        let o = &self.options;
+        format!(
+            "linklab emu line: TAP {} at {}x, waiting for the emulator on {}",
+            o.tap,
+            o.line.oversample,
+            o.socket.display()
+        )
+    }
+
+    /// Waits for the emulator to connect, then runs the line.
+    pub fn accept(self) -> anyhow::Result<Connected> {
+        let stream = self.socket.accept(self.options.connect_timeout)?;
+        let line = Line::start(&self.options.line, self.tap, stream)?;
+        Ok(Connected {
+            line,
+            options: self.options,
+            _socket: self.socket,
+        })
+    }
+}
+
+/// The emulator connected, the line running.
+pub struct Connected {
+    line: Line,
+    options: PinLineOptions,
+    _socket: Socket,
+}
+
+impl Connected {
+    /// The line that says the emulator connected, and how the line runs.
+    pub fn banner(&self) -> String {
+        format!(
+            "linklab emu line: connected ({})",
+            if self.options.line.no_pace {
+                "unpaced"
+            } else {
+                "paced at 10 Mbit/s"
+            }
+        )
+    }
+
+    /// Runs the line until one of `signals` or until the emulator closes the socket; returns
+    /// the line's counters (one line) and how it ended.
+    pub fn serve(self, signals: &StopSignals) -> anyhow::Result<(String, String)> {
+        let ended = loop {
+            if let Some(sig) = signals.take() {
+                break format!("stopped by signal {sig}");
+            }
+            if self.line.broken() {
+                break "the emulator closed the socket".to_string();
+            }
+            linklab_serve::serve::wait_readable(
+                &[signals.as_raw_fd()],
+                Some(Duration::from_millis(200)),
+            )?;
+        };
+        let counters = self.line.stop();
+        Ok((counters.summary(), ended))
+    }
 }

@@ -18,6 +18,7 @@
 //!
 //! Where this crate sits among the others: the repository's ARCHITECTURE.md.
 
+pub mod emu;
 pub mod probe;
 pub mod quantity;
 pub mod rtt;

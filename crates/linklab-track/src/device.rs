@@ -11,26 +11,24 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use linklab_perf::device_config::DeviceConfig;
 
 use super::figure::{Better, EntryResult, Figure, Rule};
 use super::stamp::sha256;
 use super::suite::{ImageEntry, Target};
 use linklab_emu::board::{Attach, Board, Iperf, Runtime, Work};
-use linklab_emu::counted::measure::Speaks;
-use linklab_emu::counted::{counter, elf, emulator, measure, throughput};
+use linklab_emu::counted::image::{Address, Image, Speaks};
+use linklab_emu::counted::measure::{self, Counting};
+use linklab_emu::counted::{counter, throughput};
+use linklab_emu::elf;
+use tempfile::TempDir;
 
 /// linklab's images' MAC in the lab (the side-by-side bench's).
 const LINKLAB_MAC: [u8; 6] = [0x02, 0x4c, 0x4c, 0, 0, 0x02];
 
-/// An image ready to boot: its ELF, how it is measured, its NIC.
+/// An image ready to boot: its ELF, how it is measured, its NIC; and its build profile
+/// (`release`, `minimal`; `given` for an ELF named in the suite).
 struct Bootable {
-    elf: PathBuf,
-    speaks: Speaks,
-    mac: String,
-    /// linklab's configuration blob (its address), loaded into RAM by QEMU.
-    config: Option<PathBuf>,
-    /// The build profile (`release`, `minimal`; `given` for an ELF named in the suite).
+    image: Image,
     profile: String,
 }
 
@@ -46,11 +44,11 @@ pub fn measure(entry: &ImageEntry, repeat: u32) -> EntryResult {
 
 fn measure_into(entry: &ImageEntry, repeat: u32, result: &mut EntryResult) -> anyhow::Result<()> {
     let work = work_dir()?;
-    let b = bootable(entry, &work)?;
-    result.elf = Some(b.elf.display().to_string());
-    result.elf_sha256 = sha256(&b.elf);
+    let b = bootable(entry)?;
+    result.elf = Some(b.image.elf.display().to_string());
+    result.elf_sha256 = sha256(&b.image.elf);
     result.profile = Some(b.profile.clone());
-    let size = elf::size(&b.elf)?;
+    let size = elf::size(&b.image.elf)?;
     let exact =
         |name: &str, v: u64| Figure::new(name, "B", Better::Lower, Rule::Exact, vec![v as f64]);
     if entry.wants("flash") {
@@ -67,8 +65,7 @@ fn measure_into(entry: &ImageEntry, repeat: u32, result: &mut EntryResult) -> an
     if entry.wants("throughput") {
         let (mut rx, mut tx) = (Vec::new(), Vec::new());
         for _ in 0..repeat {
-            let tag = format!("{}t", std::process::id() % 1000);
-            let (r, t) = throughput::measure(&tag, &b.elf, b.speaks, &b.mac, b.config.as_deref())?;
+            let (r, t) = throughput::measure(&b.image)?;
             rx.push(r);
             tx.push(t);
         }
@@ -84,14 +81,12 @@ fn count(
     entry: &ImageEntry,
     repeat: u32,
     b: &Bootable,
-    work: &Path,
+    work: &TempDir,
     result: &mut EntryResult,
 ) -> anyhow::Result<()> {
-    let lib = counter::build_plugin(work)?;
-    let clock = emulator::Clock::Counted {
-        lib,
-        dir: work.to_path_buf(),
-        profile: false,
+    let counting = Counting {
+        plugin: counter::build_plugin(work)?,
+        profiles: None,
         // The host's delayed ACKs moved the sent cost up to 3.7 % from boot to boot; an ACK
         // per segment takes them out (docs/track.md, Noise).
         ack_every_segment: true,
@@ -99,11 +94,11 @@ fn count(
     let (mut rx, mut tx, mut stack) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..repeat {
         let tag = format!("c{round}");
-        let counted = measure::count(&tag, &b.elf, b.speaks, &b.mac, b.config.as_deref(), &clock)
+        let counted = measure::count(&tag, &b.image, &counting)
             .with_context(|| format!("counting run {}", round + 1))?;
         rx.push(counted.receive.per_byte);
         tx.push(counted.send.per_byte);
-        if let Some(peak) = counted.stack_peak {
+        if let Ok(peak) = counted.stack_peak {
             stack.push(peak as f64);
         }
     }
@@ -120,17 +115,18 @@ fn count(
 }
 
 /// The ELF of `entry` and how to measure it (linklab's images built when not given).
-fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
+fn bootable(entry: &ImageEntry) -> anyhow::Result<Bootable> {
     match &entry.target {
         Target::Foreign { elf, mac } => {
             if !elf.is_file() {
                 bail!("{} is not a file", elf.display());
             }
             Ok(Bootable {
-                elf: elf.clone(),
-                speaks: Speaks::Lwip,
-                mac: mac.clone(),
-                config: None,
+                image: Image {
+                    elf: elf.clone(),
+                    speaks: Speaks::Lwip,
+                    address: Address::BuiltIn(mac.clone()),
+                },
                 profile: "given".into(),
             })
         }
@@ -149,23 +145,16 @@ fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
                 );
             }
             let built = chosen.find_or_build(&board)?;
-            let blob = work.join("linklab-198.18.9.2.cfg");
-            let config = DeviceConfig {
-                ip: [198, 18, 9, 2],
-                prefix: 24,
-                mac: LINKLAB_MAC,
-            };
-            std::fs::write(&blob, config.to_bytes())
-                .with_context(|| format!("cannot write {}", blob.display()))?;
             Ok(Bootable {
-                elf: built,
-                speaks: Speaks::Linklab {
-                    stats: spec.work == Work::Stats,
-                    defmt: false,
-                    iperf2: spec.iperf == Iperf::Iperf2Tcp,
+                image: Image {
+                    elf: built,
+                    speaks: Speaks::Linklab {
+                        stats: spec.work == Work::Stats,
+                        defmt: false,
+                        iperf2: spec.iperf == Iperf::Iperf2Tcp,
+                    },
+                    address: Address::Blob(LINKLAB_MAC),
                 },
-                mac: LINKLAB_MAC.map(|b| format!("{b:02x}")).join(":"),
-                config: Some(blob),
                 profile: if elf.is_some() {
                     "given".into()
                 } else {
@@ -176,16 +165,14 @@ fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
     }
 }
 
-/// Removes this process's work folder (the plugin it built, the configuration blob).
-pub fn clean_up() {
-    let dir = std::env::temp_dir().join(format!("linklab-track-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(dir);
-}
+/// Nothing to remove: the plugin's folder goes with the measurement that made it.
+pub fn clean_up() {}
 
-/// Where track keeps the counting plugin and the configuration blob: a folder of this
-/// process's under the temporary folder (two runs at once build their own plugin).
-fn work_dir() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("linklab-track-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    Ok(dir)
+/// Where track builds the counting plugin QEMU loads: a folder of its own, created anew and
+/// private (mode 0700), removed when dropped.
+fn work_dir() -> anyhow::Result<TempDir> {
+    tempfile::Builder::new()
+        .prefix("linklab-track-")
+        .tempdir()
+        .context("cannot create the counting plugin's folder")
 }

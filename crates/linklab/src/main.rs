@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod commands;
 mod iperf;
 mod iperf2;
 
@@ -36,7 +37,7 @@ enum Command {
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
     Serial(linklab_serve::serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
-    Emu(Box<linklab_emu::Args>),
+    Emu(Box<commands::emu::Args>),
     /// iperf3-compatible client and server.
     Iperf(Box<iperf::Args>),
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
@@ -77,7 +78,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => linklab_measure::bench::run(args),
         Command::Serve(args) => linklab_serve::serve::run(args),
         Command::Serial(args) => linklab_serve::serial::run(args),
-        Command::Emu(args) => linklab_emu::run(*args),
+        Command::Emu(args) => commands::emu::run(*args),
         Command::Iperf(args) => iperf::run(*args),
         Command::Iperf2(args) => iperf2::run(*args),
         Command::Sweep(args) => linklab_measure::sweep::run(args),

@@ -1,5 +1,5 @@
-//! The instruction counter: the bench's own QEMU TCG plugin (`insncount.c`, built here with
-//! the host's gcc) and the socket through which the bench reads its count.
+//! The instruction counter: our own QEMU TCG plugin (`insncount.c`, built with the host's
+//! gcc) and the socket through which its count is read.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use tempfile::TempDir;
 
 /// The plugin's source, next to this file.
 const SOURCE: &str = concat!(
@@ -16,16 +17,13 @@ const SOURCE: &str = concat!(
     "/src/counted/insncount.c"
 );
 
-/// Builds the plugin into `dir` (gcc -O2 -shared -fPIC) unless it is newer than its source.
-pub fn build_plugin(dir: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let lib = dir.join("libinsncount.so");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(built), Some(src)) = (modified(&lib), modified(Path::new(SOURCE))) {
-        if built >= src {
-            return Ok(lib);
-        }
-    }
+/// Builds the plugin into `dir` (gcc -O2 -shared -fPIC) and returns the library's path.
+///
+/// QEMU, run as root, loads what is there: the folder must be one no one else can write to
+/// or have made first, hence a [`TempDir`] (created anew, mode 0700), which the caller keeps
+/// until QEMU is done with the plugin.
+pub fn build_plugin(dir: &TempDir) -> anyhow::Result<PathBuf> {
+    let lib = dir.path().join("libinsncount.so");
     let out = Command::new("gcc")
         .args(["-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o"])
         .arg(&lib)
@@ -53,8 +51,11 @@ pub struct Counter {
 /// written with it (if asked for one).
 #[derive(Clone, Copy, Debug)]
 pub struct Mark {
+    /// When the count was read.
     pub at: Instant,
+    /// Instructions executed since QEMU started.
     pub count: u64,
+    /// The number of the profile file written with it (`prof=`), if one was asked for.
     pub profile: Option<usize>,
 }
 
