@@ -58,7 +58,6 @@ pub struct BootOptions {
 }
 
 /// An image ready to boot: the options checked, the ELF built.
-#[derive(Debug)]
 pub struct Prepared {
     options: BootOptions,
     spec: &'static ImageSpec,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use object::elf::{SHF_ALLOC, SHF_WRITE, SHT_NOBITS, STT_FUNC};
-use object::read::elf::{ElfFile32, FileHeader, SectionHeader, Sym};
+use object::read::elf::{ElfFile32, SectionHeader, Sym};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol};
 
 /// Flash and static RAM of an image, from its allocated sections.
@@ -99,19 +99,6 @@ pub fn function_at(functions: &[Function], addr: u64) -> Option<&Function> {
     let i = functions.partition_point(|f| f.start <= addr);
     let f = functions.get(i.checked_sub(1)?)?;
     (addr < f.start + f.size.max(1)).then_some(f)
-}
-
-/// True if `bytes` start as an ELF file does (the header's magic), for a caller that reads
-/// something else in other files.
-pub fn is_elf(bytes: &[u8]) -> bool {
-    bytes.starts_with(&object::elf::ELFMAG)
-}
-
-/// The ELF header's machine, to check a file is for the board it is booted on.
-pub fn machine(path: &Path) -> anyhow::Result<u16> {
-    let bytes = read(path)?;
-    let elf = parse(path, &bytes)?;
-    Ok(elf.elf_header().e_machine(elf.endian()))
 }
 
 #[cfg(test)]

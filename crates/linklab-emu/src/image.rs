@@ -82,17 +82,6 @@ pub struct Prepared {
     pub line: Option<LineSettings>,
 }
 
-impl Prepared {
-    /// Boots the image in a new lab, over its line if it has one, with QEMU at `icount`
-    /// (`shift=N...`; None: free-running); `shift` is the line's `-icount shift`.
-    pub fn boot(&self, icount: Option<String>, shift: Option<u32>) -> anyhow::Result<super::lab::Lab> {
-        match &self.line {
-            Some(l) => super::lab::Lab::boot_line(&self.board, &self.image, shift, l),
-            None => super::lab::Lab::boot(&self.board, &self.image, icount),
-        }
-    }
-}
-
 /// Accepts an image whose traffic stock iperf3 can measure: over the NIC or the soft-PHY
 /// line, its work counted (`/stats` or the console).
 pub fn carries_traffic(spec: &ImageSpec) -> Result<(), String> {

@@ -95,14 +95,6 @@ impl Test {
             Test::Curl => "curl /3MB.txt",
         }
     }
-
-    fn key(self) -> &'static str {
-        match self {
-            Test::Receive => "receive",
-            Test::Send => "send",
-            Test::Curl => "curl",
-        }
-    }
 }
 
 /// `/stats` figures of one transfer (differences).

@@ -122,3 +122,46 @@ pub fn mark(shared: &Shared, profile: bool) -> anyhow::Result<Mark> {
         .map_err(|_| anyhow::anyhow!("the counter's lock was poisoned"))?
         .mark(profile)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// The plugin QEMU loads as root is built in a folder made anew for it, ours alone. The
+    /// hazard it replaces: `create_dir_all(temp_dir/linklab-track-PID)` took a folder that
+    /// another user had made first at that name (here one owned by `nobody`, writable by
+    /// them, with a library of theirs planted where ours goes), and the user could swap the
+    /// library before QEMU loaded it. The control below shows `create_dir_all` accepts such
+    /// a folder; the folder `build_plugin` builds into is a new one beside it, mode 0700,
+    /// ours, and the planted library is left as it was.
+    #[test]
+    fn the_plugin_is_built_in_a_folder_of_our_own() {
+        let shared = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let nobody = nix::unistd::Uid::from_raw(65534);
+        let planted = shared.path().join(format!("linklab-track-{}", std::process::id()));
+        std::fs::create_dir(&planted).unwrap();
+        nix::unistd::chown(&planted, Some(nobody), None).unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let theirs = planted.join("libinsncount.so");
+        std::fs::write(&theirs, b"not a plugin").unwrap();
+
+        // The control: the old way takes the folder as it is.
+        std::fs::create_dir_all(&planted).unwrap();
+        assert_eq!(std::fs::metadata(&planted).unwrap().uid(), 65534);
+
+        let ours = tempfile::Builder::new()
+            .prefix("linklab-track-")
+            .tempdir_in(shared.path())
+            .unwrap();
+        let lib = build_plugin(&ours).unwrap();
+        assert_eq!(lib.parent(), Some(ours.path()));
+        let dir = std::fs::metadata(ours.path()).unwrap();
+        assert_eq!(dir.mode() & 0o777, 0o700);
+        assert_eq!(dir.uid(), nix::unistd::getuid().as_raw());
+        assert!(std::fs::symlink_metadata(&lib).unwrap().file_type().is_file());
+        assert!(std::fs::read(&lib).unwrap().starts_with(b"\x7fELF"));
+        assert_eq!(std::fs::read(&theirs).unwrap(), b"not a plugin");
+    }
+}

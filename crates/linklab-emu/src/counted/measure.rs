@@ -241,7 +241,7 @@ fn stack_peak(emu: &Lab, speaks: Speaks) -> anyhow::Result<u64> {
         }
         Speaks::Linklab { stats: false, .. } => {
             let line = emu
-                .lines("linklab work:")
+                .lines_containing("linklab work:")
                 .pop()
                 .context("no work line on the console")?;
             line.text
