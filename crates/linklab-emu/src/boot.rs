@@ -113,10 +113,7 @@ impl Prepared {
         if let Some(settings) = &self.line {
             let tap = Tap::open(&o.tap).with_context(|| format!("cannot create TAP {}", o.tap))?;
             let blob = ConfigBlob::write(&blob_name(), &settings.blob(&self.config.to_bytes()))?;
-            let dir = tempfile::Builder::new()
-                .prefix("linklab-line-")
-                .tempdir()
-                .context("cannot create the line's folder")?;
+            let dir = crate::scratch::private_dir("linklab-line-")?;
             let socket = Socket::bind_in(dir.path())?;
             let mut qemu = Qemu::start(Boot {
                 config_blob: Some(blob),

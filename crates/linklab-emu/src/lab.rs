@@ -148,10 +148,7 @@ impl Lab {
             0 => format!("llemu{}", std::process::id()),
             n => format!("llemu{}-{n}", std::process::id()),
         };
-        let dir = tempfile::Builder::new()
-            .prefix("linklab-lab-")
-            .tempdir()
-            .context("cannot create the lab's folder")?;
+        let dir = crate::scratch::private_dir("linklab-lab-")?;
         let status = Command::new("ip").args(["netns", "add", &ns]).status();
         if !matches!(status, Ok(s) if s.success()) {
             bail!("cannot create the network namespace {ns} (needs root / CAP_SYS_ADMIN)");

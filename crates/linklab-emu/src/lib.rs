@@ -57,5 +57,6 @@ pub mod phy10_boards;
 pub mod pin_line;
 pub mod predict;
 pub mod qemu;
+pub mod scratch;
 pub mod throughput;
 pub mod transfer;

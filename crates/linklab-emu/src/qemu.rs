@@ -116,11 +116,6 @@ struct Console {
 }
 
 impl Console {
-    /// Absolute index of the line after the last.
-    fn end(&self) -> usize {
-        self.dropped + self.lines.len()
-    }
-
     /// The line at absolute index `i`, if still kept.
     fn get(&self, i: usize) -> Option<&Line> {
         self.lines.get(i.checked_sub(self.dropped)?)

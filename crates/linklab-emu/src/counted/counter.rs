@@ -2,6 +2,7 @@
 //! gcc) and the socket through which its count is read.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,9 +21,19 @@ const SOURCE: &str = concat!(
 /// Builds the plugin into `dir` (gcc -O2 -shared -fPIC) and returns the library's path.
 ///
 /// QEMU, run as root, loads what is there: the folder must be one no one else can write to
-/// or have made first, hence a [`TempDir`] (created anew, mode 0700), which the caller keeps
-/// until QEMU is done with the plugin.
+/// or have made first, hence a [`TempDir`] (created anew; ours, or refused; made mode 0700
+/// here), which the caller keeps until QEMU is done with the plugin.
 pub fn build_plugin(dir: &TempDir) -> anyhow::Result<PathBuf> {
+    let meta = std::fs::symlink_metadata(dir.path())
+        .with_context(|| format!("cannot read {}", dir.path().display()))?;
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() {
+        bail!(
+            "{}: not a folder of ours, the counting plugin is not built there",
+            dir.path().display()
+        );
+    }
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", dir.path().display()))?;
     let lib = dir.path().join("libinsncount.so");
     let out = Command::new("gcc")
         .args(["-O2", "-Wall", "-Wextra", "-shared", "-fPIC", "-o"])
@@ -126,7 +137,6 @@ pub fn mark(shared: &Shared, profile: bool) -> anyhow::Result<Mark> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     /// The plugin QEMU loads as root is built in a folder made anew for it, ours alone. The
     /// hazard it replaces: `create_dir_all(temp_dir/linklab-track-PID)` took a folder that

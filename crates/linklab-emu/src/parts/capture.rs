@@ -20,10 +20,7 @@ pub(super) struct Capture {
 
 impl Capture {
     pub(super) fn start(lab: &Lab, name: &str) -> anyhow::Result<Capture> {
-        let dir = tempfile::Builder::new()
-            .prefix("linklab-parts-")
-            .tempdir()
-            .context("cannot create the capture's folder")?;
+        let dir = crate::scratch::private_dir("linklab-parts-")?;
         let file = dir.path().join(format!("{name}.pcapng"));
         let path = file.display().to_string();
         let child = lab
