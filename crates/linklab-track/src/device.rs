@@ -8,7 +8,7 @@
 //! not ask for (its sent costs are lower and move more).
 
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 
