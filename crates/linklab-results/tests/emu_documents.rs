@@ -3,7 +3,7 @@
 //! out of the types byte for byte the same, but for the two members every document now starts
 //! with (`kind`, `schema_version`); and the documents written now satisfy their schemas.
 
-use linklab_results::emu::{blast, cost};
+use linklab_results::emu::{blast, chips, cost, phy10};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -60,6 +60,28 @@ fn blast() {
         d.schema_version = blast::SCHEMA_VERSION;
     });
     assert_valid(&doc, include_str!("../schema/emu-blast.schema.json"));
+}
+
+#[test]
+fn phy10() {
+    let old = include_str!("data/emu-phy10.json");
+    let doc = round_trip::<phy10::Phy10Report>(old, |d| {
+        assert_eq!(d.frames_not_decoded(), 0);
+        d.schema_version = phy10::SCHEMA_VERSION;
+    });
+    assert_valid(&doc, include_str!("../schema/emu-phy10.schema.json"));
+}
+
+#[test]
+fn chips() {
+    let old = include_str!("data/emu-chips.json");
+    let doc = round_trip::<chips::ChipsReport>(old, |d| {
+        d.schema_version = chips::SCHEMA_VERSION;
+        for isa in &mut d.isas {
+            isa.bench.schema_version = phy10::SCHEMA_VERSION;
+        }
+    });
+    assert_valid(&doc, include_str!("../schema/emu-chips.schema.json"));
 }
 
 /// A document that does not fit its schema is refused: the check can fail.
