@@ -21,7 +21,7 @@ fn emu(args: &[&str]) -> std::process::Output {
 fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     assert_one_line_error(
         &emu(&["esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
-        "invalid value 'esp32' for '[BOARD]': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000, sabrelite",
+        "invalid value 'esp32' for '<BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000, sabrelite",
     );
     assert_one_line_error(
         &emu(&["cost", "esp32"]),
