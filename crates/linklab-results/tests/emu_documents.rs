@@ -3,7 +3,7 @@
 //! out of the types byte for byte the same, but for the two members every document now starts
 //! with (`kind`, `schema_version`); and the documents written now satisfy their schemas.
 
-use linklab_results::emu::{blast, chips, cost, phy10};
+use linklab_results::emu::{blast, chips, cost, phy10, throughput};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -60,6 +60,15 @@ fn blast() {
         d.schema_version = blast::SCHEMA_VERSION;
     });
     assert_valid(&doc, include_str!("../schema/emu-blast.schema.json"));
+}
+
+#[test]
+fn throughput() {
+    let old = include_str!("data/emu-throughput.json");
+    let doc = round_trip::<throughput::ThroughputReport>(old, |d| {
+        d.schema_version = throughput::SCHEMA_VERSION;
+    });
+    assert_valid(&doc, include_str!("../schema/emu-throughput.schema.json"));
 }
 
 #[test]
