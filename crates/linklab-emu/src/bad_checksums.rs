@@ -217,10 +217,7 @@ fn checksum_errors(stats: &Value) -> anyhow::Result<u64> {
 
 /// Sends the three spoiled frames and their right twins; the outcome, and whether every
 /// spoiled one was dropped and counted and every right one answered.
-pub fn probe(
-    lab: &Lab,
-    host_mac: [u8; 6],
-) -> anyhow::Result<(BadChecksums, anyhow::Result<()>)> {
+pub fn probe(lab: &Lab, host_mac: [u8; 6]) -> anyhow::Result<(BadChecksums, anyhow::Result<()>)> {
     let fd = packet_socket(lab)?;
     let device_mac = DeviceConfig::DEFAULT.mac;
     let before = checksum_errors(&lab.stats()?)?;

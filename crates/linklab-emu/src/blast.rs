@@ -146,8 +146,9 @@ fn per_frame(work: u64, frames: u32) -> f64 {
 /// wherever it is used), with a receive buffer large enough for a blast.
 fn socket_in_netns(lab: &Lab, bind: &str) -> anyhow::Result<UdpSocket> {
     let bind = bind.to_string();
-    let sock = lab
-        .in_netns(move || UdpSocket::bind(&bind).with_context(|| format!("cannot bind {bind}")))??;
+    let sock = lab.in_netns(move || {
+        UdpSocket::bind(&bind).with_context(|| format!("cannot bind {bind}"))
+    })??;
     // Best effort: without it the default buffer may overflow, which the RcvbufErrors count
     // then shows.
     let _ = setsockopt(&sock, sockopt::RcvBufForce, &(32 << 20));

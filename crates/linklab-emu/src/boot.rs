@@ -15,7 +15,6 @@
 //! signal.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -287,7 +286,7 @@ fn wait(qemu: &mut Qemu, line: Option<&Line>, signals: &StopSignals) -> anyhow::
             );
         }
         linklab_serve::serve::wait_readable(
-            &[signals.as_raw_fd()],
+            &[std::os::fd::AsFd::as_fd(&signals)],
             Some(Duration::from_millis(200)),
         )?;
     }

@@ -266,11 +266,7 @@ fn console_stats_after(lab: &mut Lab, tests: u64) -> anyhow::Result<Value> {
 
 /// Boots `image` with QEMU counting one instruction per nanosecond (`-icount shift=0`), over
 /// the emulated line `line` when given.
-fn boot_counting(
-    board: &Board,
-    image: &Path,
-    line: Option<&LineSettings>,
-) -> anyhow::Result<Lab> {
+fn boot_counting(board: &Board, image: &Path, line: Option<&LineSettings>) -> anyhow::Result<Lab> {
     Ok(match line {
         Some(l) => Lab::boot_line(board, image, Some(0), l)?,
         None => Lab::boot(board, image, Some("shift=0".into()))?,

@@ -111,7 +111,7 @@ mod tests {
             assert!(ElfFile32::<Endianness>::parse(bytes).is_err());
         }
         // A header whose section table lies past the file's end.
-        let mut hdr = vec![0u8; 0x34];
+        let mut hdr = [0u8; 0x34];
         hdr[..7].copy_from_slice(b"\x7fELF\x01\x01\x01");
         hdr[0x10] = 2; // ET_EXEC
         hdr[0x12] = 40; // EM_ARM

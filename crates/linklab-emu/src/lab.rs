@@ -249,11 +249,8 @@ impl Lab {
             .in_netns(|| Tap::open(TAP))?
             .with_context(|| format!("cannot create TAP {TAP} in the lab"))?;
         let config = Subnet::EMU.device_config(DeviceConfig::DEFAULT.mac);
-        let blob = ConfigBlob::write_in(
-            lab.dir.path(),
-            "config",
-            &settings.blob(&config.to_bytes()),
-        )?;
+        let blob =
+            ConfigBlob::write_in(lab.dir.path(), "config", &settings.blob(&config.to_bytes()))?;
         let socket = Socket::bind_in(lab.dir.path())?;
         let mut qemu = Qemu::start(Boot {
             config_blob: Some(blob),

@@ -29,6 +29,7 @@
 //! `frames_ok = tap_written + tap_dropped`.
 
 mod counters;
+pub mod frames;
 mod from_device;
 mod samples;
 mod settings;
@@ -47,9 +48,9 @@ use linklab_sim::sample_wire::{SampleWire, SampleWireConfig};
 use rand::SeedableRng;
 
 pub use counters::Counters;
-pub use settings::{max_jitter, LineOptions, LineSettings, MAX_DRIFT_PPM};
 use from_device::FromDevice;
 use linklab_tap::Tap;
+pub use settings::{max_jitter, LineOptions, LineSettings, MAX_DRIFT_PPM};
 use socket::set_send_buffer;
 use to_device::ToDevice;
 
@@ -141,4 +142,3 @@ pub fn icount_options(shift: u32) -> String {
         format!("shift={shift},align=on,sleep=on")
     }
 }
-

@@ -18,10 +18,10 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use linklab_results::emu::parts::PartsRun;
 use linklab_sim::counts::{
     fingerprint, CountedProfile, Decoder, Device, LoopShape, Parts, PROFILES,
 };
-use linklab_results::emu::parts::PartsRun;
 use serde_json::Value;
 
 mod capture;
@@ -137,8 +137,7 @@ pub fn command(board: &Board, spec: &ImageSpec) -> anyhow::Result<String> {
 
 /// The sources whose code the counts of `board`'s `spec` image measure: the firmware
 /// workspace's common code, memcpy and lock file (smoltcp's version), the board's crate, its
-/// driver, the MAC and the apps (and for a soft PHY, linklab-phy10 and its bench image);
-/// not the apps' host (std) halves, which no image links.
+/// driver, the MAC and the apps (and for a soft PHY, linklab-phy10 and its bench image).
 pub fn sources(board: &Board, spec: &ImageSpec) -> Vec<String> {
     let mut s: Vec<String> = [
         "firmware/Cargo.toml",
@@ -148,8 +147,6 @@ pub fn sources(board: &Board, spec: &ImageSpec) -> Vec<String> {
         "firmware/memcpy",
         "crates/linklab-mac/src",
         "crates/linklab-perf/src",
-        "!crates/linklab-perf/src/iperf/host",
-        "!crates/linklab-perf/src/iperf2/host",
     ]
     .map(String::from)
     .to_vec();

@@ -4,12 +4,14 @@
 //! 4-byte big-endian length, then the bytes): to the device, one capture of line samples at
 //! the receiver's oversampling per transmission; from it, the TX pin's samples at 2x of one
 //! transmission. The line is [`crate::line::Line`], the code behind `--image soft-phy`.
+//! With [`Carry::Frames`] (`--frames`), whole Ethernet frames instead
+//! ([`crate::line::frames`]), for a device emulator that models its MAC and line itself (the
+//! W5500-EVB-Pico harness).
 //!
 //! Three steps, each with a line to say: [`listen`] (the TAP made, the socket listening),
 //! [`Listening::accept`] (the emulator connected, the line running), [`Connected::serve`]
 //! (until a signal or the emulator leaves).
 
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +19,7 @@ use anyhow::{bail, Context};
 use linklab_serve::serve::StopSignals;
 use linklab_tap::Tap;
 
+use crate::line::frames::FrameLine;
 use crate::line::{Line, LineSettings, Socket};
 
 /// What `linklab emu line` takes.
@@ -28,8 +31,18 @@ pub struct PinLineOptions {
     pub socket: PathBuf,
     /// How long to wait for the emulator to connect.
     pub connect_timeout: Duration,
-    /// The line's settings.
-    pub line: LineSettings,
+    /// What the line carries: line samples, or whole frames.
+    pub carry: Carry,
+}
+
+/// What `linklab emu line` carries between the TAP and the emulator.
+#[derive(Clone, Debug)]
+pub enum Carry {
+    /// Line samples, through the soft-PHY line with these settings.
+    Samples(LineSettings),
+    /// Whole Ethernet frames, unpaced (`--frames`: for a device emulator that models its
+    /// own MAC and line).
+    Frames,
 }
 
 /// The line's TAP made and its socket listening.
@@ -61,9 +74,12 @@ impl Listening {
     pub fn banner(&self) -> String {
         let o = &self.options;
         format!(
-            "linklab emu line: TAP {} at {}x, waiting for the emulator on {}",
+            "linklab emu line: TAP {} {}, waiting for the emulator on {}",
             o.tap,
-            o.line.oversample,
+            match &o.carry {
+                Carry::Samples(line) => format!("at {}x", line.oversample),
+                Carry::Frames => "with whole frames".to_string(),
+            },
             o.socket.display()
         )
     }
@@ -71,7 +87,10 @@ impl Listening {
     /// Waits for the emulator to connect, then runs the line.
     pub fn accept(self) -> anyhow::Result<Connected> {
         let stream = self.socket.accept(self.options.connect_timeout)?;
-        let line = Line::start(&self.options.line, self.tap, stream)?;
+        let line = match &self.options.carry {
+            Carry::Samples(settings) => Running::Samples(Line::start(settings, self.tap, stream)?),
+            Carry::Frames => Running::Frames(FrameLine::start(self.tap, stream)?),
+        };
         Ok(Connected {
             line,
             options: self.options,
@@ -82,7 +101,7 @@ impl Listening {
 
 /// The emulator connected, the line running.
 pub struct Connected {
-    line: Line,
+    line: Running,
     options: PinLineOptions,
     _socket: Socket,
 }
@@ -92,10 +111,10 @@ impl Connected {
     pub fn banner(&self) -> String {
         format!(
             "linklab emu line: connected ({})",
-            if self.options.line.no_pace {
-                "unpaced"
-            } else {
-                "paced at 10 Mbit/s"
+            match &self.options.carry {
+                Carry::Samples(line) if line.no_pace => "unpaced",
+                Carry::Samples(_) => "paced at 10 Mbit/s",
+                Carry::Frames => "frames, unpaced",
             }
         )
     }
@@ -111,11 +130,34 @@ impl Connected {
                 break "the emulator closed the socket".to_string();
             }
             linklab_serve::serve::wait_readable(
-                &[signals.as_raw_fd()],
+                &[std::os::fd::AsFd::as_fd(signals)],
                 Some(Duration::from_millis(200)),
             )?;
         };
-        let counters = self.line.stop();
-        Ok((counters.summary(), ended))
+        Ok((self.line.stop(), ended))
+    }
+}
+
+/// The line running: samples, or whole frames.
+enum Running {
+    Samples(Line),
+    Frames(FrameLine),
+}
+
+impl Running {
+    /// True if the emulator closed the socket.
+    fn broken(&self) -> bool {
+        match self {
+            Running::Samples(l) => l.broken(),
+            Running::Frames(l) => l.broken(),
+        }
+    }
+
+    /// Stops it; its counters' summary line.
+    fn stop(self) -> String {
+        match self {
+            Running::Samples(l) => l.stop().summary(),
+            Running::Frames(l) => l.stop().summary(),
+        }
     }
 }

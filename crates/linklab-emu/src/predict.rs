@@ -25,7 +25,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use clap::Parser;
+use linklab_measure::bench::{bench_file, BenchOptions, Duplex, SendingApp};
 use linklab_results::emu::document::{round, Spread};
 use linklab_results::emu::predict::{
     self as doc, Latency, PredictReport, PredictRun, Summary, TestFigures,
@@ -219,13 +219,6 @@ fn emulate(lab: &Lab, test: Test, shift: u32) -> anyhow::Result<(Moved, DeviceSi
     Ok((moved, side))
 }
 
-/// `linklab bench` as a library call, from its own options.
-#[derive(Parser)]
-struct BenchCommand {
-    #[command(flatten)]
-    args: linklab_measure::bench::Args,
-}
-
 /// The `linklab bench` options that predict `test` with `profile` at `mhz` on `rate`, with
 /// `share` of the frame bytes copied off their word.
 fn bench_argv(profile: &str, mhz: f64, rate: &str, test: Test, share: f64) -> Vec<String> {
@@ -255,6 +248,33 @@ fn bench_argv(profile: &str, mhz: f64, rate: &str, test: Test, share: f64) -> Ve
     v
 }
 
+/// The options of [`bench_argv`]'s `linklab bench` (its share as the command line gives it:
+/// three decimals).
+fn bench_options(
+    profile: &str,
+    mhz: f64,
+    rate: &str,
+    test: Test,
+    share: f64,
+) -> anyhow::Result<BenchOptions> {
+    let sends = |app| Some(app).filter(|_| test != Test::Receive);
+    Ok(BenchOptions {
+        profile: profile.parse()?,
+        mhz: Some(mhz),
+        rate: rate.parse()?,
+        duplex: Duplex::Full,
+        pings: 0,
+        gets: 1,
+        misaligned_copy: Some(format!("{share:.3}").parse()?),
+        sizes: vec![bench_file("3MB").map_err(anyhow::Error::msg)?],
+        device_sends: sends(match test {
+            Test::Curl => SendingApp::Http,
+            _ => SendingApp::Iperf3,
+        }),
+        ..BenchOptions::default()
+    })
+}
+
 /// What the simulator's run of a transfer gave.
 struct Simulated {
     /// Goodput, payload bytes per second.
@@ -265,14 +285,10 @@ struct Simulated {
     instructions_per_byte: f64,
 }
 
-/// The simulator's run of `argv` (which sets `--mhz`).
-fn simulate(argv: &[String]) -> anyhow::Result<Simulated> {
-    let cmd = BenchCommand::try_parse_from(
-        std::iter::once("bench".to_string()).chain(argv.iter().cloned()),
-    )
-    .context("the prediction's bench options")?;
-    let cfg = linklab_measure::bench::config(&cmd.args)?;
-    let mhz = cmd.args.mhz.context("the prediction sets --mhz")?;
+/// The simulator's run of `options` (which set `mhz`).
+fn simulate(options: &BenchOptions) -> anyhow::Result<Simulated> {
+    let cfg = linklab_measure::bench::config(options)?;
+    let mhz = options.mhz.context("the prediction sets --mhz")?;
     let r = linklab_sim::sim::run(cfg)?;
     if let Some(why) = &r.stopped {
         bail!("the simulator stopped: {why}");
@@ -343,7 +359,13 @@ pub fn predict(
         };
         let mut figures = Vec::new();
         for (test, series) in table.iter_mut() {
-            figures.push(run_test(&lab, *test, series, (shift, mips), (profile, rate))?);
+            figures.push(run_test(
+                &lab,
+                *test,
+                series,
+                (shift, mips),
+                (profile, rate),
+            )?);
         }
         let [receive, send, curl]: [TestFigures; 3] = figures
             .try_into()
@@ -388,7 +410,7 @@ fn run_test(
     let (e, side) = emulate(lab, test, shift)?;
     let share = side.misaligned_share();
     let argv = bench_argv(profile, mips, rate, test, share);
-    let sim = simulate(&argv)?;
+    let sim = simulate(&bench_options(profile, mips, rate, test, share)?)?;
     let (goodput, sim_busy_share) = (sim.goodput, sim.busy_share);
     let bytes = e.bytes as f64;
     let emulated_per_byte = side.instructions / bytes;
@@ -527,7 +549,9 @@ mod tests {
             let rate = line_rate(spec);
             for test in Test::ALL {
                 let argv = bench_argv(profile, 31.25, rate, test, 0.5);
-                let sim = simulate(&argv).unwrap_or_else(|e| panic!("{profile} {argv:?}: {e:#}"));
+                let sim = bench_options(profile, 31.25, rate, test, 0.5)
+                    .and_then(|o| simulate(&o))
+                    .unwrap_or_else(|e| panic!("{profile} {argv:?}: {e:#}"));
                 assert!(sim.goodput > 0.0, "{profile} {argv:?}");
                 assert!(
                     sim.busy_share > 0.0 && sim.busy_share <= 1.0,

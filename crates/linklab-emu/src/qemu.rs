@@ -209,8 +209,14 @@ impl Qemu {
             .with_context(|| format!("cannot start {}", argv[0]))?;
         let console: Shared = Arc::new((Mutex::new(Console::default()), Condvar::new()));
         let marker: Arc<OnceLock<Marker>> = Arc::new(OnceLock::new());
-        let stdout = child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
-        let stderr = child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
         for (stream, echo, table) in [(stdout, boot.echo_console, table), (stderr, false, None)] {
             let Some(stream) = stream else { continue };
             read_console(stream, echo, table, &console, &marker);
@@ -315,7 +321,11 @@ impl Qemu {
                 if console.readers == 0 || at.elapsed() >= DRAIN_AFTER_EXIT {
                     return Err(Waited::Exited(status));
                 }
-            } else if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            } else if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 exited_at = Some((Instant::now(), status));
                 continue;
             }
@@ -348,12 +358,23 @@ impl Qemu {
         let (lock, arrived) = &*self.console;
         let mut console = lock.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if let Some(l) = console.lines.iter().filter(|l| l.text.contains(text)).nth(seen) {
+            if let Some(l) = console
+                .lines
+                .iter()
+                .filter(|l| l.text.contains(text))
+                .nth(seen)
+            {
                 return Ok(l.clone());
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                let last: Vec<&str> = console.lines.iter().rev().take(5).map(|l| l.text.as_str()).collect();
+                let last: Vec<&str> = console
+                    .lines
+                    .iter()
+                    .rev()
+                    .take(5)
+                    .map(|l| l.text.as_str())
+                    .collect();
                 bail!("no console line with {text:?} within {timeout:?} (last lines: {last:?})");
             }
             console = arrived

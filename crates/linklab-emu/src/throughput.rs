@@ -34,7 +34,13 @@ pub fn run(options: &ThroughputOptions) -> anyhow::Result<ThroughputReport> {
     let p = options
         .image
         .prepare("throughput", &options.line, serves_iperf3)?;
-    throughput(&p.board, &p.chosen, &p.image, options.shift, p.line.as_ref())
+    throughput(
+        &p.board,
+        &p.chosen,
+        &p.image,
+        options.shift,
+        p.line.as_ref(),
+    )
 }
 
 /// Seconds of each iperf3 run.
@@ -86,7 +92,9 @@ pub fn throughput(
             icount,
             device_receives: rx.clocks.rate_document(rx.bytes, Unit::Mbps),
             device_sends: tx.clocks.rate_document(tx.bytes, Unit::Mbps),
-            http_1mb: http.as_ref().map(|h| h.clocks.rate_document(h.bytes, Unit::KBps)),
+            http_1mb: http
+                .as_ref()
+                .map(|h| h.clocks.rate_document(h.bytes, Unit::KBps)),
         });
     }
     Ok(ThroughputReport {

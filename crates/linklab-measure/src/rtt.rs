@@ -1,138 +1,124 @@
-//! `linklab rtt`: round-trip and inter-arrival histograms per packet size against an echo
-//! endpoint (as CBA's link speed tests measured by hand), and `linklab rtt -s`, the echo server.
+//! Round-trip and inter-arrival histograms per packet size against an echo endpoint (as CBA's
+//! link speed tests measured by hand): `linklab rtt`, and the echo server of `linklab rtt -s`
+//! ([`EchoServer`]).
 //!
-//! For every size the client sends `-n` probes paced every `--interval` µs. Each reply gives a
-//! round-trip time (from the send time carried in the probe) and an inter-arrival time (since
-//! the previous reply). Per size it reports both distributions (min, p50, p90, p99, p99.9, max,
-//! mean, stddev from an HDR histogram), the loss, and the realized bandwidth of the returning
-//! stream.
+//! For every size the client sends `count` packets paced every `interval`. Each reply gives a
+//! round-trip time (from the send time the packet carries) and an inter-arrival time (since
+//! the previous reply). Per size it reports both distributions (min, p50, p90, p99, p99.9,
+//! max, mean, stddev from an HDR histogram), the loss, and the realized bandwidth of the
+//! returning stream: an [`RttReport`].
+//!
+//! ```no_run
+//! use linklab_measure::rtt::{self, RttOptions, Transport};
+//! let mut options = RttOptions::new("192.0.2.10");
+//! options.transport = Transport::Icmp;
+//! options.sizes = vec![64, 1472];
+//! let report = rtt::run(&options)?;
+//! for size in &report.sizes {
+//!     println!("{} B: median round trip {:.1} µs", size.size, size.rtt.p50_us);
+//! }
+//! # Ok::<(), anyhow::Error>(())
+//! ```
 
 pub mod client;
 mod icmp;
-mod probe;
+mod packet;
 mod server;
 
-use std::fmt::Write as _;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-pub use client::Transport;
 use client::{Connection, RunConfig};
-use probe::HEADER_LEN;
+use linklab_results::bail_usage;
 use linklab_results::rtt::{Distribution, RttReport, SizeReport};
 
-use linklab_results::{bail_usage, values};
+pub use client::{Transport, MAX_PACKET_LEN};
+pub use packet::HEADER_LEN;
+pub use server::EchoServer;
 
-/// The largest UDP probe: a UDP datagram's largest payload over IPv4.
-const MAX_UDP_PROBE_LEN: usize = 65_507;
+/// The largest UDP packet: a UDP datagram's largest payload over IPv4.
+pub const MAX_UDP_PACKET_LEN: usize = 65_507;
 
-/// Options of `linklab rtt`.
-#[derive(clap::Args)]
-pub struct Args {
-    /// Run the echo server (UDP and TCP) instead of measuring.
-    #[arg(short = 's', long, conflicts_with = "client")]
-    server: bool,
-    /// Echo endpoint to measure (a host running `linklab rtt -s`, or the soft NIC).
-    #[arg(short = 'c', long, value_name = "HOST")]
-    client: Option<String>,
-    /// Echo port (RFC 862 uses 7).
-    #[arg(short = 'p', long, default_value_t = 7)]
-    port: u16,
-    /// Server: address to listen on.
-    #[arg(short = 'B', long, value_name = "ADDR", default_value = "0.0.0.0")]
-    bind: IpAddr,
-    /// Probe over UDP, one probe per datagram (the default).
-    #[arg(long, conflicts_with = "tcp")]
-    udp: bool,
-    /// Probe over one TCP connection per size.
-    #[arg(long, conflicts_with = "icmp")]
-    tcp: bool,
-    /// Probe with ICMP echo (ping; the sizes are the echo payload, as ping's -s). Needs a
-    /// group in net.ipv4.ping_group_range, or root.
-    #[arg(long, conflicts_with = "udp")]
-    icmp: bool,
-    /// Probe sizes in bytes (UDP payload or TCP frame), comma separated; 16..=65507 (UDP),
-    /// 16..=65536 (TCP).
-    #[arg(
-        long,
-        value_name = "LIST",
-        default_value = "32,64,128,256,512,768,1024,1472",
-        value_delimiter = ',',
-        value_parser = values::ranged(HEADER_LEN, client::MAX_PROBE_LEN)
-    )]
-    sizes: Vec<usize>,
-    /// Probes per size.
-    #[arg(short = 'n', long, value_name = "COUNT", default_value_t = 1000,
-          value_parser = clap::value_parser!(u32).range(2..=10_000_000))]
-    count: u32,
-    /// Send spacing in microseconds (0 = back to back).
-    #[arg(long, value_name = "US", default_value_t = 1000,
-          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
-    interval: u64,
-    /// How long to wait for late replies after the last probe, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 1000,
-          value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    timeout: u64,
-    /// Also write the results as JSON to FILE (input of `linklab report`).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+/// What to measure: the endpoint, the transport, the sizes and the pacing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RttOptions {
+    /// The echo endpoint: a host name or an address.
+    pub host: String,
+    /// Its echo port (RFC 862 uses 7; unused for ICMP).
+    pub port: u16,
+    /// UDP, TCP or ICMP echo.
+    pub transport: Transport,
+    /// Packet sizes in bytes (UDP payload, TCP frame or ICMP echo payload), measured in this
+    /// order: [`HEADER_LEN`] to [`MAX_UDP_PACKET_LEN`] (UDP, ICMP) or [`MAX_PACKET_LEN`] (TCP).
+    pub sizes: Vec<usize>,
+    /// Packets per size.
+    pub count: u32,
+    /// Send spacing (zero: back to back).
+    pub interval: Duration,
+    /// How long to wait for late replies after the last packet of a size.
+    pub drain: Duration,
 }
 
-/// Runs `linklab rtt`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.server {
-        return server::serve(SocketAddr::new(args.bind, args.port));
+impl RttOptions {
+    /// The options of `linklab rtt -c HOST` with nothing else given: UDP echo on port 7,
+    /// sizes 32 to 1472 bytes, 1000 packets per size one every millisecond, a second for late
+    /// replies.
+    pub fn new(host: &str) -> RttOptions {
+        RttOptions {
+            host: host.into(),
+            port: 7,
+            transport: Transport::Udp,
+            sizes: vec![32, 64, 128, 256, 512, 768, 1024, 1472],
+            count: 1000,
+            interval: Duration::from_millis(1),
+            drain: Duration::from_secs(1),
+        }
     }
-    let Some(host) = args.client.clone() else {
-        bail_usage!("give -c HOST to measure an echo endpoint, or -s to run the echo server");
-    };
-    let transport = if args.tcp {
-        Transport::Tcp
-    } else if args.icmp {
-        Transport::Icmp
-    } else {
-        Transport::Udp
-    };
-    let sizes = args.sizes;
-    if let Some(big) = sizes.iter().find(|&&n| !args.tcp && n > MAX_UDP_PROBE_LEN) {
-        bail_usage!("--sizes: {big} is larger than a UDP datagram's payload ({MAX_UDP_PROBE_LEN})");
-    }
-    let peer = (host.as_str(), args.port)
-        .to_socket_addrs()
-        .with_context(|| format!("-c: cannot resolve {host:?}"))?
-        .next()
-        .with_context(|| format!("-c: {host:?} has no address"))?;
 
-    let plan = Plan {
-        host,
-        peer,
-        transport,
-        sizes,
-        count: args.count,
-        interval: Duration::from_micros(args.interval),
-        drain: Duration::from_millis(args.timeout),
-    };
-    println!(
-        "linklab rtt: {} {}, {} probes per size, every {} µs",
-        plan.target(),
-        plan.protocol(),
-        args.count,
-        args.interval
-    );
-    let Measured { report, error } = measure(&plan);
-    if let Some(e) = error {
-        return Err(e);
+    /// The measurement these options ask for: the sizes checked, the host resolved.
+    pub fn plan(&self) -> anyhow::Result<Plan> {
+        let largest = match self.transport {
+            Transport::Tcp => MAX_PACKET_LEN,
+            _ => MAX_UDP_PACKET_LEN,
+        };
+        if let Some(small) = self.sizes.iter().find(|&&n| n < HEADER_LEN) {
+            bail_usage!("--sizes: {small} is smaller than the packet header ({HEADER_LEN})");
+        }
+        if let Some(big) = self.sizes.iter().find(|&&n| n > largest) {
+            if self.transport == Transport::Tcp {
+                bail_usage!("--sizes: {big} is larger than the largest TCP frame ({largest})");
+            }
+            bail_usage!("--sizes: {big} is larger than a UDP datagram's payload ({largest})");
+        }
+        let host = &self.host;
+        let peer = (host.as_str(), self.port)
+            .to_socket_addrs()
+            .with_context(|| format!("-c: cannot resolve {host:?}"))?
+            .next()
+            .with_context(|| format!("-c: {host:?} has no address"))?;
+        Ok(Plan {
+            host: host.clone(),
+            peer,
+            transport: self.transport,
+            sizes: self.sizes.clone(),
+            count: self.count,
+            interval: self.interval,
+            drain: self.drain,
+        })
     }
-    print!("{}", render_text(&report));
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report).expect("report serializes");
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("--json: cannot write {}", path.display()))?;
+}
+
+/// Measures what `options` ask for: every size in turn. An error when the options are wrong,
+/// the host does not resolve or a size could not be measured (see [`measure`] for the sizes
+/// measured before the error).
+pub fn run(options: &RttOptions) -> anyhow::Result<RttReport> {
+    let Measured { report, error } = measure(&options.plan()?);
+    match error {
+        Some(e) => Err(e),
+        None => Ok(report),
     }
-    Ok(())
 }
 
 /// One rtt measurement: where, over what, which sizes, how many probes at what spacing.
@@ -250,49 +236,4 @@ fn measure_size(plan: &Plan, epoch: Instant, run: u16, size: usize) -> anyhow::R
         rtt: Distribution::from_histogram(&r.rtt),
         interarrival: Distribution::from_histogram(&r.gaps),
     })
-}
-
-/// The human-readable tables: round trips, then inter-arrival times, one row per size.
-fn render_text(r: &RttReport) -> String {
-    let mut s = String::new();
-    for (title, pick) in [
-        (
-            "round-trip time (µs)",
-            (|x: &SizeReport| &x.rtt) as fn(&SizeReport) -> &Distribution,
-        ),
-        (
-            "inter-arrival time of the replies (µs)",
-            |x: &SizeReport| &x.interarrival,
-        ),
-    ] {
-        let _ = writeln!(s, "\n{title}");
-        let _ = writeln!(
-            s,
-            "{:>6} {:>7} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-            "size",
-            "sent",
-            "recv",
-            "loss%",
-            "min",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "max",
-            "mean",
-            "stddev",
-            "Mbit/s"
-        );
-        for x in &r.sizes {
-            let d = pick(x);
-            let _ =
-                writeln!(
-                s,
-                "{:>6} {:>7} {:>7} {:>7.2} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.3}",
-                x.size, x.sent, x.received, x.loss_pct, d.min_us, d.p50_us, d.p90_us, d.p99_us, d.p999_us, d.max_us,
-                d.mean_us, d.stddev_us, x.realized_bps / 1e6
-            );
-        }
-    }
-    s
 }

@@ -1,42 +1,56 @@
-//! `linklab sweep`: an offered-rate sweep against any iperf3 server, or (`--iperf 2`) an iperf
-//! 2 server that sends UDP reports (the i.MX6 FEC iperf study's `bwtest.sh`).
+//! An offered-rate sweep against any iperf3 server, or an iperf 2 server that sends UDP
+//! reports (the i.MX6 FEC iperf study's `bwtest.sh`): `linklab sweep`.
 //!
-//! Each step is one iperf3 test run by our own client (`linklab_perf::iperf::host`) at a fixed
-//! offered rate, or one iperf 2 UDP test (`linklab_perf::iperf2::host`, `step2`) judged by the
-//! server's report (to the device) or by what we received (`-R`, an iperf 2.1 server). The sweep reports per step the offered, sent and received rate, loss, jitter
-//! and out-of-order datagrams (TCP: goodput and retransmits) and which limit the step hit
-//! (receiver loss, a sender that could not keep up, a received rate that stopped tracking);
-//! then the knee (the highest offered rate that hit none), what limited the link above it, the
-//! peak received rate, and a collapse when received throughput falls while the offered rate
-//! rises. After the coarse steps, `--refine` bisects between the knee and the next step to
-//! place the knee more precisely. A rate whose limit would bound the knee is measured again
-//! (`--confirm`) before the limit counts: one spoilt second on a busy host is not the link's
-//! limit (`analysis`); the order of the steps is `search`'s, without I/O.
+//! Each step is one iperf3 test run by our own client (`linklab_perf_host::iperf3`) at a fixed
+//! offered rate ([`Iperf3`]), or one iperf 2 UDP test (`linklab_perf_host::iperf2`,
+//! [`Iperf2`]) judged by the server's report (to the device) or by what we received (`-R`, an
+//! iperf 2.1 server). The sweep reports per step the offered, sent and received rate, loss,
+//! jitter and out-of-order datagrams (TCP: goodput and retransmits) and which limit the step
+//! hit (receiver loss, a sender that could not keep up, a received rate that stopped
+//! tracking); then the knee (the highest offered rate that hit none), what limited the link
+//! above it, the peak received rate, and a collapse when received throughput falls while the
+//! offered rate rises. After the coarse steps, `refine` bisects between the knee and the next
+//! step to place the knee more precisely. A rate whose limit would bound the knee is measured
+//! again (`confirm`) before the limit counts: one spoilt second on a busy host is not the
+//! link's limit (`linklab_results::sweep::analysis`); the order of the steps is `search`'s,
+//! without I/O.
+//!
+//! ```no_run
+//! use linklab_measure::sweep::{self, SweepOptions};
+//! let mut options = SweepOptions::new("192.0.2.10");
+//! options.from = 10e6;
+//! options.to = 100e6;
+//! options.step = 10e6;
+//! let report = sweep::run(&options)?;
+//! println!("knee: {:?} bit/s", report.knee_bps);
+//! # Ok::<(), anyhow::Error>(())
+//! ```
 
-mod progress;
+mod iperf2;
+mod iperf3;
 pub mod search;
-pub mod step;
-pub mod step2;
+mod step;
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use linklab_results::units::format_rate;
-use linklab_results::{bail_usage, values};
+use linklab_results::bail_usage;
 use linklab_results::sweep::analysis;
-use linklab_results::sweep::text::{header_line, row_line, summary};
 use linklab_results::sweep::{limited_at, KneeRule, Step, SweepReport};
+use linklab_results::units::format_rate;
+
+pub use iperf2::{Iperf2, NoReport};
+pub use iperf3::{client_config, client_error, run_test, run_test_sliced, Iperf3};
+pub use step::{is_resetting, Busy, NotListening, StepConfig, StepRunner};
 
 /// Lowest offered rate accepted, bit/s.
-const MIN_BPS: f64 = 1e3;
+pub const MIN_BPS: f64 = 1e3;
 /// Highest offered rate accepted, bit/s.
-const MAX_BPS: f64 = 100e9;
+pub const MAX_BPS: f64 = 100e9;
 
 /// Pause between steps against an iperf3 server (its queues drain, it reopens its listener).
-const IPERF3_PAUSE: Duration = Duration::from_millis(300);
+pub const IPERF3_PAUSE: Duration = Duration::from_millis(300);
 
 /// Pause between steps against an iperf 2 server. Stock iperf 2.1.8's UDP server aborted
 /// (glibc's `tpp.c` assertion) or crashed when a test began 0.2 s after its last, and at 1 s
@@ -51,152 +65,140 @@ pub const IPERF2_PAUSE: Duration = Duration::from_millis(2000);
 /// between steps when longer).
 const BUSY_RETRIES: u32 = 3;
 
-/// Options of `linklab sweep`.
-#[derive(clap::Args)]
-pub struct Args {
-    /// iperf server to test against (stock `iperf3 -s`, `linklab iperf -s`; with `--iperf
-    /// 2`, stock `iperf -s -u`, `linklab iperf2 -s -u`, a device's iperf 2 server).
-    #[arg(short = 'c', long, value_name = "HOST")]
-    client: String,
-    /// Server port (default 5201 for iperf3, 5001 for iperf 2).
-    #[arg(short = 'p', long)]
-    port: Option<u16>,
-    /// Which iperf the server speaks: 3, or 2 (UDP only: each step's loss and jitter from
-    /// the server's report; `-R` needs an iperf 2.1 server).
-    #[arg(long, value_name = "3|2", default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=3))]
-    iperf: u8,
-    /// First offered rate (bit/s, k/M/G suffix).
-    #[arg(long, value_name = "RATE", default_value = "50M", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
-    from: f64,
-    /// Last offered rate (bit/s, k/M/G suffix).
-    #[arg(long, value_name = "RATE", default_value = "1G", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
-    to: f64,
-    /// Rate increment between steps (bit/s, k/M/G suffix).
-    #[arg(long, value_name = "RATE", default_value = "50M", value_parser = values::bit_rate(MIN_BPS, MAX_BPS))]
-    step: f64,
+/// What to sweep: the server, the offered rates, the test shape and the knee's rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepOptions {
+    /// The iperf server: stock `iperf3 -s`, `linklab iperf -s`; an iperf 2 server with
+    /// `iperf2` (stock `iperf -s -u`, `linklab iperf2 -s -u`, a device's).
+    pub host: String,
+    /// Its port (`None`: 5201 for iperf3, 5001 for iperf 2).
+    pub port: Option<u16>,
+    /// The server speaks iperf 2 (UDP only: each step's loss and jitter from the server's
+    /// report; `reverse` needs an iperf 2.1 server).
+    pub iperf2: bool,
+    /// First offered rate, bit/s.
+    pub from: f64,
+    /// Last offered rate, bit/s.
+    pub to: f64,
+    /// Rate increment between the coarse steps, bit/s.
+    pub step: f64,
     /// Seconds per step.
-    #[arg(short = 't', long, value_name = "SECONDS", default_value_t = 2,
-          value_parser = clap::value_parser!(u32).range(1..=3600))]
-    time: u32,
-    /// UDP datagram payload / TCP write size in bytes (default: the client's, as iperf3).
-    #[arg(short = 'l', long, value_name = "LEN", value_parser = clap::value_parser!(u32).range(16..=65507))]
-    length: Option<u32>,
-    /// Reverse: the server sends, we receive.
-    #[arg(short = 'R', long)]
-    reverse: bool,
+    pub seconds: u32,
+    /// UDP datagram payload / TCP write size in bytes (`None`: the client's, as iperf3).
+    pub length: Option<u32>,
+    /// The server sends, we receive.
+    pub reverse: bool,
     /// Sweep TCP (paced at the offered rate) instead of UDP.
-    #[arg(long)]
-    tcp: bool,
-    /// A step tracks its offered rate while the received rate is within PCT percent of it
-    /// (and loss stays below 0.1 %); the knee is the highest offered rate that tracks.
-    #[arg(long, value_name = "PCT", default_value_t = linklab_results::sweep::DEFAULT_TOLERANCE_PCT,
-          value_parser = values::ranged(0.5, 50.0))]
-    tolerance: f64,
-    /// Attempts at one offered rate that must all hit a limit before it counts: a rate that
-    /// would bound the knee is measured again until it tracks once or hits a limit N times
-    /// (1 = every rate measured once).
-    #[arg(long, value_name = "N", default_value_t = linklab_results::sweep::DEFAULT_CONFIRM,
-          value_parser = clap::value_parser!(u32).range(1..=5))]
-    confirm: u32,
-    /// Extra bisection steps between the knee and the next step (0 = none).
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
-    refine: u32,
-    /// Pause between steps in milliseconds (lets queues drain and the server get ready;
-    /// default 300, with `--iperf 2` 2000: stock iperf 2.1.8's UDP server crashed when a test
-    /// began 0.2 s after its last, and hung when one began 1 s after).
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
-    pause: Option<u64>,
-    /// Also write the results as JSON to FILE (input of `linklab report`).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    pub tcp: bool,
+    /// A step tracks its offered rate while the received rate is within this many percent
+    /// of it (and loss stays below 0.1 %); the knee is the highest offered rate that tracks.
+    pub tolerance_pct: f64,
+    /// Attempts at one offered rate that must all hit a limit before it counts (1: every rate
+    /// measured once).
+    pub confirm: u32,
+    /// Extra bisection steps between the knee and the next step (0: none).
+    pub refine: u32,
+    /// Pause between steps (`None`: [`IPERF3_PAUSE`], or [`IPERF2_PAUSE`] against iperf 2).
+    pub pause: Option<Duration>,
 }
 
-/// Runs `linklab sweep`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let (from, to, step) = (args.from, args.to, args.step);
-    if from > to {
-        bail_usage!(
-            "--from ({}) is above --to ({})",
-            format_rate(from),
-            format_rate(to)
-        );
+impl SweepOptions {
+    /// The options of `linklab sweep -c HOST` with nothing else given: UDP through iperf3, 50
+    /// to 1000 Mbit/s in steps of 50, 2 s each, refined three times.
+    pub fn new(host: &str) -> SweepOptions {
+        SweepOptions {
+            host: host.into(),
+            port: None,
+            iperf2: false,
+            from: 50e6,
+            to: 1e9,
+            step: 50e6,
+            seconds: 2,
+            length: None,
+            reverse: false,
+            tcp: false,
+            tolerance_pct: linklab_results::sweep::DEFAULT_TOLERANCE_PCT,
+            confirm: linklab_results::sweep::DEFAULT_CONFIRM,
+            refine: 3,
+            pause: None,
+        }
     }
-    let rates = step_rates(from, to, step)?;
-    let iperf2 = args.iperf == 2;
-    if iperf2 && args.tcp {
-        bail_usage!("--tcp: not with --iperf 2 (an iperf 2 server reports nothing on TCP; the sweep judges UDP steps by the server's report)");
-    }
-    let port = args.port.unwrap_or(if iperf2 { 5001 } else { 5201 });
 
-    let protocol = if args.tcp { "tcp" } else { "udp" };
-    let direction = if args.reverse {
-        "server -> client (-R)"
-    } else {
-        "client -> server"
-    };
-    println!(
-        "linklab sweep: {}:{port} {}{protocol}, {direction}, {} s per step, {} step{} from {} to {}",
-        args.client,
-        if iperf2 { "iperf 2 " } else { "" },
-        args.time,
-        rates.len(),
-        if rates.len() == 1 { "" } else { "s" },
-        format_rate(from),
-        format_rate(to)
-    );
-    let rule = KneeRule {
-        loss_pct: linklab_results::sweep::KNEE_LOSS_PCT,
-        tolerance_pct: args.tolerance,
-        confirm: args.confirm,
-    };
-    println!("{}", header_line(args.tcp));
-
-    let plan = Plan {
-        step: step::StepConfig {
-            host: args.client.clone(),
-            port,
-            iperf2,
-            tcp: args.tcp,
-            reverse: args.reverse,
-            seconds: args.time,
-            length: args.length,
-            watchdog: Duration::from_secs(u64::from(args.time) + 10),
-        },
-        rule,
-        rates,
-        refine: args.refine,
-        pause: args.pause.map_or(
-            if iperf2 { IPERF2_PAUSE } else { IPERF3_PAUSE },
-            Duration::from_millis,
-        ),
-        climb: false,
-        search_down: None,
-        deadline: None,
-        server_was_ours: false,
-    };
-    // Each refinement step may be repeated once or more, and so may one coarse rate.
-    let total = plan.rates.len() + (args.refine as usize + 1) * args.confirm as usize;
-    let mut rows = Rows {
-        bar: progress::Progress::new(std::io::stderr().is_terminal(), total),
-        tcp: args.tcp,
-    };
-    let Measured { report, error } = measure(&plan, &mut rows);
-    if let Some(e) = error {
-        return Err(e);
+    /// The sweep these options ask for: the coarse rates, the steps' shape, the rule. A usage
+    /// error for rates out of order or too many, and for TCP through iperf 2.
+    pub fn plan(&self) -> anyhow::Result<Plan> {
+        let (from, to, step) = (self.from, self.to, self.step);
+        for (name, rate) in [("--from", from), ("--to", to), ("--step", step)] {
+            if !(MIN_BPS..=MAX_BPS).contains(&rate) {
+                bail_usage!(
+                    "{name}: {} is out of range ({} to {})",
+                    format_rate(rate),
+                    format_rate(MIN_BPS),
+                    format_rate(MAX_BPS)
+                );
+            }
+        }
+        if from > to {
+            bail_usage!(
+                "--from ({}) is above --to ({})",
+                format_rate(from),
+                format_rate(to)
+            );
+        }
+        let rates = step_rates(from, to, step)?;
+        if self.iperf2 && self.tcp {
+            bail_usage!("--tcp: not with --iperf 2 (an iperf 2 server reports nothing on TCP; the sweep judges UDP steps by the server's report)");
+        }
+        Ok(Plan {
+            step: StepConfig {
+                host: self.host.clone(),
+                port: self.port.unwrap_or(if self.iperf2 { 5001 } else { 5201 }),
+                iperf2: self.iperf2,
+                tcp: self.tcp,
+                reverse: self.reverse,
+                seconds: self.seconds,
+                length: self.length,
+                watchdog: Duration::from_secs(u64::from(self.seconds) + 10),
+            },
+            rule: KneeRule {
+                loss_pct: linklab_results::sweep::KNEE_LOSS_PCT,
+                tolerance_pct: self.tolerance_pct,
+                confirm: self.confirm,
+            },
+            rates,
+            refine: self.refine,
+            pause: self.pause.unwrap_or(if self.iperf2 {
+                IPERF2_PAUSE
+            } else {
+                IPERF3_PAUSE
+            }),
+            climb: false,
+            search_down: None,
+            deadline: None,
+            server_was_ours: false,
+        })
     }
-    print!("{}", summary(&report));
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report).expect("report serializes");
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("--json: cannot write {}", path.display()))?;
-    }
-    Ok(())
 }
+
+/// Sweeps what `options` ask for. An error when the options are wrong or a step failed (see
+/// [`measure`] for the steps measured before the error).
+pub fn run(options: &SweepOptions) -> anyhow::Result<SweepReport> {
+    let Measured { report, error } = measure(&options.plan()?, &mut Unwatched);
+    match error {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// An observer that does nothing.
+struct Unwatched;
+
+impl Observer for Unwatched {}
 
 /// What one sweep measures: the steps' shape, the rule, the coarse rates and the refinement.
 pub struct Plan {
     /// The server and the test shape every step shares.
-    pub step: step::StepConfig,
+    pub step: StepConfig,
     /// The thresholds each step is judged by, and how many attempts confirm a limit.
     pub rule: KneeRule,
     /// The coarse offered rates, bit/s, measured in this order.
@@ -220,6 +222,14 @@ pub struct Plan {
     pub server_was_ours: bool,
 }
 
+impl Plan {
+    /// The most steps the sweep may take: the coarse rates, and the refinement's steps and one
+    /// coarse rate each measured up to `confirm` times.
+    pub fn steps_at_most(&self) -> usize {
+        self.rates.len() + (self.refine as usize + 1) * self.rule.confirm as usize
+    }
+}
+
 /// A sweep's outcome: the report of the steps measured, and the error that ended it early.
 pub struct Measured {
     /// Everything measured (all steps when `error` is `None`).
@@ -236,33 +246,12 @@ pub trait Observer {
     fn finished(&mut self, _step: &Step) {}
 }
 
-/// The CLI's observer: the progress bar on a terminal, a table row per step on stdout.
-struct Rows {
-    bar: progress::Progress,
-    tcp: bool,
-}
-
-impl Observer for Rows {
-    fn starting(&mut self, done: usize, offered: f64) {
-        self.bar.show(done, offered);
-    }
-    fn finished(&mut self, step: &Step) {
-        self.bar.clear();
-        println!("{}", row_line(step, self.tcp));
-    }
-}
-
-impl Drop for Rows {
-    fn drop(&mut self) {
-        self.bar.clear();
-    }
-}
-
 /// Runs a sweep in the order `search::Search` gives: the coarse rates, a repeat of any limit
 /// that bounds the knee, the way down when nothing tracked, the bisection toward the knee.
 /// Returns what was measured even when a step fails (with the error).
 pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     let cfg = &plan.step;
+    let runner: &dyn StepRunner = if cfg.iperf2 { &Iperf2 } else { &Iperf3 };
     let mut search = search::Search::new(search::Strategy {
         rule: plan.rule,
         tcp: cfg.tcp,
@@ -273,7 +262,7 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     });
     let mut step_time = Duration::from_secs(u64::from(cfg.seconds)) + Duration::from_millis(300);
     let mut error = None;
-    while let Some(next) = search.next() {
+    while let Some(next) = search.next_rate() {
         let done = search.steps().len();
         // No pause before the first step: whoever ran the test before it waited.
         let pause = if done > 0 { plan.pause } else { Duration::ZERO };
@@ -290,9 +279,9 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
         let mut tries = 0;
         let ours = plan.server_was_ours || done > 0;
         let result = loop {
-            let r = step::run_step(cfg, next.offered);
+            let r = runner.run_step(cfg, next.offered);
             match &r {
-                Err(e) if step::is_resetting(e) && ours && tries < BUSY_RETRIES => {
+                Err(e) if is_resetting(e) && ours && tries < BUSY_RETRIES => {
                     tries += 1;
                     std::thread::sleep(plan.pause.max(Duration::from_secs(1)));
                 }
@@ -333,7 +322,8 @@ pub fn measure(plan: &Plan, obs: &mut dyn Observer) -> Measured {
     Measured { report, error }
 }
 
-/// The offered rates of the coarse sweep: `from`, `from + step`, ... up to `to` (inclusive).
+/// The offered rates of the coarse sweep: `from`, `from + step`, ... up to `to` (inclusive); a
+/// usage error beyond 1000 of them.
 pub fn step_rates(from: f64, to: f64, step: f64) -> anyhow::Result<Vec<f64>> {
     let n = ((to - from) / step + 1e-9).floor() as u64 + 1;
     if n > 1000 {

@@ -9,8 +9,6 @@
 //! leaked vectors on a host — and owns the `SocketSet`.
 
 mod counters;
-#[cfg(feature = "std")]
-pub mod host;
 mod interface;
 
 use core::ptr::addr_of_mut;

@@ -47,7 +47,7 @@ pub const GRACE_MS: u64 = 750;
 /// (a full transmit ring, a wire's error) is sent again only when our retransmission timer
 /// fires, and RFC 6298's minimum RTO, smoltcp's, is 1 s. Over the grace alone such a
 /// connection looked idle from 750 ms to its retransmission at 1 s, and a new client's SYN
-/// then reset it (the embassy image's residual, `crates/linklab/README-serve.md`). Twice the
+/// then reset it (the embassy image's residual, `docs/serve.md`). Twice the
 /// grace outlasts the first retransmission and the peer's answer to it with half a second
 /// to spare; a reader that stopped reading (a zero window) goes after it too.
 pub const SENDING_GRACE_MS: u64 = 2 * GRACE_MS;

@@ -1,4 +1,4 @@
-//! Sans-IO network measurement apps for microcontrollers and hosts: an iperf3-compatible
+//! Sans-IO network measurement apps for microcontrollers: an iperf3-compatible
 //! server and client, an iperf 2 server and client (feature `iperf2`), an HTTP bench-file
 //! server and download client, TCP and UDP echo.
 //! `#![no_std]` without `alloc`: every buffer is lent by the caller.
@@ -7,13 +7,13 @@
 //! `-J`), `iperf -c DEVICE` (iperf 2: `-r`, `-d`, `-R`, `-u`), `curl http://DEVICE/1MB.txt`
 //! and `nc DEVICE 7` measure your device with nothing of linklab on the host. The apps are
 //! written once, sans-IO ([`iperf`], [`iperf2`], [`http`], [`echo`]), and run in three
-//! homes, each an adapter turned on by a feature:
+//! homes, each an adapter (two of them here, turned on by a feature):
 //!
 //! | home | feature | what you call |
 //! |---|---|---|
 //! | embassy-net 0.9 (a task per app) | `embassy-net` | [`embassy_apps!`], or `embassy::iperf_server` and its siblings |
 //! | smoltcp 0.14 in a main loop | `smoltcp` | `apps::DeviceApps` (every app), or `iperf::device::SmoltcpIperfServer` |
-//! | a host's std::net | `std` | `iperf::host::Server`, `iperf::host::run_client` |
+//! | a host's std::net | the crate `linklab-perf-host` | `linklab_perf_host::iperf3::Server`, `linklab_perf_host::iperf3::run_client` |
 //!
 //! # On embassy-net
 //!
@@ -161,33 +161,9 @@
 //!
 //! # On a host
 //!
-//! The std adapter is a complete iperf3 client and server (`linklab iperf` is a thin
-//! command line over it); against a stock `iperf3 -s` or `iperf3 -c` alike:
-//!
-//! ```no_run
-//! # #[cfg(feature = "std")]
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::atomic::AtomicBool;
-//!
-//! use linklab_perf::iperf::host::{run_client, ClientConfig, Server};
-//!
-//! let mut server = Server::bind("127.0.0.1:0".parse()?)?;
-//! let port = server.local_addr()?.port();
-//! let stop = AtomicBool::new(false);
-//! std::thread::scope(|s| -> Result<(), Box<dyn std::error::Error>> {
-//!     s.spawn(|| server.serve_one_until(&stop)); // one test, as `iperf3 -s -1`
-//!     let mut client = ClientConfig::new("127.0.0.1"); // as `iperf3 -c 127.0.0.1 -t 1`
-//!     client.port = port;
-//!     client.params.duration_s = 1;
-//!     let report = run_client(&client)?;
-//!     let forward = report.forward.expect("a client-to-server test");
-//!     println!("{:.1} Mbit/s", forward.bits_per_second_received / 1e6);
-//!     Ok(())
-//! })
-//! # }
-//! # #[cfg(not(feature = "std"))]
-//! # fn main() {}
-//! ```
+//! The std adapter (an iperf3 and iperf 2 client and server on std::net, what `linklab
+//! iperf` and `linklab iperf2` run) is its own crate, `linklab-perf-host`, so this one stays
+//! `#![no_std]` with features that only choose apps and modes.
 //!
 //! # Features
 #![doc = document_features::document_features!()]
@@ -197,7 +173,8 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "std")]
+// The unit tests format text and collect bytes with std.
+#[cfg(test)]
 extern crate std;
 
 // Diagnostics go through `linklab_fmt::debug!` etc. (defmt, log or nothing by this crate's
@@ -223,6 +200,7 @@ pub mod lend;
 #[cfg(feature = "smoltcp")]
 pub mod lifetime;
 pub mod payload;
+pub mod pool_server;
 pub mod rules;
 pub mod slice_writer;
 pub mod socket;
@@ -230,3 +208,4 @@ pub mod socket;
 pub mod socket_buffers;
 #[cfg(feature = "smoltcp")]
 pub mod synack_watch;
+pub mod time;

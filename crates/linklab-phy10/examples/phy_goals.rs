@@ -1,4 +1,5 @@
-//! Frame error rates at issue 12's goal points, on the host, with the same line model the
+//! Frame error rates at the soft PHY's goal points (802.3's +-100 ppm at 4x with +-0.25
+//! sample of jitter; +-0.5 % at 5x with +-0.5 sample), on the host, with the same line model the
 //! riscv32 bench (firmware/phy10-bench) uses: linklab-phy10's 2x encoder as the transmitter,
 //! drift and jitter, sampling at the receiver's factor (examples/common/line.rs).
 //!

@@ -71,7 +71,7 @@ fn main() {
             (8, 100, 1.0),
             (8, 5000, 1.5),
         ],
-        // Issue 12's goal points (802.3's +-100 ppm at 4x; +-0.5 % at 5x with +-0.5 sample),
+        // The soft PHY's goal points (802.3's +-100 ppm at 4x; +-0.5 % at 5x with +-0.5 sample),
         // and 802.3's +-13.5 ns receiver jitter at 5x (0.675 sample) and 6x (0.81 sample).
         "goals" => &[
             (4, 100, 0.25),

@@ -1,4 +1,4 @@
-//! The decoder at issue 12's goal points, through the benchmark's line model
+//! The decoder at the soft PHY's goal points, through the benchmark's line model
 //! (examples/common/line.rs: linklab-phy10's 2x encoder as the transmitter, drift, jitter,
 //! sampled at the receiver's factor): 4x with 802.3's +-100 ppm and +-0.25 sample, 5x with
 //! +-0.5 % and +-0.5 sample. The 20 000-frame error rates are `examples/phy_goals.rs` (run in

@@ -1,13 +1,13 @@
 //! The report section of a `linklab bench --json` result (the experiment of Niccle's MAC write-up): pings, the
-//! download table with CRC checks, and the netdev counters. Read from untyped JSON so that
-//! fields `bench` adds later do not break the report.
+//! download table with CRC checks, and the netdev counters. Read through its
+//! type, `linklab_results::bench::BenchReport`.
 
-use std::fmt::Write as _;
-
+use linklab_results::bench::{BenchReport, Download};
+use maud::{html, Markup};
 use serde_json::Value;
 
-use super::svg::{esc, num, Axis, Chart, Mark, Series};
-use super::sweep_section::fact;
+use super::layout::fact;
+use super::svg::{num, Axis, Chart, Mark, Series};
 
 /// True when `v` looks like a bench result: `"kind": "bench"`, or downloads and counters.
 pub fn is_bench(v: &Value) -> bool {
@@ -16,106 +16,54 @@ pub fn is_bench(v: &Value) -> bool {
 }
 
 /// Renders one bench result as a `<section>`.
-pub fn render(v: &Value, source: &str, index: usize) -> String {
-    let mut s = String::new();
-    let profile = v.get("profile").map(text).unwrap_or_else(|| "–".into());
-    let link = v.get("link");
-    let rate = link
-        .and_then(|l| l.get("rate"))
-        .map(text)
-        .unwrap_or_else(|| "–".into());
-    let duplex = link
-        .and_then(|l| l.get("duplex"))
-        .map(text)
-        .unwrap_or_else(|| "–".into());
-    let _ = write!(
-        s,
-        r#"<section class="card bench"><h2>Bench · {}</h2><p class="source">{} · link {} {} duplex</p>"#,
-        esc(&profile),
-        esc(source),
-        esc(&rate),
-        esc(&duplex)
-    );
-
-    let pings: Vec<f64> = v
-        .get("pings")
-        .and_then(Value::as_array)
-        .map_or(Vec::new(), |a| {
-            a.iter()
-                .filter_map(|p| p.get("rtt_ms").and_then(Value::as_f64))
-                .collect()
-        });
-    let downloads: Vec<&Value> = v
-        .get("downloads")
-        .and_then(Value::as_array)
-        .map_or(Vec::new(), |a| a.iter().collect());
-    let limit = v.get("limit_bytes_per_s").and_then(Value::as_f64);
-
-    s.push_str(r#"<div class="facts">"#);
-    if let Some(l) = limit {
-        fact(
-            &mut s,
-            "",
-            &format!("{} kB/s", num(l / 1e3)),
-            "throughput limit",
-        );
+pub fn render(r: &BenchReport, source: &str, index: usize) -> Markup {
+    let pings: Vec<f64> = r.pings.iter().filter_map(|p| p.rtt_ms).collect();
+    let downloads = &r.downloads;
+    let limit = r.limit_bytes_per_s;
+    let rates: Vec<f64> = downloads.iter().map(|d| d.bytes_per_s).collect();
+    let bad_crc = downloads.iter().filter(|d| !d.crc_ok()).count();
+    html! {
+        section class="card bench" {
+            h2 { "Bench · " (dash(&r.profile)) }
+            p class="source" { (source) " · link " (dash(&r.link.rate)) " " (dash(&r.link.duplex)) " duplex" }
+            div class="facts" {
+                @if let Some(l) = limit {
+                    (fact("", &format!("{} kB/s", num(l / 1e3)), "throughput limit"))
+                }
+                @if !pings.is_empty() {
+                    @let mean = pings.iter().sum::<f64>() / pings.len() as f64;
+                    (fact("", &format!("{} ms", num(mean)), &format!("mean ping of {}", pings.len())))
+                }
+                @if let Some(best) = rates.iter().copied().reduce(f64::max) {
+                    (fact("", &format!("{} kB/s", num(best / 1e3)), "fastest download"))
+                }
+                (fact(
+                    if bad_crc > 0 { "bad" } else { "good" },
+                    &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
+                    "downloads with the expected CRC-32",
+                ))
+                @if let Some(c) = &r.conservation {
+                    @let class = if c == "ok" { "good" } else { "bad" };
+                    (fact(class, c, "counter conservation"))
+                }
+                @if let Some(why) = &r.stopped {
+                    (fact("bad", "stopped", why))
+                }
+            }
+            (charts(index, &pings, (downloads, &rates), limit))
+            (downloads_table(downloads))
+            (counters(r))
+        }
     }
-    if !pings.is_empty() {
-        let mean = pings.iter().sum::<f64>() / pings.len() as f64;
-        fact(
-            &mut s,
-            "",
-            &format!("{} ms", num(mean)),
-            &format!("mean ping of {}", pings.len()),
-        );
-    }
-    let rates: Vec<f64> = downloads
-        .iter()
-        .filter_map(|d| d.get("bytes_per_s").and_then(Value::as_f64))
-        .collect();
-    if let Some(best) = rates.iter().copied().reduce(f64::max) {
-        fact(
-            &mut s,
-            "",
-            &format!("{} kB/s", num(best / 1e3)),
-            "fastest download",
-        );
-    }
-    let bad_crc = downloads.iter().filter(|d| !crc_ok(d)).count();
-    fact(
-        &mut s,
-        if bad_crc > 0 { "bad" } else { "good" },
-        &format!("{} / {}", downloads.len() - bad_crc, downloads.len()),
-        "downloads with the expected CRC-32",
-    );
-    if let Some(c) = v.get("conservation") {
-        let ok = c.as_str() == Some("ok");
-        let class = if ok { "good" } else { "bad" };
-        fact(&mut s, class, &text(c), "counter conservation");
-    }
-    if let Some(why) = v.get("stopped").filter(|w| !w.is_null()) {
-        fact(&mut s, "bad", "stopped", &text(why));
-    }
-    s.push_str("</div>");
-
-    charts(&mut s, index, &pings, (&downloads, &rates), limit);
-
-    downloads_table(&mut s, &downloads);
-
-    counters(&mut s, v);
-    s.push_str("</section>");
-    s
 }
 
-/// The charts: the pings' round trips, the downloads' throughput against the limit.
 fn charts(
-    s: &mut String,
     index: usize,
     pings: &[f64],
-    (downloads, rates): (&[&Value], &[f64]),
+    (downloads, rates): (&[Download], &[f64]),
     limit: Option<f64>,
-) {
-    s.push_str(r#"<div class="charts">"#);
+) -> Markup {
+    let mut charts = Vec::new();
     if !pings.is_empty() {
         let mut c = Chart::new(
             &format!("bench-{index}-pings"),
@@ -139,13 +87,10 @@ fn charts(
                 .map(|(i, &r)| ((i + 1) as f64, r))
                 .collect(),
         });
-        s.push_str(&c.render());
+        charts.push(c);
     }
     if !rates.is_empty() {
-        let names: Vec<String> = downloads
-            .iter()
-            .map(|d| short_name(d.get("path").map(text).unwrap_or_default()))
-            .collect();
+        let names: Vec<String> = downloads.iter().map(|d| short_name(&d.path)).collect();
         let mut values: Vec<f64> = rates.iter().map(|r| r / 1e3).collect();
         values.extend(limit.map(|l| l / 1e3));
         let mut c = Chart::new(
@@ -164,11 +109,7 @@ fn charts(
             points: downloads
                 .iter()
                 .enumerate()
-                .filter_map(|(i, d)| {
-                    d.get("bytes_per_s")
-                        .and_then(Value::as_f64)
-                        .map(|r| ((i + 1) as f64, r / 1e3))
-                })
+                .map(|(i, d)| ((i + 1) as f64, d.bytes_per_s / 1e3))
                 .collect(),
         });
         if let Some(l) = limit {
@@ -180,106 +121,111 @@ fn charts(
                 points: vec![(0.5, l / 1e3), (names.len() as f64 + 0.5, l / 1e3)],
             });
         }
-        s.push_str(&c.render());
+        charts.push(c);
     }
-    s.push_str("</div>");
+    html! {
+        div class="charts" {
+            @for c in &charts { (c) }
+        }
+    }
 }
 
 /// The downloads table, each download's CRC-32 checked against the expected one.
-fn downloads_table(s: &mut String, downloads: &[&Value]) {
-    // Downloads table.
-    s.push_str(r#"<h3>Downloads</h3><div class="tablewrap"><table><tr><th class="l">path</th><th>bytes</th><th>seconds</th><th>kB/s</th><th>CRC-32</th><th>expected</th><th>check</th></tr>"#);
-    for d in downloads {
-        let ok = crc_ok(d);
-        let _ = write!(
-            s,
-            r#"<tr><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            esc(&d.get("path").map(text).unwrap_or_default()),
-            d.get("bytes").map(text).unwrap_or_default(),
-            d.get("seconds")
-                .and_then(Value::as_f64)
-                .map(num)
-                .unwrap_or_default(),
-            d.get("bytes_per_s")
-                .and_then(Value::as_f64)
-                .map(|r| num(r / 1e3))
-                .unwrap_or_default(),
-            crc_text(d.get("crc32")),
-            crc_text(d.get("expected_crc32")),
-            if ok { "ok" } else { "warn" },
-            if ok { "match" } else { "MISMATCH" }
-        );
-    }
-    s.push_str("</table></div>");
-}
-
-/// The counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
-/// object (PHY, host, impairments), nested objects flattened as `outer.inner`.
-fn counters(s: &mut String, v: &Value) {
-    // Counters: `counters` (the device MAC, netdev names) first, then any other `*counters`
-    // object (PHY, host, impairments), nested objects flattened as `outer.inner`.
-    let mut blocks: Vec<(&str, Vec<(String, &Value)>)> = Vec::new();
-    if let Some(obj) = v.as_object() {
-        let mut keys: Vec<&String> = obj.keys().filter(|k| k.ends_with("counters")).collect();
-        keys.sort_by_key(|k| (k.as_str() != "counters", k.as_str()));
-        for key in keys {
-            let Some(fields) = obj[key].as_object() else {
-                continue;
-            };
-            let mut rows = Vec::new();
-            for (name, value) in fields {
-                match value.as_object() {
-                    Some(inner) => {
-                        rows.extend(inner.iter().map(|(n, x)| (format!("{name}.{n}"), x)));
+fn downloads_table(downloads: &[Download]) -> Markup {
+    html! {
+        h3 { "Downloads" }
+        div class="tablewrap" {
+            table {
+                tr {
+                    th class="l" { "path" } th { "bytes" } th { "seconds" } th { "kB/s" }
+                    th { "CRC-32" } th { "expected" } th { "check" }
+                }
+                @for d in downloads {
+                    @let ok = d.crc_ok();
+                    tr {
+                        td class="l" { (d.path) }
+                        td { (d.bytes) }
+                        td { (num(d.seconds)) }
+                        td { (num(d.bytes_per_s / 1e3)) }
+                        td { (crc_text(d.crc32)) }
+                        td { (crc_text(d.expected_crc32)) }
+                        td class=(if ok { "ok" } else { "warn" }) { (if ok { "match" } else { "MISMATCH" }) }
                     }
-                    None => rows.push((name.clone(), value)),
                 }
             }
-            blocks.push((key.as_str(), rows));
         }
-    }
-    if !blocks.is_empty() {
-        s.push_str(r#"<h3>Counters</h3><div class="tables">"#);
-        for (title, rows) in blocks {
-            let _ = write!(
-                s,
-                r#"<div class="tablewrap"><table><tr><th class="l">{}</th><th>value</th></tr>"#,
-                esc(title)
-            );
-            for (name, value) in rows {
-                let n = value.as_f64().unwrap_or(0.0);
-                let alarming = n > 0.0
-                    && [
-                        "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
-                    ]
-                    .iter()
-                    .any(|w| name.contains(w));
-                let _ = write!(
-                    s,
-                    r#"<tr><td class="l">{}</td><td{}>{}</td></tr>"#,
-                    esc(&name),
-                    if alarming { r#" class="warn""# } else { "" },
-                    esc(&text(value))
-                );
-            }
-            s.push_str("</table></div>");
-        }
-        s.push_str("</div>");
     }
 }
 
-/// Any JSON value as short text (strings without quotes).
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "–".into(),
-        other => other.to_string(),
+/// The counters: `counters` (the device MAC, netdev names) first, then the PHY's, the host's
+/// and the impairments' (these flattened as `way.count`), those the document has.
+fn counters(r: &BenchReport) -> Markup {
+    let mut blocks: Vec<(&str, Vec<(String, u64)>)> = Vec::new();
+    if !r.counters.0.is_empty() {
+        blocks.push(("counters", r.counters.0.clone()));
+    }
+    let named = |fields: &[(&str, u64)]| -> Vec<(String, u64)> {
+        fields.iter().map(|&(n, v)| (n.to_string(), v)).collect()
+    };
+    if let Some(h) = &r.host_counters {
+        blocks.push(("host_counters", named(&h.fields())));
+    }
+    if let Some(i) = &r.impairment_counters {
+        let ways = [("to_device", &i.to_device), ("to_host", &i.to_host)];
+        let rows = ways
+            .iter()
+            .flat_map(|(way, c)| c.fields().map(|(n, v)| (format!("{way}.{n}"), v)))
+            .collect();
+        blocks.push(("impairment_counters", rows));
+    }
+    if let Some(p) = &r.phy_counters {
+        blocks.push(("phy_counters", named(&p.fields())));
+    }
+    if blocks.is_empty() {
+        return html! {};
+    }
+    html! {
+        h3 { "Counters" }
+        div class="tables" {
+            @for (title, rows) in &blocks {
+                div class="tablewrap" {
+                    table {
+                        tr { th class="l" { (title) } th { "value" } }
+                        @for (name, value) in rows {
+                            tr {
+                                td class="l" { (name) }
+                                td class=[alarming(name, *value).then_some("warn")] { (value) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A counter worth a second look: an error, miss, drop or loss counted at least once.
+fn alarming(name: &str, value: u64) -> bool {
+    value > 0
+        && [
+            "error", "missed", "drop", "fifo", "overrun", "lost", "corrupt", "full",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+/// "–" for an empty text.
+fn dash(text: &str) -> &str {
+    if text.is_empty() {
+        "–"
+    } else {
+        text
     }
 }
 
 /// The last path component, for chart labels.
-fn short_name(path: String) -> String {
-    let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+fn short_name(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path).to_string();
     if name.chars().count() > 14 {
         name.chars().take(13).collect::<String>() + "…"
     } else {
@@ -287,19 +233,7 @@ fn short_name(path: String) -> String {
     }
 }
 
-/// A CRC-32 as 8 hex digits (from a number or a string).
-fn crc_text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::Number(n)) => n.as_u64().map_or(n.to_string(), |x| format!("{x:08x}")),
-        Some(other) => text(other),
-        None => "–".into(),
-    }
-}
-
-/// True when the download's CRC-32 equals the expected one.
-fn crc_ok(d: &Value) -> bool {
-    match (d.get("crc32"), d.get("expected_crc32")) {
-        (Some(a), Some(b)) => crc_text(Some(a)).eq_ignore_ascii_case(&crc_text(Some(b))),
-        _ => false,
-    }
+/// A CRC-32 as 8 hex digits, "–" when the download has none.
+fn crc_text(crc: Option<u32>) -> String {
+    crc.map_or_else(|| "–".into(), |c| format!("{c:08x}"))
 }

@@ -1,8 +1,27 @@
-//! `linklab report`: renders `probe`, `sweep`, `rtt`, `serial --selftest` and `bench` JSON results into one self-contained
-//! HTML page with inline SVG charts (no scripts or fonts fetched from anywhere).
+//! One self-contained HTML page with inline SVG charts from linklab's documents: `probe`,
+//! `sweep`, `rtt`, `serial --selftest` and `bench` results (no scripts, styles or fonts
+//! fetched from anywhere).
+//!
+//! The page is written with [maud](https://docs.rs/maud), which escapes every value it is
+//! given; the charts are drawn by [`svg`] through the same templates. Each chart is an
+//! `<svg data-chart="ID" data-points="N">` whose data elements carry `class="data"`, and the
+//! page's script writes into `data-drawn` how many of them the browser drew, so a headless
+//! browser can check that every chart shows its data.
+//!
+//! ```
+//! use linklab_report::{page, Document, Input};
+//!
+//! let text = r#"{"kind": "rtt", "host": "198.18.0.2", "port": 7, "protocol": "udp",
+//!                "count": 0, "interval_us": 0, "sizes": []}"#;
+//! let document = Document::from_json(text, "rtt.json")?;
+//! let html = page(&[Input { name: "rtt.json".into(), document }], 0);
+//! assert!(html.contains("Round trips per probe size"));
+//! # anyhow::Ok(())
+//! ```
 
 mod bench_section;
-pub mod page;
+mod document;
+pub mod layout;
 mod probe_compare;
 mod probe_latency;
 mod probe_section;
@@ -12,105 +31,61 @@ mod serial_section;
 pub mod svg;
 mod sweep_section;
 
-use std::path::PathBuf;
-
-
-use anyhow::{bail, Context};
-use serde_json::Value;
+use maud::{html, Markup};
 
 use linklab_results::probe::ProbeReport;
-use linklab_results::rtt::RttReport;
-use linklab_results::sweep::SweepReport;
+use linklab_results::time::utc_time;
 
-/// Options of `linklab report`.
-#[derive(clap::Args)]
-pub struct Args {
-    /// JSON results from `linklab probe --json`, `linklab sweep --json`, `linklab rtt --json`, `linklab serial
-    /// --selftest --json` or `linklab bench --json`.
-    #[arg(value_name = "FILE.json", required = true)]
-    inputs: Vec<PathBuf>,
-    /// The HTML file to write.
-    #[arg(short = 'o', long, value_name = "FILE", default_value = "report.html")]
-    output: PathBuf,
-}
+pub use document::{Document, Input};
 
-/// Runs `linklab report`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut sections = Vec::new();
-    let mut sources = Vec::new();
-    let mut probes: Vec<(ProbeReport, String)> = Vec::new();
-    for (i, path) in args.inputs.iter().enumerate() {
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).with_context(|| format!("{name}: cannot read"))?;
-        sections.push(render_result(&text, &name, i)?);
-        if let Some(r) = serde_json::from_str::<Value>(&text)
-            .ok()
-            .filter(|v| v.get("kind").and_then(Value::as_str) == Some("probe"))
-            .and_then(|v| serde_json::from_value::<ProbeReport>(v).ok())
-        {
-            probes.push((r, name.clone()));
+/// The page of `inputs`, in their order (two or more probe runs: side by side first), stamped
+/// as generated at `generated_unix_s` (seconds since 1970, UTC).
+pub fn page(inputs: &[Input], generated_unix_s: u64) -> String {
+    let probes: Vec<(&ProbeReport, &str)> = inputs
+        .iter()
+        .filter_map(|x| match &x.document {
+            Document::Probe(r) => Some((&**r, x.name.as_str())),
+            _ => None,
+        })
+        .collect();
+    let body = html! {
+        @if probes.len() >= 2 {
+            (probe_compare::render(&probes)) "\n"
         }
-        sources.push(name);
-    }
-    // Two or more probe runs: side by side first.
-    if probes.len() >= 2 {
-        let runs: Vec<(&ProbeReport, &str)> = probes.iter().map(|(r, n)| (r, n.as_str())).collect();
-        sections.insert(0, probe_compare::render(&runs));
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let html = page::page(&sections, &sources, &linklab_results::time::utc_time(now));
-    std::fs::write(&args.output, html)
-        .with_context(|| format!("-o: cannot write {}", args.output.display()))?;
-    println!(
-        "linklab report: wrote {} ({} result{})",
-        args.output.display(),
-        sources.len(),
-        if sources.len() == 1 { "" } else { "s" }
-    );
-    Ok(())
+        @for (i, x) in inputs.iter().enumerate() {
+            (section(&x.document, &x.name, i)) "\n"
+        }
+    };
+    let sources: Vec<String> = inputs.iter().map(|x| x.name.clone()).collect();
+    layout::frame(body, &sources, &utc_time(generated_unix_s))
 }
 
-/// The whole page of one probe run (what `linklab probe -o` writes; `linklab report` on its
-/// JSON renders the same sections).
+/// The whole page of one probe run, stamped now (what `linklab probe -o` writes;
+/// `linklab report` on its JSON draws the same sections).
 pub fn probe_page(r: &ProbeReport, source: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    page::page(
-        &[probe_section::render(r, source, 0)],
-        &[source.to_string()],
-        &linklab_results::time::utc_time(now),
-    )
+    let body = html! { (probe_section::render(r, source, 0)) "\n" };
+    layout::frame(body, &[source.to_string()], &utc_time(now()))
 }
 
-/// Renders one JSON result (any known kind) as an HTML section.
-fn render_result(text: &str, name: &str, index: usize) -> anyhow::Result<String> {
-    let v: Value = serde_json::from_str(text).with_context(|| format!("{name}: not valid JSON"))?;
-    match v.get("kind").and_then(Value::as_str) {
-        Some("sweep") => {
-            let mut r: SweepReport =
-                serde_json::from_value(v).with_context(|| format!("{name}: malformed sweep result"))?;
+/// One document's sections; `index` keeps its charts' ids apart from the other inputs'.
+fn section(document: &Document, name: &str, index: usize) -> Markup {
+    match document {
+        Document::Probe(r) => probe_section::render(r, name, index),
+        Document::Sweep(r) => {
             // Files written before the sweep named limits get their knee recomputed, and say so.
+            let mut r = r.clone();
             let note = r.upgrade();
-            Ok(sweep_section::render(&r, note.as_deref(), name, index))
+            sweep_section::render(&r, note.as_deref(), name, index)
         }
-        Some("serial-selftest") => {
-            let r: linklab_results::serial::SerialReport = serde_json::from_value(v)
-                .with_context(|| format!("{name}: malformed serial self-test result"))?;
-            Ok(serial_section::render(&r, name, index))
-        }
-        Some("probe") => {
-            let r: ProbeReport = serde_json::from_value(v)
-                .with_context(|| format!("{name}: malformed probe result"))?;
-            Ok(probe_section::render(&r, name, index))
-        }
-        Some("rtt") => {
-            let r: RttReport = serde_json::from_value(v).with_context(|| format!("{name}: malformed rtt result"))?;
-            Ok(rtt_section::render(&r, name, index))
-        }
-        _ if bench_section::is_bench(&v) => Ok(bench_section::render(&v, name, index)),
-        _ => bail!("{name}: not a linklab probe, sweep, rtt or bench result or serial self-test (no \"kind\" field, no downloads and counters)"),
+        Document::Rtt(r) => rtt_section::render(r, name, index),
+        Document::Serial(r) => serial_section::render(r, name, index),
+        Document::Bench(r) => bench_section::render(r, name, index),
     }
+}
+
+/// Seconds since 1970, UTC.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -4,10 +4,10 @@
 //! its linklab did not measure them), and the charts overlaid: throughput run beside run, and
 //! the round trips per load as CDFs, one line style per run.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
 use super::probe_latency::cdf_chart;
-use super::svg::{esc, num, Axis, Chart, Mark, Series};
+use super::svg::{num, Axis, Chart, Mark, Series};
 use linklab_results::probe::{range_text, ProbeReport};
 use linklab_results::units::format_rate;
 
@@ -98,105 +98,114 @@ fn show(v: f64, unit: &str) -> String {
 }
 
 /// The side-by-side section of `runs` (document, file).
-pub fn render(runs: &[(&ProbeReport, &str)]) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<section class="card compare"><h2>{} probe runs side by side</h2><ol class="runs">"#,
-        runs.len()
-    );
-    for (r, file) in runs {
-        let said = r.conditions.as_ref().map_or_else(
-            || {
-                format!(
-                    "linklab {}; no conditions recorded (an older document)",
-                    r.linklab_version
-                )
-            },
-            linklab_results::probe::conditions_words,
-        );
-        let _ = write!(
-            s,
-            r#"<li data-run="{}"><b>{}</b> — {} ({}), {} · {}</li>"#,
-            esc(file),
-            esc(&name(r, file)),
-            esc(&r.host),
-            esc(&r.address),
-            esc(file),
-            esc(&said)
-        );
-    }
-    s.push_str(
-        r#"</ol><div class="tablewrap"><table class="compare"><tr><th class="l">figure</th>"#,
-    );
-    for (r, file) in runs {
-        let _ = write!(s, "<th>{}</th>", esc(&name(r, file)));
-    }
-    s.push_str("<th>change, first to last</th></tr>");
+pub fn render(runs: &[(&ProbeReport, &str)]) -> Markup {
     let rows = rows(runs);
-    let mut lacking: Vec<String> = Vec::new();
-    for row in &rows {
-        let _ = write!(
-            s,
-            r#"<tr data-compare="{}"><td class="l">{}</td>"#,
-            esc(&row.id),
-            esc(&row.label)
-        );
-        for (k, cell) in row.cells.iter().enumerate() {
-            match cell {
-                Some((v, low, high)) => {
-                    let _ = write!(
-                        s,
-                        "<td>{}<br><small>{}</small></td>",
-                        show(*v, &row.unit),
-                        esc(&range_text(*low, *high, &row.unit))
-                    );
+    let names: Vec<String> = runs.iter().map(|(r, f)| name(r, f)).collect();
+    // What each run lacks, one line each below the table.
+    let lacking: Vec<String> = rows
+        .iter()
+        .flat_map(|row| {
+            row.cells
+                .iter()
+                .enumerate()
+                .filter(|(_, cell)| cell.is_none())
+                .map(|(k, _)| {
+                    format!(
+                        "{} lacks {}: {}",
+                        names[k],
+                        row.id,
+                        lacks(runs[k].0, &row.id)
+                    )
+                })
+        })
+        .collect();
+    html! {
+        section class="card compare" {
+            h2 { (runs.len()) " probe runs side by side" }
+            ol class="runs" {
+                @for ((r, file), name) in runs.iter().zip(&names) {
+                    li data-run=(file) {
+                        b { (name) } " — " (r.host) " (" (r.address) "), " (file) " · " (said(r))
+                    }
                 }
-                None => {
-                    let why = lacks(runs[k].0, &row.id);
-                    lacking.push(format!(
-                        "{} lacks {}: {why}",
-                        name(runs[k].0, runs[k].1),
-                        row.id
-                    ));
-                    let _ = write!(s, r#"<td class="warn" title="{}">absent</td>"#, esc(&why));
+            }
+            div class="tablewrap" {
+                table class="compare" {
+                    tr {
+                        th class="l" { "figure" }
+                        @for name in &names {
+                            th { (name) }
+                        }
+                        th { "change, first to last" }
+                    }
+                    @for row in &rows {
+                        (compare_row(runs, row))
+                    }
+                }
+            }
+            @for l in &lacking {
+                p class="note lacks" { (l) }
+            }
+            div class="charts" {
+                (throughput_chart(runs, &rows))
+                @for transport in ["icmp", "echo_udp", "echo_tcp"] {
+                    @let series: Vec<_> = runs
+                        .iter()
+                        .zip(&names)
+                        .filter_map(|((r, _), n)| {
+                            let l = r.latency.as_ref()?;
+                            let t = l.round_trips.iter().find(|t| t.transport == transport)?;
+                            Some((n.as_str(), l, t))
+                        })
+                        .collect();
+                    @if !series.is_empty() {
+                        (cdf_chart(&series, &format!("compare-cdf-{transport}")))
+                    }
                 }
             }
         }
-        let change = match (
-            row.cells.first().copied().flatten(),
-            row.cells.last().copied().flatten(),
-        ) {
-            (Some((a, _, _)), Some((b, _, _))) if a != 0.0 => {
-                format!("{:+.1} %", (b - a) / a * 100.0)
+    }
+}
+
+/// What a run's conditions say, or that it recorded none.
+fn said(r: &ProbeReport) -> String {
+    r.conditions.as_ref().map_or_else(
+        || {
+            format!(
+                "linklab {}; no conditions recorded (an older document)",
+                r.linklab_version
+            )
+        },
+        linklab_results::probe::conditions_words,
+    )
+}
+
+/// One figure's row: each run's value and range (or why it lacks it), the change from the
+/// first run to the last.
+fn compare_row(runs: &[(&ProbeReport, &str)], row: &Row) -> Markup {
+    let change = match (
+        row.cells.first().copied().flatten(),
+        row.cells.last().copied().flatten(),
+    ) {
+        (Some((a, _, _)), Some((b, _, _))) if a != 0.0 => {
+            format!("{:+.1} %", (b - a) / a * 100.0)
+        }
+        _ => "–".into(),
+    };
+    html! {
+        tr data-compare=(row.id) {
+            td class="l" { (row.label) }
+            @for (k, cell) in row.cells.iter().enumerate() {
+                @match cell {
+                    Some((v, low, high)) => td {
+                        (show(*v, &row.unit)) br; small { (range_text(*low, *high, &row.unit)) }
+                    },
+                    None => td class="warn" title=(lacks(runs[k].0, &row.id)) { "absent" },
+                }
             }
-            _ => "–".into(),
-        };
-        let _ = write!(s, "<td>{change}</td></tr>");
-    }
-    s.push_str("</table></div>");
-    for l in &lacking {
-        let _ = write!(s, r#"<p class="note lacks">{}</p>"#, esc(l));
-    }
-    s.push_str(r#"<div class="charts">"#);
-    s.push_str(&throughput_chart(runs, &rows).render());
-    for transport in ["icmp", "echo_udp", "echo_tcp"] {
-        let named: Vec<String> = runs.iter().map(|(r, f)| name(r, f)).collect();
-        let series: Vec<_> = runs
-            .iter()
-            .zip(&named)
-            .filter_map(|((r, _), n)| {
-                let l = r.latency.as_ref()?;
-                let t = l.round_trips.iter().find(|t| t.transport == transport)?;
-                Some((n.as_str(), l, t))
-            })
-            .collect();
-        if !series.is_empty() {
-            s.push_str(&cdf_chart(&series, &format!("compare-cdf-{transport}")).render());
+            td { (change) }
         }
     }
-    s.push_str("</div></section>");
-    s
 }
 
 /// The throughput figures of every run, bars side by side.

@@ -3,11 +3,11 @@
 //! probe drawn at the top, every stall marked), and a CDF of round trips per load for each
 //! transport; then the conditions and, with `--repeat`, each figure across the runs.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
-use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use linklab_results::probe::ProbeReport;
+use super::svg::{num, Axis, Chart, Mark, Series, VLine};
 use linklab_results::probe::latency::{self as lat, ms, LatencyUnderLoad, RttSeries};
+use linklab_results::probe::ProbeReport;
 use linklab_results::units::format_rate;
 
 /// Colours of the transports (round trips) and of the loads (CDF lines).
@@ -25,107 +25,97 @@ pub fn load_color(name: &str) -> &'static str {
     }
 }
 
-/// The section, when the run measured latency under load.
-pub fn render(s: &mut String, r: &ProbeReport, index: usize) {
-    if let Some(l) = &r.latency {
-        s.push_str("<h3>Latency under load</h3>");
-        table(s, l);
-        verdict(s, l);
-        s.push_str(r#"<div class="charts">"#);
-        s.push_str(&time_chart(l, &format!("probe-{index}-latency-time")).render());
-        for (k, t) in l.round_trips.iter().enumerate() {
-            if t.samples.iter().any(|x| x.1.is_some()) {
-                let id = format!("probe-{index}-latency-cdf-{k}");
-                s.push_str(&cdf_chart(&[("", l, t)], &id).render());
+/// The section, when the run measured latency under load; then the conditions and the runs
+/// of `--repeat`.
+pub fn render(r: &ProbeReport, index: usize) -> Markup {
+    html! {
+        @if let Some(l) = &r.latency {
+            h3 { "Latency under load" }
+            (table(l))
+            (verdict(l))
+            div class="charts" {
+                (time_chart(l, &format!("probe-{index}-latency-time")))
+                @for (k, t) in l.round_trips.iter().enumerate() {
+                    @if t.samples.iter().any(|x| x.1.is_some()) {
+                        (cdf_chart(&[("", l, t)], &format!("probe-{index}-latency-cdf-{k}")))
+                    }
+                }
             }
         }
-        s.push_str("</div>");
+        @if let Some(c) = &r.conditions {
+            p class="note conditions" {
+                b { "conditions:" } " " (linklab_results::probe::conditions_words(c))
+                " · label " (c.label)
+            }
+        }
+        (repeat(r))
     }
-    if let Some(c) = &r.conditions {
-        let _ = write!(
-            s,
-            r#"<p class="note conditions"><b>conditions:</b> {} · label {}</p>"#,
-            esc(&linklab_results::probe::conditions_words(c)),
-            esc(&c.label)
-        );
-    }
-    repeat(s, r);
 }
 
 /// Each transport's round trips per load, the throughput meanwhile.
-fn table(s: &mut String, l: &LatencyUnderLoad) {
-    s.push_str(r#"<div class="tablewrap"><table class="latency"><tr><th class="l">round trip</th><th class="l">load</th><th>median</th><th>p90</th><th>p99</th><th>max</th><th>increase</th><th>lost</th><th>to the device</th><th>from it</th></tr>"#);
+fn table(l: &LatencyUnderLoad) -> Markup {
     let opt = |v: Option<f64>| v.map_or("–".into(), |v| format!("{} ms", ms(v)));
-    for t in &l.round_trips {
-        for p in &t.per_load {
-            let load = l.loads.iter().find(|x| x.name == p.load);
-            let rate = |v: Option<f64>| v.map_or("–".into(), format_rate);
-            let _ = write!(
-                s,
-                r#"<tr data-latency="{}.{}"><td class="l">{}</td><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td></tr>"#,
-                esc(&t.transport),
-                esc(&p.load),
-                lat::transport_words(&t.transport),
-                esc(&p.load),
-                opt(p.p50_ms),
-                opt(p.p90_ms),
-                opt(p.p99_ms),
-                opt(p.max_ms),
-                p.increase_ms.map_or("–".into(), |v| format!("{v:+.1} ms")),
-                p.lost,
-                p.sent,
-                rate(load.and_then(|x| x.to_device_bps)),
-                rate(load.and_then(|x| x.from_device_bps)),
-            );
+    let rate = |v: Option<f64>| v.map_or("–".into(), format_rate);
+    html! {
+        div class="tablewrap" {
+            table class="latency" {
+                tr {
+                    th class="l" { "round trip" } th class="l" { "load" } th { "median" }
+                    th { "p90" } th { "p99" } th { "max" } th { "increase" } th { "lost" }
+                    th { "to the device" } th { "from it" }
+                }
+                @for t in &l.round_trips {
+                    @for p in &t.per_load {
+                        @let load = l.loads.iter().find(|x| x.name == p.load);
+                        tr data-latency={ (t.transport) "." (p.load) } {
+                            td class="l" { (lat::transport_words(&t.transport)) }
+                            td class="l" { (p.load) }
+                            td { (opt(p.p50_ms)) }
+                            td { (opt(p.p90_ms)) }
+                            td { (opt(p.p99_ms)) }
+                            td { (opt(p.max_ms)) }
+                            td { (p.increase_ms.map_or("–".into(), |v| format!("{v:+.1} ms"))) }
+                            td { (p.lost) " of " (p.sent) }
+                            td { (rate(load.and_then(|x| x.to_device_bps))) }
+                            td { (rate(load.and_then(|x| x.from_device_bps))) }
+                        }
+                    }
+                }
+            }
         }
     }
-    s.push_str("</table></div>");
 }
 
 /// The verdict in words: grows beyond the bound, or holds; the stalls; loads that did not run.
-fn verdict(s: &mut String, l: &LatencyUnderLoad) {
-    if l.grows.is_empty() {
-        let _ = write!(
-            s,
-            r#"<p class="note">Holds its latency under load: no median grew beyond {}× idle and +{} ms.</p>"#,
-            num(l.bound.ratio),
-            num(l.bound.plus_ms)
-        );
-    }
-    for g in &l.grows {
-        let _ = write!(
-            s,
-            r#"<p class="note failure"><b>latency grows under load:</b> {} (bound: {}× idle and +{} ms)</p>"#,
-            esc(g),
-            num(l.bound.ratio),
-            num(l.bound.plus_ms)
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<p class="note">{} stalls ({} with a flow moving no bytes, {} with round trips over 1 s){}</p>"#,
-        l.stalls.len(),
-        l.stalls.iter().filter(|x| x.kind == "no_bytes").count(),
-        l.stalls.iter().filter(|x| x.kind != "no_bytes").count(),
-        l.stalls
-            .iter()
-            .map(|x| format!(
-                "; {} {} at {:.1}–{:.1} s ({} retransmissions)",
-                esc(&x.what),
-                x.kind.replace('_', " "),
-                x.start_s,
-                x.end_s,
-                x.retransmits.map_or("–".into(), |n| n.to_string())
-            ))
-            .collect::<String>()
-    );
-    for x in l.loads.iter().filter(|x| x.error.is_some()) {
-        let _ = write!(
-            s,
-            r#"<p class="note failure"><b>{}:</b> no load ({})</p>"#,
-            esc(&x.name),
-            esc(x.error.as_deref().unwrap_or_default())
-        );
+fn verdict(l: &LatencyUnderLoad) -> Markup {
+    let no_bytes = l.stalls.iter().filter(|x| x.kind == "no_bytes").count();
+    html! {
+        @if l.grows.is_empty() {
+            p class="note" {
+                "Holds its latency under load: no median grew beyond " (num(l.bound.ratio))
+                "× idle and +" (num(l.bound.plus_ms)) " ms."
+            }
+        }
+        @for g in &l.grows {
+            p class="note failure" {
+                b { "latency grows under load:" } " " (g) " (bound: " (num(l.bound.ratio))
+                "× idle and +" (num(l.bound.plus_ms)) " ms)"
+            }
+        }
+        p class="note" {
+            (l.stalls.len()) " stalls (" (no_bytes) " with a flow moving no bytes, "
+            (l.stalls.len() - no_bytes) " with round trips over 1 s)"
+            @for x in &l.stalls {
+                "; " (x.what) " " (x.kind.replace('_', " "))
+                (format_args!(" at {:.1}–{:.1} s (", x.start_s, x.end_s))
+                (x.retransmits.map_or("–".into(), |n| n.to_string())) " retransmissions)"
+            }
+        }
+        @for x in l.loads.iter().filter(|x| x.error.is_some()) {
+            p class="note failure" {
+                b { (x.name) ":" } " no load (" (x.error.as_deref().unwrap_or_default()) ")"
+            }
+        }
     }
 }
 
@@ -323,37 +313,36 @@ fn window_of(l: &LatencyUnderLoad, t: &RttSeries, load: &str) -> Option<Vec<f64>
 }
 
 /// `--repeat`: each figure over the runs.
-fn repeat(s: &mut String, r: &ProbeReport) {
+fn repeat(r: &ProbeReport) -> Markup {
     let Some(rep) = &r.repeat else {
-        return;
+        return html! {};
     };
-    let _ = write!(
-        s,
-        r#"<h3>Across {} runs</h3><div class="tablewrap"><table class="repeat"><tr><th class="l">figure</th><th>lowest</th><th>median</th><th>highest</th><th>spread</th><th class="l">each run</th></tr>"#,
-        rep.runs
-    );
-    for f in &rep.figures {
-        let show = |v: f64| match f.unit.as_str() {
-            "bit/s" => format_rate(v),
-            "us" => format!("{} µs", num(v)),
-            u => format!("{} {u}", num(v)),
-        };
-        let each: Vec<String> = f
-            .values
-            .iter()
-            .map(|v| v.map_or("absent".into(), show))
-            .collect();
-        let _ = write!(
-            s,
-            r#"<tr data-repeat="{}"><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="l">{}</td></tr>"#,
-            esc(&f.id),
-            esc(&f.label),
-            show(f.low),
-            show(f.median),
-            show(f.high),
-            f.spread_pct.map_or("–".into(), |p| format!("{p:.1} %")),
-            esc(&each.join(" · "))
-        );
+    html! {
+        h3 { "Across " (rep.runs) " runs" }
+        div class="tablewrap" {
+            table class="repeat" {
+                tr {
+                    th class="l" { "figure" } th { "lowest" } th { "median" } th { "highest" }
+                    th { "spread" } th class="l" { "each run" }
+                }
+                @for f in &rep.figures {
+                    @let show = |v: f64| match f.unit.as_str() {
+                        "bit/s" => format_rate(v),
+                        "us" => format!("{} µs", num(v)),
+                        u => format!("{} {u}", num(v)),
+                    };
+                    @let each: Vec<String> =
+                        f.values.iter().map(|v| v.map_or("absent".into(), show)).collect();
+                    tr data-repeat=(f.id) {
+                        td class="l" { (f.label) }
+                        td { (show(f.low)) }
+                        td { (show(f.median)) }
+                        td { (show(f.high)) }
+                        td { (f.spread_pct.map_or("–".into(), |p| format!("{p:.1} %"))) }
+                        td class="l" { (each.join(" · ")) }
+                    }
+                }
+            }
+        }
     }
-    s.push_str("</table></div>");
 }

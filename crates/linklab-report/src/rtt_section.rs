@@ -1,10 +1,10 @@
 //! The report section of a `linklab rtt` result: realized bandwidth and latency vs probe size,
 //! and per size the round-trip and inter-arrival histograms (as in CBA's link speed tests).
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
-use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use super::sweep_section::fact;
+use super::layout::fact;
+use super::svg::{num, Axis, Chart, Mark, Series, VLine};
 use linklab_results::rtt::Distribution;
 use linklab_results::rtt::RttReport;
 use linklab_results::units::format_rate;
@@ -13,68 +13,44 @@ use linklab_results::units::format_rate;
 const BINS: usize = 40;
 
 /// Renders one rtt result as a `<section>`.
-pub fn render(r: &RttReport, source: &str, index: usize) -> String {
-    let mut s = String::new();
+pub fn render(r: &RttReport, source: &str, index: usize) -> Markup {
     let pacing = if r.interval_us == 0 {
         "back to back".to_string()
     } else {
         format!("one every {} µs", r.interval_us)
     };
-    let _ = write!(
-        s,
-        r#"<section class="card rtt"><h2>Round trips per probe size · {}</h2><p class="source">{} · echo at {}:{} · {} probes per size, {}</p>"#,
-        r.protocol.to_uppercase(),
-        esc(source),
-        esc(&r.host),
-        r.port,
-        r.count,
-        esc(&pacing)
-    );
     // Saturating: the counts come from a JSON file and may be anything.
     let sent = r.sizes.iter().fold(0u64, |a, x| a.saturating_add(x.sent));
     let lost = r.sizes.iter().fold(0u64, |a, x| a.saturating_add(x.lost));
     let best_bw = r.sizes.iter().map(|x| x.realized_bps).fold(0.0, f64::max);
     let min_rtt = lowest_rtt_p50(r);
-    s.push_str(r#"<div class="facts">"#);
-    if min_rtt.is_finite() {
-        fact(
-            &mut s,
-            "",
-            &format!("{} µs", num(min_rtt)),
-            "lowest median round trip",
-        );
+    let max_size = r.sizes.iter().map(|x| x.size as f64).fold(1.0, f64::max);
+    html! {
+        section class="card rtt" {
+            h2 { "Round trips per probe size · " (r.protocol.to_uppercase()) }
+            p class="source" {
+                (source) " · echo at " (r.host) ":" (r.port) " · " (r.count)
+                " probes per size, " (pacing)
+            }
+            div class="facts" {
+                @if min_rtt.is_finite() {
+                    (fact("", &format!("{} µs", num(min_rtt)), "lowest median round trip"))
+                }
+                (fact("", &format_rate(best_bw), "highest realized bandwidth"))
+                (fact(if lost > 0 { "bad" } else { "good" }, &format!("{lost} / {sent}"), "probes lost"))
+            }
+            div class="charts" {
+                (bandwidth_chart(r, index, max_size))
+                (latency_chart(r, index, max_size))
+            }
+            (histograms(r, index))
+            (sizes_table(r))
+        }
     }
-    fact(
-        &mut s,
-        "",
-        &format_rate(best_bw),
-        "highest realized bandwidth",
-    );
-    fact(
-        &mut s,
-        if lost > 0 { "bad" } else { "good" },
-        &format!("{lost} / {sent}"),
-        "probes lost",
-    );
-    s.push_str("</div>");
-
-    let sizes: Vec<f64> = r.sizes.iter().map(|x| x.size as f64).collect();
-    let max_size = sizes.iter().copied().fold(1.0, f64::max);
-    s.push_str(r#"<div class="charts">"#);
-
-    s.push_str(&bandwidth_chart(r, index, max_size));
-
-    s.push_str(&latency_chart(r, index, max_size));
-    s.push_str("</div>");
-
-    histograms(&mut s, r, index);
-
-    sizes_table(&mut s, r);
-    s
 }
 
 /// The realized (and offered) bandwidth against the probe size.
-fn bandwidth_chart(r: &RttReport, index: usize, max_size: f64) -> String {
+fn bandwidth_chart(r: &RttReport, index: usize, max_size: f64) -> Chart {
     // Bandwidth vs size.
     let mut bw_values: Vec<f64> = r.sizes.iter().map(|x| x.realized_bps / 1e6).collect();
     bw_values.extend(
@@ -116,11 +92,11 @@ fn bandwidth_chart(r: &RttReport, index: usize, max_size: f64) -> String {
             .map(|x| (x.size as f64, x.realized_bps / 1e6))
             .collect(),
     });
-    c.render()
+    c
 }
 
 /// The round trip's percentiles against the probe size.
-fn latency_chart(r: &RttReport, index: usize, max_size: f64) -> String {
+fn latency_chart(r: &RttReport, index: usize, max_size: f64) -> Chart {
     // Latency vs size.
     let max_us = r.sizes.iter().map(|x| x.rtt.p99_us).fold(0.0, f64::max);
     let min_p50 = lowest_rtt_p50(r);
@@ -164,11 +140,11 @@ fn latency_chart(r: &RttReport, index: usize, max_size: f64) -> String {
                 .collect(),
         });
     }
-    c.render()
+    c
 }
 
 /// Per size, the round trips' and the paced replies' inter-arrival histograms.
-fn histograms(s: &mut String, r: &RttReport, index: usize) {
+fn histograms(r: &RttReport, index: usize) -> Markup {
     let sizes: Vec<SizeHistograms<'_>> = r
         .sizes
         .iter()
@@ -179,18 +155,23 @@ fn histograms(s: &mut String, r: &RttReport, index: usize) {
             bps: x.realized_bps,
         })
         .collect();
+    let gaps_note = html! {
+        p class="note" {
+            "Dashed: the bandwidth a gap of that length means at this probe size (right axis), as in CBA's link speed tests."
+        }
+    };
     size_histograms(
-        s,
         &sizes,
         (
-            r#"<h3>Round-trip time histograms per probe size</h3><div class="charts">"#,
+            "Round-trip time histograms per probe size",
             &format!("rtt-{index}-hist"),
         ),
         (
-            r#"<h3>Inter-arrival times of the paced replies per probe size</h3><p class="note">Dashed: the bandwidth a gap of that length means at this probe size (right axis), as in CBA's link speed tests.</p><div class="charts">"#,
+            "Inter-arrival times of the paced replies per probe size",
+            gaps_note,
             &format!("rtt-{index}-gaps"),
         ),
-    );
+    )
 }
 
 /// One size's histograms: its round trips, its replies' inter-arrival gaps, and the rate
@@ -198,85 +179,96 @@ fn histograms(s: &mut String, r: &RttReport, index: usize) {
 pub(super) struct SizeHistograms<'r> {
     /// The probe's or payload's size (bytes).
     pub size: usize,
+    /// Its round trips.
     pub rtt: &'r Distribution,
+    /// The gaps between its replies.
     pub gaps: &'r Distribution,
+    /// The rate its replies carried, bit/s.
     pub bps: f64,
 }
 
-/// Per size, the round trips' histograms, then the inter-arrival ones: each group opened by
-/// its HTML (`open`), each chart's id `{id}-{size}`. The rtt and serial sections share it.
+/// Per size, the round trips' histograms, then the inter-arrival ones: each group under its
+/// heading (the inter-arrival one followed by `gaps_note`), each chart's id `{id}-{size}`. The
+/// rtt and serial sections share it.
 pub(super) fn size_histograms(
-    s: &mut String,
     sizes: &[SizeHistograms<'_>],
-    (rtt_open, rtt_id): (&str, &str),
-    (gaps_open, gaps_id): (&str, &str),
-) {
-    s.push_str(rtt_open);
-    for x in sizes.iter().filter(|x| x.rtt.count > 0) {
-        let (c, _) = histogram_chart(
-            &format!("{rtt_id}-{}", x.size),
-            &format!("{} B round trips", x.size),
-            "round trip",
-            x.rtt,
-            None,
-        );
-        s.push_str(&c.render());
+    (rtt_heading, rtt_id): (&str, &str),
+    (gaps_heading, gaps_note, gaps_id): (&str, Markup, &str),
+) -> Markup {
+    html! {
+        h3 { (rtt_heading) }
+        div class="charts" {
+            @for x in sizes.iter().filter(|x| x.rtt.count > 0) {
+                (histogram_chart(
+                    &format!("{rtt_id}-{}", x.size),
+                    &format!("{} B round trips", x.size),
+                    "round trip",
+                    x.rtt,
+                    None,
+                ).0)
+            }
+        }
+        h3 { (gaps_heading) }
+        (gaps_note)
+        div class="charts" {
+            @for x in sizes.iter().filter(|x| x.gaps.count > 0) {
+                (histogram_chart(
+                    &format!("{gaps_id}-{}", x.size),
+                    &format!("{} B inter-arrival · {}", x.size, format_rate(x.bps)),
+                    "inter-arrival",
+                    x.gaps,
+                    Some(x.size),
+                ).0)
+            }
+        }
     }
-    s.push_str("</div>");
-    s.push_str(gaps_open);
-    for x in sizes.iter().filter(|x| x.gaps.count > 0) {
-        let (c, _) = histogram_chart(
-            &format!("{gaps_id}-{}", x.size),
-            &format!("{} B inter-arrival · {}", x.size, format_rate(x.bps)),
-            "inter-arrival",
-            x.gaps,
-            Some(x.size),
-        );
-        s.push_str(&c.render());
-    }
-    s.push_str("</div>");
 }
 
 /// The table: per size, what was sent and received, the round trip's distribution, the gap.
-fn sizes_table(s: &mut String, r: &RttReport) {
-    // Table.
-    s.push_str(r#"<h3>Per size</h3><div class="tablewrap"><table><tr><th rowspan="2">size (B)</th><th rowspan="2">sent</th><th rowspan="2">received</th><th rowspan="2">loss %</th><th rowspan="2">dup</th><th rowspan="2">corrupt</th><th colspan="8" class="group">round trip (µs)</th><th rowspan="2">gap p50 (µs)</th><th rowspan="2">realized</th></tr><tr>"#);
-    for h in ["min", "p50", "p90", "p99", "p99.9", "max", "mean", "stddev"] {
-        let _ = write!(s, "<th>{h}</th>");
-    }
-    s.push_str("</tr>");
-    for x in &r.sizes {
-        let d = &x.rtt;
-        let cls = if x.lost > 0 || x.corrupt > 0 {
-            "warn"
-        } else {
-            "ok"
-        };
-        let _ = write!(
-            s,
-            r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="{cls}">{:.2}</td><td>{}</td><td>{}</td>"#,
-            x.size, x.sent, x.received, x.loss_pct, x.duplicates, x.corrupt
-        );
-        for v in [
-            d.min_us,
-            d.p50_us,
-            d.p90_us,
-            d.p99_us,
-            d.p999_us,
-            d.max_us,
-            d.mean_us,
-            d.stddev_us,
-        ] {
-            let _ = write!(s, "<td>{}</td>", num(v));
+fn sizes_table(r: &RttReport) -> Markup {
+    html! {
+        h3 { "Per size" }
+        div class="tablewrap" {
+            table {
+                tr {
+                    th rowspan="2" { "size (B)" }
+                    th rowspan="2" { "sent" }
+                    th rowspan="2" { "received" }
+                    th rowspan="2" { "loss %" }
+                    th rowspan="2" { "dup" }
+                    th rowspan="2" { "corrupt" }
+                    th colspan="8" class="group" { "round trip (µs)" }
+                    th rowspan="2" { "gap p50 (µs)" }
+                    th rowspan="2" { "realized" }
+                }
+                tr {
+                    @for h in ["min", "p50", "p90", "p99", "p99.9", "max", "mean", "stddev"] {
+                        th { (h) }
+                    }
+                }
+                @for x in &r.sizes {
+                    @let d = &x.rtt;
+                    @let cls = if x.lost > 0 || x.corrupt > 0 { "warn" } else { "ok" };
+                    tr {
+                        td { (x.size) }
+                        td { (x.sent) }
+                        td { (x.received) }
+                        td class=(cls) { (format_args!("{:.2}", x.loss_pct)) }
+                        td { (x.duplicates) }
+                        td { (x.corrupt) }
+                        @for v in [
+                            d.min_us, d.p50_us, d.p90_us, d.p99_us, d.p999_us, d.max_us, d.mean_us,
+                            d.stddev_us,
+                        ] {
+                            td { (num(v)) }
+                        }
+                        td { (num(x.interarrival.p50_us)) }
+                        td { (format_rate(x.realized_bps)) }
+                    }
+                }
+            }
         }
-        let _ = write!(
-            s,
-            "<td>{}</td><td>{}</td></tr>",
-            num(x.interarrival.p50_us),
-            format_rate(x.realized_bps)
-        );
     }
-    s.push_str("</table></div></section>");
 }
 
 /// The lowest round-trip median over the sizes that got replies (infinity if none did).
@@ -420,6 +412,7 @@ pub(super) fn histogram_chart(
 mod tests {
     use super::*;
     use linklab_results::rtt::SizeReport;
+    use maud::Render;
 
     fn dist(histogram: Vec<(f64, u64)>, p50: f64, p999: f64) -> Distribution {
         Distribution {
@@ -459,7 +452,7 @@ mod tests {
         assert_eq!(above, 0);
         let bars: f64 = c.series[0].points.iter().map(|p| p.1).sum();
         assert_eq!(bars, 6.0);
-        assert!(c.render().matches(r#"class="data""#).count() >= 4);
+        assert!(c.render().into_string().matches(r#"class="data""#).count() >= 4);
     }
 
     /// Counts read from a JSON file may sum past u64::MAX: the chart saturates, never panics.
@@ -494,6 +487,8 @@ mod tests {
             interval_us: 0,
             sizes: vec![size(u64::MAX), size(u64::MAX)],
         };
-        assert!(render(&r, "f.json", 0).contains(&u64::MAX.to_string()));
+        assert!(render(&r, "f.json", 0)
+            .into_string()
+            .contains(&u64::MAX.to_string()));
     }
 }

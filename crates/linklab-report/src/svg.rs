@@ -2,15 +2,7 @@
 //! and an optional second y axis. Every data element carries `class="data"`; every chart is an
 //! `<svg data-chart="...">` so a headless browser can count what it drew.
 
-use std::fmt::Write as _;
-
-/// Escapes text for HTML and SVG.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use maud::{html, Markup, Render};
 
 /// Formats a number compactly for tick labels and tables (no trailing zeros).
 pub fn num(v: f64) -> String {
@@ -288,285 +280,227 @@ impl Chart {
         }
     }
 
-    /// The SVG element.
-    pub fn render(&self) -> String {
-        let (w, h) = (self.width, self.height);
-        let named: Vec<&Series> = self.series.iter().filter(|x| !x.name.is_empty()).collect();
-        let show_legend = self.legend && !named.is_empty();
+    /// The plot area's place in the SVG: below the title, the subtitle and the legend row;
+    /// room for the tick labels on the left, the second axis on the right, the x axis below.
+    fn plot(&self) -> (Plot<'_>, f64) {
         let mut top = 34.0;
         if !self.subtitle.is_empty() {
             top += 16.0;
         }
         let legend_y = top + 6.0;
-        if show_legend {
+        if self.shows_legend() {
             top += 22.0;
         }
         let (left, right, bottom) = (66.0, if self.y2.is_some() { 66.0 } else { 22.0 }, 50.0);
-        let (pw, ph) = (w - left - right, h - top - bottom);
-        let p = &Plot {
+        let plot = Plot {
             x: &self.x,
             left,
             top,
-            pw,
-            ph,
+            pw: self.width - left - right,
+            ph: self.height - top - bottom,
         };
-        let mut s = String::new();
-        let points: usize = self.series.iter().map(|x| x.points.len()).sum();
-        let _ = write!(
-            s,
-            r#"<svg class="chart" data-chart="{}" data-points="{points}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{}">"#,
-            esc(&self.id),
-            esc(&self.title)
-        );
-        let _ = write!(
-            s,
-            r#"<text class="title" x="14" y="22">{}</text>"#,
-            esc(&self.title)
-        );
-        if !self.subtitle.is_empty() {
-            let _ = write!(
-                s,
-                r#"<text class="subtitle" x="14" y="40">{}</text>"#,
-                esc(&self.subtitle)
-            );
-        }
-        // Grid and ticks.
-        self.axes(&mut s, p);
-        // Data.
-        self.data(&mut s, p);
-        // Markers.
-        self.markers(&mut s, p);
-        // Legend: one row above the plot, never over the data.
-        if show_legend {
-            self.legend(&mut s, &named, p, legend_y);
-        }
-        s.push_str("</svg>");
-        s
+        (plot, legend_y)
+    }
+
+    /// The series the legend names (those with a name).
+    fn named(&self) -> impl Iterator<Item = &Series> {
+        self.series.iter().filter(|x| !x.name.is_empty())
+    }
+
+    /// Whether the legend row is drawn: asked for, and some series has a name.
+    fn shows_legend(&self) -> bool {
+        self.legend && self.named().next().is_some()
     }
 
     /// The grid, the ticks, the frame and the axis labels.
-    fn axes(&self, s: &mut String, p: &Plot) {
+    fn axes(&self, p: &Plot) -> Markup {
         let Plot {
             left, top, pw, ph, ..
         } = *p;
         let (w, h) = (self.width, self.height);
-        for (t, label) in &self.y.ticks {
-            let y = p.py(&self.y, *t);
-            let _ = write!(
-                s,
-                r#"<line class="grid" x1="{left}" x2="{}" y1="{y:.1}" y2="{y:.1}"/>"#,
-                left + pw
-            );
-            let _ = write!(
-                s,
-                r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-                left - 6.0,
-                y + 4.0,
-                esc(label)
-            );
-        }
-        if let Some(a2) = &self.y2 {
-            for (t, label) in &a2.ticks {
-                let y = p.py(a2, *t);
-                let _ = write!(
-                    s,
-                    r#"<text class="tick right" x="{}" y="{:.1}">{}</text>"#,
-                    left + pw + 6.0,
-                    y + 4.0,
-                    esc(label)
-                );
-            }
-        }
         let max_x_ticks = (pw / 46.0).max(2.0) as usize;
         let every = self.x.ticks.len().div_ceil(max_x_ticks).max(1);
-        for (t, label) in self.x.ticks.iter().step_by(every) {
-            let x = p.px(*t);
-            let _ = write!(
-                s,
-                r#"<line class="grid" x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{}"/>"#,
-                top + ph
-            );
-            let _ = write!(
-                s,
-                r#"<text class="tick" x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                top + ph + 16.0,
-                esc(label)
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<rect class="frame" x="{left}" y="{top}" width="{pw}" height="{ph}"/>"#
-        );
-        // Axis labels.
-        let _ = write!(
-            s,
-            r#"<text class="label" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            left + pw / 2.0,
-            h - 10.0,
-            esc(&self.x.label)
-        );
-        let _ = write!(
-            s,
-            r#"<text class="label" transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-            top + ph / 2.0,
-            esc(&self.y.label)
-        );
-        if let Some(a2) = &self.y2 {
-            let _ = write!(
-                s,
-                r#"<text class="label" transform="translate({:.1} {:.1}) rotate(90)" text-anchor="middle">{}</text>"#,
-                w - 14.0,
-                top + ph / 2.0,
-                esc(&a2.label)
-            );
+        html! {
+            @for (t, label) in &self.y.ticks {
+                @let y = p.py(&self.y, *t);
+                line class="grid" x1=(left) x2=(left + pw) y1=(f1(y)) y2=(f1(y)) {}
+                text class="tick" x=(left - 6.0) y=(f1(y + 4.0)) text-anchor="end" { (label) }
+            }
+            @if let Some(a2) = &self.y2 {
+                @for (t, label) in &a2.ticks {
+                    text class="tick right" x=(left + pw + 6.0) y=(f1(p.py(a2, *t) + 4.0)) { (label) }
+                }
+            }
+            @for (t, label) in self.x.ticks.iter().step_by(every) {
+                @let x = f1(p.px(*t));
+                line class="grid" x1=(x) x2=(x) y1=(top) y2=(top + ph) {}
+                text class="tick" x=(x) y=(top + ph + 16.0) text-anchor="middle" { (label) }
+            }
+            rect class="frame" x=(left) y=(top) width=(pw) height=(ph) {}
+            // Axis labels.
+            text class="label" x=(f1(left + pw / 2.0)) y=(h - 10.0) text-anchor="middle" {
+                (self.x.label)
+            }
+            text class="label" transform={ "translate(16 " (f1(top + ph / 2.0)) ") rotate(-90)" }
+                text-anchor="middle" { (self.y.label) }
+            @if let Some(a2) = &self.y2 {
+                text class="label"
+                    transform={ "translate(" (f1(w - 14.0)) " " (f1(top + ph / 2.0)) ") rotate(90)" }
+                    text-anchor="middle" { (a2.label) }
+            }
         }
     }
 
     /// Every series: bars, lines, points.
-    fn data(&self, s: &mut String, p: &Plot) {
-        for series in &self.series {
-            let axis = if series.right {
-                self.y2.as_ref().unwrap_or(&self.y)
-            } else {
-                &self.y
-            };
-            let c = series.color;
-            let name = esc(&series.name);
-            match series.mark {
-                Mark::Bars { .. } | Mark::LogBars { .. } => {
-                    let base = p.py(axis, axis.lo.max(0.0));
-                    for &(x, y) in &series.points {
-                        let (x0, x1) = match series.mark {
+    fn data(&self, p: &Plot) -> Markup {
+        html! {
+            @for series in &self.series {
+                (self.series(series, p))
+            }
+        }
+    }
+
+    /// One series, drawn as its mark says; each data element titled `name: x → y`.
+    fn series(&self, series: &Series, p: &Plot) -> Markup {
+        let axis = if series.right {
+            self.y2.as_ref().unwrap_or(&self.y)
+        } else {
+            &self.y
+        };
+        let c = series.color;
+        let name = &series.name;
+        let dash = matches!(series.mark, Mark::Line { dashed: true }).then_some("6 4");
+        match series.mark {
+            Mark::Bars { .. } | Mark::LogBars { .. } => {
+                let base = p.py(axis, axis.lo.max(0.0));
+                html! {
+                    @for &(x, y) in &series.points {
+                        @let (x0, x1) = match series.mark {
                             Mark::LogBars { ratio } => {
                                 (p.px(x / ratio.sqrt()), p.px(x * ratio.sqrt()))
                             }
                             Mark::Bars { width } => (p.px(x - width / 2.0), p.px(x + width / 2.0)),
                             _ => unreachable!("bars only"),
                         };
-                        let yt = p.py(axis, y);
-                        let bw = (x1 - x0 - 1.0).max(1.0);
-                        let _ = write!(
-                            s,
-                            r#"<rect class="data" x="{:.1}" y="{yt:.1}" width="{bw:.1}" height="{:.1}" fill="{c}"><title>{name}: {} → {}</title></rect>"#,
-                            x0 + 0.5,
-                            (base - yt).max(0.0),
-                            num(x),
-                            num(y)
-                        );
-                    }
-                }
-                Mark::Line { .. } | Mark::LinePoints => {
-                    if !series.points.is_empty() {
-                        let d: Vec<String> = series
-                            .points
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &(x, y))| {
-                                format!(
-                                    "{}{:.1},{:.1}",
-                                    if i == 0 { 'M' } else { 'L' },
-                                    p.px(x),
-                                    p.py(axis, y)
-                                )
-                            })
-                            .collect();
-                        let dash = if matches!(series.mark, Mark::Line { dashed: true }) {
-                            r#" stroke-dasharray="6 4""#
-                        } else {
-                            ""
-                        };
-                        let _ = write!(
-                            s,
-                            r#"<path class="data" d="{}" stroke="{c}"{dash} fill="none" stroke-width="2.2"/>"#,
-                            d.join("")
-                        );
-                    }
-                    if matches!(series.mark, Mark::LinePoints) {
-                        for &(x, y) in &series.points {
-                            let _ = write!(
-                                s,
-                                r#"<circle class="data" cx="{:.1}" cy="{:.1}" r="3.2" fill="{c}"><title>{name}: {} → {}</title></circle>"#,
-                                p.px(x),
-                                p.py(axis, y),
-                                num(x),
-                                num(y)
-                            );
+                        @let yt = p.py(axis, y);
+                        rect class="data" x=(f1(x0 + 0.5)) y=(f1(yt))
+                            width=(f1((x1 - x0 - 1.0).max(1.0))) height=(f1((base - yt).max(0.0)))
+                            fill=(c) {
+                            title { (name) ": " (num(x)) " → " (num(y)) }
                         }
                     }
                 }
-                Mark::Points { r } => {
-                    for &(x, y) in &series.points {
-                        let _ = write!(
-                            s,
-                            r##"<circle class="data" cx="{:.1}" cy="{:.1}" r="{r}" fill="{c}" stroke="#fff" stroke-width="1.5"><title>{name}: {} → {}</title></circle>"##,
+            }
+            Mark::Line { .. } | Mark::LinePoints => {
+                let d: String = series
+                    .points
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(x, y))| {
+                        format!(
+                            "{}{:.1},{:.1}",
+                            if i == 0 { 'M' } else { 'L' },
                             p.px(x),
-                            p.py(axis, y),
-                            num(x),
-                            num(y)
-                        );
+                            p.py(axis, y)
+                        )
+                    })
+                    .collect();
+                html! {
+                    @if !series.points.is_empty() {
+                        path class="data" d=(d) stroke=(c) stroke-dasharray=[dash] fill="none"
+                            stroke-width="2.2" {}
+                    }
+                    @if matches!(series.mark, Mark::LinePoints) {
+                        @for &(x, y) in &series.points {
+                            circle class="data" cx=(f1(p.px(x))) cy=(f1(p.py(axis, y))) r="3.2"
+                                fill=(c) {
+                                title { (name) ": " (num(x)) " → " (num(y)) }
+                            }
+                        }
                     }
                 }
             }
+            Mark::Points { r } => html! {
+                @for &(x, y) in &series.points {
+                    circle class="data" cx=(f1(p.px(x))) cy=(f1(p.py(axis, y))) r=(r) fill=(c)
+                        stroke="#fff" stroke-width="1.5" {
+                        title { (name) ": " (num(x)) " → " (num(y)) }
+                    }
+                }
+            },
         }
     }
 
     /// The vertical markers, each labelled on a row of its own.
-    fn markers(&self, s: &mut String, p: &Plot) {
+    fn markers(&self, p: &Plot) -> Markup {
         let Plot {
             left, top, pw, ph, ..
         } = *p;
-        for (i, m) in self.vlines.iter().enumerate() {
-            let x = p.px(m.x);
-            let ty = top + 14.0 + 15.0 * i as f64;
-            let anchor = if x > left + pw * 0.7 {
-                ("end", -5.0)
-            } else {
-                ("start", 5.0)
-            };
-            let _ = write!(
-                s,
-                r#"<line class="marker" x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{}" stroke="{}"/><text class="marker-label" x="{:.1}" y="{ty:.1}" text-anchor="{}" fill="{}">{}</text>"#,
-                top + ph,
-                m.color,
-                x + anchor.1,
-                anchor.0,
-                m.color,
-                esc(&m.label)
-            );
+        html! {
+            @for (i, m) in self.vlines.iter().enumerate() {
+                @let x = p.px(m.x);
+                // The label beside its line, on the left of it near the right edge.
+                @let (anchor, dx) = if x > left + pw * 0.7 { ("end", -5.0) } else { ("start", 5.0) };
+                line class="marker" x1=(f1(x)) x2=(f1(x)) y1=(top) y2=(top + ph) stroke=(m.color) {}
+                text class="marker-label" x=(f1(x + dx)) y=(f1(top + 14.0 + 15.0 * i as f64))
+                    text-anchor=(anchor) fill=(m.color) { (m.label) }
+            }
         }
     }
 
-    /// The legend: one row above the plot, never over the data.
-    fn legend(&self, s: &mut String, named: &[&Series], p: &Plot, legend_y: f64) {
-        let mut lx = p.left;
-        for series in named {
-            let dash = if matches!(series.mark, Mark::Line { dashed: true }) {
-                r#" stroke-dasharray="6 4""#
-            } else {
-                ""
-            };
-            let thick = if matches!(
-                series.mark,
-                Mark::Bars { .. } | Mark::LogBars { .. } | Mark::Points { .. }
-            ) {
-                8
-            } else {
-                3
-            };
-            let _ = write!(
-                s,
-                r#"<line x1="{lx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="{}" stroke-width="{thick}"{dash}/><text class="legend-text" x="{:.1}" y="{:.1}">{}</text>"#,
-                lx + 18.0,
-                legend_y - 4.0,
-                legend_y - 4.0,
-                series.color,
-                lx + 23.0,
-                legend_y,
-                esc(&series.name)
-            );
-            lx += 23.0 + series.name.chars().count() as f64 * 6.8 + 18.0;
+    /// The legend: one row above the plot, never over the data; each name after a short
+    /// stroke of its series' colour, the next one a name's width further on.
+    fn legend(&self, p: &Plot, legend_y: f64) -> Markup {
+        let starts = self.named().scan(p.left, |lx, series| {
+            let at = *lx;
+            *lx += 23.0 + series.name.chars().count() as f64 * 6.8 + 18.0;
+            Some((at, series))
+        });
+        html! {
+            @for (lx, series) in starts {
+                @let dash = matches!(series.mark, Mark::Line { dashed: true }).then_some("6 4");
+                @let thick = match series.mark {
+                    Mark::Bars { .. } | Mark::LogBars { .. } | Mark::Points { .. } => 8,
+                    _ => 3,
+                };
+                line x1=(f1(lx)) x2=(f1(lx + 18.0)) y1=(f1(legend_y - 4.0)) y2=(f1(legend_y - 4.0))
+                    stroke=(series.color) stroke-width=(thick) stroke-dasharray=[dash] {}
+                text class="legend-text" x=(f1(lx + 23.0)) y=(f1(legend_y)) { (series.name) }
+            }
         }
     }
+}
+
+/// The SVG element: `<svg class="chart" data-chart=ID data-points=N ...>`, the title, the
+/// axes, the data (each element `class="data"`), the markers and the legend.
+impl Render for Chart {
+    fn render(&self) -> Markup {
+        let (w, h) = (self.width, self.height);
+        let (p, legend_y) = self.plot();
+        let points: usize = self.series.iter().map(|x| x.points.len()).sum();
+        html! {
+            svg class="chart" data-chart=(self.id) data-points=(points)
+                xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
+                viewBox={ "0 0 " (w) " " (h) } role="img" aria-label=(self.title) {
+                text class="title" x="14" y="22" { (self.title) }
+                @if !self.subtitle.is_empty() {
+                    text class="subtitle" x="14" y="40" { (self.subtitle) }
+                }
+                (self.axes(&p))
+                (self.data(&p))
+                (self.markers(&p))
+                // Legend: one row above the plot, never over the data.
+                @if self.shows_legend() {
+                    (self.legend(&p, legend_y))
+                }
+            }
+        }
+    }
+}
+
+/// A coordinate with one decimal, as the SVG's positions are written.
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 #[cfg(test)]

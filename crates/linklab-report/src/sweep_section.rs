@@ -3,11 +3,12 @@
 //! receiver loss), the knee and the collapse, and the step table, where a rate measured again
 //! shows each attempt on a row of its own.
 
-use std::fmt::Write as _;
+use maud::{html, Markup};
 
-use super::svg::{esc, num, Axis, Chart, Mark, Series, VLine};
-use linklab_results::sweep::{describe_all, Limit};
+use super::layout::fact;
+use super::svg::{num, Axis, Chart, Mark, Series, VLine};
 use linklab_results::sweep::text::limit_line;
+use linklab_results::sweep::{describe_all, Limit};
 use linklab_results::sweep::{Step, SweepReport};
 use linklab_results::units::format_rate;
 
@@ -26,111 +27,94 @@ const LIMIT_MARKS: [(Limit, &str, &str, f64); 3] = [
 
 /// Renders one sweep as a `<section>`; `note` (from [`SweepReport::upgrade`]) says when the
 /// file predates the limits and its knee was recomputed.
-pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -> String {
-    let mut s = String::new();
+pub fn render(r: &SweepReport, note: Option<&str>, source: &str, index: usize) -> Markup {
     let direction = if r.reverse {
         "server → client (-R)"
     } else {
         "client → server"
     };
-    let _ = write!(
-        s,
-        r#"<section class="card sweep"><h2>Offered-rate sweep · {} {}</h2><p class="source">{} · {} {}:{} · {} · {} s per step{}</p>"#,
-        r.protocol.to_uppercase(),
-        esc(direction),
-        esc(source),
-        if r.is_iperf2() {
-            "iperf 2 (the server's reports)"
-        } else {
-            "iperf3"
-        },
-        esc(&r.host),
-        r.port,
-        esc(direction),
-        r.duration_s,
-        r.length
-            .map_or(String::new(), |l| format!(" · {l} B per write"))
-    );
-    if let Some(n) = note {
-        let _ = write!(s, r#"<p class="note">{}</p>"#, esc(n));
+    let peer = if r.is_iperf2() {
+        "iperf 2 (the server's reports)"
+    } else {
+        "iperf3"
+    };
+    html! {
+        section class="card sweep" {
+            h2 { "Offered-rate sweep · " (r.protocol.to_uppercase()) " " (direction) }
+            p class="source" {
+                (source) " · " (peer) " " (r.host) ":" (r.port) " · " (direction) " · "
+                (r.duration_s) " s per step"
+                @if let Some(l) = r.length { " · " (l) " B per write" }
+            }
+            @if let Some(n) = note {
+                p class="note" { (n) }
+            }
+            (facts(r))
+            (chart(r, index))
+            (steps_table(r))
+        }
     }
-
-    // Key facts.
-    facts(&mut s, r);
-
-    // The chart.
-    chart(&mut s, r, index);
-
-    // The table.
-    steps_table(&mut s, r);
-    s
 }
 
 /// The key facts: the knee, the limit above it, the peak, the collapse, the highest loss.
-fn facts(s: &mut String, r: &SweepReport) {
+fn facts(r: &SweepReport) -> Markup {
     let tcp = r.tcp();
-    s.push_str(r#"<div class="facts">"#);
-    fact(
-        s,
-        "good",
-        &r.knee_bps.map_or("none".into(), format_rate),
-        &format!(
-            "knee (highest offered rate with {})",
-            r.rule().describe(tcp)
-        ),
-    );
-    match &r.limited_at {
-        Some(at) => fact(
-            s,
-            "bad",
-            &describe_all(&at.limits),
-            &format!(
-                "limit above the knee, at {} offered{}",
-                format_rate(at.offered_bps),
-                match (at.attempts, at.confirmed) {
-                    (1, true) => String::new(),
-                    (n, true) => format!(", in each of {n} attempts"),
-                    (n, false) => format!(", not confirmed ({n} attempt(s): out of time)"),
-                }
-            ),
-        ),
-        None => fact(s, "", "none reached", &limit_line(r)),
-    }
-    if let Some(p) = r.peak {
-        fact(
-            s,
-            "",
-            &format_rate(p.received_bps),
-            &format!("peak received, at {} offered", format_rate(p.offered_bps)),
-        );
-    }
-    match r.collapse {
-        Some(c) => fact(
-            s,
-            "bad",
-            &format!("−{:.0} %", c.drop_pct),
-            &format!(
-                "collapse: {} at {} offered",
-                format_rate(c.received_bps),
-                format_rate(c.offered_bps)
-            ),
-        ),
-        None => fact(s, "good", "none", "collapse (received falls past the peak)"),
-    }
     let max_loss = r.steps.iter().map(|x| x.loss_pct).fold(0.0, f64::max);
-    if !tcp {
-        fact(
-            s,
-            if max_loss > 1.0 { "bad" } else { "" },
-            &format!("{} %", num(max_loss)),
-            "highest loss",
-        );
+    html! {
+        div class="facts" {
+            (fact(
+                "good",
+                &r.knee_bps.map_or("none".into(), format_rate),
+                &format!("knee (highest offered rate with {})", r.rule().describe(tcp)),
+            ))
+            @match &r.limited_at {
+                Some(at) => (fact(
+                    "bad",
+                    &describe_all(&at.limits),
+                    &format!(
+                        "limit above the knee, at {} offered{}",
+                        format_rate(at.offered_bps),
+                        match (at.attempts, at.confirmed) {
+                            (1, true) => String::new(),
+                            (n, true) => format!(", in each of {n} attempts"),
+                            (n, false) => format!(", not confirmed ({n} attempt(s): out of time)"),
+                        }
+                    ),
+                )),
+                None => (fact("", "none reached", &limit_line(r))),
+            }
+            @if let Some(p) = r.peak {
+                (fact(
+                    "",
+                    &format_rate(p.received_bps),
+                    &format!("peak received, at {} offered", format_rate(p.offered_bps)),
+                ))
+            }
+            @match r.collapse {
+                Some(c) => (fact(
+                    "bad",
+                    &format!("−{:.0} %", c.drop_pct),
+                    &format!(
+                        "collapse: {} at {} offered",
+                        format_rate(c.received_bps),
+                        format_rate(c.offered_bps)
+                    ),
+                )),
+                None => (fact("good", "none", "collapse (received falls past the peak)")),
+            }
+            @if !tcp {
+                (fact(
+                    if max_loss > 1.0 { "bad" } else { "" },
+                    &format!("{} %", num(max_loss)),
+                    "highest loss",
+                ))
+            }
+        }
     }
-    s.push_str("</div>");
 }
 
 /// The chart: received (or goodput) and sent against offered, the right axis, the marks.
-fn chart(s: &mut String, r: &SweepReport, index: usize) {
+fn chart(r: &SweepReport, index: usize) -> Markup {
     let tcp = r.tcp();
     let mbit = |b: f64| b / 1e6;
     let max_rate = r
@@ -196,15 +180,14 @@ fn chart(s: &mut String, r: &SweepReport, index: usize) {
     });
     right_axis(&mut c, r, tcp);
     limit_marks(&mut c, r);
-    s.push_str(r#"<div class="charts">"#);
-    s.push_str(&c.render());
-    s.push_str("</div>");
+    html! {
+        div class="charts" { (c) }
+    }
 }
 
 /// The step table, a row per attempt, and the note on what each limit means.
-fn steps_table(s: &mut String, r: &SweepReport) {
+fn steps_table(r: &SweepReport) -> Markup {
     let tcp = r.tcp();
-    s.push_str(r#"<h3>Steps</h3><div class="tablewrap"><table><tr>"#);
     let heads: &[&str] = if tcp {
         &["offered", "sent", "goodput", "retransmits", "limit"]
     } else {
@@ -219,33 +202,42 @@ fn steps_table(s: &mut String, r: &SweepReport) {
             "limit",
         ]
     };
-    for h in heads {
-        let class = if *h == "limit" { r#" class="l""# } else { "" };
-        let _ = write!(s, "<th{class}>{h}</th>");
-    }
-    s.push_str("</tr>");
-    for st in &r.steps {
-        step_row(s, st, tcp);
-    }
-    s.push_str("</table></div>");
-    let _ = write!(
-        s,
-        r#"<p class="note">limit: <b>receiver loss</b> = loss ≥ {loss} %; <b>sender could not keep up</b> (rows shaded) = sent below {keep} % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); <b>received rate stopped tracking</b> = received below {keep} % of offered with neither to explain it{tcp_note}. {confirm}: a rate that tracked once tracks (a busy host can spoil a second, not add capacity).</p></section>"#,
-        loss = r.rule().loss_pct,
-        keep = 100.0 - r.rule().tolerance_pct,
-        confirm = {
-            let c = r.rule().describe_confirm();
-            let mut chars = c.chars();
-            chars
-                .next()
-                .map_or(String::new(), |f| f.to_uppercase().chain(chars).collect())
-        },
-        tcp_note = if tcp {
-            " (TCP slows its sender whoever the bottleneck is, so a TCP step is only ever this)"
-        } else {
-            ""
+    let rule = r.rule();
+    let keep = 100.0 - rule.tolerance_pct;
+    let confirm = {
+        let c = rule.describe_confirm();
+        let mut chars = c.chars();
+        chars
+            .next()
+            .map_or(String::new(), |f| f.to_uppercase().chain(chars).collect())
+    };
+    html! {
+        h3 { "Steps" }
+        div class="tablewrap" {
+            table {
+                tr {
+                    @for h in heads {
+                        th class=[(*h == "limit").then_some("l")] { (h) }
+                    }
+                }
+                @for st in &r.steps {
+                    (step_row(st, tcp))
+                }
+            }
         }
-    );
+        p class="note" {
+            "limit: " b { "receiver loss" } " = loss ≥ " (rule.loss_pct) " %; "
+            b { "sender could not keep up" } " (rows shaded) = sent below " (keep)
+            " % of offered (UDP: its NIC, qdisc, socket or CPU, whatever the link carries); "
+            b { "received rate stopped tracking" } " = received below " (keep)
+            " % of offered with neither to explain it"
+            @if tcp {
+                " (TCP slows its sender whoever the bottleneck is, so a TCP step is only ever this)"
+            }
+            ". " (confirm)
+            ": a rate that tracked once tracks (a busy host can spoil a second, not add capacity)."
+        }
+    }
 }
 
 /// The right axis: TCP's retransmits or UDP's loss, per step.
@@ -335,7 +327,7 @@ fn limit_marks(c: &mut Chart, r: &SweepReport) {
 }
 
 /// One step's row of the table: shaded when refined, measured again or limited by the sender.
-fn step_row(s: &mut String, st: &Step, tcp: bool) {
+fn step_row(st: &Step, tcp: bool) -> Markup {
     let mut classes = Vec::new();
     if st.refined {
         classes.push("refined");
@@ -346,68 +338,42 @@ fn step_row(s: &mut String, st: &Step, tcp: bool) {
     if st.limits.contains(&Limit::Sender) {
         classes.push("sender");
     }
-    if classes.is_empty() {
-        s.push_str("<tr>");
-    } else {
-        let _ = write!(s, r#"<tr class="{}">"#, classes.join(" "));
-    }
     let mark = match (st.refined, st.attempt > 1) {
         (true, true) => format!(" (refine, attempt {})", st.attempt),
         (false, true) => format!(" (attempt {})", st.attempt),
         (true, false) => " (refine)".into(),
         (false, false) => String::new(),
     };
-    let _ = write!(
-        s,
-        "<td>{}{mark}</td><td>{}</td><td>{}</td>",
-        format_rate(st.offered_bps),
-        format_rate(st.sent_bps),
-        format_rate(st.received_bps)
-    );
-    if tcp {
-        let _ = write!(
-            s,
-            "<td>{}</td>",
-            st.retransmits.map_or("–".into(), |x| x.to_string())
-        );
+    let loss_class = if st.limits.contains(&Limit::ReceiverLoss) {
+        "warn"
     } else {
-        let cls = if st.limits.contains(&Limit::ReceiverLoss) {
-            "warn"
-        } else {
-            "ok"
-        };
-        let _ = write!(
-            s,
-            r#"<td class="{cls}">{:.3}</td><td>{} / {}</td><td>{:.3}</td><td>{}</td>"#,
-            st.loss_pct,
-            st.lost,
-            st.packets,
-            st.jitter_ms,
-            st.out_of_order.map_or("–".into(), |n| n.to_string())
-        );
-    }
+        "ok"
+    };
     let limit_class = match st.limits.first() {
         None => "ok",
         Some(Limit::Sender) => "sender",
         Some(_) => "warn",
     };
-    let _ = write!(
-        s,
-        r#"<td class="l {limit_class}">{}</td></tr>"#,
-        if st.limits.is_empty() {
-            "tracks".into()
-        } else {
-            esc(&describe_all(&st.limits))
+    html! {
+        tr class=[(!classes.is_empty()).then(|| classes.join(" "))] {
+            td { (format_rate(st.offered_bps)) (mark) }
+            td { (format_rate(st.sent_bps)) }
+            td { (format_rate(st.received_bps)) }
+            @if tcp {
+                td { (st.retransmits.map_or("–".into(), |x| x.to_string())) }
+            } @else {
+                td class=(loss_class) { (format_args!("{:.3}", st.loss_pct)) }
+                td { (st.lost) " / " (st.packets) }
+                td { (format_args!("{:.3}", st.jitter_ms)) }
+                td { (st.out_of_order.map_or("–".into(), |n| n.to_string())) }
+            }
+            td class={ "l " (limit_class) } {
+                @if st.limits.is_empty() {
+                    "tracks"
+                } @else {
+                    (describe_all(&st.limits))
+                }
+            }
         }
-    );
-}
-
-/// One key figure in a box.
-pub fn fact(s: &mut String, class: &str, value: &str, what: &str) {
-    let _ = write!(
-        s,
-        r#"<div class="fact {class}"><b>{}</b><span>{}</span></div>"#,
-        esc(value),
-        esc(what)
-    );
+    }
 }

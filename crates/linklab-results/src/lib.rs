@@ -1,7 +1,8 @@
 //! The documents linklab's commands write and read, typed: `linklab probe`'s, `sweep`'s,
-//! `rtt`'s and the serial link's self-test, each a `#[derive(Serialize, Deserialize)]` type
-//! with its kind and schema version; the rules that are part of a document's meaning (a
-//! sweep's knee, a probe figure's range, a baseline's verdict); and their words for people.
+//! `rtt`'s, `bench`'s and the serial link's self-test, each a `#[derive(Serialize,
+//! Deserialize)]` type with its kind and schema version; the rules that are part of a
+//! document's meaning (a sweep's knee, a probe figure's range, a baseline's verdict); and
+//! their words for people.
 //!
 //! No I/O: a document is read from and written to text by its caller. A program that wants a
 //! figure of `linklab probe --json probe.json` reads it so:
@@ -18,6 +19,7 @@
 //!
 //! Where this crate sits among the others: the repository's ARCHITECTURE.md.
 
+pub mod bench;
 pub mod emu;
 pub mod probe;
 pub mod quantity;

@@ -2,6 +2,7 @@
 
 mod distribution;
 mod document;
+pub mod text;
 
 pub use distribution::{new_histogram, Distribution};
 pub use document::{RttReport, SizeReport};

@@ -29,4 +29,3 @@ macro_rules! bail_usage {
     };
 }
 pub use bail_usage;
-

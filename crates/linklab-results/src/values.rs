@@ -265,6 +265,4 @@ mod tests {
             assert!(mac_address(bad).is_err(), "{bad}");
         }
     }
-
-
 }

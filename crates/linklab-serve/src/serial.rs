@@ -11,131 +11,76 @@
 
 mod bridge;
 mod device;
-mod ifaddr;
 mod port;
 mod selftest;
 mod tty;
 
+/// The payload sizes the self-test takes, smallest and largest.
+pub use linklab_serial::{selftest::MIN_SIZE, MAX_PAYLOAD};
+pub use selftest::Options as SelfTestOptions;
+pub use tty::{baud, BAUDS};
+
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 
 use anyhow::Context;
 
 use crate::serve::StopSignals;
-use linklab_results::{bail_usage, usage::usage, values};
-use linklab_serial::selftest::MIN_SIZE;
-use linklab_serial::{Config, MAX_PAYLOAD};
+use linklab_results::serial::SerialReport;
+use linklab_serial::Config;
 use port::Port;
 use tty::Tty;
 
-/// Options of `linklab serial`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The serial port or terminal (e.g. /dev/ttyUSB0, /dev/ttyACM0, /dev/pts/3).
-    #[arg(long, value_name = "PATH", required = true)]
-    dev: Option<String>,
-    /// Line rate in baud (8N1: a byte is 10 bits), a standard rate.
-    #[arg(long, value_name = "N", default_value_t = 115_200, value_parser = tty::baud)]
-    baud: u32,
-    /// Bridge the link to this TAP interface (created, and removed at exit).
-    #[arg(long, value_name = "NAME", value_parser = values::interface_name)]
-    tap: Option<String>,
-    /// Run the device side here: smoltcp and the apps of `linklab serve`.
-    #[arg(long)]
-    serve: bool,
-    /// Run the link's self-test against the other end.
-    #[arg(long)]
-    selftest: bool,
-    /// With --tap: the kernel side's address; with --serve: the device's. ADDR/PREFIX.
-    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix)]
-    ip: Option<(Ipv4Addr, u8)>,
-    /// With --serve: the device's MAC address [default: 02:4c:4c:00:00:01].
-    #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
-    mac: Option<[u8; 6]>,
-    /// With --selftest: payload sizes, comma separated, 16..=1514.
-    #[arg(long, value_name = "LIST", value_delimiter = ',',
-          default_value = "16,64,256,512,1024,1514",
-          value_parser = values::ranged(MIN_SIZE, MAX_PAYLOAD))]
-    sizes: Vec<usize>,
-    /// With --selftest: frames sent one at a time per size (round trips), 1..=100000.
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = values::ranged(1u32, 100_000))]
-    rtt_frames: u32,
-    /// With --selftest: frames streamed per size (goodput, inter-arrival), 1..=100000.
-    #[arg(long, value_name = "N", default_value_t = 40, value_parser = values::ranged(1u32, 100_000))]
-    stream_frames: u32,
-    /// With --selftest: also write the results as JSON (input of `linklab report`).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
-/// What to run.
-enum Mode {
+/// What `linklab serial` runs on its port.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// The link bridged to TAP `name`, its kernel side at `ip/prefix`.
     Tap {
+        /// The TAP (created, and removed at exit).
         name: String,
+        /// The kernel side's address.
         ip: Ipv4Addr,
+        /// Its prefix length.
         prefix: u8,
     },
+    /// The device side: smoltcp and the apps of `linklab serve` at `ip/prefix`.
     Serve {
+        /// The device's address.
         ip: Ipv4Addr,
+        /// Its prefix length.
         prefix: u8,
+        /// The device's MAC address.
         mac: [u8; 6],
     },
-    SelfTest(selftest::Options),
+    /// The link's self-test against the other end.
+    SelfTest(SelfTestOptions),
 }
 
-impl Args {
-    fn mode(&self) -> anyhow::Result<Mode> {
-        let chosen = [self.tap.is_some(), self.serve, self.selftest]
-            .iter()
-            .filter(|&&m| m)
-            .count();
-        if chosen != 1 {
-            bail_usage!("give exactly one of --tap NAME, --serve or --selftest");
-        }
-        let ip = || {
-            self.ip
-                .ok_or_else(|| usage("--ip: required (ADDR/PREFIX, e.g. 198.18.0.1/24)"))
-        };
-        if let Some(name) = &self.tap {
-            let (ip, prefix) = ip()?;
-            return Ok(Mode::Tap {
-                name: name.clone(),
-                ip,
-                prefix,
-            });
-        }
-        if self.serve {
-            let (ip, prefix) = ip()?;
-            let mac = self.mac.unwrap_or([0x02, 0x4c, 0x4c, 0x00, 0x00, 0x01]);
-            return Ok(Mode::Serve { ip, prefix, mac });
-        }
-        if self.ip.is_some() {
-            bail_usage!("--ip: only with --tap or --serve");
-        }
-        Ok(Mode::SelfTest(selftest::Options {
-            sizes: self.sizes.clone(),
-            rtt_frames: self.rtt_frames,
-            stream_frames: self.stream_frames,
-            json: self.json.clone(),
-        }))
-    }
+/// The port, its line rate and what to run on it.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The serial port or terminal.
+    pub dev: String,
+    /// Its line rate in baud (8N1), a standard rate ([`baud`]).
+    pub baud: u32,
+    /// What to run.
+    pub mode: Mode,
 }
 
-/// Runs `linklab serial`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    // clap requires --dev.
-    let dev = args.dev.as_deref().unwrap_or_default();
-    let baud = args.baud;
-    let mode = args.mode()?;
+/// Runs `linklab serial` until a signal (the bridge, the device side) or to the end of the
+/// self-test, whose document it returns.
+pub fn run(options: &Options) -> anyhow::Result<Option<SerialReport>> {
+    let (dev, baud) = (options.dev.as_str(), options.baud);
     let tty = Tty::open(dev, baud)?;
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
     let mut port = Port::new(tty, Config::for_line_rate(u64::from(baud) / 10));
-    match mode {
+    match &options.mode {
         Mode::Tap { name, ip, prefix } => {
-            bridge::run(&mut port, &name, Some((ip, prefix)), &signals)
+            bridge::run(&mut port, name, Some((*ip, *prefix)), &signals).map(|()| None)
         }
-        Mode::Serve { ip, prefix, mac } => device::run(&mut port, ip, prefix, mac, &signals),
-        Mode::SelfTest(options) => selftest::run(&mut port, dev, baud, &options, &signals),
+        Mode::Serve { ip, prefix, mac } => {
+            device::run(&mut port, *ip, *prefix, *mac, &signals).map(|()| None)
+        }
+        Mode::SelfTest(options) => selftest::run(&mut port, dev, baud, options, &signals).map(Some),
     }
 }
 

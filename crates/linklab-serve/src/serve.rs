@@ -8,83 +8,39 @@
 //! arrives, or smoltcp's `poll_at` is due. It never spins.
 
 pub(crate) mod apps;
-mod config;
+pub mod config;
 mod signals;
 mod stats;
 
-use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 use anyhow::Context;
 use linklab_mac::window::capacity_for_frames;
 use linklab_mac::{BoxedSlice, Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
 use linklab_perf::lifetime::syn_port;
-use linklab_sim::device::RX_FRAMES_RANGE;
-use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
+use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
-use linklab_results::values::{self, TcpWindow};
 use apps::{Apps, StatsRoute};
-use config::Config;
+pub use config::Config;
+use linklab_results::values::TcpWindow;
 use linklab_tap::{Tap, TapPhy};
 
 use stats::Snapshot;
 
 pub use signals::{wait_readable, StopSignals};
 
-/// Options of `linklab serve`; every value is checked by a typed parser, so a bad one gets
-/// one line naming the option and what it accepts (exit 2).
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// TAP interface to create (removed again at exit) or attach to.
-    #[arg(long, value_name = "NAME", value_parser = values::interface_name)]
-    tap: String,
-    /// The soft NIC's IPv4 address and prefix, e.g. 198.18.0.2/24.
-    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix)]
-    ip: (Ipv4Addr, u8),
-    /// The soft NIC's MAC address.
-    #[arg(long, value_name = "MAC", default_value = "02:4c:4c:00:00:01",
-          value_parser = values::mac_address)]
-    mac: [u8; 6],
-    /// RX queue capacity in full-size frames (2..=1024).
-    #[arg(long, value_name = "N", default_value_t = config::DEFAULT_RX_FRAMES,
-          value_parser = values::ranged(*RX_FRAMES_RANGE.start(), *RX_FRAMES_RANGE.end()))]
-    rx_frames: usize,
-    /// TCP receive window: `auto` (derived from the RX queue so a peer cannot overrun it)
-    /// or a number of bytes (536..=1048576).
-    #[arg(long, value_name = "auto|BYTES", default_value = "auto",
-          value_parser = values::tcp_window(config::TCP_WINDOW.0, config::TCP_WINDOW.1))]
-    tcp_window: TcpWindow,
-    /// Print the counters every S seconds, 1..=3600 (they are always printed at exit).
-    #[arg(long, value_name = "S",
-          value_parser = values::ranged(config::STATS_INTERVAL.0, config::STATS_INTERVAL.1))]
-    stats_interval: Option<u64>,
-}
+/// How long a stop waits for the RSTs of the connections it resets to leave.
+const STOP_DRAIN: Duration = Duration::from_millis(250);
 
-impl Args {
-    /// The configuration these (already validated) options describe.
-    fn config(&self) -> Config {
-        let (ip, prefix) = self.ip;
-        Config {
-            tap: self.tap.clone(),
-            ip,
-            prefix,
-            mac: self.mac,
-            rx_frames: self.rx_frames,
-            tcp_window: self.tcp_window,
-            stats_interval: self.stats_interval.map(Duration::from_secs),
-        }
-    }
-}
-
-/// Runs `linklab serve` until SIGINT or SIGTERM.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let config = args.config();
+/// Runs `linklab serve` until SIGINT or SIGTERM: the banner, the counters every
+/// `stats_interval` and at the stop on stdout.
+pub fn run(config: &Config) -> anyhow::Result<()> {
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
     let tap = Tap::open(&config.tap).map_err(|e| {
-        if e.raw_os_error() == Some(libc::EBUSY) {
+        if e.raw_os_error() == Some(nix::errno::Errno::EBUSY as i32) {
             anyhow::anyhow!("--tap {}: the TAP is in use by another process", config.tap)
         } else {
             anyhow::anyhow!(
@@ -98,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let format = MacConfig::tap(MacAddr(config.mac)).rx_format;
     let queue = RxQueue::boxed(capacity_for_frames(config.rx_frames, format))
         .map_err(|e| anyhow::anyhow!("--rx-frames {}: {e}", config.rx_frames))?;
-    serve_on(&queue, &config, &tap, &signals)
+    serve_on(&queue, config, &tap, &signals)
 }
 
 /// The firmware-shaped main loop over `queue`.
@@ -194,13 +150,25 @@ fn serve_on(
         if timeout == Some(Duration::ZERO) {
             continue;
         }
-        signals::wait_readable(&[tap.as_raw_fd(), signals.as_raw_fd()], timeout)
+        signals::wait_readable(&[tap.as_fd(), signals.as_fd()], timeout)
             .context("waiting for the TAP")?;
     };
 
-    // Every open connection gets a RST before we go, so no peer is left hanging.
+    // Every open connection gets a RST before we go, so no peer is left hanging: the
+    // interface is polled until it has nothing more to send (a RST to a peer that never
+    // answers ARP never leaves: it is given up after STOP_DRAIN).
     apps.abort_all(&mut sockets);
-    iface.poll(device_now(started), &mut mac, &mut sockets);
+    let deadline = std::time::Instant::now() + STOP_DRAIN;
+    loop {
+        let result = iface.poll(device_now(started), &mut mac, &mut sockets);
+        let settled = result == PollResult::None && !Apps::resets_pending(&sockets);
+        if settled || std::time::Instant::now() >= deadline {
+            break;
+        }
+        linklab_tap::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
+        signals::wait_readable(&[tap.as_fd()], Some(Duration::from_millis(5)))
+            .context("waiting for the TAP")?;
+    }
     let last = snapshot(&mac, &apps, &sockets);
     println!(
         "linklab serve: stopped by signal {stop} after {:.1} s",

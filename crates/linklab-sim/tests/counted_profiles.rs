@@ -71,7 +71,7 @@ fn every_counted_profile_completes_both_ways_and_follows_the_clock() {
     for profile in counted() {
         for sends in [false, true] {
             // Clocks at which every profile's CPU is the bottleneck: at 62.5 MHz the faster
-            // images (mps2-measured after issue 49: 17.9 MB/s) spend a share of the transfer
+            // images (mps2-measured since the receive and send fast paths: 17.9 MB/s) spend a share of the transfer
             // on what does not scale with the clock (the host's turn, the wire).
             let fast = rate(&run(config(profile, clock(31.25, 1.0), sends)));
             let slow = rate(&run(config(profile, clock(15.625, 1.0), sends)));

@@ -5,7 +5,7 @@
 //! else beforehand; closing it therefore removes exactly what `open` created.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// An open TAP interface (non-blocking file descriptor).
@@ -93,6 +93,12 @@ impl Tap {
     }
 }
 
+impl AsFd for Tap {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 impl AsRawFd for Tap {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
@@ -100,7 +106,7 @@ impl AsRawFd for Tap {
 }
 
 /// An `ifreq` carrying `name`, zeroed otherwise.
-fn ifreq_named(name: &str) -> io::Result<libc::ifreq> {
+pub(crate) fn ifreq_named(name: &str) -> io::Result<libc::ifreq> {
     // SAFETY: `ifreq` is plain old data; all-zero is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     if name.is_empty() || name.len() >= req.ifr_name.len() || name.contains('\0') {

@@ -7,7 +7,6 @@
 //! the host acknowledges every segment the device sends (`quickack`), which the bench does
 //! not ask for (its sent costs are lower and move more).
 
-
 use std::path::Path;
 
 use anyhow::{bail, Context};
@@ -132,7 +131,8 @@ fn bootable(entry: &ImageEntry) -> anyhow::Result<Bootable> {
         }
         Target::Linklab { image, elf } => {
             let board = Board::by_name(&entry.board).map_err(anyhow::Error::msg)?;
-            let chosen = linklab_emu::image::choose(&board, Some(Path::new(image)), elf.as_deref())?;
+            let chosen =
+                linklab_emu::image::choose(&board, Some(Path::new(image)), elf.as_deref())?;
             let spec = chosen.spec;
             let counted = spec.attach == Attach::Nic
                 && spec.runtime == Runtime::MainLoop

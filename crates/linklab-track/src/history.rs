@@ -2,17 +2,17 @@
 //! oldest first; each run's median, its samples' range, and a marker at each step, named by
 //! the run's label), then the last two runs' comparison — on `linklab report`'s page.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use maud::{html, Markup};
 
 use super::compare::{self, Thresholds, Verdict};
 use super::figure::Run;
 use super::{store, tables};
-use linklab_report::page::page;
+use linklab_report::layout::frame;
+use linklab_report::svg::{Axis, Chart, Mark, Series, VLine};
 use linklab_results::time::utc_time;
-use linklab_report::svg::{esc, Axis, Chart, Mark, Series, VLine};
 
 /// Options of `linklab track report`.
 #[derive(clap::Args, Debug)]
@@ -52,12 +52,14 @@ fn thresholds() -> Thresholds {
 
 /// The whole page for `runs` (oldest first) read from `source`.
 pub fn render(runs: &[Run], source: &str) -> String {
-    let mut sections = vec![charts(runs)];
-    if let [.., base, head] = runs {
-        sections.push(last_compare(base, head));
-    }
+    let body = html! {
+        (charts(runs)) "\n"
+        @if let [.., base, head] = runs {
+            (last_compare(base, head)) "\n"
+        }
+    };
     let generated = utc_time(super::stamp::now() as u64);
-    page(&sections, &[source.to_string()], &generated)
+    frame(body, &[source.to_string()], &generated)
 }
 
 /// Every (entry, figure) pair seen in any run, in the order first seen.
@@ -76,18 +78,25 @@ fn figure_ids(runs: &[Run]) -> Vec<(String, String)> {
     ids
 }
 
-fn charts(runs: &[Run]) -> String {
+/// Every figure's chart, in the order first seen.
+fn charts(runs: &[Run]) -> Markup {
     let labels: Vec<String> = runs.iter().map(|r| short(&r.stamp.label)).collect();
-    let mut s = String::from(
-        r#"<section class="card track"><h2>Figures per run</h2><p class="source">each run's median (line), its samples' lowest and highest (dots); a dashed marker where a figure stepped beyond its noise (red worse, green better)</p><div class="charts">"#,
-    );
-    for (i, (entry, name)) in figure_ids(runs).iter().enumerate() {
-        s.push_str(&chart(runs, &labels, entry, name, i).render());
+    html! {
+        section class="card track" {
+            h2 { "Figures per run" }
+            p class="source" {
+                "each run's median (line), its samples' lowest and highest (dots); a dashed marker where a figure stepped beyond its noise (red worse, green better)"
+            }
+            div class="charts" {
+                @for (i, (entry, name)) in figure_ids(runs).iter().enumerate() {
+                    (chart(runs, &labels, entry, name, i))
+                }
+            }
+        }
     }
-    s.push_str("</div></section>");
-    s
 }
 
+/// One figure's history: each run's median and range, a marker where it stepped.
 fn chart(runs: &[Run], labels: &[String], entry: &str, name: &str, index: usize) -> Chart {
     let mut median = Vec::new();
     let mut range = Vec::new();
@@ -160,31 +169,37 @@ fn short(label: &str) -> String {
     }
 }
 
-fn last_compare(base: &Run, head: &Run) -> String {
+/// The last two runs compared, figure by figure, by compare's rule and default thresholds.
+fn last_compare(base: &Run, head: &Run) -> Markup {
     let rows = compare::compare(base, head, thresholds());
-    let mut s = format!(
-        r#"<section class="card track-compare"><h2>Last comparison: {} → {}</h2><p class="source">the rule of linklab track compare --help, its default thresholds</p><div class="tablewrap"><table><tr><th class="l">entry</th><th class="l">figure</th><th>unit</th><th>base</th><th>head</th><th>change</th><th class="l">verdict</th></tr>"#,
-        esc(&base.stamp.label),
-        esc(&head.stamp.label)
-    );
-    for r in &rows {
-        let class = match r.verdict {
-            v if v.fails() => "warn",
-            Verdict::Better => "ok",
-            _ => "l",
-        };
-        let _ = write!(
-            s,
-            r#"<tr><td class="l">{}</td><td class="l">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="{class}">{}</td></tr>"#,
-            esc(&r.entry),
-            esc(&r.figure),
-            esc(&r.unit),
-            esc(&tables::figure_text(r.base.as_ref())),
-            esc(&tables::figure_text(r.head.as_ref())),
-            r.change_pct.map_or("-".into(), |c| format!("{c:+.2} %")),
-            esc(format!("{} {}", r.verdict.word(), r.note).trim_end()),
-        );
+    html! {
+        section class="card track-compare" {
+            h2 { "Last comparison: " (base.stamp.label) " → " (head.stamp.label) }
+            p class="source" { "the rule of linklab track compare --help, its default thresholds" }
+            div class="tablewrap" {
+                table {
+                    tr {
+                        th class="l" { "entry" } th class="l" { "figure" } th { "unit" }
+                        th { "base" } th { "head" } th { "change" } th class="l" { "verdict" }
+                    }
+                    @for r in &rows {
+                        @let class = match r.verdict {
+                            v if v.fails() => "warn",
+                            Verdict::Better => "ok",
+                            _ => "l",
+                        };
+                        tr {
+                            td class="l" { (r.entry) }
+                            td class="l" { (r.figure) }
+                            td { (r.unit) }
+                            td { (tables::figure_text(r.base.as_ref())) }
+                            td { (tables::figure_text(r.head.as_ref())) }
+                            td { (r.change_pct.map_or("-".into(), |c| format!("{c:+.2} %"))) }
+                            td class=(class) { (format!("{} {}", r.verdict.word(), r.note).trim_end()) }
+                        }
+                    }
+                }
+            }
+        }
     }
-    s.push_str("</table></div></section>");
-    s
 }

@@ -26,9 +26,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use linklab_results::bail_usage;
 use compare::Thresholds;
 use figure::Run;
+use linklab_results::bail_usage;
 
 /// Options of `linklab track`.
 #[derive(clap::Args, Debug)]

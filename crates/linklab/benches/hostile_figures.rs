@@ -1,4 +1,4 @@
-//! The figures of README-serve.md's hostile-peer tables, on `serve`, the riscv32 main-loop
+//! The figures of docs/serve.md's hostile-peer tables, on `serve`, the riscv32 main-loop
 //! firmware and the riscv32 embassy image (needs root and QEMU, as the hostile tests):
 //!
 //! ```sh

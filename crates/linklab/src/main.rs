@@ -10,8 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
-mod iperf;
-mod iperf2;
+mod progress;
 
 /// The linklab command line.
 #[derive(Parser)]
@@ -31,25 +30,25 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the experiment of Niccle's MAC write-up (pings + HTTP downloads) on a simulated link.
-    Bench(linklab_measure::bench::Args),
+    Bench(commands::bench::Args),
     /// Run the soft NIC (linklab-mac + smoltcp + linklab-perf) on a Linux TAP.
-    Serve(linklab_serve::serve::Args),
+    Serve(commands::serve::Args),
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
-    Serial(linklab_serve::serial::Args),
+    Serial(commands::serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
     Emu(Box<commands::emu::Args>),
     /// iperf3-compatible client and server.
-    Iperf(Box<iperf::Args>),
+    Iperf(Box<commands::iperf::Args>),
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
-    Iperf2(Box<iperf2::Args>),
+    Iperf2(Box<commands::iperf2::Args>),
     /// Offered-rate sweep against an iperf3 server: find the knee and the collapse.
-    Sweep(linklab_measure::sweep::Args),
+    Sweep(commands::sweep::Args),
     /// Round-trip and inter-arrival histograms per packet size against an echo endpoint.
-    Rtt(linklab_measure::rtt::Args),
+    Rtt(commands::rtt::Args),
     /// Characterise a network device (ping, iperf3 or iperf 2, HTTP, echo) into one report.
-    Probe(linklab_measure::probe::Args),
+    Probe(commands::probe::Args),
     /// Render JSON results into a self-contained HTML report.
-    Report(linklab_report::Args),
+    Report(commands::report::Args),
     /// Record figures per build in a store, compare runs (exit 3 when worse), walk commits.
     Track(linklab_track::Args),
 }
@@ -67,24 +66,21 @@ fn main() -> ExitCode {
             ) {
                 err.exit();
             }
-            eprintln!(
-                "linklab: error: {}",
-                one_line(&err.render().to_string())
-            );
+            eprintln!("linklab: error: {}", one_line(&err.render().to_string()));
             return ExitCode::from(2);
         }
     };
     let result = match cli.command {
-        Command::Bench(args) => linklab_measure::bench::run(args),
-        Command::Serve(args) => linklab_serve::serve::run(args),
-        Command::Serial(args) => linklab_serve::serial::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::Serve(args) => commands::serve::run(args),
+        Command::Serial(args) => commands::serial::run(args),
         Command::Emu(args) => commands::emu::run(*args),
-        Command::Iperf(args) => iperf::run(*args),
-        Command::Iperf2(args) => iperf2::run(*args),
-        Command::Sweep(args) => linklab_measure::sweep::run(args),
-        Command::Rtt(args) => linklab_measure::rtt::run(args),
-        Command::Probe(args) => linklab_measure::probe::run(args),
-        Command::Report(args) => linklab_report::run(args),
+        Command::Iperf(args) => commands::iperf::run(*args),
+        Command::Iperf2(args) => commands::iperf2::run(*args),
+        Command::Sweep(args) => commands::sweep::run(args),
+        Command::Rtt(args) => commands::rtt::run(args),
+        Command::Probe(args) => commands::probe::run(args),
+        Command::Report(args) => commands::report::run(args),
         Command::Track(args) => linklab_track::run(args),
     };
     match result {

@@ -2,11 +2,12 @@
 //! the pcap read by tshark, the TCP window lesson, bad options and the watchdog.
 //!
 //! Every run uses small files and a wall-time watchdog (`--max-wall-s`), so each test is
-//! bounded.
+//! bounded. Every document is checked against its schema and read through its type.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use linklab_results::bench::{BenchReport, Wire};
 use serde_json::Value;
 
 /// A scratch path unique to this test process.
@@ -24,8 +25,9 @@ fn bench(args: &[&str]) -> Output {
         .expect("run linklab bench")
 }
 
-/// Runs `linklab bench`, requires success, returns the JSON it wrote.
-fn bench_json(name: &str, args: &[&str]) -> (Value, Vec<u8>) {
+/// Runs `linklab bench`, requires success, returns the document it wrote (checked against its
+/// schema) and its bytes.
+fn bench_json(name: &str, args: &[&str]) -> (BenchReport, Vec<u8>) {
     let path = scratch(&format!("{name}.json"));
     let mut all: Vec<&str> = args.to_vec();
     let p = path.to_str().unwrap().to_string();
@@ -39,7 +41,22 @@ fn bench_json(name: &str, args: &[&str]) -> (Value, Vec<u8>) {
     );
     let bytes = std::fs::read(&path).unwrap();
     let _ = std::fs::remove_file(&path);
+    assert_valid(&serde_json::from_slice(&bytes).unwrap());
     (serde_json::from_slice(&bytes).unwrap(), bytes)
+}
+
+/// Validates a bench document against the schema checked into the repository.
+fn assert_valid(doc: &Value) {
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../linklab-results/schema/bench.schema.json"
+    ))
+    .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
 }
 
 /// CRC32 of a bench file computed here, independently of the server and the client.
@@ -51,23 +68,17 @@ fn file_crc(path: &str) -> u32 {
 }
 
 /// Every download completed with the served file's CRC32; returns how many there were.
-fn assert_downloads_ok(json: &Value) -> usize {
-    let downloads = json["downloads"].as_array().unwrap();
-    for d in downloads {
-        assert!(d["error"].is_null(), "download failed: {d}");
-        let path = d["path"].as_str().unwrap();
-        let crc = d["crc32"].as_u64().unwrap();
-        assert_eq!(crc, d["expected_crc32"].as_u64().unwrap(), "{d}");
-        assert_eq!(crc, u64::from(file_crc(path)), "{d}");
-        let len = linklab_perf::payload::find(path).unwrap().len;
-        assert_eq!(d["body_bytes"].as_u64().unwrap(), len);
-        assert!(
-            d["bytes"].as_u64().unwrap() > len,
-            "head bytes are counted too"
-        );
-        assert!(d["seconds"].as_f64().unwrap() > 0.0);
+fn assert_downloads_ok(json: &BenchReport) -> usize {
+    for d in &json.downloads {
+        assert!(d.error.is_none(), "download failed: {d:?}");
+        assert_eq!(d.crc32, d.expected_crc32, "{d:?}");
+        assert_eq!(d.crc32, Some(file_crc(&d.path)), "{d:?}");
+        let len = linklab_perf::payload::find(&d.path).unwrap().len;
+        assert_eq!(d.body_bytes, len);
+        assert!(d.bytes > len, "head bytes are counted too");
+        assert!(d.seconds > 0.0);
     }
-    downloads.len()
+    json.downloads.len()
 }
 
 const SMALL: &[&str] = &["--sizes", "10kB,100kB", "--gets", "2", "--pings", "3"];
@@ -87,14 +98,13 @@ fn same_seed_gives_byte_identical_json() {
 fn every_download_has_the_served_crc32_and_the_json_fields() {
     let (json, _) = bench_json("crc", SMALL);
     assert_eq!(assert_downloads_ok(&json), 4);
-    assert_eq!(json["profile"], "niccle-optimized");
-    assert_eq!(json["link"]["rate"], "10M");
-    assert_eq!(json["link"]["duplex"], "half");
-    assert!(json["limit_bytes_per_s"].as_f64().unwrap() > 1_000_000.0);
-    let pings = json["pings"].as_array().unwrap();
-    assert_eq!(pings.len(), 3);
-    assert!(pings.iter().all(|p| p["rtt_ms"].as_f64().unwrap() > 0.0));
-    let counters = &json["counters"];
+    assert_eq!(json.kind, "bench");
+    assert_eq!(json.profile, "niccle-optimized");
+    assert_eq!(json.link.rate, "10M");
+    assert_eq!(json.link.duplex, "half");
+    assert!(json.limit_bytes_per_s.unwrap() > 1_000_000.0);
+    assert_eq!(json.pings.len(), 3);
+    assert!(json.pings.iter().all(|p| p.rtt_ms.unwrap() > 0.0));
     for name in [
         "rx_packets",
         "rx_crc_errors",
@@ -102,9 +112,9 @@ fn every_download_has_the_served_crc32_and_the_json_fields() {
         "rx_missed_errors",
         "tx_packets",
     ] {
-        assert!(counters[name].is_u64(), "missing counter {name}");
+        assert!(json.counters.get(name).is_some(), "missing counter {name}");
     }
-    assert_eq!(json["conservation"], "ok");
+    assert_eq!(json.conservation.as_deref(), Some("ok"));
 }
 
 #[test]
@@ -112,17 +122,15 @@ fn loss_and_bit_errors_still_deliver_every_file_and_counters_conserve() {
     let args: Vec<&str> = [SMALL, &["--loss", "0.01", "--ber", "1e-6", "--seed", "3"]].concat();
     let (json, _) = bench_json("impaired", &args);
     assert_eq!(assert_downloads_ok(&json), 4);
-    assert_eq!(json["conservation"], "ok");
-    let imp = &json["impairment_counters"];
-    let lost =
-        imp["to_device"]["lost"].as_u64().unwrap() + imp["to_host"]["lost"].as_u64().unwrap();
-    let corrupted = imp["to_device"]["corrupted"].as_u64().unwrap()
-        + imp["to_host"]["corrupted"].as_u64().unwrap();
-    assert!(lost > 0, "no transmission was lost: {imp}");
-    assert!(corrupted > 0, "no transmission was corrupted: {imp}");
+    assert_eq!(json.conservation.as_deref(), Some("ok"));
+    let imp = json.impairment_counters.as_ref().unwrap();
+    let lost = imp.to_device.lost + imp.to_host.lost;
+    let corrupted = imp.to_device.corrupted + imp.to_host.corrupted;
+    assert!(lost > 0, "no transmission was lost: {imp:?}");
+    assert!(corrupted > 0, "no transmission was corrupted: {imp:?}");
     // The law, recomputed here from the JSON.
-    let c = &json["counters"];
-    let n = |k: &str| c[k].as_u64().unwrap();
+    let c = &json.counters;
+    let n = |k: &str| c.get(k).unwrap();
     let pending = n("rx_committed") - n("rx_dequeued");
     let accounted = n("rx_packets")
         + n("rx_pause_frames")
@@ -137,7 +145,7 @@ fn loss_and_bit_errors_still_deliver_every_file_and_counters_conserve() {
     assert_eq!(accounted, n("rx_transmissions"));
     assert!(
         n("rx_crc_errors") > 0,
-        "bit errors should show as FCS errors: {c}"
+        "bit errors should show as FCS errors: {c:?}"
     );
 }
 
@@ -180,10 +188,9 @@ fn tshark_reads_the_pcap_without_malformed_frames() {
         "malformed frames:\n{malformed}"
     );
     let frames = tshark(&pcap, &[]).lines().count() as u64;
-    let expected = json["pcap_frames"].as_u64().unwrap();
-    let imp = &json["impairment_counters"];
-    let transmissions = imp["to_device"]["transmissions"].as_u64().unwrap()
-        + imp["to_host"]["transmissions"].as_u64().unwrap();
+    let expected = json.pcap_frames.unwrap();
+    let imp = json.impairment_counters.unwrap();
+    let transmissions = imp.to_device.transmissions + imp.to_host.transmissions;
     assert_eq!(frames, expected);
     assert_eq!(frames, transmissions);
     // The HTTP exchange is visible to tshark's dissectors.
@@ -202,11 +209,12 @@ fn auto_window_never_overruns_the_queue_but_a_larger_window_does() {
         let (json, _) = bench_json(&format!("win-auto-{profile}"), &args);
         assert_downloads_ok(&json);
         assert_eq!(
-            json["counters"]["rx_missed_errors"], 0,
-            "{profile}: {}",
-            json["counters"]
+            json.counters.get("rx_missed_errors"),
+            Some(0),
+            "{profile}: {:?}",
+            json.counters
         );
-        assert_eq!(json["tcp_window"], json["tcp_window_auto"]);
+        assert_eq!(json.tcp_window, json.tcp_window_auto);
     }
     // The lesson of Niccle's MAC write-up: a window larger than the queue lets a burst overrun it.
     let args: Vec<&str> = [
@@ -224,11 +232,11 @@ fn auto_window_never_overruns_the_queue_but_a_larger_window_does() {
     let (json, _) = bench_json("win-big", &args);
     assert_downloads_ok(&json);
     assert!(
-        json["counters"]["rx_missed_errors"].as_u64().unwrap() > 0,
-        "{}",
-        json["counters"]
+        json.counters.get("rx_missed_errors").unwrap() > 0,
+        "{:?}",
+        json.counters
     );
-    assert_eq!(json["conservation"], "ok");
+    assert_eq!(json.conservation.as_deref(), Some("ok"));
 }
 
 /// The queue is sized at run time: both ends of 2..=1024 run, on both wire models.
@@ -250,8 +258,8 @@ fn any_queue_size_from_2_to_1024_frames_runs() {
             ];
             let (json, _) = bench_json(&format!("q{frames}-{phy}"), &args);
             assert_downloads_ok(&json);
-            assert_eq!(json["rx_frames"].to_string(), frames, "{phy}");
-            assert_eq!(json["conservation"], "ok");
+            assert_eq!(json.rx_frames.to_string(), frames, "{phy}");
+            assert_eq!(json.conservation.as_deref(), Some("ok"));
         }
     }
 }
@@ -344,10 +352,10 @@ fn latency_between_device_and_host_slows_a_counted_device() {
         ];
         let (j, _) = bench_json(name, &args);
         assert_downloads_ok(&j);
-        let d = &j["downloads"][0];
-        let rate = d["body_bytes"].as_f64().unwrap() / d["seconds"].as_f64().unwrap();
-        let busy = j["cpu_busy_seconds"].as_f64().unwrap() / j["virtual_seconds"].as_f64().unwrap();
-        (rate, busy, j["link"]["propagation_ns"].as_u64().unwrap())
+        let d = &j.downloads[0];
+        let rate = d.body_bytes as f64 / d.seconds;
+        let busy = j.cpu_busy_seconds / j.virtual_seconds;
+        (rate, busy, j.link.propagation_ns)
     };
     let (near, near_busy, near_ns) = run("latency-near", "0.01");
     let (far, far_busy, far_ns) = run("latency-far", "200");
@@ -387,11 +395,16 @@ fn sample_level_wire_delivers_the_files() {
         ],
     );
     assert_eq!(assert_downloads_ok(&json), 2);
-    assert_eq!(json["link"]["phy"]["model"], "samples");
-    assert_eq!(json["conservation"], "ok");
+    assert!(
+        matches!(json.link.phy, Wire::Samples { .. }),
+        "{:?}",
+        json.link
+    );
+    assert_eq!(json.conservation.as_deref(), Some("ok"));
 }
 
-/// Issue 7's acceptance run: a transmitter clock 0.5 % fast and one sample of edge jitter.
+/// The sample wire's acceptance run: a transmitter clock 0.5 % fast and one sample of edge
+/// jitter.
 #[test]
 fn sample_level_wire_with_drift_and_jitter_delivers_the_files() {
     let (json, _) = bench_json(
@@ -402,6 +415,10 @@ fn sample_level_wire_with_drift_and_jitter_delivers_the_files() {
         ],
     );
     assert_eq!(assert_downloads_ok(&json), 2);
-    assert_eq!(json["link"]["phy"]["model"], "samples");
-    assert_eq!(json["conservation"], "ok");
+    assert!(
+        matches!(json.link.phy, Wire::Samples { .. }),
+        "{:?}",
+        json.link
+    );
+    assert_eq!(json.conservation.as_deref(), Some("ok"));
 }

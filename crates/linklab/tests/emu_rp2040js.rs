@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::device::DEVICE;
+use common::emulated_clock::Status;
 use common::iperf2::iperf_in;
 use common::ping::Ping;
 use common::{linklab_bin, run_ok, ChildGuard, Netns};
@@ -22,42 +23,6 @@ use common::{linklab_bin, run_ok, ChildGuard, Netns};
 /// The repository's root.
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The harness's status file: the emulated chip's clock.
-struct Status(PathBuf);
-
-impl Status {
-    fn read(&self) -> Option<serde_json::Value> {
-        serde_json::from_slice(&std::fs::read(&self.0).ok()?).ok()
-    }
-
-    /// Emulated nanoseconds so far (the file is rewritten every 50 ms of real time).
-    fn emulated_ns(&self) -> u64 {
-        self.read()
-            .and_then(|v| v["emulated_ns"].as_u64())
-            .unwrap_or(0)
-    }
-
-    /// Waits until the emulated clock reaches `ns` (a wait in the chip's time, not a retry).
-    fn wait_until(&self, ns: u64, real_limit: Duration) {
-        let started = Instant::now();
-        while self.emulated_ns() < ns {
-            assert!(
-                started.elapsed() < real_limit,
-                "the emulated clock did not reach {ns} ns within {real_limit:?}: {:?}",
-                self.read()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Runs `f` and returns its result with the emulated seconds it took.
-    fn timed<T>(&self, f: impl FnOnce() -> T) -> (T, f64) {
-        let t0 = self.emulated_ns();
-        let out = f();
-        (out, (self.emulated_ns() - t0) as f64 / 1e9)
-    }
 }
 
 /// Builds the example with `one-core` (the check's build of it, without, shares the ELF's
@@ -149,7 +114,9 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     let elf = build_one_core_elf();
     let harness = root().join("emulators/rp2040js/harness.mjs");
     assert!(
-        root().join("emulators/rp2040js/node_modules/rp2040js").exists(),
+        root()
+            .join("emulators/rp2040js/node_modules/rp2040js")
+            .exists(),
         "rp2040js is not installed (scripts/setup: npm ci in emulators/rp2040js)"
     );
     let ns = Netns::new("rp2040js");

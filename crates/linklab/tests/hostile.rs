@@ -129,6 +129,52 @@ fn sigterm_resets_open_connections_and_a_busy_tap_is_named() {
     assert!(!status.success(), "the download cannot have completed");
 }
 
+/// SIGTERM after hostile traffic: spoofed SYNs from a host that never answers ARP hold the
+/// HTTP sockets half-open around a rate-limited download of /3MB.txt; serve stopped by
+/// SIGTERM must reset the download (curl ends with "connection reset", exit 56) before its
+/// TAP goes: it polls until its RSTs are out (those to the silent host never leave, and are
+/// given up after a quarter second), not once.
+#[test]
+fn sigterm_after_spoofed_syns_resets_the_download() {
+    let ghost = [198, 18, 0, 77];
+    for round in 0..4u16 {
+        let mut served = Device::serve("termspoof");
+        let syns = |from: u16| -> Vec<Vec<u8>> {
+            (0..6)
+                .map(|i| common::spoof::spoofed_syn(served.target(), ghost, from + i, 80))
+                .collect()
+        };
+        served.inject(syns(44000 + round * 20));
+        let url = format!("http://{DEVICE}/3MB.txt");
+        let mut curl = served
+            .ns
+            .command(&[
+                "curl",
+                "-sS",
+                "-o",
+                "/dev/null",
+                "--limit-rate",
+                "200k",
+                &url,
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        served.inject(syns(44010 + round * 20));
+        std::thread::sleep(Duration::from_millis(200));
+        let stdout = served.stop(libc::SIGTERM);
+        assert!(stdout.contains("stopped by signal"), "{stdout}");
+        let status = common::exit_within(&mut curl, Duration::from_secs(5)).unwrap_or_else(|| {
+            panic!("round {round}: curl still hangs 5 s after serve got SIGTERM")
+        });
+        assert_eq!(
+            status.code(),
+            Some(56),
+            "round {round}: curl's exit: 56 is a reset connection"
+        );
+    }
+}
+
 #[test]
 fn iperf_servers_stop_on_sigint_even_when_started_ignoring_it() {
     // `sh -c 'trap "" INT; exec linklab iperf -s'`: the server inherits SIGINT ignored, as a

@@ -1,6 +1,6 @@
 //! The two prediction tables of `docs/sim.md`, linklab-sim in depth ("Results" and "Why,
 //! from the same files", each between its `track:` markers), are the files `linklab emu
-//! predict` wrote into `firmware/results/predict/`: this test renders them from those files
+//! predict` wrote into `crates/linklab/tests/data/predict/`: this test renders them from those files
 //! and fails when the page does not hold them verbatim, printing the tables to paste, and
 //! when the page's count of means within ±15 % is not the files'. The prose around the
 //! tables is not checked: after a rerun it is updated by hand.
@@ -137,7 +137,8 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
 #[test]
 fn readme_tables_are_the_stored_predictions() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let (rates, costs, within) = render(&root.join("firmware/results/predict"));
+    let (rates, costs, within) =
+        render(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/predict"));
     let readme_path = root.join("docs/sim.md");
     let readme = std::fs::read_to_string(&readme_path).expect("docs/sim.md");
     let lines: Vec<&str> = readme.lines().collect();
@@ -156,7 +157,7 @@ fn readme_tables_are_the_stored_predictions() {
     assert!(
         table_holds(&rates) && table_holds(&costs) && readme.contains(&count),
         "{} does not hold the stored predictions as two whole tables (rates: {}, costs: {}; \
-         the count should read \"{count}\"). The tables from firmware/results/predict:\n\n{}\n\n{}\n",
+         the count should read \"{count}\"). The tables from crates/linklab/tests/data/predict:\n\n{}\n\n{}\n",
         readme_path.display(),
         table_holds(&rates),
         table_holds(&costs),

@@ -256,13 +256,15 @@ fn stock_iperf3_only_then_ping_only() {
         .stdout()
         .contains("the baseline is a schema version 1 document"));
 
-    // On a terminal (`script` gives it one) the progress line is drawn on stderr.
+    // On a terminal (`script` gives it one, with a TERM as a terminal has) the progress line
+    // is drawn on stderr.
     let cmd = format!(
         "{} probe 198.18.40.1 --duration 6 -o /dev/null",
         linklab_bin().display()
     );
     let tty = p
         .command(&["script", "-qec", &cmd, "/dev/null"])
+        .env("TERM", "xterm")
         .output()
         .unwrap();
     let tty = String::from_utf8_lossy(&tty.stdout);

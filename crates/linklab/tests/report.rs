@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{assert_one_line_error, charts, chromium, linklab_bin, run_ok, wait_until, Netns};
+use linklab_results::probe::ProbeReport;
 
 fn out_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report");
@@ -72,6 +73,12 @@ fn measure_inputs(dir: &Path) -> (PathBuf, PathBuf) {
     (sweep, rtt)
 }
 
+/// A sweep document written before the sweep named limits (linklab-results keeps it).
+fn sweep_before_limits() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../linklab-results/tests/data/sweep_before_limits.json")
+}
+
 #[test]
 fn report_renders_every_chart_in_chromium() {
     let dir = out_dir();
@@ -84,8 +91,8 @@ fn report_renders_every_chart_in_chromium() {
             .args(["bench", "--sizes", "10kB,100kB", "--gets", "2"])
             .args(["--pings", "5", "--json", bench.to_str().unwrap()]),
     );
-    // A sweep file written before the sweep named limits (issue 13's sender-side shaper).
-    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweep_before_limits.json");
+    // A sweep file written before the sweep named limits (a shaper on the sender's side).
+    let older = sweep_before_limits();
     let html = dir.join("report.html");
     run_ok(
         Command::new(linklab_bin())
@@ -160,12 +167,12 @@ fn report_renders_every_chart_in_chromium() {
 }
 
 /// A sweep file from before the limits existed still renders: its steps are classified and its
-/// knee recomputed by the current rule, and the page says so. The file is issue 13's case: a
-/// shaper at 150 Mbit/s on the sender's own interface, every step loss-free, knee 300 by loss.
+/// knee recomputed by the current rule, and the page says so. The file's case: a shaper at
+/// 150 Mbit/s on the sender's own interface, every step loss-free, knee 300 by loss.
 #[test]
 fn older_sweep_files_render_with_the_knee_recomputed() {
     let dir = out_dir();
-    let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sweep_before_limits.json");
+    let older = sweep_before_limits();
     let text = std::fs::read_to_string(&older).unwrap();
     assert!(!text.contains("limits") && text.contains(r#""knee_bps": 300000000.0"#));
     let html = dir.join("older.html");
@@ -203,16 +210,18 @@ fn older_sweep_files_render_with_the_knee_recomputed() {
 fn older_probe_documents_render() {
     let dir = out_dir();
     let older = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/probe_v1.json");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&older).unwrap()).unwrap();
-    assert_eq!(doc["schema_version"], 1);
+    let text = std::fs::read_to_string(&older).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let probe: ProbeReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(probe.schema_version, 1);
     // It is what version 1 described (the schema kept beside the current one).
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../linklab-results/schema/probe-v1.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(include_str!(
+        "../../linklab-results/schema/probe-v1.schema.json"
+    ))
+    .unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     assert!(validator.is_valid(&doc), "a version 1 document");
-    let figures = doc["figures"].as_array().unwrap();
-    assert!(figures.iter().all(|f| f.get("samples").is_none()));
+    assert!(probe.figures.iter().all(|f| f.samples.is_empty()));
 
     let html = dir.join("probe-v1.html");
     run_ok(
@@ -223,8 +232,8 @@ fn older_probe_documents_render() {
     );
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("· schema 1</p>"), "the version is named");
-    for f in figures {
-        let row = format!(r#"<tr data-figure="{}">"#, f["id"].as_str().unwrap());
+    for f in &probe.figures {
+        let row = format!(r#"<tr data-figure="{}">"#, f.id);
         let at = page
             .find(&row)
             .unwrap_or_else(|| panic!("{row} in the summary"));

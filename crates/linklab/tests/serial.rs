@@ -274,6 +274,67 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
     assert!(text.contains("| conserved"), "{text}");
 }
 
+/// The device side stopped by SIGTERM while a client downloads across the link: it resets the
+/// connection and lets the RST out over the link before it goes, so curl ends at once with a
+/// reset (exit 56) instead of waiting on a peer that is gone.
+#[test]
+fn the_device_side_resets_a_download_when_stopped() {
+    let relay = pty_relay::start(MBAUD3, Impairment::default(), 4);
+    let ns = Netns::new("serialterm");
+    let serve = linklab(&[
+        "serial",
+        "--dev",
+        &relay.b,
+        "--baud",
+        "3000000",
+        "--serve",
+        "--ip",
+        "198.18.9.2/24",
+    ]);
+    let bin = linklab_bin();
+    let _bridge = ns.spawn(&[
+        bin.to_str().unwrap(),
+        "serial",
+        "--dev",
+        &relay.a,
+        "--baud",
+        "3000000",
+        "--tap",
+        "llser1",
+        "--ip",
+        "198.18.9.1/24",
+    ]);
+    let ok = common::wait_until(Duration::from_secs(10), || {
+        ns.command(&["ping", "-c", "1", "-W", "1", "198.18.9.2"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(ok, "no ping reply over the serial link");
+    // 3 MB at the link's 300 kB/s: still running at the signal.
+    let mut curl = ns
+        .command(&[
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "http://198.18.9.2/3MB.txt",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = serve.0.as_ref().expect("running").id();
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = common::exit_within(&mut curl, Duration::from_secs(3))
+        .expect("curl still hangs 3 s after the device side got SIGTERM");
+    let stderr = std::io::read_to_string(curl.stderr.take().unwrap()).unwrap();
+    assert_eq!(status.code(), Some(56), "curl: {stderr}");
+    let served = serve.interrupt(Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&served.stdout);
+    assert!(text.contains("stopped by signal"), "{text}");
+}
+
 /// The real proof: the serial image on QEMU's mps2-an385 (Cortex-M3) — linklab-serial's link
 /// on the board's UART1, smoltcp over it, the device apps — bridged to a TAP by
 /// `linklab emu mps2-an385 --image serial`, with stock ping, curl and iperf3 in a namespace.

@@ -25,6 +25,12 @@ mod cortex_m;
 #[cfg_attr(phy10_machine = "mps2-an505", path = "machine/mps2_an505.rs")]
 mod machine;
 
+// The instruction counter: SysTick on the Arm machines, `minstret` on riscv32-virt.
+#[cfg(target_arch = "arm")]
+use cortex_m::{count_down, counter, instructions_since};
+#[cfg(not(target_arch = "arm"))]
+use machine::{count_down, counter, instructions_since};
+
 use core::fmt::Write;
 use core::hint::black_box;
 
@@ -63,7 +69,7 @@ const fn case(name: &'static str, oversample: u8, drift_ppm: i32, jitter_milli: 
     }
 }
 
-/// The cases: a clean capture; the two goal points of issue 12 (both signs of drift); 802.3's
+/// The cases: a clean capture; the soft PHY's two goal points (both signs of drift); 802.3's
 /// receiver jitter (+-13.5 ns: 0.675 sample at 5x, 0.81 at 6x); and the points earlier
 /// figures used (+0.5 % with +-0.25 sample at 4x, +-1 sample at 8x). A machine runs those up
 /// to its `MAX_OVERSAMPLE` (the microbit's 16 KiB of RAM hold a 4x capture).
@@ -120,18 +126,18 @@ fn run_case(case: &Case, seed: u64, tx: &mut [u32], rx: &mut [u32]) -> Tally {
         wire[7] = 0xD5;
         rng.fill(&mut wire[8..]);
         // One idle word after TP_IDL, so its falling edge is on the line.
-        let start = machine::counter();
+        let start = counter();
         let encoded = encode_frame(black_box(&wire), Oversample::X2, &mut tx[..TX_WORDS]);
-        tally.encode += machine::instructions_since(start);
+        tally.encode += instructions_since(start);
         if encoded.is_err() {
             continue;
         }
         let rx_samples = line::impair(tx, TX_WORDS * 32, case.line, &mut rng, rx);
         let capture = Capture::new(black_box(&rx[..]), rx_samples);
         out.fill(0);
-        let start = machine::counter();
+        let start = counter();
         let outcome = decoder.decode(black_box(&capture), black_box(&mut out));
-        let spent = machine::instructions_since(start);
+        let spent = instructions_since(start);
         tally.instructions += spent;
         tally.min = tally.min.min(spent);
         tally.max = tally.max.max(spent);
@@ -191,9 +197,9 @@ fn count_fcs(console: &mut Console) {
     let (mut fcs, fcs_frames) = (0u64, 16u64);
     for _ in 0..fcs_frames {
         rng.fill(&mut frame);
-        let start = machine::counter();
+        let start = counter();
         black_box(linklab_mac::fcs::fcs(black_box(&frame)));
-        fcs += machine::instructions_since(start);
+        fcs += instructions_since(start);
     }
     let _ = writeln!(
         console,
@@ -216,9 +222,9 @@ pub fn run() -> u32 {
     count_fcs(&mut console);
     // The counter checked against a loop of known length: `counted` must equal
     // `loop_instructions` give or take the counter's resolution and the loop's entry.
-    let start = machine::counter();
-    machine::count_down(black_box(CALIBRATION_ITERATIONS));
-    let counted = machine::instructions_since(start);
+    let start = counter();
+    count_down(black_box(CALIBRATION_ITERATIONS));
+    let counted = instructions_since(start);
     let _ = writeln!(
         console,
         "phy10-bench calibration loop_instructions={} counted={counted}",

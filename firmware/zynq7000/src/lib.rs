@@ -15,21 +15,14 @@
 #[cfg(feature = "embassy")]
 pub mod embassy;
 pub mod gem;
+mod mpcore;
 pub mod phy;
 pub mod uart;
 pub mod wake;
 
-use linklab_cortex_a9::gic::Gic;
-use linklab_cortex_a9::gtimer::GlobalTimer;
 pub use linklab_cortex_a9::halt;
 use linklab_firmware::Board;
-
-/// The Cortex-A9 MPCore's private region (GIC, timers) on the Zynq-7000.
-pub const PERIPHBASE: usize = 0xF8F0_0000;
-/// The global timer: time and sleep deadlines.
-pub const TIMER: GlobalTimer = GlobalTimer::at(PERIPHBASE);
-/// The GIC.
-pub const GIC: Gic = Gic::at(PERIPHBASE);
+pub use mpcore::{GIC, PERIPHBASE, TIMER};
 
 /// Where `linklab emu` puts the configuration blob (the last 256 bytes of RAM in
 /// `zynq7000.x`).

@@ -5,6 +5,8 @@
 
 use zynq7000_hal::eth::EthernetId;
 
+use crate::mpcore::{GIC, TIMER};
+
 /// The GIC set up by zynq7000-hal: its fixed sensitivities, every line enabled and routed to
 /// CPU 0, distributor and CPU interface on; the CPU's IRQs left masked.
 pub fn init(periphs: &mut zynq7000::Peripherals) {
@@ -21,19 +23,6 @@ pub fn init(periphs: &mut zynq7000::Peripherals) {
 /// up is signalled again).
 pub fn clear() {
     crate::gem::note_interrupt(zynq7000_hal::eth::smoltcp::on_interrupt(EthernetId::Eth0));
-    crate::TIMER.clear_event();
-    crate::GIC.ack_all();
-}
-
-/// [`clear`] for the embassy image: the HAL's embassy-net handler (which wakes the driver's
-/// wakers), and embassy-time's alarm when the timer's event was what fired.
-#[cfg(feature = "embassy")]
-pub fn clear_embassy() {
-    crate::gem::note_interrupt(zynq7000_hal::eth::embassy_net::on_interrupt(
-        EthernetId::Eth0,
-    ));
-    if crate::TIMER.take_event() {
-        crate::embassy::on_alarm();
-    }
-    crate::GIC.ack_all();
+    TIMER.clear_event();
+    GIC.ack_all();
 }

@@ -13,10 +13,7 @@ use anyhow::{bail, Context};
 use tempfile::TempDir;
 
 /// The plugin's source, next to this file.
-const SOURCE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/src/counted/insncount.c"
-);
+const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/counted/insncount.c");
 
 /// Builds the plugin into `dir` (gcc -O2 -shared -fPIC) and returns the library's path.
 ///
@@ -150,7 +147,9 @@ mod tests {
         let shared = tempfile::tempdir().unwrap();
         std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let nobody = nix::unistd::Uid::from_raw(65534);
-        let planted = shared.path().join(format!("linklab-track-{}", std::process::id()));
+        let planted = shared
+            .path()
+            .join(format!("linklab-track-{}", std::process::id()));
         std::fs::create_dir(&planted).unwrap();
         nix::unistd::chown(&planted, Some(nobody), None).unwrap();
         std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -170,7 +169,10 @@ mod tests {
         let dir = std::fs::metadata(ours.path()).unwrap();
         assert_eq!(dir.mode() & 0o777, 0o700);
         assert_eq!(dir.uid(), nix::unistd::getuid().as_raw());
-        assert!(std::fs::symlink_metadata(&lib).unwrap().file_type().is_file());
+        assert!(std::fs::symlink_metadata(&lib)
+            .unwrap()
+            .file_type()
+            .is_file());
         assert!(std::fs::read(&lib).unwrap().starts_with(b"\x7fELF"));
         assert_eq!(std::fs::read(&theirs).unwrap(), b"not a plugin");
     }

@@ -72,14 +72,23 @@ impl Counters {
 
     /// One line: `linklab emu: line k=v ... law=holds|<the failed equation>`.
     pub fn summary(&self) -> String {
-        let mut s = String::from("linklab emu: line");
-        for (k, v) in self.fields() {
-            s.push_str(&format!(" {k}={v}"));
-        }
-        match self.check() {
-            Ok(()) => s.push_str(" law=holds"),
-            Err(e) => s.push_str(&format!(" law=broken:{}", e.replace(' ', ""))),
-        }
-        s
+        summary_line("linklab emu: line", &self.fields(), self.check())
     }
+}
+
+/// One line of counters: `PREFIX k=v ... law=holds`, or `law=broken:<the failed equation>`.
+pub(super) fn summary_line(
+    prefix: &str,
+    fields: &[(&'static str, u64)],
+    law: Result<(), &str>,
+) -> String {
+    let mut s = String::from(prefix);
+    for (k, v) in fields {
+        s.push_str(&format!(" {k}={v}"));
+    }
+    match law {
+        Ok(()) => s.push_str(" law=holds"),
+        Err(e) => s.push_str(&format!(" law=broken:{}", e.replace(' ', ""))),
+    }
+    s
 }

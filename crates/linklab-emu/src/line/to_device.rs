@@ -46,7 +46,10 @@ impl ToDevice {
             let wait = pulse_at
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100));
-            let _ = linklab_serve::serve::wait_readable(&[self.tap.as_raw_fd()], Some(wait));
+            let _ = linklab_serve::serve::wait_readable(
+                &[std::os::fd::AsFd::as_fd(&self.tap)],
+                Some(wait),
+            );
             if Instant::now() >= pulse_at {
                 let bytes = capture_bytes(&self.wire.pulse_capture(&mut self.rng));
                 if self.send(&bytes, false).is_err() {

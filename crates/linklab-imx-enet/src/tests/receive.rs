@@ -1,5 +1,5 @@
 //! The receive half: zero copy, bursts, a full queue, unaligned runs, and every kind of bad
-//! descriptor (issue 52's "bad input"): counted, dropped, the driver goes on.
+//! descriptor (bad input from the NIC): counted, dropped, the driver goes on.
 
 use std::vec;
 use std::vec::Vec;

@@ -11,18 +11,20 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use linklab_results::probe::{Conditions, DeviceStats, Service};
+
+use super::options::ProbeOptions;
 use super::plan::Iperf;
 
 /// Gathers the conditions: the host's at once, the device's `/stats` over HTTP when served.
 pub fn gather(
-    label: Option<&str>,
-    host: &str,
+    options: &ProbeOptions,
     addr: IpAddr,
     http: Option<u16>,
     iperf: Option<&Iperf>,
     services: &[Service],
     started_unix_s: u64,
 ) -> Conditions {
+    let host = options.host.as_str();
     let interface = route_interface(addr);
     let sys = |dev: &str, what: &str| {
         std::fs::read_to_string(format!("/sys/class/net/{dev}/{what}"))
@@ -37,7 +39,7 @@ pub fn gather(
         None => (None, Some("no HTTP server: no /stats to ask".into())),
     };
     Conditions {
-        label: label.map_or_else(
+        label: options.label.as_deref().map_or_else(
             || format!("{host} {}", linklab_results::time::utc_time(started_unix_s)),
             str::to_string,
         ),
@@ -57,7 +59,7 @@ pub fn gather(
         iperf: iperf.map(|i| iperf_words(i, services)),
         device,
         device_absent,
-        options: std::env::args().skip(1).collect(),
+        options: options.command_line.clone(),
         runs: 1,
     }
 }

@@ -12,20 +12,19 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::errors;
-use linklab_perf::iperf::host::now_us;
 use linklab_perf::iperf::wire::{self, state};
 use linklab_perf::iperf2::wire::ack::version_text;
 use linklab_perf::iperf2::{
     Amount, ClientEnd, Protocol, TcpClientConfig, TcpClientFlow, TcpFlow, TestRequest,
 };
+use linklab_perf_host::clock::now_us;
 
 use linklab_results::probe::{Service, ServiceState};
+
+use super::answer::{describe, io_text, ANSWER};
 use super::http::{self, Probed};
 use crate::rtt::client::Connection;
 use crate::rtt::Transport;
-
-/// How long a TCP connect, or an answer, may take.
-pub const ANSWER: Duration = Duration::from_millis(1500);
 
 /// Echo requests (ICMP, UDP echo) discovery sends before it calls the service absent.
 const ECHO_TRIES: u32 = 3;
@@ -260,28 +259,5 @@ fn echo(peer: SocketAddr, transport: Transport) -> Service {
             format!("accepted the connection but did not echo: {e:#}"),
         ),
         Err(e) => service(name, port, ServiceState::Absent, format!("{e:#}")),
-    }
-}
-
-/// A socket error in plain words.
-fn describe(e: &std::io::Error) -> String {
-    match e.kind() {
-        ErrorKind::ConnectionRefused => "connection refused".into(),
-        ErrorKind::TimedOut | ErrorKind::WouldBlock => {
-            format!("no answer within {:.1} s", ANSWER.as_secs_f64())
-        }
-        _ => match e.raw_os_error() {
-            Some(libc::EHOSTUNREACH) => "host unreachable".into(),
-            Some(libc::ENETUNREACH) => "network unreachable".into(),
-            _ => e.to_string(),
-        },
-    }
-}
-
-/// An error that may wrap an `io::Error`, in plain words.
-pub fn io_text(e: &anyhow::Error) -> String {
-    match e.downcast_ref::<std::io::Error>() {
-        Some(io) => describe(io),
-        None => format!("{e:#}"),
     }
 }

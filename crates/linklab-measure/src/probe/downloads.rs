@@ -10,10 +10,11 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use linklab_results::probe::{HttpDownload, HttpSample, PathState};
+use linklab_results::probe::{figures, HttpDownload, HttpSample, PathState};
 use linklab_results::quantity::Quantity;
+
+use super::http;
 use super::steps::Outcome;
-use super::{figures, http};
 
 /// An HTTP sample covers at least this much download time: back-to-back downloads of a small
 /// path until their added times reach it (one download of a few hundred microseconds is the

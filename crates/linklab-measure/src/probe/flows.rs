@@ -4,12 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use linklab_perf::iperf::host::{run_client_observed, HostInterval, Observer};
 use linklab_perf::iperf::{Params, Protocol};
+use linklab_perf_host::iperf3::{run_client_observed, HostInterval, Observer};
 
 use linklab_results::probe::latency::FlowInterval;
+
 use super::steps::iperf_config;
-use crate::sweep::step::{client_config, client_error, is_resetting};
+use crate::sweep::{client_config, client_error, is_resetting};
 
 /// Which way a load's TCP runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,6 +16,8 @@ use anyhow::anyhow;
 use linklab_perf::http::{expected_crc32, Client, ClientError};
 use linklab_perf::payload;
 
+use super::answer::io_text;
+
 /// A download cut short by silence: no byte for this long.
 pub const STALL: Duration = Duration::from_secs(2);
 
@@ -168,8 +170,8 @@ impl IndexBytes {
 /// before the body it announced, carries more than it announced, or stalls for [`STALL`].
 pub fn fetch(addr: SocketAddr, host: &str, path: &str, limit: Duration) -> anyhow::Result<Fetched> {
     let connect = limit.min(Duration::from_secs(3));
-    let (mut stream, mut client) = start(addr, host, path, connect)
-        .map_err(|e| anyhow!("GET {path}: {}", super::discover::io_text(&e)))?;
+    let (mut stream, mut client) =
+        start(addr, host, path, connect).map_err(|e| anyhow!("GET {path}: {}", io_text(&e)))?;
     let begun = Instant::now();
     let deadline = begun + limit;
     let mut last_byte = begun;

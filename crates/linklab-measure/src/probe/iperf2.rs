@@ -1,6 +1,6 @@
 //! The probe's TCP and UDP steps through an **iperf 2** server — what lwIP's lwiperf,
 //! ESP-IDF, Zephyr's zperf and NuttX run — with our iperf 2 client
-//! (`linklab_perf::iperf2::host::run_client`).
+//! (`linklab_perf_host::iperf2::run_client`).
 //!
 //! TCP, in rounds as time allows, each way with what the server answers:
 //! - to the device: a plain test; iperf 2 reports nothing back on TCP, so the figure is what
@@ -11,22 +11,23 @@
 //!   port we listen on and sends (lwiperf does; ESP-IDF, Zephyr and NuttX do not). A server
 //!   that answers neither gets its one direction and a plain line for the other.
 //!
-//! UDP: `steps::sweep_one_way` with iperf 2 steps (`sweep::step2`), judged by the server's
+//! UDP: `steps::sweep_one_way` with iperf 2 steps (`sweep::Iperf2`), judged by the server's
 //! report; a server without reports gets a plain line, never a zero.
 
 use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use linklab_perf::iperf2::host::{run_client, ClientConfig, ClientError, Event, FlowReport};
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
+use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
 
+use linklab_results::probe::figures;
 use linklab_results::probe::{NotMeasured, TcpTest, Unmeasured};
 use linklab_results::quantity::Quantity;
-use linklab_results::probe::figures;
+use linklab_results::sweep::SweepReport;
+
 use super::plan::Iperf;
 use super::steps::{self, tcp_plan, Outcome};
-use linklab_results::sweep::SweepReport;
 
 /// What one way of a test moved: `(bytes, seconds, slices in bit/s)`.
 type Way = (u64, f64, Vec<f64>);

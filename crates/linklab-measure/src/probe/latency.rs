@@ -9,9 +9,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use linklab_results::probe::latency::{self as doc, load_rtt, GrowthBound, LatencyUnderLoad};
+use linklab_results::probe::latency::{Load, LoadRtt, RttSeries, Stall, STALL_RTT_MS};
 use linklab_results::probe::{Figure, NotMeasured, Unmeasured};
+
 use super::flows::{self, Way};
-use linklab_results::probe::latency::{self as doc, load_rtt, GrowthBound, LatencyUnderLoad, Load, LoadRtt, RttSeries, Stall, STALL_RTT_MS};
 use super::steps::Outcome;
 use crate::rtt::client::{Connection, RunConfig};
 use crate::rtt::Transport;

@@ -112,16 +112,14 @@ impl std::str::FromStr for Step {
 /// The service name the iperf steps need: whichever iperf was chosen.
 pub const IPERF: &str = "iperf";
 
-/// `--iperf`: which iperf to look for.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+/// Which iperf to look for (`--iperf auto|3|2`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum IperfChoice {
     /// iperf3 on its port (5201), else iperf 2 on 5001.
     Auto,
     /// iperf3 only.
-    #[value(name = "3")]
     Three,
     /// iperf 2 only.
-    #[value(name = "2")]
     Two,
 }
 

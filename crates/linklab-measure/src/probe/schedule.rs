@@ -3,21 +3,30 @@
 //! left with too little time is skipped as out of time; the others run and store their figures.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use linklab_results::probe::{ProbeReport, Service, ServiceState, StepRecord, StepState};
+use linklab_results::probe::{figures, Figure, NotMeasured, Service, ServiceState};
+use linklab_results::probe::{StepRecord, StepState};
 use linklab_results::quantity::Quantity;
+
+use super::options::ProbeOptions;
 use super::plan::{self, Iperf, Step, IPERF};
-use super::progress::Progress;
-use super::{downloads, figures, iperf2, latency, lock, state_word, steps, target, Args, RESERVE};
+use super::shared_document::{lock, SharedDocument};
+use super::watch::{Event, Watch};
+use super::{downloads, iperf2, latency, steps};
 use crate::rtt::Transport;
 
-/// What the steps share: the options, the device, the deadline, what discovery found and the
-/// document they write into.
+/// Time kept at the end of the budget for writing the outputs.
+pub const RESERVE: Duration = Duration::from_millis(800);
+
+/// How many steps a run counts: discovery, then each of [`Step::ALL`].
+pub const TOTAL_STEPS: usize = Step::ALL.len() + 1;
+
+/// What the steps share: the options, the device, the deadline, what discovery found, the
+/// document they write into and who watches.
 pub struct Schedule<'a> {
     /// The options.
-    pub args: &'a Args,
+    pub options: &'a ProbeOptions,
     /// The HTTP paths to download.
     pub http_paths: &'a [String],
     /// The device's address.
@@ -29,7 +38,9 @@ pub struct Schedule<'a> {
     /// What discovery found.
     pub services: &'a [Service],
     /// The document.
-    pub doc: &'a Mutex<ProbeReport>,
+    pub doc: &'a SharedDocument,
+    /// Who watches.
+    pub watch: &'a dyn Watch,
 }
 
 impl Schedule<'_> {
@@ -58,7 +69,7 @@ impl Schedule<'_> {
         self.services
             .iter()
             .filter(|s| s.name == service || (service == IPERF && s.name.starts_with("iperf")))
-            .map(|s| format!("{} {}: {}", s.name, state_word(s.state), s.detail))
+            .map(|s| format!("{} {}: {}", s.name, s.state.word(), s.detail))
             .collect::<Vec<_>>()
             .join("; ")
     }
@@ -79,11 +90,11 @@ impl Schedule<'_> {
     /// Why `step` does not run: not asked for (`--only`, `--no-latency`), its service absent,
     /// or failed in discovery or an earlier step (`failed`); `None` when it runs.
     fn skip_reason(&self, step: Step, failed: &[String]) -> Option<String> {
-        let args = self.args;
-        if !args.only.is_empty() && !args.only.contains(&step) {
+        let options = self.options;
+        if !options.only.is_empty() && !options.only.contains(&step) {
             return Some("not asked for (--only)".into());
         }
-        if step == Step::Latency && args.no_latency {
+        if step == Step::Latency && options.no_latency {
             return Some("not asked for (--no-latency)".into());
         }
         let service = step.service();
@@ -119,7 +130,7 @@ impl Schedule<'_> {
         latency::plan(share).is_none().then(|| {
             format!(
                 "out of time: its share of --duration {} s is {:.1} s, too short for an idle second and three 1-second loads ({:.1} s; a longer --duration or --only latency gives it one)",
-                self.args.duration,
+                self.options.budget_s(),
                 share.as_secs_f64(),
                 latency::least_time().as_secs_f64()
             )
@@ -128,7 +139,7 @@ impl Schedule<'_> {
 
     /// Runs every step in order; returns what failed, one sentence each (discovery's failed
     /// services first).
-    pub fn run_steps(&self, progress: &mut Progress) -> Vec<String> {
+    pub fn run_steps(&self) -> Vec<String> {
         // Services that failed (in discovery, or in a step since): their other steps are skipped.
         let mut failed_services: Vec<String> = self
             .services
@@ -162,8 +173,7 @@ impl Schedule<'_> {
             };
             let short = latency_short.clone().filter(|_| step == Step::Latency);
             if let Some(why) = short.or_else(|| self.skip_reason(step, &failed_services)) {
-                progress.println(&format!("  {:<18} skipped ({why})", step.name()));
-                lock(self.doc).steps.push(record(StepState::Skipped, why));
+                self.record(record(StepState::Skipped, why));
                 continue;
             }
             // This step's share of what is left: its weight over that of the steps still to run.
@@ -183,13 +193,13 @@ impl Schedule<'_> {
                 _ => time < Duration::from_millis(300),
             };
             if too_short {
-                progress.println(&format!("  {:<18} skipped (out of time)", step.name()));
-                lock(self.doc)
-                    .steps
-                    .push(record(StepState::Skipped, "out of time".into()));
+                self.record(record(StepState::Skipped, "out of time".into()));
                 continue;
             }
-            progress.step(i + 2, step.name());
+            self.watch.event(Event::StepBegins {
+                index: i + 2,
+                name: step.name(),
+            });
             let (detail, error) = self.run_step(step, time);
             let state = if error.is_some() {
                 StepState::Failed
@@ -200,31 +210,31 @@ impl Schedule<'_> {
                 Some(e) => format!("{detail}; failed: {e:#}"),
                 None => detail,
             };
-            progress.println(&format!(
-                "  {:<18} {} in {:.1} s: {detail}",
-                step.name(),
-                if error.is_some() { "failed" } else { "done" },
-                began.elapsed().as_secs_f64()
-            ));
             if let Some(e) = error {
                 failures.push(format!("{e:#}"));
                 failed_services.push(step.service().into());
             }
-            lock(self.doc).steps.push(record(state, detail));
+            self.record(record(state, detail));
         }
         failures
+    }
+
+    /// Tells the watcher how a step ended, and keeps it in the document.
+    fn record(&self, record: StepRecord) {
+        self.watch.event(Event::StepEnded(&record));
+        lock(self.doc).steps.push(record);
     }
 
     /// Runs one step, storing what it measured and its figures in the document; returns its
     /// detail and error.
     fn run_step(&self, step: Step, time: Duration) -> (String, Option<anyhow::Error>) {
-        let host = self.args.host.as_str();
+        let host = self.options.host.as_str();
         let (figures, not_measured, detail, error) = match step {
             Step::Icmp | Step::EchoUdp | Step::EchoTcp => self.round_trips(step, time),
             Step::Http => {
                 let o = downloads::downloads(
                     host,
-                    SocketAddr::new(self.addr, self.args.http_port),
+                    SocketAddr::new(self.addr, self.options.http_port),
                     self.http_paths,
                     time,
                 );
@@ -245,7 +255,7 @@ impl Schedule<'_> {
                     host,
                     addr: self.addr,
                     iperf_port: self.iperf_port(),
-                    echo_port: self.args.echo_port,
+                    echo_port: self.options.echo_port,
                     transports: self.rtt_transports(),
                 };
                 let o = latency::latency_under_load(&target, time);
@@ -270,8 +280,8 @@ impl Schedule<'_> {
 
     /// ICMP, UDP or TCP echo round trips per size.
     fn round_trips(&self, step: Step, time: Duration) -> StepResult {
-        let host = self.args.host.as_str();
-        let echo = self.args.echo_port;
+        let host = self.options.host.as_str();
+        let echo = self.options.echo_port;
         let rtt = |transport, port, sizes: &[usize], kind| {
             steps::round_trips(
                 host,
@@ -299,7 +309,7 @@ impl Schedule<'_> {
 
     /// A UDP sweep one way, its rates around the TCP figure that way.
     fn sweep(&self, reverse: bool, time: Duration) -> StepResult {
-        let host = self.args.host.as_str();
+        let host = self.options.host.as_str();
         let iperf2 = self.iperf.is_some_and(Iperf::is_iperf2);
         // The TCP figures that way (their medians), one or two streams, whichever is higher.
         let anchor = {
@@ -336,9 +346,12 @@ impl Schedule<'_> {
 }
 
 /// What a step gives back: its figures, those it could not make, its detail and its error.
-type StepResult = (
-    Vec<linklab_results::probe::Figure>,
-    Vec<linklab_results::probe::NotMeasured>,
-    String,
-    Option<anyhow::Error>,
-);
+type StepResult = (Vec<Figure>, Vec<NotMeasured>, String, Option<anyhow::Error>);
+
+/// `ADDR:PORT`, or the address alone.
+fn target(addr: IpAddr, port: Option<u16>) -> String {
+    match port {
+        Some(p) => SocketAddr::new(addr, p).to_string(),
+        None => addr.to_string(),
+    }
+}

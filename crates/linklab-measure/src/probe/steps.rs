@@ -1,5 +1,5 @@
-//! The measurement steps, each a call into the subcommands' library functions (`rtt::measure`,
-//! `sweep::measure`, `sweep::step::run_test`) or the HTTP adapter, sized to the time it is
+//! The measurement steps, each a call into the crate's other measurements (`rtt::measure`,
+//! `sweep::measure`, `sweep::run_test_sliced`) or the HTTP adapter, sized to the time it is
 //! given. Every figure is made of several samples: hundreds of round-trip probes per size, TCP
 //! tests in rounds, HTTP paths in batches of downloads, and the sweeps measure a limit again
 //! before it counts.
@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use linklab_perf::iperf::{Params, Protocol};
 
+use linklab_results::probe::figures;
 use linklab_results::probe::{Figure, NotMeasured, TcpTest, Unmeasured};
 use linklab_results::quantity::Quantity;
-use linklab_results::probe::figures;
-use crate::rtt::{self, Transport};
 use linklab_results::rtt::RttReport;
-use linklab_results::sweep::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
-use crate::sweep::step2::NoReport;
-use crate::sweep::{self, step::StepConfig};
 use linklab_results::sweep::SweepReport;
+use linklab_results::sweep::{KneeRule, DEFAULT_CONFIRM, DEFAULT_TOLERANCE_PCT, KNEE_LOSS_PCT};
+
+use crate::rtt::{self, Transport};
+use crate::sweep::{self, is_resetting, run_test_sliced, NoReport, StepConfig};
 
 /// Spacing of the round-trip probes: 500 per second (5.9 Mbit/s at 1472 B, which any device
 /// with an echo server takes).
@@ -187,12 +187,12 @@ pub fn tcp_tests(host: &str, port: u16, time: Duration) -> Outcome<Vec<TcpTest>>
             // once met a control connection the server closed at once): pause before every
             // test, and retry a refusal twice.
             std::thread::sleep(IPERF_PAUSE);
-            let mut result = sweep::step::run_test_sliced(&cfg, params, TCP_SLICE);
+            let mut result = run_test_sliced(&cfg, params, TCP_SLICE);
             for _ in 0..2 {
                 match &result {
-                    Err(e) if sweep::step::is_resetting(e) => {
+                    Err(e) if is_resetting(e) => {
                         std::thread::sleep(Duration::from_millis(500));
-                        result = sweep::step::run_test_sliced(&cfg, params, TCP_SLICE);
+                        result = run_test_sliced(&cfg, params, TCP_SLICE);
                     }
                     _ => break,
                 }
@@ -264,7 +264,7 @@ fn sweep_plan(
     time: Duration,
 ) -> (sweep::Plan, Duration) {
     let pause = if iperf2 {
-        crate::sweep::IPERF2_PAUSE
+        sweep::IPERF2_PAUSE
     } else {
         SWEEP_PAUSE
     };

@@ -1,8 +1,8 @@
-//! The rtt client: sends a paced stream of probes to an echo endpoint and timestamps the replies.
+//! The rtt client: sends a paced stream of packets to an echo endpoint and timestamps the replies.
 //!
-//! One sender thread paces probes on a fixed schedule (`start + seq * interval`, so delays never
+//! One sender thread paces packets on a fixed schedule (`start + seq * interval`, so delays never
 //! accumulate); the calling thread receives replies, takes the round trip from the send time the
-//! probe carries, and the inter-arrival time from the previous reply. Any number of probes may be
+//! packet carries, and the inter-arrival time from the previous reply. Any number of packets may be
 //! in flight, so the same run yields round-trip and paced inter-arrival histograms.
 
 use std::io::{self, Read, Write};
@@ -14,42 +14,42 @@ use anyhow::{bail, Context};
 use hdrhistogram::Histogram;
 
 use super::icmp::IcmpSocket;
-use super::probe::{Probe, ProbeError, HEADER_LEN};
+use super::packet::{Packet, PacketError, HEADER_LEN};
 use linklab_results::rtt::new_histogram;
 
-/// How replies are carried: one probe per UDP datagram, or probes back to back on a TCP stream.
+/// How replies are carried: one packet per UDP datagram, or packets back to back on a TCP stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
-    /// One probe per datagram; replies may be lost, duplicated or reordered.
+    /// One packet per datagram; replies may be lost, duplicated or reordered.
     Udp,
-    /// Probes as fixed-size frames on one TCP connection (with TCP_NODELAY).
+    /// Packets as fixed-size frames on one TCP connection (with TCP_NODELAY).
     Tcp,
-    /// One probe per ICMP echo request (the payload ping's `-s` sizes); like UDP otherwise.
+    /// One packet per ICMP echo request (the payload ping's `-s` sizes); like UDP otherwise.
     Icmp,
 }
 
-/// What one run measures: `count` probes of `size` bytes, one every `interval`.
+/// What one run measures: `count` packets of `size` bytes, one every `interval`.
 #[derive(Debug, Clone, Copy)]
 pub struct RunConfig {
-    /// Probe size in bytes (UDP payload, or TCP frame), at least [`HEADER_LEN`].
+    /// Packet size in bytes (UDP payload, or TCP frame), at least [`HEADER_LEN`].
     pub size: usize,
-    /// Number of probes.
+    /// Number of packets.
     pub count: u32,
     /// Send spacing; zero sends back to back.
     pub interval: Duration,
-    /// How long to wait for replies after the last probe was sent.
+    /// How long to wait for replies after the last packet was sent.
     pub drain: Duration,
-    /// Run number written into every probe.
+    /// Run number written into every packet.
     pub run: u16,
-    /// Keep every probe's send time and round trip ([`RunResult::samples`]): a time series,
+    /// Keep every packet's send time and round trip ([`RunResult::samples`]): a time series,
     /// for runs short enough to hold one (probe's latency under load).
     pub keep_samples: bool,
 }
 
-/// One probe of a run that keeps its samples: when it was sent and its round trip, or none
+/// One packet of a run that keeps its samples: when it was sent and its round trip, or none
 /// when no reply came (lost, or later than the drain).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProbeSample {
+pub struct EchoSample {
     /// Send time, nanoseconds since the client's start (the epoch given to `measure`).
     pub sent_ns: u64,
     /// Round trip in nanoseconds; `None`: no reply.
@@ -58,7 +58,7 @@ pub struct ProbeSample {
 
 /// The raw outcome of one run.
 pub struct RunResult {
-    /// Probes sent.
+    /// Packets sent.
     pub sent: u64,
     /// Distinct valid replies received.
     pub received: u64,
@@ -72,10 +72,10 @@ pub struct RunResult {
     pub gaps: Histogram<u64>,
     /// Arrival of the first and the last valid reply (ns since the client's start).
     pub arrivals: Option<(u64, u64)>,
-    /// Send time of the first and the last probe (ns since the client's start).
+    /// Send time of the first and the last packet (ns since the client's start).
     pub sends: Option<(u64, u64)>,
-    /// Every probe sent, in order, when [`RunConfig::keep_samples`] (else empty).
-    pub samples: Vec<ProbeSample>,
+    /// Every packet sent, in order, when [`RunConfig::keep_samples`] (else empty).
+    pub samples: Vec<EchoSample>,
 }
 
 /// A connection to the echo endpoint, split into a send half and a receive half.
@@ -99,8 +99,8 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long a TCP send may make no progress before the endpoint counts as stalled.
 const WRITE_STALL: Duration = Duration::from_secs(2);
 
-/// Largest probe the client can receive (its receive buffer); TCP probe sizes are capped to it.
-pub const MAX_PROBE_LEN: usize = 65536;
+/// Largest packet the client can receive (its receive buffer); TCP sizes are capped to it.
+pub const MAX_PACKET_LEN: usize = 65536;
 
 impl Connection {
     /// Opens a connection to `peer` (a connected UDP socket, or a TCP connection).
@@ -157,40 +157,40 @@ impl Connection {
         Ok(Connection {
             tx,
             rx,
-            buf: vec![0; MAX_PROBE_LEN],
+            buf: vec![0; MAX_PACKET_LEN],
             filled: 0,
             peer,
         })
     }
 
-    /// Checks that the endpoint echoes: sends a header-only probe up to `tries` times, waiting
+    /// Checks that the endpoint echoes: sends a header-only packet up to `tries` times, waiting
     /// `wait` for each reply. Fails with one clear sentence when nothing comes back.
     ///
-    /// Over TCP one probe waits the whole `tries * wait`: TCP retransmits by itself, and a second
-    /// probe's echo would stay in the stream and shift every frame of the measurement after it.
+    /// Over TCP one packet waits the whole `tries * wait`: TCP retransmits by itself, and a second
+    /// packet's echo would stay in the stream and shift every frame of the measurement after it.
     pub fn check_echo(&mut self, epoch: Instant, tries: u32, wait: Duration) -> anyhow::Result<()> {
         let (tries, wait) = match self.rx {
             Half::Udp(_) | Half::Icmp(_) => (tries, wait),
             Half::Tcp(_) => (1, wait * tries),
         };
         let peer = self.peer;
-        let mut probe = [0u8; HEADER_LEN];
+        let mut packet = [0u8; HEADER_LEN];
         for seq in 0..tries {
-            Probe {
+            Packet {
                 run: u16::MAX,
                 seq,
                 sent_ns: nanos_since(epoch),
             }
-            .write(&mut probe);
+            .write(&mut packet);
             self.tx
-                .send(&probe)
+                .send(&packet)
                 .map_err(describe)
                 .with_context(|| format!("{peer}: could not send a probe"))?;
             let deadline = Instant::now() + wait;
             while Instant::now() < deadline {
                 match self.recv(HEADER_LEN) {
                     Ok(Some(frame)) => {
-                        if matches!(Probe::read(frame, HEADER_LEN), Ok(p) if p.run == u16::MAX) {
+                        if matches!(Packet::read(frame, HEADER_LEN), Ok(p) if p.run == u16::MAX) {
                             return Ok(());
                         }
                     }
@@ -248,12 +248,12 @@ impl Connection {
         }
     }
 
-    /// Runs one measurement: paced probes out, replies timed in.
+    /// Runs one measurement: paced packets out, replies timed in.
     pub fn measure(&mut self, epoch: Instant, cfg: &RunConfig) -> anyhow::Result<RunResult> {
         self.measure_until(epoch, cfg, &AtomicBool::new(false))
     }
 
-    /// [`Connection::measure`], sending no more probes once `halt` is set (the replies of those
+    /// [`Connection::measure`], sending no more packets once `halt` is set (the replies of those
     /// sent are still waited for, up to the drain).
     pub fn measure_until(
         &mut self,
@@ -263,7 +263,7 @@ impl Connection {
     ) -> anyhow::Result<RunResult> {
         assert!(
             cfg.size >= HEADER_LEN && cfg.size <= self.buf.len(),
-            "probe size checked by the caller"
+            "packet size checked by the caller"
         );
         const NOT_DONE: u64 = u64::MAX;
         let sender_done = AtomicU64::new(NOT_DONE);
@@ -313,7 +313,7 @@ impl Connection {
                     Err(e) => break Err(e),
                 };
                 let now = nanos_since(epoch);
-                match Probe::read(frame, cfg.size) {
+                match Packet::read(frame, cfg.size) {
                     Ok(p) if p.run == cfg.run && (p.seq as usize) < seen.len() => {
                         if seen[p.seq as usize] {
                             out.duplicates += 1;
@@ -332,8 +332,8 @@ impl Connection {
                         out.arrivals = Some((out.arrivals.map_or(now, |a| a.0), now));
                     }
                     Ok(_) => {} // a late reply from an earlier run or the echo check
-                    Err(ProbeError::Magic) => {}
-                    Err(ProbeError::Length | ProbeError::Fill) => out.corrupt += 1,
+                    Err(PacketError::Magic) => {}
+                    Err(PacketError::Length | PacketError::Fill) => out.corrupt += 1,
                 }
             };
             stop.store(true, Ordering::Relaxed);
@@ -351,17 +351,17 @@ impl Connection {
             .2
             .iter()
             .zip(rtts)
-            .map(|(&sent_ns, rtt_ns)| ProbeSample { sent_ns, rtt_ns })
+            .map(|(&sent_ns, rtt_ns)| EchoSample { sent_ns, rtt_ns })
             .collect();
         Ok(out)
     }
 }
 
-/// What the sender did: probes sent, the first and last send time, and every send time when
+/// What the sender did: packets sent, the first and last send time, and every send time when
 /// the run keeps its samples.
 type Sent = (u64, Option<(u64, u64)>, Vec<u64>);
 
-/// Sends `cfg.count` probes on `tx` paced every `cfg.interval` (on a fixed schedule, so delays
+/// Sends `cfg.count` packets on `tx` paced every `cfg.interval` (on a fixed schedule, so delays
 /// never accumulate), stopping early once any of `stops` is set.
 fn send_paced(
     tx: &mut Half,
@@ -380,7 +380,7 @@ fn send_paced(
         }
         pace_until(start + cfg.interval * seq);
         let now = nanos_since(epoch);
-        Probe {
+        Packet {
             run: cfg.run,
             seq,
             sent_ns: now,
@@ -428,7 +428,7 @@ fn connect_tcp(peer: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
     loop {
         match TcpStream::connect_timeout(&peer, timeout) {
             Err(e)
-                if e.raw_os_error() == Some(libc::ECONNREFUSED)
+                if e.kind() == io::ErrorKind::ConnectionRefused
                     && start.elapsed() + REFUSED_RETRY < REFUSED_GRACE.min(timeout) =>
             {
                 std::thread::sleep(REFUSED_RETRY);
@@ -461,13 +461,13 @@ fn pace_until(due: Instant) {
 
 /// Turns the socket errors people meet into plain words.
 fn describe(e: io::Error) -> anyhow::Error {
-    let what = match e.raw_os_error() {
-        Some(libc::ECONNREFUSED) => {
+    let what = match e.kind() {
+        io::ErrorKind::ConnectionRefused => {
             "connection refused: no echo server listening on that port".to_string()
         }
-        Some(libc::EHOSTUNREACH) => "host unreachable".to_string(),
-        Some(libc::ENETUNREACH) => "network unreachable".to_string(),
-        _ if e.kind() == io::ErrorKind::TimedOut => "timed out".to_string(),
+        io::ErrorKind::HostUnreachable => "host unreachable".to_string(),
+        io::ErrorKind::NetworkUnreachable => "network unreachable".to_string(),
+        io::ErrorKind::TimedOut => "timed out".to_string(),
         _ => e.to_string(),
     };
     anyhow::anyhow!("{what}")

@@ -1,5 +1,5 @@
-//! ICMP echo as an rtt transport: each probe is the payload of one echo request, and the
-//! echo reply gives it back, so the same probes, histograms and checks as the UDP echo apply.
+//! ICMP echo as an rtt transport: each packet is the payload of one echo request, and the
+//! echo reply gives it back, so the same packets, histograms and checks as the UDP echo apply.
 //!
 //! The socket is an unprivileged ICMP "ping" socket (`SOCK_DGRAM`, `IPPROTO_ICMP`: the kernel
 //! picks the identifier and hands back only our replies) where `net.ipv4.ping_group_range`

@@ -5,7 +5,7 @@
 
 use linklab_results::sweep::analysis;
 use linklab_results::sweep::KneeRule;
-use super::Step;
+use linklab_results::sweep::Step;
 
 /// Lowest rate a search goes down to, bit/s.
 const MIN_BPS: f64 = 1e3;
@@ -93,7 +93,7 @@ impl Search {
     /// limit that bounds the knee; the coarse rates (all of them, or climbing until a limit
     /// above the knee is confirmed); down while no rate tracked; the bisection toward the
     /// knee.
-    pub fn next(&mut self) -> Option<Next> {
+    pub fn next_rate(&mut self) -> Option<Next> {
         let (rule, tcp) = (&self.strategy.rule, self.strategy.tcp);
         let knee = analysis::knee(&self.steps, rule, tcp);
         let going_down = knee.is_none() && self.strategy.search_down.is_some();
@@ -185,8 +185,8 @@ impl Search {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linklab_results::sweep::analysis::{bound, confirmed, knee};
     use linklab_results::sweep::Limit;
-use linklab_results::sweep::analysis::{bound, confirmed, knee};
 
     const M: f64 = 1e6;
 
@@ -210,7 +210,7 @@ use linklab_results::sweep::analysis::{bound, confirmed, knee};
     fn run(strategy: Strategy, mut link: impl FnMut(f64, usize) -> Step) -> Vec<Step> {
         let mut s = Search::new(strategy);
         let mut n = 0;
-        while let Some(next) = s.next() {
+        while let Some(next) = s.next_rate() {
             assert!(n < 100, "the search does not end");
             let step = link(next.offered / M, n);
             s.record(next, step);

@@ -11,21 +11,21 @@ use embassy_net::tcp::TcpSocket;
 #[cfg(feature = "iperf-udp")]
 use embassy_net::udp::{PacketMetadata, UdpSocket};
 use embassy_net::{IpEndpoint, Stack};
-use embassy_time::{Instant, Timer};
+use embassy_time::Instant;
 
 use super::memory::SharedMemory;
-use super::socket::{poll_once, Tcp};
+use super::socket::Tcp;
 #[cfg(feature = "iperf-udp")]
 use super::{socket::Udp, udp_socket, UdpBuffers};
 use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
 use crate::data_memory::{DataPlan, Share, Tenant};
 #[cfg(doc)]
 use crate::iperf::pool::MAX_TCP_SOCKETS;
-use crate::iperf::pool::{PoolServer, PoolSockets, Room, RoomFor, SynPool};
+use crate::iperf::pool::{PoolServer, PoolSockets};
 use crate::iperf::wire::{COOKIE_SIZE, DEFAULT_PORT};
 use crate::lend::Lender;
-use crate::rules::Peer;
-use crate::socket::{Maybe, TcpOps, TcpState};
+use crate::pool_server::embassy::{due_again, note_if_answered, serve_pass};
+use crate::socket::{Maybe, TcpOps};
 
 /// Where a data socket's receive ring starts in its share: 3 mod 4. Every iperf3 data
 /// stream begins with the client's 37-byte cookie, and smoltcp's receive ring never rewinds
@@ -344,9 +344,7 @@ pub async fn iperf_server<'a, const N: usize>(
         g.serve(Port::Tcp(port));
     }
     let views: [Option<usize>; N] = core::array::from_fn(|_| counters.claim_view());
-    // When the task's timer was last set for: embassy-time keeps a task's timer (the
-    // earliest time it was set for) until it fires, so while that time is ahead and no later
-    // than the next deadline, the task is polled by then without setting it again.
+    // When the task's timer was last set for (see `due_again`).
     let mut timer_at: Option<u64> = None;
     let never = poll_fn(|cx| {
         loop {
@@ -368,19 +366,18 @@ pub async fn iperf_server<'a, const N: usize>(
                 cx,
                 may_leave_bytes: gate.is_some(),
             };
-            pool.poll(&mut sockets, now);
-            // A SYN held by the gate: room is made for it (after the poll, so a socket whose
-            // evicted peer's RST has left listens again first); it goes once a socket listens,
-            // or is dropped while a handshake we answered may complete.
-            if let Some(g) = gate {
-                if g.asked(Port::Tcp(port), sockets.cx) {
-                    let look = |s: &mut Sockets<'_, 'a, '_, N>, i| {
-                        let socket = s.tcp(i);
-                        (socket.state(), socket.peer())
-                    };
-                    make_room_for_held_syn(&mut pool, &mut sockets, (g, N, now), look);
-                }
-            }
+            // The pool's work, then a SYN held by the gate: room is made for it; it goes once
+            // a socket listens, or is dropped while a handshake we answered may complete.
+            serve_pass(
+                &mut pool,
+                &mut sockets,
+                (gate, N, now),
+                |g, port, s| g.asked(Port::Tcp(port), s.cx),
+                |s, i| {
+                    let socket = s.tcp(i);
+                    (socket.state(), socket.peer())
+                },
+            );
             for (i, view) in views.iter().enumerate() {
                 let mut socket = sockets.tcp(i);
                 let state = socket.state();
@@ -401,53 +398,12 @@ pub async fn iperf_server<'a, const N: usize>(
             counters.set_iperf(pool.counters(), pool.open_streams());
             // Sleep until the session's next deadline (pacing, intervals, the watchdog) or
             // until a socket wakes the task; a deadline already due runs another pass.
-            match pool.poll_at() {
-                Some(at) if timer_at.is_some_and(|t| t <= at && t > now) => {}
-                Some(at) if poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() => {
-                    continue;
-                }
-                Some(at) => timer_at = Some(at),
-                None => {}
+            if due_again(&pool, now, &mut timer_at, cx) {
+                continue;
             }
             return Poll::<Infallible>::Pending;
         }
     })
     .await;
     match never {}
-}
-
-/// A SYN `gate` holds for `pool`'s port: the pool first hears which of its `n` TCP sockets'
-/// half-open peers we answered (`look` gives a socket's state and peer), then makes room
-/// ([`RoomFor::make_room`]); the SYN goes to the stack once a socket listens, is dropped while
-/// a handshake we answered may complete, and waits while a socket is freed. The iperf3 and
-/// iperf 2 tasks share it.
-pub(super) fn make_room_for_held_syn<S, P: RoomFor<S>>(
-    pool: &mut P,
-    sockets: &mut S,
-    (gate, n, now): (&ServiceGate, usize, u64),
-    look: impl Fn(&mut S, usize) -> (TcpState, Option<Peer>),
-) {
-    let port = pool.syn_port();
-    for i in 0..n {
-        note_if_answered(pool, i, look(sockets, i), gate, now);
-    }
-    match pool.make_room(port, sockets, now) {
-        Room::Ready => gate.answer(Port::Tcp(port)),
-        Room::Defer => gate.defer(Port::Tcp(port)),
-        Room::Freeing => {}
-    }
-}
-
-/// Tells `pool` that TCP socket `i` (in `state`, half open with `peer`) is answered when
-/// `gate` saw our SYN-ACK to its peer leave.
-pub(super) fn note_if_answered(
-    pool: &mut impl SynPool,
-    i: usize,
-    (state, peer): (TcpState, Option<Peer>),
-    gate: &ServiceGate,
-    now: u64,
-) {
-    if state == TcpState::SynReceived && peer.is_some_and(|p| gate.answered(pool.syn_port(), p)) {
-        pool.answered(i, now);
-    }
 }

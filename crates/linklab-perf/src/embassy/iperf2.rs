@@ -9,9 +9,8 @@ use core::task::{Context, Poll};
 use embassy_net::tcp::TcpSocket;
 use embassy_net::udp::{PacketMetadata, UdpSocket};
 use embassy_net::{IpAddress, IpEndpoint, Ipv4Address, Stack};
-use embassy_time::{Instant, Timer};
+use embassy_time::Instant;
 
-use super::iperf::make_room_for_held_syn;
 use super::memory::SharedMemory;
 use super::socket::{poll_once, Tcp, Udp};
 use super::{tcp_socket, AppCounters, Port, ServiceGate, TcpBuffers};
@@ -19,6 +18,7 @@ use crate::data_memory::{Share, Tenant};
 use crate::iperf2::pool::{Iperf2Pool, Iperf2Sizes, Iperf2Sockets};
 use crate::iperf2::DEFAULT_PORT;
 use crate::lend::Lender;
+use crate::pool_server::embassy::{due_again, serve_pass};
 use crate::rules::Peer;
 use crate::socket::{Maybe, TcpOps};
 
@@ -276,16 +276,16 @@ pub async fn iperf2_server<const M: usize>(
             memory,
             cx,
         };
-        pool.poll(&mut s, now);
-        if let Some(g) = gate {
-            if g.asked(Port::Tcp(port), s.cx) {
-                let look = |s: &mut Sockets<'_, '_, '_, M>, i| {
-                    let sock = s.tcp(i);
-                    (sock.state(), sock.peer())
-                };
-                make_room_for_held_syn(&mut pool, &mut s, (g, M, now), look);
-            }
-        }
+        serve_pass(
+            &mut pool,
+            &mut s,
+            (gate, M, now),
+            |g, port, s| g.asked(Port::Tcp(port), s.cx),
+            |s, i| {
+                let sock = s.tcp(i);
+                (sock.state(), sock.peer())
+            },
+        );
         for (i, view) in views.iter().enumerate() {
             let mut sock = s.tcp(i);
             let state = sock.state();
@@ -294,13 +294,8 @@ pub async fn iperf2_server<const M: usize>(
         }
         s.udp().watch();
         counters.set_iperf2(&pool.counters(), pool.open_streams());
-        match pool.poll_at() {
-            Some(at) if timer_at.is_some_and(|t| t <= at && t > now) => {}
-            Some(at) if poll_once(Timer::at(Instant::from_micros(at)), cx).is_some() => {
-                continue;
-            }
-            Some(at) => timer_at = Some(at),
-            None => {}
+        if due_again(&pool, now, &mut timer_at, cx) {
+            continue;
         }
         return Poll::<Infallible>::Pending;
     })

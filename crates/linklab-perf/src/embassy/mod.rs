@@ -54,7 +54,7 @@ mod counters;
 mod device;
 #[cfg(feature = "echo")]
 mod echo;
-mod gate;
+pub(crate) mod gate;
 #[cfg(feature = "http")]
 mod http;
 mod iperf;
@@ -63,7 +63,7 @@ mod iperf2;
 mod memory;
 #[cfg(any(feature = "echo", feature = "http"))]
 mod service;
-mod socket;
+pub(crate) mod socket;
 mod stats;
 
 pub use counters::{AppCounter, AppCounters, APP_COUNTERS, SOCKET_VIEWS};

@@ -57,15 +57,15 @@ use smoltcp::socket::udp;
 use smoltcp::time::Instant;
 use smoltcp::wire::IpEndpoint;
 
-use super::pool::{PoolServer, PoolSockets, Room, RoomFor, SynPool};
+use super::pool::{PoolServer, PoolSockets};
 use super::report::TestReport;
 use super::session::{Failure, Session};
 use super::wire::MAX_STREAMS;
 use crate::data_memory::{DataPlan, Share, SmoltcpDataMemory, Tenant};
-use crate::evict::half_open_to;
 use crate::lifetime::{evict, relisten, tcp_socket};
+use crate::pool_server::smoltcp as adapter;
 use crate::rules::Peer;
-use crate::socket::{instant, micros, Maybe};
+use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::{ServerCounters, MAX_TCP_SOCKETS};
@@ -348,7 +348,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
 
     /// When the server next needs [`poll`](Self::poll) even without network activity.
     pub fn poll_at(&self) -> Option<Instant> {
-        self.pool.poll_at().map(instant)
+        adapter::poll_at(&self.pool)
     }
 
     /// The server's sockets in `set` for one poll.
@@ -389,13 +389,13 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     ) -> bool {
         let (pool, mut s) = self.sockets(sockets, memory, flush);
         // Never Freeing here: `free` listens at once.
-        syn_deferred(pool, port, &mut s, now)
+        adapter::make_room(pool, port, &mut s, now)
     }
 
     /// Our SYN-ACK from `port` to `peer` left at `now`: the socket half-open with `peer`, if
     /// it is one of ours, is answered ([`PoolServer::note_answered`]).
     pub fn note_answered(&mut self, port: u16, peer: Peer, sockets: &SocketSet<'_>, now: Instant) {
-        note_answered_on(&mut self.pool, &self.tcp, (port, peer), sockets, now);
+        adapter::note_answered(&mut self.pool, &self.tcp, (port, peer), sockets, now);
     }
 
     /// True when `handle` is one of the server's TCP sockets.
@@ -408,7 +408,7 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     pub fn poll(&mut self, sockets: &mut SocketSet<'a>, now: Instant) {
         let mut no_flush = |_: &mut SocketSet<'a>| {};
         let (pool, mut s) = self.sockets(sockets, None, &mut no_flush);
-        pool.poll(&mut s, micros(now));
+        adapter::serve(pool, &mut s, now);
     }
 
     /// [`poll`](Self::poll) for a server made by [`from_buffers`](Self::from_buffers), its
@@ -423,37 +423,6 @@ impl<'a, const N: usize, const S: usize> SmoltcpIperfServer<'a, N, S> {
     ) {
         let mut no_flush = |_: &mut SocketSet<'a>| {};
         let (pool, mut s) = self.sockets(sockets, Some(memory), &mut no_flush);
-        pool.poll(&mut s, micros(now));
+        adapter::serve(pool, &mut s, now);
     }
-}
-
-/// Our SYN-ACK from `port` to `peer` left at `now`: each of `pool`'s TCP sockets (`tcp`) half
-/// open with `peer` is answered ([`SynPool::answered`]). The smoltcp adapters of iperf3's and
-/// iperf 2's pools share it.
-pub(crate) fn note_answered_on(
-    pool: &mut impl SynPool,
-    tcp: &[Option<SocketHandle>],
-    (port, peer): (u16, Peer),
-    sockets: &SocketSet<'_>,
-    now: Instant,
-) {
-    if port != pool.syn_port() {
-        return;
-    }
-    for (i, h) in tcp.iter().enumerate() {
-        if h.is_some_and(|h| half_open_to(sockets.get::<tcp::Socket>(h), peer)) {
-            pool.answered(i, micros(now));
-        }
-    }
-}
-
-/// Makes room in `pool` for a SYN to `port` ([`RoomFor::make_room`]); true when the SYN is to
-/// be dropped unanswered. The smoltcp adapters of iperf3's and iperf 2's pools share it.
-pub(crate) fn syn_deferred<P>(
-    pool: &mut impl RoomFor<P>,
-    port: u16,
-    sockets: &mut P,
-    now: Instant,
-) -> bool {
-    pool.make_room(port, sockets, micros(now)) == Room::Defer
 }

@@ -44,16 +44,16 @@ mod sockets;
 mod streams;
 mod udp;
 
-pub use reclaim::{Room, RoomFor, SynPool};
+pub use crate::pool_server::Room;
 pub use sockets::PoolSockets;
 
 use super::session::{Failure, Phase, Session};
-use super::stream::Micros;
 use super::wire::{self, MAX_STREAMS};
 use crate::data_memory::{DataPlan, Share};
 use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::rules::RST_GRACE_MS;
 use crate::socket::TcpOps;
+use crate::time::Micros;
 
 /// Most TCP sockets the server can manage.
 pub const MAX_TCP_SOCKETS: usize = 2 + MAX_STREAMS;

@@ -5,8 +5,7 @@
 use super::json::StreamResult;
 use super::wire::UdpHeader;
 
-/// Microseconds on a monotonic clock chosen by the caller (any epoch).
-pub type Micros = u64;
+use crate::time::Micros;
 
 /// One data stream of a test and everything counted on it.
 #[derive(Clone, Copy, Debug, Default)]

@@ -40,10 +40,10 @@ use smoltcp::wire::{IpAddress, IpEndpoint, Ipv4Address};
 
 use super::pool::{Iperf2Counters, Iperf2Pool, Iperf2Sizes, Iperf2Sockets};
 use crate::data_memory::{Share, SmoltcpDataMemory, Tenant};
-use crate::iperf::device::{note_answered_on, syn_deferred};
 use crate::lifetime::{relisten, tcp_socket};
+use crate::pool_server::smoltcp as adapter;
 use crate::rules::Peer;
-use crate::socket::{instant, micros, Maybe};
+use crate::socket::Maybe;
 use crate::socket_buffers::TcpBuffers;
 
 pub use super::pool::MAX_TCP_SOCKETS;
@@ -293,7 +293,7 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
         if !self.connects.is_empty() {
             return Some(Instant::from_micros(0));
         }
-        self.pool.poll_at().map(instant)
+        adapter::poll_at(&self.pool)
     }
 
     fn sockets<'p, 'a>(
@@ -329,7 +329,7 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
         }
         let mut no_flush = |_: &mut SocketSet<'a>| {};
         let (pool, mut s) = self.sockets(sockets, memory, &mut no_flush);
-        pool.poll(&mut s, micros(now));
+        adapter::serve(pool, &mut s, now);
     }
 
     /// Opens the connect-backs the last poll asked for (smoltcp's `connect` needs the
@@ -357,11 +357,11 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
     ) -> bool {
         let (pool, mut s) = self.sockets(sockets, memory, flush);
         // Never Freeing here: the flush sends the RSTs at once.
-        syn_deferred(pool, port, &mut s, now)
+        adapter::make_room(pool, port, &mut s, now)
     }
 
     /// Our SYN-ACK from `port` to `peer` left at `now`.
     pub fn note_answered(&mut self, port: u16, peer: Peer, sockets: &SocketSet<'_>, now: Instant) {
-        note_answered_on(&mut self.pool, &self.tcp, (port, peer), sockets, now);
+        adapter::note_answered(&mut self.pool, &self.tcp, (port, peer), sockets, now);
     }
 }

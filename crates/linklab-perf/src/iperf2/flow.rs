@@ -5,7 +5,7 @@
 //! pattern bytes out, shut the write side when asked, poll by the time it asks for.
 
 use super::tcp_sender::TcpSender;
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 
 /// One TCP flow, sans-IO.
 pub trait TcpFlow {

@@ -77,8 +77,6 @@ pub mod detect;
 #[cfg(all(feature = "smoltcp", feature = "iperf2"))]
 pub mod device;
 pub mod flow;
-#[cfg(feature = "std")]
-pub mod host;
 pub mod one_socket;
 pub mod pattern;
 pub mod pool;
@@ -91,7 +89,7 @@ pub mod udp_server;
 pub mod udp_stats;
 pub mod wire;
 
-pub use crate::iperf::stream::Micros;
+pub use crate::time::Micros;
 pub use client::{ClientEnd, TcpClientConfig, TcpClientFlow};
 pub use flow::{SendFlow, TcpFlow};
 pub use request::{Amount, HeaderStyle, Mode, Protocol, TestRequest};

@@ -18,9 +18,9 @@
 use super::pool::Iperf2Counters;
 use super::tcp_socket::serve_conn;
 use super::{TcpEnd, TcpServerConfig, TcpServerConn};
-use crate::iperf::stream::Micros;
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 /// How long a closed socket waits for its RST to leave before it listens anyway (a RST to a
 /// peer that never answers ARP, a spoofed SYN's, never leaves).

@@ -11,7 +11,7 @@
 use super::wire::datagram::DatagramFormat;
 use super::wire::header::{self, HeaderLen, V1_LEN};
 use super::wire::{flags, upper, ClientHeader};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 
 /// How long a test runs, as `mAmount` carries it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

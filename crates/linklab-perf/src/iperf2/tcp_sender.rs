@@ -5,7 +5,7 @@
 
 use super::pattern;
 use super::request::Amount;
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 
 /// Most bytes one [`TcpSender::allowance`] grants (the host writes what its socket takes).
 pub const MAX_GRANT: usize = 1 << 30;

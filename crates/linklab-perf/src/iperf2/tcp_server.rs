@@ -30,7 +30,7 @@ use super::tcp_sender::TcpSender;
 use super::wire::ack::{ACK, LEN as ACK_LEN};
 use super::wire::get_u32;
 use super::wire::header::{header_len, HeaderLen, TCP_LEN};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 
 /// What a server serves and how long it waits; [`Default`] is iperf 2.1.8's behaviour with
 /// a 10 s watchdog and a 1-hour cap on what it sends.

@@ -3,8 +3,8 @@
 //! sockets ([`super::pool`]) and the one-socket server ([`super::one_socket`]).
 
 use super::{ConnectBack, TcpEnd, TcpServerConn};
-use crate::iperf::stream::Micros;
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 /// What one turn of a connection moved.
 #[derive(Clone, Copy, Debug, Default)]

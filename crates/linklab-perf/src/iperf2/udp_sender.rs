@@ -13,7 +13,7 @@ use super::wire::datagram::DatagramFormat;
 use super::wire::header::TCP_LEN as TCP_HEADER_LEN;
 use super::wire::report::{ReportInfo, V1_LEN as REPORT_V1_LEN};
 use super::wire::{ServerReport, UdpDatagram, MIN_UDP_LEN};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 
 /// Largest UDP payload over IPv4.
 pub const MAX_UDP_LEN: usize = 65_507;

@@ -31,7 +31,7 @@ use super::udp_stats::{FirstTransit, UdpReceiveStats};
 use super::wire::datagram::DatagramFormat;
 use super::wire::report::{ReportInfo, DATAGRAM_LEN as REPORT_LEN};
 use super::wire::{ServerReport, UdpDatagram, DEFAULT_UDP_LEN, DEFAULT_UDP_RATE};
-use crate::iperf::stream::Micros;
+use crate::time::Micros;
 
 /// How the UDP server runs; [`Default`] is 2.1.8's arithmetic with a 10 s watchdog.
 #[derive(Clone, Copy, Debug)]

@@ -11,8 +11,8 @@ use smoltcp::wire::IpEndpoint;
 #[cfg(feature = "udp")]
 use super::UdpOps;
 use super::{TcpOps, TcpState};
-use crate::iperf::stream::Micros;
 use crate::rules::Peer;
+use crate::time::Micros;
 
 /// A time on smoltcp's clock in the apps' microseconds (one before the clock's 0 is 0).
 pub(crate) fn micros(t: Instant) -> Micros {

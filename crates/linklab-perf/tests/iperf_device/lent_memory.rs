@@ -10,7 +10,7 @@ use super::*;
 #[test]
 fn a_server_over_lent_memory_lends_and_takes_back_its_chunks() {
     let mut net = net();
-    let buffers = linklab_perf::apps::host::host_buffers(8192);
+    let buffers = lent_buffers(8192);
     let mut server =
         SmoltcpIperfServer::from_buffers(&mut net.sockets, buffers.iperf, PORT, buffers.data.plan);
     let mut memory = SmoltcpDataMemory {
@@ -39,7 +39,7 @@ fn a_server_over_lent_memory_lends_and_takes_back_its_chunks() {
 /// The full images' data memory (32 120 bytes: two chunks of an 8 760-byte window and
 /// 7 300 bytes to send) and a server over it, with four data sockets as theirs.
 fn full_image_server(net: &mut Net) -> (SmoltcpIperfServer<'static>, SmoltcpDataMemory<'static>) {
-    let mut buffers = linklab_perf::apps::host::host_buffers(WINDOW);
+    let mut buffers = lent_buffers(WINDOW);
     buffers.data.plan = DataPlan {
         bytes: FULL_DATA,
         window: WINDOW,
@@ -129,4 +129,51 @@ fn a_test_whose_streams_never_get_memory_never_announces_them() {
     let outcome = server.take_outcome().expect("the server ended the test");
     assert_eq!(outcome.err(), Some(Failure::Timeout));
     assert_eq!(server.open_streams(), 0);
+}
+
+/// The iperf server's buffers and its data memory as a host's `DeviceApps` has them (the
+/// linklab-perf-host crate's `apps::host_buffers`): two control sockets of 4 KiB each way,
+/// JSON buffers of `MAX_JSON_LEN`, and for each of four streams a receive window of
+/// `window` (or a UDP test's 192 000 bytes) and a 64 KiB send buffer; leaked, as the
+/// sockets borrow them for the whole test.
+fn lent_buffers(window: usize) -> LentBuffers {
+    use linklab_perf::apps::{DataBuffers, TcpBuffers};
+    use linklab_perf::iperf::device::{IperfBuffers, MAX_TCP_SOCKETS};
+    use linklab_perf::iperf::wire::MAX_JSON_LEN;
+    fn leaked(len: usize) -> &'static mut [u8] {
+        vec![0; len].leak()
+    }
+    let control = || TcpBuffers {
+        rx: leaked(4096),
+        tx: leaked(4096),
+    };
+    let (tx, udp_rx) = (64 * 1024, 128 * 1500);
+    let bytes = (MAX_TCP_SOCKETS - 2) * (window.max(udp_rx) + tx);
+    LentBuffers {
+        iperf: IperfBuffers {
+            control: [control(), control()],
+            json_rx: leaked(MAX_JSON_LEN),
+            json_tx: leaked(MAX_JSON_LEN),
+        },
+        data: DataBuffers {
+            bytes: leaked(bytes),
+            plan: DataPlan {
+                bytes,
+                window,
+                tx,
+                udp_rx,
+                per_stream: 0,
+            },
+            udp_meta: [
+                vec![udp::PacketMetadata::EMPTY; 128].leak(),
+                vec![udp::PacketMetadata::EMPTY; 128].leak(),
+            ],
+        },
+    }
+}
+
+/// What [`lent_buffers`] lends: the iperf server's buffers and the data memory.
+struct LentBuffers {
+    iperf: linklab_perf::iperf::device::IperfBuffers<'static>,
+    data: linklab_perf::apps::DataBuffers<'static>,
 }

@@ -46,7 +46,7 @@ fn renders_every_mark_with_escaping() {
         label: "knee".into(),
         color: "#0a0",
     });
-    let svg = c.render();
+    let svg = c.render().into_string();
     assert!(svg.contains("a &lt; b"));
     assert_eq!(svg.matches(r#"class="data""#).count(), 4);
     assert!(svg.contains(r#"data-chart="t""#) && svg.contains(r#"data-points="3""#));

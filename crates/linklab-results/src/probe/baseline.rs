@@ -36,8 +36,8 @@ pub const RTT_SLACK_MS: f64 = 0.2;
 /// version or an older one this linklab reads. One clear sentence for a text that is not
 /// JSON, not a probe document or of a version it does not read.
 pub fn parse(text: &str, name: &str) -> anyhow::Result<ProbeReport> {
-    let v: Value = serde_json::from_str(text)
-        .with_context(|| format!("--baseline {name}: not valid JSON"))?;
+    let v: Value =
+        serde_json::from_str(text).with_context(|| format!("--baseline {name}: not valid JSON"))?;
     if v.get("kind").and_then(Value::as_str) != Some("probe") {
         bail!("--baseline {name}: not a linklab probe result (no \"kind\": \"probe\")");
     }
@@ -147,6 +147,57 @@ fn judge(old: Option<&Figure>, new: Option<&Figure>, tolerance_pct: f64) -> Comp
     }
 }
 
+/// What the comparison says of one figure: the one place that turns a [`Compared`] into the
+/// word a page or a summary shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict<'c> {
+    /// Measured by both runs, and this run's range lies beyond the baseline's the bad way
+    /// (see [`worse`]).
+    Worse,
+    /// In the baseline, and this run could not make it because the device answered otherwise
+    /// (absent, failed): the state and the reason its step gave, e.g. `absent: GET /1MB.txt:
+    /// HTTP/1.0 404 File not found`.
+    Lost(&'c str),
+    /// Only in this run.
+    New,
+    /// Only in the baseline, and not counted against this run: the budget ran out, the step
+    /// was not asked for, or the figure is one never judged (latency under load). The reason
+    /// this run's step gave, when it gave one.
+    NotMeasured(Option<&'c str>),
+    /// Measured by both runs, and not worse.
+    Ok,
+}
+
+impl Verdict<'_> {
+    /// Whether the figure counts against this run (the probe exits 3 for it).
+    pub fn is_worse(&self) -> bool {
+        matches!(self, Verdict::Worse | Verdict::Lost(_))
+    }
+
+    /// The verdict in words: `worse`, `worse: absent: …`, `new`, `not measured`, `ok`.
+    pub fn words(&self) -> String {
+        match self {
+            Verdict::Worse => "worse".into(),
+            Verdict::Lost(why) => format!("worse: {why}"),
+            Verdict::New => "new".into(),
+            Verdict::NotMeasured(None) => "not measured".into(),
+            Verdict::NotMeasured(Some(why)) => format!("not measured: {why}"),
+            Verdict::Ok => "ok".into(),
+        }
+    }
+}
+
+/// The verdict on one figure of a [`Comparison`].
+pub fn verdict(c: &Compared) -> Verdict<'_> {
+    match (c.worse, c.missing.as_deref()) {
+        (true, Some(why)) => Verdict::Lost(why),
+        (true, None) => Verdict::Worse,
+        (false, why) if c.old.is_some() && c.new.is_none() => Verdict::NotMeasured(why),
+        (false, _) if c.old.is_none() => Verdict::New,
+        (false, _) => Verdict::Ok,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,7 +233,7 @@ mod tests {
         f
     }
 
-    /// The false alarm: on an unchanged device beside a CPU hog, TCP with 2 streams
+    /// A false alarm once seen: on an unchanged device beside a CPU hog, TCP with 2 streams
     /// read -26 % and -38 % as single tests. Sampled, the runs overlap: not worse.
     #[test]
     fn a_drop_inside_the_runs_own_spread_is_not_worse() {
@@ -354,5 +405,47 @@ mod tests {
         assert_eq!(only_old.new, None);
         let only_new = judge(None, Some(&rate(&[1.0])), 10.0);
         assert!(!only_new.worse);
+    }
+
+    /// Each figure's verdict: worse, lost with the device's answer, new, not measured, ok;
+    /// latency under load, never judged, is not measured even when its step failed.
+    #[test]
+    fn every_figure_gets_one_verdict() {
+        let mut f = rate(&[10e6, 11e6]);
+        f.id = "http./1MB.txt".into();
+        let mut l = rtt(900.0, 1000.0, 1100.0);
+        l.id = "latency.icmp.to_device.rtt_p50".into();
+        let old = run(vec![f.clone(), l.clone()], Vec::new());
+        let failed = |id: &str| NotMeasured {
+            id: id.into(),
+            label: id.into(),
+            state: Unmeasured::Failed,
+            reason: "it stopped".into(),
+        };
+        let c = compare(
+            &old,
+            &run(Vec::new(), vec![failed("http./1MB.txt"), failed(&l.id)]),
+            "b.json",
+            10.0,
+        );
+        let verdicts: Vec<String> = c.figures.iter().map(|x| verdict(x).words()).collect();
+        assert_eq!(
+            verdicts,
+            [
+                "worse: failed: it stopped",
+                "not measured: failed: it stopped"
+            ]
+        );
+        assert!(verdict(&c.figures[0]).is_worse() && !verdict(&c.figures[1]).is_worse());
+
+        let mut slower = rate(&[1e6, 1.1e6]);
+        slower.id = f.id.clone();
+        let mut extra = rate(&[5.0]);
+        extra.id = "tcp.to_device".into();
+        let c = compare(&old, &run(vec![slower, extra, l], Vec::new()), "b", 10.0);
+        let verdicts: Vec<Verdict> = c.figures.iter().map(verdict).collect();
+        assert_eq!(verdicts, [Verdict::Worse, Verdict::New, Verdict::Ok]);
+        let c = compare(&old, &run(Vec::new(), Vec::new()), "b", 10.0);
+        assert_eq!(verdict(&c.figures[0]), Verdict::NotMeasured(None));
     }
 }

@@ -123,6 +123,17 @@ pub enum ServiceState {
     Failed,
 }
 
+impl ServiceState {
+    /// The state in a line for people (`present`, `absent`, `failed`).
+    pub fn word(self) -> &'static str {
+        match self {
+            ServiceState::Present => "present",
+            ServiceState::Absent => "absent",
+            ServiceState::Failed => "failed",
+        }
+    }
+}
+
 /// One measurement step.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -276,4 +287,3 @@ impl ProbeReport {
         ]
     }
 }
-

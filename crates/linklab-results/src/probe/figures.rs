@@ -304,8 +304,8 @@ pub fn across(runs: &[ProbeReport]) -> Repeat {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::figure::SpreadKind;
+    use super::*;
     use crate::quantity::Quantity;
 
     fn test(direction: &str, streams: u32, round: u32, mbit: f64) -> TcpTest {

@@ -51,4 +51,3 @@ pub struct SizeReport {
     /// Times between successive replies.
     pub interarrival: Distribution,
 }
-

@@ -187,8 +187,8 @@ pub fn collapse(steps: &[Step]) -> Option<Collapse> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::step::describe_all;
+    use super::*;
 
     /// A step in Mbit/s where the sender sent what was offered.
     fn step(offered_mbit: f64, received_mbit: f64, loss_pct: f64) -> Step {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::analysis::{self, Collapse, Peak};
-use super::step::{KneeRule, Step, Limit};
+use super::step::{KneeRule, Limit, Step};
 use crate::units::format_rate;
 
 /// The JSON of one `linklab sweep` (`"kind": "sweep"`).
@@ -125,7 +125,12 @@ impl SweepReport {
 }
 
 /// The first rate above the knee, the limits its attempts hit, and whether it is confirmed.
-pub fn limited_at(steps: &[Step], knee: Option<f64>, rule: &KneeRule, tcp: bool) -> Option<LimitedAt> {
+pub fn limited_at(
+    steps: &[Step],
+    knee: Option<f64>,
+    rule: &KneeRule,
+    tcp: bool,
+) -> Option<LimitedAt> {
     analysis::first_limited(steps, knee).map(|s| LimitedAt {
         offered_bps: s.offered_bps,
         limits: analysis::limits_at(steps, s.offered_bps),
@@ -133,4 +138,3 @@ pub fn limited_at(steps: &[Step], knee: Option<f64>, rule: &KneeRule, tcp: bool)
         confirmed: analysis::confirmed(steps, s.offered_bps, rule, tcp),
     })
 }
-

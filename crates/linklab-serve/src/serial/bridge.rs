@@ -4,13 +4,13 @@
 //! frames here.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 
 use anyhow::Context;
 use linklab_serial::MAX_PAYLOAD;
 
+use super::counters_line;
 use super::port::Port;
-use super::{counters_line, ifaddr};
 use crate::serve::StopSignals;
 use linklab_tap::Tap;
 
@@ -26,7 +26,7 @@ pub fn run(
     })?;
     match address {
         Some((ip, prefix)) => {
-            ifaddr::configure(name, ip, prefix).with_context(|| {
+            linklab_tap::set_ipv4(name, ip, prefix).with_context(|| {
                 format!("--tap {name}: cannot set {ip}/{prefix} and bring it up")
             })?;
             println!("linklab serial: bridging {name} ({ip}/{prefix}) to the link");
@@ -56,9 +56,9 @@ pub fn run(
             let _ = port.link.send(n, |dst| dst.copy_from_slice(&frame[..n]));
         }
         port.write()?;
-        let mut fds = vec![signals.as_raw_fd()];
+        let mut fds = vec![signals.as_fd()];
         if port.link.can_send() {
-            fds.push(tap.as_raw_fd());
+            fds.push(tap.as_fd());
         }
         port.wait(&fds, port.timeout())?;
     };

@@ -4,11 +4,11 @@
 //! MCU at the end of a UART would run, without the MCU.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::time::Duration;
 
 use linklab_perf::http::{RouteBody, Routes};
-use smoltcp::iface::{Config as IfaceConfig, Interface, SocketSet};
+use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
@@ -16,6 +16,13 @@ use super::counters_line;
 use super::port::Port;
 use crate::serve::apps::Apps;
 use crate::serve::StopSignals;
+
+/// How long a stop waits for the link to carry the RSTs of the connections it resets: a few
+/// of the link's retransmission timeouts.
+const STOP_DRAIN: Duration = Duration::from_secs(2);
+
+/// How often a stop looks at the link while it drains.
+const STOP_POLL: Duration = Duration::from_millis(5);
 
 /// TCP receive window: what the link's window holds in full-size segments; more would only
 /// queue in the link's transmit store at the other end.
@@ -108,11 +115,27 @@ pub fn run(
         .into_iter()
         .flatten()
         .min();
-        port.wait(&[signals.as_raw_fd()], timeout)?;
+        port.wait(&[signals.as_fd()], timeout)?;
     };
+    // Every open connection gets a RST, and the link carries it, with what is queued before
+    // it, to the other end before we go: no peer is left waiting on a device that is gone.
+    // Done when smoltcp has nothing more to send and the link's every frame is acknowledged,
+    // or after STOP_DRAIN (a peer that never answers ARP, a link that went quiet).
     apps.abort_all(&mut sockets);
-    iface.poll(now_of(port), &mut *port.link, &mut sockets);
-    port.write()?;
+    let deadline = std::time::Instant::now() + STOP_DRAIN;
+    loop {
+        port.read()?;
+        let result = iface.poll(now_of(port), &mut *port.link, &mut sockets);
+        port.write()?;
+        let settled = result == PollResult::None
+            && !Apps::resets_pending(&sockets)
+            && port.link.tx_pending() == 0;
+        if settled || std::time::Instant::now() >= deadline {
+            break;
+        }
+        let wait = port.timeout().map_or(STOP_POLL, |t| t.min(STOP_POLL));
+        port.wait(&[], Some(wait))?;
+    }
     println!("linklab serial: stopped by signal {stop}");
     println!("{}", counters_line(port));
     Ok(())

@@ -2,11 +2,13 @@
 //! next thing to do (port readable or writable, another descriptor readable, a timer).
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use linklab_serial::Link;
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::tty::Tty;
 
@@ -99,32 +101,24 @@ impl Port {
 
     /// Sleeps until the port is readable (or writable, when bytes wait), one of `fds` is
     /// readable, or `timeout` passes.
-    pub fn wait(&self, fds: &[RawFd], timeout: Option<Duration>) -> anyhow::Result<()> {
-        let mut polls = vec![libc::pollfd {
-            fd: self.tty.as_raw_fd(),
-            events: libc::POLLIN
-                | if self.out_pos < self.out.len() {
-                    libc::POLLOUT
-                } else {
-                    0
-                },
-            revents: 0,
-        }];
-        polls.extend(fds.iter().map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        }));
-        let ms = timeout.map_or(-1, |t| t.as_micros().div_ceil(1000).min(60_000) as i32);
-        // SAFETY: poll(2) over a slice of pollfd we own, with its length.
-        let r = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e).context("waiting for --dev");
-            }
+    pub fn wait(&self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> anyhow::Result<()> {
+        let mut port = PollFlags::POLLIN;
+        if self.out_pos < self.out.len() {
+            port |= PollFlags::POLLOUT;
         }
-        if polls[0].revents & libc::POLLHUP != 0 && polls[0].revents & libc::POLLIN == 0 {
+        let mut polls = vec![PollFd::new(self.tty.as_fd(), port)];
+        polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
+        let timeout = match timeout {
+            None => PollTimeout::NONE,
+            Some(t) => PollTimeout::try_from(t.as_micros().div_ceil(1000).min(60_000) as u32)
+                .unwrap_or(PollTimeout::MAX),
+        };
+        match poll(&mut polls, timeout) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(io::Error::from(e)).context("waiting for --dev"),
+        }
+        let seen = polls[0].revents().unwrap_or(PollFlags::empty());
+        if seen.contains(PollFlags::POLLHUP) && !seen.contains(PollFlags::POLLIN) {
             // A pseudo-terminal whose other side is closed: nothing will ever arrive.
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -135,7 +129,7 @@ impl Port {
 /// EIO on a terminal means its other side is gone (a pty's master closed, a USB adapter
 /// unplugged): say so.
 fn hangup(e: io::Error) -> anyhow::Error {
-    if e.raw_os_error() == Some(libc::EIO) {
+    if e.raw_os_error() == Some(Errno::EIO as i32) {
         anyhow::anyhow!("the device hung up (EIO)")
     } else {
         e.into()

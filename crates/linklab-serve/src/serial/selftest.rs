@@ -1,25 +1,25 @@
 //! `--selftest`: linklab-serial's self-test over the port, histograms per size (the rtt
-//! command's HDR summaries), a table on stdout and, with `--json`, the report's input.
+//! command's HDR summaries), a table on stdout, and its document (the input of `linklab report`).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use linklab_serial::selftest::{Event, PhaseKind, Plan, Tester};
 use linklab_serial::State;
 
 use super::counters_line;
 use super::port::Port;
-use linklab_results::serial::{SerialReport, SizeResult};
-use linklab_results::rtt::{new_histogram, Distribution};
 use crate::serve::StopSignals;
-use std::os::fd::AsRawFd;
+use linklab_results::rtt::{new_histogram, Distribution};
+use linklab_results::serial::{SerialReport, SizeResult};
+use std::os::fd::AsFd;
 
 /// How long the other end gets to answer the handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The validated `--selftest` options.
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Payload sizes, each in `MIN_SIZE..=MAX_PAYLOAD`.
     pub sizes: Vec<usize>,
@@ -27,8 +27,6 @@ pub struct Options {
     pub rtt_frames: u32,
     /// Frames streamed per size.
     pub stream_frames: u32,
-    /// Where to write the JSON report.
-    pub json: Option<PathBuf>,
 }
 
 /// Per size: the histograms and the two phases' results.
@@ -38,14 +36,14 @@ struct Gathered {
     result: SizeResult,
 }
 
-/// Runs the self-test and reports.
+/// Runs the self-test, prints its table and returns its document.
 pub fn run(
     port: &mut Port,
     dev: &str,
     baud: u32,
     options: &Options,
     signals: &StopSignals,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<SerialReport> {
     let line = u64::from(baud) / 10;
     let started = std::time::Instant::now();
     while port.link.state() != State::Established {
@@ -119,12 +117,7 @@ pub fn run(
     };
     print!("{}", render_text(&report));
     println!("{}", counters_line(port));
-    if let Some(path) = &options.json {
-        let text = serde_json::to_string_pretty(&report).expect("report serializes");
-        std::fs::write(path, text + "\n")
-            .with_context(|| format!("--json: cannot write {}", path.display()))?;
-    }
-    Ok(())
+    Ok(report)
 }
 
 /// One round of the port: read, write, wait for the next event (at most 50 ms).
@@ -134,7 +127,7 @@ fn step(port: &mut Port, signals: &StopSignals) -> anyhow::Result<()> {
     let timeout = port.timeout().map_or(Duration::from_millis(50), |t| {
         t.min(Duration::from_millis(50))
     });
-    port.wait(&[signals.as_raw_fd()], Some(timeout))?;
+    port.wait(&[signals.as_fd()], Some(timeout))?;
     port.read()
 }
 

@@ -1,11 +1,13 @@
 //! The apps the soft NIC runs: linklab-perf's [`DeviceApps`] — the same code the firmware
 //! images run — with host-sized buffers, plus the `GET /stats` route of the soft NIC.
 
-use linklab_perf::apps::host::host_buffers;
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf_host::apps::host_buffers;
 use smoltcp::iface::{Interface, SocketSet};
 use smoltcp::phy::Device;
+use smoltcp::socket::tcp::State;
+use smoltcp::socket::Socket;
 use smoltcp::time::Instant;
 
 use super::stats::Snapshot;
@@ -97,9 +99,20 @@ impl Apps {
             .poll_interface(iface, device, sockets, now, next_syn_port);
     }
 
-    /// Resets every open TCP connection (the RSTs leave on the next interface poll).
+    /// Resets every open TCP connection (the RSTs leave on the next interface polls: see
+    /// [`Apps::resets_pending`]).
     pub fn abort_all(&mut self, sockets: &mut SocketSet<'_>) {
         self.inner.abort_all(sockets);
+    }
+
+    /// True while an aborted TCP socket has not sent its RST yet (smoltcp forgets the peer
+    /// once the RST is out).
+    pub fn resets_pending(sockets: &SocketSet<'_>) -> bool {
+        sockets.iter().any(|(_, s)| match s {
+            Socket::Tcp(tcp) => tcp.state() == State::Closed && tcp.remote_endpoint().is_some(),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        })
     }
 
     /// When the apps next need a poll regardless of traffic (pacing timers), if ever.
@@ -117,5 +130,82 @@ impl Apps {
             }
         }
         grouped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use linklab_mac::Counters;
+    use serde_json::Value;
+    use smoltcp::iface::SocketSet;
+
+    use super::super::stats::Snapshot;
+    use super::Apps;
+
+    /// A server that ran for years still answers `/stats`: every counter at 10^18 (19 digits)
+    /// and the real app counter list still fit the buffer the HTTP server lends a route.
+    #[test]
+    fn stats_of_a_long_running_server_fit_the_route_buffer() {
+        const HUGE: u64 = 1_000_000_000_000_000_000;
+        let mut sockets = SocketSet::new(vec![]);
+        let apps = Apps::new(&mut sockets, 10_220);
+        let mac = Counters {
+            rx_transmissions: HUGE,
+            rx_committed: HUGE,
+            rx_dequeued: HUGE,
+            rx_cancelled: HUGE,
+            rx_packets: HUGE,
+            rx_bytes: HUGE,
+            rx_pause_frames: HUGE,
+            rx_filtered: HUGE,
+            rx_frame_errors: HUGE,
+            rx_crc_errors: HUGE,
+            rx_short_length_errors: HUGE,
+            rx_long_length_errors: HUGE,
+            rx_missed_errors: HUGE,
+            rx_checksum_errors: HUGE,
+            tx_requests: HUGE,
+            tx_packets: HUGE,
+            tx_bytes: HUGE,
+            tx_dropped: HUGE,
+            tx_deferred: HUGE,
+            tx_pause_frames: HUGE,
+        };
+        let s = Snapshot {
+            uptime_s: 1e9,
+            mac,
+            tap_tx_refused: HUGE,
+            tap_tx_errors: HUGE,
+            queue_frames: 256,
+            queue_bytes: usize::MAX,
+            tcp_window: 1_048_576,
+            tcp_window_auto: false,
+            apps: apps
+                .counters()
+                .into_iter()
+                .map(|(app, fields)| (app, fields.into_iter().map(|(k, _)| (k, HUGE)).collect()))
+                .collect(),
+            tcp: vec![],
+            tcp_omitted: 0,
+            apps_omitted: false,
+        };
+        let json = s.to_json_within(linklab_perf::http::MAX_HEAD);
+        assert!(
+            json.len() <= linklab_perf::http::MAX_HEAD,
+            "{} bytes: {}",
+            json.len(),
+            String::from_utf8_lossy(&json)
+        );
+        // What /stats left out, /stats/apps has, within the same buffer.
+        let apps = s.apps_json();
+        assert!(apps.len() <= linklab_perf::http::MAX_HEAD, "{}", apps.len());
+        let a: Value = serde_json::from_slice(&apps).unwrap();
+        for (app, fields) in &s.apps {
+            for (k, _) in fields {
+                assert_eq!(a[*app][*k], HUGE, "{app}.{k}");
+            }
+        }
+        let v: Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(v["mac"]["rx_packets"], HUGE);
     }
 }

@@ -1,10 +1,13 @@
-//! The validated configuration of `linklab serve` and its defaults and limits (the options
-//! are checked by the shared parsers in `values`).
+//! The validated configuration of `linklab serve` and its defaults and limits (the CLI checks
+//! each option with linklab-results' `values` parsers).
 
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use linklab_results::values::TcpWindow;
+
+/// RX queue sizes in frames that `--rx-frames` accepts (the simulator's device takes the same).
+pub use linklab_sim::device::RX_FRAMES_RANGE;
 
 /// Default RX queue size in frames.
 pub const DEFAULT_RX_FRAMES: usize = 32;

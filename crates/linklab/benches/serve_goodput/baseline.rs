@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use linklab_perf::apps::host::host_buffers;
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::NoRoutes;
+use linklab_perf_host::apps::host_buffers;
 use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::{wait as phy_wait, Medium, TunTapInterface};
 use smoltcp::time::{Duration, Instant};

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod device;
+pub mod emulated_clock;
 pub mod holders;
 pub mod hostile;
 pub mod iperf2;
@@ -13,6 +14,7 @@ pub mod pg_server;
 pub mod ping;
 pub mod spoof;
 pub mod track;
+pub mod wire_rtt;
 
 use std::fs::File;
 use std::os::fd::AsRawFd;

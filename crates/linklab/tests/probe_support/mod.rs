@@ -109,8 +109,10 @@ pub fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathB
 
 /// Validates a probe document against the schema checked into the repository.
 pub fn assert_valid(doc: &Value) {
-    let schema: Value = serde_json::from_str(include_str!("../../../linklab-results/schema/probe.schema.json"))
-        .expect("the schema is JSON");
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../../linklab-results/schema/probe.schema.json"
+    ))
+    .expect("the schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(doc)

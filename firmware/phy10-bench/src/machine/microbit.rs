@@ -1,8 +1,6 @@
 //! QEMU `microbit` (nRF51822, Cortex-M0: thumbv6m, the RP2040's Cortex-M0+ ISA): its UART0
 //! and SysTick at the 16 MHz core clock (crate::cortex_m).
 
-pub use crate::cortex_m::{count_down, counter, instructions_since};
-
 /// The machine, for the first line.
 pub const NAME: &str = "microbit";
 /// Its instruction set.

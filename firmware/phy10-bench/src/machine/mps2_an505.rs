@@ -2,8 +2,6 @@
 //! CMSDK UART0 through its secure alias and SysTick at the 20 MHz core clock
 //! (crate::cortex_m).
 
-pub use crate::cortex_m::{count_down, counter, instructions_since};
-
 /// The machine, for the first line.
 pub const NAME: &str = "mps2-an505";
 /// Its instruction set.

@@ -3,9 +3,9 @@
 
 use super::streams::word_aligned_take;
 use super::{PoolServer, Slot, COOKIE_TIMEOUT_US};
-use crate::iperf::stream::Micros;
 use crate::iperf::wire::COOKIE_SIZE;
 use crate::socket::TcpOps;
+use crate::time::Micros;
 
 impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
     /// Reads more of socket `i`'s cookie (`got` bytes so far, since `since`, `ok` while they

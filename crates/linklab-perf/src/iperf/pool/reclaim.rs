@@ -7,44 +7,11 @@ use crate::evict::{candidate, choose, Candidate, Choice, Kind};
 #[cfg(doc)]
 use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::iperf::session::Phase;
-use crate::iperf::stream::Micros;
+use crate::pool_server::{Room, ServerPool, SynPool};
 #[cfg(doc)]
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};
-
-/// What a pool's `room_for` did for a SYN to its server's port: iperf3's
-/// ([`PoolServer::room_for`]) and iperf 2's (`crate::iperf2::pool::Iperf2Pool::room_for`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Room {
-    /// The SYN may go to the stack: a socket listens (one was freed for it, or one already
-    /// did), or none could be freed (every connection made progress, or the server is busy:
-    /// the stack answers a RST, as a busy server does).
-    Ready,
-    /// Sockets were freed for it but listen only once their evicted peers' RSTs have left (at
-    /// most [`RST_GRACE_MS`]): hold the SYN until then.
-    Freeing,
-    /// Drop the SYN unanswered: a handshake we answered may be completing, and no other
-    /// socket may be taken ([`Choice::Defer`]), or a would-be stream is being settled while
-    /// a test's streams connect; its client sends it again.
-    Defer,
-}
-
-/// A server pool that takes SYNs on its port, as the stack's adapters drive it (the smoltcp
-/// servers' `make_room` and `note_answered`, the embassy tasks' gate): iperf3's
-/// [`PoolServer`] and iperf 2's `Iperf2Pool`. One trait, so the adapters of both share one
-/// helper.
-pub trait SynPool {
-    /// The port it serves.
-    fn syn_port(&self) -> u16;
-    /// Our SYN-ACK to the peer of TCP socket `i`'s half-open connection left at `now`.
-    fn answered(&mut self, i: usize, now: Micros);
-}
-
-/// A [`SynPool`] over sockets `P`: it makes room for a SYN.
-pub trait RoomFor<P>: SynPool {
-    /// Makes room for a SYN to `port` at `now`, if it is the pool's and nothing listens.
-    fn make_room(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room;
-}
+use crate::time::Micros;
 
 impl<E: Copy + PartialEq, const N: usize, const S: usize> SynPool for PoolServer<'_, E, N, S> {
     fn syn_port(&self) -> u16 {
@@ -54,11 +21,19 @@ impl<E: Copy + PartialEq, const N: usize, const S: usize> SynPool for PoolServer
     fn answered(&mut self, i: usize, now: Micros) {
         self.note_answered(i, now);
     }
+
+    fn next_poll(&self) -> Option<Micros> {
+        self.poll_at()
+    }
 }
 
-impl<E: Copy + PartialEq, const N: usize, const S: usize, P: PoolSockets> RoomFor<P>
-    for PoolServer<'_, E, N, S>
+impl<E: Copy + PartialEq, const N: usize, const S: usize, P: PoolSockets<Endpoint = E>>
+    ServerPool<P> for PoolServer<'_, E, N, S>
 {
+    fn serve(&mut self, sockets: &mut P, now: Micros) {
+        self.poll(sockets, now);
+    }
+
     fn make_room(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room {
         self.room_for(port, sockets, now)
     }
@@ -193,7 +168,7 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// for a stream, lost, comes again only after 1 s (its initial RTO), so the test waits
     /// for the client's retransmission as a sending connection waits for ours. Over the
     /// grace alone, a mixed-load soak evicted 4 of 48 130 real clients' tests 0.75 s after
-    /// their stream's SYN went unanswered (`crates/linklab/README-serve.md`).
+    /// their stream's SYN went unanswered (`docs/serve.md`).
     fn test_candidate(&self) -> Option<Candidate<Micros>> {
         let phase = self.session.phase();
         if matches!(phase, Phase::Idle | Phase::Running) || self.session.is_finished() {

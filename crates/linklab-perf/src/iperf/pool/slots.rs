@@ -5,9 +5,9 @@
 use super::{Handshake, PoolServer, Slot, RST_GRACE_US};
 use crate::iperf::json::Protocol;
 use crate::iperf::session::Phase;
-use crate::iperf::stream::Micros;
 use crate::iperf::wire;
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
     /// The test holding the server has sent its results or ended: nothing but its end is

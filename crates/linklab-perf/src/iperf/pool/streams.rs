@@ -2,8 +2,8 @@
 //! receive buffer's read position on a word; what is sent is claimed without writing it.
 
 use super::PoolServer;
-use crate::iperf::stream::Micros;
 use crate::socket::TcpOps;
+use crate::time::Micros;
 
 impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
     /// Counts what arrived on data stream `idx` (socket `i`) and consumes it, keeping the

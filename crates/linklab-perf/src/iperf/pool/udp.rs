@@ -3,9 +3,11 @@
 
 use super::{PoolServer, PoolSockets};
 #[cfg(feature = "iperf-udp")]
-use crate::iperf::{json::Protocol, session::Phase, stream::Micros, wire};
+use crate::iperf::{json::Protocol, session::Phase, wire};
 #[cfg(feature = "iperf-udp")]
 use crate::socket::UdpOps;
+#[cfg(feature = "iperf-udp")]
+use crate::time::Micros;
 
 impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, N, S> {
     /// Forgets the UDP test's peers and lets the UDP socket's buffers go.

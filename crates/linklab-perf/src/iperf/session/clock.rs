@@ -4,8 +4,9 @@
 use super::{Failure, Phase, Session, Totals, QUIET_END_US, SERVER_GRACE_US};
 use crate::iperf::json::Protocol;
 use crate::iperf::report::{Interval, IntervalStream};
-use crate::iperf::stream::{IntervalBase, Micros};
+use crate::iperf::stream::IntervalBase;
 use crate::iperf::wire::state;
+use crate::time::Micros;
 
 /// The clock of one test.
 pub(super) struct Clock<const S: usize> {

@@ -4,11 +4,11 @@
 use super::{server_error, Failure, Phase, Session};
 use crate::iperf::errors::errno;
 use crate::iperf::json::{JsonError, Params, Protocol};
-use crate::iperf::stream::Micros;
 use crate::iperf::wire::{
     state, ControlMsg, Expect, UdpHeader, COOKIE_SIZE, MAX_BLOCK_LEN, MAX_PARALLEL,
     MAX_UDP_BLOCK_LEN,
 };
+use crate::time::Micros;
 
 impl<const S: usize> Session<'_, S> {
     /// Feeds bytes read from the control connection; returns how many were used. Call

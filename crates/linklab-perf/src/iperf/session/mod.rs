@@ -2,8 +2,8 @@
 //!
 //! A [`Session`] takes control-connection bytes, data-stream events and the current time,
 //! and gives back control bytes to send, what each data stream may do next and when it
-//! wants to be polled again. It never touches a socket: the std adapter ([`super::host`])
-//! and the smoltcp adapter ([`super::device`]) move the bytes.
+//! wants to be polled again. It never touches a socket: the std adapter (the crate
+//! linklab-perf-host) and the smoltcp adapter ([`super::device`]) move the bytes.
 //!
 //! The `impl Session` is spread over one file per concern:
 //! - `control`: control messages in (cookie, states, parameters, results) and the replies;
@@ -22,10 +22,11 @@ mod tests;
 
 use super::json::{CongestionName, JsonError, ParamStrings, Params};
 use super::report::Interval;
-use super::stream::{Micros, Stream};
+use super::stream::Stream;
 #[cfg(feature = "iperf-host")]
 use super::wire;
 use super::wire::{ControlReader, Expect, COOKIE_SIZE, MAX_JSON_LEN, MAX_STREAMS};
+use crate::time::Micros;
 use output::Output;
 
 pub use control::validate_params;

@@ -3,8 +3,9 @@
 
 use super::{Failure, Phase, Session};
 use crate::iperf::json::Protocol;
-use crate::iperf::stream::{stream_id, Micros, Stream};
+use crate::iperf::stream::{stream_id, Stream};
 use crate::iperf::wire::{self, state, UdpHeader};
+use crate::time::Micros;
 
 impl<const S: usize> Session<'_, S> {
     /// A data stream failed during the test.

@@ -37,9 +37,9 @@ mod udp;
 use super::request::Protocol;
 use super::{ConnectBack, TcpSender, TcpServerConfig, TcpServerConn, UdpServer, UdpServerConfig};
 use crate::data_memory::Share;
-use crate::iperf::stream::Micros;
 use crate::rules::Peer;
 use crate::socket::{TcpOps, TcpState, UdpOps};
+use crate::time::Micros;
 
 pub use room::Room;
 

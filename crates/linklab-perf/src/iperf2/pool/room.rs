@@ -4,10 +4,10 @@
 
 use super::{Handshake, Iperf2Pool, Iperf2Sockets, Role};
 use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
-pub use crate::iperf::pool::Room;
-use crate::iperf::pool::{RoomFor, SynPool};
-use crate::iperf::stream::Micros;
+pub use crate::pool_server::Room;
+use crate::pool_server::{ServerPool, SynPool};
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 /// [`GRACE_MS`] in microseconds.
 const GRACE_US: Micros = GRACE_MS * 1000;
@@ -20,9 +20,19 @@ impl<E: Copy + Eq, const M: usize> SynPool for Iperf2Pool<E, M> {
     fn answered(&mut self, i: usize, now: Micros) {
         self.note_answered(i, now);
     }
+
+    fn next_poll(&self) -> Option<Micros> {
+        self.poll_at()
+    }
 }
 
-impl<E: Copy + Eq, const M: usize, P: Iperf2Sockets<Endpoint = E>> RoomFor<P> for Iperf2Pool<E, M> {
+impl<E: Copy + Eq, const M: usize, P: Iperf2Sockets<Endpoint = E>> ServerPool<P>
+    for Iperf2Pool<E, M>
+{
+    fn serve(&mut self, sockets: &mut P, now: Micros) {
+        self.poll(sockets, now);
+    }
+
     fn make_room(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room {
         self.room_for(port, sockets, now)
     }

@@ -6,12 +6,12 @@ use super::{
     CONNECT_TIMEOUT_US,
 };
 use crate::data_memory::{Share, MIN_RX};
-use crate::iperf::stream::Micros;
 use crate::iperf2::request::Protocol;
 use crate::iperf2::tcp_socket::serve_conn;
 use crate::iperf2::{TcpEnd, TcpSender, TcpServerConn};
 use crate::rules::{Peer, RST_GRACE_MS};
 use crate::socket::{TcpOps, TcpState};
+use crate::time::Micros;
 
 /// [`RST_GRACE_MS`] in microseconds.
 const RST_GRACE_US: Micros = RST_GRACE_MS * 1000;

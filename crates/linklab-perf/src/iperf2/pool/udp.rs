@@ -2,11 +2,11 @@
 //! the FIN is answered with the server report.
 
 use super::{Iperf2Pool, Iperf2Sockets};
-use crate::iperf::stream::Micros;
 use crate::iperf2::request::Protocol;
 use crate::iperf2::wire::report::DATAGRAM_LEN as REPORT_LEN;
 use crate::iperf2::{UdpPhase, UdpServer};
 use crate::socket::UdpOps;
+use crate::time::Micros;
 
 impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
     /// Takes what arrived on the UDP socket and sends the reports due. A datagram that

@@ -165,4 +165,3 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(Verb::Line(a)) => line::run(a),
     }
 }
-

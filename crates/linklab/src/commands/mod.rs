@@ -1,4 +1,0 @@
-//! The commands' clap arguments, one module per command, each making one call into its
-//! library.
-
-pub mod emu;
