@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use linklab_mac::checksum;
 use linklab_perf::device_config::DeviceConfig;
-use serde_json::{json, Value};
+use linklab_results::emu::blast::{BadChecksums, ChecksumCase};
+use serde_json::Value;
 
 use super::lab::{Lab, TAP};
 
@@ -118,16 +119,10 @@ impl Probe {
     }
 }
 
-/// An AF_PACKET socket on the TAP inside the lab's namespace (made in a thread that enters
-/// it).
-fn packet_socket(ns: &str) -> anyhow::Result<OwnedFd> {
-    let path = format!("/run/netns/{ns}");
-    std::thread::spawn(move || -> anyhow::Result<OwnedFd> {
-        let f = std::fs::File::open(&path).with_context(|| format!("cannot open {path}"))?;
-        // SAFETY: setns on this thread only, with a namespace file we hold open.
-        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            bail!("cannot enter {path}: {}", std::io::Error::last_os_error());
-        }
+/// An AF_PACKET socket on the TAP inside the lab's namespace (made on a thread inside it).
+fn packet_socket(lab: &Lab) -> anyhow::Result<OwnedFd> {
+    let path = lab.netns().to_string();
+    lab.in_netns(move || -> anyhow::Result<OwnedFd> {
         let proto = (libc::ETH_P_ALL as u16).to_be();
         // SAFETY: plain socket creation; the fd is owned below.
         let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
@@ -165,9 +160,7 @@ fn packet_socket(ns: &str) -> anyhow::Result<OwnedFd> {
             );
         }
         Ok(fd)
-    })
-    .join()
-    .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
+    })?
 }
 
 fn send(fd: &OwnedFd, frame: &[u8]) -> anyhow::Result<()> {
@@ -222,10 +215,10 @@ fn checksum_errors(stats: &Value) -> anyhow::Result<u64> {
         .context("/stats has no mac.rx_checksum_errors")
 }
 
-/// Sends the three spoiled frames and their right twins; the outcome as JSON, and whether
-/// every spoiled one was dropped and counted and every right one answered.
-pub fn probe(lab: &Lab, host_mac: [u8; 6]) -> anyhow::Result<(Value, anyhow::Result<()>)> {
-    let fd = packet_socket(lab.netns())?;
+/// Sends the three spoiled frames and their right twins; the outcome, and whether every
+/// spoiled one was dropped and counted and every right one answered.
+pub fn probe(lab: &Lab, host_mac: [u8; 6]) -> anyhow::Result<(BadChecksums, anyhow::Result<()>)> {
+    let fd = packet_socket(lab)?;
     let device_mac = DeviceConfig::DEFAULT.mac;
     let before = checksum_errors(&lab.stats()?)?;
     let base = 40_000 + (std::process::id() % 10_000) as u16;
@@ -252,11 +245,11 @@ pub fn probe(lab: &Lab, host_mac: [u8; 6]) -> anyhow::Result<(Value, anyhow::Res
                 if good_answered { "" } else { "not " }
             ));
         }
-        cases.push(json!({
-            "case": p.name(),
-            "wrong_answered": bad_answered,
-            "right_answered": good_answered,
-        }));
+        cases.push(ChecksumCase {
+            case: p.name().into(),
+            wrong_answered: bad_answered,
+            right_answered: good_answered,
+        });
     }
     let counted = checksum_errors(&lab.stats()?)? - before;
     if verdict.is_ok() && counted != probes.len() as u64 {
@@ -265,8 +258,10 @@ pub fn probe(lab: &Lab, host_mac: [u8; 6]) -> anyhow::Result<(Value, anyhow::Res
             probes.len()
         ));
     }
-    Ok((
-        json!({ "sent_wrong": probes.len(), "counted": counted, "cases": cases }),
-        verdict,
-    ))
+    let outcome = BadChecksums {
+        sent_wrong: probes.len() as u64,
+        counted,
+        cases,
+    };
+    Ok((outcome, verdict))
 }

@@ -16,36 +16,32 @@
 //! ([`super::bad_checksums`]), which must be dropped and counted.
 
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use linklab_perf::blast::{self, Report, Request, Way};
-use serde_json::{json, Value};
+use linklab_results::emu::blast::{self as doc, BlastReport, BlastRun, Ceiling};
+use nix::sys::socket::{setsockopt, sockopt};
+use serde_json::Value;
 
 use super::board::Board;
-use super::image::ImageArgs;
+use super::image::ImageChoice;
 use super::lab::{Lab, DEVICE_IP, TAP};
-use linklab_results::values;
 
-/// Options of `linklab emu blast`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(flatten)]
-    target: ImageArgs,
+/// What `linklab emu blast` runs.
+#[derive(Clone, Debug)]
+pub struct BlastOptions {
+    /// The board and image (one with the packet blaster).
+    pub image: ImageChoice,
     /// Milliseconds of the device's clock each blast lasts, 1..=2000.
-    #[arg(long, value_name = "MS", default_value_t = 200,
-          value_parser = values::ranged(1u16, blast::MAX_DURATION_MS))]
-    ms: u16,
-    /// Write the figures as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    pub ms: u16,
 }
 
-/// Runs `linklab emu blast`: the figures, then whether every frame was accounted for.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let (board, chosen) = args.target.choose_for("blast", |spec| {
+/// Builds (or finds) the image and blasts: the `blast` document, and whether every frame
+/// and request was accounted for (the figures are worth writing either way).
+pub fn run(options: &BlastOptions) -> anyhow::Result<(BlastReport, anyhow::Result<()>)> {
+    let (board, chosen) = options.image.choose_for("blast", |spec| {
         if spec.blaster {
             Ok(())
         } else {
@@ -53,9 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     })?;
     let image = chosen.find_or_build(&board)?;
-    let (result, verdict) = measure(&board, &image, args.ms)?;
-    super::report(&result, args.json.as_deref())?;
-    verdict
+    measure(&board, &image, options.ms)
 }
 
 /// Payload sizes blasted: a full-size frame, and the smallest.
@@ -81,30 +75,34 @@ impl Run {
         per_frame(self.report.send_work, self.report.frames)
     }
 
-    fn json(&self) -> Value {
-        let r = &self.report;
-        let secs = r.duration_ns as f64 / 1e9;
-        let fps = if secs > 0.0 {
+    /// Frames arrived per second of the device's clock.
+    fn frames_per_s(&self) -> f64 {
+        let secs = self.report.duration_ns as f64 / 1e9;
+        if secs > 0.0 {
             (self.received as f64 / secs).round()
         } else {
             0.0
-        };
-        json!({
-            "way": if r.stack { "stack_udp" } else { "raw" },
-            "payload_bytes": r.payload_len,
-            "frames_to_driver": r.frames,
-            "driver_drops": r.driver_drops,
-            "host_drops": self.host_drops,
-            "received": self.received,
-            "pattern_errors": self.pattern_errors,
-            "duplicates": self.duplicates,
-            "device_ns": r.duration_ns,
-            "work": r.work,
-            "send_work": r.send_work,
-            "frames_per_s": fps,
-            "instr_per_frame": self.per_frame(),
-            "busy_instr_per_frame": per_frame(r.work, r.frames),
-        })
+        }
+    }
+
+    fn document(&self) -> BlastRun {
+        let r = &self.report;
+        BlastRun {
+            way: if r.stack { "stack_udp" } else { "raw" }.into(),
+            payload_bytes: r.payload_len,
+            frames_to_driver: r.frames,
+            driver_drops: r.driver_drops,
+            host_drops: self.host_drops,
+            received: self.received,
+            pattern_errors: self.pattern_errors,
+            duplicates: self.duplicates,
+            device_ns: r.duration_ns,
+            work: r.work,
+            send_work: r.send_work,
+            frames_per_s: self.frames_per_s(),
+            instr_per_frame: self.per_frame(),
+            busy_instr_per_frame: per_frame(r.work, r.frames),
+        }
     }
 
     /// Every frame accounted for and intact.
@@ -144,37 +142,17 @@ fn per_frame(work: u64, frames: u32) -> f64 {
     (work as f64 / f64::from(frames) * 10.0).round() / 10.0
 }
 
-/// A UDP socket bound inside the namespace `ns` (created in a thread that enters it; the
-/// socket stays in that namespace wherever it is used).
-fn socket_in_netns(ns: &str, bind: &str) -> anyhow::Result<UdpSocket> {
-    let path = format!("/run/netns/{ns}");
+/// A UDP socket bound inside the lab's namespace (the socket stays in that namespace
+/// wherever it is used), with a receive buffer large enough for a blast.
+fn socket_in_netns(lab: &Lab, bind: &str) -> anyhow::Result<UdpSocket> {
     let bind = bind.to_string();
-    std::thread::spawn(move || -> anyhow::Result<UdpSocket> {
-        let f = std::fs::File::open(&path).with_context(|| format!("cannot open {path}"))?;
-        // SAFETY: setns on this thread only, with a namespace file we hold open.
-        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            bail!(
-                "cannot enter the namespace {path}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        let sock = UdpSocket::bind(&bind).with_context(|| format!("cannot bind {bind}"))?;
-        let size: libc::c_int = 32 << 20;
-        // SAFETY: a valid socket and an int option. Best effort: without it the default
-        // buffer may overflow, which the RcvbufErrors count then shows.
-        unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUFFORCE,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-        Ok(sock)
-    })
-    .join()
-    .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
+    let sock = lab.in_netns(move || {
+        UdpSocket::bind(&bind).with_context(|| format!("cannot bind {bind}"))
+    })??;
+    // Best effort: without it the default buffer may overflow, which the RcvbufErrors count
+    // then shows.
+    let _ = setsockopt(&sock, sockopt::RcvBufForce, &(32 << 20));
+    Ok(sock)
 }
 
 /// `RcvbufErrors + InErrors` of the namespace's UDP layer.
@@ -317,9 +295,9 @@ pub fn measure(
     board: &Board,
     image: &Path,
     duration_ms: u16,
-) -> anyhow::Result<(Value, anyhow::Result<()>)> {
+) -> anyhow::Result<(BlastReport, anyhow::Result<()>)> {
     let lab = Lab::boot(board, image, Some("shift=0".into()))?;
-    let sock = socket_in_netns(lab.netns(), "198.18.0.1:0")?;
+    let sock = socket_in_netns(&lab, "198.18.0.1:0")?;
     let mac = tap_mac(&lab)?;
     let s0 = lab.stats()?;
     let template = Request {
@@ -344,7 +322,7 @@ pub fn measure(
     let s1 = lab.stats()?;
     let refused = blast_counter(&s1, "refused")? - blast_counter(&s0, "refused")?;
     let obeyed = blast_counter(&s1, "runs")? - blast_counter(&s0, "runs")?;
-    let mut ceiling = serde_json::Map::new();
+    let mut ceiling = Vec::new();
     for pair in runs.chunks(2) {
         let (raw, stack) = (&pair[0], &pair[1]);
         let ratio = if raw.per_frame() > 0.0 {
@@ -352,30 +330,30 @@ pub fn measure(
         } else {
             0.0
         };
-        ceiling.insert(
-            format!("payload_{}", raw.report.payload_len),
-            json!({
-                "blast_instr_per_frame": raw.per_frame(),
-                "stack_udp_instr_per_frame": stack.per_frame(),
-                "stack_over_raw": ratio,
-                "blast_frames_per_s": raw.json()["frames_per_s"],
-                "stack_udp_frames_per_s": stack.json()["frames_per_s"],
-            }),
-        );
+        ceiling.push(Ceiling {
+            payload_bytes: raw.report.payload_len,
+            blast_instr_per_frame: raw.per_frame(),
+            stack_udp_instr_per_frame: stack.per_frame(),
+            stack_over_raw: ratio,
+            blast_frames_per_s: raw.frames_per_s(),
+            stack_udp_frames_per_s: stack.frames_per_s(),
+        });
     }
-    let result = json!({
-        "board": board.name,
-        "isa": board.isa,
-        "icount": "shift=0",
-        "work_unit": s1["cpu"]["work_unit"],
-        "duration_ms": duration_ms,
-        "ceiling": ceiling,
-        "runs": runs.iter().map(Run::json).collect::<Vec<_>>(),
-        "requests_refused_sent": refusals,
-        "requests_refused_counted": refused,
-        "blasts_counted": obeyed,
-        "bad_checksums": bad_checksums,
-    });
+    let result = BlastReport {
+        kind: doc::KIND.into(),
+        schema_version: doc::SCHEMA_VERSION,
+        board: board.name.into(),
+        isa: board.isa.into(),
+        icount: "shift=0".into(),
+        work_unit: s1["cpu"]["work_unit"].as_str().map(String::from),
+        duration_ms,
+        ceiling,
+        runs: runs.iter().map(Run::document).collect(),
+        requests_refused_sent: refusals,
+        requests_refused_counted: refused,
+        blasts_counted: obeyed,
+        bad_checksums,
+    };
     let verdict = runs.iter().try_for_each(Run::check).and(checksum_verdict).and_then(|()| {
         if refused != refusals || obeyed != runs.len() as u64 {
             bail!(

@@ -56,10 +56,14 @@ pub enum Nic {
 
 impl Nic {
     /// QEMU's options for this NIC on the network backend `backend` (e.g.
-    /// `tap,ifname=t0,script=no,downscript=no`).
-    pub fn args(&self, backend: &str) -> Vec<String> {
+    /// `tap,ifname=t0,script=no,downscript=no`), with the MAC address `mac` if given (else
+    /// QEMU's default).
+    pub fn args(&self, backend: &str, mac: Option<&str>) -> Vec<String> {
+        let mac = mac.map(|m| format!(",mac={m}")).unwrap_or_default();
         match self {
-            Nic::OnBoard { model } => vec!["-nic".into(), format!("{backend},model={model}")],
+            Nic::OnBoard { model } => {
+                vec!["-nic".into(), format!("{backend},model={model}{mac}")]
+            }
             Nic::Device { device, globals } => {
                 let mut v = Vec::new();
                 for g in *globals {
@@ -70,7 +74,7 @@ impl Nic {
                     "-netdev".into(),
                     format!("{backend},id=n0"),
                     "-device".into(),
-                    format!("{device},netdev=n0"),
+                    format!("{device},netdev=n0{mac}"),
                 ]);
                 v
             }
@@ -483,19 +487,22 @@ impl Board {
         &self.images[0]
     }
 
-    /// QEMU's options for the NIC on TAP `tap`.
-    pub fn tap_args(&self, tap: &str) -> Vec<String> {
+    /// QEMU's options for the NIC on TAP `tap`, with the MAC address `mac` if given.
+    pub fn tap_args(&self, tap: &str, mac: Option<&str>) -> Vec<String> {
         self.nic
-            .args(&format!("tap,ifname={tap},script=no,downscript=no"))
+            .args(&format!("tap,ifname={tap},script=no,downscript=no"), mac)
     }
 
     /// QEMU's options for the NIC on a `-netdev stream` unix socket QEMU connects to at
     /// `path` (each message a 4-byte big-endian length, then the bytes).
     pub fn stream_args(&self, path: &std::path::Path) -> Vec<String> {
-        self.nic.args(&format!(
-            "stream,server=off,addr.type=unix,addr.path={}",
-            path.display()
-        ))
+        self.nic.args(
+            &format!(
+                "stream,server=off,addr.type=unix,addr.path={}",
+                path.display()
+            ),
+            None,
+        )
     }
 }
 

@@ -12,29 +12,18 @@
 //! Instructions become time at `--cpi` (cycles per instruction; 1 by default, the project's
 //! convention): the table's break-even CPI is the margin.
 
-mod model;
-
-use std::path::PathBuf;
+pub mod model;
 
 use anyhow::Context;
+use linklab_results::emu::chips::{
+    self as doc, ChipPrediction, ChipsReport, DirectionPrediction, IsaCosts, Model, StackParts,
+};
+use linklab_results::emu::phy10::Phy10Report;
 use linklab_sim::counts::{CountedProfile, Parts};
-use serde_json::{json, Value};
 
 use super::phy10::{self, CaseResult};
 use super::phy10_boards;
-use linklab_results::values;
 pub use model::{Direction, PhyCosts, Prediction};
-
-/// Options of `linklab emu chips`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// Cycles per instruction the predictions assume, 0.5..=4.
-    #[arg(long, value_name = "CPI", default_value_t = 1.0, value_parser = values::ranged(0.5f64, 4.0))]
-    cpi: f64,
-    /// Write the counts and predictions as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
 
 /// A chip the prediction is made for.
 #[derive(Clone, Copy, Debug)]
@@ -119,8 +108,8 @@ pub struct IsaCount {
     /// The costs with PIO decoding and encoding: the symbol decoder per bit, the wire bytes'
     /// copy per bit, the same FCS.
     pub pio_costs: PhyCosts,
-    /// The bench's JSON report (cases, parts, calibration).
-    pub report: Value,
+    /// The bench's document (cases, parts, calibration).
+    pub report: Phy10Report,
 }
 
 /// The decoder's cost the prediction takes: the worse of the two 4x goal cases (±100 ppm,
@@ -148,8 +137,12 @@ fn case_per_bit(cases: &[CaseResult], prefix: &str) -> anyhow::Result<f64> {
 /// Counts the soft PHY on `board` (builds and runs its phy10-bench image).
 fn count(board: &'static str) -> anyhow::Result<IsaCount> {
     let b = phy10_boards::by_name(board).map_err(anyhow::Error::msg)?;
-    let (cases, parts, report) = phy10::measure(&b, None)?;
-    let wrong: u64 = cases.iter().map(|c| c.frames - c.ok).sum();
+    let phy10::Phy10Run {
+        cases,
+        parts,
+        report,
+    } = phy10::measure(&b, None)?;
+    let wrong = report.frames_not_decoded();
     if wrong > 0 {
         anyhow::bail!("chips: {wrong} frames were not decoded bit-exact on {board}");
     }
@@ -218,18 +211,38 @@ pub fn predict_all(counts: &[IsaCount], cpi: f64) -> anyhow::Result<Vec<ChipAtCl
     Ok(out)
 }
 
-/// Runs `linklab emu chips`.
-pub fn run(args: Args) -> anyhow::Result<()> {
+/// What `linklab emu chips` gives: the counts per ISA, the predictions per chip.
+#[derive(Clone, Debug)]
+pub struct ChipsRun {
+    /// Cycles per instruction the predictions assume.
+    pub cpi: f64,
+    /// The counts, one per ISA.
+    pub counts: Vec<IsaCount>,
+    /// Each chip at each clock.
+    pub chips: Vec<ChipAtClock>,
+}
+
+/// Counts the soft PHY on each ISA (building and running each phy10-bench image) and
+/// predicts every chip at `cpi` (cycles per instruction, 0.5..=4).
+pub fn run(cpi: f64) -> anyhow::Result<ChipsRun> {
     let counts = ISA_BOARDS
         .iter()
         .map(|b| count(b))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let chips = predict_all(&counts, args.cpi)?;
-    print!("{}", table(&counts, &chips, args.cpi));
-    if let Some(path) = &args.json {
-        super::write_json(&report(&counts, &chips, args.cpi)?, path)?;
+    let chips = predict_all(&counts, cpi)?;
+    Ok(ChipsRun { cpi, counts, chips })
+}
+
+impl ChipsRun {
+    /// The two tables `linklab emu chips` prints.
+    pub fn table(&self) -> String {
+        table(&self.counts, &self.chips, self.cpi)
     }
-    Ok(())
+
+    /// The `chips` document.
+    pub fn report(&self) -> anyhow::Result<ChipsReport> {
+        report(&self.counts, &self.chips, self.cpi)
+    }
 }
 
 /// The two tables: counted costs per ISA, predictions per chip.
@@ -283,55 +296,70 @@ pub fn table(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> String {
     out
 }
 
-/// The JSON report: every count with its inputs, every prediction with what it used.
-pub fn report(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> anyhow::Result<Value> {
-    let isas: Vec<Value> = counts
+/// The document: every count with its inputs, every prediction with what it used.
+pub fn report(counts: &[IsaCount], chips: &[ChipAtClock], cpi: f64) -> anyhow::Result<ChipsReport> {
+    let isas = counts
         .iter()
-        .map(|c| {
-            json!({
-                "board": c.board,
-                "isa": c.isa,
-                "decode_4x_goal_per_bit": c.costs.decode_per_bit,
-                "encode_2x_per_bit": c.costs.encode_per_bit,
-                "fcs_per_byte": c.costs.fcs_per_byte,
-                "pio_symbols_per_bit": c.pio_costs.decode_per_bit,
-                "pio_tx_copy_per_bit": c.pio_costs.encode_per_bit,
-                "bench": c.report,
-            })
+        .map(|c| IsaCosts {
+            board: c.board.into(),
+            isa: c.isa.into(),
+            decode_4x_goal_per_bit: c.costs.decode_per_bit,
+            encode_2x_per_bit: c.costs.encode_per_bit,
+            fcs_per_byte: c.costs.fcs_per_byte,
+            pio_symbols_per_bit: Some(c.pio_costs.decode_per_bit),
+            pio_tx_copy_per_bit: Some(c.pio_costs.encode_per_bit),
+            bench: c.report.clone(),
         })
         .collect();
     let mut predictions = Vec::new();
     for c in chips {
-        let stack = stack_parts(c.chip.stack_profile)?;
-        predictions.push(json!({
-            "chip": c.chip.name,
-            "isa_board": c.chip.isa_board,
-            "mhz": c.mhz,
-            "dual_core": c.chip.dual_core,
-            "pio": c.chip.pio,
-            "stack_profile": c.chip.stack_profile,
-            "stack_parts": stack,
-            "directions": c.predictions.iter().map(|p| json!({
-                "direction": p.direction.name(),
-                "phy_core_mips": p.phy_core_mips,
-                "stack_core_mips": p.stack_core_mips,
-                "line_rate_share": p.line_rate_share,
-                "break_even_cpi": p.break_even_cpi,
-                "mhz_for_line_rate": p.mhz_for_line_rate,
-            })).collect::<Vec<_>>(),
-        }));
+        let p = stack_parts(c.chip.stack_profile)?;
+        predictions.push(ChipPrediction {
+            chip: c.chip.name.into(),
+            isa_board: c.chip.isa_board.into(),
+            mhz: c.mhz,
+            dual_core: c.chip.dual_core,
+            pio: c.chip.pio,
+            stack_profile: c.chip.stack_profile.into(),
+            stack_parts: StackParts {
+                isr_per_rx_frame: p.isr_per_rx_frame,
+                isr_per_rx_byte: p.isr_per_rx_byte,
+                isr_per_tx_frame: p.isr_per_tx_frame,
+                main_per_pass: p.main_per_pass,
+                main_per_rx_frame: p.main_per_rx_frame,
+                main_per_rx_byte: p.main_per_rx_byte,
+                main_per_misaligned_byte: p.main_per_misaligned_byte,
+                main_per_tx_frame: p.main_per_tx_frame,
+                main_per_tx_byte: p.main_per_tx_byte,
+                http_per_tx_byte: p.http_per_tx_byte,
+            },
+            directions: c
+                .predictions
+                .iter()
+                .map(|p| DirectionPrediction {
+                    direction: p.direction.name().into(),
+                    phy_core_mips: p.phy_core_mips,
+                    stack_core_mips: p.stack_core_mips,
+                    line_rate_share: p.line_rate_share,
+                    break_even_cpi: p.break_even_cpi,
+                    mhz_for_line_rate: p.mhz_for_line_rate,
+                })
+                .collect(),
+        });
     }
-    Ok(json!({
-        "cpi": cpi,
-        "model": {
-            "line_mbit": model::LINE_MBIT,
-            "frame_bytes": model::FRAME_BYTES,
-            "frame_wire_bits": model::FRAME_WIRE_BITS,
-            "slot_bits": model::SLOT_BITS,
-            "ack_wire_bits": model::ACK_WIRE_BITS,
-            "ack_bytes": model::ACK_BYTES,
+    Ok(ChipsReport {
+        kind: doc::KIND.into(),
+        schema_version: doc::SCHEMA_VERSION,
+        cpi,
+        model: Model {
+            line_mbit: model::LINE_MBIT,
+            frame_bytes: model::FRAME_BYTES,
+            frame_wire_bits: model::FRAME_WIRE_BITS,
+            slot_bits: model::SLOT_BITS,
+            ack_wire_bits: model::ACK_WIRE_BITS,
+            ack_bytes: model::ACK_BYTES,
         },
-        "isas": isas,
-        "predictions": predictions,
-    }))
+        isas,
+        predictions,
+    })
 }

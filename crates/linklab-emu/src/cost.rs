@@ -15,39 +15,45 @@
 use std::path::Path;
 
 use anyhow::Context;
+use linklab_results::emu::cost::{self as doc, CostReport, Layers};
 use serde_json::{json, Value};
 
 use super::board::{Board, ImageSpec, Iperf, Work as WorkSource};
-use super::image::{carries_traffic, image_size, Chosen, Measure};
+use super::elf;
+use super::image::{carries_traffic, Chosen, ImageChoice};
 use super::lab::{Lab, DEVICE_IP};
-use super::line::LineArgs;
+use super::line::{LineOptions, LineSettings};
 use super::transfer::{Transfer, Watch};
 
-/// Options of `linklab emu cost`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(flatten)]
-    measure: Measure,
+/// What `linklab emu cost` measures.
+#[derive(Clone, Debug)]
+pub struct CostOptions {
+    /// The board and image.
+    pub image: ImageChoice,
+    /// The soft-PHY line's options (a soft-PHY image).
+    pub line: LineOptions,
     /// Move the bytes with stock iperf 2 instead (`iperf -c -n 4M`, and `-R`, against the
     /// device's port 5001): what its iperf 2 server costs per byte.
-    #[arg(long)]
-    iperf2: bool,
+    pub iperf2: bool,
 }
 
-/// Runs `linklab emu cost`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let result = if args.iperf2 {
-        let p = args.measure.prepare("cost --iperf2", serves_iperf2)?;
+/// Builds (or finds) the image and counts it: the `cost` document.
+pub fn run(options: &CostOptions) -> anyhow::Result<CostReport> {
+    if options.iperf2 {
+        let p = options
+            .image
+            .prepare("cost --iperf2", &options.line, serves_iperf2)?;
         if p.chosen.spec.iperf == Iperf::Iperf2Tcp {
-            cost_console_iperf2(&p.board, &p.image, p.line.as_ref())?
+            cost_console_iperf2(&p.board, &p.image, p.line.as_ref())
         } else {
-            cost_iperf2(&p.board, &p.image, p.line.as_ref())?
+            cost_iperf2(&p.board, &p.image, p.line.as_ref())
         }
     } else {
-        let p = args.measure.prepare("cost", carries_traffic)?;
-        cost(&p.board, &p.chosen, &p.image, p.line.as_ref())?
-    };
-    args.measure.report(&result)
+        let p = options
+            .image
+            .prepare("cost", &options.line, carries_traffic)?;
+        cost(&p.board, &p.chosen, &p.image, p.line.as_ref())
+    }
 }
 
 /// Accepts an image that serves iperf 2: one built with every app and `/stats` (its iperf 2
@@ -125,17 +131,17 @@ fn per_byte(work: u64, bytes: u64) -> f64 {
 
 /// Instructions per byte of one transfer, whole and per layer, with what one /stats fetch
 /// costs (`fetch`) taken off the main loop's share.
-fn breakdown(w: &Work, fetch: &Work, bytes: u64) -> (f64, Value) {
+fn breakdown(w: &Work, fetch: &Work, bytes: u64) -> (f64, Layers) {
     let main = w.main.saturating_sub(fetch.main);
     let isr = u64::from(w.isr.saturating_sub(fetch.isr));
     let stack = w.stack.saturating_sub(fetch.stack);
     let apps = w.apps.saturating_sub(fetch.apps);
-    let layers = json!({
-        "driver_isr": per_byte(isr, bytes),
-        "mac_smoltcp_driver_tx": per_byte(stack, bytes),
-        "apps": per_byte(apps, bytes),
-        "main_loop_rest": per_byte(main.saturating_sub(stack + apps), bytes),
-    });
+    let layers = Layers {
+        driver_isr: per_byte(isr, bytes),
+        mac_smoltcp_driver_tx: per_byte(stack, bytes),
+        apps: per_byte(apps, bytes),
+        main_loop_rest: per_byte(main.saturating_sub(stack + apps), bytes),
+    };
     (per_byte(main + isr, bytes), layers)
 }
 
@@ -167,13 +173,13 @@ impl Counts {
         }
     }
 
-    fn json(&self) -> Value {
-        json!({
-            "frames_received": self.frames_received,
-            "frames_sent": self.frames_sent,
-            "frames_missed": self.frames_missed,
-            "main_loop_passes": self.loops,
-        })
+    fn document(&self) -> doc::Counts {
+        doc::Counts {
+            frames_received: self.frames_received,
+            frames_sent: self.frames_sent,
+            frames_missed: self.frames_missed,
+            main_loop_passes: self.loops,
+        }
     }
 }
 
@@ -260,7 +266,7 @@ fn console_stats_after(lab: &mut Lab, tests: u64) -> anyhow::Result<Value> {
 
 /// Boots `image` with QEMU counting one instruction per nanosecond (`-icount shift=0`), over
 /// the emulated line `line` when given.
-fn boot_counting(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Lab> {
+fn boot_counting(board: &Board, image: &Path, line: Option<&LineSettings>) -> anyhow::Result<Lab> {
     Ok(match line {
         Some(l) => Lab::boot_line(board, image, Some(0), l)?,
         None => Lab::boot(board, image, Some("shift=0".into()))?,
@@ -275,13 +281,13 @@ pub fn cost(
     board: &Board,
     chosen: &Chosen,
     image: &Path,
-    line: Option<&LineArgs>,
-) -> anyhow::Result<Value> {
+    line: Option<&LineSettings>,
+) -> anyhow::Result<CostReport> {
     if chosen.spec.iperf == Iperf::Iperf2Tcp {
         return cost_console_iperf2(board, image, line);
     }
     let console_work = chosen.spec.work == WorkSource::Console;
-    let size = image_size(image)?;
+    let size = elf::size(image)?;
     let mut lab = boot_counting(board, image, line)?;
     if console_work {
         let s1 = console_stats_after(&mut lab, 0)?;
@@ -375,8 +381,12 @@ fn iperf2_counter(stats: &Value, name: &str) -> anyhow::Result<u64> {
 /// [`cost`] with stock iperf 2 moving the bytes: `iperf -c -n 4M` (the device receives) and
 /// `iperf -c -n 4M -R` (it sends on the client's connection), each divided by the bytes the
 /// device's iperf 2 server counted.
-pub fn cost_iperf2(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyhow::Result<Value> {
-    let size = image_size(image)?;
+pub fn cost_iperf2(
+    board: &Board,
+    image: &Path,
+    line: Option<&LineSettings>,
+) -> anyhow::Result<CostReport> {
+    let size = elf::size(image)?;
     let lab = boot_counting(board, image, line)?;
     let s0 = lab.stats()?;
     let s1 = lab.stats()?;
@@ -401,9 +411,9 @@ pub fn cost_iperf2(board: &Board, image: &Path, line: Option<&LineArgs>) -> anyh
 fn cost_console_iperf2(
     board: &Board,
     image: &Path,
-    line: Option<&LineArgs>,
-) -> anyhow::Result<Value> {
-    let size = image_size(image)?;
+    line: Option<&LineSettings>,
+) -> anyhow::Result<CostReport> {
+    let size = elf::size(image)?;
     let mut lab = boot_counting(board, image, line)?;
     let s1 = console_stats_after(&mut lab, 0)?;
     let received = iperf2_bytes(&lab, &["-n", COST_BYTES])?;
@@ -437,12 +447,12 @@ fn moved(lab: &Lab, device_sends: bool) -> anyhow::Result<Value> {
 /// figures were read (`source`).
 fn cost_json(
     board: &Board,
-    size: &super::image::ImageSize,
+    size: &elf::Size,
     fetch: &Work,
     s: [&Value; 3],
     moved: Moved,
     source: &str,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<CostReport> {
     let [s1, s2, s3] = s;
     let rx_bytes = moved.received;
     let rx = Work::of(s1)?.until(&Work::of(s2)?);
@@ -454,28 +464,32 @@ fn cost_json(
     let rx_counts = Counts::between(s1, s2);
     let tx_counts = Counts::between(s2, s3);
     let stack_peak = s3["memory"]["stack_peak_bytes"].as_u64().unwrap_or(0);
-    Ok(json!({
-        "board": board.name,
-        "isa": board.isa,
-        "unit": s3["cpu"]["work_unit"],
-        "rx_instr_per_byte": rx_per_byte,
-        "tx_instr_per_byte": tx_per_byte,
-        "rx_layers": rx_layers,
-        "tx_layers": tx_layers,
-        "rx_bytes": rx_bytes,
-        "rx_bytes_client_wrote": moved.client_wrote,
-        "tx_bytes": tx_bytes,
-        "rx_counts": rx_counts.json(),
-        "tx_counts": tx_counts.json(),
-        "rx_work": rx.total(),
-        "tx_work": tx.total(),
-        "stats_fetch_work": fetch.total(),
-        "flash_bytes": size.flash_bytes,
-        "static_ram_bytes": size.static_ram_bytes,
-        "stack_peak_bytes": stack_peak,
-        "ram_bytes": size.static_ram_bytes + stack_peak,
-        "conservation_holds": s3["conservation"]["holds"].as_bool(),
-        "work_source": source,
-        "tool": moved.tool,
-    }))
+    // Every allocated writable section: a stack reserve of the linker script's counts too.
+    let static_ram = size.static_ram + size.stack_reserve;
+    Ok(CostReport {
+        kind: doc::KIND.into(),
+        schema_version: doc::SCHEMA_VERSION,
+        board: board.name.into(),
+        isa: board.isa.into(),
+        unit: s3["cpu"]["work_unit"].as_str().map(String::from),
+        rx_instr_per_byte: rx_per_byte,
+        tx_instr_per_byte: tx_per_byte,
+        rx_layers,
+        tx_layers,
+        rx_bytes,
+        rx_bytes_client_wrote: moved.client_wrote,
+        tx_bytes,
+        rx_counts: rx_counts.document(),
+        tx_counts: tx_counts.document(),
+        rx_work: rx.total(),
+        tx_work: tx.total(),
+        stats_fetch_work: fetch.total(),
+        flash_bytes: size.flash,
+        static_ram_bytes: static_ram,
+        stack_peak_bytes: stack_peak,
+        ram_bytes: static_ram + stack_peak,
+        conservation_holds: s3["conservation"]["holds"].as_bool(),
+        work_source: source.into(),
+        tool: moved.tool.into(),
+    })
 }

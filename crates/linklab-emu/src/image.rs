@@ -1,5 +1,5 @@
-//! Finding (building) a board's firmware image, and its flash and RAM figures from the ELF's
-//! section headers.
+//! Choosing a board's firmware image (a name from its table, or an ELF file) and finding or
+//! building it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::{bail, Context};
 
 use super::board::{Attach, Board, ImageSpec, Iperf, Work};
-use super::line::{LineArgs, LineOptions};
+use super::line::{LineOptions, LineSettings};
 use linklab_results::bail_usage;
 
 /// The firmware workspace: `$LINKLAB_FIRMWARE_DIR`, else `firmware/` of the source tree this
@@ -20,24 +20,18 @@ pub fn firmware_dir() -> PathBuf {
 }
 
 /// The board and image a measuring verb runs.
-#[derive(clap::Args, Debug)]
-pub struct ImageArgs {
-    /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
-    #[arg(value_name = "BOARD", value_parser = Board::by_name)]
+#[derive(Clone, Debug)]
+pub struct ImageChoice {
+    /// The emulated board.
     pub board: Board,
-    /// The image: main (the default), embassy, soft-phy, minimal, or an ELF file.
-    ///
-    /// A name from the board's row of `linklab emu boards`; the image is built from
-    /// linklab's firmware/ folder when needed. Any other value is an ELF file taken as the
-    /// main image (a file named like an image is given with a path, e.g. `./minimal`).
-    #[arg(long, value_name = "NAME|ELF")]
+    /// The image: a name from the board's table, or an ELF file (None: `main`); see
+    /// [`choose`].
     pub image: Option<PathBuf>,
-    /// With --image NAME: this ELF file of that image instead of building it.
-    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    /// With an image name: this ELF file of that image instead of building it.
     pub elf: Option<PathBuf>,
 }
 
-impl ImageArgs {
+impl ImageChoice {
     /// The board (its QEMU installed) and the chosen image, which `verb` must accept
     /// (`accepts` says why not: one usage line).
     pub fn choose_for(
@@ -53,55 +47,18 @@ impl ImageArgs {
         super::qemu::require(&board)?;
         Ok((board, chosen))
     }
-}
 
-/// What every measuring verb takes: the board and image, the soft-PHY line's options (with
-/// `--image soft-phy`), and where to write the figures.
-#[derive(clap::Args, Debug)]
-pub struct Measure {
-    /// The board and image.
-    #[command(flatten)]
-    pub target: ImageArgs,
-    #[command(flatten)]
-    line: LineOptions,
-    /// Write the figures as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
-/// The fixed instruction rate a verb runs the image at.
-#[derive(clap::Args, Debug)]
-pub struct FixedRate {
-    /// The fixed rate: `-icount shift=N`, 1000 / 2^N MIPS (3: 125 MIPS), 0..=10.
-    #[arg(long = "icount", value_name = "N", default_value_t = 3,
-          value_parser = linklab_results::values::ranged(0u32, 10))]
-    pub shift: u32,
-}
-
-/// A measuring verb's board and image, ready: the ELF built and the line's settings.
-pub struct Prepared {
-    /// The board.
-    pub board: Board,
-    /// The image's entry and given ELF.
-    pub chosen: Chosen,
-    /// The ELF to boot.
-    pub image: PathBuf,
-    /// The soft-PHY line's settings (a soft-PHY image only).
-    pub line: Option<LineArgs>,
-}
-
-impl Measure {
     /// The board and image for `verb`, which must accept the image (see
-    /// [`ImageArgs::choose_for`]), built, with its line's settings.
+    /// [`ImageChoice::choose_for`]), built, with the line's settings from `line` (a soft-PHY
+    /// image only; line options for another image are one usage line).
     pub fn prepare(
         &self,
         verb: &str,
+        line: &LineOptions,
         accepts: impl Fn(&ImageSpec) -> Result<(), String>,
     ) -> anyhow::Result<Prepared> {
-        let (board, chosen) = self.target.choose_for(verb, accepts)?;
-        let line = self
-            .line
-            .resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
+        let (board, chosen) = self.choose_for(verb, accepts)?;
+        let line = line.resolve(chosen.spec.attach == Attach::SoftPhyLine)?;
         let image = chosen.find_or_build(&board)?;
         Ok(Prepared {
             board,
@@ -110,11 +67,19 @@ impl Measure {
             line,
         })
     }
+}
 
-    /// Prints the figures, and writes them to `--json FILE` if given.
-    pub fn report(&self, result: &serde_json::Value) -> anyhow::Result<()> {
-        super::report(result, self.json.as_deref())
-    }
+/// A measuring verb's board and image, ready: the ELF built and the line's settings.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The board.
+    pub board: Board,
+    /// The image's entry and given ELF.
+    pub chosen: Chosen,
+    /// The ELF to boot.
+    pub image: PathBuf,
+    /// The soft-PHY line's settings (a soft-PHY image only).
+    pub line: Option<LineSettings>,
 }
 
 /// Accepts an image whose traffic stock iperf3 can measure: over the NIC or the soft-PHY
@@ -250,58 +215,6 @@ fn build(board: &Board, spec: &ImageSpec) -> anyhow::Result<PathBuf> {
     Ok(built)
 }
 
-/// Flash and RAM an image takes, from its allocated sections.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ImageSize {
-    /// Bytes stored in flash: code, read-only data and the initial values of `.data`.
-    pub flash_bytes: u64,
-    /// Bytes of RAM taken by statics: `.data` and `.bss` (buffers included), no stack.
-    pub static_ram_bytes: u64,
-}
-
-/// Reads the section headers of a 32-bit little-endian ELF file.
-pub fn image_size(path: &Path) -> anyhow::Result<ImageSize> {
-    let elf = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    elf_size(&elf).with_context(|| format!("{} is not a 32-bit little-endian ELF", path.display()))
-}
-
-fn elf_size(elf: &[u8]) -> Option<ImageSize> {
-    const SHF_WRITE: u32 = 1;
-    const SHF_ALLOC: u32 = 2;
-    const SHT_NOBITS: u32 = 8;
-    let u16_at = |o: usize| elf.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |o: usize| {
-        elf.get(o..o + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    if elf.get(..6)? != b"\x7fELF\x01\x01" {
-        return None;
-    }
-    let shoff = u32_at(0x20)? as usize;
-    let shentsize = u16_at(0x2E)? as usize;
-    let shnum = u16_at(0x30)? as usize;
-    if shentsize < 40 {
-        return None;
-    }
-    let mut size = ImageSize::default();
-    for i in 0..shnum {
-        let h = shoff.checked_add(i.checked_mul(shentsize)?)?;
-        let kind = u32_at(h + 4)?;
-        let flags = u32_at(h + 8)?;
-        let bytes = u64::from(u32_at(h + 20)?);
-        if flags & SHF_ALLOC == 0 {
-            continue;
-        }
-        if kind != SHT_NOBITS {
-            size.flash_bytes += bytes;
-        }
-        if flags & SHF_WRITE != 0 {
-            size.static_ram_bytes += bytes;
-        }
-    }
-    Some(size)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,17 +238,5 @@ mod tests {
         let given = choose(&board, Some(Path::new("embassy")), Some(Path::new("e.elf"))).unwrap();
         assert_eq!(given.spec.name, "embassy");
         assert_eq!(given.elf.as_deref(), Some(Path::new("e.elf")));
-    }
-
-    #[test]
-    fn garbage_is_not_an_elf() {
-        assert_eq!(elf_size(b""), None);
-        assert_eq!(elf_size(b"\x7fELF\x01\x01\0\0"), None);
-        let mut hdr = vec![0u8; 0x34];
-        hdr[..6].copy_from_slice(b"\x7fELF\x01\x01");
-        hdr[0x20..0x24].copy_from_slice(&u32::MAX.to_le_bytes());
-        hdr[0x2E..0x30].copy_from_slice(&40u16.to_le_bytes());
-        hdr[0x30..0x32].copy_from_slice(&5u16.to_le_bytes());
-        assert_eq!(elf_size(&hdr), None);
     }
 }

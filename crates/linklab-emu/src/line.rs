@@ -28,34 +28,29 @@
 //! `buffers_received = frames_ok + fcs_errors + not_frames`,
 //! `frames_ok = tap_written + tap_dropped`.
 
-mod args;
 mod counters;
 pub mod frames;
 mod from_device;
 mod samples;
+mod settings;
 mod socket;
 mod to_device;
 
 pub use socket::Socket;
 
 use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use linklab_phy10::Oversample;
 use linklab_sim::sample_wire::{SampleWire, SampleWireConfig};
 use rand::SeedableRng;
 
-use super::blob::ConfigBlob;
-use super::board::Board;
-use super::qemu::{Boot, Network, Qemu};
-pub use args::{LineArgs, LineOptions};
 pub use counters::Counters;
 use from_device::FromDevice;
 use linklab_tap::Tap;
+pub use settings::{max_jitter, LineOptions, LineSettings, MAX_DRIFT_PPM};
 use socket::set_send_buffer;
 use to_device::ToDevice;
 
@@ -71,7 +66,7 @@ pub struct Line {
 
 impl Line {
     /// Starts both directions between `tap` and the device's socket `stream`.
-    pub fn start(args: &LineArgs, tap: Tap, stream: UnixStream) -> anyhow::Result<Line> {
+    pub fn start(args: &LineSettings, tap: Tap, stream: UnixStream) -> anyhow::Result<Line> {
         let mut wire = SampleWire::new(SampleWireConfig {
             oversample: args.oversample,
             drift_ppm: args.drift,
@@ -138,97 +133,12 @@ impl Line {
     }
 }
 
-/// What [`run`] needs besides the line's options.
-pub struct Session<'a> {
-    /// The board (riscv32-virt).
-    pub board: &'a Board,
-    /// The TAP to create.
-    pub tap: &'a str,
-    /// The device's configuration blob (`DeviceConfig::to_bytes`).
-    pub device_config: Vec<u8>,
-    /// The soft-PHY image.
-    pub image: &'a Path,
-    /// `--icount N`.
-    pub icount: Option<u32>,
-    /// How long to wait for the boot line.
-    pub boot_timeout: Duration,
-}
-
 /// QEMU's `-icount` for the line: exact counting at shift 0; at other shifts, aligned with
 /// real time (`align=on`), since the line runs in real time.
-fn icount_options(shift: u32) -> String {
+pub fn icount_options(shift: u32) -> String {
     if shift == 0 {
         "shift=0".into()
     } else {
         format!("shift={shift},align=on,sleep=on")
     }
-}
-
-/// Runs the soft-PHY image with the line until a signal; prints the line's counters then.
-pub fn run(
-    s: &Session<'_>,
-    args: &LineArgs,
-    signals: &linklab_serve::serve::StopSignals,
-) -> anyhow::Result<()> {
-    if Path::new("/sys/class/net").join(s.tap).exists() {
-        bail!(
-            "--tap {}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)",
-            s.tap
-        );
-    }
-    let tap = Tap::open(s.tap).with_context(|| format!("cannot create TAP {}", s.tap))?;
-    let blob = ConfigBlob::write(
-        &format!("linklab-emu-{}", std::process::id()),
-        &args.blob(&s.device_config),
-    )?;
-    let socket = Socket::bind()?;
-    let mut qemu = Qemu::start(Boot {
-        board: s.board,
-        image: s.image,
-        config_blob: Some(blob),
-        network: Network::Stream(socket.path()),
-        icount: s.icount.map(icount_options),
-        netns: None,
-        echo_console: true,
-    })?;
-    let stream = socket.accept(Duration::from_secs(10))?;
-    qemu.wait_for_boot(s.boot_timeout)?;
-    let line = Line::start(args, tap, stream)?;
-    println!(
-        "linklab emu: {} soft PHY at {}x on TAP {} (drift {} ppm, jitter {} samples, noise {}, {}); Ctrl-C stops it",
-        s.board.name,
-        args.oversample,
-        s.tap,
-        args.drift,
-        args.jitter,
-        args.noise,
-        if args.no_pace { "unpaced" } else { "paced at 10 Mbit/s" }
-    );
-    let outcome = loop {
-        if let Some(sig) = signals.take() {
-            break Ok(sig);
-        }
-        if let Some(status) = qemu.exited() {
-            break Err(anyhow::anyhow!(
-                "QEMU exited ({status}); the console's last lines: {}",
-                qemu.last_lines()
-            ));
-        }
-        if line.broken() {
-            break Err(anyhow::anyhow!(
-                "the line's socket closed; the console's last lines: {}",
-                qemu.last_lines()
-            ));
-        }
-        linklab_serve::serve::wait_readable(
-            &[std::os::fd::AsFd::as_fd(signals)],
-            Some(Duration::from_millis(200)),
-        )?;
-    };
-    let counters = line.stop();
-    qemu.stop();
-    println!("{}", counters.summary());
-    let sig = outcome?;
-    println!("linklab emu: stopped by signal {sig}");
-    Ok(())
 }

@@ -18,36 +18,37 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
+use linklab_results::emu::parts::PartsRun;
 use linklab_sim::counts::{
     fingerprint, CountedProfile, Decoder, Device, LoopShape, Parts, PROFILES,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 
 mod capture;
 mod solve;
 
 use super::board::{Attach, Board, ImageSpec, Runtime, BOARDS};
-use super::image::Measure;
+use super::image::ImageChoice;
 use super::lab::{Lab, DEVICE_IP, TAP};
-use super::line::LineArgs;
+use super::line::{LineOptions, LineSettings};
 use super::transfer::{Transfer, Watch};
 use capture::{queued_while, Capture};
 use solve::{dot, nonnegative_least_squares};
 
-/// Options of `linklab emu parts` (`--json FILE`: the profile's file under
-/// crates/linklab-sim/data/).
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(flatten)]
-    measure: Measure,
+/// What `linklab emu parts` counts.
+#[derive(Clone, Debug)]
+pub struct PartsOptions {
+    /// The board and image (one a simulator profile is counted from).
+    pub image: ImageChoice,
+    /// The soft-PHY line's options (a soft-PHY image: the default line).
+    pub line: LineOptions,
 }
 
-/// Runs `linklab emu parts`: only the images with a simulator profile are counted (said
-/// before anything is built).
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let p = args.measure.prepare("parts", counted)?;
-    let result = cost_parts(&p.board, p.chosen.spec, &p.image, p.line.as_ref())?;
-    args.measure.report(&result)
+/// Builds (or finds) the image and counts it: the data file of its simulator profile. Only
+/// the images with a simulator profile are counted (said before anything is built).
+pub fn run(options: &PartsOptions) -> anyhow::Result<CountedProfile> {
+    let p = options.image.prepare("parts", &options.line, counted)?;
+    cost_parts(&p.board, p.chosen.spec, &p.image, p.line.as_ref())
 }
 
 /// One transfer: the kernel side's MTU, then iperf3 options after `-c DEVICE -J`.
@@ -56,7 +57,8 @@ type Run = (u16, &'static [&'static str]);
 /// The iperf3 transfers, device receiving then sending. The host sends with CUBIC, as the
 /// simulator's host does (this machine may default to BBR, which paces). Sending, the
 /// segments stay above 700 bytes: the riscv32 image sends at a few kB/s into a kernel-side
-/// MTU of 576 or 700 (retransmissions; 800 and up are fine), not this to fix.
+/// MTU of 576 or 700 (retransmissions; 800 and up are fine), a limit of that image not
+/// looked into here.
 ///
 /// Paced sending (`-R -b`) and faster paced receiving are left out: their timer passes do
 /// less than a pass that moves data, and the linear parts then miss the other transfers by
@@ -265,8 +267,8 @@ pub fn cost_parts(
     board: &Board,
     spec: &ImageSpec,
     image: &Path,
-    line: Option<&LineArgs>,
-) -> anyhow::Result<Value> {
+    line: Option<&LineSettings>,
+) -> anyhow::Result<CountedProfile> {
     let (name, _) = profile_of(board, spec)?;
     if let Some(l) = line {
         if l.oversample != 4 || l.drift != 0 || l.jitter != 0.0 || l.noise != 0.0 || l.no_pace {
@@ -337,16 +339,16 @@ pub fn cost_parts(
         device,
         parts,
         decoder,
-        runs: Value::Array(run_json),
+        runs: serde_json::to_value(run_json)?,
     };
-    Ok(serde_json::to_value(data)?)
+    Ok(data)
 }
 
 /// A soft PHY's decoder at every factor, from the bench image on the same board.
 fn decoder_of(board: &Board, spec: &ImageSpec) -> anyhow::Result<Option<Decoder>> {
     let decoder = match spec.attach {
         Attach::SoftPhyLine => {
-            let (cases, _, _) = super::phy10::measure(board, None)?;
+            let cases = super::phy10::measure(board, None)?.cases;
             let mut per_wire_bit: Vec<(u8, f64)> = Vec::new();
             for c in &cases {
                 let f = u8::try_from(c.oversample).context("an oversampling factor over 255")?;
@@ -471,7 +473,7 @@ fn device_of(
 
 /// The parts solved from the runs' counts, and each run as the data file lists it (with the
 /// fit's error).
-fn solve_parts(runs: &[Counted]) -> anyhow::Result<(Parts, Vec<Value>)> {
+fn solve_parts(runs: &[Counted]) -> anyhow::Result<(Parts, Vec<PartsRun>)> {
     let isr_rows: Vec<Vec<f64>> = runs.iter().map(|(_, c, _)| c.isr_row()).collect();
     let isr_y: Vec<f64> = runs.iter().map(|(_, c, _)| c.isr).collect();
     // The loop's own work is per pass by construction: counted, not solved. The stack's and
@@ -501,21 +503,28 @@ fn solve_parts(runs: &[Counted]) -> anyhow::Result<(Parts, Vec<Value>)> {
         main_per_tx_byte: round3(main[5]),
         http_per_tx_byte: round3(main[6]),
     };
-    let run_json: Vec<Value> = runs
+    let run_json: Vec<PartsRun> = runs
         .iter()
         .map(|(what, c, report)| {
             let pi = dot(&c.isr_row(), &isr);
             let pm = dot(&c.main_row(), &main);
-            json!({
-                "transfer": what,
-                "isr": c.isr, "main": c.main, "loop_rest": c.rest, "passes": c.passes,
-                "rx_frames": c.rx_frames, "rx_bytes": c.rx_bytes,
-                "misaligned_copy_bytes": c.misaligned,
-                "tx_frames": c.tx_frames, "tx_bytes": c.tx_bytes,
-                "iperf3_bytes_received": report.as_ref().and_then(|r| r["end"]["sum_received"]["bytes"].as_u64()),
-                "isr_fit_error_pct": round3((pi - c.isr) / c.isr.max(1.0) * 100.0),
-                "main_fit_error_pct": round3((pm - c.main) / c.main.max(1.0) * 100.0),
-            })
+            PartsRun {
+                transfer: what.clone(),
+                isr: c.isr,
+                main: c.main,
+                loop_rest: c.rest,
+                passes: c.passes,
+                rx_frames: c.rx_frames,
+                rx_bytes: c.rx_bytes,
+                misaligned_copy_bytes: c.misaligned,
+                tx_frames: c.tx_frames,
+                tx_bytes: c.tx_bytes,
+                iperf3_bytes_received: report
+                    .as_ref()
+                    .and_then(|r| r["end"]["sum_received"]["bytes"].as_u64()),
+                isr_fit_error_pct: round3((pi - c.isr) / c.isr.max(1.0) * 100.0),
+                main_fit_error_pct: round3((pm - c.main) / c.main.max(1.0) * 100.0),
+            }
         })
         .collect();
     Ok((parts, run_json))

@@ -8,43 +8,26 @@
 //! instructions per wire bit. A loop of known length, counted the same way, checks the
 //! counter: a count off by more than [`CALIBRATION_TOLERANCE`] fails the run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
+use linklab_results::emu::phy10::{self as doc, Calibration, Phy10Case, Phy10Report};
 
 use super::board::Board;
 use super::image::Chosen;
-use super::phy10_boards;
 use super::qemu::{self, Boot, Network, Qemu};
 
-/// Options of `linklab emu phy10`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// The emulated board: one with a phy10-bench image (riscv32-virt, microbit, mps2-an505).
-    #[arg(value_name = "BOARD", value_parser = phy10_boards::by_name)]
-    board: Board,
-    /// This ELF file of the phy10-bench image instead of building it.
-    #[arg(long, value_name = "FILE")]
-    elf: Option<PathBuf>,
-    /// Write the figures as JSON to FILE too.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-}
-
-/// Runs `linklab emu phy10`: the table; fails if a frame was not decoded bit-exact.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let (cases, parts, report) = measure(&args.board, args.elf.as_deref())?;
-    print!("{}", table(&args.board, &cases, &parts));
-    if let Some(path) = &args.json {
-        super::write_json(&report, path)?;
-    }
-    let wrong: u64 = cases.iter().map(|c| c.frames - c.ok).sum();
-    if wrong > 0 {
-        bail!("phy10: {wrong} frames were not decoded bit-exact");
-    }
-    Ok(())
+/// What one run of the phy10 bench gave: every case, the parts besides the decoder, and the
+/// document.
+#[derive(Clone, Debug)]
+pub struct Phy10Run {
+    /// Every case.
+    pub cases: Vec<CaseResult>,
+    /// The encoder's and the FCS's costs.
+    pub parts: Parts,
+    /// The `phy10` document.
+    pub report: Phy10Report,
 }
 
 /// The bench image's name in the board's table.
@@ -93,20 +76,20 @@ impl CaseResult {
         self.instructions as f64 / self.bits.max(1) as f64
     }
 
-    fn to_json(&self) -> Value {
-        json!({
-            "case": self.name,
-            "oversample": self.oversample,
-            "drift_ppm": self.drift_ppm,
-            "jitter_samples": self.jitter_samples,
-            "frames": self.frames,
-            "ok": self.ok,
-            "bits": self.bits,
-            "instructions": self.instructions,
-            "instructions_per_bit": (self.per_bit() * 100.0).round() / 100.0,
-            "min_frame_instructions": self.min_frame,
-            "max_frame_instructions": self.max_frame,
-        })
+    fn document(&self) -> Phy10Case {
+        Phy10Case {
+            case: self.name.clone(),
+            oversample: self.oversample,
+            drift_ppm: self.drift_ppm,
+            jitter_samples: self.jitter_samples,
+            frames: self.frames,
+            ok: self.ok,
+            bits: self.bits,
+            instructions: self.instructions,
+            instructions_per_bit: (self.per_bit() * 100.0).round() / 100.0,
+            min_frame_instructions: self.min_frame,
+            max_frame_instructions: self.max_frame,
+        }
     }
 }
 
@@ -205,11 +188,10 @@ pub fn parse_case(line: &str) -> anyhow::Result<CaseResult> {
     })
 }
 
-/// Builds (or takes `image`), runs the bench and returns every case.
-pub fn measure(
-    board: &Board,
-    image: Option<&Path>,
-) -> anyhow::Result<(Vec<CaseResult>, Parts, Value)> {
+/// Builds (or takes `image`) the phy10-bench image of `board` (one of the board table's or
+/// of [`super::phy10_boards`]), runs the bench and returns every case. Frames not decoded
+/// bit-exact are in the figures ([`Phy10Report::frames_not_decoded`]), not an error.
+pub fn measure(board: &Board, image: Option<&Path>) -> anyhow::Result<Phy10Run> {
     // The boards whose instruction counter counts exactly under -icount shift=0 (riscv32's
     // minstret) have the image.
     let spec = board
@@ -222,13 +204,8 @@ pub fn measure(
     }
     .find_or_build(board)?;
     let mut qemu = Qemu::start(Boot {
-        board,
-        image: &image,
-        config_blob: None,
-        network: Network::None,
         icount: Some("shift=0".into()),
-        netns: None,
-        echo_console: false,
+        ..Boot::new(board, &image, Network::None)
     })?;
     let lines = qemu.lines_until(DONE_LINE, RUN_TIMEOUT)?;
     qemu.stop();
@@ -250,17 +227,26 @@ pub fn measure(
         .find(|l| l.starts_with(CALIBRATION_LINE))
         .context("the phy10 bench image reported no calibration line")
         .and_then(|l| check_calibration(l))?;
-    let report = json!({
-        "board": board.name,
-        "isa": board.isa,
-        "method": method(board),
-        "calibration": {"loop_instructions": known, "counted": counted},
-        "wire_bits_per_frame": cases[0].bits / cases[0].frames.max(1),
-        "cases": cases.iter().map(CaseResult::to_json).collect::<Vec<_>>(),
-        "encode_2x_instructions_per_bit": (parts.encode_per_bit * 1000.0).round() / 1000.0,
-        "mac_fcs_instructions_per_byte": (parts.fcs_per_byte * 1000.0).round() / 1000.0,
-    });
-    Ok((cases, parts, report))
+    let report = Phy10Report {
+        kind: doc::KIND.into(),
+        schema_version: doc::SCHEMA_VERSION,
+        board: board.name.into(),
+        isa: board.isa.into(),
+        method: method(board).into(),
+        calibration: Calibration {
+            loop_instructions: known,
+            counted,
+        },
+        wire_bits_per_frame: cases[0].bits / cases[0].frames.max(1),
+        cases: cases.iter().map(CaseResult::document).collect(),
+        encode_2x_instructions_per_bit: (parts.encode_per_bit * 1000.0).round() / 1000.0,
+        mac_fcs_instructions_per_byte: (parts.fcs_per_byte * 1000.0).round() / 1000.0,
+    };
+    Ok(Phy10Run {
+        cases,
+        parts,
+        report,
+    })
 }
 
 /// How the board's bench counts.

@@ -3,125 +3,142 @@
 //! connects to the unix socket and speaks the same framing as QEMU's `-netdev stream` (a
 //! 4-byte big-endian length, then the bytes): to the device, one capture of line samples at
 //! the receiver's oversampling per transmission; from it, the TX pin's samples at 2x of one
-//! transmission. The line is [`super::line::Line`], the code behind `--image soft-phy`.
-//! With `--frames`, whole Ethernet frames instead ([`super::line::frames`]), for a device
-//! emulator that models its MAC and line itself (the W5500-EVB-Pico harness).
+//! transmission. The line is [`crate::line::Line`], the code behind `--image soft-phy`.
+//! With [`Carry::Frames`] (`--frames`), whole Ethernet frames instead
+//! ([`crate::line::frames`]), for a device emulator that models its MAC and line itself (the
+//! W5500-EVB-Pico harness).
+//!
+//! Three steps, each with a line to say: [`listen`] (the TAP made, the socket listening),
+//! [`Listening::accept`] (the emulator connected, the line running), [`Connected::serve`]
+//! (until a signal or the emulator leaves).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use linklab_serve::serve::StopSignals;
 use linklab_tap::Tap;
 
-use super::line::frames::FrameLine;
-use super::line::{Line, LineOptions, Socket};
-use linklab_results::values;
-use linklab_serve::serve::StopSignals;
+use crate::line::frames::FrameLine;
+use crate::line::{Line, LineSettings, Socket};
 
-/// Options of `linklab emu line`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    /// TAP interface for the device: created here, gone when it stops; must not exist yet.
-    #[arg(long, value_name = "NAME", value_parser = values::interface_name)]
-    tap: String,
+/// What `linklab emu line` takes.
+#[derive(Clone, Debug)]
+pub struct PinLineOptions {
+    /// The TAP to create for the device; it must not exist yet.
+    pub tap: String,
     /// The unix socket to listen on for the device emulator (replaced if it exists).
-    #[arg(long, value_name = "PATH")]
-    socket: PathBuf,
-    /// Seconds to wait for the emulator to connect, 1..=600.
-    #[arg(long, value_name = "S", default_value_t = 60, value_parser = values::ranged(1u64, 600))]
-    connect_timeout: u64,
-    /// Carry whole Ethernet frames, unpaced, instead of line samples (for a device emulator
-    /// that models its own MAC and line: emulators/rp2040js --board w5500-evb-pico).
-    #[arg(long)]
-    frames: bool,
-    #[command(flatten)]
-    line: LineOptions,
+    pub socket: PathBuf,
+    /// How long to wait for the emulator to connect.
+    pub connect_timeout: Duration,
+    /// What the line carries: line samples, or whole frames.
+    pub carry: Carry,
 }
 
-/// Runs the line until a signal or until the emulator closes the socket; prints the line's
-/// counters then.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    // The sample line's settings; None for `--frames`, which takes none of them.
-    let line_args = if args.frames {
-        reject_sample_options(&args.line)?;
-        None
-    } else {
-        let Some(line_args) = args.line.resolve(true)? else {
-            bail!("the line's options did not resolve");
-        };
-        Some(line_args)
-    };
-    if std::path::Path::new("/sys/class/net")
-        .join(&args.tap)
-        .exists()
-    {
+/// What `linklab emu line` carries between the TAP and the emulator.
+#[derive(Clone, Debug)]
+pub enum Carry {
+    /// Line samples, through the soft-PHY line with these settings.
+    Samples(LineSettings),
+    /// Whole Ethernet frames, unpaced (`--frames`: for a device emulator that models its
+    /// own MAC and line).
+    Frames,
+}
+
+/// The line's TAP made and its socket listening.
+pub struct Listening {
+    options: PinLineOptions,
+    tap: Tap,
+    socket: Socket,
+}
+
+/// Makes the TAP and listens on the socket.
+pub fn listen(options: &PinLineOptions) -> anyhow::Result<Listening> {
+    let name = &options.tap;
+    if std::path::Path::new("/sys/class/net").join(name).exists() {
         bail!(
-            "--tap {}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)",
-            args.tap
+            "--tap {name}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)"
         );
     }
-    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let tap = Tap::open(&args.tap).with_context(|| format!("cannot create TAP {}", args.tap))?;
-    let socket = Socket::bind_at(args.socket.clone())?;
-    println!(
-        "linklab emu line: TAP {} {}, waiting for the emulator on {}",
-        args.tap,
-        match &line_args {
-            Some(a) => format!("at {}x", a.oversample),
-            None => "with whole frames".to_string(),
-        },
-        args.socket.display()
-    );
-    let stream = socket.accept(Duration::from_secs(args.connect_timeout))?;
-    let (line, mode) = match &line_args {
-        Some(a) => (
-            Running::Samples(Line::start(a, tap, stream)?),
-            if a.no_pace {
-                "unpaced"
-            } else {
-                "paced at 10 Mbit/s"
+    let tap = Tap::open(name).with_context(|| format!("cannot create TAP {name}"))?;
+    let socket = Socket::bind_at(options.socket.clone())?;
+    Ok(Listening {
+        options: options.clone(),
+        tap,
+        socket,
+    })
+}
+
+impl Listening {
+    /// The line that says where the line waits for the emulator.
+    pub fn banner(&self) -> String {
+        let o = &self.options;
+        format!(
+            "linklab emu line: TAP {} {}, waiting for the emulator on {}",
+            o.tap,
+            match &o.carry {
+                Carry::Samples(line) => format!("at {}x", line.oversample),
+                Carry::Frames => "with whole frames".to_string(),
             },
-        ),
-        None => (
-            Running::Frames(FrameLine::start(tap, stream)?),
-            "frames, unpaced",
-        ),
-    };
-    println!("linklab emu line: connected ({mode})");
-    let ended = loop {
-        if let Some(sig) = signals.take() {
-            break format!("stopped by signal {sig}");
-        }
-        if line.broken() {
-            break "the emulator closed the socket".to_string();
-        }
-        linklab_serve::serve::wait_readable(
-            &[std::os::fd::AsFd::as_fd(&signals)],
-            Some(Duration::from_millis(200)),
-        )?;
-    };
-    println!("{}", line.stop());
-    println!("linklab emu line: {ended}");
-    Ok(())
-}
-
-/// `--frames` carries frames, not samples: a sample line's option with it is one usage line.
-fn reject_sample_options(o: &LineOptions) -> anyhow::Result<()> {
-    let given = [
-        (o.oversample.is_some(), "--oversample"),
-        (o.drift.is_some(), "--drift"),
-        (o.jitter.is_some(), "--jitter"),
-        (o.noise.is_some(), "--noise"),
-        (o.no_pace, "--no-pace"),
-        (o.bad_captures, "--bad-captures"),
-    ];
-    if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
-        linklab_results::bail_usage!("{flag}: a sample line's option, not with --frames");
+            o.socket.display()
+        )
     }
-    Ok(())
+
+    /// Waits for the emulator to connect, then runs the line.
+    pub fn accept(self) -> anyhow::Result<Connected> {
+        let stream = self.socket.accept(self.options.connect_timeout)?;
+        let line = match &self.options.carry {
+            Carry::Samples(settings) => Running::Samples(Line::start(settings, self.tap, stream)?),
+            Carry::Frames => Running::Frames(FrameLine::start(self.tap, stream)?),
+        };
+        Ok(Connected {
+            line,
+            options: self.options,
+            _socket: self.socket,
+        })
+    }
 }
 
-/// The line running: samples, or whole frames (`--frames`).
+/// The emulator connected, the line running.
+pub struct Connected {
+    line: Running,
+    options: PinLineOptions,
+    _socket: Socket,
+}
+
+impl Connected {
+    /// The line that says the emulator connected, and how the line runs.
+    pub fn banner(&self) -> String {
+        format!(
+            "linklab emu line: connected ({})",
+            match &self.options.carry {
+                Carry::Samples(line) if line.no_pace => "unpaced",
+                Carry::Samples(_) => "paced at 10 Mbit/s",
+                Carry::Frames => "frames, unpaced",
+            }
+        )
+    }
+
+    /// Runs the line until one of `signals` or until the emulator closes the socket; returns
+    /// the line's counters (one line) and how it ended.
+    pub fn serve(self, signals: &StopSignals) -> anyhow::Result<(String, String)> {
+        let ended = loop {
+            if let Some(sig) = signals.take() {
+                break format!("stopped by signal {sig}");
+            }
+            if self.line.broken() {
+                break "the emulator closed the socket".to_string();
+            }
+            linklab_serve::serve::wait_readable(
+                &[std::os::fd::AsFd::as_fd(signals)],
+                Some(Duration::from_millis(200)),
+            )?;
+        };
+        Ok((self.line.stop(), ended))
+    }
+}
+
+/// The line running: samples, or whole frames.
 enum Running {
     Samples(Line),
     Frames(FrameLine),

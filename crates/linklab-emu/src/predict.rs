@@ -25,41 +25,48 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
+use linklab_measure::bench::{bench_file, BenchOptions, Duplex, SendingApp};
+use linklab_results::emu::document::{round, Spread};
+use linklab_results::emu::predict::{
+    self as doc, Latency, PredictReport, PredictRun, Summary, TestFigures,
+};
+use serde_json::Value;
 
 use super::board::{Attach, Board, ImageSpec};
-use super::image::{FixedRate, Measure};
+use super::image::ImageChoice;
 use super::lab::{Lab, DEVICE_IP};
-use super::line::LineArgs;
+use super::line::{LineOptions, LineSettings};
 use super::parts::{counted, profile_of};
 use super::transfer::{Clocks, Moved, Transfer, Watch};
-use linklab_measure::bench::{bench_file, BenchOptions, Duplex, SendingApp};
-use linklab_results::values;
 
-/// Options of `linklab emu predict`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(flatten)]
-    measure: Measure,
-    #[command(flatten)]
-    rate: FixedRate,
-    /// Boots of the image, 1..=20.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = values::ranged(1u32, 20))]
-    runs: u32,
+/// What `linklab emu predict` compares.
+#[derive(Clone, Debug)]
+pub struct PredictOptions {
+    /// The board and image (one with a simulator profile).
+    pub image: ImageChoice,
+    /// The soft-PHY line's options (a soft-PHY image).
+    pub line: LineOptions,
+    /// The fixed rate: `-icount shift=N`, 1000 / 2^N MIPS.
+    pub shift: u32,
+    /// Boots of the image.
+    pub runs: u32,
 }
 
-/// Runs `linklab emu predict`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let p = args.measure.prepare("predict", counted)?;
-    let result = predict(
+/// Builds (or finds) the image and compares: the `predict` document. `each_run` is told of
+/// every run as it ends (its number from 1, and its figures).
+pub fn run(
+    options: &PredictOptions,
+    each_run: &mut dyn FnMut(u32, &PredictRun),
+) -> anyhow::Result<PredictReport> {
+    let p = options.image.prepare("predict", &options.line, counted)?;
+    predict(
         &p.board,
         p.chosen.spec,
         &p.image,
-        args.rate.shift,
-        args.runs,
+        (options.shift, options.runs),
         p.line.as_ref(),
-    )?;
-    args.measure.report(&result)
+        each_run,
+    )
 }
 
 /// Seconds of each iperf3 test.
@@ -86,14 +93,6 @@ impl Test {
             Test::Receive => "iperf3 (device receives)",
             Test::Send => "iperf3 -R (device sends)",
             Test::Curl => "curl /3MB.txt",
-        }
-    }
-
-    fn key(self) -> &'static str {
-        match self {
-            Test::Receive => "receive",
-            Test::Send => "send",
-            Test::Curl => "curl",
         }
     }
 }
@@ -196,11 +195,6 @@ fn host_latency_us(lab: &Lab, shift: u32, mips: f64) -> anyhow::Result<(f64, f64
     let echo_us = ((side.instructions - fetch) / pings / mips).max(0.0);
     let rtt_us = avg_ms * 1000.0;
     Ok((rtt_us, echo_us, ((rtt_us - echo_us) / 2.0).max(0.0)))
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
 }
 
 /// Runs one transfer against the lab's device: what it moved (in the device's clock) and
@@ -328,10 +322,8 @@ struct Series {
 
 /// Mean, min and max.
 fn stats(xs: &[f64]) -> (f64, f64, f64) {
-    let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
-    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (mean, min, max)
+    let s = Spread::of(xs);
+    (s.mean, s.min, s.max)
 }
 
 /// Runs the comparison: `runs` boots of `board`'s `spec` image (`image`) at `shift`.
@@ -339,10 +331,10 @@ pub fn predict(
     board: &Board,
     spec: &ImageSpec,
     image: &Path,
-    shift: u32,
-    runs: u32,
-    line: Option<&LineArgs>,
-) -> anyhow::Result<Value> {
+    (shift, runs): (u32, u32),
+    line: Option<&LineSettings>,
+    each_run: &mut dyn FnMut(u32, &PredictRun),
+) -> anyhow::Result<PredictReport> {
     let (profile, _) = profile_of(board, spec)?;
     let mips = 1000.0 / f64::from(1u32 << shift);
     // The soft PHY's line is paced at 10 Mbit/s each way; the NICs' TAPs are far faster
@@ -358,56 +350,52 @@ pub fn predict(
             None => Lab::boot(board, image, Some(icount.clone()))?,
         };
         lab.without_tail_loss_probes()?;
-        let mut tests = serde_json::Map::new();
         // The way between host and device, measured before the transfers: a diagnostic.
         let (rtt_us, echo_us, latency_us) = host_latency_us(&lab, shift, mips)?;
-        tests.insert(
-            "latency".into(),
-            json!({
-                "ping_rtt_mean_us": round(rtt_us, 1),
-                "device_us_per_echo": round(echo_us, 1),
-                "one_way_us": round(latency_us, 1),
-            }),
-        );
+        let latency = Latency {
+            ping_rtt_mean_us: round(rtt_us, 1),
+            device_us_per_echo: round(echo_us, 1),
+            one_way_us: round(latency_us, 1),
+        };
+        let mut figures = Vec::new();
         for (test, series) in table.iter_mut() {
-            let figures = run_test(&lab, *test, series, (shift, mips), (profile, rate))?;
-            tests.insert(test.key().into(), figures);
+            figures.push(run_test(
+                &lab,
+                *test,
+                series,
+                (shift, mips),
+                (profile, rate),
+            )?);
         }
-        eprintln!(
-            "run {}/{runs}: {}",
-            run + 1,
-            Test::ALL
-                .iter()
-                .map(|t| {
-                    let v = &tests[t.key()];
-                    format!(
-                        "{} {} -> {} kB/s{}",
-                        t.key(),
-                        v["emulated_kB_per_s"],
-                        v["predicted_kB_per_s"],
-                        clock_note(v["device_seconds_per_real_second"].as_f64().unwrap_or(1.0))
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        per_run.push(Value::Object(tests));
+        let [receive, send, curl]: [TestFigures; 3] = figures
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("three transfers a run"))?;
+        let r = PredictRun {
+            latency,
+            receive,
+            send,
+            curl,
+        };
+        each_run(run + 1, &r);
+        per_run.push(r);
     }
-    let summary: Vec<Value> = table
+    let summary: Vec<Summary> = table
         .iter()
         .map(|(test, series)| summary_of(*test, series))
         .collect();
-    Ok(json!({
-        "board": board.name,
-        "image": spec.name,
-        "profile": profile,
-        "icount": icount,
-        "mips": mips,
+    Ok(PredictReport {
+        kind: doc::KIND.into(),
+        schema_version: doc::SCHEMA_VERSION,
+        board: board.name.into(),
+        image: spec.name.into(),
+        profile: profile.into(),
+        icount,
+        mips,
         // Lab::without_tail_loss_probes, read back before the transfers.
-        "host_tail_loss_probe": false,
-        "runs": per_run,
-        "summary": summary,
-    }))
+        host_tail_loss_probe: false,
+        runs: per_run,
+        summary,
+    })
 }
 
 /// One test of one run: emulated on `lab`, then simulated with the profile (`profile`, at
@@ -418,7 +406,7 @@ fn run_test(
     series: &mut Series,
     (shift, mips): (u32, f64),
     (profile, rate): (&str, &str),
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<TestFigures> {
     let (e, side) = emulate(lab, test, shift)?;
     let share = side.misaligned_share();
     let argv = bench_argv(profile, mips, rate, test, share);
@@ -442,36 +430,36 @@ fn run_test(
     series.predicted.push(goodput);
     series.busy.push(busy_share);
     series.sim_busy.push(sim_busy_share);
-    let mut figures = json!({
-            "emulated_bytes": bytes,
-            "emulated_device_seconds": round(e.clocks.device_s, 4),
-            "emulated_kB_per_s": round(emulated_bps / 1000.0, 1),
-            "device_seconds_per_real_second": round(stats_clocks.pace(), 3),
-            "device_busy_share": round(busy_share, 3),
-            "instructions_per_byte": round(emulated_per_byte, 3),
-            "misaligned_copy_share": round(share, 3),
-            "frames_received": side.rx_frames,
-            "frames_sent": side.tx_frames,
-            "passes": side.passes,
-            "predicted_kB_per_s": round(goodput / 1000.0, 1),
-            "predicted_instructions_per_byte": round(sim.instructions_per_byte, 3),
-            "predicted_busy_share": round(sim_busy_share, 3),
-            "error_pct": round((goodput / emulated_bps - 1.0) * 100.0, 1),
-            "bench": format!("linklab bench {}", argv.join(" ")),
-            "emulated_device_bound_kB_per_s": round(emulated_bps / busy_share / 1000.0, 1),
-            "predicted_device_bound_kB_per_s": round(goodput / sim_busy_share / 1000.0, 1),
-    });
-    // The host's rate only beside the line that says the emulator fell behind.
-    if let Some(note) = e.clocks.behind() {
-        figures["real_seconds"] = json!(round(e.clocks.real_s, 3));
-        figures["real_kB_per_s"] = json!(round(e.clocks.host_rate(e.bytes) / 1000.0, 1));
-        figures["behind"] = json!(note);
-    }
-    Ok(figures)
+    let behind = e.clocks.behind();
+    Ok(TestFigures {
+        emulated_bytes: bytes,
+        emulated_device_seconds: round(e.clocks.device_s, 4),
+        emulated_kb_per_s: round(emulated_bps / 1000.0, 1),
+        device_seconds_per_real_second: round(stats_clocks.pace(), 3),
+        device_busy_share: round(busy_share, 3),
+        instructions_per_byte: round(emulated_per_byte, 3),
+        misaligned_copy_share: round(share, 3),
+        frames_received: side.rx_frames,
+        frames_sent: side.tx_frames,
+        passes: side.passes,
+        predicted_kb_per_s: round(goodput / 1000.0, 1),
+        predicted_instructions_per_byte: round(sim.instructions_per_byte, 3),
+        predicted_busy_share: round(sim_busy_share, 3),
+        error_pct: round((goodput / emulated_bps - 1.0) * 100.0, 1),
+        bench: format!("linklab bench {}", argv.join(" ")),
+        emulated_device_bound_kb_per_s: round(emulated_bps / busy_share / 1000.0, 1),
+        predicted_device_bound_kb_per_s: round(goodput / sim_busy_share / 1000.0, 1),
+        // The host's rate only beside the line that says the emulator fell behind.
+        real_seconds: behind.as_ref().map(|_| round(e.clocks.real_s, 3)),
+        real_kb_per_s: behind
+            .as_ref()
+            .map(|_| round(e.clocks.host_rate(e.bytes) / 1000.0, 1)),
+        behind,
+    })
 }
 
 /// A test's figures over every run: mean, min and max of each, and the prediction's errors.
-fn summary_of(test: Test, series: &Series) -> Value {
+fn summary_of(test: Test, series: &Series) -> Summary {
     let Series {
         emulated,
         predicted,
@@ -500,30 +488,36 @@ fn summary_of(test: Test, series: &Series) -> Value {
     let (bound_mean, bound_min, bound_max) = stats(&bound);
     let (pred_bound_mean, _, _) = stats(&pred_bound);
     let kb = |x: f64| round(x / 1000.0, 1);
-    json!({
-        "test": test.name(),
-        "emulated_kB_per_s": { "mean": kb(mean), "min": kb(min), "max": kb(max) },
-        "predicted_kB_per_s": { "mean": kb(pred), "min": kb(pred_min), "max": kb(pred_max) },
-        "error_of_mean_pct": round((pred / mean - 1.0) * 100.0, 1),
+    let spread = |min: f64, mean: f64, max: f64, f: &dyn Fn(f64) -> f64| Spread {
+        mean: f(mean),
+        min: f(min),
+        max: f(max),
+    };
+    let r3 = |x: f64| round(x, 3);
+    Summary {
+        test: test.name().into(),
+        emulated_kb_per_s: spread(min, mean, max, &kb),
+        predicted_kb_per_s: spread(pred_min, pred, pred_max, &kb),
+        error_of_mean_pct: round((pred / mean - 1.0) * 100.0, 1),
         // The cost model alone, whatever the emulator's clock did: the instructions
         // the device ran per payload byte, emulated against simulated.
-        "instructions_per_byte": { "mean": round(epb, 3), "min": round(epb_min, 3), "max": round(epb_max, 3) },
-        "predicted_instructions_per_byte": round(spb, 3),
-        "instructions_per_byte_error_pct": round((spb / epb - 1.0) * 100.0, 1),
-        "worst_run_error_pct": round(
+        instructions_per_byte: spread(epb_min, epb, epb_max, &r3),
+        predicted_instructions_per_byte: round(spb, 3),
+        instructions_per_byte_error_pct: round((spb / epb - 1.0) * 100.0, 1),
+        worst_run_error_pct: round(
             emulated
                 .iter()
                 .zip(predicted.iter())
                 .map(|(e, p)| (p / e - 1.0) * 100.0)
                 .fold(0.0, |w: f64, x| if x.abs() > w.abs() { x } else { w }),
-            1
+            1,
         ),
-        "device_busy_share": { "mean": round(busy_mean, 3), "min": round(busy_min, 3), "max": round(busy_max, 3) },
-        "predicted_busy_share": round(stats(sim_busy).0, 3),
-        "emulated_device_bound_kB_per_s": { "mean": kb(bound_mean), "min": kb(bound_min), "max": kb(bound_max) },
-        "predicted_device_bound_kB_per_s": kb(pred_bound_mean),
-        "device_bound_error_of_mean_pct": round((pred_bound_mean / bound_mean - 1.0) * 100.0, 1),
-    })
+        device_busy_share: spread(busy_min, busy_mean, busy_max, &r3),
+        predicted_busy_share: round(stats(sim_busy).0, 3),
+        emulated_device_bound_kb_per_s: spread(bound_min, bound_mean, bound_max, &kb),
+        predicted_device_bound_kb_per_s: kb(pred_bound_mean),
+        device_bound_error_of_mean_pct: round((pred_bound_mean / bound_mean - 1.0) * 100.0, 1),
+    }
 }
 
 /// The simulated link's rate for `spec`: a soft PHY's line is paced at 10 Mbit/s each way;
@@ -533,20 +527,6 @@ fn line_rate(spec: &ImageSpec) -> &'static str {
         "10M"
     } else {
         "1G"
-    }
-}
-
-/// How far the device's clock may run from real time before a run says so.
-const CLOCK_SLACK: f64 = 0.1;
-
-/// A note for a transfer whose device clock ran off real time: the simulator's host and
-/// device share one clock, and here QEMU's guest and the host did not, so the host's waits
-/// (and a soft PHY's line, paced in real time) took a different share of the device's time.
-fn clock_note(device_s_per_real_s: f64) -> String {
-    if (device_s_per_real_s - 1.0).abs() > CLOCK_SLACK {
-        format!(" (device clock {device_s_per_real_s:.2}x real time)")
-    } else {
-        String::new()
     }
 }
 
@@ -592,14 +572,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn a_clock_off_real_time_is_noted() {
-        assert_eq!(clock_note(1.05), "");
-        assert_eq!(clock_note(0.95), "");
-        assert_eq!(clock_note(1.41), " (device clock 1.41x real time)");
-        assert_eq!(clock_note(0.48), " (device clock 0.48x real time)");
     }
 
     #[test]

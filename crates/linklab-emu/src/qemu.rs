@@ -1,32 +1,35 @@
-//! One QEMU process running a firmware image: its console captured line by line (echoed or
-//! kept), the boot line awaited, and stopped for good when dropped.
+//! One QEMU process running a firmware image: its console kept line by line (echoed if asked,
+//! each line marked with the instruction counter's reading where asked), the boot line
+//! awaited, guest memory read through its monitor, and stopped for good when dropped.
 
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use nix::sys::signal::{killpg, sigprocmask, SigSet, SigmaskHow, Signal};
+use nix::unistd::Pid;
+
+use crate::blob::ConfigBlob;
+use crate::board::Board;
+use crate::counted::counter::{self, Mark};
 
 /// The niceness the emulated board (QEMU, its wire) runs at when we may raise its priority
 /// (see [`Qemu::start`]).
 const BOARD_NICE: libc::c_int = -10;
-
-use anyhow::{bail, Context};
-
-use super::blob::ConfigBlob;
-use super::board::Board;
-
-/// Console lines kept for an error message.
-const KEPT_LINES: usize = 8;
+/// Console lines an error message quotes.
+const QUOTED_LINES: usize = 8;
+/// Console lines kept at most (a board served for days prints on); the oldest go first.
+const KEPT_LINES: usize = 100_000;
 /// What the firmware prints once its network is up (firmware/common's `run`; the embassy
 /// image's decoded defmt line has a timestamp and level before it).
 const BOOT_LINE: &str = "linklab firmware: ";
 /// How long QEMU gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
-
 /// How long the console's pipes are read after QEMU exited, at most, for the lines it printed
 /// last.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(5);
@@ -44,12 +47,37 @@ pub struct Boot<'a> {
     pub config_blob: Option<ConfigBlob>,
     /// What the NIC is attached to.
     pub network: Network<'a>,
+    /// The NIC's MAC address as QEMU gives it (for an image that takes its address from the
+    /// NIC, as the lwIP peer's does); None: QEMU's default (linklab's images set their own).
+    pub nic_mac: Option<&'a str>,
     /// `-icount` options (e.g. `shift=0`), or None to run free.
     pub icount: Option<String>,
+    /// QEMU's TCG plugin and its arguments (`-plugin`), e.g. the instruction counter.
+    pub plugin: Option<String>,
+    /// A unix socket for QEMU's monitor ([`Qemu::memory`]), or None.
+    pub monitor: Option<&'a Path>,
     /// Run QEMU inside this network namespace (`ip netns exec`).
     pub netns: Option<&'a str>,
     /// Echo the console to our stdout.
     pub echo_console: bool,
+}
+
+impl<'a> Boot<'a> {
+    /// `image` of `board` on `network`, free-running, nothing else.
+    pub fn new(board: &'a Board, image: &'a Path, network: Network<'a>) -> Boot<'a> {
+        Boot {
+            board,
+            image,
+            config_blob: None,
+            network,
+            nic_mac: None,
+            icount: None,
+            plugin: None,
+            monitor: None,
+            netns: None,
+            echo_console: false,
+        }
+    }
 }
 
 /// What a booted image's NIC is attached to.
@@ -66,13 +94,54 @@ pub enum Network<'a> {
     SerialPty,
 }
 
+/// One console line, and the counter's reading taken as it arrived if it is a line the
+/// counter is read at ([`Qemu::mark_lines`]).
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// The line, its end's white space trimmed.
+    pub text: String,
+    /// The counter's reading when the line arrived.
+    pub mark: Option<Mark>,
+}
+
+/// The console so far, shared with its readers.
+#[derive(Default)]
+struct Console {
+    /// The lines kept, the oldest first.
+    lines: Vec<Line>,
+    /// Lines dropped from the front (to keep at most [`KEPT_LINES`]).
+    dropped: usize,
+    /// Readers still reading (QEMU's stdout and stderr).
+    readers: usize,
+}
+
+impl Console {
+    /// The line at absolute index `i`, if still kept.
+    fn get(&self, i: usize) -> Option<&Line> {
+        self.lines.get(i.checked_sub(self.dropped)?)
+    }
+}
+
+/// Where the console reader reads the counter: at lines starting with `prefix`.
+struct Marker {
+    counter: counter::Shared,
+    prefix: &'static str,
+    profile: bool,
+}
+
+/// The console and the signal that a line arrived.
+type Shared = Arc<(Mutex<Console>, Condvar)>;
+
 /// A running QEMU.
 pub struct Qemu {
     child: Option<Child>,
     /// [`Boot::config_blob`], until the boot line.
     config_blob: Option<ConfigBlob>,
-    lines: Receiver<String>,
-    kept: Arc<Mutex<VecDeque<String>>>,
+    console: Shared,
+    marker: Arc<OnceLock<Marker>>,
+    /// The next line a consuming read ([`Qemu::lines_until`]) looks at.
+    cursor: usize,
+    monitor: Option<PathBuf>,
 }
 
 /// The firmware's boot line: `linklab firmware: BOARD up...`, at the start of the line or
@@ -105,8 +174,7 @@ impl Qemu {
     /// Starts QEMU (in its own process group, so a terminal's Ctrl-C reaches us, and we stop
     /// it in order).
     pub fn start(boot: Boot<'_>) -> anyhow::Result<Qemu> {
-        let b = boot.board;
-        require(b)?;
+        require(boot.board)?;
         let argv = argv_of(&boot);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
@@ -118,9 +186,7 @@ impl Qemu {
         // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM.
         unsafe {
             cmd.pre_exec(move || {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
                 Ok(())
             });
         }
@@ -132,103 +198,71 @@ impl Qemu {
         // permitted (root), so a busy host does not starve the board of cycles and its NIC
         // model of receive buffers: beside CPU hogs, `iperf3 -u -b 5M` to the mps2 embassy
         // image lost 3-14 % at nice 0 and 0 % at -10. Where not permitted, nothing changes.
-        // (The image was built before, at our own priority.)
+        // (The image was built before, at our own priority.) No maintained crate wraps
+        // setpriority (nix 0.32 has none).
         // SAFETY: setpriority only changes this thread's scheduling weight.
         unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, BOARD_NICE) };
         // An embassy image's console is defmt frames: decode them with its table.
-        let table = super::defmt::table_of(boot.image)?.map(std::sync::Arc::new);
+        let table = crate::defmt::table_of(boot.image)?.map(Arc::new);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("cannot start {}", argv[0]))?;
-        let kept = Arc::new(Mutex::new(VecDeque::new()));
-        let (tx, lines) = mpsc::channel();
-        for (stream, echo, table) in [
-            (
-                child
-                    .stdout
-                    .take()
-                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-                boot.echo_console,
-                table,
-            ),
-            (
-                child
-                    .stderr
-                    .take()
-                    .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-                false,
-                None,
-            ),
-        ] {
+        let console: Shared = Arc::new((Mutex::new(Console::default()), Condvar::new()));
+        let marker: Arc<OnceLock<Marker>> = Arc::new(OnceLock::new());
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>);
+        for (stream, echo, table) in [(stdout, boot.echo_console, table), (stderr, false, None)] {
             let Some(stream) = stream else { continue };
-            let kept = Arc::clone(&kept);
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let emit = |line: String| {
-                    if echo {
-                        println!("{line}");
-                    }
-                    if let Ok(mut k) = kept.lock() {
-                        if k.len() == KEPT_LINES {
-                            k.pop_front();
-                        }
-                        k.push_back(line.clone());
-                    }
-                    let _ = tx.send(line);
-                };
-                match table {
-                    Some(table) => super::defmt::decode_stream(&table, stream, emit),
-                    None => {
-                        for line in BufReader::new(stream).lines() {
-                            let Ok(line) = line else { break };
-                            emit(line);
-                        }
-                    }
-                }
-            });
+            read_console(stream, echo, table, &console, &marker);
         }
         Ok(Qemu {
             child: Some(child),
             config_blob: boot.config_blob,
-            lines,
-            kept,
+            console,
+            marker,
+            cursor: 0,
+            monitor: boot.monitor.map(Path::to_path_buf),
         })
+    }
+
+    /// From now on the console's reader reads `counter` the moment a line starting with
+    /// `prefix` arrives (with `profile`, the per-block counts too), and keeps the reading with
+    /// the line ([`Line::mark`]). Once per QEMU.
+    pub fn mark_lines(
+        &self,
+        counter: counter::Shared,
+        prefix: &'static str,
+        profile: bool,
+    ) -> anyhow::Result<()> {
+        self.marker
+            .set(Marker {
+                counter,
+                prefix,
+                profile,
+            })
+            .map_err(|_| anyhow::anyhow!("the console's lines are marked already"))
     }
 
     /// Waits for the firmware's boot line; on timeout or an early exit, an error with the
     /// console's last lines (QEMU is then stopped).
     pub fn wait_for_boot(&mut self, timeout: Duration) -> anyhow::Result<String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self
-                .lines
-                .recv_timeout(left.min(Duration::from_millis(200)))
-            {
-                Ok(line) if is_boot_line(&line) => {
-                    self.config_blob = None;
-                    return Ok(line);
-                }
-                Ok(_) => {}
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
+        match self.next_matching(is_boot_line, timeout) {
+            Ok(lines) => {
+                self.config_blob = None;
+                Ok(lines.last().cloned().unwrap_or_default())
             }
-            if let Some(status) = self.exited() {
-                if let Some(line) = self
-                    .lines_after_exit()
-                    .into_iter()
-                    .find(|l| is_boot_line(l))
-                {
-                    self.config_blob = None;
-                    return Ok(line);
-                }
+            Err(Waited::Exited(status)) => {
                 let last = self.last_lines();
                 self.stop();
                 bail!("QEMU exited ({status}) before the firmware came up; its last lines: {last}");
             }
-            if Instant::now() >= deadline {
+            Err(Waited::TimedOut) => {
                 let last = self.last_lines();
                 self.stop();
                 bail!(
@@ -239,51 +273,16 @@ impl Qemu {
         }
     }
 
-    /// The pseudo-terminal QEMU opened for the second UART (`-serial pty` prints "char
-    /// device redirected to /dev/pts/N (label serial1)"), once booted.
-    pub fn serial_pty(&self) -> Option<String> {
-        let kept = self.kept.lock().ok()?;
-        kept.iter().find_map(|l| {
-            let rest = l.split("char device redirected to ").nth(1)?;
-            Some(rest.split_whitespace().next()?.to_string())
-        })
-    }
-
-    /// Console lines up to and including the first that starts with `last`; on timeout or an
-    /// exit before it, an error with the console's last lines (QEMU is then stopped).
+    /// Console lines up to and including the next that starts with `last`; on timeout or an
+    /// exit before it, an error with the console's last lines (QEMU is stopped on timeout).
     pub fn lines_until(&mut self, last: &str, timeout: Duration) -> anyhow::Result<Vec<String>> {
-        let deadline = Instant::now() + timeout;
-        let mut lines = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self
-                .lines
-                .recv_timeout(left.min(Duration::from_millis(200)))
-            {
-                Ok(line) => {
-                    let done = line.starts_with(last);
-                    lines.push(line);
-                    if done {
-                        return Ok(lines);
-                    }
-                    continue;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
-            if let Some(status) = self.exited() {
-                // Lines the readers still hold were printed before the exit.
-                lines.extend(self.lines_after_exit());
-                if let Some(end) = lines.iter().position(|l| l.starts_with(last)) {
-                    lines.truncate(end + 1);
-                    return Ok(lines);
-                }
+        match self.next_matching(|l| l.starts_with(last), timeout) {
+            Ok(lines) => Ok(lines),
+            Err(Waited::Exited(status)) => {
                 let last_lines = self.last_lines();
                 bail!("QEMU exited ({status}) before the image finished; its last lines: {last_lines}");
             }
-            if Instant::now() >= deadline {
+            Err(Waited::TimedOut) => {
                 let last_lines = self.last_lines();
                 self.stop();
                 bail!(
@@ -294,20 +293,105 @@ impl Qemu {
         }
     }
 
-    /// The console lines not yet taken, once QEMU has exited: its pipes may still hold the
-    /// last lines it printed (on a busy host the readers run behind), so they are read to
-    /// their end, for at most [`DRAIN_AFTER_EXIT`] (a helper QEMU left behind could hold a
-    /// pipe open).
-    fn lines_after_exit(&mut self) -> Vec<String> {
-        let deadline = Instant::now() + DRAIN_AFTER_EXIT;
-        let mut lines = Vec::new();
+    /// The lines from the cursor to the next one `wanted` takes (the cursor then after it).
+    /// Once QEMU has exited, its pipes may still hold the last lines it printed (on a busy
+    /// host the readers run behind): they are read to their end, for at most
+    /// [`DRAIN_AFTER_EXIT`] (a helper QEMU left behind could hold a pipe open).
+    fn next_matching(
+        &mut self,
+        wanted: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> Result<Vec<String>, Waited> {
+        let deadline = Instant::now() + timeout;
+        let mut exited_at: Option<(Instant, std::process::ExitStatus)> = None;
+        let (lock, arrived) = &*self.console;
+        let mut console = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let start = self.cursor.max(console.dropped);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => lines.push(line),
-                Err(_) => return lines,
+            self.cursor = self.cursor.max(console.dropped);
+            while let Some(line) = console.get(self.cursor) {
+                self.cursor += 1;
+                if wanted(&line.text) {
+                    return Ok((start.max(console.dropped)..self.cursor)
+                        .filter_map(|i| console.get(i).map(|l| l.text.clone()))
+                        .collect());
+                }
             }
+            if let Some((at, status)) = exited_at {
+                if console.readers == 0 || at.elapsed() >= DRAIN_AFTER_EXIT {
+                    return Err(Waited::Exited(status));
+                }
+            } else if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                exited_at = Some((Instant::now(), status));
+                continue;
+            }
+            if exited_at.is_none() && Instant::now() >= deadline {
+                return Err(Waited::TimedOut);
+            }
+            let wait = Duration::from_millis(200);
+            console = arrived
+                .wait_timeout(console, wait)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
+    }
+
+    /// The console lines so far that contain `text` (every one kept, consumed or not).
+    pub fn lines_containing(&self, text: &str) -> Vec<Line> {
+        let console = self.console.0.lock().unwrap_or_else(|p| p.into_inner());
+        console
+            .lines
+            .iter()
+            .filter(|l| l.text.contains(text))
+            .cloned()
+            .collect()
+    }
+
+    /// Waits up to `timeout` for the console line containing `text` after the first `seen`
+    /// such lines (every line kept, consumed or not).
+    pub fn wait_for_nth(&self, text: &str, seen: usize, timeout: Duration) -> anyhow::Result<Line> {
+        let deadline = Instant::now() + timeout;
+        let (lock, arrived) = &*self.console;
+        let mut console = lock.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(l) = console
+                .lines
+                .iter()
+                .filter(|l| l.text.contains(text))
+                .nth(seen)
+            {
+                return Ok(l.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let last: Vec<&str> = console
+                    .lines
+                    .iter()
+                    .rev()
+                    .take(5)
+                    .map(|l| l.text.as_str())
+                    .collect();
+                bail!("no console line with {text:?} within {timeout:?} (last lines: {last:?})");
+            }
+            console = arrived
+                .wait_timeout(console, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// The pseudo-terminal QEMU opened for the second UART (`-serial pty` prints "char
+    /// device redirected to /dev/pts/N (label serial1)"), once booted.
+    pub fn serial_pty(&self) -> Option<String> {
+        let console = self.console.0.lock().ok()?;
+        console.lines.iter().find_map(|l| {
+            let rest = l.text.split("char device redirected to ").nth(1)?;
+            Some(rest.split_whitespace().next()?.to_string())
+        })
     }
 
     /// The exit status, if QEMU has exited.
@@ -319,11 +403,39 @@ impl Qemu {
 
     /// The console's last lines, joined on one line.
     pub fn last_lines(&self) -> String {
-        let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
-        if kept.is_empty() {
+        let console = self.console.0.lock().unwrap_or_else(|p| p.into_inner());
+        if console.lines.is_empty() {
             return "(nothing)".into();
         }
-        kept.into_iter().collect::<Vec<_>>().join(" | ")
+        let from = console.lines.len().saturating_sub(QUOTED_LINES);
+        console.lines[from..]
+            .iter()
+            .map(|l| l.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    /// `len` bytes of guest memory at `addr`, through QEMU's monitor (`pmemsave` into a file
+    /// beside the monitor's socket, in the caller's private folder).
+    pub fn memory(&self, addr: u64, len: u64) -> anyhow::Result<Vec<u8>> {
+        let monitor = self
+            .monitor
+            .as_deref()
+            .context("this QEMU was started without a monitor")?;
+        let file = monitor.with_file_name("memory.bin");
+        let _ = std::fs::remove_file(&file);
+        let mut s = UnixStream::connect(monitor).context("QEMU's monitor")?;
+        s.set_read_timeout(Some(Duration::from_millis(200)))?;
+        writeln!(s, "pmemsave {addr:#x} {len} \"{}\"", file.display())?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut sink = [0u8; 4096];
+        while Instant::now() < deadline {
+            let _ = s.read(&mut sink);
+            if std::fs::metadata(&file).is_ok_and(|m| m.len() == len) {
+                return std::fs::read(&file).context("the memory QEMU saved");
+            }
+        }
+        bail!("QEMU's monitor saved no memory at {addr:#x}")
     }
 
     /// Stops QEMU: SIGTERM to its process group, SIGKILL after a grace period; waits.
@@ -331,9 +443,8 @@ impl Qemu {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let pgid = child.id() as libc::pid_t;
-        // SAFETY: signals to the process group we created for QEMU.
-        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        let group = Pid::from_raw(child.id() as libc::pid_t);
+        let _ = killpg(group, Signal::SIGTERM);
         let deadline = Instant::now() + STOP_GRACE;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
@@ -341,10 +452,65 @@ impl Qemu {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: as above.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = killpg(group, Signal::SIGKILL);
         let _ = child.wait();
     }
+}
+
+/// Why a wait for a console line ended without it.
+enum Waited {
+    /// QEMU exited (and its last lines were read).
+    Exited(std::process::ExitStatus),
+    /// The time was up.
+    TimedOut,
+}
+
+/// Starts a thread reading `stream` into `console` line by line (decoding defmt frames with
+/// `table`), echoing to stdout with `echo`, reading the counter at the lines `marker` names.
+fn read_console(
+    stream: Box<dyn Read + Send>,
+    echo: bool,
+    table: Option<Arc<defmt_decoder::Table>>,
+    console: &Shared,
+    marker: &Arc<OnceLock<Marker>>,
+) {
+    let console = Arc::clone(console);
+    let marker = Arc::clone(marker);
+    console.0.lock().unwrap_or_else(|p| p.into_inner()).readers += 1;
+    std::thread::spawn(move || {
+        let emit = |text: String| {
+            let mark = marker
+                .get()
+                .filter(|m| text.starts_with(m.prefix))
+                .and_then(|m| counter::mark(&m.counter, m.profile).ok());
+            if echo {
+                println!("{text}");
+            }
+            let (lock, arrived) = &*console;
+            let mut c = lock.lock().unwrap_or_else(|p| p.into_inner());
+            if c.lines.len() == KEPT_LINES {
+                c.lines.remove(0);
+                c.dropped += 1;
+            }
+            c.lines.push(Line {
+                text: text.trim_end().to_string(),
+                mark,
+            });
+            arrived.notify_all();
+        };
+        match table {
+            Some(table) => crate::defmt::decode_stream(&table, stream, emit),
+            None => {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { break };
+                    emit(line);
+                }
+            }
+        }
+        let (lock, arrived) = &*console;
+        lock.lock().unwrap_or_else(|p| p.into_inner()).readers -= 1;
+        arrived.notify_all();
+    });
 }
 
 /// QEMU's command line for `boot` (behind `ip netns exec` when it names a namespace).
@@ -356,12 +522,12 @@ fn argv_of(boot: &Boot<'_>) -> Vec<String> {
     }
     argv.push(b.qemu.into());
     argv.extend(b.machine.iter().map(|s| s.to_string()));
-    argv.extend(
-        [
-            "-display", "none", "-monitor", "none", "-serial", "stdio", "-kernel",
-        ]
-        .map(String::from),
-    );
+    let monitor = match boot.monitor {
+        Some(path) => format!("unix:{},server=on,wait=off", path.display()),
+        None => "none".into(),
+    };
+    argv.extend(["-display".into(), "none".into(), "-monitor".into(), monitor]);
+    argv.extend(["-serial", "stdio", "-kernel"].map(String::from));
     argv.push(boot.image.display().to_string());
     if let Some(blob) = &boot.config_blob {
         argv.push("-device".into());
@@ -377,11 +543,15 @@ fn argv_of(boot: &Boot<'_>) -> Vec<String> {
             argv.extend(["-serial", "pty", "-nic", "none"].map(String::from));
         }
         Network::Stream(path) => argv.extend(b.stream_args(path)),
-        Network::Tap(tap) => argv.extend(b.tap_args(tap)),
+        Network::Tap(tap) => argv.extend(b.tap_args(tap, boot.nic_mac)),
     }
     if let Some(icount) = &boot.icount {
         argv.push("-icount".into());
         argv.push(icount.clone());
+    }
+    if let Some(plugin) = &boot.plugin {
+        argv.push("-plugin".into());
+        argv.push(plugin.clone());
     }
     argv
 }
@@ -394,18 +564,16 @@ impl Drop for Qemu {
 
 /// Has the kernel kill `cmd`'s process (SIGKILL) when we die without stopping it — killed,
 /// crashed — so that no emulator or stock tool we started outlives us. The parent-death
-/// signal follows the thread that forked: call it only for commands started on the main
-/// thread, which lives as long as we do.
+/// signal follows the thread that forked: call it only for commands started on a thread that
+/// lives as long as the command should.
 pub fn dies_with_us(cmd: &mut Command) {
-    let us = std::process::id() as libc::pid_t;
+    let us = nix::unistd::getpid();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
             // We died between fork and prctl: the signal will never come.
-            if libc::getppid() != us {
+            if nix::unistd::getppid() != us {
                 libc::_exit(1);
             }
             Ok(())

@@ -9,35 +9,38 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use linklab_results::emu::throughput::{self as doc, ThroughputReport, ThroughputRun};
 
 use super::board::{Board, Work};
-use super::image::{serves_iperf3, Chosen, FixedRate, Measure};
+use super::image::{serves_iperf3, Chosen, ImageChoice};
 use super::lab::Lab;
-use super::line::LineArgs;
+use super::line::{LineOptions, LineSettings};
 use super::transfer::{Transfer, Unit, Watch};
 
-/// Options of `linklab emu throughput`.
-#[derive(clap::Args, Debug)]
-pub struct Args {
-    #[command(flatten)]
-    measure: Measure,
-    /// The second run's fixed rate.
-    #[command(flatten)]
-    rate: FixedRate,
+/// What `linklab emu throughput` measures.
+#[derive(Clone, Debug)]
+pub struct ThroughputOptions {
+    /// The board and image.
+    pub image: ImageChoice,
+    /// The soft-PHY line's options (a soft-PHY image).
+    pub line: LineOptions,
+    /// The second run's fixed rate: `-icount shift=N`, 1000 / 2^N MIPS.
+    pub shift: u32,
 }
 
-/// Runs `linklab emu throughput`.
-pub fn run(args: Args) -> anyhow::Result<()> {
-    let p = args.measure.prepare("throughput", serves_iperf3)?;
-    let result = throughput(
+/// Builds (or finds) the image and measures it: the `throughput` document. Where the
+/// emulator fell behind real time, [`ThroughputReport::behind_notes`] says so.
+pub fn run(options: &ThroughputOptions) -> anyhow::Result<ThroughputReport> {
+    let p = options
+        .image
+        .prepare("throughput", &options.line, serves_iperf3)?;
+    throughput(
         &p.board,
         &p.chosen,
         &p.image,
-        args.rate.shift,
+        options.shift,
         p.line.as_ref(),
-    )?;
-    args.measure.report(&result)
+    )
 }
 
 /// Seconds of each iperf3 run.
@@ -50,8 +53,8 @@ pub fn throughput(
     chosen: &Chosen,
     image: &Path,
     shift: u32,
-    line: Option<&LineArgs>,
-) -> anyhow::Result<Value> {
+    line: Option<&LineSettings>,
+) -> anyhow::Result<ThroughputReport> {
     let has_http = chosen.spec.work == Work::Stats;
     let mut runs = Vec::new();
     for icount in [None, Some(format!("shift={shift},align=on,sleep=on"))] {
@@ -78,39 +81,28 @@ pub fn throughput(
         } else {
             None
         };
-        let mut run = json!({
-            "icount": icount,
-            "mips": icount.as_ref().map(|_| 1000.0 / f64::from(1u32 << shift)),
-            "clock": if icount.is_some() {
+        runs.push(ThroughputRun {
+            mips: icount.as_ref().map(|_| 1000.0 / f64::from(1u32 << shift)),
+            clock: if icount.is_some() {
                 "the device's (QEMU's virtual time at the fixed rate)"
             } else {
                 "the host's (QEMU free-running)"
-            },
-            "device_receives": rx.clocks.rate_json(rx.bytes, Unit::Mbps),
-            "device_sends": tx.clocks.rate_json(tx.bytes, Unit::Mbps),
-        });
-        if let Some(h) = &http {
-            run["http_1mb"] = h.clocks.rate_json(h.bytes, Unit::KBps);
-        }
-        for (what, m) in [
-            ("receiving", Some(&rx)),
-            ("sending", Some(&tx)),
-            ("curl", http.as_ref()),
-        ] {
-            if let Some(note) = m.and_then(|m| m.clocks.behind()) {
-                eprintln!(
-                    "linklab emu throughput: {} at {}: {what}: {note}",
-                    board.name,
-                    icount.as_deref().unwrap_or("free-running")
-                );
             }
-        }
-        runs.push(run);
+            .into(),
+            icount,
+            device_receives: rx.clocks.rate_document(rx.bytes, Unit::Mbps),
+            device_sends: tx.clocks.rate_document(tx.bytes, Unit::Mbps),
+            http_1mb: http
+                .as_ref()
+                .map(|h| h.clocks.rate_document(h.bytes, Unit::KBps)),
+        });
     }
-    Ok(json!({
-        "board": board.name,
-        "isa": board.isa,
-        "image": chosen.spec.name,
-        "runs": runs,
-    }))
+    Ok(ThroughputReport {
+        kind: doc::KIND.into(),
+        schema_version: doc::SCHEMA_VERSION,
+        board: board.name.into(),
+        isa: board.isa.into(),
+        image: chosen.spec.name.into(),
+        runs,
+    })
 }

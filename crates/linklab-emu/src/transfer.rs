@@ -15,7 +15,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
+use linklab_results::emu::rate::Rate;
+use serde_json::Value;
 
 use super::lab::{Lab, DEVICE_IP};
 
@@ -104,21 +105,25 @@ impl Clocks {
         })
     }
 
-    /// `bytes` as JSON rates in `unit`: the device's clock's, and the host's beside it with
-    /// the line that says why only when the emulator fell behind.
-    pub fn rate_json(&self, bytes: u64, unit: Unit) -> Value {
-        let (key, host_key) = unit.keys();
-        let mut v = json!({
-            "bytes": bytes,
-            "device_seconds": (self.device_s * 1e4).round() / 1e4,
-        });
-        v[key] = json!(unit.of(self.rate(bytes)));
+    /// `bytes` as the documents give a rate in `unit`: the device's clock's, and the host's
+    /// beside it with the line that says why only when the emulator fell behind.
+    pub fn rate_document(&self, bytes: u64, unit: Unit) -> Rate {
+        let mut r = Rate {
+            bytes,
+            device_seconds: (self.device_s * 1e4).round() / 1e4,
+            ..Rate::default()
+        };
+        let (device, host) = match unit {
+            Unit::Mbps => (&mut r.mbps, &mut r.host_mbps),
+            Unit::KBps => (&mut r.kb_per_s, &mut r.host_kb_per_s),
+        };
+        *device = Some(unit.of(self.rate(bytes)));
         if let Some(note) = self.behind() {
-            v[host_key] = json!(unit.of(self.host_rate(bytes)));
-            v["real_seconds"] = json!((self.real_s * 1e3).round() / 1e3);
-            v["behind"] = json!(note);
+            *host = Some(unit.of(self.host_rate(bytes)));
+            r.real_seconds = Some((self.real_s * 1e3).round() / 1e3);
+            r.behind = Some(note);
         }
-        v
+        r
     }
 }
 
@@ -132,14 +137,6 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// The JSON keys of the device's rate and the host's.
-    fn keys(self) -> (&'static str, &'static str) {
-        match self {
-            Unit::Mbps => ("mbps", "host_mbps"),
-            Unit::KBps => ("kB_per_s", "host_kB_per_s"),
-        }
-    }
-
     /// `bytes_per_s` in this unit, rounded.
     fn of(self, bytes_per_s: f64) -> f64 {
         match self {
@@ -287,6 +284,7 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// The shape of stock iperf3's `-J` report (3.12) for `-R` against the device: the
     /// server's results, exchanged at the end, are the sender's (`sum_sent`).
@@ -305,7 +303,7 @@ mod tests {
         assert!(device_side(&json!({}), true).is_err());
     }
 
-    /// Issue 51's case: mps2-an385 at 62.5 MIPS sent 22 MB in 1.96 s of its clock and 5.2 s
+    /// The case that made the device's clock the rate: mps2-an385 at 62.5 MIPS sent 22 MB in 1.96 s of its clock and 5.2 s
     /// of real time. The rate is the device's (≈ 90 Mbit/s, as `predict` says), and the
     /// host's (≈ 34 Mbit/s, what `emu throughput` used to print as the device's) comes only
     /// beside it, with the line saying the emulator fell behind and by how much.
@@ -317,10 +315,10 @@ mod tests {
             device_s,
             real_s: 5.2,
         };
-        let v = behind.rate_json(bytes, Unit::Mbps);
-        assert_eq!(v["mbps"], 89.8);
-        assert_eq!(v["host_mbps"], 33.85);
-        let note = v["behind"].as_str().unwrap();
+        let v = behind.rate_document(bytes, Unit::Mbps);
+        assert_eq!(v.mbps, Some(89.8));
+        assert_eq!(v.host_mbps, Some(33.85));
+        let note = v.behind.as_deref().unwrap();
         assert!(
             note.contains("fell behind real time")
                 && note.contains("1.96 s of the device's clock took 5.20 s of real time (0.38x)"),
@@ -331,11 +329,20 @@ mod tests {
             device_s: 5.0,
             real_s: 5.3,
         };
-        let v = kept.rate_json(50_000_000, Unit::Mbps);
-        assert_eq!(v["mbps"], 80.0);
-        assert!(
-            v.get("host_mbps").is_none() && v.get("behind").is_none(),
-            "{v}"
+        let v = kept.rate_document(50_000_000, Unit::Mbps);
+        assert_eq!(v.mbps, Some(80.0));
+        assert!(v.host_mbps.is_none() && v.behind.is_none(), "{v:?}");
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"bytes":50000000,"device_seconds":5.0,"mbps":80.0}"#
+        );
+        let k = behind.rate_document(bytes, Unit::KBps);
+        assert_eq!(
+            serde_json::to_string(&k).unwrap(),
+            format!(
+                r#"{{"bytes":22000000,"device_seconds":1.96,"kB_per_s":11224.5,"host_kB_per_s":4230.8,"real_seconds":5.2,"behind":{}}}"#,
+                serde_json::to_string(note).unwrap()
+            )
         );
         assert_eq!(kept.behind(), None);
     }

@@ -20,6 +20,7 @@
 //! Where this crate sits among the others: the repository's ARCHITECTURE.md.
 
 pub mod bench;
+pub mod emu;
 pub mod probe;
 pub mod quantity;
 pub mod rtt;

@@ -7,7 +7,7 @@
 //! the host acknowledges every segment the device sends (`quickack`), which the bench does
 //! not ask for (its sent costs are lower and move more).
 //!
-//! The plugin QEMU loads (QEMU runs as root) and the configuration blob are kept in a
+//! The plugin QEMU loads (QEMU runs as root) is kept in a
 //! [`WorkFolder`]: made fresh by this process, mode 0700, so no other user can have made it
 //! first or put anything in it.
 
@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use linklab_emu::board::{Attach, Board, Iperf, Runtime, Work};
-use linklab_emu::counted::measure::Speaks;
-use linklab_emu::counted::{counter, elf, emulator, measure, throughput};
-use linklab_perf::device_config::DeviceConfig;
+use linklab_emu::counted::image::{Address, Image, Speaks};
+use linklab_emu::counted::measure::{self, Counting};
+use linklab_emu::counted::{counter, throughput};
+use linklab_emu::elf;
 use linklab_results::track::{Better, Figure, Rule};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
@@ -29,14 +30,10 @@ use crate::suite::{ImageEntry, Target};
 /// linklab's images' MAC in the lab (the side-by-side bench's).
 const LINKLAB_MAC: [u8; 6] = [0x02, 0x4c, 0x4c, 0, 0, 0x02];
 
-/// An image ready to boot: its ELF, how it is measured, its NIC.
+/// An image ready to boot (its ELF, how it is measured, its address) and its build profile
+/// (`release`, `minimal`; `given` for an ELF named in the suite).
 struct Bootable {
-    elf: PathBuf,
-    speaks: Speaks,
-    mac: String,
-    /// linklab's configuration blob (its address), loaded into RAM by QEMU.
-    config: Option<PathBuf>,
-    /// The build profile (`release`, `minimal`; `given` for an ELF named in the suite).
+    image: Image,
     profile: String,
 }
 
@@ -70,7 +67,7 @@ impl WorkFolder {
         if let Some(lib) = &self.plugin {
             return Ok(lib.clone());
         }
-        let lib = counter::build_plugin(self.dir.path())?;
+        let lib = counter::build_plugin(&self.dir)?;
         self.plugin = Some(lib.clone());
         Ok(lib)
     }
@@ -92,11 +89,11 @@ fn measure_into(
     work: &mut WorkFolder,
     result: &mut EntryResult,
 ) -> anyhow::Result<()> {
-    let b = bootable(entry, work.path())?;
-    result.elf = Some(b.elf.display().to_string());
-    result.elf_sha256 = sha256(&b.elf);
+    let b = bootable(entry)?;
+    result.elf = Some(b.image.elf.display().to_string());
+    result.elf_sha256 = sha256(&b.image.elf);
     result.profile = Some(b.profile.clone());
-    let size = elf::size(&b.elf)?;
+    let size = elf::size(&b.image.elf)?;
     let exact =
         |name: &str, v: u64| Figure::new(name, "B", Better::Lower, Rule::Exact, vec![v as f64]);
     if entry.wants("flash") {
@@ -113,8 +110,7 @@ fn measure_into(
     if entry.wants("throughput") {
         let (mut rx, mut tx) = (Vec::new(), Vec::new());
         for _ in 0..repeat {
-            let tag = format!("{}t", std::process::id() % 1000);
-            let (r, t) = throughput::measure(&tag, &b.elf, b.speaks, &b.mac, b.config.as_deref())?;
+            let (r, t) = throughput::measure(&b.image)?;
             rx.push(r);
             tx.push(t);
         }
@@ -133,10 +129,9 @@ fn count(
     work: &mut WorkFolder,
     result: &mut EntryResult,
 ) -> anyhow::Result<()> {
-    let clock = emulator::Clock::Counted {
-        lib: work.plugin()?,
-        dir: work.path().to_path_buf(),
-        profile: false,
+    let counting = Counting {
+        plugin: work.plugin()?,
+        profiles: None,
         // The host's delayed ACKs moved the sent cost up to 3.7 % from boot to boot; an ACK
         // per segment takes them out (docs/track.md, Noise).
         ack_every_segment: true,
@@ -144,11 +139,11 @@ fn count(
     let (mut rx, mut tx, mut stack) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..repeat {
         let tag = format!("c{round}");
-        let counted = measure::count(&tag, &b.elf, b.speaks, &b.mac, b.config.as_deref(), &clock)
+        let counted = measure::count(&tag, &b.image, &counting)
             .with_context(|| format!("counting run {}", round + 1))?;
         rx.push(counted.receive.per_byte);
         tx.push(counted.send.per_byte);
-        if let Some(peak) = counted.stack_peak {
+        if let Ok(peak) = counted.stack_peak {
             stack.push(peak as f64);
         }
     }
@@ -165,17 +160,18 @@ fn count(
 }
 
 /// The ELF of `entry` and how to measure it (linklab's images built when not given).
-fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
+fn bootable(entry: &ImageEntry) -> anyhow::Result<Bootable> {
     match &entry.target {
         Target::Foreign { elf, mac } => {
             if !elf.is_file() {
                 bail!("{} is not a file", elf.display());
             }
             Ok(Bootable {
-                elf: elf.clone(),
-                speaks: Speaks::Lwip,
-                mac: mac.clone(),
-                config: None,
+                image: Image {
+                    elf: elf.clone(),
+                    speaks: Speaks::Lwip,
+                    address: Address::BuiltIn(mac.clone()),
+                },
                 profile: "given".into(),
             })
         }
@@ -195,23 +191,16 @@ fn bootable(entry: &ImageEntry, work: &Path) -> anyhow::Result<Bootable> {
                 );
             }
             let built = chosen.find_or_build(&board)?;
-            let blob = work.join("linklab-198.18.9.2.cfg");
-            let config = DeviceConfig {
-                ip: [198, 18, 9, 2],
-                prefix: 24,
-                mac: LINKLAB_MAC,
-            };
-            std::fs::write(&blob, config.to_bytes())
-                .with_context(|| format!("cannot write {}", blob.display()))?;
             Ok(Bootable {
-                elf: built,
-                speaks: Speaks::Linklab {
-                    stats: spec.work == Work::Stats,
-                    defmt: false,
-                    iperf2: spec.iperf == Iperf::Iperf2Tcp,
+                image: Image {
+                    elf: built,
+                    speaks: Speaks::Linklab {
+                        stats: spec.work == Work::Stats,
+                        defmt: false,
+                        iperf2: spec.iperf == Iperf::Iperf2Tcp,
+                    },
+                    address: Address::Blob(LINKLAB_MAC),
                 },
-                mac: LINKLAB_MAC.map(|b| format!("{b:02x}")).join(":"),
-                config: Some(blob),
                 profile: if elf.is_some() {
                     "given".into()
                 } else {

@@ -39,11 +39,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
-use linklab_perf::device_config::DeviceConfig;
 
-use linklab_emu::counted::emulator::Clock;
-use linklab_emu::counted::measure::Speaks;
-use linklab_emu::counted::{counter, elf, measure, throughput};
+use linklab_emu::cost::{self, CostOptions};
+use linklab_emu::counted::image::{Address, Image as Counted, Speaks};
+use linklab_emu::counted::measure::{self, Counting};
+use linklab_emu::counted::{counter, throughput};
+use linklab_emu::image::ImageChoice;
+use linklab_emu::{board::Board, elf};
 use report::Column;
 
 /// The lwIP peer image's NIC address (its netif reads the one QEMU gives the LAN9118).
@@ -119,23 +121,15 @@ fn lwip_elf() -> anyhow::Result<PathBuf> {
         .context("no lwIP image: set LINKLAB_LWIP_ELF to the peer's lwip_perf_O2.elf")
 }
 
-/// Builds a firmware image (`cargo build` in `firmware/`) and returns its ELF.
-fn build_firmware(args: &[&str], built: &str) -> anyhow::Result<PathBuf> {
-    let dir = repo().join("firmware");
-    let out = Command::new("cargo")
-        .current_dir(&dir)
-        .arg("build")
-        .arg("-q")
-        .args(args)
-        .output()
-        .context("cannot run cargo")?;
-    if !out.status.success() {
-        bail!(
-            "building {built} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+/// Builds (or finds built) mps2-an385's image `name` from `firmware/`, as the board table
+/// says, and returns its ELF.
+fn build_firmware(name: &str) -> anyhow::Result<PathBuf> {
+    let board = Board::by_name("mps2-an385").map_err(anyhow::Error::msg)?;
+    linklab_emu::image::Chosen {
+        spec: board.image(name)?,
+        elf: None,
     }
-    Ok(dir.join("target/thumbv7m-none-eabi").join(built))
+    .find_or_build(&board)
 }
 
 fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
@@ -150,15 +144,10 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
             device_count: false,
         });
     }
-    const TARGET: [&str; 4] = ["-p", "fw-mps2-an385", "--target", "thumbv7m-none-eabi"];
     if wanted("main") {
         let elf = match std::env::var_os("LINKLAB_IMAGE") {
             Some(p) => PathBuf::from(p),
-            None => {
-                let mut args = vec!["--release"];
-                args.extend(TARGET);
-                build_firmware(&args, "release/fw-mps2-an385")?
-            }
+            None => build_firmware("main")?,
         };
         v.push(Image {
             key: "main",
@@ -174,13 +163,10 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
     }
     // The embassy image, only when asked for by name (it is not in the README's table).
     if o.only.iter().any(|w| w == "embassy") {
-        let mut args = vec!["--release"];
-        args.extend(TARGET);
-        args.extend(["--features", "embassy", "--bin", "fw-mps2-an385-embassy"]);
         v.push(Image {
             key: "embassy",
             label: "linklab embassy".into(),
-            elf: build_firmware(&args, "release/fw-mps2-an385-embassy")?,
+            elf: build_firmware("embassy")?,
             speaks: Speaks::Linklab {
                 stats: true,
                 defmt: true,
@@ -199,14 +185,10 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
         if !wanted(key) || std::env::var_os("LINKLAB_IMAGE").is_some() {
             continue;
         }
-        let bin = format!("fw-mps2-an385-{key}");
-        let mut args = vec!["--profile", "minimal"];
-        args.extend(TARGET);
-        args.extend(["--no-default-features", "--features", key, "--bin", &bin]);
         v.push(Image {
             key,
             label: label.into(),
-            elf: build_firmware(&args, &format!("minimal/{bin}"))?,
+            elf: build_firmware(key)?,
             speaks: Speaks::Linklab {
                 stats: false,
                 defmt: false,
@@ -218,33 +200,27 @@ fn images(o: &Options) -> anyhow::Result<Vec<Image>> {
     Ok(v)
 }
 
-/// Where the bench keeps its plugin, blob and profiles.
+/// Where the bench keeps its profiles (with `--profile`).
 fn work_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| repo().join("target"), PathBuf::from)
         .join("lwip_side_by_side")
 }
 
-/// `linklab emu cost` on `elf`: instructions per byte received and sent, as the device
-/// counts them.
-fn device_count(elf: &Path, dir: &Path) -> anyhow::Result<(f64, f64)> {
-    let json = dir.join("cost.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_linklab"))
-        .args(["emu", "cost", "mps2-an385", "--json"])
-        .arg(&json)
-        .arg("--image")
-        .arg(elf)
-        .output()
-        .context("cannot run linklab emu cost")?;
-    if !out.status.success() {
-        bail!(
-            "linklab emu cost: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json)?)?;
-    let get = |k: &str| v[k].as_f64().with_context(|| format!("--cost has no {k}"));
-    Ok((get("rx_instr_per_byte")?, get("tx_instr_per_byte")?))
+/// `linklab emu cost` on `elf` (a main-loop image given as an ELF): instructions per byte
+/// received and sent, as the device counts them.
+fn device_count(elf: &Path) -> anyhow::Result<(f64, f64)> {
+    let report = cost::run(&CostOptions {
+        image: ImageChoice {
+            board: Board::by_name("mps2-an385").map_err(anyhow::Error::msg)?,
+            image: Some(elf.to_path_buf()),
+            elf: None,
+        },
+        line: Default::default(),
+        iperf2: false,
+    })
+    .context("linklab emu cost")?;
+    Ok((report.rx_instr_per_byte, report.tx_instr_per_byte))
 }
 
 fn run() -> anyhow::Result<()> {
@@ -266,20 +242,13 @@ fn run() -> anyhow::Result<()> {
         }
     }
     let dir = work_dir();
-    let lib = counter::build_plugin(&dir)?;
-    let blob = dir.join("linklab-198.18.9.2.cfg");
-    let config = DeviceConfig {
-        ip: [198, 18, 9, 2],
-        prefix: 24,
-        mac: LINKLAB_MAC,
-    };
-    std::fs::write(&blob, config.to_bytes())?;
-    let linklab_mac = LINKLAB_MAC.map(|b| format!("{b:02x}")).join(":");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // The plugin QEMU loads, in a folder of its own no one else can write to.
+    let plugin_dir = tempfile::tempdir().context("cannot create the plugin's folder")?;
     let images = images(&o)?;
-    let clock = Clock::Counted {
-        lib,
-        dir: dir.clone(),
-        profile: o.profile,
+    let counting = Counting {
+        plugin: counter::build_plugin(&plugin_dir)?,
+        profiles: o.profile.then(|| dir.clone()),
         ack_every_segment: false,
     };
     let mut columns: Vec<Column> = images
@@ -295,16 +264,22 @@ fn run() -> anyhow::Result<()> {
             })
         })
         .collect::<anyhow::Result<_>>()?;
-    let nic = |i: &Image| match i.speaks {
-        Speaks::Lwip => (LWIP_MAC.to_string(), None),
-        Speaks::Linklab { .. } => (linklab_mac.clone(), Some(blob.as_path())),
+    let counted = |i: &Image| Counted {
+        elf: i.elf.clone(),
+        speaks: i.speaks,
+        address: match i.speaks {
+            Speaks::Lwip => Address::BuiltIn(LWIP_MAC.to_string()),
+            Speaks::Linklab { .. } => Address::Blob(LINKLAB_MAC),
+        },
     };
     for round in 0..o.runs {
         for (i, c) in images.iter().zip(columns.iter_mut()) {
-            let (mac, cfg) = nic(i);
             let tag = format!("{}{round}", i.key);
-            let counted = measure::count(&tag, &i.elf, i.speaks, &mac, cfg, &clock)
+            let counted = measure::count(&tag, &counted(i), &counting)
                 .with_context(|| format!("counting {}", i.label))?;
+            if let Err(e) = &counted.stack_peak {
+                eprintln!("{tag}: no stack figure: {e}");
+            }
             eprintln!(
                 "{}: received {:.3}, sent {:.3} instructions per byte",
                 i.label, counted.receive.per_byte, counted.send.per_byte
@@ -315,15 +290,13 @@ fn run() -> anyhow::Result<()> {
     if o.cost {
         for (i, c) in images.iter().zip(columns.iter_mut()) {
             if i.device_count {
-                c.device_count = Some(device_count(&i.elf, &dir)?);
+                c.device_count = Some(device_count(&i.elf)?);
             }
         }
     }
     if o.throughput {
         for (i, c) in images.iter().zip(columns.iter_mut()) {
-            let (mac, cfg) = nic(i);
-            let tag = format!("{}t", i.key);
-            c.throughput = Some(throughput::measure(&tag, &i.elf, i.speaks, &mac, cfg)?);
+            c.throughput = Some(throughput::measure(&counted(i))?);
         }
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();

@@ -1,6 +1,7 @@
 //! One module per command: its clap arguments and the one call into the library that runs it.
 
 pub mod bench;
+pub mod emu;
 pub mod iperf;
 pub mod iperf2;
 pub mod probe;

@@ -37,7 +37,7 @@ enum Command {
     /// A reliable framed link on a serial port: bridge it to a TAP, serve on it, or self-test it.
     Serial(commands::serial::Args),
     /// Boot linklab's firmware on an emulated MCU (QEMU) with its NIC on a TAP, or measure it.
-    Emu(Box<linklab_emu::Args>),
+    Emu(Box<commands::emu::Args>),
     /// iperf3-compatible client and server.
     Iperf(Box<commands::iperf::Args>),
     /// iperf 2-compatible client and server (iperf 2.1.8's options and output).
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Serial(args) => commands::serial::run(args),
-        Command::Emu(args) => linklab_emu::run(*args),
+        Command::Emu(args) => commands::emu::run(*args),
         Command::Iperf(args) => commands::iperf::run(*args),
         Command::Iperf2(args) => commands::iperf2::run(*args),
         Command::Sweep(args) => commands::sweep::run(args),

@@ -1,7 +1,6 @@
 //! `linklab emu`'s command line: bad input gets one line and leaves nothing behind (no TAP,
-//! no namespace, no QEMU left), and the flags of before the verbs still work and say their
-//! new spelling. Needs root for the namespaces; the one boot here is an image that must fail
-//! to boot.
+//! no namespace, no QEMU left). Needs root for the namespaces; the one boot here is an image
+//! that must fail to boot.
 
 mod common;
 
@@ -22,7 +21,7 @@ fn emu(args: &[&str]) -> std::process::Output {
 fn bad_input_gets_one_line_and_leaves_nothing_behind() {
     assert_one_line_error(
         &emu(&["esp32", "--tap", "t0", "--ip", "198.18.0.2/24"]),
-        "invalid value 'esp32' for '[BOARD]': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000, sabrelite",
+        "invalid value 'esp32' for '<BOARD>': unknown board; expected one of mps2-an385, riscv32-virt, zynq7000, sabrelite",
     );
     assert_one_line_error(
         &emu(&["cost", "esp32"]),
@@ -201,54 +200,5 @@ fn an_image_that_does_not_boot_leaves_no_tap(ns: &Netns) {
         );
         let links = String::from_utf8(ns.run(&["ip", "-o", "link", "show"]).stdout).unwrap();
         assert!(!links.contains(" llbad0:"), "{links}");
-    }
-}
-
-/// The flags of before the verbs still work this round, and say how they are spelled now:
-/// one line with the new spelling, then what the new spelling does (here: one error line).
-#[test]
-fn old_flags_say_the_new_spelling() {
-    for (old, new, error) in [
-        (
-            &["--board", "mps2-an385", "--embassy", "--cost-parts"][..],
-            "linklab emu parts mps2-an385 --image embassy",
-            "parts: mps2-an385's embassy image has no simulator profile",
-        ),
-        (
-            &["--board", "zynq7000", "--blast", "--blast-ms", "10"][..],
-            "linklab emu blast zynq7000 --ms 10",
-            "blast: zynq7000's main image has no packet blaster",
-        ),
-        (
-            &[
-                "--board",
-                "mps2-an385",
-                "--phy10-line",
-                "--tap",
-                "t0",
-                "--ip",
-                "198.18.0.2/24",
-            ][..],
-            "linklab emu mps2-an385 --image soft-phy --tap t0 --ip 198.18.0.2/24",
-            "--image soft-phy: mps2-an385 has no soft-phy image",
-        ),
-    ] {
-        let out = Command::new(linklab_bin())
-            .arg("emu")
-            .args(old)
-            .output()
-            .expect("run linklab");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let lines: Vec<&str> = stderr.lines().collect();
-        assert_eq!(lines.len(), 2, "{stderr}");
-        assert_eq!(
-            lines[0],
-            format!("linklab emu: the old flags work this round; this is now spelled: {new}")
-        );
-        assert!(
-            lines[1].starts_with("linklab: error: ") && lines[1].contains(error),
-            "{stderr}"
-        );
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
     }
 }

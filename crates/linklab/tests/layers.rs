@@ -68,12 +68,7 @@ const ROWS: &[Row] = &[
         packages: &["linklab-track"],
         layer: 10,
         kind: "std",
-        uses: &[
-            "linklab-emu",
-            "linklab-report",
-            "linklab-results",
-            "linklab-perf",
-        ],
+        uses: &["linklab-emu", "linklab-report", "linklab-results"],
     },
     Row {
         label: "linklab-emu",
@@ -196,6 +191,7 @@ const ROWS: &[Row] = &[
             "nucleo-f429zi",
             "nucleo-h743zi",
             "w5500-evb-pico",
+            "rp2040-two-cores-test",
         ],
         layer: 4,
         kind: "no_std",

@@ -67,7 +67,7 @@ fn build_commands_are_the_ones_scripts_check_runs() {
 fn nic_options_are_the_ones_qemu_takes() {
     let mps2 = Board::by_name("mps2-an385").unwrap();
     assert_eq!(
-        mps2.tap_args("t0"),
+        mps2.tap_args("t0", None),
         [
             "-nic",
             "tap,ifname=t0,script=no,downscript=no,model=lan9118"
@@ -87,7 +87,16 @@ fn nic_options_are_the_ones_qemu_takes() {
     );
     let zynq = Board::by_name("zynq7000").unwrap();
     assert_eq!(
-        zynq.tap_args("t0")[1],
+        zynq.tap_args("t0", None)[1],
         "tap,ifname=t0,script=no,downscript=no,model=cadence_gem"
+    );
+    // The lwIP peer's image takes its address from the NIC: QEMU gives it.
+    assert_eq!(
+        mps2.tap_args("t0", Some("02:4c:57:00:00:02"))[1],
+        "tap,ifname=t0,script=no,downscript=no,model=lan9118,mac=02:4c:57:00:00:02"
+    );
+    assert_eq!(
+        virt.tap_args("t0", Some("02:00:00:00:00:01"))[5],
+        "virtio-net-device,netdev=n0,mac=02:00:00:00:00:01"
     );
 }

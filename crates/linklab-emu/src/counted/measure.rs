@@ -9,45 +9,16 @@
 //! connect-back).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde_json::Value;
 
 use super::counter::Mark;
-use super::elf::{self, Function};
-use super::emulator::{Clock, Emulator, DEVICE};
-
-/// What the image under test speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Speaks {
-    /// lwIP's peer image: lwiperf (iperf 2, port 5001), its console reports each test.
-    Lwip,
-    /// A linklab image: iperf3 (5201), or `iperf2` alone (5001: the compact image); `stats`
-    /// if it serves `/stats` (else its console prints work lines with the stack's peak);
-    /// `defmt` if its console is defmt frames (the embassy image: no text line to wait for,
-    /// the bench waits for its ping).
-    Linklab {
-        /// It serves `/stats`.
-        stats: bool,
-        /// Its console is defmt frames.
-        defmt: bool,
-        /// It serves iperf 2 alone, on port 5001.
-        iperf2: bool,
-    },
-}
-
-impl Speaks {
-    /// The console line that says the image is up, where it prints text.
-    pub fn up_line(self) -> Option<&'static str> {
-        match self {
-            Speaks::Lwip => Some("lwip peer up"),
-            Speaks::Linklab { defmt: false, .. } => Some("linklab firmware:"),
-            Speaks::Linklab { defmt: true, .. } => None,
-        }
-    }
-}
+use super::image::{boot, profile_path, Image, Speaks, DEVICE};
+use crate::elf::{self, Function};
+use crate::lab::{Clock, Lab};
 
 /// One counted transfer.
 #[derive(Clone, Debug)]
@@ -71,25 +42,38 @@ pub struct Transfer {
 pub struct Counted {
     /// Idle instructions per host second.
     pub idle_rate: f64,
-    /// The transfer into the device (the host sends).
+    /// The transfer to the device.
     pub receive: Transfer,
-    /// The transfer out of the device (the device sends).
+    /// The transfer from the device.
     pub send: Transfer,
     /// The deepest stack the image used: linklab's painted peak, or for lwIP the lowest
-    /// non-zero byte below the top of its RAM (QEMU starts RAM zeroed).
-    pub stack_peak: Option<u64>,
+    /// non-zero byte below the top of its RAM (QEMU starts RAM zeroed); or why it could not
+    /// be read.
+    pub stack_peak: Result<u64, String>,
 }
 
-/// Boots `elf` counted and runs the transfers its protocol has.
-pub fn count(
-    tag: &str,
-    elf: &Path,
-    speaks: Speaks,
-    mac: &str,
-    config: Option<&Path>,
-    clock: &Clock,
-) -> anyhow::Result<Counted> {
-    let emu = Emulator::boot(tag, elf, mac, config, clock, speaks.up_line())?;
+/// How images are counted: the plugin, where its profiles go, how the host acknowledges.
+#[derive(Clone, Debug)]
+pub struct Counting {
+    /// The counting plugin's library ([`super::counter::build_plugin`]).
+    pub plugin: PathBuf,
+    /// The folder the per-block profiles go to (`TAG.prof.N`), or None: no profiles.
+    pub profiles: Option<PathBuf>,
+    /// The host's route to the device has `quickack 1`: Linux acknowledges every segment
+    /// the device sends, so the count of ACKs the device takes in no longer follows the
+    /// host's delayed-ACK timing.
+    pub ack_every_segment: bool,
+}
+
+/// Boots `image` counted and runs the transfers its protocol has; `tag` names its profile
+/// files.
+pub fn count(tag: &str, image: &Image, counting: &Counting) -> anyhow::Result<Counted> {
+    let clock = Clock::Counted {
+        plugin: counting.plugin.clone(),
+        profile: counting.profiles.as_deref().map(|d| profile_path(d, tag)),
+    };
+    let emu = boot(image, clock, counting.ack_every_segment)?;
+    let (elf, speaks) = (image.elf.as_path(), image.speaks);
     std::thread::sleep(Duration::from_secs(1));
     let idle0 = emu.mark()?;
     std::thread::sleep(Duration::from_secs(4));
@@ -121,7 +105,7 @@ pub fn count(
             let m1 = emu.mark()?;
             let receive = counted(tool.into(), m0, m1, iperf2_bytes(&csv, 3)?);
             std::thread::sleep(Duration::from_secs(3));
-            let seen = emu.lines("iperf-done: type=0").len();
+            let seen = emu.lines_containing("iperf-done: type=0").len();
             let client = emu
                 .command(&[
                     "timeout", "90", "iperf", "-c", DEVICE, "-n", "10M", "-r", "-y", "C",
@@ -184,9 +168,7 @@ pub fn count(
             (receive, send)
         }
     };
-    let stack_peak = stack_peak(&emu, speaks)
-        .map_err(|e| eprintln!("{tag}: no stack figure: {e:#}"))
-        .ok();
+    let stack_peak = stack_peak(&emu, speaks).map_err(|e| format!("{e:#}"));
     Ok(Counted {
         idle_rate,
         receive,
@@ -196,7 +178,7 @@ pub fn count(
 }
 
 /// Runs `argv` in the namespace under `timeout SECONDS`; its standard output.
-fn run_csv(emu: &Emulator, argv: &[&str], seconds: u32) -> anyhow::Result<String> {
+fn run_csv(emu: &Lab, argv: &[&str], seconds: u32) -> anyhow::Result<String> {
     let limit = seconds.to_string();
     let mut all = vec!["timeout", limit.as_str()];
     all.extend_from_slice(argv);
@@ -215,7 +197,7 @@ fn iperf2_bytes(csv: &str, column: usize) -> anyhow::Result<u64> {
 }
 
 /// Stock `iperf3 -c DEVICE -J` with `extra`; its report.
-fn iperf3(emu: &Emulator, extra: &[&str]) -> anyhow::Result<Value> {
+fn iperf3(emu: &Lab, extra: &[&str]) -> anyhow::Result<Value> {
     let mut argv = vec!["timeout", "90", "iperf3", "-c", DEVICE, "-J"];
     argv.extend_from_slice(extra);
     let out = emu
@@ -240,7 +222,7 @@ fn received(report: &Value) -> anyhow::Result<u64> {
 /// console work line); for lwIP, the lowest non-zero byte of the 16 KiB below the top of
 /// RAM (its stack grows down from 0x2040_0000 into a 4 KiB reserve, and QEMU starts RAM
 /// zeroed).
-fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
+fn stack_peak(emu: &Lab, speaks: Speaks) -> anyhow::Result<u64> {
     match speaks {
         Speaks::Lwip => {
             const TOP: u64 = 0x2040_0000;
@@ -259,7 +241,7 @@ fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
         }
         Speaks::Linklab { stats: false, .. } => {
             let line = emu
-                .lines("linklab work:")
+                .lines_containing("linklab work:")
                 .pop()
                 .context("no work line on the console")?;
             line.text
@@ -273,7 +255,7 @@ fn stack_peak(emu: &Emulator, speaks: Speaks) -> anyhow::Result<u64> {
 /// Where the instructions between two profiled marks went: the functions with the most,
 /// per payload byte (empty when the boot does not profile).
 fn profile(
-    emu: &Emulator,
+    emu: &Lab,
     functions: &[Function],
     m0: Mark,
     m1: Mark,

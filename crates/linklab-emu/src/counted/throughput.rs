@@ -6,40 +6,27 @@
 //! serves iperf 2 alone and reports nothing: its figure is the client's (`iperf -t 10`, `-t
 //! 10 -R`), on the host's clock.
 
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::Value;
 
-use super::emulator::{Clock, Emulator, DEVICE};
-use super::measure::Speaks;
+use super::image::{boot, Image, Speaks, DEVICE};
+use crate::lab::{Clock, Lab};
 
 /// 2^5 ns per instruction: the Cortex-M3 at 31.25 MHz, one instruction a cycle.
 const SHIFT: u32 = 5;
 
-/// (receive, send) Mbit/s on the device's clock.
-pub fn measure(
-    tag: &str,
-    elf: &Path,
-    speaks: Speaks,
-    mac: &str,
-    config: Option<&Path>,
-) -> anyhow::Result<(f64, f64)> {
-    let emu = Emulator::boot(
-        tag,
-        elf,
-        mac,
-        config,
-        &Clock::Fixed(SHIFT),
-        speaks.up_line(),
-    )?;
-    // As `linklab emu --throughput`: Linux's tail-loss probe misfires when align=on stops
-    // the guest for real time to catch up (see linklab's emu lab).
-    emu.run(&["sh", "-c", "echo 0 > /proc/sys/net/ipv4/tcp_early_retrans"])?;
-    match speaks {
+/// (receive, send) Mbit/s of `image` on the device's clock.
+pub fn measure(image: &Image) -> anyhow::Result<(f64, f64)> {
+    let clock = Clock::Icount(format!("shift={SHIFT},align=on,sleep=on"));
+    let emu = boot(image, clock, false)?;
+    // As `linklab emu throughput`: Linux's tail-loss probe misfires when align=on stops the
+    // guest for real time to catch up (see the lab).
+    emu.without_tail_loss_probes()?;
+    match image.speaks {
         Speaks::Lwip => {
-            let kbps = |emu: &Emulator, kind: &str, seen: usize| -> anyhow::Result<f64> {
+            let kbps = |emu: &Lab, kind: &str, seen: usize| -> anyhow::Result<f64> {
                 let line = emu.wait_for_nth(kind, seen, Duration::from_secs(120))?;
                 let k: f64 = line
                     .text
@@ -48,11 +35,11 @@ pub fn measure(
                     .context("lwiperf's report has no kbps")?;
                 Ok(k / 1000.0)
             };
-            let seen = emu.lines("iperf-done: type=0").len();
+            let seen = emu.lines_containing("iperf-done: type=0").len();
             emu.run(&["timeout", "120", "iperf", "-c", DEVICE, "-t", "10"])?;
             let rx = kbps(&emu, "iperf-done: type=0", seen)?;
             std::thread::sleep(Duration::from_secs(2));
-            let seen = emu.lines("iperf-done: type=1").len();
+            let seen = emu.lines_containing("iperf-done: type=1").len();
             emu.run(&["timeout", "180", "iperf", "-c", DEVICE, "-n", "60M", "-r"])?;
             let tx = kbps(&emu, "iperf-done: type=1", seen)?;
             Ok((rx, tx))

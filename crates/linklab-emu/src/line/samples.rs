@@ -129,7 +129,7 @@ pub fn bad_captures(os: Oversample) -> Vec<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::args::max_jitter;
+    use super::super::settings::max_jitter;
     use super::*;
     use linklab_phy10::{Decoder, RxOutcome};
 

@@ -1,6 +1,5 @@
 //! The unix socket QEMU's `-netdev stream` connects to.
 
-use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -14,11 +13,11 @@ pub struct Socket {
 }
 
 impl Socket {
-    /// Listens at a fresh path in the temporary directory.
-    pub fn bind() -> anyhow::Result<Socket> {
-        Socket::bind_at(
-            std::env::temp_dir().join(format!("linklab-line-{}.sock", std::process::id())),
-        )
+    /// Listens at `line.sock` in `dir`, a private folder of the caller's (a socket at a
+    /// name known beforehand in a shared folder could be swapped for another's before QEMU
+    /// connects).
+    pub fn bind_in(dir: &Path) -> anyhow::Result<Socket> {
+        Socket::bind_at(dir.join("line.sock"))
     }
 
     /// Listens at `path` (for a device emulator told where: `linklab emu line --socket`).
@@ -65,16 +64,7 @@ impl Drop for Socket {
     }
 }
 
-/// Sets the socket's send buffer.
-pub fn set_send_buffer(stream: &UnixStream, bytes: libc::c_int) {
-    // SAFETY: setsockopt with a pointer to an int that outlives the call.
-    unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&bytes as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+/// Sets the socket's send buffer (best effort: the default is only larger).
+pub fn set_send_buffer(stream: &UnixStream, bytes: usize) {
+    let _ = nix::sys::socket::setsockopt(stream, nix::sys::socket::sockopt::SndBuf, &bytes);
 }

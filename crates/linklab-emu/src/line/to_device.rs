@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linklab_sim::sample_wire::SampleWire;
+use nix::errno::Errno;
+use nix::sys::socket::{send, MsgFlags};
 
 use super::counters::Counters;
 use super::samples::{
@@ -102,23 +104,13 @@ impl ToDevice {
         msg.extend_from_slice(&(capture.len() as u32).to_be_bytes());
         msg.extend_from_slice(capture);
         if may_drop {
-            // SAFETY: send(2) from a borrowed buffer, bounded by its length.
-            let n = unsafe {
-                libc::send(
-                    self.stream.as_raw_fd(),
-                    msg.as_ptr().cast(),
-                    msg.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
+            let flags = MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL;
+            let n = match send(self.stream.as_raw_fd(), &msg, flags) {
+                Ok(n) => n,
+                Err(Errno::EAGAIN) => return Ok(false),
+                Err(e) => return Err(e.into()),
             };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.kind() == std::io::ErrorKind::WouldBlock {
-                    return Ok(false);
-                }
-                return Err(e);
-            }
-            self.stream.write_all(&msg[n as usize..])?;
+            self.stream.write_all(&msg[n..])?;
         } else {
             self.stream.write_all(&msg)?;
         }

@@ -13,14 +13,15 @@ use super::super::lab::{Lab, DEVICE_IP, TAP};
 pub(super) struct Capture {
     child: std::process::Child,
     file: std::path::PathBuf,
+    /// The capture's private folder (dumpcap, run as root, writes where it is told: never
+    /// at a name known beforehand in a shared folder).
+    _dir: tempfile::TempDir,
 }
 
 impl Capture {
     pub(super) fn start(lab: &Lab, name: &str) -> anyhow::Result<Capture> {
-        let file = std::env::temp_dir().join(format!(
-            "linklab-parts-{}-{name}.pcapng",
-            std::process::id()
-        ));
+        let dir = crate::scratch::private_dir("linklab-parts-")?;
+        let file = dir.path().join(format!("{name}.pcapng"));
         let path = file.display().to_string();
         let child = lab
             .command(&["dumpcap", "-q", "-i", TAP, "-s", "96", "-w", &path])
@@ -37,15 +38,19 @@ impl Capture {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
-        Ok(Capture { child, file })
+        Ok(Capture {
+            child,
+            file,
+            _dir: dir,
+        })
     }
 
     /// Stops the capture and returns, for the device's TCP segments from `port`, the largest
     /// window it advertised and the most bytes it had in flight (tshark's analysis).
     pub(super) fn stop(mut self, port: u16) -> anyhow::Result<(u64, u64)> {
         std::thread::sleep(std::time::Duration::from_millis(300));
-        // SAFETY: a signal to the child we started.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as libc::pid_t);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
         let _ = self.child.wait();
         let filter = format!("ip.src=={DEVICE_IP} && tcp.srcport=={port}");
         let out = std::process::Command::new("tshark")

@@ -5,8 +5,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{json, Value};
 
-use linklab_emu::counted::elf::Size;
 use linklab_emu::counted::measure::{Counted, Transfer};
+use linklab_emu::elf::Size;
 
 /// One image's column: its runs, sizes and the device's own count where there is one.
 pub struct Column {
@@ -128,7 +128,11 @@ pub fn table(columns: &[Column]) -> String {
         &|c: &Column| Some((bytes(c.size.static_ram), Some(c.size.static_ram as f64))),
     );
     row("stack: deepest use seen (reserve)", &|c: &Column| {
-        let peak = c.runs.iter().filter_map(|r| r.stack_peak).max()?;
+        let peak = c
+            .runs
+            .iter()
+            .filter_map(|r| r.stack_peak.as_ref().ok().copied())
+            .max()?;
         let reserve = if c.size.stack_reserve > 0 {
             format!(" ({})", bytes(c.size.stack_reserve))
         } else {
@@ -192,7 +196,7 @@ pub fn json(columns: &[Column], load: &str) -> Value {
                 "idle_instructions_per_s": r.idle_rate,
                 "receive": transfer(&r.receive),
                 "send": transfer(&r.send),
-                "stack_peak_bytes": r.stack_peak,
+                "stack_peak_bytes": r.stack_peak.as_ref().ok(),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

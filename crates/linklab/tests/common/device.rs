@@ -319,8 +319,14 @@ impl Device {
         });
         let left: Vec<_> = children.iter().filter(|p| alive(**p)).collect();
         assert!(gone, "left behind: processes {left:?}, or TAP {}", self.tap);
-        let blob = std::env::temp_dir().join(format!("linklab-emu-{}.cfg", child.id()));
-        assert!(!blob.exists(), "left behind: {}", blob.display());
+        let ours = format!("linklab-emu-{}-", child.id());
+        let left: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+            .expect("the temporary directory")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(&ours))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
     }
 }
 

@@ -1,63 +1,34 @@
 //! The line's options (`linklab emu BOARD --image soft-phy ...`), checked, and what they put
 //! in the configuration blob.
 
-use linklab_results::{bail_usage, values};
+use linklab_results::bail_usage;
 
-/// The soft-PHY line's options on the command line (with `--image soft-phy`); unset ones take
-/// their defaults ([`LineOptions::resolve`]).
-#[derive(clap::Args, Debug, Clone, Default)]
+/// The soft-PHY line's options as a user gives them (with `--image soft-phy`); unset ones
+/// take their defaults ([`LineOptions::resolve`]).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LineOptions {
-    /// The device's sampler: samples per bit, 4..=8 [default: 4].
-    #[arg(long, value_name = "N", value_parser = values::ranged(4u8, 8),
-          hide_short_help = true, help_heading = "The soft-PHY line (--image soft-phy)")]
+    /// The device's sampler: samples per bit, 4..=8 (default 4).
     pub oversample: Option<u8>,
-    /// Transmitter clock offset toward the device, ppm, -5000..=5000 [default: 0].
-    ///
-    /// The range the decoder is verified over: ±0.5 %.
-    #[arg(long, value_name = "PPM", allow_negative_numbers = true,
-          value_parser = values::ranged(-MAX_DRIFT_PPM, MAX_DRIFT_PPM),
-          hide_short_help = true, help_heading = "The soft-PHY line (--image soft-phy)")]
+    /// Transmitter clock offset toward the device, ppm, within ±[`MAX_DRIFT_PPM`]
+    /// (default 0).
     pub drift: Option<i32>,
-    /// Peak edge jitter toward the device, in receiver samples [default: 0].
-    ///
-    /// At most 0.25 at 4x, 0.5 at 5x..7x, 1 at 8x: where the decoder loses at most one frame
-    /// in 10 000.
-    #[arg(
-        long,
-        value_name = "SAMPLES",
-        hide_short_help = true,
-        help_heading = "The soft-PHY line (--image soft-phy)"
-    )]
+    /// Peak edge jitter toward the device, in receiver samples, at most [`max_jitter`] of the
+    /// factor (default 0).
     pub jitter: Option<f64>,
-    /// Probability that each sample toward the device is flipped, 0..1 [default: 0].
-    #[arg(long, value_name = "P", value_parser = values::fraction_below(1.0),
-          hide_short_help = true, help_heading = "The soft-PHY line (--image soft-phy)")]
+    /// Probability that each sample toward the device is flipped, 0..1 (default 0).
     pub noise: Option<f64>,
     /// Do not pace the line at 10 Mbit/s: frames go as fast as the device takes them (the
     /// CPU-bound ceiling).
-    #[arg(
-        long,
-        hide_short_help = true,
-        help_heading = "The soft-PHY line (--image soft-phy)"
-    )]
     pub no_pace: bool,
     /// First put a fixed set of malformed captures on the line, to show the firmware counts
     /// each and goes on.
-    ///
-    /// Garbage, all ones, all zeros, a pulse train, a frame cut short, a frame with one bit
-    /// flipped, one sample.
-    #[arg(
-        long,
-        hide_short_help = true,
-        help_heading = "The soft-PHY line (--image soft-phy)"
-    )]
     pub bad_captures: bool,
 }
 
 impl LineOptions {
     /// The line's settings for an image with a soft-PHY line (`line`), else None; options
     /// given for an image without one are one usage line.
-    pub fn resolve(&self, line: bool) -> anyhow::Result<Option<LineArgs>> {
+    pub fn resolve(&self, line: bool) -> anyhow::Result<Option<LineSettings>> {
         if !line {
             let given = [
                 (self.oversample.is_some(), "--oversample"),
@@ -72,7 +43,7 @@ impl LineOptions {
             }
             return Ok(None);
         }
-        let args = LineArgs {
+        let args = LineSettings {
             oversample: self.oversample.unwrap_or(4),
             drift: self.drift.unwrap_or(0),
             jitter: self.jitter.unwrap_or(0.0),
@@ -87,7 +58,7 @@ impl LineOptions {
 
 /// The soft-PHY line's settings.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LineArgs {
+pub struct LineSettings {
     /// The device's sampler: samples per bit.
     pub oversample: u8,
     /// Transmitter clock offset toward the device, ppm.
@@ -118,9 +89,22 @@ pub fn max_jitter(oversample: u8) -> f64 {
     }
 }
 
-impl LineArgs {
-    /// Checks what clap cannot: the jitter against the factor.
+impl LineSettings {
+    /// Checks the jitter against the factor, and the other settings' ranges.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if !(4..=8).contains(&self.oversample) {
+            bail_usage!("--oversample {}: out of range (4..=8)", self.oversample);
+        }
+        if !(-MAX_DRIFT_PPM..=MAX_DRIFT_PPM).contains(&self.drift) {
+            bail_usage!(
+                "--drift {}: out of range ({}..={MAX_DRIFT_PPM} ppm)",
+                self.drift,
+                -MAX_DRIFT_PPM
+            );
+        }
+        if !(0.0..1.0).contains(&self.noise) {
+            bail_usage!("--noise {}: out of range (0..1)", self.noise);
+        }
         let max = max_jitter(self.oversample);
         if !(0.0..=max).contains(&self.jitter) {
             bail_usage!(
@@ -130,26 +114,6 @@ impl LineArgs {
             );
         }
         Ok(())
-    }
-
-    /// The settings again, as `linklab emu` options (for a lab that runs the line).
-    pub fn to_argv(&self) -> Vec<String> {
-        let mut v = vec![
-            "--oversample".to_string(),
-            self.oversample.to_string(),
-            format!("--drift={}", self.drift),
-            "--jitter".into(),
-            self.jitter.to_string(),
-            "--noise".into(),
-            self.noise.to_string(),
-        ];
-        if self.no_pace {
-            v.push("--no-pace".into());
-        }
-        if self.bad_captures {
-            v.push("--bad-captures".into());
-        }
-        v
     }
 
     /// The configuration blob: the device's, then `PHY1` and the sampler's factor.
@@ -168,7 +132,7 @@ mod tests {
 
     #[test]
     fn jitter_is_bounded_by_the_factor() {
-        let args = |oversample, jitter| LineArgs {
+        let args = |oversample, jitter| LineSettings {
             oversample,
             drift: 0,
             jitter,
@@ -186,7 +150,7 @@ mod tests {
 
     #[test]
     fn the_blob_carries_the_factor_after_the_device_config() {
-        let b = LineArgs {
+        let b = LineSettings {
             oversample: 5,
             drift: 0,
             jitter: 0.0,

@@ -1,0 +1,81 @@
+//! `linklab emu BOARD --tap NAME --ip ADDR/PREFIX` (or `linklab emu boot ...`): boots the
+//! image with its network on a TAP and serves until a signal.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use linklab_emu::board::Board;
+use linklab_emu::boot::{self, BootOptions};
+use linklab_results::{bail_usage, values};
+use linklab_serve::serve::StopSignals;
+
+use super::args::LineArgs;
+
+/// What boots an image: the board, the image, the TAP and the device's address.
+#[derive(clap::Args, Debug)]
+pub struct BootArgs {
+    /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
+    #[arg(value_name = "BOARD", value_parser = Board::by_name, required = true)]
+    board: Option<Board>,
+    /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file.
+    ///
+    /// A name from the board's row of `linklab emu boards`; the image is built from
+    /// linklab's firmware/ folder when needed. Any other value is an ELF file booted as the
+    /// main image (a file named like an image is given with a path, e.g. `./minimal`).
+    #[arg(long, value_name = "NAME|ELF")]
+    image: Option<PathBuf>,
+    /// With --image NAME: boot this ELF file of that image instead of building it.
+    #[arg(long, value_name = "FILE", hide_short_help = true)]
+    elf: Option<PathBuf>,
+    /// TAP interface for the device: created here, gone when it stops; must not exist yet.
+    #[arg(long, value_name = "NAME", value_parser = values::interface_name, required = true)]
+    tap: Option<String>,
+    /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
+    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix, required = true)]
+    ip: Option<(Ipv4Addr, u8)>,
+    /// The device's MAC address [default: 02:4c:4c:00:00:02].
+    #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
+    mac: Option<[u8; 6]>,
+    /// Run QEMU with `-icount shift=N` (one instruction per 2^N ns of virtual time), 0..=10.
+    #[arg(long, value_name = "N", value_parser = values::ranged(0u32, 10))]
+    icount: Option<u32>,
+    /// Seconds to wait for the firmware's boot line, 1..=600.
+    #[arg(long, value_name = "S", default_value_t = 30, value_parser = values::ranged(1u64, 600))]
+    boot_timeout: u64,
+    #[command(flatten)]
+    line: LineArgs,
+}
+
+/// Boots the image and serves until a signal.
+pub fn run(args: BootArgs) -> anyhow::Result<()> {
+    // clap requires each (they are options only because a verb stands in their place).
+    let (Some(board), Some(tap), Some((ip, prefix))) = (args.board, args.tap, args.ip) else {
+        bail_usage!("BOARD, --tap and --ip are required");
+    };
+    let prepared = boot::prepare(&BootOptions {
+        board,
+        image: args.image,
+        elf: args.elf,
+        tap,
+        ip,
+        prefix,
+        mac: args.mac,
+        icount: args.icount,
+        boot_timeout: Duration::from_secs(args.boot_timeout),
+        line: args.line.options(),
+    })?;
+    // After the build (which stays interruptible), before QEMU starts.
+    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
+    let booted = prepared.start()?;
+    println!("{}", booted.banner());
+    let ended = booted.serve(&signals);
+    if let Some(counters) = ended.line_counters {
+        println!("{counters}");
+    }
+    if let Some(sig) = ended.outcome? {
+        println!("linklab emu: stopped by signal {sig}");
+    }
+    Ok(())
+}
