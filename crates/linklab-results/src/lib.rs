@@ -32,5 +32,10 @@ pub mod units;
 pub mod usage;
 pub mod values;
 
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
+
 pub use quantity::Quantity;
 pub use usage::Usage;
