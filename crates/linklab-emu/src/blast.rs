@@ -13,7 +13,7 @@
 //! every frame is accounted for (arrived = handed to the driver − driver drops − host drops),
 //! every payload is intact, and the requests that must be refused were refused and counted.
 //! The same boot then sends frames with wrong IPv4, TCP and UDP checksums
-//! ([`super::bad_checksums`]), which must be dropped and counted.
+//! (`bad_checksums`), which must be dropped and counted.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::Path;

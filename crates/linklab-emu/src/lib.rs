@@ -13,7 +13,7 @@
 //! - The measuring verbs, each a function from its options to its document
 //!   (`linklab_results::emu`): [`cost`], [`parts`], [`throughput`], [`predict`], [`blast`],
 //!   [`phy10`], [`chips`].
-//! - [`line`]: the soft 10BASE-T line between a TAP and a device that decodes line samples;
+//! - [`line`](mod@line): the soft 10BASE-T line between a TAP and a device that decodes line samples;
 //!   [`pin_line`]: that line for a device emulator of another kind (`linklab emu line`).
 //!
 //! Counting what an image costs per byte received, as `linklab emu cost` does (as root, with

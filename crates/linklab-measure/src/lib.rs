@@ -1,7 +1,7 @@
 //! Measuring a network device from a host, as functions that return their documents
 //! (linklab-results): [`probe`] (discovery, then every figure with its range), [`sweep`] (an
 //! offered-rate UDP or TCP sweep against an iperf server), [`rtt`] (round-trip and
-//! inter-arrival histograms per size) and [`bench`] (Niccle's MAC write-up's experiment on
+//! inter-arrival histograms per size) and [`bench`](mod@bench) (Niccle's MAC write-up's experiment on
 //! the simulated link). The `linklab` command line is these functions with its options,
 //! its printing and its files.
 //!

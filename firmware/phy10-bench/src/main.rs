@@ -278,16 +278,16 @@ fn run_symbols(console: &mut Console) -> bool {
         };
         let capture = Capture::new(black_box(&symbols[..]), 2 * n);
         out.fill(0);
-        let start = machine::counter();
+        let start = counter();
         let outcome = decoder.decode(black_box(&capture), black_box(&mut out));
-        spent += machine::instructions_since(start);
+        spent += instructions_since(start);
         if outcome == (RxOutcome::Frame { len: WIRE_LEN - 8 }) && out[..WIRE_LEN - 8] == wire[8..] {
             ok += 1;
         }
         // PIO's encoder takes the wire bytes as words: the CPU copies them into its buffer.
-        let start = machine::counter();
+        let start = counter();
         copy_wire(black_box(&wire), black_box(&mut copied));
-        copy += machine::instructions_since(start);
+        copy += instructions_since(start);
     }
     let bits = u64::from(frames) * WIRE_LEN as u64 * 8;
     let (oversample, drift, jitter) = if modelled { (8, 100, 500) } else { (0, 0, 0) };
