@@ -15,7 +15,7 @@ mod common;
 
 use common::device::DEVICE;
 use common::iperf2::iperf_in;
-use common::ping::Ping;
+use common::ping::{run_counting_losses, Ping};
 use common::rp2040js::{build_elf, PinLevel};
 
 /// Ping, CRC-checked HTTP and iperf 2 both ways through the pin-level RP2040 on one core.
@@ -24,12 +24,22 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     let elf = build_elf("rp2040-soft-phy", "one-core,cpu-decoder", "one-core");
     let pin = PinLevel::start("rp2040js", &elf, 4, None);
 
-    let ping = Ping::new(DEVICE, 5)
-        .deadline(60)
-        .assert_answered(|argv| pin.ns.run(argv).stdout);
+    // Just after boot the device has, in some runs, truncated one of its first frames into
+    // it (docs/rp2040js.md, "Limits"): every request lost here must be a frame its PHY
+    // counted as truncated.
+    let (ping, lost) = run_counting_losses(&Ping::new(DEVICE, 5).deadline(60), |argv| {
+        pin.ns.run(argv).stdout
+    });
+    let booted = pin.stats();
     println!(
-        "rp2040js: ping 5/5 answered; host clock: {}",
+        "rp2040js: ping 5 answered, {} lost, phy truncated {}; host clock: {}",
+        lost.len(),
+        booted["phy"]["truncated"],
         ping.lines().last().unwrap_or("")
+    );
+    assert!(
+        lost.len() as u64 <= booted["phy"]["truncated"].as_u64().unwrap_or(0),
+        "lost pings {lost:?} not counted by the device: {booted}"
     );
 
     for path in ["/100kB.txt", "/1MB.txt"] {

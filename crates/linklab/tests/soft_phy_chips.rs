@@ -157,7 +157,7 @@ fn chips_predictions_follow_from_the_counts_and_meet_the_goal() {
             .iter()
             .find(|i| i["board"] == chip["isa_board"])
             .unwrap_or_else(|| panic!("no count for {chip}"));
-        let pio = chip["pio"].as_bool().unwrap();
+        let pio = chip["pio"].as_bool().unwrap_or(false);
         let costs = if pio {
             pio_costs_from_counts(isa)
         } else {
