@@ -26,4 +26,13 @@ fn the_harness_node_tests_pass_on_a_bare_chip_and_the_two_core_image() {
     let summary: Vec<&str> = text.lines().filter(|l| l.starts_with("# ")).collect();
     println!("{}", summary.join("\n"));
     assert!(text.contains("# fail 0"), "{text}");
+    let passed: u32 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# pass "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(
+        passed >= 10,
+        "node ran {passed} tests (a folder without its tests?): {text}"
+    );
 }

@@ -19,7 +19,9 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// One cargo at a time builds into examples/boards/target (variants share the ELF's path).
+/// One cargo at a time builds into examples/boards/target (variants share the ELF's path):
+/// within a test binary by this lock, and across the binaries the check runs side by side by
+/// an exclusive lock on a file beside the ELFs ([`build_elf`]).
 static BUILD: Mutex<()> = Mutex::new(());
 
 /// Builds examples/boards/`package` in release with `features` and copies the ELF to a
@@ -28,6 +30,10 @@ static BUILD: Mutex<()> = Mutex::new(());
 /// rebuilt.
 pub fn build_elf(package: &str, features: &str, variant: &str) -> PathBuf {
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    let release = root().join("examples/boards/target/thumbv6m-none-eabi/release");
+    std::fs::create_dir_all(&release).expect("the examples' release folder");
+    let lock = std::fs::File::create(release.join("linklab-tests.lock")).expect("the lock file");
+    lock.lock().expect("lock the examples' ELFs");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let dir = root().join("examples/boards").join(package);
     let mut cmd = Command::new(cargo);
@@ -36,9 +42,7 @@ pub fn build_elf(package: &str, features: &str, variant: &str) -> PathBuf {
         cmd.args(["--features", features]);
     }
     run_ok(&mut cmd);
-    let built = root()
-        .join("examples/boards/target/thumbv6m-none-eabi/release")
-        .join(package);
+    let built = release.join(package);
     let copy = built.with_file_name(format!("{package}-{variant}"));
     std::fs::copy(&built, &copy).expect("copy the ELF");
     copy
