@@ -260,7 +260,7 @@ fn run_symbols(console: &mut Console) -> bool {
                 drift_ppm: if frame % 2 == 0 { 100 } else { -100 },
                 ..line
             };
-            let Ok(_) = encode_frame(&wire, Oversample::X2, &mut tx[..TX_WORDS]) else {
+            let Ok(_) = encode_frame(&wire, Oversample::X2, &mut tx) else {
                 continue;
             };
             let rx_samples = line::impair(&tx, TX_WORDS * 32, line, &mut rng, &mut rx);
