@@ -38,7 +38,7 @@ fn mps2_an385_image_serves_iperf2_iperf3_three_streams_and_survives_hostile_head
 
 #[test]
 fn mps2_an385_embassy_image_serves_iperf2_and_iperf3_three_streams() {
-    image("mps2-an385", &["--embassy"], false);
+    image("mps2-an385", &["--image", "embassy"], false);
 }
 
 #[test]
@@ -48,7 +48,7 @@ fn riscv32_virt_image_serves_iperf2_and_iperf3_three_streams() {
 
 #[test]
 fn riscv32_virt_embassy_image_serves_iperf2_and_iperf3_three_streams() {
-    image("riscv32-virt", &["--embassy"], false);
+    image("riscv32-virt", &["--image", "embassy"], false);
 }
 
 /// The i.MX6 FEC iperf study's board and its loop (`iperf -c HOST -r`, among the modes):
@@ -60,7 +60,7 @@ fn sabrelite_image_serves_iperf2_and_iperf3_three_streams() {
 
 #[test]
 fn sabrelite_embassy_image_serves_iperf2_and_iperf3_three_streams() {
-    image("sabrelite", &["--embassy"], false);
+    image("sabrelite", &["--image", "embassy"], false);
 }
 
 /// zynq7000-hal's GEM driver under the same apps.
@@ -74,6 +74,6 @@ fn zynq7000_image_serves_iperf2_and_iperf3_three_streams() {
 /// every SYN-ACK offered an MSS of 1482).
 #[test]
 fn zynq7000_embassy_image_offers_the_full_mss() {
-    let dev = Device::emu_args("zynq7000", &["--embassy"]);
+    let dev = Device::emu_args("zynq7000", &["--image", "embassy"]);
     iperf2::iperf3_streams_and_mss(&dev);
 }
