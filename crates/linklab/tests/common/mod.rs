@@ -88,6 +88,26 @@ impl Netns {
         ns
     }
 
+    /// Caps TCP receive buffers in this namespace at 16 kB, so a download is paced by its
+    /// reader: the kernel would otherwise take in a whole bench file at once, ending the
+    /// download on the device's side while the reader still reads. Returns the setting it
+    /// replaced, for [`Netns::set_receive_buffers`].
+    pub fn small_receive_buffers(&self) -> String {
+        let rmem = self.run(&["sysctl", "-n", "net.ipv4.tcp_rmem"]).stdout;
+        let rmem = String::from_utf8(rmem)
+            .expect("sysctl's output")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.set_receive_buffers("4096 16384 16384");
+        rmem
+    }
+
+    /// Sets `net.ipv4.tcp_rmem` (min, default, max) in this namespace.
+    pub fn set_receive_buffers(&self, rmem: &str) {
+        self.run(&["sysctl", "-q", "-w", &format!("net.ipv4.tcp_rmem={rmem}")]);
+    }
+
     /// A command that runs `argv` inside this namespace.
     pub fn command(&self, argv: &[&str]) -> Command {
         let mut cmd = Command::new("ip");

@@ -11,17 +11,8 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
     let before = counter(&dev.stats(), "http", "evicted");
     let url = format!("http://{DEVICE}/1MB.txt");
     let download = || PacedDownload::start(&dev.ns, &url, 100_000);
-    // Small receive buffers in the host's namespace, so the downloads are paced by curl's
-    // reading (the kernel would otherwise take in the whole file at once, ending the
-    // download on the device's side while curl still reads).
-    let rmem = dev.ns.run(&["sysctl", "-n", "net.ipv4.tcp_rmem"]).stdout;
-    let rmem = String::from_utf8(rmem)
-        .unwrap()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    dev.ns
-        .run(&["sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 16384 16384"]);
+    // So the downloads are paced by curl's reading.
+    let rmem = dev.ns.small_receive_buffers();
     let first = download();
     let mut reader = in_netns(&dev.ns, zero_window_reader);
     // Both hold their sockets before the clock starts: on a loaded machine curl may take a
@@ -67,8 +58,7 @@ pub fn a_download_stays_a_zero_window_reader_goes(dev: &Device) {
             "the download was cut: curl {status:?} after {bytes} bytes"
         );
     }
-    dev.ns
-        .run(&["sysctl", "-q", "-w", &format!("net.ipv4.tcp_rmem={rmem}")]);
+    dev.ns.set_receive_buffers(&rmem);
     let stats = dev.stats();
     assert_eq!(counter(&stats, "http", "evicted") - before, 1, "{stats}");
     assert_counters_conserve(&stats);
