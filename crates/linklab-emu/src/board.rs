@@ -447,6 +447,12 @@ pub fn board_names() -> String {
 impl Board {
     /// The board called `name`, or an error listing the known ones (a clap value parser).
     pub fn by_name(name: &str) -> Result<Board, String> {
+        if crate::pin_board::PinBoard::by_name(name).is_some() {
+            return Err(format!(
+                "{name} runs at the pin level in rp2040js: `linklab emu {name}` boots it; this verb takes the QEMU boards: {}",
+                board_names()
+            ));
+        }
         BOARDS
             .iter()
             .find(|b| b.name == name)
@@ -535,7 +541,37 @@ pub fn table() -> String {
     out.push_str(
         "(cargo builds run in linklab's firmware/ folder; linklab emu runs them itself.)\n",
     );
+    out.push_str(&crate::pin_board::table());
     out
+}
+
+/// A board `linklab emu BOARD` boots: in QEMU, or at the pin level in rp2040js.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bootable {
+    /// A board of [`BOARDS`].
+    Qemu(Board),
+    /// A board of [`crate::pin_board::PIN_BOARDS`].
+    PinLevel(crate::pin_board::PinBoard),
+}
+
+impl Bootable {
+    /// The board called `name`, or an error listing them all (a clap value parser).
+    pub fn by_name(name: &str) -> Result<Bootable, String> {
+        if let Some(b) = crate::pin_board::PinBoard::by_name(name) {
+            return Ok(Bootable::PinLevel(b));
+        }
+        let pins: Vec<_> = crate::pin_board::PIN_BOARDS
+            .iter()
+            .map(|b| b.name)
+            .collect();
+        Board::by_name(name).map(Bootable::Qemu).map_err(|_| {
+            format!(
+                "unknown board; expected one of {}, {}",
+                board_names(),
+                pins.join(", ")
+            )
+        })
+    }
 }
 
 #[cfg(test)]

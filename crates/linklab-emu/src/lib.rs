@@ -15,6 +15,8 @@
 //!   [`phy10`], [`chips`].
 //! - [`line`](mod@line): the soft 10BASE-T line between a TAP and a device that decodes line samples;
 //!   [`pin_line`]: that line for a device emulator of another kind (`linklab emu line`).
+//! - [`pin_board`] and [`pin_boot`]: the RP2040 board examples at the pin level in rp2040js
+//!   (`linklab emu pico`, `linklab emu w5500-evb-pico`), their table and their boot.
 //!
 //! Counting what an image costs per byte received, as `linklab emu cost` does (as root, with
 //! QEMU and the stock tools installed):
@@ -54,6 +56,8 @@ pub mod line;
 pub mod parts;
 pub mod phy10;
 pub mod phy10_boards;
+pub mod pin_board;
+pub mod pin_boot;
 pub mod pin_line;
 pub mod predict;
 pub mod qemu;

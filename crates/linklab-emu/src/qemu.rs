@@ -182,14 +182,7 @@ impl Qemu {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        // SAFETY: only async-signal-safe calls between fork and exec: unblock the signals a
-        // caller may have blocked for its signalfd, so QEMU can be stopped with SIGTERM.
-        unsafe {
-            cmd.pre_exec(move || {
-                sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
-                Ok(())
-            });
-        }
+        signals_unblocked(&mut cmd);
         // No emulator is left holding its TAP if we die without stopping it.
         dies_with_us(&mut cmd);
         // A real board's MCU owns its CPU and its wire; the emulated ones share the host's.
@@ -559,6 +552,18 @@ fn argv_of(boot: &Boot<'_>) -> Vec<String> {
 impl Drop for Qemu {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Unblocks in `cmd`'s process the signals a caller may have blocked for its signalfd
+/// ([`StopSignals`](linklab_serve::serve::StopSignals)), so it can be stopped with SIGTERM.
+pub fn signals_unblocked(cmd: &mut Command) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+            Ok(())
+        });
     }
 }
 

@@ -175,6 +175,8 @@ fn emu_help_fits_a_screen_and_boot_help_has_every_option() {
         "--mac",
         "--icount",
         "--boot-timeout",
+        "--status",
+        "--pcap",
         "--oversample",
         "--drift",
         "--jitter",

@@ -1,10 +1,11 @@
 //! The W5500-EVB-Pico example (examples/boards/w5500-evb-pico), built as it is, in rp2040js with
 //! a W5500 on its SPI0: emulators/rp2040js/harness.mjs `--board w5500-evb-pico` keeps one clock
 //! for the RP2040's core, DMA, SPI and the W5500 (w5500.mjs: each SPI byte answered one byte
-//! time later at the clock the firmware set, frames at 100 Mbit/s line time), and
-//! `linklab emu line --frames` joins its port to a TAP in a namespace the test creates
-//! (198.18.0.0/15). Every figure is in the emulated chip's clock: rates from the harness's
-//! status file, round trips from its pcap (stamped in emulated time) read with tshark.
+//! time later at the clock the firmware set, frames at 100 Mbit/s line time), run by
+//! `linklab emu w5500-evb-pico --elf ELF`, which joins its port to a TAP in a namespace the
+//! test creates (198.18.0.0/15). Every figure is in the emulated chip's clock: rates from the
+//! harness's status file, round trips from its pcap (stamped in emulated time) read with
+//! tshark.
 //!
 //! - The board: stock ping, curl of the bench files with their CRC32s, stock iperf3 and
 //!   iperf 2 both ways, `linklab rtt` UDP and TCP echo at 64, 256 and 768 bytes (CBA's link
@@ -70,14 +71,14 @@ fn build_elf(dir: &Path, name: &str, features: &[&str], spi_hz: Option<u32>) -> 
     elf
 }
 
-/// The board running: the namespace, the frame line, the harness.
+/// The board running: the namespace and `linklab emu w5500-evb-pico` in it.
 struct Board {
     ns: Netns,
     dir: PathBuf,
     status: Status,
     pcap: PathBuf,
-    line: Option<ChildGuard>,
-    node: Option<ChildGuard>,
+    /// `linklab emu w5500-evb-pico`.
+    cli: Option<ChildGuard>,
 }
 
 impl Board {
@@ -92,48 +93,42 @@ impl Board {
         let ns = Netns::new(tag);
         let dir = std::env::temp_dir().join(format!("linklab-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let sock = dir.join("line.sock");
-        let _ = std::fs::remove_file(&sock);
-        let line = ns.spawn(&[
+        let status = Status(dir.join("status.json"));
+        let pcap = dir.join("port.pcap");
+        // `linklab emu w5500-evb-pico` with this build of the example: the harness and the
+        // frame line joined to a TAP it creates.
+        let cli = ns.spawn(&[
             linklab_bin().to_str().unwrap(),
             "emu",
-            "line",
+            "w5500-evb-pico",
             "--tap",
             "wz0",
-            "--socket",
-            sock.to_str().unwrap(),
-            "--frames",
+            "--ip",
+            "198.18.0.2/24",
+            "--elf",
+            elf.to_str().unwrap(),
+            "--status",
+            status.0.to_str().unwrap(),
+            "--pcap",
+            pcap.to_str().unwrap(),
         ]);
         let started = Instant::now();
-        while !sock.exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "no line socket"
-            );
+        while !ns
+            .command(&["ip", "link", "show", "wz0"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(started.elapsed() < Duration::from_secs(20), "no TAP wz0");
             std::thread::sleep(Duration::from_millis(50));
         }
         ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", "wz0"]);
         ns.run(&["ip", "link", "set", "wz0", "up"]);
-        let status = Status(dir.join("status.json"));
-        let pcap = dir.join("port.pcap");
-        let log = std::fs::File::create(dir.join("harness.log")).unwrap();
-        let node = Command::new("node")
-            .arg(root().join("emulators/rp2040js/harness.mjs"))
-            .args(["--board", "w5500-evb-pico", "--elf", elf.to_str().unwrap()])
-            .args(["--socket", sock.to_str().unwrap()])
-            .args(["--status", status.0.to_str().unwrap()])
-            .args(["--pcap", pcap.to_str().unwrap()])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("node");
         let board = Board {
             ns,
             dir,
             status,
             pcap,
-            line: Some(line),
-            node: Some(ChildGuard(Some(node))),
+            cli: Some(cli),
         };
         // Boot: the W5500's reset (101 ms of the driver's waits) and the driver's first link
         // read 500 ms later; the stack answers once the link is up.
@@ -169,11 +164,10 @@ impl Board {
             serde_json::json!({}),
             "the driver touched what the model does not do: {last}"
         );
-        drop(self.node.take());
         let out = self
-            .line
+            .cli
             .take()
-            .expect("line")
+            .expect("linklab emu")
             .interrupt(Duration::from_secs(20));
         let summary = String::from_utf8_lossy(&out.stdout).to_string();
         let counts = summary

@@ -20,8 +20,9 @@ pub fn root() -> PathBuf {
 }
 
 /// One cargo at a time builds into examples/boards/target (variants share the ELF's path):
-/// within a test binary by this lock, and across the binaries the check runs side by side by
-/// an exclusive lock on a file beside the ELFs ([`build_elf`]).
+/// within a test binary by this lock, and across the binaries the check runs side by side
+/// (and `linklab emu pico`'s builds) by an exclusive lock on a file beside the ELFs
+/// ([`build_elf`]).
 static BUILD: Mutex<()> = Mutex::new(());
 
 /// Builds examples/boards/`package` in release with `features` and copies the ELF to a
@@ -32,7 +33,8 @@ pub fn build_elf(package: &str, features: &str, variant: &str) -> PathBuf {
     let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
     let release = root().join("examples/boards/target/thumbv6m-none-eabi/release");
     std::fs::create_dir_all(&release).expect("the examples' release folder");
-    let lock = std::fs::File::create(release.join("linklab-tests.lock")).expect("the lock file");
+    let lock = std::fs::File::create(release.join(linklab_emu::pin_board::BUILD_LOCK))
+        .expect("the lock file");
     lock.lock().expect("lock the examples' ELFs");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let dir = root().join("examples/boards").join(package);
@@ -147,20 +149,7 @@ impl PinLevel {
     /// curl of bench file `path`: whole, CRC32 right; returns its length and the emulated
     /// seconds it took.
     pub fn curl_crc(&self, path: &str) -> (u64, f64) {
-        let file = linklab_perf::payload::find(path).expect("a bench file");
-        let url = format!("http://{DEVICE}{path}");
-        let (out, secs) = self.status.timed(|| {
-            self.ns
-                .run(&["curl", "-sS", "--fail", "--max-time", "600", &url])
-        });
-        let body = out.stdout;
-        assert_eq!(body.len() as u64, file.len, "{path}: length");
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(file),
-            "{path}: CRC32"
-        );
-        (file.len, secs)
+        curl_crc(&self.ns, &self.status, path)
     }
 
     /// Waits (in the chip's clock, 2 ms at a time) until /stats has no iperf 2 stream open:
@@ -197,6 +186,23 @@ impl PinLevel {
             .unwrap_or_else(|| panic!("no line summary: {summary}"))
             .to_string()
     }
+}
+
+/// curl in `ns` of bench file `path` from the device: whole, CRC32 right; returns its length
+/// and the seconds it took in the chip's clock (`status`).
+pub fn curl_crc(ns: &Netns, status: &Status, path: &str) -> (u64, f64) {
+    let file = linklab_perf::payload::find(path).expect("a bench file");
+    let url = format!("http://{DEVICE}{path}");
+    let (out, secs) =
+        status.timed(|| ns.run(&["curl", "-sS", "--fail", "--max-time", "600", &url]));
+    let body = out.stdout;
+    assert_eq!(body.len() as u64, file.len, "{path}: length");
+    assert_eq!(
+        crc32fast::hash(&body),
+        linklab_perf::http::expected_crc32(file),
+        "{path}: CRC32"
+    );
+    (file.len, secs)
 }
 
 impl Drop for PinLevel {

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use linklab_emu::board::Board;
+use linklab_emu::board::Bootable;
 use linklab_emu::boot::{self, BootOptions};
+use linklab_emu::pin_boot::{self, PinBootOptions};
 use linklab_results::{bail_usage, values};
 use linklab_serve::serve::StopSignals;
 
@@ -16,10 +17,11 @@ use super::args::LineArgs;
 /// What boots an image: the board, the image, the TAP and the device's address.
 #[derive(clap::Args, Debug)]
 pub struct BootArgs {
-    /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
-    #[arg(value_name = "BOARD", value_parser = Board::by_name, required = true)]
-    board: Option<Board>,
-    /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file.
+    /// The emulated board, e.g. mps2-an385 or pico (`linklab emu boards` lists them all).
+    #[arg(value_name = "BOARD", value_parser = Bootable::by_name, required = true)]
+    board: Option<Bootable>,
+    /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file
+    /// (pico: soft-phy, the default, or soft-phy-one-core).
     ///
     /// A name from the board's row of `linklab emu boards`; the image is built from
     /// linklab's firmware/ folder when needed. Any other value is an ELF file booted as the
@@ -44,6 +46,13 @@ pub struct BootArgs {
     /// Seconds to wait for the firmware's boot line, 1..=600.
     #[arg(long, value_name = "S", default_value_t = 30, value_parser = values::ranged(1u64, 600))]
     boot_timeout: u64,
+    /// A pin-level board (pico, w5500-evb-pico): the harness writes the emulated chip's clock
+    /// and its devices' counters to FILE (one JSON line, rewritten as it runs).
+    #[arg(long, value_name = "FILE")]
+    status: Option<PathBuf>,
+    /// w5500-evb-pico: every frame on the W5500's port to FILE, stamped in the chip's clock.
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
     #[command(flatten)]
     line: LineArgs,
 }
@@ -54,6 +63,30 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
     let (Some(board), Some(tap), Some((ip, prefix))) = (args.board, args.tap, args.ip) else {
         bail_usage!("BOARD, --tap and --ip are required");
     };
+    let board = match board {
+        Bootable::Qemu(board) => board,
+        Bootable::PinLevel(board) => {
+            return run_pin_level(
+                PinBootOptions {
+                    board,
+                    image: args.image.map(|i| i.to_string_lossy().into_owned()),
+                    elf: args.elf,
+                    tap,
+                    ip,
+                    prefix,
+                    line: args.line.options(),
+                    status: args.status,
+                    pcap: args.pcap,
+                    connect_timeout: Duration::from_secs(args.boot_timeout),
+                },
+                args.mac,
+                args.icount,
+            )
+        }
+    };
+    if args.status.is_some() || args.pcap.is_some() {
+        bail_usage!("--status and --pcap: only for the pin-level boards (pico, w5500-evb-pico)");
+    }
     let prepared = boot::prepare(&BootOptions {
         board,
         image: args.image,
@@ -77,5 +110,35 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
     if let Some(sig) = ended.outcome? {
         println!("linklab emu: stopped by signal {sig}");
     }
+    Ok(())
+}
+
+/// A pin-level board (`linklab emu pico`, `linklab emu w5500-evb-pico`): builds the example,
+/// runs it in rp2040js and serves until a signal.
+fn run_pin_level(
+    options: PinBootOptions,
+    mac: Option<[u8; 6]>,
+    icount: Option<u32>,
+) -> anyhow::Result<()> {
+    if mac.is_some() {
+        bail_usage!(
+            "--mac: {}'s example has its MAC address built in (it runs unchanged)",
+            options.board.name
+        );
+    }
+    if icount.is_some() {
+        bail_usage!(
+            "--icount: a QEMU option; {} runs in rp2040js, which counts the chip's own cycles",
+            options.board.name
+        );
+    }
+    let prepared = pin_boot::prepare(&options)?;
+    // After the build (which stays interruptible), before the harness starts.
+    let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
+    let booted = prepared.start()?;
+    println!("{}", booted.banner());
+    let (counters, ended) = booted.serve(&signals)?;
+    println!("{counters}");
+    println!("linklab emu: {ended}");
     Ok(())
 }

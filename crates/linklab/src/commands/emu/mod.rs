@@ -23,7 +23,7 @@ mod throughput;
 /// Options of `linklab emu`: a measuring verb, or the options that boot an image.
 ///
 /// Its help stays within a screen: the options every boot needs; the others (`--elf`,
-/// `--mac`, `--icount`, `--boot-timeout`, the soft-PHY line's) are taken here too and
+/// `--mac`, `--icount`, `--boot-timeout`, `--status`, `--pcap`, the soft-PHY line's) are taken here too and
 /// described in `linklab emu boot --help`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -39,6 +39,8 @@ mod throughput;
     mut_arg("mac", |a| a.hide(true)),
     mut_arg("icount", |a| a.hide(true)),
     mut_arg("boot_timeout", |a| a.hide(true)),
+    mut_arg("status", |a| a.hide(true)),
+    mut_arg("pcap", |a| a.hide(true)),
     mut_arg("oversample", |a| a.hide(true)),
     mut_arg("drift", |a| a.hide(true)),
     mut_arg("jitter", |a| a.hide(true)),
@@ -68,7 +70,7 @@ enum Verb {
     ///
     /// The user's stock ping, curl and iperf3 reach it at `--ip` through the TAP.
     #[command(
-        after_help = "Examples:\n  linklab emu boot mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24   (the same)\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image soft-phy --jitter 0.25 --tap t0 --ip 198.18.0.2/24"
+        after_help = "Examples:\n  linklab emu boot mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24   (the same)\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image soft-phy --jitter 0.25 --tap t0 --ip 198.18.0.2/24\n  linklab emu pico --image soft-phy --tap t0 --ip 198.18.0.2/24   (rp2040js, the example as it is)\n  linklab emu w5500-evb-pico --tap t0 --ip 198.18.0.2/24 --pcap port.pcap"
     )]
     Boot(BootVerb),
     /// The boards and their images: machine, NIC, console, how each is built.

@@ -1,0 +1,228 @@
+//! The boards that run at the pin level in rp2040js (emulators/rp2040js) rather than in QEMU:
+//! linklab's RP2040 board examples, built as they are from `examples/boards/`, with what the
+//! board has outside the chip modelled by the harness (the 10BASE-T line on the soft-PHY
+//! example's pins; the W5500-EVB-Pico's W5500 on SPI0). One table, board × image, as
+//! [`crate::board`] is for QEMU; `linklab emu BOARD` boots both ([`crate::pin_boot`]).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use linklab_results::bail_usage;
+
+/// One board of the pin-level harness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinBoard {
+    /// The name users type.
+    pub name: &'static str,
+    /// What it is, in a few words.
+    pub about: &'static str,
+    /// The example's folder under `examples/boards/` (also its package and binary).
+    pub example: &'static str,
+    /// The harness's `--board`.
+    pub harness_board: &'static str,
+    /// Whether the example is built with the examples' profile's debug info (kept for a
+    /// build the check makes that way, so it is found and not rebuilt).
+    pub debug_info: bool,
+    /// The images, the default first.
+    pub images: &'static [PinImage],
+}
+
+/// One image of a pin-level board: the example built with some features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinImage {
+    /// The name users type (`--image NAME`).
+    pub name: &'static str,
+    /// What it runs, in a few words.
+    pub about: &'static str,
+    /// The example's cargo features (comma-separated; empty: its defaults).
+    pub features: &'static str,
+    /// What crosses between the harness and the TAP.
+    pub carry: PinCarry,
+}
+
+/// What the harness and `linklab emu line` carry for an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PinCarry {
+    /// Line samples on the soft PHY's pins, unpaced (the chip's clock is not real time), at
+    /// this many samples per bit unless `--oversample` says otherwise.
+    Samples {
+        /// The default oversampling: what the image's RX decoder is made for.
+        oversample: u8,
+    },
+    /// Whole frames to and from a modelled Ethernet chip.
+    Frames,
+}
+
+/// The pin-level boards.
+pub static PIN_BOARDS: [PinBoard; 2] = [
+    PinBoard {
+        name: "pico",
+        about: "Raspberry Pi Pico: RP2040 (two Cortex-M0+ at 120 MHz), the 10BASE-T soft PHY on GP2-GP4",
+        example: "rp2040-soft-phy",
+        harness_board: "rp2040-soft-phy",
+        debug_info: true,
+        images: &[
+            PinImage {
+                name: "soft-phy",
+                about: "the PHY on core 1 (PIO decodes the bits), embassy-net and the apps on core 0",
+                features: "",
+                carry: PinCarry::Samples { oversample: 8 },
+            },
+            PinImage {
+                name: "soft-phy-one-core",
+                about: "PHY (CPU decoder on 40 MHz samples) and stack on core 0, for comparison",
+                features: "one-core,cpu-decoder",
+                carry: PinCarry::Samples { oversample: 4 },
+            },
+        ],
+    },
+    PinBoard {
+        name: "w5500-evb-pico",
+        about: "WIZnet W5500-EVB-Pico: RP2040 and a W5500 (modelled) on SPI0 at 31.25 MHz",
+        example: "w5500-evb-pico",
+        harness_board: "w5500-evb-pico",
+        debug_info: false,
+        images: &[PinImage {
+            name: "main",
+            about: "the example as it is: embassy-net-wiznet, embassy-net and the apps",
+            features: "",
+            carry: PinCarry::Frames,
+        }],
+    },
+];
+
+impl PinBoard {
+    /// The board called `name`, if the harness runs it.
+    pub fn by_name(name: &str) -> Option<PinBoard> {
+        PIN_BOARDS.iter().find(|b| b.name == name).copied()
+    }
+
+    /// The image called `name` (None: the default), or one usage line naming them.
+    pub fn image(&self, name: Option<&str>) -> anyhow::Result<&'static PinImage> {
+        let Some(name) = name else {
+            return Ok(&self.images[0]);
+        };
+        match self.images.iter().find(|i| i.name == name) {
+            Some(i) => Ok(i),
+            None => {
+                let names: Vec<_> = self.images.iter().map(|i| i.name).collect();
+                bail_usage!(
+                    "--image {name}: {}'s images are {}",
+                    self.name,
+                    names.join(", ")
+                )
+            }
+        }
+    }
+
+    /// The cargo command that builds `image`, for the table.
+    pub fn build_command(&self, image: &PinImage) -> String {
+        let features = if image.features.is_empty() {
+            String::new()
+        } else {
+            format!(" --features {}", image.features)
+        };
+        format!(
+            "cd examples/boards/{} && cargo build --release{features}",
+            self.example
+        )
+    }
+}
+
+/// The board examples' workspace: `$LINKLAB_EXAMPLES_DIR`, else `examples/boards/` of the
+/// source tree this binary was built from.
+pub fn examples_dir() -> PathBuf {
+    match std::env::var_os("LINKLAB_EXAMPLES_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/boards"),
+    }
+}
+
+/// The pin-level harness: `$LINKLAB_RP2040JS_DIR`, else `emulators/rp2040js/` of the source
+/// tree this binary was built from.
+pub fn harness_dir() -> PathBuf {
+    match std::env::var_os("LINKLAB_RP2040JS_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../emulators/rp2040js"),
+    }
+}
+
+/// Builds `image` of `board` (cargo finds it built when nothing changed) and copies the ELF
+/// to a name of its own (`EXAMPLE-IMAGE` beside it): the images of one example share the
+/// path cargo links to. Holds an exclusive lock on a file beside the ELFs from the build to
+/// the copy, so builds of other images (another `linklab emu`, a test) wait.
+pub fn build(board: &PinBoard, image: &PinImage) -> anyhow::Result<PathBuf> {
+    let release = examples_dir().join("target/thumbv6m-none-eabi/release");
+    std::fs::create_dir_all(&release)
+        .with_context(|| format!("cannot create {}", release.display()))?;
+    let lock = std::fs::File::create(release.join(BUILD_LOCK))
+        .with_context(|| format!("cannot create the build lock in {}", release.display()))?;
+    lock.lock().context("cannot lock the examples' ELFs")?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--release"])
+        .current_dir(examples_dir().join(board.example));
+    if !image.features.is_empty() {
+        cmd.args(["--features", image.features]);
+    }
+    if !board.debug_info {
+        cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "0");
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run cargo for examples/boards/{}", board.example))?;
+    if !status.success() {
+        bail!(
+            "examples/boards/{}: `{}` failed ({status})",
+            board.example,
+            board.build_command(image)
+        );
+    }
+    let built = release.join(board.example);
+    let copy = release.join(format!("{}-{}", board.example, image.name));
+    std::fs::copy(&built, &copy)
+        .with_context(|| format!("cannot copy {} to {}", built.display(), copy.display()))?;
+    Ok(std::fs::canonicalize(&copy).unwrap_or(copy))
+}
+
+/// The file beside the examples' ELFs that builds lock (see [`build`]).
+pub const BUILD_LOCK: &str = "linklab-build.lock";
+
+/// The pin-level boards' part of `linklab emu boards`.
+pub fn table() -> String {
+    let mut out = String::from(
+        "\nAt the pin level in rp2040js (emulators/rp2040js), the board examples as they are:\n",
+    );
+    for b in &PIN_BOARDS {
+        out.push_str(&format!("{}: {}\n", b.name, b.about));
+        for i in b.images {
+            out.push_str(&format!("  {:<18} {}\n", i.name, i.about));
+            out.push_str(&format!("  {:<18}   {}\n", "", b.build_command(i)));
+        }
+    }
+    out.push_str(
+        "(their address is built in: --ip 198.18.0.2/24; figures in the emulated chip's clock.)\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_board_has_a_default_image_and_unique_names() {
+        for b in &PIN_BOARDS {
+            assert_eq!(b.image(None).unwrap(), &b.images[0]);
+            assert!(crate::board::Board::by_name(b.name).is_err(), "{}", b.name);
+            for i in b.images {
+                assert_eq!(b.image(Some(i.name)).unwrap(), i);
+            }
+            assert!(examples_dir().join(b.example).join("Cargo.toml").exists());
+        }
+        assert!(PinBoard::by_name("pico").is_some());
+        let e = PIN_BOARDS[0].image(Some("nope")).unwrap_err().to_string();
+        assert!(e.contains("soft-phy, soft-phy-one-core"), "{e}");
+    }
+}

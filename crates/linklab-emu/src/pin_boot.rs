@@ -1,0 +1,262 @@
+//! `linklab emu pico --image soft-phy --tap NAME --ip 198.18.0.2/24` (and `w5500-evb-pico`):
+//! builds the board example as it is, runs it at the pin level in rp2040js
+//! (emulators/rp2040js/harness.mjs, under node) and joins what the harness models outside the
+//! chip to a TAP through the line of `linklab emu line` ([`crate::pin_line`]), run in this
+//! process. The user then runs stock ping, curl, iperf3 and iperf 2 against the device; a
+//! signal stops the harness and the line, and the line's counters are printed.
+//!
+//! The examples' address is built in (no configuration blob: the example runs unchanged), so
+//! `--ip` must be it. The chip's clock is not real time (the harness runs a few emulated MHz
+//! per real second): the line is unpaced, and figures belong in the chip's clock, which the
+//! harness writes to `--status` with its devices' counters.
+//!
+//! Three steps, as [`crate::boot`]: [`prepare`] checks the options and builds the example,
+//! [`PreparedPin::start`] starts the harness and the line, [`BootedPin::serve`] serves until
+//! a signal or until the harness ends.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use linklab_perf::device_config::DeviceConfig;
+use linklab_results::bail_usage;
+use linklab_serve::serve::StopSignals;
+
+use crate::line::LineOptions;
+use crate::pin_board::{self, PinBoard, PinCarry, PinImage};
+use crate::pin_line::{self, Carry, Connected, PinLineOptions};
+
+/// What boots a pin-level board.
+#[derive(Clone, Debug)]
+pub struct PinBootOptions {
+    /// The board.
+    pub board: PinBoard,
+    /// The image's name (None: the board's default).
+    pub image: Option<String>,
+    /// This ELF of the image instead of building it.
+    pub elf: Option<PathBuf>,
+    /// The TAP to create for the device; it must not exist yet.
+    pub tap: String,
+    /// The device's address, which must be the example's built-in one.
+    pub ip: Ipv4Addr,
+    /// Its prefix length.
+    pub prefix: u8,
+    /// The line's options (a soft-PHY image: `--oversample` only; the line is unpaced).
+    pub line: LineOptions,
+    /// Where the harness writes the chip's clock and its devices' counters (one JSON line,
+    /// rewritten about every 50 ms of real time).
+    pub status: Option<PathBuf>,
+    /// Where the harness writes every frame on the W5500's port (w5500-evb-pico only).
+    pub pcap: Option<PathBuf>,
+    /// How long to wait for the harness to load the ELF and connect.
+    pub connect_timeout: Duration,
+}
+
+/// A board ready to start: the options checked, the example built.
+pub struct PreparedPin {
+    options: PinBootOptions,
+    image: &'static PinImage,
+    elf: PathBuf,
+    carry: Carry,
+}
+
+/// Checks `options` (one usage line for what does not fit), that node and rp2040js are
+/// installed, and builds the image (unless `--elf`).
+pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
+    let board = &options.board;
+    let image = board.image(options.image.as_deref())?;
+    let built_in = DeviceConfig::DEFAULT;
+    if (options.ip.octets(), options.prefix) != (built_in.ip, built_in.prefix) {
+        let [a, b, c, d] = built_in.ip;
+        bail_usage!(
+            "--ip {}/{}: {}'s example has its address built in (it runs unchanged): --ip {a}.{b}.{c}.{d}/{}",
+            options.ip,
+            options.prefix,
+            board.name,
+            built_in.prefix
+        );
+    }
+    let carry = carry_of(image, &options.line, options.pcap.is_some())?;
+    let tap = &options.tap;
+    if Path::new("/sys/class/net").join(tap).exists() {
+        bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
+    }
+    let harness = pin_board::harness_dir();
+    if !harness.join("node_modules/rp2040js").exists() {
+        bail!(
+            "{} has no rp2040js: run `npm ci` there (scripts/setup does)",
+            harness.display()
+        );
+    }
+    let node = Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|o| o.status.success()) {
+        bail!("node is not installed (scripts/setup installs it): the pin-level harness runs under it");
+    }
+    let elf = match &options.elf {
+        Some(elf) if elf.is_file() => elf.clone(),
+        Some(elf) => bail_usage!("--elf {}: no such file", elf.display()),
+        None => pin_board::build(board, image)?,
+    };
+    Ok(PreparedPin {
+        options: options.clone(),
+        image,
+        elf,
+        carry,
+    })
+}
+
+/// What the line carries for `image`: its samples unpaced at the image's oversampling (or
+/// `--oversample`), or frames; any other line option is one usage line.
+fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<Carry> {
+    let other = [
+        (line.drift.is_some(), "--drift"),
+        (line.jitter.is_some(), "--jitter"),
+        (line.noise.is_some(), "--noise"),
+        (line.bad_captures, "--bad-captures"),
+    ];
+    if let Some((_, flag)) = other.iter().find(|(on, _)| *on) {
+        bail_usage!("{flag}: not at the pin level (the harness's line is clean; see emulators/rp2040js/hostile.mjs for its faults)");
+    }
+    match image.carry {
+        PinCarry::Frames => {
+            if line.oversample.is_some() {
+                bail_usage!(
+                    "--oversample: {} carries frames, not line samples",
+                    image.name
+                );
+            }
+            Ok(Carry::Frames)
+        }
+        PinCarry::Samples { oversample } => {
+            if pcap {
+                bail_usage!("--pcap: only for w5500-evb-pico (the W5500's port)");
+            }
+            let options = LineOptions {
+                oversample: Some(line.oversample.unwrap_or(oversample)),
+                no_pace: true,
+                ..LineOptions::default()
+            };
+            let Some(settings) = options.resolve(true)? else {
+                bail!("the line's options did not resolve");
+            };
+            Ok(Carry::Samples(settings))
+        }
+    }
+}
+
+impl PreparedPin {
+    /// Makes the TAP, starts the harness on the ELF and waits for it to connect.
+    pub fn start(self) -> anyhow::Result<BootedPin> {
+        let o = &self.options;
+        let dir = crate::scratch::private_dir("linklab-pin-")?;
+        let listening = pin_line::listen(&PinLineOptions {
+            tap: o.tap.clone(),
+            socket: dir.path().join("line.sock"),
+            connect_timeout: o.connect_timeout,
+            carry: self.carry.clone(),
+        })?;
+        let mut cmd = Command::new("node");
+        cmd.arg(pin_board::harness_dir().join("harness.mjs"))
+            .args(["--board", o.board.harness_board])
+            .arg("--elf")
+            .arg(&self.elf)
+            .arg("--socket")
+            .arg(dir.path().join("line.sock"))
+            .stdin(Stdio::null());
+        if let Carry::Samples(settings) = &self.carry {
+            cmd.args(["--oversample", &settings.oversample.to_string()]);
+        }
+        if let Some(status) = &o.status {
+            cmd.arg("--status").arg(status);
+        }
+        if let Some(pcap) = &o.pcap {
+            cmd.arg("--pcap").arg(pcap);
+        }
+        crate::qemu::signals_unblocked(&mut cmd);
+        crate::qemu::dies_with_us(&mut cmd);
+        let harness = cmd.spawn().context("cannot start node")?;
+        let mut harness = Harness(Some(harness));
+        let connected = match listening.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                harness.stop();
+                return Err(e);
+            }
+        };
+        Ok(BootedPin {
+            prepared: self,
+            connected,
+            harness,
+            _dir: dir,
+        })
+    }
+}
+
+/// The harness's node process, stopped when dropped.
+struct Harness(Option<Child>);
+
+impl Harness {
+    /// Stops it (SIGTERM, then SIGKILL after a second) and reaps it.
+    fn stop(&mut self) {
+        let Some(mut child) = self.0.take() else {
+            return;
+        };
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        for _ in 0..50 {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The harness running, the line joining it to the TAP.
+pub struct BootedPin {
+    prepared: PreparedPin,
+    connected: Connected,
+    harness: Harness,
+    _dir: tempfile::TempDir,
+}
+
+impl BootedPin {
+    /// The line that says where the device is and how to stop it.
+    pub fn banner(&self) -> String {
+        let o = &self.prepared.options;
+        format!(
+            "linklab emu: {} ({} image, {}) at the pin level in rp2040js on TAP {}, device {}/{}; {}; Ctrl-C stops it",
+            o.board.name,
+            self.prepared.image.name,
+            self.prepared.elf.display(),
+            o.tap,
+            o.ip,
+            o.prefix,
+            self.connected.banner().trim_start_matches("linklab emu line: ")
+        )
+    }
+
+    /// Serves until one of `signals` or until the harness ends; stops the harness and the
+    /// line; returns the line's counters (one line) and how it ended.
+    pub fn serve(self, signals: &StopSignals) -> anyhow::Result<(String, String)> {
+        let BootedPin {
+            connected,
+            mut harness,
+            _dir,
+            ..
+        } = self;
+        let result = connected.serve(signals);
+        harness.stop();
+        result
+    }
+}
