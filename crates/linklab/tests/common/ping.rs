@@ -70,33 +70,6 @@ impl<'a> Ping<'a> {
     }
 }
 
-/// Runs ping through `run` until COUNT replies or the deadline, and returns its output and
-/// the requests before the last answered one that got no reply (lost on the way), for a
-/// caller that accounts for each loss itself. Panics unless COUNT replies came.
-#[allow(dead_code)] // not every test binary that includes this module uses it
-pub fn run_counting_losses(
-    ping: &Ping<'_>,
-    run: impl FnOnce(&[&str]) -> Vec<u8>,
-) -> (String, Vec<u32>) {
-    let argv = ping.argv();
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let text = String::from_utf8_lossy(&run(&argv)).into_owned();
-    let answered: Vec<u32> = text
-        .lines()
-        .filter(|l| l.contains(" bytes from "))
-        .filter_map(|l| l.split("icmp_seq=").nth(1)?.split(' ').next()?.parse().ok())
-        .collect();
-    assert!(
-        answered.len() >= ping.count as usize,
-        "{argv:?}: {} of {} answered:\n{text}",
-        answered.len(),
-        ping.count
-    );
-    let last = answered.iter().copied().max().unwrap_or(0);
-    let lost = unanswered(&text, last);
-    (text, lost)
-}
-
 /// The sequence numbers in 1..=`count` that ping's output shows no reply to.
 fn unanswered(ping_output: &str, count: u32) -> Vec<u32> {
     (1..=count)

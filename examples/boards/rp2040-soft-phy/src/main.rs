@@ -133,7 +133,12 @@ impl Routes for Stats {
         let mut w = SliceWriter::new(&mut out[end..]);
         let mac = MAC_COUNTERS.get();
         let written = write!(w, ",")
-            .and_then(|()| counters::write_json(&mac, &PHY_COUNTERS.snapshot(), &mut w))
+            .and_then(|()| {
+                let tx_refused = critical_section::with(|cs| {
+                    TX.borrow_ref(cs).as_ref().map_or(0, |(l, _)| l.frames_refused)
+                });
+                counters::write_json(&mac, &PHY_COUNTERS.snapshot(), tx_refused, &mut w)
+            })
             .and_then(|()| write!(w, "}}"));
         let len = match written {
             Ok(()) => end + w.len(),
@@ -197,7 +202,7 @@ impl PhyTx for PioTx {
     }
 
     fn dropped(&mut self) -> u64 {
-        critical_section::with(|cs| TX.borrow_ref(cs).as_ref().map_or(0, |(l, _)| l.busy_drops))
+        critical_section::with(|cs| TX.borrow_ref(cs).as_ref().map_or(0, |(l, _)| l.frames_refused))
     }
 }
 
@@ -297,6 +302,9 @@ async fn main(spawner: Spawner) {
     let enable_pin = common.make_pio_pin(p.PIN_4);
     // The five DMA channels are driven through their registers (soft-phy-board's `rp`).
     let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2, p.DMA_CH3, p.DMA_CH4);
+    // The ring's DMA before the sampler: a state machine started first fills its FIFO and
+    // stalls, losing the samples until the DMA runs (a frame on the line then was cut).
+    rp::start_rx_dma(&RING, DMA_RX, DMA_REARM);
     #[cfg(feature = "cpu-decoder")]
     rp::start_rx_sm(&mut common, sm0, &rx_pin);
     #[cfg(not(feature = "cpu-decoder"))]
@@ -308,7 +316,6 @@ async fn main(spawner: Spawner) {
     }
     rp::start_tx_sm(&mut common, sm1, &tx_pin, &enable_pin);
     rp::start_pulse_sm(&mut common, sm2, &tx_pin, &enable_pin);
-    rp::start_rx_dma(&RING, DMA_RX, DMA_REARM);
     static FRAME_BUFS: ConstStaticCell<[[u32; FRAME_WORDS]; 2]> =
         ConstStaticCell::new([[0; FRAME_WORDS]; 2]);
     static PULSE_BUF: ConstStaticCell<[u32; PULSE_WORDS]> = ConstStaticCell::new([0; PULSE_WORDS]);

@@ -207,8 +207,14 @@ impl MacCounters {
 }
 
 /// Writes `"mac":{..},"conservation":{..},"phy":{..},"phy_conservation":{..}` (the members
-/// a board's `/stats` object adds) into `w`.
-pub fn write_json(mac: &Counters, phy: &PhySnapshot, w: &mut impl Write) -> core::fmt::Result {
+/// a board's `/stats` object adds) into `w`; `phy` gets the transmitter's refused frames
+/// too (`tx_refused`: frames the MAC handed over that never went out).
+pub fn write_json(
+    mac: &Counters,
+    phy: &PhySnapshot,
+    tx_refused: u64,
+    w: &mut impl Write,
+) -> core::fmt::Result {
     w.write_str("\"mac\":{")?;
     for (i, (name, value)) in mac.fields().iter().enumerate() {
         let sep = if i > 0 { "," } else { "" };
@@ -226,6 +232,7 @@ pub fn write_json(mac: &Counters, phy: &PhySnapshot, w: &mut impl Write) -> core
         let sep = if i > 0 { "," } else { "" };
         write!(w, "{sep}\"{name}\":{value}")?;
     }
+    write!(w, ",\"tx_refused\":{tx_refused}")?;
     match phy.check_with(mac) {
         Ok(()) => w.write_str("},\"phy_conservation\":{\"holds\":true}"),
         Err(e) => write!(
@@ -244,7 +251,7 @@ mod tests {
 
     fn json(mac: &Counters, phy: &PhySnapshot) -> String {
         let mut s = String::new();
-        write_json(mac, phy, &mut s).unwrap();
+        write_json(mac, phy, 7, &mut s).unwrap();
         s
     }
 
@@ -273,7 +280,7 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("\"overruns\":1},\"phy_conservation\":{\"holds\":true}"),
+            s.contains("\"overruns\":1,\"tx_refused\":7},\"phy_conservation\":{\"holds\":true}"),
             "{s}"
         );
         mac.rx_missed_errors = 0;

@@ -411,9 +411,11 @@ pub struct TxLine {
     frame_words: [usize; 2],
     /// The frame buffer the next frame goes into.
     next: usize,
-    /// Frames refused because both buffers were in flight, and pulses refused because a
-    /// frame or a pulse was.
-    pub busy_drops: u64,
+    /// Frames refused (lost): both buffers were in flight, or a link pulse was going out.
+    /// The MAC asks [`TxLine::ready`] first, so this stays 0 unless a caller does not.
+    pub frames_refused: u64,
+    /// Link pulses put off because a frame or a pulse was going out (sent later).
+    pub pulses_deferred: u64,
 }
 
 impl TxLine {
@@ -425,7 +427,8 @@ impl TxLine {
             pulse_ch,
             frame_words: [0; 2],
             next: 0,
-            busy_drops: 0,
+            frames_refused: 0,
+            pulses_deferred: 0,
         }
     }
 
@@ -449,9 +452,11 @@ impl TxLine {
             || (!Self::busy_ch(ch) && Self::read_addr(ch) == self.frame_start(k) + 4 * words as u32)
     }
 
-    /// True if a frame can be handed over now (the next buffer is free).
+    /// True if a frame can be handed over now: the next buffer is free and no link pulse is
+    /// going out (an FLP burst holds the line for 2 ms; a frame handed over then would be
+    /// refused, so the MAC holds it back until the burst is over).
     pub fn ready(&self) -> bool {
-        self.frame_done(self.next)
+        self.frame_done(self.next) && !Self::busy_ch(self.pulse_ch)
     }
 
     /// True while anything is being sent or queued (frames or pulses).
@@ -470,7 +475,7 @@ impl TxLine {
             || bytes == 0
             || bytes > 4 * (FRAME_WORDS - 1)
         {
-            self.busy_drops += 1;
+            self.frames_refused += 1;
             return false;
         }
         let buf = &mut *self.bufs.frames[k];
@@ -517,7 +522,7 @@ impl TxLine {
     /// nothing): false while a frame or a pulse is in flight.
     pub fn send_pulses(&mut self, fill: impl FnOnce(&mut [u32]) -> Option<usize>) -> bool {
         if self.busy() {
-            self.busy_drops += 1;
+            self.pulses_deferred += 1;
             return false;
         }
         let buf = &mut *self.bufs.pulses;
