@@ -126,6 +126,8 @@ pub struct Lab {
     qemu: Option<Qemu>,
     /// The soft-PHY image's line between QEMU and the TAP.
     line: Option<Line>,
+    /// A pin-level board: the rp2040js harness and its line.
+    pin: Option<crate::pin_boot::BootedPin>,
     counter: Option<counter::Shared>,
     /// The profile files' base path, when the counter writes them.
     profile: Option<PathBuf>,
@@ -156,6 +158,7 @@ impl Lab {
         Ok(Lab {
             qemu: None,
             line: None,
+            pin: None,
             counter: None,
             profile: None,
             ns,
@@ -293,6 +296,44 @@ impl Lab {
             }
         }
         bail!("the device booted but never answered ping");
+    }
+
+    /// Boots `image` of the pin-level `board` (see [`crate::pin_boot`]; `elf`: that build
+    /// instead of building it) in a new namespace, the TAP and the line made inside it;
+    /// waits until the device answers ping. The harness writes the chip's clock to
+    /// [`Lab::pin_status`].
+    pub fn boot_pin(
+        board: crate::pin_board::PinBoard,
+        image: &str,
+        elf: Option<PathBuf>,
+    ) -> anyhow::Result<Lab> {
+        let mut lab = Lab::empty(Subnet::EMU)?;
+        lab.run(&["ip", "link", "set", "lo", "up"])?;
+        let prepared = crate::pin_boot::prepare(&crate::pin_boot::PinBootOptions {
+            board,
+            image: Some(image.into()),
+            elf,
+            tap: TAP.into(),
+            ip: Subnet::EMU.device(),
+            prefix: 24,
+            line: Default::default(),
+            status: Some(lab.pin_status()),
+            pcap: None,
+            connect_timeout: BOOT_TIMEOUT,
+        })?;
+        // The TAP in the namespace; the harness from this thread, which outlives the board.
+        let (prepared, tap) = lab.in_netns(move || {
+            let tap = prepared.make_tap();
+            tap.map(|t| (prepared, t))
+        })??;
+        lab.pin = Some(prepared.start_on(tap)?);
+        lab.configure(false)?;
+        Ok(lab)
+    }
+
+    /// The pin-level harness's status file: the chip's clock and its devices' counters.
+    pub fn pin_status(&self) -> PathBuf {
+        self.dir.path().join("pin-status.json")
     }
 
     /// Runs `f` on a thread of its own inside the lab's namespace: what it opens (a TAP, a
@@ -466,6 +507,9 @@ impl Drop for Lab {
         }
         if let Some(line) = self.line.take() {
             line.stop();
+        }
+        if let Some(pin) = self.pin.take() {
+            pin.stop();
         }
         let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
     }

@@ -16,7 +16,8 @@
 //! - [`line`](mod@line): the soft 10BASE-T line between a TAP and a device that decodes line samples;
 //!   [`pin_line`]: that line for a device emulator of another kind (`linklab emu line`).
 //! - [`pin_board`] and [`pin_boot`]: the RP2040 board examples at the pin level in rp2040js
-//!   (`linklab emu pico`, `linklab emu w5500-evb-pico`), their table and their boot.
+//!   (`linklab emu pico`, `linklab emu w5500-evb-pico`), their table and their boot;
+//!   [`pin_throughput`]: their `throughput` document, in the chip's clock.
 //!
 //! Counting what an image costs per byte received, as `linklab emu cost` does (as root, with
 //! QEMU and the stock tools installed):
@@ -59,6 +60,7 @@ pub mod phy10_boards;
 pub mod pin_board;
 pub mod pin_boot;
 pub mod pin_line;
+pub mod pin_throughput;
 pub mod predict;
 pub mod qemu;
 pub mod scratch;

@@ -149,14 +149,28 @@ fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<
 impl PreparedPin {
     /// Makes the TAP, starts the harness on the ELF and waits for it to connect.
     pub fn start(self) -> anyhow::Result<BootedPin> {
-        let o = &self.options;
+        let tap = self.make_tap()?;
+        self.start_on(tap)
+    }
+
+    /// Makes the TAP (in the calling thread's network namespace) and the line's socket.
+    pub fn make_tap(&self) -> anyhow::Result<MadeTap> {
         let dir = crate::scratch::private_dir("linklab-pin-")?;
         let listening = pin_line::listen(&PinLineOptions {
-            tap: o.tap.clone(),
+            tap: self.options.tap.clone(),
             socket: dir.path().join("line.sock"),
-            connect_timeout: o.connect_timeout,
+            connect_timeout: self.options.connect_timeout,
             carry: self.carry.clone(),
         })?;
+        Ok(MadeTap { listening, dir })
+    }
+
+    /// Starts the harness on the ELF, joined to `tap`, and waits for it to connect. The
+    /// harness dies with the calling thread (its parent-death signal): call it on a thread
+    /// that lives as long as the board should.
+    pub fn start_on(self, tap: MadeTap) -> anyhow::Result<BootedPin> {
+        let MadeTap { listening, dir } = tap;
+        let o = &self.options;
         let mut cmd = Command::new("node");
         cmd.arg(pin_board::harness_dir().join("harness.mjs"))
             .args(["--board", o.board.harness_board])
@@ -192,6 +206,12 @@ impl PreparedPin {
             _dir: dir,
         })
     }
+}
+
+/// A pin-level board's TAP and the line's socket, made ([`PreparedPin::make_tap`]).
+pub struct MadeTap {
+    listening: pin_line::Listening,
+    dir: tempfile::TempDir,
 }
 
 /// The harness's node process, stopped when dropped.
@@ -258,5 +278,17 @@ impl BootedPin {
         let result = connected.serve(signals);
         harness.stop();
         result
+    }
+
+    /// Stops the harness, then the line; the line's counters (one line).
+    pub fn stop(self) -> String {
+        let BootedPin {
+            connected,
+            mut harness,
+            _dir,
+            ..
+        } = self;
+        harness.stop();
+        connected.stop()
     }
 }

@@ -136,6 +136,11 @@ impl Connected {
         };
         Ok((self.line.stop(), ended))
     }
+
+    /// Stops the line; its counters' summary line.
+    pub fn stop(self) -> String {
+        self.line.stop()
+    }
 }
 
 /// The line running: samples, or whole frames.

@@ -100,3 +100,18 @@ fn nic_options_are_the_ones_qemu_takes() {
         "virtio-net-device,netdev=n0,mac=02:00:00:00:00:01"
     );
 }
+
+#[test]
+fn the_pin_level_boards_are_bootable_by_name_and_no_qemu_board_has_their_names() {
+    for b in &crate::pin_board::PIN_BOARDS {
+        assert!(BOARDS.iter().all(|q| q.name != b.name), "{}", b.name);
+        assert_eq!(Bootable::by_name(b.name), Ok(Bootable::PinLevel(*b)));
+        let e = Board::by_name(b.name).unwrap_err();
+        assert!(e.contains("pin level"), "{e}");
+    }
+    assert_eq!(
+        Bootable::by_name("mps2-an385"),
+        Ok(Bootable::Qemu(Board::by_name("mps2-an385").unwrap()))
+    );
+    assert!(Bootable::by_name("nope").unwrap_err().contains("pico"));
+}

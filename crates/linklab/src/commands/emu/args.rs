@@ -3,17 +3,18 @@
 
 use std::path::PathBuf;
 
-use linklab_emu::board::Board;
+use linklab_emu::board::Bootable;
 use linklab_emu::image::ImageChoice;
 use linklab_emu::line::{LineOptions, MAX_DRIFT_PPM};
+use linklab_emu::pin_board::PinBoard;
 use linklab_results::values;
 
 /// The board and image a measuring verb runs.
 #[derive(clap::Args, Debug)]
 pub struct ImageArgs {
     /// The emulated board, e.g. mps2-an385 (`linklab emu boards` lists them all).
-    #[arg(value_name = "BOARD", value_parser = Board::by_name)]
-    pub board: Board,
+    #[arg(value_name = "BOARD", value_parser = Bootable::by_name)]
+    pub board: Bootable,
     /// The image: main (the default), embassy, soft-phy, minimal, or an ELF file.
     ///
     /// A name from the board's row of `linklab emu boards`; the image is built from
@@ -27,12 +28,29 @@ pub struct ImageArgs {
 }
 
 impl ImageArgs {
-    /// The library's choice.
-    pub fn choice(&self) -> ImageChoice {
-        ImageChoice {
-            board: self.board,
-            image: self.image.clone(),
-            elf: self.elf.clone(),
+    /// The library's choice of a QEMU board's image for `verb`; a pin-level board is one
+    /// usage line (only `throughput` measures those: [`ImageArgs::pin_board`]).
+    pub fn choice(&self, verb: &str) -> anyhow::Result<ImageChoice> {
+        match self.board {
+            Bootable::Qemu(board) => Ok(ImageChoice {
+                board,
+                image: self.image.clone(),
+                elf: self.elf.clone(),
+            }),
+            Bootable::PinLevel(b) => linklab_results::bail_usage!(
+                "{}: runs at the pin level in rp2040js; `linklab emu {} ...` boots it and `linklab emu throughput {}` measures it, `linklab emu {verb}` takes the QEMU boards",
+                b.name,
+                b.name,
+                b.name
+            ),
+        }
+    }
+
+    /// The pin-level board, if that is what was named.
+    pub fn pin_board(&self) -> Option<PinBoard> {
+        match self.board {
+            Bootable::PinLevel(b) => Some(b),
+            Bootable::Qemu(_) => None,
         }
     }
 }

@@ -26,7 +26,7 @@ pub struct Args {
 /// Runs `linklab emu blast`: the figures, then whether every frame was accounted for.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (document, verdict) = blast::run(&BlastOptions {
-        image: args.target.choice(),
+        image: args.target.choice("blast")?,
         ms: args.ms,
     })?;
     report(&document, args.json.as_deref())?;

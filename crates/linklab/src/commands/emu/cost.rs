@@ -20,7 +20,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let m = &args.measure;
     let document = cost::run(&CostOptions {
-        image: m.target.choice(),
+        image: m.target.choice("cost")?,
         line: m.line.options(),
         iperf2: args.iperf2,
     })?;

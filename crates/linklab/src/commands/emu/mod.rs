@@ -102,8 +102,11 @@ enum Verb {
     /// At the fixed rate every rate is in the device's clock (QEMU's virtual time); the
     /// host's is shown beside it only when the emulator fell behind real time, with a line
     /// saying by how much. The host's TCP runs without its tail-loss probe (QEMU's
-    /// alignment stops set it off).
-    #[command(after_help = "Example: linklab emu throughput mps2-an385 --icount 4")]
+    /// alignment stops set it off). A pin-level board (pico, w5500-evb-pico) runs once, in
+    /// the chip's clock (1 MB each way with iperf3, then curl).
+    #[command(
+        after_help = "Examples:\n  linklab emu throughput mps2-an385 --icount 4\n  linklab emu throughput pico --image soft-phy"
+    )]
     Throughput(throughput::Args),
     /// How well the simulator predicts the image at a fixed instruction rate.
     ///

@@ -17,7 +17,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let m = &args.measure;
     let profile = parts::run(&PartsOptions {
-        image: m.target.choice(),
+        image: m.target.choice("parts")?,
         line: m.line.options(),
     })?;
     report(&profile, m.json.as_deref())

@@ -24,7 +24,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let runs = args.runs;
     let document = predict::run(
         &PredictOptions {
-            image: m.target.choice(),
+            image: m.target.choice("predict")?,
             line: m.line.options(),
             shift: args.rate.shift,
             runs,
