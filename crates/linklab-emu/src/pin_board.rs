@@ -17,13 +17,6 @@ pub struct PinBoard {
     pub name: &'static str,
     /// What it is, in a few words.
     pub about: &'static str,
-    /// The example's folder under `examples/boards/` (also its package and binary).
-    pub example: &'static str,
-    /// The harness's `--board`.
-    pub harness_board: &'static str,
-    /// Whether the example is built with the examples' profile's debug info (kept for a
-    /// build the check makes that way, so it is found and not rebuilt).
-    pub debug_info: bool,
     /// The images, the default first.
     pub images: &'static [PinImage],
 }
@@ -35,6 +28,14 @@ pub struct PinImage {
     pub name: &'static str,
     /// What it runs, in a few words.
     pub about: &'static str,
+    /// The example's folder under `examples/boards/` (also its package and binary): images of
+    /// one board may be different examples (the Pico's soft PHY, its USB).
+    pub example: &'static str,
+    /// The harness's `--board`: what it models outside the chip for this image.
+    pub harness_board: &'static str,
+    /// Whether the example is built with the examples' profile's debug info (kept for a
+    /// build the check makes that way, so it is found and not rebuilt).
+    pub debug_info: bool,
     /// The example's cargo features (comma-separated; empty: its defaults).
     pub features: &'static str,
     /// What crosses between the harness and the TAP.
@@ -59,19 +60,22 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
     PinBoard {
         name: "pico",
         about: "Raspberry Pi Pico: RP2040 (two Cortex-M0+ at 120 MHz), the 10BASE-T soft PHY on GP2-GP4",
-        example: "rp2040-soft-phy",
-        harness_board: "rp2040-soft-phy",
-        debug_info: true,
         images: &[
             PinImage {
                 name: "soft-phy",
                 about: "the PHY on core 1 (PIO decodes the bits), embassy-net and the apps on core 0",
+                example: "rp2040-soft-phy",
+                harness_board: "rp2040-soft-phy",
+                debug_info: true,
                 features: "",
                 carry: PinCarry::Samples { oversample: 8 },
             },
             PinImage {
                 name: "soft-phy-one-core",
                 about: "PHY (CPU decoder on 40 MHz samples) and stack on core 0, for comparison",
+                example: "rp2040-soft-phy",
+                harness_board: "rp2040-soft-phy",
+                debug_info: true,
                 features: "one-core,cpu-decoder",
                 carry: PinCarry::Samples { oversample: 4 },
             },
@@ -80,12 +84,12 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
     PinBoard {
         name: "w5500-evb-pico",
         about: "WIZnet W5500-EVB-Pico: RP2040 and a W5500 (modelled) on SPI0 at 31.25 MHz",
-        example: "w5500-evb-pico",
-        harness_board: "w5500-evb-pico",
-        debug_info: false,
         images: &[PinImage {
             name: "main",
             about: "the example as it is: embassy-net-wiznet, embassy-net and the apps",
+            example: "w5500-evb-pico",
+            harness_board: "w5500-evb-pico",
+            debug_info: false,
             features: "",
             carry: PinCarry::Frames,
         }],
@@ -125,7 +129,7 @@ impl PinBoard {
         };
         format!(
             "cd examples/boards/{} && cargo build --release{features}",
-            self.example
+            image.example
         )
     }
 }
@@ -162,25 +166,25 @@ pub fn build(board: &PinBoard, image: &PinImage) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--release"])
-        .current_dir(examples_dir().join(board.example));
+        .current_dir(examples_dir().join(image.example));
     if !image.features.is_empty() {
         cmd.args(["--features", image.features]);
     }
-    if !board.debug_info {
+    if !image.debug_info {
         cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "0");
     }
     let status = cmd
         .status()
-        .with_context(|| format!("cannot run cargo for examples/boards/{}", board.example))?;
+        .with_context(|| format!("cannot run cargo for examples/boards/{}", image.example))?;
     if !status.success() {
         bail!(
             "examples/boards/{}: `{}` failed ({status})",
-            board.example,
+            image.example,
             board.build_command(image)
         );
     }
-    let built = release.join(board.example);
-    let copy = release.join(format!("{}-{}", board.example, image.name));
+    let built = release.join(image.example);
+    let copy = release.join(format!("{}-{}", image.example, image.name));
     std::fs::copy(&built, &copy)
         .with_context(|| format!("cannot copy {} to {}", built.display(), copy.display()))?;
     Ok(std::fs::canonicalize(&copy).unwrap_or(copy))
@@ -218,7 +222,9 @@ mod tests {
             for i in b.images {
                 assert_eq!(b.image(Some(i.name)).unwrap(), i);
             }
-            assert!(examples_dir().join(b.example).join("Cargo.toml").exists());
+            for i in b.images {
+                assert!(examples_dir().join(i.example).join("Cargo.toml").exists());
+            }
         }
         assert!(PinBoard::by_name("pico").is_some());
         let e = PIN_BOARDS[0].image(Some("nope")).unwrap_err().to_string();

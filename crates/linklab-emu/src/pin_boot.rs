@@ -173,7 +173,7 @@ impl PreparedPin {
         let o = &self.options;
         let mut cmd = Command::new("node");
         cmd.arg(pin_board::harness_dir().join("harness.mjs"))
-            .args(["--board", o.board.harness_board])
+            .args(["--board", self.image.harness_board])
             .arg("--elf")
             .arg(&self.elf)
             .arg("--socket")
