@@ -1,0 +1,231 @@
+//! What the probe tests share: one `linklab probe` run in a namespace, its JSON read and
+//! validated against `schema/probe.schema.json`, and the checks every document passes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::{linklab_bin, run_bounded, tempdir, veth_pair, wait_until, ChildGuard, Netns};
+
+/// One probe run: its output, its JSON (when written), its wall time.
+pub struct Run {
+    /// The process's exit status and output.
+    pub out: Output,
+    /// The `--json` document, when one was written.
+    pub json: Option<Value>,
+    /// How long the run took in real time.
+    pub wall: Duration,
+    /// Where its page was asked to go (`-o`).
+    pub html: PathBuf,
+}
+
+impl Run {
+    /// Its standard output, as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    /// Its standard error, as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    /// The document; panics, with the output, when none was written.
+    pub fn json(&self) -> &Value {
+        self.json.as_ref().unwrap_or_else(|| {
+            panic!(
+                "no JSON written; stdout: {}\nstderr: {}",
+                self.stdout(),
+                self.stderr()
+            )
+        })
+    }
+    /// The state the document gives service `name`.
+    pub fn service(&self, name: &str) -> String {
+        let services = self.json()["services"].as_array().expect("services");
+        let s = services
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no service {name}"));
+        s["state"].as_str().unwrap().to_string()
+    }
+    /// The value of figure `id`; panics when the document has none.
+    pub fn figure(&self, id: &str) -> f64 {
+        self.json()["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .and_then(|f| f["value"].as_f64())
+            .unwrap_or_else(|| panic!("no figure {id}: {}", self.json()["figures"]))
+    }
+}
+
+/// Runs `linklab probe HOST --duration D ARGS` in `ns` (with `prefix`, e.g. `chrt -f 20`),
+/// killed if it runs past the promised bound (`--duration` + 10 s).
+pub fn probe(
+    ns: &Netns,
+    tag: &str,
+    host: &str,
+    duration: u64,
+    args: &[&str],
+    prefix: &[&str],
+) -> Run {
+    let dir = tempdir(&format!("probe-{tag}"));
+    let json = dir.join("probe.json");
+    let html = dir.join("probe.html");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_file(&html);
+    let bin = linklab_bin();
+    let d = duration.to_string();
+    let mut argv: Vec<&str> = prefix.to_vec();
+    argv.extend_from_slice(&[bin.to_str().unwrap(), "probe", host, "--duration", &d]);
+    argv.extend_from_slice(&[
+        "--json",
+        json.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    argv.extend_from_slice(args);
+    let began = Instant::now();
+    let out = run_bounded(&mut ns.command(&argv), Duration::from_secs(duration + 10));
+    finished(tag, out, began.elapsed(), &json, html)
+}
+
+/// A finished run: printed for people, its JSON (if any) read and validated.
+pub fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathBuf) -> Run {
+    eprintln!(
+        "probe {tag}: {:.1} s, {}\n{}{}",
+        wall.as_secs_f64(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = std::fs::read(json)
+        .ok()
+        .map(|b| serde_json::from_slice(&b).expect("the JSON parses"));
+    if let Some(v) = &json {
+        assert_valid(v);
+    }
+    Run {
+        out,
+        json,
+        wall,
+        html,
+    }
+}
+
+/// Validates a probe document against the schema checked into the repository.
+pub fn assert_valid(doc: &Value) {
+    let schema: Value = serde_json::from_str(include_str!(
+        "../../linklab-results/schema/probe.schema.json"
+    ))
+    .expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
+/// Every figure carries its range: samples between `low` and `high` (at least one each), the
+/// value inside it; round trips between their quartiles; a knee's range from its low end up
+/// past the confirmed limit (or none).
+pub fn assert_ranges(run: &Run) {
+    for f in run.json()["figures"].as_array().unwrap() {
+        let value = f["value"].as_f64().unwrap();
+        let low = f["low"].as_f64().unwrap_or_else(|| panic!("no low: {f}"));
+        match f["spread"].as_str() {
+            Some("samples") => {
+                let samples: Vec<f64> = f["samples"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect();
+                let high = f["high"].as_f64().unwrap();
+                assert!(!samples.is_empty(), "{f}");
+                assert!(samples.iter().all(|x| (low..=high).contains(x)), "{f}");
+                assert!(low <= value && value <= high, "{f}");
+            }
+            Some("quartiles") => {
+                let high = f["high"].as_f64().unwrap();
+                assert!(low <= value && value <= high, "{f}");
+                assert_eq!(f["unit"], "us");
+            }
+            Some("bracket") => {
+                assert!(low <= value, "{f}");
+                if let Some(high) = f["high"].as_f64() {
+                    assert!(high > value, "{f}");
+                }
+            }
+            other => panic!("spread {other:?}: {f}"),
+        }
+    }
+}
+
+/// A device on a TAP in a fresh namespace (`linklab serve` or `linklab emu`): starts it, puts
+/// 198.18.0.1/24 on the host side, waits for it to answer ping.
+pub fn tap_device(tag: &str, tap: &str, args: &[&str], boot: Duration) -> (Netns, ChildGuard) {
+    let ns = Netns::new(tag);
+    let bin = linklab_bin();
+    let mut argv = vec![bin.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--tap", tap, "--ip", "198.18.0.2/24"]);
+    let child = ns.spawn(&argv);
+    let up = wait_until(boot, || {
+        ns.command(&["ip", "link", "show", tap])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(up, "the TAP {tap} never appeared");
+    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", tap]);
+    ns.run(&["ip", "link", "set", tap, "up"]);
+    let answered = wait_until(boot, || {
+        ns.command(&["ping", "-c", "1", "-W", "1", "198.18.0.2"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    assert!(answered, "the device never answered a ping");
+    (ns, child)
+}
+
+/// A host namespace `h` (198.18.40.1) and the prober's `p` (198.18.40.2) on one veth.
+pub fn two_hosts(tag: &str) -> (Netns, Netns) {
+    let h = Netns::new(&format!("{tag}h"));
+    let p = Netns::new(&format!("{tag}p"));
+    veth_pair(&h, "198.18.40.1/24", &p, "198.18.40.2/24");
+    (h, p)
+}
+
+/// Starts stock `iperf3 -s` in `ns` and waits for it to listen.
+pub fn stock_iperf3(ns: &Netns, prefix: &[&str]) -> ChildGuard {
+    let mut argv = prefix.to_vec();
+    argv.extend_from_slice(&["iperf3", "-s", "-p", "5201"]);
+    let server = spawn_quiet(ns, &argv);
+    let up = wait_until(Duration::from_secs(5), || {
+        let out = ns
+            .command(&["ss", "-Hltn", "sport", "= :5201"])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    });
+    assert!(up, "iperf3 -s did not start");
+    server
+}
+
+/// Starts `argv` in `ns` with its output discarded; killed on drop. A stock `iperf3 -s` writes
+/// a report of every test, and a pipe nobody reads fills and stops it (`Netns::spawn` pipes:
+/// such a server stopped answering at its 98th 1-second UDP test here, the baseline test's
+/// three probe runs come near that).
+pub fn spawn_quiet(ns: &Netns, argv: &[&str]) -> ChildGuard {
+    let child = ns
+        .command(argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {argv:?}: {e}"));
+    ChildGuard(Some(child))
+}
