@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use linklab_results::probe::{Figure, ProbeReport, ServiceState, SpreadKind};
 use serde_json::Value;
 
 use crate::{linklab_bin, run_bounded, tempdir, veth_pair, wait_until, ChildGuard, Netns};
@@ -15,6 +16,9 @@ pub struct Run {
     pub out: Output,
     /// The `--json` document, when one was written.
     pub json: Option<Value>,
+    /// The same document read strictly into its type ([`crate::docs`]): a field the type
+    /// does not hold fails the run's test.
+    pub report: Option<ProbeReport>,
     /// How long the run took in real time.
     pub wall: Duration,
     /// Where its page was asked to go (`-o`).
@@ -32,32 +36,41 @@ impl Run {
     }
     /// The document; panics, with the output, when none was written.
     pub fn json(&self) -> &Value {
-        self.json.as_ref().unwrap_or_else(|| {
-            panic!(
-                "no JSON written; stdout: {}\nstderr: {}",
-                self.stdout(),
-                self.stderr()
-            )
-        })
+        self.json.as_ref().unwrap_or_else(|| self.no_document())
+    }
+    /// The typed document; panics, with the output, when none was written.
+    pub fn report(&self) -> &ProbeReport {
+        self.report.as_ref().unwrap_or_else(|| self.no_document())
+    }
+    /// Panics: no document was written.
+    fn no_document(&self) -> ! {
+        panic!(
+            "no JSON written; stdout: {}\nstderr: {}",
+            self.stdout(),
+            self.stderr()
+        )
     }
     /// The state the document gives service `name`.
-    pub fn service(&self, name: &str) -> String {
-        let services = self.json()["services"].as_array().expect("services");
-        let s = services
+    pub fn service(&self, name: &str) -> ServiceState {
+        self.report()
+            .services
             .iter()
-            .find(|s| s["name"] == name)
-            .unwrap_or_else(|| panic!("no service {name}"));
-        s["state"].as_str().unwrap().to_string()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no service {name}"))
+            .state
+    }
+    /// Figure `id`; panics when the document has none.
+    pub fn figure_of(&self, id: &str) -> &Figure {
+        let report = self.report();
+        report
+            .figures
+            .iter()
+            .find(|f| f.id == id)
+            .unwrap_or_else(|| panic!("no figure {id}: {:?}", report.figures))
     }
     /// The value of figure `id`; panics when the document has none.
     pub fn figure(&self, id: &str) -> f64 {
-        self.json()["figures"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == id)
-            .and_then(|f| f["value"].as_f64())
-            .unwrap_or_else(|| panic!("no figure {id}: {}", self.json()["figures"]))
+        self.figure_of(id).value
     }
 }
 
@@ -101,15 +114,17 @@ pub fn finished(tag: &str, out: Output, wall: Duration, json: &Path, html: PathB
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let json = std::fs::read(json)
+    let json: Option<Value> = std::fs::read(json)
         .ok()
         .map(|b| serde_json::from_slice(&b).expect("the JSON parses"));
     if let Some(v) = &json {
         assert_valid(v);
     }
+    let report = json.as_ref().map(crate::docs::from_value::<ProbeReport>);
     Run {
         out,
         json,
+        report,
         wall,
         html,
     }
@@ -133,34 +148,27 @@ pub fn assert_valid(doc: &Value) {
 /// value inside it; round trips between their quartiles; a knee's range from its low end up
 /// past the confirmed limit (or none).
 pub fn assert_ranges(run: &Run) {
-    for f in run.json()["figures"].as_array().unwrap() {
-        let value = f["value"].as_f64().unwrap();
-        let low = f["low"].as_f64().unwrap_or_else(|| panic!("no low: {f}"));
-        match f["spread"].as_str() {
-            Some("samples") => {
-                let samples: Vec<f64> = f["samples"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap())
-                    .collect();
-                let high = f["high"].as_f64().unwrap();
-                assert!(!samples.is_empty(), "{f}");
-                assert!(samples.iter().all(|x| (low..=high).contains(x)), "{f}");
-                assert!(low <= value && value <= high, "{f}");
+    for f in &run.report().figures {
+        let (value, low) = (f.value, f.low.unwrap_or_else(|| panic!("no low: {f:?}")));
+        match f.spread {
+            Some(SpreadKind::Samples) => {
+                let high = f.high.unwrap_or_else(|| panic!("no high: {f:?}"));
+                assert!(!f.samples.is_empty(), "{f:?}");
+                assert!(f.samples.iter().all(|x| (low..=high).contains(x)), "{f:?}");
+                assert!(low <= value && value <= high, "{f:?}");
             }
-            Some("quartiles") => {
-                let high = f["high"].as_f64().unwrap();
-                assert!(low <= value && value <= high, "{f}");
-                assert_eq!(f["unit"], "us");
+            Some(SpreadKind::Quartiles) => {
+                let high = f.high.unwrap_or_else(|| panic!("no high: {f:?}"));
+                assert!(low <= value && value <= high, "{f:?}");
+                assert_eq!(f.unit, "us");
             }
-            Some("bracket") => {
-                assert!(low <= value, "{f}");
-                if let Some(high) = f["high"].as_f64() {
-                    assert!(high > value, "{f}");
+            Some(SpreadKind::Bracket) => {
+                assert!(low <= value, "{f:?}");
+                if let Some(high) = f.high {
+                    assert!(high > value, "{f:?}");
                 }
             }
-            other => panic!("spread {other:?}: {f}"),
+            None => panic!("no spread: {f:?}"),
         }
     }
 }

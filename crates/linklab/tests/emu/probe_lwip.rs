@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use linklab_results::probe::ServiceState;
 use linklab_testkit::probe::{probe, Run};
 use linklab_testkit::{linklab_bin, run_bounded, tempdir, wait_until, ChildGuard, Netns};
 use serde_json::Value;
@@ -220,13 +221,13 @@ fn lwip_device_through_iperf2_and_its_own_http() {
     assert!(run.stderr().is_empty(), "{}", run.stderr());
 
     // Services: ICMP, iperf 2 without a version reply, HTTP; no iperf3, no echo.
-    assert_eq!(run.service("icmp"), "present");
-    assert_eq!(run.service("iperf3"), "absent");
-    assert_eq!(run.service("iperf2"), "present");
+    assert_eq!(run.service("icmp"), ServiceState::Present);
+    assert_eq!(run.service("iperf3"), ServiceState::Absent);
+    assert_eq!(run.service("iperf2"), ServiceState::Present);
     assert!(entry(&v["services"], "name", "iperf2")["version"].is_null());
-    assert_eq!(run.service("http"), "present");
+    assert_eq!(run.service("http"), ServiceState::Present);
     for s in ["echo-udp", "echo-tcp"] {
-        assert_eq!(run.service(s), "absent", "{s}");
+        assert_eq!(run.service(s), ServiceState::Absent, "{s}");
     }
 
     // ICMP round trips.

@@ -12,9 +12,9 @@ use std::process::Command;
 use std::sync::RwLock;
 use std::time::Duration;
 
+use linklab_results::probe::{Better, Comparison, ServiceState, StepState};
 use linklab_testkit::probe::{assert_ranges, probe, stock_iperf3, tap_device, two_hosts, Run};
 use linklab_testkit::{charts, chromium, iface_with, linklab_bin, veth_pair, Netns};
-use serde_json::Value;
 
 /// Throughput figures are compared only in the baseline test, which runs alone; the others
 /// share the machine (two at a time).
@@ -32,42 +32,47 @@ fn assert_full_run(run: &Run, duration: u64) {
         "nothing on stderr when piped: {}",
         run.stderr()
     );
-    let v = run.json();
-    assert_eq!(v["kind"], "probe");
-    assert_eq!(v["schema_version"], 3);
+    let v = run.report();
+    assert_eq!(v.kind, "probe");
+    assert_eq!(v.schema_version, 3);
     assert_ranges(run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
-        assert_eq!(run.service(s), "present", "{s}");
+        assert_eq!(run.service(s), ServiceState::Present, "{s}");
     }
-    for s in v["steps"].as_array().unwrap() {
-        let asked = s["name"] != "latency";
-        assert_eq!(s["state"], if asked { "done" } else { "skipped" }, "{s}");
+    for s in &v.steps {
+        let asked = s.name != "latency";
+        let want = if asked {
+            StepState::Done
+        } else {
+            StepState::Skipped
+        };
+        assert_eq!(s.state, want, "{s:?}");
     }
     for id in ["tcp.to_device", "tcp.from_device"] {
         assert!(run.figure(id) > 1e6, "{id}");
     }
     assert!(run.figure("udp.knee.to_device") >= 0.0);
-    assert!(v["sweep_to_device"]["steps"].as_array().unwrap().len() >= 2);
-    assert!(v["sweep_from_device"]["steps"].as_array().unwrap().len() >= 2);
-    for kind in ["icmp", "echo_udp", "echo_tcp"] {
+    assert!(v.sweep_to_device.as_ref().unwrap().steps.len() >= 2);
+    assert!(v.sweep_from_device.as_ref().unwrap().steps.len() >= 2);
+    for (kind, rtt) in [
+        ("icmp", &v.icmp),
+        ("echo_udp", &v.echo_udp),
+        ("echo_tcp", &v.echo_tcp),
+    ] {
         let p50 = run.figure(&format!("{kind}.rtt_p50.64B"));
         assert!(p50 > 0.0 && p50 < 1e6, "{kind} p50 {p50} µs");
-        assert_eq!(v[kind]["sizes"].as_array().unwrap().len(), 3, "{kind}");
+        assert_eq!(rtt.as_ref().unwrap().sizes.len(), 3, "{kind}");
     }
-    for h in v["http"].as_array().unwrap() {
-        assert_eq!(h["status"], 200, "{h}");
-        assert_eq!(h["crc_ok"], true, "{h}");
-        assert_eq!(h["rate"]["unit"], "bit/s");
+    for h in &v.http {
+        assert_eq!(h.status, Some(200), "{h:?}");
+        assert_eq!(h.crc_ok, Some(true), "{h:?}");
+        assert_eq!(h.rate.as_ref().unwrap().unit, "bit/s");
         // Batches of downloads: the samples add up to the downloads made.
-        let samples = h["samples"].as_array().unwrap();
-        assert!(!samples.is_empty(), "{h}");
-        let n: u64 = samples
-            .iter()
-            .map(|x| x["downloads"].as_u64().unwrap())
-            .sum();
-        assert_eq!(n, h["downloads"].as_u64().unwrap(), "{h}");
+        assert!(!h.samples.is_empty(), "{h:?}");
+        let n: u32 = h.samples.iter().map(|x| x.downloads).sum();
+        assert_eq!(n, h.downloads, "{h:?}");
     }
-    assert_eq!(v["http"].as_array().unwrap().len(), 2);
+    assert_eq!(v.http.len(), 2);
     assert!(run.figure("http./1MB.txt") > 0.0);
     assert!(
         run.wall < Duration::from_secs(duration + 2),
@@ -162,14 +167,14 @@ fn emulated_riscv32_firmware() {
     assert!(run.out.status.success(), "probe failed: {}", run.stderr());
     assert_ranges(&run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
-        assert_eq!(run.service(s), "present", "{s}");
+        assert_eq!(run.service(s), ServiceState::Present, "{s}");
     }
     assert!(run.figure("tcp.to_device") > 1e6);
     assert!(run.figure("tcp.from_device") > 1e6);
     assert!(run.figure("icmp.rtt_p50.64B") > 0.0);
     assert!(run.figure("echo_udp.rtt_p50.512B") > 0.0);
-    assert!(run.json()["http"][0]["crc_ok"] == true);
-    assert!(run.json()["sweep_to_device"]["steps"].as_array().is_some());
+    assert_eq!(run.report().http[0].crc_ok, Some(true));
+    assert!(run.report().sweep_to_device.is_some());
     assert!(run.wall < Duration::from_secs(17), "{:?}", run.wall);
 }
 
@@ -182,25 +187,22 @@ fn stock_iperf3_only_then_ping_only() {
     let server = stock_iperf3(&h, &[]);
     let run = probe(&p, "iperf3", "198.18.40.1", 15, &["--no-latency"], &[]);
     assert!(run.out.status.success(), "{}", run.stderr());
-    assert_eq!(run.service("iperf3"), "present");
-    assert_eq!(run.service("icmp"), "present");
+    assert_eq!(run.service("iperf3"), ServiceState::Present);
+    assert_eq!(run.service("icmp"), ServiceState::Present);
     for s in ["http", "echo-udp", "echo-tcp"] {
-        assert_eq!(run.service(s), "absent", "{s}");
+        assert_eq!(run.service(s), ServiceState::Absent, "{s}");
     }
-    let steps = run.json()["steps"].as_array().unwrap();
-    for s in steps {
-        let skipped =
-            ["echo-udp", "echo-tcp", "http", "latency"].contains(&s["name"].as_str().unwrap());
-        assert_eq!(s["state"], if skipped { "skipped" } else { "done" }, "{s}");
+    for s in &run.report().steps {
+        let skipped = ["echo-udp", "echo-tcp", "http", "latency"].contains(&s.name.as_str());
+        let want = if skipped {
+            StepState::Skipped
+        } else {
+            StepState::Done
+        };
+        assert_eq!(s.state, want, "{s:?}");
     }
     assert!(run.figure("tcp.to_device") > 1e6 && run.figure("tcp.from_device") > 1e6);
-    assert!(
-        run.json()["sweep_from_device"]["steps"]
-            .as_array()
-            .unwrap()
-            .len()
-            >= 2
-    );
+    assert!(run.report().sweep_from_device.as_ref().unwrap().steps.len() >= 2);
     assert!(run
         .stdout()
         .contains("absent (skipped): http, echo-udp, echo-tcp"));
@@ -215,12 +217,12 @@ fn stock_iperf3_only_then_ping_only() {
     // Ping only: the ICMP figures, every other service named absent, exit 0.
     let run = probe(&p, "ping", "198.18.40.1", 8, &[], &[]);
     assert!(run.out.status.success(), "{}", run.stderr());
-    assert_eq!(run.service("icmp"), "present");
+    assert_eq!(run.service("icmp"), ServiceState::Present);
     for s in ["iperf3", "http", "echo-udp", "echo-tcp"] {
-        assert_eq!(run.service(s), "absent", "{s}");
+        assert_eq!(run.service(s), ServiceState::Absent, "{s}");
     }
     assert!(run.figure("icmp.rtt_p50.1472B") > 0.0);
-    assert_eq!(run.json()["figures"].as_array().unwrap().len(), 3);
+    assert_eq!(run.report().figures.len(), 3);
 
     // A baseline written by schema version 1 (a run against `serve`, one measurement per
     // figure) is read as one sample per figure: the ICMP figures compared, the others named
@@ -235,20 +237,14 @@ fn stock_iperf3_only_then_ping_only() {
         &[],
     );
     assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
-    let c = &run.json()["baseline"];
-    assert_eq!(c["baseline_schema_version"], 1);
-    let compared = c["figures"].as_array().unwrap();
-    let icmp = compared
-        .iter()
-        .find(|f| f["id"] == "icmp.rtt_p50.64B")
-        .unwrap();
-    assert!(icmp["old"].is_number() && icmp["new"].is_number(), "{icmp}");
-    assert_eq!(icmp["old_low"], icmp["old"], "one sample: {icmp}");
-    let tcp = compared
-        .iter()
-        .find(|f| f["id"] == "tcp.to_device")
-        .unwrap();
-    assert!(tcp["new"].is_null() && tcp["worse"] == false, "{tcp}");
+    let c = run.report().baseline.as_ref().expect("a comparison");
+    assert_eq!(c.baseline_schema_version, 1);
+    let compared = |id: &str| c.figures.iter().find(|f| f.id == id).unwrap();
+    let icmp = compared("icmp.rtt_p50.64B");
+    assert!(icmp.old.is_some() && icmp.new.is_some(), "{icmp:?}");
+    assert_eq!(icmp.old_low, icmp.old, "one sample: {icmp:?}");
+    let tcp = compared("tcp.to_device");
+    assert!(tcp.new.is_none() && !tcp.worse, "{tcp:?}");
     assert!(run
         .stdout()
         .contains("the baseline is a schema version 1 document"));
@@ -326,7 +322,7 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         "unshaped: {}",
         same.stderr()
     );
-    assert!(same.json()["baseline"]["figures"].as_array().unwrap().len() >= 6);
+    assert!(same.report().baseline.as_ref().unwrap().figures.len() >= 6);
     for run in [&first, &same] {
         assert_ranges(run);
         assert_two_tcp_samples_each_way(run);
@@ -344,11 +340,9 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
     assert_eq!(half.out.status.code(), Some(3), "halved: {}", half.stderr());
     let line = half.stderr();
     assert_eq!(line.lines().count(), 1, "{line}");
-    let compared = half.json()["baseline"]["figures"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let worse = |id: &str| compared.iter().any(|f| f["id"] == id && f["worse"] == true);
+    let comparison = half.report().baseline.as_ref().expect("a comparison");
+    let compared = &comparison.figures;
+    let worse = |id: &str| compared.iter().any(|f| f.id == id && f.worse);
     for id in [
         "tcp.from_device",
         "udp.knee.to_device",
@@ -357,16 +351,15 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
         assert!(line.contains(&format!("{id} ")), "{id} named: {line}");
         assert!(worse(id), "{id} worse in the document");
     }
-    assert_tcp_to_device_named_by_the_rule(&half, &compared);
+    assert_tcp_to_device_named_by_the_rule(&half, comparison);
     // Worse beyond the ranges: every sample of the halved run below every one of the first.
     for f in compared
         .iter()
-        .filter(|f| f["worse"] == true && f["better"] == "higher")
+        .filter(|f| f.worse && f.better == Better::Higher)
     {
-        let (old_low, new_high) = (f["old_low"].as_f64(), f["new_high"].as_f64());
         assert!(
-            matches!((old_low, new_high), (Some(o), Some(n)) if n < o * 0.9),
-            "{f}"
+            matches!((f.old_low, f.new_high), (Some(o), Some(n)) if n < o * 0.9),
+            "{f:?}"
         );
     }
     assert!(half.stdout().contains("WORSE"));
@@ -380,10 +373,11 @@ fn baseline_names_tcp_and_knee_when_the_link_halves() {
 /// A probe run's single-stream TCP tests: at least two each way (its ranges have samples).
 fn assert_two_tcp_samples_each_way(run: &Run) {
     for dir in ["to_device", "from_device"] {
-        let tests = run.json()["tcp"].as_array().unwrap();
-        let rounds = tests
+        let rounds = run
+            .report()
+            .tcp
             .iter()
-            .filter(|t| t["direction"] == dir && t["streams"] == 1)
+            .filter(|t| t.direction == dir && t.streams == 1)
             .count();
         assert!(rounds >= 2, "{dir}: {rounds} samples");
     }
@@ -391,29 +385,26 @@ fn assert_two_tcp_samples_each_way(run: &Run) {
 
 /// The halved run's TCP to the device: its goodput halved, and it is called worse (and
 /// named on the one line) exactly when the rule's gap says so.
-fn assert_tcp_to_device_named_by_the_rule(half: &Run, compared: &[Value]) {
+fn assert_tcp_to_device_named_by_the_rule(half: &Run, comparison: &Comparison) {
     let line = half.stderr();
     // TCP to the device is ranged by the sending host's slices, which count what the client
     // wrote, not what arrived: through the shaper's queue they can spread past the gap (one
     // run: 33–61 Mbit/s at 50 Mbit/s, against 83–100 before). The rule then rightly does not
     // call it worse (a gap narrower than the run's own spread); either way its goodput (the
     // device's count) halved, and it is named exactly when the rule says so.
-    let to = compared
+    let to = comparison
+        .figures
         .iter()
-        .find(|f| f["id"] == "tcp.to_device")
+        .find(|f| f.id == "tcp.to_device")
         .expect("tcp.to_device compared");
-    let num = |k: &str| to[k].as_f64().unwrap_or_else(|| panic!("{k}: {to}"));
-    assert!(num("change_pct") < -40.0, "{to}");
-    let (gap, width) = (
-        num("old_low") - num("new_high"),
-        num("new_high") - num("new_low"),
-    );
-    let tolerance = half.json()["baseline"]["tolerance_pct"]
-        .as_f64()
-        .expect("tolerance_pct");
-    let apart = gap > tolerance / 100.0 * num("old")
-        && gap > num("old_high") - num("old_low")
+    let num = |k: &str, v: Option<f64>| v.unwrap_or_else(|| panic!("{k}: {to:?}"));
+    assert!(num("change_pct", to.change_pct) < -40.0, "{to:?}");
+    let (old_low, old_high) = (num("old_low", to.old_low), num("old_high", to.old_high));
+    let (new_low, new_high) = (num("new_low", to.new_low), num("new_high", to.new_high));
+    let (gap, width) = (old_low - new_high, new_high - new_low);
+    let apart = gap > comparison.tolerance_pct / 100.0 * num("old", to.old)
+        && gap > old_high - old_low
         && gap > width;
-    assert_eq!(to["worse"] == true, apart, "{to}");
+    assert_eq!(to.worse, apart, "{to:?}");
     assert_eq!(line.contains("tcp.to_device "), apart, "{line}");
 }

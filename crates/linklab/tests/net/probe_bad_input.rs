@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use linklab_results::probe::ServiceState;
 use linklab_testkit::probe::{finished, probe, stock_iperf3, two_hosts, Run};
 use linklab_testkit::{assert_one_line_error, linklab_bin, tempdir, Netns};
 
@@ -92,7 +93,7 @@ fn bad_input_is_one_clear_line_each() {
             let _garbage = garbage_server(&h, 5201, b"garbage\r\n");
             let run = probe(&p, "garbage", "198.18.40.1", 10, &[], &[]);
             assert_failed_with_report(&run, "iperf3 at 198.18.40.1:5201: not an iperf3 server", 10);
-            assert_eq!(run.service("iperf3"), "failed");
+            assert_eq!(run.service("iperf3"), ServiceState::Failed);
         });
         // A busy stock iperf3 server (a test running): error 121, ACCESS_DENIED.
         s.spawn(|| {

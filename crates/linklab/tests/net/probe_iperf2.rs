@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use linklab_results::probe::ServiceState;
 use linklab_testkit::probe::{probe, Run};
 use linklab_testkit::{enter_netns, iface_with, veth_pair, wait_until, ChildGuard, Netns};
 use serde_json::Value;
@@ -99,8 +100,8 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
     );
     let v = run.json();
 
-    assert_eq!(run.service("iperf3"), "absent");
-    assert_eq!(run.service("iperf2"), "present");
+    assert_eq!(run.service("iperf3"), ServiceState::Absent);
+    assert_eq!(run.service("iperf2"), ServiceState::Present);
     assert_eq!(entry(&v["services"], "name", "iperf2")["version"], "2.1.8");
     assert!(run
         .stdout()
@@ -191,7 +192,7 @@ fn a_device_without_reports_or_a_way_back() {
     assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
     assert!(run.wall < Duration::from_secs(17), "{:?}", run.wall);
     let v = run.json();
-    assert_eq!(run.service("iperf2"), "present");
+    assert_eq!(run.service("iperf2"), ServiceState::Present);
     assert!(entry(&v["services"], "name", "iperf2")["version"].is_null());
     assert!(run.figure("iperf2.tcp.to_device") > 1e6);
     for (id, says) in [
