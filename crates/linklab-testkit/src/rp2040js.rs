@@ -5,49 +5,26 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::device::DEVICE;
 pub use super::emulated_clock::Status;
-use super::{linklab_bin, run_ok, ChildGuard, Netns};
+use super::{linklab_bin, ChildGuard, Netns};
 
 /// The repository's root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// One cargo at a time builds into examples/boards/target (variants share the ELF's path):
-/// within a test binary by this lock, and across the binaries the check runs side by side
-/// (and `linklab emu pico`'s builds) by an exclusive lock on a file beside the ELFs
-/// ([`build_elf`]).
-static BUILD: Mutex<()> = Mutex::new(());
-
 /// Builds examples/boards/`package` in release with `features` and copies the ELF to a
-/// name of its own (`NAME-VARIANT`), so variants built one after another do not overwrite
-/// each other. After the check's build of the example only what the features change is
-/// rebuilt.
+/// name of its own (`NAME-VARIANT`), as `linklab emu pico` builds its images
+/// ([`linklab_emu::pin_board::build_example`]: one cargo at a time, by a lock beside the
+/// ELFs). After the check's build of the example only what the features change is rebuilt.
 pub fn build_elf(package: &str, features: &str, variant: &str) -> PathBuf {
-    let _one = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    let release = root().join("examples/boards/target/thumbv6m-none-eabi/release");
-    std::fs::create_dir_all(&release).expect("the examples' release folder");
-    let lock = std::fs::File::create(release.join(linklab_emu::pin_board::BUILD_LOCK))
-        .expect("the lock file");
-    lock.lock().expect("lock the examples' ELFs");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let dir = root().join("examples/boards").join(package);
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--release"]).current_dir(&dir);
-    if !features.is_empty() {
-        cmd.args(["--features", features]);
-    }
-    run_ok(&mut cmd);
-    let built = release.join(package);
-    let copy = built.with_file_name(format!("{package}-{variant}"));
-    std::fs::copy(&built, &copy).expect("copy the ELF");
-    copy
+    linklab_emu::pin_board::build_example(package, features, variant, true)
+        .unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// The example in the harness, its line joined to a TAP in a namespace of its own
