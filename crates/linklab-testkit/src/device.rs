@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::spoof::Target;
-use super::{enter_netns, in_netns, linklab_bin, wait_until, ChildGuard, Netns};
+use super::{enter_netns, in_netns, linklab_bin, ChildGuard, Netns};
 
 /// The device's address.
 pub const DEVICE: &str = "198.18.0.2";
@@ -106,20 +106,13 @@ impl Device {
             _turn: turn,
         };
         // An emulator may first build its image.
-        let up = wait_until(Duration::from_secs(120), || device.has_tap());
-        if !up {
+        if !device
+            .ns
+            .host_side_of(tap, HOST_CIDR, Duration::from_secs(120))
+        {
             device.fail("the TAP never appeared");
         }
-        device.ns.run(&["ip", "addr", "add", HOST_CIDR, "dev", tap]);
-        device.ns.run(&["ip", "link", "set", tap, "up"]);
-        let answered = wait_until(Duration::from_secs(60), || {
-            device
-                .ns
-                .command(&["ping", "-c", "1", "-W", "1", DEVICE])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-        if !answered {
+        if !device.ns.answers_ping(DEVICE, Duration::from_secs(60)) {
             device.fail("the device never answered a ping");
         }
         device
@@ -299,10 +292,7 @@ impl Device {
 
     /// Whether the device's TAP exists in the namespace.
     fn has_tap(&self) -> bool {
-        self.ns
-            .command(&["ip", "link", "show", self.tap])
-            .output()
-            .is_ok_and(|o| o.status.success())
+        self.ns.has_link(self.tap)
     }
 
     /// Kills the device with SIGKILL (no chance to clean up) and asserts that what it started

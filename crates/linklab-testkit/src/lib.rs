@@ -159,6 +159,34 @@ impl Netns {
         run_ok(&mut self.command(argv))
     }
 
+    /// True when interface `name` exists in this namespace.
+    pub fn has_link(&self, name: &str) -> bool {
+        self.command(&["ip", "link", "show", name])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// Waits up to `within` for the TAP `tap` (made by a device starting in this namespace),
+    /// then gives it the host's side of the device's subnet (`host_cidr`, up); false when it
+    /// never appeared.
+    pub fn host_side_of(&self, tap: &str, host_cidr: &str, within: Duration) -> bool {
+        if !wait_until(within, || self.has_link(tap)) {
+            return false;
+        }
+        self.run(&["ip", "addr", "add", host_cidr, "dev", tap]);
+        self.run(&["ip", "link", "set", tap, "up"]);
+        true
+    }
+
+    /// Waits up to `within` for `addr` to answer one ping from this namespace.
+    pub fn answers_ping(&self, addr: &str, within: Duration) -> bool {
+        wait_until(within, || {
+            self.command(&["ping", "-c", "1", "-W", "1", addr])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    }
+
     /// Starts `argv` inside this namespace in the background; it is killed on drop.
     pub fn spawn(&self, argv: &[&str]) -> ChildGuard {
         let child = self

@@ -182,20 +182,14 @@ pub fn tap_device(tag: &str, tap: &str, args: &[&str], boot: Duration) -> (Netns
     argv.extend_from_slice(args);
     argv.extend_from_slice(&["--tap", tap, "--ip", "198.18.0.2/24"]);
     let child = ns.spawn(&argv);
-    let up = wait_until(boot, || {
-        ns.command(&["ip", "link", "show", tap])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    assert!(up, "the TAP {tap} never appeared");
-    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", tap]);
-    ns.run(&["ip", "link", "set", tap, "up"]);
-    let answered = wait_until(boot, || {
-        ns.command(&["ping", "-c", "1", "-W", "1", "198.18.0.2"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    assert!(answered, "the device never answered a ping");
+    assert!(
+        ns.host_side_of(tap, "198.18.0.1/24", boot),
+        "the TAP {tap} never appeared"
+    );
+    assert!(
+        ns.answers_ping("198.18.0.2", boot),
+        "the device never answered a ping"
+    );
     (ns, child)
 }
 
