@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use linklab_results::probe::{HttpDownload, NotMeasured, PathState, Unmeasured};
 use linklab_testkit::probe::{probe, Run};
 use linklab_testkit::{assert_one_line_error, enter_netns, Netns};
-use serde_json::Value;
 
 /// The HTTP port the little servers listen on (inside their own namespace).
 const PORT: u16 = 8080;
@@ -141,32 +141,25 @@ fn serve(mut s: TcpStream, b_missing: bool) {
     std::thread::sleep(hold);
 }
 
-/// The `http` entry of `path` in a run's JSON.
-fn path<'a>(run: &'a Run, p: &str) -> &'a Value {
-    run.json()["http"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["path"] == p)
-        .unwrap_or_else(|| panic!("no http entry for {p}: {}", run.json()["http"]))
+/// The `http` entry of `path` in a run's document.
+fn path<'a>(run: &'a Run, p: &str) -> &'a HttpDownload {
+    let http = &run.report().http;
+    http.iter()
+        .find(|h| h.path == p)
+        .unwrap_or_else(|| panic!("no http entry for {p}: {http:?}"))
 }
 
 /// The `not_measured` entry of `id`.
-fn not_measured<'a>(run: &'a Run, id: &str) -> &'a Value {
-    run.json()["not_measured"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == id)
-        .unwrap_or_else(|| panic!("{id} not in not_measured: {}", run.json()["not_measured"]))
+fn not_measured<'a>(run: &'a Run, id: &str) -> &'a NotMeasured {
+    let all = &run.report().not_measured;
+    all.iter()
+        .find(|m| m.id == id)
+        .unwrap_or_else(|| panic!("{id} not in not_measured: {all:?}"))
 }
 
+/// True when the run's document has figure `id`.
 fn has_figure(run: &Run, id: &str) -> bool {
-    run.json()["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["id"] == id)
+    run.report().figures.iter().any(|f| f.id == id)
 }
 
 /// Every way of answering at once: rates only for the good 200 and the 200 read to its close,
@@ -211,16 +204,16 @@ fn a_rate_only_where_the_body_came_whole() {
 
     // The good ones: a rate, checked.
     let good = path(&run, "/good");
-    assert_eq!(good["state"], "done", "{good}");
-    assert_eq!(good["status_line"], "HTTP/1.1 200 OK");
-    assert_eq!(good["content_length"], 100_000);
-    assert_eq!(good["index_bytes_ok"], true, "{good}");
-    assert!(good["rate"]["value"].as_f64().unwrap() > 0.0);
+    assert_eq!(good.state, PathState::Done, "{good:?}");
+    assert_eq!(good.status_line.as_deref(), Some("HTTP/1.1 200 OK"));
+    assert_eq!(good.content_length, Some(100_000));
+    assert_eq!(good.index_bytes_ok, Some(true), "{good:?}");
+    assert!(good.rate.as_ref().unwrap().value > 0.0);
     assert!(run.figure("http./good") > 0.0);
     let closed = path(&run, "/to-close");
-    assert_eq!(closed["state"], "done", "{closed}");
-    assert!(closed["content_length"].is_null());
-    assert_eq!(closed["body"]["value"], 50_000.0);
+    assert_eq!(closed.state, PathState::Done, "{closed:?}");
+    assert!(closed.content_length.is_none());
+    assert_eq!(closed.body.value, 50_000.0);
     assert!(run.figure("http./to-close") > 0.0);
 
     // The others: no rate, no figure, a state and the status line.
@@ -232,19 +225,20 @@ fn a_rate_only_where_the_body_came_whole() {
         ("/stall", "failed", "HTTP/1.1 200 OK"),
         ("/wrong", "failed", "HTTP/1.1 200 OK"),
     ] {
+        let (path_state, unmeasured) = match state {
+            "absent" => (PathState::Absent, Unmeasured::Absent),
+            _ => (PathState::Failed, Unmeasured::Failed),
+        };
         let h = path(&run, p);
-        assert_eq!(h["state"], state, "{h}");
-        assert!(h["rate"].is_null(), "no rate: {h}");
+        assert_eq!(h.state, path_state, "{h:?}");
+        assert!(h.rate.is_none(), "no rate: {h:?}");
         assert!(!has_figure(&run, &format!("http.{p}")), "no figure for {p}");
         let m = not_measured(&run, &format!("http.{p}"));
-        assert_eq!(m["state"], state, "{m}");
-        assert!(
-            m["reason"].as_str().unwrap().contains(status),
-            "{p}: {status:?} in {m}"
-        );
+        assert_eq!(m.state, unmeasured, "{m:?}");
+        assert!(m.reason.contains(status), "{p}: {status:?} in {m:?}");
     }
-    assert_eq!(path(&run, "/missing")["body"]["value"], 565.0);
-    assert_eq!(path(&run, "/missing")["status"], 404);
+    assert_eq!(path(&run, "/missing").body.value, 565.0);
+    assert_eq!(path(&run, "/missing").status, Some(404));
 
     // The text: a line each, the absent one with its status line.
     let text = run.stdout();
@@ -304,7 +298,7 @@ fn a_path_gone_is_absent_and_worse_than_the_baseline() {
     let alone = probe(&ns, "http-gone", "127.0.0.1", 6, &args, &[]);
     assert_eq!(alone.out.status.code(), Some(0), "{}", alone.stderr());
     assert!(alone.stderr().is_empty(), "{}", alone.stderr());
-    assert_eq!(path(&alone, "/b")["state"], "absent");
+    assert_eq!(path(&alone, "/b").state, PathState::Absent);
     assert!(!has_figure(&alone, "http./b"));
 
     let mut with_base = args.to_vec();
@@ -318,16 +312,16 @@ fn a_path_gone_is_absent_and_worse_than_the_baseline() {
         line.starts_with("linklab: worse than the baseline") && line.contains("http./b absent"),
         "{line}"
     );
-    let compared = gone.json()["baseline"]["figures"].as_array().unwrap();
-    let b = compared.iter().find(|f| f["id"] == "http./b").unwrap();
-    assert_eq!(b["worse"], true, "{b}");
-    assert!(b["new"].is_null());
+    let compared = &gone.report().baseline.as_ref().unwrap().figures;
+    let b = compared.iter().find(|f| f.id == "http./b").unwrap();
+    assert!(b.worse, "{b:?}");
+    assert!(b.new.is_none());
     assert!(
-        b["missing"]
-            .as_str()
+        b.missing
+            .as_deref()
             .unwrap()
             .starts_with("absent: GET /b: HTTP/1.0 404 File not found"),
-        "{b}"
+        "{b:?}"
     );
     let text = gone.stdout();
     let row = text.lines().find(|l| l.contains("HTTP GET /b")).unwrap();

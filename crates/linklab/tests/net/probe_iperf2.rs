@@ -17,25 +17,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use linklab_results::probe::ServiceState;
+use linklab_results::probe::{NotMeasured, Service, ServiceState, Unmeasured};
 use linklab_testkit::probe::{probe, Run};
 use linklab_testkit::{enter_netns, iface_with, veth_pair, wait_until, ChildGuard, Netns};
-use serde_json::Value;
 
-fn entry<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {
-    list.as_array()
-        .unwrap_or_else(|| panic!("not a list: {list}"))
-        .iter()
-        .find(|x| x[key] == value)
-        .unwrap_or_else(|| panic!("no {key} = {value} in {list}"))
+/// Service `name` of a run's document.
+fn service<'a>(run: &'a Run, name: &str) -> &'a Service {
+    let all = &run.report().services;
+    all.iter()
+        .find(|x| x.name == name)
+        .unwrap_or_else(|| panic!("no service {name} in {all:?}"))
 }
 
+/// The figure a step could not make, `id`, of a run's document.
+fn not_measured<'a>(run: &'a Run, id: &str) -> &'a NotMeasured {
+    let all = &run.report().not_measured;
+    all.iter()
+        .find(|m| m.id == id)
+        .unwrap_or_else(|| panic!("no {id} in {all:?}"))
+}
+
+/// True when the run's document has figure `id`.
 fn has_figure(run: &Run, id: &str) -> bool {
-    run.json()["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["id"] == id)
+    run.report().figures.iter().any(|f| f.id == id)
 }
 
 /// A device namespace `d` (198.18.44.1) and the prober's `p` (198.18.44.2) on one veth.
@@ -98,24 +102,19 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
         std::fs::read_to_string(&tcp_log).unwrap_or_default(),
         std::fs::read_to_string(&udp_log).unwrap_or_default()
     );
-    let v = run.json();
+    let v = run.report();
 
     assert_eq!(run.service("iperf3"), ServiceState::Absent);
     assert_eq!(run.service("iperf2"), ServiceState::Present);
-    assert_eq!(entry(&v["services"], "name", "iperf2")["version"], "2.1.8");
+    assert_eq!(service(&run, "iperf2").version.as_deref(), Some("2.1.8"));
     assert!(run
         .stdout()
         .contains("TCP and UDP through iperf 2 on port 5001 (it sends its version: -R"));
 
     // TCP each way, through the shaper, with what measured it.
-    assert_eq!(
-        entry(&v["figures"], "id", "iperf2.tcp.to_device")["via"],
-        "iperf 2"
-    );
-    assert_eq!(
-        entry(&v["figures"], "id", "iperf2.tcp.from_device")["via"],
-        "iperf 2 -R"
-    );
+    let via = |id: &str| run.figure_of(id).via.clone().unwrap_or_default();
+    assert_eq!(via("iperf2.tcp.to_device"), "iperf 2");
+    assert_eq!(via("iperf2.tcp.from_device"), "iperf 2 -R");
     for id in ["iperf2.tcp.to_device", "iperf2.tcp.from_device"] {
         let r = run.figure(id);
         assert!(
@@ -127,17 +126,17 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
 
     // UDP: a sweep each way from the server's reports (to it) and what we received (-R),
     // every step with its datagrams counted, a knee near the shaper.
-    for (way, key) in [
-        ("to_device", "sweep_to_device"),
-        ("from_device", "sweep_from_device"),
+    for (way, sweep) in [
+        ("to_device", &v.sweep_to_device),
+        ("from_device", &v.sweep_from_device),
     ] {
-        let sw = &v[key];
-        assert_eq!(sw["iperf"], "iperf2", "{way}");
-        let steps = sw["steps"].as_array().unwrap();
+        let sw = sweep.as_ref().unwrap_or_else(|| panic!("no sweep {way}"));
+        assert_eq!(sw.iperf, "iperf2", "{way}");
+        let steps = &sw.steps;
         assert!(steps.len() >= 2, "{way}: {steps:?}");
         for s in steps {
-            assert!(s["packets"].as_u64().unwrap() > 0, "{way}: {s}");
-            assert!(s["received_bps"].as_f64().unwrap() > 0.0, "{way}: {s}");
+            assert!(s.packets > 0, "{way}: {s:?}");
+            assert!(s.received_bps > 0.0, "{way}: {s:?}");
         }
         let id = format!("iperf2.udp.knee.{way}");
         let knee = run.figure(&id);
@@ -145,14 +144,9 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
             knee > 0.0 && knee <= 58e6,
             "{id} {knee} through a 50 Mbit/s tbf"
         );
-        let f = entry(&v["figures"], "id", &id);
-        assert!(f["via"].as_str().unwrap().starts_with("iperf 2 -u"), "{f}");
+        assert!(via(&id).starts_with("iperf 2 -u"), "{id}: {}", via(&id));
     }
-    assert!(v["not_measured"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|m| !m["id"].as_str().unwrap().starts_with("iperf2.")));
+    assert!(v.not_measured.iter().all(|m| !m.id.starts_with("iperf2.")));
     let page = std::fs::read_to_string(&run.html).unwrap();
     assert!(page.contains(r#"data-iperf="iperf2""#) && page.contains("iperf 2 -R"));
 }
@@ -191,9 +185,8 @@ fn a_device_without_reports_or_a_way_back() {
     stop.store(true, Ordering::Relaxed);
     assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
     assert!(run.wall < Duration::from_secs(17), "{:?}", run.wall);
-    let v = run.json();
     assert_eq!(run.service("iperf2"), ServiceState::Present);
-    assert!(entry(&v["services"], "name", "iperf2")["version"].is_null());
+    assert!(service(&run, "iperf2").version.is_none());
     assert!(run.figure("iperf2.tcp.to_device") > 1e6);
     for (id, says) in [
         ("iperf2.tcp.from_device", "did not connect back for -r"),
@@ -201,13 +194,13 @@ fn a_device_without_reports_or_a_way_back() {
         ("iperf2.udp.knee.from_device", "no UDP report to the device"),
     ] {
         assert!(!has_figure(&run, id), "{id}");
-        let m = entry(&v["not_measured"], "id", id);
-        assert_eq!(m["state"], "absent", "{m}");
-        assert!(m["reason"].as_str().unwrap().contains(says), "{m}");
+        let m = not_measured(&run, id);
+        assert_eq!(m.state, Unmeasured::Absent, "{m:?}");
+        assert!(m.reason.contains(says), "{m:?}");
         let line = run
             .stdout()
             .lines()
-            .find(|l| l.contains(m["label"].as_str().unwrap()))
+            .find(|l| l.contains(&m.label))
             .unwrap_or_else(|| panic!("no line for {id}"))
             .to_string();
         assert!(

@@ -15,6 +15,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use linklab_results::probe::latency::LoadRtt;
+use linklab_results::probe::LatencyUnderLoad;
 use linklab_testkit::probe::{finished, probe, tap_device, Run};
 use linklab_testkit::{
     assert_one_line_error, charts, iface_with, linklab_bin, run_bounded, tempdir, veth_pair,
@@ -59,53 +61,46 @@ fn routed_device(tag: &str, tap: &str, args: &[&str]) -> (Netns, Netns, ChildGua
     (r, p, device)
 }
 
+/// The run's latency section.
+fn latency(run: &Run) -> &LatencyUnderLoad {
+    run.report().latency.as_ref().expect("a latency section")
+}
+
 /// The ICMP figures of `load` in the run's latency section.
-fn icmp(run: &Run, load: &str) -> Value {
-    let l = &run.json()["latency"];
-    let t = l["round_trips"]
-        .as_array()
-        .unwrap()
+fn icmp<'r>(run: &'r Run, load: &str) -> &'r LoadRtt {
+    let l = latency(run);
+    let t = l
+        .round_trips
         .iter()
-        .find(|t| t["transport"] == "icmp")
-        .unwrap_or_else(|| panic!("no ICMP series: {l}"));
-    t["per_load"]
-        .as_array()
-        .unwrap()
+        .find(|t| t.transport == "icmp")
+        .unwrap_or_else(|| panic!("no ICMP series: {l:?}"));
+    t.per_load
         .iter()
-        .find(|p| p["load"] == load)
-        .unwrap_or_else(|| panic!("no {load}: {}", t["per_load"]))
-        .clone()
+        .find(|p| p.load == load)
+        .unwrap_or_else(|| panic!("no {load}: {:?}", t.per_load))
 }
 
 /// A run of the latency step alone that ran every load and sampled every transport.
 fn assert_latency_ran(run: &Run) {
     assert!(run.out.status.success(), "probe failed: {}", run.stderr());
-    let l = &run.json()["latency"];
-    let names: Vec<&str> = l["loads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["idle", "to_device", "from_device", "both"], "{l}");
-    for x in l["loads"].as_array().unwrap().iter().skip(1) {
-        assert!(x["error"].is_null(), "{x}");
-        assert!(x["intervals"].as_array().unwrap().len() >= 5, "{x}");
-        assert!(x["end_s"].as_f64() > x["start_s"].as_f64());
+    let l = latency(run);
+    let names: Vec<&str> = l.loads.iter().map(|x| x.name.as_str()).collect();
+    assert_eq!(names, ["idle", "to_device", "from_device", "both"], "{l:?}");
+    for x in l.loads.iter().skip(1) {
+        assert!(x.error.is_none(), "{x:?}");
+        assert!(x.intervals.len() >= 5, "{x:?}");
+        assert!(x.end_s > x.start_s);
     }
-    assert_eq!(
-        l["round_trips"].as_array().unwrap().len(),
-        3,
-        "ICMP, UDP and TCP echo"
-    );
-    let c = &run.json()["conditions"];
+    assert_eq!(l.round_trips.len(), 3, "ICMP, UDP and TCP echo");
+    let c = run.report().conditions.as_ref().expect("conditions");
     assert!(
-        c["interface"].as_str().is_some_and(|i| i.starts_with("vb")),
-        "the prober's veth: {c}"
+        c.interface.as_ref().is_some_and(|i| i.starts_with("vb")),
+        "the prober's veth: {c:?}"
     );
-    assert!(c["kernel"].as_str().is_some_and(|k| !k.is_empty()), "{c}");
-    assert!(c["mtu"].as_u64().is_some(), "{c}");
-    assert!(c["device"]["tcp_window"].as_u64() == Some(262_144), "{c}");
+    assert!(c.kernel.as_ref().is_some_and(|k| !k.is_empty()), "{c:?}");
+    assert!(c.mtu.is_some(), "{c:?}");
+    let window = c.device.as_ref().and_then(|d| d.tcp_window);
+    assert!(window == Some(262_144), "{c:?}");
 }
 
 /// Shaped, then unshaped: the queue's delay shows under load to the device and is said in
@@ -122,23 +117,18 @@ fn a_deep_queue_shows_under_load_and_an_unshaped_device_holds() {
         &[],
     );
     assert_latency_ran(&plain);
-    let idle = icmp(&plain, "idle")["p50_ms"].as_f64().unwrap();
+    let idle = icmp(&plain, "idle").p50_ms.unwrap();
     assert!(idle < 50.0, "idle {idle} ms");
     for load in ["to_device", "from_device", "both"] {
         let p = icmp(&plain, load);
         // Unshaped, the only queue is the device's window in flight at the host's speed.
-        let rise = p["increase_ms"].as_f64().unwrap();
-        assert!(rise < 50.0, "unshaped {load}: +{rise} ms: {p}");
+        let rise = p.increase_ms.unwrap();
+        assert!(rise < 50.0, "unshaped {load}: +{rise} ms: {p:?}");
     }
     // Its ICMP median holds (the soft NIC may drop pings its RX queue has no room for: those
     // are counted lost, not fast).
-    let grows = plain.json()["latency"]["grows"].as_array().unwrap().clone();
-    assert!(
-        !grows
-            .iter()
-            .any(|g| g.as_str().unwrap().starts_with("ICMP")),
-        "{grows:?}"
-    );
+    let grows = &latency(&plain).grows;
+    assert!(!grows.iter().any(|g| g.starts_with("ICMP")), "{grows:?}");
 
     // A 400 ms queue at 2 Mbit/s on the way to the device.
     ns.run(&[
@@ -156,18 +146,16 @@ fn a_deep_queue_shows_under_load_and_an_unshaped_device_holds() {
     assert_latency_ran(&shaped);
     for load in ["to_device", "both"] {
         let p = icmp(&shaped, load);
-        let rise = p["increase_ms"].as_f64().unwrap();
+        let rise = p.increase_ms.unwrap();
         assert!(
             (150.0..=800.0).contains(&rise),
-            "{load}: +{rise} ms behind a 400 ms queue: {p}"
+            "{load}: +{rise} ms behind a 400 ms queue: {p:?}"
         );
-        let rate = shaped.json()["latency"]["loads"]
-            .as_array()
-            .unwrap()
+        let rate = latency(&shaped)
+            .loads
             .iter()
-            .find(|x| x["name"] == load)
-            .unwrap()["to_device_bps"]
-            .as_f64()
+            .find(|x| x.name == load)
+            .and_then(|x| x.to_device_bps)
             .unwrap();
         assert!(
             rate <= 2.1e6,
@@ -175,9 +163,7 @@ fn a_deep_queue_shows_under_load_and_an_unshaped_device_holds() {
         );
     }
     // The way back is not shaped: the device's data does not wait in the queue.
-    let back = icmp(&shaped, "from_device")["increase_ms"]
-        .as_f64()
-        .unwrap();
+    let back = icmp(&shaped, "from_device").increase_ms.unwrap();
     assert!(back < 100.0, "from_device +{back} ms");
     let out = shaped.stdout();
     assert!(
@@ -186,8 +172,7 @@ fn a_deep_queue_shows_under_load_and_an_unshaped_device_holds() {
         ),
         "{out}"
     );
-    let grows = shaped.json()["latency"]["grows"].as_array().unwrap();
-    assert!(!grows.is_empty());
+    assert!(!latency(&shaped).grows.is_empty());
     // The page draws the time axis and a CDF per transport.
     let page = std::fs::read_to_string(&shaped.html).unwrap();
     let drawn = charts(&page);
@@ -291,43 +276,40 @@ fn a_cut_flow_is_a_stall_at_the_time_of_the_cut() {
         (run, cutter.join().unwrap())
     });
     assert!(run.out.status.success(), "{}", run.stderr());
-    let l = &run.json()["latency"];
-    let t0 = l["started_unix_ms"].as_f64().unwrap();
-    let stalls = l["stalls"].as_array().unwrap();
-    let at = |x: &Value, k: &str| t0 + x[k].as_f64().unwrap() * 1e3;
+    let l = latency(&run);
+    let t0 = l.started_unix_ms as f64;
+    let stalls = &l.stalls;
+    let at = |s: f64| t0 + s * 1e3;
     let flow = stalls
         .iter()
         .find(|x| {
-            x["kind"] == "no_bytes"
-                && x["what"] == "to_device"
-                && at(x, "start_s") <= restored
-                && at(x, "end_s") >= cut
+            x.kind == "no_bytes"
+                && x.what == "to_device"
+                && at(x.start_s) <= restored
+                && at(x.end_s) >= cut
         })
         .unwrap_or_else(|| panic!("no stall of the flow within the cut at {cut}: {stalls:?}"));
-    assert_eq!(flow["load"], "to_device");
+    assert_eq!(flow.load, "to_device");
     // It began within the cut (the send buffer fills in moments) and lasted most of it
     // (TCP's retransmission timer may keep it stalled past the restore: up to a backoff).
     assert!(
-        at(flow, "start_s") >= cut - 200.0 && at(flow, "start_s") <= cut + 1000.0,
-        "{flow} cut at {cut}"
+        at(flow.start_s) >= cut - 200.0 && at(flow.start_s) <= cut + 1000.0,
+        "{flow:?} cut at {cut}"
     );
-    assert!(at(flow, "end_s") >= cut + 1000.0, "{flow}");
+    assert!(at(flow.end_s) >= cut + 1000.0, "{flow:?}");
     assert!(
-        at(flow, "end_s") <= restored + 3500.0,
-        "{flow} restored at {restored}"
+        at(flow.end_s) <= restored + 3500.0,
+        "{flow:?} restored at {restored}"
     );
-    assert!(
-        flow["retransmits"].as_u64().is_some_and(|n| n >= 1),
-        "{flow}"
-    );
+    assert!(flow.retransmits.is_some_and(|n| n >= 1), "{flow:?}");
     // At a probe every 5 ms, a 2 s cut loses hundreds of pings: counted, not fast.
     let p = icmp(&run, "to_device");
-    assert!(p["lost"].as_u64().unwrap() >= 200, "{p}");
-    let samples = l["round_trips"][0]["samples"].as_array().unwrap();
+    assert!(p.lost >= 200, "{p:?}");
+    let samples = &l.round_trips[0].samples;
     let lost_in_cut = samples
         .iter()
-        .filter(|x| x[1].is_null())
-        .filter(|x| (cut + 100.0..restored - 100.0).contains(&(t0 + x[0].as_f64().unwrap() * 1e3)))
+        .filter(|(_, rtt)| rtt.is_none())
+        .filter(|(s, _)| (cut + 100.0..restored - 100.0).contains(&at(*s)))
         .count();
     assert!(lost_in_cut >= 200, "{lost_in_cut} lost within the cut");
     assert!(run.stdout().contains("stalls: "), "{}", run.stdout());
@@ -367,22 +349,15 @@ fn repeat_keeps_the_spread_and_bad_input_is_one_line() {
     let (ns, _device) = tap_device("prr", "llr0", &["serve"], Duration::from_secs(10));
     let run = repeated(&ns, 2, 6);
     assert!(run.out.status.success(), "{}", run.stderr());
-    let rep = &run.json()["repeat"];
-    assert_eq!(rep["runs"], 2);
-    let figures = rep["figures"].as_array().unwrap();
-    assert_eq!(figures.len(), 3, "ICMP per size: {rep}");
-    for f in figures {
-        let values: Vec<f64> = f["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
-        assert_eq!(values.len(), 2, "{f}");
-        let (low, high) = (f["low"].as_f64().unwrap(), f["high"].as_f64().unwrap());
-        assert!(values.iter().all(|v| (low..=high).contains(v)), "{f}");
+    let rep = run.report().repeat.as_ref().expect("the runs' spread");
+    assert_eq!(rep.runs, 2);
+    assert_eq!(rep.figures.len(), 3, "ICMP per size: {rep:?}");
+    for f in &rep.figures {
+        let values: Vec<f64> = f.values.iter().map(|v| v.unwrap()).collect();
+        assert_eq!(values.len(), 2, "{f:?}");
+        assert!(values.iter().all(|v| (f.low..=f.high).contains(v)), "{f:?}");
     }
-    assert_eq!(run.json()["conditions"]["runs"], 2);
+    assert_eq!(run.report().conditions.as_ref().unwrap().runs, 2);
     assert!(run.stdout().contains("run 2 of 2") && run.stdout().contains("across 2 runs"));
     assert!(
         run.wall < Duration::from_secs(2 * (6 + 6)),
