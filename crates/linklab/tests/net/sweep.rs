@@ -8,11 +8,11 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use linklab_results::sweep::{Limit, SweepReport};
 use linklab_testkit::{
     assert_one_line_error, iface_with, linklab_bin, linklab_in, tempdir, veth_pair, wait_until,
     ChildGuard, Netns,
 };
-use serde_json::Value;
 
 /// Stock `iperf3 -s` in `a` (198.18.1.1), the client side `b` (198.18.2.2), and a router `r`
 /// between them (198.18.1.254 / 198.18.2.254). A bottleneck on the router loses the excess on
@@ -77,9 +77,9 @@ fn heavy() -> MutexGuard<'static, ()> {
     HEAVY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A sweep's JSON and its text output.
+/// A sweep's document and its text output.
 struct Sweep {
-    json: Value,
+    doc: SweepReport,
     stdout: String,
 }
 
@@ -112,35 +112,28 @@ fn sweep(b: &Netns, args: &[&str], json: &std::path::Path) -> Sweep {
         "no progress bar when stderr is not a terminal: {stderr:?}"
     );
     Sweep {
-        json: serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap(),
+        doc: linklab_testkit::docs::read(json),
         stdout,
     }
 }
 
-/// One step of the JSON: offered, sent, received (bit/s), limits.
+/// One step of the document: offered, sent, received (bit/s), limits.
 #[derive(Debug)]
 struct StepFig {
     offered: f64,
     sent: f64,
     received: f64,
-    limits: Vec<String>,
+    limits: Vec<Limit>,
 }
 
-fn steps(v: &Value) -> Vec<StepFig> {
-    v["steps"]
-        .as_array()
-        .unwrap()
+fn steps(v: &SweepReport) -> Vec<StepFig> {
+    v.steps
         .iter()
         .map(|s| StepFig {
-            offered: s["offered_bps"].as_f64().unwrap(),
-            sent: s["sent_bps"].as_f64().unwrap(),
-            received: s["received_bps"].as_f64().unwrap(),
-            limits: s["limits"]
-                .as_array()
-                .expect("every step names its limits")
-                .iter()
-                .map(|l| l.as_str().unwrap().to_string())
-                .collect(),
+            offered: s.offered_bps,
+            sent: s.sent_bps,
+            received: s.received_bps,
+            limits: s.limits.clone(),
         })
         .collect()
 }
@@ -153,10 +146,10 @@ enum Expect {
 }
 
 impl Expect {
-    fn json(self) -> &'static str {
+    fn json(self) -> Limit {
         match self {
-            Expect::ReceiverLoss => "receiver_loss",
-            Expect::Sender => "sender",
+            Expect::ReceiverLoss => Limit::ReceiverLoss,
+            Expect::Sender => Limit::Sender,
         }
     }
     fn words(self) -> &'static str {
@@ -175,15 +168,15 @@ impl Expect {
 /// a sender stalled by a busy host is rightly named instead); the limit named in the text; the
 /// peak near the limit. Returns the knee and whether any step named `expected`.
 fn check_knee(sw: &Sweep, limit_bps: f64, expected: Expect) -> (f64, bool) {
-    let v = &sw.json;
+    let v = &sw.doc;
     let (lo, hi) = (limit_bps * 0.85, limit_bps * 1.15);
-    let knee = v["knee_bps"].as_f64().expect("a knee was found");
+    let knee = v.knee_bps.expect("a knee was found");
     assert!(
         (lo..=hi).contains(&knee),
         "knee {knee} not within ±15 % of {limit_bps}"
     );
-    assert_eq!(v["knee_rule"]["tolerance_pct"], 5.0);
-    assert_eq!(v["knee_rule"]["loss_pct"], 0.1);
+    assert_eq!(v.rule().tolerance_pct, 5.0);
+    assert_eq!(v.rule().loss_pct, 0.1);
     let steps = steps(v);
     for s in steps.iter().filter(|s| s.offered > knee) {
         assert!(!s.limits.is_empty(), "above the knee, a limit: {s:?}");
@@ -199,8 +192,8 @@ fn check_knee(sw: &Sweep, limit_bps: f64, expected: Expect) -> (f64, bool) {
             Expect::ReceiverLoss => s.sent > limit_bps * 1.1,
         };
         assert!(
-            !must || s.limits.iter().any(|l| l == expected.json()),
-            "offered {} should name {}: {s:?}",
+            !must || s.limits.contains(&expected.json()),
+            "offered {} should name {:?}: {s:?}",
             s.offered,
             expected.json()
         );
@@ -210,17 +203,14 @@ fn check_knee(sw: &Sweep, limit_bps: f64, expected: Expect) -> (f64, bool) {
             assert!(s.sent < hi, "the sender sent past its own shaper: {s:?}");
         }
     }
-    let at = &v["limited_at"];
-    assert!(at["offered_bps"].as_f64().unwrap() > knee, "{at}");
-    assert!(!at["limits"].as_array().unwrap().is_empty(), "{at}");
+    let at = v.limited_at.as_ref().expect("a limit above the knee");
+    assert!(at.offered_bps > knee, "{at:?}");
+    assert!(!at.limits.is_empty(), "{at:?}");
     // The limit above the knee was measured again and hit a limit both times.
-    assert_eq!(v["knee_rule"]["confirm"], 2);
-    assert_eq!(at["confirmed"], true, "{at}");
-    assert_eq!(at["attempts"], 2, "{at}");
-    let again = steps
-        .iter()
-        .filter(|s| s.offered == at["offered_bps"].as_f64().unwrap())
-        .count();
+    assert_eq!(v.rule().confirm, 2);
+    assert!(at.confirmed, "{at:?}");
+    assert_eq!(at.attempts, 2, "{at:?}");
+    let again = steps.iter().filter(|s| s.offered == at.offered_bps).count();
     assert_eq!(again, 2, "both attempts are in the steps");
     assert!(
         sw.stdout.contains(" (attempt 2)"),
@@ -235,27 +225,21 @@ fn check_knee(sw: &Sweep, limit_bps: f64, expected: Expect) -> (f64, bool) {
         !limit_line.contains("none reached"),
         "the sweep reached the limit: {limit_line}"
     );
-    let named = steps
-        .iter()
-        .any(|s| s.limits.iter().any(|l| l == expected.json()));
+    let named = steps.iter().any(|s| s.limits.contains(&expected.json()));
     assert_eq!(
         named,
         sw.stdout.contains(expected.words()),
         "{:?} named in the text output as in the JSON",
         expected.words()
     );
-    let peak = v["peak"]["received_bps"].as_f64().unwrap();
+    let peak = v.peak.as_ref().unwrap().received_bps;
     assert!((lo..=hi).contains(&peak), "peak {peak}");
     eprintln!(
         "knee {:.1} Mbit/s for a {:.0} Mbit/s limit ({}, {})",
         knee / 1e6,
         limit_bps / 1e6,
         expected.words(),
-        if v["reverse"] == true {
-            "-R"
-        } else {
-            "forward"
-        }
+        if v.reverse { "-R" } else { "forward" }
     );
     (knee, named)
 }
@@ -278,8 +262,8 @@ fn tbf(ns: &Netns, addr: &str, args: &[&str]) {
 /// Whether a sweep's knee and peak fall within ±15 % of `limit_bps` (what `check_knee` asserts).
 fn in_band(sw: &Sweep, limit_bps: f64) -> bool {
     let band = limit_bps * 0.85..=limit_bps * 1.15;
-    let knee = sw.json["knee_bps"].as_f64();
-    let peak = sw.json["peak"]["received_bps"].as_f64();
+    let knee = sw.doc.knee_bps;
+    let peak = sw.doc.peak.as_ref().map(|p| p.received_bps);
     matches!((knee, peak), (Some(k), Some(p)) if band.contains(&k) && band.contains(&p))
 }
 
@@ -302,10 +286,10 @@ fn sweep_both_ways(p: &Path, tag: &str, rates: &[&str], limit_bps: f64) -> [Swee
         sweep(&p.b, &args, &dir.join(format!("{name}-again.json")))
     };
     let fwd = run(false, "fwd");
-    assert_eq!(fwd.json["kind"], "sweep");
-    assert_eq!(fwd.json["reverse"], false);
+    assert_eq!(fwd.doc.kind, "sweep");
+    assert!(!fwd.doc.reverse);
     let rev = run(true, "rev");
-    assert_eq!(rev.json["reverse"], true);
+    assert!(rev.doc.reverse);
     [fwd, rev]
 }
 
@@ -335,7 +319,7 @@ fn knee_of_a_100_mbit_tbf_on_the_router_both_directions() {
         "the router's loss was named in at least one direction"
     );
     // Out-of-order is known when we receive (-R).
-    assert!(rev.json["steps"][0]["out_of_order"].is_u64());
+    assert!(rev.doc.steps[0].out_of_order.is_some());
     drop(p.a);
 }
 
@@ -425,7 +409,7 @@ fn spoilt_sweep(
         String::from_utf8_lossy(&out.stderr)
     );
     Sweep {
-        json: serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap(),
+        doc: linklab_testkit::docs::read(json),
         stdout,
     }
 }
@@ -443,30 +427,33 @@ fn one_spoilt_second_is_measured_again_not_taken_for_the_limit() {
     let new = spoilt_sweep(&p, &rates, "30.0 Mbit/s", "2", &dir.join("new.json"));
     let old = spoilt_sweep(&p, &rates, "30.0 Mbit/s", "1", &dir.join("old.json"));
     for sw in [&new, &old] {
-        let first = steps(&sw.json)
+        let first = steps(&sw.doc)
             .into_iter()
             .find(|s| s.offered == 40e6)
             .unwrap();
         assert!(
-            first.limits.iter().any(|l| l == "receiver_loss"),
+            first.limits.contains(&Limit::ReceiverLoss),
             "the stopped server lost datagrams: {first:?}"
         );
     }
     // Repeated: the second attempt tracked, so the top rate is the knee and no limit was
     // reached.
-    let at_top: Vec<StepFig> = steps(&new.json)
+    let at_top: Vec<StepFig> = steps(&new.doc)
         .into_iter()
         .filter(|s| s.offered == 40e6)
         .collect();
     assert_eq!(at_top.len(), 2, "{at_top:?}");
     assert!(at_top[1].limits.is_empty(), "{at_top:?}");
-    assert_eq!(new.json["knee_bps"].as_f64(), Some(40e6));
-    assert!(new.json["limited_at"].is_null());
+    assert_eq!(new.doc.knee_bps, Some(40e6));
+    assert!(new.doc.limited_at.is_none());
     assert!(new.stdout.contains("limit: none reached"), "{}", new.stdout);
     // One attempt per rate: the spoilt second is the limit.
-    assert_eq!(old.json["knee_bps"].as_f64(), Some(30e6));
-    assert_eq!(old.json["limited_at"]["offered_bps"].as_f64(), Some(40e6));
-    assert_eq!(old.json["knee_rule"]["confirm"], 1);
+    assert_eq!(old.doc.knee_bps, Some(30e6));
+    assert_eq!(
+        old.doc.limited_at.as_ref().map(|a| a.offered_bps),
+        Some(40e6)
+    );
+    assert_eq!(old.doc.rule().confirm, 1);
 }
 
 #[test]

@@ -8,11 +8,11 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use linklab_results::sweep::{Limit, SweepReport};
 use linklab_testkit::{
     assert_one_line_error, iface_with, linklab_bin, linklab_in, tempdir, veth_pair, wait_until,
     ChildGuard, Netns,
 };
-use serde_json::Value;
 
 /// Server namespace `a` (198.18.3.1), client `b` (198.18.4.2), router `r` between them.
 struct Path {
@@ -84,7 +84,7 @@ fn path(tag: &str, server_args: &[&str], rate: Option<&str>) -> Path {
 
 /// A sweep from `p.b` (real-time priority, as tests/sweep.rs found necessary): its JSON and
 /// text.
-fn sweep(p: &Path, args: &[&str], json: &std::path::Path) -> (Value, String) {
+fn sweep(p: &Path, args: &[&str], json: &std::path::Path) -> (SweepReport, String) {
     let bin = linklab_bin();
     let priority = if args.contains(&"-R") { "30" } else { "10" };
     let mut argv = vec![
@@ -108,10 +108,7 @@ fn sweep(p: &Path, args: &[&str], json: &std::path::Path) -> (Value, String) {
         "sweep failed; stock iperf said:\n{}",
         std::fs::read_to_string(&p.log).unwrap_or_default()
     );
-    (
-        serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap(),
-        stdout,
-    )
+    (linklab_testkit::docs::read(json), stdout)
 }
 
 /// A 50 Mbit/s router tbf, each way: the knee within ±15 %, every step's datagrams counted by
@@ -128,31 +125,30 @@ fn knee_of_a_50_mbit_tbf_from_the_servers_reports_both_ways() {
         let p = path(&format!("sw2{name}"), &["-u"], Some("50mbit"));
         let args = [&rates[..], &["-t", "1", "--refine", "2"], extra].concat();
         let (v, text) = sweep(&p, &args, &dir.join(format!("{name}.json")));
-        assert_eq!(v["kind"], "sweep");
-        assert_eq!(v["iperf"], "iperf2", "{name}");
-        assert_eq!(v["port"], 5001);
+        assert_eq!(v.kind, "sweep");
+        assert_eq!(v.iperf, "iperf2", "{name}");
+        assert_eq!(v.port, 5001);
         assert!(
             text.starts_with("linklab sweep: 198.18.3.1:5001 iperf 2 udp"),
             "{text}"
         );
-        let knee = v["knee_bps"].as_f64().expect("a knee");
+        let knee = v.knee_bps.expect("a knee");
         assert!(
             (42.5e6..=57.5e6).contains(&knee),
             "{name}: knee {knee} for a 50 Mbit/s tbf"
         );
-        for s in v["steps"].as_array().unwrap() {
-            assert!(s["packets"].as_u64().unwrap() > 0, "{name}: {s}");
-            assert!(s["out_of_order"].is_u64(), "{name}: {s}");
-            if s["offered_bps"].as_f64().unwrap() >= 60e6 {
+        for s in &v.steps {
+            assert!(s.packets > 0, "{name}: {s:?}");
+            assert!(s.out_of_order.is_some(), "{name}: {s:?}");
+            if s.offered_bps >= 60e6 {
                 // The router's shaper loses the excess: the receiver counts it.
-                let limits = s["limits"].as_array().unwrap();
-                assert!(limits.iter().any(|l| l == "receiver_loss"), "{name}: {s}");
-                assert!(s["received_bps"].as_f64().unwrap() < 57.5e6, "{name}: {s}");
+                assert!(s.limits.contains(&Limit::ReceiverLoss), "{name}: {s:?}");
+                assert!(s.received_bps < 57.5e6, "{name}: {s:?}");
             }
         }
-        let at = &v["limited_at"];
-        assert!(at["offered_bps"].as_f64().unwrap() > knee, "{name}: {at}");
-        assert_eq!(at["confirmed"], true, "{name}: {at}");
+        let at = v.limited_at.as_ref().expect("a limit above the knee");
+        assert!(at.offered_bps > knee, "{name}: {at:?}");
+        assert!(at.confirmed, "{name}: {at:?}");
         assert!(
             text.contains("knee: ") && text.contains("limit: "),
             "{text}"
