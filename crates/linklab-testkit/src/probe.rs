@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use linklab_results::probe::{Figure, ProbeReport, ServiceState, SpreadKind};
+use linklab_results::probe::{
+    Figure, HttpDownload, NotMeasured, ProbeReport, Service, ServiceState, SpreadKind,
+};
 use serde_json::Value;
 
 use crate::{linklab_bin, run_bounded, tempdir, veth_pair, wait_until, ChildGuard, Netns};
@@ -71,6 +73,31 @@ impl Run {
     /// The value of figure `id`; panics when the document has none.
     pub fn figure(&self, id: &str) -> f64 {
         self.figure_of(id).value
+    }
+    /// True when the document has figure `id`.
+    pub fn has_figure(&self, id: &str) -> bool {
+        self.report().figures.iter().any(|f| f.id == id)
+    }
+    /// What discovery found of service `name`; panics when the document has none.
+    pub fn service_entry(&self, name: &str) -> &Service {
+        let all = &self.report().services;
+        all.iter()
+            .find(|x| x.name == name)
+            .unwrap_or_else(|| panic!("no service {name} in {all:?}"))
+    }
+    /// The HTTP download of `path`; panics when the document has none.
+    pub fn http(&self, path: &str) -> &HttpDownload {
+        let all = &self.report().http;
+        all.iter()
+            .find(|h| h.path == path)
+            .unwrap_or_else(|| panic!("no http entry for {path}: {all:?}"))
+    }
+    /// The figure `id` a step could not make, with why; panics when the document has none.
+    pub fn not_measured(&self, id: &str) -> &NotMeasured {
+        let all = &self.report().not_measured;
+        all.iter()
+            .find(|m| m.id == id)
+            .unwrap_or_else(|| panic!("{id} not in not_measured: {all:?}"))
     }
 }
 

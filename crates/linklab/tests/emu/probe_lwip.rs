@@ -25,10 +25,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use linklab_results::probe::ServiceState;
-use linklab_testkit::probe::{probe, Run};
+use linklab_results::probe::{PathState, ServiceState, Unmeasured};
+use linklab_testkit::probe::probe;
 use linklab_testkit::{linklab_bin, run_bounded, tempdir, wait_until, ChildGuard, Netns};
-use serde_json::Value;
 
 /// The image's address (fixed in the image).
 const DEVICE: &str = "198.18.9.2";
@@ -194,29 +193,13 @@ fn tradeoff_with_our_client(lwip: &Lwip) {
     assert!(!console.contains("type=3"), "a DATAERROR: {console}");
 }
 
-fn entry<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {
-    list.as_array()
-        .unwrap_or_else(|| panic!("not a list: {list}"))
-        .iter()
-        .find(|x| x[key] == value)
-        .unwrap_or_else(|| panic!("no {key} = {value} in {list}"))
-}
-
-fn has_figure(run: &Run, id: &str) -> bool {
-    run.json()["figures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|f| f["id"] == id)
-}
-
 #[test]
 fn lwip_device_through_iperf2_and_its_own_http() {
     let lwip = Lwip::boot();
     let run = probe(&lwip.ns, "lwip", DEVICE, 30, &["--http", "/big.bin"], &[]);
     let console = lwip.console_text();
     eprintln!("lwIP console:\n{console}");
-    let v = run.json();
+    let v = run.report();
     assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
     assert!(run.stderr().is_empty(), "{}", run.stderr());
 
@@ -224,7 +207,7 @@ fn lwip_device_through_iperf2_and_its_own_http() {
     assert_eq!(run.service("icmp"), ServiceState::Present);
     assert_eq!(run.service("iperf3"), ServiceState::Absent);
     assert_eq!(run.service("iperf2"), ServiceState::Present);
-    assert!(entry(&v["services"], "name", "iperf2")["version"].is_null());
+    assert!(run.service_entry("iperf2").version.is_none());
     assert_eq!(run.service("http"), ServiceState::Present);
     for s in ["echo-udp", "echo-tcp"] {
         assert_eq!(run.service(s), ServiceState::Absent, "{s}");
@@ -238,36 +221,38 @@ fn lwip_device_through_iperf2_and_its_own_http() {
 
     // HTTP: /big.bin whole (1 MiB to the close), every byte i & 0xff, a rate; the bench
     // files absent with lwIP's 404 status line and no rate.
-    let big = entry(&v["http"], "path", "/big.bin");
-    assert_eq!(big["state"], "done", "{big}");
-    assert_eq!(big["status_line"], "HTTP/1.0 200 OK");
-    assert!(big["content_length"].is_null(), "none announced: {big}");
-    assert_eq!(big["body"]["value"], 1_048_576.0);
-    assert_eq!(big["index_bytes_ok"], true, "{big}");
+    let big = run.http("/big.bin");
+    assert_eq!(big.state, PathState::Done, "{big:?}");
+    assert_eq!(big.status_line.as_deref(), Some("HTTP/1.0 200 OK"));
+    assert!(big.content_length.is_none(), "none announced: {big:?}");
+    assert_eq!(big.body.value, 1_048_576.0);
+    assert_eq!(big.index_bytes_ok, Some(true), "{big:?}");
     assert!(run.figure("http./big.bin") > 1e6);
     for path in ["/100kB.txt", "/1MB.txt"] {
-        let h = entry(&v["http"], "path", path);
-        assert_eq!(h["state"], "absent", "{h}");
-        assert_eq!(h["status_line"], "HTTP/1.0 404 File not found", "{h}");
-        assert!(h["rate"].is_null(), "{h}");
-        assert!(!has_figure(&run, &format!("http.{path}")));
-        let m = entry(&v["not_measured"], "id", &format!("http.{path}"));
-        assert_eq!(m["state"], "absent");
+        let h = run.http(path);
+        assert_eq!(h.state, PathState::Absent, "{h:?}");
+        let status = h.status_line.as_deref();
+        assert_eq!(status, Some("HTTP/1.0 404 File not found"), "{h:?}");
+        assert!(h.rate.is_none(), "{h:?}");
+        assert!(!run.has_figure(&format!("http.{path}")));
+        let m = run.not_measured(&format!("http.{path}"));
+        assert_eq!(m.state, Unmeasured::Absent);
     }
 
     // TCP both ways through iperf 2: to the device a plain test, from it lwiperf's -r.
-    let to = entry(&v["figures"], "id", "iperf2.tcp.to_device");
-    let from = entry(&v["figures"], "id", "iperf2.tcp.from_device");
-    assert_eq!(to["via"], "iperf 2", "{to}");
+    let to = run.figure_of("iperf2.tcp.to_device");
+    let from = run.figure_of("iperf2.tcp.from_device");
+    assert_eq!(to.via.as_deref(), Some("iperf 2"), "{to:?}");
     assert_eq!(
-        from["via"], "iperf 2 -r (the device connected back)",
-        "{from}"
+        from.via.as_deref(),
+        Some("iperf 2 -r (the device connected back)"),
+        "{from:?}"
     );
     assert!(run.figure("iperf2.tcp.to_device") > 1e6);
     assert!(run.figure("iperf2.tcp.from_device") > 1e6);
-    assert!(!has_figure(&run, "tcp.to_device"), "no iperf3 figure");
-    for t in v["tcp"].as_array().unwrap() {
-        assert_eq!(t["iperf"], "iperf2", "{t}");
+    assert!(!run.has_figure("tcp.to_device"), "no iperf3 figure");
+    for t in &v.tcp {
+        assert_eq!(t.iperf, "iperf2", "{t:?}");
     }
     // lwiperf's own console lines: a test received (type 0) and a connect-back sent (type 1).
     assert!(console.contains("iperf-done: type=0"), "{console}");
@@ -276,9 +261,9 @@ fn lwip_device_through_iperf2_and_its_own_http() {
     // UDP: no server, so no knee either way — plain lines, no zero.
     for way in ["to_device", "from_device"] {
         let id = format!("iperf2.udp.knee.{way}");
-        assert!(!has_figure(&run, &id), "{id}");
-        let m = entry(&v["not_measured"], "id", &id);
-        assert_eq!(m["state"], "absent", "{m}");
+        assert!(!run.has_figure(&id), "{id}");
+        let m = run.not_measured(&id);
+        assert_eq!(m.state, Unmeasured::Absent, "{m:?}");
     }
     let text = run.stdout();
     for needle in [

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use linklab_results::probe::{HttpDownload, NotMeasured, PathState, Unmeasured};
-use linklab_testkit::probe::{probe, Run};
+use linklab_results::probe::{PathState, Unmeasured};
+use linklab_testkit::probe::probe;
 use linklab_testkit::{assert_one_line_error, enter_netns, Netns};
 
 /// The HTTP port the little servers listen on (inside their own namespace).
@@ -141,27 +141,6 @@ fn serve(mut s: TcpStream, b_missing: bool) {
     std::thread::sleep(hold);
 }
 
-/// The `http` entry of `path` in a run's document.
-fn path<'a>(run: &'a Run, p: &str) -> &'a HttpDownload {
-    let http = &run.report().http;
-    http.iter()
-        .find(|h| h.path == p)
-        .unwrap_or_else(|| panic!("no http entry for {p}: {http:?}"))
-}
-
-/// The `not_measured` entry of `id`.
-fn not_measured<'a>(run: &'a Run, id: &str) -> &'a NotMeasured {
-    let all = &run.report().not_measured;
-    all.iter()
-        .find(|m| m.id == id)
-        .unwrap_or_else(|| panic!("{id} not in not_measured: {all:?}"))
-}
-
-/// True when the run's document has figure `id`.
-fn has_figure(run: &Run, id: &str) -> bool {
-    run.report().figures.iter().any(|f| f.id == id)
-}
-
 /// Every way of answering at once: rates only for the good 200 and the 200 read to its close,
 /// each refusal named with its status line, exit 1 naming the failures.
 #[test]
@@ -203,14 +182,14 @@ fn a_rate_only_where_the_body_came_whole() {
     );
 
     // The good ones: a rate, checked.
-    let good = path(&run, "/good");
+    let good = run.http("/good");
     assert_eq!(good.state, PathState::Done, "{good:?}");
     assert_eq!(good.status_line.as_deref(), Some("HTTP/1.1 200 OK"));
     assert_eq!(good.content_length, Some(100_000));
     assert_eq!(good.index_bytes_ok, Some(true), "{good:?}");
     assert!(good.rate.as_ref().unwrap().value > 0.0);
     assert!(run.figure("http./good") > 0.0);
-    let closed = path(&run, "/to-close");
+    let closed = run.http("/to-close");
     assert_eq!(closed.state, PathState::Done, "{closed:?}");
     assert!(closed.content_length.is_none());
     assert_eq!(closed.body.value, 50_000.0);
@@ -229,16 +208,16 @@ fn a_rate_only_where_the_body_came_whole() {
             "absent" => (PathState::Absent, Unmeasured::Absent),
             _ => (PathState::Failed, Unmeasured::Failed),
         };
-        let h = path(&run, p);
+        let h = run.http(p);
         assert_eq!(h.state, path_state, "{h:?}");
         assert!(h.rate.is_none(), "no rate: {h:?}");
-        assert!(!has_figure(&run, &format!("http.{p}")), "no figure for {p}");
-        let m = not_measured(&run, &format!("http.{p}"));
+        assert!(!run.has_figure(&format!("http.{p}")), "no figure for {p}");
+        let m = run.not_measured(&format!("http.{p}"));
         assert_eq!(m.state, unmeasured, "{m:?}");
         assert!(m.reason.contains(status), "{p}: {status:?} in {m:?}");
     }
-    assert_eq!(path(&run, "/missing").body.value, 565.0);
-    assert_eq!(path(&run, "/missing").status, Some(404));
+    assert_eq!(run.http("/missing").body.value, 565.0);
+    assert_eq!(run.http("/missing").status, Some(404));
 
     // The text: a line each, the absent one with its status line.
     let text = run.stdout();
@@ -298,8 +277,8 @@ fn a_path_gone_is_absent_and_worse_than_the_baseline() {
     let alone = probe(&ns, "http-gone", "127.0.0.1", 6, &args, &[]);
     assert_eq!(alone.out.status.code(), Some(0), "{}", alone.stderr());
     assert!(alone.stderr().is_empty(), "{}", alone.stderr());
-    assert_eq!(path(&alone, "/b").state, PathState::Absent);
-    assert!(!has_figure(&alone, "http./b"));
+    assert_eq!(alone.http("/b").state, PathState::Absent);
+    assert!(!alone.has_figure("http./b"));
 
     let mut with_base = args.to_vec();
     let base = base.to_str().unwrap();

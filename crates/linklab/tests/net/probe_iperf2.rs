@@ -17,30 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use linklab_results::probe::{NotMeasured, Service, ServiceState, Unmeasured};
-use linklab_testkit::probe::{probe, Run};
+use linklab_results::probe::{ServiceState, Unmeasured};
+use linklab_testkit::probe::probe;
 use linklab_testkit::{enter_netns, iface_with, veth_pair, wait_until, ChildGuard, Netns};
-
-/// Service `name` of a run's document.
-fn service<'a>(run: &'a Run, name: &str) -> &'a Service {
-    let all = &run.report().services;
-    all.iter()
-        .find(|x| x.name == name)
-        .unwrap_or_else(|| panic!("no service {name} in {all:?}"))
-}
-
-/// The figure a step could not make, `id`, of a run's document.
-fn not_measured<'a>(run: &'a Run, id: &str) -> &'a NotMeasured {
-    let all = &run.report().not_measured;
-    all.iter()
-        .find(|m| m.id == id)
-        .unwrap_or_else(|| panic!("no {id} in {all:?}"))
-}
-
-/// True when the run's document has figure `id`.
-fn has_figure(run: &Run, id: &str) -> bool {
-    run.report().figures.iter().any(|f| f.id == id)
-}
 
 /// A device namespace `d` (198.18.44.1) and the prober's `p` (198.18.44.2) on one veth.
 fn pair(tag: &str) -> (Netns, Netns) {
@@ -106,7 +85,10 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
 
     assert_eq!(run.service("iperf3"), ServiceState::Absent);
     assert_eq!(run.service("iperf2"), ServiceState::Present);
-    assert_eq!(service(&run, "iperf2").version.as_deref(), Some("2.1.8"));
+    assert_eq!(
+        run.service_entry("iperf2").version.as_deref(),
+        Some("2.1.8")
+    );
     assert!(run
         .stdout()
         .contains("TCP and UDP through iperf 2 on port 5001 (it sends its version: -R"));
@@ -122,7 +104,7 @@ fn stock_iperf2_both_ways_and_its_udp_reports() {
             "{id} {r} through a 50 Mbit/s tbf"
         );
     }
-    assert!(!has_figure(&run, "tcp.to_device"), "no iperf3 figure");
+    assert!(!run.has_figure("tcp.to_device"), "no iperf3 figure");
 
     // UDP: a sweep each way from the server's reports (to it) and what we received (-R),
     // every step with its datagrams counted, a knee near the shaper.
@@ -186,15 +168,15 @@ fn a_device_without_reports_or_a_way_back() {
     assert_eq!(run.out.status.code(), Some(0), "{}", run.stderr());
     assert!(run.wall < Duration::from_secs(17), "{:?}", run.wall);
     assert_eq!(run.service("iperf2"), ServiceState::Present);
-    assert!(service(&run, "iperf2").version.is_none());
+    assert!(run.service_entry("iperf2").version.is_none());
     assert!(run.figure("iperf2.tcp.to_device") > 1e6);
     for (id, says) in [
         ("iperf2.tcp.from_device", "did not connect back for -r"),
         ("iperf2.udp.knee.to_device", "got no UDP report back"),
         ("iperf2.udp.knee.from_device", "no UDP report to the device"),
     ] {
-        assert!(!has_figure(&run, id), "{id}");
-        let m = not_measured(&run, id);
+        assert!(!run.has_figure(id), "{id}");
+        let m = run.not_measured(id);
         assert_eq!(m.state, Unmeasured::Absent, "{m:?}");
         assert!(m.reason.contains(says), "{m:?}");
         let line = run
