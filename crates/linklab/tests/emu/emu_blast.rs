@@ -11,8 +11,8 @@
 
 use std::process::Command;
 
+use linklab_results::emu::blast::BlastReport;
 use linklab_testkit::{assert_one_line_error, linklab_bin};
-use serde_json::Value;
 
 fn blast(board: &str) {
     let json =
@@ -22,9 +22,7 @@ fn blast(board: &str) {
         .arg(&json)
         .output()
         .expect("run linklab");
-    let report: Option<Value> = std::fs::read(&json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let report: Option<BlastReport> = json.exists().then(|| linklab_testkit::docs::read(&json));
     let _ = std::fs::remove_file(&json);
     assert!(
         out.status.success(),
@@ -33,52 +31,40 @@ fn blast(board: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = report.expect("--json written");
-    let runs = report["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 4, "{report}");
-    for (run, (way, len)) in runs.iter().zip([
+    assert_eq!(report.runs.len(), 4, "{report:?}");
+    for (run, (way, len)) in report.runs.iter().zip([
         ("raw", 1472),
         ("stack_udp", 1472),
         ("raw", 18),
         ("stack_udp", 18),
     ]) {
-        let n = |k: &str| run[k].as_u64().unwrap_or_else(|| panic!("{k}: {run}"));
-        assert_eq!((run["way"].as_str(), n("payload_bytes")), (Some(way), len));
-        assert!(n("frames_to_driver") > 100, "{run}");
-        assert_eq!(
-            n("received"),
-            n("frames_to_driver") - n("driver_drops") - n("host_drops"),
-            "{run}"
-        );
-        assert_eq!((n("pattern_errors"), n("duplicates")), (0, 0), "{run}");
-        assert!(n("send_work") > 0 && n("send_work") <= n("work"), "{run}");
+        assert_eq!((run.way.as_str(), run.payload_bytes), (way, len));
+        assert!(run.frames_to_driver > 100, "{run:?}");
+        let handed = u64::from(run.frames_to_driver - run.driver_drops);
+        assert_eq!(run.received, handed - run.host_drops, "{run:?}");
+        assert_eq!((run.pattern_errors, run.duplicates), (0, 0), "{run:?}");
+        assert!(run.send_work > 0 && run.send_work <= run.work, "{run:?}");
     }
-    assert_eq!(report["requests_refused_counted"], 4, "{report}");
-    assert_eq!(report["requests_refused_sent"], 4, "{report}");
-    assert_eq!(report["blasts_counted"], 4, "{report}");
+    assert_eq!(report.requests_refused_counted, 4, "{report:?}");
+    assert_eq!(report.requests_refused_sent, 4, "{report:?}");
+    assert_eq!(report.blasts_counted, 4, "{report:?}");
     // Wrong IPv4 header, TCP and UDP checksums from a raw socket: dropped (no answer, while
     // the same frames with right checksums are answered) and counted by the firmware's MAC.
-    let bad = &report["bad_checksums"];
-    assert_eq!(
-        (bad["sent_wrong"].as_u64(), bad["counted"].as_u64()),
-        (Some(3), Some(3)),
-        "{bad}"
-    );
-    let cases = bad["cases"].as_array().expect("cases");
-    assert_eq!(cases.len(), 3, "{bad}");
-    for c in cases {
-        assert_eq!(c["wrong_answered"], false, "{c}");
-        assert_eq!(c["right_answered"], true, "{c}");
+    let bad = &report.bad_checksums;
+    assert_eq!((bad.sent_wrong, bad.counted), (3, 3), "{bad:?}");
+    assert_eq!(bad.cases.len(), 3, "{bad:?}");
+    for c in &bad.cases {
+        assert!(!c.wrong_answered, "{c:?}");
+        assert!(c.right_answered, "{c:?}");
     }
-    for size in ["payload_1472", "payload_18"] {
-        let c = &report["ceiling"][size];
-        assert!(
-            c["blast_instr_per_frame"].as_f64().unwrap() > 0.0,
-            "{report}"
-        );
-        assert!(
-            c["stack_udp_instr_per_frame"].as_f64().unwrap() > 0.0,
-            "{report}"
-        );
+    for size in [1472, 18] {
+        let c = report
+            .ceiling
+            .iter()
+            .find(|c| c.payload_bytes == size)
+            .unwrap_or_else(|| panic!("no ceiling for {size} B: {report:?}"));
+        assert!(c.blast_instr_per_frame > 0.0, "{c:?}");
+        assert!(c.stack_udp_instr_per_frame > 0.0, "{c:?}");
     }
 }
 

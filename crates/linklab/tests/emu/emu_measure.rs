@@ -4,9 +4,10 @@
 
 use std::process::Command;
 
+use linklab_results::emu::phy10::Phy10Report;
+use linklab_results::emu::throughput::ThroughputReport;
 use linklab_testkit::device::one_at_a_time;
 use linklab_testkit::{assert_one_line_error, linklab_bin};
-use serde_json::Value;
 
 /// linklab-phy10's decoder on riscv32imac: `linklab emu phy10` builds firmware/phy10-bench,
 /// runs it under QEMU `-icount shift=0` and fails unless every frame of every case (clean, the
@@ -28,21 +29,15 @@ fn phy10_bench_decodes_every_frame_on_riscv32() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("instructions/bit"), "{stdout}");
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let report: Phy10Report = linklab_testkit::docs::read(&json);
     let _ = std::fs::remove_file(&json);
-    assert_eq!(report["isa"], "riscv32imac");
-    let cases = report["cases"].as_array().unwrap();
-    assert!(cases.len() >= 9, "{report}");
-    for case in cases {
-        let frames = case["frames"].as_u64().unwrap();
-        assert!(frames > 0, "{case}");
-        assert_eq!(case["ok"].as_u64(), Some(frames), "{case}");
-        assert!(case["instructions"].as_u64().unwrap() > 0, "{case}");
-        assert_eq!(
-            case["bits"].as_u64(),
-            Some(frames * 1526 * 8),
-            "wire bits: {case}"
-        );
+    assert_eq!(report.isa, "riscv32imac");
+    assert!(report.cases.len() >= 9, "{report:?}");
+    for case in &report.cases {
+        assert!(case.frames > 0, "{case:?}");
+        assert_eq!(case.ok, case.frames, "{case:?}");
+        assert!(case.instructions > 0, "{case:?}");
+        assert_eq!(case.bits, case.frames * 1526 * 8, "wire bits: {case:?}");
     }
     // The bench only runs where minstret counts instructions exactly.
     let out = Command::new(linklab_bin())
@@ -74,47 +69,41 @@ fn throughput_at_a_fixed_rate_is_in_the_devices_clock() {
         "stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let runs = report["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 2, "{report}");
-    assert!(runs[0]["icount"].is_null() && runs[1]["icount"] == "shift=4,align=on,sleep=on");
-    assert_eq!(runs[1]["mips"], 62.5);
+    let report: ThroughputReport = linklab_testkit::docs::read(&json);
+    let runs = &report.runs;
+    assert_eq!(runs.len(), 2, "{report:?}");
+    let icount = runs[1].icount.as_deref();
+    assert!(runs[0].icount.is_none() && icount == Some("shift=4,align=on,sleep=on"));
+    assert_eq!(runs[1].mips, Some(62.5));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for run in runs {
-        for way in ["device_receives", "device_sends", "http_1mb"] {
-            let f = &run[way];
-            let bytes = f["bytes"].as_f64().unwrap();
-            let device_s = f["device_seconds"].as_f64().unwrap();
-            assert!(bytes > 0.0 && device_s > 0.0, "{way}: {f}");
-            let (rate, host) = if way == "http_1mb" {
-                (bytes / device_s / 1000.0, "host_kB_per_s")
+        let http = run.http_1mb.as_ref().expect("the 1 MB download");
+        for (way, f) in [
+            ("device_receives", &run.device_receives),
+            ("device_sends", &run.device_sends),
+            ("http_1mb", http),
+        ] {
+            let (bytes, device_s) = (f.bytes as f64, f.device_seconds);
+            assert!(bytes > 0.0 && device_s > 0.0, "{way}: {f:?}");
+            let (rate, given, host) = if way == "http_1mb" {
+                (bytes / device_s / 1000.0, f.kb_per_s, f.host_kb_per_s)
             } else {
-                (bytes * 8.0 / device_s / 1e6, "host_mbps")
+                (bytes * 8.0 / device_s / 1e6, f.mbps, f.host_mbps)
             };
-            let given = f[if way == "http_1mb" {
-                "kB_per_s"
-            } else {
-                "mbps"
-            }]
-            .as_f64()
-            .unwrap();
+            let given = given.unwrap_or_else(|| panic!("{way}: no rate: {f:?}"));
             assert!(
                 (given - rate).abs() <= rate * 0.001 + 0.1,
-                "{way}: {given} vs {rate}: {f}"
+                "{way}: {given} vs {rate}: {f:?}"
             );
-            match f.get("behind") {
+            match &f.behind {
                 Some(note) => {
-                    let note = note.as_str().unwrap();
                     assert!(note.contains("fell behind real time"), "{note}");
-                    assert!(stderr.contains(note), "the note is said: {stderr}");
-                    let real_s = f["real_seconds"].as_f64().unwrap();
-                    assert!(real_s > device_s * 1.1, "{way}: {f}");
-                    assert!(f[host].as_f64().unwrap() < given, "{way}: {f}");
+                    assert!(stderr.contains(note.as_str()), "the note is said: {stderr}");
+                    let real_s = f.real_seconds.unwrap();
+                    assert!(real_s > device_s * 1.1, "{way}: {f:?}");
+                    assert!(host.unwrap() < given, "{way}: {f:?}");
                 }
-                None => assert!(
-                    f.get(host).is_none() && f.get("real_seconds").is_none(),
-                    "{f}"
-                ),
+                None => assert!(host.is_none() && f.real_seconds.is_none(), "{f:?}"),
             }
         }
     }
