@@ -35,8 +35,8 @@
 //!
 //! Needs root, QEMU and iperf3 (as tests/emu.rs).
 
+use linklab_results::emu::cost::CostReport;
 use linklab_testkit::{linklab_bin, run_ok};
-use serde_json::Value;
 use std::process::Command;
 
 const KIB: u64 = 1024;
@@ -55,12 +55,12 @@ const IPERF2_RAM: u64 = 3_648;
 
 /// Runs `linklab emu cost` on mps2-an385 (`image`: `--image` value, or the main-loop
 /// image) `runs` times; returns each run's JSON document.
-fn cost_runs(image: Option<&str>, runs: usize) -> Vec<Value> {
+fn cost_runs(image: Option<&str>, runs: usize) -> Vec<CostReport> {
     cost_runs_with("mps2-an385", image, &[], runs)
 }
 
 /// [`cost_runs`] on `board` with `more` options of `linklab emu cost` (`--iperf2`).
-fn cost_runs_with(board: &str, image: Option<&str>, more: &[&str], runs: usize) -> Vec<Value> {
+fn cost_runs_with(board: &str, image: Option<&str>, more: &[&str], runs: usize) -> Vec<CostReport> {
     let name = format!(
         "footprint-{board}-{}{}",
         image.unwrap_or("full"),
@@ -77,36 +77,26 @@ fn cost_runs_with(board: &str, image: Option<&str>, more: &[&str], runs: usize) 
                 cmd.args(["--image", name]);
             }
             run_ok(&mut cmd);
-            serde_json::from_slice(&std::fs::read(&json).expect("read --json")).unwrap()
+            linklab_testkit::docs::read(&json)
         })
         .collect()
 }
 
-/// The median of `key` over the runs. Instructions per byte vary from run to run with the
+/// The median of `figure` over the runs. Instructions per byte vary from run to run with the
 /// segments' timing: an odd retransmission, ACKs merged or not, and on receive whether the
 /// client's segments after iperf3's 37-byte cookie land on a word in the socket buffer
 /// (+0.3 when not; the firmware README's slow mode).
-fn median(runs: &[Value], key: &str) -> f64 {
-    let mut v: Vec<f64> = runs
-        .iter()
-        .map(|r| r[key].as_f64().unwrap_or_else(|| panic!("no {key}: {r}")))
-        .collect();
+fn median(runs: &[CostReport], figure: impl Fn(&CostReport) -> f64) -> f64 {
+    let mut v: Vec<f64> = runs.iter().map(figure).collect();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-/// A size member (the same in every run: the image and its stack's peak).
-fn bytes(runs: &[Value], key: &str) -> u64 {
-    runs[0][key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {key}: {}", runs[0]))
-}
-
 /// Every run moved the whole 4 MB each way (the figures are of a complete transfer).
-fn assert_complete(runs: &[Value]) {
+fn assert_complete(runs: &[CostReport]) {
     for r in runs {
-        assert_eq!(r["tx_bytes"].as_u64(), Some(4 << 20), "{r}");
-        assert_eq!(r["rx_bytes_client_wrote"].as_u64(), Some(4 << 20), "{r}");
+        assert_eq!(r.tx_bytes, 4 << 20, "{r:?}");
+        assert_eq!(r.rx_bytes_client_wrote, 4 << 20, "{r:?}");
     }
 }
 
@@ -114,10 +104,11 @@ fn assert_complete(runs: &[Value]) {
 fn figures(image: Option<&str>) -> (u64, u64, f64, f64) {
     let runs = cost_runs(image, 5);
     assert_complete(&runs);
-    let (flash, ram) = (bytes(&runs, "flash_bytes"), bytes(&runs, "ram_bytes"));
+    // The sizes are the same in every run: the image and its stack's peak.
+    let (flash, ram) = (runs[0].flash_bytes, runs[0].ram_bytes);
     let (rx, tx) = (
-        median(&runs, "rx_instr_per_byte"),
-        median(&runs, "tx_instr_per_byte"),
+        median(&runs, |r| r.rx_instr_per_byte),
+        median(&runs, |r| r.tx_instr_per_byte),
     );
     eprintln!(
         "{}: flash {flash} B, RAM {ram} B, {rx} / {tx} instructions per byte",
@@ -142,7 +133,7 @@ fn mps2_an385_minimal_image_within_budget() {
 fn riscv32_virt_minimal_image_fits_40_kib_of_ram() {
     let runs = cost_runs_with("riscv32-virt", Some("minimal"), &[], 1);
     assert_complete(&runs);
-    let ram = bytes(&runs, "ram_bytes");
+    let ram = runs[0].ram_bytes;
     assert!(ram <= 40 * KIB, "RAM {ram} B > 40 KiB");
 }
 
@@ -179,13 +170,13 @@ fn mps2_an385_full_image_within_budget() {
 fn mps2_an385_full_image_iperf2_within_the_iperf3_bounds() {
     let runs = cost_runs_with("mps2-an385", None, &["--iperf2"], 5);
     for r in &runs {
-        assert_eq!(r["tool"], "iperf2", "{r}");
-        assert_eq!(r["rx_bytes"].as_u64(), Some(4 << 20), "{r}");
-        assert_eq!(r["tx_bytes"].as_u64(), Some(4 << 20), "{r}");
+        assert_eq!(r.tool, "iperf2", "{r:?}");
+        assert_eq!(r.rx_bytes, 4 << 20, "{r:?}");
+        assert_eq!(r.tx_bytes, 4 << 20, "{r:?}");
     }
     let (rx, tx) = (
-        median(&runs, "rx_instr_per_byte"),
-        median(&runs, "tx_instr_per_byte"),
+        median(&runs, |r| r.rx_instr_per_byte),
+        median(&runs, |r| r.tx_instr_per_byte),
     );
     eprintln!("full, iperf 2: {rx} / {tx} instructions per byte");
     assert!(rx <= 3.0, "receive {rx} instructions per byte > 3.0");
