@@ -42,7 +42,8 @@ fn bench_json(name: &str, args: &[&str]) -> (BenchReport, Vec<u8>) {
     let bytes = std::fs::read(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     assert_valid(&serde_json::from_slice(&bytes).unwrap());
-    (serde_json::from_slice(&bytes).unwrap(), bytes)
+    let text = std::str::from_utf8(&bytes).expect("the document is UTF-8");
+    (linklab_testkit::docs::parse(text), bytes)
 }
 
 /// Validates a bench document against the schema checked into the repository.

@@ -317,7 +317,7 @@ fn linklab_emu_throughput_pico_in_the_chips_clock() {
     );
     let text = std::fs::read_to_string(&json).expect("the document");
     let report: linklab_results::emu::throughput::ThroughputReport =
-        serde_json::from_str(&text).expect("a throughput document");
+        linklab_testkit::docs::parse(&text);
     assert_eq!(
         (report.board.as_str(), report.image.as_str()),
         ("pico", "soft-phy")
