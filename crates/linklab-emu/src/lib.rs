@@ -64,5 +64,6 @@ pub mod pin_throughput;
 pub mod predict;
 pub mod qemu;
 pub mod scratch;
+mod stop;
 pub mod throughput;
 pub mod transfer;
