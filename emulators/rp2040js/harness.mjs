@@ -25,7 +25,8 @@
 //   header comes back corrupt, every Mth SEND is refused (w5500.mjs); counted in the status.
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
 // RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
-// machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them).
+// machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them);
+// with RP2040JS_PROFILE_ADDRESSES=1 also the hottest instruction addresses.
 
 import { createMachine, fail, run } from './machine.mjs';
 import { attachSoftPhyLine } from './soft-phy-line.mjs';

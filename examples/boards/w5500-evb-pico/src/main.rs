@@ -83,7 +83,14 @@ const MSS: usize = 1460;
 /// buffer holds, less two frames of slack for the ACKs and ARP that share it, so a window
 /// sent back to back at 100 Mbit/s is never dropped there (linklab's window lesson: a
 /// window larger than the queue dropped 45 frames of a 1 MB download in `linklab bench`).
-const TCP_WINDOW: usize = (W5500_RX_FRAMES - 2) * MSS;
+/// With `linklab-driver` the whole buffer: 10 full frames take 15 160 of its 16 384 bytes,
+/// the rest holds 19 small frames, and the driver moves frames out as they come (12 % more
+/// into the device at 62.5 MHz than with 8, docs/w5500.md).
+const TCP_WINDOW: usize = if cfg!(feature = "linklab-driver") {
+    W5500_RX_FRAMES * MSS
+} else {
+    (W5500_RX_FRAMES - 2) * MSS
+};
 /// iperf3 TCP sockets: two control sockets (the test's, and one left listening to deny a
 /// second client) and four data sockets (`-P 4`, `-P 2 --bidir`), each lent a share of the
 /// data memory only while it carries a stream.
@@ -93,8 +100,14 @@ const IPERF_SOCKETS: usize = 6;
 /// (port 5001) borrow the same memory, one test at a time across both.
 const IPERF_STREAMS: usize = 2;
 /// Each iperf3 data stream's send buffer (`-R`): four segments keep the SPI busy while the
-/// peer's ACKs come back; more only waits in RAM.
-const IPERF_TX: usize = 4 * MSS;
+/// peer's ACKs come back; more only waits in RAM. With `linklab-driver` eight: its driver
+/// writes a segment in 206 µs at 62.5 MHz, and four ran out before the ACKs came back
+/// (40.9 Mbit/s from the device, 45.6 with eight: docs/w5500.md).
+const IPERF_TX: usize = if cfg!(feature = "linklab-driver") {
+    8 * MSS
+} else {
+    4 * MSS
+};
 /// iperf3 UDP datagrams held each way (1.5 KB each).
 const IPERF_UDP: usize = 4;
 /// iperf3's control JSON each way: a stock client's parameters are ~300 bytes, the results
