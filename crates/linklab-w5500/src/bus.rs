@@ -3,11 +3,16 @@
 //! (how long a received frame is), and each transfer picks its way: polled for a few bytes,
 //! DMA (the HAL's async transfer) for a frame.
 //!
-//! Why polled for small ones: an async transfer on an RP2040 sets up two DMA channels, waits
-//! for an interrupt and wakes the task, 12–17 µs for a register access that clocks in
-//! 1–2 µs at 31.25 MHz (docs/w5500.md, "Where the time goes"); esphome keeps W5500 transfers
-//! of up to 64 bytes on polled SPI for the same reason ("the busy-wait is cheaper than an
-//! interrupt round trip", esphome PR #16596). [`POLLED_MAX`] is that bound.
+//! Why polled for small ones: embassy-net-wiznet's async transfers on an RP2040 (two DMA
+//! channels set up, an interrupt, the task woken) held SCSn low 12–17 µs for a register
+//! access that clocks in 1–2 µs at 31.25 MHz (docs/w5500.md, "Where the time goes"); esphome
+//! keeps W5500 transfers on polled SPI for the same reason ("the busy-wait is cheaper than
+//! an interrupt round trip", esphome PR #16596). How far: measured here, embassy-rp's polled
+//! transfer moves one byte at a time (462 ns a byte at 31.25 MHz, 272 of them on the bus)
+//! and a DMA transfer from this driver's task costs about 4 µs more to start and finish, so
+//! they break even near 21 bytes: [`POLLED_MAX`] keeps the registers (at most 6 bytes)
+//! polled and sends every frame (at least 60) by DMA. (At 64, as esphome's, an ACK's
+//! 60-byte frame took 30 µs polled.)
 
 use embedded_hal::digital::OutputPin;
 use embedded_hal::spi::SpiBus;
@@ -15,9 +20,9 @@ use embedded_hal_async::spi::SpiBus as AsyncSpiBus;
 
 use crate::regs::{frame_header, Block};
 
-/// The most data bytes a transfer moves polled; longer ones go by DMA: 64, as esphome's
-/// W5500 driver (an ACK's 60-byte frame stays polled, a full one goes by DMA).
-pub const POLLED_MAX: usize = 64;
+/// The most data bytes a transfer moves polled; longer ones go by DMA: 16 (see the module's
+/// notes).
+pub const POLLED_MAX: usize = 16;
 
 /// A transfer on the bus failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -123,8 +123,8 @@ fn a_burst_is_read_whole_into_the_queue_in_few_transactions() {
             (3, false, 2 + f.len()),
             "header and frame together"
         );
-        // Over 64 bytes by DMA, the header and short frames polled.
-        assert_eq!(t.dma_bytes, if f.len() > 64 { f.len() } else { 0 });
+        // Every frame by DMA, the header polled.
+        assert_eq!(t.dma_bytes, f.len());
     }
     assert_eq!((log[6].offset, log[7].offset), (0x28, 0x01));
     assert_eq!(chip.borrow().rsr(), 0, "RECV released them all");
@@ -292,7 +292,9 @@ fn frames_are_written_while_the_last_is_sent_and_never_sent_before_it_left() {
     assert_eq!(frame_writes.len(), frames.len());
     assert!(frame_writes
         .iter()
-        .all(|t| t.dma_bytes == if t.data > 64 { t.data } else { 0 }));
+        .all(|t| t.dma_bytes == t.data));
+    // Registers polled.
+    assert!(model.log.iter().filter(|t| t.block == 1).all(|t| t.dma_bytes == 0));
     assert_eq!(c.snapshot().tx_frames, 30);
 }
 
