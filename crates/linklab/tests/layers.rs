@@ -190,12 +190,18 @@ const ROWS: &[Row] = &[
             "esp32-p4",
             "nucleo-f429zi",
             "nucleo-h743zi",
-            "w5500-evb-pico",
             "rp2040-two-cores-test",
         ],
         layer: 4,
         kind: "no_std",
         uses: &["linklab-perf"],
+    },
+    Row {
+        label: "examples/boards/w5500-evb-pico",
+        packages: &["w5500-evb-pico"],
+        layer: 4,
+        kind: "no_std",
+        uses: &["linklab-w5500", "linklab-mac", "linklab-perf"],
     },
     Row {
         label: "examples/boards/teensy41",
@@ -290,6 +296,13 @@ const ROWS: &[Row] = &[
         layer: 2,
         kind: "no_std",
         uses: &["linklab-mac", "linklab-mmio", "linklab-fmt"],
+    },
+    Row {
+        label: "linklab-w5500",
+        packages: &["linklab-w5500"],
+        layer: 2,
+        kind: "no_std",
+        uses: &["linklab-mac", "linklab-fmt"],
     },
     Row {
         label: "linklab-app-gate",
