@@ -346,16 +346,19 @@ fn corrupt_headers_and_refused_sends_are_counted_and_the_device_goes_on() {
     board.finish();
 }
 
-/// By hand: the throughput benchmark of docs/w5500.md, `W5500_IMAGE` (`linklab`, the
-/// default, or `linklab-62m`) and `W5500_BYTES` (4M by default) each way with stock iperf3,
-/// the device's own figures in the chip's clock and the SPI's share of the time.
+/// By hand: the throughput benchmark of docs/w5500.md, image `W5500_IMAGE` (`linklab`, the
+/// default, `linklab-62m` or `main`; `W5500_ELF`: that build of it) and `W5500_BYTES` (4M by
+/// default) each way with stock iperf3, the device's own figures in the chip's clock and the
+/// SPI's share of the time.
 #[test]
 #[ignore = "a benchmark: figures by hand (docs/w5500.md)"]
 fn benchmark_iperf3_each_way() {
     let _one = ONE_BOARD.lock().unwrap_or_else(|e| e.into_inner());
     let image = std::env::var("W5500_IMAGE").unwrap_or_else(|_| "linklab".into());
     let bytes = std::env::var("W5500_BYTES").unwrap_or_else(|_| "4M".into());
-    let board = Board::boot("wzb", &image, &[]);
+    let elf = std::env::var("W5500_ELF").ok();
+    let extra: Vec<&str> = elf.iter().flat_map(|e| ["--elf", e.as_str()]).collect();
+    let board = Board::boot("wzb", &image, &extra);
     for reverse in [false, true] {
         let a: Value = board.status.read();
         let mut argv = vec!["iperf3", "-c", DEVICE, "-J", "-n", &bytes];

@@ -201,7 +201,12 @@ const ROWS: &[Row] = &[
         packages: &["w5500-evb-pico"],
         layer: 4,
         kind: "no_std",
-        uses: &["linklab-w5500", "linklab-mac", "linklab-perf"],
+        uses: &[
+            "linklab-w5500",
+            "linklab-mac",
+            "linklab-perf",
+            "linklab-memcpy",
+        ],
     },
     Row {
         label: "examples/boards/teensy41",
