@@ -290,11 +290,13 @@ fn frames_are_written_while_the_last_is_sent_and_never_sent_before_it_left() {
     );
     let frame_writes: Vec<_> = model.log.iter().filter(|t| t.block == 2).collect();
     assert_eq!(frame_writes.len(), frames.len());
-    assert!(frame_writes
-        .iter()
-        .all(|t| t.dma_bytes == t.data));
+    assert!(frame_writes.iter().all(|t| t.dma_bytes == t.data));
     // Registers polled.
-    assert!(model.log.iter().filter(|t| t.block == 1).all(|t| t.dma_bytes == 0));
+    assert!(model
+        .log
+        .iter()
+        .filter(|t| t.block == 1)
+        .all(|t| t.dma_bytes == 0));
     assert_eq!(c.snapshot().tx_frames, 30);
 }
 

@@ -158,9 +158,8 @@ impl Board {
         let out = self
             .ns
             .run(&["curl", "-sS", "--fail", "--max-time", "120", &url]);
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("/stats ({e}): {}", String::from_utf8_lossy(&out.stdout))
-        })
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("/stats ({e}): {}", String::from_utf8_lossy(&out.stdout)))
     }
 
     /// curl of bench file `path`: whole, CRC32 right.
@@ -232,7 +231,11 @@ fn linklab_image_serves_ping_curl_iperf3_and_outlasts_a_flood_and_a_full_buffer(
     let _one = ONE_BOARD.lock().unwrap_or_else(|e| e.into_inner());
     let board = Board::boot("wzl", "linklab", &[]);
     let h = board.harness();
-    assert_eq!((h.spi_hz, h.spi_mode), (31_250_000, 3), "31.25 MHz in SPI mode 3");
+    assert_eq!(
+        (h.spi_hz, h.spi_mode),
+        (31_250_000, 3),
+        "31.25 MHz in SPI mode 3"
+    );
     Ping::new(DEVICE, 5)
         .deadline(60)
         .assert_answered(|argv| board.ns.run(argv).stdout);
@@ -247,12 +250,17 @@ fn linklab_image_serves_ping_curl_iperf3_and_outlasts_a_flood_and_a_full_buffer(
     let before = board.harness().w5500_rx_dropped_full;
     let out = board
         .ns
-        .command(&["ping", "-n", "-q", "-f", "-c", "500", "-s", "1000", "-w", "300", DEVICE])
+        .command(&[
+            "ping", "-n", "-q", "-f", "-c", "500", "-s", "1000", "-w", "300", DEVICE,
+        ])
         .output()
         .expect("ping -f");
     let flood = received(&String::from_utf8_lossy(&out.stdout));
     let dropped = board.harness().w5500_rx_dropped_full - before;
-    assert!(flood + dropped >= 500, "flood: {flood} answered, {dropped} dropped by the chip");
+    assert!(
+        flood + dropped >= 500,
+        "flood: {flood} answered, {dropped} dropped by the chip"
+    );
 
     // A burst of 60 requests back to back (1 042-byte frames, 86 µs apart on the line; the
     // driver reads one in ~300 µs at 31.25 MHz): the chip's 16 KB buffer overflows, it drops
@@ -260,7 +268,9 @@ fn linklab_image_serves_ping_curl_iperf3_and_outlasts_a_flood_and_a_full_buffer(
     let before = board.harness().w5500_rx_dropped_full;
     let out = board
         .ns
-        .command(&["ping", "-n", "-q", "-c", "60", "-l", "60", "-s", "1000", "-W", "15", DEVICE])
+        .command(&[
+            "ping", "-n", "-q", "-c", "60", "-l", "60", "-s", "1000", "-W", "15", DEVICE,
+        ])
         .output()
         .expect("ping -l");
     let burst = received(&String::from_utf8_lossy(&out.stdout));
@@ -269,8 +279,14 @@ fn linklab_image_serves_ping_curl_iperf3_and_outlasts_a_flood_and_a_full_buffer(
     let dropped = h.w5500_rx_dropped_full - before;
     println!("w5500 linklab: flood {flood} of 500 answered; burst {burst} of 60 answered, {dropped} dropped by the chip (buffer full)");
     assert!(dropped > 0, "the burst overflows the chip's buffer");
-    assert!(burst + dropped >= 60, "each request answered or dropped and counted");
-    assert_eq!(h.w5500_rx_backlog_frames, 0, "the driver drained the buffer");
+    assert!(
+        burst + dropped >= 60,
+        "each request answered or dropped and counted"
+    );
+    assert_eq!(
+        h.w5500_rx_backlog_frames, 0,
+        "the driver drained the buffer"
+    );
     Ping::new(DEVICE, 3)
         .deadline(60)
         .assert_answered(|argv| board.ns.run(argv).stdout);
@@ -278,7 +294,10 @@ fn linklab_image_serves_ping_curl_iperf3_and_outlasts_a_flood_and_a_full_buffer(
     let s = board.stats();
     assert_eq!(s.board, "w5500-evb-pico");
     assert!(s.link_up);
-    assert!(s.w5500.rx_chip_full > 0, "the driver saw the chip's buffer full: {s:?}");
+    assert!(
+        s.w5500.rx_chip_full > 0,
+        "the driver saw the chip's buffer full: {s:?}"
+    );
     // At least the flood's requests in and its replies out.
     assert!(s.w5500.rx_frames > 500 && s.w5500.tx_frames > 500, "{s:?}");
     let nothing_lost = (
@@ -336,7 +355,11 @@ fn corrupt_headers_and_refused_sends_are_counted_and_the_device_goes_on() {
     let sends = before.w5500_tx_send_refused..=after.w5500_tx_send_refused;
     assert!(sends.contains(&s.w5500.tx_send_retries), "{s:?}");
     assert_eq!(
-        (s.w5500.rx_resyncs, s.w5500.socket_reopens, s.mac.rx_missed_errors),
+        (
+            s.w5500.rx_resyncs,
+            s.w5500.socket_reopens,
+            s.mac.rx_missed_errors
+        ),
         (0, 0, 0),
         "a glitch passes, a refused SEND goes again: nothing given up: {s:?}"
     );

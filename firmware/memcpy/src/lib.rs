@@ -42,7 +42,9 @@ fn count_misaligned(n: usize) {
     MISALIGNED_BYTES.fetch_add(n as u32, Ordering::Relaxed);
     #[cfg(not(target_has_atomic = "32"))]
     MISALIGNED_BYTES.store(
-        MISALIGNED_BYTES.load(Ordering::Relaxed).wrapping_add(n as u32),
+        MISALIGNED_BYTES
+            .load(Ordering::Relaxed)
+            .wrapping_add(n as u32),
         Ordering::Relaxed,
     );
 }
@@ -257,7 +259,11 @@ mod arm {
     use core::arch::asm;
 
     /// Bytes a step of [`copy_blocks`] moves.
-    pub(super) const BLOCK_BYTES: usize = if cfg!(target_has_atomic = "32") { 32 } else { 12 };
+    pub(super) const BLOCK_BYTES: usize = if cfg!(target_has_atomic = "32") {
+        32
+    } else {
+        12
+    };
 
     /// Copies `blocks` blocks of [`BLOCK_BYTES`] from `src` to `dst`.
     ///

@@ -69,7 +69,10 @@ mod tests {
         let clock = since(start, &path).unwrap();
         assert!((clock.device_s - 0.02).abs() < 1e-9);
         assert!(clock.real_s >= 0.2);
-        assert!(clock.ratio < 0.11 && clock.slower_than_real_time, "{clock:?}");
+        assert!(
+            clock.ratio < 0.11 && clock.slower_than_real_time,
+            "{clock:?}"
+        );
         assert!(clock.words().contains("slower than real time"));
         std::fs::write(&path, "not json").unwrap();
         let e = read(&path).unwrap_err().to_string();

@@ -227,7 +227,7 @@ impl Chip {
                     && self.corrupt_every > 0
                 {
                     self.header_reads += 1;
-                    if self.header_reads % self.corrupt_every == 0 {
+                    if self.header_reads.is_multiple_of(self.corrupt_every) {
                         self.corrupted += 1;
                         f.corrupt = Some([0x45, 0xea]);
                     }
@@ -318,7 +318,7 @@ impl Chip {
 
     fn send(&mut self) {
         self.sends += 1;
-        if self.refuse_every > 0 && self.sends % self.refuse_every == 0 {
+        if self.refuse_every > 0 && self.sends.is_multiple_of(self.refuse_every) {
             self.refused += 1;
             return;
         }
