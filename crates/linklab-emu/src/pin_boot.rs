@@ -324,3 +324,26 @@ impl BootedPin {
         connected.stop()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::w5500_faults;
+
+    #[test]
+    fn a_fault_plan_is_header_and_send_each_once_from_1() {
+        for good in ["header:1", "send:40", "header:9,send:13", "send:2,header:7"] {
+            assert_eq!(w5500_faults(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "",
+            "header",
+            "header:0",
+            "header:x",
+            "bus:3",
+            "header:3,header:4",
+            "send:1,",
+        ] {
+            assert!(w5500_faults(bad).is_err(), "{bad:?} taken");
+        }
+    }
+}
