@@ -6,7 +6,8 @@
 //   (w5500.mjs, w5500-evb-pico.mjs), its port joined by `linklab emu line --frames` to a TAP.
 //
 // Usage: node harness.mjs [--board B] --elf ELF --socket PATH [--status FILE] [--seconds S]
-//          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N]
+//          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N]
+//          [--w5500-send-busy queue|ignore] [--w5500-faults PLAN]
 //   --oversample (rp2040-soft-phy): the line's samples per bit (`linklab emu line
 //   --oversample`, 2..8; 4 by default): the RX pin shows them at their rate in the chip's time.
 //   --inject (rp2040-soft-phy): the hostile line's cases (hostile.mjs) at times of the chip's
@@ -16,10 +17,16 @@
 //   cycles, and the devices' counts (the tests read emulated time from it).
 //   --seconds: stop after S emulated seconds (default: run until killed).
 //   --pcap (w5500-evb-pico): every frame on the W5500's port, timestamped in emulated ns.
-//   --spi-gap-ns (w5500-evb-pico): idle time added after each SPI byte (default 0).
+//   --spi-gap-sck (w5500-evb-pico): SCK periods the SPI clock stops between words, instead
+//   of the PL022's (pl022.mjs: 1.5 at SPH = 0, 0.5 at SPH = 1); 0 is a master without gaps.
+//   --w5500-send-busy (w5500-evb-pico): what the W5500 does with a SEND while its last frame
+//   is still on the line: `queue` (the default, assumed) or `ignore` (w5500.mjs).
+//   --w5500-faults (w5500-evb-pico): `header:N,send:M`: every Nth read of a frame's length
+//   header comes back corrupt, every Mth SEND is refused (w5500.mjs); counted in the status.
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
 // RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
-// machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them).
+// machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them);
+// with RP2040JS_PROFILE_ADDRESSES=1 also the hottest instruction addresses.
 
 import { createMachine, fail, run } from './machine.mjs';
 import { attachSoftPhyLine } from './soft-phy-line.mjs';
@@ -28,7 +35,7 @@ import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
 
 const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico'];
 const USAGE =
-  'usage: [--board rp2040-soft-phy|w5500-evb-pico] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N]';
+  'usage: [--board rp2040-soft-phy|w5500-evb-pico] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN]';
 
 
 /// The hostile line's plan as a device: started by SIGUSR1, each case once the chip's clock
@@ -57,6 +64,20 @@ function hostileDevice(plan, mcu, line, oversample) {
   };
 }
 
+/// `--w5500-faults header:N,send:M` (either or both; N, M whole numbers from 1).
+function parseFaults(plan) {
+  const faults = {};
+  for (const item of plan.split(',')) {
+    const [kind, n] = item.split(':');
+    const every = Number(n);
+    if (!['header', 'send'].includes(kind) || !Number.isInteger(every) || every < 1) {
+      fail(`--w5500-faults ${plan}: header:N and/or send:N, N a whole number from 1`);
+    }
+    faults[kind] = every;
+  }
+  return faults;
+}
+
 function parseArgs(argv) {
   const args = {
     board: 'rp2040-soft-phy',
@@ -65,7 +86,10 @@ function parseArgs(argv) {
     oversample: 4,
     inject: [],
     pcap: null,
-    spiGapNs: 0,
+    spiGapSck: null,
+    sendWhileBusy: 'queue',
+    faults: {},
+    w5500Options: false,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -76,7 +100,16 @@ function parseArgs(argv) {
     else if (flag === '--status') args.status = value;
     else if (flag === '--seconds') args.seconds = Number(value);
     else if (flag === '--pcap') args.pcap = value;
-    else if (flag === '--spi-gap-ns') args.spiGapNs = Number(value);
+    else if (flag === '--spi-gap-sck') {
+      args.spiGapSck = Number(value);
+      args.w5500Options = true;
+    } else if (flag === '--w5500-send-busy') {
+      args.sendWhileBusy = value;
+      args.w5500Options = true;
+    } else if (flag === '--w5500-faults') {
+      args.faults = parseFaults(value);
+      args.w5500Options = true;
+    }
     else if (flag === '--oversample') args.oversample = Number(value);
     else if (flag === '--inject') {
       try {
@@ -89,9 +122,12 @@ function parseArgs(argv) {
   if (!args.elf || !args.socket) fail('--elf and --socket are required');
   if (!BOARDS.includes(args.board)) fail(`--board ${args.board}: one of ${BOARDS.join(', ')}`);
   if (!(args.seconds > 0)) fail('--seconds: a positive number');
-  if (!(args.spiGapNs >= 0 && args.spiGapNs <= 1e6)) fail('--spi-gap-ns: a number of ns, 0..1000000');
-  if (args.board !== 'w5500-evb-pico' && (args.pcap || args.spiGapNs)) {
-    fail('--pcap and --spi-gap-ns: only with --board w5500-evb-pico');
+  if (args.spiGapSck !== null && !(args.spiGapSck >= 0 && args.spiGapSck <= 16)) {
+    fail('--spi-gap-sck: a number of SCK periods, 0..16');
+  }
+  if (!['queue', 'ignore'].includes(args.sendWhileBusy)) fail('--w5500-send-busy: queue or ignore');
+  if (args.board !== 'w5500-evb-pico' && (args.pcap || args.w5500Options)) {
+    fail('--pcap, --spi-gap-sck and --w5500-*: only with --board w5500-evb-pico');
   }
   if (args.board === 'w5500-evb-pico' && args.inject.length > 0) {
     fail('--inject: only with --board rp2040-soft-phy (the hostile cases are on its line)');
@@ -106,7 +142,8 @@ function main() {
   const args = parseArgs(process.argv.slice(2));
   const mcu = createMachine(args.elf);
   if (args.board === 'w5500-evb-pico') {
-    attachW5500(mcu, args.socket, { pcap: args.pcap, spiGapNs: args.spiGapNs }, (device) => {
+    const options = { pcap: args.pcap, spiGapSck: args.spiGapSck, sendWhileBusy: args.sendWhileBusy, faults: args.faults };
+    attachW5500(mcu, args.socket, options, (device) => {
       run(mcu, {
         devices: [device],
         statusFile: args.status,

@@ -137,6 +137,14 @@ export function writeProfile(file, histogram, functions) {
       byName.set(name, (byName.get(name) ?? 0) + h[slot]);
     }
     out[`core${k}`] = [...byName].sort((x, y) => y[1] - x[1]);
+    // The 400 hottest instruction addresses (RP2040JS_PROFILE_ADDRESSES set): inlined code
+    // has no function of its own; `addr2line -i -e ELF ADDR` names its source lines.
+    if (process.env.RP2040JS_PROFILE_ADDRESSES) {
+      const hot = [];
+      for (let slot = 0; slot < h.length; slot++) if (h[slot] > 0) hot.push([slotAddress(slot), h[slot]]);
+      hot.sort((x, y) => y[1] - x[1]);
+      out[`core${k}_addresses`] = hot.slice(0, 400).map(([a, n]) => [`0x${a.toString(16)}`, n]);
+    }
   });
   writeFileSync(file, JSON.stringify(out));
 }

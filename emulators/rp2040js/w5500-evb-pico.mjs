@@ -6,10 +6,11 @@
 // (an input; the board pulls it up), RSTn on GP20.
 //
 // Timing, all on the harness's one emulated clock:
-// - SPI: each byte the PL022 shifts out is answered `8 / f_SCK` later (plus `spiGapNs`,
-//   default 0, assumed: the gap the PL022 leaves between bytes in SPI mode 0 is not
-//   modelled), f_SCK being the clock the firmware set: clk_peri / (CPSDVSR x (1 + SCR)).
-//   The chip handles the byte when its last bit is in (`W5500.exchange`).
+// - SPI: the PL022 master's timing (pl022.mjs): each byte is answered 8 SCK periods after
+//   it starts, at the clock the firmware set (clk_peri / (CPSDVSR x (1 + SCR))), and the
+//   next starts after the gap the PL022 leaves between words (1.5 SCK periods at SPH = 0,
+//   0.5 at SPH = 1; `spiGapSck` overrides it). The chip handles the byte when its last bit
+//   is in (`W5500.exchange`).
 // - The line, 100BASE-TX full duplex, each way on its own: a frame takes
 //   `lineNs(len)` (preamble, padding to 60, FCS and the inter-packet gap at 80 ns a byte).
 //   A frame from the socket starts when it is read (between slices of the harness's loop,
@@ -29,6 +30,7 @@ import { openSync, writeSync, closeSync } from 'node:fs';
 import { fail } from './machine.mjs';
 import { messages } from './soft-phy-line.mjs';
 import { W5500, lineNs } from './w5500.mjs';
+import { Pl022Timing } from './pl022.mjs';
 
 const CS_PIN = 17;
 const RST_PIN = 20;
@@ -64,16 +66,21 @@ export function transactionKind(t) {
     case 2:
       return `TX buffer ${dir}`;
     case 3:
-      // The driver reads each frame's 2-byte length header on its own, then the frame.
-      return t.data === 2 && !t.write ? 'RX length read' : `RX buffer ${dir}`;
+      // embassy-net-wiznet reads each frame's 2-byte length header on its own, then the
+      // frame; linklab-w5500 reads both under one SCSn.
+      if (t.header && !t.write) return t.data === 2 ? 'RX length read' : 'RX length and frame read';
+      return `RX buffer ${dir}`;
     default:
       return `block ${t.block} ${dir}`;
   }
 }
 
-/// Whether a transaction's data bytes are frame bytes (to or from the socket's buffers).
-function carriesFrame(t) {
-  return (t.block === 2 && t.write) || (t.block === 3 && !t.write && t.data !== 2);
+/// How many of a transaction's data bytes are frame bytes (to or from the socket's buffers,
+/// less a length header read with them).
+function frameBytes(t) {
+  if (t.block === 2 && t.write) return t.data;
+  if (t.block === 3 && !t.write) return t.header ? Math.max(0, t.data - 2) : t.data;
+  return 0;
 }
 
 /// A pcap file with nanosecond timestamps (Ethernet link type), written as frames pass.
@@ -140,10 +147,9 @@ export class SpiFigures {
     this.transactions++;
     this.bytes += bytes;
     this.clockedNs += bytes * byteNs;
-    if (carriesFrame(t)) {
-      this.frameBytes += t.data;
-      this.frameClockedNs += t.data * byteNs;
-    }
+    const frame = frameBytes(t);
+    this.frameBytes += frame;
+    this.frameClockedNs += frame * byteNs;
     const kind = transactionKind(t);
     const k = (this.kinds[kind] ??= { count: 0, bytes: 0, selected_ns: 0 });
     k.count++;
@@ -169,12 +175,13 @@ export class SpiFigures {
 
 /// Joins a W5500 to `mcu`'s SPI0 and GP17/GP20/GP21 and its port to the frame socket at
 /// `socketPath`; calls `ready(device)` once connected, with the device for `machine.run`.
-/// `options`: `pcap` (a path or null), `spiGapNs` (extra time per SPI byte).
+/// `options`: `pcap` (a path or null), `spiGapSck` (SCK periods between SPI words instead of
+/// the PL022's, or null), `sendWhileBusy` and `faults` (w5500.mjs's `W5500` options).
 export function attachW5500(mcu, socketPath, options, ready) {
   const { clock } = mcu;
   const spi = mcu.spi[0];
   const pcap = options.pcap ? new Pcap(options.pcap) : null;
-  const spiGapNs = options.spiGapNs ?? 0;
+  const timing = new Pl022Timing(spi, options.spiGapSck ?? null);
   const figures = new SpiFigures();
   const line = { rxQueued: 0, rxFrames: 0, txFrames: 0, rxFree: 0, txFree: 0 };
   const socket = connect(socketPath);
@@ -182,6 +189,8 @@ export function attachW5500(mcu, socketPath, options, ready) {
 
   const intPin = mcu.gpio[INT_PIN];
   const chip = new W5500({
+    sendWhileBusy: options.sendWhileBusy,
+    faults: options.faults,
     onInt: (low) => intPin.setInputValue(!low),
     log: (l) => console.error(`harness: ${l}`),
     transmit: (frame) => {
@@ -214,10 +223,10 @@ export function attachW5500(mcu, socketPath, options, ready) {
     spi.completeTransmit(miso);
   });
   spi.onTransmit = (mosi) => {
-    const hz = spi.clockFrequency;
-    byteNs = hz ? 8e9 / hz + spiGapNs : 1;
+    const inNs = timing.next(clock.nanos);
+    byteNs = timing.slotNs() || 1;
     inFlight = { mosi, cs: selected };
-    spiAlarm.schedule(byteNs);
+    spiAlarm.schedule(inNs);
   };
   const csPin = mcu.gpio[CS_PIN];
   csPin.addListener((value) => {
@@ -268,7 +277,7 @@ export function attachW5500(mcu, socketPath, options, ready) {
     status: () => ({
       board: 'w5500-evb-pico',
       spi_hz: spi.clockFrequency,
-      spi_byte_ns: byteNs,
+      ...timing.status(),
       line_rx_frames: line.rxFrames,
       line_tx_frames: line.txFrames,
       line_rx_queued: line.rxQueued,

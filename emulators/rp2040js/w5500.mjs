@@ -26,8 +26,22 @@
 //   RST pin (`reset`).
 //
 // Assumed (no datasheet figure): commands complete at once (Sn_CR reads 0 right after the
-// write); a SEND while an earlier frame is still on the line queues behind it; OPEN clears
-// socket 0's pointers. What the model does not do is logged once per kind by name and
+// write); OPEN clears socket 0's pointers.
+//
+// A SEND while the frame of the last SEND is still on the line (before its SEND_OK): the
+// datasheet says only that Sn_CR clears once a command is accepted, "even though the command
+// is still being processed" [DS Sn_CR]; WIZnet's ioLibrary, Linux's w5100 driver and
+// Zephyr's all wait for SEND_OK before the next SEND, so no driver we know of relies on it.
+// The model counts each one (`frames.tx_send_while_busy`) and, by `sendWhileBusy`:
+// 'queue' (the default, **assumed**): the frame goes after the one on the line; 'ignore':
+// the command is dropped (the data stays between Sn_TX_RD and Sn_TX_WR and leaves with the
+// next SEND that is taken, as one frame with it).
+//
+// Faults on request (`faults`, the harness's `--w5500-faults`): every Nth read of a
+// stored frame's 2-byte length header comes back corrupt, as a glitching bus gives (embassy
+// PR #5706 met them at 40 MHz): alternately with bit 14 set (a length over the buffer) and
+// as 0x0001 (under its own two bytes), counted in `frames.rx_header_corrupted`; every Nth
+// SEND is refused (ignored as above), counted in `frames.tx_send_refused`. What the model does not do is logged once per kind by name and
 // counted every time (`counts`): other sockets, TCP/UDP modes, reserved blocks and
 // addresses, writes to read-only registers, frames cut by SCSn. A frame from the line over
 // what the chip takes is dropped and counted (`frames.rx_dropped_too_long`), logged once.
@@ -139,7 +153,12 @@ export function lineNs(len) {
 /// calls `sent()` once it has left); `onInt(low)` whenever INTn changes; `log(line)` for
 /// each new kind of thing the model does not do.
 export class W5500 {
-  constructor({ transmit = () => {}, onInt = () => {}, log = () => {} } = {}) {
+  constructor({ transmit = () => {}, onInt = () => {}, log = () => {}, sendWhileBusy = 'queue', faults = {} } = {}) {
+    if (!['queue', 'ignore'].includes(sendWhileBusy)) throw new Error(`sendWhileBusy: ${sendWhileBusy}`);
+    this.sendWhileBusy = sendWhileBusy;
+    /// Every Nth event faulted: `header` (RX length header reads), `send` (SEND commands).
+    this.faults = { header: faults.header ?? 0, send: faults.send ?? 0 };
+    this.faultSeen = { header: 0, send: 0 };
     this.transmit = transmit;
     this.onInt = onInt;
     this.log = log;
@@ -157,6 +176,9 @@ export class W5500 {
       rx_dropped_closed: 0,
       tx_sent: 0,
       tx_bad: 0,
+      tx_send_while_busy: 0,
+      tx_send_refused: 0,
+      rx_header_corrupted: 0,
       rx_backlog_max_bytes: 0,
       rx_backlog_max_frames: 0,
     };
@@ -226,8 +248,9 @@ export class W5500 {
     this.frame = { n: 0, addr: 0, ctrl: 0, data: 0 };
   }
 
-  /// SCSn rises: the frame ends; returns what it was ({ block, write, offset, data } or
-  /// null), for the caller's figures. `midByte` says a byte was being clocked.
+  /// SCSn rises: the frame ends; returns what it was ({ block, write, offset, data, header }
+  /// or null: `header` says a read of the RX buffer began at a stored frame's length
+  /// header), for the caller's figures. `midByte` says a byte was being clocked.
   deselect(midByte = false) {
     const f = this.frame;
     this.frame = null;
@@ -238,7 +261,7 @@ export class W5500 {
       return null;
     }
     if (f.n === 0) return null;
-    return { block: f.ctrl >> 3, write: !!(f.ctrl & 4), offset: f.start, data: f.data };
+    return { block: f.ctrl >> 3, write: !!(f.ctrl & 4), offset: f.start, data: f.data, header: !!f.header };
   }
 
   /// One byte clocked while SCSn is low: `mosi` in, the byte the chip shifts out returned.
@@ -257,6 +280,8 @@ export class W5500 {
       f.n++;
       const om = mosi & 3;
       f.fixed = om === 0 ? 0 : om === 3 ? 4 : om;
+      f.header = (mosi >> 3) === BLOCK_S0_RX && !(mosi & 4) && this.isHeader(f.start);
+      f.corrupt = f.header && this.faults.header ? this.headerFault() : null;
       return 0;
     }
     f.n++;
@@ -266,12 +291,32 @@ export class W5500 {
     let miso = 0;
     if (write) this.writeByte(block, f.addr, mosi);
     else miso = this.readByte(block, f.addr);
+    if (f.corrupt && f.data <= 2) miso = f.corrupt[f.data - 1];
     f.addr = (f.addr + 1) & 0xffff;
     if (f.fixed && f.data === f.fixed) {
       // Fixed-length data mode: the next byte starts a new frame (SCSn stays low).
       this.frame = { n: 0, addr: 0, ctrl: 0, data: 0 };
     }
     return miso;
+  }
+
+  /// Whether RX buffer offset `offset` holds the length header of a frame stored and not
+  /// yet released by RECV.
+  isHeader(offset) {
+    let at = this.rxReleased;
+    for (const need of this.rxFrames) {
+      if (((offset - at) & 0xffff) === 0) return true;
+      at = (at + need) & 0xffff;
+    }
+    return false;
+  }
+
+  /// A header read begins: every `faults.header`th comes back corrupt (the two bytes the
+  /// host reads instead), or null.
+  headerFault() {
+    if (++this.faultSeen.header % this.faults.header !== 0) return null;
+    const k = ++this.frames.rx_header_corrupted;
+    return k % 2 === 1 ? [0x40 | 0x05, 0xea] : [0x00, 0x01];
   }
 
   readByte(block, offset) {
@@ -454,11 +499,20 @@ export class W5500 {
     }
   }
 
-  /// SEND: the bytes from SEND's cursor to Sn_TX_WR leave as one frame.
+  /// SEND: the bytes from SEND's cursor to Sn_TX_WR leave as one frame (see the file's
+  /// notes for a SEND while the last frame is still on the line, and refused ones).
   send() {
     if (!this.isMacraw()) {
       this.note('send_closed', 'SEND on a socket that is not open in MACRAW');
       return;
+    }
+    if (this.faults.send && ++this.faultSeen.send % this.faults.send === 0) {
+      this.frames.tx_send_refused++;
+      return;
+    }
+    if (this.txQueue.length > 0) {
+      this.frames.tx_send_while_busy++;
+      if (this.sendWhileBusy === 'ignore') return;
     }
     const wr = get16(this.socket, 0x24);
     const len = (wr - this.txSubmitted) & 0xffff;

@@ -312,9 +312,9 @@ test('line time at 100 Mbit/s and the figures the harness keeps per transaction'
   assert.equal(lineNs(42), lineNs(60), 'padded to 60');
   const fig = new SpiFigures();
   fig.select(0);
-  fig.deselect(10_000, { block: 3, write: false, offset: 0, data: 2 }, 256);
+  fig.deselect(10_000, { block: 3, write: false, offset: 0, data: 2, header: true }, 256);
   fig.select(12_000);
-  fig.deselect(20_000, { block: 3, write: false, offset: 2, data: 100 }, 256);
+  fig.deselect(20_000, { block: 3, write: false, offset: 2, data: 100, header: false }, 256);
   const s = fig.status();
   assert.equal(s.spi_transactions, 2);
   assert.equal(s.spi_bytes, 5 + 103);
@@ -323,4 +323,58 @@ test('line time at 100 Mbit/s and the figures the harness keeps per transaction'
   assert.equal(s.spi_selected_ns, 18_000);
   assert.deepEqual(Object.keys(s.spi_kinds), ['RX length read', 'RX buffer read']);
   assert.equal(transactionKind({ block: 1, write: false, offset: 0x26, data: 2 }), 'Sn_RX_RSR read');
+});
+
+test('a SEND while the last frame is on the line: counted; queued behind it, or (ignore) dropped and sent with the next', () => {
+  for (const mode of ['queue', 'ignore']) {
+    const sent = [];
+    const chip = new W5500({ transmit: (f) => sent.push(f), sendWhileBusy: mode });
+    driverInit(chip);
+    assert.ok(driverWriteFrame(chip, frameTo(MAC, 100, 1)));
+    assert.ok(driverWriteFrame(chip, frameTo(MAC, 60, 2)), 'written while the first is on the line');
+    assert.equal(chip.frames.tx_send_while_busy, 1, mode);
+    chip.sent();
+    if (mode === 'queue') {
+      assert.deepEqual(sent.map((f) => f.length), [100, 60]);
+      chip.sent();
+      assert.equal(read16(chip, S0, 0x0022), 160, 'Sn_TX_RD reached Sn_TX_WR');
+    } else {
+      assert.deepEqual(sent.map((f) => f.length), [100], 'the second SEND was dropped');
+      assert.equal(read16(chip, S0, 0x0022), 100, 'its bytes wait between Sn_TX_RD and Sn_TX_WR');
+      assert.ok(driverWriteFrame(chip, frameTo(MAC, 60, 3)));
+      assert.deepEqual(sent.map((f) => f.length), [100, 120], 'and leave as one frame with the next');
+    }
+  }
+});
+
+test('faults: every Nth length header read comes back corrupt, every Mth SEND is refused; counted', () => {
+  const sent = [];
+  const chip = new W5500({ transmit: (f) => sent.push(f), faults: { header: 2, send: 3 } });
+  driverInit(chip);
+  for (let k = 0; k < 4; k++) chip.receive(frameTo(MAC, 64 + k));
+  // The driver's header reads: the 2nd and 4th are corrupt, over the buffer and then 0x0001.
+  const header = () => {
+    const rd = read16(chip, S0, 0x0028);
+    return read16(chip, RXBUF, rd);
+  };
+  assert.equal(header(), 66);
+  assert.ok(header() > 16384, 'the 2nd read: a length over the buffer');
+  assert.equal(header(), 66, 'read again: right');
+  assert.equal(header(), 1, 'the 4th: under its own two bytes');
+  assert.equal(chip.frames.rx_header_corrupted, 2);
+  // A read that does not start at a header is never touched.
+  const rd = read16(chip, S0, 0x0028);
+  assert.deepEqual(busRead(chip, RXBUF, rd + 2, 6), MAC);
+  // SENDs: the 3rd is refused; Sn_TX_RD stays; a SEND again takes it.
+  for (let k = 0; k < 3; k++) {
+    assert.ok(driverWriteFrame(chip, frameTo(MAC, 60, k)));
+    chip.sent();
+  }
+  assert.equal(sent.length, 2);
+  assert.equal(chip.frames.tx_send_refused, 1);
+  assert.equal(read16(chip, S0, 0x0022), 120);
+  busWrite(chip, S0, 0x0001, [0x20]);
+  chip.sent();
+  assert.equal(sent.length, 3);
+  assert.equal(read16(chip, S0, 0x0022), 180);
 });

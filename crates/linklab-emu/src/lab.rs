@@ -319,6 +319,7 @@ impl Lab {
             line: Default::default(),
             status: Some(lab.pin_status()),
             pcap: None,
+            w5500_faults: None,
             connect_timeout: BOOT_TIMEOUT,
         })?;
         // The TAP in the namespace; the harness from this thread, which outlives the board.

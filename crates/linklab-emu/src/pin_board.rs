@@ -84,15 +84,35 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
     PinBoard {
         name: "w5500-evb-pico",
         about: "WIZnet W5500-EVB-Pico: RP2040 and a W5500 (modelled) on SPI0 at 31.25 MHz",
-        images: &[PinImage {
-            name: "main",
-            about: "the example as it is: embassy-net-wiznet, embassy-net and the apps",
-            example: "w5500-evb-pico",
-            harness_board: "w5500-evb-pico",
-            debug_info: false,
-            features: "",
-            carry: PinCarry::Frames,
-        }],
+        images: &[
+            PinImage {
+                name: "main",
+                about: "the example as it is: embassy-net-wiznet, embassy-net and the apps",
+                example: "w5500-evb-pico",
+                harness_board: "w5500-evb-pico",
+                debug_info: false,
+                features: "",
+                carry: PinCarry::Frames,
+            },
+            PinImage {
+                name: "linklab",
+                about: "linklab-w5500 through linklab-mac instead, SPI mode 3",
+                example: "w5500-evb-pico",
+                harness_board: "w5500-evb-pico",
+                debug_info: false,
+                features: "linklab-driver",
+                carry: PinCarry::Frames,
+            },
+            PinImage {
+                name: "linklab-62m",
+                about: "the same with SPI at 62.5 MHz (clk_peri / 2, the PL022's fastest)",
+                example: "w5500-evb-pico",
+                harness_board: "w5500-evb-pico",
+                debug_info: false,
+                features: "linklab-driver,spi-62m5",
+                carry: PinCarry::Frames,
+            },
+        ],
     },
 ];
 

@@ -50,6 +50,8 @@ pub struct PinBootOptions {
     pub status: Option<PathBuf>,
     /// Where the harness writes every frame on the W5500's port (w5500-evb-pico only).
     pub pcap: Option<PathBuf>,
+    /// The W5500 model's faults, `header:N,send:M` ([`w5500_faults`]; w5500-evb-pico only).
+    pub w5500_faults: Option<String>,
     /// How long to wait for the harness to load the ELF and connect.
     pub connect_timeout: Duration,
 }
@@ -79,6 +81,9 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
         );
     }
     let carry = carry_of(image, &options.line, options.pcap.is_some())?;
+    if options.w5500_faults.is_some() && image.harness_board != "w5500-evb-pico" {
+        bail_usage!("--w5500-faults: only for w5500-evb-pico (the W5500 model's faults)");
+    }
     let tap = &options.tap;
     if Path::new("/sys/class/net").join(tap).exists() {
         bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
@@ -105,6 +110,30 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
         elf,
         carry,
     })
+}
+
+/// `--w5500-faults PLAN`: `header:N` and/or `send:M` (comma-separated, N and M whole
+/// numbers from 1): the W5500 model answers every Nth read of a frame's length header
+/// corrupt (as a glitching bus does) and refuses every Mth SEND (emulators/rp2040js/w5500.mjs).
+pub fn w5500_faults(plan: &str) -> Result<String, String> {
+    let mut seen = Vec::new();
+    for item in plan.split(',') {
+        let ok = item.split_once(':').is_some_and(|(kind, n)| {
+            matches!(kind, "header" | "send")
+                && !seen.contains(&kind)
+                && n.parse::<u32>().is_ok_and(|n| n >= 1)
+                && {
+                    seen.push(kind);
+                    true
+                }
+        });
+        if !ok {
+            return Err(format!(
+                "{plan:?}: header:N and/or send:M, comma-separated, N and M whole numbers from 1"
+            ));
+        }
+    }
+    Ok(plan.to_string())
 }
 
 /// What the line carries for `image`: its samples unpaced at the image's oversampling (or
@@ -187,6 +216,9 @@ impl PreparedPin {
         }
         if let Some(pcap) = &o.pcap {
             cmd.arg("--pcap").arg(pcap);
+        }
+        if let Some(faults) = &o.w5500_faults {
+            cmd.args(["--w5500-faults", faults]);
         }
         crate::qemu::signals_unblocked(&mut cmd);
         crate::qemu::dies_with_us(&mut cmd);
@@ -280,5 +312,28 @@ impl BootedPin {
         } = self;
         harness.stop();
         connected.stop()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::w5500_faults;
+
+    #[test]
+    fn a_fault_plan_is_header_and_send_each_once_from_1() {
+        for good in ["header:1", "send:40", "header:9,send:13", "send:2,header:7"] {
+            assert_eq!(w5500_faults(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "",
+            "header",
+            "header:0",
+            "header:x",
+            "bus:3",
+            "header:3,header:4",
+            "send:1,",
+        ] {
+            assert!(w5500_faults(bad).is_err(), "{bad:?} taken");
+        }
     }
 }

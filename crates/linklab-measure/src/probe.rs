@@ -30,11 +30,12 @@
 //! - `schedule`: each step in its share of the time; `steps`, `downloads`, `iperf2`,
 //!   `latency` (with `flows`): each measurement;
 //! - `http`: HTTP over std sockets with linklab-perf's client; `conditions`: what the run
-//!   was measured under;
+//!   was measured under; `device_clock`: the device's own clock against real time;
 //! - `watch`: what a run tells as it goes; `watchdog`: a step overrunning the budget.
 
 mod answer;
 mod conditions;
+mod device_clock;
 mod discover;
 mod downloads;
 mod flows;
@@ -122,6 +123,10 @@ fn measure(
 ) -> anyhow::Result<ProbeReport> {
     let started = Instant::now();
     let end = started + options.duration;
+    let clock_start = match &options.device_clock {
+        Some(path) => Some(device_clock::read(path)?),
+        None => None,
+    };
     let doc = Mutex::new(new_document(options, addr));
     watch.event(Event::Begins {
         run,
@@ -183,7 +188,14 @@ fn measure(
     });
     watch.event(Event::Ends);
     let failures = failures?;
+    let clock = match (&options.device_clock, clock_start) {
+        (Some(path), Some(start)) => Some(device_clock::since(start, path)?),
+        _ => None,
+    };
     let mut d = lock(&doc);
+    if let Some(c) = d.conditions.as_mut() {
+        c.device_clock = clock;
+    }
     d.failures = failures;
     d.wall = Quantity::new(started.elapsed().as_secs_f64(), "s");
     Ok(d.clone())

@@ -13,7 +13,7 @@ pub mod latency;
 mod repeat;
 pub mod summary;
 
-pub use conditions::{Conditions, DeviceStats};
+pub use conditions::{Conditions, DeviceClock, DeviceStats};
 pub use document::{
     Compared, Comparison, ProbeReport, Service, ServiceState, StepRecord, StepState, TcpTest,
     OLDEST_SCHEMA_VERSION, SCHEMA_VERSION,

@@ -33,6 +33,22 @@ pub fn misaligned_bytes() -> u32 {
     MISALIGNED_BYTES.load(Ordering::Relaxed)
 }
 
+/// Adds `n` to [`MISALIGNED_BYTES`]: an atomic add where the core has one, else a load and
+/// a store (ARMv6-M has no atomic read-modify-write; the count is a statistic, and an
+/// interrupt's copy between the two may go uncounted).
+#[inline(always)]
+fn count_misaligned(n: usize) {
+    #[cfg(target_has_atomic = "32")]
+    MISALIGNED_BYTES.fetch_add(n as u32, Ordering::Relaxed);
+    #[cfg(not(target_has_atomic = "32"))]
+    MISALIGNED_BYTES.store(
+        MISALIGNED_BYTES
+            .load(Ordering::Relaxed)
+            .wrapping_add(n as u32),
+        Ordering::Relaxed,
+    );
+}
+
 /// Copies `n` bytes from `src` to `dst`.
 ///
 /// # Safety
@@ -52,27 +68,29 @@ pub unsafe fn copy(mut dst: *mut u8, mut src: *const u8, mut n: usize) {
                 let (d, s) = (dst.cast::<u32>(), src.cast::<u32>());
                 #[cfg(target_arch = "arm")]
                 let (d, s) = {
-                    let blocks = n / 32;
+                    let blocks = n / arm::BLOCK_BYTES;
                     arm::copy_blocks(d, s, blocks);
-                    dst = dst.add(32 * blocks);
-                    src = src.add(32 * blocks);
-                    n -= 32 * blocks;
+                    dst = dst.add(arm::BLOCK_BYTES * blocks);
+                    src = src.add(arm::BLOCK_BYTES * blocks);
+                    n -= arm::BLOCK_BYTES * blocks;
                     (dst.cast::<u32>(), src.cast::<u32>())
                 };
                 let words = copy_words(d, s, n / 4, |p| p.read());
                 dst = dst.add(4 * words);
                 src = src.add(4 * words);
                 n -= 4 * words;
-            } else if cfg!(target_arch = "arm") {
-                MISALIGNED_BYTES.fetch_add(n as u32, Ordering::Relaxed);
-                // ARMv7-M loads a word from any address (not as a multiple load).
+            } else if cfg!(all(target_arch = "arm", target_has_atomic = "32")) {
+                count_misaligned(n);
+                // ARMv7 loads a word from any address (not as a multiple load); ARMv6-M (the
+                // Cortex-M0+, no compare-and-swap either) faults, so it takes the shifted
+                // path below.
                 let (d, s) = (dst.cast::<u32>(), src.cast::<u32>());
                 let words = copy_words(d, s, n / 4, |p| p.read_unaligned());
                 dst = dst.add(4 * words);
                 src = src.add(4 * words);
                 n -= 4 * words;
             } else {
-                MISALIGNED_BYTES.fetch_add(n as u32, Ordering::Relaxed);
+                count_misaligned(n);
                 let done = copy_shifted(dst.cast::<u32>(), src, n);
                 dst = dst.add(done);
                 src = src.add(done);
@@ -227,17 +245,60 @@ pub unsafe fn copy_overlapping(dst: *mut u8, src: *const u8, n: usize) {
 /// then loads and stores them as one multiple each).
 const BLOCK: usize = if cfg!(target_arch = "arm") { 4 } else { 8 };
 
-/// The Arm loop between word-aligned addresses: eight words per step, one `ldm` and one
-/// `stm` with the registers named (the compiler's own loop, which must leave registers to
-/// its frame, moved four words a step: five instructions per 16 bytes, here four per 32).
+/// The Arm loop between word-aligned addresses: one `ldm` and one `stm` per step with the
+/// registers named (the compiler's own loop, which must leave registers to its frame, moved
+/// four words a step: five instructions per 16 bytes, here four per 32). ARMv7-M: eight
+/// words a step. ARMv6-M (the Cortex-M0+, whose `ldm`/`stm` take only r0-r7, of which r6 and
+/// r7 are the compiler's): three, 11 cycles per 12 bytes against about 9 per 4 in
+/// compiler_builtins' word loop (the W5500-EVB-Pico's `linklab` image, whose profile had
+/// `memcpy` at 9 % of the CPU sending at 62.5 MHz). rustc names no Arm architecture version
+/// in `cfg`; ARMv6-M is the one Arm core linklab builds for without compare-and-swap, so
+/// `target_has_atomic = "32"` tells the two apart.
 #[cfg(target_arch = "arm")]
 mod arm {
     use core::arch::asm;
+
+    /// Bytes a step of [`copy_blocks`] moves.
+    pub(super) const BLOCK_BYTES: usize = if cfg!(target_has_atomic = "32") {
+        32
+    } else {
+        12
+    };
+
+    /// Copies `blocks` blocks of [`BLOCK_BYTES`] from `src` to `dst`.
+    ///
+    /// # Safety
+    /// As [`super::copy`] for `BLOCK_BYTES * blocks` bytes; both word-aligned.
+    #[cfg(not(target_has_atomic = "32"))]
+    #[inline(always)]
+    pub(super) unsafe fn copy_blocks(dst: *mut u32, src: *const u32, blocks: usize) {
+        if blocks == 0 {
+            return;
+        }
+        // SAFETY: `12 * blocks` bytes from each pointer, which the caller guarantees. Every
+        // register is named, all low (Thumb-1's `ldm`/`stm` take no other): the data in
+        // r0-r2, the pointers in r3 and r4, the count in r5.
+        unsafe {
+            asm!(
+                "2:",
+                "ldm r3!, {{r0, r1, r2}}",
+                "stm r4!, {{r0, r1, r2}}",
+                "subs r5, r5, #1",
+                "bne 2b",
+                inout("r3") src => _,
+                inout("r4") dst => _,
+                inout("r5") blocks => _,
+                out("r0") _, out("r1") _, out("r2") _,
+                options(nostack),
+            );
+        }
+    }
 
     /// Copies `blocks` blocks of 32 bytes from `src` to `dst`.
     ///
     /// # Safety
     /// As [`super::copy`] for `32 * blocks` bytes; both word-aligned.
+    #[cfg(target_has_atomic = "32")]
     #[inline(always)]
     pub(super) unsafe fn copy_blocks(dst: *mut u32, src: *const u32, blocks: usize) {
         if blocks == 0 {

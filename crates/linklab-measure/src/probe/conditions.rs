@@ -61,6 +61,8 @@ pub fn gather(
         device_absent,
         options: options.command_line.clone(),
         runs: 1,
+        // Read over the whole run, set when it ends (probe.rs).
+        device_clock: None,
     }
 }
 

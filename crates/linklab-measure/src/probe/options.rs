@@ -41,6 +41,10 @@ pub struct ProbeOptions {
     /// The command line that asked for the run, kept in the document's conditions (the
     /// arguments after the program's name; empty from a program).
     pub command_line: Vec<String>,
+    /// A file with the device's own clock (an emulator's status line with `emulated_ns`,
+    /// rewritten as it runs): the document then says how fast that clock ran against real
+    /// time (`conditions.device_clock`).
+    pub device_clock: Option<std::path::PathBuf>,
 }
 
 impl ProbeOptions {
@@ -60,6 +64,7 @@ impl ProbeOptions {
             repeat: 1,
             label: None,
             command_line: Vec::new(),
+            device_clock: None,
         }
     }
 

@@ -16,6 +16,10 @@
 //! length, and a rate only when done; every figure says what measured it (`via`); what could
 //! not be measured is listed in `not_measured` with the reason; a baseline figure this run
 //! found absent or failed is worse (`Compared::missing`).
+//!
+//! Version 4 says how fast the device's own clock ran against real time, where probe read
+//! one (`conditions.device_clock`, `--device-clock`): an emulated device slower than real
+//! time is named as such.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +33,7 @@ use crate::rtt::RttReport;
 use crate::sweep::SweepReport;
 
 /// The version of this document's schema.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The oldest version `linklab report` and `--baseline` read (its figures are one sample each).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;

@@ -289,6 +289,9 @@ pub fn conditions_words(c: &Conditions) -> String {
         (None, Some(why)) => parts.push(format!("no device description ({why})")),
         _ => {}
     }
+    if let Some(clock) = &c.device_clock {
+        parts.push(clock.words());
+    }
     parts.push(format!("options: {}", c.options.join(" ")));
     parts.join("; ")
 }

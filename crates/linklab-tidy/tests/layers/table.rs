@@ -199,12 +199,23 @@ pub const ROWS: &[Row] = &[
             "esp32-p4",
             "nucleo-f429zi",
             "nucleo-h743zi",
-            "w5500-evb-pico",
             "rp2040-two-cores-test",
         ],
         layer: 4,
         kind: "no_std",
         uses: &["linklab-perf"],
+    },
+    Row {
+        label: "examples/boards/w5500-evb-pico",
+        packages: &["w5500-evb-pico"],
+        layer: 4,
+        kind: "no_std",
+        uses: &[
+            "linklab-w5500",
+            "linklab-mac",
+            "linklab-perf",
+            "linklab-memcpy",
+        ],
     },
     Row {
         label: "examples/boards/teensy41",
@@ -299,6 +310,13 @@ pub const ROWS: &[Row] = &[
         layer: 2,
         kind: "no_std",
         uses: &["linklab-mac", "linklab-mmio", "linklab-fmt"],
+    },
+    Row {
+        label: "linklab-w5500",
+        packages: &["linklab-w5500"],
+        layer: 2,
+        kind: "no_std",
+        uses: &["linklab-mac", "linklab-fmt"],
     },
     Row {
         label: "linklab-app-gate",

@@ -99,6 +99,11 @@ pub struct Args {
     /// The run's name in side-by-side reports (default: the host and the start time).
     #[arg(long, value_name = "TEXT")]
     label: Option<String>,
+    /// The device's own clock, for an emulated device: the status file its emulator rewrites
+    /// (`linklab emu w5500-evb-pico --status FILE`); the document then says how fast that
+    /// clock ran against real time (budgets and rates stay real time).
+    #[arg(long, value_name = "FILE")]
+    device_clock: Option<PathBuf>,
     /// The old spelling of --http (comma separated); kept for one round, it says so.
     #[arg(
         long = "http-path",
@@ -143,6 +148,7 @@ impl Args {
             repeat: self.repeat,
             label: self.label.clone(),
             command_line: std::env::args().skip(1).collect(),
+            device_clock: self.device_clock.clone(),
         }
     }
 }

@@ -26,6 +26,28 @@ fn bad_input_gets_one_line_and_leaves_nothing_behind() {
         "invalid value 'esp32' for '<BOARD>': unknown board",
     );
     assert_one_line_error(&emu(&["mps2-an385", "--tap", "t0", "--ip", "nope"]), "--ip");
+    // The W5500 model's faults: a plan that is not one, and a board without a W5500.
+    let faults = |board: &'static str, plan: &'static str| {
+        emu(&[
+            board,
+            "--tap",
+            "t0",
+            "--ip",
+            "198.18.0.2/24",
+            "--w5500-faults",
+            plan,
+        ])
+    };
+    assert_one_line_error(
+        &faults("w5500-evb-pico", "header:0"),
+        "header:N and/or send:M",
+    );
+    assert_one_line_error(
+        &faults("w5500-evb-pico", "header:3,header:4"),
+        "--w5500-faults",
+    );
+    assert_one_line_error(&faults("pico", "send:3"), "only for w5500-evb-pico");
+    assert_one_line_error(&faults("mps2-an385", "send:3"), "--w5500-faults");
     assert_one_line_error(
         &emu(&[
             "mps2-an385",

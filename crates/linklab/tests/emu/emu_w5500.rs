@@ -476,7 +476,7 @@ fn burst(board: &Board, n: u32) -> Burst {
     let out = board
         .ns
         .command(&[
-            "ping", "-n", "-q", "-c", &count, "-l", &count, "-s", "18", "-W", "5", DEVICE,
+            "ping", "-n", "-q", "-c", &count, "-l", &count, "-s", "18", "-W", "15", DEVICE,
         ])
         .stderr(Stdio::inherit())
         .output()

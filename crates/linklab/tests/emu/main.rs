@@ -15,6 +15,7 @@ mod emu_rp2040js_two_cores;
 mod emu_sabrelite;
 mod emu_soft_phy;
 mod emu_w5500;
+mod emu_w5500_linklab;
 mod footprint;
 mod hostile_emu;
 mod iperf2_emu;

@@ -7,21 +7,29 @@
 
 // The driver: embassy-net-wiznet 0.3.0 with the upstream fix of its one-frame-per-interrupt
 // hang (../vendor/embassy-net-wiznet, until a release has it); feature `wiznet-0-3-0`: 0.3.0
-// as released.
-#[cfg(not(feature = "wiznet-0-3-0"))]
+// as released; feature `linklab-driver`: linklab's own (src/linklab_driver.rs).
+#[cfg(not(any(feature = "wiznet-0-3-0", feature = "linklab-driver")))]
 use embassy_net_wiznet_fixed as embassy_net_wiznet;
+#[cfg(feature = "linklab-driver")]
+mod linklab_driver;
 
 use defmt::{info, unwrap};
 use embassy_executor::Spawner;
 use embassy_net::{Runner, StackResources};
+#[cfg(not(feature = "linklab-driver"))]
 use embassy_net_wiznet::chip::W5500;
+#[cfg(not(feature = "linklab-driver"))]
 use embassy_net_wiznet::{Device, State};
 use embassy_rp::clocks::RoscRng;
 use embassy_rp::gpio::{Input, Level, Output, Pull};
-use embassy_rp::peripherals::{DMA_CH0, DMA_CH1, SPI0};
-use embassy_rp::spi::{self, Async, Spi};
+use embassy_rp::peripherals::{DMA_CH0, DMA_CH1};
+use embassy_rp::spi::{self, Spi};
 use embassy_rp::{bind_interrupts, dma};
+#[cfg(not(feature = "linklab-driver"))]
+use embassy_rp::{peripherals::SPI0, spi::Async};
+#[cfg(not(feature = "linklab-driver"))]
 use embassy_time::Delay;
+#[cfg(not(feature = "linklab-driver"))]
 use embedded_hal_bus::spi::ExclusiveDevice;
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
@@ -38,6 +46,8 @@ const BOARD: &str = "w5500-evb-pico";
 /// link speed tests ran the board's SPI at 12.5 MHz).
 const SPI_HZ: u32 = match option_env!("W5500_SPI_HZ") {
     Some(hz) => parse_hz(hz),
+    // Feature `spi-62m5`: clk_peri / 2, the PL022's fastest.
+    None if cfg!(feature = "spi-62m5") => 62_500_000,
     None => 50_000_000,
 };
 
@@ -62,6 +72,7 @@ const fn parse_hz(s: &str) -> u32 {
 /// Frames the driver holds between the W5500 and the stack, each way (1.5 KB each). The
 /// W5500's own 16 KB receive buffer absorbs the line-rate bursts; these only decouple the
 /// SPI transfers from the stack's passes.
+#[cfg(not(feature = "linklab-driver"))]
 const WIZNET_FRAMES: usize = 4;
 /// The W5500's receive buffer in full-size frames: 16 KB over 1516 bytes (a frame and its
 /// 2-byte length).
@@ -72,7 +83,14 @@ const MSS: usize = 1460;
 /// buffer holds, less two frames of slack for the ACKs and ARP that share it, so a window
 /// sent back to back at 100 Mbit/s is never dropped there (linklab's window lesson: a
 /// window larger than the queue dropped 45 frames of a 1 MB download in `linklab bench`).
-const TCP_WINDOW: usize = (W5500_RX_FRAMES - 2) * MSS;
+/// With `linklab-driver` the whole buffer: 10 full frames take 15 160 of its 16 384 bytes,
+/// the rest holds 19 small frames, and the driver moves frames out as they come (12 % more
+/// into the device at 62.5 MHz than with 8, docs/w5500.md).
+const TCP_WINDOW: usize = if cfg!(feature = "linklab-driver") {
+    W5500_RX_FRAMES * MSS
+} else {
+    (W5500_RX_FRAMES - 2) * MSS
+};
 /// iperf3 TCP sockets: two control sockets (the test's, and one left listening to deny a
 /// second client) and four data sockets (`-P 4`, `-P 2 --bidir`), each lent a share of the
 /// data memory only while it carries a stream.
@@ -82,8 +100,14 @@ const IPERF_SOCKETS: usize = 6;
 /// (port 5001) borrow the same memory, one test at a time across both.
 const IPERF_STREAMS: usize = 2;
 /// Each iperf3 data stream's send buffer (`-R`): four segments keep the SPI busy while the
-/// peer's ACKs come back; more only waits in RAM.
-const IPERF_TX: usize = 4 * MSS;
+/// peer's ACKs come back; more only waits in RAM. With `linklab-driver` eight: its driver
+/// writes a segment in 206 µs at 62.5 MHz, and four ran out before the ACKs came back
+/// (40.9 Mbit/s from the device, 45.6 with eight: docs/w5500.md).
+const IPERF_TX: usize = if cfg!(feature = "linklab-driver") {
+    8 * MSS
+} else {
+    4 * MSS
+};
 /// iperf3 UDP datagrams held each way (1.5 KB each).
 const IPERF_UDP: usize = 4;
 /// iperf3's control JSON each way: a stock client's parameters are ~300 bytes, the results
@@ -114,25 +138,42 @@ linklab_perf::embassy_apps! {
     counters: &COUNTERS,
     // embassy-net-wiznet's driver gives no look at a frame before the stack takes it.
     gate: None,
-    routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
+    routes: |stack| stats(AppStats::new(BOARD, &COUNTERS, stack)),
 }
 
 bind_interrupts!(struct Irqs {
     DMA_IRQ_0 => dma::InterruptHandler<DMA_CH0>, dma::InterruptHandler<DMA_CH1>;
 });
 
+#[cfg(not(feature = "linklab-driver"))]
 type W5500Spi = ExclusiveDevice<Spi<'static, SPI0, Async>, Output<'static>, Delay>;
+#[cfg(not(feature = "linklab-driver"))]
 type W5500Runner =
     embassy_net_wiznet::Runner<'static, W5500, W5500Spi, Input<'static>, Output<'static>>;
 
 /// The W5500's side: frames over SPI between the chip and the driver's queues.
+#[cfg(not(feature = "linklab-driver"))]
 #[embassy_executor::task]
 async fn wiznet_task(runner: W5500Runner) -> ! {
     runner.run().await
 }
 
+/// embassy-net's driver: embassy-net-wiznet's, or linklab-mac's over linklab-w5500.
+#[cfg(not(feature = "linklab-driver"))]
+type NetDevice = Device<'static>;
+#[cfg(feature = "linklab-driver")]
+type NetDevice = linklab_driver::Driver;
+
+/// `/stats`: the apps'; with `linklab-driver`, the driver's and the MAC's counters added.
+#[cfg(not(feature = "linklab-driver"))]
+fn stats(apps: AppStats<'static>) -> AppStats<'static> {
+    apps
+}
+#[cfg(feature = "linklab-driver")]
+use linklab_driver::Stats as stats;
+
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, Device<'static>>) -> ! {
+async fn net_task(mut runner: Runner<'static, NetDevice>) -> ! {
     runner.run().await
 }
 
@@ -145,23 +186,32 @@ async fn main(spawner: Spawner) {
     // RST 20; the W5500 takes SPI up to 80 MHz, the RP2040 gives 62.5 at most.
     let mut config = spi::Config::default();
     config.frequency = SPI_HZ;
+    #[cfg(feature = "linklab-driver")]
+    linklab_driver::spi_mode_3(&mut config);
     let spi = Spi::new(
         p.SPI0, p.PIN_18, p.PIN_19, p.PIN_16, p.DMA_CH0, p.DMA_CH1, Irqs, config,
     );
     let cs = Output::new(p.PIN_17, Level::High);
     let int = Input::new(p.PIN_21, Pull::Up);
     let reset = Output::new(p.PIN_20, Level::High);
-    static WIZNET: ConstStaticCell<State<WIZNET_FRAMES, WIZNET_FRAMES>> =
-        ConstStaticCell::new(State::new());
     // The W5500 has no MAC address of its own: linklab's default, locally administered
     // (change its last byte for a second board on the same bench).
-    let spi = unwrap!(ExclusiveDevice::new(spi, cs, Delay));
-    let state = WIZNET.take();
     let mac = DeviceConfig::DEFAULT.mac;
-    let Ok((driver, wiznet)) = embassy_net_wiznet::new(mac, state, spi, int, reset).await else {
-        defmt::panic!("the W5500 did not answer on SPI0");
+    #[cfg(feature = "linklab-driver")]
+    let driver = linklab_driver::start(spi, cs, int, reset, mac).await;
+    #[cfg(not(feature = "linklab-driver"))]
+    let driver = {
+        static WIZNET: ConstStaticCell<State<WIZNET_FRAMES, WIZNET_FRAMES>> =
+            ConstStaticCell::new(State::new());
+        let spi = unwrap!(ExclusiveDevice::new(spi, cs, Delay));
+        let state = WIZNET.take();
+        let Ok((driver, wiznet)) = embassy_net_wiznet::new(mac, state, spi, int, reset).await
+        else {
+            defmt::panic!("the W5500 did not answer on SPI0");
+        };
+        spawner.spawn(unwrap!(wiznet_task(wiznet)));
+        driver
     };
-    spawner.spawn(unwrap!(wiznet_task(wiznet)));
 
     #[cfg(not(feature = "dhcp"))]
     let config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);

@@ -53,6 +53,10 @@ pub struct BootArgs {
     /// w5500-evb-pico: every frame on the W5500's port to FILE, stamped in the chip's clock.
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
+    /// w5500-evb-pico: the W5500 model's faults, e.g. header:25,send:40 (every 25th read of a
+    /// frame's length header comes back corrupt, every 40th SEND is refused).
+    #[arg(long, value_name = "PLAN", value_parser = pin_boot::w5500_faults, hide_short_help = true)]
+    w5500_faults: Option<String>,
     #[command(flatten)]
     line: LineArgs,
 }
@@ -77,6 +81,7 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
                     line: args.line.options(),
                     status: args.status,
                     pcap: args.pcap,
+                    w5500_faults: args.w5500_faults,
                     connect_timeout: Duration::from_secs(args.boot_timeout),
                 },
                 args.mac,
@@ -84,8 +89,8 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
             )
         }
     };
-    if args.status.is_some() || args.pcap.is_some() {
-        bail_usage!("--status and --pcap: only for the pin-level boards (pico, w5500-evb-pico)");
+    if args.status.is_some() || args.pcap.is_some() || args.w5500_faults.is_some() {
+        bail_usage!("--status, --pcap and --w5500-faults: only for the pin-level boards (pico, w5500-evb-pico)");
     }
     let prepared = boot::prepare(&BootOptions {
         board,

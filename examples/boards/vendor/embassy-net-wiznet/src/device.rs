@@ -209,7 +209,21 @@ impl<C: Chip, SPI: SpiDevice> WiznetDevice<C, SPI> {
         let expected_frame_size: usize = {
             let mut frame_bytes = [0u8; 2];
             self.read_bytes(&mut read_ptr, &mut frame_bytes).await?;
-            u16::from_be_bytes(frame_bytes) as usize - 2
+            #[cfg(not(feature = "linklab-upstream-later"))]
+            {
+                u16::from_be_bytes(frame_bytes) as usize - 2
+            }
+            // linklab: embassy PR #5706 (after 0.3.0): a header under its own two bytes (a
+            // glitch on the bus) is not subtracted from, and the read is capped at the
+            // buffer.
+            #[cfg(feature = "linklab-upstream-later")]
+            {
+                let n = u16::from_be_bytes(frame_bytes) as usize;
+                if n < 2 {
+                    return Ok(0);
+                }
+                (n - 2).min(frame.len())
+            }
         };
 
         // Read the ethernet frame

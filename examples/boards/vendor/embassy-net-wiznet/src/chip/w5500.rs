@@ -55,6 +55,15 @@ impl super::SealedChip for W5500 {
     ) -> Result<(), SPI::Error> {
         let address_phase = address.1.to_be_bytes();
         let control_phase = [(address.0 as u8) << 3];
+        // linklab: embassy PR #5707 (after 0.3.0): the address and control phases as one
+        // write, two operations a transaction instead of three.
+        #[cfg(feature = "linklab-upstream-later")]
+        {
+            let header = [address_phase[0], address_phase[1], control_phase[0]];
+            let operations = &mut [Operation::Write(&header), Operation::TransferInPlace(data)];
+            return spi.transaction(operations).await;
+        }
+        #[allow(unreachable_code)]
         let operations = &mut [
             Operation::Write(&address_phase),
             Operation::Write(&control_phase),
@@ -67,6 +76,14 @@ impl super::SealedChip for W5500 {
         let address_phase = address.1.to_be_bytes();
         let control_phase = [(address.0 as u8) << 3 | 0b0000_0100];
         let data_phase = data;
+        // linklab: embassy PR #5707, as in bus_read.
+        #[cfg(feature = "linklab-upstream-later")]
+        {
+            let header = [address_phase[0], address_phase[1], control_phase[0]];
+            let operations = &mut [Operation::Write(&header), Operation::Write(&data_phase)];
+            return spi.transaction(operations).await;
+        }
+        #[allow(unreachable_code)]
         let operations = &mut [
             Operation::Write(&address_phase[..]),
             Operation::Write(&control_phase),
