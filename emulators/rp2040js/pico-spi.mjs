@@ -14,7 +14,9 @@
 // - a WAIT that stalled completes in the cycle its condition comes true, the next
 //   instruction issuing on the next cycle; rp2040js issues it in the same cycle;
 // - a state machine's FIFOs are flushed when its SHIFTCTRL.FJOIN_TX or FJOIN_RX changes (the
-//   datasheet's SHIFTCTRL; embassy-rp's `clear_fifos` relies on it); rp2040js keeps them.
+//   datasheet's SHIFTCTRL; embassy-rp's `clear_fifos` relies on it); rp2040js keeps them;
+// - DMA's CHAN_ABORT reads which channels are still aborting (none: rp2040js aborts at once);
+//   rp2040js does not implement the read.
 //
 // The socket (messages: a 4-byte big-endian length, then the message; integers big-endian):
 //   host -> harness  'X' u32 hz, u8 flags (bit 0: wait for READY), bytes: one transfer
@@ -38,6 +40,7 @@ export const GPIO = Object.freeze({ mosi: 16, cs: 17, sck: 18, miso: 19, ready: 
 export const SYNC_CYCLES = 2;
 
 const NO_PIO = Object.freeze([]);
+const CHAN_ABORT = 0x444;
 const SHIFTCTRL = 0x08; // from the state machine's CLKDIV
 const FJOIN = 0xc0000000;
 
@@ -56,6 +59,13 @@ export function flushFifosOnJoinChange(pio) {
       }
     };
   }
+}
+
+/// DMA's CHAN_ABORT reads as the channels still aborting: none, since rp2040js aborts at once
+/// (it does not implement the read: 0xffffffff, a wait on it never ends).
+export function chanAbortReads(dma) {
+  const read = dma.readUint32.bind(dma);
+  dma.readUint32 = (offset) => (offset === CHAN_ABORT ? 0 : read(offset));
 }
 
 /// Makes a stalled WAIT take the cycle in which its condition comes true, as on the chip:
@@ -166,6 +176,7 @@ export class SpiBoard {
     this.counts = { transfers_asked: 0, waits: 0, waits_by_request: 0, waits_by_time: 0, bad_messages: 0 };
     flushFifosOnJoinChange(this.pins.pio);
     exactWaits(this.pins.pio);
+    chanAbortReads(mcu.dma);
     mcu.gpio[GPIO.request].addListener(() => {
       if (this.waiting && this.pins.request()) {
         this.counts.waits_by_request++;
@@ -253,6 +264,27 @@ export class SpiBoard {
       spi_host: this.counts,
       spi_ready: this.pins.ready(),
       spi_request: this.pins.request(),
+      spi_device: this.deviceState(),
+    };
+  }
+  /// The device side as the chip holds it: the shifter's state machine and the two DMA
+  /// channels the example uses (for a stuck link's diagnosis).
+  deviceState() {
+    const sm = this.pins.pio.machines[0];
+    const ch = (i) => {
+      const c = this.mcu.dma.channels[i];
+      return { busy: (c.ctrl & (1 << 24)) !== 0, left: c.transCount };
+    };
+    return {
+      sm0: { on: sm.enabled, pc: sm.pc, waiting: sm.waiting, tx: sm.txFIFO.itemCount, rx: sm.rxFIFO.itemCount },
+      pins: (this.pins.pio.pinValues >>> 16) & 0x3f,
+      dirs: (this.pins.pio.pinDirections >>> 16) & 0x3f,
+      code: Array.from(this.pins.pio.instructions.slice(0, 12), (x) => x.toString(16)),
+      exec: (sm.execCtrl >>> 0).toString(16),
+      pinctrl: (sm.pinCtrl >>> 0).toString(16),
+      func20: this.mcu.gpio[20].functionSelect,
+      dma_rx: ch(0),
+      dma_tx: ch(1),
     };
   }
 }

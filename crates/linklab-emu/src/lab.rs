@@ -320,6 +320,7 @@ impl Lab {
             status: Some(lab.pin_status()),
             pcap: None,
             connect_timeout: BOOT_TIMEOUT,
+            spi: Default::default(),
         })?;
         // The TAP in the namespace; the harness from this thread, which outlives the board.
         let (prepared, tap) = lab.in_netns(move || {

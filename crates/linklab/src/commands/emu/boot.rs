@@ -12,7 +12,7 @@ use linklab_emu::pin_boot::{self, PinBootOptions};
 use linklab_results::{bail_usage, values};
 use linklab_serve::serve::StopSignals;
 
-use super::args::LineArgs;
+use super::args::{LineArgs, SpiArgs};
 
 /// What boots an image: the board, the image, the TAP and the device's address.
 #[derive(clap::Args, Debug)]
@@ -55,6 +55,8 @@ pub struct BootArgs {
     pcap: Option<PathBuf>,
     #[command(flatten)]
     line: LineArgs,
+    #[command(flatten)]
+    spi: SpiArgs,
 }
 
 /// Boots the image and serves until a signal.
@@ -78,6 +80,7 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
                     status: args.status,
                     pcap: args.pcap,
                     connect_timeout: Duration::from_secs(args.boot_timeout),
+                    spi: args.spi.master(),
                 },
                 args.mac,
                 args.icount,
@@ -86,6 +89,9 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
     };
     if args.status.is_some() || args.pcap.is_some() {
         bail_usage!("--status and --pcap: only for the pin-level boards (pico, w5500-evb-pico)");
+    }
+    if args.spi.master() != linklab_emu::pin_spi::SpiMaster::default() {
+        bail_usage!("--spi-*: only for the Pico's SPI images (linklab emu pico --image spi-link)");
     }
     let prepared = boot::prepare(&BootOptions {
         board,

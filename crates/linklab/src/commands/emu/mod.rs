@@ -8,7 +8,7 @@
 //! device emulator of another kind than QEMU. One file per verb: its clap arguments and one
 //! call into linklab-emu.
 
-mod args;
+pub(crate) mod args;
 mod blast;
 mod boot;
 mod chips;
