@@ -137,6 +137,11 @@ export function writeProfile(file, histogram, functions) {
       byName.set(name, (byName.get(name) ?? 0) + h[slot]);
     }
     out[`core${k}`] = [...byName].sort((x, y) => y[1] - x[1]);
+    // The busiest instruction addresses too, for addr2line.
+    const top = [];
+    for (let slot = 0; slot < h.length; slot++) if (h[slot] > 0) top.push([slot, h[slot]]);
+    top.sort((x, y) => y[1] - x[1]);
+    out[`core${k}_pcs`] = top.slice(0, 200).map(([slot, c]) => [slotAddress(slot).toString(16), c]);
   });
   writeFileSync(file, JSON.stringify(out));
 }

@@ -142,9 +142,12 @@ impl<B: SpiBus> SpiLine<B> {
                 pins.request
             );
         }
+        // The idle line after the device's last byte: one delimiter closes what came before,
+        // the rest the deframer would only skip.
+        let used = self.rx[..len].iter().rposition(|&b| b != 0).map_or(0, |k| k + 2);
+        self.news |= used > 0;
+        link.handle_input(self.bus.now_us(), &self.rx[..used.min(len)]);
         let rx = &self.rx[..len];
-        self.news |= rx.iter().any(|&b| b != 0);
-        link.handle_input(self.bus.now_us(), rx);
         // The device's bytes ran to the end: it may have more, so ask for more next time.
         self.chunk = if rx.last().is_some_and(|&b| b != 0) {
             (self.chunk * 2).min(MAX_TRANSFER)

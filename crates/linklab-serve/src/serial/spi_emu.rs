@@ -104,16 +104,18 @@ impl EmuBus {
     }
 }
 
-impl SpiBus for EmuBus {
-    fn now_us(&self) -> u64 {
-        self.now_ns / 1000
+impl EmuBus {
+    /// A transfer that does not wait for READY: a master that clocks faster than the device
+    /// re-arms (the fault tests' host). None never: the bytes are clocked whatever the device.
+    pub fn transfer_unready(&mut self, tx: &[u8], rx: &mut [u8]) -> anyhow::Result<Option<Pins>> {
+        self.clock(tx, rx, false)
     }
 
-    fn transfer(&mut self, tx: &[u8], rx: &mut [u8]) -> anyhow::Result<Option<Pins>> {
+    fn clock(&mut self, tx: &[u8], rx: &mut [u8], wait_ready: bool) -> anyhow::Result<Option<Pins>> {
         let mut body = Vec::with_capacity(6 + tx.len());
         body.push(b'X');
         body.extend_from_slice(&self.hz.to_be_bytes());
-        body.push(1);
+        body.push(u8::from(wait_ready));
         body.extend_from_slice(tx);
         self.send(&body)?;
         loop {
@@ -133,6 +135,16 @@ impl SpiBus for EmuBus {
                 _ => {} // a wait's answer that crossed this request
             }
         }
+    }
+}
+
+impl SpiBus for EmuBus {
+    fn now_us(&self) -> u64 {
+        self.now_ns / 1000
+    }
+
+    fn transfer(&mut self, tx: &[u8], rx: &mut [u8]) -> anyhow::Result<Option<Pins>> {
+        self.clock(tx, rx, true)
     }
 
     fn wait(&mut self, fds: &[BorrowedFd<'_>], until_us: Option<u64>) -> anyhow::Result<Pins> {

@@ -352,6 +352,13 @@ fn next_received() -> Option<(usize, usize)> {
     })
 }
 
+/// `bytes` without the idle line after the host's last byte: one delimiter closes whatever
+/// came before it, the rest is 0x00 the deframer would only skip, one call per byte.
+fn without_idle_tail(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |k| k + 2);
+    &bytes[..end.min(bytes.len())]
+}
+
 fn now_us() -> u64 {
     Instant::now().as_micros()
 }
@@ -363,7 +370,7 @@ pub async fn run(link: &SharedLink<8>) -> ! {
         while let Some((i, n)) = next_received() {
             // SAFETY: a finished transfer's buffer is the task's until it frees it below.
             let bytes = unsafe { &(&*RX[i].0.get())[..n] };
-            link.handle_input(now_us(), bytes);
+            link.handle_input(now_us(), without_idle_tail(bytes));
             critical_section::with(|cs| SHARED.borrow_ref_mut(cs).rx_full[i] = None);
         }
         fill(link);
