@@ -320,3 +320,51 @@ fn linklab_serial_refuses_bad_spi_options_with_one_line() {
         assert_eq!(out.status.code(), Some(2), "{argv:?}");
     }
 }
+
+/// CBA's experiment on its chip, and past it: the link's self-test (1514-byte frames
+/// streamed, echoed back by the device; 16-byte frames one at a time: the period of a cyclic
+/// transaction) against the SPI clock, at clk_sys 125 and 240 MHz. A benchmark of minutes,
+/// by hand: `cargo test -p linklab --test emu_spi_link -- --ignored --nocapture spi_link_sweep`.
+#[test]
+#[ignore = "a benchmark of minutes: run by hand (docs/spi.md, Figures)"]
+fn spi_link_sweep() {
+    let dir = common::tempdir("spisweep");
+    let elf125 = elf();
+    let elf240 = build_elf("rp2040-spi-link", "sys-240mhz", "spi-link-240");
+    println!("| clk_sys | SPI clock | echo goodput each way | of the SPI bit rate | frames lost | link rx errors | retransmissions | 16 B round trip p50 / p99 |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (image, elf, sys) in [("spi-link", &elf125, 125), ("spi-link-240", &elf240, 240)] {
+        for hz in [10_000_000u32, 11_000_000, 15_000_000, 20_000_000, 25_000_000, 31_250_000] {
+            let json = dir.join(format!("{image}-{hz}.json"));
+            let out = std::process::Command::new(linklab_bin())
+                .args(["serial", "--spi-emu", image, "--elf", elf.to_str().unwrap()])
+                .args(["--spi-hz", &hz.to_string(), "--selftest", "--sizes", "16,1514"])
+                .args(["--rtt-frames", "20", "--stream-frames", "40", "--json"])
+                .arg(&json)
+                .output()
+                .unwrap();
+            let Ok(text) = std::fs::read_to_string(&json) else {
+                println!(
+                    "| {sys} MHz | {} MHz | no result: {} | | | | | |",
+                    f64::from(hz) / 1e6,
+                    String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+                );
+                continue;
+            };
+            let r: SerialReport = serde_json::from_str(&text).unwrap();
+            let small = &r.sizes[0];
+            let big = &r.sizes[1];
+            println!(
+                "| {sys} MHz | {} MHz | {:.2} Mbit/s | {:.0} % | {} | {} | {} | {:.0} / {:.0} µs |",
+                f64::from(hz) / 1e6,
+                big.goodput_bytes_per_s * 8.0 / 1e6,
+                big.efficiency * 100.0,
+                small.lost + big.lost + small.corrupt + big.corrupt,
+                small.rx_errors + big.rx_errors,
+                small.retransmissions + big.retransmissions,
+                small.rtt.p50_us,
+                small.rtt.p99_us
+            );
+        }
+    }
+}

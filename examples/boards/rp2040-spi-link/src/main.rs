@@ -199,8 +199,8 @@ async fn main(spawner: Spawner) {
     let ready = common.make_pio_pin(p.PIN_20);
     static REQUEST: StaticCell<Output<'static>> = StaticCell::new();
     REQUEST.init(Output::new(p.PIN_21, Level::Low));
-    // The two DMA channels are driven through their registers (spi.rs).
-    let _dma = (p.DMA_CH0, p.DMA_CH1);
+    // The three DMA channels are driven through their registers (spi.rs).
+    let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2);
     spi::setup(&mut common, &mut sm0, &mut sm1, [&mosi, &cs, &sck, &miso, &ready]);
     // The PIO block, its state machines and pins live as long as the device: dropped, they
     // would release the pins (main returns once the stack is up).

@@ -39,9 +39,11 @@ use linklab_serial::embassy::SharedLink;
 pub const BUF: usize = 4096;
 /// REQUEST's GPIO (README, "Wiring"; CS is GP17 and SCK GP18 in the programs).
 pub const REQUEST_GPIO: usize = 21;
-/// DMA channels: the bytes in, the bytes out.
+/// DMA channels: the bytes in, the bytes out, and the idle line after them (chained to the
+/// bytes out, so the shifter never runs dry whatever the host clocks).
 const DMA_RX: usize = 0;
 const DMA_TX: usize = 1;
+const DMA_IDLE: usize = 2;
 /// DREQs of PIO0's state machine 0 (RP2040 datasheet, DMA: DREQ_PIO0_TX0 0, _RX0 4).
 const DREQ_TX0: u8 = 0;
 const DREQ_RX0: u8 = 4;
@@ -81,8 +83,8 @@ pub struct SpiCounters {
     pub unarmed: u64,
     /// Transfers longer than [`BUF`]: the bytes past it were not taken.
     pub rx_overruns: u64,
-    /// Transfers during which the shifter ran out of bytes to send (the host clocked past
-    /// what was armed): MISO held its last bit.
+    /// Transfers during which the shifter ran out of bytes to send (never, with the idle
+    /// line chained behind the bytes; counted to show it): its MISO and MOSI bits stalled.
     pub tx_underruns: u64,
     /// Times the transfer-end interrupt armed the next transfer itself.
     pub armed_at_once: u64,
@@ -231,10 +233,9 @@ fn count_left(ch: usize) -> u32 {
 /// Stops the shifter and both channels; empties its FIFOs and shift counters.
 fn stop() {
     pac::PIO0.ctrl().modify(|w| w.set_sm_enable(w.sm_enable() & !1));
-    pac::DMA
-        .chan_abort()
-        .write(|w| w.set_chan_abort((1 << DMA_RX) | (1 << DMA_TX)));
-    while pac::DMA.chan_abort().read().chan_abort() & ((1 << DMA_RX) | (1 << DMA_TX)) != 0 {}
+    let all = (1 << DMA_RX) | (1 << DMA_TX) | (1 << DMA_IDLE);
+    pac::DMA.chan_abort().write(|w| w.set_chan_abort(all));
+    while pac::DMA.chan_abort().read().chan_abort() & all != 0 {}
     // Changing FJOIN flushes both FIFOs (RP2040 datasheet, SHIFTCTRL); set it back.
     let sm = pac::PIO0.sm(0);
     sm.shiftctrl().modify(|w| w.set_fjoin_rx(true));
@@ -255,12 +256,20 @@ fn start(origin: u8, a: Armed, tx: &[TxSlot; 2]) {
         None => (ZEROS.addr(), BUF),
     };
     let _ = tx;
+    // The idle line after the bytes: the same 0x00 read again and again, started by the
+    // bytes' channel when it ends (written through a non-triggering alias).
+    let idle = pac::DMA.ch(DMA_IDLE);
+    idle.read_addr().write_value(ZEROS.addr());
+    idle.write_addr().write_value(pac::PIO0.txf(0).as_ptr() as u32);
+    idle.trans_count().write_value(BUF as u32);
+    idle.al1_ctrl()
+        .write_value(dma_ctrl(DREQ_TX0, false, false, DMA_IDLE as u8).0);
     let t = pac::DMA.ch(DMA_TX);
     t.read_addr().write_value(from);
     t.write_addr().write_value(pac::PIO0.txf(0).as_ptr() as u32);
     t.trans_count().write_value(count as u32);
     t.ctrl_trig()
-        .write_value(dma_ctrl(DREQ_TX0, true, false, DMA_TX as u8));
+        .write_value(dma_ctrl(DREQ_TX0, true, false, DMA_IDLE as u8));
     // `jmp origin`, then run: it pulls the first byte and raises READY.
     pac::PIO0.sm(0).instr().write(|w| w.set_instr(u16::from(origin)));
     pac::PIO0.ctrl().modify(|w| w.set_sm_enable(w.sm_enable() | 1));
