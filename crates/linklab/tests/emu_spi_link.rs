@@ -43,66 +43,10 @@ fn elf() -> PathBuf {
 
 #[test]
 fn spi_link_booted_as_a_user_does_answers_ping_and_iperf3_both_ways() {
-    let ns = Netns::new("spilink");
     let dir = common::tempdir("spilink");
     let status = Status(dir.join("status.json"));
-    let elf = elf();
-    let cli = ns.spawn(&[
-        linklab_bin().to_str().unwrap(),
-        "emu",
-        "pico",
-        "--image",
-        "spi-link",
-        "--elf",
-        elf.to_str().unwrap(),
-        "--tap",
-        "sp0",
-        "--ip",
-        "198.18.0.2/24",
-        "--status",
-        status.0.to_str().unwrap(),
-    ]);
-    let started = Instant::now();
-    while !ns
-        .command(&["ip", "link", "show", "sp0"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        assert!(started.elapsed() < Duration::from_secs(60), "no TAP sp0");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", "sp0"]);
-    ns.run(&["ip", "link", "set", "sp0", "up"]);
-    Ping::new(DEVICE, 3)
-        .deadline(180)
-        .assert_answered(|argv| ns.run(argv).stdout);
-
-    // Stock iperf3 both ways; the device's iperf3 server times its side on the chip's clock
-    // (into it, it stops counting at the client's TEST_END: the host may still hold bytes).
-    for reverse in [false, true] {
-        let mut argv = vec!["iperf3", "-c", DEVICE, "-n", "100K", "-J", "--connect-timeout", "60000"];
-        if reverse {
-            argv.push("-R");
-        }
-        let out = ns.run(&argv);
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).expect("iperf3's JSON");
-        assert!(report.get("error").is_none(), "iperf3: {report}");
-        let side = if reverse { "sum_sent" } else { "sum_received" };
-        let device = &report["end"][side];
-        let moved = device["bytes"].as_u64().unwrap_or(0);
-        let secs = device["end"].as_f64().unwrap_or(0.0);
-        assert!(moved > 10_000 && secs > 0.0, "iperf3 -R={reverse}: {}", report["end"]);
-        if reverse {
-            let host = common::end_bytes(&report, "sum_received");
-            assert!(host >= 100 * 1024, "every byte from the device: {}", report["end"]);
-        }
-        println!(
-            "spi-link: iperf3{}: the device's side {moved} B in {secs:.3} s of its clock, {:.2} Mbit/s",
-            if reverse { " -R" } else { "" },
-            moved as f64 * 8.0 / secs / 1e6
-        );
-    }
+    let (ns, cli) = boot_board("spilink", "spi-link", &elf(), 20_000_000, &status);
+    iperf3_both_ways(&ns, "100K");
 
     let out = ns.run(&["curl", "-s", "--max-time", "120", "http://198.18.0.2/stats"]);
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("/stats");
@@ -318,6 +262,105 @@ fn linklab_serial_refuses_bad_spi_options_with_one_line() {
             .unwrap();
         assert_one_line_error(&out, text);
         assert_eq!(out.status.code(), Some(2), "{argv:?}");
+    }
+}
+
+/// Stock iperf3 into the device and from it (`-R`), `bytes` each; the device's iperf3 server
+/// times its side on the chip's clock (into it, it stops counting at the client's TEST_END,
+/// while the host may still hold bytes). The device's Mbit/s each way.
+fn iperf3_both_ways(ns: &Netns, bytes: &str) -> [f64; 2] {
+    let mut rates = [0.0; 2];
+    for (i, reverse) in [false, true].into_iter().enumerate() {
+        let mut argv = vec!["iperf3", "-c", DEVICE, "-n", bytes, "-J", "--connect-timeout", "60000"];
+        if reverse {
+            argv.push("-R");
+        }
+        let out = ns.run(&argv);
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("iperf3's JSON");
+        assert!(report.get("error").is_none(), "iperf3: {report}");
+        let side = if reverse { "sum_sent" } else { "sum_received" };
+        let device = &report["end"][side];
+        let moved = device["bytes"].as_u64().unwrap_or(0);
+        let secs = device["end"].as_f64().unwrap_or(0.0);
+        assert!(moved > 10_000 && secs > 0.0, "iperf3 -R={reverse}: {}", report["end"]);
+        if reverse {
+            let host = common::end_bytes(&report, "sum_received");
+            assert!(host >= moved, "every byte from the device: {}", report["end"]);
+        }
+        rates[i] = moved as f64 * 8.0 / secs / 1e6;
+        println!(
+            "spi-link: iperf3{}: the device's side {moved} B in {secs:.3} s of its clock, {:.2} Mbit/s",
+            if reverse { " -R" } else { "" },
+            rates[i]
+        );
+    }
+    rates
+}
+
+/// Boots `image` (`elf`) by `linklab emu pico` with the master at `hz` in a namespace of its
+/// own, its TAP addressed, and waits until it answers a ping.
+fn boot_board(tag: &str, image: &str, elf: &std::path::Path, hz: u32, status: &Status) -> (Netns, common::ChildGuard) {
+    let ns = Netns::new(tag);
+    let cli = ns.spawn(&[
+        linklab_bin().to_str().unwrap(),
+        "emu",
+        "pico",
+        "--image",
+        image,
+        "--elf",
+        elf.to_str().unwrap(),
+        "--tap",
+        "sp0",
+        "--ip",
+        "198.18.0.2/24",
+        "--spi-hz",
+        &hz.to_string(),
+        "--status",
+        status.0.to_str().unwrap(),
+    ]);
+    let started = Instant::now();
+    while !ns
+        .command(&["ip", "link", "show", "sp0"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(started.elapsed() < Duration::from_secs(60), "no TAP sp0");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", "sp0"]);
+    ns.run(&["ip", "link", "set", "sp0", "up"]);
+    Ping::new(DEVICE, 2)
+        .deadline(180)
+        .assert_answered(|argv| ns.run(argv).stdout);
+    (ns, cli)
+}
+
+/// Stock iperf3 both ways (300 KB) at 10 and 20 MHz, clk_sys 125 and 240 MHz, the device's
+/// rates in its clock. By hand: `cargo test -p linklab --test emu_spi_link -- --ignored
+/// --nocapture spi_link_iperf3_figures`.
+#[test]
+#[ignore = "a benchmark of minutes: run by hand (docs/spi.md, Figures)"]
+fn spi_link_iperf3_figures() {
+    let elf125 = elf();
+    let elf240 = build_elf("rp2040-spi-link", "sys-240mhz", "spi-link-240");
+    let dir = common::tempdir("spiiperf");
+    println!("| clk_sys | SPI clock | iperf3 into the device | from it (-R) |");
+    println!("|---|---|---|---|");
+    for (image, elf, sys) in [("spi-link", &elf125, 125), ("spi-link-240", &elf240, 240)] {
+        for hz in [10_000_000u32, 20_000_000] {
+            let status = Status(dir.join(format!("{image}-{hz}.json")));
+            let (ns, cli) = boot_board("spiiperf", image, elf, hz, &status);
+            let [into, from] = iperf3_both_ways(&ns, "300K");
+            println!(
+                "| {sys} MHz | {} MHz | {into:.2} Mbit/s ({:.0} %) | {from:.2} Mbit/s ({:.0} %) |",
+                hz / 1_000_000,
+                into * 1e8 / f64::from(hz),
+                from * 1e8 / f64::from(hz)
+            );
+            drop(cli.interrupt(Duration::from_secs(20)));
+            drop(ns);
+        }
     }
 }
 

@@ -464,7 +464,13 @@ fn fill(link: &SharedLink<8>) {
 /// Waits for a transfer's end, or for the link to have bytes for the line (a frame from the
 /// stack, a freed slot, its timer) while a TX buffer is free.
 async fn wait(link: &SharedLink<8>) {
+    // Looked at once; any wake after that ends the wait (the loop looks again): the link's
+    // timers are not recomputed at every poll.
+    let mut first = true;
     let woken = poll_fn(|cx| {
+        if !core::mem::take(&mut first) {
+            return Poll::Ready(());
+        }
         WAKER.register(cx.waker());
         link.register_line(cx.waker());
         let (received, tx_free) = critical_section::with(|cs| {
