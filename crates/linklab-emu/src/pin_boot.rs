@@ -85,9 +85,7 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
     let carry = match carry {
         Carry::Spi { .. } => {
             options.spi.check()?;
-            Carry::Spi {
-                hz: options.spi.hz,
-            }
+            Carry::Spi { hz: options.spi.hz }
         }
         other => {
             if options.spi != SpiMaster::default() {
@@ -359,7 +357,10 @@ pub fn boot_spi_device(
             .filter(|i| i.carry == PinCarry::Spi)
             .map(|i| i.name)
             .collect();
-        bail_usage!("--spi-emu {image}: not an SPI image (those are {})", spi.join(", "));
+        bail_usage!(
+            "--spi-emu {image}: not an SPI image (those are {})",
+            spi.join(", ")
+        );
     }
     let harness_dir = pin_board::harness_dir();
     if !harness_dir.join("node_modules/rp2040js").exists() {

@@ -96,7 +96,14 @@ impl SpiBridge {
         let thread = std::thread::Builder::new()
             .name("spi-bridge".into())
             .spawn(move || {
-                linklab_serve::serial::bridge_spi_emu(stream, hz, "the emulated Pico", tap, &name, &*given)
+                linklab_serve::serial::bridge_spi_emu(
+                    stream,
+                    hz,
+                    "the emulated Pico",
+                    tap,
+                    &name,
+                    &*given,
+                )
             })
             .context("cannot start the SPI bridge's thread")?;
         Ok(SpiBridge {

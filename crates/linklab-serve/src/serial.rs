@@ -19,9 +19,9 @@ pub mod spi_emu;
 pub mod spidev;
 mod tty;
 
+pub use bridge::{Stop, StopPipe};
 /// The payload sizes the self-test takes, smallest and largest.
 pub use linklab_serial::{selftest::MIN_SIZE, MAX_PAYLOAD};
-pub use bridge::{Stop, StopPipe};
 pub use port::{Line, SerialLink};
 pub use selftest::Options as SelfTestOptions;
 pub use tty::{baud, BAUDS};

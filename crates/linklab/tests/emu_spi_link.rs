@@ -92,7 +92,11 @@ fn spi_link_selftest_through_linklab_serial_loses_nothing() {
     assert_eq!(report.line_bytes_per_s, 20_000_000 / 8);
     assert_eq!(report.sizes.len(), 2);
     for s in &report.sizes {
-        assert_eq!((s.sent, s.received, s.lost, s.corrupt), (16, 16, 0, 0), "{s:?}");
+        assert_eq!(
+            (s.sent, s.received, s.lost, s.corrupt),
+            (16, 16, 0, 0),
+            "{s:?}"
+        );
         assert_eq!(s.rx_errors, 0, "a clean line: {s:?}");
     }
     println!("{}", String::from_utf8_lossy(&out.stdout));
@@ -131,7 +135,11 @@ impl Host {
         self.line.read(&mut self.link).unwrap();
         self.line.write(&mut self.link).unwrap();
         let now = self.line.now_us();
-        let until = self.link.poll_at(now).map(|t| t.min(now + 20_000)).or(Some(now + 20_000));
+        let until = self
+            .link
+            .poll_at(now)
+            .map(|t| t.min(now + 20_000))
+            .or(Some(now + 20_000));
         self.line.wait(&[], until).unwrap();
     }
 
@@ -152,7 +160,10 @@ impl Host {
         let mut tester = Tester::new(plan, self.line.now_us() as u32 | 1);
         let (mut sent, mut received, mut corrupt) = (0, 0, 0);
         while !tester.is_done() {
-            assert!(started.elapsed() < Duration::from_secs(600), "self-test stalled");
+            assert!(
+                started.elapsed() < Duration::from_secs(600),
+                "self-test stalled"
+            );
             let now = self.line.now_us();
             tester.poll(&mut self.link, now, |e| {
                 if let Event::PhaseDone(p) = e {
@@ -215,7 +226,10 @@ fn spi_link_resumes_after_garbage_a_cut_frame_unready_transfers_and_a_host_resta
     let (sent, received, corrupt) = host.selftest(2);
     assert_eq!((received, corrupt), (sent, 0), "after the cut frame");
     let c = host.link.counters();
-    assert!(c.tx_retransmissions > before.tx_retransmissions, "the cut frame went again: {c:?}");
+    assert!(
+        c.tx_retransmissions > before.tx_retransmissions,
+        "the cut frame went again: {c:?}"
+    );
 
     // Unready: 20 transfers back to back that do not wait for the device to re-arm.
     for seed in 0..20 {
@@ -240,18 +254,45 @@ fn spi_link_resumes_after_garbage_a_cut_frame_unready_transfers_and_a_host_resta
 #[test]
 fn linklab_serial_refuses_bad_spi_options_with_one_line() {
     let cases: [(&[&str], &str); 5] = [
-        (&["serial", "--spidev", "/dev/spidev0.0", "--selftest"], "--ready-line"),
-        (&["serial", "--spi-emu", "nope", "--selftest"], "--image nope"),
         (
-            &["serial", "--spi-emu", "spi-link", "--spi-hz", "40000000", "--selftest"],
+            &["serial", "--spidev", "/dev/spidev0.0", "--selftest"],
+            "--ready-line",
+        ),
+        (
+            &["serial", "--spi-emu", "nope", "--selftest"],
+            "--image nope",
+        ),
+        (
+            &[
+                "serial",
+                "--spi-emu",
+                "spi-link",
+                "--spi-hz",
+                "40000000",
+                "--selftest",
+            ],
             "--spi-hz 40000000",
         ),
         (
-            &["serial", "--dev", "/dev/null", "--spi-gap-us", "5", "--selftest"],
+            &[
+                "serial",
+                "--dev",
+                "/dev/null",
+                "--spi-gap-us",
+                "5",
+                "--selftest",
+            ],
             "not with --dev",
         ),
         (
-            &["serial", "--dev", "/dev/null", "--spidev", "/dev/spidev0.0", "--selftest"],
+            &[
+                "serial",
+                "--dev",
+                "/dev/null",
+                "--spidev",
+                "/dev/spidev0.0",
+                "--selftest",
+            ],
             "exactly one of",
         ),
     ];
@@ -272,22 +313,38 @@ fn iperf3_both_ways(ns: &Netns, kib: u64) -> [f64; 2] {
     let bytes = format!("{kib}K");
     let mut rates = [0.0; 2];
     for (i, reverse) in [false, true].into_iter().enumerate() {
-        let mut argv = vec!["iperf3", "-c", DEVICE, "-n", &bytes, "-J", "--connect-timeout", "60000"];
+        let mut argv = vec![
+            "iperf3",
+            "-c",
+            DEVICE,
+            "-n",
+            &bytes,
+            "-J",
+            "--connect-timeout",
+            "60000",
+        ];
         if reverse {
             argv.push("-R");
         }
         let out = ns.run(&argv);
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).expect("iperf3's JSON");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3's JSON");
         assert!(report.get("error").is_none(), "iperf3: {report}");
         let side = if reverse { "sum_sent" } else { "sum_received" };
         let device = &report["end"][side];
         let moved = device["bytes"].as_u64().unwrap_or(0);
         let secs = device["end"].as_f64().unwrap_or(0.0);
-        assert!(moved > 10_000 && secs > 0.0, "iperf3 -R={reverse}: {}", report["end"]);
+        assert!(
+            moved > 10_000 && secs > 0.0,
+            "iperf3 -R={reverse}: {}",
+            report["end"]
+        );
         if reverse {
             let host = common::end_bytes(&report, "sum_received");
-            assert!(host >= kib * 1024, "every byte asked, from the device: {}", report["end"]);
+            assert!(
+                host >= kib * 1024,
+                "every byte asked, from the device: {}",
+                report["end"]
+            );
         }
         rates[i] = moved as f64 * 8.0 / secs / 1e6;
         println!(
@@ -301,7 +358,13 @@ fn iperf3_both_ways(ns: &Netns, kib: u64) -> [f64; 2] {
 
 /// Boots `image` (`elf`) by `linklab emu pico` with the master at `hz` in a namespace of its
 /// own, its TAP addressed, and waits until it answers a ping.
-fn boot_board(tag: &str, image: &str, elf: &std::path::Path, hz: u32, status: &Status) -> (Netns, common::ChildGuard) {
+fn boot_board(
+    tag: &str,
+    image: &str,
+    elf: &std::path::Path,
+    hz: u32,
+    status: &Status,
+) -> (Netns, common::ChildGuard) {
     let ns = Netns::new(tag);
     let cli = ns.spawn(&[
         linklab_bin().to_str().unwrap(),
@@ -381,11 +444,24 @@ fn spi_link_sweep() {
     println!("| clk_sys | SPI clock | echo goodput each way | of the SPI bit rate | frames lost | link rx errors | retransmissions | 16 B round trip p50 / p99 |");
     println!("|---|---|---|---|---|---|---|---|");
     for (image, elf, sys) in [("spi-link", &elf125, 125), ("spi-link-240", &elf240, 240)] {
-        for hz in [10_000_000u32, 11_000_000, 15_000_000, 20_000_000, 25_000_000, 31_250_000] {
+        for hz in [
+            10_000_000u32,
+            11_000_000,
+            15_000_000,
+            20_000_000,
+            25_000_000,
+            31_250_000,
+        ] {
             let json = dir.join(format!("{image}-{hz}.json"));
             let out = std::process::Command::new(linklab_bin())
                 .args(["serial", "--spi-emu", image, "--elf", elf.to_str().unwrap()])
-                .args(["--spi-hz", &hz.to_string(), "--selftest", "--sizes", "16,1514"])
+                .args([
+                    "--spi-hz",
+                    &hz.to_string(),
+                    "--selftest",
+                    "--sizes",
+                    "16,1514",
+                ])
                 .args(["--rtt-frames", "20", "--stream-frames", "40", "--json"])
                 .arg(&json)
                 .output()
@@ -394,7 +470,10 @@ fn spi_link_sweep() {
                 println!(
                     "| {sys} MHz | {} MHz | no result: {} | | | | | |",
                     f64::from(hz) / 1e6,
-                    String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+                    String::from_utf8_lossy(&out.stderr)
+                        .lines()
+                        .last()
+                        .unwrap_or("")
                 );
                 continue;
             };

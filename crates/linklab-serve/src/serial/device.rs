@@ -11,10 +11,10 @@ use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
+use super::bridge::Stop;
 use super::counters_line;
 use super::port::Port;
 use crate::serve::apps::Apps;
-use super::bridge::Stop;
 
 /// How long a stop waits for the link to carry the RSTs of the connections it resets: a few
 /// of the link's retransmission timeouts.

@@ -76,7 +76,11 @@ impl Port {
 
     /// Sleeps until the line has news, one of `fds` is readable, or `timeout` passes (on the
     /// link's clock).
-    pub fn wait(&mut self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> anyhow::Result<()> {
+    pub fn wait(
+        &mut self,
+        fds: &[BorrowedFd<'_>],
+        timeout: Option<Duration>,
+    ) -> anyhow::Result<()> {
         let until = timeout.map(|t| self.now().saturating_add(t.as_micros() as u64));
         self.line.wait(fds, until)
     }

@@ -8,9 +8,9 @@ use anyhow::bail;
 use linklab_serial::selftest::{Event, PhaseKind, Plan, Tester};
 use linklab_serial::State;
 
+use super::bridge::Stop;
 use super::counters_line;
 use super::port::Port;
-use super::bridge::Stop;
 use linklab_results::rtt::{new_histogram, Distribution};
 use linklab_results::serial::{SerialReport, SizeResult};
 
@@ -36,7 +36,11 @@ struct Gathered {
 }
 
 /// Runs the self-test, prints its table and returns its document.
-pub fn run(port: &mut Port, options: &Options, signals: &impl Stop) -> anyhow::Result<SerialReport> {
+pub fn run(
+    port: &mut Port,
+    options: &Options,
+    signals: &impl Stop,
+) -> anyhow::Result<SerialReport> {
     let line = port.line.bytes_per_s();
     let dev = port.line.describe();
     // The line's bit rate: a UART's baud, an SPI bus's clock.

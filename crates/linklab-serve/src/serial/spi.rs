@@ -134,7 +134,10 @@ impl<B: SpiBus> SpiLine<B> {
         self.counts.link_bytes_out += mine as u64;
         self.pins = pins;
         if self.trace {
-            let used = self.rx[..len].iter().rposition(|&b| b != 0).map_or(0, |k| k + 1);
+            let used = self.rx[..len]
+                .iter()
+                .rposition(|&b| b != 0)
+                .map_or(0, |k| k + 1);
             eprintln!(
                 "spi: t={}us len={len} mine={mine} device={used} ready={} request={}",
                 self.bus.now_us(),
@@ -144,7 +147,10 @@ impl<B: SpiBus> SpiLine<B> {
         }
         // The idle line after the device's last byte: one delimiter closes what came before,
         // the rest the deframer would only skip.
-        let used = self.rx[..len].iter().rposition(|&b| b != 0).map_or(0, |k| k + 2);
+        let used = self.rx[..len]
+            .iter()
+            .rposition(|&b| b != 0)
+            .map_or(0, |k| k + 2);
         self.news |= used > 0;
         link.handle_input(self.bus.now_us(), &self.rx[..used.min(len)]);
         let rx = &self.rx[..len];

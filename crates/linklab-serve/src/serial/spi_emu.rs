@@ -111,7 +111,12 @@ impl EmuBus {
         self.clock(tx, rx, false)
     }
 
-    fn clock(&mut self, tx: &[u8], rx: &mut [u8], wait_ready: bool) -> anyhow::Result<Option<Pins>> {
+    fn clock(
+        &mut self,
+        tx: &[u8],
+        rx: &mut [u8],
+        wait_ready: bool,
+    ) -> anyhow::Result<Option<Pins>> {
         let mut body = Vec::with_capacity(6 + tx.len());
         body.push(b'X');
         body.extend_from_slice(&self.hz.to_be_bytes());

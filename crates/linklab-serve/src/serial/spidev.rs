@@ -111,7 +111,10 @@ impl SpidevBus {
         let mut polls = vec![PollFd::new(self.lines.as_fd(), PollFlags::POLLIN)];
         polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
         let ms = timeout.as_micros().div_ceil(1000).min(60_000) as u32;
-        match poll(&mut polls, PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)) {
+        match poll(
+            &mut polls,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
             Ok(_) | Err(Errno::EINTR) => {}
             Err(e) => return Err(std::io::Error::from(e)).context("waiting for the GPIO lines"),
         }
@@ -237,7 +240,9 @@ mod tests {
             request: 24,
             ..pins.clone()
         };
-        let e = SpidevBus::open("/dev/spidev0.0", 20_000_000, &same).err().unwrap();
+        let e = SpidevBus::open("/dev/spidev0.0", 20_000_000, &same)
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("two different lines"), "{e}");
         let e = SpidevBus::open("/nonexistent/spidev9.9", 20_000_000, &pins)
             .err()

@@ -119,7 +119,11 @@ impl Args {
 impl Args {
     /// The line: exactly one of --dev, --spidev, --spi-emu, each with its own options.
     fn transport(&self) -> anyhow::Result<(Transport, Option<linklab_emu::pin_boot::SpiDevice>)> {
-        let chosen = [self.dev.is_some(), self.spidev.is_some(), self.spi_emu.is_some()];
+        let chosen = [
+            self.dev.is_some(),
+            self.spidev.is_some(),
+            self.spi_emu.is_some(),
+        ];
         if chosen.iter().filter(|&&c| c).count() != 1 {
             bail_usage!("give exactly one of --dev PATH, --spidev PATH or --spi-emu IMAGE");
         }
@@ -173,10 +177,7 @@ impl Args {
             self.status.clone(),
             std::time::Duration::from_secs(60),
         )?;
-        let stream = device
-            .stream
-            .try_clone()
-            .context("the harness's socket")?;
+        let stream = device.stream.try_clone().context("the harness's socket")?;
         Ok((
             Transport::Emulated {
                 stream,

@@ -119,7 +119,11 @@ impl Routes for Stats {
             let sep = if i == 0 { "" } else { "," };
             written = written.and_then(|()| write!(w, "{sep}\"{k}\":{v}"));
         }
-        let law = if c.check_conservation().is_ok() { "ok" } else { "violated" };
+        let law = if c.check_conservation().is_ok() {
+            "ok"
+        } else {
+            "violated"
+        };
         written = written
             .and_then(|()| write!(w, "}},\"link_conservation\":\"{law}\""))
             .and_then(|()| {
@@ -201,7 +205,12 @@ async fn main(spawner: Spawner) {
     REQUEST.init(Output::new(p.PIN_21, Level::Low));
     // The three DMA channels are driven through their registers (spi.rs).
     let _dma = (p.DMA_CH0, p.DMA_CH1, p.DMA_CH2);
-    spi::setup(&mut common, &mut sm0, &mut sm1, [&mosi, &cs, &sck, &miso, &ready]);
+    spi::setup(
+        &mut common,
+        &mut sm0,
+        &mut sm1,
+        [&mosi, &cs, &sck, &miso, &ready],
+    );
     // The PIO block, its state machines and pins live as long as the device: dropped, they
     // would release the pins (main returns once the stack is up).
     static PIO_PARTS: StaticCell<PioParts> = StaticCell::new();

@@ -232,7 +232,9 @@ fn count_left(ch: usize) -> u32 {
 
 /// Stops the shifter and both channels; empties its FIFOs and shift counters.
 fn stop() {
-    pac::PIO0.ctrl().modify(|w| w.set_sm_enable(w.sm_enable() & !1));
+    pac::PIO0
+        .ctrl()
+        .modify(|w| w.set_sm_enable(w.sm_enable() & !1));
     let all = (1 << DMA_RX) | (1 << DMA_TX) | (1 << DMA_IDLE);
     pac::DMA.chan_abort().write(|w| w.set_chan_abort(all));
     while pac::DMA.chan_abort().read().chan_abort() & all != 0 {}
@@ -260,7 +262,8 @@ fn start(origin: u8, a: Armed, tx: &[TxSlot; 2]) {
     // bytes' channel when it ends (written through a non-triggering alias).
     let idle = pac::DMA.ch(DMA_IDLE);
     idle.read_addr().write_value(ZEROS.addr());
-    idle.write_addr().write_value(pac::PIO0.txf(0).as_ptr() as u32);
+    idle.write_addr()
+        .write_value(pac::PIO0.txf(0).as_ptr() as u32);
     idle.trans_count().write_value(BUF as u32);
     idle.al1_ctrl()
         .write_value(dma_ctrl(DREQ_TX0, false, false, DMA_IDLE as u8).0);
@@ -271,8 +274,13 @@ fn start(origin: u8, a: Armed, tx: &[TxSlot; 2]) {
     t.ctrl_trig()
         .write_value(dma_ctrl(DREQ_TX0, true, false, DMA_IDLE as u8));
     // `jmp origin`, then run: it pulls the first byte and raises READY.
-    pac::PIO0.sm(0).instr().write(|w| w.set_instr(u16::from(origin)));
-    pac::PIO0.ctrl().modify(|w| w.set_sm_enable(w.sm_enable() | 1));
+    pac::PIO0
+        .sm(0)
+        .instr()
+        .write(|w| w.set_instr(u16::from(origin)));
+    pac::PIO0
+        .ctrl()
+        .modify(|w| w.set_sm_enable(w.sm_enable() | 1));
 }
 
 /// Arms the next transfer if an RX buffer is free: the oldest committed TX bytes, or zeros.
@@ -417,7 +425,9 @@ fn fill(link: &SharedLink<8>) {
     loop {
         let free = critical_section::with(|cs| {
             let s = SHARED.borrow_ref(cs);
-            (0..2).find(|&i| !s.tx[i].committed).map(|i| (i, s.tx[i].dirty))
+            (0..2)
+                .find(|&i| !s.tx[i].committed)
+                .map(|i| (i, s.tx[i].dirty))
         });
         let Some((slot, dirty)) = free else { return };
         // SAFETY: an uncommitted TX buffer is the task's: no DMA reads it.

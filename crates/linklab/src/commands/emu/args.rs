@@ -147,23 +147,43 @@ impl LineArgs {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SpiArgs {
     /// The SPI clock in Hz, 1000000..=31250000 [default: 20000000].
-    #[arg(long, value_name = "HZ", help_heading = "The SPI master (the Pico's spi-link images)")]
+    #[arg(
+        long,
+        value_name = "HZ",
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
     pub spi_hz: Option<u32>,
     /// The host's gap between transfers, µs [default: 10, CBA's Pi].
-    #[arg(long, value_name = "US", hide_short_help = true,
-          help_heading = "The SPI master (the Pico's spi-link images)")]
+    #[arg(
+        long,
+        value_name = "US",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
     pub spi_gap_us: Option<u32>,
     /// The longer gap it leaves now and then, µs [default: 50, CBA's Pi].
-    #[arg(long, value_name = "US", hide_short_help = true,
-          help_heading = "The SPI master (the Pico's spi-link images)")]
+    #[arg(
+        long,
+        value_name = "US",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
     pub spi_tail_us: Option<u32>,
     /// How often the longer gap comes, per mille of transfers [default: 50].
-    #[arg(long, value_name = "N", hide_short_help = true,
-          help_heading = "The SPI master (the Pico's spi-link images)")]
+    #[arg(
+        long,
+        value_name = "N",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
     pub spi_tail_per_mille: Option<u32>,
     /// Idle half periods of SCK after each byte [default: 0].
-    #[arg(long, value_name = "N", hide_short_help = true,
-          help_heading = "The SPI master (the Pico's spi-link images)")]
+    #[arg(
+        long,
+        value_name = "N",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
     pub spi_byte_gap: Option<u32>,
 }
 
