@@ -260,7 +260,7 @@ fn linklab_serial_refuses_bad_spi_options_with_one_line() {
         ),
         (
             &["serial", "--spi-emu", "nope", "--selftest"],
-            "--image nope",
+            "not an SPI image",
         ),
         (
             &[

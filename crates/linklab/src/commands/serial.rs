@@ -35,7 +35,7 @@ pub struct Args {
     request_line: Option<u32>,
     /// The emulated Pico's SPI image (spi-link, spi-link-240) as the device: booted in
     /// rp2040js, its SPI master modelled on the chip's clock (every figure in that clock).
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", value_parser = spi_image)]
     spi_emu: Option<String>,
     /// With --spi-emu: this ELF of the image instead of building it.
     #[arg(long, value_name = "FILE", hide_short_help = true)]
@@ -113,6 +113,28 @@ impl Args {
             rtt_frames: self.rtt_frames,
             stream_frames: self.stream_frames,
         }))
+    }
+}
+
+/// Parses `--spi-emu`: one of the Pico's SPI images (a clap value parser).
+fn spi_image(s: &str) -> Result<String, String> {
+    use linklab_emu::pin_board::{PinBoard, PinCarry};
+    let images: Vec<&str> = PinBoard::by_name("pico")
+        .map(|b| {
+            b.images
+                .iter()
+                .filter(|i| i.carry == PinCarry::Spi)
+                .map(|i| i.name)
+                .collect()
+        })
+        .unwrap_or_default();
+    if images.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "not an SPI image of the Pico ({})",
+            images.join(", ")
+        ))
     }
 }
 

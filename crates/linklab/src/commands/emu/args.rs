@@ -150,6 +150,7 @@ pub struct SpiArgs {
     #[arg(
         long,
         value_name = "HZ",
+        hide_short_help = true,
         help_heading = "The SPI master (the Pico's spi-link images)"
     )]
     pub spi_hz: Option<u32>,

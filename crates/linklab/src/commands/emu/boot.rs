@@ -21,7 +21,7 @@ pub struct BootArgs {
     #[arg(value_name = "BOARD", value_parser = Bootable::by_name, required = true)]
     board: Option<Bootable>,
     /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file
-    /// (pico: soft-phy, the default, or soft-phy-one-core).
+    /// (pico: soft-phy, the default, soft-phy-one-core, spi-link or spi-link-240).
     ///
     /// A name from the board's row of `linklab emu boards`; the image is built from
     /// linklab's firmware/ folder when needed. Any other value is an ELF file booted as the
