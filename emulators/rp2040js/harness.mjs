@@ -3,11 +3,16 @@
 // - `--board rp2040-soft-phy` (the default; examples/boards/rp2040-soft-phy): the 10BASE-T
 //   line on its pins (soft-phy-line.mjs), joined by `linklab emu line` to a TAP;
 // - `--board w5500-evb-pico` (examples/boards/w5500-evb-pico): a WIZnet W5500 on SPI0
-//   (w5500.mjs, w5500-evb-pico.mjs), its port joined by `linklab emu line --frames` to a TAP.
+//   (w5500.mjs, w5500-evb-pico.mjs), its port joined by `linklab emu line --frames` to a TAP;
+// - `--board pico-spi` (examples/boards/rp2040-spi-link): the Pico as an SPI device, an SPI
+//   master model standing in for the host on its pins (spi-master.mjs, pico-spi.mjs), the
+//   host's transfers from `linklab serial` over the socket.
 //
 // Usage: node harness.mjs [--board B] --elf ELF --socket PATH [--status FILE] [--seconds S]
 //          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N]
 //          [--w5500-send-busy queue|ignore] [--w5500-faults PLAN]
+//          [--master-gap-ns N] [--master-tail-ns N] [--master-tail-per-mille N]
+//          [--master-byte-gap N] [--master-seed N]
 //   --oversample (rp2040-soft-phy): the line's samples per bit (`linklab emu line
 //   --oversample`, 2..8; 4 by default): the RX pin shows them at their rate in the chip's time.
 //   --inject (rp2040-soft-phy): the hostile line's cases (hostile.mjs) at times of the chip's
@@ -23,6 +28,9 @@
 //   is still on the line: `queue` (the default, assumed) or `ignore` (w5500.mjs).
 //   --w5500-faults (w5500-evb-pico): `header:N,send:M`: every Nth read of a frame's length
 //   header comes back corrupt, every Mth SEND is refused (w5500.mjs); counted in the status.
+//   --master-* (pico-spi): the SPI master's gap between transfers (10 000 ns), its tail gap
+//   (50 000 ns) and how often it comes (50 per mille), idle half periods after each byte (0),
+//   the seed of its draws (spi-master.mjs).
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
 // RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
 // machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them);
@@ -31,11 +39,21 @@
 import { createMachine, fail, run } from './machine.mjs';
 import { attachSoftPhyLine } from './soft-phy-line.mjs';
 import { attachW5500 } from './w5500-evb-pico.mjs';
+import { attachPicoSpi } from './pico-spi.mjs';
+import { checkOptions } from './spi-master.mjs';
 import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
 
-const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico'];
+const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico', 'pico-spi'];
 const USAGE =
-  'usage: [--board rp2040-soft-phy|w5500-evb-pico] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN]';
+  'usage: [--board rp2040-soft-phy|w5500-evb-pico|pico-spi] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN] [--master-gap-ns N] [--master-tail-ns N] [--master-tail-per-mille N] [--master-byte-gap N] [--master-seed N]';
+/// The pico-spi master's options by flag.
+const MASTER_FLAGS = {
+  '--master-gap-ns': 'gapNs',
+  '--master-tail-ns': 'tailNs',
+  '--master-tail-per-mille': 'tailPerMille',
+  '--master-byte-gap': 'byteGapHalfPeriods',
+  '--master-seed': 'seed',
+};
 
 
 /// The hostile line's plan as a device: started by SIGUSR1, each case once the chip's clock
@@ -90,6 +108,8 @@ function parseArgs(argv) {
     sendWhileBusy: 'queue',
     faults: {},
     w5500Options: false,
+    master: { gapNs: 10_000, tailNs: 50_000, tailPerMille: 50, byteGapHalfPeriods: 0, seed: 0x5eed, readyTimeoutNs: 20e6 },
+    masterSet: false,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -111,6 +131,10 @@ function parseArgs(argv) {
       args.w5500Options = true;
     }
     else if (flag === '--oversample') args.oversample = Number(value);
+    else if (MASTER_FLAGS[flag]) {
+      args.master[MASTER_FLAGS[flag]] = Number(value);
+      args.masterSet = true;
+    }
     else if (flag === '--inject') {
       try {
         args.inject = parsePlan(value);
@@ -129,6 +153,13 @@ function parseArgs(argv) {
   if (args.board !== 'w5500-evb-pico' && (args.pcap || args.w5500Options)) {
     fail('--pcap, --spi-gap-sck and --w5500-*: only with --board w5500-evb-pico');
   }
+  const bad = checkOptions(args.master);
+  if (bad) fail(`--master-*: ${bad}`);
+  if (!(Number.isInteger(args.master.seed) && args.master.seed >= 0)) fail('--master-seed: a non-negative integer');
+  if (args.board !== 'pico-spi' && args.masterSet) fail('--master-*: only with --board pico-spi');
+  if (args.board === 'pico-spi' && args.inject.length > 0) {
+    fail('--inject: not with --board pico-spi');
+  }
   if (args.board === 'w5500-evb-pico' && args.inject.length > 0) {
     fail('--inject: only with --board rp2040-soft-phy (the hostile cases are on its line)');
   }
@@ -141,6 +172,17 @@ function parseArgs(argv) {
 function main() {
   const args = parseArgs(process.argv.slice(2));
   const mcu = createMachine(args.elf);
+  if (args.board === 'pico-spi') {
+    attachPicoSpi(mcu, args.socket, args.master, (device) => {
+      run(mcu, {
+        devices: [device],
+        statusFile: args.status,
+        seconds: args.seconds,
+        onExit: () => device.close(),
+      });
+    });
+    return;
+  }
   if (args.board === 'w5500-evb-pico') {
     const options = { pcap: args.pcap, spiGapSck: args.spiGapSck, sendWhileBusy: args.sendWhileBusy, faults: args.faults };
     attachW5500(mcu, args.socket, options, (device) => {

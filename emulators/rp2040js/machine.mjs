@@ -163,6 +163,9 @@ export function createClock(mcu, devices = []) {
   const chain = (fs) => (fs.length === 0 ? null : fs.length === 1 ? fs[0] : (m) => fs.forEach((f) => f(m)));
   const before = [0, 1, 2, 3].map((i) => chain(devices.map((d) => d.beforePioStep?.[i]).filter(Boolean)));
   const after = [0, 1, 2, 3].map((i) => chain(devices.map((d) => d.afterPioStep?.[i]).filter(Boolean)));
+  // A device stepped once per cycle of the chip's clock while its `cycling` is true (the SPI
+  // master: its edges land on the cycle they fall in, between the state machines' steps).
+  const cycler = devices.find((d) => d.cycle) ?? null;
   const acc = [0, 0, 0, 0];
   const div = [256, 256, 256, 256];
   /// Steps each state machine still owes its last instruction's delay.
@@ -181,6 +184,10 @@ export function createClock(mcu, devices = []) {
     coreCycles: [0, 0],
     asleep: [0, 0],
     maxLead: 0,
+    /// Set by a device to stop the chip's clock after the instruction under way (the SPI
+    /// master holding the chip while the host prepares its next transfer); `run` steps no
+    /// further until the device clears it.
+    halt: false,
     /// Cycle of the chip's clock until which each core is held (`stall`).
     heldUntil: [0, 0],
     step,
@@ -218,6 +225,18 @@ export function createClock(mcu, devices = []) {
   function advance(n, nsPerCycle) {
     state.cycles += n;
     clock.tick(n * nsPerCycle);
+    if (cycler !== null && cycler.cycling) {
+      // Cycle by cycle: the device at each cycle's time, then the state machines' step.
+      const end = clock.nanos;
+      for (let c = n - 1; c >= 0; c--) {
+        cycler.cycle(end - c * nsPerCycle);
+        stepPio(0, 1);
+        stepPio(1, 1);
+        stepPio(2, 1);
+        stepPio(3, 1);
+      }
+      return;
+    }
     stepPio(0, n);
     stepPio(1, n);
     stepPio(2, n);
@@ -238,7 +257,7 @@ export function createClock(mcu, devices = []) {
 
   /// Core 0 alone while core 1 is in the pen or in reset: as the single-core harness was.
   function stepCore0(end, nsPerCycle) {
-    while (state.cycles < end && !pair.running) {
+    while (state.cycles < end && !pair.running && !state.halt) {
       const asleep = core0.waiting;
       const n = execute(core0, 0);
       if (asleep) state.asleep[0] += n;
@@ -254,7 +273,7 @@ export function createClock(mcu, devices = []) {
     const core1 = pair.cores[1];
     const c = state.coreCycles;
     const held = state.heldUntil;
-    while (state.cycles < end && pair.running) {
+    while (state.cycles < end && pair.running && !state.halt) {
       const run0 = !core0.waiting && state.cycles >= held[0];
       const run1 = !core1.waiting && state.cycles >= held[1];
       if (run0 && (!run1 || c[0] <= c[1])) c[0] += execute(core0, 0);
@@ -289,7 +308,7 @@ export function createClock(mcu, devices = []) {
     for (let i = 0; i < 4; i++) {
       div[i] = ((sms[i].clockDivInt || 65536) << 8) + sms[i].clockDivFrac;
     }
-    while (state.cycles < end) {
+    while (state.cycles < end && !state.halt) {
       if (pair.running) stepBoth(end, nsPerCycle);
       else stepCore0(end, nsPerCycle);
     }
@@ -314,13 +333,20 @@ export function createClock(mcu, devices = []) {
 /// - `afterPioStep[i](mcu)`: called after it stepped (to sample pins);
 /// - `endOfSlice(chip)`: called after each slice with the clock (`createClock`'s state: its
 ///   `cycles`, `stall(k, cycles)`), for flow control of a socket or timed injections;
-/// - `status()`: fields merged into the status line.
+/// - `status()`: fields merged into the status line;
+/// - `attach(chip)`: called once with the clock before the first slice (a device that halts
+///   it: `chip.halt`);
+/// - `cycle(ns)` and `cycling`: stepped once per cycle of the chip's clock, at that cycle's
+///   time and before the state machines' steps, while `cycling` is true (one such device).
+/// While `chip.halt` is set no slice steps the chip; the event loop runs (the device's socket)
+/// until the device clears it.
 /// `statusFile` (or null) is rewritten about every 50 ms of real time with one JSON line.
 export function run(mcu, { devices = [], statusFile = null, seconds = Infinity, onExit = () => {} } = {}) {
   const { clock, pair } = mcu;
   const chip = createClock(mcu, devices);
   let lastReport = Date.now();
   const started = Date.now();
+  for (const d of devices) d.attach?.(chip);
 
   function report(final) {
     const realS = (Date.now() - started) / 1000;
@@ -350,7 +376,7 @@ export function run(mcu, { devices = [], statusFile = null, seconds = Infinity, 
 
   function slice() {
     try {
-      chip.step(Math.max(1, Math.round((mcu.clkSys * SLICE_NS) / 1e9)));
+      if (!chip.halt) chip.step(Math.max(1, Math.round((mcu.clkSys * SLICE_NS) / 1e9)));
     } catch (e) {
       report(true);
       fail(e.message);

@@ -321,6 +321,7 @@ impl Lab {
             pcap: None,
             w5500_faults: None,
             connect_timeout: BOOT_TIMEOUT,
+            spi: Default::default(),
         })?;
         // The TAP in the namespace; the harness from this thread, which outlives the board.
         let (prepared, tap) = lab.in_netns(move || {

@@ -60,6 +60,7 @@ pub mod phy10_boards;
 pub mod pin_board;
 pub mod pin_boot;
 pub mod pin_line;
+pub mod pin_spi;
 pub mod pin_throughput;
 pub mod predict;
 pub mod qemu;

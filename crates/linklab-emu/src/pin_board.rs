@@ -1,7 +1,8 @@
 //! The boards that run at the pin level in rp2040js (emulators/rp2040js) rather than in QEMU:
 //! linklab's RP2040 board examples, built as they are from `examples/boards/`, with what the
 //! board has outside the chip modelled by the harness (the 10BASE-T line on the soft-PHY
-//! example's pins; the W5500-EVB-Pico's W5500 on SPI0). One table, board × image, as
+//! example's pins; the W5500-EVB-Pico's W5500 on SPI0; the host's SPI master on the Pico's
+//! pins). One table, board × image, as
 //! [`crate::board`] is for QEMU; `linklab emu BOARD` boots both ([`crate::pin_boot`]).
 
 use std::path::{Path, PathBuf};
@@ -53,13 +54,16 @@ pub enum PinCarry {
     },
     /// Whole frames to and from a modelled Ethernet chip.
     Frames,
+    /// SPI transfers: the harness's master model asks the host's end of linklab-serial's link
+    /// (linklab-serve's SPI line) for each one ([`crate::pin_spi`]).
+    Spi,
 }
 
 /// The pin-level boards.
 pub static PIN_BOARDS: [PinBoard; 2] = [
     PinBoard {
         name: "pico",
-        about: "Raspberry Pi Pico: RP2040 (two Cortex-M0+ at 120 MHz), the 10BASE-T soft PHY on GP2-GP4",
+        about: "Raspberry Pi Pico: RP2040 (two Cortex-M0+), the 10BASE-T soft PHY on GP2-GP4 or an SPI device on GP16-GP21",
         images: &[
             PinImage {
                 name: "soft-phy",
@@ -78,6 +82,24 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
                 debug_info: true,
                 features: "one-core,cpu-decoder",
                 carry: PinCarry::Samples { oversample: 4 },
+            },
+            PinImage {
+                name: "spi-link",
+                about: "an SPI device (PIO and DMA) to the host's master: linklab-serial's link, embassy-net and the apps, 125 MHz",
+                example: "rp2040-spi-link",
+                harness_board: "pico-spi",
+                debug_info: false,
+                features: "",
+                carry: PinCarry::Spi,
+            },
+            PinImage {
+                name: "spi-link-240",
+                about: "the same at clk_sys 240 MHz (CBA's link speed tests' clock)",
+                example: "rp2040-spi-link",
+                harness_board: "pico-spi",
+                debug_info: false,
+                features: "sys-240mhz",
+                carry: PinCarry::Spi,
             },
         ],
     },
@@ -259,6 +281,6 @@ mod tests {
         }
         assert!(PinBoard::by_name("pico").is_some());
         let e = PIN_BOARDS[0].image(Some("nope")).unwrap_err().to_string();
-        assert!(e.contains("soft-phy, soft-phy-one-core"), "{e}");
+        assert!(e.contains("soft-phy, soft-phy-one-core, spi-link"), "{e}");
     }
 }

@@ -27,6 +27,7 @@ use linklab_serve::serve::StopSignals;
 use crate::line::LineOptions;
 use crate::pin_board::{self, PinBoard, PinCarry, PinImage};
 use crate::pin_line::{self, Carry, Connected, PinLineOptions};
+use crate::pin_spi::SpiMaster;
 
 /// What boots a pin-level board.
 #[derive(Clone, Debug)]
@@ -54,6 +55,8 @@ pub struct PinBootOptions {
     pub w5500_faults: Option<String>,
     /// How long to wait for the harness to load the ELF and connect.
     pub connect_timeout: Duration,
+    /// An SPI image (`spi-link`): the harness's SPI master (its clock and gaps).
+    pub spi: SpiMaster,
 }
 
 /// A board ready to start: the options checked, the example built.
@@ -84,6 +87,18 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
     if options.w5500_faults.is_some() && image.harness_board != "w5500-evb-pico" {
         bail_usage!("--w5500-faults: only for w5500-evb-pico (the W5500 model's faults)");
     }
+    let carry = match carry {
+        Carry::Spi { .. } => {
+            options.spi.check()?;
+            Carry::Spi { hz: options.spi.hz }
+        }
+        other => {
+            if options.spi != SpiMaster::default() {
+                bail_usage!("--spi-*: only for an SPI image (pico's spi-link, spi-link-240)");
+            }
+            other
+        }
+    };
     let tap = &options.tap;
     if Path::new("/sys/class/net").join(tap).exists() {
         bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
@@ -149,6 +164,15 @@ fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<
         bail_usage!("{flag}: not at the pin level (the harness's line is clean; see emulators/rp2040js/hostile.mjs for its faults)");
     }
     match image.carry {
+        PinCarry::Spi => {
+            if line.oversample.is_some() || pcap {
+                bail_usage!(
+                    "--oversample and --pcap: {} carries SPI transfers, not line samples or frames",
+                    image.name
+                );
+            }
+            Ok(Carry::Spi { hz: 0 })
+        }
         PinCarry::Frames => {
             if line.oversample.is_some() {
                 bail_usage!(
@@ -219,6 +243,9 @@ impl PreparedPin {
         }
         if let Some(faults) = &o.w5500_faults {
             cmd.args(["--w5500-faults", faults]);
+        }
+        if let Carry::Spi { .. } = &self.carry {
+            cmd.args(o.spi.harness_args());
         }
         crate::qemu::signals_unblocked(&mut cmd);
         crate::qemu::dies_with_us(&mut cmd);
@@ -313,6 +340,92 @@ impl BootedPin {
         harness.stop();
         connected.stop()
     }
+}
+
+/// An SPI image of the Pico booted for `linklab serial --spi-emu`: the harness connected, its
+/// socket for linklab-serve's SPI line ([`linklab_serve::serial::Transport::Emulated`]).
+pub struct SpiDevice {
+    /// The harness's socket.
+    pub stream: std::os::unix::net::UnixStream,
+    harness: Harness,
+    _dir: tempfile::TempDir,
+}
+
+impl SpiDevice {
+    /// Stops the harness.
+    pub fn stop(mut self) {
+        self.harness.stop();
+    }
+}
+
+/// Builds the Pico's SPI image `image` (unless `elf`), starts the harness with `master`'s
+/// settings (its status to `status`), and waits up to `timeout` for it to connect.
+pub fn boot_spi_device(
+    image: &str,
+    elf: Option<PathBuf>,
+    master: &SpiMaster,
+    status: Option<PathBuf>,
+    timeout: Duration,
+) -> anyhow::Result<SpiDevice> {
+    master.check()?;
+    let Some(board) = PinBoard::by_name("pico") else {
+        bail!("no pico board in the pin-level table");
+    };
+    let img = board.image(Some(image))?;
+    if img.carry != PinCarry::Spi {
+        let spi: Vec<_> = board
+            .images
+            .iter()
+            .filter(|i| i.carry == PinCarry::Spi)
+            .map(|i| i.name)
+            .collect();
+        bail_usage!(
+            "--spi-emu {image}: not an SPI image (those are {})",
+            spi.join(", ")
+        );
+    }
+    let harness_dir = pin_board::harness_dir();
+    if !harness_dir.join("node_modules/rp2040js").exists() {
+        bail!(
+            "{} has no rp2040js: run `npm ci` there (scripts/setup does)",
+            harness_dir.display()
+        );
+    }
+    let elf = match elf {
+        Some(elf) if elf.is_file() => elf,
+        Some(elf) => bail_usage!("--elf {}: no such file", elf.display()),
+        None => pin_board::build(img)?,
+    };
+    let dir = crate::scratch::private_dir("linklab-spi-")?;
+    let socket = crate::line::Socket::bind_at(dir.path().join("spi.sock"))?;
+    let mut cmd = Command::new("node");
+    cmd.arg(harness_dir.join("harness.mjs"))
+        .args(["--board", img.harness_board])
+        .arg("--elf")
+        .arg(&elf)
+        .arg("--socket")
+        .arg(dir.path().join("spi.sock"))
+        .args(master.harness_args())
+        .stdin(Stdio::null());
+    if let Some(status) = &status {
+        cmd.arg("--status").arg(status);
+    }
+    crate::qemu::signals_unblocked(&mut cmd);
+    crate::qemu::dies_with_us(&mut cmd);
+    let child = cmd.spawn().context("cannot start node")?;
+    let mut harness = Harness(Some(child));
+    let stream = match socket.accept(timeout) {
+        Ok(s) => s,
+        Err(e) => {
+            harness.stop();
+            return Err(e);
+        }
+    };
+    Ok(SpiDevice {
+        stream,
+        harness,
+        _dir: dir,
+    })
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use linklab_tap::Tap;
 
 use crate::line::frames::FrameLine;
 use crate::line::{Line, LineSettings, Socket};
+use crate::pin_spi::SpiBridge;
 
 /// What `linklab emu line` takes.
 #[derive(Clone, Debug)]
@@ -43,6 +44,12 @@ pub enum Carry {
     /// Whole Ethernet frames, unpaced (`--frames`: for a device emulator that models its
     /// own MAC and line).
     Frames,
+    /// SPI transfers at `hz` from the harness's master model: the TAP bridged to
+    /// linklab-serial's link over them ([`crate::pin_spi`]).
+    Spi {
+        /// The SPI clock.
+        hz: u32,
+    },
 }
 
 /// The line's TAP made and its socket listening.
@@ -79,6 +86,7 @@ impl Listening {
             match &o.carry {
                 Carry::Samples(line) => format!("at {}x", line.oversample),
                 Carry::Frames => "with whole frames".to_string(),
+                Carry::Spi { hz } => format!("over SPI at {} MHz", f64::from(*hz) / 1e6),
             },
             o.socket.display()
         )
@@ -90,6 +98,9 @@ impl Listening {
         let line = match &self.options.carry {
             Carry::Samples(settings) => Running::Samples(Line::start(settings, self.tap, stream)?),
             Carry::Frames => Running::Frames(FrameLine::start(self.tap, stream)?),
+            Carry::Spi { hz } => {
+                Running::Spi(SpiBridge::start(self.tap, &self.options.tap, stream, *hz)?)
+            }
         };
         Ok(Connected {
             line,
@@ -115,6 +126,7 @@ impl Connected {
                 Carry::Samples(line) if line.no_pace => "unpaced",
                 Carry::Samples(_) => "paced at 10 Mbit/s",
                 Carry::Frames => "frames, unpaced",
+                Carry::Spi { .. } => "linklab-serial's link over the SPI master's transfers",
             }
         )
     }
@@ -147,6 +159,7 @@ impl Connected {
 enum Running {
     Samples(Line),
     Frames(FrameLine),
+    Spi(SpiBridge),
 }
 
 impl Running {
@@ -155,6 +168,7 @@ impl Running {
         match self {
             Running::Samples(l) => l.broken(),
             Running::Frames(l) => l.broken(),
+            Running::Spi(b) => b.broken(),
         }
     }
 
@@ -163,6 +177,7 @@ impl Running {
         match self {
             Running::Samples(l) => l.stop().summary(),
             Running::Frames(l) => l.stop().summary(),
+            Running::Spi(b) => b.stop(),
         }
     }
 }

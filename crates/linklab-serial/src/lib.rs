@@ -3,7 +3,7 @@
 //!
 //! Layers, bottom to top:
 //!
-//! * [`framing`]: COBS between 0x00 delimiters (the `cobs` crate); resynchronises after any
+//! * [`framing`]: COBS between 0x00 delimiters (the `cobs` crate's encoding); resynchronises after any
 //!   garbage at the next delimiter.
 //! * [`wire`]: the frame — a 10-byte header (kind, sequence, cumulative ACK, credits,
 //!   selective ACK, both ends' epochs), the payload (up to 1514 bytes: an Ethernet frame),

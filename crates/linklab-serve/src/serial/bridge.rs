@@ -4,7 +4,9 @@
 //! frames here.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use linklab_serial::MAX_PAYLOAD;
@@ -14,16 +16,80 @@ use super::port::Port;
 use crate::serve::StopSignals;
 use linklab_tap::Tap;
 
-/// Runs the bridge until SIGINT or SIGTERM.
-pub fn run(
+/// What stops a mode of `linklab serial`: SIGINT or SIGTERM ([`StopSignals`]), or another
+/// thread ([`StopPipe`]); readable when it fires.
+pub trait Stop: AsFd {
+    /// Why it stopped, once it has (a signal's number, "a stop").
+    fn take(&self) -> Option<String>;
+}
+
+impl Stop for StopSignals {
+    fn take(&self) -> Option<String> {
+        StopSignals::take(self).map(|s| format!("signal {s}"))
+    }
+}
+
+/// A stop another thread gives ([`StopPipe::stop`]): for a bridge run in a thread of its own.
+pub struct StopPipe {
+    rx: UnixStream,
+    tx: UnixStream,
+    stopped: AtomicBool,
+}
+
+impl StopPipe {
+    /// A stop not yet given.
+    pub fn new() -> std::io::Result<StopPipe> {
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        Ok(StopPipe {
+            rx,
+            tx,
+            stopped: AtomicBool::new(false),
+        })
+    }
+
+    /// Gives the stop: the mode ends at its next look.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let _ = std::io::Write::write(&mut &self.tx, &[1]);
+    }
+}
+
+impl AsFd for StopPipe {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.rx.as_fd()
+    }
+}
+
+impl Stop for StopPipe {
+    fn take(&self) -> Option<String> {
+        self.stopped
+            .load(Ordering::SeqCst)
+            .then(|| "a stop".to_string())
+    }
+}
+
+/// Runs the bridge until `signals` stops it.
+pub fn run<S: Stop>(
     port: &mut Port,
     name: &str,
     address: Option<(Ipv4Addr, u8)>,
-    signals: &StopSignals,
+    signals: &S,
 ) -> anyhow::Result<()> {
     let tap = Tap::open(name).map_err(|e| {
         anyhow::anyhow!("--tap {name}: cannot open the TAP interface (needs CAP_NET_ADMIN): {e}")
     })?;
+    run_on_tap(port, tap, name, address, signals)
+}
+
+/// Runs the bridge on `tap` (opened by the caller, named `name`) until `signals` stops it.
+pub fn run_on_tap<S: Stop>(
+    port: &mut Port,
+    tap: Tap,
+    name: &str,
+    address: Option<(Ipv4Addr, u8)>,
+    signals: &S,
+) -> anyhow::Result<()> {
     match address {
         Some((ip, prefix)) => {
             linklab_tap::set_ipv4(name, ip, prefix).with_context(|| {
@@ -62,7 +128,7 @@ pub fn run(
         }
         port.wait(&fds, port.timeout())?;
     };
-    println!("linklab serial: stopped by signal {stop}");
+    println!("linklab serial: stopped by {stop}");
     println!("{}", counters_line(port));
     println!("tap: refused {tap_refused} too_long {too_long}");
     Ok(())

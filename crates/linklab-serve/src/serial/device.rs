@@ -4,7 +4,6 @@
 //! MCU at the end of a UART would run, without the MCU.
 
 use std::net::Ipv4Addr;
-use std::os::fd::AsFd;
 use std::time::Duration;
 
 use linklab_perf::http::{RouteBody, Routes};
@@ -12,10 +11,10 @@ use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
 
+use super::bridge::Stop;
 use super::counters_line;
 use super::port::Port;
 use crate::serve::apps::Apps;
-use crate::serve::StopSignals;
 
 /// How long a stop waits for the link to carry the RSTs of the connections it resets: a few
 /// of the link's retransmission timeouts.
@@ -78,7 +77,7 @@ pub fn run(
     ip: Ipv4Addr,
     prefix: u8,
     mac: [u8; 6],
-    signals: &StopSignals,
+    signals: &impl Stop,
 ) -> anyhow::Result<()> {
     let mut config = IfaceConfig::new(EthernetAddress(mac).into());
     config.random_seed = u64::from(std::process::id()) ^ port.now();
@@ -136,7 +135,7 @@ pub fn run(
         let wait = port.timeout().map_or(STOP_POLL, |t| t.min(STOP_POLL));
         port.wait(&[], Some(wait))?;
     }
-    println!("linklab serial: stopped by signal {stop}");
+    println!("linklab serial: stopped by {stop}");
     println!("{}", counters_line(port));
     Ok(())
 }

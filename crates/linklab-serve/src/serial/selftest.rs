@@ -8,12 +8,11 @@ use anyhow::bail;
 use linklab_serial::selftest::{Event, PhaseKind, Plan, Tester};
 use linklab_serial::State;
 
+use super::bridge::Stop;
 use super::counters_line;
 use super::port::Port;
-use crate::serve::StopSignals;
 use linklab_results::rtt::{new_histogram, Distribution};
 use linklab_results::serial::{SerialReport, SizeResult};
-use std::os::fd::AsFd;
 
 /// How long the other end gets to answer the handshake.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,12 +38,13 @@ struct Gathered {
 /// Runs the self-test, prints its table and returns its document.
 pub fn run(
     port: &mut Port,
-    dev: &str,
-    baud: u32,
     options: &Options,
-    signals: &StopSignals,
+    signals: &impl Stop,
 ) -> anyhow::Result<SerialReport> {
-    let line = u64::from(baud) / 10;
+    let line = port.line.bytes_per_s();
+    let dev = port.line.describe();
+    // The line's bit rate: a UART's baud, an SPI bus's clock.
+    let baud = u32::try_from(line * if dev.contains(" baud") { 10 } else { 8 }).unwrap_or(u32::MAX);
     let started = std::time::Instant::now();
     while port.link.state() != State::Established {
         if signals.take().is_some() {
@@ -52,14 +52,14 @@ pub fn run(
         }
         if started.elapsed() > CONNECT_TIMEOUT {
             bail!(
-                "--dev {dev}: no linklab link answered within {} s (is `linklab serial` or a linklab device at the other end, at {baud} baud?)",
+                "{dev}: no linklab link answered within {} s (is `linklab serial` or a linklab device at the other end, at that rate?)",
                 CONNECT_TIMEOUT.as_secs()
             );
         }
         step(port, signals)?;
     }
     println!(
-        "linklab serial: self-test on {dev} at {baud} baud ({line} bytes/s each way), sizes {:?}",
+        "linklab serial: self-test on {dev} ({line} bytes/s each way), sizes {:?}",
         options.sizes
     );
     let plan = Plan {
@@ -91,7 +91,7 @@ pub fn run(
     let c = port.link.counters();
     let report = SerialReport {
         kind: "serial-selftest".into(),
-        device: dev.into(),
+        device: dev.clone(),
         baud,
         line_bytes_per_s: line,
         window: 8,
@@ -121,7 +121,7 @@ pub fn run(
 }
 
 /// One round of the port: read, write, wait for the next event (at most 50 ms).
-fn step(port: &mut Port, signals: &StopSignals) -> anyhow::Result<()> {
+fn step(port: &mut Port, signals: &impl Stop) -> anyhow::Result<()> {
     port.read()?;
     port.write()?;
     let timeout = port.timeout().map_or(Duration::from_millis(50), |t| {

@@ -1,11 +1,16 @@
-//! A serial port (or pseudo-terminal) opened raw and non-blocking at a standard baud rate.
+//! A serial port (or pseudo-terminal) opened raw and non-blocking at a standard baud rate,
+//! and the link's [`Line`] over it.
 
 use std::fs::File;
 use std::io::{self, Read as _, Write as _};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
-use anyhow::{anyhow, bail};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use nix::errno::Errno;
 use nix::fcntl::{open, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::stat::Mode;
 use nix::sys::termios::{self, BaudRate, ControlFlags, SetArg, SpecialCharacterIndices};
 
@@ -129,5 +134,121 @@ impl AsFd for Tty {
 impl AsRawFd for Tty {
     fn as_raw_fd(&self) -> RawFd {
         self.file.as_raw_fd()
+    }
+}
+
+/// A serial port as the link's line: bytes in as they come, out as the port takes them; the
+/// link's clock is real time since the port was opened.
+pub struct TtyLine {
+    tty: Tty,
+    path: String,
+    baud: u32,
+    out: Vec<u8>,
+    out_pos: usize,
+    started: Instant,
+}
+
+impl TtyLine {
+    /// The line over `tty`, opened at `path` at `baud`.
+    pub fn new(tty: Tty, path: &str, baud: u32) -> TtyLine {
+        TtyLine {
+            tty,
+            path: path.to_string(),
+            baud,
+            out: Vec::with_capacity(4096),
+            out_pos: 0,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl super::port::Line for TtyLine {
+    fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
+    }
+
+    fn read(&mut self, link: &mut super::port::SerialLink) -> anyhow::Result<()> {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = self
+                .tty
+                .read(&mut buf)
+                .map_err(hangup)
+                .context("reading --dev")?;
+            if n == 0 {
+                return Ok(());
+            }
+            link.handle_input(self.now_us(), &buf[..n]);
+        }
+    }
+
+    fn write(&mut self, link: &mut super::port::SerialLink) -> anyhow::Result<()> {
+        loop {
+            if self.out_pos < self.out.len() {
+                let n = self
+                    .tty
+                    .write(&self.out[self.out_pos..])
+                    .map_err(hangup)
+                    .context("writing --dev")?;
+                if n == 0 {
+                    return Ok(());
+                }
+                self.out_pos += n;
+                continue;
+            }
+            self.out.resize(4096, 0);
+            let now = self.now_us();
+            let n = link.poll_output(now, &mut self.out);
+            self.out.truncate(n);
+            self.out_pos = 0;
+            if n == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    fn wait(&mut self, fds: &[BorrowedFd<'_>], until_us: Option<u64>) -> anyhow::Result<()> {
+        let mut port = PollFlags::POLLIN;
+        if self.out_pos < self.out.len() {
+            port |= PollFlags::POLLOUT;
+        }
+        let mut polls = vec![PollFd::new(self.tty.as_fd(), port)];
+        polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
+        let timeout = match until_us {
+            None => PollTimeout::NONE,
+            Some(at) => {
+                let t = Duration::from_micros(at.saturating_sub(self.now_us()));
+                PollTimeout::try_from(t.as_micros().div_ceil(1000).min(60_000) as u32)
+                    .unwrap_or(PollTimeout::MAX)
+            }
+        };
+        match poll(&mut polls, timeout) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(io::Error::from(e)).context("waiting for --dev"),
+        }
+        let seen = polls[0].revents().unwrap_or(PollFlags::empty());
+        if seen.contains(PollFlags::POLLHUP) && !seen.contains(PollFlags::POLLIN) {
+            // A pseudo-terminal whose other side is closed: nothing will ever arrive.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("{} at {} baud", self.path, self.baud)
+    }
+
+    fn bytes_per_s(&self) -> u64 {
+        u64::from(self.baud) / 10
+    }
+}
+
+/// EIO on a terminal means its other side is gone (a pty's master closed, a USB adapter
+/// unplugged): say so.
+fn hangup(e: io::Error) -> anyhow::Error {
+    if e.raw_os_error() == Some(Errno::EIO as i32) {
+        anyhow::anyhow!("the device hung up (EIO)")
+    } else {
+        e.into()
     }
 }

@@ -159,7 +159,7 @@ fn every_manifest_depends_only_on_what_the_table_draws() {
     for m in &found {
         assert!(
             row_of(&m.name).is_some(),
-            "{} ({}): a package the layer table does not place (add a row to crates/linklab-tidy/tests/layers.rs and the README's picture)",
+            "{} ({}): a package the layer table does not place (add a row to crates/linklab-tidy/tests/layers/table.rs and the README's picture)",
             m.name,
             m.path.display()
         );

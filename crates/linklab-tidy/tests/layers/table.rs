@@ -218,6 +218,13 @@ pub const ROWS: &[Row] = &[
         ],
     },
     Row {
+        label: "examples/boards/rp2040-spi-link",
+        packages: &["rp2040-spi-link"],
+        layer: 4,
+        kind: "no_std",
+        uses: &["linklab-serial", "linklab-perf"],
+    },
+    Row {
         label: "examples/boards/teensy41",
         packages: &["teensy41"],
         layer: 4,

@@ -14,6 +14,7 @@ mod emu_rp2040js_harness;
 mod emu_rp2040js_two_cores;
 mod emu_sabrelite;
 mod emu_soft_phy;
+mod emu_spi_link;
 mod emu_w5500;
 mod emu_w5500_linklab;
 mod footprint;

@@ -141,3 +141,65 @@ impl LineArgs {
         }
     }
 }
+
+/// The SPI master model's settings (the Pico's SPI images: `linklab emu pico --image
+/// spi-link`, `linklab serial --spi-emu`), standing in for a Raspberry Pi's spidev.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SpiArgs {
+    /// The SPI clock in Hz, 1000000..=31250000 [default: 20000000].
+    #[arg(
+        long,
+        value_name = "HZ",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
+    pub spi_hz: Option<u32>,
+    /// The host's gap between transfers, µs [default: 10, CBA's Pi].
+    #[arg(
+        long,
+        value_name = "US",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
+    pub spi_gap_us: Option<u32>,
+    /// The longer gap it leaves now and then, µs [default: 50, CBA's Pi].
+    #[arg(
+        long,
+        value_name = "US",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
+    pub spi_tail_us: Option<u32>,
+    /// How often the longer gap comes, per mille of transfers [default: 50].
+    #[arg(
+        long,
+        value_name = "N",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
+    pub spi_tail_per_mille: Option<u32>,
+    /// Idle half periods of SCK after each byte [default: 0].
+    #[arg(
+        long,
+        value_name = "N",
+        hide_short_help = true,
+        help_heading = "The SPI master (the Pico's spi-link images)"
+    )]
+    pub spi_byte_gap: Option<u32>,
+}
+
+impl SpiArgs {
+    /// The master's settings, defaults where unset.
+    pub fn master(&self) -> linklab_emu::pin_spi::SpiMaster {
+        let d = linklab_emu::pin_spi::SpiMaster::default();
+        let us = |v: Option<u32>, default: u32| v.map_or(default, |us| us.saturating_mul(1000));
+        linklab_emu::pin_spi::SpiMaster {
+            hz: self.spi_hz.unwrap_or(d.hz),
+            gap_ns: us(self.spi_gap_us, d.gap_ns),
+            tail_ns: us(self.spi_tail_us, d.tail_ns),
+            tail_per_mille: self.spi_tail_per_mille.unwrap_or(d.tail_per_mille),
+            byte_gap: self.spi_byte_gap.unwrap_or(d.byte_gap),
+            seed: d.seed,
+        }
+    }
+}

@@ -12,7 +12,7 @@ use linklab_emu::pin_boot::{self, PinBootOptions};
 use linklab_results::{bail_usage, values};
 use linklab_serve::serve::StopSignals;
 
-use super::args::LineArgs;
+use super::args::{LineArgs, SpiArgs};
 
 /// What boots an image: the board, the image, the TAP and the device's address.
 #[derive(clap::Args, Debug)]
@@ -21,7 +21,7 @@ pub struct BootArgs {
     #[arg(value_name = "BOARD", value_parser = Bootable::by_name, required = true)]
     board: Option<Bootable>,
     /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file
-    /// (pico: soft-phy, the default, or soft-phy-one-core).
+    /// (pico: soft-phy, the default, soft-phy-one-core, spi-link or spi-link-240).
     ///
     /// A name from the board's row of `linklab emu boards`; the image is built from
     /// linklab's firmware/ folder when needed. Any other value is an ELF file booted as the
@@ -59,6 +59,8 @@ pub struct BootArgs {
     w5500_faults: Option<String>,
     #[command(flatten)]
     line: LineArgs,
+    #[command(flatten)]
+    spi: SpiArgs,
 }
 
 /// Boots the image and serves until a signal.
@@ -83,6 +85,7 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
                     pcap: args.pcap,
                     w5500_faults: args.w5500_faults,
                     connect_timeout: Duration::from_secs(args.boot_timeout),
+                    spi: args.spi.master(),
                 },
                 args.mac,
                 args.icount,
@@ -91,6 +94,9 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
     };
     if args.status.is_some() || args.pcap.is_some() || args.w5500_faults.is_some() {
         bail_usage!("--status, --pcap and --w5500-faults: only for the pin-level boards (pico, w5500-evb-pico)");
+    }
+    if args.spi.master() != linklab_emu::pin_spi::SpiMaster::default() {
+        bail_usage!("--spi-*: only for the Pico's SPI images (linklab emu pico --image spi-link)");
     }
     let prepared = boot::prepare(&BootOptions {
         board,

@@ -8,7 +8,7 @@
 //! device emulator of another kind than QEMU. One file per verb: its clap arguments and one
 //! call into linklab-emu.
 
-mod args;
+pub(crate) mod args;
 mod blast;
 mod boot;
 mod chips;
@@ -47,6 +47,11 @@ mod throughput;
     mut_arg("noise", |a| a.hide(true)),
     mut_arg("no_pace", |a| a.hide(true)),
     mut_arg("bad_captures", |a| a.hide(true)),
+    mut_arg("spi_hz", |a| a.hide(true)),
+    mut_arg("spi_gap_us", |a| a.hide(true)),
+    mut_arg("spi_tail_us", |a| a.hide(true)),
+    mut_arg("spi_tail_per_mille", |a| a.hide(true)),
+    mut_arg("spi_byte_gap", |a| a.hide(true)),
     after_help = "BOARD: `linklab emu boards` lists them. Every option of a boot, with examples:\n  linklab emu boot --help"
 )]
 pub struct Args {
