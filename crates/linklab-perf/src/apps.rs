@@ -58,6 +58,7 @@ use crate::lifetime::tcp_socket;
 use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
 #[cfg(any(feature = "echo", feature = "http"))]
 use crate::lifetime::{observe, IdleWatch};
+use crate::syns::SynCounts;
 
 pub use crate::socket_buffers::TcpBuffers;
 #[cfg(feature = "udp")]
@@ -152,8 +153,8 @@ pub struct DeviceApps<
     _iperf: core::marker::PhantomData<SmoltcpIperfServer<'a, N, S>>,
 }
 
-/// How often a service's sockets were taken for new clients, and how often a new client had
-/// to wait (see [`crate::evict::Choice`]).
+/// How often a service's sockets were taken for new clients, and what became of each SYN it
+/// saw (see [`crate::evict::Choice`], [`crate::syns`]).
 #[derive(Clone, Copy, Default)]
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 pub(super) struct Taken {
@@ -163,13 +164,14 @@ pub(super) struct Taken {
     pub(super) reclaimed_answered: u64,
     /// Idle connections reset.
     pub(super) evicted: u64,
-    /// SYNs dropped unanswered while a handshake we answered may be completing.
-    pub(super) listen_drops: u64,
+    /// Every SYN the service saw: passed to a listening socket, or dropped unanswered.
+    pub(super) syns: SynCounts,
 }
 
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 impl Taken {
-    /// Counts what `choice` did; true when the SYN is to be dropped unanswered.
+    /// Counts what `choice` did for a SYN that found no socket listening; true when the SYN
+    /// is to be dropped unanswered (nothing may be freed now: its client sends it again).
     pub(super) fn count<T>(&mut self, choice: &Choice<T>) -> bool {
         match choice {
             Choice::Take(_, c) if c.evicts() => self.evicted += 1,
@@ -177,12 +179,12 @@ impl Taken {
                 self.reclaimed += 1;
                 self.reclaimed_answered += u64::from(c.answered());
             }
-            Choice::Defer => {
-                self.listen_drops += 1;
+            Choice::Defer | Choice::Busy => {
+                self.syns.drop_unanswered();
                 return true;
             }
-            Choice::Refuse => {}
         }
+        self.syns.pass();
         false
     }
 }

@@ -29,8 +29,11 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             self.iperf2().open_streams(),
         );
         #[cfg(not(feature = "iperf2-tcp"))]
-        let i2 = [0u64; 14];
-        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_] = i2;
+        let i2 = [0u64; 17];
+        let [es, ep, eh, ed] = crate::app_counters::syn_values(&echo_taken.syns);
+        let [hs, hp, hh, hd] = crate::app_counters::syn_values(&http_taken.syns);
+        let [is, ip, ih, id] = crate::app_counters::syn_values(&i.syns);
+        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_, o, p, q] = i2;
         crate::app_counters::named([
             e.udp_rx_datagrams,
             e.udp_tx_datagrams,
@@ -42,13 +45,19 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             echo_taken.reclaimed,
             echo_taken.evicted,
             echo_taken.reclaimed_answered,
-            echo_taken.listen_drops,
+            es,
+            ep,
+            eh,
+            ed,
             http_responses,
             http_idle_closed,
             http_taken.reclaimed,
             http_taken.evicted,
             http_taken.reclaimed_answered,
-            http_taken.listen_drops,
+            hs,
+            hp,
+            hh,
+            hd,
             u64::from(i.tests_done),
             u64::from(i.tests_failed),
             u64::from(i.denied),
@@ -56,7 +65,10 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             u64::from(i.reclaimed),
             u64::from(i.evicted),
             u64::from(i.reclaimed_answered),
-            u64::from(i.listen_drops),
+            is,
+            ip,
+            ih,
+            id,
             a,
             b,
             c,
@@ -71,6 +83,9 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             l,
             m,
             n_,
+            o,
+            p,
+            q,
         ])
     }
 }
