@@ -7,7 +7,8 @@
 //! harness's status file, round trips from its pcap (stamped in emulated time) read with
 //! tshark.
 //!
-//! - The board: stock ping, curl of the bench files with their CRC32s, stock iperf3 and
+//! - The board: stock ping, curl of the bench files with their CRC32s, four curls at once
+//!   on its two HTTP sockets (all served, none reset, counted), stock iperf3 and
 //!   iperf 2 both ways, `linklab rtt` UDP and TCP echo at 64, 256 and 768 bytes (CBA's link
 //!   speed tests' sizes), and where the SPI time goes during each transfer.
 //! - The burst: 300 back-to-back 60-byte frames, with embassy-net-wiznet 0.3.0 as released
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use common::clients::parallel_curls;
 use common::device::DEVICE;
 use common::emulated_clock::Status;
 use common::iperf2::iperf_in;
@@ -442,6 +444,10 @@ fn w5500_evb_pico_serves_ping_http_iperf_and_round_trips() {
         .assert_answered(|argv| board.ns.run(argv).stdout);
     frame_over_the_chips_limit_is_dropped(&board);
     bench_files_with_crc32(&board);
+    // Four stock curls at once on its two HTTP sockets: all served, none reset, the SYNs
+    // counted as the clients' kernel saw them (the driver wrapped in the apps' gate).
+    let served = parallel_curls(&board.ns, &|| board.stats(), (4, 2), "/100kB.txt", "200K");
+    println!("w5500: 4 parallel curls: {served:?}");
     cba_experiment(&board, "31.25 MHz", probes());
     iperf2_from(&board);
 

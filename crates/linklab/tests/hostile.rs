@@ -20,7 +20,8 @@
 //!   while ordinary clients use the services (iperf 2 too), each without retries;
 //! - idle connections and no new client: closed by the idle timeout;
 //! - SIGTERM during a download: curl must end at once (RST), not hang;
-//! - a second `serve` on the TAP the first one holds: one line saying it is in use.
+//! - a second `serve` on the TAP the first one holds: one line saying it is in use;
+//! - eight stock curls at once on two HTTP sockets: all served, none reset, counted.
 //!
 //! Spoofed frames are written by the test on the kernel side of the TAP with an AF_PACKET
 //! socket, inside the namespace the test creates (198.18.0.0/15).
@@ -84,6 +85,24 @@ fn a_syn_behind_filtered_frames_finds_room() {
 #[test]
 fn a_continuous_syn_flood_does_not_lock_out_clients() {
     campaign::a_continuous_syn_flood_does_not_lock_out_clients(&Device::serve("flood"));
+}
+
+/// Eight stock curls at once against serve's two HTTP sockets, each download moving (read at
+/// 200 kB/s): none is reset; those that find both sockets busy wait (their SYNs dropped
+/// unanswered) and are served as sockets free, within their SYN retries, every file whole;
+/// the device's SYN counters match the clients' kernel (`common::clients`).
+#[test]
+fn eight_parallel_curls_are_all_served_none_reset() {
+    let dev = Device::serve("par8");
+    let served = common::clients::parallel_curls(
+        &dev.ns,
+        &|| dev.stats(),
+        (8, linklab_perf::apps::HTTP_SOCKETS),
+        "/100kB.txt",
+        "200K",
+    );
+    println!("serve: 8 parallel curls: {served:?}");
+    campaign::assert_counters_conserve(&dev.stats());
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod common;
 
 use std::time::Duration;
 
+use common::clients::parallel_curls;
 use common::device::Device;
 use common::hostile::{self as campaign, wait_quiet};
 
@@ -25,10 +26,14 @@ fn sabrelite_survives_the_hostile_campaign() {
     whole_campaign("sabrelite");
 }
 
-/// Every case of the campaign against `board`'s main-loop image, booted once.
+/// Every case of the campaign against `board`'s main-loop image, booted once; first, six
+/// stock curls at once on its two HTTP sockets (`common::clients`): all served, none reset.
 fn whole_campaign(board: &str) {
     let mut dev = Device::emu(board);
     let quiet = Duration::from_secs(15);
+    let served = parallel_curls(&dev.ns, &|| dev.stats(), (6, 2), "/100kB.txt", "200K");
+    println!("{board}: 6 parallel curls: {served:?}");
+    wait_quiet(&dev, quiet);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);
     wait_quiet(&dev, quiet);
     campaign::idle_http_holders_give_way(&dev, 2);

@@ -40,9 +40,10 @@ pub const GRACE: Duration = Duration::from_millis(linklab_perf::evict::GRACE_MS)
 /// that stopped reading (linklab_perf::evict::SENDING_GRACE_MS).
 pub const SENDING_GRACE: Duration = Duration::from_millis(linklab_perf::evict::SENDING_GRACE_MS);
 
-/// What must hold of the counters at any time: the MAC's RX law ([`assert_conserved`]) and
-/// the UDP echo's — every datagram received was echoed or dropped, and the replies dropped
-/// unsent (their requester never answered ARP) are some of those echoed.
+/// What must hold of the counters at any time: the MAC's RX law ([`assert_conserved`]), the
+/// UDP echo's — every datagram received was echoed or dropped, and the replies dropped
+/// unsent (their requester never answered ARP) are some of those echoed — and every TCP
+/// service's SYN law ([`assert_syns_conserve`]).
 pub fn assert_counters_conserve(stats: &Value) {
     assert_conserved(stats);
     let c = |name| counter(stats, "echo", name);
@@ -52,6 +53,26 @@ pub fn assert_counters_conserve(stats: &Value) {
         "echo: {stats}"
     );
     assert!(c("udp_unsent") <= c("udp_tx_datagrams"), "echo: {stats}");
+    assert_syns_conserve(stats);
+}
+
+/// Every SYN a TCP service saw is one of: passed to a listening socket, held until one was
+/// freed, dropped unanswered — plus at most one held at this moment (linklab_perf::syns).
+pub fn assert_syns_conserve(stats: &Value) {
+    for (app, prefix) in [
+        ("http", ""),
+        ("echo", "tcp_"),
+        ("iperf", ""),
+        ("iperf2", ""),
+    ] {
+        let c = |name: &str| counter(stats, app, &format!("{prefix}{name}"));
+        let fates = c("syns_passed") + c("syns_held") + c("listen_drops");
+        let syns = c("syns");
+        assert!(
+            syns == fates || syns == fates + 1,
+            "{app}: {syns} SYNs, {fates} passed, held or dropped: {stats}"
+        );
+    }
 }
 
 /// TCP sockets in /stats's list that are neither established nor listening.

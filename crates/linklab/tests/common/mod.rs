@@ -4,6 +4,7 @@
 //! Every address used lives in 198.18.0.0/15 (RFC 2544) inside a namespace; nothing leaves it.
 #![allow(dead_code)]
 
+pub mod clients;
 pub mod device;
 pub mod emulated_clock;
 pub mod holders;

@@ -1,0 +1,199 @@
+//! More stock clients at once than a service has sockets: `n` parallel `curl`s of one bench
+//! file, each reading slowly enough (`--limit-rate`) that its download holds its socket,
+//! moving, while the others' SYNs come. Every one must be served whole (CRC32 right) within
+//! the time its kernel's SYN retries allow, none reset, and the device's SYN counters must
+//! match what the clients' kernel saw (its counters in the namespace, read from
+//! `/proc/net/snmp` and `/proc/net/netstat`): every SYN retransmitted is one the device
+//! dropped unanswered (`listen_drops`), every SYN the clients sent is one it counted
+//! (`syns`), every connection one it passed (`syns_passed + syns_held`). Runs against any
+//! device on a namespace's TAP: `linklab serve`, an emulated board, a pin-level one.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::device::DEVICE;
+use super::{counter, Netns};
+
+/// What the clients' kernel counted in their namespace.
+#[derive(Clone, Copy, Debug, Default)]
+struct Kernel {
+    /// Connections the clients opened (`Tcp: ActiveOpens`).
+    opens: u64,
+    /// Connections that failed: reset in SYN-SENT, or timed out (`Tcp: AttemptFails`).
+    fails: u64,
+    /// SYNs sent again (`TcpExt: TCPSynRetrans`).
+    syn_retrans: u64,
+}
+
+/// `name` of the `prefix` rows of a /proc/net table (a row of names, then one of values).
+fn proc_value(table: &str, prefix: &str, name: &str) -> u64 {
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with(prefix)).collect();
+    let values: HashMap<&str, &str> = rows
+        .chunks(2)
+        .flat_map(|pair| pair[0].split_whitespace().zip(pair[1].split_whitespace()))
+        .collect();
+    values
+        .get(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix} {name} in {table}"))
+}
+
+impl Kernel {
+    fn read(ns: &Netns) -> Kernel {
+        let snmp = String::from_utf8(ns.run(&["cat", "/proc/net/snmp"]).stdout).unwrap();
+        let netstat = String::from_utf8(ns.run(&["cat", "/proc/net/netstat"]).stdout).unwrap();
+        Kernel {
+            opens: proc_value(&snmp, "Tcp:", "ActiveOpens"),
+            fails: proc_value(&snmp, "Tcp:", "AttemptFails"),
+            syn_retrans: proc_value(&netstat, "TcpExt:", "TCPSynRetrans"),
+        }
+    }
+}
+
+/// The HTTP service's SYN counters in a `/stats` document: syns, passed, held, dropped.
+fn http_syns(stats: &Value) -> [u64; 4] {
+    ["syns", "syns_passed", "syns_held", "listen_drops"].map(|n| counter(stats, "http", n))
+}
+
+/// What the clients saw, for the report.
+#[derive(Debug)]
+pub struct Served {
+    /// Each client's connect time (its SYNs until the handshake completed), seconds.
+    pub connect_s: Vec<f64>,
+    /// The whole run, seconds.
+    pub took: Duration,
+    /// SYNs the clients sent again (each one the device dropped unanswered).
+    pub syn_retrans: u64,
+    /// SYNs the device held until a socket was freed for them.
+    pub held: u64,
+}
+
+/// How long a client's kernel keeps sending its SYN before it gives up: the first SYN and
+/// `net.ipv4.tcp_syn_retries` more, each waiting one retransmission timeout — 1 s (RFC
+/// 6298's initial RTO) for the first SYN and for the first `net.ipv4.tcp_syn_linear_timeouts`
+/// retransmissions (Linux 6.7 and later; 4 by default), then doubling: 1, 1, 1, 1, 1, 2, 4 s
+/// here, 11 s in all (1, 2, 4 … 64 s, 127 s, on a kernel without linear timeouts).
+fn syn_retries_allow(ns: &Netns) -> Duration {
+    let sysctl = |name: &str| {
+        let out = ns
+            .command(&["sysctl", "-n", name])
+            .output()
+            .expect("sysctl");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u32>()
+            .ok()
+    };
+    let retries = sysctl("net.ipv4.tcp_syn_retries").expect("tcp_syn_retries");
+    let linear = sysctl("net.ipv4.tcp_syn_linear_timeouts").unwrap_or(0);
+    let mut rto = 1u64;
+    let mut total = 0u64;
+    for k in 0..=retries {
+        total += rto;
+        if k >= linear {
+            rto *= 2;
+        }
+    }
+    Duration::from_secs(total)
+}
+
+/// `n` stock `curl`s of `path` at once, each read at `rate` (curl's `--limit-rate`), against
+/// the device in `ns` whose `/stats` `stats` fetches (in `ns` too); `sockets` is the HTTP
+/// service's. Asserts what the module docs say; returns what the clients saw.
+pub fn parallel_curls(
+    ns: &Netns,
+    stats: &dyn Fn() -> Value,
+    (n, sockets): (usize, usize),
+    path: &str,
+    rate: &str,
+) -> Served {
+    assert!(n > sockets, "the case needs more clients than sockets");
+    let file = *linklab_perf::payload::BENCH_FILES
+        .iter()
+        .find(|f| f.path == path)
+        .expect("a bench file");
+    let allowed = syn_retries_allow(ns);
+    let before = stats();
+    let kernel_before = Kernel::read(ns);
+    let url = format!("http://{DEVICE}{path}");
+    let started = Instant::now();
+    let max_time = (allowed + Duration::from_secs(60)).as_secs().to_string();
+    let clients: Vec<_> = (0..n)
+        .map(|_| {
+            ns.command(&[
+                "curl",
+                "-sS",
+                "--limit-rate",
+                rate,
+                "--max-time",
+                &max_time,
+                "--write-out",
+                "%{stderr}%{time_connect} %{http_code}\n",
+                &url,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("curl")
+        })
+        .collect();
+    let mut connect_s = Vec::new();
+    for (i, c) in clients.into_iter().enumerate() {
+        let out = c.wait_with_output().expect("curl ran");
+        let said = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            out.status.success(),
+            "client {i} of {n}: {} {said}",
+            out.status
+        );
+        let (connect, code) = said
+            .trim()
+            .rsplit_once('\n')
+            .map_or(said.trim(), |l| l.1)
+            .split_once(' ')
+            .expect("curl's write-out");
+        assert_eq!(code, "200", "client {i}: {said}");
+        assert_eq!(out.stdout.len() as u64, file.len, "client {i}: length");
+        assert_eq!(
+            crc32fast::hash(&out.stdout),
+            linklab_perf::http::expected_crc32(file),
+            "client {i}: CRC32"
+        );
+        let connect: f64 = connect.parse().expect("time_connect");
+        assert!(
+            connect < allowed.as_secs_f64(),
+            "client {i} connected after {connect} s, past its SYN retries' {allowed:?}"
+        );
+        connect_s.push(connect);
+    }
+    let took = started.elapsed();
+    let after = stats();
+    // After the last /stats: its own SYNs are the clients' kernel's too.
+    let kernel = Kernel::read(ns);
+    let opens = kernel.opens - kernel_before.opens;
+    let retrans = kernel.syn_retrans - kernel_before.syn_retrans;
+    let [syns, passed, held, dropped] = {
+        let (a, b) = (http_syns(&after), http_syns(&before));
+        [0, 1, 2, 3].map(|i| a[i] - b[i])
+    };
+    let seen = format!(
+        "clients: {opens} connections, {retrans} SYNs sent again, {} failed; device: {syns} SYNs, {passed} passed, {held} held, {dropped} dropped; {after}",
+        kernel.fails - kernel_before.fails
+    );
+    assert_eq!(kernel.fails, kernel_before.fails, "{seen}");
+    assert_eq!(dropped, retrans, "{seen}");
+    assert_eq!(syns, opens + retrans, "{seen}");
+    assert_eq!(passed + held, opens, "{seen}");
+    // Some clients found every socket busy and had to wait: held, or dropped and sent
+    // again (as many as there are clients beyond the sockets when all start within a
+    // download's time; a loaded machine may start one late enough to find a socket free).
+    assert!(held + dropped >= 1, "{seen}");
+    Served {
+        connect_s,
+        took,
+        syn_retrans: retrans,
+        held,
+    }
+}
