@@ -446,7 +446,7 @@ fn w5500_evb_pico_serves_ping_http_iperf_and_round_trips() {
     bench_files_with_crc32(&board);
     // Four stock curls at once on its two HTTP sockets: all served, none reset, the SYNs
     // counted as the clients' kernel saw them (the driver wrapped in the apps' gate).
-    let served = parallel_curls(&board.ns, &|| board.stats(), (4, 2), "/100kB.txt", "200K");
+    let served = parallel_curls(&board.ns, &|| board.stats(), (4, 2), "/100kB.txt", "100K");
     println!("w5500: 4 parallel curls: {served:?}");
     cba_experiment(&board, "31.25 MHz", probes());
     iperf2_from(&board);

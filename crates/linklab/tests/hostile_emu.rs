@@ -31,7 +31,7 @@ fn sabrelite_survives_the_hostile_campaign() {
 fn whole_campaign(board: &str) {
     let mut dev = Device::emu(board);
     let quiet = Duration::from_secs(15);
-    let served = parallel_curls(&dev.ns, &|| dev.stats(), (6, 2), "/100kB.txt", "200K");
+    let served = parallel_curls(&dev.ns, &|| dev.stats(), (6, 2), "/100kB.txt", "100K");
     println!("{board}: 6 parallel curls: {served:?}");
     wait_quiet(&dev, quiet);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);

@@ -1,6 +1,7 @@
 //! More stock clients at once than a service has sockets: `n` parallel `curl`s of one bench
-//! file, each reading slowly enough (`--limit-rate`) that its download holds its socket,
-//! moving, while the others' SYNs come. Every one must be served whole (CRC32 right) within
+//! file, each reading slowly enough (`--limit-rate`, with the namespace's receive buffers cut
+//! to 16 kB so the reader paces the device: a kernel would otherwise take in a whole 100 kB
+//! file at once) that its download holds its socket, moving, while the others' SYNs come. Every one must be served whole (CRC32 right) within
 //! the time its kernel's SYN retries allow, none reset, and the device's SYN counters must
 //! match what the clients' kernel saw (its counters in the namespace, read from
 //! `/proc/net/snmp` and `/proc/net/netstat`): every SYN retransmitted is one the device
@@ -115,13 +116,19 @@ pub fn parallel_curls(
         .find(|f| f.path == path)
         .expect("a bench file");
     let allowed = syn_retries_allow(ns);
+    let rmem = ns.small_receive_buffers();
     let before = stats();
     let kernel_before = Kernel::read(ns);
     let url = format!("http://{DEVICE}{path}");
     let started = Instant::now();
     let max_time = (allowed + Duration::from_secs(60)).as_secs().to_string();
-    let clients: Vec<_> = (0..n)
-        .map(|_| {
+    // Each body to a file: through a pipe nobody reads yet, a curl would stop reading its
+    // socket once 64 kB waited there, and its download would stall on the device.
+    let dir = super::tempdir("parallel-curls");
+    let bodies: Vec<_> = (0..n).map(|i| dir.join(format!("body-{i}"))).collect();
+    let clients: Vec<_> = bodies
+        .iter()
+        .map(|body| {
             ns.command(&[
                 "curl",
                 "-sS",
@@ -129,8 +136,10 @@ pub fn parallel_curls(
                 rate,
                 "--max-time",
                 &max_time,
+                "--output",
+                body.to_str().expect("a UTF-8 path"),
                 "--write-out",
-                "%{stderr}%{time_connect} %{http_code}\n",
+                "%{time_connect} %{http_code}",
                 &url,
             ])
             .stdout(std::process::Stdio::piped())
@@ -139,25 +148,32 @@ pub fn parallel_curls(
             .expect("curl")
         })
         .collect();
+    let outs: Vec<_> = clients
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("curl ran"))
+        .collect();
     let mut connect_s = Vec::new();
-    for (i, c) in clients.into_iter().enumerate() {
-        let out = c.wait_with_output().expect("curl ran");
-        let said = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(
-            out.status.success(),
-            "client {i} of {n}: {} {said}",
-            out.status
+    for (i, out) in outs.into_iter().enumerate() {
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         );
-        let (connect, code) = said
-            .trim()
-            .rsplit_once('\n')
-            .map_or(said.trim(), |l| l.1)
-            .split_once(' ')
-            .expect("curl's write-out");
+        if !out.status.success() {
+            ns.set_receive_buffers(&rmem);
+            panic!(
+                "client {i} of {n}: {} {said}; the device: {}",
+                out.status,
+                stats()
+            );
+        }
+        let written = String::from_utf8_lossy(&out.stdout);
+        let (connect, code) = written.split_once(' ').expect("curl's write-out");
         assert_eq!(code, "200", "client {i}: {said}");
-        assert_eq!(out.stdout.len() as u64, file.len, "client {i}: length");
+        let body = std::fs::read(&bodies[i]).expect("the body");
+        assert_eq!(body.len() as u64, file.len, "client {i}: length");
         assert_eq!(
-            crc32fast::hash(&out.stdout),
+            crc32fast::hash(&body),
             linklab_perf::http::expected_crc32(file),
             "client {i}: CRC32"
         );
@@ -169,6 +185,8 @@ pub fn parallel_curls(
         connect_s.push(connect);
     }
     let took = started.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    ns.set_receive_buffers(&rmem);
     let after = stats();
     // After the last /stats: its own SYNs are the clients' kernel's too.
     let kernel = Kernel::read(ns);
