@@ -242,8 +242,14 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
 
     ping_20_without_loss(&emu);
     curl_bench_files(&emu);
-    let served =
-        common::clients::parallel_curls(&emu.ns, &|| emu.stats(), (6, 2), "/100kB.txt", "100K");
+    let served = common::clients::Clients {
+        n: 6,
+        sockets: 2,
+        path: "/100kB.txt",
+        rate: "100K",
+        syn_retries: None,
+    }
+    .run(&emu.ns, &|| emu.stats());
     println!("{board} embassy: 6 parallel curls: {served:?}");
     campaign::wait_quiet(&emu, Duration::from_secs(15));
 

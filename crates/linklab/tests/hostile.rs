@@ -94,13 +94,14 @@ fn a_continuous_syn_flood_does_not_lock_out_clients() {
 #[test]
 fn eight_parallel_curls_are_all_served_none_reset() {
     let dev = Device::serve("par8");
-    let served = common::clients::parallel_curls(
-        &dev.ns,
-        &|| dev.stats(),
-        (8, linklab_perf::apps::HTTP_SOCKETS),
-        "/100kB.txt",
-        "100K",
-    );
+    let served = common::clients::Clients {
+        n: 8,
+        sockets: linklab_perf::apps::HTTP_SOCKETS,
+        path: "/100kB.txt",
+        rate: "100K",
+        syn_retries: None,
+    }
+    .run(&dev.ns, &|| dev.stats());
     println!("serve: 8 parallel curls: {served:?}");
     campaign::assert_counters_conserve(&dev.stats());
 }

@@ -10,7 +10,6 @@ mod common;
 
 use std::time::Duration;
 
-use common::clients::parallel_curls;
 use common::device::Device;
 use common::hostile::{self as campaign, wait_quiet};
 
@@ -31,7 +30,14 @@ fn sabrelite_survives_the_hostile_campaign() {
 fn whole_campaign(board: &str) {
     let mut dev = Device::emu(board);
     let quiet = Duration::from_secs(15);
-    let served = parallel_curls(&dev.ns, &|| dev.stats(), (6, 2), "/100kB.txt", "100K");
+    let served = common::clients::Clients {
+        n: 6,
+        sockets: 2,
+        path: "/100kB.txt",
+        rate: "100K",
+        syn_retries: None,
+    }
+    .run(&dev.ns, &|| dev.stats());
     println!("{board}: 6 parallel curls: {served:?}");
     wait_quiet(&dev, quiet);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);

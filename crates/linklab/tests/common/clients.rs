@@ -100,118 +100,159 @@ fn syn_retries_allow(ns: &Netns) -> Duration {
     Duration::from_secs(total)
 }
 
-/// `n` stock `curl`s of `path` at once, each read at `rate` (curl's `--limit-rate`), against
-/// the device in `ns` whose `/stats` `stats` fetches (in `ns` too); `sockets` is the HTTP
-/// service's. Asserts what the module docs say; returns what the clients saw.
-pub fn parallel_curls(
-    ns: &Netns,
-    stats: &dyn Fn() -> Value,
-    (n, sockets): (usize, usize),
-    path: &str,
-    rate: &str,
-) -> Served {
-    assert!(n > sockets, "the case needs more clients than sockets");
-    let file = *linklab_perf::payload::BENCH_FILES
-        .iter()
-        .find(|f| f.path == path)
-        .expect("a bench file");
-    let allowed = syn_retries_allow(ns);
-    let rmem = ns.small_receive_buffers();
-    let before = stats();
-    let kernel_before = Kernel::read(ns);
-    let url = format!("http://{DEVICE}{path}");
-    let started = Instant::now();
-    let max_time = (allowed + Duration::from_secs(60)).as_secs().to_string();
-    // Each body to a file: through a pipe nobody reads yet, a curl would stop reading its
-    // socket once 64 kB waited there, and its download would stall on the device.
-    let dir = super::tempdir("parallel-curls");
-    let bodies: Vec<_> = (0..n).map(|i| dir.join(format!("body-{i}"))).collect();
-    let clients: Vec<_> = bodies
-        .iter()
-        .map(|body| {
-            ns.command(&[
-                "curl",
-                "-sS",
-                "--limit-rate",
-                rate,
-                "--max-time",
-                &max_time,
-                "--output",
-                body.to_str().expect("a UTF-8 path"),
-                "--write-out",
-                "%{time_connect} %{http_code}",
-                &url,
-            ])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("curl")
-        })
-        .collect();
-    let outs: Vec<_> = clients
-        .into_iter()
-        .map(|c| c.wait_with_output().expect("curl ran"))
-        .collect();
-    let mut connect_s = Vec::new();
-    for (i, out) in outs.into_iter().enumerate() {
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if !out.status.success() {
-            ns.set_receive_buffers(&rmem);
-            panic!(
-                "client {i} of {n}: {} {said}; the device: {}",
-                out.status,
-                stats()
-            );
-        }
-        let written = String::from_utf8_lossy(&out.stdout);
-        let (connect, code) = written.split_once(' ').expect("curl's write-out");
-        assert_eq!(code, "200", "client {i}: {said}");
-        let body = std::fs::read(&bodies[i]).expect("the body");
-        assert_eq!(body.len() as u64, file.len, "client {i}: length");
-        assert_eq!(
-            crc32fast::hash(&body),
-            linklab_perf::http::expected_crc32(file),
-            "client {i}: CRC32"
-        );
-        let connect: f64 = connect.parse().expect("time_connect");
+/// The case: `n` stock `curl`s of `path` at once, each read at `rate` (curl's
+/// `--limit-rate`), against an HTTP service of `sockets` sockets.
+pub struct Clients {
+    /// Clients at once (more than `sockets`).
+    pub n: usize,
+    /// The HTTP service's sockets.
+    pub sockets: usize,
+    /// The bench file each one fetches.
+    pub path: &'static str,
+    /// How fast each one reads (curl's `--limit-rate`).
+    pub rate: &'static str,
+    /// The clients' `net.ipv4.tcp_syn_retries` for the case (None: the namespace's, 6):
+    /// more for a device emulated slower than its chip's clock, whose clients would
+    /// otherwise give up after 11 s of the host's time, a fraction of that of the chip's.
+    pub syn_retries: Option<u32>,
+}
+
+impl Clients {
+    /// Runs the case against the device in `ns`, whose `/stats` `stats` fetches (in `ns`
+    /// too). Asserts what the module docs say; returns what the clients saw.
+    pub fn run(&self, ns: &Netns, stats: &dyn Fn() -> Value) -> Served {
         assert!(
-            connect < allowed.as_secs_f64(),
-            "client {i} connected after {connect} s, past its SYN retries' {allowed:?}"
+            self.n > self.sockets,
+            "the case needs more clients than sockets"
         );
-        connect_s.push(connect);
+        let sysctl = "net.ipv4.tcp_syn_retries";
+        let retries = String::from_utf8(ns.run(&["sysctl", "-n", sysctl]).stdout).unwrap();
+        if let Some(r) = self.syn_retries {
+            ns.run(&["sysctl", "-q", "-w", &format!("{sysctl}={r}")]);
+        }
+        let rmem = ns.small_receive_buffers();
+        let restore = || {
+            ns.set_receive_buffers(&rmem);
+            ns.run(&[
+                "sysctl",
+                "-q",
+                "-w",
+                &format!("{sysctl}={}", retries.trim()),
+            ]);
+        };
+        let before = stats();
+        let kernel_before = Kernel::read(ns);
+        let started = Instant::now();
+        let connect_s = self.curls(ns, &|| {
+            restore();
+            stats()
+        });
+        let took = started.elapsed();
+        restore();
+        let after = stats();
+        // After the last /stats: its own SYNs are the clients' kernel's too.
+        let kernel = Kernel::read(ns);
+        let opens = kernel.opens - kernel_before.opens;
+        let retrans = kernel.syn_retrans - kernel_before.syn_retrans;
+        let [syns, passed, held, dropped] = {
+            let (a, b) = (http_syns(&after), http_syns(&before));
+            [0, 1, 2, 3].map(|i| a[i] - b[i])
+        };
+        let seen = format!(
+            "clients: {opens} connections, {retrans} SYNs sent again, {} failed; device: {syns} SYNs, {passed} passed, {held} held, {dropped} dropped; {after}",
+            kernel.fails - kernel_before.fails
+        );
+        assert_eq!(kernel.fails, kernel_before.fails, "{seen}");
+        assert_eq!(dropped, retrans, "{seen}");
+        assert_eq!(syns, opens + retrans, "{seen}");
+        assert_eq!(passed + held, opens, "{seen}");
+        // Some clients found every socket busy and had to wait: held, or dropped and sent
+        // again (as many as there are clients beyond the sockets when all start within a
+        // download's time; a loaded machine may start one late enough to find a socket free).
+        assert!(held + dropped >= 1, "{seen}");
+        Served {
+            connect_s,
+            took,
+            syn_retrans: retrans,
+            held,
+        }
     }
-    let took = started.elapsed();
-    let _ = std::fs::remove_dir_all(&dir);
-    ns.set_receive_buffers(&rmem);
-    let after = stats();
-    // After the last /stats: its own SYNs are the clients' kernel's too.
-    let kernel = Kernel::read(ns);
-    let opens = kernel.opens - kernel_before.opens;
-    let retrans = kernel.syn_retrans - kernel_before.syn_retrans;
-    let [syns, passed, held, dropped] = {
-        let (a, b) = (http_syns(&after), http_syns(&before));
-        [0, 1, 2, 3].map(|i| a[i] - b[i])
-    };
-    let seen = format!(
-        "clients: {opens} connections, {retrans} SYNs sent again, {} failed; device: {syns} SYNs, {passed} passed, {held} held, {dropped} dropped; {after}",
-        kernel.fails - kernel_before.fails
-    );
-    assert_eq!(kernel.fails, kernel_before.fails, "{seen}");
-    assert_eq!(dropped, retrans, "{seen}");
-    assert_eq!(syns, opens + retrans, "{seen}");
-    assert_eq!(passed + held, opens, "{seen}");
-    // Some clients found every socket busy and had to wait: held, or dropped and sent
-    // again (as many as there are clients beyond the sockets when all start within a
-    // download's time; a loaded machine may start one late enough to find a socket free).
-    assert!(held + dropped >= 1, "{seen}");
-    Served {
-        connect_s,
-        took,
-        syn_retrans: retrans,
-        held,
+
+    /// The clients, at once; each one's connect time, once each is checked: served (a
+    /// failure names the device's `/stats`, from `failed`), its body whole and its CRC32
+    /// right, connected within its kernel's SYN retries.
+    fn curls(&self, ns: &Netns, failed: &dyn Fn() -> Value) -> Vec<f64> {
+        let file = *linklab_perf::payload::BENCH_FILES
+            .iter()
+            .find(|f| f.path == self.path)
+            .expect("a bench file");
+        let allowed = syn_retries_allow(ns);
+        let url = format!("http://{DEVICE}{}", self.path);
+        let max_time = (allowed + Duration::from_secs(60)).as_secs().to_string();
+        // Each body to a file: through a pipe nobody reads yet, a curl would stop reading
+        // its socket once 64 kB waited there, and its download would stall on the device.
+        let dir = super::tempdir("parallel-curls");
+        let bodies: Vec<_> = (0..self.n).map(|i| dir.join(format!("body-{i}"))).collect();
+        let clients: Vec<_> = bodies
+            .iter()
+            .map(|body| {
+                ns.command(&[
+                    "curl",
+                    "-sS",
+                    "--limit-rate",
+                    self.rate,
+                    "--max-time",
+                    &max_time,
+                    "--output",
+                    body.to_str().expect("a UTF-8 path"),
+                    "--write-out",
+                    "%{time_connect} %{http_code}",
+                    &url,
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("curl")
+            })
+            .collect();
+        let outs: Vec<_> = clients
+            .into_iter()
+            .map(|c| c.wait_with_output().expect("curl ran"))
+            .collect();
+        let mut connect_s = Vec::new();
+        for (i, out) in outs.into_iter().enumerate() {
+            let (written, said) = (
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr),
+            );
+            let n = self.n;
+            if !out.status.success() {
+                panic!(
+                    "client {i} of {n}: {} {written} {said}; the device: {}",
+                    out.status,
+                    failed()
+                );
+            }
+            let (connect, code) = written.split_once(' ').expect("curl's write-out");
+            assert_eq!(code, "200", "client {i}: {said}");
+            let body = std::fs::read(&bodies[i]).expect("the body");
+            assert_eq!(body.len() as u64, file.len, "client {i}: length");
+            assert_eq!(
+                crc32fast::hash(&body),
+                linklab_perf::http::expected_crc32(file),
+                "client {i}: CRC32"
+            );
+            // The kernel decides when it gives up (its timer fires a little after the
+            // model's time); a client it let connect is within its retries, within a
+            // second of the model.
+            let connect: f64 = connect.parse().expect("time_connect");
+            assert!(
+                connect < (allowed + Duration::from_secs(1)).as_secs_f64(),
+                "client {i} connected after {connect} s, past its SYN retries' {allowed:?}"
+            );
+            connect_s.push(connect);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        connect_s
     }
 }
