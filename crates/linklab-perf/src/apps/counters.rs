@@ -29,11 +29,11 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             self.iperf2().open_streams(),
         );
         #[cfg(not(feature = "iperf2-tcp"))]
-        let i2 = [0u64; 17];
-        let [es, ep, eh, ed] = crate::app_counters::syn_values(&echo_taken.syns);
-        let [hs, hp, hh, hd] = crate::app_counters::syn_values(&http_taken.syns);
-        let [is, ip, ih, id] = crate::app_counters::syn_values(&i.syns);
-        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_, o, p, q] = i2;
+        let i2 = [0u64; 16];
+        let [es, eh, ed] = crate::app_counters::syn_values(&echo_taken.syns);
+        let [hs, hh, hd] = crate::app_counters::syn_values(&http_taken.syns);
+        let [is, ih, id] = crate::app_counters::syn_values(&i.syns);
+        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_, o, p] = i2;
         crate::app_counters::named([
             e.udp_rx_datagrams,
             e.udp_tx_datagrams,
@@ -46,7 +46,6 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             echo_taken.evicted,
             echo_taken.reclaimed_answered,
             es,
-            ep,
             eh,
             ed,
             http_responses,
@@ -55,7 +54,6 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             http_taken.evicted,
             http_taken.reclaimed_answered,
             hs,
-            hp,
             hh,
             hd,
             u64::from(i.tests_done),
@@ -66,7 +64,6 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             u64::from(i.evicted),
             u64::from(i.reclaimed_answered),
             is,
-            ip,
             ih,
             id,
             a,
@@ -85,7 +82,6 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             n_,
             o,
             p,
-            q,
         ])
     }
 }

@@ -35,17 +35,17 @@ pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 /// Lock-free; put it in a `static` and lend it to each app.
 #[derive(Debug, Default)]
 pub struct AppCounters {
-    echo: [AtomicU32; 14],
-    http: [AtomicU32; 9],
-    iperf: [AtomicU32; 11],
-    iperf2: [AtomicU32; 17],
+    echo: [AtomicU32; 13],
+    http: [AtomicU32; 8],
+    iperf: [AtomicU32; 10],
+    iperf2: [AtomicU32; 16],
     /// Per socket: port << 8 | state code, 0 while unused.
     views: [AtomicU32; SOCKET_VIEWS],
     claimed: AtomicU32,
 }
 
 // The four arrays, chained, are the named counters.
-const _: () = assert!(14 + 9 + 11 + 17 == APP_COUNTERS);
+const _: () = assert!(13 + 8 + 10 + 16 == APP_COUNTERS);
 
 /// Index of an HTTP counter.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
@@ -57,8 +57,7 @@ pub(crate) enum Http {
     ReclaimedAnswered = 4,
 }
 
-/// Where an HTTP service's SYN counters start (`syns`, `syns_passed`, `syns_held`,
-/// `listen_drops`).
+/// Where an HTTP service's SYN counters start (`syns`, `syns_held`, `listen_drops`).
 const HTTP_SYNS: usize = 5;
 
 /// Index of an echo counter the adapter keeps itself (the rest come from the core): TCP's.
@@ -77,10 +76,10 @@ impl AppCounters {
     /// All zero.
     pub const fn new() -> AppCounters {
         AppCounters {
-            echo: [const { AtomicU32::new(0) }; 14],
-            http: [const { AtomicU32::new(0) }; 9],
-            iperf: [const { AtomicU32::new(0) }; 11],
-            iperf2: [const { AtomicU32::new(0) }; 17],
+            echo: [const { AtomicU32::new(0) }; 13],
+            http: [const { AtomicU32::new(0) }; 8],
+            iperf: [const { AtomicU32::new(0) }; 10],
+            iperf2: [const { AtomicU32::new(0) }; 16],
             views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
             claimed: AtomicU32::new(0),
         }
@@ -190,7 +189,7 @@ impl AppCounters {
 }
 
 /// A service's SYN counters, as [`crate::app_counters::syn_values`] orders them.
-fn syn_values(c: &SynCounts) -> [u64; 4] {
+fn syn_values(c: &SynCounts) -> [u64; 3] {
     crate::app_counters::syn_values(c)
 }
 

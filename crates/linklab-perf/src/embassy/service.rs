@@ -51,7 +51,7 @@ pub(crate) enum Counted {
     Reclaimed { answered: bool },
     /// An idle connection reset (`evicted`).
     Evicted,
-    /// What became of the SYNs so far (`syns`, `syns_passed`, `syns_held`, `listen_drops`).
+    /// What became of the SYNs so far (`syns`, `syns_held`, `listen_drops`).
     Syns(SynCounts),
 }
 

@@ -6,7 +6,8 @@
 //! match what the clients' kernel saw (its counters in the namespace, read from
 //! `/proc/net/snmp` and `/proc/net/netstat`): every SYN retransmitted is one the device
 //! dropped unanswered (`listen_drops`), every SYN the clients sent is one it counted
-//! (`syns`), every connection one it passed (`syns_passed + syns_held`). Runs against any
+//! (`syns`), so every connection is a SYN it passed, at once or held (`syns_held`). Runs
+//! against any
 //! device on a namespace's TAP: `linklab serve`, an emulated board, a pin-level one.
 
 use std::collections::HashMap;
@@ -53,9 +54,9 @@ impl Kernel {
     }
 }
 
-/// The HTTP service's SYN counters in a `/stats` document: syns, passed, held, dropped.
-fn http_syns(stats: &Value) -> [u64; 4] {
-    ["syns", "syns_passed", "syns_held", "listen_drops"].map(|n| counter(stats, "http", n))
+/// The HTTP service's SYN counters in a `/stats` document: syns, held, dropped.
+fn http_syns(stats: &Value) -> [u64; 3] {
+    ["syns", "syns_held", "listen_drops"].map(|n| counter(stats, "http", n))
 }
 
 /// What the clients saw, for the report.
@@ -154,18 +155,18 @@ impl Clients {
         let kernel = Kernel::read(ns);
         let opens = kernel.opens - kernel_before.opens;
         let retrans = kernel.syn_retrans - kernel_before.syn_retrans;
-        let [syns, passed, held, dropped] = {
+        let [syns, held, dropped] = {
             let (a, b) = (http_syns(&after), http_syns(&before));
-            [0, 1, 2, 3].map(|i| a[i] - b[i])
+            [0, 1, 2].map(|i| a[i] - b[i])
         };
         let seen = format!(
-            "clients: {opens} connections, {retrans} SYNs sent again, {} failed; device: {syns} SYNs, {passed} passed, {held} held, {dropped} dropped; {after}",
+            "clients: {opens} connections, {retrans} SYNs sent again, {} failed; device: {syns} SYNs, {held} held, {dropped} dropped; {after}",
             kernel.fails - kernel_before.fails
         );
         assert_eq!(kernel.fails, kernel_before.fails, "{seen}");
         assert_eq!(dropped, retrans, "{seen}");
         assert_eq!(syns, opens + retrans, "{seen}");
-        assert_eq!(passed + held, opens, "{seen}");
+        assert!(held <= opens, "{seen}");
         // Some clients found every socket busy and had to wait: held, or dropped and sent
         // again (as many as there are clients beyond the sockets when all start within a
         // download's time; a loaded machine may start one late enough to find a socket free).

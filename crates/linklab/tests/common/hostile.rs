@@ -56,8 +56,10 @@ pub fn assert_counters_conserve(stats: &Value) {
     assert_syns_conserve(stats);
 }
 
-/// Every SYN a TCP service saw is one of: passed to a listening socket, held until one was
-/// freed, dropped unanswered — plus at most one held at this moment (linklab_perf::syns).
+/// Every SYN a TCP service saw is one of: passed to a listening socket at once, held until
+/// one was freed (`syns_held`), dropped unanswered (`listen_drops`) — so the held and the
+/// dropped are some of the SYNs (linklab_perf::syns; `common::clients` holds the whole law to
+/// what the clients' kernel counted).
 pub fn assert_syns_conserve(stats: &Value) {
     for (app, prefix) in [
         ("http", ""),
@@ -66,11 +68,11 @@ pub fn assert_syns_conserve(stats: &Value) {
         ("iperf2", ""),
     ] {
         let c = |name: &str| counter(stats, app, &format!("{prefix}{name}"));
-        let fates = c("syns_passed") + c("syns_held") + c("listen_drops");
+        let waited = c("syns_held") + c("listen_drops");
         let syns = c("syns");
         assert!(
-            syns == fates || syns == fates + 1,
-            "{app}: {syns} SYNs, {fates} passed, held or dropped: {stats}"
+            waited <= syns,
+            "{app}: {syns} SYNs, {waited} of them held or dropped: {stats}"
         );
     }
 }
