@@ -77,9 +77,15 @@ pub fn syn_values(c: &crate::syns::SynCounts) -> [u64; 3] {
     [c.syns, c.held, c.listen_drops].map(u64::from)
 }
 
-/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2-tcp`).
+/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2-tcp`),
+/// its SYN counters from `syns`.
 #[cfg(feature = "iperf2-tcp")]
-pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) -> [u64; 16] {
+pub fn iperf2_values(
+    c: &crate::iperf2::pool::Iperf2Counters,
+    open_streams: usize,
+    syns: &crate::syns::SynCounts,
+) -> [u64; 16] {
+    let [s, held, dropped] = syn_values(syns);
     [
         u64::from(c.tests),
         u64::from(c.tests_done),
@@ -94,9 +100,9 @@ pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usiz
         u64::from(c.reclaimed),
         u64::from(c.evicted),
         u64::from(c.reclaimed_answered),
-        u64::from(c.syns.syns),
-        u64::from(c.syns.held),
-        u64::from(c.syns.listen_drops),
+        s,
+        held,
+        dropped,
     ]
 }
 

@@ -27,11 +27,16 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
         let i2 = crate::app_counters::iperf2_values(
             &self.iperf2().counters(),
             self.iperf2().open_streams(),
+            // The one-socket server (without `iperf2`) has no SYN rule: nothing counted.
+            #[cfg(feature = "iperf2")]
+            &self.iperf2().syns(),
+            #[cfg(not(feature = "iperf2"))]
+            &crate::syns::SynCounts::new(),
         );
         #[cfg(not(feature = "iperf2-tcp"))]
         let i2 = [0u64; 16];
-        let [es, eh, ed] = crate::app_counters::syn_values(&echo_taken.syns);
-        let [hs, hh, hd] = crate::app_counters::syn_values(&http_taken.syns);
+        let [er, ee, ea, es, eh, ed] = echo_taken.values();
+        let [hr, he, ha, hs, hh, hd] = http_taken.values();
         let [is, ih, id] = crate::app_counters::syn_values(&i.syns);
         let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_, o, p] = i2;
         crate::app_counters::named([
@@ -42,17 +47,17 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             e.tcp_connections,
             e.tcp_bytes,
             echo_idle_closed,
-            echo_taken.reclaimed,
-            echo_taken.evicted,
-            echo_taken.reclaimed_answered,
+            er,
+            ee,
+            ea,
             es,
             eh,
             ed,
             http_responses,
             http_idle_closed,
-            http_taken.reclaimed,
-            http_taken.evicted,
-            http_taken.reclaimed_answered,
+            hr,
+            he,
+            ha,
             hs,
             hh,
             hd,

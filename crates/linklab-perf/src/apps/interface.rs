@@ -222,7 +222,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                     .iter()
                     .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).state() == tcp::State::Listen);
                 if listening {
-                    self.http_taken.syns.pass();
+                    self.http_taken.pass();
                     return false;
                 }
                 // Progress that came in with the frames before this SYN counts.
@@ -250,7 +250,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
             ECHO_PORT => {
                 let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
                 if socket.state() == tcp::State::Listen {
-                    self.echo_taken.syns.pass();
+                    self.echo_taken.pass();
                     return false;
                 }
                 refresh(&mut self.echo_watch, socket, now);

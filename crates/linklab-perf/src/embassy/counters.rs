@@ -165,8 +165,13 @@ impl AppCounters {
 
     /// Publishes iperf 2's counters (bytes wrap at 2^32, as every counter here).
     #[cfg(feature = "iperf2")]
-    pub(crate) fn set_iperf2(&self, c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) {
-        let values = crate::app_counters::iperf2_values(c, open_streams);
+    pub(crate) fn set_iperf2(
+        &self,
+        c: &crate::iperf2::pool::Iperf2Counters,
+        open_streams: usize,
+        syns: &SynCounts,
+    ) {
+        let values = crate::app_counters::iperf2_values(c, open_streams, syns);
         for (slot, v) in self.iperf2.iter().zip(values) {
             slot.store(v as u32, Ordering::Relaxed);
         }

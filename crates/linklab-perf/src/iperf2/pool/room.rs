@@ -27,7 +27,7 @@ impl<E: Copy + Eq, const M: usize> SynPool for Iperf2Pool<E, M> {
     }
 
     fn syns(&mut self) -> &mut SynCounts {
-        &mut self.counters.syns
+        &mut self.syns
     }
 }
 
@@ -63,9 +63,9 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         }
         let room = self.free_for_syn(s, now);
         match room {
-            Room::Ready => self.counters.syns.pass(),
-            Room::Freeing => self.counters.syns.hold(),
-            Room::Defer => self.counters.syns.drop_unanswered(),
+            Room::Ready => self.syns.pass(),
+            Room::Freeing => self.syns.hold(),
+            Room::Defer => self.syns.drop_unanswered(),
         }
         room
     }
