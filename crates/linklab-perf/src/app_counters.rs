@@ -6,7 +6,7 @@
 pub type AppCounter = (&'static str, &'static str, u64);
 
 /// Number of app counters.
-pub const APP_COUNTERS: usize = 39;
+pub const APP_COUNTERS: usize = 47;
 
 /// Each counter's app and name, in the order the values come: echo's (the core's six, then
 /// its TCP socket's lifetime), HTTP's, iperf3's, iperf 2's (`iperf2`: tests started, done and
@@ -15,9 +15,13 @@ pub const APP_COUNTERS: usize = 39;
 /// while busy, datagrams dropped, payload bytes each way, then the socket lifetime's). Per service, `reclaimed` counts spent or
 /// half-open sockets freed for a new client, `reclaimed_answered` those of them our SYN-ACK
 /// had answered (a peer that believed it was connected would have been reset; the rules
-/// allow it only after the grace with no answer), `evicted` idle connections reset, and
-/// `listen_drops` SYNs dropped unanswered while a handshake we answered could complete
-/// (Linux's name for SYNs a listener dropped; the client sends its SYN again).
+/// allow it only after the grace with no answer), `evicted` idle connections reset; and what
+/// became of every SYN it saw ([`crate::syns`]): `syns` (every one), of them `syns_held`
+/// (held in the device until a socket was freed for it) and `listen_drops` (dropped
+/// unanswered — every socket busy, or a handshake we answered could complete — Linux's name
+/// for SYNs a listener dropped; the client sends its SYN again), the rest passed at once.
+/// No service refuses a SYN with a RST; a protocol's own refusal is counted as the
+/// protocol's (iperf3's `denied`).
 pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("echo", "udp_rx_datagrams"),
     ("echo", "udp_tx_datagrams"),
@@ -29,12 +33,16 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("echo", "tcp_reclaimed"),
     ("echo", "tcp_evicted"),
     ("echo", "tcp_reclaimed_answered"),
+    ("echo", "tcp_syns"),
+    ("echo", "tcp_syns_held"),
     ("echo", "tcp_listen_drops"),
     ("http", "responses"),
     ("http", "idle_closed"),
     ("http", "reclaimed"),
     ("http", "evicted"),
     ("http", "reclaimed_answered"),
+    ("http", "syns"),
+    ("http", "syns_held"),
     ("http", "listen_drops"),
     ("iperf", "tests_done"),
     ("iperf", "tests_failed"),
@@ -43,6 +51,8 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("iperf", "reclaimed"),
     ("iperf", "evicted"),
     ("iperf", "reclaimed_answered"),
+    ("iperf", "syns"),
+    ("iperf", "syns_held"),
     ("iperf", "listen_drops"),
     ("iperf2", "tests"),
     ("iperf2", "tests_done"),
@@ -57,12 +67,25 @@ pub const NAMES: [(&str, &str); APP_COUNTERS] = [
     ("iperf2", "reclaimed"),
     ("iperf2", "evicted"),
     ("iperf2", "reclaimed_answered"),
+    ("iperf2", "syns"),
+    ("iperf2", "syns_held"),
     ("iperf2", "listen_drops"),
 ];
 
-/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2-tcp`).
+/// A service's SYN counters in [`NAMES`]' order: `syns`, `syns_held`, `listen_drops`.
+pub fn syn_values(c: &crate::syns::SynCounts) -> [u64; 3] {
+    [c.syns, c.held, c.listen_drops].map(u64::from)
+}
+
+/// iperf 2's counters in [`NAMES`]' order (all zero in a build without feature `iperf2-tcp`),
+/// its SYN counters from `syns`.
 #[cfg(feature = "iperf2-tcp")]
-pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) -> [u64; 14] {
+pub fn iperf2_values(
+    c: &crate::iperf2::pool::Iperf2Counters,
+    open_streams: usize,
+    syns: &crate::syns::SynCounts,
+) -> [u64; 16] {
+    let [s, held, dropped] = syn_values(syns);
     [
         u64::from(c.tests),
         u64::from(c.tests_done),
@@ -77,7 +100,9 @@ pub fn iperf2_values(c: &crate::iperf2::pool::Iperf2Counters, open_streams: usiz
         u64::from(c.reclaimed),
         u64::from(c.evicted),
         u64::from(c.reclaimed_answered),
-        u64::from(c.listen_drops),
+        s,
+        held,
+        dropped,
     ]
 }
 

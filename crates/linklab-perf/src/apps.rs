@@ -58,6 +58,8 @@ use crate::lifetime::tcp_socket;
 use crate::lifetime::DEFAULT_IDLE_TIMEOUT;
 #[cfg(any(feature = "echo", feature = "http"))]
 use crate::lifetime::{observe, IdleWatch};
+#[cfg(feature = "evict")]
+use crate::syns::SynCounts;
 
 pub use crate::socket_buffers::TcpBuffers;
 #[cfg(feature = "udp")]
@@ -152,38 +154,65 @@ pub struct DeviceApps<
     _iperf: core::marker::PhantomData<SmoltcpIperfServer<'a, N, S>>,
 }
 
-/// How often a service's sockets were taken for new clients, and how often a new client had
-/// to wait (see [`crate::evict::Choice`]).
+/// How often a service's sockets were taken for new clients, and what became of each SYN it
+/// saw (see [`crate::evict::Choice`], [`crate::syns`]). Only the SYN rule counts here, so a
+/// build without feature `evict` (no SYN rule in a main loop) keeps nothing: every count is
+/// 0, and the apps are no larger for it (the compact image's flash budget).
 #[derive(Clone, Copy, Default)]
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 pub(super) struct Taken {
     /// Spent or half-open sockets freed.
-    pub(super) reclaimed: u64,
+    reclaimed: u64,
     /// Of those, half-open ones our SYN-ACK had answered (stale: no answer for the grace).
-    pub(super) reclaimed_answered: u64,
+    reclaimed_answered: u64,
     /// Idle connections reset.
-    pub(super) evicted: u64,
-    /// SYNs dropped unanswered while a handshake we answered may be completing.
-    pub(super) listen_drops: u64,
+    evicted: u64,
+    /// Every SYN the service saw: passed to a listening socket, or dropped unanswered.
+    #[cfg(feature = "evict")]
+    syns: SynCounts,
 }
 
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
 impl Taken {
-    /// Counts what `choice` did; true when the SYN is to be dropped unanswered.
+    /// A SYN that found a socket listening goes to it.
+    pub(super) fn pass(&mut self) {
+        #[cfg(feature = "evict")]
+        self.syns.pass();
+    }
+
+    /// Counts what `choice` did for a SYN that found no socket listening; true when the SYN
+    /// is to be dropped unanswered (nothing may be freed now: its client sends it again).
     pub(super) fn count<T>(&mut self, choice: &Choice<T>) -> bool {
+        let drop = matches!(choice, Choice::Defer | Choice::Busy);
+        #[cfg(feature = "evict")]
         match choice {
             Choice::Take(_, c) if c.evicts() => self.evicted += 1,
             Choice::Take(_, c) => {
                 self.reclaimed += 1;
                 self.reclaimed_answered += u64::from(c.answered());
             }
-            Choice::Defer => {
-                self.listen_drops += 1;
-                return true;
-            }
-            Choice::Refuse => {}
+            Choice::Defer | Choice::Busy => {}
         }
-        false
+        #[cfg(feature = "evict")]
+        if drop {
+            self.syns.drop_unanswered();
+        } else {
+            self.syns.pass();
+        }
+        drop
+    }
+
+    /// The counts in [`crate::app_counters::NAMES`]' order: `reclaimed`, `evicted`,
+    /// `reclaimed_answered`, `syns`, `syns_held`, `listen_drops`.
+    pub(super) fn values(&self) -> [u64; 6] {
+        #[cfg(feature = "evict")]
+        {
+            let [syns, held, dropped] = crate::app_counters::syn_values(&self.syns);
+            let (r, e, a) = (self.reclaimed, self.evicted, self.reclaimed_answered);
+            [r, e, a, syns, held, dropped]
+        }
+        #[cfg(not(feature = "evict"))]
+        [0; 6]
     }
 }
 

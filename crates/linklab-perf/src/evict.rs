@@ -19,10 +19,14 @@
 //! shares one rule: the smoltcp adapters ([`crate::lifetime`], `crate::apps`), the iperf3
 //! pool ([`crate::iperf::pool`]) and the embassy-net adapters (`crate::embassy`).
 //!
+//! A SYN for which nothing may go ([`Choice::Busy`]) is dropped unanswered as well: a
+//! device never resets a client it could serve a moment later ([`crate::syns`]).
+//!
 //! Feature `evict` (on by default): without it [`choose`] takes nothing, the smoltcp homes
-//! skip their SYN rule and SYN-ACK watch (embassy-net's gate still holds a SYN for its
-//! service's turn, then lets it pass), and a client that finds every socket busy is answered
-//! as a busy stock server answers (iperf3's ACCESS_DENIED, or the stack's RST).
+//! skip their SYN rule and SYN-ACK watch, so a SYN that finds every socket busy gets
+//! smoltcp's RST there (iperf3's spare control socket still answers ACCESS_DENIED), while
+//! embassy-net's gate still holds a SYN for its service's turn and drops it when no socket
+//! listens.
 
 use core::ops::Add;
 
@@ -160,9 +164,12 @@ pub enum Choice<T> {
     /// initial RTO) and finds room then, when the handshake completed or went stale, or the
     /// connection moved again or stayed quiet for twice the grace.
     Defer,
-    /// Refuse the SYN (the stack answers a RST, as a busy server does): every connection
-    /// made progress within the grace.
-    Refuse,
+    /// Nothing may go: every connection made progress within the grace (or the build has
+    /// no eviction). The SYN is dropped unanswered too, never answered with a RST: its client
+    /// waits — lwIP drops a SYN it has no PCB for (`tcp_listen_input`), Linux queues it in
+    /// the listen backlog — sends it again (1, 3, 7 … s after the first) and is served when
+    /// a connection ends.
+    Busy,
 }
 
 /// The socket to free for a new client (see [`Choice`]): a spent one, else a connection
@@ -174,8 +181,8 @@ pub enum Choice<T> {
 /// of the same batch). Entries are `None` for sockets that may not be taken (listening, or
 /// protected, e.g. a running iperf3 test). When nothing may be taken: [`Choice::Defer`] if a
 /// handshake answered within the grace may be completing or a sending connection quiet for
-/// the grace may be waiting for our retransmission, else [`Choice::Refuse`]. Always
-/// [`Choice::Refuse`] in a build without feature `evict`, which then links none of this.
+/// the grace may be waiting for our retransmission, else [`Choice::Busy`]. Always
+/// [`Choice::Busy`] in a build without feature `evict`, which then links none of this.
 pub fn choose<T, D>(
     candidates: impl IntoIterator<Item = Option<Candidate<T>>>,
     now: T,
@@ -186,7 +193,7 @@ where
     D: Copy,
 {
     if !cfg!(feature = "evict") {
-        return Choice::Refuse;
+        return Choice::Busy;
     }
     let mut may_resume = false;
     let mut best: Option<(usize, Candidate<T>)> = None;
@@ -220,7 +227,7 @@ where
     match best {
         Some((i, c)) => Choice::Take(i, c),
         None if may_resume => Choice::Defer,
-        None => Choice::Refuse,
+        None => Choice::Busy,
     }
 }
 

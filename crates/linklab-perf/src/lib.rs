@@ -208,4 +208,5 @@ pub mod socket;
 pub mod socket_buffers;
 #[cfg(feature = "smoltcp")]
 pub mod synack_watch;
+pub mod syns;
 pub mod time;

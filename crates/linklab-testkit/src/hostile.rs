@@ -40,9 +40,10 @@ pub const GRACE: Duration = Duration::from_millis(linklab_perf::evict::GRACE_MS)
 /// that stopped reading (linklab_perf::evict::SENDING_GRACE_MS).
 pub const SENDING_GRACE: Duration = Duration::from_millis(linklab_perf::evict::SENDING_GRACE_MS);
 
-/// What must hold of the counters at any time: the MAC's RX law ([`assert_conserved`]) and
-/// the UDP echo's — every datagram received was echoed or dropped, and the replies dropped
-/// unsent (their requester never answered ARP) are some of those echoed.
+/// What must hold of the counters at any time: the MAC's RX law ([`assert_conserved`]), the
+/// UDP echo's — every datagram received was echoed or dropped, and the replies dropped
+/// unsent (their requester never answered ARP) are some of those echoed — and every TCP
+/// service's SYN law ([`assert_syns_conserve`]).
 pub fn assert_counters_conserve(stats: &Value) {
     assert_conserved(stats);
     let c = |name| counter(stats, "echo", name);
@@ -52,6 +53,28 @@ pub fn assert_counters_conserve(stats: &Value) {
         "echo: {stats}"
     );
     assert!(c("udp_unsent") <= c("udp_tx_datagrams"), "echo: {stats}");
+    assert_syns_conserve(stats);
+}
+
+/// Every SYN a TCP service saw is one of: passed to a listening socket at once, held until
+/// one was freed (`syns_held`), dropped unanswered (`listen_drops`) — so the held and the
+/// dropped are some of the SYNs (linklab_perf::syns; `common::clients` holds the whole law to
+/// what the clients' kernel counted).
+pub fn assert_syns_conserve(stats: &Value) {
+    for (app, prefix) in [
+        ("http", ""),
+        ("echo", "tcp_"),
+        ("iperf", ""),
+        ("iperf2", ""),
+    ] {
+        let c = |name: &str| counter(stats, app, &format!("{prefix}{name}"));
+        let waited = c("syns_held") + c("listen_drops");
+        let syns = c("syns");
+        assert!(
+            waited <= syns,
+            "{app}: {syns} SYNs, {waited} of them held or dropped: {stats}"
+        );
+    }
 }
 
 /// TCP sockets in /stats's list that are neither established nor listening.

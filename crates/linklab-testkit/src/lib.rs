@@ -9,6 +9,7 @@
 //! The CLI's test harnesses (`crates/linklab/tests/<harness>/main.rs`) and benches use it as
 //! `linklab_testkit`; CONTRIBUTING.md says how to add a test.
 
+pub mod clients;
 pub mod device;
 pub mod docs;
 pub mod emulated_clock;

@@ -374,3 +374,81 @@ fn a_stream_s_syn_is_not_refused_while_a_would_be_stream_holds_its_listener() {
     assert_eq!(lab.client(stream), Client::Connected);
     assert_eq!(lab.client(control), Client::Connected);
 }
+
+/// The SYN counters of `app` (with `prefix` on echo's names): syns, held, dropped.
+fn syn_counters(lab: &Lab, app: &str, prefix: &str) -> [u64; 3] {
+    ["syns", "syns_held", "listen_drops"].map(|n| lab.counter(app, &format!("{prefix}{n}")))
+}
+
+#[test]
+fn a_syn_that_finds_every_connection_moving_waits_unanswered_and_gets_in_later() {
+    // Two downloads hold both HTTP sockets, each acknowledged as it comes: a third client's
+    // SYN is dropped unanswered — no RST, as lwIP drops a SYN it has no PCB for — and its
+    // SYN sent again once a download ended is served. Every SYN is counted by its fate.
+    let mut lab = Lab::new();
+    let (a, b, c) = (50001, 50002, 50003);
+    for port in [a, b] {
+        lab.talk(port, 80);
+    }
+    lab.poll();
+    lab.poll();
+    for port in [a, b] {
+        lab.send(port, 80, b"GET /100kB.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    lab.wait(1);
+    lab.wait(1);
+    assert!(
+        !lab.got(a).is_empty() && !lab.got(b).is_empty(),
+        "both download"
+    );
+    lab.syn(c, 80);
+    lab.device_pass();
+    let to_c: Vec<_> = lab
+        .wire
+        .from_device
+        .iter()
+        .filter(|f| !data_to(std::slice::from_ref(f), c).is_empty())
+        .collect();
+    assert!(
+        to_c.is_empty(),
+        "the busy device answered the SYN: {to_c:?}"
+    );
+    lab.poll();
+    assert_eq!(lab.client(c), Client::Connecting);
+    assert_eq!(syn_counters(&lab, "http", ""), [3, 0, 1]);
+    // The downloads go on (a millisecond a pass) until both are whole.
+    for _ in 0..2000 {
+        if lab.got(a).len() > 100_000 && lab.got(b).len() > 100_000 {
+            break;
+        }
+        lab.wait(1);
+    }
+    assert!(lab.got(a).len() > 100_000 && lab.got(b).len() > 100_000);
+    assert_ne!(lab.client(a), Client::Reset);
+    assert_ne!(lab.client(b), Client::Reset);
+    // The client's retransmitted SYN (same port) finds a socket.
+    lab.clients.retain(|(p, _)| *p != c);
+    lab.now += Duration::from_millis(1000);
+    lab.syn(c, 80);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(c), Client::Connected);
+    assert_eq!(syn_counters(&lab, "http", ""), [4, 0, 1]);
+    assert_eq!(lab.counter("http", "evicted"), 0);
+}
+
+#[test]
+fn echo_s_one_socket_busy_drops_the_next_syn_and_counts_it() {
+    // TCP echo's one socket carries a connection that just opened (progress within the
+    // grace): the next client waits unanswered, and every SYN is counted.
+    let mut lab = Lab::new();
+    lab.syn(51001, 7);
+    lab.poll();
+    lab.poll();
+    assert_eq!(lab.client(51001), Client::Connected);
+    lab.wait(10);
+    lab.syn(51002, 7);
+    lab.poll();
+    assert_eq!(lab.client(51002), Client::Connecting);
+    assert_eq!(syn_counters(&lab, "echo", "tcp_"), [2, 0, 1]);
+}

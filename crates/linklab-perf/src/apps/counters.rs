@@ -27,10 +27,18 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
         let i2 = crate::app_counters::iperf2_values(
             &self.iperf2().counters(),
             self.iperf2().open_streams(),
+            // The one-socket server (without `iperf2`) has no SYN rule: nothing counted.
+            #[cfg(feature = "iperf2")]
+            &self.iperf2().syns(),
+            #[cfg(not(feature = "iperf2"))]
+            &crate::syns::SynCounts::new(),
         );
         #[cfg(not(feature = "iperf2-tcp"))]
-        let i2 = [0u64; 14];
-        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_] = i2;
+        let i2 = [0u64; 16];
+        let [er, ee, ea, es, eh, ed] = echo_taken.values();
+        let [hr, he, ha, hs, hh, hd] = http_taken.values();
+        let [is, ih, id] = crate::app_counters::syn_values(&i.syns);
+        let [a, b, c, d, e2, f, g, h, i_, j, k, l, m, n_, o, p] = i2;
         crate::app_counters::named([
             e.udp_rx_datagrams,
             e.udp_tx_datagrams,
@@ -39,16 +47,20 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             e.tcp_connections,
             e.tcp_bytes,
             echo_idle_closed,
-            echo_taken.reclaimed,
-            echo_taken.evicted,
-            echo_taken.reclaimed_answered,
-            echo_taken.listen_drops,
+            er,
+            ee,
+            ea,
+            es,
+            eh,
+            ed,
             http_responses,
             http_idle_closed,
-            http_taken.reclaimed,
-            http_taken.evicted,
-            http_taken.reclaimed_answered,
-            http_taken.listen_drops,
+            hr,
+            he,
+            ha,
+            hs,
+            hh,
+            hd,
             u64::from(i.tests_done),
             u64::from(i.tests_failed),
             u64::from(i.denied),
@@ -56,7 +68,9 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             u64::from(i.reclaimed),
             u64::from(i.evicted),
             u64::from(i.reclaimed_answered),
-            u64::from(i.listen_drops),
+            is,
+            ih,
+            id,
             a,
             b,
             c,
@@ -71,6 +85,8 @@ impl<const N: usize, const S: usize, const H: usize, const M: usize> DeviceApps<
             l,
             m,
             n_,
+            o,
+            p,
         ])
     }
 }

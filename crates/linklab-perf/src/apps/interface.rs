@@ -39,17 +39,19 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
     /// the peer gets a RST), else a half-open one our SYN-ACK has not answered (`reclaimed`:
     /// lwIP's rule, so spoofed SYNs from hosts that never answer cannot lock real clients
     /// out), else one answered longer than the grace ago (`reclaimed`, also counted in
-    /// `reclaimed_answered`). While a handshake we answered may still complete, the SYN is
-    /// dropped unanswered (`listen_drops`; its client sends it again), so no client that
-    /// believes it is connected is reset; a SYN that finds every connection making progress
-    /// gets smoltcp's RST, as from a busy server. Every SYN-ACK leaving is watched
+    /// `reclaimed_answered`). While a handshake we answered may still complete, or when every
+    /// connection is making progress, the SYN is dropped unanswered (`listen_drops`; its
+    /// client sends it again and is served once a connection ends), so no client that
+    /// believes it is connected is reset and none is refused; every SYN is counted
+    /// ([`crate::syns`]). Every SYN-ACK leaving is watched
     /// ([`crate::synack_watch`]) to know which handshakes were answered. After each frame, a
     /// UDP echo request is answered and the egress run at once (see
     /// [`crate::echo::SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is
     /// known before the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
     /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
     /// Without feature `evict` there is no SYN rule and no SYN-ACK watch: a SYN that finds
-    /// every socket busy gets smoltcp's RST.
+    /// every socket busy gets smoltcp's RST (the minimal and compact images, whose flash
+    /// budgets leave no room for it).
     pub fn poll_interface<D: Device + ?Sized>(
         &mut self,
         iface: &mut Interface,
@@ -194,7 +196,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
 
     /// Frees a socket for a new connection to `port` when none of its sockets listens (see
     /// [`poll_interface`](Self::poll_interface)); `flush` runs the interface's egress. True
-    /// when the SYN is to be dropped unanswered ([`Choice::Defer`]).
+    /// when the SYN is to be dropped unanswered ([`Choice::Defer`], [`Choice::Busy`]).
     // (Nothing to note or free in a build without TCP apps.)
     #[cfg_attr(
         not(any(
@@ -220,6 +222,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                     .iter()
                     .any(|(h, _, _)| sockets.get::<tcp::Socket>(*h).state() == tcp::State::Listen);
                 if listening {
+                    self.http_taken.pass();
                     return false;
                 }
                 // Progress that came in with the frames before this SYN counts.
@@ -246,6 +249,10 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
             #[cfg(feature = "echo")]
             ECHO_PORT => {
                 let socket = sockets.get::<tcp::Socket>(self.echo_tcp);
+                if socket.state() == tcp::State::Listen {
+                    self.echo_taken.pass();
+                    return false;
+                }
                 refresh(&mut self.echo_watch, socket, now);
                 let facts = [self.echo_watch.candidate(socket)];
                 let choice = crate::evict::choose(facts, now, EVICT_GRACE);

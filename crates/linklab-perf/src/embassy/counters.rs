@@ -8,6 +8,7 @@ use portable_atomic::{AtomicU32, Ordering};
 use crate::echo::EchoCounters;
 use crate::iperf::pool::ServerCounters;
 use crate::socket::TcpState;
+use crate::syns::SynCounts;
 
 /// TCP sockets whose port and state the apps publish (2 HTTP, 1 echo, up to 13 iperf3 and
 /// iperf 2).
@@ -34,17 +35,17 @@ pub use crate::app_counters::{AppCounter, APP_COUNTERS};
 /// Lock-free; put it in a `static` and lend it to each app.
 #[derive(Debug, Default)]
 pub struct AppCounters {
-    echo: [AtomicU32; 11],
-    http: [AtomicU32; 6],
-    iperf: [AtomicU32; 8],
-    iperf2: [AtomicU32; 14],
+    echo: [AtomicU32; 13],
+    http: [AtomicU32; 8],
+    iperf: [AtomicU32; 10],
+    iperf2: [AtomicU32; 16],
     /// Per socket: port << 8 | state code, 0 while unused.
     views: [AtomicU32; SOCKET_VIEWS],
     claimed: AtomicU32,
 }
 
 // The four arrays, chained, are the named counters.
-const _: () = assert!(11 + 6 + 8 + 14 == APP_COUNTERS);
+const _: () = assert!(13 + 8 + 10 + 16 == APP_COUNTERS);
 
 /// Index of an HTTP counter.
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
@@ -54,8 +55,10 @@ pub(crate) enum Http {
     Reclaimed = 2,
     Evicted = 3,
     ReclaimedAnswered = 4,
-    ListenDrops = 5,
 }
+
+/// Where an HTTP service's SYN counters start (`syns`, `syns_held`, `listen_drops`).
+const HTTP_SYNS: usize = 5;
 
 /// Index of an echo counter the adapter keeps itself (the rest come from the core): TCP's.
 #[cfg_attr(not(feature = "echo"), allow(dead_code))]
@@ -64,17 +67,19 @@ pub(crate) enum EchoTcp {
     Reclaimed = 7,
     Evicted = 8,
     ReclaimedAnswered = 9,
-    ListenDrops = 10,
 }
+
+/// Where TCP echo's SYN counters start.
+const ECHO_SYNS: usize = 10;
 
 impl AppCounters {
     /// All zero.
     pub const fn new() -> AppCounters {
         AppCounters {
-            echo: [const { AtomicU32::new(0) }; 11],
-            http: [const { AtomicU32::new(0) }; 6],
-            iperf: [const { AtomicU32::new(0) }; 8],
-            iperf2: [const { AtomicU32::new(0) }; 14],
+            echo: [const { AtomicU32::new(0) }; 13],
+            http: [const { AtomicU32::new(0) }; 8],
+            iperf: [const { AtomicU32::new(0) }; 10],
+            iperf2: [const { AtomicU32::new(0) }; 16],
             views: [const { AtomicU32::new(0) }; SOCKET_VIEWS],
             claimed: AtomicU32::new(0),
         }
@@ -115,6 +120,18 @@ impl AppCounters {
         self.echo[which as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Publishes what became of the SYNs to HTTP's port.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn set_http_syns(&self, c: &SynCounts) {
+        store(&self.http[HTTP_SYNS..], syn_values(c));
+    }
+
+    /// Publishes what became of the SYNs to TCP echo's port.
+    #[cfg_attr(not(feature = "echo"), allow(dead_code))]
+    pub(crate) fn set_echo_syns(&self, c: &SynCounts) {
+        store(&self.echo[ECHO_SYNS..], syn_values(c));
+    }
+
     #[cfg_attr(not(feature = "echo"), allow(dead_code))]
     pub(crate) fn set_echo_core(&self, c: &EchoCounters) {
         let values = [
@@ -139,17 +156,22 @@ impl AppCounters {
             c.reclaimed,
             c.evicted,
             c.reclaimed_answered,
-            c.listen_drops,
         ];
         for (slot, v) in self.iperf.iter().zip(values) {
             slot.store(v, Ordering::Relaxed);
         }
+        store(&self.iperf[values.len()..], syn_values(&c.syns));
     }
 
     /// Publishes iperf 2's counters (bytes wrap at 2^32, as every counter here).
     #[cfg(feature = "iperf2")]
-    pub(crate) fn set_iperf2(&self, c: &crate::iperf2::pool::Iperf2Counters, open_streams: usize) {
-        let values = crate::app_counters::iperf2_values(c, open_streams);
+    pub(crate) fn set_iperf2(
+        &self,
+        c: &crate::iperf2::pool::Iperf2Counters,
+        open_streams: usize,
+        syns: &SynCounts,
+    ) {
+        let values = crate::app_counters::iperf2_values(c, open_streams, syns);
         for (slot, v) in self.iperf2.iter().zip(values) {
             slot.store(v as u32, Ordering::Relaxed);
         }
@@ -168,6 +190,18 @@ impl AppCounters {
             *slot = u64::from(v.load(Ordering::Relaxed));
         }
         crate::app_counters::named(values)
+    }
+}
+
+/// A service's SYN counters, as [`crate::app_counters::syn_values`] orders them.
+fn syn_values(c: &SynCounts) -> [u64; 3] {
+    crate::app_counters::syn_values(c)
+}
+
+/// Stores `values` in the first of `slots` (32 bits each, as every counter here).
+fn store<const K: usize>(slots: &[AtomicU32], values: [u64; K]) {
+    for (slot, v) in slots.iter().zip(values) {
+        slot.store(v as u32, Ordering::Relaxed);
     }
 }
 

@@ -54,7 +54,8 @@ impl OnSocket for EchoSocket<'_, '_> {
 /// Serves echo on TCP and UDP port 7 forever. TCP: one connection at a time, reset when it
 /// made no progress for the idle timeout; with `gate`, a SYN finding the socket busy frees
 /// it if it is spent or half-open (not answered by us within the grace), or idle beyond the
-/// grace (evicted: its peer reset). UDP:
+/// grace (evicted: its peer reset), else is dropped unanswered for its client to send again
+/// (without a gate: the stack's RST). UDP:
 /// replies whose next hop does not answer ARP are dropped (`udp_unsent`) — with `gate`, as
 /// soon as a request from another host is read, so they never hold up replies to hosts that
 /// answer; without, after `rules::STUCK_REPLY_MS`. Counts into `counters`.
@@ -84,7 +85,7 @@ pub async fn echo_server(
                 }
             }
             Counted::Evicted => counters.add_echo(EchoTcp::Evicted),
-            Counted::ListenDrop => counters.add_echo(EchoTcp::ListenDrops),
+            Counted::Syns(syns) => counters.set_echo_syns(&syns),
         }),
     )
     .await;

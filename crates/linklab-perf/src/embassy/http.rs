@@ -51,8 +51,10 @@ impl OnSocket for HttpSocket<'_, '_, '_> {
 /// per socket; connections that made no progress for `rules::IDLE_TIMEOUT_MS` are reset.
 /// Counts into `counters`; with `gate` (the driver's gate), a SYN finding both sockets
 /// busy frees one first (`crate::evict::choose`: a spent one, else the connection idle
-/// longest beyond the grace, its peer reset, else a half-open one), or is dropped while a
-/// handshake we answered may complete.
+/// longest beyond the grace, its peer reset, else a half-open one), or is dropped
+/// unanswered when none may go now (a handshake we answered may complete, or both carry
+/// connections making progress): its client sends it again and is served when one ends.
+/// Without a gate, such a SYN gets the stack's RST.
 pub async fn http_server(
     stack: Stack<'_>,
     buffers: [TcpBuffers<'_>; HTTP_SOCKETS],
@@ -81,7 +83,7 @@ pub async fn http_server(
                 }
             }
             Counted::Evicted => counters.add_http(Http::Evicted),
-            Counted::ListenDrop => counters.add_http(Http::ListenDrops),
+            Counted::Syns(syns) => counters.set_http_syns(&syns),
         }),
     )
     .await;

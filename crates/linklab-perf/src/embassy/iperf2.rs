@@ -293,7 +293,7 @@ pub async fn iperf2_server<const M: usize>(
             sock.watch(state);
         }
         s.udp().watch();
-        counters.set_iperf2(&pool.counters(), pool.open_streams());
+        counters.set_iperf2(&pool.counters(), pool.open_streams(), &pool.syns());
         if due_again(&pool, now, &mut timer_at, cx) {
             continue;
         }

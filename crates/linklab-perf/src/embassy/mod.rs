@@ -15,11 +15,11 @@
 //! No heap, no smoltcp of ours (embassy-net brings its own): the user lends every buffer.
 //!
 //! The driver holds each SYN for a served port until its service made room (or drops it
-//! while a handshake the service answered may complete), shows it each frame it sends (so
-//! the gate notes the SYN-ACKs that leave), and holds each UDP echo request until the reply
-//! to the one before had its turn to leave: linklab-mac's `EmbassyMac::with_gate` with a
-//! `FrameGate` that calls `GATE.admit` and `GATE.sent`; any driver that can look at a frame
-//! before lending it can. The tasks:
+//! unanswered when none can be made now: its client sends it again, never a RST), shows it
+//! each frame it sends (so the gate notes the SYN-ACKs that leave), and holds each UDP echo
+//! request until the reply to the one before had its turn to leave: linklab-mac's
+//! `EmbassyMac::with_gate` with a `FrameGate` that calls `GATE.admit` and `GATE.sent`; any
+//! other embassy-net driver wrapped in a [`GatedDriver`]. The tasks:
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "http", feature = "echo"))]
@@ -55,6 +55,7 @@ mod device;
 #[cfg(feature = "echo")]
 mod echo;
 pub(crate) mod gate;
+mod gated;
 #[cfg(feature = "http")]
 mod http;
 mod iperf;
@@ -77,6 +78,7 @@ pub use device::{announce, static_ipv4, IperfMemory, IPERF2_SOCKETS, MAX_UDP_PAY
 #[cfg(feature = "echo")]
 pub use echo::echo_server;
 pub use gate::{Admit, Port, ServiceGate, ANSWERS, TX_HOLD_PASSES, WATCHED_PORTS};
+pub use gated::{GatedDriver, GatedRx, GatedTx, HeldFrame, MAX_HELD_FRAME};
 #[cfg(feature = "http")]
 pub use http::{http_server, HTTP_SOCKETS};
 pub use iperf::{iperf_server, IperfBuffers};

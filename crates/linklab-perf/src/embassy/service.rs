@@ -19,6 +19,7 @@ use super::{tcp_socket, wake_at, Port, ServiceGate, TcpBuffers};
 use crate::evict::{choose, Candidate, Choice, Look, Progress, GRACE_MS};
 use crate::rules::{IDLE_TIMEOUT_MS, RST_GRACE_MS};
 use crate::socket::{TcpOps, TcpState};
+use crate::syns::SynCounts;
 
 /// What a socket's future tells the watcher after each of its polls, and what the watcher
 /// asks of it.
@@ -50,8 +51,8 @@ pub(crate) enum Counted {
     Reclaimed { answered: bool },
     /// An idle connection reset (`evicted`).
     Evicted,
-    /// The SYN dropped unanswered (`listen_drops`).
-    ListenDrop,
+    /// What became of the SYNs so far (`syns`, `syns_held`, `listen_drops`).
+    Syns(SynCounts),
 }
 
 /// An app served on one socket at a time.
@@ -152,11 +153,12 @@ pub(crate) async fn socket_loop(
 /// The watcher of a service's sockets: when a SYN for `port` waits (see [`ServiceGate`]) and no
 /// socket listens, asks the one [`choose`] names (a spent socket, else the connection idle
 /// longest beyond [`GRACE_MS`], else a half-open one, unanswered before answered) to free
-/// itself, and counts it with `counted`; lets the SYN through once a socket listens, or at
-/// once if none can be freed (every connection making progress: the stack answers a RST, as
-/// a busy server does); drops it while a handshake we answered may complete
-/// ([`Choice::Defer`]). Join it after the socket futures, so it reads what they published in
-/// the same turn.
+/// itself, and counts it with `counted`; lets the SYN through once a socket listens (held
+/// meanwhile), drops it unanswered when none can be freed now — a handshake we answered may
+/// complete ([`Choice::Defer`]), or every connection is making progress ([`Choice::Busy`]):
+/// its client sends it again, never a RST — and counts every SYN by what became of it
+/// ([`SynCounts`]). Join it after the socket futures, so it reads what they published in the
+/// same turn.
 pub(crate) async fn make_room(
     port: u16,
     shared: &[Shared],
@@ -169,6 +171,7 @@ pub(crate) async fn make_room(
     let port = Port::Tcp(port);
     gate.serve(port);
     let grace = Duration::from_millis(GRACE_MS);
+    let mut syns = SynCounts::new();
     poll_fn(|cx| {
         if !gate.asked(port, cx) {
             return Poll::Pending;
@@ -177,13 +180,15 @@ pub(crate) async fn make_room(
             .iter()
             .any(|s| s.state.get() == Some(TcpState::Listen));
         if listening {
+            syns.pass();
             gate.answer(port);
         } else if shared
             .iter()
             .any(|s| s.free.get().is_some() || s.state.get().is_none())
         {
             // A socket is being freed or made anew: its future wakes the task (and so this
-            // watcher, joined with it) when it is back.
+            // watcher, joined with it) when it is back. The SYN waits for it.
+            syns.hold();
         } else {
             let facts = shared.iter().map(|s| s.candidate.get());
             match choose(facts, Instant::now(), grace) {
@@ -196,15 +201,16 @@ pub(crate) async fn make_room(
                     };
                     shared[i].free.set(Some(freed));
                     counted(count);
+                    syns.hold();
                     cx.waker().wake_by_ref();
                 }
-                Choice::Defer => {
-                    counted(Counted::ListenDrop);
+                Choice::Defer | Choice::Busy => {
+                    syns.drop_unanswered();
                     gate.defer(port);
                 }
-                Choice::Refuse => gate.answer(port),
             }
         }
+        counted(Counted::Syns(syns));
         Poll::Pending
     })
     .await

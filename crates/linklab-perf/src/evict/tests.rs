@@ -38,14 +38,11 @@ fn the_idlest_beyond_the_grace_is_chosen() {
     );
     assert_eq!(
         choose([established(now - GRACE + 1)], now, GRACE),
-        Choice::Refuse
+        Choice::Busy
     );
     // Nobody idle long enough, or nobody at all: the new client is refused.
-    assert_eq!(
-        choose([established(9_500), None], now, GRACE),
-        Choice::Refuse
-    );
-    assert_eq!(choose(core::iter::empty(), now, GRACE), Choice::Refuse);
+    assert_eq!(choose([established(9_500), None], now, GRACE), Choice::Busy);
+    assert_eq!(choose(core::iter::empty(), now, GRACE), Choice::Busy);
     // Progress never seen counts as long ago.
     let unknown = Some(Candidate {
         kind: Kind::Connection,
@@ -133,7 +130,7 @@ fn a_connection_with_our_bytes_in_flight_outlasts_our_retransmission() {
     let sending = |t| candidate(Kind::Sending, t);
     assert_eq!(SENDING_GRACE_MS, 2 * GRACE);
     // Moving within the grace: a busy server's RST, as for any connection.
-    assert_eq!(choose([sending(now - 10)], now, GRACE), Choice::Refuse);
+    assert_eq!(choose([sending(now - 10)], now, GRACE), Choice::Busy);
     // Quiet past the grace, not yet twice: the SYN is dropped, its client sends it again.
     assert_eq!(choose([sending(now - GRACE)], now, GRACE), Choice::Defer);
     assert_eq!(

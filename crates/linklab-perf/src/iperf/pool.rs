@@ -53,6 +53,7 @@ use crate::data_memory::{DataPlan, Share};
 use crate::evict::{GRACE_MS, SENDING_GRACE_MS};
 use crate::rules::RST_GRACE_MS;
 use crate::socket::TcpOps;
+use crate::syns::SynCounts;
 use crate::time::Micros;
 
 /// Most TCP sockets the server can manage.
@@ -116,10 +117,11 @@ pub struct ServerCounters {
     /// Of the reclaimed, half-open sockets our SYN-ACK had answered (after the grace with no
     /// answer).
     pub reclaimed_answered: u32,
-    /// SYNs dropped unanswered while a handshake we answered could complete (or, while a
-    /// test's streams connect, a would-be stream held a data socket); their clients send
-    /// them again.
-    pub listen_drops: u32,
+    /// What became of every SYN to the server's port ([`crate::syns`]): its `listen_drops`
+    /// are the SYNs dropped unanswered — while a handshake we answered could complete, while
+    /// a test's streams connect and a would-be stream holds a data socket, or while every
+    /// socket is busy — whose clients send them again.
+    pub syns: SynCounts,
 }
 
 /// The iperf3 server's pool logic (see the module docs) over at most `N` TCP sockets, with

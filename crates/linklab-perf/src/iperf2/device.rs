@@ -268,6 +268,11 @@ impl<const M: usize> SmoltcpIperf2Server<M> {
         self.pool.counters()
     }
 
+    /// What became of the SYNs to its port.
+    pub fn syns(&self) -> crate::syns::SynCounts {
+        self.pool.syns()
+    }
+
     /// Streams and flows of the running test.
     pub fn open_streams(&self) -> usize {
         self.pool.open_streams()

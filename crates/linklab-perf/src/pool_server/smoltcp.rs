@@ -21,14 +21,23 @@ pub(crate) fn poll_at(pool: &impl SynPool) -> Option<Instant> {
 }
 
 /// Makes room in `pool` for a SYN to `port` ([`ServerPool::make_room`]); true when the SYN
-/// is to be dropped unanswered.
+/// is to be dropped unanswered. A main loop cannot hold a SYN while a socket is freed
+/// ([`Room::Freeing`]: the socket's RST has not left), so that one is dropped too, counted
+/// so: its client sends it again, never a RST.
 pub(crate) fn make_room<S>(
     pool: &mut impl ServerPool<S>,
     port: u16,
     sockets: &mut S,
     now: Instant,
 ) -> bool {
-    pool.make_room(port, sockets, micros(now)) == Room::Defer
+    match pool.make_room(port, sockets, micros(now)) {
+        Room::Ready => false,
+        Room::Defer => true,
+        Room::Freeing => {
+            pool.syns().drop_unanswered();
+            true
+        }
+    }
 }
 
 /// Our SYN-ACK from `port` to `peer` left at `now`: each of `pool`'s TCP sockets (`tcp`) half

@@ -218,7 +218,8 @@ fn end_to_end_with(board: &str, probe: bool) {
 }
 
 /// The embassy image of `board` (embassy-net over linklab-mac, linklab-perf's embassy apps),
-/// booted once for every case: stock ping, curl of the bench files; the hostile peers of
+/// booted once for every case: stock ping, curl of the bench files, six curls at once on
+/// its two HTTP sockets (`linklab_testkit::clients`: all served, none reset); the hostile peers of
 /// tests/hostile.rs that matter most to a user (`linklab_testkit::hostile`): 2 idle holders of both
 /// HTTP sockets give way to a new curl within 3 s (evicted, counted), 4 idle iperf3 control
 /// connections to a stock `iperf3 -c` within 3 s (the iperf3 pool's eviction, where an
@@ -239,6 +240,16 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
 
     ping_20_without_loss(&emu);
     curl_bench_files(&emu);
+    let served = linklab_testkit::clients::Clients {
+        n: 6,
+        sockets: 2,
+        path: "/100kB.txt",
+        rate: "100K",
+        syn_retries: None,
+    }
+    .run(&emu.ns, &|| emu.stats());
+    println!("{board} embassy: 6 parallel curls: {served:?}");
+    campaign::wait_quiet(&emu, Duration::from_secs(15));
 
     campaign::idle_http_holders_give_way(&emu, 2);
     campaign::idle_iperf3_controls_give_way(&emu, 4);

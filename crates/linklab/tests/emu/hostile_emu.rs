@@ -23,10 +23,21 @@ fn sabrelite_survives_the_hostile_campaign() {
     whole_campaign("sabrelite");
 }
 
-/// Every case of the campaign against `board`'s main-loop image, booted once.
+/// Every case of the campaign against `board`'s main-loop image, booted once; first, six
+/// stock curls at once on its two HTTP sockets (`linklab_testkit::clients`): all served, none reset.
 fn whole_campaign(board: &str) {
     let mut dev = Device::emu(board);
     let quiet = Duration::from_secs(15);
+    let served = linklab_testkit::clients::Clients {
+        n: 6,
+        sockets: 2,
+        path: "/100kB.txt",
+        rate: "100K",
+        syn_retries: None,
+    }
+    .run(&dev.ns, &|| dev.stats());
+    println!("{board}: 6 parallel curls: {served:?}");
+    wait_quiet(&dev, quiet);
     campaign::udp_echo_answers_right_after_a_spoofed_burst(&dev);
     wait_quiet(&dev, quiet);
     campaign::idle_http_holders_give_way(&dev, 2);

@@ -20,7 +20,9 @@
 //!   while ordinary clients use the services (iperf 2 too), each without retries;
 //! - idle connections and no new client: closed by the idle timeout;
 //! - SIGTERM during a download: curl must end at once (RST), not hang;
-//! - a second `serve` on the TAP the first one holds: one line saying it is in use.
+//! - a second `serve` on the TAP the first one holds: one line saying it is in use;
+//! - eight stock curls at once on two HTTP sockets: all served, none reset, counted;
+//! - a second stock iperf3 while a test runs: told the server is busy, not reset.
 //!
 //! Spoofed frames are written by the test on the kernel side of the TAP with an AF_PACKET
 //! socket, inside the namespace the test creates (198.18.0.0/15).
@@ -85,6 +87,60 @@ fn a_syn_behind_filtered_frames_finds_room() {
 #[test]
 fn a_continuous_syn_flood_does_not_lock_out_clients() {
     campaign::a_continuous_syn_flood_does_not_lock_out_clients(&Device::serve("flood"));
+}
+
+/// Eight stock curls at once against serve's two HTTP sockets, each download moving (read at
+/// 100 kB/s): none is reset; those that find both sockets busy wait (their SYNs dropped
+/// unanswered) and are served as sockets free, within their SYN retries, every file whole;
+/// the device's SYN counters match the clients' kernel (`linklab_testkit::clients`).
+#[test]
+fn eight_parallel_curls_are_all_served_none_reset() {
+    let dev = Device::serve("par8");
+    let served = linklab_testkit::clients::Clients {
+        n: 8,
+        sockets: linklab_perf::apps::HTTP_SOCKETS,
+        path: "/100kB.txt",
+        rate: "100K",
+        syn_retries: None,
+    }
+    .run(&dev.ns, &|| dev.stats());
+    println!("serve: 8 parallel curls: {served:?}");
+    campaign::assert_counters_conserve(&dev.stats());
+}
+
+/// A stock iperf3 client while another's test runs is told what a stock server tells it
+/// ("the server is busy running a test", exit 1, at once): the protocol's refusal, never a
+/// RST — its SYN passed (`iperf.syns`, no `listen_drops`), the spare control socket answered
+/// ACCESS_DENIED (`iperf.denied`), and the running test is carried whole.
+#[test]
+fn a_second_iperf3_while_a_test_runs_is_told_busy_not_reset() {
+    let dev = Device::serve("busy3");
+    let before = dev.stats();
+    let running = dev
+        .ns
+        .command(&["iperf3", "-c", DEVICE, "-t", "3", "-J"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("iperf3");
+    let first = std::thread::spawn(move || running.wait_with_output().expect("iperf3"));
+    let stats_while = |dev: &Device| counter(&dev.stats(), "iperf", "open_streams");
+    assert!(
+        linklab_testkit::wait_until(Duration::from_secs(5), || stats_while(&dev) > 0),
+        "the first test never ran"
+    );
+    let (status, text, took) = dev.iperf3_text(&["-t", "1", "--connect-timeout", "3000"]);
+    assert_eq!(status, Some(1), "{text}");
+    assert!(text.contains("the server is busy running a test"), "{text}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let first = first.join().unwrap();
+    assert!(first.status.success(), "{first:?}");
+    let after = dev.stats();
+    let d = |name: &str| counter(&after, "iperf", name) - counter(&before, "iperf", name);
+    assert_eq!(d("denied"), 1, "{after}");
+    assert_eq!(d("listen_drops"), 0, "{after}");
+    assert!(d("syns") >= 3, "the two controls and a stream: {after}");
+    campaign::assert_counters_conserve(&after);
 }
 
 #[test]

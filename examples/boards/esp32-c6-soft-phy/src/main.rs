@@ -31,7 +31,8 @@ use esp_hal::timer::timg::TimerGroup;
 use esp_hal::{efuse, rng::Rng, Blocking};
 use linklab_mac::PhyTx;
 use linklab_perf::embassy::{
-    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+    self as apps, AppCounters, AppStats, EchoMemory, GatedDriver, HttpMemory, IperfMemory,
+    ServiceGate,
 };
 use linklab_phy10::{encode_frame, Oversample};
 use log::{info, warn};
@@ -83,13 +84,17 @@ const HTTP_ECHO: bool = cfg!(feature = "http-echo");
 const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
 
 static COUNTERS: AppCounters = AppCounters::new();
+/// The apps' look at each frame ([`GatedDriver`] around the driver): a client that finds
+/// every socket of a service busy waits (its SYN dropped unanswered, counted in `/stats`),
+/// never reset, and idle holders give way after the grace.
+static GATE: ServiceGate = ServiceGate::new();
 
 linklab_perf::embassy_apps! {
     iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
-    gate: None,
+    gate: Some(&GATE),
     routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
 }
 
@@ -265,7 +270,7 @@ async fn phy_rx_task(rx: Rx, buf: DmaRxStreamBuf, receiver: &'static mut PhyRece
 }
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, mac::Driver<SharedTx>>) -> ! {
+async fn net_task(mut runner: Runner<'static, GatedDriver<'static, mac::Driver<SharedTx>>>) -> ! {
     runner.run().await
 }
 
@@ -322,6 +327,7 @@ async fn main(spawner: Spawner) {
     let seed = u64::from(rng.random()) << 32 | u64::from(rng.random());
     static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
         ConstStaticCell::new(StackResources::new());
+    let driver = GatedDriver::new(driver, &GATE);
     let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
 
     spawner.spawn(phy_rx_task(rx, rx_buf, receiver).expect("spawned once"));

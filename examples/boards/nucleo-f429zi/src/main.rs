@@ -23,7 +23,8 @@ use embassy_stm32::{bind_interrupts, rng, Config};
 use embassy_time::{Duration, Timer};
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+    self as apps, AppCounters, AppStats, EchoMemory, GatedDriver, HttpMemory, IperfMemory,
+    ServiceGate,
 };
 use static_cell::ConstStaticCell;
 use {defmt_rtt as _, panic_probe as _};
@@ -78,14 +79,17 @@ const HTTP_ECHO: bool = cfg!(feature = "http-echo");
 const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
 
 static COUNTERS: AppCounters = AppCounters::new();
+/// The apps' look at each frame ([`GatedDriver`] around the driver): a client that finds
+/// every socket of a service busy waits (its SYN dropped unanswered, counted in `/stats`),
+/// never reset, and idle holders give way after the grace.
+static GATE: ServiceGate = ServiceGate::new();
 
 linklab_perf::embassy_apps! {
     iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
-    // embassy-stm32's driver gives no look at a frame before the stack takes it.
-    gate: None,
+    gate: Some(&GATE),
     routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
 }
 
@@ -97,7 +101,7 @@ bind_interrupts!(struct Irqs {
 type Driver = Ethernet<'static, ETH, PolledPhy>;
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, Driver>) -> ! {
+async fn net_task(mut runner: Runner<'static, GatedDriver<'static, Driver>>) -> ! {
     runner.run().await
 }
 
@@ -132,6 +136,7 @@ async fn main(spawner: Spawner) {
     let seed = rng::Rng::new(p.RNG, Irqs).next_u64();
     static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
         ConstStaticCell::new(StackResources::new());
+    let driver = GatedDriver::new(driver, &GATE);
     let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
 
     spawner.spawn(unwrap!(net_task(runner)));

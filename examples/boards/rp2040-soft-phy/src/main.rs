@@ -30,7 +30,8 @@ use embassy_time::{Instant, Timer};
 use linklab_mac::PhyTx;
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+    self as apps, AppCounters, AppStats, EchoMemory, GatedDriver, HttpMemory, IperfMemory,
+    ServiceGate,
 };
 use linklab_perf::http::{RouteBody, Routes};
 use linklab_perf::slice_writer::SliceWriter;
@@ -103,13 +104,17 @@ const HTTP_ECHO: bool = cfg!(feature = "http-echo");
 const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
 
 static COUNTERS: AppCounters = AppCounters::new();
+/// The apps' look at each frame ([`GatedDriver`] around the driver): a client that finds
+/// every socket of a service busy waits (its SYN dropped unanswered, counted in `/stats`),
+/// never reset, and idle holders give way after the grace.
+static GATE: ServiceGate = ServiceGate::new();
 
 linklab_perf::embassy_apps! {
     iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
-    gate: None,
+    gate: Some(&GATE),
     routes: |stack| Stats(AppStats::new(BOARD, &COUNTERS, stack)),
 }
 
@@ -233,7 +238,9 @@ async fn link_pulse_task() -> ! {
 }
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, mac::CountingDriver<PioTx>>) -> ! {
+async fn net_task(
+    mut runner: Runner<'static, GatedDriver<'static, mac::CountingDriver<PioTx>>>,
+) -> ! {
     runner.run().await
 }
 
@@ -355,6 +362,7 @@ async fn main(spawner: Spawner) {
     let seed = RoscRng.next_u64();
     static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
         ConstStaticCell::new(StackResources::new());
+    let driver = GatedDriver::new(driver, &GATE);
     let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
     spawner.spawn(unwrap!(net_task(runner)));
     spawner.spawn(unwrap!(link_pulse_task()));

@@ -19,7 +19,8 @@ use linklab_mac::window::capacity_for_frames;
 use linklab_mac::{Inline, Mac, MacAddr, MacConfig, RxFormat, RxQueue, TxFormat};
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+    self as apps, AppCounters, AppStats, EchoMemory, GatedDriver, HttpMemory, IperfMemory,
+    ServiceGate,
 };
 use static_cell::ConstStaticCell;
 // The runtime (FlexRAM set up before RAM is, the boot image), the flash's configuration block,
@@ -77,13 +78,17 @@ const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as
 static RX_QUEUE: RxQueue<Inline<RX_QUEUE_BYTES>> = RxQueue::new();
 
 static COUNTERS: AppCounters = AppCounters::new();
+/// The apps' look at each frame ([`GatedDriver`] around the driver): a client that finds
+/// every socket of a service busy waits (its SYN dropped unanswered, counted in `/stats`),
+/// never reset, and idle holders give way after the grace.
+static GATE: ServiceGate = ServiceGate::new();
 
 linklab_perf::embassy_apps! {
     iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
-    gate: None,
+    gate: Some(&GATE),
     routes: |stack| AppStats::new(BOARD, &COUNTERS, stack),
 }
 
@@ -112,7 +117,7 @@ type Driver = EmbassyMac<
 >;
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, Driver>) -> ! {
+async fn net_task(mut runner: Runner<'static, GatedDriver<'static, Driver>>) -> ! {
     runner.run().await
 }
 
@@ -151,6 +156,7 @@ async fn main(spawner: Spawner) {
         ConstStaticCell::new(StackResources::new());
     let seed = u64::from_le_bytes([mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0x4c, 0x4c])
         ^ embassy_time::Instant::now().as_ticks();
+    let driver = GatedDriver::new(driver, &GATE);
     let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
 
     spawner.spawn(unwrap!(net_task(runner)));

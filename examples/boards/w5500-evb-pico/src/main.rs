@@ -33,7 +33,8 @@ use embassy_time::Delay;
 use embedded_hal_bus::spi::ExclusiveDevice;
 use linklab_perf::device_config::DeviceConfig;
 use linklab_perf::embassy::{
-    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+    self as apps, AppCounters, AppStats, EchoMemory, GatedDriver, HttpMemory, IperfMemory,
+    ServiceGate,
 };
 use static_cell::ConstStaticCell;
 use {defmt_rtt as _, panic_probe as _};
@@ -130,14 +131,17 @@ const HTTP_ECHO: bool = cfg!(feature = "http-echo");
 const SOCKETS: usize = app_sockets(IPERF, HTTP_ECHO) + cfg!(feature = "dhcp") as usize;
 
 static COUNTERS: AppCounters = AppCounters::new();
+/// The apps' look at each frame: neither driver gives one, so the driver is wrapped
+/// ([`GatedDriver`]): a client that finds every socket of a service busy waits (its SYN
+/// dropped unanswered, counted in `/stats`), never reset.
+static GATE: ServiceGate = ServiceGate::new();
 
 linklab_perf::embassy_apps! {
     iperf: IperfMemory<IPERF_SOCKETS, IPERF_STREAMS, TCP_WINDOW, IPERF_TX, IPERF_UDP, IPERF_JSON>,
     http: HttpMemory<HTTP_RX, HTTP_TX>,
     echo: EchoMemory<ECHO_TCP, ECHO_UDP>,
     counters: &COUNTERS,
-    // embassy-net-wiznet's driver gives no look at a frame before the stack takes it.
-    gate: None,
+    gate: Some(&GATE),
     routes: |stack| stats(AppStats::new(BOARD, &COUNTERS, stack)),
 }
 
@@ -173,7 +177,7 @@ fn stats(apps: AppStats<'static>) -> AppStats<'static> {
 use linklab_driver::Stats as stats;
 
 #[embassy_executor::task]
-async fn net_task(mut runner: Runner<'static, NetDevice>) -> ! {
+async fn net_task(mut runner: Runner<'static, GatedDriver<'static, NetDevice>>) -> ! {
     runner.run().await
 }
 
@@ -220,6 +224,7 @@ async fn main(spawner: Spawner) {
     let seed = RoscRng.next_u64();
     static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
         ConstStaticCell::new(StackResources::new());
+    let driver = GatedDriver::new(driver, &GATE);
     let (stack, runner) = embassy_net::new(driver, config, RESOURCES.take(), seed);
 
     spawner.spawn(unwrap!(net_task(runner)));

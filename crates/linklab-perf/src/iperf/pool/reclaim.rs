@@ -11,6 +11,7 @@ use crate::pool_server::{Room, ServerPool, SynPool};
 #[cfg(doc)]
 use crate::rules::RST_GRACE_MS;
 use crate::socket::{TcpOps, TcpState};
+use crate::syns::SynCounts;
 use crate::time::Micros;
 
 impl<E: Copy + PartialEq, const N: usize, const S: usize> SynPool for PoolServer<'_, E, N, S> {
@@ -24,6 +25,10 @@ impl<E: Copy + PartialEq, const N: usize, const S: usize> SynPool for PoolServer
 
     fn next_poll(&self) -> Option<Micros> {
         self.poll_at()
+    }
+
+    fn syns(&mut self) -> &mut SynCounts {
+        &mut self.counters.syns
     }
 }
 
@@ -57,15 +62,27 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
     /// client with all its sockets (never a running test) — else a half-open socket our
     /// SYN-ACK has not answered, else one answered longer than the grace ago (`reclaimed`,
     /// and `reclaimed_answered`). While a handshake we answered may complete and nothing
-    /// else may go, or while a would-be stream holds a data socket as a test's streams
-    /// connect, the SYN is to be dropped ([`Room::Defer`], `listen_drops`).
-    /// [`PoolSockets::free`] makes the socket listen again. (A new client that finds a
-    /// socket listening but the test held is handled once it connects: see
-    /// [`poll`](Self::poll).)
+    /// else may go, while a would-be stream holds a data socket as a test's streams
+    /// connect, or while nothing at all may go, the SYN is to be dropped ([`Room::Defer`],
+    /// `listen_drops`): never refused, its client sends it again. [`PoolSockets::free`]
+    /// makes the socket listen again. (A new client that finds a socket listening but the
+    /// test held is handled once it connects: see [`poll`](Self::poll).) Every SYN for the
+    /// port is counted by what became of it (`counters().syns`, [`crate::syns`]).
     pub fn room_for<P: PoolSockets>(&mut self, port: u16, sockets: &mut P, now: Micros) -> Room {
         if port != self.port {
             return Room::Ready;
         }
+        let room = self.free_for_syn(sockets, now);
+        match room {
+            Room::Ready => self.counters.syns.pass(),
+            Room::Freeing => self.counters.syns.hold(),
+            Room::Defer => self.counters.syns.drop_unanswered(),
+        }
+        room
+    }
+
+    /// [`room_for`](Self::room_for) for a SYN to the server's port, uncounted.
+    fn free_for_syn<P: PoolSockets>(&mut self, sockets: &mut P, now: Micros) -> Room {
         let n = sockets.tcp_count().min(N);
         if (0..n).any(|i| sockets.tcp(i).state() == TcpState::Listen) {
             return Room::Ready;
@@ -114,26 +131,19 @@ impl<'a, E: Copy + PartialEq, const N: usize, const S: usize> PoolServer<'a, E, 
             Choice::Take(i, taken) => (i, taken),
             Choice::Defer => {
                 linklab_fmt::debug!("iperf: SYN dropped, a handshake we answered may complete");
-                self.counters.listen_drops += 1;
                 return Room::Defer;
             }
-            // A would-be stream holds a data socket while streams connect: it is settled
-            // within a round trip (its cookie is the test's, or it is denied and its socket
-            // listens again), so the SYN — perhaps the test's own stream — is dropped for
-            // its client to send again, not refused: a mixed-load soak's stray connection
-            // took the one data socket listening and the stream's SYN got a RST ("unable
-            // to connect stream: Connection refused").
-            Choice::Refuse
-                if streams
-                    && self.slots[..n]
-                        .iter()
-                        .any(|s| matches!(s, Slot::Pending { .. })) =>
-            {
-                linklab_fmt::debug!("iperf: SYN dropped, a would-be stream is being settled");
-                self.counters.listen_drops += 1;
+            // Nothing may go (a running test, sockets making progress) — or, while streams
+            // connect, a would-be stream holds a data socket, settled within a round trip
+            // (its cookie is the test's, or it is denied and its socket listens again): the
+            // SYN — perhaps the test's own stream — is dropped for its client to send again,
+            // never refused (a mixed-load soak's stray connection took the one data socket
+            // listening and the stream's SYN got a RST: "unable to connect stream:
+            // Connection refused").
+            Choice::Busy => {
+                linklab_fmt::debug!("iperf: SYN dropped, every socket busy");
                 return Room::Defer;
             }
-            Choice::Refuse => return Room::Ready,
         };
         self.handshakes[i] = Handshake::default();
         if self.slots[i] == Slot::Control {

@@ -39,6 +39,7 @@ use super::{ConnectBack, TcpSender, TcpServerConfig, TcpServerConn, UdpServer, U
 use crate::data_memory::Share;
 use crate::rules::Peer;
 use crate::socket::{TcpOps, TcpState, UdpOps};
+use crate::syns::SynCounts;
 use crate::time::Micros;
 
 pub use room::Room;
@@ -141,8 +142,9 @@ pub struct Iperf2Counters {
     pub streams: u32,
     /// `-r`/`-d` connections opened to clients.
     pub connect_backs: u32,
-    /// Clients turned away while the server was busy: connections reset, SYNs left to the
-    /// stack's RST, datagrams of a second UDP client dropped.
+    /// Clients turned away while the server was busy: connections from another host reset,
+    /// datagrams of a second UDP client dropped (a SYN that finds the server busy is dropped
+    /// unanswered instead: [`Iperf2Pool::syns`]).
     pub refused: u32,
     /// UDP datagrams dropped: a second client's while a flow runs, a flow's first while the
     /// server is busy, stale FINs, runts.
@@ -157,8 +159,6 @@ pub struct Iperf2Counters {
     pub evicted: u32,
     /// Of the reclaimed, half-open sockets our SYN-ACK had answered.
     pub reclaimed_answered: u32,
-    /// SYNs dropped unanswered while a handshake we answered could complete.
-    pub listen_drops: u32,
 }
 
 /// What the pool knows of a listening socket's half-open connection (see
@@ -238,6 +238,11 @@ pub struct Iperf2Pool<E: Copy + Eq, const M: usize = MAX_TCP_SOCKETS> {
     /// The local port of the next connect-back.
     next_port: u16,
     counters: Iperf2Counters,
+    /// What became of every SYN to the server's port ([`crate::syns`]): its `listen_drops`
+    /// are the SYNs dropped unanswered, while a handshake we answered could complete or while
+    /// the server is busy (its client sends the SYN again and is served once the test ends).
+    /// Apart from [`Iperf2Counters`], which the one-socket server (no SYN rule) shares.
+    syns: SynCounts,
     now: Micros,
 }
 
@@ -271,6 +276,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
             udp_armed: false,
             next_port: 49_152,
             counters: Iperf2Counters::default(),
+            syns: SynCounts::new(),
             now: 0,
         }
     }
@@ -283,6 +289,11 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
     /// The server's counters.
     pub fn counters(&self) -> Iperf2Counters {
         self.counters
+    }
+
+    /// What became of the SYNs to its port.
+    pub fn syns(&self) -> SynCounts {
+        self.syns
     }
 
     /// TCP connections and UDP flows of the running test (0 between tests).

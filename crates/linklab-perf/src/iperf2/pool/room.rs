@@ -7,6 +7,7 @@ use crate::evict::{candidate, choose, Candidate, Choice, Kind, GRACE_MS};
 pub use crate::pool_server::Room;
 use crate::pool_server::{ServerPool, SynPool};
 use crate::socket::{TcpOps, TcpState};
+use crate::syns::SynCounts;
 use crate::time::Micros;
 
 /// [`GRACE_MS`] in microseconds.
@@ -23,6 +24,10 @@ impl<E: Copy + Eq, const M: usize> SynPool for Iperf2Pool<E, M> {
 
     fn next_poll(&self) -> Option<Micros> {
         self.poll_at()
+    }
+
+    fn syns(&mut self) -> &mut SynCounts {
+        &mut self.syns
     }
 }
 
@@ -43,8 +48,10 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
     /// port and nothing listens, listens now if the server may take a stream (a new test, or
     /// the running test's next one), else frees what [`crate::evict::choose`] picks: a spent
     /// socket, the test of a client idle beyond the grace (all its sockets reset:
-    /// `evicted`), a half-open socket (`reclaimed`). A SYN that finds the server busy goes
-    /// to the stack's RST (`refused`).
+    /// `evicted`), a half-open socket (`reclaimed`). A SYN that finds the server busy is
+    /// dropped unanswered (`listen_drops`), never refused: iperf 2 has no busy message, and
+    /// its client, sending the SYN again, is served once the test ends. Every SYN for the
+    /// port is counted by what became of it (`counters().syns`, [`crate::syns`]).
     pub fn room_for<P: Iperf2Sockets<Endpoint = E>>(
         &mut self,
         port: u16,
@@ -54,6 +61,17 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         if port != self.port {
             return Room::Ready;
         }
+        let room = self.free_for_syn(s, now);
+        match room {
+            Room::Ready => self.syns.pass(),
+            Room::Freeing => self.syns.hold(),
+            Room::Defer => self.syns.drop_unanswered(),
+        }
+        room
+    }
+
+    /// [`room_for`](Self::room_for) for a SYN to the server's port, uncounted.
+    fn free_for_syn<P: Iperf2Sockets<Endpoint = E>>(&mut self, s: &mut P, now: Micros) -> Room {
         self.now = now;
         let n = s.tcp_count().min(M);
         if self.listens(s, n) {
@@ -79,14 +97,7 @@ impl<E: Copy + Eq, const M: usize> Iperf2Pool<E, M> {
         });
         let (i, taken) = match choose(facts, now, GRACE_US) {
             Choice::Take(i, taken) => (i, taken),
-            Choice::Defer => {
-                self.counters.listen_drops += 1;
-                return Room::Defer;
-            }
-            Choice::Refuse => {
-                self.counters.refused += 1;
-                return Room::Ready;
-            }
+            Choice::Defer | Choice::Busy => return Room::Defer,
         };
         match roles[i] {
             Role::Listening(_) => {
