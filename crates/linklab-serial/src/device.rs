@@ -11,8 +11,8 @@ use smoltcp::time::Instant;
 
 use crate::link::Link;
 use crate::rx::RxStore;
+use crate::stack::{build_frame, frame_for_stack};
 use crate::tx::TxStore;
-use crate::wire::{FLAG_ECHO_REPLY, FLAG_ECHO_REQUEST, MAX_FRAME};
 
 /// A received Ethernet frame lent to smoltcp.
 pub struct SerialRxToken<'a, const W: usize> {
@@ -40,16 +40,7 @@ impl<const W: usize> smoltcp::phy::TxToken for SerialTxToken<'_, W> {
     where
         F: FnOnce(&mut [u8]) -> R,
     {
-        let mut f = Some(f);
-        if let Some(r) = self.tx.push(0, len, |buf| (f.take().unwrap())(buf)) {
-            return r;
-        }
-        // No slot (the token came with a received frame while the store was full) or longer
-        // than a slot: built and dropped, counted.
-        self.tx.dropped += 1;
-        let mut scratch = [0u8; MAX_FRAME];
-        let n = len.min(MAX_FRAME);
-        (f.take().unwrap())(&mut scratch[..n])
+        build_frame(self.tx, len, f)
     }
 }
 
@@ -65,19 +56,7 @@ impl<const W: usize> Device for Link<W> {
 
     fn receive(&mut self, _timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
         let (rx, tx, _) = self.stores();
-        loop {
-            let (flags, _) = rx.head()?;
-            if flags & FLAG_ECHO_REQUEST != 0 {
-                return None; // the link answers it once a transmit slot frees
-            }
-            if flags & FLAG_ECHO_REPLY == 0 {
-                break;
-            }
-            rx.release_head(); // an echo for a self-test no one here runs
-        }
-        // Wait for a transmit slot for the reply, unless our receive store is full: then
-        // both ends may be waiting for each other, and the frame must be taken now.
-        if tx.is_full() && rx.credits() > 0 {
+        if !frame_for_stack(rx, tx) {
             return None;
         }
         Some((SerialRxToken { rx }, SerialTxToken { tx }))

@@ -14,6 +14,8 @@
 //! * [`selftest`]: echo frames across sizes with PRBS payloads, from either end, no app
 //!   needed at the other.
 //! * `device` (feature `smoltcp`): `smoltcp::phy::Device` for [`Link`].
+//! * `embassy` (feature `embassy`): the link as an embassy-net driver, shared with the task
+//!   that moves its bytes, and a pump for byte-stream transports.
 //! * `impair` (feature `impair`): a deterministic line impairment model for tests and
 //!   benchmarks.
 //!
@@ -52,6 +54,8 @@ extern crate std;
 pub mod counters;
 #[cfg(feature = "smoltcp")]
 pub mod device;
+#[cfg(feature = "embassy")]
+pub mod embassy;
 pub mod framing;
 #[cfg(feature = "impair")]
 pub mod impair;
@@ -59,6 +63,8 @@ mod link;
 pub mod rto;
 mod rx;
 pub mod selftest;
+#[cfg(any(feature = "smoltcp", feature = "embassy"))]
+mod stack;
 mod tx;
 pub mod wire;
 

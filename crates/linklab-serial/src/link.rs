@@ -349,8 +349,8 @@ impl<const W: usize> Link<W> {
         self.core.tx.len()
     }
 
-    /// Split borrows for the smoltcp device: the receive store and the transmit store.
-    #[cfg(feature = "smoltcp")]
+    /// Split borrows for the stack adapters: the receive store and the transmit store.
+    #[cfg(any(feature = "smoltcp", feature = "embassy"))]
     pub(crate) fn stores(&mut self) -> (&mut RxStore<W>, &mut TxStore<W>, usize) {
         let mtu = self.mtu();
         self.core.service();

@@ -134,6 +134,18 @@ impl<const W: usize> RxStore<W> {
         Some((slot.flags, &slot.payload[..slot.len as usize]))
     }
 
+    /// The payload of [`RxStore::head`], writable (embassy-net's receive token lends it so).
+    #[cfg(feature = "embassy")]
+    pub fn head_payload_mut(&mut self) -> Option<&mut [u8]> {
+        if self.undelivered == 0 {
+            return None;
+        }
+        let seq = self.nxt.wrapping_sub(self.undelivered);
+        let slot = self.slot_mut(seq);
+        let len = slot.len as usize;
+        Some(&mut slot.payload[..len])
+    }
+
     /// Frees the slot of [`RxStore::head`].
     pub fn release_head(&mut self) {
         if self.undelivered == 0 {
