@@ -3,7 +3,10 @@
 // - `--board rp2040-soft-phy` (the default; examples/boards/rp2040-soft-phy): the 10BASE-T
 //   line on its pins (soft-phy-line.mjs), joined by `linklab emu line` to a TAP;
 // - `--board w5500-evb-pico` (examples/boards/w5500-evb-pico): a WIZnet W5500 on SPI0
-//   (w5500.mjs, w5500-evb-pico.mjs), its port joined by `linklab emu line --frames` to a TAP.
+//   (w5500.mjs, w5500-evb-pico.mjs), its port joined by `linklab emu line --frames` to a TAP;
+// - `--board pico-usb` (examples/boards/rp2040-usb): the Pico's USB port on a full-speed bus
+//   to a modelled Linux host and its cdc-acm (pico-usb.mjs), the port relayed to the
+//   pseudo-terminal linklab makes for it.
 //
 // Usage: node harness.mjs [--board B] --elf ELF --socket PATH [--status FILE] [--seconds S]
 //          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N]
@@ -17,6 +20,9 @@
 //   --seconds: stop after S emulated seconds (default: run until killed).
 //   --pcap (w5500-evb-pico): every frame on the W5500's port, timestamped in emulated ns.
 //   --spi-gap-ns (w5500-evb-pico): idle time added after each SPI byte (default 0).
+//   --usb-host-delay-bits (pico-usb): the host controller's delay between transactions in
+//   bit times (usb-wire.mjs DEFAULT_TIMING; 0 gives the spec's 19 packets a frame).
+//   --usb-capture FILE (pico-usb): every transaction and URB, timestamped in emulated ns.
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
 // RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
 // machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them).
@@ -24,11 +30,12 @@
 import { createMachine, fail, run } from './machine.mjs';
 import { attachSoftPhyLine } from './soft-phy-line.mjs';
 import { attachW5500 } from './w5500-evb-pico.mjs';
+import { attachUsbHost } from './pico-usb.mjs';
 import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
 
-const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico'];
+const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico', 'pico-usb'];
 const USAGE =
-  'usage: [--board rp2040-soft-phy|w5500-evb-pico] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N]';
+  'usage: [--board rp2040-soft-phy|w5500-evb-pico|pico-usb] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-ns N] [--usb-host-delay-bits N] [--usb-capture FILE]';
 
 
 /// The hostile line's plan as a device: started by SIGUSR1, each case once the chip's clock
@@ -66,6 +73,8 @@ function parseArgs(argv) {
     inject: [],
     pcap: null,
     spiGapNs: 0,
+    usbHostDelayBits: null,
+    usbCapture: null,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -78,6 +87,8 @@ function parseArgs(argv) {
     else if (flag === '--pcap') args.pcap = value;
     else if (flag === '--spi-gap-ns') args.spiGapNs = Number(value);
     else if (flag === '--oversample') args.oversample = Number(value);
+    else if (flag === '--usb-host-delay-bits') args.usbHostDelayBits = Number(value);
+    else if (flag === '--usb-capture') args.usbCapture = value;
     else if (flag === '--inject') {
       try {
         args.inject = parsePlan(value);
@@ -93,7 +104,13 @@ function parseArgs(argv) {
   if (args.board !== 'w5500-evb-pico' && (args.pcap || args.spiGapNs)) {
     fail('--pcap and --spi-gap-ns: only with --board w5500-evb-pico');
   }
-  if (args.board === 'w5500-evb-pico' && args.inject.length > 0) {
+  if (args.board !== 'pico-usb' && (args.usbHostDelayBits !== null || args.usbCapture)) {
+    fail('--usb-host-delay-bits and --usb-capture: only with --board pico-usb');
+  }
+  if (args.usbHostDelayBits !== null && !(args.usbHostDelayBits >= 0 && args.usbHostDelayBits <= 1000)) {
+    fail('--usb-host-delay-bits: a number of bit times, 0..1000');
+  }
+  if (args.board !== 'rp2040-soft-phy' && args.inject.length > 0) {
     fail('--inject: only with --board rp2040-soft-phy (the hostile cases are on its line)');
   }
   if (!Number.isInteger(args.oversample) || args.oversample < 2 || args.oversample > 8) {
@@ -105,6 +122,18 @@ function parseArgs(argv) {
 function main() {
   const args = parseArgs(process.argv.slice(2));
   const mcu = createMachine(args.elf);
+  if (args.board === 'pico-usb') {
+    const options = { hostDelayBits: args.usbHostDelayBits ?? undefined, capture: args.usbCapture };
+    attachUsbHost(mcu, args.socket, options, (device) => {
+      run(mcu, {
+        devices: [device],
+        statusFile: args.status,
+        seconds: args.seconds,
+        onExit: () => device.close(),
+      });
+    });
+    return;
+  }
   if (args.board === 'w5500-evb-pico') {
     attachW5500(mcu, args.socket, { pcap: args.pcap, spiGapNs: args.spiGapNs }, (device) => {
       run(mcu, {

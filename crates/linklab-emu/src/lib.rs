@@ -66,3 +66,4 @@ pub mod qemu;
 pub mod scratch;
 pub mod throughput;
 pub mod transfer;
+pub mod usb_port;

@@ -6,7 +6,8 @@
 //! transmission. The line is [`crate::line::Line`], the code behind `--image soft-phy`.
 //! With [`Carry::Frames`] (`--frames`), whole Ethernet frames instead
 //! ([`crate::line::frames`]), for a device emulator that models its MAC and line itself (the
-//! W5500-EVB-Pico harness).
+//! W5500-EVB-Pico harness). With [`Carry::Usb`], no line and no TAP: the Pico's USB port, a
+//! pseudo-terminal relayed to the harness's model of the host's cdc-acm ([`crate::usb_port`]).
 //!
 //! Three steps, each with a line to say: [`listen`] (the TAP made, the socket listening),
 //! [`Listening::accept`] (the emulator connected, the line running), [`Connected::serve`]
@@ -21,11 +22,12 @@ use linklab_tap::Tap;
 
 use crate::line::frames::FrameLine;
 use crate::line::{Line, LineSettings, Socket};
+use crate::usb_port::{Relay, UsbPort};
 
 /// What `linklab emu line` takes.
 #[derive(Clone, Debug)]
 pub struct PinLineOptions {
-    /// The TAP to create for the device; it must not exist yet.
+    /// The TAP to create for the device; it must not exist yet (none with [`Carry::Usb`]).
     pub tap: String,
     /// The unix socket to listen on for the device emulator (replaced if it exists).
     pub socket: PathBuf,
@@ -43,17 +45,35 @@ pub enum Carry {
     /// Whole Ethernet frames, unpaced (`--frames`: for a device emulator that models its
     /// own MAC and line).
     Frames,
+    /// The device's USB port as a pseudo-terminal (a symbolic link to it at this path, if
+    /// any), for a harness that models the USB host.
+    Usb(Option<PathBuf>),
+}
+
+/// Where the emulator's side ends on the host: a TAP, or the USB port's pseudo-terminal.
+enum HostEnd {
+    Tap(Tap),
+    Port(UsbPort),
 }
 
 /// The line's TAP made and its socket listening.
 pub struct Listening {
     options: PinLineOptions,
-    tap: Tap,
+    end: HostEnd,
     socket: Socket,
 }
 
-/// Makes the TAP and listens on the socket.
+/// Makes the TAP (or the USB port's pseudo-terminal) and listens on the socket.
 pub fn listen(options: &PinLineOptions) -> anyhow::Result<Listening> {
+    if let Carry::Usb(link) = &options.carry {
+        let port = UsbPort::make(link.as_deref())?;
+        let socket = Socket::bind_at(options.socket.clone())?;
+        return Ok(Listening {
+            options: options.clone(),
+            end: HostEnd::Port(port),
+            socket,
+        });
+    }
     let name = &options.tap;
     if std::path::Path::new("/sys/class/net").join(name).exists() {
         bail!(
@@ -64,7 +84,7 @@ pub fn listen(options: &PinLineOptions) -> anyhow::Result<Listening> {
     let socket = Socket::bind_at(options.socket.clone())?;
     Ok(Listening {
         options: options.clone(),
-        tap,
+        end: HostEnd::Tap(tap),
         socket,
     })
 }
@@ -73,23 +93,37 @@ impl Listening {
     /// The line that says where the line waits for the emulator.
     pub fn banner(&self) -> String {
         let o = &self.options;
+        let end = match &self.end {
+            HostEnd::Tap(_) => format!("TAP {}", o.tap),
+            HostEnd::Port(port) => format!("USB port {}", port.path().display()),
+        };
         format!(
-            "linklab emu line: TAP {} {}, waiting for the emulator on {}",
-            o.tap,
+            "linklab emu line: {end} {}, waiting for the emulator on {}",
             match &o.carry {
                 Carry::Samples(line) => format!("at {}x", line.oversample),
                 Carry::Frames => "with whole frames".to_string(),
+                Carry::Usb(_) => "relayed to the host's cdc-acm".to_string(),
             },
             o.socket.display()
         )
     }
 
+    /// The USB port's path, for a board whose host end is one.
+    pub fn usb_port(&self) -> Option<PathBuf> {
+        match &self.end {
+            HostEnd::Port(port) => Some(port.path().to_path_buf()),
+            HostEnd::Tap(_) => None,
+        }
+    }
+
     /// Waits for the emulator to connect, then runs the line.
     pub fn accept(self) -> anyhow::Result<Connected> {
         let stream = self.socket.accept(self.options.connect_timeout)?;
-        let line = match &self.options.carry {
-            Carry::Samples(settings) => Running::Samples(Line::start(settings, self.tap, stream)?),
-            Carry::Frames => Running::Frames(FrameLine::start(self.tap, stream)?),
+        let line = match (&self.options.carry, self.end) {
+            (Carry::Samples(settings), HostEnd::Tap(tap)) => Running::Samples(Line::start(settings, tap, stream)?),
+            (Carry::Frames, HostEnd::Tap(tap)) => Running::Frames(FrameLine::start(tap, stream)?),
+            (Carry::Usb(_), HostEnd::Port(port)) => Running::Usb(port.relay(stream)?),
+            _ => bail!("the line's carry and its host end do not match"),
         };
         Ok(Connected {
             line,
@@ -115,6 +149,7 @@ impl Connected {
                 Carry::Samples(line) if line.no_pace => "unpaced",
                 Carry::Samples(_) => "paced at 10 Mbit/s",
                 Carry::Frames => "frames, unpaced",
+                Carry::Usb(_) => "the USB port relayed",
             }
         )
     }
@@ -143,10 +178,11 @@ impl Connected {
     }
 }
 
-/// The line running: samples, or whole frames.
+/// The line running: samples, or whole frames, or the USB port's relay.
 enum Running {
     Samples(Line),
     Frames(FrameLine),
+    Usb(Relay),
 }
 
 impl Running {
@@ -155,6 +191,7 @@ impl Running {
         match self {
             Running::Samples(l) => l.broken(),
             Running::Frames(l) => l.broken(),
+            Running::Usb(r) => r.broken(),
         }
     }
 
@@ -163,6 +200,7 @@ impl Running {
         match self {
             Running::Samples(l) => l.stop().summary(),
             Running::Frames(l) => l.stop().summary(),
+            Running::Usb(r) => r.stop(),
         }
     }
 }
