@@ -14,7 +14,8 @@
 //                       16 in flight, as cdc-acm has 16)
 //   'C' u32             bytes of 'D' messages the pseudo-terminal took (its reader has room)
 //   'L' 7 bytes         the program set a new line coding (termios): SET_LINE_CODING
-//   'R'                 a USB reset of the device (usb_reset_device), for fault tests
+//   'R'                 a USB reset of the device (usb_reset_device), for fault tests (SIGUSR2
+//                       to the harness does the same)
 // To linklab:
 //   'D' u64 ns, bytes   a read URB completed at that time of the chip's clock
 //   'w' u64 ns, u32 n   a write URB ended, n bytes sent
@@ -93,29 +94,46 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     writes: [],
     inFlight: 0,
     closing: false,
-    counts: { hangups: 0, writes_refused: 0 },
+    /// Opened again while a close waited for its writes.
+    reopen: false,
+    counts: { opens: 0, closes: 0, hangups: 0, writes_refused: 0, write_bytes_dropped_hangup: 0 },
     receive(bytes, ns) {
       this.delivered += bytes.length;
       capture?.push(`R ${Math.round(ns)} ${bytes.length}`);
       send('D', Buffer.concat([u64(ns), Buffer.from(bytes)]));
       if (TTY_BUFFER - (this.delivered - this.consumed) < TTY_THROTTLE_ROOM) acm.throttle();
     },
-    writeDone(n, status) {
-      this.inFlight--;
-      capture?.push(`W ${Math.round(clock.nanos)} ${n}`);
+    /// Tells linklab a write ended (`n` bytes sent): it may hand over another.
+    ended(n) {
       const body = Buffer.alloc(12);
       u64(clock.nanos).copy(body, 0);
       body.writeUInt32BE(n, 8);
       send('w', body);
+    },
+    writeDone(n, status) {
+      this.inFlight--;
+      capture?.push(`W ${Math.round(clock.nanos)} ${n}`);
+      this.ended(n);
       if (status !== 'ok') this.counts.writes_refused++;
       this.pump();
       if (this.closing && this.inFlight === 0 && this.writes.length === 0) {
         this.closing = false;
         acm.close();
+        if (this.reopen) {
+          this.reopen = false;
+          acm.open();
+          this.pump();
+        }
       }
     },
     hangup(why) {
       this.counts.hangups++;
+      this.closing = this.reopen = false;
+      // Writes not yet on a URB die with the port (each still ends, for linklab's count).
+      for (const w of this.writes) {
+        this.counts.write_bytes_dropped_hangup += w.length;
+        this.ended(0);
+      }
       this.writes = [];
       send('H', Buffer.from(why));
     },
@@ -139,6 +157,10 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
       : null,
   });
   let lastState = null;
+  let resetAsked = false;
+  process.on('SIGUSR2', () => {
+    resetAsked = true;
+  });
   core = new LinuxUsbCore(bus, {
     drivers: [acm],
     log: (line) => console.error(`harness: ${line}`),
@@ -149,11 +171,15 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     const body = msg.subarray(1);
     switch (type) {
       case 'O':
-        tty.closing = false;
-        acm.open();
-        tty.pump();
+        tty.counts.opens++;
+        if (tty.closing) tty.reopen = true;
+        else {
+          acm.open();
+          tty.pump();
+        }
         break;
       case 'X':
+        tty.counts.closes++;
         if (tty.inFlight === 0 && tty.writes.length === 0) acm.close();
         else tty.closing = true;
         break;
@@ -184,6 +210,10 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
   });
   const result = {
     endOfSlice() {
+      if (resetAsked) {
+        resetAsked = false;
+        core.resetDevice();
+      }
       if (core.state !== lastState) {
         lastState = core.state;
         send('S', Buffer.from(core.state));
@@ -191,9 +221,11 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     },
     status: () => ({
       board: 'pico-usb',
+      harness_pid: process.pid,
       usb_state: core.state,
       usb_host_delay_bits: timing.hostDelayBits,
       usb_bus: bus.stats,
+      usb_pipes: bus.pipeCounts(),
       usb_device: device.counts,
       usb_core: core.counts,
       usb_acm: acm.counts,
