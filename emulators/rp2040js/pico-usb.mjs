@@ -84,7 +84,9 @@ class Capture {
 /// `capture` (a path or null).
 export function attachUsbHost(mcu, socketPath, options, ready) {
   const { clock } = mcu;
-  const capture = options.capture ? new Capture(options.capture) : null;
+  // RP2040JS_USB_CAPTURE=FILE does what --usb-capture does, for a harness linklab started.
+  const capturePath = options.capture ?? process.env.RP2040JS_USB_CAPTURE ?? null;
+  const capture = capturePath ? new Capture(capturePath) : null;
   const timing = { ...DEFAULT_TIMING, hostDelayBits: options.hostDelayBits ?? DEFAULT_TIMING.hostDelayBits };
   const socket = connect(socketPath);
   const send = (type, body = Buffer.alloc(0)) => socket.write(frame(type, body));
@@ -206,10 +208,13 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
   socket.on('close', () => {
     console.log('harness: the relay closed the socket');
     capture?.close();
-    process.exit(0);
+    // As a stop by signal: the final status line (and a profile, if one is asked for).
+    process.emit('SIGTERM');
   });
   const result = {
     endOfSlice() {
+      // Writes that came before the device was bound (a port opened early) go once it is.
+      if (tty.writes.length > 0) tty.pump();
       if (resetAsked) {
         resetAsked = false;
         core.resetDevice();

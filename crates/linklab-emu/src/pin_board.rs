@@ -93,6 +93,15 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
                 carry: PinCarry::Usb,
             },
             PinImage {
+                name: "usb-serial-dbuf",
+                about: "usb-serial with the example's own USB driver: both buffers of each bulk endpoint",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "double-buffered",
+                carry: PinCarry::Usb,
+            },
+            PinImage {
                 name: "usb-echo",
                 about: "a plain CDC-ACM echo on its USB port (raw bytes, CBA's USB test)",
                 example: "rp2040-usb",

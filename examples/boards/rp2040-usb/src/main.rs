@@ -4,41 +4,66 @@
 //! server (80: bench files, `/stats`, `/link`) and echo (7). On the host the port is
 //! /dev/ttyACM0 and `linklab serial --dev /dev/ttyACM0 --tap T --ip 198.18.0.1/24` bridges it
 //! to a TAP. Feature `echo`: a plain CDC-ACM echo instead (the firmware of CBA's USB test).
-//! Feature `sys-240mhz`: clk_sys 240 MHz (CBA's overclocked run) instead of 125.
+//! Feature `sys-240mhz`: clk_sys 240 MHz (CBA's overclocked run) instead of 125. Feature
+//! `double-buffered`: this example's USB driver, both buffers of each bulk endpoint, instead of
+//! embassy-rp's one.
 #![no_std]
 #![no_main]
 
 mod cdc;
+#[cfg(feature = "double-buffered")]
+mod dbuf;
 #[cfg(feature = "echo")]
 mod echo;
 #[cfg(not(feature = "echo"))]
 mod network;
 
+#[cfg(feature = "double-buffered")]
+use dbuf::{Driver, InterruptHandler};
 use defmt::{info, unwrap};
 use embassy_executor::Spawner;
-use embassy_rp::clocks::ClockConfig;
-use embassy_rp::peripherals::USB;
-use embassy_rp::usb::{Driver, InterruptHandler};
 use embassy_rp::bind_interrupts;
+use embassy_rp::clocks::ClockConfig;
+#[cfg(not(feature = "double-buffered"))]
+use embassy_rp::peripherals::USB;
+#[cfg(not(feature = "double-buffered"))]
+use embassy_rp::usb::{Driver, InterruptHandler};
 use embassy_usb::class::cdc_acm::{CdcAcmClass, State};
 use embassy_usb::{Builder, UsbDevice};
 use static_cell::{ConstStaticCell, StaticCell};
 use {defmt_rtt as _, panic_probe as _};
 
 /// The board's name in logs and `/stats`.
-pub const BOARD: &str = if cfg!(feature = "echo") { "rp2040-usb-echo" } else { "rp2040-usb" };
+pub const BOARD: &str = if cfg!(feature = "echo") {
+    "rp2040-usb-echo"
+} else {
+    "rp2040-usb"
+};
 
 /// clk_sys: embassy-rp's default 125 MHz, or 240 MHz with feature `sys-240mhz`.
-const SYS_HZ: u32 = if cfg!(feature = "sys-240mhz") { 240_000_000 } else { 125_000_000 };
+const SYS_HZ: u32 = if cfg!(feature = "sys-240mhz") {
+    240_000_000
+} else {
+    125_000_000
+};
 
-/// The USB driver: embassy-rp's (one buffer per endpoint).
+/// The USB driver: embassy-rp's (one buffer per endpoint), or with feature `double-buffered`
+/// this example's (both buffers of each bulk endpoint: [`dbuf`]).
+#[cfg(not(feature = "double-buffered"))]
 pub type UsbDriver = Driver<'static, USB>;
+#[cfg(feature = "double-buffered")]
+pub type UsbDriver = Driver<'static>;
 
 /// The bulk endpoints' max packet size: full speed's largest.
 pub const MAX_PACKET: u16 = 64;
 
+#[cfg(not(feature = "double-buffered"))]
 bind_interrupts!(struct Irqs {
     USBCTRL_IRQ => InterruptHandler<USB>;
+});
+#[cfg(feature = "double-buffered")]
+bind_interrupts!(struct Irqs {
+    USBCTRL_IRQ => InterruptHandler;
 });
 
 /// The USB device: enumeration, control requests, bus events.
