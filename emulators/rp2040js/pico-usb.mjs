@@ -56,8 +56,9 @@ function u64(n) {
 }
 
 /// A capture of the bus for `--usb-capture`: one line per transaction (`T ns frame ep kind
-/// answer bytes bits`) and per URB the host's driver saw end (`R ns bytes` for reads, `W ns
-/// bytes` for writes), times in the chip's ns.
+/// answer bytes bits`), per read URB that completed (`R ns hex`: its bytes), per write URB
+/// submitted (`S ns hex`) and ended (`W ns n`), times in the chip's ns: the bus analyser
+/// CBA's figures are read from (docs/usb.md).
 class Capture {
   constructor(path) {
     this.fd = openSync(path, 'w');
@@ -101,7 +102,7 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     counts: { opens: 0, closes: 0, hangups: 0, writes_refused: 0, write_bytes_dropped_hangup: 0 },
     receive(bytes, ns) {
       this.delivered += bytes.length;
-      capture?.push(`R ${Math.round(ns)} ${bytes.length}`);
+      capture?.push(`R ${Math.round(ns)} ${Buffer.from(bytes).toString('hex')}`);
       send('D', Buffer.concat([u64(ns), Buffer.from(bytes)]));
       if (TTY_BUFFER - (this.delivered - this.consumed) < TTY_THROTTLE_ROOM) acm.throttle();
     },
@@ -144,6 +145,7 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
       while (this.writes.length > 0 && acm.writeRoom() > 0) {
         const bytes = this.writes.shift();
         const n = acm.write(bytes);
+        capture?.push(`S ${Math.round(clock.nanos)} ${Buffer.from(bytes.subarray(0, n)).toString('hex')}`);
         this.inFlight++;
         if (n < bytes.length) this.writes.unshift(bytes.subarray(n));
       }

@@ -8,7 +8,8 @@
 //!   bridge stock ping, curl of /100kB.txt with its CRC32, stock iperf3 both ways (small); the
 //!   port closed mid-transfer and opened again, and a USB reset mid-iperf3 (the port hung up,
 //!   as cdc-acm does): the link resumes, the device's counters obey their laws.
-//! - usb-echo: a writer with no reader (cdc-acm throttled: no IN token, the writer blocked,
+//! - usb-echo, built with the example's own double-buffered driver (usb-serial runs
+//!   embassy-rp's): a writer with no reader (cdc-acm throttled: no IN token, the writer blocked,
 //!   then every byte back in order), the port closed and reopened mid-transfer (DTR dropped
 //!   and raised; every byte the device echoed reached the program or a counter), a USB reset
 //!   (the port hung up; opened again, it echoes).
@@ -21,132 +22,16 @@ mod common;
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use common::device::DEVICE;
-use common::emulated_clock::Status;
 use common::ping::Ping;
-use common::rp2040js::build_elf;
+use common::usb::{UsbBoard, BAUD, ONE_BOARD};
 use common::{linklab_bin, run_ok, ChildGuard, Netns};
-
-/// One emulated board at a time: each keeps a core of the machine busy.
-static ONE_BOARD: Mutex<()> = Mutex::new(());
-
-/// The port's rate for `linklab serial` (a USB port ignores it; the link's timers use it).
-const BAUD: &str = "4000000";
-
-/// `linklab emu pico --image IMAGE --pty PATH` running.
-struct UsbBoard {
-    dir: PathBuf,
-    status: Status,
-    port: PathBuf,
-    cli: Option<ChildGuard>,
-}
-
-impl UsbBoard {
-    /// Builds the example with `features`, boots it as `image` and waits until the modelled
-    /// host has configured it.
-    fn boot(image: &str, features: &str) -> UsbBoard {
-        let elf = build_elf("rp2040-usb", features, image);
-        let dir = std::env::temp_dir().join(format!("linklab-{image}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let status = Status(dir.join("status.json"));
-        let port = dir.join("ttyACM0");
-        let child = Command::new(linklab_bin())
-            .args(["emu", "pico", "--image", image, "--elf"])
-            .arg(&elf)
-            .arg("--pty")
-            .arg(&port)
-            .arg("--status")
-            .arg(&status.0)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("linklab emu pico");
-        let board = UsbBoard {
-            dir,
-            status,
-            port,
-            cli: Some(ChildGuard(Some(child))),
-        };
-        board.wait_state("configured", Duration::from_secs(300));
-        board
-    }
-
-    /// Waits until the modelled host's USB state is `state`.
-    fn wait_state(&self, state: &str, limit: Duration) {
-        let started = Instant::now();
-        while self.status.read()["usb_state"] != state {
-            assert!(
-                started.elapsed() < limit,
-                "USB never {state}: {}",
-                self.status.read()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The harness's count at `path` (e.g. `["usb_bus", "in_naks"]`).
-    fn count(&self, path: &[&str]) -> u64 {
-        let mut v = self.status.read();
-        for k in path {
-            v = v[*k].clone();
-        }
-        v.as_u64().unwrap_or(0)
-    }
-
-    /// Waits `ns` of the chip's clock.
-    fn wait_chip(&self, ns: u64) {
-        let now = self.status.emulated_ns();
-        self.status.wait_until(now + ns, Duration::from_secs(300));
-    }
-
-    /// The relay's opens or closes of the port, as the harness counted them.
-    fn relay_count(&self, name: &str) -> u64 {
-        self.count(&["usb_tty", name])
-    }
-
-    /// A USB reset of the device by the modelled host (SIGUSR2 to the harness).
-    fn usb_reset(&self) {
-        let pid = self.count(&["harness_pid"]) as i32;
-        assert!(pid > 0, "no harness pid: {}", self.status.read());
-        // SAFETY: a signal to the harness this test started (its pid from its own status).
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGUSR2) }, 0);
-    }
-
-    /// Stops the board; the relay's counters must obey their law and the bus have met no
-    /// error. Returns the relay's summary line.
-    fn finish(mut self) -> String {
-        let last = self.status.read();
-        for (k, what) in [
-            ("toggle_errors", "DATA toggle errors"),
-            ("timeouts", "timeouts"),
-        ] {
-            assert_eq!(last["usb_bus"][k], 0, "{what} on the bus: {last}");
-        }
-        assert_eq!(last["usb_core"]["control_errors"], 0, "{last}");
-        let out = self
-            .cli
-            .take()
-            .expect("linklab emu")
-            .interrupt(Duration::from_secs(30));
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let summary = text
-            .lines()
-            .find(|l| l.starts_with("usb port: "))
-            .unwrap_or_else(|| panic!("no relay summary: {text}"))
-            .to_string();
-        assert!(summary.ends_with("| conserved"), "{summary}");
-        println!("{summary}");
-        let _ = std::fs::remove_dir_all(&self.dir);
-        summary
-    }
-}
 
 /// `linklab serial --dev PORT --tap usb0 --ip 198.18.0.1/24` in `ns`, until the device
 /// answers a ping.
@@ -411,7 +296,8 @@ fn pattern(from: usize, n: usize) -> Vec<u8> {
 #[test]
 fn usb_echo_blocks_a_writer_without_a_reader_and_survives_closes_and_resets() {
     let _one = ONE_BOARD.lock().unwrap_or_else(|e| e.into_inner());
-    let board = UsbBoard::boot("usb-echo", "echo");
+    // The example's own double-buffered driver here (usb-serial above runs embassy-rp's).
+    let board = UsbBoard::boot("usb-echo", "echo,double-buffered");
 
     // A writer with no reader: it blocks (the port takes no more), cdc-acm is throttled and
     // the host issues no IN token; then every byte comes back, in order.

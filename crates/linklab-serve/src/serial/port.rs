@@ -4,7 +4,7 @@
 //! A port that hangs up (a USB serial device reset or re-plugged: Linux's cdc-acm hangs its
 //! tty up; a pseudo-terminal whose other side closed) is opened again at the same path as
 //! soon as it is there, with the same link: the link's retransmissions carry what was lost
-//! in between, and its epoch tells the other end it is the same session.
+//! in between, and its epoch tells the other end it is the same link, not a restarted one.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
