@@ -88,7 +88,11 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
   // RP2040JS_USB_CAPTURE=FILE does what --usb-capture does, for a harness linklab started.
   const capturePath = options.capture ?? process.env.RP2040JS_USB_CAPTURE ?? null;
   const capture = capturePath ? new Capture(capturePath) : null;
-  const timing = { ...DEFAULT_TIMING, hostDelayBits: options.hostDelayBits ?? DEFAULT_TIMING.hostDelayBits };
+  // RP2040JS_USB_HOST_DELAY_BITS=N does what --usb-host-delay-bits does (a harness linklab started).
+  const envDelay = process.env.RP2040JS_USB_HOST_DELAY_BITS;
+  const hostDelayBits = options.hostDelayBits ?? (envDelay !== undefined ? Number(envDelay) : DEFAULT_TIMING.hostDelayBits);
+  if (!(hostDelayBits >= 0 && hostDelayBits <= 1000)) fail('the host delay: a number of bit times, 0..1000');
+  const timing = { ...DEFAULT_TIMING, hostDelayBits };
   const socket = connect(socketPath);
   const send = (type, body = Buffer.alloc(0)) => socket.write(frame(type, body));
   const tty = {
