@@ -216,7 +216,7 @@ impl State {
 
     /// Hands what the program wrote to write URBs while one is free; a closing port is
     /// closed once all it wrote is handed over.
-    fn from_program(&mut self) -> anyhow::Result<()> {
+    fn hand_writes_over(&mut self) -> anyhow::Result<()> {
         if self.port == Port::Closed {
             return Ok(());
         }
@@ -254,7 +254,7 @@ impl State {
     }
 
     /// Writes what the device sent into the pty as far as it takes it, and tells the harness.
-    fn to_program(&mut self) -> anyhow::Result<()> {
+    fn feed_reader(&mut self) -> anyhow::Result<()> {
         if self.port != Port::Open || self.to_pty.is_empty() {
             return Ok(());
         }
@@ -310,7 +310,7 @@ impl State {
     }
 
     /// Reads the socket; false once the harness closed it.
-    fn from_harness(&mut self) -> anyhow::Result<bool> {
+    fn read_harness(&mut self) -> anyhow::Result<bool> {
         let mut buf = [0u8; 16384];
         loop {
             match (&self.stream).read(&mut buf) {
@@ -338,7 +338,7 @@ impl State {
         Ok(true)
     }
 
-    fn to_harness(&mut self) -> anyhow::Result<()> {
+    fn write_harness(&mut self) -> anyhow::Result<()> {
         while !self.to_socket.is_empty() {
             match (&self.stream).write(&self.to_socket) {
                 Ok(n) => {
@@ -387,13 +387,13 @@ pub fn run(
     let mut published = Instant::now();
     let result = (|| -> anyhow::Result<()> {
         while !stop.load(Ordering::Relaxed) {
-            if !s.from_harness()? {
+            if !s.read_harness()? {
                 return Ok(());
             }
             s.watch_port()?;
-            s.to_program()?;
-            s.from_program()?;
-            s.to_harness()?;
+            s.feed_reader()?;
+            s.hand_writes_over()?;
+            s.write_harness()?;
             s.counters.pending_to_pty = s.to_pty.len() as u64;
             if published.elapsed() >= TICK {
                 published = Instant::now();
