@@ -278,7 +278,7 @@ mod tests {
         assert!(PinBoard::by_name("pico").is_some());
         let e = PIN_BOARDS[0].image(Some("nope")).unwrap_err().to_string();
         assert!(
-            e.contains("soft-phy, soft-phy-one-core, usb-serial, usb-echo"),
+            e.contains("soft-phy, soft-phy-one-core, usb-serial, usb-serial-dbuf, usb-echo"),
             "{e}"
         );
     }
