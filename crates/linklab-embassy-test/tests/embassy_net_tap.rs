@@ -13,7 +13,7 @@ use ping::Ping;
 use serde_json::Value;
 
 /// linklab's own ping check: its arguments (the deadline) and each reply looked for.
-#[path = "../../linklab/tests/common/ping.rs"]
+#[path = "../../linklab-testkit/src/ping.rs"]
 #[allow(dead_code)] // the options this test does not use (a longer deadline)
 mod ping;
 

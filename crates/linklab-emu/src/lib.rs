@@ -64,6 +64,7 @@ pub mod pin_throughput;
 pub mod predict;
 pub mod qemu;
 pub mod scratch;
+mod stop;
 pub mod throughput;
 pub mod transfer;
 pub mod usb_port;

@@ -201,11 +201,24 @@ pub fn harness_dir() -> PathBuf {
     }
 }
 
-/// Builds `image` of `board` (cargo finds it built when nothing changed) and copies the ELF
+/// Builds `image` (cargo finds it built when nothing changed) and copies the ELF
 /// to a name of its own (`EXAMPLE-IMAGE` beside it): the images of one example share the
-/// path cargo links to. Holds an exclusive lock on a file beside the ELFs from the build to
-/// the copy, so builds of other images (another `linklab emu`, a test) wait.
-pub fn build(board: &PinBoard, image: &PinImage) -> anyhow::Result<PathBuf> {
+/// path cargo links to. See [`build_example`].
+pub fn build(image: &PinImage) -> anyhow::Result<PathBuf> {
+    build_example(image.example, image.features, image.name, image.debug_info)
+}
+
+/// Builds the board example `example` (a folder of `examples/boards/`) in release with
+/// `features` (with its debug info or without), and copies the ELF to `EXAMPLE-VARIANT`
+/// beside it, so variants built one after another do not overwrite each other. Holds an
+/// exclusive lock on a file beside the ELFs from the build to the copy, so builds of other
+/// images (another `linklab emu`, a test) wait.
+pub fn build_example(
+    example: &str,
+    features: &str,
+    variant: &str,
+    debug_info: bool,
+) -> anyhow::Result<PathBuf> {
     let release = examples_dir().join("target/thumbv6m-none-eabi/release");
     std::fs::create_dir_all(&release)
         .with_context(|| format!("cannot create {}", release.display()))?;
@@ -215,25 +228,23 @@ pub fn build(board: &PinBoard, image: &PinImage) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--release"])
-        .current_dir(examples_dir().join(image.example));
-    if !image.features.is_empty() {
-        cmd.args(["--features", image.features]);
+        .current_dir(examples_dir().join(example));
+    let mut command = format!("cd examples/boards/{example} && cargo build --release");
+    if !features.is_empty() {
+        cmd.args(["--features", features]);
+        command.push_str(&format!(" --features {features}"));
     }
-    if !image.debug_info {
+    if !debug_info {
         cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "0");
     }
     let status = cmd
         .status()
-        .with_context(|| format!("cannot run cargo for examples/boards/{}", image.example))?;
+        .with_context(|| format!("cannot run cargo for examples/boards/{example}"))?;
     if !status.success() {
-        bail!(
-            "examples/boards/{}: `{}` failed ({status})",
-            image.example,
-            board.build_command(image)
-        );
+        bail!("examples/boards/{example}: `{command}` failed ({status})");
     }
-    let built = release.join(image.example);
-    let copy = release.join(format!("{}-{}", image.example, image.name));
+    let built = release.join(example);
+    let copy = release.join(format!("{example}-{variant}"));
     std::fs::copy(&built, &copy)
         .with_context(|| format!("cannot copy {} to {}", built.display(), copy.display()))?;
     Ok(std::fs::canonicalize(&copy).unwrap_or(copy))

@@ -117,7 +117,7 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
     let elf = match &options.elf {
         Some(elf) if elf.is_file() => elf.clone(),
         Some(elf) => bail_usage!("--elf {}: no such file", elf.display()),
-        None => pin_board::build(board, image)?,
+        None => pin_board::build(image)?,
     };
     Ok(PreparedPin {
         options: options.clone(),
@@ -255,19 +255,9 @@ struct Harness(Option<Child>);
 impl Harness {
     /// Stops it (SIGTERM, then SIGKILL after a second) and reaps it.
     fn stop(&mut self) {
-        let Some(mut child) = self.0.take() else {
-            return;
-        };
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        for _ in 0..50 {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(child) = self.0.take() {
+            crate::stop::stop(child, crate::stop::Whom::Process, Duration::from_secs(1));
         }
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }
 

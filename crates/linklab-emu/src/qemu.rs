@@ -11,8 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use nix::sys::signal::{killpg, sigprocmask, SigSet, SigmaskHow, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow, Signal};
 
 use crate::blob::ConfigBlob;
 use crate::board::Board;
@@ -433,20 +432,9 @@ impl Qemu {
 
     /// Stops QEMU: SIGTERM to its process group, SIGKILL after a grace period; waits.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let group = Pid::from_raw(child.id() as libc::pid_t);
-        let _ = killpg(group, Signal::SIGTERM);
-        let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if let Some(child) = self.child.take() {
+            crate::stop::stop(child, crate::stop::Whom::Group, STOP_GRACE);
         }
-        let _ = killpg(group, Signal::SIGKILL);
-        let _ = child.wait();
     }
 }
 

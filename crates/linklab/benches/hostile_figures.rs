@@ -37,8 +37,6 @@
 //! `RESETS_PRESSURE=flood` or `=holders` measures one pressure.
 
 // The integration tests' helpers (a device on a TAP, the hostile campaign's peers).
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -47,10 +45,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::device::{Device, DEVICE, HOST};
-use common::holders::{Holders, Kind};
-use common::hostile::wait_quiet;
-use common::spoof::spoofed_udp;
+use linklab_testkit::device::{Device, DEVICE, HOST};
+use linklab_testkit::holders::{Holders, Kind};
+use linklab_testkit::hostile::wait_quiet;
+use linklab_testkit::spoof::spoofed_udp;
 
 /// The holder counts measured.
 const HOLDERS: [usize; 4] = [0, 2, 6, 20];
@@ -96,7 +94,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The devices to measure (started one at a time from `LINKLAB_BIN` or this build), and the
 /// rounds per figure.
 fn targets() -> (impl Iterator<Item = (String, Device)>, usize) {
-    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let bin =
+        std::env::var_os("LINKLAB_BIN").map_or_else(linklab_testkit::linklab_bin, PathBuf::from);
     let targets = std::env::var("HOLDERS_TARGETS")
         .unwrap_or("serve,riscv32-virt,riscv32-virt-embassy".into());
     let rounds: usize = std::env::var("HOLDERS_ROUNDS").map_or(3, |r| r.parse().unwrap());
@@ -178,7 +177,7 @@ fn real_client(dev: &Device, service: usize) -> Fate {
         }
         return Fate::NotServed;
     }
-    common::in_netns(&dev.ns, move || {
+    linklab_testkit::in_netns(&dev.ns, move || {
         let port = if service == 0 { 80 } else { 7 };
         let device: SocketAddr = format!("{DEVICE}:{port}").parse().unwrap();
         while Instant::now() < deadline {
@@ -247,7 +246,7 @@ fn real_clients_reset_under_pressure() {
                 let flood = dev.flood(40, stop.clone(), move |n: u32| {
                     let port = [80, 7, 5201][(n % 3) as usize];
                     let ghost = [198, 18, 1, (n % 250) as u8 + 1];
-                    common::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
+                    linklab_testkit::spoof::spoofed_syn(t, ghost, 30000 + (n % 30000) as u16, port)
                 });
                 (Some(flood), None, 3, 1)
             } else {
@@ -320,7 +319,7 @@ fn udp_echo_right_after_a_spoofed_burst() {
                 })
                 .collect();
             dev.inject(frames);
-            let (first, at) = common::in_netns(&dev.ns, || {
+            let (first, at) = linklab_testkit::in_netns(&dev.ns, || {
                 let sock = UdpSocket::bind(format!("{HOST}:0")).unwrap();
                 sock.set_read_timeout(Some(Duration::from_millis(250)))
                     .unwrap();

@@ -22,16 +22,14 @@
 //!   way and the knee each way.
 
 // The integration tests' helpers (namespaces, a device on a TAP).
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::device::{Device, DEVICE};
-use common::{iface_with, veth_pair, wait_until, ChildGuard, Netns};
+use linklab_testkit::device::{Device, DEVICE};
+use linklab_testkit::{iface_with, veth_pair, wait_until, ChildGuard, Netns};
 use serde_json::Value;
 
 /// The figures the halved link must name.
@@ -322,7 +320,8 @@ fn halved(bin: &Path, runs: usize, dir: &Path) {
 }
 
 fn main() {
-    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let bin =
+        std::env::var_os("LINKLAB_BIN").map_or_else(linklab_testkit::linklab_bin, PathBuf::from);
     let targets = std::env::var("PROBE_TARGETS").unwrap_or("serve,riscv32-virt,halved".into());
     let runs: usize = env_or("PROBE_RUNS", 10);
     let n_hogs: usize = env_or("PROBE_HOGS", 2);

@@ -18,13 +18,11 @@
 
 #[path = "serve_goodput/baseline.rs"]
 mod baseline;
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::process::Command;
 use std::time::Duration;
 
-use common::{linklab_bin, veth_pair, Netns};
+use linklab_testkit::{linklab_bin, veth_pair, Netns};
 use serde_json::Value;
 
 /// One iperf3 run: goodput at the receiver and the device's CPU cost per MB moved.
@@ -91,7 +89,7 @@ fn iperf3(ns: &Netns, server: &str, secs: u32, reverse: bool, stat_path: &str) -
 
 /// Puts the kernel side of `tap` at 198.18.0.1/24 once the TAP exists.
 fn configure_host_side(ns: &Netns, tap: &str, device_ip: &str) {
-    let up = common::wait_until(Duration::from_secs(10), || {
+    let up = linklab_testkit::wait_until(Duration::from_secs(10), || {
         ns.command(&["ip", "link", "show", tap])
             .output()
             .map(|o| o.status.success())
@@ -100,7 +98,7 @@ fn configure_host_side(ns: &Netns, tap: &str, device_ip: &str) {
     assert!(up, "TAP {tap} never appeared");
     ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", tap]);
     ns.run(&["ip", "link", "set", tap, "up"]);
-    let ok = common::wait_until(Duration::from_secs(10), || {
+    let ok = linklab_testkit::wait_until(Duration::from_secs(10), || {
         ns.command(&["ping", "-c", "1", "-W", "1", device_ip])
             .output()
             .map(|o| o.status.success())
@@ -162,7 +160,7 @@ fn kernel_ceiling(secs: u32) -> (Run, Run) {
     let far = Netns::new("bks");
     veth_pair(&client, "198.18.1.1/24", &far, "198.18.1.2/24");
     let server = far.spawn(&["iperf3", "-s"]);
-    let ready = common::wait_until(Duration::from_secs(5), || {
+    let ready = linklab_testkit::wait_until(Duration::from_secs(5), || {
         far.command(&["ss", "-ltn", "sport = :5201"])
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).contains("5201"))

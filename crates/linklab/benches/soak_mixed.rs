@@ -33,8 +33,6 @@
 // The integration tests' helpers (a device on a TAP, the hostile campaign's peers).
 #[path = "soak_mixed/clients.rs"]
 mod clients;
-#[path = "../tests/common/mod.rs"]
-mod common;
 #[path = "soak_mixed/pressure.rs"]
 mod pressure;
 
@@ -47,8 +45,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use clients::{Verdict, CLIENTS};
-use common::device::Device;
-use common::hostile::{assert_counters_conserve, stuck, wait_quiet};
+use linklab_testkit::device::Device;
+use linklab_testkit::hostile::{assert_counters_conserve, stuck, wait_quiet};
 
 /// How far a firmware's stack peak may rise past the first round's, in bytes: 1 KiB. The
 /// peak is a high-water mark: it never falls, and it rises when a rarer, deeper path first
@@ -81,7 +79,8 @@ fn main() {
         eprintln!("soak_mixed: --minutes takes a number, not '{minutes}'");
         std::process::exit(2);
     };
-    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let bin =
+        std::env::var_os("LINKLAB_BIN").map_or_else(linklab_testkit::linklab_bin, PathBuf::from);
     let mut log = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{log}: {e}"));
     let dev = match home.as_str() {
         "serve" => Device::serve_with(&bin, "soak"),
@@ -278,9 +277,10 @@ fn serve_rss_kib(dev: &Device) -> Option<u64> {
 
 /// True if the device serves iperf 2 (a TCP connection to port 5001 is accepted).
 fn speaks_iperf2(dev: &Device) -> bool {
-    common::in_netns(&dev.ns, || {
-        let addr: std::net::SocketAddr =
-            format!("{}:5001", common::device::DEVICE).parse().unwrap();
+    linklab_testkit::in_netns(&dev.ns, || {
+        let addr: std::net::SocketAddr = format!("{}:5001", linklab_testkit::device::DEVICE)
+            .parse()
+            .unwrap();
         std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
     })
 }

@@ -15,14 +15,12 @@
 //! writers, at least one each); `LINKLAB_BIN` measures another build.
 
 // The integration tests' helpers (the throwaway server, the linklab binary).
-#[path = "../tests/common/mod.rs"]
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use common::pg_server::PgServer;
+use linklab_testkit::pg_server::PgServer;
 
 /// The numbers of writers at once.
 const WRITERS: [usize; 3] = [1, 8, 32];
@@ -85,13 +83,14 @@ fn load() -> String {
 }
 
 fn main() {
-    let bin = std::env::var_os("LINKLAB_BIN").map_or_else(common::linklab_bin, PathBuf::from);
+    let bin =
+        std::env::var_os("LINKLAB_BIN").map_or_else(linklab_testkit::linklab_bin, PathBuf::from);
     let run = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../track/baseline.json");
     let per_case: usize = std::env::var("TRACK_STORE_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(64);
-    let dir = common::tempdir("track_store_bench");
+    let dir = linklab_testkit::tempdir("track_store_bench");
     let server = PgServer::start_with("track-store-bench", true);
     println!(
         "linklab: {} · run: {} · {} cores · load before: {}",

@@ -8,9 +8,6 @@
 //!   cargo run --release -p linklab --example serial_pty -- 115200 out/serial-115200.json
 //! ```
 
-#[path = "../tests/pty_relay/mod.rs"]
-mod pty_relay;
-
 use std::process::{Command, Stdio};
 
 use linklab_serial::impair::Impairment;
@@ -36,7 +33,7 @@ fn main() {
         bin.exists(),
         "build the CLI first: cargo build --release -p linklab"
     );
-    let relay = pty_relay::start(baud / 10, Impairment::default(), 1);
+    let relay = linklab_testkit::pty_relay::start(baud / 10, Impairment::default(), 1);
     let baud_s = baud.to_string();
     let mut serve = Command::new(&bin)
         .args(["serial", "--dev", &relay.b, "--baud", &baud_s, "--serve"])

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::device::{Device, DEVICE, HOST};
-use crate::common::in_netns;
+use linklab_testkit::device::{Device, DEVICE, HOST};
+use linklab_testkit::in_netns;
 
 /// How long a client keeps trying while refused or told the server is busy.
 const PATIENCE: Duration = Duration::from_secs(60);

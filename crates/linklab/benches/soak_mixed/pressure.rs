@@ -2,12 +2,12 @@
 //!
 //! 1. `syn flood`: spoofed SYNs at 40/s to ports 80, 7, 5201 and 5001 from hosts that do not
 //!    exist (the hostile campaign's flood, `Device::flood`, with iperf 2's port);
-//! 2. `holders`: 20 idle HTTP holders that connect again when reset (`common::holders`);
+//! 2. `holders`: 20 idle HTTP holders that connect again when reset (`linklab_testkit::holders`);
 //! 3. `malformed`: 100 kB POSTs, request heads of 16 kB, bytes that are no protocol to 80, 7
 //!    and 5201, iperf3 control connections with a cookie and then a parameter length of 4 GB,
 //!    state bytes out of order, or nothing;
 //! 4. `bad udp`: spoofed UDP echo requests from hosts that never answer ARP, and frames with
-//!    wrong UDP, TCP and IPv4 checksums and lengths (`common::spoof`);
+//!    wrong UDP, TCP and IPv4 checksums and lengths (`linklab_testkit::spoof`);
 //! 5. `all`: the four at once.
 //!
 //! Every hostile peer is a thread in the device's namespace or frames written on its TAP;
@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::common::device::{Device, DEVICE};
-use crate::common::enter_netns;
-use crate::common::holders::{Holders, Kind};
-use crate::common::spoof::{ipv4_frame, spoofed_syn, spoofed_udp, Target};
+use linklab_testkit::device::{Device, DEVICE};
+use linklab_testkit::enter_netns;
+use linklab_testkit::holders::{Holders, Kind};
+use linklab_testkit::spoof::{ipv4_frame, spoofed_syn, spoofed_udp, Target};
 
 /// How long each phase lasts.
 pub const PHASE: Duration = Duration::from_secs(60);
