@@ -7,6 +7,9 @@
 // - `--board pico-spi` (examples/boards/rp2040-spi-link): the Pico as an SPI device, an SPI
 //   master model standing in for the host on its pins (spi-master.mjs, pico-spi.mjs), the
 //   host's transfers from `linklab serial` over the socket.
+// - `--board pico-usb` (examples/boards/rp2040-usb): the Pico's USB port on a full-speed bus
+//   to a modelled Linux host and its cdc-acm (pico-usb.mjs), the port relayed to the
+//   pseudo-terminal linklab makes for it.
 //
 // Usage: node harness.mjs [--board B] --elf ELF --socket PATH [--status FILE] [--seconds S]
 //          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N]
@@ -31,6 +34,9 @@
 //   --master-* (pico-spi): the SPI master's gap between transfers (10 000 ns), its tail gap
 //   (50 000 ns) and how often it comes (50 per mille), idle half periods after each byte (0),
 //   the seed of its draws (spi-master.mjs).
+//   --usb-host-delay-bits (pico-usb): the host controller's delay between transactions in
+//   bit times (usb-wire.mjs DEFAULT_TIMING; 0 gives the spec's 19 packets a frame).
+//   --usb-capture FILE (pico-usb): every transaction and URB, timestamped in emulated ns.
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
 // RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
 // machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them);
@@ -41,11 +47,12 @@ import { attachSoftPhyLine } from './soft-phy-line.mjs';
 import { attachW5500 } from './w5500-evb-pico.mjs';
 import { attachPicoSpi } from './pico-spi.mjs';
 import { checkOptions } from './spi-master.mjs';
+import { attachUsbHost } from './pico-usb.mjs';
 import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
 
-const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico', 'pico-spi'];
+const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico', 'pico-spi', 'pico-usb'];
 const USAGE =
-  'usage: [--board rp2040-soft-phy|w5500-evb-pico|pico-spi] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN] [--master-gap-ns N] [--master-tail-ns N] [--master-tail-per-mille N] [--master-byte-gap N] [--master-seed N]';
+  'usage: [--board rp2040-soft-phy|w5500-evb-pico|pico-spi|pico-usb] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN] [--master-gap-ns N] [--master-tail-ns N] [--master-tail-per-mille N] [--master-byte-gap N] [--master-seed N] [--usb-host-delay-bits N] [--usb-capture FILE]';
 /// The pico-spi master's options by flag.
 const MASTER_FLAGS = {
   '--master-gap-ns': 'gapNs',
@@ -110,6 +117,8 @@ function parseArgs(argv) {
     w5500Options: false,
     master: { gapNs: 10_000, tailNs: 50_000, tailPerMille: 50, byteGapHalfPeriods: 0, seed: 0x5eed, readyTimeoutNs: 20e6 },
     masterSet: false,
+    usbHostDelayBits: null,
+    usbCapture: null,
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -135,6 +144,8 @@ function parseArgs(argv) {
       args.master[MASTER_FLAGS[flag]] = Number(value);
       args.masterSet = true;
     }
+    else if (flag === '--usb-host-delay-bits') args.usbHostDelayBits = Number(value);
+    else if (flag === '--usb-capture') args.usbCapture = value;
     else if (flag === '--inject') {
       try {
         args.inject = parsePlan(value);
@@ -157,10 +168,13 @@ function parseArgs(argv) {
   if (bad) fail(`--master-*: ${bad}`);
   if (!(Number.isInteger(args.master.seed) && args.master.seed >= 0)) fail('--master-seed: a non-negative integer');
   if (args.board !== 'pico-spi' && args.masterSet) fail('--master-*: only with --board pico-spi');
-  if (args.board === 'pico-spi' && args.inject.length > 0) {
-    fail('--inject: not with --board pico-spi');
+  if (args.board !== 'pico-usb' && (args.usbHostDelayBits !== null || args.usbCapture)) {
+    fail('--usb-host-delay-bits and --usb-capture: only with --board pico-usb');
   }
-  if (args.board === 'w5500-evb-pico' && args.inject.length > 0) {
+  if (args.usbHostDelayBits !== null && !(args.usbHostDelayBits >= 0 && args.usbHostDelayBits <= 1000)) {
+    fail('--usb-host-delay-bits: a number of bit times, 0..1000');
+  }
+  if (args.board !== 'rp2040-soft-phy' && args.inject.length > 0) {
     fail('--inject: only with --board rp2040-soft-phy (the hostile cases are on its line)');
   }
   if (!Number.isInteger(args.oversample) || args.oversample < 2 || args.oversample > 8) {
@@ -174,6 +188,18 @@ function main() {
   const mcu = createMachine(args.elf);
   if (args.board === 'pico-spi') {
     attachPicoSpi(mcu, args.socket, args.master, (device) => {
+      run(mcu, {
+        devices: [device],
+        statusFile: args.status,
+        seconds: args.seconds,
+        onExit: () => device.close(),
+      });
+    });
+    return;
+  }
+  if (args.board === 'pico-usb') {
+    const options = { hostDelayBits: args.usbHostDelayBits ?? undefined, capture: args.usbCapture };
+    attachUsbHost(mcu, args.socket, options, (device) => {
       run(mcu, {
         devices: [device],
         statusFile: args.status,

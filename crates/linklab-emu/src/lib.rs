@@ -68,3 +68,4 @@ pub mod scratch;
 mod stop;
 pub mod throughput;
 pub mod transfer;
+pub mod usb_port;

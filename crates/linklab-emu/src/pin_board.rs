@@ -2,7 +2,8 @@
 //! linklab's RP2040 board examples, built as they are from `examples/boards/`, with what the
 //! board has outside the chip modelled by the harness (the 10BASE-T line on the soft-PHY
 //! example's pins; the W5500-EVB-Pico's W5500 on SPI0; the host's SPI master on the Pico's
-//! pins). One table, board × image, as
+//! pins; the Pico's USB port on a full-speed bus to a modelled Linux host). One table, board
+//! × image, as
 //! [`crate::board`] is for QEMU; `linklab emu BOARD` boots both ([`crate::pin_boot`]).
 
 use std::path::{Path, PathBuf};
@@ -57,13 +58,16 @@ pub enum PinCarry {
     /// SPI transfers: the harness's master model asks the host's end of linklab-serial's link
     /// (linklab-serve's SPI line) for each one ([`crate::pin_spi`]).
     Spi,
+    /// The USB port: the harness models the bus and the host's cdc-acm, linklab makes the
+    /// pseudo-terminal a program opens as /dev/ttyACM0 ([`crate::usb_port`]).
+    Usb,
 }
 
 /// The pin-level boards.
 pub static PIN_BOARDS: [PinBoard; 2] = [
     PinBoard {
         name: "pico",
-        about: "Raspberry Pi Pico: RP2040 (two Cortex-M0+), the 10BASE-T soft PHY on GP2-GP4 or an SPI device on GP16-GP21",
+        about: "Raspberry Pi Pico: RP2040 (two Cortex-M0+), the 10BASE-T soft PHY on GP2-GP4, an SPI device on GP16-GP21, or its own USB port",
         images: &[
             PinImage {
                 name: "soft-phy",
@@ -100,6 +104,51 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
                 debug_info: false,
                 features: "sys-240mhz",
                 carry: PinCarry::Spi,
+            },
+            PinImage {
+                name: "usb-serial",
+                about: "its USB port as the network: CDC-ACM carrying linklab-serial, embassy-net and the apps",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "",
+                carry: PinCarry::Usb,
+            },
+            PinImage {
+                name: "usb-serial-dbuf",
+                about: "usb-serial with the example's own USB driver: both buffers of each bulk endpoint",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "double-buffered",
+                carry: PinCarry::Usb,
+            },
+            PinImage {
+                name: "usb-echo",
+                about: "a plain CDC-ACM echo on its USB port (raw bytes, CBA's USB test)",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "echo",
+                carry: PinCarry::Usb,
+            },
+            PinImage {
+                name: "usb-serial-240mhz",
+                about: "usb-serial with clk_sys at 240 MHz (CBA's overclocked run)",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "sys-240mhz",
+                carry: PinCarry::Usb,
+            },
+            PinImage {
+                name: "usb-echo-240mhz",
+                about: "usb-echo with clk_sys at 240 MHz",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "echo,sys-240mhz",
+                carry: PinCarry::Usb,
             },
         ],
     },
@@ -259,7 +308,7 @@ pub fn table() -> String {
         }
     }
     out.push_str(
-        "(their address is built in: --ip 198.18.0.2/24; figures in the emulated chip's clock.)\n",
+        "(their address is built in: --ip 198.18.0.2/24; the usb images have a USB port instead of a TAP: --pty PATH, then linklab serial --dev PATH; figures in the emulated chip's clock.)\n",
     );
     out
 }
@@ -281,6 +330,9 @@ mod tests {
         }
         assert!(PinBoard::by_name("pico").is_some());
         let e = PIN_BOARDS[0].image(Some("nope")).unwrap_err().to_string();
-        assert!(e.contains("soft-phy, soft-phy-one-core, spi-link"), "{e}");
+        assert!(
+            e.contains("soft-phy, soft-phy-one-core, spi-link, spi-link-240, usb-serial"),
+            "{e}"
+        );
     }
 }

@@ -13,6 +13,12 @@
 //! Three steps, as [`crate::boot`]: [`prepare`] checks the options and builds the example,
 //! [`PreparedPin::start`] starts the harness and the line, [`BootedPin::serve`] serves until
 //! a signal or until the harness ends.
+//!
+//! The Pico's USB images (`--image usb-serial`, `usb-echo`) have no TAP: their network is
+//! their USB port, which a host program opens as it would /dev/ttyACM0. The port is a
+//! pseudo-terminal relayed to the harness's model of Linux's cdc-acm ([`crate::usb_port`]);
+//! `--pty PATH` links it at PATH, and `linklab serial --dev PATH --tap T --ip ...` bridges it
+//! to a TAP as it would a real Pico's port.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -38,12 +44,13 @@ pub struct PinBootOptions {
     pub image: Option<String>,
     /// This ELF of the image instead of building it.
     pub elf: Option<PathBuf>,
-    /// The TAP to create for the device; it must not exist yet.
-    pub tap: String,
-    /// The device's address, which must be the example's built-in one.
-    pub ip: Ipv4Addr,
-    /// Its prefix length.
-    pub prefix: u8,
+    /// The TAP to create for the device; it must not exist yet (none for a USB image).
+    pub tap: Option<String>,
+    /// The device's address and prefix, which must be the example's built-in ones (optional
+    /// for a USB image).
+    pub ip: Option<(Ipv4Addr, u8)>,
+    /// A USB image: a symbolic link to its port's pseudo-terminal here.
+    pub pty: Option<PathBuf>,
     /// The line's options (a soft-PHY image: `--oversample` only; the line is unpaced).
     pub line: LineOptions,
     /// Where the harness writes the chip's clock and its devices' counters (one JSON line,
@@ -73,15 +80,18 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
     let board = &options.board;
     let image = board.image(options.image.as_deref())?;
     let built_in = DeviceConfig::DEFAULT;
-    if (options.ip.octets(), options.prefix) != (built_in.ip, built_in.prefix) {
-        let [a, b, c, d] = built_in.ip;
-        bail_usage!(
-            "--ip {}/{}: {}'s example has its address built in (it runs unchanged): --ip {a}.{b}.{c}.{d}/{}",
-            options.ip,
-            options.prefix,
-            board.name,
-            built_in.prefix
-        );
+    let usb = image.carry == PinCarry::Usb;
+    match (options.ip, usb) {
+        (None, false) => bail_usage!("--ip: required (the example's built-in 198.18.0.2/24)"),
+        (Some((ip, prefix)), _) if (ip.octets(), prefix) != (built_in.ip, built_in.prefix) => {
+            let [a, b, c, d] = built_in.ip;
+            bail_usage!(
+                "--ip {ip}/{prefix}: {}'s example has its address built in (it runs unchanged): --ip {a}.{b}.{c}.{d}/{}",
+                board.name,
+                built_in.prefix
+            );
+        }
+        _ => {}
     }
     let carry = carry_of(image, &options.line, options.pcap.is_some())?;
     if options.w5500_faults.is_some() && image.harness_board != "w5500-evb-pico" {
@@ -99,9 +109,19 @@ pub fn prepare(options: &PinBootOptions) -> anyhow::Result<PreparedPin> {
             other
         }
     };
-    let tap = &options.tap;
-    if Path::new("/sys/class/net").join(tap).exists() {
-        bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
+    match (&options.tap, usb) {
+        (Some(tap), true) => bail_usage!(
+            "--tap {tap}: {} has no TAP of its own (its network is its USB port): --pty PATH, then `linklab serial --dev PATH --tap {tap} --ip ...`",
+            image.name
+        ),
+        (None, false) => bail_usage!("--tap: required"),
+        (Some(tap), false) if Path::new("/sys/class/net").join(tap).exists() => {
+            bail!("--tap {tap}: an interface of that name already exists; linklab emu only uses a TAP it creates (pick another name)");
+        }
+        _ => {}
+    }
+    if options.pty.is_some() && !usb {
+        bail_usage!("--pty: only for the Pico's USB images (usb-serial, usb-echo)");
     }
     let harness = pin_board::harness_dir();
     if !harness.join("node_modules/rp2040js").exists() {
@@ -152,7 +172,7 @@ pub fn w5500_faults(plan: &str) -> Result<String, String> {
 }
 
 /// What the line carries for `image`: its samples unpaced at the image's oversampling (or
-/// `--oversample`), or frames; any other line option is one usage line.
+/// `--oversample`), frames, or its USB port; any other line option is one usage line.
 fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<Carry> {
     let other = [
         (line.drift.is_some(), "--drift"),
@@ -172,6 +192,15 @@ fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<
                 );
             }
             Ok(Carry::Spi { hz: 0 })
+        }
+        PinCarry::Usb => {
+            if line.oversample.is_some() || pcap {
+                bail_usage!(
+                    "--oversample and --pcap: {} has neither a line nor an Ethernet port",
+                    image.name
+                );
+            }
+            Ok(Carry::Usb(None))
         }
         PinCarry::Frames => {
             if line.oversample.is_some() {
@@ -209,11 +238,15 @@ impl PreparedPin {
     /// Makes the TAP (in the calling thread's network namespace) and the line's socket.
     pub fn make_tap(&self) -> anyhow::Result<MadeTap> {
         let dir = crate::scratch::private_dir("linklab-pin-")?;
+        let carry = match &self.carry {
+            Carry::Usb(_) => Carry::Usb(self.options.pty.clone()),
+            other => other.clone(),
+        };
         let listening = pin_line::listen(&PinLineOptions {
-            tap: self.options.tap.clone(),
+            tap: self.options.tap.clone().unwrap_or_default(),
             socket: dir.path().join("line.sock"),
             connect_timeout: self.options.connect_timeout,
-            carry: self.carry.clone(),
+            carry,
         })?;
         Ok(MadeTap { listening, dir })
     }
@@ -223,6 +256,7 @@ impl PreparedPin {
     /// that lives as long as the board should.
     pub fn start_on(self, tap: MadeTap) -> anyhow::Result<BootedPin> {
         let MadeTap { listening, dir } = tap;
+        let usb_port = listening.usb_port();
         let o = &self.options;
         let mut cmd = Command::new("node");
         cmd.arg(pin_board::harness_dir().join("harness.mjs"))
@@ -262,6 +296,7 @@ impl PreparedPin {
             prepared: self,
             connected,
             harness,
+            usb_port,
             _dir: dir,
         })
     }
@@ -296,6 +331,7 @@ pub struct BootedPin {
     prepared: PreparedPin,
     connected: Connected,
     harness: Harness,
+    usb_port: Option<PathBuf>,
     _dir: tempfile::TempDir,
 }
 
@@ -303,16 +339,32 @@ impl BootedPin {
     /// The line that says where the device is and how to stop it.
     pub fn banner(&self) -> String {
         let o = &self.prepared.options;
+        if let Some(port) = &self.usb_port {
+            return format!(
+                "linklab emu: {} ({} image, {}) at the pin level in rp2040js, its USB port at {} (open it as /dev/ttyACM0: linklab serial --dev {} --baud 4000000 --tap T --ip 198.18.0.1/24); Ctrl-C stops it",
+                o.board.name,
+                self.prepared.image.name,
+                self.prepared.elf.display(),
+                port.display(),
+                port.display()
+            );
+        }
+        let (ip, prefix) = o.ip.unwrap_or((Ipv4Addr::UNSPECIFIED, 0));
         format!(
             "linklab emu: {} ({} image, {}) at the pin level in rp2040js on TAP {}, device {}/{}; {}; Ctrl-C stops it",
             o.board.name,
             self.prepared.image.name,
             self.prepared.elf.display(),
-            o.tap,
-            o.ip,
-            o.prefix,
+            o.tap.as_deref().unwrap_or_default(),
+            ip,
+            prefix,
             self.connected.banner().trim_start_matches("linklab emu line: ")
         )
+    }
+
+    /// The USB port's path (a USB image), for a program to open.
+    pub fn usb_port(&self) -> Option<&Path> {
+        self.usb_port.as_deref()
     }
 
     /// Serves until one of `signals` or until the harness ends; stops the harness and the

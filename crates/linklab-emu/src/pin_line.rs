@@ -6,7 +6,9 @@
 //! transmission. The line is [`crate::line::Line`], the code behind `--image soft-phy`.
 //! With [`Carry::Frames`] (`--frames`), whole Ethernet frames instead
 //! ([`crate::line::frames`]), for a device emulator that models its MAC and line itself (the
-//! W5500-EVB-Pico harness).
+//! W5500-EVB-Pico harness). With [`Carry::Spi`], linklab-serial's link over the harness's SPI master
+//! model, bridged to the TAP ([`crate::pin_spi`]). With [`Carry::Usb`], no line and no TAP: the Pico's USB port, a
+//! pseudo-terminal relayed to the harness's model of the host's cdc-acm ([`crate::usb_port`]).
 //!
 //! Three steps, each with a line to say: [`listen`] (the TAP made, the socket listening),
 //! [`Listening::accept`] (the emulator connected, the line running), [`Connected::serve`]
@@ -22,11 +24,12 @@ use linklab_tap::Tap;
 use crate::line::frames::FrameLine;
 use crate::line::{Line, LineSettings, Socket};
 use crate::pin_spi::SpiBridge;
+use crate::usb_port::{Relay, UsbPort};
 
 /// What `linklab emu line` takes.
 #[derive(Clone, Debug)]
 pub struct PinLineOptions {
-    /// The TAP to create for the device; it must not exist yet.
+    /// The TAP to create for the device; it must not exist yet (none with [`Carry::Usb`]).
     pub tap: String,
     /// The unix socket to listen on for the device emulator (replaced if it exists).
     pub socket: PathBuf,
@@ -50,17 +53,35 @@ pub enum Carry {
         /// The SPI clock.
         hz: u32,
     },
+    /// The device's USB port as a pseudo-terminal (a symbolic link to it at this path, if
+    /// any), for a harness that models the USB host.
+    Usb(Option<PathBuf>),
+}
+
+/// Where the emulator's side ends on the host: a TAP, or the USB port's pseudo-terminal.
+enum HostEnd {
+    Tap(Tap),
+    Port(UsbPort),
 }
 
 /// The line's TAP made and its socket listening.
 pub struct Listening {
     options: PinLineOptions,
-    tap: Tap,
+    end: HostEnd,
     socket: Socket,
 }
 
-/// Makes the TAP and listens on the socket.
+/// Makes the TAP (or the USB port's pseudo-terminal) and listens on the socket.
 pub fn listen(options: &PinLineOptions) -> anyhow::Result<Listening> {
+    if let Carry::Usb(link) = &options.carry {
+        let port = UsbPort::make(link.as_deref())?;
+        let socket = Socket::bind_at(options.socket.clone())?;
+        return Ok(Listening {
+            options: options.clone(),
+            end: HostEnd::Port(port),
+            socket,
+        });
+    }
     let name = &options.tap;
     if std::path::Path::new("/sys/class/net").join(name).exists() {
         bail!(
@@ -71,7 +92,7 @@ pub fn listen(options: &PinLineOptions) -> anyhow::Result<Listening> {
     let socket = Socket::bind_at(options.socket.clone())?;
     Ok(Listening {
         options: options.clone(),
-        tap,
+        end: HostEnd::Tap(tap),
         socket,
     })
 }
@@ -80,27 +101,43 @@ impl Listening {
     /// The line that says where the line waits for the emulator.
     pub fn banner(&self) -> String {
         let o = &self.options;
+        let end = match &self.end {
+            HostEnd::Tap(_) => format!("TAP {}", o.tap),
+            HostEnd::Port(port) => format!("USB port {}", port.path().display()),
+        };
         format!(
-            "linklab emu line: TAP {} {}, waiting for the emulator on {}",
-            o.tap,
+            "linklab emu line: {end} {}, waiting for the emulator on {}",
             match &o.carry {
                 Carry::Samples(line) => format!("at {}x", line.oversample),
                 Carry::Frames => "with whole frames".to_string(),
                 Carry::Spi { hz } => format!("over SPI at {} MHz", f64::from(*hz) / 1e6),
+                Carry::Usb(_) => "relayed to the host's cdc-acm".to_string(),
             },
             o.socket.display()
         )
     }
 
+    /// The USB port's path, for a board whose host end is one.
+    pub fn usb_port(&self) -> Option<PathBuf> {
+        match &self.end {
+            HostEnd::Port(port) => Some(port.path().to_path_buf()),
+            HostEnd::Tap(_) => None,
+        }
+    }
+
     /// Waits for the emulator to connect, then runs the line.
     pub fn accept(self) -> anyhow::Result<Connected> {
         let stream = self.socket.accept(self.options.connect_timeout)?;
-        let line = match &self.options.carry {
-            Carry::Samples(settings) => Running::Samples(Line::start(settings, self.tap, stream)?),
-            Carry::Frames => Running::Frames(FrameLine::start(self.tap, stream)?),
-            Carry::Spi { hz } => {
-                Running::Spi(SpiBridge::start(self.tap, &self.options.tap, stream, *hz)?)
+        let line = match (&self.options.carry, self.end) {
+            (Carry::Samples(settings), HostEnd::Tap(tap)) => {
+                Running::Samples(Line::start(settings, tap, stream)?)
             }
+            (Carry::Frames, HostEnd::Tap(tap)) => Running::Frames(FrameLine::start(tap, stream)?),
+            (Carry::Spi { hz }, HostEnd::Tap(tap)) => {
+                Running::Spi(SpiBridge::start(tap, &self.options.tap, stream, *hz)?)
+            }
+            (Carry::Usb(_), HostEnd::Port(port)) => Running::Usb(port.relay(stream)?),
+            _ => bail!("the line's carry and its host end do not match"),
         };
         Ok(Connected {
             line,
@@ -127,6 +164,7 @@ impl Connected {
                 Carry::Samples(_) => "paced at 10 Mbit/s",
                 Carry::Frames => "frames, unpaced",
                 Carry::Spi { .. } => "linklab-serial's link over the SPI master's transfers",
+                Carry::Usb(_) => "the USB port relayed",
             }
         )
     }
@@ -155,11 +193,13 @@ impl Connected {
     }
 }
 
-/// The line running: samples, or whole frames.
+/// The line running: samples, whole frames, linklab-serial's link over SPI, or the USB port's
+/// relay.
 enum Running {
     Samples(Line),
     Frames(FrameLine),
     Spi(SpiBridge),
+    Usb(Relay),
 }
 
 impl Running {
@@ -169,6 +209,7 @@ impl Running {
             Running::Samples(l) => l.broken(),
             Running::Frames(l) => l.broken(),
             Running::Spi(b) => b.broken(),
+            Running::Usb(r) => r.broken(),
         }
     }
 
@@ -178,6 +219,7 @@ impl Running {
             Running::Samples(l) => l.stop().summary(),
             Running::Frames(l) => l.stop().summary(),
             Running::Spi(b) => b.stop(),
+            Running::Usb(r) => r.stop(),
         }
     }
 }

@@ -24,6 +24,7 @@ pub mod pty_relay;
 pub mod rp2040js;
 pub mod spoof;
 pub mod track;
+pub mod usb;
 pub mod w5500_spi;
 pub mod wire_rtt;
 

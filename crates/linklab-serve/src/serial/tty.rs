@@ -137,12 +137,18 @@ impl AsRawFd for Tty {
     }
 }
 
-/// A serial port as the link's line: bytes in as they come, out as the port takes them; the
-/// link's clock is real time since the port was opened.
+/// A serial port as the link's [`Line`](super::port::Line), real time as its clock.
+///
+/// A port that hangs up (a USB serial device reset or re-plugged: Linux's cdc-acm hangs its
+/// tty up; a pseudo-terminal whose other side closed) is opened again at the same path as
+/// soon as it is there, under the same link: the link's retransmissions carry what was lost
+/// in between, and its epoch tells the other end it is the same link, not a restarted one.
 pub struct TtyLine {
     tty: Tty,
     path: String,
     baud: u32,
+    /// It hung up and is not open again yet.
+    hung: bool,
     out: Vec<u8>,
     out_pos: usize,
     started: Instant,
@@ -155,9 +161,26 @@ impl TtyLine {
             tty,
             path: path.to_string(),
             baud,
+            hung: false,
             out: Vec::with_capacity(4096),
             out_pos: 0,
             started: Instant::now(),
+        }
+    }
+
+    /// The port hung up: opens it again at its path if it is there (else waits a moment, to
+    /// try again on the next wait).
+    fn reopen(&mut self) {
+        match Tty::open(&self.path, self.baud) {
+            Ok(tty) => {
+                self.tty = tty;
+                self.hung = false;
+                eprintln!(
+                    "linklab serial: --dev {} hung up; opened it again (the link resumes)",
+                    self.path
+                );
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
 }
@@ -169,27 +192,35 @@ impl super::port::Line for TtyLine {
 
     fn read(&mut self, link: &mut super::port::SerialLink) -> anyhow::Result<()> {
         let mut buf = [0u8; 4096];
-        loop {
-            let n = self
-                .tty
-                .read(&mut buf)
-                .map_err(hangup)
-                .context("reading --dev")?;
+        while !self.hung {
+            let n = match self.tty.read(&mut buf) {
+                Err(e) if is_hangup(&e) => {
+                    self.hung = true;
+                    return Ok(());
+                }
+                other => other.context("reading --dev")?,
+            };
             if n == 0 {
                 return Ok(());
             }
             link.handle_input(self.now_us(), &buf[..n]);
         }
+        Ok(())
     }
 
     fn write(&mut self, link: &mut super::port::SerialLink) -> anyhow::Result<()> {
-        loop {
+        while !self.hung {
             if self.out_pos < self.out.len() {
-                let n = self
-                    .tty
-                    .write(&self.out[self.out_pos..])
-                    .map_err(hangup)
-                    .context("writing --dev")?;
+                let n = match self.tty.write(&self.out[self.out_pos..]) {
+                    Err(e) if is_hangup(&e) => {
+                        // What the hung-up port did not take is lost: the link sends it again.
+                        self.out.clear();
+                        self.out_pos = 0;
+                        self.hung = true;
+                        return Ok(());
+                    }
+                    other => other.context("writing --dev")?,
+                };
                 if n == 0 {
                     return Ok(());
                 }
@@ -205,6 +236,7 @@ impl super::port::Line for TtyLine {
                 return Ok(());
             }
         }
+        Ok(())
     }
 
     fn wait(&mut self, fds: &[BorrowedFd<'_>], until_us: Option<u64>) -> anyhow::Result<()> {
@@ -212,8 +244,6 @@ impl super::port::Line for TtyLine {
         if self.out_pos < self.out.len() {
             port |= PollFlags::POLLOUT;
         }
-        let mut polls = vec![PollFd::new(self.tty.as_fd(), port)];
-        polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
         let timeout = match until_us {
             None => PollTimeout::NONE,
             Some(at) => {
@@ -222,14 +252,20 @@ impl super::port::Line for TtyLine {
                     .unwrap_or(PollTimeout::MAX)
             }
         };
-        match poll(&mut polls, timeout) {
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(e) => return Err(io::Error::from(e)).context("waiting for --dev"),
-        }
-        let seen = polls[0].revents().unwrap_or(PollFlags::empty());
+        let seen = {
+            let mut polls = vec![PollFd::new(self.tty.as_fd(), port)];
+            polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
+            match poll(&mut polls, timeout) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(io::Error::from(e)).context("waiting for --dev"),
+            }
+            polls[0].revents().unwrap_or(PollFlags::empty())
+        };
         if seen.contains(PollFlags::POLLHUP) && !seen.contains(PollFlags::POLLIN) {
-            // A pseudo-terminal whose other side is closed: nothing will ever arrive.
-            std::thread::sleep(Duration::from_millis(20));
+            self.hung = true;
+        }
+        if self.hung {
+            self.reopen();
         }
         Ok(())
     }
@@ -243,12 +279,7 @@ impl super::port::Line for TtyLine {
     }
 }
 
-/// EIO on a terminal means its other side is gone (a pty's master closed, a USB adapter
-/// unplugged): say so.
-fn hangup(e: io::Error) -> anyhow::Error {
-    if e.raw_os_error() == Some(Errno::EIO as i32) {
-        anyhow::anyhow!("the device hung up (EIO)")
-    } else {
-        e.into()
-    }
+/// EIO on a terminal means it hung up (a USB serial device reset, a pty's master closed).
+fn is_hangup(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(Errno::EIO as i32)
 }

@@ -15,6 +15,8 @@ mod emu_rp2040js_two_cores;
 mod emu_sabrelite;
 mod emu_soft_phy;
 mod emu_spi_link;
+mod emu_usb;
+mod emu_usb_figures;
 mod emu_w5500;
 mod emu_w5500_linklab;
 mod footprint;

@@ -65,8 +65,7 @@ pub struct Iperf2Sizes {
     pub udp_tx: usize,
 }
 
-/// The sockets of the server and the memory they borrow, as a stack's adapter lends them for
-/// one poll.
+/// The server's sockets and the memory they borrow, as a stack's adapter lends them for a poll.
 pub trait Iperf2Sockets {
     /// The stack's UDP remote endpoint.
     type Endpoint: Copy + Eq;

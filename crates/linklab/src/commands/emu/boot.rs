@@ -21,7 +21,7 @@ pub struct BootArgs {
     #[arg(value_name = "BOARD", value_parser = Bootable::by_name, required = true)]
     board: Option<Bootable>,
     /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file
-    /// (pico: soft-phy, the default, soft-phy-one-core, spi-link or spi-link-240).
+    /// (pico: soft-phy, the default, soft-phy-one-core, spi-link, usb-serial, usb-echo, ...).
     ///
     /// A name from the board's row of `linklab emu boards`; the image is built from
     /// linklab's firmware/ folder when needed. Any other value is an ELF file booted as the
@@ -31,12 +31,18 @@ pub struct BootArgs {
     /// With --image NAME: boot this ELF file of that image instead of building it.
     #[arg(long, value_name = "FILE", hide_short_help = true)]
     elf: Option<PathBuf>,
-    /// TAP interface for the device: created here, gone when it stops; must not exist yet.
-    #[arg(long, value_name = "NAME", value_parser = values::interface_name, required = true)]
+    /// TAP interface for the device: created here, gone when it stops; must not exist yet
+    /// (required but for the Pico's USB images, whose network is their USB port).
+    #[arg(long, value_name = "NAME", value_parser = values::interface_name)]
     tap: Option<String>,
-    /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24.
-    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix, required = true)]
+    /// The device's IPv4 address and prefix, e.g. 198.18.0.2/24 (required but for the
+    /// Pico's USB images).
+    #[arg(long, value_name = "ADDR/PREFIX", value_parser = values::ipv4_with_prefix)]
     ip: Option<(Ipv4Addr, u8)>,
+    /// The Pico's USB images: a symbolic link to the USB port (the pseudo-terminal a program
+    /// opens as /dev/ttyACM0) at PATH.
+    #[arg(long, value_name = "PATH")]
+    pty: Option<PathBuf>,
     /// The device's MAC address [default: 02:4c:4c:00:00:02].
     #[arg(long, value_name = "MAC", value_parser = values::mac_address)]
     mac: Option<[u8; 6]>,
@@ -65,9 +71,9 @@ pub struct BootArgs {
 
 /// Boots the image and serves until a signal.
 pub fn run(args: BootArgs) -> anyhow::Result<()> {
-    // clap requires each (they are options only because a verb stands in their place).
-    let (Some(board), Some(tap), Some((ip, prefix))) = (args.board, args.tap, args.ip) else {
-        bail_usage!("BOARD, --tap and --ip are required");
+    // clap requires BOARD (it is an option only because a verb stands in its place).
+    let Some(board) = args.board else {
+        bail_usage!("BOARD is required");
     };
     let board = match board {
         Bootable::Qemu(board) => board,
@@ -77,9 +83,9 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
                     board,
                     image: args.image.map(|i| i.to_string_lossy().into_owned()),
                     elf: args.elf,
-                    tap,
-                    ip,
-                    prefix,
+                    tap: args.tap,
+                    ip: args.ip,
+                    pty: args.pty,
                     line: args.line.options(),
                     status: args.status,
                     pcap: args.pcap,
@@ -92,12 +98,19 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
             )
         }
     };
-    if args.status.is_some() || args.pcap.is_some() || args.w5500_faults.is_some() {
-        bail_usage!("--status, --pcap and --w5500-faults: only for the pin-level boards (pico, w5500-evb-pico)");
+    if args.status.is_some()
+        || args.pcap.is_some()
+        || args.w5500_faults.is_some()
+        || args.pty.is_some()
+    {
+        bail_usage!("--status, --pcap, --pty and --w5500-faults: only for the pin-level boards (pico, w5500-evb-pico)");
     }
     if args.spi.master() != linklab_emu::pin_spi::SpiMaster::default() {
         bail_usage!("--spi-*: only for the Pico's SPI images (linklab emu pico --image spi-link)");
     }
+    let (Some(tap), Some((ip, prefix))) = (args.tap, args.ip) else {
+        bail_usage!("--tap and --ip are required");
+    };
     let prepared = boot::prepare(&BootOptions {
         board,
         image: args.image,

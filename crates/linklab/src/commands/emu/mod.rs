@@ -75,7 +75,7 @@ enum Verb {
     ///
     /// The user's stock ping, curl and iperf3 reach it at `--ip` through the TAP.
     #[command(
-        after_help = "Examples:\n  linklab emu boot mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24   (the same)\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image soft-phy --jitter 0.25 --tap t0 --ip 198.18.0.2/24\n  linklab emu pico --image soft-phy --tap t0 --ip 198.18.0.2/24   (rp2040js, the example as it is)\n  linklab emu w5500-evb-pico --tap t0 --ip 198.18.0.2/24 --pcap port.pcap"
+        after_help = "Examples:\n  linklab emu boot mps2-an385 --tap t0 --ip 198.18.0.2/24\n  linklab emu mps2-an385 --tap t0 --ip 198.18.0.2/24   (the same)\n  linklab emu riscv32-virt --image embassy --tap t0 --ip 198.18.0.2/24\n  linklab emu riscv32-virt --image soft-phy --jitter 0.25 --tap t0 --ip 198.18.0.2/24\n  linklab emu pico --image soft-phy --tap t0 --ip 198.18.0.2/24   (rp2040js, the example as it is)\n  linklab emu pico --image usb-serial --pty /tmp/ttyACM0   (its USB port: then linklab serial --dev /tmp/ttyACM0)\n  linklab emu w5500-evb-pico --tap t0 --ip 198.18.0.2/24 --pcap port.pcap"
     )]
     Boot(BootVerb),
     /// The boards and their images: machine, NIC, console, how each is built.
