@@ -57,7 +57,7 @@ function u64(n) {
 /// A capture of the bus for `--usb-capture`: one line per transaction (`T ns frame ep kind
 /// answer bytes bits`) and per URB the host's driver saw end (`R ns bytes` for reads, `W ns
 /// bytes` for writes), times in the chip's ns.
-class Capture {
+export class Capture {
   constructor(path) {
     this.fd = openSync(path, 'w');
     this.lines = [];

@@ -77,7 +77,7 @@ function carriesFrame(t) {
 }
 
 /// A pcap file with nanosecond timestamps (Ethernet link type), written as frames pass.
-class Pcap {
+export class Pcap {
   constructor(path) {
     this.fd = openSync(path, 'w');
     const h = Buffer.alloc(24);
