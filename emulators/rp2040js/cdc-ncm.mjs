@@ -303,9 +303,17 @@ export class CdcNcm {
     });
   }
 
-  /// Frames waiting for a transmit URB.
+  /// Frames and malformed blocks waiting for a transmit URB.
   get queued() {
     return this.queue.length;
+  }
+
+  /// The interface's frames not yet sent nor dropped: queued, or in a URB on the bus. With
+  /// the counts, every frame handed to `transmit` is accounted for: tx_frames +
+  /// tx_frames_lost + tx_dropped_* + pending.
+  pendingFrames() {
+    const inUrbs = this.out ? this.out.urbs.filter((u) => !u.item.kind).length : 0;
+    return this.queue.filter((i) => !i.kind).length + inUrbs;
   }
 
   /// A frame from the interface (usbnet_start_xmit through cdc_ncm_tx_fixup).
@@ -357,6 +365,7 @@ export class CdcNcm {
   writeDone(urb) {
     this.txInFlight--;
     const { item } = urb;
+    this.net.sent?.(urb.actual, urb.status, item.kind ?? null, urb.doneNs ?? this.core.bus.clock.nanos);
     if (urb.status === 'ok') {
       this.counts.tx_ntbs++;
       this.counts.tx_ntb_bytes += urb.actual;

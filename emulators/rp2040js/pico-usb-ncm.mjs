@@ -14,6 +14,12 @@
 // QUEUE_FRAMES frames beyond its 4 transmit URBs, the socket is not read: the TAP's queue in
 // the kernel holds the rest (and drops, counted there).
 //
+// The device's counters (`GET /ncm` on the device) are read at one instant of the device and
+// the host's at others: the host's are noted when that request leaves the interface and when
+// the first frame of the answer arrives (`ncm_cut` in the status; the device counts before it
+// answers), so a test can check the counts of both ends against each other while frames move
+// (the device's fall between the two).
+//
 // Faults (`--usb-inject PLAN`, for the tests): a comma-separated list of `MS:KIND`, MS in
 // milliseconds of the chip's clock after the harness gets SIGUSR1, KIND one of ntb16.mjs's
 // MALFORMED blocks (sent by the host in turn with the frames, each carrying a 60-byte frame
@@ -84,14 +90,32 @@ export function attachUsbNcmHost(mcu, socketPath, options, ready) {
   const timing = { ...DEFAULT_TIMING, hostDelayBits: options.hostDelayBits ?? DEFAULT_TIMING.hostDelayBits };
   const socket = connect(socketPath);
   let paused = false;
+  /// The host's counts when the last `GET /ncm` left and when its answer came.
+  const cut = { request: null, answer: null };
+  const hostCounts = () => ({
+    tx_frames: ncm.counts.tx_frames,
+    rx_frames: ncm.counts.rx_frames,
+    rx_blocks_bad: ncm.reader?.counts.blocks_bad ?? 0,
+    injected: { ...ncm.injected },
+  });
   const net = {
     framesToTap: 0,
     framesFromTap: 0,
     receive(frame, ns) {
       this.framesToTap++;
+      if (cut.request && !cut.answer && Buffer.from(frame).includes('HTTP/1.')) {
+        // The answer's first frame (the device counted before it sent any of it), already
+        // counted received here: the device's count of sent frames stops before it.
+        cut.answer = hostCounts();
+        cut.answer.rx_frames--;
+      }
       pcap?.write(ns, frame);
       capture?.push(`R ${Math.round(ns)} ${frame.length}`);
       socket.write(frameMessage(frame));
+    },
+    /// A transmit URB ended (for the capture: `W ns bytes status [malformed kind]`).
+    sent(bytes, status, kind, ns) {
+      capture?.push(`W ${Math.round(ns)} ${bytes} ${status}${kind ? ' ' + kind : ''}`);
     },
     log: (line) => console.error(`harness: ${line}`),
   };
@@ -113,6 +137,7 @@ export function attachUsbNcmHost(mcu, socketPath, options, ready) {
     if (faults.signalled && faults.startNs === null) faults.startNs = clock.nanos;
     while (faults.startNs !== null && faults.todo.length > 0 && clock.nanos >= faults.startNs + faults.todo[0].atNs) {
       const { kind } = faults.todo.shift();
+      capture?.push(`F ${Math.round(clock.nanos)} ${kind}`);
       if (kind === 'reset') core.resetDevice((e) => e && net.log(`usb: reset failed: ${e.message}`));
       else if (!ncm.inject(kind, probe)) net.log(`usb: ${kind} not sent: no carrier`);
       faults.done.push(kind);
@@ -121,6 +146,10 @@ export function attachUsbNcmHost(mcu, socketPath, options, ready) {
 
   function fromSocket(frame) {
     net.framesFromTap++;
+    if (Buffer.from(frame).includes('GET /ncm ')) {
+      cut.request = hostCounts();
+      cut.answer = null;
+    }
     pcap?.write(clock.nanos, frame);
     ncm.transmit(frame);
     if (ncm.queued >= QUEUE_FRAMES && !paused) {
@@ -157,9 +186,11 @@ export function attachUsbNcmHost(mcu, socketPath, options, ready) {
       ncm_rx_max: ncm.sizes?.rxMax ?? null,
       ncm_tx_max: ncm.sizes?.txMax ?? null,
       ncm_queued: ncm.queued,
+      ncm_frames_pending: ncm.pendingFrames(),
       ncm: ncm.counts,
       ncm_rx_blocks: ncm.reader?.counts ?? null,
       ncm_injected: ncm.injected,
+      ncm_cut: cut,
       tap_frames_in: net.framesFromTap,
       tap_frames_out: net.framesToTap,
       faults_done: faults.done,

@@ -215,10 +215,12 @@ async fn receive(
 ) -> ! {
     loop {
         link.set(false);
-        HOST_LEFT.reset();
         if usb.wait_connection().await.is_err() {
             continue;
         }
+        // What the host did before it enabled the data interface (the resets of enumeration)
+        // is over.
+        HOST_LEFT.reset();
         bump(&NCM.connections);
         info!("ncm: the host enabled the data interface, network connected");
         link.set(true);

@@ -92,7 +92,9 @@ pub fn run(args: BootArgs) -> anyhow::Result<()> {
         }
     };
     if args.status.is_some() || args.pcap.is_some() || args.pty.is_some() {
-        bail_usage!("--status, --pcap and --pty: only for the pin-level boards (pico, w5500-evb-pico)");
+        bail_usage!(
+            "--status, --pcap and --pty: only for the pin-level boards (pico, w5500-evb-pico)"
+        );
     }
     let (Some(tap), Some((ip, prefix))) = (args.tap, args.ip) else {
         bail_usage!("--tap and --ip are required");
