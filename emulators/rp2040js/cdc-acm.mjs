@@ -55,6 +55,8 @@ export class CdcAcm {
     this.readUrbs = [];
     this.writeUrbs = [];
     this.freeWrites = ACM_NW;
+    /// Between pre_reset and post_reset: the device is being reset, no URB is submitted.
+    this.resetting = false;
     this.counts = {
       read_urbs: 0,
       read_bytes: 0,
@@ -168,7 +170,7 @@ export class CdcAcm {
       this.tty.receive(urb.data.subarray(0, urb.actual), urb.doneNs);
     }
     if (urb.status === 'stall') return;
-    if (this.isOpen && !this.throttled) this.submitRead();
+    if (this.isOpen && !this.throttled && !this.resetting) this.submitRead();
   }
 
   /// The reader's buffer is full: read URBs are not submitted again.
@@ -180,13 +182,13 @@ export class CdcAcm {
   unthrottle() {
     if (!this.throttled) return;
     this.throttled = false;
-    if (!this.isOpen || !this.bound) return;
+    if (!this.isOpen || !this.bound || this.resetting) return;
     while (this.readUrbs.length < ACM_NR) this.submitRead();
   }
 
   /// Bytes one write() may hand over now: a write URB's size while one is free, else 0.
   writeRoom() {
-    return this.bound && this.isOpen && this.freeWrites > 0 ? this.writeSize : 0;
+    return this.bound && this.isOpen && !this.resetting && this.freeWrites > 0 ? this.writeSize : 0;
   }
 
   /// acm_tty_write: one URB of up to writeRoom() bytes; returns the bytes taken.
@@ -231,12 +233,14 @@ export class CdcAcm {
   }
 
   preReset() {
+    this.resetting = true;
     this.killUrbs();
   }
 
   /// acm_reset_resume: an open port is hung up, which shuts it down as a close does (HUPCL
   /// drops DTR, the URBs resubmitted by acm_resume are killed); the program must open it again.
   postReset() {
+    this.resetting = false;
     if (!this.isOpen) return;
     this.counts.hangups++;
     this.isOpen = false;

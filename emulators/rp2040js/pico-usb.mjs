@@ -14,7 +14,8 @@
 //                       16 in flight, as cdc-acm has 16)
 //   'C' u32             bytes of 'D' messages the pseudo-terminal took (its reader has room)
 //   'L' 7 bytes         the program set a new line coding (termios): SET_LINE_CODING
-//   'R'                 a USB reset of the device (usb_reset_device), for fault tests
+//   'R'                 a USB reset of the device (usb_reset_device), for fault tests (SIGUSR2
+//                       to the harness does the same)
 // To linklab:
 //   'D' u64 ns, bytes   a read URB completed at that time of the chip's clock
 //   'w' u64 ns, u32 n   a write URB ended, n bytes sent
@@ -55,8 +56,9 @@ function u64(n) {
 }
 
 /// A capture of the bus for `--usb-capture`: one line per transaction (`T ns frame ep kind
-/// answer bytes bits`) and per URB the host's driver saw end (`R ns bytes` for reads, `W ns
-/// bytes` for writes), times in the chip's ns.
+/// answer bytes bits`), per read URB that completed (`R ns hex`: its bytes), per write URB
+/// submitted (`S ns hex`) and ended (`W ns n`), times in the chip's ns: the bus analyser
+/// CBA's figures are read from (docs/usb.md).
 export class Capture {
   constructor(path) {
     this.fd = openSync(path, 'w');
@@ -83,8 +85,14 @@ export class Capture {
 /// `capture` (a path or null).
 export function attachUsbHost(mcu, socketPath, options, ready) {
   const { clock } = mcu;
-  const capture = options.capture ? new Capture(options.capture) : null;
-  const timing = { ...DEFAULT_TIMING, hostDelayBits: options.hostDelayBits ?? DEFAULT_TIMING.hostDelayBits };
+  // RP2040JS_USB_CAPTURE=FILE does what --usb-capture does, for a harness linklab started.
+  const capturePath = options.capture ?? process.env.RP2040JS_USB_CAPTURE ?? null;
+  const capture = capturePath ? new Capture(capturePath) : null;
+  // RP2040JS_USB_HOST_DELAY_BITS=N does what --usb-host-delay-bits does (a harness linklab started).
+  const envDelay = process.env.RP2040JS_USB_HOST_DELAY_BITS;
+  const hostDelayBits = options.hostDelayBits ?? (envDelay !== undefined ? Number(envDelay) : DEFAULT_TIMING.hostDelayBits);
+  if (!(hostDelayBits >= 0 && hostDelayBits <= 1000)) fail('the host delay: a number of bit times, 0..1000');
+  const timing = { ...DEFAULT_TIMING, hostDelayBits };
   const socket = connect(socketPath);
   const send = (type, body = Buffer.alloc(0)) => socket.write(frame(type, body));
   const tty = {
@@ -93,29 +101,46 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     writes: [],
     inFlight: 0,
     closing: false,
-    counts: { hangups: 0, writes_refused: 0 },
+    /// Opened again while a close waited for its writes.
+    reopen: false,
+    counts: { opens: 0, closes: 0, hangups: 0, writes_refused: 0, write_bytes_dropped_hangup: 0 },
     receive(bytes, ns) {
       this.delivered += bytes.length;
-      capture?.push(`R ${Math.round(ns)} ${bytes.length}`);
+      capture?.push(`R ${Math.round(ns)} ${Buffer.from(bytes).toString('hex')}`);
       send('D', Buffer.concat([u64(ns), Buffer.from(bytes)]));
       if (TTY_BUFFER - (this.delivered - this.consumed) < TTY_THROTTLE_ROOM) acm.throttle();
     },
-    writeDone(n, status) {
-      this.inFlight--;
-      capture?.push(`W ${Math.round(clock.nanos)} ${n}`);
+    /// Tells linklab a write ended (`n` bytes sent): it may hand over another.
+    ended(n) {
       const body = Buffer.alloc(12);
       u64(clock.nanos).copy(body, 0);
       body.writeUInt32BE(n, 8);
       send('w', body);
+    },
+    writeDone(n, status) {
+      this.inFlight--;
+      capture?.push(`W ${Math.round(clock.nanos)} ${n}`);
+      this.ended(n);
       if (status !== 'ok') this.counts.writes_refused++;
       this.pump();
       if (this.closing && this.inFlight === 0 && this.writes.length === 0) {
         this.closing = false;
         acm.close();
+        if (this.reopen) {
+          this.reopen = false;
+          acm.open();
+          this.pump();
+        }
       }
     },
     hangup(why) {
       this.counts.hangups++;
+      this.closing = this.reopen = false;
+      // Writes not yet on a URB die with the port (each still ends, for linklab's count).
+      for (const w of this.writes) {
+        this.counts.write_bytes_dropped_hangup += w.length;
+        this.ended(0);
+      }
       this.writes = [];
       send('H', Buffer.from(why));
     },
@@ -124,6 +149,7 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
       while (this.writes.length > 0 && acm.writeRoom() > 0) {
         const bytes = this.writes.shift();
         const n = acm.write(bytes);
+        capture?.push(`S ${Math.round(clock.nanos)} ${Buffer.from(bytes.subarray(0, n)).toString('hex')}`);
         this.inFlight++;
         if (n < bytes.length) this.writes.unshift(bytes.subarray(n));
       }
@@ -139,6 +165,10 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
       : null,
   });
   let lastState = null;
+  let resetAsked = false;
+  process.on('SIGUSR2', () => {
+    resetAsked = true;
+  });
   core = new LinuxUsbCore(bus, {
     drivers: [acm],
     log: (line) => console.error(`harness: ${line}`),
@@ -149,11 +179,15 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     const body = msg.subarray(1);
     switch (type) {
       case 'O':
-        tty.closing = false;
-        acm.open();
-        tty.pump();
+        tty.counts.opens++;
+        if (tty.closing) tty.reopen = true;
+        else {
+          acm.open();
+          tty.pump();
+        }
         break;
       case 'X':
+        tty.counts.closes++;
         if (tty.inFlight === 0 && tty.writes.length === 0) acm.close();
         else tty.closing = true;
         break;
@@ -180,10 +214,17 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
   socket.on('close', () => {
     console.log('harness: the relay closed the socket');
     capture?.close();
-    process.exit(0);
+    // As a stop by signal: the final status line (and a profile, if one is asked for).
+    process.emit('SIGTERM');
   });
   const result = {
     endOfSlice() {
+      // Writes that came before the device was bound (a port opened early) go once it is.
+      if (tty.writes.length > 0) tty.pump();
+      if (resetAsked) {
+        resetAsked = false;
+        core.resetDevice();
+      }
       if (core.state !== lastState) {
         lastState = core.state;
         send('S', Buffer.from(core.state));
@@ -191,9 +232,11 @@ export function attachUsbHost(mcu, socketPath, options, ready) {
     },
     status: () => ({
       board: 'pico-usb',
+      harness_pid: process.pid,
       usb_state: core.state,
       usb_host_delay_bits: timing.hostDelayBits,
       usb_bus: bus.stats,
+      usb_pipes: bus.pipeCounts(),
       usb_device: device.counts,
       usb_core: core.counts,
       usb_acm: acm.counts,

@@ -53,6 +53,13 @@ export class Pipe {
     this.toggle = 0;
     this.halted = false;
     this.urbs = [];
+    /// Transactions on this pipe, by answer.
+    this.counts = { data: 0, naks: 0, stalls: 0, timeouts: 0 };
+  }
+
+  /// Its name in the counters: `ep2-in-bulk`.
+  get name() {
+    return `ep${this.ep}-${this.dir}-${this.type}`;
   }
 
   /// Queues `urb` (see the file's comment for its fields); `urb.onDone(urb)` when it ends.
@@ -130,6 +137,11 @@ export class UsbBus {
     const p = new Pipe(this, options);
     this.pipes.push(p);
     return p;
+  }
+
+  /// Each pipe's transactions by answer, by pipe name.
+  pipeCounts() {
+    return Object.fromEntries(this.pipes.map((p) => [p.name, p.counts]));
   }
 
   /// Forgets `pipe` (its URBs cancelled).
@@ -310,6 +322,11 @@ export class UsbBus {
     this.stats.busy_bits += bits + this.timing.hostDelayBits;
     const answer = t.result.answer;
     if (answer === 'DATA' || answer === 'ACK') t.result.complete?.();
+    const c = t.pipe.counts;
+    if (answer === 'NAK') c.naks++;
+    else if (answer === 'STALL') c.stalls++;
+    else if (answer === null) c.timeouts++;
+    else c.data++;
     this.onTransaction?.({
       ns: t.startNs,
       bits,

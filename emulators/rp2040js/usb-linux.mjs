@@ -243,11 +243,26 @@ export class LinuxUsbCore {
         },
         ...strings.map((index) => (n) => this.getDescriptor(DT_STRING, index, 255, langid, () => n(null))),
         (n) => this.getDescriptor(DT_DEVICE_QUALIFIER, 0, 10, 0, () => n(null)),
-        (n) => this.control(0x00, SET_CONFIGURATION, this.configDescriptor[5], 0, null, n),
+        (n) => this.setConfiguration(n),
         (n) => this.bindDrivers(n),
       ],
       next,
     );
+  }
+
+  /// SET_CONFIGURATION; every endpoint's data toggle back to DATA0 and its halt cleared, as
+  /// usb_set_configuration (through usb_enable_endpoint) does on the host's side.
+  setConfiguration(next) {
+    this.control(0x00, SET_CONFIGURATION, this.configDescriptor[5], 0, null, (e) => {
+      if (!e) {
+        for (const p of this.bus.pipes) {
+          if (p.type === 'control') continue;
+          p.toggle = 0;
+          p.halted = false;
+        }
+      }
+      next(e);
+    });
   }
 
   bindDrivers(next) {
@@ -294,7 +309,7 @@ export class LinuxUsbCore {
       [
         (n) => this.portInit(n),
         (n) => this.getDescriptor(DT_CONFIG, 0, this.configDescriptor.length, 0, (e) => n(e)),
-        (n) => this.control(0x00, SET_CONFIGURATION, this.configDescriptor[5], 0, null, n),
+        (n) => this.setConfiguration(n),
       ],
       (e) => {
         if (generation !== this.generation) return;

@@ -237,6 +237,11 @@ test('a USB reset re-enumerates and hangs the open port up; the device sees the 
   r.run(600 * MS);
   r.acm.open();
   r.run(2 * MS);
+  // Traffic before the reset moves the toggles on: after it both ends start at DATA0 again.
+  r.acm.write(Uint8Array.of(9, 9, 9, 9, 9));
+  r.run(5 * MS);
+  assert.deepEqual(r.tty.bytes, [9, 9, 9, 9, 9]);
+  r.tty.bytes = [];
   let result = null;
   r.core.resetDevice((e) => (result = e ? e.message : 'ok'));
   r.run(400 * MS);
@@ -250,4 +255,6 @@ test('a USB reset re-enumerates and hangs the open port up; the device sees the 
   r.acm.write(Uint8Array.of(1, 2, 3));
   r.run(5 * MS);
   assert.deepEqual(r.tty.bytes, [1, 2, 3]);
+  assert.equal(r.bus.stats.toggle_errors, 0);
+  assert.equal(r.device.counts.data_seq_errors, 0);
 });

@@ -9,7 +9,7 @@
 use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -128,6 +128,9 @@ pub struct Lab {
     line: Option<Line>,
     /// A pin-level board: the rp2040js harness and its line.
     pin: Option<crate::pin_boot::BootedPin>,
+    /// A pin-level board whose network is its USB port: `linklab serial` bridging the port
+    /// to the TAP, as a user runs it.
+    usb_bridge: Option<std::process::Child>,
     counter: Option<counter::Shared>,
     /// The profile files' base path, when the counter writes them.
     profile: Option<PathBuf>,
@@ -159,6 +162,7 @@ impl Lab {
             qemu: None,
             line: None,
             pin: None,
+            usb_bridge: None,
             counter: None,
             profile: None,
             ns,
@@ -309,13 +313,15 @@ impl Lab {
     ) -> anyhow::Result<Lab> {
         let mut lab = Lab::empty(Subnet::EMU)?;
         lab.run(&["ip", "link", "set", "lo", "up"])?;
+        let usb = board.image(Some(image))?.carry == crate::pin_board::PinCarry::Usb;
+        let port = lab.dir.path().join("ttyACM0");
         let prepared = crate::pin_boot::prepare(&crate::pin_boot::PinBootOptions {
             board,
             image: Some(image.into()),
             elf,
-            tap: Some(TAP.into()),
-            ip: Some((Subnet::EMU.device(), 24)),
-            pty: None,
+            tap: (!usb).then(|| TAP.into()),
+            ip: (!usb).then_some((Subnet::EMU.device(), 24)),
+            pty: usb.then(|| port.clone()),
             line: Default::default(),
             status: Some(lab.pin_status()),
             pcap: None,
@@ -327,8 +333,39 @@ impl Lab {
             tap.map(|t| (prepared, t))
         })??;
         lab.pin = Some(prepared.start_on(tap)?);
-        lab.configure(false)?;
+        if usb {
+            lab.bridge_usb_port(&port)?;
+        } else {
+            lab.configure(false)?;
+        }
         Ok(lab)
+    }
+
+    /// `linklab serial --dev PORT --tap TAP --ip HOST/24` in the namespace (this binary: the
+    /// linklab CLI), then waits until the device answers ping through it.
+    fn bridge_usb_port(&mut self, port: &Path) -> anyhow::Result<()> {
+        let exe = std::env::current_exe().context("the linklab binary's path")?;
+        let host = format!("{}/24", self.subnet.host());
+        let child = self
+            .command(&[exe.to_string_lossy().as_ref(), "serial", "--dev"])
+            .arg(port)
+            .args(["--baud", "4000000", "--tap", TAP, "--ip", &host])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .context("cannot start linklab serial on the USB port")?;
+        self.usb_bridge = Some(child);
+        let device = self.subnet.device().to_string();
+        for _ in 0..60 {
+            if self
+                .command(&["ping", "-c", "1", "-W", "2", &device])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {
+                return Ok(());
+            }
+        }
+        bail!("the device booted but never answered ping through its USB port")
     }
 
     /// The pin-level harness's status file: the chip's clock and its devices' counters.
@@ -507,6 +544,11 @@ impl Drop for Lab {
         }
         if let Some(line) = self.line.take() {
             line.stop();
+        }
+        if let Some(mut bridge) = self.usb_bridge.take() {
+            let pid = nix::unistd::Pid::from_raw(bridge.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            let _ = bridge.wait();
         }
         if let Some(pin) = self.pin.take() {
             pin.stop();

@@ -94,6 +94,15 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
                 carry: PinCarry::Usb,
             },
             PinImage {
+                name: "usb-serial-dbuf",
+                about: "usb-serial with the example's own USB driver: both buffers of each bulk endpoint",
+                example: "rp2040-usb",
+                harness_board: "pico-usb",
+                debug_info: true,
+                features: "double-buffered",
+                carry: PinCarry::Usb,
+            },
+            PinImage {
                 name: "usb-echo",
                 about: "a plain CDC-ACM echo on its USB port (raw bytes, CBA's USB test)",
                 example: "rp2040-usb",
@@ -109,6 +118,15 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
                 harness_board: "pico-usb-ncm",
                 debug_info: true,
                 features: "ncm",
+                carry: PinCarry::Frames,
+            },
+            PinImage {
+                name: "usb-ncm-dbuf",
+                about: "usb-ncm with the example's own USB driver: both buffers of each bulk endpoint",
+                example: "rp2040-usb",
+                harness_board: "pico-usb-ncm",
+                debug_info: true,
+                features: "ncm,double-buffered",
                 carry: PinCarry::Frames,
             },
             PinImage {
@@ -278,6 +296,9 @@ mod tests {
         }
         assert!(PinBoard::by_name("pico").is_some());
         let e = PIN_BOARDS[0].image(Some("nope")).unwrap_err().to_string();
-        assert!(e.contains("soft-phy, soft-phy-one-core, usb-serial, usb-echo"), "{e}");
+        assert!(
+            e.contains("soft-phy, soft-phy-one-core, usb-serial, usb-echo"),
+            "{e}"
+        );
     }
 }

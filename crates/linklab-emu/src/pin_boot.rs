@@ -144,7 +144,10 @@ fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<
     match image.carry {
         PinCarry::Usb => {
             if line.oversample.is_some() || pcap {
-                bail_usage!("--oversample and --pcap: {} has neither a line nor an Ethernet port", image.name);
+                bail_usage!(
+                    "--oversample and --pcap: {} has neither a line nor an Ethernet port",
+                    image.name
+                );
             }
             Ok(Carry::Usb(None))
         }

@@ -120,7 +120,9 @@ impl Listening {
     pub fn accept(self) -> anyhow::Result<Connected> {
         let stream = self.socket.accept(self.options.connect_timeout)?;
         let line = match (&self.options.carry, self.end) {
-            (Carry::Samples(settings), HostEnd::Tap(tap)) => Running::Samples(Line::start(settings, tap, stream)?),
+            (Carry::Samples(settings), HostEnd::Tap(tap)) => {
+                Running::Samples(Line::start(settings, tap, stream)?)
+            }
             (Carry::Frames, HostEnd::Tap(tap)) => Running::Frames(FrameLine::start(tap, stream)?),
             (Carry::Usb(_), HostEnd::Port(port)) => Running::Usb(port.relay(stream)?),
             _ => bail!("the line's carry and its host end do not match"),

@@ -54,10 +54,7 @@ impl UsbPort {
         // the program's opens and closes (POLLHUP while nobody has it open).
         drop(pty.slave);
         let flags = OFlag::from_bits_truncate(fcntl(&pty.master, FcntlArg::F_GETFL)?);
-        fcntl(
-            &pty.master,
-            FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK),
-        )?;
+        fcntl(&pty.master, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
         if let Some(link) = link {
             match std::fs::symlink_metadata(link) {
                 Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(link)

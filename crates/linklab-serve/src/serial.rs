@@ -72,7 +72,7 @@ pub fn run(options: &Options) -> anyhow::Result<Option<SerialReport>> {
     let (dev, baud) = (options.dev.as_str(), options.baud);
     let tty = Tty::open(dev, baud)?;
     let signals = StopSignals::install().context("cannot set up SIGINT/SIGTERM handling")?;
-    let mut port = Port::new(tty, Config::for_line_rate(u64::from(baud) / 10));
+    let mut port = Port::new(tty, dev, baud, Config::for_line_rate(u64::from(baud) / 10));
     match &options.mode {
         Mode::Tap { name, ip, prefix } => {
             bridge::run(&mut port, name, Some((*ip, *prefix)), &signals).map(|()| None)
@@ -91,7 +91,12 @@ pub fn run(options: &Options) -> anyhow::Result<Option<SerialReport>> {
 pub fn bridge_pty(pty: &str, tap: &str, signals: &StopSignals) -> anyhow::Result<()> {
     const FIRMWARE_BAUD: u32 = 4_000_000;
     let tty = Tty::open(pty, FIRMWARE_BAUD)?;
-    let mut port = Port::new(tty, emulated_uart_config(u64::from(FIRMWARE_BAUD) / 10));
+    let mut port = Port::new(
+        tty,
+        pty,
+        FIRMWARE_BAUD,
+        emulated_uart_config(u64::from(FIRMWARE_BAUD) / 10),
+    );
     bridge::run(&mut port, tap, None, signals)
 }
 

@@ -205,6 +205,13 @@ const ROWS: &[Row] = &[
         uses: &["linklab-imx-enet", "linklab-mac", "linklab-perf"],
     },
     Row {
+        label: "examples/boards/rp2040-usb",
+        packages: &["rp2040-usb"],
+        layer: 4,
+        kind: "no_std",
+        uses: &["linklab-serial", "linklab-perf"],
+    },
+    Row {
         label: "examples/boards/*-soft-phy",
         packages: &["esp32-c6-soft-phy", "rp2040-soft-phy", "rp2350-soft-phy"],
         layer: 4,

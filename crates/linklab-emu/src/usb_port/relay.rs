@@ -14,6 +14,7 @@ use anyhow::Context;
 use nix::errno::Errno;
 use nix::fcntl::{open, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use nix::sys::stat::Mode;
 use nix::sys::termios::{self, BaudRate, ControlFlags, SetArg};
 
@@ -56,7 +57,8 @@ pub struct Counters {
 impl Counters {
     /// One line: the counters and whether their law holds.
     pub fn summary(&self) -> String {
-        let law = self.from_device == self.to_pty + self.from_device_dropped_closed + self.pending_to_pty;
+        let law =
+            self.from_device == self.to_pty + self.from_device_dropped_closed + self.pending_to_pty;
         format!(
             "usb port: usb {} opens {} closes {} hangups {} to_device {} write_urbs {}/{} from_device {} to_pty {} dropped_closed {} pending {} line_codings {} | {}",
             if self.usb_state.is_empty() { "detached" } else { &self.usb_state },
@@ -90,6 +92,14 @@ pub struct State {
     master: OwnedFd,
     pts: PathBuf,
     stream: UnixStream,
+    /// Opens and closes of the slave, as they happen (none is missed, however quick).
+    opens: Inotify,
+    /// Descriptors programs hold on the slave that are not hung up.
+    live: u32,
+    /// Hung-up descriptors still held (their closes are not the port's).
+    dead: u32,
+    /// Open and close events of the relay's own (the hang-up's descriptor) to skip.
+    own: u32,
     port: Port,
     in_flight: u32,
     to_pty: VecDeque<u8>,
@@ -110,12 +120,22 @@ impl State {
         let mut t = termios::tcgetattr(&master).context("the pseudo-terminal's termios")?;
         termios::cfsetspeed(&mut t, BaudRate::B9600)?;
         t.control_flags &= !(ControlFlags::CSIZE | ControlFlags::PARENB | ControlFlags::CSTOPB);
-        t.control_flags |= ControlFlags::CS8 | ControlFlags::CREAD | ControlFlags::HUPCL | ControlFlags::CLOCAL;
+        t.control_flags |=
+            ControlFlags::CS8 | ControlFlags::CREAD | ControlFlags::HUPCL | ControlFlags::CLOCAL;
         termios::tcsetattr(&master, SetArg::TCSANOW, &t).context("setting the port's termios")?;
+        let opens = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)
+            .context("inotify, to follow the port's opens")?;
+        opens
+            .add_watch(&pts, AddWatchFlags::IN_OPEN | AddWatchFlags::IN_CLOSE)
+            .with_context(|| format!("watching {}", pts.display()))?;
         Ok(State {
             master,
             pts,
             stream,
+            opens,
+            live: 0,
+            dead: 0,
+            own: 0,
             port: Port::Closed,
             in_flight: 0,
             to_pty: VecDeque::new(),
@@ -133,24 +153,34 @@ impl State {
         self.to_socket.extend_from_slice(body);
     }
 
-    /// True while nobody has the slave open (the master reports POLLHUP).
-    fn slave_closed(&self) -> anyhow::Result<bool> {
-        let mut fds = [PollFd::new(self.master.as_fd(), PollFlags::empty())];
-        poll(&mut fds, PollTimeout::ZERO).context("polling the pseudo-terminal")?;
-        Ok(fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLHUP)))
-    }
-
-    /// Follows the program's opens and closes, and its termios while it has the port.
+    /// Follows the program's opens and closes (inotify on the slave: a close and an open in
+    /// between two looks are both seen), and its termios while it has the port.
     fn watch_port(&mut self) -> anyhow::Result<()> {
-        let closed = self.slave_closed()?;
-        match (self.port, closed) {
-            (Port::Closed, false) => {
-                self.port = Port::Open;
-                self.counters.opens += 1;
-                self.send(b'O', &[]);
+        let events = match self.opens.read_events() {
+            Ok(e) => e,
+            Err(Errno::EAGAIN) => Vec::new(),
+            Err(e) => return Err(e).context("reading the port's opens"),
+        };
+        for e in events {
+            if self.own > 0 {
+                self.own -= 1;
+                continue;
             }
-            (Port::Open, true) => self.port = Port::Closing,
-            _ => {}
+            if e.mask.contains(AddWatchFlags::IN_OPEN) {
+                self.live += 1;
+                if self.port == Port::Closed {
+                    self.port = Port::Open;
+                    self.counters.opens += 1;
+                    self.send(b'O', &[]);
+                }
+            } else if self.dead > 0 {
+                self.dead -= 1;
+            } else {
+                self.live = self.live.saturating_sub(1);
+                if self.live == 0 && self.port == Port::Open {
+                    self.port = Port::Closing;
+                }
+            }
         }
         if self.port == Port::Open {
             if let Some(line) = line_coding(&self.master)? {
@@ -162,6 +192,26 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The host hung the port up (a USB reset): every descriptor on it is dead, the port
+    /// closed (cdc-acm shut it down), what waited for the reader lost and counted.
+    fn hung_up(&mut self) {
+        self.counters.hangups += 1;
+        // The relay's own open and close of the slave, for the ioctl.
+        self.own += 2;
+        hang_up(&self.pts);
+        self.dead += self.live;
+        self.live = 0;
+        if self.port != Port::Closed {
+            self.port = Port::Closed;
+            self.counters.closes += 1;
+        }
+        self.counters.from_device_dropped_closed += self.to_pty.len() as u64;
+        self.to_pty.clear();
+        // What the program wrote before: never sent (its descriptor is dead).
+        let mut buf = [0u8; WRITE_URB];
+        while matches!(read_nonblocking(&self.master, &mut buf), Ok(n) if n > 0) {}
     }
 
     /// Hands what the program wrote to write URBs while one is free; a closing port is
@@ -186,6 +236,12 @@ impl State {
                     self.counters.from_device_dropped_closed += dropped;
                     self.to_pty.clear();
                     self.send(b'X', &[]);
+                    if self.live > 0 {
+                        // Opened again while the close was handed over.
+                        self.port = Port::Open;
+                        self.counters.opens += 1;
+                        self.send(b'O', &[]);
+                    }
                 }
                 return Ok(());
             }
@@ -218,7 +274,10 @@ impl State {
         }
         if taken > 0 {
             self.counters.to_pty += taken as u64;
-            self.send(b'C', &u32::try_from(taken).unwrap_or(u32::MAX).to_be_bytes());
+            self.send(
+                b'C',
+                &u32::try_from(taken).unwrap_or(u32::MAX).to_be_bytes(),
+            );
         }
         Ok(())
     }
@@ -234,17 +293,17 @@ impl State {
                 } else {
                     // A read URB that ended as the program closed the port.
                     self.counters.from_device_dropped_closed += bytes.len() as u64;
-                    self.send(b'C', &u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_be_bytes());
+                    self.send(
+                        b'C',
+                        &u32::try_from(bytes.len()).unwrap_or(u32::MAX).to_be_bytes(),
+                    );
                 }
             }
             b'w' => {
                 self.in_flight = self.in_flight.saturating_sub(1);
                 self.counters.write_urbs_done += 1;
             }
-            b'H' => {
-                self.counters.hangups += 1;
-                hang_up(&self.pts);
-            }
+            b'H' => self.hung_up(),
             b'S' => self.counters.usb_state = String::from_utf8_lossy(body).into_owned(),
             _ => {}
         }
@@ -264,7 +323,8 @@ impl State {
         }
         let mut at = 0;
         while self.from_socket.len() >= at + 4 {
-            let len = u32::from_be_bytes(self.from_socket[at..at + 4].try_into().unwrap_or([0; 4])) as usize;
+            let len = u32::from_be_bytes(self.from_socket[at..at + 4].try_into().unwrap_or([0; 4]))
+                as usize;
             if self.from_socket.len() < at + 4 + len {
                 break;
             }
@@ -318,7 +378,12 @@ impl State {
 }
 
 /// Runs the relay until `stop` or until the harness closes the socket (then `broken`).
-pub fn run(mut s: State, stop: &AtomicBool, broken: &AtomicBool, counters: &Mutex<Counters>) -> anyhow::Result<()> {
+pub fn run(
+    mut s: State,
+    stop: &AtomicBool,
+    broken: &AtomicBool,
+    counters: &Mutex<Counters>,
+) -> anyhow::Result<()> {
     let mut published = Instant::now();
     let result = (|| -> anyhow::Result<()> {
         while !stop.load(Ordering::Relaxed) {
@@ -414,9 +479,21 @@ fn line_coding(master: &OwnedFd) -> anyhow::Result<Option<[u8; 7]>> {
         return Ok(None);
     }
     let c = t.control_flags;
-    let stop = if c.contains(ControlFlags::CSTOPB) { 2 } else { 0 };
+    let stop = if c.contains(ControlFlags::CSTOPB) {
+        2
+    } else {
+        0
+    };
     let parity = if c.contains(ControlFlags::PARENB) {
-        (if c.contains(ControlFlags::PARODD) { 1 } else { 2 }) + if c.contains(ControlFlags::CMSPAR) { 2 } else { 0 }
+        (if c.contains(ControlFlags::PARODD) {
+            1
+        } else {
+            2
+        }) + if c.contains(ControlFlags::CMSPAR) {
+            2
+        } else {
+            0
+        }
     } else {
         0
     };

@@ -1,5 +1,10 @@
 //! The link on a serial port: moves bytes between the port and a [`Link`] and waits for the
 //! next thing to do (port readable or writable, another descriptor readable, a timer).
+//!
+//! A port that hangs up (a USB serial device reset or re-plugged: Linux's cdc-acm hangs its
+//! tty up; a pseudo-terminal whose other side closed) is opened again at the same path as
+//! soon as it is there, with the same link: the link's retransmissions carry what was lost
+//! in between, and its epoch tells the other end it is the same link, not a restarted one.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -19,6 +24,13 @@ pub type SerialLink = Link<8>;
 pub struct Port {
     /// The port.
     pub tty: Tty,
+    /// Its path and rate, to open it again after a hang-up.
+    dev: String,
+    baud: u32,
+    /// Times it hung up and was opened again.
+    pub reopens: u64,
+    /// It hung up and is not open again yet.
+    hung: bool,
     /// The link (boxed: its stores are ~25 KB).
     pub link: Box<SerialLink>,
     out: Vec<u8>,
@@ -27,8 +39,8 @@ pub struct Port {
 }
 
 impl Port {
-    /// The link over `tty` with timers and limits `config`.
-    pub fn new(tty: Tty, config: linklab_serial::Config) -> Port {
+    /// The link over `tty` (opened at `dev` with `baud`) with timers and limits `config`.
+    pub fn new(tty: Tty, dev: &str, baud: u32, config: linklab_serial::Config) -> Port {
         // A different epoch for every start: the peer must see a restart as one.
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -36,6 +48,10 @@ impl Port {
             ^ std::process::id().rotate_left(16);
         Port {
             tty,
+            dev: dev.to_string(),
+            baud,
+            reopens: 0,
+            hung: false,
             link: Box::new(Link::new(config, seed)),
             out: Vec::with_capacity(4096),
             out_pos: 0,
@@ -50,13 +66,18 @@ impl Port {
 
     /// Feeds everything the port has received to the link.
     pub fn read(&mut self) -> anyhow::Result<()> {
+        if self.hung {
+            return Ok(());
+        }
         let mut buf = [0u8; 4096];
         loop {
-            let n = self
-                .tty
-                .read(&mut buf)
-                .map_err(hangup)
-                .context("reading --dev")?;
+            let n = match self.tty.read(&mut buf) {
+                Err(e) if is_hangup(&e) => {
+                    self.hung = true;
+                    return Ok(());
+                }
+                other => other.context("reading --dev")?,
+            };
             if n == 0 {
                 return Ok(());
             }
@@ -68,12 +89,20 @@ impl Port {
     /// Writes what the link has to send until the port's buffer is full or nothing is left.
     pub fn write(&mut self) -> anyhow::Result<()> {
         loop {
+            if self.hung {
+                return Ok(());
+            }
             if self.out_pos < self.out.len() {
-                let n = self
-                    .tty
-                    .write(&self.out[self.out_pos..])
-                    .map_err(hangup)
-                    .context("writing --dev")?;
+                let n = match self.tty.write(&self.out[self.out_pos..]) {
+                    Err(e) if is_hangup(&e) => {
+                        // What the hung-up port did not take is lost: the link sends it again.
+                        self.out.clear();
+                        self.out_pos = 0;
+                        self.hung = true;
+                        return Ok(());
+                    }
+                    other => other.context("writing --dev")?,
+                };
                 if n == 0 {
                     return Ok(());
                 }
@@ -101,37 +130,58 @@ impl Port {
 
     /// Sleeps until the port is readable (or writable, when bytes wait), one of `fds` is
     /// readable, or `timeout` passes.
-    pub fn wait(&self, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> anyhow::Result<()> {
+    /// A port that hung up is opened again here when it is back.
+    pub fn wait(
+        &mut self,
+        fds: &[BorrowedFd<'_>],
+        timeout: Option<Duration>,
+    ) -> anyhow::Result<()> {
         let mut port = PollFlags::POLLIN;
         if self.out_pos < self.out.len() {
             port |= PollFlags::POLLOUT;
         }
-        let mut polls = vec![PollFd::new(self.tty.as_fd(), port)];
-        polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
         let timeout = match timeout {
             None => PollTimeout::NONE,
             Some(t) => PollTimeout::try_from(t.as_micros().div_ceil(1000).min(60_000) as u32)
                 .unwrap_or(PollTimeout::MAX),
         };
-        match poll(&mut polls, timeout) {
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(e) => return Err(io::Error::from(e)).context("waiting for --dev"),
-        }
-        let seen = polls[0].revents().unwrap_or(PollFlags::empty());
+        let seen = {
+            let mut polls = vec![PollFd::new(self.tty.as_fd(), port)];
+            polls.extend(fds.iter().map(|fd| PollFd::new(*fd, PollFlags::POLLIN)));
+            match poll(&mut polls, timeout) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(io::Error::from(e)).context("waiting for --dev"),
+            }
+            polls[0].revents().unwrap_or(PollFlags::empty())
+        };
         if seen.contains(PollFlags::POLLHUP) && !seen.contains(PollFlags::POLLIN) {
-            // A pseudo-terminal whose other side is closed: nothing will ever arrive.
-            std::thread::sleep(Duration::from_millis(20));
+            self.hung = true;
+        }
+        if self.hung {
+            self.reopen();
         }
         Ok(())
     }
+
+    /// The port hung up: opens it again at its path if it is there (else waits a moment, to
+    /// try again on the next wait).
+    fn reopen(&mut self) {
+        match Tty::open(&self.dev, self.baud) {
+            Ok(tty) => {
+                self.tty = tty;
+                self.hung = false;
+                self.reopens += 1;
+                eprintln!(
+                    "linklab serial: --dev {} hung up; opened it again (the link resumes)",
+                    self.dev
+                );
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
 
-/// EIO on a terminal means its other side is gone (a pty's master closed, a USB adapter
-/// unplugged): say so.
-fn hangup(e: io::Error) -> anyhow::Error {
-    if e.raw_os_error() == Some(Errno::EIO as i32) {
-        anyhow::anyhow!("the device hung up (EIO)")
-    } else {
-        e.into()
-    }
+/// EIO on a terminal means it hung up (a USB serial device reset, a pty's master closed).
+fn is_hangup(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(Errno::EIO as i32)
 }

@@ -15,6 +15,7 @@ pub mod ping;
 pub mod rp2040js;
 pub mod spoof;
 pub mod track;
+pub mod usb;
 pub mod w5500_spi;
 pub mod wire_rtt;
 

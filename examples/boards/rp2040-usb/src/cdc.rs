@@ -74,17 +74,28 @@ impl ErrorType for PacketReader {
 }
 
 impl Read for PacketReader {
-    /// One packet's bytes (`buf` must hold 64).
+    /// The next packet's bytes (`buf` must hold 64), and the packets already waiting after it
+    /// while they fit: the link is handed a few packets at a time, not one (its bookkeeping
+    /// per call is what a 64-byte packet would otherwise pay).
     async fn read(&mut self, buf: &mut [u8]) -> Result<usize, StreamError> {
-        if buf.len() < usize::from(MAX_PACKET) {
+        let mps = usize::from(MAX_PACKET);
+        if buf.len() < mps {
             return Err(StreamError::BufferTooSmall);
         }
-        loop {
-            let n = self.rx.read_packet(buf).await?;
-            if n > 0 {
-                return Ok(n);
+        let mut n = 0;
+        while n == 0 {
+            n = self.rx.read_packet(buf).await?;
+        }
+        // A packet already in a buffer completes at its first poll (the read is cancel-safe:
+        // a pending one has taken nothing).
+        while buf.len() - n >= mps {
+            match embassy_futures::poll_once(self.rx.read_packet(&mut buf[n..])) {
+                core::task::Poll::Ready(Ok(k)) => n += k,
+                core::task::Poll::Ready(Err(e)) => return Err(e.into()),
+                core::task::Poll::Pending => break,
             }
         }
+        Ok(n)
     }
 }
 

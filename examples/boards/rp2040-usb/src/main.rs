@@ -5,28 +5,36 @@
 //! /dev/ttyACM0 and `linklab serial --dev /dev/ttyACM0 --tap T --ip 198.18.0.1/24` bridges it
 //! to a TAP. Feature `echo`: a plain CDC-ACM echo instead (the firmware of CBA's USB test).
 //! Feature `sys-240mhz`: clk_sys 240 MHz (CBA's overclocked run) instead of 125. Feature
-//! `ncm`: embassy-usb's CDC-NCM class instead of CDC-ACM, a network interface a Linux host's
-//! own `cdc_ncm` driver takes, with embassy-net and the same apps ([`ncm`]).
+//! `double-buffered`: this example's USB driver, both buffers of each bulk endpoint, instead of
+//! embassy-rp's one. Feature `ncm`: embassy-usb's CDC-NCM class instead of CDC-ACM, a network
+//! interface a Linux host's own `cdc_ncm` driver takes, with embassy-net and the same apps
+//! ([`ncm`]).
 #![no_std]
 #![no_main]
 
 #[cfg(not(feature = "ncm"))]
 mod cdc;
+#[cfg(feature = "double-buffered")]
+mod dbuf;
 #[cfg(all(feature = "echo", not(feature = "ncm")))]
 mod echo;
-#[cfg(not(any(feature = "echo", feature = "ncm")))]
-mod network;
 #[cfg(feature = "ncm")]
 mod frame_queues;
 #[cfg(feature = "ncm")]
 mod ncm;
+#[cfg(not(any(feature = "echo", feature = "ncm")))]
+mod network;
 
+#[cfg(feature = "double-buffered")]
+use dbuf::{Driver, InterruptHandler};
 use defmt::{info, unwrap};
 use embassy_executor::Spawner;
-use embassy_rp::clocks::ClockConfig;
-use embassy_rp::peripherals::USB;
-use embassy_rp::usb::{Driver, InterruptHandler};
 use embassy_rp::bind_interrupts;
+use embassy_rp::clocks::ClockConfig;
+#[cfg(not(feature = "double-buffered"))]
+use embassy_rp::peripherals::USB;
+#[cfg(not(feature = "double-buffered"))]
+use embassy_rp::usb::{Driver, InterruptHandler};
 #[cfg(not(feature = "ncm"))]
 use embassy_usb::class::cdc_acm::{CdcAcmClass, State};
 use embassy_usb::{Builder, UsbDevice};
@@ -45,16 +53,29 @@ pub const BOARD: &str = if cfg!(feature = "ncm") {
 };
 
 /// clk_sys: embassy-rp's default 125 MHz, or 240 MHz with feature `sys-240mhz`.
-const SYS_HZ: u32 = if cfg!(feature = "sys-240mhz") { 240_000_000 } else { 125_000_000 };
+const SYS_HZ: u32 = if cfg!(feature = "sys-240mhz") {
+    240_000_000
+} else {
+    125_000_000
+};
 
-/// The USB driver: embassy-rp's (one buffer per endpoint).
+/// The USB driver: embassy-rp's (one buffer per endpoint), or with feature `double-buffered`
+/// this example's (both buffers of each bulk endpoint: [`dbuf`]).
+#[cfg(not(feature = "double-buffered"))]
 pub type UsbDriver = Driver<'static, USB>;
+#[cfg(feature = "double-buffered")]
+pub type UsbDriver = Driver<'static>;
 
 /// The bulk endpoints' max packet size: full speed's largest.
 pub const MAX_PACKET: u16 = 64;
 
+#[cfg(not(feature = "double-buffered"))]
 bind_interrupts!(struct Irqs {
     USBCTRL_IRQ => InterruptHandler<USB>;
+});
+#[cfg(feature = "double-buffered")]
+bind_interrupts!(struct Irqs {
+    USBCTRL_IRQ => InterruptHandler;
 });
 
 /// The USB device: enumeration, control requests, bus events.

@@ -12,7 +12,9 @@ use embassy_rp::clocks::RoscRng;
 use embassy_time::Instant;
 use embassy_usb::class::cdc_acm::CdcAcmClass;
 use linklab_perf::device_config::DeviceConfig;
-use linklab_perf::embassy::{self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory};
+use linklab_perf::embassy::{
+    self as apps, AppCounters, AppStats, EchoMemory, HttpMemory, IperfMemory,
+};
 use linklab_perf::http::{RouteBody, Routes};
 use linklab_perf::slice_writer::SliceWriter;
 use linklab_serial::embassy::{pump, LinkDriver, SharedLink};
@@ -77,7 +79,10 @@ unsafe impl Sync for LinkRef {}
 
 impl LinkRef {
     fn get(&self) -> &'static SharedLink<WINDOW> {
-        self.0.get().copied().expect("the link is set before the apps start")
+        self.0
+            .get()
+            .copied()
+            .expect("the link is set before the apps start")
     }
 }
 
@@ -122,7 +127,11 @@ async fn net_task(mut runner: Runner<'static, LinkDriver<'static, WINDOW>>) -> !
 /// configuration), waits for it to configure the device again and goes on: the link's
 /// retransmissions and epochs carry the frames across.
 #[embassy_executor::task]
-async fn pump_task(link: &'static SharedLink<WINDOW>, mut reader: PacketReader, mut writer: PacketWriter) -> ! {
+async fn pump_task(
+    link: &'static SharedLink<WINDOW>,
+    mut reader: PacketReader,
+    mut writer: PacketWriter,
+) -> ! {
     loop {
         reader.wait_connection().await;
         info!("usb: configured, the link pumps");
@@ -141,15 +150,24 @@ pub async fn start(spawner: Spawner, class: CdcAcmClass<'static, UsbDriver>) {
     reader.wait_connection().await;
     let seed = RoscRng.next_u32() ^ (Instant::now().as_ticks() as u32);
     let config = Config::for_line_rate(LINE_BYTES_PER_S);
-    let link = LINK.init(SharedLink::new(Link::new(config, seed), DeviceConfig::DEFAULT.mac));
+    let link = LINK.init(SharedLink::new(
+        Link::new(config, seed),
+        DeviceConfig::DEFAULT.mac,
+    ));
     if LINK_REF.0.set(link).is_err() {
         defmt::panic!("the link was set twice");
     }
     spawner.spawn(unwrap!(pump_task(link, reader, writer)));
 
     let net_config = apps::static_ipv4(DeviceConfig::DEFAULT.ip, DeviceConfig::DEFAULT.prefix);
-    static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> = ConstStaticCell::new(StackResources::new());
-    let (stack, runner) = embassy_net::new(link.driver(), net_config, RESOURCES.take(), RoscRng.next_u64());
+    static RESOURCES: ConstStaticCell<StackResources<SOCKETS>> =
+        ConstStaticCell::new(StackResources::new());
+    let (stack, runner) = embassy_net::new(
+        link.driver(),
+        net_config,
+        RESOURCES.take(),
+        RoscRng.next_u64(),
+    );
     spawner.spawn(unwrap!(net_task(runner)));
     unwrap!(spawn_apps::<IPERF, HTTP_ECHO>(spawner, stack));
     apps::announce(stack, BOARD).await;
