@@ -9,7 +9,10 @@
 //   host's transfers from `linklab serial` over the socket.
 // - `--board pico-usb` (examples/boards/rp2040-usb): the Pico's USB port on a full-speed bus
 //   to a modelled Linux host and its cdc-acm (pico-usb.mjs), the port relayed to the
-//   pseudo-terminal linklab makes for it.
+//   pseudo-terminal linklab makes for it;
+// - `--board pico-usb-ncm` (examples/boards/rp2040-usb, feature `ncm`): the same port and bus
+//   with Linux's cdc_ncm bound to the device (pico-usb-ncm.mjs), its network interface
+//   joined by `linklab emu line --frames` to a TAP.
 //
 // Usage: node harness.mjs [--board B] --elf ELF --socket PATH [--status FILE] [--seconds S]
 //          [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N]
@@ -24,7 +27,8 @@
 //   --status: a file rewritten about every 50 ms of real time with one JSON line: emulated ns,
 //   cycles, and the devices' counts (the tests read emulated time from it).
 //   --seconds: stop after S emulated seconds (default: run until killed).
-//   --pcap (w5500-evb-pico): every frame on the W5500's port, timestamped in emulated ns.
+//   --pcap (w5500-evb-pico, pico-usb-ncm): every frame on the W5500's port (the host's
+//   interface), timestamped in emulated ns.
 //   --spi-gap-sck (w5500-evb-pico): SCK periods the SPI clock stops between words, instead
 //   of the PL022's (pl022.mjs: 1.5 at SPH = 0, 0.5 at SPH = 1); 0 is a master without gaps.
 //   --w5500-send-busy (w5500-evb-pico): what the W5500 does with a SEND while its last frame
@@ -34,9 +38,12 @@
 //   --master-* (pico-spi): the SPI master's gap between transfers (10 000 ns), its tail gap
 //   (50 000 ns) and how often it comes (50 per mille), idle half periods after each byte (0),
 //   the seed of its draws (spi-master.mjs).
-//   --usb-host-delay-bits (pico-usb): the host controller's delay between transactions in
+//   --usb-host-delay-bits (pico-usb, pico-usb-ncm): the host controller's delay between transactions in
 //   bit times (usb-wire.mjs DEFAULT_TIMING; 0 gives the spec's 19 packets a frame).
-//   --usb-capture FILE (pico-usb): every transaction and URB, timestamped in emulated ns.
+//   --usb-capture FILE (pico-usb, pico-usb-ncm): every transaction and URB, timestamped in
+//   emulated ns.
+//   --usb-inject PLAN (pico-usb-ncm): malformed transfer blocks and USB resets at times of the
+//   chip's clock counted from when the harness gets SIGUSR1 (pico-usb-ncm.mjs).
 // RP2040JS_TRACE=ADDR (decimal or 0x hex): see machine.mjs's traceStep.
 // RP2040JS_PROFILE=FILE: each core's cycles by function, written to FILE at the end (see
 // machine.mjs's writeProfile; names as the ELF has them: `llvm-cxxfilt` demangles them);
@@ -48,11 +55,13 @@ import { attachW5500 } from './w5500-evb-pico.mjs';
 import { attachPicoSpi } from './pico-spi.mjs';
 import { checkOptions } from './spi-master.mjs';
 import { attachUsbHost } from './pico-usb.mjs';
+import { attachUsbNcmHost, parseUsbPlan } from './pico-usb-ncm.mjs';
 import { HOLD_MS, lineItems, parsePlan } from './hostile.mjs';
 
-const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico', 'pico-spi', 'pico-usb'];
+const BOARDS = ['rp2040-soft-phy', 'w5500-evb-pico', 'pico-spi', 'pico-usb', 'pico-usb-ncm'];
+const USB_BOARDS = ['pico-usb', 'pico-usb-ncm'];
 const USAGE =
-  'usage: [--board rp2040-soft-phy|w5500-evb-pico|pico-spi|pico-usb] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN] [--master-gap-ns N] [--master-tail-ns N] [--master-tail-per-mille N] [--master-byte-gap N] [--master-seed N] [--usb-host-delay-bits N] [--usb-capture FILE]';
+  'usage: [--board rp2040-soft-phy|w5500-evb-pico|pico-spi|pico-usb|pico-usb-ncm] --elf ELF --socket PATH [--status FILE] [--seconds S] [--oversample N] [--inject PLAN] [--pcap FILE] [--spi-gap-sck N] [--w5500-send-busy queue|ignore] [--w5500-faults PLAN] [--master-gap-ns N] [--master-tail-ns N] [--master-tail-per-mille N] [--master-byte-gap N] [--master-seed N] [--usb-host-delay-bits N] [--usb-capture FILE] [--usb-inject PLAN]';
 /// The pico-spi master's options by flag.
 const MASTER_FLAGS = {
   '--master-gap-ns': 'gapNs',
@@ -119,6 +128,7 @@ function parseArgs(argv) {
     masterSet: false,
     usbHostDelayBits: null,
     usbCapture: null,
+    usbInject: [],
   };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
@@ -146,6 +156,13 @@ function parseArgs(argv) {
     }
     else if (flag === '--usb-host-delay-bits') args.usbHostDelayBits = Number(value);
     else if (flag === '--usb-capture') args.usbCapture = value;
+    else if (flag === '--usb-inject') {
+      try {
+        args.usbInject = parseUsbPlan(value);
+      } catch (e) {
+        fail(e.message);
+      }
+    }
     else if (flag === '--inject') {
       try {
         args.inject = parsePlan(value);
@@ -161,16 +178,20 @@ function parseArgs(argv) {
     fail('--spi-gap-sck: a number of SCK periods, 0..16');
   }
   if (!['queue', 'ignore'].includes(args.sendWhileBusy)) fail('--w5500-send-busy: queue or ignore');
-  if (args.board !== 'w5500-evb-pico' && (args.pcap || args.w5500Options)) {
-    fail('--pcap, --spi-gap-sck and --w5500-*: only with --board w5500-evb-pico');
+  if (args.board !== 'w5500-evb-pico' && args.w5500Options) {
+    fail('--spi-gap-sck and --w5500-*: only with --board w5500-evb-pico');
+  }
+  if (!['w5500-evb-pico', 'pico-usb-ncm'].includes(args.board) && args.pcap) {
+    fail('--pcap: only with --board w5500-evb-pico or pico-usb-ncm');
   }
   const bad = checkOptions(args.master);
   if (bad) fail(`--master-*: ${bad}`);
   if (!(Number.isInteger(args.master.seed) && args.master.seed >= 0)) fail('--master-seed: a non-negative integer');
   if (args.board !== 'pico-spi' && args.masterSet) fail('--master-*: only with --board pico-spi');
-  if (args.board !== 'pico-usb' && (args.usbHostDelayBits !== null || args.usbCapture)) {
-    fail('--usb-host-delay-bits and --usb-capture: only with --board pico-usb');
+  if (!USB_BOARDS.includes(args.board) && (args.usbHostDelayBits !== null || args.usbCapture)) {
+    fail('--usb-host-delay-bits and --usb-capture: only with --board pico-usb or pico-usb-ncm');
   }
+  if (args.board !== 'pico-usb-ncm' && args.usbInject.length > 0) fail('--usb-inject: only with --board pico-usb-ncm');
   if (args.usbHostDelayBits !== null && !(args.usbHostDelayBits >= 0 && args.usbHostDelayBits <= 1000)) {
     fail('--usb-host-delay-bits: a number of bit times, 0..1000');
   }
@@ -200,6 +221,23 @@ function main() {
   if (args.board === 'pico-usb') {
     const options = { hostDelayBits: args.usbHostDelayBits ?? undefined, capture: args.usbCapture };
     attachUsbHost(mcu, args.socket, options, (device) => {
+      run(mcu, {
+        devices: [device],
+        statusFile: args.status,
+        seconds: args.seconds,
+        onExit: () => device.close(),
+      });
+    });
+    return;
+  }
+  if (args.board === 'pico-usb-ncm') {
+    const options = {
+      hostDelayBits: args.usbHostDelayBits ?? undefined,
+      capture: args.usbCapture,
+      pcap: args.pcap,
+      plan: args.usbInject,
+    };
+    attachUsbNcmHost(mcu, args.socket, options, (device) => {
       run(mcu, {
         devices: [device],
         statusFile: args.status,

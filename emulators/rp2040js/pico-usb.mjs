@@ -59,7 +59,7 @@ function u64(n) {
 /// answer bytes bits`), per read URB that completed (`R ns hex`: its bytes), per write URB
 /// submitted (`S ns hex`) and ended (`W ns n`), times in the chip's ns: the bus analyser
 /// CBA's figures are read from (docs/usb.md).
-class Capture {
+export class Capture {
   constructor(path) {
     this.fd = openSync(path, 'w');
     this.lines = [];

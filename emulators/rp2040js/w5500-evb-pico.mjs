@@ -84,7 +84,7 @@ function frameBytes(t) {
 }
 
 /// A pcap file with nanosecond timestamps (Ethernet link type), written as frames pass.
-class Pcap {
+export class Pcap {
   constructor(path) {
     this.fd = openSync(path, 'w');
     const h = Buffer.alloc(24);

@@ -2,8 +2,8 @@
 //! linklab's RP2040 board examples, built as they are from `examples/boards/`, with what the
 //! board has outside the chip modelled by the harness (the 10BASE-T line on the soft-PHY
 //! example's pins; the W5500-EVB-Pico's W5500 on SPI0; the host's SPI master on the Pico's
-//! pins; the Pico's USB port on a full-speed bus to a modelled Linux host). One table, board
-//! × image, as
+//! pins; the Pico's USB port on a full-speed bus to a modelled Linux host, its cdc-acm or its
+//! cdc_ncm). One table, board × image, as
 //! [`crate::board`] is for QEMU; `linklab emu BOARD` boots both ([`crate::pin_boot`]).
 
 use std::path::{Path, PathBuf};
@@ -53,7 +53,8 @@ pub enum PinCarry {
         /// The default oversampling: what the image's RX decoder is made for.
         oversample: u8,
     },
-    /// Whole frames to and from a modelled Ethernet chip.
+    /// Whole frames to and from a modelled Ethernet chip (or the modelled host's network
+    /// interface of a USB network device).
     Frames,
     /// SPI transfers: the harness's master model asks the host's end of linklab-serial's link
     /// (linklab-serve's SPI line) for each one ([`crate::pin_spi`]).
@@ -131,6 +132,24 @@ pub static PIN_BOARDS: [PinBoard; 2] = [
                 debug_info: true,
                 features: "echo",
                 carry: PinCarry::Usb,
+            },
+            PinImage {
+                name: "usb-ncm",
+                about: "its USB port as a network interface: CDC-NCM (Linux's cdc_ncm binds it), embassy-net and the apps",
+                example: "rp2040-usb",
+                harness_board: "pico-usb-ncm",
+                debug_info: true,
+                features: "ncm",
+                carry: PinCarry::Frames,
+            },
+            PinImage {
+                name: "usb-ncm-dbuf",
+                about: "usb-ncm with the example's own USB driver: both buffers of each bulk endpoint",
+                example: "rp2040-usb",
+                harness_board: "pico-usb-ncm",
+                debug_info: true,
+                features: "ncm,double-buffered",
+                carry: PinCarry::Frames,
             },
             PinImage {
                 name: "usb-serial-240mhz",
@@ -308,7 +327,7 @@ pub fn table() -> String {
         }
     }
     out.push_str(
-        "(their address is built in: --ip 198.18.0.2/24; the usb images have a USB port instead of a TAP: --pty PATH, then linklab serial --dev PATH; figures in the emulated chip's clock.)\n",
+        "(their address is built in: --ip 198.18.0.2/24; usb-ncm's TAP is the host's cdc_ncm interface; the other usb images have a USB port instead of a TAP: --pty PATH, then linklab serial --dev PATH; figures in the emulated chip's clock.)\n",
     );
     out
 }

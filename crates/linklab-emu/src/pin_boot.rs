@@ -14,8 +14,10 @@
 //! [`PreparedPin::start`] starts the harness and the line, [`BootedPin::serve`] serves until
 //! a signal or until the harness ends.
 //!
-//! The Pico's USB images (`--image usb-serial`, `usb-echo`) have no TAP: their network is
-//! their USB port, which a host program opens as it would /dev/ttyACM0. The port is a
+//! The Pico's `--image usb-ncm` is a USB network device: its TAP is the network interface the
+//! host's cdc_ncm driver (modelled by the harness) makes for it, as `usb0` on a real host.
+//! The Pico's other USB images (`--image usb-serial`, `usb-echo`) have no TAP: their network
+//! is their USB port, which a host program opens as it would /dev/ttyACM0. The port is a
 //! pseudo-terminal relayed to the harness's model of Linux's cdc-acm ([`crate::usb_port`]);
 //! `--pty PATH` links it at PATH, and `linklab serial --dev PATH --tap T --ip ...` bridges it
 //! to a TAP as it would a real Pico's port.
@@ -213,7 +215,7 @@ fn carry_of(image: &PinImage, line: &LineOptions, pcap: bool) -> anyhow::Result<
         }
         PinCarry::Samples { oversample } => {
             if pcap {
-                bail_usage!("--pcap: only for w5500-evb-pico (the W5500's port)");
+                bail_usage!("--pcap: only for w5500-evb-pico (the W5500's port) and pico's usb-ncm (the host's interface)");
             }
             let options = LineOptions {
                 oversample: Some(line.oversample.unwrap_or(oversample)),

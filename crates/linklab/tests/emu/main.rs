@@ -17,6 +17,7 @@ mod emu_soft_phy;
 mod emu_spi_link;
 mod emu_usb;
 mod emu_usb_figures;
+mod emu_usb_ncm;
 mod emu_w5500;
 mod emu_w5500_linklab;
 mod footprint;

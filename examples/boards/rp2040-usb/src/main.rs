@@ -6,16 +6,23 @@
 //! to a TAP. Feature `echo`: a plain CDC-ACM echo instead (the firmware of CBA's USB test).
 //! Feature `sys-240mhz`: clk_sys 240 MHz (CBA's overclocked run) instead of 125. Feature
 //! `double-buffered`: this example's USB driver, both buffers of each bulk endpoint, instead of
-//! embassy-rp's one.
+//! embassy-rp's one. Feature `ncm`: embassy-usb's CDC-NCM class instead of CDC-ACM, a network
+//! interface a Linux host's own `cdc_ncm` driver takes, with embassy-net and the same apps
+//! ([`ncm`]).
 #![no_std]
 #![no_main]
 
+#[cfg(not(feature = "ncm"))]
 mod cdc;
 #[cfg(feature = "double-buffered")]
 mod dbuf;
-#[cfg(feature = "echo")]
+#[cfg(all(feature = "echo", not(feature = "ncm")))]
 mod echo;
-#[cfg(not(feature = "echo"))]
+#[cfg(feature = "ncm")]
+mod frame_queues;
+#[cfg(feature = "ncm")]
+mod ncm;
+#[cfg(not(any(feature = "echo", feature = "ncm")))]
 mod network;
 
 #[cfg(feature = "double-buffered")]
@@ -28,13 +35,18 @@ use embassy_rp::clocks::ClockConfig;
 use embassy_rp::peripherals::USB;
 #[cfg(not(feature = "double-buffered"))]
 use embassy_rp::usb::{Driver, InterruptHandler};
+#[cfg(not(feature = "ncm"))]
 use embassy_usb::class::cdc_acm::{CdcAcmClass, State};
 use embassy_usb::{Builder, UsbDevice};
-use static_cell::{ConstStaticCell, StaticCell};
+use static_cell::ConstStaticCell;
+#[cfg(not(feature = "ncm"))]
+use static_cell::StaticCell;
 use {defmt_rtt as _, panic_probe as _};
 
 /// The board's name in logs and `/stats`.
-pub const BOARD: &str = if cfg!(feature = "echo") {
+pub const BOARD: &str = if cfg!(feature = "ncm") {
+    "rp2040-usb-ncm"
+} else if cfg!(feature = "echo") {
     "rp2040-usb-echo"
 } else {
     "rp2040-usb"
@@ -90,6 +102,7 @@ async fn main(spawner: Spawner) {
     static CONFIG_DESCRIPTOR: ConstStaticCell<[u8; 256]> = ConstStaticCell::new([0; 256]);
     static BOS_DESCRIPTOR: ConstStaticCell<[u8; 256]> = ConstStaticCell::new([0; 256]);
     static CONTROL_BUF: ConstStaticCell<[u8; 64]> = ConstStaticCell::new([0; 64]);
+    #[cfg(not(feature = "ncm"))]
     static CDC_STATE: StaticCell<State<'static>> = StaticCell::new();
     let mut builder = Builder::new(
         driver,
@@ -99,11 +112,16 @@ async fn main(spawner: Spawner) {
         &mut [],
         CONTROL_BUF.take(),
     );
+    #[cfg(not(feature = "ncm"))]
     let class = CdcAcmClass::new(&mut builder, CDC_STATE.init(State::new()), MAX_PACKET);
+    #[cfg(feature = "ncm")]
+    let class = ncm::class(&mut builder);
     spawner.spawn(unwrap!(usb_task(builder.build())));
 
-    #[cfg(feature = "echo")]
+    #[cfg(feature = "ncm")]
+    ncm::start(spawner, class).await;
+    #[cfg(all(feature = "echo", not(feature = "ncm")))]
     spawner.spawn(unwrap!(echo::echo_task(class)));
-    #[cfg(not(feature = "echo"))]
+    #[cfg(not(any(feature = "echo", feature = "ncm")))]
     network::start(spawner, class).await;
 }

@@ -21,7 +21,7 @@ pub struct BootArgs {
     #[arg(value_name = "BOARD", value_parser = Bootable::by_name, required = true)]
     board: Option<Bootable>,
     /// The image: main (the default), embassy, serial, soft-phy, minimal, or an ELF file
-    /// (pico: soft-phy, the default, soft-phy-one-core, spi-link, usb-serial, usb-echo, ...).
+    /// (pico: soft-phy, the default, soft-phy-one-core, spi-link, usb-serial, usb-ncm, ...).
     ///
     /// A name from the board's row of `linklab emu boards`; the image is built from
     /// linklab's firmware/ folder when needed. Any other value is an ELF file booted as the
@@ -56,7 +56,8 @@ pub struct BootArgs {
     /// and its devices' counters to FILE (one JSON line, rewritten as it runs).
     #[arg(long, value_name = "FILE")]
     status: Option<PathBuf>,
-    /// w5500-evb-pico: every frame on the W5500's port to FILE, stamped in the chip's clock.
+    /// w5500-evb-pico: every frame on the W5500's port to FILE, stamped in the chip's clock
+    /// (pico --image usb-ncm: every frame on the host's cdc_ncm interface).
     #[arg(long, value_name = "FILE")]
     pcap: Option<PathBuf>,
     /// w5500-evb-pico: the W5500 model's faults, e.g. header:25,send:40 (every 25th read of a
