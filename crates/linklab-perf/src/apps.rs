@@ -160,6 +160,7 @@ pub struct DeviceApps<
 /// 0, and the apps are no larger for it (the compact image's flash budget).
 #[derive(Clone, Copy, Default)]
 #[cfg_attr(not(any(feature = "echo", feature = "http")), allow(dead_code))]
+#[cfg_attr(not(feature = "evict"), allow(dead_code))]
 pub(super) struct Taken {
     /// Spent or half-open sockets freed.
     reclaimed: u64,
