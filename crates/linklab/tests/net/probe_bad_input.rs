@@ -128,7 +128,7 @@ fn bad_input_is_one_clear_line_each() {
                 (not_json, "not valid JSON"),
                 (
                     other,
-                    "schema version 99, this linklab reads versions 1 to 3",
+                    "schema version 99, this linklab reads versions 1 to 4",
                 ),
                 (sweep, "not a linklab probe result"),
             ] {

@@ -23,7 +23,8 @@ mod throughput;
 /// Options of `linklab emu`: a measuring verb, or the options that boot an image.
 ///
 /// Its help stays within a screen: the options every boot needs; the others (`--elf`,
-/// `--mac`, `--icount`, `--boot-timeout`, `--status`, `--pcap`, the soft-PHY line's) are taken here too and
+/// `--mac`, `--icount`, `--boot-timeout`, `--status`, `--pcap`, `--pty`, `--w5500-faults`, the
+/// soft-PHY line's and the SPI master's) are taken here too and
 /// described in `linklab emu boot --help`.
 #[derive(clap::Args, Debug)]
 #[command(
@@ -52,6 +53,8 @@ mod throughput;
     mut_arg("spi_tail_us", |a| a.hide(true)),
     mut_arg("spi_tail_per_mille", |a| a.hide(true)),
     mut_arg("spi_byte_gap", |a| a.hide(true)),
+    mut_arg("pty", |a| a.hide(true)),
+    mut_arg("w5500_faults", |a| a.hide(true)),
     after_help = "BOARD: `linklab emu boards` lists them. Every option of a boot, with examples:\n  linklab emu boot --help"
 )]
 pub struct Args {
