@@ -34,7 +34,7 @@ fn assert_full_run(run: &Run, duration: u64) {
     );
     let v = run.report();
     assert_eq!(v.kind, "probe");
-    assert_eq!(v.schema_version, 3);
+    assert_eq!(v.schema_version, linklab_results::probe::SCHEMA_VERSION);
     assert_ranges(run);
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
         assert_eq!(run.service(s), ServiceState::Present, "{s}");
