@@ -285,11 +285,7 @@ fn idle_iperf3_controls_give_way_to_a_client(dev: &Device, n: usize) {
     let report = dev.iperf3(&["-n", "100K", "--connect-timeout", "3000"]);
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(3), "waited {waited:?}");
-    assert!(
-        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0) >= 100_000,
-        "{}",
-        report["end"]
-    );
+    assert!(report.end_bytes("sum_sent") >= 100_000, "{:?}", report.end);
     for (i, h) in held.iter_mut().enumerate() {
         assert!(
             was_reset(&mut h.stream, Duration::from_secs(1)),
@@ -334,11 +330,7 @@ pub fn a_held_iperf3_server_answers_busy(dev: &Device) {
     });
     assert!(ended, "the idle test held the server past its watchdog");
     let report = dev.iperf3(&["-n", "100K"]);
-    assert!(
-        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0) >= 100_000,
-        "{}",
-        report["end"]
-    );
+    assert!(report.end_bytes("sum_sent") >= 100_000, "{:?}", report.end);
 }
 
 /// One idle iperf3 control connection: connects, sends a cookie (even `i`) or nothing, and

@@ -512,26 +512,25 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
         let mut args = vec!["-t", "1"];
         args.extend_from_slice(extra);
         let r = dev.iperf3(&args);
-        let streams = r["end"]["streams"].as_array().map(Vec::len);
-        assert_eq!(streams, Some(3), "{extra:?}: {}", r["end"]);
+        assert_eq!(r.end.stream_count(), Some(3), "{extra:?}: {:?}", r.end);
         // Each stream carried bytes (the regression was `-P 3` refused outright); how many
         // is the machine's: on a loaded one a stream of a 1 s test may lose its second to a
         // retransmission timeout (2 920 bytes seen beside two CPU hogs), so the bar is on
         // the sum.
         let mut total = 0;
-        for s in r["end"]["streams"].as_array().unwrap() {
-            let bytes = s["receiver"]["bytes"].as_u64().unwrap_or(0);
-            assert!(bytes > 0, "{extra:?}: {s}");
+        for s in r.end.streams.iter().flatten() {
+            let bytes = s.receiver.as_ref().map_or(0, |r| r.bytes);
+            assert!(bytes > 0, "{extra:?}: {s:?}");
             total += bytes;
         }
         assert!(
             total > 30_000,
-            "{extra:?}: {total} bytes in all: {}",
-            r["end"]
+            "{extra:?}: {total} bytes in all: {:?}",
+            r.end
         );
     }
     let udp = dev.iperf3(&["-u", "-b", "1M", "-t", "1"]);
-    let blksize = udp["start"]["test_start"]["blksize"].as_u64();
+    let blksize = udp.start.test_start.as_ref().map(|t| t.blksize);
     assert!(
         blksize == Some(1448) || blksize == Some(1460),
         "UDP length {blksize:?}"

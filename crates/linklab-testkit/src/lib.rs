@@ -16,6 +16,7 @@ pub mod emulated_clock;
 pub mod holders;
 pub mod hostile;
 pub mod iperf2;
+pub mod iperf3;
 pub mod paced;
 pub mod pg_server;
 pub mod ping;
@@ -360,10 +361,8 @@ pub fn enter_netns(path: &str) {
 }
 
 /// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
-pub fn end_bytes(report: &Value, key: &str) -> u64 {
-    report["end"][key]["bytes"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
+pub fn end_bytes(report: &iperf3::Report, key: &str) -> u64 {
+    report.end_bytes(key)
 }
 
 /// App counter `app.name` of a /stats document.

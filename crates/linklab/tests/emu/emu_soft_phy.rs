@@ -191,13 +191,13 @@ fn serves_ping_http_and_iperf3(emu: &Device, line: &[&str]) {
     let rx = emu.iperf3(&["-t", "3"]);
     assert!(
         end_bytes(&rx, "sum_received") > 500_000,
-        "{line:?}: {}",
-        rx["end"]
+        "{line:?}: {:?}",
+        rx.end
     );
     let tx = emu.iperf3(&["-t", "3", "-R"]);
     assert!(
         end_bytes(&tx, "sum_received") > 500_000,
-        "{line:?}: {}",
-        tx["end"]
+        "{line:?}: {:?}",
+        tx.end
     );
 }

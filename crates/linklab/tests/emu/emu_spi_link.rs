@@ -325,23 +325,22 @@ fn iperf3_both_ways(ns: &Netns, kib: u64) -> [f64; 2] {
             argv.push("-R");
         }
         let out = ns.run(&argv);
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3's JSON");
-        assert!(report.get("error").is_none(), "iperf3: {report}");
+        let report = linklab_testkit::iperf3::Report::parse(&out.stdout);
+        assert!(report.error.is_none(), "iperf3: {report:?}");
         let side = if reverse { "sum_sent" } else { "sum_received" };
-        let device = &report["end"][side];
-        let moved = device["bytes"].as_u64().unwrap_or(0);
-        let secs = device["end"].as_f64().unwrap_or(0.0);
+        let device = report.end.sum(side);
+        let (moved, secs) = (device.bytes, device.end);
         assert!(
             moved > 10_000 && secs > 0.0,
-            "iperf3 -R={reverse}: {}",
-            report["end"]
+            "iperf3 -R={reverse}: {:?}",
+            report.end
         );
         if reverse {
             let host = linklab_testkit::end_bytes(&report, "sum_received");
             assert!(
                 host >= kib * 1024,
-                "every byte asked, from the device: {}",
-                report["end"]
+                "every byte asked, from the device: {:?}",
+                report.end
             );
         }
         rates[i] = moved as f64 * 8.0 / secs / 1e6;

@@ -251,26 +251,19 @@ fn iperf3_both_ways(board: &Board, bytes: &str) -> (f64, f64) {
         let before = Spi::at(&board.status);
         let out = board.ns.run(&argv);
         let after = Spi::at(&board.status);
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "iperf3: no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        });
-        assert!(report.get("error").is_none(), "iperf3: {report}");
+        let report = linklab_testkit::iperf3::Report::parse(&out.stdout);
+        assert!(report.error.is_none(), "iperf3: {report:?}");
         // The device's side of the report: its receiver into it, its sender from it.
         let side = if reverse { "sum_sent" } else { "sum_received" };
-        let device = &report["end"][side];
-        let moved = device["bytes"].as_u64().unwrap_or(0);
-        let secs = device["end"].as_f64().unwrap_or(0.0);
+        let (moved, secs) = (report.end.sum(side).bytes, report.end.sum(side).end);
         assert!(
             moved > 100_000 && secs > 0.0,
-            "iperf3 {argv:?}: {}",
-            report["end"]
+            "iperf3 {argv:?}: {:?}",
+            report.end
         );
         let mbps = moved as f64 * 8.0 / secs / 1e6;
         if reverse {
-            let host = report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+            let host = report.end_bytes("sum_received");
             let (line, _) = after.since(&before, host);
             println!(
                 "w5500: iperf3 from the device (-R): {moved} B in {secs:.3} s of its clock, {mbps:.2} Mbit/s; the run: {line}"
