@@ -11,10 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::iperf3;
 use super::spoof::Target;
+use super::stats::Stats;
 use super::{enter_netns, in_netns, linklab_bin, ChildGuard, Netns};
 
 /// The device's address.
@@ -156,7 +155,7 @@ impl Device {
     }
 
     /// The device's `GET /stats`.
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> Stats {
         let body = self.run(&[
             "curl",
             "-sS",
@@ -169,12 +168,7 @@ impl Device {
             "1",
             &format!("http://{DEVICE}/stats"),
         ]);
-        serde_json::from_slice(&body).unwrap_or_else(|e| {
-            panic!(
-                "/stats is not JSON ({e}): {}",
-                String::from_utf8_lossy(&body)
-            )
-        })
+        Stats::parse(&body)
     }
 
     /// Stock `iperf3 -c DEVICE -J` with `extra`; the report, checked for an error.

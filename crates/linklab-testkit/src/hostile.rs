@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::stats::Stats;
 
 use super::device::{Device, DEVICE, HOST};
 use super::paced::PacedDownload;
@@ -44,7 +44,7 @@ pub const SENDING_GRACE: Duration = Duration::from_millis(linklab_perf::evict::S
 /// UDP echo's — every datagram received was echoed or dropped, and the replies dropped
 /// unsent (their requester never answered ARP) are some of those echoed — and every TCP
 /// service's SYN law ([`assert_syns_conserve`]).
-pub fn assert_counters_conserve(stats: &Value) {
+pub fn assert_counters_conserve(stats: &Stats) {
     assert_conserved(stats);
     let c = |name| counter(stats, "echo", name);
     assert_eq!(
@@ -60,7 +60,7 @@ pub fn assert_counters_conserve(stats: &Value) {
 /// one was freed (`syns_held`), dropped unanswered (`listen_drops`) — so the held and the
 /// dropped are some of the SYNs (linklab_perf::syns; `common::clients` holds the whole law to
 /// what the clients' kernel counted).
-pub fn assert_syns_conserve(stats: &Value) {
+pub fn assert_syns_conserve(stats: &Stats) {
     for (app, prefix) in [
         ("http", ""),
         ("echo", "tcp_"),
@@ -78,24 +78,18 @@ pub fn assert_syns_conserve(stats: &Value) {
 }
 
 /// TCP sockets in /stats's list that are neither established nor listening.
-pub fn stuck(stats: &Value) -> usize {
-    stats["tcp"]
-        .as_array()
-        .unwrap()
+pub fn stuck(stats: &Stats) -> usize {
+    stats
+        .sockets()
         .iter()
-        .filter(|s| !matches!(s["state"].as_str(), Some("ESTABLISHED" | "LISTEN")))
+        .filter(|s| !matches!(s.state.as_str(), "ESTABLISHED" | "LISTEN"))
         .count()
 }
 
 /// TCP connections the device holds on `port`, per /stats (the /stats request's own
 /// connection is on port 80).
-fn connections_on(stats: &Value, port: u64) -> usize {
-    stats["tcp"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["port"].as_u64() == Some(port))
-        .count()
+fn connections_on(stats: &Stats, port: u16) -> usize {
+    stats.sockets().iter().filter(|s| s.port == port).count()
 }
 
 /// Waits (at most `within`) until the device holds nothing on ports 7 and 5201, and on port 80

@@ -184,18 +184,12 @@ fn end_to_end_with(board: &str, probe: bool) {
     ping_3_without_loss(&emu);
 
     let stats = emu.stats();
-    assert_eq!(stats["board"], board, "{stats}");
+    assert_eq!(stats.text("board"), board, "{stats}");
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
     assert_eq!(mac_counter(&stats, "rx_crc_errors"), 0, "{stats}");
-    assert!(
-        stats["iperf"]["tests_done"].as_u64().unwrap() >= 25,
-        "{stats}"
-    );
-    assert!(
-        stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
-        "{stats}"
-    );
+    assert!(stats.counter("iperf", "tests_done") >= 25, "{stats}");
+    assert!(stats.counter("memory", "stack_peak_bytes") > 0, "{stats}");
     if probe {
         probe_reports(&emu);
         assert_conserved(&emu.stats());
@@ -293,14 +287,11 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
 
     campaign::half_open_sockets_time_out(&emu, spoofed_at);
     let stats = emu.stats();
-    assert_eq!(stats["board"], board, "{stats}");
+    assert_eq!(stats.text("board"), board, "{stats}");
     assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
     assert!(counter(&stats, "http", "reclaimed") >= 1, "{stats}");
     assert!(counter(&stats, "iperf", "tests_done") >= 6, "{stats}");
-    assert!(
-        stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
-        "{stats}"
-    );
+    assert!(stats.counter("memory", "stack_peak_bytes") > 0, "{stats}");
     if probe {
         probe_reports(&emu);
         assert_conserved(&emu.stats());

@@ -28,8 +28,8 @@ use linklab_testkit::iperf2::iperf_in;
 use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::rp2040js::{build_elf, curl_crc, PinLevel};
+use linklab_testkit::stats::Stats;
 use linklab_testkit::{assert_conserved, end_bytes, linklab_bin, mac_counter, Netns};
-use serde_json::Value;
 
 /// The hostile cases, ms of the chip's clock after the harness gets SIGUSR1 (hostile.mjs):
 /// the stuck line and the stall last 20 ms each.
@@ -40,20 +40,14 @@ const HOSTILE_CASES: usize = 6;
 const TRANSFER: &str = "100K";
 const TRANSFER_BYTES: u64 = 100 * 1024;
 
-fn phy(stats: &Value, name: &str) -> u64 {
-    stats["phy"][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no phy.{name} in {stats}"))
+fn phy(stats: &Stats, name: &str) -> u64 {
+    stats.counter("phy", name)
 }
 
 /// The device's laws (the MAC's, and the PHY's against the MAC).
-fn assert_laws(stats: &Value) {
+fn assert_laws(stats: &Stats) {
     assert_conserved(stats);
-    assert_eq!(
-        stats["phy_conservation"]["holds"],
-        Value::Bool(true),
-        "{stats}"
-    );
+    assert!(stats.flag("phy_conservation", "holds"), "{stats}");
 }
 
 /// Stock iperf3 (`-n TRANSFER`, `-R` for from the device): the bytes the receiving end
@@ -72,7 +66,7 @@ fn iperf3(pin: &PinLevel, reverse: bool) -> (u64, iperf3::Report, f64) {
 
 /// The hostile line: each case injected once, then each counted by the device against
 /// `before`; the device answers and its laws hold after.
-fn hostile_line_is_counted(pin: &PinLevel, before: &Value) {
+fn hostile_line_is_counted(pin: &PinLevel, before: &Stats) {
     // The hostile line: each case once, then the chip's time for the last to end.
     pin.start_injection();
     let started = std::time::Instant::now();
@@ -115,7 +109,7 @@ fn hostile_line_is_counted(pin: &PinLevel, before: &Value) {
         mac_counter(&after_hostile, "rx_crc_errors"),
     );
     // Noise: activity that is no frame (or a garbled one the MAC refuses).
-    let garbled = |s: &Value| {
+    let garbled = |s: &Stats| {
         phy(s, "noise")
             + phy(s, "empty")
             + mac_counter(s, "rx_crc_errors")
@@ -228,9 +222,9 @@ fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_r
     }
     assert_laws(&after);
     // Every frame the MAC handed the transmitter went out (none refused for a link pulse).
-    assert_eq!(after["phy"]["tx_refused"], 0, "{after}");
-    assert_eq!(after["board"], "rp2040-soft-phy", "{after}");
-    assert_eq!(after["link_up"], true, "{after}");
+    assert_eq!(after.counter("phy", "tx_refused"), 0, "{after}");
+    assert_eq!(after.text("board"), "rp2040-soft-phy", "{after}");
+    assert!(after.top_flag("link_up"), "{after}");
 
     let status = pin.status.read();
     let counts = pin.stop();

@@ -98,7 +98,7 @@ fn sabrelite_at_125_mips_sweeps_past_its_limit_each_way() {
         }
     }
     let stats = emu.stats();
-    assert_eq!(stats["board"], "sabrelite", "{stats}");
+    assert_eq!(stats.text("board"), "sabrelite", "{stats}");
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 10_000, "{stats}");
     let stdout = emu.stop(libc::SIGINT);

@@ -47,15 +47,16 @@ fn spi_link_booted_as_a_user_does_answers_ping_and_iperf3_both_ways() {
     iperf3_both_ways(&ns, 100);
 
     let out = ns.run(&["curl", "-s", "--max-time", "120", "http://198.18.0.2/stats"]);
-    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("/stats");
-    assert_eq!(stats["board"], "rp2040-spi-link", "{stats}");
-    assert_eq!(stats["link_conservation"], "ok", "{stats}");
-    let spi = &stats["spi"];
-    assert!(spi["transfers"].as_u64() > Some(100), "{stats}");
-    assert_eq!(spi["unarmed"], 0, "the master waited for READY: {stats}");
-    assert_eq!(spi["rx_overruns"], 0, "{stats}");
-    assert_eq!(stats["link"]["rx_crc_errors"], 0, "a clean line: {stats}");
-    println!("spi-link: device {}", stats["spi"]);
+    let stats = linklab_testkit::stats::Stats::parse(&out.stdout);
+    assert_eq!(stats.text("board"), "rp2040-spi-link", "{stats}");
+    assert_eq!(stats.text("link_conservation"), "ok", "{stats}");
+    let spi = |name: &str| stats.counter("spi", name);
+    assert!(spi("transfers") > 100, "{stats}");
+    assert_eq!(spi("unarmed"), 0, "the master waited for READY: {stats}");
+    assert_eq!(spi("rx_overruns"), 0, "{stats}");
+    let crc_errors = stats.counter("link", "rx_crc_errors");
+    assert_eq!(crc_errors, 0, "a clean line: {stats}");
+    println!("spi-link: device {}", stats.show("spi"));
 
     let out = cli.interrupt(Duration::from_secs(20));
     let text = String::from_utf8_lossy(&out.stdout);

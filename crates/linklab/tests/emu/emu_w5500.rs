@@ -29,6 +29,7 @@ use linklab_testkit::device::DEVICE;
 use linklab_testkit::emulated_clock::Status;
 use linklab_testkit::iperf2::iperf_in;
 use linklab_testkit::ping::Ping;
+use linklab_testkit::stats::Stats;
 use linklab_testkit::w5500_spi::Spi;
 use linklab_testkit::{linklab_bin, run_ok, wire_rtt, ChildGuard, Netns};
 
@@ -146,12 +147,12 @@ impl Board {
     }
 
     /// The device's `/stats`.
-    fn stats(&self) -> Value {
+    fn stats(&self) -> Stats {
         let url = format!("http://{DEVICE}/stats");
         let out = self
             .ns
             .run(&["curl", "-sS", "--fail", "--max-time", "120", &url]);
-        serde_json::from_slice(&out.stdout).expect("/stats JSON")
+        Stats::parse(&out.stdout)
     }
 
     /// Stops the harness and the line; the line's counters must obey their laws, and the
@@ -292,7 +293,7 @@ fn spi_into(board: &Board, kib: u64) {
 /// listens again once the last test's connection is closed.
 fn wait_iperf2_closed(board: &Board) {
     let started = Instant::now();
-    while board.stats()["iperf2"]["open_streams"].as_u64() != Some(0) {
+    while board.stats().counter("iperf2", "open_streams") != 0 {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "an iperf 2 stream stayed open"
@@ -453,9 +454,9 @@ fn w5500_evb_pico_serves_ping_http_iperf_and_round_trips() {
     iperf2_from(&board);
 
     let stats = board.stats();
-    assert_eq!(stats["board"], "w5500-evb-pico", "{stats}");
-    assert_eq!(stats["link_up"], true, "{stats}");
-    assert!(stats["http"]["responses"].as_u64() >= Some(2), "{stats}");
+    assert_eq!(stats.text("board"), "w5500-evb-pico", "{stats}");
+    assert!(stats.top_flag("link_up"), "{stats}");
+    assert!(stats.counter("http", "responses") >= 2, "{stats}");
     let last = board.finish();
     println!(
         "w5500: harness: {:.1} emulated MHz per real s; W5500 stored {} frames, sent {}, dropped {} (buffer full)",

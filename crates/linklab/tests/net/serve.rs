@@ -13,6 +13,7 @@ use std::time::Duration;
 use linklab_testkit::iperf2;
 use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
+use linklab_testkit::stats::Stats;
 use linklab_testkit::{assert_conserved, in_netns, linklab_bin, mac_counter, ChildGuard, Netns};
 use serde_json::Value;
 
@@ -100,7 +101,7 @@ impl Served {
     }
 
     /// GET /stats as JSON.
-    fn stats(&self) -> Value {
+    fn stats(&self) -> Stats {
         let body = self.run(&[
             "curl",
             "-sS",
@@ -108,12 +109,7 @@ impl Served {
             "10",
             &format!("http://{DEVICE_IP}/stats"),
         ]);
-        serde_json::from_slice(&body).unwrap_or_else(|e| {
-            panic!(
-                "/stats is not JSON ({e}): {}",
-                String::from_utf8_lossy(&body)
-            )
-        })
+        Stats::parse(&body)
     }
 
     /// Runs stock `iperf3 -c DEVICE -t 2 -J` with `extra` options and returns its report.
@@ -328,11 +324,8 @@ fn ping_curl_echo_stats_and_clean_exit() {
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
     lists_its_own_request(&served);
     assert!(mac_counter(&stats, "tx_packets") > 100, "{stats}");
-    assert_eq!(stats["echo"]["udp_tx_datagrams"], 5, "{stats}");
-    assert!(
-        stats["echo"]["tcp_bytes"].as_u64().unwrap() >= 50_000,
-        "{stats}"
-    );
+    assert_eq!(stats.counter("echo", "udp_tx_datagrams"), 5, "{stats}");
+    assert!(stats.counter("echo", "tcp_bytes") >= 50_000, "{stats}");
 
     let tap_created = served
         .ns
@@ -505,10 +498,10 @@ fn any_queue_size_from_2_to_1024_frames_serves() {
         assert_eq!(body.len(), 100_000, "{frames} frames");
         let stats = served.stats();
         assert_conserved(&stats);
-        assert_eq!(stats["rx_queue"]["frames"], frames, "{stats}");
-        assert_eq!(stats["rx_queue"]["bytes"], bytes, "{stats}");
+        assert_eq!(stats.counter("rx_queue", "frames"), frames, "{stats}");
+        assert_eq!(stats.counter("rx_queue", "bytes"), bytes, "{stats}");
         let window = (frames - 2).max(1) * 1460;
-        assert_eq!(stats["tcp_window"]["bytes"], window, "{stats}");
+        assert_eq!(stats.counter("tcp_window", "bytes"), window, "{stats}");
         let stdout = served.stop();
         assert!(
             stdout.contains(&format!("rx queue {frames} frames ({bytes} bytes)")),
