@@ -23,6 +23,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use linklab_results::rtt::RttReport;
 use serde_json::Value;
 
 use linklab_testkit::device::DEVICE;
@@ -345,10 +346,10 @@ fn round_trips(board: &Board, probes: u32, speed: f64) -> Vec<(String, wire_rtt:
             "--json",
             json.to_str().unwrap(),
         ]);
-        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        for size in report["sizes"].as_array().unwrap() {
-            assert_eq!(size["corrupt"], 0, "{size}");
-            assert_eq!(size["lost"], 0, "{size}");
+        let report: RttReport = linklab_testkit::docs::read(&json);
+        for size in &report.sizes {
+            assert_eq!(size.corrupt, 0, "{size:?}");
+            assert_eq!(size.lost, 0, "{size:?}");
         }
         // The capture is written as frames pass: all of it is on disk once the replies are in.
         let rts = if transport == "--udp" {
