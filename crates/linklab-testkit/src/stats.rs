@@ -6,6 +6,10 @@
 //! and its accessors ([`Stats::counter`], [`Stats::flag`], ...) fail naming the figure a body
 //! lacks or holds as another kind. Written by linklab-perf (`apps/counters.rs`,
 //! `embassy/stats.rs`, with the apps' names from `app_counters.rs`) and by `linklab serve`.
+//!
+//! The same view reads the other open-ended documents of named figures: a serial link's
+//! `/link` and the rp2040js harness's status line ([`crate::emulated_clock::Status::figures`],
+//! the fields each device model's `status()` merges in, emulators/rp2040js/machine.mjs).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -158,6 +162,15 @@ impl Stats {
         }
     }
 
+    /// Counter `name` at the top (`/link`'s `rx_crc_errors`); panics when it is missing or no
+    /// whole number.
+    pub fn top_counter(&self, name: &str) -> u64 {
+        match self.top(name) {
+            Field::Count(n) => *n,
+            other => panic!("/stats' {name} is no count but {other:?}: {self}"),
+        }
+    }
+
     /// Number `name` at the top (`uptime_s`); panics when it is missing or no number.
     pub fn top_number(&self, name: &str) -> f64 {
         as_number(self.top(name)).unwrap_or_else(|| panic!("/stats' {name} is no number: {self}"))
@@ -179,6 +192,15 @@ impl Stats {
                 Some(Field::Count(n)) => Some(*n),
                 _ => None,
             },
+            _ => None,
+        }
+    }
+
+    /// Counter `name` at the top when the body has it as a count (a status line before the
+    /// device model wrote it).
+    pub fn try_top_counter(&self, name: &str) -> Option<u64> {
+        match self.0.get(name) {
+            Some(Field::Count(n)) => Some(*n),
             _ => None,
         }
     }

@@ -28,7 +28,7 @@ use linklab_testkit::iperf2::iperf_in;
 use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::rp2040js::{build_elf, curl_crc, PinLevel};
-use linklab_testkit::stats::Stats;
+use linklab_testkit::stats::{Field, Stats};
 use linklab_testkit::{assert_conserved, end_bytes, linklab_bin, mac_counter, Netns};
 
 /// The hostile cases, ms of the chip's clock after the harness gets SIGUSR1 (hostile.mjs):
@@ -70,11 +70,11 @@ fn hostile_line_is_counted(pin: &PinLevel, before: &Stats) {
     // The hostile line: each case once, then the chip's time for the last to end.
     pin.start_injection();
     let started = std::time::Instant::now();
-    while pin.status.read()["injected"]
-        .as_array()
-        .map_or(0, |a| a.len())
-        < HOSTILE_CASES
-    {
+    let injected = || match pin.status.figures().0.get("injected") {
+        Some(Field::List(cases)) => cases.len(),
+        _ => 0,
+    };
+    while injected() < HOSTILE_CASES {
         assert!(
             started.elapsed() < Duration::from_secs(300),
             "the hostile plan did not finish: {}",
@@ -142,8 +142,8 @@ fn hostile_line_is_counted(pin: &PinLevel, before: &Stats) {
 fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_rate() {
     let elf = build_elf("rp2040-soft-phy", "", "two-cores");
     let pin = PinLevel::start("rp2040js2", &elf, 8, Some(HOSTILE));
-    let status = pin.status.read();
-    assert_eq!(status["core1_launched"], true, "{status}");
+    let status = pin.status.figures();
+    assert!(status.top_flag("core1_launched"), "{status}");
 
     // The device answers each of 3 pings.
     Ping::new(DEVICE, 3)
@@ -266,7 +266,7 @@ fn linklab_emu_pico_boots_the_example() {
     ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", "pico0"]);
     ns.run(&["ip", "link", "set", "pico0", "up"]);
     status.wait_until(200_000_000, Duration::from_secs(300));
-    assert_eq!(status.read()["core1_launched"], true);
+    assert!(status.figures().top_flag("core1_launched"));
 
     Ping::new(DEVICE, 3)
         .deadline(120)

@@ -61,7 +61,7 @@ fn spi_link_booted_as_a_user_does_answers_ping_and_iperf3_both_ways() {
     let out = cli.interrupt(Duration::from_secs(20));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| conserved"), "the host's link: {text}");
-    println!("spi-link: harness {}", status.read()["spi_master"]);
+    println!("spi-link: harness {}", status.figures().show("spi_master"));
 }
 
 #[test]

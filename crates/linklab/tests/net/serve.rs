@@ -15,7 +15,6 @@ use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::stats::Stats;
 use linklab_testkit::{assert_conserved, in_netns, linklab_bin, mac_counter, ChildGuard, Netns};
-use serde_json::Value;
 
 /// The soft NIC's address.
 const DEVICE_IP: &str = "198.18.0.2";
@@ -205,13 +204,31 @@ fn lists_its_own_request(served: &Served) {
         "10",
         &format!("http://{DEVICE_IP}/stats/tcp"),
     ]);
-    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
-    let own = tcp["sockets"]
-        .as_array()
-        .expect("sockets")
+    let tcp: TcpTable = serde_json::from_slice(&body).unwrap_or_else(|e| {
+        panic!(
+            "/stats/tcp is no table ({e}): {}",
+            String::from_utf8_lossy(&body)
+        )
+    });
+    let columns = ["port", "state", "rx_queue", "tx_queue", "rx_capacity"];
+    assert_eq!(tcp.fields, columns, "{tcp:?}");
+    let own = tcp
+        .sockets
         .iter()
-        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
-    assert!(own, "{tcp}");
+        .any(|row| row.0 == 80 && row.1 == "ESTABLISHED");
+    assert!(own, "{} rows omitted: {tcp:?}", tcp.omitted);
+}
+
+/// `GET /stats/tcp`: the connected sockets as compact rows, with the rows' field names.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TcpTable {
+    /// The rows' columns: port, state, rx_queue, tx_queue, rx_capacity.
+    fields: Vec<String>,
+    /// One row per socket, in `fields`' order.
+    sockets: Vec<(u16, String, u64, u64, u64)>,
+    /// Rows left out to fit the response.
+    omitted: u64,
 }
 
 #[test]
