@@ -140,14 +140,14 @@ pub fn assert_iperf2_conserves(stats: &Stats) {
         c(stats, "tests"),
         c(stats, "tests_done") + c(stats, "tests_failed"),
         "iperf2: {}",
-        stats.show("iperf2")
+        shown(stats)
     );
-    assert_eq!(
-        c(stats, "open_streams"),
-        0,
-        "iperf2: {}",
-        stats.show("iperf2")
-    );
+    assert_eq!(c(stats, "open_streams"), 0, "iperf2: {}", shown(stats));
+}
+
+/// iperf 2's counters in `stats`, as JSON text for a message.
+fn shown(stats: &Stats) -> String {
+    stats.show("iperf2")
 }
 
 /// Waits (up to 5 s) until the device's last iperf 2 test is over in its counters, and
@@ -180,27 +180,27 @@ fn one_test(dev: &Device, args: &[&str], check: impl Fn(&Run) -> (u64, u64)) -> 
         delta(&before, &after, "tests_done"),
         1,
         "{mode}: {}\n{}",
-        after.show("iperf2"),
+        shown(&after),
         run.text
     );
     assert_eq!(
         delta(&before, &after, "tests_failed"),
         0,
         "{mode}: {}",
-        after.show("iperf2")
+        shown(&after)
     );
     assert_eq!(
         delta(&before, &after, "bytes_received"),
         received,
         "{mode}: {}\n{}",
-        after.show("iperf2"),
+        shown(&after),
         run.text
     );
     assert_eq!(
         delta(&before, &after, "bytes_sent"),
         sent,
         "{mode}: {}\n{}",
-        after.show("iperf2"),
+        shown(&after),
         run.text
     );
     assert_iperf2_conserves(&after);
@@ -302,16 +302,11 @@ pub fn udp_mode(dev: &Device) {
         // The report counts the client's data datagrams: its count less the FIN, as a
         // stock 2.1.8 server's report does (896 sent, 0/895 from `iperf -s -u`).
         assert_eq!(total + 1, sent, "{}", run.text);
-        assert_eq!(
-            delta(&before, &after, "tests_done"),
-            1,
-            "{}",
-            after.show("iperf2")
-        );
+        assert_eq!(delta(&before, &after, "tests_done"), 1, "{}", shown(&after));
         assert!(
             delta(&before, &after, "bytes_received") >= (total - lost) * 1470 / 2,
             "{}",
-            after.show("iperf2")
+            shown(&after)
         );
         assert_iperf2_conserves(&after);
         if lost * 20 < total {
@@ -398,17 +393,12 @@ pub fn hostile(dev: &Device) {
     h.extend(std::iter::repeat_n(b'0', 100_000));
     send_and_close(dev, h);
     let after = settled(dev);
-    assert_eq!(
-        delta(&before, &after, "tests"),
-        1,
-        "{}",
-        after.show("iperf2")
-    );
+    assert_eq!(delta(&before, &after, "tests"), 1, "{}", shown(&after));
     assert_eq!(
         delta(&before, &after, "bytes_received"),
         100_060,
         "{}",
-        after.show("iperf2")
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
     stock_still_served(dev);
@@ -423,13 +413,13 @@ pub fn hostile(dev: &Device) {
         delta(&before, &after, "connect_backs"),
         0,
         "{}",
-        after.show("iperf2")
+        shown(&after)
     );
     assert_eq!(
         delta(&before, &after, "tests_failed"),
         1,
         "{}",
-        after.show("iperf2")
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
 
@@ -444,7 +434,7 @@ pub fn hostile(dev: &Device) {
         delta(&before, &after, "tests_failed"),
         1,
         "{}",
-        after.show("iperf2")
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
 
@@ -452,17 +442,12 @@ pub fn hostile(dev: &Device) {
     let before = settled(dev);
     send_and_close(dev, header(flags_21, 1, 5001, 0)[..30].to_vec());
     let after = settled(dev);
-    assert_eq!(
-        delta(&before, &after, "tests"),
-        1,
-        "{}",
-        after.show("iperf2")
-    );
+    assert_eq!(delta(&before, &after, "tests"), 1, "{}", shown(&after));
     assert_eq!(
         delta(&before, &after, "bytes_received"),
         30,
         "{}",
-        after.show("iperf2")
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
     stock_still_served(dev);
@@ -489,12 +474,7 @@ pub fn hostile(dev: &Device) {
         "the holder got bytes"
     );
     let after = settled(dev);
-    assert_eq!(
-        delta(&before, &after, "evicted"),
-        1,
-        "{}",
-        after.show("iperf2")
-    );
+    assert_eq!(delta(&before, &after, "evicted"), 1, "{}", shown(&after));
     assert_iperf2_conserves(&after);
 }
 
