@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::stats::Stats;
 
 use crate::device::DEVICE;
 use crate::{counter, Netns};
@@ -55,7 +55,7 @@ impl Kernel {
 }
 
 /// The HTTP service's SYN counters in a `/stats` document: syns, held, dropped.
-fn http_syns(stats: &Value) -> [u64; 3] {
+fn http_syns(stats: &Stats) -> [u64; 3] {
     ["syns", "syns_held", "listen_drops"].map(|n| counter(stats, "http", n))
 }
 
@@ -121,7 +121,7 @@ pub struct Clients {
 impl Clients {
     /// Runs the case against the device in `ns`, whose `/stats` `stats` fetches (in `ns`
     /// too). Asserts what the module docs say; returns what the clients saw.
-    pub fn run(&self, ns: &Netns, stats: &dyn Fn() -> Value) -> Served {
+    pub fn run(&self, ns: &Netns, stats: &dyn Fn() -> Stats) -> Served {
         assert!(
             self.n > self.sockets,
             "the case needs more clients than sockets"
@@ -182,7 +182,7 @@ impl Clients {
     /// The clients, at once; each one's connect time, once each is checked: served (a
     /// failure names the device's `/stats`, from `failed`), its body whole and its CRC32
     /// right, connected within its kernel's SYN retries.
-    fn curls(&self, ns: &Netns, failed: &dyn Fn() -> Value) -> Vec<f64> {
+    fn curls(&self, ns: &Netns, failed: &dyn Fn() -> Stats) -> Vec<f64> {
         let file = *linklab_perf::payload::BENCH_FILES
             .iter()
             .find(|f| f.path == self.path)

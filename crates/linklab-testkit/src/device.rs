@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
+use super::iperf3;
 use super::spoof::Target;
+use super::stats::Stats;
 use super::{enter_netns, in_netns, linklab_bin, ChildGuard, Netns};
 
 /// The device's address.
@@ -155,7 +155,7 @@ impl Device {
     }
 
     /// The device's `GET /stats`.
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> Stats {
         let body = self.run(&[
             "curl",
             "-sS",
@@ -168,27 +168,22 @@ impl Device {
             "1",
             &format!("http://{DEVICE}/stats"),
         ]);
-        serde_json::from_slice(&body).unwrap_or_else(|e| {
-            panic!(
-                "/stats is not JSON ({e}): {}",
-                String::from_utf8_lossy(&body)
-            )
-        })
+        Stats::parse(&body)
     }
 
     /// Stock `iperf3 -c DEVICE -J` with `extra`; the report, checked for an error.
-    pub fn iperf3(&self, extra: &[&str]) -> Value {
+    pub fn iperf3(&self, extra: &[&str]) -> iperf3::Report {
         let mut argv = vec!["iperf3", "-c", DEVICE, "-J", "--connect-timeout", "5000"];
         argv.extend_from_slice(extra);
         let out = self.ns.command(&argv).output().expect("run iperf3");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        let report: iperf3::Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
-                "iperf3 {extra:?}: no JSON ({e}): {} {}",
+                "iperf3 {extra:?}: no report ({e}): {} {}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             )
         });
-        assert!(report.get("error").is_none(), "iperf3 {extra:?}: {report}");
+        assert!(report.error.is_none(), "iperf3 {extra:?}: {report:?}");
         report
     }
 

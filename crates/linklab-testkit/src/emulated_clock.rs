@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::stats::Stats;
+
 /// The harness's status file.
 pub struct Status(pub PathBuf);
 
@@ -19,9 +21,17 @@ impl Status {
             .unwrap_or(Value::Null)
     }
 
-    /// Emulated nanoseconds so far.
+    /// Its last line as named figures (none before the first is written).
+    pub fn figures(&self) -> Stats {
+        std::fs::read(&self.0)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_else(|| Stats(Default::default()))
+    }
+
+    /// Emulated nanoseconds so far (0 before the first line).
     pub fn emulated_ns(&self) -> u64 {
-        self.read()["emulated_ns"].as_u64().unwrap_or(0)
+        self.figures().try_top_counter("emulated_ns").unwrap_or(0)
     }
 
     /// Waits until the emulated clock reaches `ns` (a wait in the chip's time, not a retry).

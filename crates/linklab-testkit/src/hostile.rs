@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::stats::Stats;
 
 use super::device::{Device, DEVICE, HOST};
 use super::paced::PacedDownload;
@@ -44,7 +44,7 @@ pub const SENDING_GRACE: Duration = Duration::from_millis(linklab_perf::evict::S
 /// UDP echo's — every datagram received was echoed or dropped, and the replies dropped
 /// unsent (their requester never answered ARP) are some of those echoed — and every TCP
 /// service's SYN law ([`assert_syns_conserve`]).
-pub fn assert_counters_conserve(stats: &Value) {
+pub fn assert_counters_conserve(stats: &Stats) {
     assert_conserved(stats);
     let c = |name| counter(stats, "echo", name);
     assert_eq!(
@@ -60,7 +60,7 @@ pub fn assert_counters_conserve(stats: &Value) {
 /// one was freed (`syns_held`), dropped unanswered (`listen_drops`) — so the held and the
 /// dropped are some of the SYNs (linklab_perf::syns; `common::clients` holds the whole law to
 /// what the clients' kernel counted).
-pub fn assert_syns_conserve(stats: &Value) {
+pub fn assert_syns_conserve(stats: &Stats) {
     for (app, prefix) in [
         ("http", ""),
         ("echo", "tcp_"),
@@ -78,24 +78,18 @@ pub fn assert_syns_conserve(stats: &Value) {
 }
 
 /// TCP sockets in /stats's list that are neither established nor listening.
-pub fn stuck(stats: &Value) -> usize {
-    stats["tcp"]
-        .as_array()
-        .unwrap()
+pub fn stuck(stats: &Stats) -> usize {
+    stats
+        .sockets()
         .iter()
-        .filter(|s| !matches!(s["state"].as_str(), Some("ESTABLISHED" | "LISTEN")))
+        .filter(|s| !matches!(s.state.as_str(), "ESTABLISHED" | "LISTEN"))
         .count()
 }
 
 /// TCP connections the device holds on `port`, per /stats (the /stats request's own
 /// connection is on port 80).
-fn connections_on(stats: &Value, port: u64) -> usize {
-    stats["tcp"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["port"].as_u64() == Some(port))
-        .count()
+fn connections_on(stats: &Stats, port: u16) -> usize {
+    stats.sockets().iter().filter(|s| s.port == port).count()
 }
 
 /// Waits (at most `within`) until the device holds nothing on ports 7 and 5201, and on port 80
@@ -285,11 +279,7 @@ fn idle_iperf3_controls_give_way_to_a_client(dev: &Device, n: usize) {
     let report = dev.iperf3(&["-n", "100K", "--connect-timeout", "3000"]);
     let waited = started.elapsed();
     assert!(waited < Duration::from_secs(3), "waited {waited:?}");
-    assert!(
-        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0) >= 100_000,
-        "{}",
-        report["end"]
-    );
+    assert!(report.end_bytes("sum_sent") >= 100_000, "{:?}", report.end);
     for (i, h) in held.iter_mut().enumerate() {
         assert!(
             was_reset(&mut h.stream, Duration::from_secs(1)),
@@ -334,11 +324,7 @@ pub fn a_held_iperf3_server_answers_busy(dev: &Device) {
     });
     assert!(ended, "the idle test held the server past its watchdog");
     let report = dev.iperf3(&["-n", "100K"]);
-    assert!(
-        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0) >= 100_000,
-        "{}",
-        report["end"]
-    );
+    assert!(report.end_bytes("sum_sent") >= 100_000, "{:?}", report.end);
 }
 
 /// One idle iperf3 control connection: connects, sends a cookie (even `i`) or nothing, and

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::stats::Stats;
 
 use super::counter;
 use super::device::{Device, DEVICE};
@@ -128,26 +128,31 @@ pub fn iperf_in(ns: &Netns, timeout_s: u32, args: &[&str]) -> Run {
 }
 
 /// The device's iperf 2 counter `name`.
-pub fn c(stats: &Value, name: &str) -> u64 {
+pub fn c(stats: &Stats, name: &str) -> u64 {
     counter(stats, "iperf2", name)
 }
 
 /// What holds of iperf 2's counters at any time between tests: every test started ended
 /// done or failed, none is open, and the MAC's law.
-pub fn assert_iperf2_conserves(stats: &Value) {
+pub fn assert_iperf2_conserves(stats: &Stats) {
     assert_conserved(stats);
     assert_eq!(
         c(stats, "tests"),
         c(stats, "tests_done") + c(stats, "tests_failed"),
         "iperf2: {}",
-        stats["iperf2"]
+        shown(stats)
     );
-    assert_eq!(c(stats, "open_streams"), 0, "iperf2: {}", stats["iperf2"]);
+    assert_eq!(c(stats, "open_streams"), 0, "iperf2: {}", shown(stats));
+}
+
+/// iperf 2's counters in `stats`, as JSON text for a message.
+fn shown(stats: &Stats) -> String {
+    stats.show("iperf2")
 }
 
 /// Waits (up to 5 s) until the device's last iperf 2 test is over in its counters, and
 /// returns /stats then.
-pub fn settled(dev: &Device) -> Value {
+pub fn settled(dev: &Device) -> Stats {
     let mut stats = dev.stats();
     wait_until(Duration::from_secs(5), || {
         stats = dev.stats();
@@ -158,7 +163,7 @@ pub fn settled(dev: &Device) -> Value {
 }
 
 /// Counter deltas between two /stats.
-fn delta(before: &Value, after: &Value, name: &str) -> u64 {
+fn delta(before: &Stats, after: &Stats, name: &str) -> u64 {
     c(after, name) - c(before, name)
 }
 
@@ -175,27 +180,27 @@ fn one_test(dev: &Device, args: &[&str], check: impl Fn(&Run) -> (u64, u64)) -> 
         delta(&before, &after, "tests_done"),
         1,
         "{mode}: {}\n{}",
-        after["iperf2"],
+        shown(&after),
         run.text
     );
     assert_eq!(
         delta(&before, &after, "tests_failed"),
         0,
         "{mode}: {}",
-        after["iperf2"]
+        shown(&after)
     );
     assert_eq!(
         delta(&before, &after, "bytes_received"),
         received,
         "{mode}: {}\n{}",
-        after["iperf2"],
+        shown(&after),
         run.text
     );
     assert_eq!(
         delta(&before, &after, "bytes_sent"),
         sent,
         "{mode}: {}\n{}",
-        after["iperf2"],
+        shown(&after),
         run.text
     );
     assert_iperf2_conserves(&after);
@@ -297,16 +302,11 @@ pub fn udp_mode(dev: &Device) {
         // The report counts the client's data datagrams: its count less the FIN, as a
         // stock 2.1.8 server's report does (896 sent, 0/895 from `iperf -s -u`).
         assert_eq!(total + 1, sent, "{}", run.text);
-        assert_eq!(
-            delta(&before, &after, "tests_done"),
-            1,
-            "{}",
-            after["iperf2"]
-        );
+        assert_eq!(delta(&before, &after, "tests_done"), 1, "{}", shown(&after));
         assert!(
             delta(&before, &after, "bytes_received") >= (total - lost) * 1470 / 2,
             "{}",
-            after["iperf2"]
+            shown(&after)
         );
         assert_iperf2_conserves(&after);
         if lost * 20 < total {
@@ -393,12 +393,12 @@ pub fn hostile(dev: &Device) {
     h.extend(std::iter::repeat_n(b'0', 100_000));
     send_and_close(dev, h);
     let after = settled(dev);
-    assert_eq!(delta(&before, &after, "tests"), 1, "{}", after["iperf2"]);
+    assert_eq!(delta(&before, &after, "tests"), 1, "{}", shown(&after));
     assert_eq!(
         delta(&before, &after, "bytes_received"),
         100_060,
         "{}",
-        after["iperf2"]
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
     stock_still_served(dev);
@@ -413,13 +413,13 @@ pub fn hostile(dev: &Device) {
         delta(&before, &after, "connect_backs"),
         0,
         "{}",
-        after["iperf2"]
+        shown(&after)
     );
     assert_eq!(
         delta(&before, &after, "tests_failed"),
         1,
         "{}",
-        after["iperf2"]
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
 
@@ -434,7 +434,7 @@ pub fn hostile(dev: &Device) {
         delta(&before, &after, "tests_failed"),
         1,
         "{}",
-        after["iperf2"]
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
 
@@ -442,12 +442,12 @@ pub fn hostile(dev: &Device) {
     let before = settled(dev);
     send_and_close(dev, header(flags_21, 1, 5001, 0)[..30].to_vec());
     let after = settled(dev);
-    assert_eq!(delta(&before, &after, "tests"), 1, "{}", after["iperf2"]);
+    assert_eq!(delta(&before, &after, "tests"), 1, "{}", shown(&after));
     assert_eq!(
         delta(&before, &after, "bytes_received"),
         30,
         "{}",
-        after["iperf2"]
+        shown(&after)
     );
     assert_iperf2_conserves(&after);
     stock_still_served(dev);
@@ -474,7 +474,7 @@ pub fn hostile(dev: &Device) {
         "the holder got bytes"
     );
     let after = settled(dev);
-    assert_eq!(delta(&before, &after, "evicted"), 1, "{}", after["iperf2"]);
+    assert_eq!(delta(&before, &after, "evicted"), 1, "{}", shown(&after));
     assert_iperf2_conserves(&after);
 }
 
@@ -512,26 +512,25 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
         let mut args = vec!["-t", "1"];
         args.extend_from_slice(extra);
         let r = dev.iperf3(&args);
-        let streams = r["end"]["streams"].as_array().map(Vec::len);
-        assert_eq!(streams, Some(3), "{extra:?}: {}", r["end"]);
+        assert_eq!(r.end.stream_count(), Some(3), "{extra:?}: {:?}", r.end);
         // Each stream carried bytes (the regression was `-P 3` refused outright); how many
         // is the machine's: on a loaded one a stream of a 1 s test may lose its second to a
         // retransmission timeout (2 920 bytes seen beside two CPU hogs), so the bar is on
         // the sum.
         let mut total = 0;
-        for s in r["end"]["streams"].as_array().unwrap() {
-            let bytes = s["receiver"]["bytes"].as_u64().unwrap_or(0);
-            assert!(bytes > 0, "{extra:?}: {s}");
+        for s in r.end.streams.iter().flatten() {
+            let bytes = s.receiver.as_ref().map_or(0, |r| r.bytes);
+            assert!(bytes > 0, "{extra:?}: {s:?}");
             total += bytes;
         }
         assert!(
             total > 30_000,
-            "{extra:?}: {total} bytes in all: {}",
-            r["end"]
+            "{extra:?}: {total} bytes in all: {:?}",
+            r.end
         );
     }
     let udp = dev.iperf3(&["-u", "-b", "1M", "-t", "1"]);
-    let blksize = udp["start"]["test_start"]["blksize"].as_u64();
+    let blksize = udp.start.test_start.as_ref().map(|t| t.blksize);
     assert!(
         blksize == Some(1448) || blksize == Some(1460),
         "UDP length {blksize:?}"
@@ -567,9 +566,7 @@ pub fn iperf3_streams_and_mss(dev: &Device) {
     // The three streams that receive at once share the window the device's receive path
     // holds (a fresh clone's check once saw three full windows overrun mps2-an385's queue
     // and its NIC's FIFO: a stream whose first segments were dropped got nothing in 1 s).
-    let window = dev.stats()["tcp_window"]["bytes"]
-        .as_u64()
-        .expect("/stats has tcp_window.bytes");
+    let window = dev.stats().counter("tcp_window", "bytes");
     let offered: u64 = syn_acks[1..4].iter().map(|(w, _)| w).sum();
     assert!(
         offered <= window,

@@ -16,6 +16,7 @@ pub mod emulated_clock;
 pub mod holders;
 pub mod hostile;
 pub mod iperf2;
+pub mod iperf3;
 pub mod paced;
 pub mod pg_server;
 pub mod ping;
@@ -23,6 +24,7 @@ pub mod probe;
 pub mod pty_relay;
 pub mod rp2040js;
 pub mod spoof;
+pub mod stats;
 pub mod track;
 pub mod usb;
 pub mod w5500_spi;
@@ -35,7 +37,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use stats::Stats;
 
 /// The `linklab` binary built for these tests: the path cargo or nextest gives the test at
 /// run time (`CARGO_BIN_EXE_linklab`, `NEXTEST_BIN_EXE_linklab`), else the `linklab` beside
@@ -360,32 +362,25 @@ pub fn enter_netns(path: &str) {
 }
 
 /// Bytes `key` (`sum_received`, `sum_sent`, ...) of an iperf3 report's end section.
-pub fn end_bytes(report: &Value, key: &str) -> u64 {
-    report["end"][key]["bytes"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no end.{key}.bytes: {}", report["end"]))
+pub fn end_bytes(report: &iperf3::Report, key: &str) -> u64 {
+    report.end_bytes(key)
 }
 
 /// App counter `app.name` of a /stats document.
-pub fn counter(stats: &Value, app: &str, name: &str) -> u64 {
-    stats[app][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no {app}.{name} in {stats}"))
+pub fn counter(stats: &Stats, app: &str, name: &str) -> u64 {
+    stats.counter(app, name)
 }
 
 /// A counter from the `mac` section of /stats.
-pub fn mac_counter(stats: &Value, name: &str) -> u64 {
-    stats["mac"][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no mac.{name} in {stats}"))
+pub fn mac_counter(stats: &Stats, name: &str) -> u64 {
+    stats.counter("mac", name)
 }
 
 /// Asserts the RX conservation law on /stats, recomputed here from the counters: every
 /// frame the TAP delivered ends in exactly one bucket (and the device agrees).
-pub fn assert_conserved(stats: &Value) {
-    assert_eq!(
-        stats["conservation"]["holds"],
-        Value::Bool(true),
+pub fn assert_conserved(stats: &Stats) {
+    assert!(
+        stats.flag("conservation", "holds"),
         "device reports a broken law: {stats}"
     );
     let buckets = [

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use crate::stats::Stats;
 
 use super::device::DEVICE;
 pub use super::emulated_clock::Status;
@@ -117,12 +117,12 @@ impl PinLevel {
     }
 
     /// The device's `/stats` (its apps', MAC's and PHY's counters).
-    pub fn stats(&self) -> Value {
+    pub fn stats(&self) -> Stats {
         let url = format!("http://{DEVICE}/stats");
         let out = self
             .ns
             .run(&["curl", "-sS", "--fail", "--max-time", "300", &url]);
-        serde_json::from_slice(&out.stdout).expect("/stats JSON")
+        Stats::parse(&out.stdout)
     }
 
     /// curl of bench file `path`: whole, CRC32 right; returns its length and the emulated
@@ -136,7 +136,7 @@ impl PinLevel {
     /// (which is also when the last byte sent to it arrived).
     pub fn wait_iperf2_closed(&self) {
         let started = Instant::now();
-        while self.stats()["iperf2"]["open_streams"].as_u64() != Some(0) {
+        while self.stats().counter("iperf2", "open_streams") != 0 {
             assert!(
                 started.elapsed() < Duration::from_secs(300),
                 "an iperf 2 stream stayed open: {}",

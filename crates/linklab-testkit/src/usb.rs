@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::emulated_clock::Status;
 use crate::rp2040js::build_elf;
+use crate::stats::Field;
 use crate::{linklab_bin, ChildGuard};
 
 /// One emulated board at a time: each keeps a core of the machine busy.
@@ -73,7 +74,7 @@ impl UsbBoard {
     /// Waits until the modelled host's USB state is `state`.
     pub fn wait_state(&self, state: &str, limit: Duration) {
         let started = Instant::now();
-        while self.status.read()["usb_state"] != state {
+        while self.status.figures().0.get("usb_state") != Some(&Field::Text(state.into())) {
             assert!(
                 started.elapsed() < limit,
                 "USB never {state}: {}",
@@ -114,14 +115,14 @@ impl UsbBoard {
     /// Stops the board; the relay's counters must obey their law and the bus have met no
     /// error. Returns the relay's summary line.
     pub fn finish(mut self) -> String {
-        let last = self.status.read();
+        let last = self.status.figures();
         for (k, what) in [
             ("toggle_errors", "DATA toggle errors"),
             ("timeouts", "timeouts"),
         ] {
-            assert_eq!(last["usb_bus"][k], 0, "{what} on the bus: {last}");
+            assert_eq!(last.counter("usb_bus", k), 0, "{what} on the bus: {last}");
         }
-        assert_eq!(last["usb_core"]["control_errors"], 0, "{last}");
+        assert_eq!(last.counter("usb_core", "control_errors"), 0, "{last}");
         let out = self
             .cli
             .take()

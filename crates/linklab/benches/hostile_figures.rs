@@ -227,9 +227,9 @@ fn real_clients_reset_under_pressure() {
                 let sum = |name: &str| -> u64 {
                     ["http", "iperf"]
                         .iter()
-                        .map(|a| s[a][name].as_u64().unwrap_or(0))
+                        .map(|a| s.try_counter(a, name).unwrap_or(0))
                         .sum::<u64>()
-                        + s["echo"][format!("tcp_{name}")].as_u64().unwrap_or(0)
+                        + s.try_counter("echo", &format!("tcp_{name}")).unwrap_or(0)
                 };
                 (
                     sum("reclaimed_answered"),

@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use linklab_results::probe::ProbeReport;
 use linklab_testkit::device::{Device, DEVICE};
 use linklab_testkit::{iface_with, veth_pair, wait_until, ChildGuard, Netns};
-use serde_json::Value;
 
 /// The figures the halved link must name.
 const HALVED_NAMES: [&str; 4] = [
@@ -94,27 +94,22 @@ fn probe(
     let out = ns.command(&argv).output().expect("run linklab probe");
     let wall = began.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let doc: Value = std::fs::read(json)
+    // A run that wrote no document (or a broken one) counts no figure: the bench goes on.
+    let doc: Option<ProbeReport> = std::fs::read(json)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    let figures = doc["figures"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| Some((f["id"].as_str()?.to_string(), f["value"].as_f64()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let worse = doc["baseline"]["figures"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter(|f| f["worse"] == true)
-                .filter_map(|f| f["id"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let figures = doc
+        .iter()
+        .flat_map(|d| &d.figures)
+        .map(|f| (f.id.clone(), f.value))
+        .collect();
+    let worse = doc
+        .iter()
+        .filter_map(|d| d.baseline.as_ref())
+        .flat_map(|b| &b.figures)
+        .filter(|f| f.worse)
+        .map(|f| f.id.clone())
+        .collect();
     let code = out.status.code().unwrap_or(-1);
     if code != 0 && code != 3 {
         eprintln!("probe exited {code}: {stderr}");

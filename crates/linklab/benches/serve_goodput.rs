@@ -23,7 +23,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use linklab_testkit::{linklab_bin, veth_pair, Netns};
-use serde_json::Value;
 
 /// One iperf3 run: goodput at the receiver and the device's CPU cost per MB moved.
 #[derive(Clone, Copy, Debug)]
@@ -70,19 +69,14 @@ fn iperf3(ns: &Netns, server: &str, secs: u32, reverse: bool, stat_path: &str) -
     let before = cpu_ticks(stat_path);
     let out = ns.command(&argv).output().expect("run iperf3");
     let ticks = cpu_ticks(stat_path) - before;
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("iperf3 JSON: {e}: {}", String::from_utf8_lossy(&out.stdout)));
-    assert!(
-        report.get("error").is_none(),
-        "iperf3 failed: {}",
-        report["error"]
-    );
-    let sum = &report["end"]["sum_received"];
-    let bytes = sum["bytes"].as_f64().expect("bytes");
+    let report = linklab_testkit::iperf3::Report::parse(&out.stdout);
+    assert!(report.error.is_none(), "iperf3 failed: {:?}", report.error);
+    let sum = report.end.sum("sum_received");
+    let bytes = sum.bytes as f64;
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     Run {
-        mbps: sum["bits_per_second"].as_f64().expect("bits_per_second") / 1e6,
+        mbps: sum.bits_per_second / 1e6,
         cpu_us_per_mb: ticks as f64 * 1e6 / hz / (bytes / 1e6),
     }
 }

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use clients::{Verdict, CLIENTS};
 use linklab_testkit::device::Device;
@@ -117,7 +117,9 @@ fn main() {
         .as_ref()
         .is_some_and(|s| catch_unwind(AssertUnwindSafe(|| assert_counters_conserve(s))).is_ok());
     let stuck_sockets = stats.as_ref().map(stuck);
-    let rx_pending = stats.as_ref().and_then(|s| s["mac"]["rx_pending"].as_u64());
+    let rx_pending = stats
+        .as_ref()
+        .and_then(|s| s.try_counter("mac", "rx_pending"));
     let (memory_ok, memory) = memory_check(&home, &baseline, &end, rx_pending);
     let restarted = match (&baseline, &end) {
         (Some(b), Some(e)) => e.uptime_s < b.uptime_s,
@@ -146,7 +148,7 @@ fn main() {
         "memory": memory,
         "memory_ok": memory_ok,
         "restarted": restarted,
-        "stats": stats.unwrap_or(Value::Null),
+        "stats": stats,
     });
     writeln!(log, "{verdict}").expect("write the log");
     println!(
@@ -250,11 +252,11 @@ fn memory_check(
 /// The device's uptime and memory now (None if /stats did not answer).
 fn snapshot(dev: &Device, home: &str) -> Option<Snapshot> {
     let stats = catch_unwind(AssertUnwindSafe(|| dev.stats())).ok()?;
-    let uptime_s = stats["uptime_s"].as_f64()?;
+    let uptime_s = stats.try_top_number("uptime_s")?;
     let memory = if home == "serve" {
         serve_rss_kib(dev)?
     } else {
-        stats["memory"]["stack_peak_bytes"].as_u64()?
+        stats.try_counter("memory", "stack_peak_bytes")?
     };
     Some(Snapshot { uptime_s, memory })
 }

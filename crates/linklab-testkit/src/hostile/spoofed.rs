@@ -182,7 +182,7 @@ pub fn a_continuous_syn_flood_does_not_lock_out_clients(dev: &Device) {
 }
 
 /// Half-open sockets taken after the device had answered them, over every service.
-pub fn answered_taken(stats: &Value) -> u64 {
+pub fn answered_taken(stats: &Stats) -> u64 {
     counter(stats, "http", "reclaimed_answered")
         + counter(stats, "echo", "tcp_reclaimed_answered")
         + counter(stats, "iperf", "reclaimed_answered")

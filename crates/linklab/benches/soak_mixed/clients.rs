@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use linklab_testkit::device::{Device, DEVICE, HOST};
 use linklab_testkit::in_netns;
+use linklab_testkit::iperf3;
 
 /// How long a client keeps trying while refused or told the server is busy.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -192,13 +193,13 @@ fn iperf3(dev: &Device, extra: &[&str]) -> Try {
     let mut argv = vec!["iperf3", "-c", DEVICE, "-J", "--connect-timeout", "5000"];
     argv.extend_from_slice(extra);
     let out = dev.ns.command(&argv).output().expect("iperf3");
-    let Ok(report) = serde_json::from_slice::<Value>(&out.stdout) else {
+    let Ok(report) = serde_json::from_slice::<iperf3::Report>(&out.stdout) else {
         return Try::Failed(format!(
-            "no JSON: {}",
+            "no report: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     };
-    if let Some(e) = report["error"].as_str() {
+    if let Some(e) = report.error.as_deref() {
         // Told busy, refused, or its SYNs unanswered (dropped while every socket is busy):
         // a stock client's user tries again.
         let connect = e.starts_with("unable to connect to server");
@@ -207,25 +208,23 @@ fn iperf3(dev: &Device, extra: &[&str]) -> Try {
         }
         return Try::Failed(e.to_string());
     }
-    let end = &report["end"];
+    let end = &report.end;
+    let bytes = |sum: &Option<iperf3::Sum>| sum.as_ref().map_or(0, |s| s.bytes);
     if extra.contains(&"-u") {
-        let packets = end["sum"]["packets"].as_u64().unwrap_or(0);
-        let Some(lost) = end["sum"]["lost_packets"].as_u64().filter(|_| packets > 0) else {
-            return Try::Failed(format!("UDP: no datagrams reported: {end}"));
+        let packets = end.sum.as_ref().and_then(|s| s.packets).unwrap_or(0);
+        let lost = end.sum.as_ref().and_then(|s| s.lost_packets);
+        let Some(lost) = lost.filter(|_| packets > 0) else {
+            return Try::Failed(format!("UDP: no datagrams reported: {end:?}"));
         };
         return Try::Lossy(lost, format!("UDP: {lost} of {packets} datagrams lost"));
     }
-    let sent = end["sum_sent"]["bytes"].as_u64().unwrap_or(0);
-    let received = end["sum_received"]["bytes"].as_u64().unwrap_or(0);
+    let (sent, received) = (bytes(&end.sum_sent), bytes(&end.sum_received));
     if sent < 1_048_576 || received == 0 {
         return Try::Failed(format!("TCP: {sent} bytes sent, {received} received"));
     }
     Try::Served(format!(
         "TCP: {sent} bytes sent, {received} counted by the receiver, {:.1} Mbit/s",
-        end["sum_received"]["bits_per_second"]
-            .as_f64()
-            .unwrap_or(0.0)
-            / 1e6
+        end.sum_received.as_ref().map_or(0.0, |s| s.bits_per_second) / 1e6
     ))
 }
 

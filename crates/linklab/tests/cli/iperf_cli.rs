@@ -5,6 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use linklab_testkit::iperf3::Report;
 use linklab_testkit::{free_port, linklab_bin, listening, wait_until, ChildGuard};
 
 fn spawn(cmd: &mut Command) -> ChildGuard {
@@ -22,15 +23,14 @@ fn stock_server(port: u16) -> ChildGuard {
     g
 }
 
-fn json_of(out: &std::process::Output) -> serde_json::Value {
+fn json_of(out: &std::process::Output) -> Report {
     assert!(
         out.status.success(),
         "failed: {}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    Report::parse(&out.stdout)
 }
 
 fn wait_output(g: ChildGuard) -> std::process::Output {
@@ -60,20 +60,14 @@ fn client_json_matches_a_stock_server() {
         .unwrap();
     let ours = json_of(&out);
     let theirs = json_of(&wait_output(server));
-    assert_eq!(ours["start"]["test_start"]["protocol"], "TCP");
-    assert!(
-        ours["intervals"].as_array().unwrap().len() >= 2,
-        "{}",
-        ours["intervals"]
-    );
-    let received = ours["end"]["sum_received"]["bytes"].as_u64().unwrap();
-    assert_eq!(
-        received,
-        theirs["end"]["sum_received"]["bytes"].as_u64().unwrap()
-    );
-    assert!(received > 0 && received <= ours["end"]["sum_sent"]["bytes"].as_u64().unwrap());
-    assert_eq!(ours["end"]["streams"].as_array().unwrap().len(), 1);
-    assert!(ours["end"]["sum_sent"]["bits_per_second"].as_f64().unwrap() > 0.0);
+    let protocol = ours.start.test_start.as_ref().map(|t| t.protocol.as_str());
+    assert_eq!(protocol, Some("TCP"));
+    assert!(ours.intervals.len() >= 2, "{:?}", ours.intervals);
+    let received = ours.end_bytes("sum_received");
+    assert_eq!(received, theirs.end_bytes("sum_received"));
+    assert!(received > 0 && received <= ours.end_bytes("sum_sent"));
+    assert_eq!(ours.end.stream_count(), Some(1));
+    assert!(ours.end.sum("sum_sent").bits_per_second > 0.0);
 }
 
 #[test]
@@ -100,19 +94,21 @@ fn client_udp_json_has_loss_and_jitter() {
         .unwrap();
     let ours = json_of(&out);
     let theirs = json_of(&wait_output(server));
-    let sum = &ours["end"]["sum"];
-    for k in [
-        "jitter_ms",
-        "lost_packets",
-        "lost_percent",
-        "packets",
-        "bytes",
-    ] {
-        assert!(sum[k].is_number(), "end.sum.{k} missing: {sum}");
+    // A sum's bytes are always there (the type requires them); the UDP figures are not.
+    let sum = ours.end.sum("sum");
+    let udp = [
+        ("jitter_ms", sum.jitter_ms.is_some()),
+        ("lost_packets", sum.lost_packets.is_some()),
+        ("lost_percent", sum.lost_percent.is_some()),
+        ("packets", sum.packets.is_some()),
+    ];
+    for (k, present) in udp {
+        assert!(present, "end.sum.{k} missing: {sum:?}");
     }
-    assert_eq!(sum["lost_packets"], theirs["end"]["sum"]["lost_packets"]);
-    assert_eq!(sum["packets"], theirs["end"]["sum"]["packets"]);
-    assert!(sum["lost_percent"].as_f64().unwrap() < 1.0, "{sum}");
+    let stock = theirs.end.sum("sum");
+    assert_eq!(sum.lost_packets, stock.lost_packets);
+    assert_eq!(sum.packets, stock.packets);
+    assert!(sum.lost_percent.unwrap() < 1.0, "{sum:?}");
 }
 
 #[test]
@@ -135,7 +131,7 @@ fn server_one_off_serves_stock_client() {
         .output()
         .unwrap();
     let theirs = json_of(&out);
-    assert!(theirs["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+    assert!(theirs.end_bytes("sum_received") > 0);
     let srv = wait_output(server);
     assert!(srv.status.success());
     let text = String::from_utf8_lossy(&srv.stdout);

@@ -7,8 +7,8 @@
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use linklab_testkit::iperf3::Report;
 use linklab_testkit::{free_port, linklab_bin, listening, tempdir, wait_until, ChildGuard};
-use serde_json::Value;
 
 /// `program ARGS -s -p PORT`, running until dropped.
 fn server(program: &str, args: &[&str], port: u16) -> ChildGuard {
@@ -49,8 +49,17 @@ fn ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn json(out: &Output) -> Value {
-    serde_json::from_str(&ok(out)).unwrap()
+fn json(out: &Output) -> Report {
+    Report::parse(ok(out).as_bytes())
+}
+
+/// The remote host of the report's first connected stream.
+fn remote_host(v: &Report) -> &str {
+    &v.start
+        .connected
+        .first()
+        .expect("a connected stream")
+        .remote_host
 }
 
 #[test]
@@ -64,13 +73,13 @@ fn the_server_listens_dual_stack_and_the_client_honours_4_and_6() {
             port,
             &["-t", "1", "-J"],
         ));
-        assert_eq!(v["start"]["connected"][0]["remote_host"], host, "{v}");
-        assert!(v["end"]["sum_received"]["bytes"].as_u64().unwrap() > 0);
+        assert_eq!(remote_host(&v), host, "{v:?}");
+        assert!(v.end_bytes("sum_received") > 0);
     }
     let v = json(&client(ours(), "::1", port, &["-t", "1", "-J", "-6", "-u"]));
-    assert_eq!(v["start"]["connected"][0]["remote_host"], "::1");
+    assert_eq!(remote_host(&v), "::1");
     let v = json(&client(ours(), "localhost", port, &["-t", "1", "-J", "-4"]));
-    assert_eq!(v["start"]["connected"][0]["remote_host"], "127.0.0.1");
+    assert_eq!(remote_host(&v), "127.0.0.1");
     let out = client(ours(), "::1", port, &["-t", "1", "-4"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no IPv4 address"));
@@ -191,17 +200,18 @@ fn json_has_measured_cpu_and_the_server_output_both_ways() {
             "ttl",
         ],
     ));
-    let cpu = &v["end"]["cpu_utilization_percent"];
-    assert!(cpu["host_total"].as_f64().unwrap() > 0.0, "{cpu}");
-    assert!(cpu["remote_total"].as_f64().unwrap() > 0.0, "{cpu}");
+    let cpu = v.end.cpu_utilization_percent.as_ref().expect("CPU use");
+    assert!(cpu.host_total > 0.0, "{cpu:?}");
+    assert!(cpu.remote_total.unwrap() > 0.0, "{cpu:?}");
     assert_eq!(
-        (v["title"].as_str(), v["extra_data"].as_str()),
+        (v.title.as_deref(), v.extra_data.as_deref()),
         (Some("ttl"), Some("xyz"))
     );
-    let srv = &v["server_output_json"];
+    let srv = v.server_output_json.as_ref().expect("the server's output");
     assert_eq!(
-        srv["end"]["sum_received"]["bytes"], v["end"]["sum_received"]["bytes"],
-        "{srv}"
+        srv.end_bytes("sum_received"),
+        v.end_bytes("sum_received"),
+        "{srv:?}"
     );
 
     // Stock client, our server: our server measured its CPU and sends its output.
@@ -213,13 +223,9 @@ fn json_has_measured_cpu_and_the_server_output_both_ways() {
         p2,
         &["-t", "1", "-J", "--get-server-output"],
     ));
-    assert!(
-        v["end"]["cpu_utilization_percent"]["remote_total"]
-            .as_f64()
-            .unwrap()
-            > 0.0
-    );
-    let text = v["server_output_text"].as_str().unwrap();
+    let cpu = v.end.cpu_utilization_percent.as_ref().expect("CPU use");
+    assert!(cpu.remote_total.unwrap() > 0.0);
+    let text = v.server_output_text.as_deref().unwrap();
     assert!(
         text.contains("Accepted connection from 127.0.0.1") && text.contains("  receiver"),
         "{text}"
@@ -232,9 +238,10 @@ fn json_has_measured_cpu_and_the_server_output_both_ways() {
         p3,
         &["-t", "1", "-J", "--get-server-output", "-u"],
     ));
-    let srv = &v["server_output_json"];
-    assert_eq!(srv["start"]["accepted_connection"]["host"], "127.0.0.1");
-    assert!(srv["end"]["sum"]["packets"].as_u64().unwrap() > 0, "{srv}");
+    let srv = v.server_output_json.as_ref().expect("the server's output");
+    let accepted = srv.start.accepted_connection.as_ref();
+    assert_eq!(accepted.map(|a| a.host.as_str()), Some("127.0.0.1"));
+    assert!(srv.end.sum("sum").packets.unwrap() > 0, "{srv:?}");
 }
 
 #[test]
@@ -319,8 +326,8 @@ fn server_only_options() {
 }
 
 /// Bytes the file's sender put on the wire, per `-J` (`end.sum_sent.bytes`).
-fn bytes_sent(v: &Value) -> u64 {
-    v["end"]["sum_sent"]["bytes"].as_u64().unwrap()
+fn bytes_sent(v: &Report) -> u64 {
+    v.end_bytes("sum_sent")
 }
 
 #[test]
@@ -390,7 +397,7 @@ fn file_option_sends_a_file_and_stores_what_arrives() {
             "-J",
         ],
     ));
-    let received = v["end"]["sum_received"]["bytes"].as_u64().unwrap();
+    let received = v.end_bytes("sum_received");
     assert!(received > 0);
     assert_eq!(std::fs::metadata(&got).unwrap().len(), received);
 

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use linklab_results::emu::predict::{PredictReport, PredictRun, TestFigures};
 
 /// The matrix's files, in the README's order: image, then rate.
 const FILES: [&str; 4] = [
@@ -23,10 +23,14 @@ const TRANSFERS: [&str; 3] = ["receive", "send", "curl"];
 /// An error past this is printed in bold: the goal the tables are held to.
 const GOAL_PCT: f64 = 15.0;
 
-fn num(v: &Value, key: &str) -> f64 {
-    v.get(key)
-        .and_then(Value::as_f64)
-        .unwrap_or_else(|| panic!("missing number {key} in {v}"))
+/// The figures of one run's `transfer` (one of [`TRANSFERS`]).
+fn transfer_of<'a>(run: &'a PredictRun, transfer: &str) -> &'a TestFigures {
+    match transfer {
+        "receive" => &run.receive,
+        "send" => &run.send,
+        "curl" => &run.curl,
+        _ => panic!("no transfer {transfer} in a predict run"),
+    }
 }
 
 /// A whole number with a space between thousands (the READMEs' style).
@@ -73,58 +77,49 @@ fn render(dir: &Path) -> (Vec<String>, Vec<String>, usize) {
             let path = dir.join(format!("{file}-shift{shift}.json"));
             let text = std::fs::read_to_string(&path)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let j: Value = serde_json::from_str(&text).expect("a predict file is JSON");
+            let j: PredictReport = linklab_testkit::docs::parse(&text);
             // The harness the README describes: the host's tail-loss probe off.
-            assert_eq!(
-                j["host_tail_loss_probe"],
-                Value::Bool(false),
+            assert!(
+                !j.host_tail_loss_probe,
                 "{} was not run with the host's tail-loss probe off (rerun linklab emu predict)",
                 path.display()
             );
-            let mips = num(&j, "mips");
-            let head = format!("| `{}` | {mips} |", j["profile"].as_str().expect("profile"));
+            let head = format!("| `{}` | {} |", j.profile, j.mips);
             let (mut rate_cells, mut cost_cells) = (Vec::new(), Vec::new());
             for (k, transfer) in TRANSFERS.iter().enumerate() {
-                let sum = &j["summary"][k];
-                let emulated = &sum["emulated_kB_per_s"];
+                let sum = &j.summary[k];
+                let emulated = &sum.emulated_kb_per_s;
                 // From the means, not the file's `error_of_mean_pct` (rounded to 0.1): a
                 // mean at +15.006 % misses the goal and is printed bold as one.
-                let predicted = num(&sum["predicted_kB_per_s"], "mean");
-                let error = (predicted / num(emulated, "mean") - 1.0) * 100.0;
+                let predicted = sum.predicted_kb_per_s.mean;
+                let error = (predicted / emulated.mean - 1.0) * 100.0;
                 if error.abs() <= GOAL_PCT {
                     within += 1;
                 }
                 rate_cells.push(format!(
                     "{} [{}–{}] → {}",
-                    thousands(num(emulated, "mean")),
-                    thousands(num(emulated, "min")),
-                    thousands(num(emulated, "max")),
+                    thousands(emulated.mean),
+                    thousands(emulated.min),
+                    thousands(emulated.max),
                     thousands(predicted)
                 ));
                 rate_cells.push(pct(error));
-                let runs: Vec<&Value> = j["runs"]
-                    .as_array()
-                    .expect("runs")
-                    .iter()
-                    .map(|r| &r[*transfer])
-                    .collect();
-                let per_byte: Vec<f64> = runs
-                    .iter()
-                    .map(|r| num(r, "instructions_per_byte"))
-                    .collect();
-                let busy: Vec<f64> = runs.iter().map(|r| num(r, "device_busy_share")).collect();
+                let runs: Vec<&TestFigures> =
+                    j.runs.iter().map(|r| transfer_of(r, transfer)).collect();
+                let per_byte: Vec<f64> = runs.iter().map(|r| r.instructions_per_byte).collect();
+                let busy: Vec<f64> = runs.iter().map(|r| r.device_busy_share).collect();
                 cost_cells.push(format!(
                     "{:.2} {} → {:.2}",
-                    num(&sum["instructions_per_byte"], "mean"),
+                    sum.instructions_per_byte.mean,
                     range(&per_byte, |x| format!("{x:.2}")),
-                    num(sum, "predicted_instructions_per_byte")
+                    sum.predicted_instructions_per_byte
                 ));
-                cost_cells.push(pct(num(sum, "instructions_per_byte_error_pct")));
+                cost_cells.push(pct(sum.instructions_per_byte_error_pct));
                 cost_cells.push(format!(
                     "{} {} → {}",
                     share(busy.iter().sum::<f64>() / busy.len() as f64),
                     range(&busy, |x| format!("{:.0}", x * 100.0)),
-                    share(num(sum, "predicted_busy_share"))
+                    share(sum.predicted_busy_share)
                 ));
             }
             rates.push(format!("{head} {} |", rate_cells.join(" | ")));

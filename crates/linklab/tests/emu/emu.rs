@@ -12,13 +12,14 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use linklab_results::probe::{ProbeReport, ServiceState};
 use linklab_testkit::counter;
 use linklab_testkit::device::{Device, DEVICE as DEVICE_IP};
 use linklab_testkit::hostile::{self as campaign};
 use linklab_testkit::iperf2;
+use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::{assert_conserved, end_bytes, in_netns, linklab_bin, mac_counter};
-use serde_json::Value;
 
 /// Stock `ping -c 20`: every echo answered.
 fn ping_20_without_loss(emu: &Device) {
@@ -45,10 +46,10 @@ fn udp_at_5_mbit_s(emu: &Device) {
     let mut seen = Vec::new();
     for _ in 0..3 {
         let udp = emu.iperf3(&["-t", "2", "-u", "-b", "5M"]);
-        let sum = udp["end"]["sum"].clone();
-        assert!(sum["bytes"].as_u64().unwrap_or(0) > 1_000_000, "{sum}");
-        assert!(sum["packets"].as_u64().unwrap_or(0) > 0, "{sum}");
-        if sum["lost_percent"].as_f64().unwrap_or(100.0) < 5.0 {
+        let sum = udp.end.sum("sum").clone();
+        assert!(sum.bytes > 1_000_000, "{sum:?}");
+        assert!(sum.packets.unwrap_or(0) > 0, "{sum:?}");
+        if sum.lost_percent.unwrap_or(100.0) < 5.0 {
             return;
         }
         seen.push(sum);
@@ -95,30 +96,27 @@ fn probe_reports(emu: &Device) {
         html.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{out:?}");
-    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(v["kind"], "probe", "{v}");
+    let v: ProbeReport = linklab_testkit::docs::read(&json);
+    assert_eq!(v.kind, "probe", "{v:?}");
     for s in ["icmp", "iperf3", "http", "echo-udp", "echo-tcp"] {
-        let present = v["services"]
-            .as_array()
-            .unwrap()
+        let present = v
+            .services
             .iter()
-            .any(|x| x["name"] == s && x["state"] == "present");
-        assert!(present, "{s}: {}", v["services"]);
+            .any(|x| x.name == s && x.state == ServiceState::Present);
+        assert!(present, "{s}: {:?}", v.services);
     }
     let figure = |id: &str| {
-        v["figures"]
-            .as_array()
-            .unwrap()
+        v.figures
             .iter()
-            .find(|f| f["id"] == id)
-            .and_then(|f| f["value"].as_f64())
-            .unwrap_or_else(|| panic!("no figure {id}: {}", v["figures"]))
+            .find(|f| f.id == id)
+            .map(|f| f.value)
+            .unwrap_or_else(|| panic!("no figure {id}: {:?}", v.figures))
     };
     for id in ["tcp.to_device", "tcp.from_device"] {
         assert!(figure(id) > 1e6, "{id}");
     }
-    for h in v["http"].as_array().unwrap() {
-        assert_eq!(h["crc_ok"], true, "{h}");
+    for h in &v.http {
+        assert_eq!(h.crc_ok, Some(true), "{h:?}");
     }
     assert!(std::fs::metadata(&html).unwrap().len() > 1000);
 }
@@ -137,32 +135,27 @@ fn end_to_end_with(board: &str, probe: bool) {
 
     // TCP to the device, from it, both at once, UDP at 5 Mbit/s, two parallel streams.
     let tcp = emu.iperf3(&["-t", "2"]);
-    assert!(end_bytes(&tcp, "sum_received") > 100_000, "{}", tcp["end"]);
+    assert!(end_bytes(&tcp, "sum_received") > 100_000, "{:?}", tcp.end);
     let reverse = emu.iperf3(&["-t", "2", "-R"]);
     assert!(
         end_bytes(&reverse, "sum_received") > 100_000,
-        "{}",
-        reverse["end"]
+        "{:?}",
+        reverse.end
     );
     let bidir = emu.iperf3(&["-t", "2", "--bidir"]);
     assert!(
         end_bytes(&bidir, "sum_received") > 10_000
             && end_bytes(&bidir, "sum_received_bidir_reverse") > 10_000,
-        "{}",
-        bidir["end"]
+        "{:?}",
+        bidir.end
     );
     udp_at_5_mbit_s(&emu);
     let parallel = emu.iperf3(&["-t", "2", "-P", "2"]);
-    assert_eq!(
-        parallel["end"]["streams"].as_array().map(Vec::len),
-        Some(2),
-        "{}",
-        parallel["end"]
-    );
+    assert_eq!(parallel.end.stream_count(), Some(2), "{:?}", parallel.end);
     assert!(
         end_bytes(&parallel, "sum_received") > 100_000,
-        "{}",
-        parallel["end"]
+        "{:?}",
+        parallel.end
     );
 
     // Garbage on the control port must not wedge the server.
@@ -185,24 +178,18 @@ fn end_to_end_with(board: &str, probe: bool) {
     // TEST_END is not received, so only the sender's count is exact.)
     for _ in 0..20 {
         let r = emu.iperf3(&["-n", "200K"]);
-        assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
-        assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
+        assert!(end_bytes(&r, "sum_sent") >= 200_000, "{:?}", r.end);
+        assert!(end_bytes(&r, "sum_received") > 0, "{:?}", r.end);
     }
     ping_3_without_loss(&emu);
 
     let stats = emu.stats();
-    assert_eq!(stats["board"], board, "{stats}");
+    assert_eq!(stats.text("board"), board, "{stats}");
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
     assert_eq!(mac_counter(&stats, "rx_crc_errors"), 0, "{stats}");
-    assert!(
-        stats["iperf"]["tests_done"].as_u64().unwrap() >= 25,
-        "{stats}"
-    );
-    assert!(
-        stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
-        "{stats}"
-    );
+    assert!(stats.counter("iperf", "tests_done") >= 25, "{stats}");
+    assert!(stats.counter("memory", "stack_peak_bytes") > 0, "{stats}");
     if probe {
         probe_reports(&emu);
         assert_conserved(&emu.stats());
@@ -260,12 +247,12 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
     // The spoofed half-open sockets time out while stock iperf3 runs.
     let spoofed_at = campaign::spoofed_syns_then_clients(&emu);
 
-    let both = |r: &Value, sent: &str, received: &str| {
+    let both = |r: &iperf3::Report, sent: &str, received: &str| {
         let (s, d) = (end_bytes(r, sent), end_bytes(r, received));
         assert!(
             s > 100_000 && d > 100_000,
-            "{sent} {s}, {received} {d}: {}",
-            r["end"]
+            "{sent} {s}, {received} {d}: {:?}",
+            r.end
         );
     };
     let tcp = emu.iperf3(&["-t", "2"]);
@@ -280,7 +267,7 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
         "sum_received_bidir_reverse",
     );
     let parallel = emu.iperf3(&["-t", "2", "-P", "2"]);
-    assert_eq!(parallel["end"]["streams"].as_array().map(Vec::len), Some(2));
+    assert_eq!(parallel.end.stream_count(), Some(2));
     both(&parallel, "sum_sent", "sum_received");
     udp_at_5_mbit_s(&emu);
 
@@ -295,19 +282,16 @@ fn embassy_end_to_end_with(board: &str, probe: bool) {
         let _ = s.read_to_end(&mut sink);
     });
     let r = emu.iperf3(&["-n", "200K"]);
-    assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
-    assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
+    assert!(end_bytes(&r, "sum_sent") >= 200_000, "{:?}", r.end);
+    assert!(end_bytes(&r, "sum_received") > 0, "{:?}", r.end);
 
     campaign::half_open_sockets_time_out(&emu, spoofed_at);
     let stats = emu.stats();
-    assert_eq!(stats["board"], board, "{stats}");
+    assert_eq!(stats.text("board"), board, "{stats}");
     assert!(mac_counter(&stats, "rx_packets") > 1000, "{stats}");
     assert!(counter(&stats, "http", "reclaimed") >= 1, "{stats}");
     assert!(counter(&stats, "iperf", "tests_done") >= 6, "{stats}");
-    assert!(
-        stats["memory"]["stack_peak_bytes"].as_u64().unwrap() > 0,
-        "{stats}"
-    );
+    assert!(stats.counter("memory", "stack_peak_bytes") > 0, "{stats}");
     if probe {
         probe_reports(&emu);
         assert_conserved(&emu.stats());
@@ -356,13 +340,13 @@ fn minimal_end_to_end(board: &str) {
 
     let tcp = emu.iperf3(&["-t", "2"]);
     let (sent, received) = (end_bytes(&tcp, "sum_sent"), end_bytes(&tcp, "sum_received"));
-    assert!(sent > 100_000 && received > 100_000, "{}", tcp["end"]);
+    assert!(sent > 100_000 && received > 100_000, "{:?}", tcp.end);
     let reverse = emu.iperf3(&["-t", "2", "-R"]);
     let (sent, received) = (
         end_bytes(&reverse, "sum_sent"),
         end_bytes(&reverse, "sum_received"),
     );
-    assert!(sent > 100_000 && received > 100_000, "{}", reverse["end"]);
+    assert!(sent > 100_000 && received > 100_000, "{:?}", reverse.end);
 
     for mode in [
         &["-u", "-b", "5M"][..],
@@ -387,8 +371,8 @@ fn minimal_end_to_end(board: &str) {
     campaign::a_held_iperf3_server_answers_busy(&emu);
     for _ in 0..5 {
         let r = emu.iperf3(&["-n", "200K"]);
-        assert!(end_bytes(&r, "sum_sent") >= 200_000, "{}", r["end"]);
-        assert!(end_bytes(&r, "sum_received") > 0, "{}", r["end"]);
+        assert!(end_bytes(&r, "sum_sent") >= 200_000, "{:?}", r.end);
+        assert!(end_bytes(&r, "sum_received") > 0, "{:?}", r.end);
     }
 
     // The device counts a test, and writes its work line, once the client's IPERF_DONE has

@@ -65,17 +65,17 @@ fn rp2040_soft_phy_in_rp2040js_serves_ping_http_iperf2() {
     // the iperf 2 bytes it counted are the ones sent to it.
     pin.wait_iperf2_closed();
     let stats = pin.stats();
-    assert_eq!(stats["board"], "rp2040-soft-phy", "{stats}");
-    assert_eq!(stats["link_up"], true, "{stats}");
-    assert!(stats["http"]["responses"].as_u64() >= Some(2), "{stats}");
+    assert_eq!(stats.text("board"), "rp2040-soft-phy", "{stats}");
+    assert!(stats.top_flag("link_up"), "{stats}");
+    assert!(stats.counter("http", "responses") >= 2, "{stats}");
     assert!(
-        stats["iperf2"]["bytes_received"].as_u64() >= Some(100_000),
+        stats.counter("iperf2", "bytes_received") >= 100_000,
         "{stats}"
     );
     linklab_testkit::assert_conserved(&stats);
     // Every frame the MAC handed the transmitter went out (none refused for a link pulse).
-    assert_eq!(stats["phy"]["tx_refused"], 0, "{stats}");
-    println!("rp2040js: device phy {}", stats["phy"]);
+    assert_eq!(stats.counter("phy", "tx_refused"), 0, "{stats}");
+    println!("rp2040js: device phy {}", stats.show("phy"));
 
     let status = pin.status.read();
     let counts = pin.stop();

@@ -25,10 +25,11 @@ use std::time::Duration;
 use linklab_testkit::device::DEVICE;
 use linklab_testkit::emulated_clock::Status;
 use linklab_testkit::iperf2::iperf_in;
+use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::rp2040js::{build_elf, curl_crc, PinLevel};
+use linklab_testkit::stats::{Field, Stats};
 use linklab_testkit::{assert_conserved, end_bytes, linklab_bin, mac_counter, Netns};
-use serde_json::Value;
 
 /// The hostile cases, ms of the chip's clock after the harness gets SIGUSR1 (hostile.mjs):
 /// the stuck line and the stall last 20 ms each.
@@ -39,25 +40,19 @@ const HOSTILE_CASES: usize = 6;
 const TRANSFER: &str = "100K";
 const TRANSFER_BYTES: u64 = 100 * 1024;
 
-fn phy(stats: &Value, name: &str) -> u64 {
-    stats["phy"][name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no phy.{name} in {stats}"))
+fn phy(stats: &Stats, name: &str) -> u64 {
+    stats.counter("phy", name)
 }
 
 /// The device's laws (the MAC's, and the PHY's against the MAC).
-fn assert_laws(stats: &Value) {
+fn assert_laws(stats: &Stats) {
     assert_conserved(stats);
-    assert_eq!(
-        stats["phy_conservation"]["holds"],
-        Value::Bool(true),
-        "{stats}"
-    );
+    assert!(stats.flag("phy_conservation", "holds"), "{stats}");
 }
 
 /// Stock iperf3 (`-n TRANSFER`, `-R` for from the device): the bytes the receiving end
 /// reported and the emulated seconds.
-fn iperf3(pin: &PinLevel, reverse: bool) -> (u64, Value, f64) {
+fn iperf3(pin: &PinLevel, reverse: bool) -> (u64, iperf3::Report, f64) {
     let mut argv = vec![
         "timeout", "600", "iperf3", "-c", DEVICE, "-n", TRANSFER, "-J",
     ];
@@ -65,21 +60,21 @@ fn iperf3(pin: &PinLevel, reverse: bool) -> (u64, Value, f64) {
         argv.push("-R");
     }
     let (out, secs) = pin.status.timed(|| pin.ns.run(&argv));
-    let report: Value = serde_json::from_slice(&out.stdout).expect("iperf3 JSON");
+    let report = iperf3::Report::parse(&out.stdout);
     (end_bytes(&report, "sum_received"), report, secs)
 }
 
 /// The hostile line: each case injected once, then each counted by the device against
 /// `before`; the device answers and its laws hold after.
-fn hostile_line_is_counted(pin: &PinLevel, before: &Value) {
+fn hostile_line_is_counted(pin: &PinLevel, before: &Stats) {
     // The hostile line: each case once, then the chip's time for the last to end.
     pin.start_injection();
     let started = std::time::Instant::now();
-    while pin.status.read()["injected"]
-        .as_array()
-        .map_or(0, |a| a.len())
-        < HOSTILE_CASES
-    {
+    let injected = || match pin.status.figures().0.get("injected") {
+        Some(Field::List(cases)) => cases.len(),
+        _ => 0,
+    };
+    while injected() < HOSTILE_CASES {
         assert!(
             started.elapsed() < Duration::from_secs(300),
             "the hostile plan did not finish: {}",
@@ -114,7 +109,7 @@ fn hostile_line_is_counted(pin: &PinLevel, before: &Value) {
         mac_counter(&after_hostile, "rx_crc_errors"),
     );
     // Noise: activity that is no frame (or a garbled one the MAC refuses).
-    let garbled = |s: &Value| {
+    let garbled = |s: &Stats| {
         phy(s, "noise")
             + phy(s, "empty")
             + mac_counter(s, "rx_crc_errors")
@@ -147,8 +142,8 @@ fn hostile_line_is_counted(pin: &PinLevel, before: &Value) {
 fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_rate() {
     let elf = build_elf("rp2040-soft-phy", "", "two-cores");
     let pin = PinLevel::start("rp2040js2", &elf, 8, Some(HOSTILE));
-    let status = pin.status.read();
-    assert_eq!(status["core1_launched"], true, "{status}");
+    let status = pin.status.figures();
+    assert!(status.top_flag("core1_launched"), "{status}");
 
     // The device answers each of 3 pings.
     Ping::new(DEVICE, 3)
@@ -194,14 +189,14 @@ fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_r
     // Stock iperf3 each way.
     let before_iperf3 = pin.stats();
     let (got, report, secs) = iperf3(&pin, false);
-    assert!(got > 0, "{report}");
+    assert!(got > 0, "{report:?}");
     println!(
         "rp2040js two cores: iperf3 -n {TRANSFER} to the device: {} B sent, {got} B counted by the device at the client's end, {secs:.3} emulated s, {} retransmissions",
         end_bytes(&report, "sum_sent"),
-        report["end"]["sum_sent"]["retransmits"]
+        report.end.sum("sum_sent").retransmits.map_or("no".into(), |r| r.to_string())
     );
     let (got, report, secs) = iperf3(&pin, true);
-    assert!(got >= TRANSFER_BYTES, "{report}");
+    assert!(got >= TRANSFER_BYTES, "{report:?}");
     println!(
         "rp2040js two cores: iperf3 -R -n {TRANSFER} from the device: {got} B in {secs:.3} emulated s ({:.0} kB/s)",
         got as f64 / secs / 1e3
@@ -227,9 +222,9 @@ fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_r
     }
     assert_laws(&after);
     // Every frame the MAC handed the transmitter went out (none refused for a link pulse).
-    assert_eq!(after["phy"]["tx_refused"], 0, "{after}");
-    assert_eq!(after["board"], "rp2040-soft-phy", "{after}");
-    assert_eq!(after["link_up"], true, "{after}");
+    assert_eq!(after.counter("phy", "tx_refused"), 0, "{after}");
+    assert_eq!(after.text("board"), "rp2040-soft-phy", "{after}");
+    assert!(after.top_flag("link_up"), "{after}");
 
     let status = pin.status.read();
     let counts = pin.stop();
@@ -271,7 +266,7 @@ fn linklab_emu_pico_boots_the_example() {
     ns.run(&["ip", "addr", "add", "198.18.0.1/24", "dev", "pico0"]);
     ns.run(&["ip", "link", "set", "pico0", "up"]);
     status.wait_until(200_000_000, Duration::from_secs(300));
-    assert_eq!(status.read()["core1_launched"], true);
+    assert!(status.figures().top_flag("core1_launched"));
 
     Ping::new(DEVICE, 3)
         .deadline(120)

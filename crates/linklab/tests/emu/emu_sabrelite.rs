@@ -18,7 +18,7 @@
 //! kbit/s here, as on mps2-an385 and riscv32-virt; firmware README). Needs root and QEMU, as
 //! tests/emu.rs.
 
-use serde_json::Value;
+use linklab_results::sweep::{Step, SweepReport};
 
 use linklab_testkit::device::{Device, DEVICE};
 use linklab_testkit::{assert_conserved, mac_counter};
@@ -28,7 +28,7 @@ const SHIFT: &str = "3";
 
 /// `linklab sweep` against the device, UDP, device receiving (or sending, `reverse`), from
 /// 20 to 300 Mbit/s in 40 Mbit/s steps of a second: its JSON report.
-fn sweep(emu: &Device, reverse: bool) -> Value {
+fn sweep(emu: &Device, reverse: bool) -> SweepReport {
     let dir = linklab_testkit::tempdir(&format!("sweep-sabrelite-{reverse}"));
     let json = dir.join("sweep.json");
     let bin = linklab_testkit::linklab_bin();
@@ -53,7 +53,7 @@ fn sweep(emu: &Device, reverse: bool) -> Value {
     }
     let out = emu.ns.run(&argv);
     assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+    linklab_testkit::docs::read(&json)
 }
 
 #[test]
@@ -61,11 +61,7 @@ fn sabrelite_at_125_mips_sweeps_past_its_limit_each_way() {
     let mut emu = Device::emu_args("sabrelite", &["--image", "embassy", "--icount", SHIFT]);
     let before = emu.stats();
     let tcp = emu.iperf3(&["-t", "3"]);
-    assert!(
-        tcp["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0) > 1_000_000,
-        "{}",
-        tcp["end"]
-    );
+    assert!(tcp.end_bytes("sum_received") > 1_000_000, "{:?}", tcp.end);
     let after = emu.stats();
     let delta = |name: &str| mac_counter(&after, name) - mac_counter(&before, name);
     assert!(delta("rx_packets") > 1000, "{after}");
@@ -77,30 +73,32 @@ fn sabrelite_at_125_mips_sweeps_past_its_limit_each_way() {
     );
     for reverse in [false, true] {
         let v = sweep(&emu, reverse);
-        let steps = v["steps"].as_array().expect("steps");
-        let offered = |s: &Value| s["offered_bps"].as_f64().unwrap_or(0.0);
-        let limited = |s: &Value| s["limits"].as_array().is_some_and(|l| !l.is_empty());
+        let steps = &v.steps;
+        let offered = |s: &Step| s.offered_bps;
+        let limited = |s: &Step| !s.limits.is_empty();
         let top = steps
             .iter()
             .filter(|s| offered(s) >= 290e6)
             .collect::<Vec<_>>();
         assert!(
             !top.is_empty() && top.iter().all(|s| limited(s)),
-            "the top step names a limit (reverse {reverse}): {v}"
+            "the top step names a limit (reverse {reverse}): {v:?}"
         );
-        let peak = v["peak"]["received_bps"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("no peak (reverse {reverse}): {v}"));
+        let peak = v
+            .peak
+            .as_ref()
+            .map(|p| p.received_bps)
+            .unwrap_or_else(|| panic!("no peak (reverse {reverse}): {v:?}"));
         assert!(peak > 1e6, "peak {peak} (reverse {reverse})");
-        if let Some(knee) = v["knee_bps"].as_f64() {
+        if let Some(knee) = v.knee_bps {
             assert!(
                 steps.iter().filter(|s| offered(s) > knee).all(limited),
-                "every step above the knee names a limit (reverse {reverse}): {v}"
+                "every step above the knee names a limit (reverse {reverse}): {v:?}"
             );
         }
     }
     let stats = emu.stats();
-    assert_eq!(stats["board"], "sabrelite", "{stats}");
+    assert_eq!(stats.text("board"), "sabrelite", "{stats}");
     assert_conserved(&stats);
     assert!(mac_counter(&stats, "rx_packets") > 10_000, "{stats}");
     let stdout = emu.stop(libc::SIGINT);

@@ -47,20 +47,21 @@ fn spi_link_booted_as_a_user_does_answers_ping_and_iperf3_both_ways() {
     iperf3_both_ways(&ns, 100);
 
     let out = ns.run(&["curl", "-s", "--max-time", "120", "http://198.18.0.2/stats"]);
-    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("/stats");
-    assert_eq!(stats["board"], "rp2040-spi-link", "{stats}");
-    assert_eq!(stats["link_conservation"], "ok", "{stats}");
-    let spi = &stats["spi"];
-    assert!(spi["transfers"].as_u64() > Some(100), "{stats}");
-    assert_eq!(spi["unarmed"], 0, "the master waited for READY: {stats}");
-    assert_eq!(spi["rx_overruns"], 0, "{stats}");
-    assert_eq!(stats["link"]["rx_crc_errors"], 0, "a clean line: {stats}");
-    println!("spi-link: device {}", stats["spi"]);
+    let stats = linklab_testkit::stats::Stats::parse(&out.stdout);
+    assert_eq!(stats.text("board"), "rp2040-spi-link", "{stats}");
+    assert_eq!(stats.text("link_conservation"), "ok", "{stats}");
+    let spi = |name: &str| stats.counter("spi", name);
+    assert!(spi("transfers") > 100, "{stats}");
+    assert_eq!(spi("unarmed"), 0, "the master waited for READY: {stats}");
+    assert_eq!(spi("rx_overruns"), 0, "{stats}");
+    let crc_errors = stats.counter("link", "rx_crc_errors");
+    assert_eq!(crc_errors, 0, "a clean line: {stats}");
+    println!("spi-link: device {}", stats.show("spi"));
 
     let out = cli.interrupt(Duration::from_secs(20));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| conserved"), "the host's link: {text}");
-    println!("spi-link: harness {}", status.read()["spi_master"]);
+    println!("spi-link: harness {}", status.figures().show("spi_master"));
 }
 
 #[test]
@@ -325,23 +326,22 @@ fn iperf3_both_ways(ns: &Netns, kib: u64) -> [f64; 2] {
             argv.push("-R");
         }
         let out = ns.run(&argv);
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3's JSON");
-        assert!(report.get("error").is_none(), "iperf3: {report}");
+        let report = linklab_testkit::iperf3::Report::parse(&out.stdout);
+        assert!(report.error.is_none(), "iperf3: {report:?}");
         let side = if reverse { "sum_sent" } else { "sum_received" };
-        let device = &report["end"][side];
-        let moved = device["bytes"].as_u64().unwrap_or(0);
-        let secs = device["end"].as_f64().unwrap_or(0.0);
+        let device = report.end.sum(side);
+        let (moved, secs) = (device.bytes, device.end);
         assert!(
             moved > 10_000 && secs > 0.0,
-            "iperf3 -R={reverse}: {}",
-            report["end"]
+            "iperf3 -R={reverse}: {:?}",
+            report.end
         );
         if reverse {
             let host = linklab_testkit::end_bytes(&report, "sum_received");
             assert!(
                 host >= kib * 1024,
-                "every byte asked, from the device: {}",
-                report["end"]
+                "every byte asked, from the device: {:?}",
+                report.end
             );
         }
         rates[i] = moved as f64 * 8.0 / secs / 1e6;

@@ -82,12 +82,12 @@ fn iperf3_both_ways(ns: &Netns, bytes: &str) {
             argv.push("-R");
         }
         let out = ns.run(&argv);
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
+        let doc = linklab_testkit::iperf3::Report::parse(&out.stdout);
         // Into the device its server stops counting at the client's TEST_END (the rest is
         // still in the host's socket): what the client sent is whole; from it, the host
         // counts every byte.
         let key = if reverse { "sum_received" } else { "sum_sent" };
-        let bytes = doc["end"][key]["bytes"].as_u64().unwrap_or(0);
+        let bytes = doc.end_bytes(key);
         assert!(
             bytes >= 100 * 1024,
             "iperf3{}: {bytes} bytes",

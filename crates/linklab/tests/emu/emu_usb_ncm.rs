@@ -23,10 +23,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use linklab_testkit::device::DEVICE;
 use linklab_testkit::emulated_clock::Status;
+use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::rp2040js::{build_elf, curl_crc, root};
 use linklab_testkit::{linklab_bin, ChildGuard, Netns};
@@ -207,7 +207,7 @@ fn assert_accounted(device: &DeviceNcm, host: &Harness) {
 /// error) and the device's bytes and seconds (its clock; at least all but the host's send
 /// buffer of the bytes asked for: iperf3's server stops counting at the client's TEST_END,
 /// which leaves once the last byte is in the client's socket, see [`small_send_buffers`]).
-fn iperf3(ns: &Netns, kib: u64, reverse: bool) -> (Value, u64, f64) {
+fn iperf3(ns: &Netns, kib: u64, reverse: bool) -> (iperf3::Report, u64, f64) {
     let n = format!("{kib}K");
     let mut argv = vec![
         "iperf3",
@@ -223,21 +223,15 @@ fn iperf3(ns: &Netns, kib: u64, reverse: bool) -> (Value, u64, f64) {
         argv.push("-R");
     }
     let out = ns.run(&argv);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "iperf3: no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    assert!(report.get("error").is_none(), "iperf3: {}", report["error"]);
+    let report = iperf3::Report::parse(&out.stdout);
+    assert!(report.error.is_none(), "iperf3: {:?}", report.error);
     let side = if reverse { "sum_sent" } else { "sum_received" };
-    let moved = report["end"][side]["bytes"].as_u64().unwrap_or(0);
-    let secs = report["end"][side]["seconds"].as_f64().unwrap_or(0.0);
+    let (moved, secs) = (report.end.sum(side).bytes, report.end.sum(side).seconds);
     let least = kib * 1024 - if reverse { 0 } else { SEND_BUFFER };
     assert!(
         moved >= least && secs > 0.0,
-        "iperf3 {argv:?}: the device's side moved {moved} B: {}",
-        report["end"]
+        "iperf3 {argv:?}: the device's side moved {moved} B: {:?}",
+        report.end
     );
     (report, moved, secs)
 }
@@ -508,19 +502,14 @@ fn usb_ncm_survives_bad_blocks_and_a_usb_reset_mid_iperf3() {
     }
     faulty.start_plan();
     let out = iperf.wait_with_output().expect("iperf3");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "iperf3: no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
+    let report = iperf3::Report::parse(&out.stdout);
     assert!(
-        report.get("error").is_none(),
-        "iperf3 across the faults: {}",
-        report["error"]
+        report.error.is_none(),
+        "iperf3 across the faults: {:?}",
+        report.error
     );
-    let received = report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
-    assert!(received >= 300 * 1024 - SEND_BUFFER, "{}", report["end"]);
+    let received = report.end_bytes("sum_received");
+    assert!(received >= 300 * 1024 - SEND_BUFFER, "{:?}", report.end);
 
     let h = harness(&b.status);
     assert_eq!(h.faults_done.len(), 6, "{:?}", h.faults_done);

@@ -23,12 +23,14 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use linklab_results::rtt::RttReport;
 use serde_json::Value;
 
 use linklab_testkit::device::DEVICE;
 use linklab_testkit::emulated_clock::Status;
 use linklab_testkit::iperf2::iperf_in;
 use linklab_testkit::ping::Ping;
+use linklab_testkit::stats::Stats;
 use linklab_testkit::w5500_spi::Spi;
 use linklab_testkit::{linklab_bin, run_ok, wire_rtt, ChildGuard, Netns};
 
@@ -146,12 +148,12 @@ impl Board {
     }
 
     /// The device's `/stats`.
-    fn stats(&self) -> Value {
+    fn stats(&self) -> Stats {
         let url = format!("http://{DEVICE}/stats");
         let out = self
             .ns
             .run(&["curl", "-sS", "--fail", "--max-time", "120", &url]);
-        serde_json::from_slice(&out.stdout).expect("/stats JSON")
+        Stats::parse(&out.stdout)
     }
 
     /// Stops the harness and the line; the line's counters must obey their laws, and the
@@ -251,26 +253,19 @@ fn iperf3_both_ways(board: &Board, bytes: &str) -> (f64, f64) {
         let before = Spi::at(&board.status);
         let out = board.ns.run(&argv);
         let after = Spi::at(&board.status);
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "iperf3: no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        });
-        assert!(report.get("error").is_none(), "iperf3: {report}");
+        let report = linklab_testkit::iperf3::Report::parse(&out.stdout);
+        assert!(report.error.is_none(), "iperf3: {report:?}");
         // The device's side of the report: its receiver into it, its sender from it.
         let side = if reverse { "sum_sent" } else { "sum_received" };
-        let device = &report["end"][side];
-        let moved = device["bytes"].as_u64().unwrap_or(0);
-        let secs = device["end"].as_f64().unwrap_or(0.0);
+        let (moved, secs) = (report.end.sum(side).bytes, report.end.sum(side).end);
         assert!(
             moved > 100_000 && secs > 0.0,
-            "iperf3 {argv:?}: {}",
-            report["end"]
+            "iperf3 {argv:?}: {:?}",
+            report.end
         );
         let mbps = moved as f64 * 8.0 / secs / 1e6;
         if reverse {
-            let host = report["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+            let host = report.end_bytes("sum_received");
             let (line, _) = after.since(&before, host);
             println!(
                 "w5500: iperf3 from the device (-R): {moved} B in {secs:.3} s of its clock, {mbps:.2} Mbit/s; the run: {line}"
@@ -299,7 +294,7 @@ fn spi_into(board: &Board, kib: u64) {
 /// listens again once the last test's connection is closed.
 fn wait_iperf2_closed(board: &Board) {
     let started = Instant::now();
-    while board.stats()["iperf2"]["open_streams"].as_u64() != Some(0) {
+    while board.stats().counter("iperf2", "open_streams") != 0 {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "an iperf 2 stream stayed open"
@@ -351,10 +346,10 @@ fn round_trips(board: &Board, probes: u32, speed: f64) -> Vec<(String, wire_rtt:
             "--json",
             json.to_str().unwrap(),
         ]);
-        let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        for size in report["sizes"].as_array().unwrap() {
-            assert_eq!(size["corrupt"], 0, "{size}");
-            assert_eq!(size["lost"], 0, "{size}");
+        let report: RttReport = linklab_testkit::docs::read(&json);
+        for size in &report.sizes {
+            assert_eq!(size.corrupt, 0, "{size:?}");
+            assert_eq!(size.lost, 0, "{size:?}");
         }
         // The capture is written as frames pass: all of it is on disk once the replies are in.
         let rts = if transport == "--udp" {
@@ -460,9 +455,9 @@ fn w5500_evb_pico_serves_ping_http_iperf_and_round_trips() {
     iperf2_from(&board);
 
     let stats = board.stats();
-    assert_eq!(stats["board"], "w5500-evb-pico", "{stats}");
-    assert_eq!(stats["link_up"], true, "{stats}");
-    assert!(stats["http"]["responses"].as_u64() >= Some(2), "{stats}");
+    assert_eq!(stats.text("board"), "w5500-evb-pico", "{stats}");
+    assert!(stats.top_flag("link_up"), "{stats}");
+    assert!(stats.counter("http", "responses") >= 2, "{stats}");
     let last = board.finish();
     println!(
         "w5500: harness: {:.1} emulated MHz per real s; W5500 stored {} frames, sent {}, dropped {} (buffer full)",

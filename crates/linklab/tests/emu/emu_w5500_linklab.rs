@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use linklab_testkit::device::DEVICE;
 use linklab_testkit::emulated_clock::Status;
+use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
 use linklab_testkit::{linklab_bin, ChildGuard, Netns};
 
@@ -184,9 +185,9 @@ impl Board {
             argv.push("-R");
         }
         let out = self.ns.run(&argv);
-        let report: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
-        assert!(report.get("error").is_none(), "iperf3: {report}");
-        report["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0)
+        let report = iperf3::Report::parse(&out.stdout);
+        assert!(report.error.is_none(), "iperf3: {report:?}");
+        report.end.sum_sent.map_or(0, |s| s.bytes)
     }
 
     /// Stops the harness and the line: the line's law must hold, and the model must have met
@@ -388,10 +389,10 @@ fn benchmark_iperf3_each_way() {
         }
         let out = board.ns.run(&argv);
         let b: Value = board.status.read();
-        let report: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
+        let report = iperf3::Report::parse(&out.stdout);
         let side = if reverse { "sum_sent" } else { "sum_received" };
-        let moved = report["end"][side]["bytes"].as_f64().unwrap_or(0.0);
-        let secs = report["end"][side]["end"].as_f64().unwrap_or(0.0);
+        let moved = report.end.sum(side).bytes as f64;
+        let secs = report.end.sum(side).end;
         let d = |k: &str| b[k].as_f64().unwrap_or(0.0) - a[k].as_f64().unwrap_or(0.0);
         let elapsed = d("emulated_ns");
         println!(

@@ -62,7 +62,7 @@ fn assert_failed_with_report(run: &Run, what: &str, duration: u64) {
         run.figure("icmp.rtt_p50.64B") > 0.0,
         "what was measured is kept"
     );
-    assert!(!run.json()["failures"].as_array().unwrap().is_empty());
+    assert!(!run.report().failures.is_empty());
     assert!(run.html.exists(), "the page of what was measured");
     assert!(
         run.wall < Duration::from_secs(duration + 10),

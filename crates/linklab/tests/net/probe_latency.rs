@@ -16,13 +16,12 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use linklab_results::probe::latency::LoadRtt;
-use linklab_results::probe::LatencyUnderLoad;
+use linklab_results::probe::{LatencyUnderLoad, ProbeReport};
 use linklab_testkit::probe::{finished, probe, tap_device, Run};
 use linklab_testkit::{
     assert_one_line_error, charts, iface_with, linklab_bin, run_bounded, tempdir, veth_pair,
     wait_until, ChildGuard, Netns,
 };
-use serde_json::Value;
 
 /// The soft NIC with a window larger than the shaper's queue (so the queue, not the window,
 /// bounds what waits).
@@ -368,14 +367,11 @@ fn repeat_keeps_the_spread_and_bad_input_is_one_line() {
     // Beside an older document lacking a figure and the conditions: both shown, the lack named.
     let dir = tempdir("probe-latency-bad");
     let probe_json = run.html.with_file_name("probe.json");
-    let mut older: Value = serde_json::from_slice(&std::fs::read(&probe_json).unwrap()).unwrap();
-    older["linklab_version"] = "0.1.0".into();
-    older.as_object_mut().unwrap().remove("conditions");
-    older.as_object_mut().unwrap().remove("repeat");
-    older["figures"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|f| f["id"] != "icmp.rtt_p50.1472B");
+    let mut older: ProbeReport = linklab_testkit::docs::read(&probe_json);
+    older.linklab_version = "0.1.0".into();
+    older.conditions = None;
+    older.repeat = None;
+    older.figures.retain(|f| f.id != "icmp.rtt_p50.1472B");
     let older_json = dir.join("older.json");
     std::fs::write(&older_json, serde_json::to_string(&older).unwrap()).unwrap();
     let page = report_page(&dir.join("side.html"), &[&older_json, &probe_json]);

@@ -4,10 +4,10 @@
 use std::process::Command;
 use std::time::Duration;
 
+use linklab_results::rtt::RttReport;
 use linklab_testkit::{
     assert_one_line_error, linklab_bin, linklab_in, tempdir, veth_pair, wait_until, Netns,
 };
-use serde_json::Value;
 
 /// The veth interface of a namespace (the one that is not `lo`).
 fn veth_of(ns: &Netns) -> String {
@@ -75,17 +75,15 @@ struct Row {
     lost: u64,
 }
 
-fn rows(json: &Value) -> Vec<Row> {
-    json["sizes"]
-        .as_array()
-        .unwrap()
+fn rows(json: &RttReport) -> Vec<Row> {
+    json.sizes
         .iter()
         .map(|s| Row {
-            size: s["size"].as_u64().unwrap(),
-            min_us: s["rtt"]["min_us"].as_f64().unwrap(),
-            p50_us: s["rtt"]["p50_us"].as_f64().unwrap(),
-            received: s["received"].as_u64().unwrap(),
-            lost: s["lost"].as_u64().unwrap(),
+            size: s.size as u64,
+            min_us: s.rtt.min_us,
+            p50_us: s.rtt.p50_us,
+            received: s.received,
+            lost: s.lost,
         })
         .collect()
 }
@@ -144,7 +142,7 @@ const INTERVAL_US: u32 = 5000;
 
 /// `linklab rtt` from `b` to the echo server in `a`, UDP then TCP, 200 probes of 64, 512 and
 /// 1472 B every `INTERVAL_US`, with `delay` added each way: each protocol's JSON document.
-fn rtt_with_delay_each_way(tag: &str, delay: Duration) -> Vec<(&'static str, Value)> {
+fn rtt_with_delay_each_way(tag: &str, delay: Duration) -> Vec<(&'static str, RttReport)> {
     let (a, b, _server) = echo_pair(tag);
     let _line = add_delay_each_way(&a, &b, delay);
     let dir = tempdir(&format!("{tag}-netem"));
@@ -177,8 +175,8 @@ fn rtt_with_delay_each_way(tag: &str, delay: Duration) -> Vec<(&'static str, Val
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let json: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
-        assert_eq!(json["kind"], "rtt");
+        let json: RttReport = linklab_testkit::docs::read(&json_path);
+        assert_eq!(json.kind, "rtt");
         docs.push((proto, json));
     }
     docs
@@ -235,18 +233,18 @@ fn udp_and_tcp_round_trips_gain_2ms_with_1ms_delay_each_way() {
                 "{proto} {size} B: every probe comes back"
             );
         }
-        let s0 = &json["sizes"][0];
+        let s0 = &json.sizes[0];
         // Paced every `INTERVAL_US` on a fixed schedule: the replies arrive that far apart on
         // average, and the realized bandwidth is size * 8 / the interval. (The mean, not the
         // median: on a loaded machine a late probe is followed by the ones due meanwhile, sent
         // at once, so most gaps can be shorter than the interval while the schedule holds.)
         let interval = f64::from(INTERVAL_US);
-        let gap = s0["interarrival"]["mean_us"].as_f64().unwrap();
+        let gap = s0.interarrival.mean_us;
         assert!(
             (0.9 * interval..=1.1 * interval).contains(&gap),
             "inter-arrival mean {gap}"
         );
-        let bw = s0["realized_bps"].as_f64().unwrap();
+        let bw = s0.realized_bps;
         let paced = 64.0 * 8.0 / (interval * 1e-6);
         assert!((bw - paced).abs() / paced < 0.1, "realized {bw}");
     }

@@ -6,10 +6,12 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use linklab_results::serial::SerialReport;
 use linklab_serial::impair::Impairment;
+use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
+use linklab_testkit::stats::Stats;
 use linklab_testkit::{linklab_bin, tempdir, ChildGuard, Netns};
-use serde_json::Value;
 
 /// A 3 Mbaud UART (8N1): 300 000 bytes/s.
 const MBAUD3: u64 = 300_000;
@@ -146,26 +148,23 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(r["kind"], "serial-selftest");
-    assert_eq!(r["conservation"], "ok", "{r}");
-    let sizes = r["sizes"].as_array().unwrap();
+    let r: SerialReport = linklab_testkit::docs::read(&json);
+    assert_eq!(r.kind, "serial-selftest");
+    assert_eq!(r.conservation, "ok", "{r:?}");
+    let sizes = &r.sizes;
     assert_eq!(sizes.len(), 4);
     let mut retx = 0;
     for s in sizes {
-        assert_eq!(s["sent"], 80, "{s}");
-        assert_eq!(s["received"], 80, "{s}");
-        assert_eq!(
-            (s["lost"].as_u64(), s["corrupt"].as_u64()),
-            (Some(0), Some(0))
-        );
-        assert_eq!(s["rtt"]["count"], 20, "{s}");
-        assert!(s["interarrival"]["count"].as_u64().unwrap() >= 59, "{s}");
-        assert!(s["goodput_bytes_per_s"].as_f64().unwrap() > 0.0);
-        retx += s["retransmissions"].as_u64().unwrap();
+        assert_eq!(s.sent, 80, "{s:?}");
+        assert_eq!(s.received, 80, "{s:?}");
+        assert_eq!((s.lost, s.corrupt), (0, 0));
+        assert_eq!(s.rtt.count, 20, "{s:?}");
+        assert!(s.interarrival.count >= 59, "{s:?}");
+        assert!(s.goodput_bytes_per_s > 0.0);
+        retx += s.retransmissions;
     }
-    let errors: u64 = sizes.iter().map(|s| s["rx_errors"].as_u64().unwrap()).sum();
-    assert!(retx + errors > 0, "the impairments did nothing: {r}");
+    let errors: u64 = sizes.iter().map(|s| s.rx_errors).sum();
+    assert!(retx + errors > 0, "the impairments did nothing: {r:?}");
 
     // The far end kept count too, and its counters conserve.
     let served = serve.interrupt(Duration::from_secs(5));
@@ -197,8 +196,8 @@ fn selftest_against_serve_through_a_noisy_stalling_3_mbaud_line() {
     assert!(page.matches("<svg").count() >= 9, "charts missing");
 }
 
-fn iperf3_bytes(report: &Value, which: &str) -> u64 {
-    report["end"][which]["bytes"].as_u64().unwrap_or(0)
+fn iperf3_bytes(report: &iperf3::Report, which: &str) -> u64 {
+    report.end.sum(which).bytes
 }
 
 #[test]
@@ -249,15 +248,15 @@ fn stock_ping_curl_and_iperf3_across_the_tap_bridge() {
     ]);
     assert_eq!(body.stdout.len(), 100_000);
     let stats = ns.run(&["curl", "-sf", "--max-time", "10", "http://198.18.9.2/stats"]);
-    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
-    assert_eq!(stats["conservation"], "ok", "{stats}");
+    let stats = Stats::parse(&stats.stdout);
+    assert_eq!(stats.text("conservation"), "ok", "{stats}");
 
     // Stock iperf3 both ways: TCP over smoltcp over the link over the relay.
     for extra in [&[][..], &["-R"][..]] {
         let mut argv = vec!["iperf3", "-c", "198.18.9.2", "-t", "2", "-J"];
         argv.extend_from_slice(extra);
         let out = ns.run(&argv);
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report = iperf3::Report::parse(&out.stdout);
         let bytes = iperf3_bytes(&report, "sum_received");
         eprintln!("iperf3 {extra:?}: {bytes} bytes in 2 s");
         // TCP flowed (about 580 kB in 2 s here; the bound leaves room for a loaded machine).
@@ -389,19 +388,19 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
     // quiet machine), so the bounds only say that data moved: what the link carries is
     // `linklab serial`'s bench to say.
     let out = ns.run(&["iperf3", "-c", "198.18.11.2", "-R", "-t", "2", "-J"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = iperf3::Report::parse(&out.stdout);
     let sent = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 -R over the mps2 UART: {sent} bytes in 2 s");
-    assert!(sent > 5_000, "{sent} bytes: {report}");
+    assert!(sent > 5_000, "{sent} bytes: {report:?}");
     let out = ns.run(&["iperf3", "-c", "198.18.11.2", "-t", "2", "-J"]);
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = iperf3::Report::parse(&out.stdout);
     let got = iperf3_bytes(&report, "sum_received");
     eprintln!("iperf3 over the mps2 UART: {got} bytes in 2 s");
     assert!(
         got > 5_000,
-        "{got} bytes: error {}, end {}",
-        report["error"],
-        report["end"]
+        "{got} bytes: error {:?}, end {:?}",
+        report.error,
+        report.end
     ); // ~39 kB here
     let stats = ns.run(&[
         "curl",
@@ -410,9 +409,9 @@ fn firmware_on_the_mps2_uart_serves_ping_curl_and_iperf3() {
         "30",
         "http://198.18.11.2/stats",
     ]);
-    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
-    assert_eq!(stats["device"], "serial", "{stats}");
-    assert_eq!(stats["conservation"], "ok", "{stats}");
+    let stats = Stats::parse(&stats.stdout);
+    assert_eq!(stats.text("device"), "serial", "{stats}");
+    assert_eq!(stats.text("conservation"), "ok", "{stats}");
     let out = emu.interrupt(Duration::from_secs(10));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| conserved"), "{text}");

@@ -11,9 +11,10 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use linklab_testkit::iperf2;
+use linklab_testkit::iperf3;
 use linklab_testkit::ping::Ping;
+use linklab_testkit::stats::Stats;
 use linklab_testkit::{assert_conserved, in_netns, linklab_bin, mac_counter, ChildGuard, Netns};
-use serde_json::Value;
 
 /// The soft NIC's address.
 const DEVICE_IP: &str = "198.18.0.2";
@@ -99,7 +100,7 @@ impl Served {
     }
 
     /// GET /stats as JSON.
-    fn stats(&self) -> Value {
+    fn stats(&self) -> Stats {
         let body = self.run(&[
             "curl",
             "-sS",
@@ -107,16 +108,11 @@ impl Served {
             "10",
             &format!("http://{DEVICE_IP}/stats"),
         ]);
-        serde_json::from_slice(&body).unwrap_or_else(|e| {
-            panic!(
-                "/stats is not JSON ({e}): {}",
-                String::from_utf8_lossy(&body)
-            )
-        })
+        Stats::parse(&body)
     }
 
     /// Runs stock `iperf3 -c DEVICE -t 2 -J` with `extra` options and returns its report.
-    fn iperf3(&self, extra: &[&str]) -> Value {
+    fn iperf3(&self, extra: &[&str]) -> iperf3::Report {
         let mut argv = vec![
             "iperf3",
             "-c",
@@ -134,15 +130,15 @@ impl Served {
             .args(&argv)
             .output()
             .expect("run iperf3");
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        let report: iperf3::Report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
-                "iperf3 {extra:?} printed no JSON ({e}): {}",
+                "iperf3 {extra:?} printed no report ({e}): {}",
                 String::from_utf8_lossy(&out.stderr)
             )
         });
         assert!(
-            out.status.success() && report.get("error").is_none(),
-            "iperf3 {extra:?} failed: {report}"
+            out.status.success() && report.error.is_none(),
+            "iperf3 {extra:?} failed: {report:?}"
         );
         report
     }
@@ -208,13 +204,31 @@ fn lists_its_own_request(served: &Served) {
         "10",
         &format!("http://{DEVICE_IP}/stats/tcp"),
     ]);
-    let tcp: Value = serde_json::from_slice(&body).expect("/stats/tcp is JSON");
-    let own = tcp["sockets"]
-        .as_array()
-        .expect("sockets")
+    let tcp: TcpTable = serde_json::from_slice(&body).unwrap_or_else(|e| {
+        panic!(
+            "/stats/tcp is no table ({e}): {}",
+            String::from_utf8_lossy(&body)
+        )
+    });
+    let columns = ["port", "state", "rx_queue", "tx_queue", "rx_capacity"];
+    assert_eq!(tcp.fields, columns, "{tcp:?}");
+    let own = tcp
+        .sockets
         .iter()
-        .any(|row| row[0] == 80 && row[1] == "ESTABLISHED");
-    assert!(own, "{tcp}");
+        .any(|row| row.0 == 80 && row.1 == "ESTABLISHED");
+    assert!(own, "{} rows omitted: {tcp:?}", tcp.omitted);
+}
+
+/// `GET /stats/tcp`: the connected sockets as compact rows, with the rows' field names.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TcpTable {
+    /// The rows' columns: port, state, rx_queue, tx_queue, rx_capacity.
+    fields: Vec<String>,
+    /// One row per socket, in `fields`' order.
+    sockets: Vec<(u16, String, u64, u64, u64)>,
+    /// Rows left out to fit the response.
+    omitted: u64,
 }
 
 #[test]
@@ -327,11 +341,8 @@ fn ping_curl_echo_stats_and_clean_exit() {
     assert!(mac_counter(&stats, "rx_packets") > 100, "{stats}");
     lists_its_own_request(&served);
     assert!(mac_counter(&stats, "tx_packets") > 100, "{stats}");
-    assert_eq!(stats["echo"]["udp_tx_datagrams"], 5, "{stats}");
-    assert!(
-        stats["echo"]["tcp_bytes"].as_u64().unwrap() >= 50_000,
-        "{stats}"
-    );
+    assert_eq!(stats.counter("echo", "udp_tx_datagrams"), 5, "{stats}");
+    assert!(stats.counter("echo", "tcp_bytes") >= 50_000, "{stats}");
 
     let tap_created = served
         .ns
@@ -392,19 +403,18 @@ fn echoes_udp_and_tcp(ns: &Netns) {
 }
 
 /// Bytes an iperf3 -J report says were received, checked for sanity.
-fn received_bytes(report: &Value, what: &str) -> u64 {
-    let end = &report["end"];
-    let sum = if end["sum_received"].is_object() {
-        &end["sum_received"]
-    } else {
-        &end["sum"]
-    };
-    let bytes = sum["bytes"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{what}: no byte count: {end}"));
-    let secs = sum["seconds"].as_f64().unwrap_or(0.0);
-    assert!(bytes > 0 && secs > 1.0, "{what}: nothing moved: {end}");
-    bytes
+fn received_bytes(report: &iperf3::Report, what: &str) -> u64 {
+    let end = &report.end;
+    let sum = end
+        .sum_received
+        .as_ref()
+        .or(end.sum.as_ref())
+        .unwrap_or_else(|| panic!("{what}: no byte count: {end:?}"));
+    assert!(
+        sum.bytes > 0 && sum.seconds > 1.0,
+        "{what}: nothing moved: {end:?}"
+    );
+    sum.bytes
 }
 
 #[test]
@@ -416,24 +426,18 @@ fn stock_iperf3_tcp_and_udp() {
     assert!(bytes > 1_000_000, "TCP moved only {bytes} bytes");
     let reverse = served.iperf3(&["-R"]);
     assert!(received_bytes(&reverse, "TCP -R") > 1_000_000);
-    assert_eq!(reverse["start"]["test_start"]["reverse"], 1);
+    assert_eq!(reverse.start.test_start.map(|t| t.reverse), Some(1));
 
     let bidir = served.iperf3(&["--bidir"]);
-    let end = &bidir["end"];
+    let end = &bidir.end;
+    assert!(end.sum("sum_received").bytes > 100_000, "{end:?}");
     assert!(
-        end["sum_received"]["bytes"].as_u64().unwrap() > 100_000,
-        "{end}"
-    );
-    assert!(
-        end["sum_received_bidir_reverse"]["bytes"].as_u64().unwrap() > 100_000,
-        "{end}"
+        end.sum("sum_received_bidir_reverse").bytes > 100_000,
+        "{end:?}"
     );
 
     let parallel = served.iperf3(&["-P", "4"]);
-    assert_eq!(
-        parallel["end"]["streams"].as_array().map(|s| s.len()),
-        Some(4)
-    );
+    assert_eq!(parallel.end.stream_count(), Some(4));
     assert!(received_bytes(&parallel, "TCP -P 4") > 1_000_000);
 
     // UDP both ways at a rate a loaded two-core host carries (at 50 Mbit/s, beside another
@@ -442,13 +446,13 @@ fn stock_iperf3_tcp_and_udp() {
     // What serve carries at full rate is `linklab bench`'s and probe's to say, not a test's.
     for extra in [&["-u", "-b", "5M"][..], &["-u", "-R", "-b", "5M"][..]] {
         let udp = served.iperf3(extra);
-        let sum = &udp["end"]["sum"];
-        let packets = sum["packets"].as_u64().unwrap_or(0);
-        let lost = sum["lost_packets"].as_u64().unwrap_or(u64::MAX);
+        let sum = udp.end.sum("sum");
+        let packets = sum.packets.unwrap_or(0);
+        let lost = sum.lost_packets.unwrap_or(u64::MAX);
         // 5 Mbit/s for 2 s is about 850 datagrams of 1460 bytes.
-        assert!(packets > 400, "{extra:?}: {sum}");
-        assert!(lost * 20 < packets, "{extra:?}: more than 5% lost: {sum}");
-        let mbps = sum["bits_per_second"].as_f64().unwrap() / 1e6;
+        assert!(packets > 400, "{extra:?}: {sum:?}");
+        assert!(lost * 20 < packets, "{extra:?}: more than 5% lost: {sum:?}");
+        let mbps = sum.bits_per_second / 1e6;
         assert!(
             (2.5..6.0).contains(&mbps),
             "{extra:?}: {mbps} Mbit/s for -b 5M"
@@ -511,10 +515,10 @@ fn any_queue_size_from_2_to_1024_frames_serves() {
         assert_eq!(body.len(), 100_000, "{frames} frames");
         let stats = served.stats();
         assert_conserved(&stats);
-        assert_eq!(stats["rx_queue"]["frames"], frames, "{stats}");
-        assert_eq!(stats["rx_queue"]["bytes"], bytes, "{stats}");
+        assert_eq!(stats.counter("rx_queue", "frames"), frames, "{stats}");
+        assert_eq!(stats.counter("rx_queue", "bytes"), bytes, "{stats}");
         let window = (frames - 2).max(1) * 1460;
-        assert_eq!(stats["tcp_window"]["bytes"], window, "{stats}");
+        assert_eq!(stats.counter("tcp_window", "bytes"), window, "{stats}");
         let stdout = served.stop();
         assert!(
             stdout.contains(&format!("rx queue {frames} frames ({bytes} bytes)")),

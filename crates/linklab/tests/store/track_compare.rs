@@ -2,10 +2,25 @@
 //! by their spread and the threshold, rates by probe's rule), exit 3 naming each worse
 //! figure, a failed entry counted worse, `--last`, `--markdown` and `--bmf`.
 
+use std::collections::BTreeMap;
+
 use linklab_results::track::TrackRun;
 use linklab_testkit::track::{entry, failed, figure, image, import, stderr, stdout, track};
 use linklab_testkit::{assert_one_line_error, tempdir};
+use serde::Deserialize;
 use serde_json::Value;
+
+/// bencher's Metric Format as `linklab track compare --bmf` writes it: entry, then figure.
+type Bmf = BTreeMap<String, BTreeMap<String, BmfMeasure>>;
+
+/// One figure in bencher's Metric Format: the median and the samples' range.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BmfMeasure {
+    value: f64,
+    lower_value: f64,
+    upper_value: f64,
+}
 
 #[test]
 fn unchanged_within_noise_is_exit_0() {
@@ -175,11 +190,11 @@ fn markdown_and_bmf_are_written() {
         md.contains("| main | flash_bytes | B | 100 | 90 | -10.00 % | better |"),
         "{md}"
     );
-    let v: Value = serde_json::from_slice(&std::fs::read(bmf).unwrap()).unwrap();
-    assert_eq!(v["main"]["flash_bytes"]["value"], 90.0);
-    assert_eq!(v["main"]["rx_instr_per_byte"]["value"], 3.0);
-    assert_eq!(v["main"]["rx_instr_per_byte"]["lower_value"], 2.9);
-    assert_eq!(v["main"]["rx_instr_per_byte"]["upper_value"], 3.1);
+    let v: Bmf = serde_json::from_slice(&std::fs::read(bmf).unwrap()).unwrap();
+    let main = |name: &str| v.get("main").and_then(|m| m.get(name)).copied();
+    assert_eq!(main("flash_bytes").map(|m| m.value), Some(90.0));
+    let rx = main("rx_instr_per_byte").expect("main.rx_instr_per_byte");
+    assert_eq!((rx.value, rx.lower_value, rx.upper_value), (3.0, 2.9, 3.1));
 }
 
 #[test]
