@@ -146,6 +146,16 @@ impl Unit {
     }
 }
 
+/// Stock `iperf3 -J`'s report from what it printed: an error if it printed no JSON or its
+/// report is an `error` (`options`: what the test was asked, for the message).
+pub fn iperf3_report(stdout: &[u8], options: &str) -> anyhow::Result<Value> {
+    let report: Value = serde_json::from_slice(stdout).context("iperf3 printed no JSON")?;
+    if let Some(e) = report.get("error") {
+        bail!("iperf3 {options}: {e}");
+    }
+    Ok(report)
+}
+
 /// The device's side of an iperf3 report: its bytes and its seconds (the server's results,
 /// exchanged at the end of the test: `sum_sent` when the device sent, `sum_received` when it
 /// received; the other side is the host's).
@@ -220,11 +230,7 @@ impl Lab {
                     }
                 }
                 let out = child.wait_with_output()?;
-                let report: Value =
-                    serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
-                if let Some(e) = report.get("error") {
-                    bail!("iperf3 {}: {e}", argv[6..].join(" "));
-                }
+                let report = iperf3_report(&out.stdout, &argv[6..].join(" "))?;
                 let (bytes, seconds) = device_side(&report, device_sends)?;
                 (bytes, Some(seconds), Some(report))
             }
