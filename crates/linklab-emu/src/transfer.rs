@@ -156,6 +156,13 @@ pub fn iperf3_report(stdout: &[u8], options: &str) -> anyhow::Result<Value> {
     Ok(report)
 }
 
+/// The payload bytes of `side` (`sum_sent` or `sum_received`) in an iperf3 report's end.
+pub fn end_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
+    report["end"][side]["bytes"]
+        .as_u64()
+        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))
+}
+
 /// The device's side of an iperf3 report: its bytes and its seconds (the server's results,
 /// exchanged at the end of the test: `sum_sent` when the device sent, `sum_received` when it
 /// received; the other side is the host's).
@@ -165,11 +172,8 @@ pub fn device_side(report: &Value, device_sends: bool) -> anyhow::Result<(u64, f
     } else {
         "sum_received"
     };
-    let e = &report["end"][side];
-    let bytes = e["bytes"]
-        .as_u64()
-        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))?;
-    let seconds = e["seconds"]
+    let bytes = end_bytes(report, side)?;
+    let seconds = report["end"][side]["seconds"]
         .as_f64()
         .with_context(|| format!("iperf3 report has no end.{side}.seconds"))?;
     Ok((bytes, seconds))
