@@ -289,6 +289,21 @@ impl Lab {
             }
         }
     }
+
+    /// Stock iperf3 with `options` to the device, then from it (`-R`), each as
+    /// [`transfer_retrying`](Self::transfer_retrying) with nothing watched: what the device
+    /// received, then what it sent (the two rates of a `throughput` run).
+    pub fn iperf3_both_ways(&self, options: &[&str], what: &str) -> anyhow::Result<(Moved, Moved)> {
+        let one_way = |device_sends| {
+            let t = Transfer::Iperf3 {
+                device_sends,
+                options,
+            };
+            self.transfer_retrying(t, Watch::Nothing, what)
+        };
+        let received = one_way(false)?;
+        Ok((received, one_way(true)?))
+    }
 }
 
 #[cfg(test)]
