@@ -23,7 +23,7 @@ use super::elf;
 use super::image::{carries_traffic, Chosen, ImageChoice};
 use super::lab::{Lab, DEVICE_IP};
 use super::line::{LineOptions, LineSettings};
-use super::transfer::{Transfer, Watch};
+use super::transfer::{end_bytes, Transfer, Watch};
 
 /// What `linklab emu cost` measures.
 #[derive(Clone, Debug)]
@@ -183,13 +183,6 @@ impl Counts {
     }
 }
 
-/// The payload bytes of `side` (`sum_sent` or `sum_received`) in an iperf3 report.
-fn report_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
-    report["end"][side]["bytes"]
-        .as_u64()
-        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))
-}
-
 /// What an image without `/stats` (the minimal one) prints on its console after the work
 /// it counts: `linklab work: isr=.. stack=.. apps=.. main=.. loops=.. rx_packets=..
 /// tx_packets=.. rx_missed=.. stack_peak=.. tests=.. failed=.. unit=..` (firmware/common's
@@ -332,9 +325,9 @@ pub fn cost(
 /// by the client, sent.
 fn iperf3_bytes(rx_report: &Value, tx_report: &Value) -> anyhow::Result<Moved> {
     Ok(Moved {
-        received: report_bytes(rx_report, "sum_received")?,
-        client_wrote: report_bytes(rx_report, "sum_sent")?,
-        sent: report_bytes(tx_report, "sum_sent")?,
+        received: end_bytes(rx_report, "sum_received")?,
+        client_wrote: end_bytes(rx_report, "sum_sent")?,
+        sent: end_bytes(tx_report, "sum_sent")?,
         tool: "iperf3",
     })
 }

@@ -34,12 +34,13 @@ mod from_device;
 mod samples;
 mod settings;
 mod socket;
+mod threads;
 mod to_device;
 
 pub use socket::Socket;
 
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -52,14 +53,12 @@ use from_device::FromDevice;
 use linklab_tap::Tap;
 pub use settings::{max_jitter, LineOptions, LineSettings, MAX_DRIFT_PPM};
 use socket::set_send_buffer;
+use threads::LineThreads;
 use to_device::ToDevice;
 
 /// The running line: its two threads and their counters.
 pub struct Line {
-    stop: Arc<AtomicBool>,
-    /// The socket, to shut down on stop (unblocks a thread waiting on the device).
-    control: UnixStream,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: LineThreads,
     /// The counters, shared with the threads.
     counters: Arc<Counters>,
 }
@@ -105,31 +104,24 @@ impl Line {
             stop: Arc::clone(&stop),
             counters: Arc::clone(&counters),
         };
-        let threads = vec![
-            std::thread::spawn(move || to_device.run()),
-            std::thread::spawn(move || from_device.run()),
-        ];
-        Ok(Line {
+        let threads = LineThreads::spawn(
             stop,
             control,
-            threads,
-            counters,
-        })
+            move || to_device.run(),
+            move || from_device.run(),
+        );
+        Ok(Line { threads, counters })
     }
 
     /// Stops both threads and waits for them.
     pub fn stop(mut self) -> Arc<Counters> {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.control.shutdown(std::net::Shutdown::Both);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
+        self.threads.stop();
         Arc::clone(&self.counters)
     }
 
     /// True if a thread ended by itself (the socket closed: QEMU is gone).
     pub fn broken(&self) -> bool {
-        self.threads.iter().any(|t| t.is_finished())
+        self.threads.broken()
     }
 }
 

@@ -15,7 +15,7 @@ use linklab_results::emu::throughput::{self as doc, ThroughputReport, Throughput
 
 use crate::lab::Lab;
 use crate::pin_board::PinBoard;
-use crate::transfer::{Clocks, Transfer, Unit, Watch};
+use crate::transfer::{Clocks, Unit};
 
 /// What `linklab emu throughput` measures on a pin-level board.
 #[derive(Clone, Debug)]
@@ -37,15 +37,7 @@ pub fn run(options: &PinThroughputOptions) -> anyhow::Result<ThroughputReport> {
     let board = options.board;
     let image = board.image(options.image.as_deref())?;
     let lab = Lab::boot_pin(board, image.name, options.elf.clone())?;
-    let iperf3 = |device_sends| {
-        let t = Transfer::Iperf3 {
-            device_sends,
-            options: &["-n", BYTES],
-        };
-        lab.transfer_retrying(t, Watch::Nothing, "throughput")
-    };
-    let rx = iperf3(false)?;
-    let tx = iperf3(true)?;
+    let (rx, tx) = lab.iperf3_both_ways(&["-n", BYTES], "throughput")?;
     let (http_bytes, http) = timed_download(&lab, "/1MB.txt")?;
     let clk_hz = chip_ns_and_clock(&lab)?.1;
     Ok(ThroughputReport {

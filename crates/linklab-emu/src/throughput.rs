@@ -65,15 +65,7 @@ pub fn throughput(
         if icount.is_some() {
             lab.without_tail_loss_probes()?;
         }
-        let iperf3 = |device_sends| {
-            let t = Transfer::Iperf3 {
-                device_sends,
-                options: &["-t", SECONDS],
-            };
-            lab.transfer_retrying(t, Watch::Nothing, "throughput")
-        };
-        let rx = iperf3(false)?;
-        let tx = iperf3(true)?;
+        let (rx, tx) = lab.iperf3_both_ways(&["-t", SECONDS], "throughput")?;
         // An image without the HTTP server (the minimal one) has no download to time.
         let http = if has_http {
             let t = Transfer::Download { path: "/1MB.txt" };

@@ -146,6 +146,23 @@ impl Unit {
     }
 }
 
+/// Stock `iperf3 -J`'s report from what it printed: an error if it printed no JSON or its
+/// report is an `error` (`options`: what the test was asked, for the message).
+pub fn iperf3_report(stdout: &[u8], options: &str) -> anyhow::Result<Value> {
+    let report: Value = serde_json::from_slice(stdout).context("iperf3 printed no JSON")?;
+    if let Some(e) = report.get("error") {
+        bail!("iperf3 {options}: {e}");
+    }
+    Ok(report)
+}
+
+/// The payload bytes of `side` (`sum_sent` or `sum_received`) in an iperf3 report's end.
+pub fn end_bytes(report: &Value, side: &str) -> anyhow::Result<u64> {
+    report["end"][side]["bytes"]
+        .as_u64()
+        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))
+}
+
 /// The device's side of an iperf3 report: its bytes and its seconds (the server's results,
 /// exchanged at the end of the test: `sum_sent` when the device sent, `sum_received` when it
 /// received; the other side is the host's).
@@ -155,11 +172,8 @@ pub fn device_side(report: &Value, device_sends: bool) -> anyhow::Result<(u64, f
     } else {
         "sum_received"
     };
-    let e = &report["end"][side];
-    let bytes = e["bytes"]
-        .as_u64()
-        .with_context(|| format!("iperf3 report has no end.{side}.bytes"))?;
-    let seconds = e["seconds"]
+    let bytes = end_bytes(report, side)?;
+    let seconds = report["end"][side]["seconds"]
         .as_f64()
         .with_context(|| format!("iperf3 report has no end.{side}.seconds"))?;
     Ok((bytes, seconds))
@@ -220,11 +234,7 @@ impl Lab {
                     }
                 }
                 let out = child.wait_with_output()?;
-                let report: Value =
-                    serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
-                if let Some(e) = report.get("error") {
-                    bail!("iperf3 {}: {e}", argv[6..].join(" "));
-                }
+                let report = iperf3_report(&out.stdout, &argv[6..].join(" "))?;
                 let (bytes, seconds) = device_side(&report, device_sends)?;
                 (bytes, Some(seconds), Some(report))
             }
@@ -278,6 +288,21 @@ impl Lab {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Stock iperf3 with `options` to the device, then from it (`-R`), each as
+    /// [`transfer_retrying`](Self::transfer_retrying) with nothing watched: what the device
+    /// received, then what it sent (the two rates of a `throughput` run).
+    pub fn iperf3_both_ways(&self, options: &[&str], what: &str) -> anyhow::Result<(Moved, Moved)> {
+        let one_way = |device_sends| {
+            let t = Transfer::Iperf3 {
+                device_sends,
+                options,
+            };
+            self.transfer_retrying(t, Watch::Nothing, what)
+        };
+        let received = one_way(false)?;
+        Ok((received, one_way(true)?))
     }
 }
 

@@ -8,6 +8,8 @@ use anyhow::Context;
 
 use crate::board::Board;
 use crate::lab::{Clock, Lab, LabBoot, Subnet, UpLine};
+use crate::transfer::iperf3_report;
+use serde_json::Value;
 
 /// The device's address in the counted lab.
 pub const DEVICE: &str = "198.18.9.2";
@@ -95,4 +97,15 @@ pub(super) fn boot(image: &Image, clock: Clock, ack_every_segment: bool) -> anyh
 /// The path of the profile files of run `tag` in `dir`.
 pub(super) fn profile_path(dir: &Path, tag: &str) -> PathBuf {
     dir.join(format!("{tag}.prof"))
+}
+
+/// Stock `iperf3 -c DEVICE -J` with `extra`, killed after `timeout` seconds; its report.
+pub(super) fn iperf3(emu: &Lab, timeout: &str, extra: &[&str]) -> anyhow::Result<Value> {
+    let mut argv = vec!["timeout", timeout, "iperf3", "-c", DEVICE, "-J"];
+    argv.extend_from_slice(extra);
+    let out = emu
+        .command(&argv)
+        .output()
+        .context("cannot run iperf3 (Debian's iperf3 package)")?;
+    iperf3_report(&out.stdout, &extra.join(" "))
 }

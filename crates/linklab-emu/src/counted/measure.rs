@@ -12,13 +12,14 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde_json::Value;
 
 use super::counter::Mark;
-use super::image::{boot, profile_path, Image, Speaks, DEVICE};
+use super::image::{boot, iperf3, profile_path, Image, Speaks, DEVICE};
 use crate::elf::{self, Function};
 use crate::lab::{Clock, Lab};
+use crate::transfer::end_bytes;
 
 /// One counted transfer.
 #[derive(Clone, Debug)]
@@ -152,18 +153,23 @@ pub fn count(tag: &str, image: &Image, counting: &Counting) -> anyhow::Result<Co
         }
         Speaks::Linklab { .. } => {
             let m0 = emu.mark()?;
-            let report = iperf3(&emu, &["-n", "10M"])?;
+            let report = iperf3(&emu, "90", &["-n", "10M"])?;
             let m1 = emu.mark()?;
-            let receive = counted("iperf3 -c DEVICE -n 10M".into(), m0, m1, received(&report)?);
+            let receive = counted(
+                "iperf3 -c DEVICE -n 10M".into(),
+                m0,
+                m1,
+                end_bytes(&report, "sum_received")?,
+            );
             std::thread::sleep(Duration::from_secs(3));
             let m0 = emu.mark()?;
-            let report = iperf3(&emu, &["-n", "10M", "-R"])?;
+            let report = iperf3(&emu, "90", &["-n", "10M", "-R"])?;
             let m1 = emu.mark()?;
             let send = counted(
                 "iperf3 -c DEVICE -n 10M -R".into(),
                 m0,
                 m1,
-                received(&report)?,
+                end_bytes(&report, "sum_received")?,
             );
             (receive, send)
         }
@@ -194,28 +200,6 @@ fn iperf2_bytes(csv: &str, column: usize) -> anyhow::Result<u64> {
         .filter(|c| c.len() >= 9 && c[column] == DEVICE)
         .find_map(|c| c[7].parse().ok())
         .with_context(|| format!("no iperf 2 report with the device in column {column}: {csv}"))
-}
-
-/// Stock `iperf3 -c DEVICE -J` with `extra`; its report.
-fn iperf3(emu: &Lab, extra: &[&str]) -> anyhow::Result<Value> {
-    let mut argv = vec!["timeout", "90", "iperf3", "-c", DEVICE, "-J"];
-    argv.extend_from_slice(extra);
-    let out = emu
-        .command(&argv)
-        .output()
-        .context("cannot run iperf3 (Debian's iperf3 package)")?;
-    let report: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
-    if let Some(e) = report.get("error") {
-        bail!("iperf3 {}: {e}", extra.join(" "));
-    }
-    Ok(report)
-}
-
-/// The payload bytes the receiving side of an iperf3 test counted.
-fn received(report: &Value) -> anyhow::Result<u64> {
-    report["end"]["sum_received"]["bytes"]
-        .as_u64()
-        .context("iperf3's report has no end.sum_received.bytes")
 }
 
 /// The image's deepest stack: linklab's own painted peak (`/stats`, or the minimal image's

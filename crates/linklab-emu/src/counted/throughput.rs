@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::Value;
 
-use super::image::{boot, Image, Speaks, DEVICE};
+use super::image::{boot, iperf3, Image, Speaks, DEVICE};
 use crate::lab::{Clock, Lab};
 
 /// 2^5 ns per instruction: the Cortex-M3 at 31.25 MHz, one instruction a cycle.
@@ -64,18 +64,12 @@ pub fn measure(image: &Image) -> anyhow::Result<(f64, f64)> {
             Ok((rx, tx))
         }
         Speaks::Linklab { .. } => {
-            let report = |extra: &[&str]| -> anyhow::Result<Value> {
-                let mut argv = vec!["timeout", "120", "iperf3", "-c", DEVICE, "-J", "-t", "10"];
-                argv.extend_from_slice(extra);
-                let out = emu.run(&argv)?;
-                serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")
-            };
             let mbps = |r: &Value, side: &str| {
                 r["end"][side]["bits_per_second"].as_f64().unwrap_or(0.0) / 1e6
             };
-            let rx = mbps(&report(&[])?, "sum_received");
+            let rx = mbps(&iperf3(&emu, "120", &["-t", "10"])?, "sum_received");
             std::thread::sleep(Duration::from_secs(2));
-            let tx = mbps(&report(&["-R"])?, "sum_sent");
+            let tx = mbps(&iperf3(&emu, "120", &["-t", "10", "-R"])?, "sum_sent");
             Ok((rx, tx))
         }
     }

@@ -11,7 +11,7 @@
 //! Counters (printed when it stops) obey `tap_frames = frames_sent + dropped_closed` and
 //! `frames_received = tap_written + tap_dropped`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,6 +21,8 @@ use anyhow::Context;
 use linklab_tap::Tap;
 
 use super::counters::{summary_line, Counters};
+use super::socket::read_message;
+use super::threads::LineThreads;
 
 /// The largest frame carried either way: a jumbo frame (9 000-byte MTU) and its header; a
 /// longer message from the device is not this framing, and ends the line.
@@ -72,9 +74,7 @@ impl FrameCounters {
 
 /// The running frame line: its two threads and their counters.
 pub struct FrameLine {
-    stop: Arc<AtomicBool>,
-    control: UnixStream,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: LineThreads,
     counters: Arc<FrameCounters>,
 }
 
@@ -90,37 +90,30 @@ impl FrameLine {
         let control = stream
             .try_clone()
             .context("cannot clone the line's socket")?;
-        let threads = vec![
-            std::thread::spawn({
+        let threads = LineThreads::spawn(
+            stop.clone(),
+            control,
+            {
                 let (tap, stop, counters) = (tap.clone(), stop.clone(), counters.clone());
                 move || to_device(&tap, stream, &stop, &counters)
-            }),
-            std::thread::spawn({
-                let (stop, counters) = (stop.clone(), counters.clone());
+            },
+            {
+                let counters = counters.clone();
                 move || from_device(&tap, reader, &stop, &counters)
-            }),
-        ];
-        Ok(FrameLine {
-            stop,
-            control,
-            threads,
-            counters,
-        })
+            },
+        );
+        Ok(FrameLine { threads, counters })
     }
 
     /// Stops both threads and waits for them.
     pub fn stop(mut self) -> Arc<FrameCounters> {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.control.shutdown(std::net::Shutdown::Both);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
+        self.threads.stop();
         Arc::clone(&self.counters)
     }
 
     /// True if a thread ended by itself (the device closed the socket).
     pub fn broken(&self) -> bool {
-        self.threads.iter().any(|t| t.is_finished())
+        self.threads.broken()
     }
 }
 
@@ -155,58 +148,17 @@ fn from_device(tap: &Tap, mut stream: UnixStream, stop: &AtomicBool, counters: &
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
     let mut frame = vec![0u8; MAX_FRAME_BYTES];
     while !stop.load(Ordering::Relaxed) {
-        let mut len = [0u8; 4];
-        match stream.read(&mut len[..1]) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) if timed_out(&e) => continue,
+        let n = match read_message(&mut stream, &mut frame, stop) {
+            Ok(Some(n)) => n,
+            Ok(None) => continue,
             Err(_) => return,
-        }
-        if read_exact_unless_stopped(&mut stream, &mut len[1..], stop).is_err() {
-            return;
-        }
-        let n = u32::from_be_bytes(len) as usize;
-        if n > MAX_FRAME_BYTES {
-            return;
-        }
-        if read_exact_unless_stopped(&mut stream, &mut frame[..n], stop).is_err() {
-            return;
-        }
+        };
         Counters::bump(&counters.frames_received);
         match tap.send(&frame[..n]) {
             Ok(true) => Counters::bump(&counters.tap_written),
             _ => Counters::bump(&counters.tap_dropped),
         }
     }
-}
-
-fn timed_out(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-    )
-}
-
-/// Reads exactly `buf`, riding out read timeouts unless stopping.
-fn read_exact_unless_stopped(
-    stream: &mut UnixStream,
-    buf: &mut [u8],
-    stop: &AtomicBool,
-) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        match stream.read(&mut buf[done..]) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => done += n,
-            Err(e) if timed_out(&e) => {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(e);
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! Device → decode → FCS → TAP.
 
-use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -10,6 +9,7 @@ use linklab_phy10::{Capture, Decoder, Oversample, RxOutcome};
 
 use super::counters::Counters;
 use super::samples::{line_time, sleep_until, words_of};
+use super::socket::read_message;
 use linklab_tap::Tap;
 
 /// The longest message QEMU's stream netdev sends (its buffer is 68 KiB).
@@ -31,36 +31,17 @@ impl FromDevice {
             .set_read_timeout(Some(Duration::from_millis(200)));
         let mut decoder = Decoder::new(Oversample::X2);
         let mut frame = vec![0u8; 2048];
+        let mut message = vec![0u8; MAX_MESSAGE_BYTES];
         let mut line_free = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
-            let mut len = [0u8; 4];
-            match self.stream.read(&mut len[..1]) {
-                Ok(0) => return,
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    continue
-                }
+            let n = match read_message(&mut self.stream, &mut message, &self.stop) {
+                Ok(Some(n)) => n,
+                Ok(None) => continue,
                 Err(_) => return,
-            }
-            if self.read_rest(&mut len[1..]).is_err() {
-                return;
-            }
-            let n = u32::from_be_bytes(len) as usize;
-            if n > MAX_MESSAGE_BYTES {
-                // Not QEMU's stream framing: nothing after it can be trusted.
-                return;
-            }
-            let mut bytes = vec![0u8; n];
-            if self.read_rest(&mut bytes).is_err() {
-                return;
-            }
+            };
+            let bytes = &message[..n];
             Counters::bump(&self.counters.buffers_received);
-            let words = words_of(&bytes);
+            let words = words_of(bytes);
             let got = decoder.decode(&Capture::new(&words, n * 8), &mut frame);
             let RxOutcome::Frame { len } = got else {
                 Counters::bump(&self.counters.not_frames);
@@ -91,28 +72,5 @@ impl FromDevice {
                 _ => Counters::bump(&self.counters.tap_dropped),
             }
         }
-    }
-
-    /// Reads exactly `buf`, riding out read timeouts unless stopping.
-    fn read_rest(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
-        let mut done = 0;
-        while done < buf.len() {
-            match self.stream.read(&mut buf[done..]) {
-                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => done += n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    if self.stop.load(Ordering::Relaxed) {
-                        return Err(e);
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
 }

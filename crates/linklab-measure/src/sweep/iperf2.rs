@@ -13,7 +13,9 @@
 use std::sync::mpsc;
 
 use linklab_perf::iperf2::{Amount, Mode, Protocol};
-use linklab_perf_host::iperf2::{run_client, ClientConfig, ClientError, Event, FlowReport};
+use linklab_perf_host::iperf2::{
+    run_client, ClientConfig, ClientError, Event, FlowReport, UdpFigures,
+};
 
 use linklab_results::sweep::Step;
 
@@ -124,41 +126,34 @@ fn datagrams_sent(events: &[Event]) -> u64 {
 
 /// A step to the device, from our send count and the server's report.
 fn reported(offered: f64, sent: &FlowReport, report: &FlowReport) -> Step {
-    let u = report.udp.unwrap_or_default();
-    Step {
-        offered_bps: offered,
-        sent_bps: sent.bits_per_second(),
-        received_bps: report.bits_per_second(),
-        loss_pct: if u.total > 0 {
-            u.lost as f64 * 100.0 / u.total as f64
-        } else {
-            0.0
-        },
-        lost: u.lost,
-        packets: u.total,
-        jitter_ms: u.jitter_ms,
-        out_of_order: Some(u.out_of_order),
-        retransmits: None,
-        refined: false,
-        limits: Vec::new(),
-        attempt: 1,
-    }
+    udp_step(
+        offered,
+        sent.bits_per_second(),
+        report.bits_per_second(),
+        report.udp.unwrap_or_default(),
+    )
 }
 
 /// A step from the device (`-R`), from what we received: the ids' highest is what the server
 /// sent, each datagram the size of those that arrived, over the `seconds` it sent for.
 fn received(offered: f64, ours: &FlowReport, seconds: u32) -> Step {
     let u = ours.udp.unwrap_or_default();
-    let rx = ours.bits_per_second();
     let arrived = u.total.saturating_sub(u.lost);
+    let sent_bps = if arrived > 0 {
+        ours.bytes as f64 / arrived as f64 * u.total as f64 * 8.0 / f64::from(seconds.max(1))
+    } else {
+        0.0
+    };
+    udp_step(offered, sent_bps, ours.bits_per_second(), u)
+}
+
+/// A step of the rates given, its loss, jitter and order from the UDP figures `u` (the
+/// server's report to the device, ours from it).
+fn udp_step(offered: f64, sent_bps: f64, received_bps: f64, u: UdpFigures) -> Step {
     Step {
         offered_bps: offered,
-        sent_bps: if arrived > 0 {
-            ours.bytes as f64 / arrived as f64 * u.total as f64 * 8.0 / f64::from(seconds.max(1))
-        } else {
-            0.0
-        },
-        received_bps: rx,
+        sent_bps,
+        received_bps,
         loss_pct: if u.total > 0 {
             u.lost as f64 * 100.0 / u.total as f64
         } else {

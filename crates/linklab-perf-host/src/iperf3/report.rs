@@ -102,3 +102,20 @@ pub struct HostReport {
     /// Client: the server's output, if asked for and sent.
     pub server_output: Option<ServerOutput>,
 }
+
+impl HostReport {
+    /// The congestion control of the senders and of the receivers, ours and the peer's in the
+    /// order `we_send` gives (iperf3's `snd_tcp_congestion` and `rcv_tcp_congestion`).
+    pub fn congestion_by_role(&self, we_send: bool) -> (Option<String>, Option<String>) {
+        let ours = self.congestion_used.clone();
+        let theirs = self
+            .peer
+            .as_ref()
+            .and_then(|p| p.congestion_used.as_ref().map(|c| c.to_string()));
+        if we_send {
+            (ours, theirs)
+        } else {
+            (theirs, ours)
+        }
+    }
+}

@@ -151,16 +151,7 @@ impl JsonView {
         });
         if !udp {
             let we_send = sum.streams.iter().any(|s| s.sender);
-            let ours = r.congestion_used.clone();
-            let theirs = r
-                .peer
-                .as_ref()
-                .and_then(|p| p.congestion_used.as_ref().map(|c| c.to_string()));
-            let (snd, rcv) = if we_send {
-                (ours, theirs)
-            } else {
-                (theirs, ours)
-            };
+            let (snd, rcv) = r.congestion_by_role(we_send);
             end.sender_tcp_congestion = snd;
             end.receiver_tcp_congestion = rcv;
         }

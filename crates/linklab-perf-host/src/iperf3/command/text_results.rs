@@ -219,16 +219,7 @@ impl TextView<'_> {
             }
         }
         if self.params.protocol == Protocol::Tcp {
-            let ours = r.congestion_used.clone();
-            let theirs = r
-                .peer
-                .as_ref()
-                .and_then(|p| p.congestion_used.as_ref().map(|c| c.to_string()));
-            let (snd, rcv) = if must_send {
-                (ours, theirs)
-            } else {
-                (theirs, ours)
-            };
+            let (snd, rcv) = r.congestion_by_role(must_send);
             if let Some(c) = snd {
                 self.out.line(&format!("snd_tcp_congestion {c}"));
             }
