@@ -45,7 +45,7 @@ impl SynAcks {
 
 /// `device`, with each frame sent looked at for a SYN-ACK (noted in `sent`), and the next
 /// frame received hidden from the stack when it is a SYN to `hide_syn_to`.
-pub struct SynAckWatch<'d, D: ?Sized, P> {
+pub struct SynAckWatch<'d, D: ?Sized> {
     /// The device.
     pub device: &'d mut D,
     /// What left.
@@ -55,17 +55,6 @@ pub struct SynAckWatch<'d, D: ?Sized, P> {
     /// other frame passes (the one the apps looked at may have been bad and skipped by the
     /// device). Cleared by that next frame.
     pub hide_syn_to: Option<u16>,
-    /// The apps' look at the device's next frame: the port of the SYN it is, if it is one
-    /// (`next_syn_port` of [`crate::apps::DeviceApps::poll_ingress`]).
-    pub next_syn_port: P,
-    /// Set while the SYN rule's last look found no SYN: a frame the stack asks for that is a
-    /// SYN after all (it arrived after the look, as a device's interrupt queues frames while
-    /// the main loop runs) is not received now but left for the rule's next look, and
-    /// `deferred` says so. Without this the stack got such a SYN with every socket busy and
-    /// answered it with a RST.
-    pub guard: bool,
-    /// A SYN was left in the device by `guard`.
-    pub deferred: bool,
 }
 
 /// An RX token whose frame reaches the stack empty when it is the SYN to hide.
@@ -116,7 +105,7 @@ impl<T: TxToken> TxToken for WatchedTx<'_, T> {
     }
 }
 
-impl<D: Device + ?Sized, P: FnMut(&mut D) -> Option<u16>> Device for SynAckWatch<'_, D, P> {
+impl<D: Device + ?Sized> Device for SynAckWatch<'_, D> {
     type RxToken<'a>
         = WatchedRx<D::RxToken<'a>>
     where
@@ -127,10 +116,6 @@ impl<D: Device + ?Sized, P: FnMut(&mut D) -> Option<u16>> Device for SynAckWatch
         Self: 'a;
 
     fn receive(&mut self, timestamp: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        if self.guard && (self.next_syn_port)(self.device).is_some() {
-            self.deferred = true;
-            return None;
-        }
         let (rx, tx) = self.device.receive(timestamp)?;
         let rx = WatchedRx {
             token: rx,

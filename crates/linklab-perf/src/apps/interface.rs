@@ -77,16 +77,13 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         device: &mut D,
         sockets: &mut SocketSet<'a>,
         now: Instant,
-        next_syn_port: impl FnMut(&mut D) -> Option<u16>,
+        mut next_syn_port: impl FnMut(&mut D) -> Option<u16>,
     ) {
         let mut sent = SynAcks::new();
         let mut device = SynAckWatch {
             device,
             sent: &mut sent,
             hide_syn_to: None,
-            next_syn_port,
-            guard: false,
-            deferred: false,
         };
         iface.poll_maintenance(now);
         #[cfg(feature = "iperf2")]
@@ -101,7 +98,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         loop {
             // The SYN rule frees sockets, so a build without eviction skips it.
             let syn = if cfg!(feature = "evict") {
-                (device.next_syn_port)(device.device)
+                next_syn_port(device.device)
             } else {
                 None
             };
@@ -121,15 +118,9 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
                     device.hide_syn_to = Some(port);
                 }
             }
-            // A SYN that arrives after the look above waits for the next look.
-            device.guard = cfg!(feature = "evict") && syn.is_none();
             let ingress = iface.poll_ingress_single(now, &mut device, sockets);
-            device.guard = false;
             device.hide_syn_to = None;
             if ingress == PollIngressSingleResult::None {
-                if core::mem::take(&mut device.deferred) {
-                    continue;
-                }
                 break;
             }
             #[cfg(feature = "echo")]
@@ -156,9 +147,6 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
             device,
             sent: &mut sent,
             hide_syn_to: None,
-            next_syn_port: |_: &mut D| None,
-            guard: false,
-            deferred: false,
         };
         egress(iface, &mut device, sockets, now);
         self.note_answered(&mut sent, sockets, now);
