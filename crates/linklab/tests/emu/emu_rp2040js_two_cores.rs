@@ -112,7 +112,7 @@ fn hostile_line_is_counted(pin: &PinLevel, before: &Stats) {
         "rp2040js two cores: after the hostile line, ping 3 answered; {}",
         ping.lines().last().unwrap_or("")
     );
-    let after_hostile = quiet_stats(&pin);
+    let after_hostile = quiet_stats(pin);
     let d = |name: &str| phy(&after_hostile, name) - phy(before, name);
     println!(
         "rp2040js two cores: hostile line counted: noise {} empty {} truncated {} link_pulses {} overruns {}; mac missed {} short {} crc {}",
@@ -222,7 +222,7 @@ fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_r
     // Nothing lost into the device at the rate the host sends: no miss, no overrun, no FCS
     // error while iperf3 ran (curl and iperf 2 before it are TCP too: a frame lost there
     // would show as a retransmission, not as a failed transfer).
-    let after = quiet_stats(&pin);
+    let after = quiet_stats(pin);
     for name in ["missed", "overruns"] {
         assert_eq!(
             phy(&after, name),
