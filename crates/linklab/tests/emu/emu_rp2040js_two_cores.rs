@@ -222,7 +222,7 @@ fn rp2040_two_cores_at_the_pin_level_survive_a_hostile_line_then_serve_at_line_r
     // Nothing lost into the device at the rate the host sends: no miss, no overrun, no FCS
     // error while iperf3 ran (curl and iperf 2 before it are TCP too: a frame lost there
     // would show as a retransmission, not as a failed transfer).
-    let after = quiet_stats(pin);
+    let after = quiet_stats(&pin);
     for name in ["missed", "overruns"] {
         assert_eq!(
             phy(&after, name),
