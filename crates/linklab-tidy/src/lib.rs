@@ -1,7 +1,7 @@
 //! The repository's invariants, in a crate that builds in seconds: `cargo test -p
 //! linklab-tidy` checks them without building the CLI or any library of the workspace.
 //!
-//! Its tests hold the layer table (`tests/layers.rs`), the file and function bounds
+//! Its tests hold the layer table (`tests/layers/`), the file and function bounds
 //! (`tests/bounds.rs`), the import graph (`tests/import_graph.rs`), the layout of the CLI's
 //! integration tests (`tests/harnesses.rs`) and the docs' rules (`tests/docs.rs`, over
 //! [`docs`]).

@@ -1,4 +1,4 @@
-//! The house's bounds stay true, as `tests/layers.rs` keeps the layer picture: no Rust file of
+//! The house's bounds stay true, as `tests/layers/` keeps the layer picture: no Rust file of
 //! the repository (every workspace: the crates, firmware/, examples/, fuzz/) is over
 //! [`MAX_FILE_LINES`] lines, and no function is over [`MAX_FN_LINES`] (the project's style:
 //! one concept per file and per function).
