@@ -70,6 +70,7 @@
 //! use linklab_perf::data_memory::{DataPlan, MIN_RX};
 //! use linklab_perf::http::NoRoutes;
 //! use linklab_perf::iperf::device::IperfBuffers;
+//! use linklab_perf::lifetime::NextFrame;
 //! use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
 //! use smoltcp::phy::Device;
 //! use smoltcp::socket::udp::PacketMetadata;
@@ -147,8 +148,8 @@
 //!     loop {
 //!         let t = now();
 //!         // Ingress (the SYN rule needs a look at the next frame: with linklab-mac,
-//!         // `|mac| mac.peek(linklab_perf::rules::syn_port).flatten()`), the apps, egress.
-//!         apps.poll_ingress(&mut iface, &mut device, &mut sockets, t, |_| None);
+//!         // `|mac| mac.peek(NextFrame::of).unwrap_or(NextFrame::Empty)`), the apps, egress.
+//!         apps.poll_ingress(&mut iface, &mut device, &mut sockets, t, |_| NextFrame::Other);
 //!         apps.poll(&mut sockets, &mut NoRoutes, t);
 //!         apps.poll_egress(&mut iface, &mut device, &mut sockets, t);
 //!         // Sleep until the next frame or the earlier of `iface.poll_at(t, &sockets)`

@@ -98,7 +98,7 @@ pub fn evict<'s>(
 
 /// The destination port of a frame opening a TCP connection (the stack-independent
 /// [`crate::rules::syn_port`]).
-pub use crate::rules::syn_port;
+pub use crate::rules::{syn_port, NextFrame};
 
 #[cfg(test)]
 mod tests {

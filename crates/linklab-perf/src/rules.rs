@@ -87,6 +87,28 @@ pub fn syn_port(frame: &[u8]) -> Option<u16> {
     be16(tcp, 2)
 }
 
+/// A device's next received frame as the SYN rule sees it (the look
+/// [`crate::apps::DeviceApps::poll_ingress`] takes before each frame it lets in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextFrame {
+    /// No frame waits: ingress ends for this pass. A frame queued after the look (by an
+    /// interrupt) waits for the next pass's look, so no SYN passes the rule unseen: one
+    /// did, and got the stack's RST while both HTTP sockets were half-open.
+    Empty,
+    /// A frame that opens no TCP connection, or a device that cannot show its next frame
+    /// (its SYNs then get no socket freed for them).
+    Other,
+    /// A SYN opening a connection to this port ([`syn_port`]).
+    Syn(u16),
+}
+
+impl NextFrame {
+    /// What `frame`, the next one the stack will receive, is to the SYN rule.
+    pub fn of(frame: &[u8]) -> Self {
+        syn_port(frame).map_or(NextFrame::Other, NextFrame::Syn)
+    }
+}
+
 /// The destination port of `frame` if it is an Ethernet II / IPv4 / TCP segment of any kind
 /// (first fragment, whole 20-byte header); None for anything else. Any bytes may be wrong;
 /// nothing panics.

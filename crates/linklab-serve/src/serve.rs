@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::Context;
 use linklab_mac::window::capacity_for_frames;
 use linklab_mac::{BoxedSlice, Mac, MacAddr, MacConfig, NoClock, RxQueue, RX_GRANT_LEN};
-use linklab_perf::lifetime::syn_port;
+use linklab_perf::lifetime::NextFrame;
 use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
@@ -120,7 +120,7 @@ fn serve_on(
         linklab_tap::pump_rx(tap, &producer, &mut scratch).context("reading the TAP")?;
         let now = device_now(started);
         apps.poll_interface(&mut iface, &mut mac, &mut sockets, now, |mac| {
-            mac.peek(syn_port).flatten()
+            mac.peek(NextFrame::of).unwrap_or(NextFrame::Empty)
         });
 
         // Only when a request may ask for it: a snapshot walks every counter and socket.

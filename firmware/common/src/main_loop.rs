@@ -43,7 +43,7 @@ pub(crate) fn serve<B: Board, D: NetDevice>(
         let t = now(&mut board);
         let m = Mark::now(&mut board);
         // Ingress, the apps, then egress: what leaves carries what the apps just did.
-        apps.poll_ingress(iface, device, sockets, t, |d| d.next_syn_port());
+        apps.poll_ingress(iface, device, sockets, t, |d| d.next_frame());
         work.stack = work.stack.wrapping_add(m.net(&mut board));
         #[cfg(feature = "stats")]
         let len = if apps.http_request_pending(sockets) {

@@ -2,7 +2,7 @@
 //! MAC as one.
 
 use linklab_mac::{Inline, Mac, NoClock, PhyTx};
-use linklab_perf::lifetime::syn_port;
+use linklab_perf::lifetime::NextFrame;
 #[cfg(feature = "blast")]
 use smoltcp::iface::{Interface, SocketSet};
 #[cfg(feature = "blast")]
@@ -18,12 +18,13 @@ use crate::Board;
 /// next received frame for the apps' SYN rule, its counters for `/stats`, and (linklab-mac's
 /// MAC only) the packet blaster's raw way.
 pub trait NetDevice: smoltcp::phy::Device {
-    /// The destination port of the next frame the stack will receive if it opens a TCP
-    /// connection ([`syn_port`]), looked at without receiving it (frames the device drops on
-    /// the way may be released first); None when there is no frame or the device cannot show
-    /// it (then a SYN to a service whose sockets are all busy gets smoltcp's RST instead of a
-    /// socket freed for it).
-    fn next_syn_port(&mut self) -> Option<u16>;
+    /// The next frame the stack will receive, looked at without receiving it (frames the
+    /// device drops on the way may be released first): the SYN rule's look. The stack then
+    /// receives only what this showed ([`NextFrame::Empty`] ends the pass), so a SYN the
+    /// device queues between the look and the receive waits for the next look.
+    /// [`NextFrame::Other`] when the device cannot show it (then a SYN to a service whose
+    /// sockets are all busy gets smoltcp's RST instead of a socket freed for it).
+    fn next_frame(&mut self) -> NextFrame;
 
     /// The counters `/stats` shows, with their conservation law
     /// ([`linklab_mac::Counters::check_conservation`]).
@@ -44,8 +45,8 @@ pub trait NetDevice: smoltcp::phy::Device {
 }
 
 impl<T: PhyTx> NetDevice for Mac<'static, Inline<QUEUE_BYTES>, T, NoClock> {
-    fn next_syn_port(&mut self) -> Option<u16> {
-        self.peek(syn_port).flatten()
+    fn next_frame(&mut self) -> NextFrame {
+        self.peek(NextFrame::of).unwrap_or(NextFrame::Empty)
     }
 
     fn counters(&self) -> linklab_mac::Counters {

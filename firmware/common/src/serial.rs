@@ -12,6 +12,7 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use linklab_perf::device_config::DeviceConfig;
+use linklab_perf::lifetime::NextFrame;
 use linklab_perf::slice_writer::SliceWriter;
 use linklab_serial::{Config, Link};
 use smoltcp::iface::{Config as IfaceConfig, Interface};
@@ -205,14 +206,14 @@ pub fn run_serial<B: Board, T: SerialTx>(mut board: B, mut tx: T, config: Device
             .flatten()
             .any(|d| d <= t);
         if link.has_received() || stack_due || !stack_ran {
-            apps.poll_interface(&mut iface, link, sockets, t, |_| None);
+            apps.poll_interface(&mut iface, link, sockets, t, |_| NextFrame::Other);
             let len = if apps.http_request_pending(sockets) {
                 write_stats(body, B::NAME, link, &apps.counters())
             } else {
                 None
             };
             apps.poll(sockets, &mut Rendered { body, len }, t);
-            apps.poll_interface(&mut iface, link, sockets, t, |_| None);
+            apps.poll_interface(&mut iface, link, sockets, t, |_| NextFrame::Other);
             stack_ran = true;
         }
 

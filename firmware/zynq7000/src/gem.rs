@@ -12,7 +12,7 @@
 //! smoltcp's token traits; the capabilities are the ones the HAL's smoltcp `Device` declares.
 //!
 //! What the wrapper adds, read-only beside the HAL:
-//! * **The SYN peek** ([`GemDevice::next_syn_port`]): the HAL has no way to look at a frame
+//! * **The SYN peek** ([`GemDevice::next_frame`]): the HAL has no way to look at a frame
 //!   without receiving it (dropping its RX token unconsumed leaves the slot with software and
 //!   moves the HAL's scan past it: that frame comes back out of order, after the ring wraps).
 //!   The wrapper reads the RX ring the HAL owns: it tracks the slot the HAL scans from (the
@@ -370,8 +370,9 @@ impl smoltcp::phy::Device for GemDevice {
 }
 
 impl linklab_firmware::NetDevice for GemDevice {
-    fn next_syn_port(&mut self) -> Option<u16> {
-        linklab_perf::lifetime::syn_port(self.peek()?)
+    fn next_frame(&mut self) -> linklab_perf::lifetime::NextFrame {
+        use linklab_perf::lifetime::NextFrame;
+        self.peek().map_or(NextFrame::Empty, NextFrame::of)
     }
 
     fn counters(&self) -> Counters {

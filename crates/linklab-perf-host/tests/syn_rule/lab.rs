@@ -3,7 +3,7 @@
 
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::NoRoutes;
-use linklab_perf::rules::syn_port;
+use linklab_perf::rules::NextFrame;
 use linklab_perf_host::apps::host_buffers;
 use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
 use smoltcp::time::{Duration, Instant};
@@ -107,7 +107,9 @@ impl Lab {
             ..
         } = self;
         apps.poll_ingress(iface, wire, sockets, *now, |w: &mut Wire| {
-            w.to_device.front().and_then(|f| syn_port(f))
+            w.to_device
+                .front()
+                .map_or(NextFrame::Empty, |f| NextFrame::of(f))
         });
         apps.poll(sockets, &mut NoRoutes, *now);
         apps.poll_egress(iface, wire, sockets, *now);

@@ -27,6 +27,7 @@ use crate::http;
 use crate::iperf2::DEFAULT_PORT as IPERF2_PORT;
 #[cfg(any(feature = "echo", feature = "http"))]
 use crate::lifetime::{evict, refresh, relisten, EVICT_GRACE};
+use crate::rules::NextFrame;
 use crate::synack_watch::{SynAckWatch, SynAcks};
 
 impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
@@ -47,8 +48,11 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
     /// ([`crate::synack_watch`]) to know which handshakes were answered. After each frame, a
     /// UDP echo request is answered and the egress run at once (see
     /// [`crate::echo::SmoltcpEchoServer::echo_datagram`]), so a reply that cannot leave is
-    /// known before the next one is queued. Use instead of `Interface::poll`; `next_syn_port` peeks at the
-    /// device's next frame (for a linklab-mac `Mac`: `|mac| mac.peek(syn_port).flatten()`).
+    /// known before the next one is queued. Use instead of `Interface::poll`; `next_frame` looks at
+    /// the device's next frame without receiving it (for a linklab-mac `Mac`:
+    /// `|mac| mac.peek(NextFrame::of).unwrap_or(NextFrame::Empty)`); the stack receives only
+    /// a frame it showed, so one queued by an interrupt after an empty look waits for the
+    /// next pass instead of passing the SYN rule unseen.
     /// Without feature `evict` there is no SYN rule and no SYN-ACK watch: a SYN that finds
     /// every socket busy gets smoltcp's RST (the minimal and compact images, whose flash
     /// budgets leave no room for it).
@@ -58,9 +62,9 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         device: &mut D,
         sockets: &mut SocketSet<'a>,
         now: Instant,
-        next_syn_port: impl FnMut(&mut D) -> Option<u16>,
+        next_frame: impl FnMut(&mut D) -> NextFrame,
     ) {
-        self.poll_ingress(iface, device, sockets, now, next_syn_port);
+        self.poll_ingress(iface, device, sockets, now, next_frame);
         self.poll_egress(iface, device, sockets, now);
     }
 
@@ -77,7 +81,7 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         device: &mut D,
         sockets: &mut SocketSet<'a>,
         now: Instant,
-        mut next_syn_port: impl FnMut(&mut D) -> Option<u16>,
+        mut next_frame: impl FnMut(&mut D) -> NextFrame,
     ) {
         let mut sent = SynAcks::new();
         let mut device = SynAckWatch {
@@ -97,12 +101,15 @@ impl<'a, const N: usize, const S: usize, const H: usize, const M: usize>
         }
         loop {
             // The SYN rule frees sockets, so a build without eviction skips it.
-            let syn = if cfg!(feature = "evict") {
-                next_syn_port(device.device)
+            let next = if cfg!(feature = "evict") {
+                next_frame(device.device)
             } else {
-                None
+                NextFrame::Other
             };
-            if let Some(port) = syn {
+            if next == NextFrame::Empty {
+                break;
+            }
+            if let NextFrame::Syn(port) = next {
                 // A SYN that finds no socket listening may take a half-open one, so the
                 // handshakes taken in before it get their chance to be answered first: a
                 // real client's SYN-ACK leaves (answered: its socket is not taken), a

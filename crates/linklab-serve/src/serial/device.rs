@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::lifetime::NextFrame;
 use smoltcp::iface::{Config as IfaceConfig, Interface, PollResult, SocketSet};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr};
@@ -98,7 +99,9 @@ pub fn run(
         }
         port.read()?;
         let now = now_of(port);
-        apps.poll_interface(&mut iface, &mut *port.link, &mut sockets, now, |_| None);
+        apps.poll_interface(&mut iface, &mut *port.link, &mut sockets, now, |_| {
+            NextFrame::Other
+        });
         let stats = apps
             .http_request_pending(&sockets)
             .then(|| stats_json(port));

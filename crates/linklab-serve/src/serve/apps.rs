@@ -3,6 +3,7 @@
 
 use linklab_perf::apps::DeviceApps;
 use linklab_perf::http::{RouteBody, Routes};
+use linklab_perf::lifetime::NextFrame;
 use linklab_perf_host::apps::host_buffers;
 use smoltcp::iface::{Interface, SocketSet};
 use smoltcp::phy::Device;
@@ -93,10 +94,10 @@ impl Apps {
         device: &mut D,
         sockets: &mut SocketSet<'static>,
         now: Instant,
-        next_syn_port: impl FnMut(&mut D) -> Option<u16>,
+        next_frame: impl FnMut(&mut D) -> NextFrame,
     ) {
         self.inner
-            .poll_interface(iface, device, sockets, now, next_syn_port);
+            .poll_interface(iface, device, sockets, now, next_frame);
     }
 
     /// Resets every open TCP connection (the RSTs leave on the next interface polls: see
