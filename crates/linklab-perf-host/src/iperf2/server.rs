@@ -209,6 +209,27 @@ fn serve_tcp(mut stream: TcpStream, peer: SocketAddr, cfg: &ServerConfig, events
     }
 }
 
+/// Connects to a client's `-r`/`-d` listener, again while it refuses, for at most
+/// [`LISTENER_GRACE`]: a client may send its header before its listener is up (stock
+/// 2.1.8's `-d` on a loaded machine did: its connect-back was refused and one flow lost).
+fn connect_refused_again(to: SocketAddr) -> io::Result<TcpStream> {
+    let started = std::time::Instant::now();
+    loop {
+        match connect(to, Duration::from_secs(3)) {
+            Err(e)
+                if e.kind() == io::ErrorKind::ConnectionRefused
+                    && started.elapsed() < LISTENER_GRACE =>
+            {
+                thread::sleep(Duration::from_millis(50));
+            }
+            done => return done,
+        }
+    }
+}
+
+/// How long a connect-back waits for the client's listener to come up.
+const LISTENER_GRACE: Duration = Duration::from_secs(1);
+
 /// A `-r`/`-d` connect-back: to the peer's own address, at the port its header named.
 fn connect_back_tcp(
     peer: SocketAddr,
@@ -225,7 +246,7 @@ fn connect_back_tcp(
         datagram_len: 0,
         ipg_us: 0.0,
     });
-    let mut stream = match connect(to, Duration::from_secs(3)) {
+    let mut stream = match connect_refused_again(to) {
         Ok(s) => s,
         Err(e) => {
             let _ = events.send(Event::Notice(format!("connect-back to {to} failed: {e}")));
