@@ -10,7 +10,7 @@ use linklab_perf::apps::{AppBuffers, DataBuffers, DeviceApps, TcpBuffers, UdpBuf
 use linklab_perf::data_memory::{DataPlan, MIN_RX};
 use linklab_perf::http::NoRoutes;
 use linklab_perf::iperf::device::IperfBuffers;
-use linklab_perf::rules::syn_port;
+use linklab_perf::rules::NextFrame;
 use outside_firmware::{lan9118, mac_config, millis, start_clock, tick, DeviceConfig, RX};
 use smoltcp::iface::{Config, Interface, SocketSet, SocketStorage};
 use smoltcp::socket::udp::PacketMetadata;
@@ -167,7 +167,7 @@ fn main() -> ! {
         nic_rx.on_interrupt(&producer);
         let t = now();
         apps.poll_ingress(&mut iface, &mut mac, &mut sockets, t, |mac| {
-            mac.peek(syn_port).flatten()
+            mac.peek(NextFrame::of).unwrap_or(NextFrame::Empty)
         });
         apps.poll(&mut sockets, &mut NoRoutes, t);
         apps.poll_egress(&mut iface, &mut mac, &mut sockets, t);
