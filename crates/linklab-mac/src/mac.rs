@@ -140,8 +140,11 @@ impl<'q, S: Storage, T: PhyTx, C: Clock> Mac<'q, S, T, C> {
     /// does, and the good one is counted now and held for `receive` (or
     /// [`drop_next`](Self::drop_next)). A look at the queue's head alone showed a filtered
     /// frame (an IPv6 multicast the host sent) while `receive` delivered the TCP SYN behind
-    /// it, which so passed the SYN rule by and got the stack's RST.
+    /// it, which so passed the SYN rule by and got the stack's RST. Does the time-driven work
+    /// first ([`poll`](Self::poll)), as `receive` does: a loop that receives only after a look
+    /// that found a frame still sends what waits to go.
     pub fn peek<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        self.poll();
         self.stage().map(|frame| f(frame))
     }
 

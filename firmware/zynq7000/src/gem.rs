@@ -242,34 +242,68 @@ impl GemDevice {
         self
     }
 
-    /// The next frame in the ring, without taking it, if it is a whole frame. Only its
-    /// first [`PEEK_BYTES`] (every header the SYN rule and the gate read) are fresh from DDR;
-    /// its readers look at nothing past the headers.
+    /// The next frame in the ring, without taking it, if the HAL's scan will return one
+    /// ([`RxScan::Frame`]). Only its first [`PEEK_BYTES`] (every header the SYN rule and the
+    /// gate read) are fresh from DDR; its readers look at nothing past the headers. (The
+    /// embassy driver's gate looks with it; the main loop's SYN rule with
+    /// [`GemDevice::scan`].)
+    #[cfg(feature = "embassy")]
     fn peek(&self) -> Option<&[u8]> {
-        let (slot, len) = self.next_frame()?;
+        match self.scan() {
+            RxScan::Frame { slot, len } => Some(self.frame_at(slot, len)),
+            RxScan::Empty | RxScan::NoFrame => None,
+        }
+    }
+
+    /// The first [`PEEK_BYTES`] of the frame of `len` bytes in RX slot `slot`, fresh from DDR.
+    fn frame_at(&self, slot: usize, len: usize) -> &[u8] {
         // SAFETY: `slot < RX_SLOTS`; the GEM wrote this buffer and software owns it until the
         // HAL's token releases it, so nothing writes it while it is read here.
         let buf = unsafe { &*self.rings.rx_buffers.add(slot) };
         // The GEM wrote DDR behind the caches: drop stale lines first, as the HAL's token
         // does before it lends the frame (the buffer starts on a line; PEEK_BYTES is lines).
         let _ = zynq7000_hal::cache::invalidate_data_cache_range(buf.0.as_ptr() as u32, PEEK_BYTES);
-        Some(&buf.0[..len.min(MTU)])
+        &buf.0[..len.min(MTU)]
     }
 
-    /// The frame the HAL will return next (it scans the whole ring from `next_rx` for the
-    /// first slot software owns): its slot and length, if it is a whole frame.
-    fn next_frame(&self) -> Option<(usize, usize)> {
+    /// What the HAL's next receive will find: its scan of the whole ring from `next_rx`
+    /// (`scan_and_handle_next_received_frame(true)`), step for step, read-only. A slot
+    /// starting a frame it does not end is passed over, as the HAL passes it; a second start
+    /// after one (broken fragments) or an end after one (a frame over several slots) is what
+    /// the HAL takes out of the ring without a frame for the stack.
+    fn scan(&self) -> RxScan {
         let mut i = self.next_rx.get();
+        let mut start_found = false;
         for _ in 0..RX_SLOTS {
             let (word0, status) = self.rings.rx_slot(i);
             if word0 & RX_OWNED_BY_SOFTWARE != 0 {
-                let whole = status & (RX_START | RX_END) == RX_START | RX_END;
-                return whole.then_some((i, (status & RX_LEN) as usize));
+                match (status & RX_START != 0, status & RX_END != 0) {
+                    (true, true) => {
+                        let len = (status & RX_LEN) as usize;
+                        return RxScan::Frame { slot: i, len };
+                    }
+                    (true, false) if start_found => return RxScan::NoFrame,
+                    (true, false) => start_found = true,
+                    (false, true) if start_found => return RxScan::NoFrame,
+                    _ => {}
+                }
             }
             i = (i + 1) % RX_SLOTS;
         }
-        None
+        RxScan::Empty
     }
+}
+
+/// What the HAL's next receive will find in the RX ring ([`GemDevice::scan`]).
+enum RxScan {
+    /// A whole frame in one slot: the one the receive returns.
+    Frame { slot: usize, len: usize },
+    /// Slots the receive takes out of the ring (or passes) without a frame for the stack: a
+    /// frame over several slots, broken fragments. The receive must still run to move past
+    /// them.
+    NoFrame,
+    /// No frame: the receive would find nothing.
+    Empty,
 }
 
 /// The HAL's RX token, counted, and telling the wrapper which slot it was.
@@ -372,7 +406,16 @@ impl smoltcp::phy::Device for GemDevice {
 impl linklab_firmware::NetDevice for GemDevice {
     fn next_frame(&mut self) -> linklab_perf::lifetime::NextFrame {
         use linklab_perf::lifetime::NextFrame;
-        self.peek().map_or(NextFrame::Empty, NextFrame::of)
+        match self.scan() {
+            RxScan::Frame { slot, len } => NextFrame::of(self.frame_at(slot, len)),
+            // The receive moves past these slots (with no frame for the stack), so it runs.
+            RxScan::NoFrame => NextFrame::Other,
+            // The receive is not run now, so its restart is done here.
+            RxScan::Empty => {
+                restart_rx_if_stalled(&self.rings);
+                NextFrame::Empty
+            }
+        }
     }
 
     fn counters(&self) -> Counters {
