@@ -242,11 +242,8 @@ impl GemDevice {
         self
     }
 
-    /// The next frame in the ring, without taking it, if the HAL's scan will return one
-    /// ([`RxScan::Frame`]). Only its first [`PEEK_BYTES`] (every header the SYN rule and the
-    /// gate read) are fresh from DDR; its readers look at nothing past the headers. (The
-    /// embassy driver's gate looks with it; the main loop's SYN rule with
-    /// [`GemDevice::scan`].)
+    /// The next frame in the ring, without taking it, if the HAL's scan will return one: the
+    /// embassy driver's gate looks with it (see [`GemDevice::frame_at`]).
     #[cfg(feature = "embassy")]
     fn peek(&self) -> Option<&[u8]> {
         match self.scan() {
@@ -255,7 +252,8 @@ impl GemDevice {
         }
     }
 
-    /// The first [`PEEK_BYTES`] of the frame of `len` bytes in RX slot `slot`, fresh from DDR.
+    /// The frame of `len` bytes in RX slot `slot`, its first [`PEEK_BYTES`] (every header
+    /// the SYN rule and the gate read) fresh from DDR; its readers look at nothing past them.
     fn frame_at(&self, slot: usize, len: usize) -> &[u8] {
         // SAFETY: `slot < RX_SLOTS`; the GEM wrote this buffer and software owns it until the
         // HAL's token releases it, so nothing writes it while it is read here.
@@ -266,11 +264,9 @@ impl GemDevice {
         &buf.0[..len.min(MTU)]
     }
 
-    /// What the HAL's next receive will find: its scan of the whole ring from `next_rx`
-    /// (`scan_and_handle_next_received_frame(true)`), step for step, read-only. A slot
-    /// starting a frame it does not end is passed over, as the HAL passes it; a second start
-    /// after one (broken fragments) or an end after one (a frame over several slots) is what
-    /// the HAL takes out of the ring without a frame for the stack.
+    /// What the HAL's next receive will find: its whole-ring scan from `next_rx`
+    /// (`scan_and_handle_next_received_frame(true)`) step for step, read-only: a lone start
+    /// is passed over; a second start or an end after it is no frame for the stack.
     fn scan(&self) -> RxScan {
         let mut i = self.next_rx.get();
         let mut start_found = false;
@@ -298,11 +294,10 @@ impl GemDevice {
 enum RxScan {
     /// A whole frame in one slot: the one the receive returns.
     Frame { slot: usize, len: usize },
-    /// Slots the receive takes out of the ring (or passes) without a frame for the stack: a
-    /// frame over several slots, broken fragments. The receive must still run to move past
-    /// them.
+    /// Slots the receive moves past with no frame for the stack (a frame over several
+    /// slots, broken fragments): it must still run.
     NoFrame,
-    /// No frame: the receive would find nothing.
+    /// Nothing for the receive to find.
     Empty,
 }
 
@@ -410,7 +405,7 @@ impl linklab_firmware::NetDevice for GemDevice {
             RxScan::Frame { slot, len } => NextFrame::of(self.frame_at(slot, len)),
             // The receive moves past these slots (with no frame for the stack), so it runs.
             RxScan::NoFrame => NextFrame::Other,
-            // The receive is not run now, so its restart is done here.
+            // No receive runs now: its restart is done here.
             RxScan::Empty => {
                 restart_rx_if_stalled(&self.rings);
                 NextFrame::Empty
