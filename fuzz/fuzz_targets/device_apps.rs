@@ -15,7 +15,7 @@ use linklab_perf::data_memory::DataPlan;
 use linklab_perf::http::NoRoutes;
 use linklab_perf::iperf::device::IperfBuffers;
 use linklab_perf::iperf2::one_socket::OneSocketServer;
-use linklab_perf::lifetime::syn_port;
+use linklab_perf::lifetime::NextFrame;
 use linklab_perf::rules::{tcp_port, udp_port};
 use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
@@ -229,12 +229,14 @@ fuzz_target!(|data: &[u8]| {
             micros,
         );
         apps.poll_interface(&mut iface, &mut wire, &mut sockets, now, |w| {
-            let front = w.rx.front()?;
+            let Some(front) = w.rx.front() else {
+                return NextFrame::Empty;
+            };
             // The embassy gate's other looks at a frame (it holds UDP echo requests, and
             // wakes the iperf3 server for a segment to its port).
             let _ = udp_port(front);
             let _ = tcp_port(front);
-            syn_port(front)
+            NextFrame::of(front)
         });
         apps.poll(&mut sockets, &mut NoRoutes, now);
         one.serve(sockets.get_mut::<smoltcp::socket::tcp::Socket>(one_handle), micros);

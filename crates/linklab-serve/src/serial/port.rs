@@ -10,9 +10,10 @@ use linklab_serial::Link;
 /// The window of the link in frames (the crate's default).
 pub type SerialLink = Link<8>;
 
-/// What carries the link's bytes: a serial port ([`super::tty::TtyLine`]) or an SPI bus whose
-/// master is this end ([`super::spi::SpiLine`]). It also keeps the link's clock: real time
-/// for a port or spidev, the emulated chip's for the emulator's SPI master.
+/// What carries the link's bytes: a serial port (`TtyLine`, which reopens a port that hung
+/// up) or an SPI bus whose master is this end ([`super::spi::SpiLine`]). It also keeps the
+/// link's clock: real time for a port or spidev, the emulated chip's for the emulator's SPI
+/// master.
 pub trait Line {
     /// The link's clock, in µs.
     fn now_us(&self) -> u64;
